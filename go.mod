@@ -1,0 +1,3 @@
+module voicebox
+
+go 1.26

@@ -1,0 +1,115 @@
+// Package refusal is the one value every Voicebox rule answers with when it says no: a stable
+// kebab-case rule id and a sentence a person can act on.
+//
+// The rule ids are a contract shared with the model, the page, the relay and other programs: they
+// never change meaning, and callers branch on them, never on the text of Why.
+package refusal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Rule is a stable refusal id such as "unknown-field".
+type Rule string
+
+// The rule ids. Each is used by the package that enforces it; they live here so that no two
+// packages can spell one differently.
+const (
+	// Wire envelopes (shared/wire).
+	UnknownField     Rule = "unknown-field"
+	BadVersion       Rule = "bad-version"
+	MalformedCall    Rule = "malformed-call"
+	MalformedAnswer  Rule = "malformed-answer"
+	UnattributedCall Rule = "unattributed-call"
+	BoundsMismatch   Rule = "bounds-mismatch"
+
+	// The executor door (shared/channel).
+	ExecThrew Rule = "exec-threw"
+
+	// Peer absence when the executor is the browser page (shared/channel).
+	NoPage      Rule = "no-page"
+	PageTimeout Rule = "page-timeout"
+	PageClosed  Rule = "page-closed"
+
+	// Peer absence when the executor is a paired machine environment (shared/channel).
+	MachineUnreachable Rule = "machine-unreachable"
+	MachineTimeout     Rule = "machine-timeout"
+	MachineClosed      Rule = "machine-closed"
+
+	// Extension runtime refusals that cross the wire unchanged (shared/extensions).
+	HostNotAllowed  Rule = "host-not-allowed"
+	FetchFailed     Rule = "fetch-failed"
+	BudgetExhausted Rule = "budget-exhausted"
+
+	// Tool schemas and arguments (shared/toolschema, shared/miniapp).
+	InvalidToolParameters  Rule = "invalid-tool-parameters"
+	InvalidToolArguments   Rule = "invalid-tool-arguments"
+	InvalidArgumentBounds  Rule = "invalid-argument-bounds"
+	MissingArgument        Rule = "missing-argument"
+	InvalidArgument        Rule = "invalid-argument"
+	InvalidArgumentType    Rule = "invalid-argument-type"
+	InvalidArgumentLength  Rule = "invalid-argument-length"
+	InvalidArgumentRange   Rule = "invalid-argument-range"
+	InvalidArgumentEnum    Rule = "invalid-argument-enum"
+	InvalidToolName        Rule = "invalid-tool-name"
+	InvalidToolDescription Rule = "invalid-tool-description"
+	UnknownTool            Rule = "unknown-tool"
+
+	// HTTP doors of the relay (relay).
+	NotFound      Rule = "not-found"
+	InternalError Rule = "internal-error"
+)
+
+// Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
+// carries: {"refused": rule, "why": sentence}.
+type Refusal struct {
+	Rule Rule   `json:"refused"`
+	Why  string `json:"why"`
+}
+
+// New returns a refusal for rule with a Why formatted like fmt.Sprintf.
+func New(rule Rule, format string, args ...any) *Refusal {
+	return &Refusal{Rule: rule, Why: fmt.Sprintf(format, args...)}
+}
+
+// Error returns "rule: why", so a refusal logs as what it is.
+func (r *Refusal) Error() string { return string(r.Rule) + ": " + r.Why }
+
+// Is reports whether target is a refusal with the same rule, so errors.Is(err, refusal.Of(rule))
+// matches any refusal of that rule whatever its sentence.
+func (r *Refusal) Is(target error) bool {
+	t, ok := target.(*Refusal)
+	return ok && t.Rule == r.Rule && (t.Why == "" || t.Why == r.Why)
+}
+
+// Of returns a refusal of rule with no sentence, for use as an errors.Is target.
+func Of(rule Rule) *Refusal { return &Refusal{Rule: rule} }
+
+// As returns the refusal err is or wraps, if any.
+func As(err error) (*Refusal, bool) {
+	var r *Refusal
+	if errors.As(err, &r) {
+		return r, true
+	}
+	return nil, false
+}
+
+// RuleOf returns the rule id of the refusal err is or wraps, or "" when it is not a refusal.
+func RuleOf(err error) Rule {
+	if r, ok := As(err); ok {
+		return r.Rule
+	}
+	return ""
+}
+
+// JSON returns the refusal as the body a JSON door answers with: {"ok":false,"refused":...,"why":...}.
+func (r *Refusal) JSON() []byte {
+	b, _ := json.Marshal(struct {
+		OK      bool   `json:"ok"`
+		Refused Rule   `json:"refused"`
+		Why     string `json:"why"`
+	}{false, r.Rule, r.Why})
+	return b
+}
