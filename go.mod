@@ -1,3 +1,15 @@
 module voicebox
 
 go 1.26
+
+require (
+	github.com/chromedp/cdproto v0.160.4
+	github.com/chromedp/chromedp v0.23.1
+	github.com/hack-pad/safejs v0.1.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+)
+
+require (
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)

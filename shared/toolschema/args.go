@@ -1,0 +1,272 @@
+package toolschema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"voicebox/shared/refusal"
+)
+
+// Validate checks a model's arguments for a call and returns them decoded (numbers as
+// json.Number). The checks run in this order and the first failure wins:
+//
+//  1. empty input or null means {};
+//  2. the value must be a JSON object in valid UTF-8 (invalid-tool-arguments);
+//  3. at most MaxArgumentBytes once insignificant whitespace is removed (invalid-tool-arguments);
+//  4. depth, nodes and number literals within their bounds (invalid-argument-bounds);
+//  5. every required argument present and not null (missing-argument);
+//  6. no key the schema does not declare when additionalProperties is false, and no own
+//     "__proto__" key anywhere (invalid-argument);
+//  7. each value of its declared type (invalid-argument-type);
+//  8. lengths, counted in code points, and numbers within their bounds (invalid-argument-length,
+//     invalid-argument-range);
+//  9. each value in its enum (invalid-argument-enum).
+//
+// Validity itself is the library's verdict on the compiled schema; the order decides only which
+// rule names a failure when there are several.
+func (s *Schema) Validate(raw []byte) (map[string]any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = []byte("{}")
+	}
+	if raw[0] != '{' {
+		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments must be a JSON object, got %s", firstKind(raw))
+	}
+	if !utf8.Valid(raw) {
+		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments are not valid UTF-8")
+	}
+	if len(raw) > MaxArgumentBytes {
+		// Only a payload over the bound as received can be within it once compacted.
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err != nil {
+			return nil, notJSON(raw, err)
+		}
+		if buf.Len() > MaxArgumentBytes {
+			return nil, refusal.New(refusal.InvalidToolArguments,
+				"the arguments are %d bytes encoded, over the bound of %d bytes", buf.Len(), MaxArgumentBytes)
+		}
+	}
+	v, err := decode(raw)
+	if err != nil {
+		return nil, notJSON(raw, err)
+	}
+	args := v.(map[string]any) // raw starts with '{' and decoded
+	w := walker{maxDepth: MaxArgumentDepth, maxNodes: MaxArgumentNodes}
+	w.walk(args, 0)
+	switch {
+	case w.over && w.m.nodes > MaxArgumentNodes:
+		return nil, refusal.New(refusal.InvalidArgumentBounds, "the arguments have more than %d values", MaxArgumentNodes)
+	case w.over:
+		return nil, refusal.New(refusal.InvalidArgumentBounds, "the arguments nest more than %d levels deep", MaxArgumentDepth)
+	case w.hasBadNumber:
+		return nil, refusal.New(refusal.InvalidArgumentBounds,
+			"argument %s: the number %s is longer than %d characters or has an exponent beyond %d",
+			where(w.badNumber), clip(w.badNumberText), MaxNumberLiteralBytes, MaxNumberExponent)
+	}
+	if loc, ok := nullRequired(s.doc, args, ""); ok {
+		return nil, refusal.New(refusal.MissingArgument, "missing required argument %s (null counts as missing)", quoteLoc(loc))
+	}
+	verr := s.compiled.Validate(args)
+	if verr == nil && !w.hasProto {
+		return args, nil
+	}
+	var found []failure
+	if w.hasProto {
+		found = append(found, failure{rank: rankUnknown, loc: w.proto,
+			why: fmt.Sprintf("argument %s: an own \"__proto__\" key is never accepted", quoteLoc(w.proto))})
+	}
+	var ve *jsonschema.ValidationError
+	if errors.As(verr, &ve) {
+		found = collect(ve, found)
+	} else if verr != nil {
+		found = append(found, failure{rank: rankOther, rule: refusal.InvalidToolArguments, why: verr.Error()})
+	}
+	best := slices.MinFunc(found, func(a, b failure) int {
+		if a.rank != b.rank {
+			return a.rank - b.rank
+		}
+		return strings.Compare(a.loc, b.loc)
+	})
+	return nil, refusal.New(best.ruleFor(), "%s", best.why)
+}
+
+// The ranks of failures, in the order Validate documents.
+const (
+	rankRequired = iota
+	rankUnknown
+	rankType
+	rankBounds
+	rankEnum
+	rankOther
+)
+
+type failure struct {
+	rank int
+	rule refusal.Rule
+	loc  string
+	why  string
+}
+
+func (f failure) ruleFor() refusal.Rule {
+	if f.rule != "" {
+		return f.rule
+	}
+	switch f.rank {
+	case rankRequired:
+		return refusal.MissingArgument
+	case rankUnknown:
+		return refusal.InvalidArgument
+	case rankType:
+		return refusal.InvalidArgumentType
+	case rankEnum:
+		return refusal.InvalidArgumentEnum
+	}
+	return refusal.InvalidToolArguments
+}
+
+// collect flattens the library's error tree into failures with their rule ids.
+func collect(ve *jsonschema.ValidationError, found []failure) []failure {
+	if len(ve.Causes) > 0 {
+		for _, c := range ve.Causes {
+			found = collect(c, found)
+		}
+		return found
+	}
+	loc := strings.Join(ve.InstanceLocation, ".")
+	arg := quoteLoc(loc)
+	switch k := ve.ErrorKind.(type) {
+	case *kind.Required:
+		for _, m := range k.Missing {
+			l := join(loc, m)
+			found = append(found, failure{rank: rankRequired, loc: l,
+				why: fmt.Sprintf("missing required argument %s", quoteLoc(l))})
+		}
+	case *kind.AdditionalProperties:
+		for _, p := range k.Properties {
+			l := join(loc, p)
+			found = append(found, failure{rank: rankUnknown, loc: l,
+				why: fmt.Sprintf("unknown argument %s: the tool declares no such parameter", quoteLoc(l))})
+		}
+	case *kind.Type:
+		found = append(found, failure{rank: rankType, loc: loc,
+			why: fmt.Sprintf("argument %s must be %s, got %s", arg, typeNames(k.Want), typeName(k.Got))})
+	case *kind.MinLength:
+		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc,
+			why: fmt.Sprintf("argument %s is %d characters long, under the minimum of %d", arg, k.Got, k.Want)})
+	case *kind.MaxLength:
+		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc,
+			why: fmt.Sprintf("argument %s is %d characters long, over the maximum of %d", arg, k.Got, k.Want)})
+	case *kind.Minimum:
+		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc,
+			why: fmt.Sprintf("argument %s is %s, under the minimum of %s", arg, ratString(k.Got), ratString(k.Want))})
+	case *kind.Maximum:
+		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc,
+			why: fmt.Sprintf("argument %s is %s, over the maximum of %s", arg, ratString(k.Got), ratString(k.Want))})
+	case *kind.Enum:
+		want := make([]string, len(k.Want))
+		for i, w := range k.Want {
+			want[i] = show(w)
+		}
+		found = append(found, failure{rank: rankEnum, loc: loc,
+			why: fmt.Sprintf("argument %s is %s, not one of %s", arg, show(k.Got), clip(strings.Join(want, ", ")))})
+	default:
+		found = append(found, failure{rank: rankOther, loc: loc,
+			why: fmt.Sprintf("argument %s is not valid: %v", arg, ve.ErrorKind)})
+	}
+	return found
+}
+
+// nullRequired finds a required argument set to null, which the library counts as present. Only
+// object schemas nest objects in the subset, so it follows properties alone.
+func nullRequired(schema map[string]any, args map[string]any, loc string) (string, bool) {
+	if req, ok := schema["required"].([]any); ok {
+		for _, r := range req {
+			name := r.(string)
+			if v, ok := args[name]; ok && v == nil {
+				return join(loc, name), true
+			}
+		}
+	}
+	props, _ := schema["properties"].(map[string]any)
+	for name, ps := range props {
+		sub, ok := ps.(map[string]any)
+		if !ok || sub["type"] != "object" {
+			continue
+		}
+		if a, ok := args[name].(map[string]any); ok {
+			if l, ok := nullRequired(sub, a, join(loc, name)); ok {
+				return l, true
+			}
+		}
+	}
+	return "", false
+}
+
+func notJSON(raw []byte, err error) error {
+	if d := scanDepth(raw); d > MaxArgumentDepth {
+		return refusal.New(refusal.InvalidArgumentBounds, "the arguments nest %d levels deep, over the bound of %d", d, MaxArgumentDepth)
+	}
+	return refusal.New(refusal.InvalidToolArguments, "the arguments are not JSON: %v", err)
+}
+
+func firstKind(raw []byte) string {
+	switch c := raw[0]; {
+	case c == '[':
+		return "an array"
+	case c == '"':
+		return "a string"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == '-' || c >= '0' && c <= '9':
+		return "a number"
+	}
+	return "something that is not JSON"
+}
+
+// quoteLoc names an argument by its location, such as "settings.volume".
+func quoteLoc(loc string) string {
+	if loc == "" {
+		return "(the whole object)"
+	}
+	return `"` + loc + `"`
+}
+
+// ratString writes a decimal number exactly: every JSON number is a finite decimal.
+func ratString(r *big.Rat) string {
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	for prec := 1; prec <= MaxNumberLiteralBytes+MaxNumberExponent; prec++ {
+		s := r.FloatString(prec)
+		if back, ok := new(big.Rat).SetString(s); ok && back.Cmp(r) == 0 {
+			return s
+		}
+	}
+	return r.FloatString(MaxNumberLiteralBytes)
+}
+
+// typeName puts an article before a JSON type name.
+func typeName(t string) string {
+	switch t {
+	case "integer", "array", "object":
+		return "an " + t
+	}
+	return "a " + t
+}
+
+func typeNames(ts []string) string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = typeName(t)
+	}
+	return strings.Join(out, " or ")
+}

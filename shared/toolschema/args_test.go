@@ -1,0 +1,179 @@
+package toolschema
+
+import (
+	"strings"
+	"testing"
+
+	"voicebox/shared/refusal"
+)
+
+const argsSchema = `{
+  "type": "object",
+  "properties": {
+    "team":     {"type": "string", "enum": ["home", "away"]},
+    "points":   {"type": "integer", "minimum": 1, "maximum": 6},
+    "ratio":    {"type": "number", "minimum": 0, "maximum": 6},
+    "name":     {"type": "string", "minLength": 2, "maxLength": 3},
+    "urgent":   {"type": "boolean"},
+    "tags":     {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+    "counts":   {"type": "array", "items": {"type": "integer"}},
+    "any":      {"type": "array"},
+    "blob":     {"type": "object"},
+    "settings": {"type": "object", "properties": {"volume": {"type": "integer", "maximum": 10}, "mode": {"type": "string"}},
+                 "required": ["volume"], "additionalProperties": false},
+    "text":     {"type": "string"},
+    "constructor": {"type": "string"},
+    "prototype":   {"type": "string"}
+  },
+  "required": ["team"],
+  "additionalProperties": false
+}`
+
+// nested returns n objects nested inside each other: nested(1) is {}.
+func nested(n int) string {
+	return strings.Repeat(`{"a":`, n-1) + "{}" + strings.Repeat("}", n-1)
+}
+
+// withText returns arguments of exactly n bytes: {"team":"home","text":"xxx..."}.
+func withText(n int) string {
+	base := `{"team":"home","text":""}`
+	return `{"team":"home","text":"` + strings.Repeat("x", n-len(base)) + `"}`
+}
+
+// withCounts returns arguments holding an array of n integers under "counts".
+func withCounts(n int) string {
+	return `{"team":"home","counts":[` + strings.TrimSuffix(strings.Repeat("1,", n), ",") + `]}`
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	s, err := Parse([]byte(argsSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := Parse([]byte(`{"type":"object","properties":{"x":{"type":"string"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nodes: the root, "team", the "counts" array and its members.
+	const fixedNodes = 3
+	// Depth: the root, then "blob" one level down.
+	tests := []struct {
+		name   string
+		schema *Schema
+		args   string
+		rule   refusal.Rule // "" means accepted
+		why    string       // a fragment the reason must contain
+	}{
+		{name: "typical", args: `{"team":"home","points":3,"name":"ab","urgent":true,"tags":["a","b"]}`},
+		{name: "null is empty object", schema: open, args: `null`},
+		{name: "nothing is empty object", schema: open, args: ``},
+		{name: "null is empty object, then required", args: `null`, rule: refusal.MissingArgument, why: `"team"`},
+		{name: "array", args: `[]`, rule: refusal.InvalidToolArguments, why: "object"},
+		{name: "string", args: `"team"`, rule: refusal.InvalidToolArguments, why: "object"},
+		{name: "number", args: `3`, rule: refusal.InvalidToolArguments, why: "object"},
+		{name: "boolean", args: `true`, rule: refusal.InvalidToolArguments, why: "object"},
+		{name: "not JSON", args: `{"team":`, rule: refusal.InvalidToolArguments, why: "not JSON"},
+		{name: "two values", args: `{"team":"home"} {}`, rule: refusal.InvalidToolArguments, why: "not JSON"},
+		{name: "invalid UTF-8", args: "{\"team\":\"home\",\"text\":\"\xc3\x28\"}", rule: refusal.InvalidToolArguments, why: "UTF-8"},
+		{name: "bytes at bound", args: withText(MaxArgumentBytes)},
+		{name: "bytes over bound", args: withText(MaxArgumentBytes + 1), rule: refusal.InvalidToolArguments, why: "65536"},
+		{name: "whitespace is not counted", args: " " + strings.Replace(withText(MaxArgumentBytes), `,`, ",\n    ", 1) + "\n"},
+		{name: "bytes over bound before bounds", args: `{"team":"home","counts":[` + strings.Repeat("1,", 40000) + `1]}`, rule: refusal.InvalidToolArguments},
+		{name: "depth at bound", args: `{"team":"home","blob":` + nested(MaxArgumentDepth-1) + `}`},
+		{name: "depth over bound", args: `{"team":"home","blob":` + nested(MaxArgumentDepth) + `}`, rule: refusal.InvalidArgumentBounds, why: "32"},
+		{name: "array depth at bound", args: `{"team":"home","any":` + strings.Repeat("[", MaxArgumentDepth-1) + strings.Repeat("]", MaxArgumentDepth-1) + `}`},
+		{name: "array depth over bound", args: `{"team":"home","any":` + strings.Repeat("[", MaxArgumentDepth) + strings.Repeat("]", MaxArgumentDepth) + `}`, rule: refusal.InvalidArgumentBounds},
+		{name: "depth beyond the decoder", args: `{"any":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, rule: refusal.InvalidArgumentBounds},
+		{name: "nodes at bound", args: withCounts(MaxArgumentNodes - fixedNodes)},
+		{name: "nodes over bound", args: withCounts(MaxArgumentNodes - fixedNodes + 1), rule: refusal.InvalidArgumentBounds, why: "2048"},
+		{name: "bounds before required", args: `{"blob":` + nested(MaxArgumentDepth) + `}`, rule: refusal.InvalidArgumentBounds},
+		{name: "number literal over bound", args: `{"team":"home","ratio":1` + strings.Repeat("0", MaxNumberLiteralBytes) + `}`, rule: refusal.InvalidArgumentBounds, why: "ratio"},
+		{name: "exponent over bound", args: `{"team":"home","counts":[1e401]}`, rule: refusal.InvalidArgumentBounds, why: "counts.0"},
+		{name: "exponent at bound is a range question", args: `{"team":"home","ratio":1e400}`, rule: refusal.InvalidArgumentRange},
+		{name: "missing required", args: `{"points":3}`, rule: refusal.MissingArgument, why: `"team"`},
+		{name: "required null is missing", args: `{"team":null}`, rule: refusal.MissingArgument, why: `"team"`},
+		{name: "optional null is a type error", args: `{"team":"home","points":null}`, rule: refusal.InvalidArgumentType, why: `"points"`},
+		{name: "nested missing", args: `{"team":"home","settings":{"mode":"x"}}`, rule: refusal.MissingArgument, why: `"settings.volume"`},
+		{name: "nested null is missing", args: `{"team":"home","settings":{"volume":null}}`, rule: refusal.MissingArgument, why: `"settings.volume"`},
+		{name: "unknown key", args: `{"team":"home","colour":"red"}`, rule: refusal.InvalidArgument, why: `"colour"`},
+		{name: "nested unknown key", args: `{"team":"home","settings":{"volume":1,"x":1}}`, rule: refusal.InvalidArgument, why: `"settings.x"`},
+		{name: "unknown key allowed when open", schema: open, args: `{"x":"a","colour":"red"}`},
+		{name: "own __proto__ closed", args: `{"team":"home","__proto__":{}}`, rule: refusal.InvalidArgument, why: "__proto__"},
+		{name: "own __proto__ open", schema: open, args: `{"__proto__":{"polluted":true}}`, rule: refusal.InvalidArgument, why: "__proto__"},
+		{name: "nested own __proto__", args: `{"team":"home","blob":{"a":{"__proto__":1}}}`, rule: refusal.InvalidArgument, why: "blob.a.__proto__"},
+		{name: "constructor and prototype are data", args: `{"team":"home","constructor":"c","prototype":"p"}`},
+		{name: "constructor undeclared when open", schema: open, args: `{"constructor":{"a":1},"prototype":[]}`},
+		{name: "string for integer", args: `{"team":"home","points":"3"}`, rule: refusal.InvalidArgumentType, why: `"points"`},
+		{name: "fraction for integer", args: `{"team":"home","points":1.5}`, rule: refusal.InvalidArgumentType},
+		{name: "1.0 is an integer", args: `{"team":"home","points":1.0}`},
+		{name: "string for boolean", args: `{"team":"home","urgent":"true"}`, rule: refusal.InvalidArgumentType},
+		{name: "number for team", args: `{"team":1}`, rule: refusal.InvalidArgumentType},
+		{name: "item type", args: `{"team":"home","counts":[1,"2"]}`, rule: refusal.InvalidArgumentType, why: `"counts.1"`},
+		{name: "length at max in code points", args: `{"team":"home","name":"héé"}`},
+		{name: "length over max in code points", args: `{"team":"home","name":"héé!"}`, rule: refusal.InvalidArgumentLength, why: "4 characters"},
+		{name: "length at max astral", args: `{"team":"home","name":"😀😀😀"}`},
+		{name: "length under min in code points", args: `{"team":"home","name":"é"}`, rule: refusal.InvalidArgumentLength, why: "1 characters"},
+		{name: "length at min", args: `{"team":"home","name":"ab"}`},
+		{name: "range at max", args: `{"team":"home","points":6}`},
+		{name: "range at min", args: `{"team":"home","points":1}`},
+		{name: "range over max", args: `{"team":"home","points":7}`, rule: refusal.InvalidArgumentRange, why: "maximum of 6"},
+		{name: "range under min", args: `{"team":"home","points":0}`, rule: refusal.InvalidArgumentRange, why: "minimum of 1"},
+		{name: "range exact, not rounded", args: `{"team":"home","ratio":6.0000000000000001}`, rule: refusal.InvalidArgumentRange},
+		{name: "nested range", args: `{"team":"home","settings":{"volume":11}}`, rule: refusal.InvalidArgumentRange, why: `"settings.volume"`},
+		{name: "enum", args: `{"team":"visitors"}`, rule: refusal.InvalidArgumentEnum, why: `"visitors"`},
+		{name: "item enum", args: `{"team":"home","tags":["a","c"]}`, rule: refusal.InvalidArgumentEnum, why: `"c"`},
+		{name: "required before unknown", args: `{"colour":"red"}`, rule: refusal.MissingArgument},
+		{name: "unknown before type", args: `{"team":1,"colour":"red"}`, rule: refusal.InvalidArgument},
+		{name: "type before length", args: `{"team":"home","points":"x","name":"toolong"}`, rule: refusal.InvalidArgumentType},
+		{name: "length before enum", args: `{"team":"visitors","name":"toolong"}`, rule: refusal.InvalidArgumentLength},
+		{name: "range before enum", args: `{"team":"visitors","points":9}`, rule: refusal.InvalidArgumentRange},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sch := tt.schema
+			if sch == nil {
+				sch = s
+			}
+			got, err := sch.Validate([]byte(tt.args))
+			if tt.rule == "" {
+				if err != nil {
+					t.Fatalf("Validate refused: %v", err)
+				}
+				if got == nil {
+					t.Fatalf("Validate returned no arguments")
+				}
+				if verr := sch.Compiled().Validate(got); verr != nil {
+					t.Fatalf("accepted what the library rejects: %v", verr)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate accepted %.200s", tt.args)
+			}
+			r, ok := refusal.As(err)
+			if !ok || r.Rule != tt.rule {
+				t.Fatalf("Validate error = %v, want rule %s", err, tt.rule)
+			}
+			if !strings.Contains(r.Why, tt.why) {
+				t.Fatalf("Why = %q, want it to contain %q", r.Why, tt.why)
+			}
+		})
+	}
+}
+
+func TestValidateShapeHelpers(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{MaxArgumentBytes, MaxArgumentBytes + 1} {
+		if got := len(withText(n)); got != n {
+			t.Errorf("withText(%d) is %d bytes", n, got)
+		}
+	}
+	if got := scanDepth([]byte(`{"team":"home","blob":` + nested(MaxArgumentDepth-1) + `}`)); got != MaxArgumentDepth {
+		t.Errorf("depth case has depth %d", got)
+	}
+	if got := countNodes(t, withCounts(MaxArgumentNodes-3)); got != MaxArgumentNodes {
+		t.Errorf("nodes case has %d nodes", got)
+	}
+}

@@ -1,0 +1,368 @@
+package toolschema
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"voicebox/shared/refusal"
+)
+
+// The closed keyword lists of the subset, by place.
+var (
+	topKeywords = []string{"additionalProperties", "properties", "required", "type"}
+
+	typeKeywords = map[string][]string{
+		"string":  {"description", "enum", "maxLength", "minLength", "type"},
+		"number":  {"description", "enum", "maximum", "minimum", "type"},
+		"integer": {"description", "enum", "maximum", "minimum", "type"},
+		"boolean": {"description", "type"},
+		"array":   {"description", "items", "type"},
+		"object":  {"additionalProperties", "description", "properties", "required", "type"},
+	}
+
+	itemKeywords = []string{"description", "enum", "type"}
+	itemTypes    = []string{"boolean", "integer", "number", "string"}
+	allTypes     = []string{"array", "boolean", "integer", "number", "object", "string"}
+)
+
+func bad(loc, format string, args ...any) error {
+	return refusal.New(refusal.InvalidToolParameters, "%s: %s", where(loc), fmt.Sprintf(format, args...))
+}
+
+// keywordsOK refuses the first key of obj (in sorted order) that is not in allowed.
+func keywordsOK(obj map[string]any, loc, what string, allowed []string) error {
+	keys := sortedKeys(obj)
+	for _, k := range keys {
+		if !slices.Contains(allowed, k) {
+			return bad(join(loc, k), "keyword %q is not allowed %s (allowed: %s)", k, what, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
+func sortedKeys(obj map[string]any) []string {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func checkTop(v any) (map[string]any, error) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, bad("", "the parameter schema must be an object, got %s", jsonKind(v))
+	}
+	if err := keywordsOK(obj, "", "at the top level", topKeywords); err != nil {
+		return nil, err
+	}
+	t, ok := obj["type"]
+	if !ok {
+		return nil, bad("type", `the top level must declare type "object"`)
+	}
+	if s, ok := t.(string); !ok || s != "object" {
+		return nil, bad("type", `the top level must be type "object", got %s`, show(t))
+	}
+	if err := checkObjectBody(obj, ""); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// checkObjectBody checks properties, required and additionalProperties of an object schema at loc.
+func checkObjectBody(obj map[string]any, loc string) error {
+	var props map[string]any
+	if p, ok := obj["properties"]; ok {
+		props, ok = p.(map[string]any)
+		if !ok {
+			return bad(join(loc, "properties"), "properties must be an object, got %s", jsonKind(p))
+		}
+		for _, name := range sortedKeys(props) {
+			ploc := join(join(loc, "properties"), name)
+			switch name {
+			case "":
+				return bad(ploc, "a property name must not be empty")
+			case "__proto__":
+				return bad(ploc, `"__proto__" cannot be a property name`)
+			}
+			if err := checkProperty(props[name], ploc); err != nil {
+				return err
+			}
+		}
+	}
+	closed := false
+	if a, ok := obj["additionalProperties"]; ok {
+		b, ok := a.(bool)
+		if !ok {
+			return bad(join(loc, "additionalProperties"), "additionalProperties must be true or false, got %s", show(a))
+		}
+		closed = !b
+	}
+	if r, ok := obj["required"]; ok {
+		rloc := join(loc, "required")
+		list, ok := r.([]any)
+		if !ok {
+			return bad(rloc, "required must be an array of names, got %s", jsonKind(r))
+		}
+		seen := make(map[string]bool, len(list))
+		for i, e := range list {
+			name, ok := e.(string)
+			switch {
+			case !ok:
+				return bad(fmt.Sprintf("%s.%d", rloc, i), "a required name must be a string, got %s", show(e))
+			case name == "":
+				return bad(fmt.Sprintf("%s.%d", rloc, i), "a required name must not be empty")
+			case name == "__proto__":
+				return bad(fmt.Sprintf("%s.%d", rloc, i), `"__proto__" cannot be required`)
+			case seen[name]:
+				return bad(fmt.Sprintf("%s.%d", rloc, i), "%q is required twice", name)
+			case closed && props[name] == nil:
+				return bad(fmt.Sprintf("%s.%d", rloc, i),
+					"%q is required but not declared under properties, and additionalProperties is false", name)
+			}
+			seen[name] = true
+		}
+	}
+	return nil
+}
+
+func checkProperty(v any, loc string) error {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return bad(loc, "a property schema must be an object, got %s", show(v))
+	}
+	typ, err := typeOf(obj, loc, allTypes)
+	if err != nil {
+		return err
+	}
+	if err := keywordsOK(obj, loc, "for type "+typ, typeKeywords[typ]); err != nil {
+		return err
+	}
+	if err := checkDescription(obj, loc); err != nil {
+		return err
+	}
+	switch typ {
+	case "string":
+		return checkString(obj, loc)
+	case "number", "integer":
+		return checkNumber(obj, loc, typ)
+	case "array":
+		if items, ok := obj["items"]; ok {
+			return checkItems(items, join(loc, "items"))
+		}
+	case "object":
+		return checkObjectBody(obj, loc)
+	}
+	return nil
+}
+
+func typeOf(obj map[string]any, loc string, allowed []string) (string, error) {
+	t, ok := obj["type"]
+	if !ok {
+		return "", bad(join(loc, "type"), "a property schema must declare a type (one of %s)", strings.Join(allowed, ", "))
+	}
+	s, ok := t.(string)
+	if !ok || !slices.Contains(allowed, s) {
+		return "", bad(join(loc, "type"), "type must be one of %s, got %s", strings.Join(allowed, ", "), show(t))
+	}
+	return s, nil
+}
+
+func checkDescription(obj map[string]any, loc string) error {
+	if d, ok := obj["description"]; ok {
+		if _, ok := d.(string); !ok {
+			return bad(join(loc, "description"), "description must be a string, got %s", show(d))
+		}
+	}
+	return nil
+}
+
+func checkItems(v any, loc string) error {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return bad(loc, "items must be a schema object, got %s", show(v))
+	}
+	typ, err := typeOf(obj, loc, itemTypes)
+	if err != nil {
+		return err
+	}
+	if err := keywordsOK(obj, loc, "in items", itemKeywords); err != nil {
+		return err
+	}
+	if err := checkDescription(obj, loc); err != nil {
+		return err
+	}
+	_, err = enumOf(obj, loc, typ)
+	return err
+}
+
+// enumOf checks that an enum, when present, is a non-empty array of members of type typ.
+func enumOf(obj map[string]any, loc, typ string) ([]any, error) {
+	e, ok := obj["enum"]
+	if !ok {
+		return nil, nil
+	}
+	eloc := join(loc, "enum")
+	list, ok := e.([]any)
+	if !ok {
+		return nil, bad(eloc, "enum must be an array, got %s", show(e))
+	}
+	if len(list) == 0 {
+		return nil, bad(eloc, "enum must list at least one value")
+	}
+	for i, m := range list {
+		if !memberOf(m, typ) {
+			return nil, bad(fmt.Sprintf("%s.%d", eloc, i), "enum member %s is not of type %s", show(m), typ)
+		}
+	}
+	return list, nil
+}
+
+func memberOf(m any, typ string) bool {
+	switch typ {
+	case "string":
+		_, ok := m.(string)
+		return ok
+	case "boolean":
+		_, ok := m.(bool)
+		return ok
+	case "number":
+		_, ok := m.(json.Number)
+		return ok
+	case "integer":
+		n, ok := m.(json.Number)
+		if !ok {
+			return false
+		}
+		r, ok := new(big.Rat).SetString(string(n))
+		return ok && r.IsInt()
+	}
+	return false
+}
+
+func checkString(obj map[string]any, loc string) error {
+	minL, hasMin, err := lengthOf(obj, loc, "minLength")
+	if err != nil {
+		return err
+	}
+	maxL, hasMax, err := lengthOf(obj, loc, "maxLength")
+	if err != nil {
+		return err
+	}
+	if hasMin && hasMax && minL > maxL {
+		return bad(join(loc, "minLength"), "minLength %d is greater than maxLength %d", minL, maxL)
+	}
+	enum, err := enumOf(obj, loc, "string")
+	if err != nil || enum == nil || !hasMin && !hasMax {
+		return err
+	}
+	for _, m := range enum {
+		n := utf8.RuneCountInString(m.(string))
+		if (!hasMin || n >= minL) && (!hasMax || n <= maxL) {
+			return nil
+		}
+	}
+	return bad(join(loc, "enum"), "no enum member has a length between minLength and maxLength")
+}
+
+func lengthOf(obj map[string]any, loc, key string) (int, bool, error) {
+	v, ok := obj[key]
+	if !ok {
+		return 0, false, nil
+	}
+	kloc := join(loc, key)
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false, bad(kloc, "%s must be a non-negative integer, got %s", key, show(v))
+	}
+	r, ok := new(big.Rat).SetString(string(n))
+	if !ok || !r.IsInt() || r.Sign() < 0 {
+		return 0, false, bad(kloc, "%s must be a non-negative integer, got %s", key, n)
+	}
+	if !r.Num().IsInt64() || r.Num().Int64() > MaxLengthKeyword {
+		return 0, false, bad(kloc, "%s %s is over the bound of %d", key, n, MaxLengthKeyword)
+	}
+	return int(r.Num().Int64()), true, nil
+}
+
+func boundOf(obj map[string]any, loc, key, typ string) (*big.Rat, error) {
+	v, ok := obj[key]
+	if !ok {
+		return nil, nil
+	}
+	kloc := join(loc, key)
+	n, ok := v.(json.Number)
+	if !ok {
+		return nil, bad(kloc, "%s must be a number, got %s", key, show(v))
+	}
+	r, ok := new(big.Rat).SetString(string(n))
+	if !ok {
+		return nil, bad(kloc, "%s must be a number, got %s", key, n)
+	}
+	if typ == "integer" && !r.IsInt() {
+		return nil, bad(kloc, "%s of an integer must be an integer, got %s", key, n)
+	}
+	return r, nil
+}
+
+func checkNumber(obj map[string]any, loc, typ string) error {
+	minV, err := boundOf(obj, loc, "minimum", typ)
+	if err != nil {
+		return err
+	}
+	maxV, err := boundOf(obj, loc, "maximum", typ)
+	if err != nil {
+		return err
+	}
+	if minV != nil && maxV != nil && minV.Cmp(maxV) > 0 {
+		return bad(join(loc, "minimum"), "minimum %s is greater than maximum %s", obj["minimum"], obj["maximum"])
+	}
+	enum, err := enumOf(obj, loc, typ)
+	if err != nil || enum == nil || minV == nil && maxV == nil {
+		return err
+	}
+	for _, m := range enum {
+		r, ok := new(big.Rat).SetString(string(m.(json.Number)))
+		if ok && (minV == nil || r.Cmp(minV) >= 0) && (maxV == nil || r.Cmp(maxV) <= 0) {
+			return nil
+		}
+	}
+	return bad(join(loc, "enum"), "no enum member lies between minimum and maximum")
+}
+
+// jsonKind names the JSON type of a decoded value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// show renders a decoded value for a reason: scalars as JSON, containers by kind.
+func show(v any) string {
+	switch v.(type) {
+	case []any, map[string]any:
+		return jsonKind(v)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return jsonKind(v)
+	}
+	return clip(string(b))
+}

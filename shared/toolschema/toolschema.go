@@ -1,0 +1,193 @@
+// Package toolschema is the parameter-schema subset a tool may declare, checked when the tool
+// registers, and the validation of a model's arguments before a call reaches the tool.
+//
+// A parameter schema comes from untrusted code and its arguments from an untrusted model, so the
+// host registers only schemas it can verify completely, and refuses a bad call before dispatch.
+// Every "no" is a *refusal.Refusal with a stable rule id.
+//
+// # The subset
+//
+// The top level is an object schema with type "object" and at most properties, required and
+// additionalProperties. Each property has one type, and each type has a closed keyword list:
+//
+//	string           description, enum, minLength, maxLength
+//	number, integer  description, enum, minimum, maximum
+//	boolean          description
+//	array            description, items (type string, number, integer or boolean;
+//	                 with at most description and enum besides)
+//	object           description, properties, required, additionalProperties
+//
+// Values are checked as written and never coerced ("3" is not a length, 2.0 is an integer),
+// bounds must be ordered, enum members must have the declared type, and an enum beside bounds
+// must keep at least one member inside them. Anything else is refused invalid-tool-parameters with
+// a reason naming the keyword and where it is, such as "properties.count.pattern".
+//
+// JSON Schema semantics come from github.com/santhosh-tekuri/jsonschema/v6: each accepted schema is
+// compiled with it (draft 2020-12, and a loader that refuses every URL), and it decides whether
+// arguments are valid. This package only decides which rule id names a failure, and adds the checks
+// the library cannot make (bounds on size and shape, null for a required argument, an own
+// "__proto__" key).
+//
+// # Depth and nodes
+//
+// Both bounds are measured on the JSON value, the same way for a schema and for arguments: depth
+// counts containers (objects and arrays) on the deepest path, the root included, so {} has depth 1
+// and {"a":{"b":[1]}} has depth 3; nodes counts every JSON value, the root included and object
+// keys excluded, so {} is 1 node and {"a":[1,2]} is 4.
+//
+// # Wasm
+//
+// The package is portable Go and behaves the same under GOOS=js GOARCH=wasm.
+package toolschema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"voicebox/shared/refusal"
+)
+
+// Bounds on a parameter schema. Passing one is refused invalid-tool-parameters.
+const (
+	// MaxSchemaBytes bounds the encoded parameter schema, as received.
+	MaxSchemaBytes = 65536
+	// MaxSchemaDepth bounds the nesting of the schema document (see the package doc for depth).
+	MaxSchemaDepth = 16
+	// MaxSchemaNodes bounds the JSON values in the schema document (see the package doc).
+	MaxSchemaNodes = 512
+	// MaxLengthKeyword bounds the value of minLength and maxLength, so the library can hold it in
+	// an int on every platform.
+	MaxLengthKeyword = math.MaxInt32
+)
+
+// Bounds on arguments. Passing the byte bound is refused invalid-tool-arguments, the others
+// invalid-argument-bounds.
+const (
+	// MaxArgumentBytes bounds the arguments as UTF-8 JSON with insignificant whitespace removed.
+	MaxArgumentBytes = 65536
+	// MaxArgumentDepth bounds the nesting of the argument object (see the package doc for depth).
+	MaxArgumentDepth = 32
+	// MaxArgumentNodes bounds the JSON values in the argument object (see the package doc).
+	MaxArgumentNodes = 2048
+)
+
+// Bounds on every number literal, in a schema or in arguments. Exact comparison goes through
+// math/big, where 1e999999 costs a million-digit expansion; no float64 needs more than this.
+const (
+	// MaxNumberLiteralBytes bounds the length of one number as written.
+	MaxNumberLiteralBytes = 64
+	// MaxNumberExponent bounds the absolute value of a number's written exponent.
+	MaxNumberExponent = 400
+)
+
+// schemaURL names the one resource each compiler holds. The loader refuses every other URL, so
+// nothing is ever fetched.
+const schemaURL = "urn:voicebox:tool-parameters"
+
+// Schema is a parameter schema that passed the subset check and compiled. It is immutable and safe
+// for concurrent use.
+type Schema struct {
+	doc      map[string]any
+	norm     json.RawMessage
+	compiled *jsonschema.Schema
+}
+
+// Parse checks raw against the subset and compiles it. Any failure is a refusal with rule
+// invalid-tool-parameters.
+func Parse(raw []byte) (*Schema, error) {
+	if len(raw) > MaxSchemaBytes {
+		return nil, refusal.New(refusal.InvalidToolParameters,
+			"the parameter schema is %d bytes, over the bound of %d", len(raw), MaxSchemaBytes)
+	}
+	if !utf8.Valid(raw) {
+		return nil, refusal.New(refusal.InvalidToolParameters, "the parameter schema is not valid UTF-8")
+	}
+	v, err := decode(raw)
+	if err != nil {
+		if d := scanDepth(raw); d > MaxSchemaDepth {
+			return nil, refusal.New(refusal.InvalidToolParameters,
+				"the parameter schema nests %d levels deep, over the bound of %d", d, MaxSchemaDepth)
+		}
+		return nil, refusal.New(refusal.InvalidToolParameters, "the parameter schema is not JSON: %v", err)
+	}
+	return fromValue(v)
+}
+
+// fromValue is Parse for a value decoded with json.Number numbers. The value must not change afterwards.
+func fromValue(v any) (*Schema, error) {
+	w := walker{maxDepth: MaxSchemaDepth, maxNodes: MaxSchemaNodes}
+	w.walk(v, 0)
+	switch {
+	case w.over && w.m.nodes > MaxSchemaNodes:
+		return nil, refusal.New(refusal.InvalidToolParameters,
+			"the parameter schema has more than %d nodes", MaxSchemaNodes)
+	case w.over:
+		return nil, refusal.New(refusal.InvalidToolParameters,
+			"the parameter schema nests more than %d levels deep", MaxSchemaDepth)
+	case w.hasBadNumber:
+		return nil, refusal.New(refusal.InvalidToolParameters,
+			"%s: the number %s is longer than %d characters or has an exponent beyond %d",
+			where(w.badNumber), clip(w.badNumberText), MaxNumberLiteralBytes, MaxNumberExponent)
+	}
+	top, err := checkTop(v)
+	if err != nil {
+		return nil, err
+	}
+	compiled, err := compile(top)
+	if err != nil {
+		return nil, refusal.New(refusal.InvalidToolParameters, "the parameter schema does not compile: %v", err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(top); err != nil {
+		return nil, refusal.New(refusal.InvalidToolParameters, "the parameter schema does not encode: %v", err)
+	}
+	return &Schema{doc: top, norm: bytes.TrimRight(buf.Bytes(), "\n"), compiled: compiled}, nil
+}
+
+// JSON returns the schema in normal form: keys sorted, no insignificant whitespace, numbers as
+// written. The caller must not modify it.
+func (s *Schema) JSON() json.RawMessage { return s.norm }
+
+// Compiled returns the library's compiled schema, the one that decides argument validity.
+func (s *Schema) Compiled() *jsonschema.Schema { return s.compiled }
+
+type refuseLoader struct{}
+
+func (refuseLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("toolschema: a tool schema may not load %s", url)
+}
+
+func compile(doc map[string]any) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refuseLoader{})
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(schemaURL)
+}
+
+// where spells a location for a reason: "the top level" for the root.
+func where(loc string) string {
+	if loc == "" {
+		return "the top level"
+	}
+	return loc
+}
+
+// clip shortens a value quoted in a reason.
+func clip(s string) string {
+	const max = 80
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max]) + "..."
+}
