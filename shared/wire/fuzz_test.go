@@ -1,0 +1,126 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"voicebox/shared/refusal"
+)
+
+// stdKeys decodes frame's top level with encoding/json, which keeps names exactly as sent.
+func stdKeys(t *testing.T, frame []byte) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(frame, &m); err != nil {
+		t.Fatalf("accepted a frame encoding/json refuses: %v", err)
+	}
+	return m
+}
+
+func allowed(name string, allow []string) bool {
+	for _, a := range allow {
+		if a == name {
+			return true
+		}
+	}
+	return false
+}
+
+func checkParseError(t *testing.T, err error, rules ...refusal.Rule) {
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Refusal == nil || pe.Why == "" {
+		t.Fatalf("refusal is not a *ParseError with a why: %#v", err)
+	}
+	for _, r := range rules {
+		if pe.Rule == r {
+			return
+		}
+	}
+	t.Fatalf("unexpected rule %q", pe.Rule)
+}
+
+func FuzzParseCall(f *testing.F) {
+	for _, s := range []string{
+		goodCall,
+		`{"v":1,"callId":"c","tool":"t","descriptorId":"d","boundsEcho":{}}`,
+		`{"v":1,"callId":"c","tool":"t","descriptorId":"d","boundsEcho":{},"grant":"everything"}`,
+		`{"v":1,"callId":"a","c\u0061llId":"b","tool":"t","descriptorId":"d","boundsEcho":{}}`,
+		`{"v":2,"callId":"c"}`,
+		`{"v":1e0,"callId":"\u00e9\ud83d\ude00","tool":"t","descriptorId":"d","boundsEcho":{"n":[1,-0.5e3,true,null,"s"]}}`,
+		`[{"v":1}]`,
+		`{"v":1,"callId":"c","tool":"t","descriptorId":"d","boundsEcho":{}} {}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		c, err := ParseCall(frame)
+		if err != nil {
+			checkParseError(t, err, refusal.MalformedCall, refusal.UnknownField, refusal.BadVersion, refusal.UnattributedCall)
+			return
+		}
+		for name := range stdKeys(t, frame) {
+			if !allowed(name, callFields) {
+				t.Fatalf("accepted a call carrying %q", name)
+			}
+		}
+		b, err := c.MarshalJSON()
+		if err != nil {
+			t.Fatalf("MarshalJSON of accepted %+v: %v", c, err)
+		}
+		again, err := ParseCall(b)
+		if err != nil || !again.equal(c) {
+			t.Fatalf("round trip: %s -> %+v, %v; want %+v", b, again, err, c)
+		}
+		if !SameJSON(c.BoundsEcho, c.BoundsEcho) {
+			t.Fatalf("bounds %s are not the same as themselves", c.BoundsEcho)
+		}
+	})
+}
+
+func FuzzParseAnswer(f *testing.F) {
+	for _, s := range []string{
+		`{"v":1,"callId":"c","ok":true,"observed":{"bytes":12}}`,
+		`{"v":1,"callId":"c","ok":false,"refused":"host-not-allowed","why":"w"}`,
+		`{"v":1,"callId":"c","ok":false,"refused":"budget-exhausted","why":"w","budget":{"used":3,"max":3}}`,
+		`{"v":1,"callId":"c","ok":true}`,
+		`{"v":1,"callId":"c","ok":true,"observed":{},"decision":"allow"}`,
+		`{"v":1,"callId":"c","ok":false,"refused":"x","why":"w","budget":{"used":1,"max":2,"used":0}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		a, err := ParseAnswer(frame)
+		if err != nil {
+			checkParseError(t, err, refusal.MalformedAnswer, refusal.UnknownField, refusal.BadVersion)
+			return
+		}
+		m := stdKeys(t, frame)
+		for name := range m {
+			if !allowed(name, answerFields) {
+				t.Fatalf("accepted an answer carrying %q", name)
+			}
+		}
+		if a.Budget != nil {
+			var b map[string]json.RawMessage
+			if err := json.Unmarshal(m["budget"], &b); err != nil {
+				t.Fatal(err)
+			}
+			for name := range b {
+				if !allowed(name, budgetFields) {
+					t.Fatalf("accepted a budget carrying %q", name)
+				}
+			}
+		}
+		if a.OK == (a.Refused != "") {
+			t.Fatalf("accepted an answer that is both or neither: %+v", a)
+		}
+		b, err := a.MarshalJSON()
+		if err != nil {
+			t.Fatalf("MarshalJSON of accepted %+v: %v", a, err)
+		}
+		again, err := ParseAnswer(b)
+		if err != nil || !again.equal(a) {
+			t.Fatalf("round trip: %s -> %+v, %v; want %+v", b, again, err, a)
+		}
+	})
+}

@@ -1,0 +1,200 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// isNull reports whether a raw property value is absent or JSON null; the wire treats both alike.
+func isNull(raw []byte) bool { return raw == nil || string(raw) == "null" }
+
+// stringValue decodes a raw JSON value that must be a string.
+func stringValue(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// compactObject returns a compact copy of a raw JSON value that must be an object; spaced says
+// whether the scanner saw whitespace to remove.
+func compactObject(raw []byte, spaced bool) (json.RawMessage, bool) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	if !spaced {
+		return append(json.RawMessage(nil), raw...), true
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(raw))
+	if json.Compact(&buf, raw) != nil {
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// validObject reports whether raw is one JSON object (used when marshalling values set by code).
+func validObject(raw []byte) bool {
+	i := 0
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i < len(raw) && raw[i] == '{' && json.Valid(raw)
+}
+
+// canonNum is a JSON number reduced to sign, significant digits and a power of ten, so that two
+// spellings of one value compare equal.
+type canonNum struct {
+	neg    bool
+	digits string // no leading or trailing zeros; "" for zero
+	exp    int64
+}
+
+// maxExpDigits bounds the exponent a number may spell and still be compared by value.
+const maxExpDigits = 15
+
+func canonical(s string) (canonNum, bool) {
+	var n canonNum
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		n.neg = true
+		i++
+	}
+	intStart := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intPart := s[intStart:i]
+	frac := ""
+	if i < len(s) && s[i] == '.' {
+		i++
+		fs := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		frac = s[fs:i]
+	}
+	if intPart == "" {
+		return n, false
+	}
+	var exp int64
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		es := i
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if len(s)-i > maxExpDigits {
+			return n, false
+		}
+		e, err := strconv.ParseInt(s[es:], 10, 64)
+		if err != nil {
+			return n, false
+		}
+		exp = e
+		i = len(s)
+	}
+	if i != len(s) {
+		return n, false
+	}
+	digits := intPart + frac
+	exp -= int64(len(frac))
+	j := 0
+	for j < len(digits) && digits[j] == '0' {
+		j++
+	}
+	digits = digits[j:]
+	k := len(digits)
+	for k > 0 && digits[k-1] == '0' {
+		k--
+	}
+	exp += int64(len(digits) - k)
+	digits = digits[:k]
+	if digits == "" {
+		return canonNum{}, true
+	}
+	n.digits = digits
+	n.exp = exp
+	return n, true
+}
+
+// sameNumber reports whether two JSON number spellings name the same value. Numbers whose exponent
+// is too long to compare are equal only when spelled identically.
+func sameNumber(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ca, okA := canonical(a)
+	cb, okB := canonical(b)
+	return okA && okB && ca == cb
+}
+
+// appendString appends s as a JSON string. It escapes only what JSON requires (and U+2028,
+// U+2029, which some JavaScript parsers treat as line ends), so a frame stays readable.
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendCompact appends raw (valid JSON) without insignificant whitespace.
+func appendCompact(dst []byte, raw []byte) []byte {
+	buf := bytes.NewBuffer(dst)
+	if json.Compact(buf, raw) != nil {
+		return append(dst, raw...) // unreachable for valid input
+	}
+	return buf.Bytes()
+}
