@@ -60,6 +60,9 @@ const (
 	// HTTP doors of the relay (relay).
 	NotFound      Rule = "not-found"
 	InternalError Rule = "internal-error"
+
+	// The page's worker API (browser).
+	UnknownMethod Rule = "unknown-method"
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope

@@ -1,9 +1,13 @@
-module voicebox-tools/wasmbrowsertest
+module voicebox-tools
 
 go 1.26
 
 require (
-	github.com/agnivade/wasmbrowsertest v0.11.0 // indirect
+	github.com/agnivade/wasmbrowsertest v0.11.0
+	github.com/andybalholm/brotli v1.3.0
+)
+
+require (
 	github.com/chromedp/cdproto v0.0.0-20260714215040-dc233986426f // indirect
 	github.com/chromedp/chromedp v0.16.0 // indirect
 	github.com/chromedp/sysutil v1.1.0 // indirect

@@ -1,0 +1,35 @@
+//go:build !js
+
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// forbiddenInPage are packages the page's wasm must not pull in: they add megabytes to every
+// page load (net/http, crypto/tls) or belong to other programs.
+var forbiddenInPage = []string{"net/http", "crypto/tls", "os/exec", "voicebox/relay", "github.com/chromedp/"}
+
+// TestPageImportsStayLean guards the GOOS=js build of the page against heavy or foreign imports.
+func TestPageImportsStayLean(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("go", "list", "-deps", "voicebox/browser")
+	cmd.Env = append(cmd.Environ(), "GOOS=js", "GOARCH=wasm")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list returned %d packages; the guard would see nothing", len(deps))
+	}
+	for _, dep := range deps {
+		for _, bad := range forbiddenInPage {
+			if dep == bad || (strings.HasSuffix(bad, "/") && strings.HasPrefix(dep, bad)) || strings.HasPrefix(dep, bad+"/") {
+				t.Errorf("the page's wasm imports %s", dep)
+			}
+		}
+	}
+}

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# build.sh: build, run, test and measure Voicebox. Run ./build.sh help for the commands.
+set -euo pipefail
+
+cd "$(dirname "$0")"
+ROOT=$PWD
+CACHE=$ROOT/.cache
+TOOLS_BIN=$CACHE/bin
+CHROMIUM=${VOICEBOX_CHROMIUM:-/usr/lib/chromium/chromium}
+export VOICEBOX_CHROMIUM=$CHROMIUM
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'build.sh: %s\n' "$*" >&2; exit 1; }
+
+usage() {
+	cat <<'EOF'
+Usage: ./build.sh COMMAND
+
+  build          build public/voicebox.wasm (+ .gz, .br), public/wasm_exec.js and bin/relay
+  run            build, then serve the page on http://127.0.0.1:8787 (PORT overrides the port)
+  test [LAYER]   set up what the tests need, build, then run every layer, or one of:
+                   lint     gofmt and go vet (native and GOOS=js)
+                   native   go test -race of every package but tests/
+                   browser  GOOS=js tests in headless Chromium (wasmbrowsertest)
+                   e2e      end-to-end tests in tests/ (the page in Chromium, the worker harness)
+  bench          run the benchmarks, natively and in Chromium
+EOF
+}
+
+version() {
+	git describe --always --dirty 2>/dev/null || echo dev
+}
+
+cmd_build() {
+	command -v go >/dev/null || die "Go is not on PATH; install Go 1.26 or newer"
+	local v
+	v=$(version)
+	mkdir -p bin "$TOOLS_BIN"
+	GOOS=js GOARCH=wasm go build -trimpath -ldflags "-s -w -X main.build=$v" -o public/voicebox.wasm ./browser ||
+		die "build: the page's Go (./browser) did not compile"
+	cp "$(go env GOROOT)/lib/wasm/wasm_exec.js" public/wasm_exec.js
+	(cd tools && go build -o "$TOOLS_BIN/precompress" ./precompress) || die "build: tools/precompress did not compile"
+	"$TOOLS_BIN/precompress" public/voicebox.wasm || die "build: could not precompress public/voicebox.wasm"
+	go build -trimpath -ldflags "-X main.build=$v" -o bin/relay ./relay || die "build: the relay (./relay) did not compile"
+}
+
+cmd_run() {
+	cmd_build
+	exec bin/relay serve --public "$ROOT/public"
+}
+
+# setup_browser makes sure Chromium and the pinned browser test runner are there, and puts the
+# Chromium wrapper (tools/bin/chromium, with the flags this machine needs) first on PATH.
+setup_browser() {
+	if [ ! -x "$CHROMIUM" ]; then
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+			say "setup: installing Chromium with apt-get (about 90 s)"
+			apt-get update -qq >"$CACHE/apt.log" 2>&1 || die "setup: apt-get update failed (see $CACHE/apt.log)"
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >>"$CACHE/apt.log" 2>&1 ||
+				die "setup: apt-get install chromium failed (see $CACHE/apt.log)"
+		fi
+		[ -x "$CHROMIUM" ] || die "setup: no Chromium at $CHROMIUM; install Debian's chromium package or set VOICEBOX_CHROMIUM to the browser binary"
+	fi
+	(cd tools && go build -o "$TOOLS_BIN/go_js_wasm_exec" github.com/agnivade/wasmbrowsertest) ||
+		die "setup: the browser test runner (tools/, wasmbrowsertest) did not build"
+	mkdir -p "$CACHE/tmp"
+}
+
+# browser_env runs a command under the trimmed environment wasmbrowsertest needs (it copies the
+# whole environment into the page and fails past about 12 KB).
+browser_env() {
+	env -i PATH="$ROOT/tools/bin:$TOOLS_BIN:$(go env GOROOT)/bin:/usr/bin:/bin" HOME="$HOME" \
+		GOCACHE="$(go env GOCACHE)" GOMODCACHE="$(go env GOMODCACHE)" GOPATH="$(go env GOPATH)" \
+		GOPROXY="$(go env GOPROXY)" GOFLAGS="$(go env GOFLAGS)" TMPDIR="$CACHE/tmp" \
+		VOICEBOX_CHROMIUM="$CHROMIUM" GOOS=js GOARCH=wasm "$@"
+}
+
+# The packages each layer tests. tests/ is the end-to-end layer; every other package runs natively,
+# and those with GOOS=js builds run in the browser as well.
+native_packages() { go list ./... | grep -v '^voicebox/tests'; }
+browser_packages() { GOOS=js GOARCH=wasm go list ./shared/... ./opfs/... ./browser/... 2>/dev/null; }
+
+PASSED=0
+FAILED=0
+# run_tests STEP CMD...: runs a go test command, echoes its output, counts packages.
+run_tests() {
+	local step=$1 log rc=0
+	shift
+	log=$CACHE/$step.log
+	"$@" >"$log" 2>&1 || rc=$?
+	grep -E '^(ok|FAIL|---|panic|\s+\S+_test\.go)' "$log" | grep -v '^--- PASS' || true
+	PASSED=$((PASSED + $(grep -c '^ok ' "$log" || true)))
+	FAILED=$((FAILED + $(grep -cE '^(FAIL|--- FAIL)' "$log" || true)))
+	if [ $rc -ne 0 ]; then
+		say "build.sh: step '$step' failed; the whole output is in $log"
+		say "  rerun it alone with ./build.sh test $step"
+		summary
+		exit 1
+	fi
+}
+
+summary() {
+	say "test: $PASSED passed, $FAILED failed ($(($(date +%s) - START))s)"
+}
+
+layer_lint() {
+	local unformatted
+	unformatted=$(find . -name '*.go' -not -path './.cache/*' -print0 | xargs -0 gofmt -l)
+	[ -z "$unformatted" ] || die "lint: gofmt would change these files (run gofmt -w): $unformatted"
+	go vet ./... || die "lint: go vet (native) found problems"
+	GOOS=js GOARCH=wasm go vet $(browser_packages) || die "lint: go vet (GOOS=js) found problems"
+	(cd tools && go vet ./...) || die "lint: go vet (tools/) found problems"
+	say "lint: ok"
+}
+
+layer_native() {
+	# shellcheck disable=SC2046
+	run_tests native go test -race $(native_packages)
+}
+
+layer_browser() {
+	# shellcheck disable=SC2046
+	run_tests browser browser_env go test -exec="$TOOLS_BIN/go_js_wasm_exec" $(browser_packages)
+}
+
+layer_e2e() {
+	run_tests e2e go test -count=1 ./tests/...
+}
+
+cmd_test() {
+	START=$(date +%s)
+	mkdir -p "$CACHE"
+	setup_browser
+	cmd_build
+	case "${1:-all}" in
+	all)
+		layer_lint
+		layer_native
+		layer_browser
+		layer_e2e
+		;;
+	lint | native | browser | e2e) "layer_$1" ;;
+	*) die "test: unknown layer '$1' (lint, native, browser or e2e)" ;;
+	esac
+	summary
+}
+
+cmd_bench() {
+	mkdir -p "$CACHE"
+	setup_browser
+	cmd_build
+	say "== native"
+	# shellcheck disable=SC2046
+	go test -run '^$' -bench . -benchmem $(native_packages)
+	say "== in Chromium (GOOS=js)"
+	# shellcheck disable=SC2046
+	browser_env go test -run '^$' -bench . -benchmem -exec="$TOOLS_BIN/go_js_wasm_exec" $(browser_packages)
+	say "== end to end"
+	go test -run '^$' -bench . -benchmem ./tests/...
+}
+
+case "${1:-help}" in
+build) cmd_build ;;
+run) cmd_run ;;
+test) cmd_test "${2:-all}" ;;
+bench) cmd_bench ;;
+help | -h | --help) usage ;;
+*)
+	usage >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,20 @@
+// The page's dedicated worker: it loads the Go runtime and voicebox.wasm. Messages that arrive
+// before Go has taken over onmessage wait in self.voiceboxInbox (see the browser package doc).
+'use strict';
+
+self.voiceboxInbox = [];
+self.onmessage = (event) => self.voiceboxInbox.push(event.data);
+
+function fail(message) {
+  self.postMessage({ type: 'failed', message: String(message) });
+}
+
+try {
+  importScripts('/wasm_exec.js');
+  const go = new Go();
+  WebAssembly.instantiateStreaming(fetch('/voicebox.wasm'), go.importObject)
+    .then(({ instance }) => go.run(instance))
+    .then(() => fail('the engine stopped'), (err) => fail('the engine could not start: ' + err));
+} catch (err) {
+  fail('the engine could not load: ' + err);
+}

@@ -1,0 +1,204 @@
+// Command relay is Voicebox's server: it serves the page, and later holds the vendor keys, the
+// channel to the page and the host's admission state.
+//
+// Usage:
+//
+//	relay [serve] [flags]     serve the page (the default command)
+//	relay help                print the commands, flags and environment variables
+//
+// Run `relay --help` for the flags and environment variables.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"voicebox/relay/server"
+)
+
+// build is the version string, set at link time by build.sh (-X main.build=...).
+var build = "dev"
+
+// DefaultPort is the port the relay listens on when neither --addr nor PORT says otherwise.
+const DefaultPort = 8787
+
+// shutdownGrace bounds how long a graceful shutdown waits for requests in flight.
+const shutdownGrace = 5 * time.Second
+
+type command struct {
+	name, summary string
+	run           func(args []string, stdout, stderr io.Writer) int
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"serve", "serve the page and the API (the default)", runServe},
+		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help":
+			usage(stdout)
+			return 0
+		}
+		for _, c := range commands {
+			if c.name == args[0] {
+				return c.run(args[1:], stdout, stderr)
+			}
+		}
+		if args[0] != "" && args[0][0] != '-' {
+			fmt.Fprintf(stderr, "relay: unknown command %q; run `relay --help` for the list\n", args[0])
+			return 2
+		}
+	}
+	return runServe(args, stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "relay: Voicebox's server (build %s)\n\nUsage: relay [command] [flags]\n\nCommands:\n", build)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nFlags of serve:\n")
+	fs, _ := serveFlags(io.Discard)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprintf(w, `
+Environment:
+  PORT                 the port to listen on when --addr is not given (default %d; 0 takes a free port)
+  VOICEBOX_PUBLIC_DIR  the directory the page is served from when --public is not given
+`, DefaultPort)
+}
+
+type serveConfig struct {
+	addr   string
+	public string
+}
+
+func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
+	cfg := &serveConfig{}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.addr, "addr", "", "`host:port` to listen on; the host must be a loopback address (default 127.0.0.1:$PORT)")
+	fs.StringVar(&cfg.public, "public", "", "`directory` the page is served from (default $VOICEBOX_PUBLIC_DIR, else ./public)")
+	return fs, cfg
+}
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serveUntil(ctx, args, stdout, stderr)
+}
+
+// serveUntil parses the serve flags and serves until ctx ends.
+func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, cfg := serveFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "relay serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	addr, err := listenAddr(cfg.addr, os.Getenv("PORT"))
+	if err != nil {
+		fmt.Fprintf(stderr, "relay serve: %v\n", err)
+		return 2
+	}
+	public := cfg.public
+	if public == "" {
+		public = os.Getenv("VOICEBOX_PUBLIC_DIR")
+	}
+	if public == "" {
+		public = "public"
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	srv, err := server.New(server.Config{Public: public, Build: build, Log: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "relay serve: %v (run from the checkout, or pass --public)\n", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay serve: %v\n", err)
+		return 1
+	}
+	return serve(ctx, ln, srv, log, stdout)
+}
+
+// serve runs the HTTP server on ln until ctx ends, then shuts it down gracefully.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, stdout io.Writer) int {
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	fmt.Fprintf(stdout, "voicebox on http://%s\n", ln.Addr())
+	select {
+	case err := <-done:
+		log.Error("server stopped", "err", err)
+		return 1
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		log.Warn("shutdown did not finish in time", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// listenAddr resolves --addr and PORT to a loopback host:port.
+func listenAddr(flagAddr, envPort string) (string, error) {
+	addr := flagAddr
+	if addr == "" {
+		port := strconv.Itoa(DefaultPort)
+		if envPort != "" {
+			port = envPort
+		}
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("--addr %q: %v", addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if host != "localhost" {
+		ip := net.ParseIP(host)
+		if ip == nil || !ip.IsLoopback() {
+			return "", fmt.Errorf("%s is not a loopback address; the relay has no sign-in yet, so it listens only on this machine", host)
+		}
+	}
+	return net.JoinHostPort(host, port), nil
+}

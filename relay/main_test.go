@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestListenAddr(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, flag, port, want string
+		ok                     bool
+	}{
+		{"default", "", "", "127.0.0.1:8787", true},
+		{"PORT", "", "9000", "127.0.0.1:9000", true},
+		{"PORT=0 takes a free port", "", "0", "127.0.0.1:0", true},
+		{"--addr wins over PORT", "127.0.0.1:9100", "9000", "127.0.0.1:9100", true},
+		{"--addr without host", ":9200", "", "127.0.0.1:9200", true},
+		{"localhost", "localhost:9300", "", "localhost:9300", true},
+		{"IPv6 loopback", "[::1]:9400", "", "[::1]:9400", true},
+		{"public address refused", "0.0.0.0:8787", "", "", false},
+		{"other host refused", "192.0.2.1:8787", "", "", false},
+		{"name refused", "example.com:8787", "", "", false},
+		{"bad port", "", "http", "", false},
+		{"port out of range", "", "70000", "", false},
+		{"no port", "127.0.0.1", "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := listenAddr(tt.flag, tt.port)
+			if (err == nil) != tt.ok || got != tt.want {
+				t.Fatalf("listenAddr(%q, %q) = %q, %v; want %q, ok=%v", tt.flag, tt.port, got, err, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// TestServeOnAFreePort starts the real serve command with PORT=0, reads the address it prints,
+// asks it for its health, and shuts it down.
+func TestServeOnAFreePort(t *testing.T) {
+	public := t.TempDir()
+	if err := os.WriteFile(filepath.Join(public, "index.html"), []byte("<!doctype html>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PORT", "0")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	var stderr bytes.Buffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- serveUntil(ctx, []string{"--public", public}, outW, &stderr)
+		outW.Close()
+	}()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no address line: %v (stderr %s)", err, stderr.String())
+	}
+	m := regexp.MustCompile(`^voicebox on (http://127\.0\.0\.1:(\d+))\n$`).FindStringSubmatch(line)
+	if m == nil || m[2] == "0" {
+		t.Fatalf("printed %q, want the real port", line)
+	}
+	go io.Copy(io.Discard, outR)
+	resp, err := http.Get(m[1] + "/api/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("health answered %d", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("serve exited %d after shutdown (stderr %s)", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+}
+
+func TestHelpListsEveryFlagAndVariable(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if code := run([]string{"--help"}, &out, io.Discard); code != 0 {
+		t.Fatalf("--help exited %d", code)
+	}
+	for _, want := range []string{"serve", "-addr", "-public", "PORT", "VOICEBOX_PUBLIC_DIR"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestUnknownCommandIsAUsageError(t *testing.T) {
+	t.Parallel()
+	var stderr bytes.Buffer
+	if code := run([]string{"frobnicate"}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "frobnicate") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}

@@ -1,0 +1,223 @@
+// Package server is the relay's HTTP side: it serves the page from a public directory, answers the
+// JSON API, and puts the security headers on every response.
+//
+// Every route answers JSON on failure: an unknown route is 404 {"ok":false,"refused":"not-found"},
+// and a handler that panics answers 500 {"ok":false,"refused":"internal-error"} while the server
+// keeps serving.
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path"
+	"runtime/debug"
+	"strings"
+
+	"voicebox/shared/refusal"
+)
+
+// Config says what the server serves. The zero value is not usable: Public must name a directory.
+type Config struct {
+	// Public is the directory the page is served from (index.html, the worker, voicebox.wasm and
+	// its precompressed copies).
+	Public string
+	// Build is the version string /api/health reports.
+	Build string
+	// Log receives request failures and recovered panics; nil means slog.Default().
+	Log *slog.Logger
+}
+
+// Server is the relay's http.Handler.
+type Server struct {
+	cfg    Config
+	public fs.FS
+	mux    *http.ServeMux
+	log    *slog.Logger
+}
+
+// New checks cfg and returns a Server for it.
+func New(cfg Config) (*Server, error) {
+	info, err := os.Stat(cfg.Public)
+	if err != nil {
+		return nil, fmt.Errorf("server: public directory: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("server: public directory %s is not a directory", cfg.Public)
+	}
+	s := &Server{cfg: cfg, public: os.DirFS(cfg.Public), mux: http.NewServeMux(), log: cfg.Log}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.mux.HandleFunc("GET /api/health", s.health)
+	s.mux.HandleFunc("GET /{path...}", s.static)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { NotFound(w) })
+	return s, nil
+}
+
+// Handle registers h for pattern, for the routes other packages add (the channel, the live socket).
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// ServeHTTP puts the security headers on the response and turns a panic into a JSON 500.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	setSecurityHeaders(w.Header(), r.Host)
+	rw := &trackingWriter{ResponseWriter: w}
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if v == http.ErrAbortHandler {
+			panic(v)
+		}
+		s.log.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		if !rw.wrote {
+			WriteRefusal(rw, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay failed while answering %s; the error is in its log", r.URL.Path))
+		}
+	}()
+	s.mux.ServeHTTP(rw, r)
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "build": s.cfg.Build})
+}
+
+// WriteJSON answers v as JSON with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = refusal.New(refusal.InternalError, "the relay could not encode its answer").JSON()
+		status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// WriteRefusal answers r as {"ok":false,"refused":...,"why":...} with status.
+func WriteRefusal(w http.ResponseWriter, status int, r *refusal.Refusal) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(r.JSON(), '\n'))
+}
+
+// NotFound answers the JSON 404.
+func NotFound(w http.ResponseWriter) {
+	WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "nothing is served at this address"))
+}
+
+// contentTypes are the types the page's files are served with; anything else is not served.
+var contentTypes = map[string]string{
+	".html": "text/html; charset=utf-8",
+	".js":   "text/javascript; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".wasm": "application/wasm",
+	".svg":  "image/svg+xml",
+	".png":  "image/png",
+	".ico":  "image/x-icon",
+	".json": "application/json; charset=utf-8",
+}
+
+// encodings are the precompressed siblings looked for, best first.
+var encodings = []struct{ token, suffix string }{{"br", ".br"}, {"gzip", ".gz"}}
+
+func (s *Server) static(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("path")
+	if name == "" {
+		name = "index.html"
+	}
+	name = path.Clean(name)
+	ctype, ok := contentTypes[path.Ext(name)]
+	if !ok || !fs.ValidPath(name) || strings.HasPrefix(path.Base(name), ".") || strings.HasPrefix(name, "api/") {
+		NotFound(w)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set("Cache-Control", "no-cache")
+	if path.Ext(name) == ".wasm" {
+		h.Add("Vary", "Accept-Encoding")
+		for _, enc := range encodings {
+			if !acceptsEncoding(r.Header.Get("Accept-Encoding"), enc.token) {
+				continue
+			}
+			if f, info, err := s.open(name + enc.suffix); err == nil {
+				defer f.Close()
+				h.Set("Content-Encoding", enc.token)
+				http.ServeContent(w, r, "", info.ModTime(), f)
+				return
+			}
+		}
+	}
+	f, info, err := s.open(name)
+	if err != nil {
+		NotFound(w)
+		return
+	}
+	defer f.Close()
+	http.ServeContent(w, r, "", info.ModTime(), f)
+}
+
+// open opens a regular file of the public directory; a directory or a missing file is an error.
+func (s *Server) open(name string) (readSeekFile, fs.FileInfo, error) {
+	f, err := s.public.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, errors.New("server: not a regular file")
+	}
+	rs, ok := f.(readSeekFile)
+	if !ok {
+		f.Close()
+		return nil, nil, errors.New("server: file cannot seek")
+	}
+	return rs, info, nil
+}
+
+type readSeekFile interface {
+	fs.File
+	Seek(offset int64, whence int) (int64, error)
+}
+
+// acceptsEncoding reports whether an Accept-Encoding header value admits token with a non-zero
+// quality.
+func acceptsEncoding(header, token string) bool {
+	for part := range strings.SplitSeq(header, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(name), token) {
+			continue
+		}
+		q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
+		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+	}
+	return false
+}
+
+// trackingWriter remembers whether a response was started, so a panic after the header went out
+// does not write a second one.
+type trackingWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *trackingWriter) WriteHeader(code int) {
+	w.wrote = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *trackingWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer (WebSocket upgrades need it).
+func (w *trackingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

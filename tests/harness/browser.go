@@ -1,0 +1,239 @@
+//go:build !js
+
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// TabBound bounds everything one tab does; a test that needs longer makes its own context.
+const TabBound = 2 * time.Minute
+
+var browser struct {
+	once    sync.Once
+	ctx     context.Context
+	stop    func()
+	profile string
+	err     error
+}
+
+// Main runs a package's tests and then stops the browser they shared and removes its profile.
+// A package that uses NewTab calls it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if browser.stop != nil {
+		browser.stop()
+	}
+	if browser.profile != "" {
+		removeAll(browser.profile)
+	}
+	os.Exit(code)
+}
+
+// ChromiumPath is the browser binary: $VOICEBOX_CHROMIUM, else Debian's real binary (not the
+// /usr/bin wrapper script).
+func ChromiumPath() string {
+	if p := os.Getenv("VOICEBOX_CHROMIUM"); p != "" {
+		return p
+	}
+	return "/usr/lib/chromium/chromium"
+}
+
+// startBrowser starts the one Chromium of this test binary, with a fresh profile and the flags a
+// closed, root-run machine needs.
+func startBrowser() (context.Context, error) {
+	browser.once.Do(func() {
+		dir, err := os.MkdirTemp("", "voicebox-chromium-")
+		if err != nil {
+			browser.err = err
+			return
+		}
+		browser.profile = dir
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(ChromiumPath()),
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.UserDataDir(dir),
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"),
+			chromedp.Env("TMPDIR="+dir),
+		)
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelCtx := chromedp.NewContext(alloc)
+		browser.stop = func() { cancelCtx(); cancelAlloc() }
+		// The browser lives as long as the context of its first run, so that run gets ctx itself.
+		if err := chromedp.Do(ctx); err != nil {
+			browser.err = fmt.Errorf("harness: start Chromium (%s): %w", ChromiumPath(), err)
+			return
+		}
+		browser.ctx = ctx
+	})
+	return browser.ctx, browser.err
+}
+
+// Tab is one browser tab of a test. It records every console error, uncaught exception, log
+// error and failed request; the test fails at its end if any was not allowed.
+type Tab struct {
+	// Ctx runs actions in the tab: chromedp.Run(tab.Ctx, ...).
+	Ctx context.Context
+	t   testing.TB
+
+	mu       sync.Mutex
+	problems []string
+	allowed  []*regexp.Regexp
+}
+
+// NewTab opens a tab in the shared browser and closes it when the test ends.
+func NewTab(t testing.TB) *Tab {
+	t.Helper()
+	bctx, err := startBrowser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := &Tab{t: t}
+	ctx, cancelTimeout := context.WithTimeout(bctx, TabBound)
+	ctx, cancelTab := chromedp.NewContext(ctx, chromedp.WithListener(tab.onEvent))
+	if err := chromedp.Do(ctx); err != nil {
+		cancelTab()
+		cancelTimeout()
+		t.Fatalf("harness: open a tab: %v", err)
+	}
+	tab.Ctx = ctx
+	t.Cleanup(func() {
+		cancelTab()
+		cancelTimeout()
+		tab.mu.Lock()
+		defer tab.mu.Unlock()
+		for _, p := range tab.problems {
+			t.Errorf("harness: the page reported: %s", p)
+		}
+	})
+	return tab
+}
+
+// Allow lets problems whose text matches pattern pass, for a test that provokes them on purpose.
+func (tab *Tab) Allow(pattern string) {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	tab.allowed = append(tab.allowed, regexp.MustCompile(pattern))
+}
+
+// Problems returns what the tab has recorded so far, allowed or not.
+func (tab *Tab) Problems() []string {
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	return append([]string(nil), tab.problems...)
+}
+
+func (tab *Tab) record(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	for _, re := range tab.allowed {
+		if re.MatchString(msg) {
+			return
+		}
+	}
+	tab.problems = append(tab.problems, msg)
+}
+
+func (tab *Tab) onEvent(ev any) {
+	switch ev := ev.(type) {
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+			tab.record("console.%s: %s", ev.Type, remoteText(ev.Args))
+		}
+	case *runtime.EventExceptionThrown:
+		tab.record("uncaught exception: %s", exceptionText(ev.ExceptionDetails))
+	case *log.EventEntryAdded:
+		if ev.Entry != nil && ev.Entry.Level == log.EntryLevelError {
+			tab.record("log error (%s): %s %s", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
+		}
+	case *network.EventLoadingFailed:
+		if !ev.Canceled {
+			tab.record("request failed: %s %s", ev.ErrorText, ev.BlockedReason)
+		}
+	case *network.EventResponseReceived:
+		if ev.Response != nil && ev.Response.Status >= 400 {
+			tab.record("request answered %d: %s", ev.Response.Status, ev.Response.URL)
+		}
+	}
+}
+
+func remoteText(args []*runtime.RemoteObject) string {
+	var parts []string
+	for _, a := range args {
+		switch {
+		case a == nil:
+		case a.Description != "":
+			parts = append(parts, a.Description)
+		case len(a.Value) > 0:
+			parts = append(parts, string(a.Value))
+		default:
+			parts = append(parts, string(a.Type))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func exceptionText(d *runtime.ExceptionDetails) string {
+	if d == nil {
+		return "(no details)"
+	}
+	if d.Exception != nil && d.Exception.Description != "" {
+		return d.Exception.Description
+	}
+	return d.Text
+}
+
+// Navigate loads url in the tab.
+func (tab *Tab) Navigate(url string) {
+	tab.t.Helper()
+	if err := chromedp.Do(tab.Ctx, chromedp.Navigate(url)); err != nil {
+		tab.t.Fatalf("harness: navigate to %s: %v", url, err)
+	}
+}
+
+// Eval evaluates expr in the tab, awaiting it if it is a promise, and decodes the result.
+func Eval[T any](tab *Tab, expr string) T {
+	tab.t.Helper()
+	v, err := chromedp.Run(tab.Ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		tab.t.Fatalf("harness: evaluate %q: %v", expr, err)
+	}
+	return v
+}
+
+// WaitFor polls expr in the tab until it is truthy or bound passes, and returns its value.
+func WaitFor[T any](tab *Tab, expr string, bound time.Duration) T {
+	tab.t.Helper()
+	v, err := chromedp.Run(tab.Ctx, chromedp.Poll[T](expr, chromedp.WithPollingTimeout(bound), chromedp.WithPollingInterval(20*time.Millisecond)))
+	if err != nil {
+		tab.t.Fatalf("harness: waiting %v for %q: %v", bound, expr, err)
+	}
+	return v
+}
+
+// removeAll removes a browser profile, retrying while Chromium's children finish writing.
+func removeAll(dir string) {
+	for range 50 {
+		if err := os.RemoveAll(dir); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,119 @@
+//go:build !js
+
+package harness
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// WorkerTag is the build tag of test files that must run in a dedicated worker (they use APIs the
+// main thread lacks, such as OPFS sync access handles). wasmbrowsertest never sees them: it runs
+// tests on the main thread.
+const WorkerTag = "voicebox_worker"
+
+// workerRunBound bounds one worker run, beyond the binary's own -test.timeout.
+const workerRunBound = 3 * time.Minute
+
+//go:embed workerrunner
+var runnerFiles embed.FS
+
+// WorkerResult is what a test binary did in the worker.
+type WorkerResult struct {
+	Exit  int          `json:"exit"`
+	Lines []WorkerLine `json:"lines"`
+}
+
+// WorkerLine is one line the binary wrote, on fd 1 (stdout) or 2 (stderr).
+type WorkerLine struct {
+	FD   int    `json:"fd"`
+	Text string `json:"text"`
+}
+
+// Output returns every line, stdout and stderr interleaved as written.
+func (r WorkerResult) Output() string {
+	var b strings.Builder
+	for _, l := range r.Lines {
+		b.WriteString(l.Text)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// BuildWorkerTest compiles the tests of pkg (an import path or ./dir relative to the checkout)
+// for GOOS=js with WorkerTag and returns the path of the test binary.
+func BuildWorkerTest(t testing.TB, pkg string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "test.wasm")
+	cmd := exec.Command("go", "test", "-c", "-tags", WorkerTag, "-o", out, pkg)
+	cmd.Dir = RepoRoot()
+	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("harness: build %s for the worker: %v\n%s", pkg, err, b)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Fatalf("harness: %s has no tests to run in the worker", pkg)
+	}
+	return out
+}
+
+// RunInWorker runs the test binary at wasmPath inside a dedicated worker of a fresh tab, with the
+// test flags given (for example "-test.v", "-test.run=TestX"), and returns its exit code and output.
+// It adds -test.timeout so a hung test ends, and gives the run its own deadline beyond that.
+func RunInWorker(t testing.TB, wasmPath string, args ...string) WorkerResult {
+	t.Helper()
+	srv := httptest.NewServer(workerRunnerHandler(wasmPath))
+	defer srv.Close()
+	tab := NewTab(t)
+	tab.Navigate(srv.URL + "/runner.html")
+
+	args = append([]string{"-test.timeout=" + (workerRunBound - 15*time.Second).String()}, args...)
+	argv, _ := json.Marshal(args)
+	expr := fmt.Sprintf(`runInWorker(%s, {})`, argv)
+	res, err := chromedp.Run(tab.Ctx, chromedp.Evaluate[WorkerResult](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		lines, _ := chromedp.Run(tab.Ctx, chromedp.Evaluate[[]WorkerLine](`window.workerLines`))
+		t.Fatalf("harness: the worker run did not finish: %v\n%s", err, WorkerResult{Lines: lines}.Output())
+	}
+	return res
+}
+
+func workerRunnerHandler(wasmPath string) http.Handler {
+	files, _ := fs.Sub(runnerFiles, "workerrunner")
+	static := http.FileServerFS(files)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Cross-origin isolation gives performance.now() its fine resolution for benchmarks.
+		w.Header().Set("Cross-Origin-Opener-Policy", "same-origin")
+		w.Header().Set("Cross-Origin-Embedder-Policy", "require-corp")
+		w.Header().Set("Cache-Control", "no-store")
+		switch r.URL.Path {
+		case "/test.wasm":
+			w.Header().Set("Content-Type", "application/wasm")
+			http.ServeFile(w, r, wasmPath)
+		case "/wasm_exec.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			http.ServeFile(w, r, filepath.Join(goRoot(), "lib", "wasm", "wasm_exec.js"))
+		default:
+			static.ServeHTTP(w, r)
+		}
+	})
+}
+
+func goRoot() string {
+	if b, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return os.Getenv("GOROOT")
+}

@@ -1,0 +1,13 @@
+//go:build !js
+
+// Package tests holds the end-to-end tests: the real relay binary, the real page in headless
+// Chromium, and GOOS=js test binaries run inside a dedicated worker.
+package tests
+
+import (
+	"testing"
+
+	"voicebox/tests/harness"
+)
+
+func TestMain(m *testing.M) { harness.Main(m) }

@@ -1,0 +1,47 @@
+//go:build !js
+
+package tests
+
+import (
+	"strings"
+	"testing"
+
+	"voicebox/tests/harness"
+)
+
+// workerPackages are the packages whose worker-only tests (build tag voicebox_worker) run inside a
+// dedicated worker. Later packages with worker paths (opfs/) join this list.
+var workerPackages = []string{"./browser"}
+
+func TestWorkerOnlyTestsPassInADedicatedWorker(t *testing.T) {
+	for _, pkg := range workerPackages {
+		t.Run(strings.TrimPrefix(pkg, "./"), func(t *testing.T) {
+			t.Parallel()
+			res := harness.RunInWorker(t, harness.BuildWorkerTest(t, pkg), "-test.v")
+			out := res.Output()
+			t.Log(out)
+			if res.Exit != 0 || !strings.Contains(out, "\nPASS") {
+				t.Fatalf("%s in the worker exited %d", pkg, res.Exit)
+			}
+			if !strings.Contains(out, "--- PASS: ") {
+				t.Fatalf("%s ran no worker-only test", pkg)
+			}
+		})
+	}
+}
+
+// TestWorkerHarnessReportsFailure shows that a failing test in the worker fails the run and its
+// output comes back, so a green worker run means something.
+func TestWorkerHarnessReportsFailure(t *testing.T) {
+	t.Parallel()
+	res := harness.RunInWorker(t, harness.BuildWorkerTest(t, "./tests/harness/testdata/workerfail"), "-test.v")
+	out := res.Output()
+	if res.Exit == 0 {
+		t.Fatalf("a failing test exited 0:\n%s", out)
+	}
+	for _, want := range []string{"--- FAIL: TestThisFails", "a line before the failure", "this test fails on purpose"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

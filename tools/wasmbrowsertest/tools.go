@@ -1,3 +1,0 @@
-//go:build tools
-package tools
-import _ "github.com/agnivade/wasmbrowsertest"
