@@ -19,6 +19,7 @@
     switch (msg && msg.type) {
       case 'ready':
         show('ready', `ready · build ${msg.build}`);
+        performance.mark('voicebox-ready');
         break;
       case 'failed':
         show('failed', msg.message);

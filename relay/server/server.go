@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"voicebox/shared/refusal"
@@ -150,6 +151,11 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 			if f, info, err := s.open(name + enc.suffix); err == nil {
 				defer f.Close()
 				h.Set("Content-Encoding", enc.token)
+				if r.Header.Get("Range") == "" {
+					// ServeContent leaves the length out of encoded answers; the page's
+					// progress needs it.
+					h.Set("Content-Length", strconv.FormatInt(info.Size(), 10))
+				}
 				http.ServeContent(w, r, "", info.ModTime(), f)
 				return
 			}
