@@ -9,6 +9,9 @@ TOOLS_BIN=$CACHE/bin
 CHROMIUM=${VOICEBOX_CHROMIUM:-/usr/lib/chromium/chromium}
 export VOICEBOX_CHROMIUM=$CHROMIUM
 
+# Go's usual home, for shells that have not put it on PATH.
+command -v go >/dev/null || PATH=/usr/local/go/bin:$PATH
+
 say() { printf '%s\n' "$*"; }
 die() { printf 'build.sh: %s\n' "$*" >&2; exit 1; }
 
