@@ -57,6 +57,12 @@ const (
 	InvalidToolDescription Rule = "invalid-tool-description"
 	UnknownTool            Rule = "unknown-tool"
 
+	// The mini-app tool registry and its calls (shared/miniapp).
+	TooManyTools         Rule = "too-many-tools"
+	InvalidAppID         Rule = "invalid-app-id"
+	ToolTimeout          Rule = "tool-timeout"
+	ToolOutputOverBudget Rule = "tool-output-over-budget"
+
 	// HTTP doors of the relay (relay).
 	NotFound      Rule = "not-found"
 	InternalError Rule = "internal-error"

@@ -1,0 +1,341 @@
+package miniapp
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"voicebox/shared/refusal"
+)
+
+// Bounds of the registry and of a call.
+const (
+	// MaxToolsPerApp bounds the tools one app has registered at a time; the next is refused
+	// too-many-tools and the registered ones keep working.
+	MaxToolsPerApp = 16
+	// MaxAppIDLength bounds an app id, which is 1 to 64 of [a-zA-Z0-9._-].
+	MaxAppIDLength = 64
+	// MaxOutputBytes bounds the result an app returns for one call; a larger one is refused
+	// tool-output-over-budget.
+	MaxOutputBytes = 65536
+	// ToolTimeout bounds how long an app may take to answer one call; a slower one is refused
+	// tool-timeout.
+	ToolTimeout = 5000 * time.Millisecond
+)
+
+// Reasons a call's answer carries when the app passes a bound. The bridge in the page says the same.
+var (
+	outputOverBudget = fmt.Sprintf("output over budget (max %dKB)", MaxOutputBytes/1024)
+	timedOut         = func(d time.Duration) string {
+		return fmt.Sprintf("tool execution timed out after %dms", d.Milliseconds())
+	}
+)
+
+// App carries a validated call to the app that owns the tool: in the page, to its frame.
+type App interface {
+	// CallTool runs tool with args, which passed the tool's schema and are re-encoded from the
+	// validated value (so the app reads exactly what was checked). It should return when ctx is
+	// done; the registry answers tool-timeout then whether or not it does. A returned
+	// *refusal.Refusal is passed on as it is; any other error becomes exec-threw.
+	CallTool(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error)
+}
+
+// FunctionDeclaration is a tool as the live model is offered it.
+type FunctionDeclaration struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Registry holds the tools of the open apps. It is safe for concurrent use.
+type Registry struct {
+	builtins map[string]bool
+	timeout  time.Duration // ToolTimeout; tests shorten it
+
+	mu     sync.RWMutex
+	apps   map[string]*appEntry
+	byName map[string]toolRef // model-facing name -> tool
+}
+
+type appEntry struct {
+	app   App
+	tools []*Declaration // in registration order
+}
+
+type toolRef struct {
+	appID string
+	decl  *Declaration
+}
+
+// NewRegistry returns an empty registry. builtins are the names of the host's own tools, which no
+// app tool may take.
+func NewRegistry(builtins ...string) *Registry {
+	b := make(map[string]bool, len(builtins))
+	for _, n := range builtins {
+		b[n] = true
+	}
+	return &Registry{builtins: b, timeout: ToolTimeout, apps: map[string]*appEntry{}, byName: map[string]toolRef{}}
+}
+
+// Open makes appID an open app with no tools, served by app. Opening an id that is already open
+// replaces its App and drops its tools.
+func (r *Registry) Open(appID string, app App) error {
+	if err := checkAppID(appID); err != nil {
+		return err
+	}
+	if app == nil {
+		return refusal.New(refusal.InvalidAppID, "app %q has no App to call", appID)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dropLocked(appID)
+	r.apps[appID] = &appEntry{app: app}
+	return nil
+}
+
+// Close drops appID and its tools; calls to them are unknown-tool from then on.
+func (r *Registry) Close(appID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dropLocked(appID)
+	delete(r.apps, appID)
+}
+
+func (r *Registry) dropLocked(appID string) {
+	if e, ok := r.apps[appID]; ok {
+		for _, d := range e.tools {
+			delete(r.byName, ModelName(appID, d.Name))
+		}
+		e.tools = nil
+	}
+}
+
+// Register checks one declaration and adds it to appID's tools. It is refused when the declaration
+// is (see ParseDeclaration), when the app already has a tool of that name (invalid-tool-name), when
+// the app has MaxToolsPerApp tools (too-many-tools), or when appID is not open (invalid-app-id).
+// A refusal never changes the tools already registered.
+func (r *Registry) Register(appID string, raw []byte) (*Declaration, error) {
+	d, err := ParseDeclaration(raw)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.apps[appID]
+	if !ok {
+		return nil, refusal.New(refusal.InvalidAppID, "no app %q is open", appID)
+	}
+	if err := r.addLocked(appID, e, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (r *Registry) addLocked(appID string, e *appEntry, d *Declaration) error {
+	if slices.ContainsFunc(e.tools, func(t *Declaration) bool { return t.Name == d.Name }) {
+		return refusal.New(refusal.InvalidToolName, "app %q already has a tool named %q", appID, d.Name)
+	}
+	if len(e.tools) >= MaxToolsPerApp {
+		return refusal.New(refusal.TooManyTools,
+			"app %q already has %d tools, the most an app may register; %q is refused", appID, MaxToolsPerApp, d.Name)
+	}
+	name := ModelName(appID, d.Name)
+	if r.builtins[name] {
+		return refusal.New(refusal.InvalidToolName, "tool %q of app %q would be offered as %q, a built-in tool", d.Name, appID, name)
+	}
+	if other, ok := r.byName[name]; ok {
+		return refusal.New(refusal.InvalidToolName,
+			"tool %q of app %q would be offered as %q, which tool %q of app %q already is", d.Name, appID, name, other.decl.Name, other.appID)
+	}
+	e.tools = append(e.tools, d)
+	r.byName[name] = toolRef{appID, d}
+	return nil
+}
+
+// Replace swaps appID's tools for the declarations given, checked one by one in order as Register
+// would; the result holds one error per declaration, nil for each one accepted. A bad declaration
+// costs only itself.
+func (r *Registry) Replace(appID string, raws []json.RawMessage) ([]error, error) {
+	decls := make([]*Declaration, len(raws))
+	errs := make([]error, len(raws))
+	for i, raw := range raws {
+		decls[i], errs[i] = ParseDeclaration(raw)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.apps[appID]
+	if !ok {
+		return nil, refusal.New(refusal.InvalidAppID, "no app %q is open", appID)
+	}
+	r.dropLocked(appID)
+	for i, d := range decls {
+		if errs[i] == nil {
+			errs[i] = r.addLocked(appID, e, d)
+		}
+	}
+	return errs, nil
+}
+
+// Unregister removes one tool of appID and reports whether it was there.
+func (r *Registry) Unregister(appID, tool string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.apps[appID]
+	if !ok {
+		return false
+	}
+	i := slices.IndexFunc(e.tools, func(t *Declaration) bool { return t.Name == tool })
+	if i < 0 {
+		return false
+	}
+	e.tools = slices.Delete(e.tools, i, i+1)
+	delete(r.byName, ModelName(appID, tool))
+	return true
+}
+
+// Tools returns appID's tools in registration order.
+func (r *Registry) Tools(appID string) []*Declaration {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if e, ok := r.apps[appID]; ok {
+		return slices.Clone(e.tools)
+	}
+	return nil
+}
+
+// FunctionDeclarations returns the open apps' tools as the live model is offered them, ordered by
+// app id and then by registration, named as the package doc describes.
+func (r *Registry) FunctionDeclarations() []FunctionDeclaration {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ids := make([]string, 0, len(r.apps))
+	for id := range r.apps {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var out []FunctionDeclaration
+	for _, id := range ids {
+		for _, d := range r.apps[id].tools {
+			out = append(out, FunctionDeclaration{Name: ModelName(id, d.Name), Description: d.Description, Parameters: d.Parameters.JSON()})
+		}
+	}
+	return out
+}
+
+// Resolve returns the app and tool a model-facing name stands for, or unknown-tool.
+func (r *Registry) Resolve(name string) (appID, tool string, err error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ref, ok := r.byName[name]
+	if !ok {
+		return "", "", refusal.New(refusal.UnknownTool, "no open app offers a tool named %q", clip(name))
+	}
+	return ref.appID, ref.decl.Name, nil
+}
+
+// Dispatch answers one call by its model-facing name: unknown-tool for a name no open app offers,
+// an argument refusal (see toolschema.Schema.Validate) for bad arguments, and otherwise the app's
+// result, bounded to MaxOutputBytes and ToolTimeout. It always returns exactly one of a result or
+// a refusal.
+func (r *Registry) Dispatch(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	r.mu.RLock()
+	ref, ok := r.byName[name]
+	var app App
+	if ok {
+		app = r.apps[ref.appID].app
+	}
+	r.mu.RUnlock()
+	if !ok {
+		return nil, refusal.New(refusal.UnknownTool, "no open app offers a tool named %q", clip(name))
+	}
+	valid, err := ref.decl.Parameters.Validate(args)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(valid); err != nil {
+		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments do not encode: %v", err)
+	}
+	return r.call(ctx, app, ref.decl.Name, bytes.TrimRight(buf.Bytes(), "\n"))
+}
+
+type result struct {
+	out json.RawMessage
+	err error
+}
+
+func (r *Registry) call(ctx context.Context, app App, tool string, args json.RawMessage) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	done := make(chan result, 1) // buffered: a late answer never blocks the app's goroutine
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: refusal.New(refusal.ExecThrew, "tool %q panicked: %v", tool, p)}
+			}
+		}()
+		out, err := app.CallTool(ctx, tool, args)
+		done <- result{out, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, refusal.New(refusal.ToolTimeout, "%s", timedOut(r.timeout))
+		}
+		return nil, refusal.New(refusal.ToolTimeout, "the call to tool %q was abandoned before it answered", tool)
+	}
+	if res.err != nil {
+		if rf, ok := refusal.As(res.err); ok {
+			return nil, rf
+		}
+		return nil, refusal.New(refusal.ExecThrew, "tool %q failed: %s", tool, clip(res.err.Error()))
+	}
+	if len(res.out) > MaxOutputBytes {
+		return nil, refusal.New(refusal.ToolOutputOverBudget, "%s", outputOverBudget)
+	}
+	if len(bytes.TrimSpace(res.out)) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	if !json.Valid(res.out) {
+		return nil, refusal.New(refusal.ExecThrew, "tool %q answered with something that is not JSON", tool)
+	}
+	return res.out, nil
+}
+
+// ModelName is the name the live model is offered for tool of appID (see the package doc).
+func ModelName(appID, tool string) string {
+	const prefix, sep = "app_", "__"
+	const room = 64 - len(prefix) - 8 - len(sep) // 50 characters for the tool
+	if len(tool) > room {
+		tool = tool[:room-9] + "_" + hash8(tool)
+	}
+	return prefix + hash8(appID) + sep + tool
+}
+
+func hash8(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:4])
+}
+
+func checkAppID(id string) error {
+	ok := len(id) >= 1 && len(id) <= MaxAppIDLength
+	for i := 0; ok && i < len(id); i++ {
+		c := id[i]
+		ok = c == '_' || c == '-' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	if !ok {
+		return refusal.New(refusal.InvalidAppID, "app id %q must be 1 to %d of a-z, A-Z, 0-9, ., _ and -", clip(id), MaxAppIDLength)
+	}
+	return nil
+}
