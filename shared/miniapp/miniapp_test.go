@@ -338,17 +338,25 @@ func TestDispatch(t *testing.T) {
 		{name: "missing argument", args: `{"team":"home"}`, rule: refusal.MissingArgument},
 		{name: "null arguments are {}", args: `null`, rule: refusal.MissingArgument},
 		{name: "output at bound", args: `{"team":"home","points":1}`, reachesIt: true,
-			answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return big(MaxOutputBytes), nil },
-			want:   string(big(MaxOutputBytes))},
+			answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				return big(MaxOutputBytes), nil
+			},
+			want: string(big(MaxOutputBytes))},
 		{name: "output over bound", args: `{"team":"home","points":1}`, reachesIt: true,
-			answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return big(MaxOutputBytes + 1), nil },
-			rule:   refusal.ToolOutputOverBudget, why: "output over budget (max 64KB)"},
+			answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				return big(MaxOutputBytes + 1), nil
+			},
+			rule: refusal.ToolOutputOverBudget, why: "output over budget (max 64KB)"},
 		{name: "empty output is null", args: `{"team":"home","points":1}`, reachesIt: true, want: `null`,
 			answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return nil, nil }},
 		{name: "output not JSON", args: `{"team":"home","points":1}`, reachesIt: true, rule: refusal.ExecThrew,
-			answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{`), nil }},
+			answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				return json.RawMessage(`{`), nil
+			}},
 		{name: "app error", args: `{"team":"home","points":1}`, reachesIt: true, rule: refusal.ExecThrew, why: "boom",
-			answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return nil, errors.New("boom") }},
+			answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				return nil, errors.New("boom")
+			}},
 		{name: "app refusal passes", args: `{"team":"home","points":1}`, reachesIt: true, rule: refusal.PageClosed,
 			answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 				return nil, refusal.New(refusal.PageClosed, "gone")
