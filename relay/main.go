@@ -3,8 +3,9 @@
 //
 // Usage:
 //
-//	relay [serve] [flags]     serve the page (the default command)
-//	relay help                print the commands, flags and environment variables
+//	relay [serve] [flags]                               serve the page (the default command)
+//	relay tool-check DECLARATION.json [ARGUMENTS.json]  check a mini-app tool declaration
+//	relay help                                          print the commands, flags and environment variables
 //
 // Run `relay --help` for the flags and environment variables.
 package main
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"voicebox/relay/server"
+	"voicebox/relay/toolcheck"
 )
 
 // build is the version string, set at link time by build.sh (-X main.build=...).
@@ -46,6 +48,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{"serve", "serve the page and the API (the default)", runServe},
+		{"tool-check", "check a mini-app tool declaration (and arguments): tool-check DECLARATION.json [ARGUMENTS.json]", toolcheck.Main},
 		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }},
 	}
 }

@@ -102,6 +102,23 @@ func TestHelpListsEveryFlagAndVariable(t *testing.T) {
 	}
 }
 
+func TestToolCheckIsACommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	decl := filepath.Join(dir, "tool.json")
+	os.WriteFile(decl, []byte(`{"name":"set_score","description":"Set the score.","parameters":{"type":"object","properties":{"points":{"type":"integer","minimum":0}},"required":["points"]}}`), 0o644)
+	args := filepath.Join(dir, "args.json")
+	os.WriteFile(args, []byte(`{"points":-1}`), 0o644)
+	var out bytes.Buffer
+	if code := run([]string{"tool-check", decl}, &out, io.Discard); code != 0 || !strings.Contains(out.String(), `"ok": true`) {
+		t.Fatalf("tool-check of a good declaration: exit %d, %s", code, out.String())
+	}
+	out.Reset()
+	if code := run([]string{"tool-check", decl, args}, &out, io.Discard); code != 1 || !strings.Contains(out.String(), `"invalid-argument-range"`) {
+		t.Fatalf("tool-check of out-of-range arguments: exit %d, %s", code, out.String())
+	}
+}
+
 func TestUnknownCommandIsAUsageError(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
