@@ -1,0 +1,63 @@
+// Package fsroot is the workspace folder the assistant works in: one small interface that every
+// root implements (memory, the OS, the browser's OPFS, a granted directory handle), and the one
+// path check every root applies before it touches anything.
+package fsroot
+
+import (
+	"context"
+	"time"
+)
+
+// Root is a workspace folder. Every name is a relative, slash-separated path that has passed
+// Check (ReadDir also takes "" for the root itself); a root refuses any other name before it does
+// anything.
+//
+// Errors are *fs.PathError values: their Err wraps the standard sentinel (fs.ErrNotExist,
+// fs.ErrExist, fs.ErrInvalid, fs.ErrPermission) and, for a refused name, the refusal with its
+// rule id (outside-root, dotfile-refused), so both errors.Is(err, fs.ErrNotExist) and
+// refusal.RuleOf(err) work.
+//
+// A Root is safe for concurrent use.
+type Root interface {
+	// ReadFile returns the whole content of the file name.
+	ReadFile(ctx context.Context, name string) ([]byte, error)
+	// WriteFile replaces (or creates) the file name with data, atomically: a reader sees the
+	// old content or the new, never a part, and a failed write leaves the old content intact.
+	// The parent directory must exist.
+	WriteFile(ctx context.Context, name string, data []byte) error
+	// Create starts an atomic replacement of the file name written in pieces, for content too
+	// large to hold at once. Nothing is visible under name until Commit succeeds; Abort (or a
+	// failed Commit) leaves the old content intact.
+	Create(ctx context.Context, name string) (Writer, error)
+	// ReadDir lists the directory name ("" is the root) sorted by name.
+	ReadDir(ctx context.Context, name string) ([]Entry, error)
+	// Stat describes the file or directory name.
+	Stat(ctx context.Context, name string) (Entry, error)
+	// MkdirAll creates the directory name and any parents it lacks.
+	MkdirAll(ctx context.Context, name string) error
+	// Remove removes the file name, or the directory name when it is empty.
+	Remove(ctx context.Context, name string) error
+}
+
+// Writer is an atomic replacement in progress (see Root.Create).
+type Writer interface {
+	// Write appends p to the pending content.
+	Write(p []byte) (int, error)
+	// Commit makes the written content the file's content, in one step.
+	Commit() error
+	// Abort discards what was written; the file keeps its old content. Abort after Commit does
+	// nothing.
+	Abort() error
+}
+
+// Entry describes a file or directory.
+type Entry struct {
+	// Name is the last element of the path.
+	Name string `json:"name"`
+	// Dir reports a directory.
+	Dir bool `json:"dir"`
+	// Size is the file's length in bytes (0 for a directory).
+	Size int64 `json:"size"`
+	// ModTime is the last modification, where the root knows it (zero otherwise).
+	ModTime time.Time `json:"modTime,omitzero"`
+}
