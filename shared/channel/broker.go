@@ -123,7 +123,8 @@ func New(kind Kind, peer Peer, opts Options) *Broker {
 // Ask sends call to the peer and returns its answer, or a refusal: malformed-call for a call that
 // cannot be sent as a valid envelope or whose callId is already waiting; the kind's unreachable
 // rule, at once and without sending, when the peer is not connected or the send fails; its timeout
-// rule when neither ctx nor the Broker's timeout allows waiting longer; its closed rule when
+// rule when neither ctx nor the Broker's timeout allows waiting longer (without sending when ctx
+// is already done); its closed rule when
 // Abandon is called while the call waits.
 func (b *Broker) Ask(ctx context.Context, call wire.Call) wire.Answer {
 	frame, err := call.MarshalJSON()
@@ -132,6 +133,9 @@ func (b *Broker) Ask(ctx context.Context, call wire.Call) wire.Answer {
 	}
 	if !b.peer.Connected() {
 		return b.unreachable(call.CallID, "is not connected")
+	}
+	if ctx.Err() != nil {
+		return wire.Refuse(call.CallID, refusal.New(b.kind.Timeout(), "the caller stopped waiting before the call was sent to the %s; nothing ran", b.kind))
 	}
 	ch := make(chan wire.Answer, 1)
 	b.mu.Lock()

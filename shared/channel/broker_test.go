@@ -124,6 +124,11 @@ func TestBrokerRules(t *testing.T) {
 				defer cancel()
 				return b.Ask(ctx, testCall("c1"))
 			}},
+			{"context done before sending", names["timeout"], 0, func(t *testing.T, b *Broker, p *scriptPeer) wire.Answer {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				return b.Ask(ctx, testCall("c1"))
+			}},
 			{"context cancelled", names["timeout"], 1, func(t *testing.T, b *Broker, p *scriptPeer) wire.Answer {
 				ctx, cancel := context.WithCancel(context.Background())
 				ch := askAsync(b, ctx, testCall("c1"))

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -58,10 +59,20 @@ func FuzzParseCall(f *testing.F) {
 			checkParseError(t, err, refusal.MalformedCall, refusal.UnknownField, refusal.BadVersion, refusal.UnattributedCall)
 			return
 		}
-		for name := range stdKeys(t, frame) {
+		m := stdKeys(t, frame)
+		for name := range m {
 			if !allowed(name, callFields) {
 				t.Fatalf("accepted a call carrying %q", name)
 			}
+		}
+		// encoding/json must read the same envelope.
+		var id string
+		if err := json.Unmarshal(m["callId"], &id); err != nil || id != c.CallID {
+			t.Fatalf("encoding/json reads callId %q (%v), ParseCall %q", id, err, c.CallID)
+		}
+		var echo bytes.Buffer
+		if err := json.Compact(&echo, m["boundsEcho"]); err != nil || !bytes.Equal(echo.Bytes(), c.BoundsEcho) {
+			t.Fatalf("boundsEcho %s, compacted by encoding/json %s", c.BoundsEcho, echo.Bytes())
 		}
 		b, err := c.MarshalJSON()
 		if err != nil {
