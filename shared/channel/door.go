@@ -34,8 +34,10 @@ type DoorOptions struct {
 	Log *slog.Logger
 }
 
-// Door is the executing side of the channel: it turns call frames into answer frames. It is safe
-// for concurrent use if its Executor and Admitted are.
+// Door is the executing side of the channel: it turns call frames into answer frames. A result
+// that is not a JSON object, or that would make the answer frame larger than wire.MaxFrameBytes,
+// is answered with exec-threw, as is a refusal whose rule is not a kebab-case id; a refusal with
+// an empty why gets one. It is safe for concurrent use if its Executor and Admitted are.
 type Door struct {
 	exec       Executor
 	admitted   wire.Admitted
