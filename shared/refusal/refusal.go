@@ -63,7 +63,17 @@ const (
 	ToolTimeout          Rule = "tool-timeout"
 	ToolOutputOverBudget Rule = "tool-output-over-budget"
 
-	// HTTP doors of the relay (relay).
+	// Workspace paths (shared/fsroot): every root checks every name before it touches anything.
+	OutsideRoot    Rule = "outside-root"
+	DotfileRefused Rule = "dotfile-refused"
+	PathTooLong    Rule = "path-too-long"
+
+	// The file primitives (shared/executor); a missing file or folder is NotFound.
+	IsADirectory  Rule = "is-a-directory"
+	NotADirectory Rule = "not-a-directory"
+	WriteTooLarge Rule = "write-too-large"
+
+	// HTTP doors of the relay (relay), and a missing file or folder (shared/executor).
 	NotFound      Rule = "not-found"
 	InternalError Rule = "internal-error"
 
