@@ -48,16 +48,16 @@ func (s *Schema) Validate(raw []byte) (map[string]any, error) {
 		// Only a payload over the bound as received can be within it once compacted.
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, raw); err != nil {
-			return nil, notJSON(raw, err)
+			return nil, notJSON(err)
 		}
 		if buf.Len() > MaxArgumentBytes {
 			return nil, refusal.New(refusal.InvalidToolArguments,
 				"the arguments are %d bytes encoded, over the bound of %d bytes", buf.Len(), MaxArgumentBytes)
 		}
 	}
-	v, err := decode(raw)
+	v, err := parseJSON(raw, MaxArgumentDepth)
 	if err != nil {
-		return nil, notJSON(raw, err)
+		return nil, notJSON(err)
 	}
 	args := v.(map[string]any) // raw starts with '{' and decoded
 	w := walker{maxDepth: MaxArgumentDepth, maxNodes: MaxArgumentNodes}
@@ -211,9 +211,9 @@ func nullRequired(schema map[string]any, args map[string]any, loc string) (strin
 	return "", false
 }
 
-func notJSON(raw []byte, err error) error {
-	if d := scanDepth(raw); d > MaxArgumentDepth {
-		return refusal.New(refusal.InvalidArgumentBounds, "the arguments nest %d levels deep, over the bound of %d", d, MaxArgumentDepth)
+func notJSON(err error) error {
+	if errors.Is(err, errTooDeep) {
+		return refusal.New(refusal.InvalidArgumentBounds, "the arguments nest more than %d levels deep", MaxArgumentDepth)
 	}
 	return refusal.New(refusal.InvalidToolArguments, "the arguments are not JSON: %v", err)
 }

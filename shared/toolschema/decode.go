@@ -1,11 +1,8 @@
 package toolschema
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 )
@@ -18,49 +15,6 @@ import (
 //     keys are not values): {} is 1 node, {"a":1} is 2, {"a":[1,2]} is 4.
 type measure struct {
 	depth, nodes int
-}
-
-// decode parses raw as exactly one JSON value with numbers kept as json.Number, so that no value is
-// rounded on the way in.
-func decode(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the value")
-	}
-	return v, nil
-}
-
-// scanDepth returns the bracket depth of raw without parsing it, for input the decoder refused:
-// it tells a value nested too deeply apart from one that is merely malformed.
-func scanDepth(raw []byte) int {
-	depth, deepest := 0, 0
-	inString, escaped := false, false
-	for _, c := range raw {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-			deepest = max(deepest, depth)
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return deepest
 }
 
 // walker measures a decoded value, stops as soon as a bound is passed, checks every number literal

@@ -43,6 +43,7 @@ package toolschema
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"unicode/utf8"
@@ -107,11 +108,11 @@ func Parse(raw []byte) (*Schema, error) {
 	if !utf8.Valid(raw) {
 		return nil, refusal.New(refusal.InvalidToolParameters, "the parameter schema is not valid UTF-8")
 	}
-	v, err := decode(raw)
+	v, err := parseJSON(raw, MaxSchemaDepth)
 	if err != nil {
-		if d := scanDepth(raw); d > MaxSchemaDepth {
+		if errors.Is(err, errTooDeep) {
 			return nil, refusal.New(refusal.InvalidToolParameters,
-				"the parameter schema nests %d levels deep, over the bound of %d", d, MaxSchemaDepth)
+				"the parameter schema nests more than %d levels deep", MaxSchemaDepth)
 		}
 		return nil, refusal.New(refusal.InvalidToolParameters, "the parameter schema is not JSON: %v", err)
 	}

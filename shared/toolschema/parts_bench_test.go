@@ -1,0 +1,41 @@
+package toolschema
+
+import "testing"
+
+func BenchmarkPartDecode(b *testing.B) {
+	raw := []byte(typicalArgs)
+	for b.Loop() {
+		decode(raw)
+	}
+}
+
+func BenchmarkPartLibrary(b *testing.B) {
+	s, _ := Parse([]byte(typicalSchema))
+	v, _ := decode([]byte(typicalArgs))
+	for b.Loop() {
+		s.compiled.Validate(v)
+	}
+}
+
+func BenchmarkPartWalk(b *testing.B) {
+	v, _ := decode([]byte(typicalArgs))
+	for b.Loop() {
+		w := walker{maxDepth: MaxArgumentDepth, maxNodes: MaxArgumentNodes}
+		w.walk(v, 0)
+	}
+}
+
+func BenchmarkPartNullRequired(b *testing.B) {
+	s, _ := Parse([]byte(typicalSchema))
+	v, _ := decode([]byte(typicalArgs))
+	for b.Loop() {
+		nullRequired(s.doc, v.(map[string]any), "")
+	}
+}
+
+func BenchmarkPartParse(b *testing.B) {
+	raw := []byte(typicalArgs)
+	for b.Loop() {
+		parseJSON(raw, MaxArgumentDepth)
+	}
+}
