@@ -1,0 +1,138 @@
+//go:build !js
+
+package fsroot_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"voicebox/shared/fsroot"
+	"voicebox/shared/fsroot/fsroottest"
+)
+
+// newOSRoot returns an OS root over base/root, with base/outside beside it for escape cases.
+func newOSRoot(t *testing.T) fsroot.Root {
+	base := t.TempDir()
+	dir := filepath.Join(base, "root")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := fsroot.OpenOS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestOSConformance(t *testing.T) {
+	t.Parallel()
+	fsroottest.Run(t, newOSRoot, fsroottest.Options{
+		FailWrites: func(t *testing.T, root fsroot.Root) func() {
+			r := root.(*fsroot.OSRoot)
+			fsroot.SetOSFailWrites(r, func(name string, written int64) error {
+				if written > 1<<10 {
+					return errors.New("injected: no space left on device")
+				}
+				return nil
+			})
+			return func() { fsroot.SetOSFailWrites(r, nil) }
+		},
+		Escapes: func(t *testing.T, root fsroot.Root) func(t *testing.T) map[string]string {
+			dir := root.(*fsroot.OSRoot).Name()
+			outside := filepath.Join(filepath.Dir(dir), "outside")
+			must(t, os.Mkdir(outside, 0o755))
+			must(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("outside"), 0o644))
+			must(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "to-file")))
+			must(t, os.Symlink(outside, filepath.Join(dir, "to-dir")))
+			must(t, os.Symlink(filepath.Join("..", "outside"), filepath.Join(dir, "rel-dir")))
+			return func(t *testing.T) map[string]string {
+				des, err := os.ReadDir(outside)
+				must(t, err)
+				got := map[string]string{}
+				for _, de := range des {
+					b, err := os.ReadFile(filepath.Join(outside, de.Name()))
+					must(t, err)
+					got[de.Name()] = string(b)
+				}
+				return got
+			}
+		},
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOSLeavesNoTempFiles looks at the disk itself, which ReadDir cannot show: failed, aborted
+// and committed writes all leave only the target behind.
+func TestOSLeavesNoTempFiles(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	root := newOSRoot(t).(*fsroot.OSRoot)
+	must(t, root.WriteFile(ctx, "f", []byte("old")))
+	fsroot.SetOSFailWrites(root, func(string, int64) error { return errors.New("injected") })
+	if err := root.WriteFile(ctx, "f", make([]byte, 4096)); err == nil {
+		t.Fatal("the injected failure did not fail the write")
+	}
+	fsroot.SetOSFailWrites(root, nil)
+	w, err := root.Create(ctx, "f")
+	must(t, err)
+	w.Write([]byte("aborted"))
+	must(t, w.Abort())
+	must(t, root.WriteFile(ctx, "g", []byte("new")))
+	des, err := os.ReadDir(root.Name())
+	must(t, err)
+	var names []string
+	for _, de := range des {
+		names = append(names, de.Name())
+	}
+	if len(names) != 2 || names[0] != "f" || names[1] != "g" {
+		t.Errorf("the directory holds %q; want only f and g", names)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root.Name(), "f")); string(b) != "old" {
+		t.Errorf("f = %q; want old", b)
+	}
+}
+
+// TestOSKeepsMode checks that a replace keeps the file's permission bits.
+func TestOSKeepsMode(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	root := newOSRoot(t).(*fsroot.OSRoot)
+	p := filepath.Join(root.Name(), "script.sh")
+	must(t, os.WriteFile(p, []byte("#!/bin/sh\n"), 0o700))
+	must(t, os.Chmod(p, 0o700))
+	must(t, root.WriteFile(ctx, "script.sh", []byte("#!/bin/sh\necho\n")))
+	st, err := os.Stat(p)
+	must(t, err)
+	if st.Mode().Perm() != 0o700 {
+		t.Errorf("mode after replace = %v; want 0700", st.Mode().Perm())
+	}
+}
+
+// TestOSInsideLinks follows links that stay inside the root.
+func TestOSInsideLinks(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	root := newOSRoot(t).(*fsroot.OSRoot)
+	must(t, root.MkdirAll(ctx, "real"))
+	must(t, root.WriteFile(ctx, "real/f", []byte("inside")))
+	must(t, os.Symlink("real", filepath.Join(root.Name(), "alias")))
+	b, err := root.ReadFile(ctx, "alias/f")
+	must(t, err)
+	if string(b) != "inside" {
+		t.Errorf("alias/f = %q", b)
+	}
+	entries, err := root.ReadDir(ctx, "")
+	must(t, err)
+	if len(entries) != 2 || entries[0].Name != "alias" || !entries[0].Dir {
+		t.Errorf("ReadDir = %+v; want alias listed as the directory it leads to", entries)
+	}
+}
