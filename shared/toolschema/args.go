@@ -22,7 +22,8 @@ import (
 //  1. empty input or null means {};
 //  2. the value must be a JSON object in valid UTF-8 (invalid-tool-arguments);
 //  3. at most MaxArgumentBytes once insignificant whitespace is removed (invalid-tool-arguments);
-//  4. depth, nodes and number literals within their bounds (invalid-argument-bounds);
+//  4. depth (checked while parsing, so a deep value costs only its first levels), nodes and
+//     number literals within their bounds (invalid-argument-bounds);
 //  5. every required argument present and not null (missing-argument);
 //  6. no key the schema does not declare when additionalProperties is false, and no own
 //     "__proto__" key anywhere (invalid-argument);

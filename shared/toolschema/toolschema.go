@@ -35,6 +35,14 @@
 // and {"a":{"b":[1]}} has depth 3; nodes counts every JSON value, the root included and object
 // keys excluded, so {} is 1 node and {"a":[1,2]} is 4.
 //
+// # Decoding
+//
+// Schemas and arguments are decoded exactly: numbers stay as written (json.Number), so 1.0 is an
+// integer and 6.0000000000000001 is over a maximum of 6. Of two equal keys in one object the later
+// wins, as with encoding/json and JavaScript's JSON.parse; a caller that hands arguments on should
+// pass the value Validate returns, re-encoded, so the receiver reads exactly what was checked
+// (miniapp.Registry.Dispatch does).
+//
 // # Wasm
 //
 // The package is portable Go and behaves the same under GOOS=js GOARCH=wasm.
