@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"runtime"
+	"sync"
 	"time"
 
+	"voicebox/shared/fsroot"
 	"voicebox/shared/refusal"
 )
 
@@ -14,81 +17,161 @@ var build = "dev"
 
 var goVersion = runtime.Version()
 
-// message is every shape the worker API carries, in either direction.
-type message struct {
-	Type    string          `json:"type"`
-	ID      *float64        `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	OK      *bool           `json:"ok,omitempty"`
-	Value   any             `json:"value,omitempty"`
-	Refused refusal.Rule    `json:"refused,omitempty"`
-	Why     string          `json:"why,omitempty"`
-	Build   string          `json:"build,omitempty"`
+// callBound bounds one call from the page; a call still running then is refused, so every call
+// gets an answer.
+const callBound = 2 * time.Minute
+
+// request is one call from the page. Bytes and Object carry what JSON cannot: params.bytes (a
+// Uint8Array or ArrayBuffer) and params.handle (a FileSystemDirectoryHandle), taken out of the
+// params by the js side before they are encoded.
+type request struct {
+	Method string
+	Params json.RawMessage
+	Bytes  []byte
+	Object any
+}
+
+// result is a method's answer: a JSON value and, for downloads, bytes the js side hands over as a
+// Uint8Array in value.bytes.
+type result struct {
+	Value any
+	Bytes []byte
+}
+
+type method func(ctx context.Context, req request) (result, *refusal.Refusal)
+
+// RootOpener opens the workspace root of a kind ("opfs", or "handle" with the handle object).
+type RootOpener func(ctx context.Context, kind string, handle any) (fsroot.Root, RootInfo, error)
+
+// RootInfo describes the open root to the page.
+type RootInfo struct {
+	Kind        string `json:"kind"`
+	Name        string `json:"name"`
+	SyncHandles bool   `json:"syncHandles"`
 }
 
 // api answers the page's calls. It is portable so that its rules are tested natively and in the
-// browser alike; the js side only moves JSON text across postMessage.
+// browser alike; the js side only moves values across postMessage.
 type api struct {
-	started time.Time
-	methods map[string]func(params json.RawMessage) (any, *refusal.Refusal)
+	started  time.Time
+	openRoot RootOpener
+	methods  map[string]method
+
+	mu      sync.Mutex
+	root    fsroot.Root
+	info    RootInfo
+	uploads map[string]*upload
+	nextID  int
 }
 
-func newAPI(now time.Time) *api {
-	a := &api{started: now}
-	a.methods = map[string]func(json.RawMessage) (any, *refusal.Refusal){
-		"status": a.status,
+func newAPI(now time.Time, openRoot RootOpener) *api {
+	a := &api{started: now, openRoot: openRoot, uploads: map[string]*upload{}}
+	a.methods = map[string]method{
+		"status":              a.status,
+		"root.open":           a.rootOpen,
+		"root.info":           a.rootInfo,
+		"files.list":          a.filesList,
+		"files.read":          a.filesRead,
+		"files.write":         a.filesWrite,
+		"files.mkdir":         a.filesMkdir,
+		"files.delete":        a.filesDelete,
+		"files.download":      a.filesDownload,
+		"files.upload.begin":  a.uploadBegin,
+		"files.upload.chunk":  a.uploadChunk,
+		"files.upload.commit": a.uploadCommit,
+		"files.upload.abort":  a.uploadAbort,
 	}
 	return a
 }
 
+// message is the JSON shape of a call from the page.
+type message struct {
+	Type   string          `json:"type"`
+	ID     *float64        `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// answer is the JSON shape of the worker's reply; Bytes travel beside it (see result).
+type answer struct {
+	Type    string       `json:"type"`
+	ID      float64      `json:"id"`
+	OK      bool         `json:"ok"`
+	Value   any          `json:"value,omitempty"`
+	Refused refusal.Rule `json:"refused,omitempty"`
+	Why     string       `json:"why,omitempty"`
+}
+
 // readyMessage is what the worker says once Go is running.
 func readyMessage() []byte {
-	b, _ := json.Marshal(message{Type: "ready", Build: build})
+	b, _ := json.Marshal(map[string]string{"type": "ready", "build": build})
 	return b
 }
 
-// handle answers one message from the page. It returns nil when the message cannot be answered
-// (it has no id to answer to).
-func (a *api) handle(in []byte) []byte {
+// parse reads a call from the page. ok is false when it has no numeric id to answer to.
+func parse(in []byte) (id float64, req request, r *refusal.Refusal, ok bool) {
 	var m message
-	dec := json.NewDecoder(bytes.NewReader(in))
-	if err := dec.Decode(&m); err != nil || m.ID == nil {
-		return nil
+	if err := json.NewDecoder(bytes.NewReader(in)).Decode(&m); err != nil || m.ID == nil {
+		return 0, request{}, nil, false
 	}
-	id := *m.ID
 	if m.Type != "call" || m.Method == "" {
-		return answer(id, nil, refusal.New(refusal.MalformedCall, "a call to the worker needs type \"call\" and a method"))
+		return *m.ID, request{}, refusal.New(refusal.MalformedCall, "a call to the worker needs type \"call\" and a method"), true
 	}
-	method, ok := a.methods[m.Method]
-	if !ok {
-		return answer(id, nil, refusal.New(refusal.UnknownMethod, "the worker has no method %q", m.Method))
-	}
-	value, r := method(m.Params)
-	return answer(id, value, r)
+	return *m.ID, request{Method: m.Method, Params: m.Params}, nil, true
 }
 
-func answer(id float64, value any, r *refusal.Refusal) []byte {
-	ok := r == nil
-	m := message{Type: "result", ID: &id, OK: &ok}
-	if ok {
-		m.Value = value
-	} else {
-		m.Refused, m.Why = r.Rule, r.Why
+// call runs one request and returns its answer and any bytes that go with it.
+func (a *api) call(ctx context.Context, id float64, req request) (answer, []byte) {
+	m, ok := a.methods[req.Method]
+	if !ok {
+		return refused(id, refusal.New(refusal.UnknownMethod, "the worker has no method %q", req.Method)), nil
 	}
-	b, err := json.Marshal(m)
+	ctx, cancel := context.WithTimeout(ctx, callBound)
+	defer cancel()
+	res, r := m(ctx, req)
+	if r != nil {
+		return refused(id, r), nil
+	}
+	return answer{Type: "result", ID: id, OK: true, Value: res.Value}, res.Bytes
+}
+
+// handle answers one message given as JSON, for callers without binary parts; nil when the
+// message cannot be answered.
+func (a *api) handle(in []byte) []byte {
+	id, req, r, ok := parse(in)
+	if !ok {
+		return nil
+	}
+	if r != nil {
+		return encode(refused(id, r))
+	}
+	ans, _ := a.call(context.Background(), id, req)
+	return encode(ans)
+}
+
+func refused(id float64, r *refusal.Refusal) answer {
+	return answer{Type: "result", ID: id, Refused: r.Rule, Why: r.Why}
+}
+
+func encode(ans answer) []byte {
+	b, err := json.Marshal(ans)
 	if err != nil {
-		return answer(id, nil, refusal.New(refusal.InternalError, "the worker could not encode its answer"))
+		b, _ = json.Marshal(refused(ans.ID, refusal.New(refusal.InternalError, "the worker could not encode its answer")))
 	}
 	return b
 }
 
 type statusValue struct {
-	Build    string `json:"build"`
-	Go       string `json:"go"`
-	UptimeMs int64  `json:"uptimeMs"`
+	Build    string    `json:"build"`
+	Go       string    `json:"go"`
+	UptimeMs int64     `json:"uptimeMs"`
+	Root     *RootInfo `json:"root,omitempty"`
 }
 
-func (a *api) status(json.RawMessage) (any, *refusal.Refusal) {
-	return statusValue{Build: build, Go: goVersion, UptimeMs: time.Since(a.started).Milliseconds()}, nil
+func (a *api) status(context.Context, request) (result, *refusal.Refusal) {
+	v := statusValue{Build: build, Go: goVersion, UptimeMs: time.Since(a.started).Milliseconds()}
+	if _, info, ok := a.current(); ok {
+		v.Root = &info
+	}
+	return result{Value: v}, nil
 }

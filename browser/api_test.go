@@ -8,7 +8,7 @@ import (
 
 func TestAPIAnswers(t *testing.T) {
 	t.Parallel()
-	a := newAPI(time.Now())
+	a := newAPI(time.Now(), nil)
 	tests := []struct {
 		name, in string
 		ok       bool
@@ -56,7 +56,7 @@ func TestAPIAnswers(t *testing.T) {
 
 func TestAPIDropsWhatItCannotAnswer(t *testing.T) {
 	t.Parallel()
-	a := newAPI(time.Now())
+	a := newAPI(time.Now(), nil)
 	for _, in := range []string{``, `null`, `"text"`, `[]`, `{"type":"call","method":"status"}`, `{"type":"call","id":"7","method":"status"}`} {
 		if out := a.handle([]byte(in)); out != nil {
 			t.Errorf("handle(%q) = %s, want no answer", in, out)

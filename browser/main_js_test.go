@@ -38,7 +38,7 @@ func TestServeOverAMessagePort(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := serve(port1, newAPI(time.Now())); err != nil {
+	if err := serve(port1, newAPI(time.Now(), nil)); err != nil {
 		t.Fatal(err)
 	}
 	if undefined := must(port1.Get("voiceboxInbox")); !undefined.IsUndefined() {
@@ -77,12 +77,4 @@ func TestServeOverAMessagePort(t *testing.T) {
 	}
 	port1.Call("close")
 	port2.Call("close")
-}
-
-// must returns v, or panics (failing the test with a stack) when a JavaScript call failed.
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }

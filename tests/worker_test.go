@@ -10,8 +10,8 @@ import (
 )
 
 // workerPackages are the packages whose worker-only tests (build tag voicebox_worker) run inside a
-// dedicated worker. Later packages with worker paths (opfs/) join this list.
-var workerPackages = []string{"./browser"}
+// dedicated worker.
+var workerPackages = []string{"./browser", "./opfs"}
 
 func TestWorkerOnlyTestsPassInADedicatedWorker(t *testing.T) {
 	for _, pkg := range workerPackages {

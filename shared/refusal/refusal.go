@@ -78,7 +78,13 @@ const (
 	InternalError Rule = "internal-error"
 
 	// The page's worker API (browser).
-	UnknownMethod Rule = "unknown-method"
+	UnknownMethod    Rule = "unknown-method"
+	NoRoot           Rule = "no-root"
+	RootUnavailable  Rule = "root-unavailable"
+	TooManyUploads   Rule = "too-many-uploads"
+	FileExists       Rule = "file-exists"
+	PermissionDenied Rule = "permission-denied"
+	FileError        Rule = "file-error"
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope

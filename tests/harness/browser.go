@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -235,5 +236,23 @@ func removeAll(dir string) {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Screenshot saves a PNG of the tab as NAME.png in $VOICEBOX_SCREENSHOTS, when that is set, so a
+// person can look at what a test saw. Without it, it does nothing.
+func (tab *Tab) Screenshot(name string) {
+	dir := os.Getenv("VOICEBOX_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	tab.t.Helper()
+	png, err := chromedp.Run(tab.Ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		tab.t.Errorf("harness: screenshot %s: %v", name, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		tab.t.Errorf("harness: screenshot %s: %v", name, err)
 	}
 }

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"unicode/utf8"
+
+	"voicebox/shared/fsroot"
+	"voicebox/shared/refusal"
+)
+
+// MaxViewBytes bounds what files.read returns for the page to show and edit; a larger file is
+// flagged truncated and must be downloaded to be seen whole.
+const MaxViewBytes = 1 << 20
+
+// MaxUploads bounds the uploads one page may have in progress at once.
+const MaxUploads = 8
+
+// decodeParams reads params strictly into v: unknown keys are refused.
+func decodeParams(req request, v any) *refusal.Refusal {
+	p := req.Params
+	if len(bytes.TrimSpace(p)) == 0 || string(bytes.TrimSpace(p)) == "null" {
+		p = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(p))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return refusal.New(refusal.InvalidArgument, "the parameters of %s do not fit it: %v", req.Method, err)
+	}
+	return nil
+}
+
+func (a *api) current() (fsroot.Root, RootInfo, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.root, a.info, a.root != nil
+}
+
+func (a *api) needRoot() (fsroot.Root, *refusal.Refusal) {
+	root, _, ok := a.current()
+	if !ok {
+		return nil, refusal.New(refusal.NoRoot, "no workspace folder is open; choose browser storage or a folder first")
+	}
+	return root, nil
+}
+
+func (a *api) rootOpen(ctx context.Context, req request) (result, *refusal.Refusal) {
+	var p struct {
+		Kind string `json:"kind"`
+	}
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	if p.Kind != "opfs" && p.Kind != "handle" {
+		return result{}, refusal.New(refusal.InvalidArgument, "a root is of kind \"opfs\" or \"handle\", not %q", p.Kind)
+	}
+	if p.Kind == "handle" && req.Object == nil {
+		return result{}, refusal.New(refusal.MissingArgument, "a handle root needs the directory handle the user picked")
+	}
+	root, info, err := a.openRoot(ctx, p.Kind, req.Object)
+	if err != nil {
+		return result{}, refusal.New(refusal.RootUnavailable, "the %s root could not be opened: %v", p.Kind, err)
+	}
+	a.mu.Lock()
+	old := a.root
+	a.root, a.info = root, info
+	for id, up := range a.uploads {
+		up.w.Abort()
+		delete(a.uploads, id)
+	}
+	a.mu.Unlock()
+	if c, ok := old.(interface{ Close() }); ok && old != root {
+		c.Close()
+	}
+	return result{Value: info}, nil
+}
+
+func (a *api) rootInfo(context.Context, request) (result, *refusal.Refusal) {
+	if _, info, ok := a.current(); ok {
+		return result{Value: info}, nil
+	}
+	return result{}, refusal.New(refusal.NoRoot, "no workspace folder is open")
+}
+
+type pathParam struct {
+	Path string `json:"path"`
+}
+
+func (a *api) filesList(ctx context.Context, req request) (result, *refusal.Refusal) {
+	var p struct {
+		Dir string `json:"dir"`
+	}
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	root, r := a.needRoot()
+	if r != nil {
+		return result{}, r
+	}
+	entries, err := root.ReadDir(ctx, p.Dir)
+	if err != nil {
+		return result{}, fileRefusal(err)
+	}
+	if entries == nil {
+		entries = []fsroot.Entry{}
+	}
+	return result{Value: map[string]any{"dir": p.Dir, "entries": entries}}, nil
+}
+
+// viewValue is what files.read shows: the text, or a note that the file is binary.
+type viewValue struct {
+	Path      string `json:"path"`
+	Size      int64  `json:"size"`
+	Text      string `json:"text"`
+	Binary    bool   `json:"binary"`
+	Truncated bool   `json:"truncated"`
+}
+
+func (a *api) filesRead(ctx context.Context, req request) (result, *refusal.Refusal) {
+	var p pathParam
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	root, r := a.needRoot()
+	if r != nil {
+		return result{}, r
+	}
+	b, size, err := fsroot.ReadPrefix(ctx, root, p.Path, MaxViewBytes)
+	if err != nil {
+		return result{}, fileRefusal(err)
+	}
+	v := viewValue{Path: p.Path, Size: size}
+	if size > int64(len(b)) {
+		v.Truncated = true
+		// Back off a character cut in two by the bound (at most UTFMax-1 bytes).
+		for cut := 0; cut < utf8.UTFMax-1 && !utf8.Valid(b); cut++ {
+			b = b[:len(b)-1]
+		}
+	}
+	if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
+		v.Binary = true
+	} else {
+		v.Text = string(b)
+	}
+	return result{Value: v}, nil
+}
+
+func (a *api) filesWrite(ctx context.Context, req request) (result, *refusal.Refusal) {
+	var p struct {
+		Path    string `json:"path"`
+		Content string `json:"content"`
+	}
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	root, r := a.needRoot()
+	if r != nil {
+		return result{}, r
+	}
+	if err := root.WriteFile(ctx, p.Path, []byte(p.Content)); err != nil {
+		return result{}, fileRefusal(err)
+	}
+	return result{Value: map[string]any{"path": p.Path, "bytesWritten": len(p.Content)}}, nil
+}
+
+func (a *api) filesMkdir(ctx context.Context, req request) (result, *refusal.Refusal) {
+	var p pathParam
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	root, r := a.needRoot()
+	if r != nil {
+		return result{}, r
+	}
+	if err := root.MkdirAll(ctx, p.Path); err != nil {
+		return result{}, fileRefusal(err)
+	}
+	return result{Value: map[string]any{"path": p.Path}}, nil
+}
+
+func (a *api) filesDelete(ctx context.Context, req request) (result, *refusal.Refusal) {
+	var p pathParam
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	root, r := a.needRoot()
+	if r != nil {
+		return result{}, r
+	}
+	if err := root.Remove(ctx, p.Path); err != nil {
+		return result{}, fileRefusal(err)
+	}
+	return result{Value: map[string]any{"path": p.Path, "deleted": true}}, nil
+}
+
+func (a *api) filesDownload(ctx context.Context, req request) (result, *refusal.Refusal) {
+	var p pathParam
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	root, r := a.needRoot()
+	if r != nil {
+		return result{}, r
+	}
+	b, err := root.ReadFile(ctx, p.Path)
+	if err != nil {
+		return result{}, fileRefusal(err)
+	}
+	return result{Value: map[string]any{"path": p.Path, "size": len(b)}, Bytes: b}, nil
+}
+
+// upload is a file arriving in chunks, written through an atomic replacement that becomes
+// visible only when committed.
+type upload struct {
+	path    string
+	w       fsroot.Writer
+	written int64
+}
+
+func (a *api) uploadBegin(ctx context.Context, req request) (result, *refusal.Refusal) {
+	var p pathParam
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	root, r := a.needRoot()
+	if r != nil {
+		return result{}, r
+	}
+	a.mu.Lock()
+	full := len(a.uploads) >= MaxUploads
+	a.mu.Unlock()
+	if full {
+		return result{}, refusal.New(refusal.TooManyUploads, "%d uploads are already in progress; wait for one to finish", MaxUploads)
+	}
+	// The writer outlives this call, so it gets a context of its own, not the call's.
+	w, err := root.Create(context.WithoutCancel(ctx), p.Path)
+	if err != nil {
+		return result{}, fileRefusal(err)
+	}
+	a.mu.Lock()
+	a.nextID++
+	id := "up" + strconv.Itoa(a.nextID)
+	a.uploads[id] = &upload{path: p.Path, w: w}
+	a.mu.Unlock()
+	return result{Value: map[string]any{"uploadId": id}}, nil
+}
+
+type uploadParam struct {
+	UploadID string `json:"uploadId"`
+}
+
+// takeUpload finds upload id; with remove it also forgets it.
+func (a *api) takeUpload(id string, remove bool) (*upload, *refusal.Refusal) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	up, ok := a.uploads[id]
+	if !ok {
+		return nil, refusal.New(refusal.InvalidArgument, "no upload %q is in progress", id)
+	}
+	if remove {
+		delete(a.uploads, id)
+	}
+	return up, nil
+}
+
+func (a *api) uploadChunk(ctx context.Context, req request) (result, *refusal.Refusal) {
+	var p uploadParam
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	up, r := a.takeUpload(p.UploadID, false)
+	if r != nil {
+		return result{}, r
+	}
+	if _, err := up.w.Write(req.Bytes); err != nil {
+		a.takeUpload(p.UploadID, true)
+		up.w.Abort()
+		return result{}, fileRefusal(err)
+	}
+	up.written += int64(len(req.Bytes))
+	return result{Value: map[string]any{"written": up.written}}, nil
+}
+
+func (a *api) uploadCommit(ctx context.Context, req request) (result, *refusal.Refusal) {
+	var p uploadParam
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	up, r := a.takeUpload(p.UploadID, true)
+	if r != nil {
+		return result{}, r
+	}
+	if err := up.w.Commit(); err != nil {
+		return result{}, fileRefusal(err)
+	}
+	return result{Value: map[string]any{"path": up.path, "size": up.written}}, nil
+}
+
+func (a *api) uploadAbort(ctx context.Context, req request) (result, *refusal.Refusal) {
+	var p uploadParam
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	up, r := a.takeUpload(p.UploadID, true)
+	if r != nil {
+		return result{}, r
+	}
+	up.w.Abort()
+	return result{Value: map[string]any{"path": up.path, "aborted": true}}, nil
+}
+
+// fileRefusal names what went wrong with a file operation.
+func fileRefusal(err error) *refusal.Refusal {
+	if r, ok := refusal.As(err); ok {
+		return r
+	}
+	var pe *fs.PathError
+	name := "the file"
+	if errors.As(err, &pe) {
+		name = fmt.Sprintf("%q", pe.Path)
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return refusal.New(refusal.NotFound, "%s does not exist", name)
+	case errors.Is(err, fs.ErrExist):
+		return refusal.New(refusal.FileExists, "%s is in the way (it exists, or is a folder that is not empty)", name)
+	case errors.Is(err, fs.ErrPermission):
+		return refusal.New(refusal.PermissionDenied, "the browser does not allow access to %s; grant the folder again", name)
+	}
+	return refusal.New(refusal.FileError, "%s could not be used: %v", name, err)
+}

@@ -1,0 +1,177 @@
+package jsutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall/js"
+
+	"github.com/hack-pad/safejs"
+)
+
+// Error is a JavaScript exception or rejection: its name (the DOMException name, such as
+// "NotFoundError") and its message.
+type Error struct {
+	Name    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Name + ": " + e.Message }
+
+// Name returns the DOMException name err carries, or "" when it carries none.
+func Name(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Name
+	}
+	return ""
+}
+
+// FromValue turns a thrown or rejected JavaScript value into an *Error.
+func FromValue(v safejs.Value) *Error {
+	e := &Error{Name: "Error", Message: "(no message)"}
+	if v.Type() != safejs.TypeObject {
+		if s, err := v.String(); err == nil {
+			e.Message = s
+		}
+		return e
+	}
+	if n, err := v.Get("name"); err == nil && n.Type() == safejs.TypeString {
+		e.Name, _ = n.String()
+	}
+	if m, err := v.Get("message"); err == nil && m.Type() == safejs.TypeString {
+		e.Message, _ = m.String()
+	}
+	return e
+}
+
+// Await waits for promise to settle and returns its value, or the rejection as an *Error. It must
+// be called from a goroutine, never from inside a JavaScript callback. When ctx ends first it
+// returns ctx.Err(); the promise still settles later and its callbacks release themselves.
+func Await(ctx context.Context, promise safejs.Value) (safejs.Value, error) {
+	type settled struct {
+		v   safejs.Value
+		err error
+	}
+	done := make(chan settled, 1)
+	var onOK, onErr safejs.Func
+	release := func() {
+		onOK.Release()
+		onErr.Release()
+	}
+	var err error
+	onOK, err = safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+		v := safejs.Undefined()
+		if len(args) > 0 {
+			v = args[0]
+		}
+		done <- settled{v: v}
+		release()
+		return nil
+	})
+	if err != nil {
+		return safejs.Value{}, err
+	}
+	onErr, err = safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+		reason := safejs.Undefined()
+		if len(args) > 0 {
+			reason = args[0]
+		}
+		done <- settled{err: FromValue(reason)}
+		release()
+		return nil
+	})
+	if err != nil {
+		onOK.Release()
+		return safejs.Value{}, err
+	}
+	if _, err := promise.Call("then", onOK.Value(), onErr.Value()); err != nil {
+		release()
+		return safejs.Value{}, fmt.Errorf("jsutil: not a promise: %w", err)
+	}
+	select {
+	case s := <-done:
+		return s.v, s.err
+	case <-ctx.Done():
+		return safejs.Value{}, ctx.Err()
+	}
+}
+
+// Call calls method on v and awaits the promise it returns. A synchronous throw is returned as an
+// *Error too.
+func Call(ctx context.Context, v safejs.Value, method string, args ...any) (safejs.Value, error) {
+	p, err := v.Call(method, args...)
+	if err != nil {
+		return safejs.Value{}, thrown(err)
+	}
+	return Await(ctx, p)
+}
+
+// thrown turns the error safejs returns for a synchronous throw into an *Error. safejs wraps the
+// thrown value in syscall/js's Error, the one place this package names syscall/js: to read the
+// exception's name, which safejs's message drops.
+func thrown(err error) error {
+	var jsErr js.Error
+	if errors.As(err, &jsErr) {
+		return FromValue(safejs.Safe(jsErr.Value))
+	}
+	return err
+}
+
+// Thrown is thrown for callers that make a synchronous safejs call themselves.
+func Thrown(err error) error { return thrown(err) }
+
+// Object builds a plain JavaScript object from m.
+func Object(m map[string]any) safejs.Value {
+	v, err := safejs.ValueOf(m)
+	if err != nil {
+		panic("jsutil: " + err.Error())
+	}
+	return v
+}
+
+// BytesToJS copies b into a new Uint8Array.
+func BytesToJS(b []byte) (safejs.Value, error) {
+	ctor, err := safejs.Global().Get("Uint8Array")
+	if err != nil {
+		return safejs.Value{}, err
+	}
+	arr, err := ctor.New(len(b))
+	if err != nil {
+		return safejs.Value{}, err
+	}
+	if _, err := safejs.CopyBytesToJS(arr, b); err != nil {
+		return safejs.Value{}, err
+	}
+	return arr, nil
+}
+
+// BytesToGo copies a Uint8Array (or an ArrayBuffer) into a new Go slice.
+func BytesToGo(v safejs.Value) ([]byte, error) {
+	if ok, _ := isInstance(v, "ArrayBuffer"); ok {
+		ctor, err := safejs.Global().Get("Uint8Array")
+		if err != nil {
+			return nil, err
+		}
+		if v, err = ctor.New(v); err != nil {
+			return nil, err
+		}
+	}
+	n, err := v.Length()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	if _, err := safejs.CopyBytesToGo(b, v); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func isInstance(v safejs.Value, ctor string) (bool, error) {
+	c, err := safejs.Global().Get(ctor)
+	if err != nil || c.IsUndefined() {
+		return false, err
+	}
+	return v.InstanceOf(c)
+}
