@@ -23,6 +23,7 @@ import (
 
 	"voicebox/shared/miniapp"
 	"voicebox/shared/refusal"
+	"voicebox/shared/toolschema"
 )
 
 // Usage is the line printed on a usage error.
@@ -34,6 +35,10 @@ const (
 	ExitRefused  = 1
 	ExitUsage    = 2
 )
+
+// argsReadLimit is how much of an arguments file is read: more than the argument bound, since
+// insignificant whitespace does not count against it.
+const argsReadLimit = 16 * toolschema.MaxArgumentBytes
 
 type verdict struct {
 	OK          bool            `json:"ok"`
@@ -60,11 +65,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	var argsRaw []byte
 	if len(args) == 2 {
-		// Read more than the bound, so that the check, not the reader, refuses an oversized object.
-		if argsRaw, err = readFile(args[1], 16*miniapp.MaxDeclarationBytes); err != nil {
+		if argsRaw, err = readFile(args[1], argsReadLimit); err != nil {
 			fmt.Fprintf(stderr, "tool-check: %v\n%s\n", err, Usage)
 			return ExitUsage
 		}
+	}
+	// A file cut off at the read bound is over every bound; say so rather than "not JSON".
+	if len(declRaw) > miniapp.MaxDeclarationBytes {
+		return report(stdout, refused(refusal.New(refusal.InvalidToolParameters,
+			"the declaration is over the bound of %d bytes", miniapp.MaxDeclarationBytes), nil))
 	}
 	d, err := miniapp.ParseDeclaration(declRaw)
 	if err != nil {
@@ -72,6 +81,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	v := verdict{OK: true, Declaration: d.JSON()}
 	if argsRaw != nil {
+		if len(argsRaw) > argsReadLimit {
+			return report(stdout, refused(refusal.New(refusal.InvalidToolArguments,
+				"the arguments are over %d bytes, far over the bound of %d bytes", argsReadLimit, toolschema.MaxArgumentBytes), d.JSON()))
+		}
 		valid, err := d.Parameters.Validate(argsRaw)
 		if err != nil {
 			return report(stdout, refused(err, d.JSON()))

@@ -32,6 +32,8 @@ func TestToolCheck(t *testing.T) {
 	okArgs := file("ok-args.json", `{"team":"home","points":3}`)
 	enumArgs := file("enum-args.json", `{"team":"visitors","points":3}`)
 	bigArgs := file("big-args.json", `{"team":"home","points":3,"x":"`+strings.Repeat("x", 70000)+`"}`)
+	hugeArgs := file("huge-args.json", `{"team":"home","points":3,"x":"`+strings.Repeat("x", argsReadLimit)+`"}`)
+	hugeDecl := file("huge-decl.json", `{"name":"t","description":"`+strings.Repeat("d", 70000)+`"}`)
 
 	tests := []struct {
 		name     string
@@ -50,6 +52,8 @@ func TestToolCheck(t *testing.T) {
 		{name: "name refused", args: []string{badName}, exit: 1, rule: refusal.InvalidToolName},
 		{name: "arguments refused", args: []string{good, enumArgs}, exit: 1, rule: refusal.InvalidArgumentEnum, why: "visitors", wantDecl: true},
 		{name: "arguments too large", args: []string{good, bigArgs}, exit: 1, rule: refusal.InvalidToolArguments, why: "65536", wantDecl: true},
+		{name: "arguments file cut off", args: []string{good, hugeArgs}, exit: 1, rule: refusal.InvalidToolArguments, why: "bound", wantDecl: true},
+		{name: "declaration file too large", args: []string{hugeDecl}, exit: 1, rule: refusal.InvalidToolParameters, why: "bound"},
 		{name: "no arguments", args: nil, exit: 2, stderr: "usage: relay tool-check"},
 		{name: "too many arguments", args: []string{good, okArgs, okArgs}, exit: 2, stderr: "usage: relay tool-check"},
 		{name: "missing file", args: []string{filepath.Join(dir, "nope.json")}, exit: 2, stderr: "usage: relay tool-check"},
