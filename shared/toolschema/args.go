@@ -56,25 +56,25 @@ func (s *Schema) Validate(raw []byte) (map[string]any, error) {
 				"the arguments are %d bytes encoded, over the bound of %d bytes", buf.Len(), MaxArgumentBytes)
 		}
 	}
-	v, err := parseJSON(raw, MaxArgumentDepth)
+	v, st, err := parseJSON(raw, MaxArgumentDepth, MaxArgumentNodes)
 	if err != nil {
 		return nil, notJSON(err)
 	}
-	args := v.(map[string]any) // raw starts with '{' and decoded
-	w := walker{maxDepth: MaxArgumentDepth, maxNodes: MaxArgumentNodes}
-	w.walk(args, 0)
-	switch {
-	case w.over && w.m.nodes > MaxArgumentNodes:
-		return nil, refusal.New(refusal.InvalidArgumentBounds, "the arguments have more than %d values", MaxArgumentNodes)
-	case w.over:
-		return nil, refusal.New(refusal.InvalidArgumentBounds, "the arguments nest more than %d levels deep", MaxArgumentDepth)
-	case w.hasBadNumber:
+	args := v.(map[string]any) // raw starts with '{' and parsed
+	var w walker               // locates what the parser noticed; most calls need none of it
+	if st.badNumber || st.sawProto {
+		w = walker{maxDepth: MaxArgumentDepth, maxNodes: MaxArgumentNodes}
+		w.walk(args, 0)
+	}
+	if w.hasBadNumber {
 		return nil, refusal.New(refusal.InvalidArgumentBounds,
 			"argument %s: the number %s is longer than %d characters or has an exponent beyond %d",
 			where(w.badNumber), clip(w.badNumberText), MaxNumberLiteralBytes, MaxNumberExponent)
 	}
-	if loc, ok := nullRequired(s.doc, args, ""); ok {
-		return nil, refusal.New(refusal.MissingArgument, "missing required argument %s (null counts as missing)", quoteLoc(loc))
+	if st.sawNull {
+		if loc, ok := nullRequired(s.doc, args, ""); ok {
+			return nil, refusal.New(refusal.MissingArgument, "missing required argument %s (null counts as missing)", quoteLoc(loc))
+		}
 	}
 	verr := s.compiled.Validate(args)
 	if verr == nil && !w.hasProto {
@@ -213,8 +213,11 @@ func nullRequired(schema map[string]any, args map[string]any, loc string) (strin
 }
 
 func notJSON(err error) error {
-	if errors.Is(err, errTooDeep) {
+	switch {
+	case errors.Is(err, errTooDeep):
 		return refusal.New(refusal.InvalidArgumentBounds, "the arguments nest more than %d levels deep", MaxArgumentDepth)
+	case errors.Is(err, errTooMany):
+		return refusal.New(refusal.InvalidArgumentBounds, "the arguments have more than %d values", MaxArgumentNodes)
 	}
 	return refusal.New(refusal.InvalidToolArguments, "the arguments are not JSON: %v", err)
 }

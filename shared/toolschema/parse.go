@@ -8,32 +8,46 @@ import (
 	"unicode/utf8"
 )
 
-// errTooDeep reports a value nested past the parser's depth limit.
-var errTooDeep = errors.New("nested too deeply")
+// errTooDeep and errTooMany report a value past the parser's depth or node limit.
+var (
+	errTooDeep = errors.New("nested too deeply")
+	errTooMany = errors.New("too many values")
+)
+
+// parseStats is what the parser notices on the way, so the common case needs no second walk.
+type parseStats struct {
+	nodes     int
+	sawNull   bool // some value is null
+	sawProto  bool // some object has an own "__proto__" key
+	badNumber bool // some number literal is outside MaxNumberLiteralBytes or MaxNumberExponent
+}
 
 // parser decodes one JSON value into the types encoding/json gives with UseNumber (map[string]any,
 // []any, string, json.Number, bool, nil), the later of two equal keys winning as there. It exists
 // because arguments are decoded on every call and encoding/json scans its input twice; it is
-// checked against encoding/json by FuzzParser. Input must be valid UTF-8. It stops at maxDepth
-// containers, so a deep value costs no more than its first maxDepth levels.
+// checked against encoding/json by FuzzParser. Input must be valid UTF-8. It stops past maxDepth
+// containers or maxNodes values (see the package doc), so a deep or wide value costs no more than
+// the part within the bounds.
 type parser struct {
 	b        []byte
 	s        string // b as one string, so keys and plain strings are substrings, not copies
 	i        int
 	maxDepth int
+	maxNodes int
+	st       parseStats
 }
 
-func parseJSON(b []byte, maxDepth int) (any, error) {
-	p := parser{b: b, s: string(b), maxDepth: maxDepth}
+func parseJSON(b []byte, maxDepth, maxNodes int) (any, parseStats, error) {
+	p := parser{b: b, s: string(b), maxDepth: maxDepth, maxNodes: maxNodes}
 	v, err := p.value(0)
 	if err != nil {
-		return nil, err
+		return nil, p.st, err
 	}
 	p.ws()
 	if p.i != len(p.b) {
-		return nil, p.fail("data after the value")
+		return nil, p.st, p.fail("data after the value")
 	}
-	return v, nil
+	return v, p.st, nil
 }
 
 func (p *parser) fail(what string) error {
@@ -56,6 +70,10 @@ func (p *parser) value(depth int) (any, error) {
 	if p.i >= len(p.b) {
 		return nil, p.fail("unexpected end")
 	}
+	p.st.nodes++
+	if p.st.nodes > p.maxNodes {
+		return nil, errTooMany
+	}
 	switch c := p.b[p.i]; {
 	case c == '{':
 		if depth >= p.maxDepth {
@@ -76,6 +94,7 @@ func (p *parser) value(depth int) (any, error) {
 	case c == 'f':
 		return false, p.literal("false")
 	case c == 'n':
+		p.st.sawNull = true
 		return nil, p.literal("null")
 	}
 	return nil, p.fail("unexpected character")
@@ -105,6 +124,9 @@ func (p *parser) object(depth int) (any, error) {
 		k, err := p.str()
 		if err != nil {
 			return nil, err
+		}
+		if k == "__proto__" {
+			p.st.sawProto = true
 		}
 		p.ws()
 		if p.i >= len(p.b) || p.b[p.i] != ':' {
@@ -298,7 +320,11 @@ func (p *parser) number() (any, error) {
 			return nil, p.fail("bad number")
 		}
 	}
-	return json.Number(p.s[start:p.i]), nil
+	n := p.s[start:p.i]
+	if !numberInBounds(n) {
+		p.st.badNumber = true
+	}
+	return json.Number(n), nil
 }
 
 func (p *parser) digits() int {

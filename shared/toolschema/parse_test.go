@@ -66,7 +66,7 @@ func FuzzParser(f *testing.F) {
 		if !utf8.Valid(raw) {
 			return // both callers refuse invalid UTF-8 before parsing
 		}
-		got, gotErr := parseJSON(raw, 10000)
+		got, _, gotErr := parseJSON(raw, 10000, len(raw)+1)
 		want, wantErr := decode(raw)
 		if (gotErr == nil) != (wantErr == nil) {
 			t.Fatalf("parser error %v, encoding/json error %v, for %q", gotErr, wantErr, raw)
@@ -86,7 +86,7 @@ func TestParserDepthLimit(t *testing.T) {
 	}{
 		{"{}", 1, false}, {`{"a":{}}`, 1, true}, {`{"a":[1]}`, 2, false}, {`[[[]]]`, 2, true}, {`1`, 0, false}, {`[]`, 0, true},
 	} {
-		_, err := parseJSON([]byte(tt.raw), tt.max)
+		_, _, err := parseJSON([]byte(tt.raw), tt.max, 100)
 		if errors.Is(err, errTooDeep) != tt.deep || (!tt.deep && err != nil) {
 			t.Errorf("parseJSON(%s, %d) = %v, want too deep %v", tt.raw, tt.max, err, tt.deep)
 		}

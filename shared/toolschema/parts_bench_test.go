@@ -36,6 +36,6 @@ func BenchmarkPartNullRequired(b *testing.B) {
 func BenchmarkPartParse(b *testing.B) {
 	raw := []byte(typicalArgs)
 	for b.Loop() {
-		parseJSON(raw, MaxArgumentDepth)
+		parseJSON(raw, MaxArgumentDepth, MaxArgumentNodes)
 	}
 }

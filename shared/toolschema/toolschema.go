@@ -116,11 +116,15 @@ func Parse(raw []byte) (*Schema, error) {
 	if !utf8.Valid(raw) {
 		return nil, refusal.New(refusal.InvalidToolParameters, "the parameter schema is not valid UTF-8")
 	}
-	v, err := parseJSON(raw, MaxSchemaDepth)
+	v, _, err := parseJSON(raw, MaxSchemaDepth, MaxSchemaNodes)
 	if err != nil {
-		if errors.Is(err, errTooDeep) {
+		switch {
+		case errors.Is(err, errTooDeep):
 			return nil, refusal.New(refusal.InvalidToolParameters,
 				"the parameter schema nests more than %d levels deep", MaxSchemaDepth)
+		case errors.Is(err, errTooMany):
+			return nil, refusal.New(refusal.InvalidToolParameters,
+				"the parameter schema has more than %d nodes", MaxSchemaNodes)
 		}
 		return nil, refusal.New(refusal.InvalidToolParameters, "the parameter schema is not JSON: %v", err)
 	}
