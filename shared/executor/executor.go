@@ -1,0 +1,377 @@
+// Package executor runs the file primitives (now, read-file, write-file, list-files) on a
+// workspace root and answers with what it observed: the path as resolved, sizes, bytes written,
+// truncation flags, entries. Whatever it will not do it refuses with a rule id.
+//
+// An Executor is a channel.Executor: the page (and a paired machine environment) put it behind
+// the executor door, which re-verifies each call before it gets here:
+//
+//	door := channel.NewDoor(executor.New(root, executor.Options{}), admitted, channel.DoorOptions{})
+//
+// The page's own file browser calls the same Executor, so the user and the assistant meet the
+// same rules.
+//
+// # Arguments
+//
+//	now         {}
+//	read-file   {"path": string}
+//	write-file  {"path": string, "content": string, "encoding"?: "utf-8" | "base64"}
+//	list-files  {"dir"?: string}          ("" or absent is the top of the workspace)
+//
+// Any other key is refused (invalid-argument), a missing or null required one is
+// missing-argument, a value of the wrong JSON type invalid-argument-type. Paths go through
+// fsroot.Check: outside-root, dotfile-refused, path-too-long.
+//
+// # Observations
+//
+//	now         {"now": RFC 3339 time, "unixMs": int, "zone": string}
+//	read-file   {"path", "size", "bytes", "truncated", "encoding", "content"}
+//	write-file  {"path", "bytes", "created", "parentsCreated"}
+//	list-files  {"dir", "count", "truncated", "entries": [{"name", "path", "dir", "size", "modTime"?}]}
+//
+// read-file returns at most MaxReadBytes of the file, cut back to a whole UTF-8 character, with
+// "truncated" set and "size" the whole file's size. Content that is not UTF-8 comes back as
+// base64 ("encoding": "base64"). write-file creates missing parent folders and refuses content
+// over the write bound with write-too-large. A missing file or folder is not-found, a folder
+// where a file is wanted is-a-directory, a file where a folder is wanted not-a-directory.
+//
+// # Wasm
+//
+// Nothing differs: the package is portable Go. In the page it runs in the worker beside the
+// OPFS roots.
+package executor
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"voicebox/shared/fsroot"
+	"voicebox/shared/refusal"
+	"voicebox/shared/wire"
+)
+
+// The bounds of the primitives.
+const (
+	// MaxReadBytes is the most content read-file returns; a longer file is cut (at a UTF-8
+	// character boundary) and flagged truncated. Even escaped, it fits an answer frame.
+	MaxReadBytes = 64 << 10
+	// MaxWriteBytes is the default bound of the content one write-file call may write. The
+	// wire's frame bound (wire.MaxFrameBytes, which also holds the JSON escaping) keeps calls
+	// over /channel smaller still; Options.MaxWriteBytes may raise it for in-page callers.
+	MaxWriteBytes = 1 << 20
+	// MaxListEntries is the most entries list-files returns; beyond it the listing is flagged
+	// truncated and "count" says how many there are. Even with long escaped names, it fits an
+	// answer frame.
+	MaxListEntries = 500
+)
+
+// Primitive names a built-in operation.
+type Primitive string
+
+// The file primitives and the clock.
+const (
+	Now       Primitive = "now"
+	ReadFile  Primitive = "read-file"
+	WriteFile Primitive = "write-file"
+	ListFiles Primitive = "list-files"
+)
+
+// Primitives lists the primitives an Executor runs.
+func Primitives() []Primitive { return []Primitive{Now, ReadFile, WriteFile, ListFiles} }
+
+// Options configures an Executor. The zero value is usable: calls name primitives directly, no
+// audit log, the default bounds, the real clock.
+type Options struct {
+	// Resolve maps a verified call to the primitive it runs (for an extension tool, the one its
+	// admitted descriptor names). Nil means the call's tool is the primitive's name. A call it
+	// maps to false is refused with unknown-tool.
+	Resolve func(call wire.Call) (Primitive, bool)
+	// MaxWriteBytes bounds write-file's content; zero means MaxWriteBytes. Raising it lets
+	// larger content through in one call: only for callers that cannot be a model (the page's
+	// own UI), since the content is held in memory twice.
+	MaxWriteBytes int
+	// Audit receives a record of every call executed (refused or not). Nil keeps none.
+	Audit AuditLog
+	// Clock is what now reads and audit records are stamped with. Nil means time.Now.
+	Clock func() time.Time
+	// Location is the zone now reports its time in. Nil means time.Local.
+	Location *time.Location
+	// Log receives audit failures. Nil discards them.
+	Log *slog.Logger
+}
+
+// Executor runs primitives on one root. It is safe for concurrent use if its root is.
+type Executor struct {
+	root      fsroot.Root
+	opts      Options
+	log       *slog.Logger
+	auditFail atomic.Uint64
+}
+
+// New returns an Executor over root.
+func New(root fsroot.Root, opts Options) *Executor {
+	if opts.MaxWriteBytes <= 0 {
+		opts.MaxWriteBytes = MaxWriteBytes
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Location == nil {
+		opts.Location = time.Local
+	}
+	e := &Executor{root: root, opts: opts, log: opts.Log}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	return e
+}
+
+// AuditFailures returns how many records the audit log failed to take. A failure never changes
+// an answer (the call already happened); it is logged and counted here.
+func (e *Executor) AuditFailures() uint64 { return e.auditFail.Load() }
+
+// Execute runs call and returns its observation, or a *refusal.Refusal. Any other error is a
+// failure of the root (the door answers it with exec-threw).
+func (e *Executor) Execute(ctx context.Context, call wire.Call) (json.RawMessage, error) {
+	prim, known := Primitive(call.Tool), true
+	if e.opts.Resolve != nil {
+		prim, known = e.opts.Resolve(call)
+	}
+	var (
+		out  json.RawMessage
+		err  error
+		note auditNote
+	)
+	switch {
+	case !known:
+		err = refusal.New(refusal.UnknownTool, "the tool %q runs no primitive this executor knows", call.Tool)
+	case prim == Now:
+		out, err = e.now(call.Args)
+	case prim == ReadFile:
+		out, note, err = e.readFile(ctx, call.Args)
+	case prim == WriteFile:
+		out, note, err = e.writeFile(ctx, call.Args)
+	case prim == ListFiles:
+		out, note, err = e.listFiles(ctx, call.Args)
+	default:
+		err = refusal.New(refusal.UnknownTool, "%q is not a primitive; the primitives are now, read-file, write-file and list-files", string(prim))
+	}
+	if e.opts.Audit != nil {
+		e.audit(ctx, call, prim, note, err)
+	}
+	return out, err
+}
+
+func (e *Executor) now(raw json.RawMessage) (json.RawMessage, error) {
+	if _, err := parseArgs(raw, nil); err != nil {
+		return nil, err
+	}
+	t := e.opts.Clock().In(e.opts.Location)
+	zone, _ := t.Zone()
+	return marshal(struct {
+		Now    string `json:"now"`
+		UnixMs int64  `json:"unixMs"`
+		Zone   string `json:"zone"`
+	}{t.Format(time.RFC3339Nano), t.UnixMilli(), zone})
+}
+
+type readObserved struct {
+	Path      string `json:"path"`
+	Size      int64  `json:"size"`
+	Bytes     int    `json:"bytes"`
+	Truncated bool   `json:"truncated"`
+	Encoding  string `json:"encoding"`
+	Content   string `json:"content"`
+}
+
+func (e *Executor) readFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
+	args, err := parseArgs(raw, []argSpec{{name: "path", required: true}})
+	if err != nil {
+		return nil, auditNote{}, err
+	}
+	name := args["path"]
+	note := auditNote{Path: name}
+	if err := fsroot.Check(name); err != nil {
+		return nil, note, err
+	}
+	data, size, err := fsroot.ReadPrefix(ctx, e.root, name, MaxReadBytes)
+	if err != nil {
+		return nil, note, fileRefusal(err, name)
+	}
+	truncated := size > int64(len(data))
+	obs := readObserved{Path: name, Size: size, Truncated: truncated, Encoding: "utf-8"}
+	switch text, ok := cutUTF8(data, truncated); {
+	case ok:
+		obs.Bytes, obs.Content = len(text), string(text)
+	default:
+		obs.Bytes, obs.Encoding, obs.Content = len(data), "base64", base64.StdEncoding.EncodeToString(data)
+	}
+	note.Bytes = int64(obs.Bytes)
+	out, err := marshal(obs)
+	return out, note, err
+}
+
+// cutUTF8 returns data as text when it is UTF-8. When data is a cut prefix, an incomplete
+// character at its end (at most utf8.UTFMax-1 bytes) is dropped first.
+func cutUTF8(data []byte, cut bool) ([]byte, bool) {
+	if utf8.Valid(data) {
+		return data, true
+	}
+	if !cut {
+		return nil, false
+	}
+	for k := 1; k < utf8.UTFMax && k <= len(data); k++ {
+		i := len(data) - k
+		if utf8.RuneStart(data[i]) {
+			if !utf8.FullRune(data[i:]) && utf8.Valid(data[:i]) {
+				return data[:i], true
+			}
+			break
+		}
+	}
+	return nil, false
+}
+
+type writeObserved struct {
+	Path           string `json:"path"`
+	Bytes          int    `json:"bytes"`
+	Created        bool   `json:"created"`
+	ParentsCreated bool   `json:"parentsCreated"`
+}
+
+func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
+	args, err := parseArgs(raw, []argSpec{
+		{name: "path", required: true},
+		{name: "content", required: true},
+		{name: "encoding", enum: []string{"utf-8", "base64"}},
+	})
+	if err != nil {
+		return nil, auditNote{}, err
+	}
+	name, content := args["path"], args["content"]
+	note := auditNote{Path: name}
+	if err := fsroot.Check(name); err != nil {
+		return nil, note, err
+	}
+	limit := e.opts.MaxWriteBytes
+	var data []byte
+	if args["encoding"] == "base64" {
+		if base64.StdEncoding.DecodedLen(len(content)) > limit+2 {
+			return nil, note, tooLarge(base64.StdEncoding.DecodedLen(len(content)), limit)
+		}
+		if data, err = base64.StdEncoding.DecodeString(content); err != nil {
+			return nil, note, refusal.New(refusal.InvalidArgument, "the content is not standard base64: %v", err)
+		}
+	} else {
+		data = []byte(content)
+	}
+	if len(data) > limit {
+		return nil, note, tooLarge(len(data), limit)
+	}
+	created, parents := false, false
+	if _, err := e.root.Stat(ctx, name); errors.Is(err, fs.ErrNotExist) {
+		created = true
+		if dir := path.Dir(name); dir != "." {
+			if _, err := e.root.Stat(ctx, dir); errors.Is(err, fs.ErrNotExist) {
+				if err := e.root.MkdirAll(ctx, dir); err != nil {
+					return nil, note, fileRefusal(err, dir)
+				}
+				parents = true
+			}
+		}
+	}
+	if err := e.root.WriteFile(ctx, name, data); err != nil {
+		return nil, note, fileRefusal(err, name)
+	}
+	note.Bytes = int64(len(data))
+	out, err := marshal(writeObserved{Path: name, Bytes: len(data), Created: created, ParentsCreated: parents})
+	return out, note, err
+}
+
+func tooLarge(n, limit int) error {
+	return refusal.New(refusal.WriteTooLarge, "the content is %d bytes, over the bound of %d bytes for one write", n, limit)
+}
+
+type listEntry struct {
+	Name    string    `json:"name"`
+	Path    string    `json:"path"`
+	Dir     bool      `json:"dir"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"modTime,omitzero"`
+}
+
+type listObserved struct {
+	Dir       string      `json:"dir"`
+	Count     int         `json:"count"`
+	Truncated bool        `json:"truncated"`
+	Entries   []listEntry `json:"entries"`
+}
+
+func (e *Executor) listFiles(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
+	args, err := parseArgs(raw, []argSpec{{name: "dir"}})
+	if err != nil {
+		return nil, auditNote{}, err
+	}
+	dir := args["dir"]
+	note := auditNote{Path: dir}
+	if err := fsroot.CheckDir(dir); err != nil {
+		return nil, note, err
+	}
+	entries, err := e.root.ReadDir(ctx, dir)
+	if err != nil {
+		return nil, note, fileRefusal(err, dir)
+	}
+	obs := listObserved{Dir: dir, Count: len(entries), Entries: make([]listEntry, 0, min(len(entries), MaxListEntries))}
+	if len(entries) > MaxListEntries {
+		entries, obs.Truncated = entries[:MaxListEntries], true
+	}
+	for _, en := range entries {
+		p := en.Name
+		if dir != "" {
+			p = dir + "/" + en.Name
+		}
+		obs.Entries = append(obs.Entries, listEntry{Name: en.Name, Path: p, Dir: en.Dir, Size: en.Size, ModTime: en.ModTime.UTC()})
+	}
+	note.Bytes = int64(len(obs.Entries))
+	out, err := marshal(obs)
+	return out, note, err
+}
+
+// fileRefusal turns a root's error into the refusal a model can act on. Errors that are no rule
+// (a failing disk, a revoked permission) stay errors.
+func fileRefusal(err error, name string) error {
+	if r, ok := refusal.As(err); ok {
+		return r
+	}
+	switch {
+	case errors.Is(err, fsroot.ErrIsDir):
+		return refusal.New(refusal.IsADirectory, "%q is a folder, not a file", name)
+	case errors.Is(err, fsroot.ErrNotDir):
+		return refusal.New(refusal.NotADirectory, "%q is or goes through a file, not a folder", name)
+	case errors.Is(err, fs.ErrNotExist):
+		if name == "" {
+			return refusal.New(refusal.NotFound, "the workspace folder is gone")
+		}
+		return refusal.New(refusal.NotFound, "there is no file or folder %q", name)
+	}
+	return err
+}
+
+func marshal(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("executor: encode the observation: %w", err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}

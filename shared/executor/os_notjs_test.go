@@ -1,0 +1,80 @@
+//go:build !js
+
+package executor_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"voicebox/shared/executor"
+	"voicebox/shared/fsroot"
+	"voicebox/shared/refusal"
+)
+
+func init() {
+	benchRoots = append(benchRoots, struct {
+		name string
+		open func(b *testing.B) fsroot.Root
+	}{"os", func(b *testing.B) fsroot.Root { return openOS(b) }})
+}
+
+func openOS(t testing.TB) *fsroot.OSRoot {
+	r, err := fsroot.OpenOS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// TestOSRootAudit keeps the audit log in the OS root's .voicebox folder, on disk, where the
+// executor's own tools cannot reach it.
+func TestOSRootAudit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := openOS(t)
+	log, err := executor.OpenRootAudit(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := executor.New(root, executor.Options{Audit: log})
+	mustRun(t, e, "write-file", `{"path":"notes/a.md","content":"x"}`)
+	data, err := os.ReadFile(filepath.Join(root.Name(), fsroot.MetaDir, executor.AuditDir, "00000001.jsonl"))
+	if err != nil || len(data) == 0 {
+		t.Fatalf("the audit segment on disk: %q, %v", data, err)
+	}
+	if _, err := run(t, e, "list-files", `{"dir":".voicebox/audit"}`); refusal.RuleOf(err) != refusal.DotfileRefused {
+		t.Errorf("listing the audit folder = %v; want dotfile-refused", err)
+	}
+	if got := mustRun(t, e, "list-files", `{}`); got["count"] != 1.0 {
+		t.Errorf("the workspace lists %v; want only notes", got["entries"])
+	}
+}
+
+// TestOSSymlinkEscapeThroughExecutor refuses a read through a link that leads outside.
+func TestOSSymlinkEscapeThroughExecutor(t *testing.T) {
+	t.Parallel()
+	root := openOS(t)
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "passwd"), []byte("root:x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root.Name(), "etc")); err != nil {
+		t.Fatal(err)
+	}
+	e := executor.New(root, executor.Options{})
+	for _, c := range []struct{ tool, args string }{
+		{"read-file", `{"path":"etc/passwd"}`},
+		{"write-file", `{"path":"etc/passwd","content":"pwned"}`},
+		{"list-files", `{"dir":"etc"}`},
+	} {
+		if _, err := run(t, e, c.tool, c.args); refusal.RuleOf(err) != refusal.OutsideRoot {
+			t.Errorf("%s %s = %v; want outside-root", c.tool, c.args, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "passwd")); string(b) != "root:x" {
+		t.Errorf("the outside file changed: %q", b)
+	}
+}
