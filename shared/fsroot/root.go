@@ -1,6 +1,16 @@
 // Package fsroot is the workspace folder the assistant works in: one small interface that every
 // root implements (memory, the OS, the browser's OPFS, a granted directory handle), and the one
 // path check every root applies before it touches anything.
+//
+// The roots here are MemRoot (NewMemory) and, outside the browser, OSRoot (OpenOS); the page's
+// OPFS and directory-handle roots live in opfs/. Every root passes the conformance suite in
+// fsroottest. Roots may add Metadata (the hidden MetaDir area, where the executor keeps its
+// audit log) and PrefixReader (reading the start of a large file without all of it).
+//
+// # Wasm
+//
+// OSRoot does not exist under GOOS=js (os_root.go is built with !js). Everything else is
+// portable and tested in Chromium too.
 package fsroot
 
 import (
@@ -12,10 +22,12 @@ import (
 // Check (ReadDir also takes "" for the root itself); a root refuses any other name before it does
 // anything.
 //
-// Errors are *fs.PathError values: their Err wraps the standard sentinel (fs.ErrNotExist,
-// fs.ErrExist, fs.ErrInvalid, fs.ErrPermission) and, for a refused name, the refusal with its
-// rule id (outside-root, dotfile-refused), so both errors.Is(err, fs.ErrNotExist) and
-// refusal.RuleOf(err) work.
+// Errors are *fs.PathError values whose Path is the name as given (never a host path): their Err
+// wraps the standard sentinel (fs.ErrNotExist, fs.ErrExist, fs.ErrInvalid, fs.ErrPermission),
+// or one of ErrIsDir, ErrNotDir, ErrNotEmpty (which wrap fs.ErrInvalid, fs.ErrInvalid and
+// fs.ErrExist), and, for a refused name, the refusal with its rule id (outside-root,
+// dotfile-refused, path-too-long), so both errors.Is(err, fs.ErrNotExist) and
+// refusal.RuleOf(err) work. Err and Refused build them.
 //
 // A Root is safe for concurrent use.
 type Root interface {
@@ -29,7 +41,9 @@ type Root interface {
 	// large to hold at once. Nothing is visible under name until Commit succeeds; Abort (or a
 	// failed Commit) leaves the old content intact.
 	Create(ctx context.Context, name string) (Writer, error)
-	// ReadDir lists the directory name ("" is the root) sorted by name.
+	// ReadDir lists the directory name ("" is the root) sorted by name (byte order). It lists
+	// only entries whose names ValidName accepts, so dot entries (temporary files, metadata)
+	// never show. An empty directory gives an empty, non-nil slice.
 	ReadDir(ctx context.Context, name string) ([]Entry, error)
 	// Stat describes the file or directory name.
 	Stat(ctx context.Context, name string) (Entry, error)
