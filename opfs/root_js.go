@@ -26,6 +26,9 @@ const MaxOpenHandles = 32
 // on it is open; listings leave them out (a file of the user's with that ending is hidden too).
 const swapSuffix = ".crswap"
 
+// maxCachedFiles bounds the file handles a root remembers; past it the cache starts over.
+const maxCachedFiles = 1024
+
 // readRetries bounds how often an asynchronous read starts again when a replace invalidated the
 // File snapshot it was reading.
 const readRetries = 4
@@ -37,6 +40,7 @@ type Root struct {
 
 	mu      sync.Mutex
 	dirs    map[string]safejs.Value // directory handles by path, "" is the root
+	files   map[string]safejs.Value // file handles by path (each lookup is a round trip)
 	writing map[string]int          // files with a write in progress: reads use the async API
 	failAt  int64                   // writes fail past this many bytes; negative: never
 	meta    *Root                   // the metadata area's root, once asked for
@@ -94,7 +98,7 @@ func OpenOPFS(ctx context.Context, sub string) (*Root, error) {
 func FromHandle(dir safejs.Value) *Root { return newRoot(dir) }
 
 func newRoot(dir safejs.Value) *Root {
-	return &Root{dir: dir, dirs: map[string]safejs.Value{"": dir}, writing: map[string]int{}, failAt: -1}
+	return &Root{dir: dir, dirs: map[string]safejs.Value{"": dir}, files: map[string]safejs.Value{}, writing: map[string]int{}, failAt: -1}
 }
 
 // Meta returns the root's hidden metadata area (fsroot.MetaDir), a root of its own over that
@@ -166,15 +170,37 @@ func (r *Root) dirHandle(ctx context.Context, p string, create bool) (safejs.Val
 	return h, nil
 }
 
-// forgetDirs drops the cached handles of directory p and everything below it.
-func (r *Root) forgetDirs(p string) {
+// forget drops the cached handles of p and of everything below it.
+func (r *Root) forget(p string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	under := func(k string) bool { return k != "" && (k == p || strings.HasPrefix(k, p+"/")) }
 	for k := range r.dirs {
-		if k != "" && (k == p || strings.HasPrefix(k, p+"/")) {
+		if under(k) {
 			delete(r.dirs, k)
 		}
 	}
+	for k := range r.files {
+		if under(k) {
+			delete(r.files, k)
+		}
+	}
+}
+
+func (r *Root) cachedFile(name string) (safejs.Value, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, ok := r.files[name]
+	return h, ok
+}
+
+func (r *Root) cacheFile(name string, h safejs.Value) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.files) >= maxCachedFiles {
+		clear(r.files)
+	}
+	r.files[name] = h
 }
 
 func split(p string) (dir, base string) {
@@ -203,10 +229,15 @@ func (r *Root) read(ctx context.Context, op, name string, limit int) ([]byte, in
 	}
 	if r.pool != nil && !r.isWriting(name) {
 		b, size, err := r.readSync(ctx, op, name, limit)
-		if jsutil.Name(err) != "NoModificationAllowedError" {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// The cached handle may be stale (removed by another context): look again below.
+			r.forget(name)
+		case jsutil.Name(err) != "NoModificationAllowedError":
 			return b, size, err
 		}
-		// Another context holds the file open (a writable or a sync handle): read a snapshot.
+		// Otherwise another context holds the file open (a writable or a sync handle): read
+		// a snapshot.
 	}
 	return r.readAsync(ctx, op, name, limit)
 }
@@ -281,6 +312,7 @@ func (r *Root) readAsync(ctx context.Context, op, name string, limit int) ([]byt
 		switch jsutil.Name(err) {
 		case "NotReadableError", "NotFoundError":
 			lastErr = err // replaced while reading: take a fresh snapshot
+			r.forget(name)
 			continue
 		}
 		return nil, 0, pathError(op, name, err, false)
@@ -290,6 +322,9 @@ func (r *Root) readAsync(ctx context.Context, op, name string, limit int) ([]byt
 
 // fileHandle returns the handle of file name; with create, a missing file is created empty.
 func (r *Root) fileHandle(ctx context.Context, op, name string, create bool) (safejs.Value, error) {
+	if h, ok := r.cachedFile(name); ok {
+		return h, nil
+	}
 	parent, base := split(name)
 	dh, err := r.dirHandle(ctx, parent, false)
 	if err != nil {
@@ -299,6 +334,7 @@ func (r *Root) fileHandle(ctx context.Context, op, name string, create bool) (sa
 	if err != nil {
 		return safejs.Value{}, pathError(op, name, err, false)
 	}
+	r.cacheFile(name, fh)
 	return fh, nil
 }
 
@@ -361,10 +397,19 @@ type writer struct {
 }
 
 func (w *writer) open() error {
+	if fh, ok := w.r.cachedFile(w.name); ok {
+		stream, err := jsutil.Call(w.ctx, fh, "createWritable")
+		if err == nil {
+			w.file, w.stream = fh, stream
+			return nil
+		}
+		w.r.forget(w.name) // stale, or the file is busy: start again from the directory
+	}
 	fh, err := jsutil.Call(w.ctx, w.dir, "getFileHandle", w.base)
 	switch {
 	case err == nil:
 		w.file = fh
+		w.r.cacheFile(w.name, fh)
 	case jsutil.Name(err) == "NotFoundError":
 		w.tmp = tempName(w.base)
 		if w.file, err = jsutil.Call(w.ctx, w.dir, "getFileHandle", w.tmp, jsutil.Object(map[string]any{"create": true})); err != nil {
@@ -431,6 +476,7 @@ func (w *writer) Commit() error {
 			w.removeTemp()
 			return pathError(w.op, w.name, err, false)
 		}
+		w.r.cacheFile(w.name, w.file) // the moved handle is the file's now
 	}
 	return nil
 }
@@ -579,7 +625,7 @@ func (r *Root) Remove(ctx context.Context, name string) error {
 	if _, err := jsutil.Call(ctx, dh, "removeEntry", base); err != nil {
 		return pathError("remove", name, err, false)
 	}
-	r.forgetDirs(name)
+	r.forget(name)
 	return nil
 }
 

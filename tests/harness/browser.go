@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -254,5 +255,23 @@ func (tab *Tab) Screenshot(name string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		tab.t.Errorf("harness: screenshot %s: %v", name, err)
+	}
+}
+
+// Quiet turns off the DevTools domains that copy every network event and log entry to the
+// controller (Network, Log), so a tab that is measured pays nothing for being watched. The tab
+// then no longer records failed requests or log errors; console errors and exceptions still
+// count.
+func (tab *Tab) Quiet() {
+	tab.t.Helper()
+	err := chromedp.Do(tab.Ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, t, network.Disable, cdp.Empty{}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, t, log.Disable, cdp.Empty{})
+		return err
+	}))
+	if err != nil {
+		tab.t.Fatalf("harness: quiet the tab: %v", err)
 	}
 }

@@ -3,6 +3,7 @@
 package harness
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -69,25 +70,47 @@ func BuildWorkerTest(t testing.TB, pkg string) string {
 	return out
 }
 
-// RunInWorker runs the test binary at wasmPath inside a dedicated worker of a fresh tab, with the
-// test flags given (for example "-test.v", "-test.run=TestX"), and returns its exit code and output.
-// It adds -test.timeout so a hung test ends, and gives the run its own deadline beyond that.
-func RunInWorker(t testing.TB, wasmPath string, args ...string) WorkerResult {
+// WorkerRunner is a tab on the worker runner page, serving one test binary. Its Tab can also
+// run JavaScript on that page's main thread, for measurements beside the worker's.
+type WorkerRunner struct {
+	Tab  *Tab
+	t    testing.TB
+	stop func()
+}
+
+// NewWorkerRunner serves the test binary at wasmPath on a runner page (cross-origin isolated)
+// and opens it in a fresh tab. Everything stops when the test ends.
+func NewWorkerRunner(t testing.TB, wasmPath string) *WorkerRunner {
 	t.Helper()
 	srv := httptest.NewServer(workerRunnerHandler(wasmPath))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	tab := NewTab(t)
 	tab.Navigate(srv.URL + "/runner.html")
+	return &WorkerRunner{Tab: tab, t: t}
+}
 
+// Run runs the binary once in a fresh dedicated worker with the test flags given (for example
+// "-test.v", "-test.run=TestX") and returns its exit code and output. It adds -test.timeout so a
+// hung test ends, and gives the run its own deadline beyond that.
+func (w *WorkerRunner) Run(args ...string) WorkerResult {
+	w.t.Helper()
 	args = append([]string{"-test.timeout=" + (workerRunBound - 15*time.Second).String()}, args...)
 	argv, _ := json.Marshal(args)
-	expr := fmt.Sprintf(`runInWorker(%s, {})`, argv)
-	res, err := chromedp.Run(tab.Ctx, chromedp.Evaluate[WorkerResult](expr, chromedp.EvalAwaitPromise))
+	ctx, cancel := context.WithTimeout(w.Tab.Ctx, workerRunBound)
+	defer cancel()
+	res, err := chromedp.Run(ctx, chromedp.Evaluate[WorkerResult](fmt.Sprintf(`runInWorker(%s, {})`, argv), chromedp.EvalAwaitPromise))
 	if err != nil {
-		lines, _ := chromedp.Run(tab.Ctx, chromedp.Evaluate[[]WorkerLine](`window.workerLines`))
-		t.Fatalf("harness: the worker run did not finish: %v\n%s", err, WorkerResult{Lines: lines}.Output())
+		lines, _ := chromedp.Run(w.Tab.Ctx, chromedp.Evaluate[[]WorkerLine](`window.workerLines`))
+		w.t.Fatalf("harness: the worker run did not finish: %v\n%s", err, WorkerResult{Lines: lines}.Output())
 	}
 	return res
+}
+
+// RunInWorker runs the test binary at wasmPath once in a dedicated worker of a fresh tab (see
+// WorkerRunner.Run).
+func RunInWorker(t testing.TB, wasmPath string, args ...string) WorkerResult {
+	t.Helper()
+	return NewWorkerRunner(t, wasmPath).Run(args...)
 }
 
 func workerRunnerHandler(wasmPath string) http.Handler {

@@ -4,6 +4,7 @@
 'use strict';
 window.workerLines = [];
 window.runInWorker = (argv, env) => new Promise((resolve) => {
+  window.workerLines = [];
   const worker = new Worker('/runner-worker.js');
   worker.onmessage = (event) => {
     const msg = event.data;
