@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/chromedp/cdproto v0.160.4
 	github.com/chromedp/chromedp v0.23.1
+	github.com/coder/websocket v1.8.15
 	github.com/hack-pad/safejs v0.1.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 )

@@ -4,6 +4,8 @@
 // Usage:
 //
 //	relay [serve] [flags]                               serve the page (the default command)
+//	relay pair NAME | --revoke NAME | --list            pair a machine environment, revoke or list
+//	relay env --relay URL --bearer-file FILE --root DIR run a paired machine environment on DIR
 //	relay tool-check DECLARATION.json [ARGUMENTS.json]  check a mini-app tool declaration
 //	relay help                                          print the commands, flags and environment variables
 //
@@ -25,6 +27,8 @@ import (
 	"syscall"
 	"time"
 
+	"voicebox/relay/hoststate"
+	"voicebox/relay/hub"
 	"voicebox/relay/server"
 	"voicebox/relay/toolcheck"
 )
@@ -48,6 +52,8 @@ var commands []command
 func init() {
 	commands = []command{
 		{"serve", "serve the page and the API (the default)", runServe},
+		{"pair", "pair a machine environment and print its bearer once: pair NAME | pair --revoke NAME | pair --list", runPair},
+		{"env", "run a paired machine environment: env --relay URL --bearer-file FILE --root DIR", runEnv},
 		{"tool-check", "check a mini-app tool declaration (and arguments): tool-check DECLARATION.json [ARGUMENTS.json]", toolcheck.Main},
 		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }},
 	}
@@ -86,16 +92,32 @@ func usage(w io.Writer) {
 	fs, _ := serveFlags(io.Discard)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
+	fmt.Fprintf(w, "\nFlags of pair:\n")
+	pfs, _ := pairFlags(io.Discard)
+	pfs.SetOutput(w)
+	pfs.PrintDefaults()
+	fmt.Fprintf(w, "\nFlags of env:\n")
+	efs, _ := envFlags(io.Discard)
+	efs.SetOutput(w)
+	efs.PrintDefaults()
 	fmt.Fprintf(w, `
 Environment:
-  PORT                 the port to listen on when --addr is not given (default %d; 0 takes a free port)
-  VOICEBOX_PUBLIC_DIR  the directory the page is served from when --public is not given
-`, DefaultPort)
+  PORT                     the port to listen on when --addr is not given (default %d; 0 takes a free port)
+  VOICEBOX_PUBLIC_DIR      the directory the page is served from when --public is not given
+  VOICEBOX_EXTENSIONS_DIR  the host state directory (host token, pairings) when --extensions-dir is
+                           not given (default: the user's configuration directory + /voicebox)
+  VOICEBOX_HELLO_BOUND_MS  milliseconds a /channel connection that is not the page has to send its
+                           hello, when --hello-bound-ms is not given (default %d)
+  VOICEBOX_LOOPBACK_AUTH   1 turns the loopback gate on: the page and /api/* need a session made from
+                           the one-time bootstrap address printed at start (or the host token)
+`, DefaultPort, hub.DefaultHelloBound.Milliseconds())
 }
 
 type serveConfig struct {
-	addr   string
-	public string
+	addr       string
+	public     string
+	stateDir   string
+	helloBound int
 }
 
 func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
@@ -104,7 +126,29 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.addr, "addr", "", "`host:port` to listen on; the host must be a loopback address (default 127.0.0.1:$PORT)")
 	fs.StringVar(&cfg.public, "public", "", "`directory` the page is served from (default $VOICEBOX_PUBLIC_DIR, else ./public)")
+	stateDirFlag(fs, &cfg.stateDir)
+	fs.IntVar(&cfg.helloBound, "hello-bound-ms", 0, "`milliseconds` a /channel connection that is not the page has to say hello (default $VOICEBOX_HELLO_BOUND_MS, else 5000)")
 	return fs, cfg
+}
+
+func stateDirFlag(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "extensions-dir", "", "host state `directory`: host token and pairings (default $VOICEBOX_EXTENSIONS_DIR, else the user's config dir + /voicebox)")
+}
+
+// openState opens the host state directory named by the flag, else the environment, else the
+// per-user default.
+func openState(flagDir string) (*hoststate.Dir, error) {
+	dir := flagDir
+	if dir == "" {
+		dir = os.Getenv("VOICEBOX_EXTENSIONS_DIR")
+	}
+	if dir == "" {
+		var err error
+		if dir, err = hoststate.DefaultPath(); err != nil {
+			return nil, err
+		}
+	}
+	return hoststate.Open(dir)
 }
 
 func runServe(args []string, stdout, stderr io.Writer) int {
@@ -138,22 +182,66 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if public == "" {
 		public = "public"
 	}
+	helloMS := cfg.helloBound
+	if helloMS == 0 {
+		if v := os.Getenv("VOICEBOX_HELLO_BOUND_MS"); v != "" {
+			if helloMS, err = strconv.Atoi(v); err != nil || helloMS <= 0 {
+				fmt.Fprintf(stderr, "relay serve: VOICEBOX_HELLO_BOUND_MS=%q is not a positive number of milliseconds\n", v)
+				return 2
+			}
+		}
+	}
+	if helloMS < 0 {
+		fmt.Fprintf(stderr, "relay serve: --hello-bound-ms must be positive\n")
+		return 2
+	}
+	gated := false
+	switch v := os.Getenv("VOICEBOX_LOOPBACK_AUTH"); v {
+	case "", "0":
+	case "1":
+		gated = true
+	default:
+		fmt.Fprintf(stderr, "relay serve: VOICEBOX_LOOPBACK_AUTH=%q: use 1 (on) or 0 (off)\n", v)
+		return 2
+	}
+	state, err := openState(cfg.stateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay serve: %v\n", err)
+		return 1
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	srv, err := server.New(server.Config{Public: public, Build: build, Log: log})
+	var gate *server.Gate
+	hubOpts := hub.Options{HelloBound: time.Duration(helloMS) * time.Millisecond, Pairings: state, Log: log}
+	if gated {
+		gate = server.NewGate()
+		hubOpts.PageSession = gate.Session
+	}
+	srv, err := server.New(server.Config{Public: public, Build: build, Log: log, HostToken: state.CheckHostToken, Gate: gate})
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v (run from the checkout, or pass --public)\n", err)
 		return 1
 	}
+	hb := hub.New(hubOpts)
+	hub.Register(srv, hb, state)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 1
 	}
-	return serve(ctx, ln, srv, log, stdout)
+	banner := func(w io.Writer) {
+		if gate != nil {
+			fmt.Fprintf(w, "loopback gate on: open http://%s/?%s=%s once to start a session (single use; a restart prints a new one)\n", ln.Addr(), server.BootstrapParam, gate.NewTicket())
+		} else {
+			fmt.Fprintf(w, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
+		}
+	}
+	code := serve(ctx, ln, srv, log, stdout, banner)
+	hb.Close()
+	return code
 }
 
 // serve runs the HTTP server on ln until ctx ends, then shuts it down gracefully.
-func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, stdout io.Writer) int {
+func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, stdout io.Writer, banner func(io.Writer)) int {
 	hs := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -162,6 +250,9 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	fmt.Fprintf(stdout, "voicebox on http://%s\n", ln.Addr())
+	if banner != nil {
+		banner(stdout)
+	}
 	select {
 	case err := <-done:
 		log.Error("server stopped", "err", err)

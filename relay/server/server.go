@@ -31,6 +31,12 @@ type Config struct {
 	Build string
 	// Log receives request failures and recovered panics; nil means slog.Default().
 	Log *slog.Logger
+	// HostToken reports whether a value is the host token (see RequireHostToken); with the gate
+	// on, a request carrying it passes. Nil accepts none.
+	HostToken func(string) bool
+	// Gate, when set, is the loopback gate in front of every route but /api/health and /channel.
+	// Nil leaves the page and the API open to every local process.
+	Gate *Gate
 }
 
 // Server is the relay's http.Handler.
@@ -80,6 +86,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			WriteRefusal(rw, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay failed while answering %s; the error is in its log", r.URL.Path))
 		}
 	}()
+	if s.gate(rw, r) {
+		return
+	}
 	s.mux.ServeHTTP(rw, r)
 }
 

@@ -77,6 +77,17 @@ const (
 	NotFound      Rule = "not-found"
 	InternalError Rule = "internal-error"
 
+	// The relay's JSON door (relay/server): the body of every JSON route.
+	UnsupportedContentType Rule = "unsupported-content-type"
+	BodyTooLarge           Rule = "body-too-large"
+	MalformedJSON          Rule = "malformed-json"
+
+	// Who may use the relay (relay): the host token, the loopback gate, the /channel hello.
+	HostTokenRequired       Rule = "host-token-required"
+	LoopbackUnauthenticated Rule = "loopback-unauthenticated"
+	ExecutorUnauthenticated Rule = "executor-unauthenticated"
+	BearerRefused           Rule = "bearer-refused"
+
 	// The page's worker API (browser).
 	UnknownMethod    Rule = "unknown-method"
 	NoRoot           Rule = "no-root"

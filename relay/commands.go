@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"voicebox/relay/hoststate"
+	"voicebox/relay/machine"
+	"voicebox/shared/fsroot"
+)
+
+type pairConfig struct {
+	stateDir string
+	revoke   bool
+	list     bool
+}
+
+func pairFlags(stderr io.Writer) (*flag.FlagSet, *pairConfig) {
+	cfg := &pairConfig{}
+	fs := flag.NewFlagSet("pair", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	stateDirFlag(fs, &cfg.stateDir)
+	fs.BoolVar(&cfg.revoke, "revoke", false, "revoke the pairing NAME (a running relay refuses it at once)")
+	fs.BoolVar(&cfg.list, "list", false, "list the paired environments (names and dates; bearers are never stored)")
+	return fs, cfg
+}
+
+// runPair pairs, revokes or lists machine environments in the host state directory. A relay
+// serving from the same directory reads the change at the next hello.
+func runPair(args []string, stdout, stderr io.Writer) int {
+	fs, cfg := pairFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if cfg.list == (fs.NArg() == 1) || fs.NArg() > 1 || (cfg.list && cfg.revoke) {
+		fmt.Fprintln(stderr, "relay pair: usage: relay pair [--extensions-dir DIR] NAME | --revoke NAME | --list")
+		return 2
+	}
+	state, err := openState(cfg.stateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay pair: %v\n", err)
+		return 1
+	}
+	switch {
+	case cfg.list:
+		ps, err := state.List()
+		if err != nil {
+			fmt.Fprintf(stderr, "relay pair: %v\n", err)
+			return 1
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tPAIRED")
+		for _, p := range ps {
+			fmt.Fprintf(tw, "%s\t%s\n", p.Name, p.Created.Format(time.RFC3339))
+		}
+		tw.Flush()
+		return 0
+	case cfg.revoke:
+		name := fs.Arg(0)
+		if err := state.Revoke(name); err != nil {
+			fmt.Fprintf(stderr, "relay pair: %q: %v\n", name, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "revoked %s\n", name)
+		return 0
+	}
+	name := fs.Arg(0)
+	bearer, err := state.Pair(name)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay pair: %q: %v\n", name, err)
+		return 1
+	}
+	// The bearer goes to stdout alone, so `relay pair NAME > FILE` makes the bearer file.
+	fmt.Fprintln(stdout, bearer)
+	fmt.Fprintf(stderr, "paired %s: keep the bearer above secret; it is shown only this once (run `relay env --bearer-file FILE` with it)\n", name)
+	return 0
+}
+
+type envConfig struct {
+	relay, bearerFile, root string
+}
+
+func envFlags(stderr io.Writer) (*flag.FlagSet, *envConfig) {
+	cfg := &envConfig{}
+	fs := flag.NewFlagSet("env", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.relay, "relay", "", "the relay's `URL`, such as http://127.0.0.1:8787 (required)")
+	fs.StringVar(&cfg.bearerFile, "bearer-file", "", "`file` holding the bearer `relay pair` printed (required)")
+	fs.StringVar(&cfg.root, "root", "", "the `directory` calls execute on; nothing outside it is reachable (required)")
+	return fs, cfg
+}
+
+func runEnv(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return envUntil(ctx, args, stdout, stderr, nil)
+}
+
+// envUntil runs the machine environment until ctx ends; onConnect (for tests) is called after
+// each hello.
+func envUntil(ctx context.Context, args []string, stdout, stderr io.Writer, onConnect func()) int {
+	fs, cfg := envFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if cfg.relay == "" || cfg.bearerFile == "" || cfg.root == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "relay env: usage: relay env --relay URL --bearer-file FILE --root DIR")
+		return 2
+	}
+	b, err := os.ReadFile(cfg.bearerFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay env: %v\n", err)
+		return 1
+	}
+	bearer := strings.TrimSpace(string(b))
+	if !strings.HasPrefix(bearer, hoststate.BearerPrefix) {
+		fmt.Fprintf(stderr, "relay env: %s does not hold a %s bearer\n", cfg.bearerFile, hoststate.BearerPrefix)
+		return 1
+	}
+	root, err := fsroot.OpenOS(cfg.root)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay env: %v\n", err)
+		return 1
+	}
+	defer root.Close()
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	fmt.Fprintf(stdout, "voicebox environment serving %s for %s\n", cfg.root, cfg.relay)
+	err = machine.Run(ctx, machine.Config{Relay: cfg.relay, Bearer: bearer, Root: root, Log: log, OnConnect: onConnect})
+	if err != nil {
+		fmt.Fprintf(stderr, "relay env: %v\n", err)
+		return 1
+	}
+	return 0
+}

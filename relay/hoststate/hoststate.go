@@ -1,0 +1,301 @@
+// Package hoststate keeps the host's secrets on disk: the host token and the pairings of machine
+// environments, in one directory only the host's user can read.
+//
+// The directory is created 0700. It holds:
+//
+//	.host-token      the host token: 32 random bytes as hex, 0600, made on first start
+//	.pairings.json   one record per paired environment: its name, the SHA-256 of its bearer and
+//	                 when it was paired, 0600; the bearer itself is never stored
+//
+// Every file is written to a temporary file beside it and renamed into place, so a reader sees the
+// old content or the new, never half of one. Secrets are compared in constant time. Nothing in
+// this package logs.
+//
+// Pairings are read from disk at every Lookup, so a `relay pair` run while the relay serves takes
+// effect at the next hello. Changes from one process are serialized; two processes changing the
+// pairings at the same instant may lose one of the two changes (the file is never torn).
+package hoststate
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The names of the files in the state directory.
+const (
+	HostTokenFile = ".host-token"
+	PairingsFile  = ".pairings.json"
+)
+
+// BearerPrefix starts every bearer, so one is recognizable in a file or a paste.
+const BearerPrefix = "vbx_"
+
+// secretBytes is the entropy of the host token and of each bearer.
+const secretBytes = 32
+
+// MaxNameBytes bounds a pairing's name.
+const MaxNameBytes = 64
+
+// maxPairingsBytes bounds what is read of .pairings.json.
+const maxPairingsBytes = 1 << 20
+
+// ErrBadName is returned for a pairing name that is empty, too long, or has characters other than
+// letters, digits, '.', '_' and '-'.
+var ErrBadName = errors.New("hoststate: a pairing name is 1 to 64 letters, digits, '.', '_' or '-'")
+
+// ErrNotPaired is returned when revoking a name that has no pairing.
+var ErrNotPaired = errors.New("hoststate: no environment is paired under that name")
+
+// Pairing is one paired environment as the pairings file keeps it.
+type Pairing struct {
+	Name string `json:"name"`
+	// BearerSHA256 is the hex SHA-256 of the bearer.
+	BearerSHA256 string    `json:"bearerSha256"`
+	Created      time.Time `json:"created"`
+}
+
+// Dir is an open state directory. It is safe for concurrent use.
+type Dir struct {
+	path  string
+	token []byte
+	mu    sync.Mutex // serializes changes to the pairings file
+}
+
+// DefaultPath returns the per-user default state directory: the user's configuration directory
+// joined with "voicebox".
+func DefaultPath() (string, error) {
+	base, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("hoststate: no per-user configuration directory: %w", err)
+	}
+	return filepath.Join(base, "voicebox"), nil
+}
+
+// Open opens the state directory at path, creating it 0700 (and its host token) when missing.
+// An existing directory that others can read or write is tightened to 0700.
+func Open(path string) (*Dir, error) {
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return nil, fmt.Errorf("hoststate: create the state directory: %w", err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("hoststate: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("hoststate: %s is not a directory", path)
+	}
+	if info.Mode().Perm() != 0o700 {
+		if err := os.Chmod(path, 0o700); err != nil {
+			return nil, fmt.Errorf("hoststate: restrict the state directory: %w", err)
+		}
+	}
+	d := &Dir{path: path}
+	if d.token, err = d.loadOrMakeToken(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Path returns the directory's path.
+func (d *Dir) Path() string { return d.path }
+
+func (d *Dir) loadOrMakeToken() ([]byte, error) {
+	p := filepath.Join(d.path, HostTokenFile)
+	b, err := os.ReadFile(p)
+	if err == nil {
+		tok := []byte(strings.TrimSpace(string(b)))
+		if len(tok) == 0 {
+			return nil, fmt.Errorf("hoststate: %s is empty; remove it to make a new host token", HostTokenFile)
+		}
+		return tok, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("hoststate: read the host token: %w", err)
+	}
+	tok := []byte(randomHex())
+	if err := writeAtomic(p, append(tok, '\n')); err != nil {
+		return nil, fmt.Errorf("hoststate: write the host token: %w", err)
+	}
+	return tok, nil
+}
+
+// CheckHostToken reports, in constant time, whether s is the host token.
+func (d *Dir) CheckHostToken(s string) bool {
+	return s != "" && subtle.ConstantTimeCompare([]byte(s), d.token) == 1
+}
+
+// Pair mints a bearer for name and records its hash, replacing any earlier pairing of that name
+// (whose bearer then stops working). The bearer is returned once and kept nowhere.
+func (d *Dir) Pair(name string) (bearer string, err error) {
+	if !ValidName(name) {
+		return "", ErrBadName
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ps, err := d.read()
+	if err != nil {
+		return "", err
+	}
+	bearer = BearerPrefix + randomHex()
+	ps = slices.DeleteFunc(ps, func(p Pairing) bool { return p.Name == name })
+	ps = append(ps, Pairing{Name: name, BearerSHA256: hashHex(bearer), Created: time.Now().UTC().Truncate(time.Second)})
+	if err := d.write(ps); err != nil {
+		return "", err
+	}
+	return bearer, nil
+}
+
+// Revoke removes name's pairing; ErrNotPaired when there is none.
+func (d *Dir) Revoke(name string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ps, err := d.read()
+	if err != nil {
+		return err
+	}
+	n := len(ps)
+	ps = slices.DeleteFunc(ps, func(p Pairing) bool { return p.Name == name })
+	if len(ps) == n {
+		return ErrNotPaired
+	}
+	return d.write(ps)
+}
+
+// List returns the pairings, oldest first.
+func (d *Dir) List() ([]Pairing, error) { return d.read() }
+
+// Lookup returns the name paired with bearer, reading the pairings file afresh. Every stored hash
+// is compared in constant time.
+func (d *Dir) Lookup(bearer string) (name string, ok bool, err error) {
+	if !strings.HasPrefix(bearer, BearerPrefix) {
+		return "", false, nil
+	}
+	ps, err := d.read()
+	if err != nil {
+		return "", false, err
+	}
+	h := []byte(hashHex(bearer))
+	for _, p := range ps {
+		if subtle.ConstantTimeCompare(h, []byte(p.BearerSHA256)) == 1 {
+			name, ok = p.Name, true
+		}
+	}
+	return name, ok, nil
+}
+
+// Paired reports whether name has a pairing now.
+func (d *Dir) Paired(name string) (bool, error) {
+	ps, err := d.read()
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(ps, func(p Pairing) bool { return p.Name == name }), nil
+}
+
+func (d *Dir) read() ([]Pairing, error) {
+	f, err := os.Open(filepath.Join(d.path, PairingsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hoststate: read the pairings: %w", err)
+	}
+	defer f.Close()
+	var file struct {
+		Pairings []Pairing `json:"pairings"`
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPairingsBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("hoststate: read the pairings: %w", err)
+	}
+	if len(b) > maxPairingsBytes {
+		return nil, fmt.Errorf("hoststate: %s is over %d bytes", PairingsFile, maxPairingsBytes)
+	}
+	if err := json.Unmarshal(b, &file); err != nil {
+		return nil, fmt.Errorf("hoststate: %s is not valid: %w", PairingsFile, err)
+	}
+	return file.Pairings, nil
+}
+
+func (d *Dir) write(ps []Pairing) error {
+	if ps == nil {
+		ps = []Pairing{}
+	}
+	b, err := json.MarshalIndent(struct {
+		Pairings []Pairing `json:"pairings"`
+	}{ps}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(d.path, PairingsFile), append(b, '\n')); err != nil {
+		return fmt.Errorf("hoststate: write the pairings: %w", err)
+	}
+	return nil
+}
+
+// writeAtomic writes data to a 0600 temporary file beside path, syncs it and renames it over path.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op once renamed
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// ValidName reports whether name can name a pairing.
+func ValidName(name string) bool {
+	if name == "" || len(name) > MaxNameBytes {
+		return false
+	}
+	for _, c := range name {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// RandomHex returns secretBytes random bytes as hex, for tokens the relay hands out.
+func RandomHex() string { return randomHex() }
+
+func randomHex() string {
+	b := make([]byte, secretBytes)
+	rand.Read(b) // never fails (crypto/rand's documented contract since Go 1.24)
+	return hex.EncodeToString(b)
+}
+
+func hashHex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}

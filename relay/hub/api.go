@@ -1,0 +1,128 @@
+package hub
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"voicebox/relay/hoststate"
+	"voicebox/relay/server"
+	"voicebox/shared/executor"
+	"voicebox/shared/refusal"
+	"voicebox/shared/wire"
+)
+
+// maxPairBodyBytes bounds the body of /api/pair: a name.
+const maxPairBodyBytes = 4 << 10
+
+// Register adds the hub's routes to srv:
+//
+//	GET    /channel        the executor WebSocket
+//	GET    /api/root       the declared root: {ok, kind, name, connected}
+//	POST   /api/root/call  (host token) run {tool, args[, descriptorId, boundsEcho]} on the root's
+//	                       executor; the answer envelope comes back as the body, with 200 whether
+//	                       it is an observation or a refusal
+//	POST   /api/pair       (host token) {name}: mint a bearer, returned once: {ok, name, bearer}
+//	DELETE /api/pair       (host token) {name}: revoke it and close its socket
+//
+// Pairing needs state; without it (nil) /api/pair is not served.
+func Register(srv *server.Server, h *Hub, state *hoststate.Dir) {
+	srv.Handle("GET /channel", h)
+	srv.Handle("GET /api/root", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		root := h.Root()
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "kind": root.Kind, "name": root.Name, "connected": root.Connected})
+	}))
+	var check func(string) bool
+	if state != nil {
+		check = state.CheckHostToken
+	}
+	srv.Handle("POST /api/root/call", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !server.RequireHostToken(w, r, check) {
+			return
+		}
+		var body struct {
+			Tool         string          `json:"tool"`
+			Args         json.RawMessage `json:"args"`
+			DescriptorID string          `json:"descriptorId"`
+			BoundsEcho   json.RawMessage `json:"boundsEcho"`
+		}
+		if !server.ReadJSON(w, r, 0, &body) {
+			return
+		}
+		call := wire.Call{CallID: h.NewCallID(), Tool: body.Tool, DescriptorID: body.DescriptorID, Args: body.Args, BoundsEcho: body.BoundsEcho}
+		if call.DescriptorID == "" {
+			call.DescriptorID = executor.BuiltinDescriptor
+		}
+		if len(call.BoundsEcho) == 0 || string(call.BoundsEcho) == "null" {
+			call.BoundsEcho = json.RawMessage(`{}`)
+		}
+		if len(call.Args) == 0 || string(call.Args) == "null" {
+			call.Args = json.RawMessage(`{}`)
+		}
+		if _, err := call.MarshalJSON(); err != nil {
+			server.WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedCall,
+				"a call needs a tool name (1 to %d bytes), and args and boundsEcho must be JSON objects", wire.MaxIDBytes))
+			return
+		}
+		a := h.Ask(r.Context(), call)
+		b, err := a.MarshalJSON()
+		if err != nil {
+			server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not encode the answer"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		w.Write(append(b, '\n'))
+	}))
+	if state == nil {
+		return
+	}
+	readName := func(w http.ResponseWriter, r *http.Request) (string, bool) {
+		if !server.RequireHostToken(w, r, check) {
+			return "", false
+		}
+		var body struct {
+			Name string `json:"name"`
+		}
+		if !server.ReadJSON(w, r, maxPairBodyBytes, &body) {
+			return "", false
+		}
+		if !hoststate.ValidName(body.Name) {
+			server.WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.InvalidArgument,
+				"name an environment with 1 to %d letters, digits, '.', '_' or '-'", hoststate.MaxNameBytes))
+			return "", false
+		}
+		return body.Name, true
+	}
+	srv.Handle("POST /api/pair", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, ok := readName(w, r)
+		if !ok {
+			return
+		}
+		bearer, err := state.Pair(name)
+		if err != nil {
+			server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not record the pairing"))
+			return
+		}
+		h.Disconnect(name) // an earlier bearer of this name no longer works
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "name": name, "bearer": bearer})
+	}))
+	srv.Handle("DELETE /api/pair", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, ok := readName(w, r)
+		if !ok {
+			return
+		}
+		err := state.Revoke(name)
+		if errors.Is(err, hoststate.ErrNotPaired) {
+			server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "no environment is paired as %q", name))
+			return
+		}
+		if err != nil {
+			server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not record the revocation"))
+			return
+		}
+		closed := h.Disconnect(name)
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "name": name, "disconnected": closed})
+	}))
+}

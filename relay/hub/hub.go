@@ -1,0 +1,494 @@
+// Package hub is the relay's end of /channel: it decides who may become the executor, holds the
+// one executor slot, and routes calls to whoever holds it.
+//
+// # Who may connect
+//
+// A WebSocket whose Origin is this relay's own loopback origin (http://127.0.0.1:PORT,
+// http://localhost:PORT or http://[::1]:PORT, PORT being the port the request arrived on) is the
+// page. It is admitted at once (with a valid session when Options.PageSession is set) and sends no
+// hello. Browsers set Origin on every WebSocket upgrade and scripts cannot change it, so a page of
+// another site can never pass for ours.
+//
+// Any other connection (another Origin, "null" from a sandboxed frame, or none at all) must send
+// {"type":"hello","role":"environment","bearer":"vbx_..."} within Options.HelloBound, and the bearer
+// must be paired. Otherwise the relay writes {"type":"refused","refused":RULE,"why":...} and closes
+// with 1008 (policy violation): RULE is executor-unauthenticated for a missing, late or malformed
+// hello, bearer-refused for a bearer nobody paired or that was revoked. Such a socket is never
+// put in the slot, so no call is ever sent to it.
+//
+// # The slot
+//
+// One executor at a time: the newest admitted connection wins. The one it displaces is sent
+// {"type":"replaced","why":...} and closed with CloseReplaced (4001); calls waiting on it settle with
+// its kind's closed rule (page-closed, machine-closed). A paired machine whose pairing is revoked
+// is sent a bearer-refused frame and closed with 1008 at once.
+//
+// # Frames
+//
+// Every call the relay sends is a wire call envelope and every answer it reads a wire answer
+// envelope (both carry "v"). Control frames are JSON objects with a "type" and no "v". The page
+// sends {"type":"root","kind":"opfs"|"handle","name":...} after it connects and whenever its root
+// changes. No frame may exceed wire.MaxFrameBytes.
+package hub
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"voicebox/shared/channel"
+	"voicebox/shared/refusal"
+	"voicebox/shared/wire"
+)
+
+// DefaultHelloBound is how long a connection that is not the page has to send its hello.
+const DefaultHelloBound = 5 * time.Second
+
+// CloseReplaced is the close code of a connection displaced by a newer executor. A page that
+// receives it does not reconnect: another tab or machine holds the root now.
+const CloseReplaced websocket.StatusCode = 4001
+
+// MaxControlBytes bounds a control frame; a larger frame is read as an answer envelope.
+const MaxControlBytes = 4 << 10
+
+// MaxRootNameBytes bounds the root name a page reports.
+const MaxRootNameBytes = 256
+
+// writeTimeout bounds one frame written to a peer; a peer that does not read for this long is
+// treated as gone.
+const writeTimeout = 10 * time.Second
+
+// DefaultRecheck is how often the pairing of the connected machine is checked again, so a
+// `relay pair --revoke` run by another process closes its socket too.
+const DefaultRecheck = 2 * time.Second
+
+// Root kinds as GET /api/root reports them.
+const (
+	RootOPFS    = "opfs"
+	RootHandle  = "handle"
+	RootMachine = "machine"
+)
+
+// Pairings is the host's record of paired environments (hoststate.Dir implements it).
+type Pairings interface {
+	// Lookup returns the name paired with bearer.
+	Lookup(bearer string) (name string, ok bool, err error)
+	// Paired reports whether name is still paired.
+	Paired(name string) (bool, error)
+}
+
+// Options configures a Hub. The zero value admits the page and no machine.
+type Options struct {
+	// HelloBound is how long a connection that is not the page has to send its hello; zero means
+	// DefaultHelloBound.
+	HelloBound time.Duration
+	// CallTimeout bounds each call; zero means channel.DefaultTimeout.
+	CallTimeout time.Duration
+	// Pairings checks the bearers of hellos. Nil refuses every bearer.
+	Pairings Pairings
+	// Recheck is how often a connected machine's pairing is checked again; zero means
+	// DefaultRecheck.
+	Recheck time.Duration
+	// PageSession, when set, must accept a page's upgrade request (the loopback gate's session
+	// cookie) before the page is admitted. Nil admits any connection with our loopback Origin.
+	PageSession func(r *http.Request) bool
+	// Log receives connection events; never a secret. Nil discards.
+	Log *slog.Logger
+}
+
+// Root is the declared root: what kind of executor holds (or last held) it, its name, and whether
+// that executor is connected now. Kind is "" until a page reports its root.
+type Root struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Connected bool   `json:"connected"`
+}
+
+// Hub holds the executor slot. It is an http.Handler for /channel and safe for concurrent use.
+type Hub struct {
+	opts Options
+	log  *slog.Logger
+	seq  atomic.Uint64
+
+	mu    sync.Mutex
+	cur   *conn
+	last  channel.Kind
+	root  Root
+	all   map[*conn]struct{}
+	close bool
+}
+
+// New returns a Hub with an empty slot; until an executor connects, calls are refused no-page.
+func New(opts Options) *Hub {
+	if opts.HelloBound <= 0 {
+		opts.HelloBound = DefaultHelloBound
+	}
+	if opts.Recheck <= 0 {
+		opts.Recheck = DefaultRecheck
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Hub{opts: opts, log: log, last: channel.Page, all: map[*conn]struct{}{}}
+}
+
+// Root returns the declared root.
+func (h *Hub) Root() Root {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.root
+	r.Connected = h.cur != nil
+	return r
+}
+
+// NewCallID returns a callId no other call of this relay has used.
+func (h *Hub) NewCallID() string { return "relay-" + strconv.FormatUint(h.seq.Add(1), 10) }
+
+// Ask sends call to the executor that holds the root and returns its one answer: the executor's,
+// or a refusal naming why there is none (no-page or machine-unreachable at once when the slot is
+// empty, after the last executor's kind; the timeout and closed rules of channel.Broker).
+func (h *Hub) Ask(ctx context.Context, call wire.Call) wire.Answer {
+	h.mu.Lock()
+	c, last := h.cur, h.last
+	h.mu.Unlock()
+	if c == nil {
+		why := "no page holds the workspace root: open the Voicebox page and pick a folder"
+		if last == channel.Machine {
+			why = "the paired machine environment that holds the root is not connected"
+		}
+		return wire.Refuse(call.CallID, refusal.New(last.Unreachable(), "%s", why))
+	}
+	return c.broker.Ask(ctx, call)
+}
+
+// Disconnect closes the connection of the machine paired as name, if it is connected, with a
+// bearer-refused frame and 1008. It reports whether there was one.
+func (h *Hub) Disconnect(name string) bool {
+	h.mu.Lock()
+	c := h.cur
+	if c == nil || c.kind != channel.Machine || c.pairing != name {
+		h.mu.Unlock()
+		return false
+	}
+	h.cur = nil
+	h.mu.Unlock()
+	h.log.Info("channel: revoked machine disconnected", "pairing", name)
+	c.settle()
+	go c.refuse(refusal.New(refusal.BearerRefused, "the pairing of this environment was revoked"))
+	return true
+}
+
+// Close closes every connection (1001, going away) and refuses new ones; for shutdown.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	h.close = true
+	h.cur = nil
+	conns := make([]*conn, 0, len(h.all))
+	for c := range h.all {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		c.settle()
+		wg.Go(func() { c.ws.Close(websocket.StatusGoingAway, "relay shutting down") })
+	}
+	wg.Wait()
+}
+
+// conn is one accepted /channel socket.
+type conn struct {
+	hub     *Hub
+	ws      *websocket.Conn
+	kind    channel.Kind
+	pairing string
+	broker  *channel.Broker
+	gone    atomic.Bool
+	done    chan struct{} // closed when the read loop ends
+}
+
+// Connected implements channel.Peer.
+func (c *conn) Connected() bool { return !c.gone.Load() }
+
+// Send implements channel.Peer.
+func (c *conn) Send(frame []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	return c.ws.Write(ctx, websocket.MessageText, frame)
+}
+
+// settle marks the connection gone and settles its waiting calls with its closed rule.
+func (c *conn) settle() {
+	if c.gone.Swap(true) {
+		return
+	}
+	if c.broker != nil {
+		c.broker.Abandon()
+	}
+}
+
+// refuse writes a refused control frame and closes with 1008.
+func (c *conn) refuse(r *refusal.Refusal) {
+	c.control(controlFrame{Type: "refused", Refused: r.Rule, Why: r.Why})
+	c.ws.Close(websocket.StatusPolicyViolation, string(r.Rule))
+}
+
+func (c *conn) control(f controlFrame) {
+	b, _ := json.Marshal(f)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c.ws.Write(ctx, websocket.MessageText, b)
+}
+
+// controlFrame is every control frame the relay writes.
+type controlFrame struct {
+	Type    string       `json:"type"`
+	Refused refusal.Rule `json:"refused,omitempty"`
+	Why     string       `json:"why,omitempty"`
+}
+
+// ServeHTTP accepts a /channel WebSocket and serves it until it closes.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	page := ownLoopbackOrigin(r)
+	// Accept's own origin check would turn a foreign page away with a bare 403 before it could
+	// be told why; every origin is let through to the checks below, which are stricter.
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		h.log.Info("channel: upgrade failed", "err", err)
+		return
+	}
+	ws.SetReadLimit(wire.MaxFrameBytes)
+	c := &conn{hub: h, ws: ws, done: make(chan struct{})}
+	defer close(c.done)
+	h.mu.Lock()
+	if h.close {
+		h.mu.Unlock()
+		ws.Close(websocket.StatusGoingAway, "relay shutting down")
+		return
+	}
+	h.all[c] = struct{}{}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.all, c)
+		h.mu.Unlock()
+	}()
+
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	if page {
+		if h.opts.PageSession != nil && !h.opts.PageSession(r) {
+			h.log.Info("channel: page without a session refused")
+			c.refuse(refusal.New(refusal.LoopbackUnauthenticated, "this relay requires a session: open the bootstrap address it printed at start"))
+			return
+		}
+		c.kind = channel.Page
+	} else {
+		name, rf := h.hello(ctx, ws)
+		if rf != nil {
+			h.log.Info("channel: connection refused", "refused", rf.Rule, "origin", r.Header.Get("Origin"))
+			c.refuse(rf)
+			return
+		}
+		c.kind, c.pairing = channel.Machine, name
+	}
+	c.broker = channel.New(c.kind, c, channel.Options{Timeout: h.opts.CallTimeout, Log: h.log})
+	if !h.attach(c) {
+		ws.Close(websocket.StatusGoingAway, "relay shutting down")
+		return
+	}
+	h.log.Info("channel: executor attached", "kind", c.kind, "pairing", c.pairing)
+	if c.kind == channel.Machine {
+		go h.watchPairing(ctx, c)
+	}
+	err = c.readLoop(ctx)
+	h.detach(c)
+	h.log.Info("channel: executor gone", "kind", c.kind, "status", websocket.CloseStatus(err))
+	ws.CloseNow()
+}
+
+// hello reads the first frame of a connection that is not the page, racing it against the hello
+// bound (a Read whose context expires would close the socket before the refusal is written).
+func (h *Hub) hello(ctx context.Context, ws *websocket.Conn) (name string, r *refusal.Refusal) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		_, b, err := ws.Read(ctx)
+		got <- result{b, err}
+	}()
+	timer := time.NewTimer(h.opts.HelloBound)
+	defer timer.Stop()
+	var res result
+	select {
+	case res = <-got:
+	case <-timer.C:
+		return "", refusal.New(refusal.ExecutorUnauthenticated, "no hello within %v: an environment must first send {\"type\":\"hello\",\"role\":\"environment\",\"bearer\":...}", h.opts.HelloBound)
+	}
+	if res.err != nil {
+		return "", refusal.New(refusal.ExecutorUnauthenticated, "the connection ended or broke before its hello")
+	}
+	bearer, ok := parseHello(res.b)
+	if !ok {
+		return "", refusal.New(refusal.ExecutorUnauthenticated, "the first frame must be {\"type\":\"hello\",\"role\":\"environment\",\"bearer\":\"vbx_...\"} and nothing else")
+	}
+	if h.opts.Pairings == nil {
+		return "", refusal.New(refusal.BearerRefused, "this relay pairs no environments")
+	}
+	name, ok, err := h.opts.Pairings.Lookup(bearer)
+	if err != nil {
+		h.log.Error("channel: reading the pairings failed", "err", err)
+		return "", refusal.New(refusal.BearerRefused, "the relay could not read its pairings; its log says why")
+	}
+	if !ok {
+		return "", refusal.New(refusal.BearerRefused, "this bearer is not paired with this relay (never, or revoked): pair again with `relay pair NAME`")
+	}
+	return name, nil
+}
+
+// parseHello accepts exactly {"type":"hello","role":"environment","bearer":string}.
+func parseHello(b []byte) (bearer string, ok bool) {
+	if len(b) > MaxControlBytes {
+		return "", false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil || len(m) != 3 {
+		return "", false
+	}
+	var typ, role string
+	if json.Unmarshal(m["type"], &typ) != nil || json.Unmarshal(m["role"], &role) != nil || json.Unmarshal(m["bearer"], &bearer) != nil {
+		return "", false
+	}
+	return bearer, typ == "hello" && role == "environment" && bearer != ""
+}
+
+// attach puts c in the slot and displaces whoever held it.
+func (h *Hub) attach(c *conn) bool {
+	h.mu.Lock()
+	if h.close {
+		h.mu.Unlock()
+		return false
+	}
+	old := h.cur
+	h.cur, h.last = c, c.kind
+	if c.kind == channel.Machine {
+		h.root = Root{Kind: RootMachine, Name: c.pairing}
+	} else {
+		h.root = Root{}
+	}
+	h.mu.Unlock()
+	if old != nil {
+		h.log.Info("channel: executor replaced", "kind", old.kind, "by", c.kind)
+		old.settle()
+		go func() {
+			old.control(controlFrame{Type: "replaced", Why: "a newer " + c.kind.String() + " connection holds the workspace root now"})
+			old.ws.Close(CloseReplaced, "replaced")
+		}()
+	}
+	return true
+}
+
+// detach empties the slot if c still holds it, and settles c's calls.
+func (h *Hub) detach(c *conn) {
+	h.mu.Lock()
+	if h.cur == c {
+		h.cur = nil
+	}
+	h.mu.Unlock()
+	c.settle()
+}
+
+// readLoop hands answers to the broker and control frames to the hub until the socket ends.
+func (c *conn) readLoop(ctx context.Context) error {
+	for {
+		_, b, err := c.ws.Read(ctx)
+		if err != nil {
+			return err
+		}
+		if len(b) <= MaxControlBytes && bytes.Contains(b, []byte(`"type"`)) {
+			var peek struct {
+				V    json.RawMessage `json:"v"`
+				Type *string         `json:"type"`
+				Kind string          `json:"kind"`
+				Name string          `json:"name"`
+			}
+			if json.Unmarshal(b, &peek) == nil && peek.V == nil && peek.Type != nil {
+				c.hub.controlFrom(c, *peek.Type, peek.Kind, peek.Name)
+				continue
+			}
+		}
+		c.broker.Answer(b) // a frame that settles nothing is counted and logged by the broker
+	}
+}
+
+// controlFrom takes a control frame from an attached executor.
+func (h *Hub) controlFrom(c *conn, typ, kind, name string) {
+	if typ != "root" || c.kind != channel.Page || (kind != RootOPFS && kind != RootHandle) || len(name) > MaxRootNameBytes {
+		h.log.Info("channel: control frame ignored", "type", typ, "kind", c.kind)
+		return
+	}
+	h.mu.Lock()
+	if h.cur == c {
+		h.root = Root{Kind: kind, Name: name}
+	}
+	h.mu.Unlock()
+}
+
+// watchPairing closes c once its pairing is revoked, whoever revoked it.
+func (h *Hub) watchPairing(ctx context.Context, c *conn) {
+	t := time.NewTicker(h.opts.Recheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if c.gone.Load() {
+			return
+		}
+		ok, err := h.opts.Pairings.Paired(c.pairing)
+		if err == nil && !ok {
+			h.Disconnect(c.pairing)
+			return
+		}
+	}
+}
+
+// ownLoopbackOrigin reports whether r carries exactly one Origin and it is this relay's own
+// loopback origin, on the port the request arrived on.
+func ownLoopbackOrigin(r *http.Request) bool {
+	origins := r.Header.Values("Origin")
+	if len(origins) != 1 {
+		return false
+	}
+	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	_, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return false
+	}
+	for _, host := range []string{"127.0.0.1", "localhost", "[::1]"} {
+		if origins[0] == fmt.Sprintf("http://%s:%s", host, port) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,133 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"voicebox/shared/refusal"
+)
+
+// MaxBodyBytes is the largest request body a JSON route reads. A route may pass a smaller bound to
+// ReadJSON; none may read more.
+const MaxBodyBytes = 1 << 20
+
+// ReadJSON is the JSON door every JSON route reads its body through. It decodes the body into v
+// and reports true, or answers the refusal itself and reports false:
+//
+//   - a non-empty body needs a declared JSON type (application/json or application/*+json);
+//     any other declared type, and a body with none, is 415 unsupported-content-type, before
+//     anything is read (a page of another site can POST a body with no type, or text/plain,
+//     without asking first; those never reach a handler);
+//   - a body over max bytes (MaxBodyBytes when max is zero or larger) is 413 body-too-large;
+//   - an empty body with no declared type decodes as {};
+//   - anything but one JSON object, and a property v does not have, is 400 malformed-json.
+func ReadJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
+	if max <= 0 || max > MaxBodyBytes {
+		max = MaxBodyBytes
+	}
+	ctype := r.Header.Get("Content-Type")
+	if ctype == "" && r.ContentLength == 0 {
+		return decodeJSON(w, []byte("{}"), v)
+	}
+	if !isJSONType(ctype) {
+		WriteRefusal(w, http.StatusUnsupportedMediaType, refusal.New(refusal.UnsupportedContentType,
+			"this route reads JSON; send the body with Content-Type: application/json"))
+		return false
+	}
+	if r.ContentLength > max {
+		writeTooLarge(w, max)
+		return false
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			writeTooLarge(w, max)
+			return false
+		}
+		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body could not be read whole"))
+		return false
+	}
+	if len(bytes.TrimSpace(b)) == 0 && ctype == "" {
+		b = []byte("{}")
+	}
+	return decodeJSON(w, b, v)
+}
+
+func writeTooLarge(w http.ResponseWriter, max int64) {
+	WriteRefusal(w, http.StatusRequestEntityTooLarge, refusal.New(refusal.BodyTooLarge,
+		"the request body is over this route's bound of %d bytes", max))
+}
+
+func decodeJSON(w http.ResponseWriter, b []byte, v any) bool {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body must be one JSON object"))
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body is not the JSON object this route reads: %s", jsonProblem(err)))
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body must be one JSON object with nothing after it"))
+		return false
+	}
+	return true
+}
+
+// jsonProblem says what was wrong without echoing the body.
+func jsonProblem(err error) string {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return "a syntax error at byte " + strconv.FormatInt(se.Offset, 10)
+	}
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		return "property " + quoteField(te.Field) + " has the wrong type"
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "it ends early"
+	}
+	const unknown = `json: unknown field `
+	if s := err.Error(); len(s) > len(unknown) && s[:len(unknown)] == unknown {
+		return "it has the property " + s[len(unknown):] + ", which this route does not take"
+	}
+	return "it does not decode"
+}
+
+func quoteField(f string) string {
+	if f == "" {
+		return "(the body)"
+	}
+	return `"` + f + `"`
+}
+
+func isJSONType(ctype string) bool {
+	mt, _, err := mime.ParseMediaType(ctype)
+	if err != nil {
+		return false
+	}
+	if mt == "application/json" {
+		return true
+	}
+	return len(mt) > len("application/+json") && mt[:len("application/")] == "application/" && mt[len(mt)-len("+json"):] == "+json"
+}
+
+// HostTokenHeader is the request header that carries the host token.
+const HostTokenHeader = "X-Voicebox-Host-Token"
+
+// RequireHostToken answers 403 host-token-required and reports false unless r carries a host
+// token check accepts.
+func RequireHostToken(w http.ResponseWriter, r *http.Request, check func(string) bool) bool {
+	if check != nil && check(r.Header.Get(HostTokenHeader)) {
+		return true
+	}
+	WriteRefusal(w, http.StatusForbidden, refusal.New(refusal.HostTokenRequired,
+		"this route needs the host token in the x-voicebox-host-token header; it is in the .host-token file of the relay's state directory"))
+	return false
+}
