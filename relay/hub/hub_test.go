@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -121,7 +121,11 @@ func serve(t testing.TB, ws *websocket.Conn, exec channel.Executor) *peer {
 				default:
 				}
 				if door != nil {
-					go ws.Write(context.Background(), websocket.MessageText, door.Serve(context.Background(), b))
+					go func() {
+						if a := door.Serve(context.Background(), b); a != nil {
+							ws.Write(context.Background(), websocket.MessageText, a)
+						}
+					}()
 				}
 				continue
 			}
@@ -232,7 +236,9 @@ func TestPageOriginsAreAdmitted(t *testing.T) {
 			root := fsroot.NewMemory()
 			p := serve(t, r.dial(t, r.origin(host), nil), executor.New(root, executor.Options{}))
 			sendRoot(t, p.ws, RootOPFS, "my workspace")
-			r.waitRoot(t, func(m map[string]any) bool { return connected(m) && m["kind"] == RootOPFS && m["name"] == "my workspace" })
+			r.waitRoot(t, func(m map[string]any) bool {
+				return connected(m) && m["kind"] == RootOPFS && m["name"] == "my workspace"
+			})
 
 			w := r.call(t, "write-file", map[string]any{"path": "notes/a.txt", "content": "hello"})
 			if w["ok"] != true {
@@ -304,4 +310,312 @@ func TestHostTokenIsRequired(t *testing.T) {
 	}
 }
 
-var _ = errors.New
+
+// pair mints a bearer for name through the API.
+func (r *testRelay) pair(t testing.TB, name string) string {
+	t.Helper()
+	status, m := r.post(t, http.MethodPost, "/api/pair", map[string]any{"name": name}, true)
+	bearer, _ := m["bearer"].(string)
+	if status != http.StatusOK || !strings.HasPrefix(bearer, hoststate.BearerPrefix) {
+		t.Fatalf("POST /api/pair: %d %v", status, m)
+	}
+	return bearer
+}
+
+func hello(t testing.TB, ws *websocket.Conn, frame string) {
+	t.Helper()
+	if err := ws.Write(context.Background(), websocket.MessageText, []byte(frame)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func helloFrame(bearer string) string {
+	b, _ := json.Marshal(map[string]string{"type": "hello", "role": "environment", "bearer": bearer})
+	return string(b)
+}
+
+// machine connects as the paired environment name and serves exec.
+func (r *testRelay) machine(t testing.TB, bearer string, exec channel.Executor) *peer {
+	t.Helper()
+	ws := r.dial(t, "", nil)
+	hello(t, ws, helloFrame(bearer))
+	p := serve(t, ws, exec)
+	r.waitRoot(t, func(m map[string]any) bool { return connected(m) && m["kind"] == RootMachine })
+	return p
+}
+
+// checkRefused asserts that p got exactly one control frame, a refusal of rule, then 1008, and
+// never a call.
+func checkRefused(t *testing.T, p *peer, rule refusal.Rule) {
+	t.Helper()
+	if code := p.end(t); code != websocket.StatusPolicyViolation {
+		t.Fatalf("closed with %v, want 1008", code)
+	}
+	ctl := p.controls()
+	if len(ctl) != 1 || ctl[0]["type"] != "refused" || ctl[0]["refused"] != string(rule) || ctl[0]["why"] == "" || ctl[0]["v"] != nil || len(ctl[0]) != 3 {
+		t.Fatalf("control frames %v, want one refused %s", ctl, rule)
+	}
+	if len(p.calls) != 0 {
+		t.Fatalf("a refused socket received a call: %v", <-p.calls)
+	}
+}
+
+func TestHelloRefusals(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		origin string // "self:PORT" is replaced with a loopback origin on another port
+		frame  string // "" sends nothing; "BEARER" and "REVOKED" are replaced
+		rule   refusal.Rule
+	}{
+		{"silent past the bound", "", "", refusal.ExecutorUnauthenticated},
+		{"missing bearer", "", `{"type":"hello","role":"environment"}`, refusal.ExecutorUnauthenticated},
+		{"empty bearer", "", `{"type":"hello","role":"environment","bearer":""}`, refusal.ExecutorUnauthenticated},
+		{"wrong type", "", `{"type":"hi","role":"environment","bearer":"BEARER"}`, refusal.ExecutorUnauthenticated},
+		{"wrong role", "", `{"type":"hello","role":"page","bearer":"BEARER"}`, refusal.ExecutorUnauthenticated},
+		{"extra field", "", `{"type":"hello","role":"environment","bearer":"BEARER","admin":true}`, refusal.ExecutorUnauthenticated},
+		{"bearer not a string", "", `{"type":"hello","role":"environment","bearer":7}`, refusal.ExecutorUnauthenticated},
+		{"not JSON", "", `hello`, refusal.ExecutorUnauthenticated},
+		{"a call instead", "", `{"v":1,"callId":"c1","tool":"now","descriptorId":"voicebox.builtin","args":{},"boundsEcho":{}}`, refusal.ExecutorUnauthenticated},
+		{"unknown bearer", "", helloFrame("vbx_" + strings.Repeat("0", 64)), refusal.BearerRefused},
+		{"revoked bearer", "", helloFrame("REVOKED"), refusal.BearerRefused},
+		{"foreign origin, no hello", "http://evil.example", "", refusal.ExecutorUnauthenticated},
+		{"null origin, no hello", "null", "", refusal.ExecutorUnauthenticated},
+		{"loopback on another port", "self:other", "", refusal.ExecutorUnauthenticated},
+		{"https loopback", "https-self", "", refusal.ExecutorUnauthenticated},
+		{"foreign origin, unknown bearer", "http://evil.example", helloFrame("vbx_nope"), refusal.BearerRefused},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := startRelay(t, Options{HelloBound: 300 * time.Millisecond}, server.Config{})
+			frame := strings.ReplaceAll(tt.frame, "BEARER", r.pair(t, "box"))
+			if strings.Contains(frame, "REVOKED") {
+				revoked := r.pair(t, "gone")
+				if status, m := r.post(t, http.MethodDelete, "/api/pair", map[string]any{"name": "gone"}, true); status != http.StatusOK {
+					t.Fatalf("DELETE /api/pair: %d %v", status, m)
+				}
+				frame = strings.ReplaceAll(frame, "REVOKED", revoked)
+			}
+			origin := tt.origin
+			switch origin {
+			case "self:other":
+				origin = "http://127.0.0.1:1" + r.port
+			case "https-self":
+				origin = "https://127.0.0.1:" + r.port
+			}
+			ws := r.dial(t, origin, nil)
+			p := serve(t, ws, executor.New(fsroot.NewMemory(), executor.Options{}))
+			// Not yet admitted: a call must not reach it.
+			if got := r.call(t, "now", nil); refused(got) != refusal.NoPage {
+				t.Fatalf("a call before the hello answered %v", got)
+			}
+			if frame != "" {
+				hello(t, ws, frame)
+			}
+			checkRefused(t, p, tt.rule)
+			if got := r.call(t, "now", nil); refused(got) != refusal.NoPage {
+				t.Fatalf("a call after the refusal answered %v", got)
+			}
+		})
+	}
+}
+
+func TestRevokedBearerIsClosedAndRefused(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		revoke func(t *testing.T, r *testRelay)
+	}{
+		{"through the API", func(t *testing.T, r *testRelay) {
+			status, m := r.post(t, http.MethodDelete, "/api/pair", map[string]any{"name": "box"}, true)
+			if status != http.StatusOK || m["disconnected"] != true {
+				t.Fatalf("DELETE /api/pair: %d %v", status, m)
+			}
+		}},
+		{"by another process", func(t *testing.T, r *testRelay) {
+			other, err := hoststate.Open(r.state.Path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := other.Revoke("box"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := startRelay(t, Options{Recheck: 20 * time.Millisecond}, server.Config{})
+			bearer := r.pair(t, "box")
+			p := r.machine(t, bearer, executor.New(fsroot.NewMemory(), executor.Options{}))
+			if got := r.call(t, "now", nil); got["ok"] != true {
+				t.Fatalf("the paired machine answered %v", got)
+			}
+			<-p.calls // the call above reached it while it was paired
+			tt.revoke(t, r)
+			checkRefused(t, p, refusal.BearerRefused)
+			if got := r.call(t, "now", nil); refused(got) != refusal.MachineUnreachable {
+				t.Fatalf("after the revocation: %v", got)
+			}
+			again := serve(t, r.dial(t, "", nil), nil)
+			hello(t, again.ws, helloFrame(bearer))
+			checkRefused(t, again, refusal.BearerRefused)
+		})
+	}
+}
+
+// stuck is an executor that never answers until released.
+func stuck(release <-chan struct{}) channel.Executor {
+	return channel.ExecutorFunc(func(ctx context.Context, _ wire.Call) (json.RawMessage, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return json.RawMessage(`{}`), nil
+	})
+}
+
+// asyncCall starts a call and returns where its answer will arrive.
+func (r *testRelay) asyncCall(t testing.TB, tool string) <-chan map[string]any {
+	out := make(chan map[string]any, 1)
+	go func() {
+		b, _ := json.Marshal(map[string]any{"tool": tool})
+		req, _ := http.NewRequest(http.MethodPost, r.url+"/api/root/call", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(server.HostTokenHeader, r.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			out <- map[string]any{"error": err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		out <- m
+	}()
+	return out
+}
+
+func await(t testing.TB, ch <-chan map[string]any) map[string]any {
+	t.Helper()
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(patience):
+		t.Fatal("the call never settled")
+		return nil
+	}
+}
+
+func awaitCall(t testing.TB, p *peer) {
+	t.Helper()
+	select {
+	case <-p.calls:
+	case <-time.After(patience):
+		t.Fatal("the call never reached the executor")
+	}
+}
+
+func TestNewestExecutorWins(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name          string
+		first, second string // "page" or "machine"
+		closed        refusal.Rule
+	}{
+		{"page replaces page", "page", "page", refusal.PageClosed},
+		{"machine replaces page", "page", "machine", refusal.PageClosed},
+		{"page replaces machine", "machine", "page", refusal.MachineClosed},
+		{"machine replaces machine", "machine", "machine", refusal.MachineClosed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := startRelay(t, Options{}, server.Config{})
+			release := make(chan struct{})
+			defer close(release)
+			machines := 0
+			connect := func(kind string, exec channel.Executor) *peer {
+				if kind == "machine" {
+					machines++
+					return r.machine(t, r.pair(t, fmt.Sprintf("box-%d", machines)), exec)
+				}
+				p := serve(t, r.dial(t, r.origin("127.0.0.1"), nil), exec)
+				r.waitRoot(t, connected)
+				return p
+			}
+			first := connect(tt.first, stuck(release))
+			pending := r.asyncCall(t, "now")
+			awaitCall(t, first)
+			second := connect(tt.second, executor.New(fsroot.NewMemory(), executor.Options{}))
+			if got := await(t, pending); refused(got) != tt.closed {
+				t.Fatalf("the displaced executor's call settled %v, want %s", got, tt.closed)
+			}
+			if code := first.end(t); code != CloseReplaced {
+				t.Fatalf("the displaced executor was closed with %v, want 4001", code)
+			}
+			if ctl := first.controls(); len(ctl) != 1 || ctl[0]["type"] != "replaced" || ctl[0]["why"] == "" {
+				t.Fatalf("the displaced executor's control frames: %v", ctl)
+			}
+			if got := r.call(t, "now", nil); got["ok"] != true {
+				t.Fatalf("the new executor answered %v", got)
+			}
+			_ = second
+		})
+	}
+}
+
+func TestAbsenceRules(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, kind string
+		happen     string // "timeout", "disconnect", "gone"
+		want       refusal.Rule
+	}{
+		{"page timeout", "page", "timeout", refusal.PageTimeout},
+		{"machine timeout", "machine", "timeout", refusal.MachineTimeout},
+		{"page closed mid-call", "page", "disconnect", refusal.PageClosed},
+		{"machine closed mid-call", "machine", "disconnect", refusal.MachineClosed},
+		{"page gone", "page", "gone", refusal.NoPage},
+		{"machine gone", "machine", "gone", refusal.MachineUnreachable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := startRelay(t, Options{CallTimeout: 200 * time.Millisecond}, server.Config{})
+			release := make(chan struct{})
+			defer close(release)
+			var p *peer
+			if tt.kind == "machine" {
+				p = r.machine(t, r.pair(t, "box"), stuck(release))
+			} else {
+				p = serve(t, r.dial(t, r.origin("localhost"), nil), stuck(release))
+				r.waitRoot(t, connected)
+			}
+			switch tt.happen {
+			case "timeout":
+				if got := r.call(t, "now", nil); refused(got) != tt.want {
+					t.Fatalf("answered %v, want %s", got, tt.want)
+				}
+			case "disconnect":
+				pending := r.asyncCall(t, "now")
+				awaitCall(t, p)
+				p.ws.Close(websocket.StatusNormalClosure, "bye")
+				if got := await(t, pending); refused(got) != tt.want {
+					t.Fatalf("answered %v, want %s", got, tt.want)
+				}
+			case "gone":
+				p.ws.Close(websocket.StatusNormalClosure, "bye")
+				r.waitRoot(t, func(m map[string]any) bool { return !connected(m) })
+				start := time.Now()
+				if got := r.call(t, "now", nil); refused(got) != tt.want {
+					t.Fatalf("answered %v, want %s", got, tt.want)
+				}
+				if d := time.Since(start); d > patience/2 {
+					t.Fatalf("the refusal took %v", d)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startServe runs the real serve command on a free port with its own state directory and returns
+// the relay's URL and the host token.
+func startServe(t *testing.T, stateDir string, extra ...string) (url string, stdout *bufio.Reader) {
+	t.Helper()
+	public := t.TempDir()
+	os.WriteFile(filepath.Join(public, "index.html"), []byte("<!doctype html>"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	outR, outW := io.Pipe()
+	exit := make(chan int, 1)
+	args := append([]string{"--addr", "127.0.0.1:0", "--public", public, "--extensions-dir", stateDir}, extra...)
+	go func() {
+		exit <- serveUntil(ctx, args, outW, io.Discard)
+		outW.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		go io.Copy(io.Discard, outR)
+		select {
+		case <-exit:
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	br := bufio.NewReader(outR)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no address line: %v", err)
+	}
+	m := regexp.MustCompile(`^voicebox on (http://\S+)\n$`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("printed %q", line)
+	}
+	return m[1], br
+}
+
+func hostToken(t *testing.T, stateDir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(stateDir, ".host-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func rootCall(t *testing.T, url, token, tool string, args map[string]any) map[string]any {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"tool": tool, "args": args})
+	req, _ := http.NewRequest(http.MethodPost, url+"/api/root/call", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Voicebox-Host-Token", token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s: %d %v", tool, resp.StatusCode, m)
+	}
+	return m
+}
+
+func waitMachine(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url + "/api/root")
+		if err == nil {
+			var m map[string]any
+			json.NewDecoder(resp.Body).Decode(&m)
+			resp.Body.Close()
+			if m["kind"] == "machine" && m["connected"] == true {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the environment never held the root")
+}
+
+// checkEnvironment runs write-file then read-file on the machine's directory, and a symbolic
+// link escape that must be refused.
+func checkEnvironment(t *testing.T, url, token, root, outside string) {
+	t.Helper()
+	if got := rootCall(t, url, token, "write-file", map[string]any{"path": "notes/a.txt", "content": "from the relay"}); got["ok"] != true {
+		t.Fatalf("write-file: %v", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "notes", "a.txt")); err != nil || string(b) != "from the relay" {
+		t.Fatalf("the directory holds %q, %v", b, err)
+	}
+	got := rootCall(t, url, token, "read-file", map[string]any{"path": "notes/a.txt"})
+	if obs, _ := got["observed"].(map[string]any); got["ok"] != true || obs["content"] != "from the relay" {
+		t.Fatalf("read-file: %v", got)
+	}
+	escapes := []struct {
+		name, tool string
+		args       map[string]any
+	}{
+		{"read through a file link", "read-file", map[string]any{"path": "secret-link"}},
+		{"read through a folder link", "read-file", map[string]any{"path": "out/secret.txt"}},
+		{"write through a folder link", "write-file", map[string]any{"path": "out/secret.txt", "content": "overwritten"}},
+		{"write a new file through a folder link", "write-file", map[string]any{"path": "out/new.txt", "content": "planted"}},
+		{"list through a folder link", "list-files", map[string]any{"dir": "out"}},
+	}
+	for _, e := range escapes {
+		if got := rootCall(t, url, token, e.tool, e.args); got["ok"] != false || got["refused"] != "outside-root" {
+			t.Errorf("%s: %v, want outside-root", e.name, got)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "secret.txt")); string(b) != "outside" {
+		t.Errorf("the outside file now holds %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "new.txt")); err == nil {
+		t.Error("a file was planted outside the root")
+	}
+}
+
+// envDirs makes the environment's directory with links pointing outside it.
+func envDirs(t *testing.T) (root, outside string) {
+	t.Helper()
+	root, outside = t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("outside"), 0o644)
+	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "secret-link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
+		t.Fatal(err)
+	}
+	return root, outside
+}
+
+func pairBearerFile(t *testing.T, stateDir, name string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := run([]string{"pair", "--extensions-dir", stateDir, name}, &out, &errOut); code != 0 {
+		t.Fatalf("relay pair: exit %d: %s", code, errOut.String())
+	}
+	bearer := strings.TrimSpace(out.String())
+	if !strings.HasPrefix(bearer, "vbx_") || strings.Contains(errOut.String(), bearer) {
+		t.Fatalf("relay pair printed %q / %q", out.String(), errOut.String())
+	}
+	f := filepath.Join(t.TempDir(), "bearer")
+	os.WriteFile(f, out.Bytes(), 0o600)
+	return f
+}
+
+func TestEnvInProcess(t *testing.T) {
+	t.Parallel()
+	stateDir := filepath.Join(t.TempDir(), "state")
+	url, _ := startServe(t, stateDir)
+	bearerFile := pairBearerFile(t, stateDir, "box")
+	root, outside := envDirs(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	exit := make(chan int, 1)
+	var envErr bytes.Buffer
+	go func() {
+		exit <- envUntil(ctx, []string{"--relay", url, "--bearer-file", bearerFile, "--root", root}, io.Discard, &envErr, nil)
+	}()
+	waitMachine(t, url)
+	checkEnvironment(t, url, hostToken(t, stateDir), root, outside)
+	cancel()
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("env exited %d after cancel: %s", code, envErr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("env did not stop")
+	}
+	bearer, _ := os.ReadFile(bearerFile)
+	if strings.Contains(envErr.String(), strings.TrimSpace(string(bearer))) {
+		t.Fatal("the environment logged its bearer")
+	}
+}
+
+// TestEnvRefusedStops: a revoked bearer stops the environment instead of retrying forever.
+func TestEnvRefusedStops(t *testing.T) {
+	t.Parallel()
+	stateDir := filepath.Join(t.TempDir(), "state")
+	url, _ := startServe(t, stateDir)
+	bearerFile := pairBearerFile(t, stateDir, "box")
+	if code := run([]string{"pair", "--extensions-dir", stateDir, "--revoke", "box"}, io.Discard, io.Discard); code != 0 {
+		t.Fatalf("relay pair --revoke exited %d", code)
+	}
+	var envErr bytes.Buffer
+	code := envUntil(context.Background(), []string{"--relay", url, "--bearer-file", bearerFile, "--root", t.TempDir()}, io.Discard, &envErr, nil)
+	if code != 1 || !strings.Contains(envErr.String(), "bearer-refused") {
+		t.Fatalf("exit %d, stderr %s", code, envErr.String())
+	}
+}
+
+// TestEnvBinary runs the built relay binary as the environment and stops it with SIGTERM.
+func TestEnvBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the relay binary")
+	}
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "relay")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	stateDir := filepath.Join(t.TempDir(), "state")
+	url, _ := startServe(t, stateDir)
+	bearerFile := pairBearerFile(t, stateDir, "box")
+	root, outside := envDirs(t)
+	cmd := exec.Command(bin, "env", "--relay", url, "--bearer-file", bearerFile, "--root", root)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitMachine(t, url)
+	checkEnvironment(t, url, hostToken(t, stateDir), root, outside)
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("env exited with %v after SIGINT: %s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("env did not stop on SIGINT")
+	}
+}
