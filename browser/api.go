@@ -56,10 +56,14 @@ type api struct {
 	started  time.Time
 	openRoot RootOpener
 	methods  map[string]method
+	// peer, when set, is the page's connection to /channel: each opened root becomes the
+	// executor of the relay's calls there.
+	peer *peer
 
 	mu      sync.Mutex
 	root    fsroot.Root
 	info    RootInfo
+	exec    *workspace
 	uploads map[string]*upload
 	nextID  int
 }
@@ -80,6 +84,7 @@ func newAPI(now time.Time, openRoot RootOpener) *api {
 		"files.upload.chunk":  a.uploadChunk,
 		"files.upload.commit": a.uploadCommit,
 		"files.upload.abort":  a.uploadAbort,
+		"channel.connect":     a.channelConnect,
 	}
 	return a
 }

@@ -1,5 +1,6 @@
 // Command browser is the page's Go: compiled with GOOS=js GOARCH=wasm to public/voicebox.wasm and
-// run in the page's dedicated worker (public/worker.js), never on the main thread.
+// run in the page's dedicated worker (public/worker.js), never on the main thread. It holds the
+// workspace root, runs the file browser's operations, and is the relay's executor over /channel.
 //
 // # What JavaScript sees
 //
@@ -9,18 +10,45 @@
 //	page -> worker  {type: "call", id, method, params}             id: a number the page chooses
 //	worker -> page  {type: "result", id, ok: true, value}          exactly one answer per call
 //	worker -> page  {type: "result", id, ok: false, refused, why}  a refusal with a rule id
+//	worker -> page  {type: "channel", state, why, retryMs}         the connection to the relay
 //	worker -> page  {type: "failed", message}                      from worker.js when loading fails
+//
+// params may carry two things JSON cannot: params.bytes (a Uint8Array or ArrayBuffer, for upload
+// chunks) and params.handle (a FileSystemDirectoryHandle, for root.open). A download's bytes come
+// back as value.bytes, a transferred Uint8Array.
 //
 // Methods:
 //
-//	status  -> {build, go, uptimeMs}
+//	status                        -> {build, go, uptimeMs, root?}
+//	root.open {kind, handle?}     -> {kind, name, syncHandles}   kind "opfs" or "handle"
+//	root.info                     -> the same, for the open root
+//	files.list {dir?}             -> the executor's list-files observation
+//	files.read {path}             -> {path, size, text, binary, truncated}   at most MaxViewBytes
+//	files.write {path, content}   -> the executor's write-file observation
+//	files.mkdir {path}            -> {path}
+//	files.delete {path}           -> {path, deleted}     a file, or an empty folder
+//	files.download {path}         -> {path, size} and value.bytes
+//	files.upload.begin {path}     -> {uploadId}          an atomic replacement, visible on commit
+//	files.upload.chunk {uploadId, bytes} -> {written}
+//	files.upload.commit {uploadId}       -> {path, size}
+//	files.upload.abort {uploadId}        -> {path, aborted}
+//	channel.connect               -> {resumed}           reconnect after "replaced" or "refused"
 //
-// An unknown method is refused "unknown-method"; a call without a numeric id or a method is
-// refused "malformed-call" when it has an id and dropped (with a console warning) when it has none.
+// Every path goes through fsroot.Check, so the page meets the same rules (and rule ids) as the
+// assistant's tools. An unknown method is refused "unknown-method"; a call without a numeric id
+// or a method is refused "malformed-call" when it has an id and dropped (with a console line)
+// when it has none.
 //
 // Before Go starts, worker.js keeps arriving messages in self.voiceboxInbox; Go takes over
 // self.onmessage and drains that inbox first, so no message sent after the worker started is lost.
 //
-// The same code is built natively only so that `go vet ./...` covers it; the native binary
-// refuses to run.
+// # The channel
+//
+// Once a root is open the worker dials the relay's /channel (the page's own origin) and serves
+// the relay's calls on that root through the executor door (see peer.go for the frames). It
+// reconnects with backoff when the relay goes away, and waits for channel.connect after the relay
+// refused it or a newer tab took the executor's place.
+//
+// The same code is built natively only so that `go vet ./...` and the portable tests cover it;
+// the native binary refuses to run.
 package main

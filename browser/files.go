@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"voicebox/shared/channel"
+	"voicebox/shared/executor"
 	"voicebox/shared/fsroot"
 	"voicebox/shared/refusal"
 )
@@ -41,6 +43,15 @@ func (a *api) current() (fsroot.Root, RootInfo, bool) {
 	return a.root, a.info, a.root != nil
 }
 
+func (a *api) needWorkspace() (*workspace, *refusal.Refusal) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.exec == nil {
+		return nil, refusal.New(refusal.NoRoot, "no workspace folder is open; choose browser storage or a folder first")
+	}
+	return a.exec, nil
+}
+
 func (a *api) needRoot() (fsroot.Root, *refusal.Refusal) {
 	root, _, ok := a.current()
 	if !ok {
@@ -66,18 +77,31 @@ func (a *api) rootOpen(ctx context.Context, req request) (result, *refusal.Refus
 	if err != nil {
 		return result{}, refusal.New(refusal.RootUnavailable, "the %s root could not be opened: %v", p.Kind, err)
 	}
+	exec := newExecutor(ctx, root)
 	a.mu.Lock()
-	old := a.root
-	a.root, a.info = root, info
+	old, oldExec := a.root, a.exec
+	a.root, a.info, a.exec = root, info, exec
 	for id, up := range a.uploads {
 		up.w.Abort()
 		delete(a.uploads, id)
 	}
 	a.mu.Unlock()
+	oldExec.close()
 	if c, ok := old.(interface{ Close() }); ok && old != root {
 		c.Close()
 	}
+	if a.peer != nil {
+		a.peer.SetRoot(channel.NewDoor(exec, executor.BuiltinAdmitted(), channel.DoorOptions{}), info)
+	}
 	return result{Value: info}, nil
+}
+
+func (a *api) channelConnect(context.Context, request) (result, *refusal.Refusal) {
+	if a.peer == nil {
+		return result{}, refusal.New(refusal.NoRoot, "this worker has no connection to the relay")
+	}
+	a.peer.Resume()
+	return result{Value: map[string]any{"resumed": true}}, nil
 }
 
 func (a *api) rootInfo(context.Context, request) (result, *refusal.Refusal) {
@@ -98,18 +122,15 @@ func (a *api) filesList(ctx context.Context, req request) (result, *refusal.Refu
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
-	root, r := a.needRoot()
+	w, r := a.needWorkspace()
 	if r != nil {
 		return result{}, r
 	}
-	entries, err := root.ReadDir(ctx, p.Dir)
-	if err != nil {
-		return result{}, fileRefusal(err)
+	out, r := w.run(ctx, executor.ListFiles, map[string]string{"dir": p.Dir})
+	if r != nil {
+		return result{}, r
 	}
-	if entries == nil {
-		entries = []fsroot.Entry{}
-	}
-	return result{Value: map[string]any{"dir": p.Dir, "entries": entries}}, nil
+	return result{Value: out}, nil
 }
 
 // viewValue is what files.read shows: the text, or a note that the file is binary.
@@ -158,14 +179,15 @@ func (a *api) filesWrite(ctx context.Context, req request) (result, *refusal.Ref
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
-	root, r := a.needRoot()
+	w, r := a.needWorkspace()
 	if r != nil {
 		return result{}, r
 	}
-	if err := root.WriteFile(ctx, p.Path, []byte(p.Content)); err != nil {
-		return result{}, fileRefusal(err)
+	out, r := w.run(ctx, executor.WriteFile, map[string]string{"path": p.Path, "content": p.Content})
+	if r != nil {
+		return result{}, r
 	}
-	return result{Value: map[string]any{"path": p.Path, "bytesWritten": len(p.Content)}}, nil
+	return result{Value: out}, nil
 }
 
 func (a *api) filesMkdir(ctx context.Context, req request) (result, *refusal.Refusal) {

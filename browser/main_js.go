@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -18,11 +19,71 @@ import (
 const opfsWorkspace = "workspace"
 
 func main() {
-	if err := serve(safejs.Global(), newAPI(time.Now(), openRoot)); err != nil {
+	global := safejs.Global()
+	out, err := newPoster(global)
+	if err != nil {
+		fmt.Println("voicebox worker:", err)
+		return
+	}
+	a := newAPI(time.Now(), openRoot)
+	if url, err := channelURL(global); err == nil {
+		a.peer = newPeer(url, dialConn, func(st PeerState) {
+			b, _ := json.Marshal(map[string]any{"type": "channel", "state": st.State, "why": st.Why, "retryMs": st.RetryMs})
+			out.post(b, nil)
+		})
+		go a.peer.Run(context.Background())
+	} else {
+		fmt.Println("voicebox worker: no /channel:", err)
+	}
+	if err := serve(global, a, out); err != nil {
 		fmt.Println("voicebox worker:", err)
 		return
 	}
 	select {}
+}
+
+// channelURL is the relay's /channel beside the page that started this worker.
+func channelURL(global safejs.Value) (string, error) {
+	loc, err := global.Get("location")
+	if err != nil {
+		return "", err
+	}
+	proto, err := loc.Get("protocol")
+	if err != nil {
+		return "", err
+	}
+	host, err := loc.Get("host")
+	if err != nil {
+		return "", err
+	}
+	p, _ := proto.String()
+	h, _ := host.String()
+	scheme := "ws:"
+	if p == "https:" {
+		scheme = "wss:"
+	}
+	if h == "" {
+		return "", errors.New("the worker has no host")
+	}
+	return scheme + "//" + h + "/channel", nil
+}
+
+func dialConn(ctx context.Context, url string) (conn, error) {
+	return dialSocket(ctx, url)
+}
+
+// poster posts JSON messages (and bytes beside them) to the page.
+type poster struct {
+	endpoint safejs.Value
+	json     safejs.Value
+}
+
+func newPoster(endpoint safejs.Value) (*poster, error) {
+	j, err := safejs.Global().Get("JSON")
+	if err != nil {
+		return nil, err
+	}
+	return &poster{endpoint: endpoint, json: j}, nil
 }
 
 // openRoot opens the workspace root the page asked for.
@@ -62,73 +123,12 @@ func must[T any](v T, err error) T {
 // serve answers the messages that reach endpoint (the worker's global scope, or a MessagePort in
 // tests): it takes over endpoint.onmessage, answers what arrived before it started (the
 // endpoint's voiceboxInbox, if any), and says ready.
-func serve(endpoint safejs.Value, a *api) error {
-	jsonObj, err := safejs.Global().Get("JSON")
-	if err != nil {
-		return err
-	}
-	post := func(b []byte, bytes []byte) {
-		v, err := jsonObj.Call("parse", string(b))
-		if err != nil {
-			fmt.Println("voicebox worker: could not answer:", err)
-			return
-		}
-		var transfer []any
-		if bytes != nil {
-			arr, err := jsutil.BytesToJS(bytes)
-			if err == nil {
-				value, _ := v.Get("value")
-				err = value.Set("bytes", arr)
-				buf, _ := arr.Get("buffer")
-				transfer = append(transfer, buf)
-			}
-			if err != nil {
-				fmt.Println("voicebox worker: could not attach bytes:", err)
-			}
-		}
-		if transfer != nil {
-			_, err = endpoint.Call("postMessage", v, transfer)
-		} else {
-			_, err = endpoint.Call("postMessage", v)
-		}
-		if err != nil {
-			fmt.Println("voicebox worker: could not answer:", err)
-		}
-	}
-	receive := func(data safejs.Value) {
-		req, bytes, object, err := splitMessage(data)
-		if err != nil {
-			fmt.Println("voicebox worker: dropped a message:", err)
-			return
-		}
-		text, err := jsonObj.Call("stringify", req)
-		if err != nil || text.Type() != safejs.TypeString {
-			fmt.Println("voicebox worker: dropped a message that is not JSON data")
-			return
-		}
-		s, _ := text.String()
-		go func() {
-			id, r, ref, ok := parse([]byte(s))
-			if !ok {
-				fmt.Println("voicebox worker: dropped a message with no numeric id")
-				return
-			}
-			if ref != nil {
-				post(encode(refused(id, ref)), nil)
-				return
-			}
-			r.Bytes, r.Object = bytes, object
-			ans, out := a.call(context.Background(), id, r)
-			if !ans.OK {
-				out = nil
-			}
-			post(encode(ans), out)
-		}()
-	}
+func serve(endpoint safejs.Value, a *api, out *poster) error {
+	jsonObj, post := out.json, out.post
 	onMessage, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
 		if len(args) > 0 {
 			if data, err := args[0].Get("data"); err == nil {
-				receive(data)
+				receive(jsonObj, a, post, data)
 			}
 		}
 		return nil
@@ -143,13 +143,70 @@ func serve(endpoint safejs.Value, a *api) error {
 		n, _ := inbox.Length()
 		for i := range n {
 			if v, err := inbox.Index(i); err == nil {
-				receive(v)
+				receive(jsonObj, a, post, v)
 			}
 		}
 		endpoint.Delete("voiceboxInbox")
 	}
 	post(readyMessage(), nil)
 	return nil
+}
+
+// post sends a JSON message to the page, with bytes (if any) as value.bytes, transferred.
+func (out *poster) post(b []byte, bytes []byte) {
+	v, err := out.json.Call("parse", string(b))
+	if err != nil {
+		fmt.Println("voicebox worker: could not answer:", err)
+		return
+	}
+	args := []any{v}
+	if bytes != nil {
+		arr, err := jsutil.BytesToJS(bytes)
+		if err == nil {
+			value, _ := v.Get("value")
+			err = value.Set("bytes", arr)
+		}
+		if err != nil {
+			fmt.Println("voicebox worker: could not attach bytes:", err)
+		} else if buf, err := arr.Get("buffer"); err == nil {
+			args = append(args, []any{buf})
+		}
+	}
+	if _, err := out.endpoint.Call("postMessage", args...); err != nil {
+		fmt.Println("voicebox worker: could not answer:", err)
+	}
+}
+
+// receive answers one message from the page, in its own goroutine.
+func receive(jsonObj safejs.Value, a *api, post func([]byte, []byte), data safejs.Value) {
+	req, bytes, object, err := splitMessage(data)
+	if err != nil {
+		fmt.Println("voicebox worker: dropped a message:", err)
+		return
+	}
+	text, err := jsonObj.Call("stringify", req)
+	if err != nil || text.Type() != safejs.TypeString {
+		fmt.Println("voicebox worker: dropped a message that is not JSON data")
+		return
+	}
+	s, _ := text.String()
+	go func() {
+		id, r, ref, ok := parse([]byte(s))
+		if !ok {
+			fmt.Println("voicebox worker: dropped a message with no numeric id")
+			return
+		}
+		if ref != nil {
+			post(encode(refused(id, ref)), nil)
+			return
+		}
+		r.Bytes, r.Object = bytes, object
+		ans, out := a.call(context.Background(), id, r)
+		if !ans.OK {
+			out = nil
+		}
+		post(encode(ans), out)
+	}()
 }
 
 // splitMessage takes params.bytes (a Uint8Array or ArrayBuffer) and params.handle (a JS object)

@@ -38,7 +38,8 @@ func TestServeOverAMessagePort(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := serve(port1, newAPI(time.Now(), nil)); err != nil {
+	out, _ := newPoster(port1)
+	if err := serve(port1, newAPI(time.Now(), nil), out); err != nil {
 		t.Fatal(err)
 	}
 	if undefined := must(port1.Get("voiceboxInbox")); !undefined.IsUndefined() {

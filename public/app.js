@@ -7,7 +7,7 @@
 (() => {
   const $ = (id) => document.getElementById(id);
   const el = {
-    status: $('status'), rootKind: $('root-kind'), reconnect: $('root-reconnect'),
+    status: $('status'), channel: $('channel'), channelResume: $('channel-resume'), rootKind: $('root-kind'), reconnect: $('root-reconnect'),
     files: $('files'), crumbs: $('crumbs'), list: $('file-list'), uploads: $('uploads'),
     newFile: $('new-file'), newFolder: $('new-folder'), upload: $('upload'), uploadInput: $('upload-input'),
     refresh: $('refresh'), viewerTitle: $('viewer-title'), viewerNote: $('viewer-note'), editor: $('editor'),
@@ -41,6 +41,9 @@
         performance.mark('voicebox-ready');
         restoreRoot();
         break;
+      case 'channel':
+        showChannel(msg);
+        break;
       case 'failed':
         showStatus('failed', msg.message);
         for (const settle of pending.values()) settle({ ok: false, refused: 'page-closed', why: msg.message });
@@ -62,6 +65,25 @@
     event.preventDefault();
     showStatus('failed', 'the engine failed: ' + (event.message || 'unknown error'));
   };
+
+  // showChannel shows the worker's connection to the relay, where it runs the relay's calls on
+  // the workspace.
+  function showChannel({ state, why, retryMs }) {
+    const text = {
+      connecting: 'relay: connecting…',
+      connected: 'relay: connected',
+      offline: `relay: offline, retrying in ${Math.max(1, Math.round((retryMs || 0) / 1000))} s`,
+      replaced: 'relay: another tab or machine is in charge',
+      refused: `relay: refused (${why || 'no reason given'})`,
+    }[state] || `relay: ${state}`;
+    el.channel.dataset.state = state;
+    el.channel.textContent = text;
+    el.channel.title = why || '';
+    el.channelResume.hidden = state !== 'replaced' && state !== 'refused';
+    el.channelResume.textContent = state === 'replaced' ? 'Use this tab' : 'Try again';
+  }
+
+  el.channelResume.addEventListener('click', () => call('channel.connect'));
 
   // call sends one call and resolves with the worker's answer {ok, value} or {ok: false, refused, why}.
   function call(method, params, transfer) {

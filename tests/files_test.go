@@ -152,3 +152,43 @@ func TestFileBrowserRefusesPathsOutsideTheRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestAChosenFolderIsKeptAcrossReloads stands in for the folder picker (which needs a person):
+// it stores a directory handle the way choosing a folder does (IndexedDB, plus the choice in
+// localStorage), reloads, and expects the page to reopen that folder as its workspace.
+func TestAChosenFolderIsKeptAcrossReloads(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	openWorkspace(t, tab, relay.URL)
+	harness.Eval[bool](tab, `(async () => {
+		const top = await navigator.storage.getDirectory();
+		const picked = await top.getDirectoryHandle('picked-folder', {create: true});
+		const f = await (await picked.getFileHandle('inside.txt', {create: true})).createWritable();
+		await f.write('in the picked folder'); await f.close();
+		const db = await new Promise((res, rej) => { const r = indexedDB.open('voicebox', 1); r.onupgradeneeded = () => r.result.createObjectStore('handles'); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
+		await new Promise((res, rej) => { const tx = db.transaction('handles', 'readwrite'); tx.objectStore('handles').put(picked, 'root'); tx.oncomplete = res; tx.onerror = () => rej(tx.error); });
+		db.close();
+		localStorage.setItem('voicebox.root', 'handle');
+		return true;
+	})()`)
+	tab.Navigate(relay.URL)
+	harness.WaitFor[bool](tab, `document.querySelector('#root-kind').value === 'handle' &&
+		document.querySelector('#status').textContent.includes('picked-folder') &&
+		document.querySelector('#file-list li[data-path="inside.txt"]') !== null`, readyBound)
+	type info struct {
+		OK    bool `json:"ok"`
+		Value struct {
+			Kind string `json:"kind"`
+			Name string `json:"name"`
+		} `json:"value"`
+	}
+	if got := harness.Eval[info](tab, `voicebox.call('root.info')`); !got.OK || got.Value.Kind != "handle" || got.Value.Name != "picked-folder" {
+		t.Fatalf("root.info = %+v", got)
+	}
+	// Switching back to browser storage is one choice away, and is kept too.
+	harness.Eval[bool](tab, `(() => { const s = document.querySelector('#root-kind'); s.value = 'opfs'; s.dispatchEvent(new Event('change')); return true; })()`)
+	harness.WaitFor[bool](tab, `document.querySelector('#status').textContent.includes('Browser storage')`, readyBound)
+	tab.Navigate(relay.URL)
+	harness.WaitFor[bool](tab, `document.querySelector('#status').textContent.includes('Browser storage')`, readyBound)
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -273,5 +274,27 @@ func (tab *Tab) Quiet() {
 	}))
 	if err != nil {
 		tab.t.Fatalf("harness: quiet the tab: %v", err)
+	}
+}
+
+// Freeze puts the page (and its dedicated workers) in the frozen lifecycle state: it runs no
+// task until the tab closes. A test uses it to hold a call in flight.
+func (tab *Tab) Freeze() {
+	tab.t.Helper()
+	err := chromedp.Do(tab.Ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: page.SetWebLifecycleStateStateFrozen})
+		return err
+	}))
+	if err != nil {
+		tab.t.Fatalf("harness: freeze the tab: %v", err)
+	}
+}
+
+// Close closes the tab now, as a person closing it would; the test's cleanup then has nothing
+// left to close.
+func (tab *Tab) Close() {
+	tab.t.Helper()
+	if err := chromedp.Cancel(tab.Ctx); err != nil {
+		tab.t.Fatalf("harness: close the tab: %v", err)
 	}
 }

@@ -8,11 +8,15 @@ package harness
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -32,7 +36,10 @@ func RepoRoot() string {
 type Relay struct {
 	// URL is the page's address, http://127.0.0.1:PORT.
 	URL string
-	cmd *exec.Cmd
+	// StateDir is the relay's host state directory (VOICEBOX_EXTENSIONS_DIR), a fresh one per
+	// relay unless the environment given names one.
+	StateDir string
+	cmd      *exec.Cmd
 
 	mu     sync.Mutex
 	stderr bytes.Buffer
@@ -69,9 +76,14 @@ func StartRelay(t testing.TB, env ...string) *Relay {
 			t.Fatalf("harness: %s is missing; run ./build.sh build first (./build.sh test does)", need)
 		}
 	}
-	r := &Relay{}
+	r := &Relay{StateDir: filepath.Join(t.TempDir(), "state")}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "VOICEBOX_EXTENSIONS_DIR="); ok {
+			r.StateDir = v
+		}
+	}
 	cmd := exec.Command(bin, "serve", "--public", filepath.Join(root, "public"))
-	cmd.Env = append(os.Environ(), append([]string{"PORT=0"}, env...)...)
+	cmd.Env = append(os.Environ(), append([]string{"PORT=0", "VOICEBOX_EXTENSIONS_DIR=" + r.StateDir}, env...)...)
 	cmd.Stderr = lockedWriter{r}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -104,6 +116,48 @@ func StartRelay(t testing.TB, env ...string) *Relay {
 		t.Fatalf("harness: relay printed no address within %v; stderr: %s", relayStartBound, r.Stderr())
 	}
 	return r
+}
+
+// HostToken returns the relay's host token, as the host (who can read the state directory) has it.
+func (r *Relay) HostToken(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(r.StateDir, ".host-token"))
+	if err != nil {
+		t.Fatalf("harness: read the host token: %v", err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// Call runs a call on whichever executor holds the relay's root (POST /api/root/call with the
+// host token) and returns the answer envelope's fields.
+func (r *Relay) Call(t testing.TB, tool string, args any) Answer {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"tool": tool, "args": args})
+	req, _ := http.NewRequest(http.MethodPost, r.URL+"/api/root/call", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-voicebox-host-token", r.HostToken(t))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("harness: call %s: %v", tool, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var a Answer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		t.Fatalf("harness: call %s answered %d %s", tool, resp.StatusCode, raw)
+	}
+	a.Raw = raw
+	return a
+}
+
+// Answer is an answer envelope as the tests read it.
+type Answer struct {
+	CallID   string          `json:"callId"`
+	OK       bool            `json:"ok"`
+	Observed json.RawMessage `json:"observed"`
+	Refused  string          `json:"refused"`
+	Why      string          `json:"why"`
+	Raw      []byte          `json:"-"`
 }
 
 // stop ends the relay it started, by its PID: SIGTERM, then SIGKILL if it does not exit in time.

@@ -1,0 +1,215 @@
+//go:build !js
+
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"voicebox/tests/harness"
+)
+
+// channelBound bounds how long the page may take to connect to /channel once its root is open.
+const channelBound = 20 * time.Second
+
+// openExecutor loads the page and waits until it is the relay's executor over browser storage.
+func openExecutor(t *testing.T, relay *harness.Relay) *harness.Tab {
+	t.Helper()
+	tab := harness.NewTab(t)
+	openWorkspace(t, tab, relay.URL)
+	harness.WaitFor[bool](tab, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
+	return tab
+}
+
+func TestRelayCallsRunOnThePagesOPFS(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	tab := openExecutor(t, relay)
+
+	var root struct {
+		OK        bool   `json:"ok"`
+		Kind      string `json:"kind"`
+		Connected bool   `json:"connected"`
+	}
+	getJSON(t, relay.URL+"/api/root", &root)
+	if !root.OK || root.Kind != "opfs" || !root.Connected {
+		t.Fatalf("/api/root = %+v, want a connected opfs root", root)
+	}
+
+	content := "written by the relay, read back through the page ✓"
+	if a := relay.Call(t, "write-file", map[string]string{"path": "from-relay/note.txt", "content": content}); !a.OK {
+		t.Fatalf("write-file answered %s", a.Raw)
+	}
+	a := relay.Call(t, "read-file", map[string]string{"path": "from-relay/note.txt"})
+	var read struct {
+		Content string `json:"content"`
+		Size    int    `json:"size"`
+	}
+	if !a.OK || json.Unmarshal(a.Observed, &read) != nil || read.Content != content || read.Size != len(content) {
+		t.Fatalf("read-file answered %s", a.Raw)
+	}
+	// The bytes are in the page's OPFS: the page's own file browser reads them.
+	type view struct {
+		OK    bool `json:"ok"`
+		Value struct {
+			Text string `json:"text"`
+		} `json:"value"`
+	}
+	if v := harness.Eval[view](tab, `voicebox.call('files.read', {path: 'from-relay/note.txt'})`); !v.OK || v.Value.Text != content {
+		t.Fatalf("the page reads %+v", v)
+	}
+	// The page applies the rules too.
+	if a := relay.Call(t, "read-file", map[string]string{"path": "../../etc/passwd"}); a.OK || a.Refused != "outside-root" {
+		t.Fatalf("an escaping read answered %s", a.Raw)
+	}
+}
+
+func TestRelayCallsWithoutAPageAreRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	start := time.Now()
+	a := relay.Call(t, "read-file", map[string]string{"path": "a.txt"})
+	if a.OK || a.Refused != "no-page" || a.Why == "" {
+		t.Fatalf("with no page the call answered %s", a.Raw)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the no-page refusal took %v; it must not wait for a timeout", d)
+	}
+}
+
+func TestAPageClosedMidCallSettlesItPageClosed(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	tab := openExecutor(t, relay)
+	tab.Freeze() // the worker can no longer answer: the next call stays in flight
+	answered := make(chan harness.Answer, 1)
+	go func() { answered <- relay.Call(t, "read-file", map[string]string{"path": "a.txt"}) }()
+	time.Sleep(300 * time.Millisecond) // let the call reach the frozen page
+	select {
+	case a := <-answered:
+		t.Fatalf("a frozen page answered %s", a.Raw)
+	default:
+	}
+	tab.Close()
+	select {
+	case a := <-answered:
+		if a.OK || a.Refused != "page-closed" {
+			t.Fatalf("the call in flight settled as %s, want page-closed", a.Raw)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("closing the page left the call unsettled")
+	}
+}
+
+// hijacker serves a page from a foreign origin (another port) that opens the relay's /channel
+// from its own script and from a sandboxed iframe (Origin: null), optionally sends a forged
+// hello, and reports every frame and the close.
+func hijacker(t *testing.T, relayURL string) *httptest.Server {
+	wsURL := "ws" + strings.TrimPrefix(relayURL, "http") + "/channel"
+	probe := fmt.Sprintf(`
+function probe(hello) {
+  return new Promise((resolve) => {
+    const got = {frames: [], code: 0};
+    const ws = new WebSocket(%q);
+    ws.onopen = () => { if (hello) ws.send(JSON.stringify(hello)); };
+    ws.onmessage = (e) => got.frames.push(e.data);
+    ws.onclose = (e) => { got.code = e.code; resolve(got); };
+  });
+}`, wsURL)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/probe.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			io.WriteString(w, probe)
+		default:
+			io.WriteString(w, `<!doctype html><link rel="icon" href="data:,"><title>elsewhere</title><script src="/probe.js"></script>`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+type hijackResult struct {
+	Frames []string `json:"frames"`
+	Code   int      `json:"code"`
+}
+
+func wantRefusedWithNoCall(t *testing.T, what string, got hijackResult, rule string) {
+	t.Helper()
+	if got.Code != 1008 {
+		t.Errorf("%s: closed %d, want 1008", what, got.Code)
+	}
+	if len(got.Frames) != 1 || !strings.Contains(got.Frames[0], `"refused":"`+rule+`"`) {
+		t.Errorf("%s: frames %q, want one %s refusal and no call", what, got.Frames, rule)
+	}
+}
+
+func TestForeignOriginsCannotBecomeTheExecutor(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t, "VOICEBOX_HELLO_BOUND_MS=500")
+	evil := hijacker(t, relay.URL)
+	tab := harness.NewTab(t)
+	tab.Navigate(evil.URL)
+	// A call issued while the hijackers hold their sockets must find no executor.
+	calls := make(chan harness.Answer, 1)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		calls <- relay.Call(t, "read-file", map[string]string{"path": "a.txt"})
+	}()
+
+	silent := harness.Eval[hijackResult](tab, `probe(null)`)
+	wantRefusedWithNoCall(t, "a foreign page with no hello", silent, "executor-unauthenticated")
+	forged := harness.Eval[hijackResult](tab, `probe({type: 'hello', role: 'environment', bearer: 'vbx_guessed'})`)
+	wantRefusedWithNoCall(t, "a foreign page with a forged bearer", forged, "bearer-refused")
+	posing := harness.Eval[hijackResult](tab, `probe({type: 'root', kind: 'opfs', name: 'Browser storage'})`)
+	wantRefusedWithNoCall(t, "a foreign page posing as the page", posing, "executor-unauthenticated")
+
+	// The same from a sandboxed iframe, whose Origin is "null".
+	sandboxed := harness.Eval[hijackResult](tab, `new Promise((resolve) => {
+		const f = document.createElement('iframe');
+		f.sandbox = 'allow-scripts';
+		f.srcdoc = '<script src="' + location.origin + '/probe.js"></scr' + 'ipt><script>probe(null).then(r => parent.postMessage(r, "*"))</scr' + 'ipt>';
+		window.addEventListener('message', (e) => resolve(e.data), {once: true});
+		document.body.appendChild(f);
+	})`)
+	wantRefusedWithNoCall(t, "a sandboxed iframe (Origin: null)", sandboxed, "executor-unauthenticated")
+
+	if a := <-calls; a.OK || a.Refused != "no-page" {
+		t.Fatalf("while only hijackers were connected a call answered %s, want no-page", a.Raw)
+	}
+}
+
+func TestANewerPageTakesOverAndTheOlderWaits(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	first := openExecutor(t, relay)
+	second := openExecutor(t, relay)
+	harness.WaitFor[bool](first, `document.querySelector('#channel').dataset.state === 'replaced' && !document.querySelector('#channel-resume').hidden`, channelBound)
+	if a := relay.Call(t, "now", map[string]string{}); !a.OK {
+		t.Fatalf("with the newer page connected a call answered %s", a.Raw)
+	}
+	// The older page takes the slot back only when its user asks.
+	harness.Eval[bool](first, `(document.querySelector('#channel-resume').click(), true)`)
+	harness.WaitFor[bool](first, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
+	harness.WaitFor[bool](second, `document.querySelector('#channel').dataset.state === 'replaced'`, channelBound)
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+}
