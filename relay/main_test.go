@@ -52,6 +52,8 @@ func TestServeOnAFreePort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PORT", "0")
+	t.Setenv("VOICEBOX_EXTENSIONS_DIR", filepath.Join(t.TempDir(), "state"))
+	t.Setenv("VOICEBOX_LOOPBACK_AUTH", "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	outR, outW := io.Pipe()
@@ -95,7 +97,9 @@ func TestHelpListsEveryFlagAndVariable(t *testing.T) {
 	if code := run([]string{"--help"}, &out, io.Discard); code != 0 {
 		t.Fatalf("--help exited %d", code)
 	}
-	for _, want := range []string{"serve", "-addr", "-public", "PORT", "VOICEBOX_PUBLIC_DIR"} {
+	for _, want := range []string{"serve", "-addr", "-public", "PORT", "VOICEBOX_PUBLIC_DIR",
+		"pair", "-revoke", "-list", "-extensions-dir", "-hello-bound-ms", "VOICEBOX_EXTENSIONS_DIR", "VOICEBOX_HELLO_BOUND_MS", "VOICEBOX_LOOPBACK_AUTH",
+		"env", "-relay", "-bearer-file", "-root"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, out.String())
 		}
@@ -124,5 +128,68 @@ func TestUnknownCommandIsAUsageError(t *testing.T) {
 	var stderr bytes.Buffer
 	if code := run([]string{"frobnicate"}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "frobnicate") {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestServeBanner: the second line says what the gate's posture is; with the gate on it is a
+// one-time bootstrap address that redeems into a session.
+func TestServeBanner(t *testing.T) {
+	t.Setenv("VOICEBOX_LOOPBACK_AUTH", "")
+	_, out := startServe(t, filepath.Join(t.TempDir(), "state"))
+	line, _ := out.ReadString('\n')
+	if !strings.HasPrefix(line, "loopback gate off: any process on this machine") {
+		t.Fatalf("gate off printed %q", line)
+	}
+
+	t.Setenv("VOICEBOX_LOOPBACK_AUTH", "1")
+	url, out := startServe(t, filepath.Join(t.TempDir(), "state"))
+	line, _ = out.ReadString('\n')
+	m := regexp.MustCompile(`(http://\S+/\?bootstrap=[0-9a-f]{64}) `).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("gate on printed %q", line)
+	}
+	if resp, err := http.Get(url + "/"); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("/ without a session: %v %v", resp, err)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(m[1])
+	if err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("redeeming: %v %v", resp, err)
+	}
+	resp, err = client.Get(m[1])
+	if err != nil || resp.StatusCode != 401 {
+		t.Fatalf("redeeming twice: %v %v", resp, err)
+	}
+}
+
+func TestPairCommand(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "state")
+	var out bytes.Buffer
+	if code := run([]string{"pair", "--extensions-dir", dir, "box"}, &out, io.Discard); code != 0 {
+		t.Fatalf("pair exited %d", code)
+	}
+	bearer := strings.TrimSpace(out.String())
+	out.Reset()
+	if code := run([]string{"pair", "--extensions-dir", dir, "--list"}, &out, io.Discard); code != 0 || !strings.Contains(out.String(), "box") || strings.Contains(out.String(), bearer[4:]) {
+		t.Fatalf("pair --list: exit %d, %q", code, out.String())
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"no name", []string{}, 2},
+		{"two names", []string{"a", "b"}, 2},
+		{"list with a name", []string{"--list", "a"}, 2},
+		{"a bad name", []string{"a b"}, 1},
+		{"revoke unknown", []string{"--revoke", "nobody"}, 1},
+		{"revoke", []string{"--revoke", "box"}, 0},
+		{"revoke again", []string{"--revoke", "box"}, 1},
+	}
+	for _, tt := range tests {
+		if code := run(append([]string{"pair", "--extensions-dir", dir}, tt.args...), io.Discard, io.Discard); code != tt.code {
+			t.Errorf("%s: exit %d, want %d", tt.name, code, tt.code)
+		}
 	}
 }

@@ -168,9 +168,16 @@ func sendRoot(t testing.TB, ws *websocket.Conn, kind, name string) {
 // waitRoot polls GET /api/root until ok accepts it.
 func (r *testRelay) waitRoot(t testing.TB, ok func(map[string]any) bool) map[string]any {
 	t.Helper()
+	return r.waitRootWith(t, http.Header{server.HostTokenHeader: {r.token}}, ok)
+}
+
+func (r *testRelay) waitRootWith(t testing.TB, header http.Header, ok func(map[string]any) bool) map[string]any {
+	t.Helper()
 	deadline := time.Now().Add(patience)
 	for {
-		resp, err := http.Get(r.url + "/api/root")
+		req := mustRequest(t, r.url+"/api/root")
+		req.Header = header
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +316,6 @@ func TestHostTokenIsRequired(t *testing.T) {
 		t.Fatalf("a refused pair request left pairings %v", ps)
 	}
 }
-
 
 // pair mints a bearer for name through the API.
 func (r *testRelay) pair(t testing.TB, name string) string {
@@ -618,4 +624,37 @@ func TestAbsenceRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestGatedPageNeedsASession(t *testing.T) {
+	t.Parallel()
+	gate := server.NewGate()
+	r := startRelay(t, Options{PageSession: gate.Session}, server.Config{Gate: gate})
+	p := serve(t, r.dial(t, r.origin("127.0.0.1"), nil), executor.New(fsroot.NewMemory(), executor.Options{}))
+	checkRefused(t, p, refusal.LoopbackUnauthenticated)
+
+	resp, err := (&http.Transport{}).RoundTrip(mustRequest(t, r.url+"/?bootstrap="+gate.NewTicket()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cookies := resp.Cookies()
+	if resp.StatusCode != http.StatusSeeOther || len(cookies) != 1 {
+		t.Fatalf("redeem: %d %v", resp.StatusCode, cookies)
+	}
+	header := http.Header{"Cookie": {cookies[0].Name + "=" + cookies[0].Value}}
+	serve(t, r.dial(t, r.origin("127.0.0.1"), header), executor.New(fsroot.NewMemory(), executor.Options{}))
+	r.waitRootWith(t, header, connected)
+	// The API behind the gate takes the host token too.
+	if got := r.call(t, "now", nil); got["ok"] != true {
+		t.Fatalf("a call to the gated page answered %v", got)
+	}
+}
+
+func mustRequest(t testing.TB, url string) *http.Request {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }
