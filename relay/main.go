@@ -1,5 +1,7 @@
-// Command relay is Voicebox's server: it serves the page, and later holds the vendor keys, the
-// channel to the page and the host's admission state.
+// Command relay is Voicebox's server: it serves the page, holds the /channel to whichever executor
+// holds the workspace root (the page, or a paired machine environment), and keeps the host's state
+// (host token, pairings); later the vendor keys too. The same binary runs a paired machine
+// environment (relay env).
 //
 // Usage:
 //
