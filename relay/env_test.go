@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -242,4 +243,88 @@ func TestEnvBinary(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("env did not stop on SIGINT")
 	}
+}
+
+// TestEnvReconnectsAndIsReplaced: the environment comes back after the relay restarts on the same
+// port, and stops when a second environment with the same pairing takes the root.
+func TestEnvReconnectsAndIsReplaced(t *testing.T) {
+	t.Parallel()
+	stateDir := filepath.Join(t.TempDir(), "state")
+	public := t.TempDir()
+	bearerFile := pairBearerFile(t, stateDir, "box")
+
+	url, stopFirst := startServeStoppable(t, stateDir, public, "127.0.0.1:0")
+	addr := strings.TrimPrefix(url, "http://")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exit := make(chan int, 1)
+	var envErr syncBuffer
+	go func() {
+		exit <- envUntil(ctx, []string{"--relay", url, "--bearer-file", bearerFile, "--root", t.TempDir()}, io.Discard, &envErr, nil)
+	}()
+	waitMachine(t, url)
+	stopFirst()
+	url2, _ := startServeStoppable(t, stateDir, public, addr)
+	waitMachine(t, url2)
+	if got := rootCall(t, url2, hostToken(t, stateDir), "now", nil); got["ok"] != true {
+		t.Fatalf("after the restart: %v", got)
+	}
+
+	// A second environment with the same bearer is newer, so it wins; the first stops.
+	go envUntil(ctx, []string{"--relay", url2, "--bearer-file", bearerFile, "--root", t.TempDir()}, io.Discard, io.Discard, nil)
+	select {
+	case code := <-exit:
+		if code != 1 || !strings.Contains(envErr.String(), "newer executor") {
+			t.Fatalf("the replaced environment exited %d: %s", code, envErr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the replaced environment kept running")
+	}
+}
+
+// startServeStoppable is startServe on a given address, with a function that stops it.
+func startServeStoppable(t *testing.T, stateDir, public, addr string) (string, func()) {
+	t.Helper()
+	os.WriteFile(filepath.Join(public, "index.html"), []byte("<!doctype html>"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	outR, outW := io.Pipe()
+	exit := make(chan int, 1)
+	go func() {
+		exit <- serveUntil(ctx, []string{"--addr", addr, "--public", public, "--extensions-dir", stateDir}, outW, io.Discard)
+		outW.Close()
+	}()
+	br := bufio.NewReader(outR)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no address line: %v", err)
+	}
+	go io.Copy(io.Discard, br)
+	stop := sync.OnceFunc(func() {
+		cancel()
+		select {
+		case <-exit:
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	t.Cleanup(stop)
+	return strings.TrimSpace(strings.TrimPrefix(line, "voicebox on ")), stop
+}
+
+// syncBuffer is a bytes.Buffer safe to write from one goroutine and read from another.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -658,3 +658,23 @@ func mustRequest(t testing.TB, url string) *http.Request {
 	}
 	return req
 }
+
+func FuzzParseHello(f *testing.F) {
+	f.Add([]byte(`{"type":"hello","role":"environment","bearer":"vbx_00"}`))
+	f.Add([]byte(`{"type":"hello","role":"environment","bearer":"vbx_00","x":1}`))
+	f.Add([]byte(`{"type":"hello","type":"hello","role":"environment"}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		bearer, ok := parseHello(b)
+		if !ok {
+			return
+		}
+		if bearer == "" || len(b) > MaxControlBytes {
+			t.Fatalf("accepted %q with bearer %q", b, bearer)
+		}
+		again, ok := parseHello([]byte(helloFrame(bearer)))
+		if !ok || again != bearer {
+			t.Fatalf("the accepted bearer %q does not round-trip", bearer)
+		}
+	})
+}
