@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // startServe runs the real serve command on a free port with its own state directory and returns
@@ -327,4 +329,51 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestHelloBoundIsConfigurable: the flag and the variable both set how long a silent connection
+// is kept before its refusal (well under the 5 s default), and bad values are usage errors.
+func TestHelloBoundIsConfigurable(t *testing.T) {
+	tests := []struct {
+		name, env string
+		args      []string
+	}{
+		{"flag", "", []string{"--hello-bound-ms", "150"}},
+		{"variable", "150", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("VOICEBOX_HELLO_BOUND_MS", tt.env)
+			url, _ := startServe(t, filepath.Join(t.TempDir(), "state"), tt.args...)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			start := time.Now()
+			ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/channel", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ws.CloseNow()
+			_, frame, err := ws.Read(ctx)
+			if err != nil || !strings.Contains(string(frame), `"refused":"executor-unauthenticated"`) {
+				t.Fatalf("read %q, %v", frame, err)
+			}
+			_, _, err = ws.Read(ctx)
+			if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+				t.Fatalf("then %v, want 1008", err)
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Fatalf("refused after %v: the bound was not applied", d)
+			}
+		})
+	}
+	for _, bad := range []struct{ env, flag string }{{"abc", ""}, {"0", ""}, {"", "-5"}} {
+		t.Setenv("VOICEBOX_HELLO_BOUND_MS", bad.env)
+		args := []string{"--addr", "127.0.0.1:0", "--extensions-dir", t.TempDir()}
+		if bad.flag != "" {
+			args = append(args, "--hello-bound-ms", bad.flag)
+		}
+		if code := serveUntil(context.Background(), args, io.Discard, io.Discard); code != 2 {
+			t.Errorf("env %q flag %q: exit %d, want 2", bad.env, bad.flag, code)
+		}
+	}
 }
