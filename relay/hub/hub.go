@@ -5,8 +5,9 @@
 //
 // A WebSocket whose Origin is this relay's own loopback origin (http://127.0.0.1:PORT,
 // http://localhost:PORT or http://[::1]:PORT, PORT being the port the request arrived on) is the
-// page. It is admitted at once (with a valid session when Options.PageSession is set) and sends no
-// hello. Browsers set Origin on every WebSocket upgrade and scripts cannot change it, so a page of
+// page. It is admitted at once and sends no hello; when Options.PageSession is set (the loopback
+// gate) it needs a valid session too, and without one it is refused like a bad hello, with
+// loopback-unauthenticated. Browsers set Origin on every WebSocket upgrade and scripts cannot change it, so a page of
 // another site can never pass for ours.
 //
 // Any other connection (another Origin, "null" from a sandboxed frame, or none at all) must send
