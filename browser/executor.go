@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"voicebox/shared/executor"
 	"voicebox/shared/fsroot"
@@ -18,10 +19,14 @@ import (
 // model may write through a tool (executor.MaxWriteBytes): a person editing a file is no model.
 const uiMaxWriteBytes = 16 << 20
 
-// auditQueue bounds the audit records waiting to be written. Records are written after the
-// answer, off the call's path (each append rewrites a segment, milliseconds on OPFS); past the
-// bound they are dropped and counted.
-const auditQueue = 256
+// The audit log is written after the answer, off the call's path: each write rewrites a segment,
+// milliseconds on OPFS. Records wait at most auditFlushDelay and are written in batches of up to
+// auditBatch; past auditQueue waiting records, new ones are dropped and counted.
+const (
+	auditQueue      = 1024
+	auditBatch      = 256
+	auditFlushDelay = 250 * time.Millisecond
+)
 
 // workspace is the executor side of an open root: one executor for the relay's calls (the tool
 // bounds) and one for the page's own UI (a larger write bound), sharing one audit log.
@@ -75,9 +80,14 @@ func (w *workspace) close() {
 	}
 }
 
-// asyncAudit writes audit records in the background, in order.
+// batchLog is an audit log that takes several records in one write (executor.RootAudit).
+type batchLog interface {
+	AppendAll(ctx context.Context, recs []executor.Record) error
+}
+
+// asyncAudit writes audit records in the background, in order, in batches.
 type asyncAudit struct {
-	inner   executor.AuditLog
+	inner   batchLog
 	queue   chan executor.Record
 	dropped atomic.Uint64
 	once    sync.Once
@@ -85,14 +95,33 @@ type asyncAudit struct {
 
 var errAuditBehind = errors.New("browser: the audit log is behind; a record was dropped")
 
-func newAsyncAudit(inner executor.AuditLog) *asyncAudit {
+func newAsyncAudit(inner batchLog) *asyncAudit {
 	a := &asyncAudit{inner: inner, queue: make(chan executor.Record, auditQueue)}
-	go func() {
-		for rec := range a.queue {
-			a.inner.Append(context.Background(), rec)
-		}
-	}()
+	go a.run()
 	return a
+}
+
+func (a *asyncAudit) run() {
+	for rec := range a.queue {
+		batch := []executor.Record{rec}
+		timer := time.NewTimer(auditFlushDelay)
+	collect:
+		for len(batch) < auditBatch {
+			select {
+			case rec, ok := <-a.queue:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, rec)
+			case <-timer.C:
+				break collect
+			}
+		}
+		timer.Stop()
+		if err := a.inner.AppendAll(context.Background(), batch); err != nil {
+			a.dropped.Add(uint64(len(batch)))
+		}
+	}
 }
 
 func (a *asyncAudit) Append(_ context.Context, rec executor.Record) error {

@@ -175,19 +175,48 @@ func (a *RootAudit) segments(ctx context.Context) ([]int, error) {
 
 // Append adds rec as one JSON line.
 func (a *RootAudit) Append(ctx context.Context, rec Record) error {
-	line, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("executor: encode the audit record: %w", err)
+	return a.AppendAll(ctx, []Record{rec})
+}
+
+// AppendAll adds recs, in order, with one rewrite of the current segment (one more for each
+// segment the batch starts), so a caller that queues records pays for the batch, not per record.
+func (a *RootAudit) AppendAll(ctx context.Context, recs []Record) error {
+	lines := make([][]byte, 0, len(recs))
+	for _, rec := range recs {
+		line, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("executor: encode the audit record: %w", err)
+		}
+		lines = append(lines, append(line, '\n'))
 	}
-	line = append(line, '\n')
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	seq, cur := a.seq, a.cur
-	if len(cur) > 0 && len(cur)+len(line) > a.segBytes {
-		seq, cur = seq+1, nil
+	seq, cur := a.seq, a.cur[:len(a.cur):len(a.cur)]
+	dirty := false
+	for _, line := range lines {
+		if len(cur) > 0 && len(cur)+len(line) > a.segBytes {
+			if dirty {
+				if err := a.writeSegment(ctx, seq, cur); err != nil {
+					return err
+				}
+			}
+			seq, cur = seq+1, nil
+		}
+		cur, dirty = append(cur, line...), true
 	}
-	next := append(cur[:len(cur):len(cur)], line...)
-	if err := a.meta.WriteFile(ctx, segmentName(seq), next); err != nil {
+	if dirty {
+		if err := a.writeSegment(ctx, seq, cur); err != nil {
+			return err
+		}
+	}
+	a.seq, a.cur = seq, cur
+	return nil
+}
+
+// writeSegment replaces segment seq with data; starting a segment drops the oldest beyond keep.
+// The caller holds mu.
+func (a *RootAudit) writeSegment(ctx context.Context, seq int, data []byte) error {
+	if err := a.meta.WriteFile(ctx, segmentName(seq), data); err != nil {
 		return fmt.Errorf("executor: append to the audit log: %w", err)
 	}
 	if seq != a.seq {
@@ -196,8 +225,8 @@ func (a *RootAudit) Append(ctx context.Context, rec Record) error {
 				return fmt.Errorf("executor: drop an old audit segment: %w", err)
 			}
 		}
+		a.seq = seq
 	}
-	a.seq, a.cur = seq, next
 	return nil
 }
 

@@ -144,3 +144,50 @@ func TestAuditNeedsAMetadataArea(t *testing.T) {
 		t.Errorf("OpenRootAudit on a root without Metadata succeeded")
 	}
 }
+
+// TestAuditBatchesMatchSingleAppends shows AppendAll keeps what one Append per record keeps,
+// across segment rollovers, with fewer rewrites.
+func TestAuditBatchesMatchSingleAppends(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	recs := make([]executor.Record, 25)
+	for i := range recs {
+		recs[i] = executor.Record{CallID: fmt.Sprintf("c%02d", i), Tool: "now", OK: true}
+	}
+	one, batched := fsroot.NewMemory(), fsroot.NewMemory()
+	a, _ := executor.OpenAudit(ctx, one)
+	b, _ := executor.OpenAudit(ctx, batched)
+	executor.ShrinkSegments(a, 300, 4)
+	executor.ShrinkSegments(b, 300, 4)
+	for _, r := range recs {
+		if err := a.Append(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.AppendAll(ctx, recs[:7]); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AppendAll(ctx, recs[7:]); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := b.Records(ctx)
+	want, _ := a.Records(ctx)
+	if len(got) != len(want) || len(got) == 0 {
+		t.Fatalf("batched kept %d records, single appends %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].CallID != want[i].CallID {
+			t.Fatalf("record %d: batched %s, single %s", i, got[i].CallID, want[i].CallID)
+		}
+	}
+	ea, _ := one.ReadDir(ctx, executor.AuditDir)
+	eb, _ := batched.ReadDir(ctx, executor.AuditDir)
+	if len(ea) != len(eb) || len(eb) != 4 {
+		t.Fatalf("segments: single %d, batched %d, want 4 each", len(ea), len(eb))
+	}
+	for i := range eb {
+		if eb[i].Size > 300 || eb[i].Size != ea[i].Size {
+			t.Errorf("segment %s: %d bytes batched, %d single", eb[i].Name, eb[i].Size, ea[i].Size)
+		}
+	}
+}

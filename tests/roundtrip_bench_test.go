@@ -1,0 +1,129 @@
+//go:build !js
+
+package tests
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"voicebox/relay/hub"
+	"voicebox/relay/server"
+	"voicebox/shared/executor"
+	"voicebox/shared/wire"
+	"voicebox/tests/harness"
+)
+
+//go:embed benchpeer
+var benchPeer embed.FS
+
+// benchRelay serves the checkout's public/ (built) plus the JavaScript peer page, with a hub on
+// /channel, in this process, so a benchmark can time the hub's Ask directly.
+func benchRelay(b *testing.B) (*hub.Hub, string) {
+	b.Helper()
+	public := b.TempDir()
+	src := filepath.Join(harness.RepoRoot(), "public")
+	if err := os.CopyFS(public, os.DirFS(src)); err != nil {
+		b.Fatal(err)
+	}
+	peer, _ := fs.Sub(benchPeer, "benchpeer")
+	if err := os.CopyFS(public, peer); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Public: public, Build: "bench", Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := hub.New(hub.Options{})
+	hub.Register(srv, h, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv}
+	go hs.Serve(ln)
+	b.Cleanup(func() { h.Close(); hs.Close() })
+	return h, "http://" + ln.Addr().String()
+}
+
+func readCallFor(h *hub.Hub, path string) wire.Call {
+	args, _ := json.Marshal(map[string]string{"path": path})
+	return wire.Call{CallID: h.NewCallID(), Tool: "read-file", DescriptorID: executor.BuiltinDescriptor, Args: args, BoundsEcho: json.RawMessage(`{}`)}
+}
+
+// timeRoundTrips asks n read-file calls of path through h and returns their durations in us.
+func timeRoundTrips(b *testing.B, h *hub.Hub, path string, n int) []float64 {
+	b.Helper()
+	var samples []float64
+	for range n {
+		start := time.Now()
+		a := h.Ask(context.Background(), readCallFor(h, path))
+		d := time.Since(start)
+		if !a.OK {
+			b.Fatalf("read-file answered %s: %s", a.Refused, a.Why)
+		}
+		samples = append(samples, float64(d)/float64(time.Microsecond))
+	}
+	return samples
+}
+
+// BenchmarkRoundTripRelayPageRelay times a 4 KiB read-file from the relay's hub to the page and
+// back: the page's Go in its worker (the product) and a plain JavaScript peer on the main thread,
+// in the same browser, alternating. Both tabs are quiet (no Network or Log domain).
+func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
+	h, url := benchRelay(b)
+	const path = "bench-4k.txt"
+	const rounds, perRound = 3, 200
+
+	goPage := harness.NewTab(b)
+	goPage.Quiet()
+	goPage.Navigate(url)
+	harness.WaitFor[bool](goPage, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
+	args, _ := json.Marshal(map[string]string{"path": path, "content": strings.Repeat("x", 4096)})
+	if a := h.Ask(context.Background(), wire.Call{CallID: h.NewCallID(), Tool: "write-file", DescriptorID: executor.BuiltinDescriptor, Args: args, BoundsEcho: json.RawMessage(`{}`)}); !a.OK {
+		b.Fatalf("write-file answered %s: %s", a.Refused, a.Why)
+	}
+	jsPage := harness.NewTab(b)
+	jsPage.Quiet()
+	jsPage.Allow(`.`) // the JavaScript peer is only measured; the Go page's tab keeps its checks
+
+	var goSamples, jsSamples []float64
+	for b.Loop() {
+		for range rounds {
+			jsPage.Navigate(url + "/jspeer.html")
+			harness.Eval[bool](jsPage, `window.peerReady`)
+			timeRoundTrips(b, h, path, 20) // warm up
+			jsSamples = append(jsSamples, timeRoundTrips(b, h, path, perRound)...)
+
+			harness.Eval[bool](goPage, `voicebox.call('channel.connect').then(() => true)`)
+			harness.WaitFor[bool](goPage, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
+			waitForRoot(b, h, "Browser storage")
+			timeRoundTrips(b, h, path, 20)
+			goSamples = append(goSamples, timeRoundTrips(b, h, path, perRound)...)
+		}
+	}
+	b.StopTimer()
+	harness.ReportPercentiles(b, goSamples, "go-worker-us")
+	harness.ReportPercentiles(b, jsSamples, "js-main-us")
+}
+
+// waitForRoot waits until the hub's executor is the one that named its root name.
+func waitForRoot(b *testing.B, h *hub.Hub, name string) {
+	deadline := time.Now().Add(channelBound)
+	for time.Now().Before(deadline) {
+		if r := h.Root(); r.Connected && r.Name == name {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.Fatalf("the executor named %q did not take the slot", name)
+}
