@@ -213,3 +213,21 @@ func getJSON(t *testing.T, url string, v any) {
 		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
 	}
 }
+
+// TestThePageReconnectsWhenTheRelayRestarts stops the relay under a connected page and starts a
+// new one on the same port and state: the page's worker reconnects by itself and serves calls.
+func TestThePageReconnectsWhenTheRelayRestarts(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	tab := openExecutor(t, relay)
+	relay.Stop(t)
+	harness.WaitFor[bool](tab, `document.querySelector('#channel').dataset.state === 'offline'`, channelBound)
+	// The failed attempts while the relay is down are expected.
+	tab.Allow(`WebSocket connection to .*/channel' failed`)
+
+	again := harness.StartRelay(t, "PORT="+relay.Port(), "VOICEBOX_EXTENSIONS_DIR="+relay.StateDir)
+	harness.WaitFor[bool](tab, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
+	if a := again.Call(t, "write-file", map[string]string{"path": "after-restart.txt", "content": "still here"}); !a.OK {
+		t.Fatalf("after the restart a call answered %s", a.Raw)
+	}
+}

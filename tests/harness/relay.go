@@ -40,6 +40,7 @@ type Relay struct {
 	// relay unless the environment given names one.
 	StateDir string
 	cmd      *exec.Cmd
+	stopped  bool
 
 	mu     sync.Mutex
 	stderr bytes.Buffer
@@ -160,11 +161,25 @@ type Answer struct {
 	Raw      []byte          `json:"-"`
 }
 
+// Stop stops the relay now, as its operator would (SIGTERM), and fails the test if it does not
+// exit cleanly.
+func (r *Relay) Stop(t testing.TB) {
+	t.Helper()
+	r.stop(t)
+}
+
+// Port returns the port the relay listens on.
+func (r *Relay) Port() string {
+	return r.URL[strings.LastIndexByte(r.URL, ':')+1:]
+}
+
 // stop ends the relay it started, by its PID: SIGTERM, then SIGKILL if it does not exit in time.
+// It does nothing the second time.
 func (r *Relay) stop(t testing.TB) {
-	if r.cmd == nil || r.cmd.Process == nil {
+	if r.cmd == nil || r.cmd.Process == nil || r.stopped {
 		return
 	}
+	r.stopped = true
 	done := make(chan error, 1)
 	go func() { done <- r.cmd.Wait() }()
 	r.cmd.Process.Signal(syscall.SIGTERM)
