@@ -43,21 +43,28 @@ func (a *api) current() (fsroot.Root, RootInfo, bool) {
 	return a.root, a.info, a.root != nil
 }
 
-func (a *api) needWorkspace() (*workspace, *refusal.Refusal) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.exec == nil {
-		return nil, refusal.New(refusal.NoRoot, "no workspace folder is open; choose browser storage or a folder first")
+// onRoot decodes req's parameters into a P and runs fn with them on the open root and its
+// executor; without a root it refuses no-root.
+func onRoot[P any](a *api, req request, fn func(root fsroot.Root, w *workspace, p P) (result, *refusal.Refusal)) (result, *refusal.Refusal) {
+	var p P
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
 	}
-	return a.exec, nil
+	a.mu.Lock()
+	root, w := a.root, a.exec
+	a.mu.Unlock()
+	if root == nil {
+		return result{}, refusal.New(refusal.NoRoot, "no workspace folder is open; choose browser storage or a folder first")
+	}
+	return fn(root, w, p)
 }
 
-func (a *api) needRoot() (fsroot.Root, *refusal.Refusal) {
-	root, _, ok := a.current()
-	if !ok {
-		return nil, refusal.New(refusal.NoRoot, "no workspace folder is open; choose browser storage or a folder first")
+// observed answers with an executor's observation, or its refusal.
+func observed(out json.RawMessage, r *refusal.Refusal) (result, *refusal.Refusal) {
+	if r != nil {
+		return result{}, r
 	}
-	return root, nil
+	return result{Value: out}, nil
 }
 
 func (a *api) rootOpen(ctx context.Context, req request) (result, *refusal.Refusal) {
@@ -115,22 +122,14 @@ type pathParam struct {
 	Path string `json:"path"`
 }
 
+type dirParam struct {
+	Dir string `json:"dir"`
+}
+
 func (a *api) filesList(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		Dir string `json:"dir"`
-	}
-	if r := decodeParams(req, &p); r != nil {
-		return result{}, r
-	}
-	w, r := a.needWorkspace()
-	if r != nil {
-		return result{}, r
-	}
-	out, r := w.run(ctx, executor.ListFiles, map[string]string{"dir": p.Dir})
-	if r != nil {
-		return result{}, r
-	}
-	return result{Value: out}, nil
+	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p dirParam) (result, *refusal.Refusal) {
+		return observed(w.run(ctx, executor.ListFiles, p))
+	})
 }
 
 // viewValue is what files.read shows: the text, or a note that the file is binary.
@@ -143,97 +142,65 @@ type viewValue struct {
 }
 
 func (a *api) filesRead(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p pathParam
-	if r := decodeParams(req, &p); r != nil {
-		return result{}, r
-	}
-	root, r := a.needRoot()
-	if r != nil {
-		return result{}, r
-	}
-	b, size, err := fsroot.ReadPrefix(ctx, root, p.Path, MaxViewBytes)
-	if err != nil {
-		return result{}, fileRefusal(err)
-	}
-	v := viewValue{Path: p.Path, Size: size}
-	if size > int64(len(b)) {
-		v.Truncated = true
-		// Back off a character cut in two by the bound (at most UTFMax-1 bytes).
-		for cut := 0; cut < utf8.UTFMax-1 && !utf8.Valid(b); cut++ {
-			b = b[:len(b)-1]
+	return onRoot(a, req, func(root fsroot.Root, _ *workspace, p pathParam) (result, *refusal.Refusal) {
+		b, size, err := fsroot.ReadPrefix(ctx, root, p.Path, MaxViewBytes)
+		if err != nil {
+			return result{}, fileRefusal(err)
 		}
-	}
-	if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
-		v.Binary = true
-	} else {
-		v.Text = string(b)
-	}
-	return result{Value: v}, nil
+		v := viewValue{Path: p.Path, Size: size}
+		if size > int64(len(b)) {
+			v.Truncated = true
+			// Back off a character cut in two by the bound (at most UTFMax-1 bytes).
+			for cut := 0; cut < utf8.UTFMax-1 && !utf8.Valid(b); cut++ {
+				b = b[:len(b)-1]
+			}
+		}
+		if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
+			v.Binary = true
+		} else {
+			v.Text = string(b)
+		}
+		return result{Value: v}, nil
+	})
+}
+
+type writeParam struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
 }
 
 func (a *api) filesWrite(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		Path    string `json:"path"`
-		Content string `json:"content"`
-	}
-	if r := decodeParams(req, &p); r != nil {
-		return result{}, r
-	}
-	w, r := a.needWorkspace()
-	if r != nil {
-		return result{}, r
-	}
-	out, r := w.run(ctx, executor.WriteFile, map[string]string{"path": p.Path, "content": p.Content})
-	if r != nil {
-		return result{}, r
-	}
-	return result{Value: out}, nil
+	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p writeParam) (result, *refusal.Refusal) {
+		return observed(w.run(ctx, executor.WriteFile, p))
+	})
 }
 
 func (a *api) filesMkdir(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p pathParam
-	if r := decodeParams(req, &p); r != nil {
-		return result{}, r
-	}
-	root, r := a.needRoot()
-	if r != nil {
-		return result{}, r
-	}
-	if err := root.MkdirAll(ctx, p.Path); err != nil {
-		return result{}, fileRefusal(err)
-	}
-	return result{Value: map[string]any{"path": p.Path}}, nil
+	return onRoot(a, req, func(root fsroot.Root, _ *workspace, p pathParam) (result, *refusal.Refusal) {
+		if err := root.MkdirAll(ctx, p.Path); err != nil {
+			return result{}, fileRefusal(err)
+		}
+		return result{Value: map[string]any{"path": p.Path}}, nil
+	})
 }
 
 func (a *api) filesDelete(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p pathParam
-	if r := decodeParams(req, &p); r != nil {
-		return result{}, r
-	}
-	root, r := a.needRoot()
-	if r != nil {
-		return result{}, r
-	}
-	if err := root.Remove(ctx, p.Path); err != nil {
-		return result{}, fileRefusal(err)
-	}
-	return result{Value: map[string]any{"path": p.Path, "deleted": true}}, nil
+	return onRoot(a, req, func(root fsroot.Root, _ *workspace, p pathParam) (result, *refusal.Refusal) {
+		if err := root.Remove(ctx, p.Path); err != nil {
+			return result{}, fileRefusal(err)
+		}
+		return result{Value: map[string]any{"path": p.Path, "deleted": true}}, nil
+	})
 }
 
 func (a *api) filesDownload(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p pathParam
-	if r := decodeParams(req, &p); r != nil {
-		return result{}, r
-	}
-	root, r := a.needRoot()
-	if r != nil {
-		return result{}, r
-	}
-	b, err := root.ReadFile(ctx, p.Path)
-	if err != nil {
-		return result{}, fileRefusal(err)
-	}
-	return result{Value: map[string]any{"path": p.Path, "size": len(b)}, Bytes: b}, nil
+	return onRoot(a, req, func(root fsroot.Root, _ *workspace, p pathParam) (result, *refusal.Refusal) {
+		b, err := root.ReadFile(ctx, p.Path)
+		if err != nil {
+			return result{}, fileRefusal(err)
+		}
+		return result{Value: map[string]any{"path": p.Path, "size": len(b)}, Bytes: b}, nil
+	})
 }
 
 // upload is a file arriving in chunks, written through an atomic replacement that becomes
@@ -245,14 +212,12 @@ type upload struct {
 }
 
 func (a *api) uploadBegin(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p pathParam
-	if r := decodeParams(req, &p); r != nil {
-		return result{}, r
-	}
-	root, r := a.needRoot()
-	if r != nil {
-		return result{}, r
-	}
+	return onRoot(a, req, func(root fsroot.Root, _ *workspace, p pathParam) (result, *refusal.Refusal) {
+		return a.beginUpload(ctx, root, p.Path)
+	})
+}
+
+func (a *api) beginUpload(ctx context.Context, root fsroot.Root, path string) (result, *refusal.Refusal) {
 	a.mu.Lock()
 	full := len(a.uploads) >= MaxUploads
 	a.mu.Unlock()
@@ -260,14 +225,14 @@ func (a *api) uploadBegin(ctx context.Context, req request) (result, *refusal.Re
 		return result{}, refusal.New(refusal.TooManyUploads, "%d uploads are already in progress; wait for one to finish", MaxUploads)
 	}
 	// The writer outlives this call, so it gets a context of its own, not the call's.
-	w, err := root.Create(context.WithoutCancel(ctx), p.Path)
+	w, err := root.Create(context.WithoutCancel(ctx), path)
 	if err != nil {
 		return result{}, fileRefusal(err)
 	}
 	a.mu.Lock()
 	a.nextID++
 	id := "up" + strconv.Itoa(a.nextID)
-	a.uploads[id] = &upload{path: p.Path, w: w}
+	a.uploads[id] = &upload{path: path, w: w}
 	a.mu.Unlock()
 	return result{Value: map[string]any{"uploadId": id}}, nil
 }
