@@ -76,6 +76,9 @@
       replaced: 'relay: another tab or machine is in charge',
       refused: `relay: refused (${why || 'no reason given'})`,
     }[state] || `relay: ${state}`;
+    if (state === 'connected' && performance.getEntriesByName('voicebox-channel').length === 0) {
+      performance.mark('voicebox-channel');
+    }
     el.channel.dataset.state = state;
     el.channel.textContent = text;
     el.channel.title = why || '';
