@@ -231,3 +231,41 @@ func TestThePageReconnectsWhenTheRelayRestarts(t *testing.T) {
 		t.Fatalf("after the restart a call answered %s", a.Raw)
 	}
 }
+
+// TestTheLoopbackGateLetsThePageInWithItsTicket turns the gate on: the page is refused without a
+// session, the printed one-time URL lets the browser in, and the page then becomes the executor
+// (its worker's /channel carries the session cookie).
+func TestTheLoopbackGateLetsThePageInWithItsTicket(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t, "VOICEBOX_LOOPBACK_AUTH=1")
+	line := relay.NextLine(t, 5*time.Second)
+	i := strings.Index(line, relay.URL+"/?bootstrap=")
+	if i < 0 {
+		t.Fatalf("the relay printed %q, want the one-time URL", line)
+	}
+	ticket := strings.Fields(line[i:])[0]
+
+	if resp, err := http.Get(relay.URL + "/"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("without a session / answered %v %v, want 401", resp.StatusCode, err)
+	}
+	tab := harness.NewTab(t)
+	tab.Navigate(ticket)
+	if got := harness.Eval[string](tab, `location.href`); got != relay.URL+"/" {
+		t.Fatalf("after the ticket the page is at %s, want %s/", got, relay.URL)
+	}
+	harness.WaitFor[bool](tab, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
+	if a := relay.Call(t, "now", map[string]string{}); !a.OK {
+		t.Fatalf("through the gated page a call answered %s", a.Raw)
+	}
+
+	// The ticket was single use: a second visit gets no session (no 303 with a cookie).
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || len(resp.Cookies()) != 0 {
+		t.Fatalf("a second use of the ticket answered %d with cookies %v, want 401 and none", resp.StatusCode, resp.Cookies())
+	}
+}

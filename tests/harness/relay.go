@@ -41,6 +41,7 @@ type Relay struct {
 	StateDir string
 	cmd      *exec.Cmd
 	stopped  bool
+	lines    <-chan string
 
 	mu     sync.Mutex
 	stderr bytes.Buffer
@@ -96,7 +97,7 @@ func StartRelay(t testing.TB, env ...string) *Relay {
 	r.cmd = cmd
 	t.Cleanup(func() { r.stop(t) })
 
-	lines := make(chan string, 1)
+	lines := make(chan string, 64)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -106,6 +107,7 @@ func StartRelay(t testing.TB, env ...string) *Relay {
 			}
 		}
 	}()
+	r.lines = lines
 	select {
 	case line := <-lines:
 		m := addrLine.FindStringSubmatch(line)
@@ -117,6 +119,18 @@ func StartRelay(t testing.TB, env ...string) *Relay {
 		t.Fatalf("harness: relay printed no address within %v; stderr: %s", relayStartBound, r.Stderr())
 	}
 	return r
+}
+
+// NextLine returns the next line the relay prints after its address, waiting up to bound.
+func (r *Relay) NextLine(t testing.TB, bound time.Duration) string {
+	t.Helper()
+	select {
+	case line := <-r.lines:
+		return line
+	case <-time.After(bound):
+		t.Fatalf("harness: the relay printed nothing more within %v", bound)
+		return ""
+	}
 }
 
 // HostToken returns the relay's host token, as the host (who can read the state directory) has it.
