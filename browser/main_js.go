@@ -100,7 +100,9 @@ func openRoot(ctx context.Context, kind string, handle any) (fsroot.Root, RootIn
 		if !ok || h.Type() != safejs.TypeObject {
 			return nil, RootInfo{}, errors.New("the handle is not a directory handle")
 		}
-		if k, _ := h.Get("kind"); !k.Equal(must(safejs.ValueOf("directory"))) {
+		if k, err := h.Get("kind"); err != nil || k.Type() != safejs.TypeString {
+			return nil, RootInfo{}, errors.New("the handle is not a file system handle")
+		} else if kind, _ := k.String(); kind != "directory" {
 			return nil, RootInfo{}, errors.New("the handle is not a directory handle")
 		}
 		name := ""
@@ -111,13 +113,6 @@ func openRoot(ctx context.Context, kind string, handle any) (fsroot.Root, RootIn
 		return r, RootInfo{Kind: kind, Name: name, SyncHandles: r.UsesSyncHandles()}, nil
 	}
 	return nil, RootInfo{}, fmt.Errorf("unknown root kind %q", kind)
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 // serve answers the messages that reach endpoint (the worker's global scope, or a MessagePort in

@@ -79,3 +79,11 @@ func TestServeOverAMessagePort(t *testing.T) {
 	port1.Call("close")
 	port2.Call("close")
 }
+
+// must returns v, or panics (failing the test with a stack) when a JavaScript call failed.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -102,24 +102,22 @@ func Await(ctx context.Context, promise safejs.Value) (safejs.Value, error) {
 func Call(ctx context.Context, v safejs.Value, method string, args ...any) (safejs.Value, error) {
 	p, err := v.Call(method, args...)
 	if err != nil {
-		return safejs.Value{}, thrown(err)
+		return safejs.Value{}, Thrown(err)
 	}
 	return Await(ctx, p)
 }
 
-// thrown turns the error safejs returns for a synchronous throw into an *Error. safejs wraps the
-// thrown value in syscall/js's Error, the one place this package names syscall/js: to read the
-// exception's name, which safejs's message drops.
-func thrown(err error) error {
+// Thrown turns the error a synchronous safejs call returns for a JavaScript throw into an
+// *Error, so its DOMException name can be read. safejs wraps the thrown value in syscall/js's
+// Error; this is the one place the package names syscall/js, because safejs's message drops the
+// name.
+func Thrown(err error) error {
 	var jsErr js.Error
 	if errors.As(err, &jsErr) {
 		return FromValue(safejs.Safe(jsErr.Value))
 	}
 	return err
 }
-
-// Thrown is thrown for callers that make a synchronous safejs call themselves.
-func Thrown(err error) error { return thrown(err) }
 
 // Object builds a plain JavaScript object from m.
 func Object(m map[string]any) safejs.Value {
