@@ -206,6 +206,7 @@ func (a *api) filesDownload(ctx context.Context, req request) (result, *refusal.
 // upload is a file arriving in chunks, written through an atomic replacement that becomes
 // visible only when committed.
 type upload struct {
+	id      string
 	path    string
 	w       fsroot.Writer
 	written int64
@@ -232,7 +233,7 @@ func (a *api) beginUpload(ctx context.Context, root fsroot.Root, path string) (r
 	a.mu.Lock()
 	a.nextID++
 	id := "up" + strconv.Itoa(a.nextID)
-	a.uploads[id] = &upload{path: path, w: w}
+	a.uploads[id] = &upload{id: id, path: path, w: w}
 	a.mu.Unlock()
 	return result{Value: map[string]any{"uploadId": id}}, nil
 }
@@ -241,64 +242,54 @@ type uploadParam struct {
 	UploadID string `json:"uploadId"`
 }
 
-// takeUpload finds upload id; with remove it also forgets it.
-func (a *api) takeUpload(id string, remove bool) (*upload, *refusal.Refusal) {
+// onUpload decodes req's {uploadId} and runs fn on that upload in progress; with finish, the
+// upload is forgotten first (it is committed or aborted whatever fn does).
+func (a *api) onUpload(req request, finish bool, fn func(up *upload) (result, *refusal.Refusal)) (result, *refusal.Refusal) {
+	var p uploadParam
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	up, ok := a.uploads[id]
+	up, ok := a.uploads[p.UploadID]
+	if ok && finish {
+		delete(a.uploads, p.UploadID)
+	}
+	a.mu.Unlock()
 	if !ok {
-		return nil, refusal.New(refusal.InvalidArgument, "no upload %q is in progress", id)
+		return result{}, refusal.New(refusal.InvalidArgument, "no upload %q is in progress", p.UploadID)
 	}
-	if remove {
-		delete(a.uploads, id)
-	}
-	return up, nil
+	return fn(up)
 }
 
-func (a *api) uploadChunk(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p uploadParam
-	if r := decodeParams(req, &p); r != nil {
-		return result{}, r
-	}
-	up, r := a.takeUpload(p.UploadID, false)
-	if r != nil {
-		return result{}, r
-	}
-	if _, err := up.w.Write(req.Bytes); err != nil {
-		a.takeUpload(p.UploadID, true)
+func (a *api) uploadChunk(_ context.Context, req request) (result, *refusal.Refusal) {
+	return a.onUpload(req, false, func(up *upload) (result, *refusal.Refusal) {
+		if _, err := up.w.Write(req.Bytes); err != nil {
+			// A failed piece ends the upload: the old content stays, the new is discarded.
+			a.mu.Lock()
+			delete(a.uploads, up.id)
+			a.mu.Unlock()
+			up.w.Abort()
+			return result{}, fileRefusal(err)
+		}
+		up.written += int64(len(req.Bytes))
+		return result{Value: map[string]any{"written": up.written}}, nil
+	})
+}
+
+func (a *api) uploadCommit(_ context.Context, req request) (result, *refusal.Refusal) {
+	return a.onUpload(req, true, func(up *upload) (result, *refusal.Refusal) {
+		if err := up.w.Commit(); err != nil {
+			return result{}, fileRefusal(err)
+		}
+		return result{Value: map[string]any{"path": up.path, "size": up.written}}, nil
+	})
+}
+
+func (a *api) uploadAbort(_ context.Context, req request) (result, *refusal.Refusal) {
+	return a.onUpload(req, true, func(up *upload) (result, *refusal.Refusal) {
 		up.w.Abort()
-		return result{}, fileRefusal(err)
-	}
-	up.written += int64(len(req.Bytes))
-	return result{Value: map[string]any{"written": up.written}}, nil
-}
-
-func (a *api) uploadCommit(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p uploadParam
-	if r := decodeParams(req, &p); r != nil {
-		return result{}, r
-	}
-	up, r := a.takeUpload(p.UploadID, true)
-	if r != nil {
-		return result{}, r
-	}
-	if err := up.w.Commit(); err != nil {
-		return result{}, fileRefusal(err)
-	}
-	return result{Value: map[string]any{"path": up.path, "size": up.written}}, nil
-}
-
-func (a *api) uploadAbort(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p uploadParam
-	if r := decodeParams(req, &p); r != nil {
-		return result{}, r
-	}
-	up, r := a.takeUpload(p.UploadID, true)
-	if r != nil {
-		return result{}, r
-	}
-	up.w.Abort()
-	return result{Value: map[string]any{"path": up.path, "aborted": true}}, nil
+		return result{Value: map[string]any{"path": up.path, "aborted": true}}, nil
+	})
 }
 
 // fileRefusal names what went wrong with a file operation.
