@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -182,5 +183,31 @@ func TestUploadsAreBounded(t *testing.T) {
 	}
 	if _, r, _ := do(t, a, "files.upload.begin", `{"path":"one-too-many.bin"}`, nil); r == nil || r.Rule != refusal.TooManyUploads {
 		t.Fatalf("upload %d: %v, want too-many-uploads", MaxUploads+1, r)
+	}
+}
+
+func TestAFailedChunkEndsTheUploadAndKeepsTheOldContent(t *testing.T) {
+	t.Parallel()
+	a, mem := memoryAPI(t)
+	mustDo(t, a, "root.open", `{"kind":"opfs"}`, nil)
+	ctx := context.Background()
+	mem.WriteFile(ctx, "keep.bin", []byte("old"))
+	mem.FailWrites(func(name string, written int64) error {
+		if written > 4 {
+			return errors.New("disk full")
+		}
+		return nil
+	})
+	v, _ := mustDo(t, a, "files.upload.begin", `{"path":"keep.bin"}`, nil)
+	id := v["uploadId"].(string)
+	if _, r, _ := do(t, a, "files.upload.chunk", `{"uploadId":"`+id+`"}`, []byte("new content")); r == nil {
+		t.Fatal("a chunk the root failed to write was accepted")
+	}
+	mem.FailWrites(nil)
+	if _, r, _ := do(t, a, "files.upload.chunk", `{"uploadId":"`+id+`"}`, []byte("more")); r == nil || r.Rule != refusal.InvalidArgument {
+		t.Fatalf("a chunk after the failure: %v, want the upload gone (invalid-argument)", r)
+	}
+	if b, _ := mem.ReadFile(ctx, "keep.bin"); string(b) != "old" {
+		t.Fatalf("keep.bin = %q after a failed upload, want the old content", b)
 	}
 }
