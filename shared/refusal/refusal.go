@@ -96,6 +96,13 @@ const (
 	FileExists       Rule = "file-exists"
 	PermissionDenied Rule = "permission-denied"
 	FileError        Rule = "file-error"
+
+	// The mini-app store (shared/miniappstore): lookup, deletion and saving.
+	MiniAppNotFound    Rule = "mini-app-not-found"
+	MiniAppNameTaken   Rule = "mini-app-name-taken"
+	MissingHTML        Rule = "missing-html"
+	InvalidMiniAppName Rule = "invalid-mini-app-name"
+	MiniAppReadOnly    Rule = "mini-app-read-only"
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
