@@ -104,7 +104,7 @@ func findTitle(data []byte) string {
 	if end < 0 {
 		return ""
 	}
-	text := html.UnescapeString(s[start : start+end])
+	text := strings.ToValidUTF8(html.UnescapeString(s[start:start+end]), "\uFFFD")
 	return clip(strings.Join(strings.Fields(text), " "))
 }
 

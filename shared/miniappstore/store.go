@@ -386,6 +386,18 @@ func (s *Store) Resolve(ctx context.Context, name string) (Entry, error) {
 	return Entry{}, notFound(name)
 }
 
+// isIDShaped reports whether name looks like an entry id: app_ or page_ and then only slug
+// characters.
+func isIDShaped(name string) bool {
+	name = strings.TrimSpace(name)
+	for _, p := range []string{appPrefix, pagPrefix} {
+		if rest, ok := strings.CutPrefix(name, p); ok && rest != "" && Slug(rest) == rest {
+			return true
+		}
+	}
+	return false
+}
+
 func notFound(name string) error {
 	return refusal.New(refusal.MiniAppNotFound, "no mini-app or page is called %q; list them to see the names", name)
 }
@@ -425,6 +437,10 @@ func resolve(entries []Entry, name string) (Entry, bool) {
 // Delete removes what the entry name resolves to owns, and returns that entry: its own file,
 // and for an app the shelf copy and record when the record there carries the app's id. A
 // sandbox page is read-only (mini-app-read-only); an unknown name is mini-app-not-found.
+//
+// Delete resolves like Resolve with one exception: a name shaped like an id (app_ or page_
+// followed by a slug) means that id only. Resolve lets app_timer find the page timer.html
+// once the app is gone, which is right for opening it and wrong for deleting it.
 func (s *Store) Delete(ctx context.Context, name string) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -433,7 +449,7 @@ func (s *Store) Delete(ctx context.Context, name string) (Entry, error) {
 		return Entry{}, err
 	}
 	e, ok := resolve(entries, name)
-	if !ok {
+	if !ok || isIDShaped(name) && e.AppID != strings.TrimSpace(name) {
 		return Entry{}, notFound(name)
 	}
 	var own fsroot.Root
@@ -634,6 +650,19 @@ func (s *Store) SavePage(ctx context.Context, name, title string) (Entry, error)
 	if strings.TrimSpace(title) == "" {
 		// Promoting a page keeps its slug: page_<slug> becomes app_<slug>.
 		slug = Slug(path.Base(p))
+	}
+	if root == ws {
+		// A file that is already an app keeps its shelf name whatever the title, so it never
+		// ends up with two records.
+		entries, err := s.Discover(ctx)
+		if err != nil {
+			return Entry{}, err
+		}
+		for _, e := range entries {
+			if e.Kind == KindApp && e.Source == SourceWorkspace && e.StoragePath == p {
+				slug = e.stem
+			}
+		}
 	}
 	return s.save(ctx, opts, slug)
 }

@@ -3,6 +3,8 @@ package miniappstore_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 
 	"voicebox/shared/fsroot"
@@ -99,5 +101,57 @@ func TestSaveIsAtomic(t *testing.T) {
 				t.Fatalf("retry: %v", err)
 			}
 		})
+	}
+}
+
+// TestHammer runs saves, deletes and discoveries from many goroutines over one store and
+// checks afterwards that the workspace file nobody asked about is untouched and that every
+// record on the shelf has its copy.
+func TestHammer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws, shelf := fsroot.NewMemory(), fsroot.NewMemory()
+	const bystander = "<title>Notes</title><p>keep me</p>"
+	if err := ws.WriteFile(ctx, "notes.html", []byte(bystander)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := miniappstore.New(miniappstore.Config{Workspace: ws, Shelf: shelf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				title := []string{"Notes", "Timer", "Clock"}[(g+i)%3]
+				switch i % 3 {
+				case 0:
+					st.Save(ctx, miniappstore.SaveOptions{Title: title, HTML: []byte("<p>x</p>")})
+				case 1:
+					st.Delete(ctx, "app_"+miniappstore.Slug(title))
+				default:
+					if _, err := st.Discover(ctx); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b, err := ws.ReadFile(ctx, "notes.html"); err != nil || string(b) != bystander {
+		t.Fatalf("workspace page = %q, %v", b, err)
+	}
+	list, err := shelf.ReadDir(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, e := range list {
+		names[e.Name] = true
+	}
+	for n := range names {
+		if stem, ok := strings.CutSuffix(n, ".meta.json"); ok && !names[stem+".html"] {
+			t.Errorf("record %s without its copy", n)
+		}
 	}
 }

@@ -310,6 +310,10 @@ func testDelete(t *testing.T, newRoot NewRoot) {
 			PutRecord(t, e.Shelf, "dup2", miniappstore.Record{AppID: "app_dup", Slug: "dup"})
 			PutRecord(t, e.Shelf, "dup", miniappstore.Record{AppID: "app_dup", Slug: "dup"})
 		}, "app_dup_2", "", []string{"shelf:dup2.html"}},
+		{"id of a gone app never falls through to the same-slug page", func(t *testing.T, e *Env) { Put(t, e.WS, "timer.html", Page("Timer", "")) },
+			"app_timer", refusal.MiniAppNotFound, nil},
+		{"id of a gone page never falls through to the same-slug app", func(t *testing.T, e *Env) { Put(t, e.Shelf, "timer.html", Page("Timer", "")) },
+			"page_timer", refusal.MiniAppNotFound, nil},
 		{"unknown id", func(t *testing.T, e *Env) { collision(t, e, true) }, "app_nothing", refusal.MiniAppNotFound, nil},
 		{"sandbox pages are read-only", func(t *testing.T, e *Env) { Put(t, e.SB, "s.html", Page("S", "")) }, "page_s", refusal.MiniAppReadOnly, nil},
 	}
@@ -382,6 +386,12 @@ func testSave(t *testing.T, newRoot NewRoot) {
 			Put(t, e.Shelf, "pomo.html", Page("Pomo", "old"))
 			PutRecord(t, e.Shelf, "pomo", miniappstore.Record{AppID: "app_pomo", Slug: "pomo", Title: "Pomo", WorkspacePath: "pomo.html"})
 		}, savePage("pomo.html", ""), "", "", []string{"shelf:pomo.html", "shelf:pomo.meta.json"}, "app_pomo", nil},
+		{"re-saving a proven app under a new title keeps its shelf name", func(t *testing.T, e *Env) {
+			Put(t, e.WS, "pomo.html", Page("Pomo", "new"))
+			Put(t, e.Shelf, "pomo.html", Page("Pomo", "old"))
+			PutRecord(t, e.Shelf, "pomo", miniappstore.Record{AppID: "app_pomo", Slug: "pomo", Title: "Pomo", WorkspacePath: "pomo.html"})
+		}, savePage("pomo.html", "Focus Clock"), "", "", []string{"shelf:pomo.html", "shelf:pomo.meta.json"}, "app_pomo",
+			[]brief{{"app_pomo", "app", "workspace", "pomo.html", "Focus Clock"}}},
 		{"workspace page under a legacy record's name", func(t *testing.T, e *Env) { collision(t, e, true) },
 			savePage("collision.html", ""), refusal.MiniAppNameTaken, "Shelf Collision", nil, "", nil},
 		{"workspace page under another path's name", func(t *testing.T, e *Env) { collision(t, e, false) },
@@ -503,6 +513,9 @@ func testProperty(t *testing.T, newRoot NewRoot) {
 						if target.Source == "sandbox" && refusal.RuleOf(err) == refusal.MiniAppReadOnly {
 							break
 						}
+						if refusal.RuleOf(err) == refusal.MiniAppNotFound && target.AppID != name && (strings.HasPrefix(name, "app_") || strings.HasPrefix(name, "page_")) {
+							break // an id deletes that id only, never what it would resolve to
+						}
 						t.Fatalf("step %d %s: %v", step, what, err)
 					}
 					if got.AppID != target.AppID {
@@ -515,6 +528,10 @@ func testProperty(t *testing.T, newRoot NewRoot) {
 					title := titles[rng.IntN(len(titles))]
 					what = "save " + title
 					_, err := e.Store.Save(ctx, miniappstore.SaveOptions{Title: title, HTML: []byte(fmt.Sprintf("<p>%d</p>", step))})
+					if heldByOther(before, miniappstore.Slug(title), "") {
+						wantRule(t, fmt.Sprintf("step %d %s over another app's name", step, what), err, refusal.MiniAppNameTaken)
+						break
+					}
 					if err == nil {
 						slug := miniappstore.Slug(title)
 						allowed["shelf:"+slug+".html"] = true
@@ -532,7 +549,12 @@ func testProperty(t *testing.T, newRoot NewRoot) {
 					}
 					name := names[rng.IntN(len(names))]
 					what = "save page " + name
+					target, terr := e.Store.Resolve(ctx, name)
 					got, err := e.Store.SavePage(ctx, name, "")
+					if terr == nil && target.Source == "workspace" && target.Kind == miniappstore.KindPage && heldByOther(before, target.Slug, target.StoragePath) {
+						wantRule(t, fmt.Sprintf("step %d %s over another app's name", step, what), err, refusal.MiniAppNameTaken)
+						break
+					}
 					if err == nil {
 						allowed["shelf:"+got.Slug+".html"] = true
 						allowed["shelf:"+got.Slug+".meta.json"] = true
@@ -549,6 +571,22 @@ func testProperty(t *testing.T, newRoot NewRoot) {
 			}
 		})
 	}
+}
+
+// heldByOther reports whether the shelf name slug, in snap, belongs to an app other than the
+// one saved from workspacePath: a copy or record there with another workspacePath, or a
+// record that does not parse.
+func heldByOther(snap map[string]string, slug, workspacePath string) bool {
+	raw, hasRec := snap["shelf:"+slug+".meta.json"]
+	_, hasCopy := snap["shelf:"+slug+".html"]
+	if !hasRec {
+		return hasCopy
+	}
+	var rec miniappstore.Record
+	if json.Unmarshal([]byte(raw), &rec) != nil {
+		return true
+	}
+	return rec.WorkspacePath != workspacePath
 }
 
 // owned is what deleting entry may remove, worked out from a snapshot: its own file, and for
