@@ -244,9 +244,7 @@ func (s *Store) Discover(ctx context.Context) ([]Entry, error) {
 		e.Title = firstNonEmpty(it.title, titleFromFileName(e.FileName))
 		want := appPrefix + e.Slug
 		if r := it.rec; r != nil {
-			if r.AppID != "" {
-				want = r.AppID
-			}
+			want = recordID(r, it.stem)
 			e.Title = firstNonEmpty(clip(r.Title), e.Title)
 			if !r.CreatedAt.IsZero() {
 				e.CreatedAt = r.CreatedAt
@@ -386,6 +384,15 @@ func (s *Store) Resolve(ctx context.Context, name string) (Entry, error) {
 	return Entry{}, notFound(name)
 }
 
+// recordID is the id of the app the shelf record at stem describes: its appId when that is an
+// app id, else app_<slug of stem>.
+func recordID(r *Record, stem string) string {
+	if strings.HasPrefix(r.AppID, appPrefix) && isIDShaped(r.AppID) {
+		return r.AppID
+	}
+	return appPrefix + Slug(stem)
+}
+
 // isIDShaped reports whether name looks like an entry id: app_ or page_ and then only slug
 // characters.
 func isIDShaped(name string) bool {
@@ -468,7 +475,7 @@ func (s *Store) Delete(ctx context.Context, name string) (Entry, error) {
 		return e, nil
 	}
 	rec, err := readRecord(ctx, s.cfg.Shelf, e.stem+recordExt)
-	if err != nil || rec.AppID != e.AppID && !(rec.AppID == "" && e.AppID == appPrefix+Slug(e.stem)) {
+	if err != nil || recordID(rec, e.stem) != e.AppID {
 		// Not this app's record (or none): the shelf files are not the entry's to remove.
 		return e, nil
 	}
@@ -556,9 +563,7 @@ func (s *Store) save(ctx context.Context, opts SaveOptions, slug string) (Entry,
 	now := s.cfg.Now().UTC()
 	next := Record{AppID: appPrefix + slug, Slug: slug, Title: title, WorkspacePath: opts.WorkspacePath, CreatedAt: now, UpdatedAt: now}
 	if prev != nil {
-		if prev.AppID != "" {
-			next.AppID = prev.AppID
-		}
+		next.AppID = recordID(prev, slug)
 		if !prev.CreatedAt.IsZero() {
 			next.CreatedAt = prev.CreatedAt
 		}

@@ -208,6 +208,11 @@ func testClassification(t *testing.T, newRoot NewRoot) {
 			Put(t, e.WS, "orphan.html", Page("Orphan", ""))
 			PutRecord(t, e.Shelf, "orphan", miniappstore.Record{AppID: "app_orphan", Slug: "orphan", Title: "Orphan App", WorkspacePath: "orphan.html"})
 		}, []brief{{"page_orphan", "page", "workspace", "orphan.html", "Orphan"}}},
+		{"a record's appId that is not an app id is not used", func(t *testing.T, e *Env) {
+			Put(t, e.Shelf, "odd.html", Page("Odd", ""))
+			PutRecord(t, e.Shelf, "odd", miniappstore.Record{AppID: "page_odd", Slug: "odd", Title: "Odd"})
+			Put(t, e.WS, "odd.html", Page("Odd", ""))
+		}, []brief{{"app_odd", "app", "shelf", "odd.html", "Odd"}, {"page_odd", "page", "workspace", "odd.html", "Odd"}}},
 		{"same-slug pages get distinct ids", func(t *testing.T, e *Env) {
 			Put(t, e.WS, "clock.html", Page("Clock", ""))
 			Put(t, e.SB, "clock.html", Page("Clock", ""))
@@ -314,6 +319,11 @@ func testDelete(t *testing.T, newRoot NewRoot) {
 			"app_timer", refusal.MiniAppNotFound, nil},
 		{"id of a gone page never falls through to the same-slug app", func(t *testing.T, e *Env) { Put(t, e.Shelf, "timer.html", Page("Timer", "")) },
 			"page_timer", refusal.MiniAppNotFound, nil},
+		{"a record with an odd appId still goes with its app", func(t *testing.T, e *Env) {
+			Put(t, e.Shelf, "odd.html", Page("Odd", ""))
+			PutRecord(t, e.Shelf, "odd", miniappstore.Record{AppID: "page_odd", Slug: "odd"})
+			Put(t, e.WS, "odd.html", Page("Odd", ""))
+		}, "app_odd", "", []string{"shelf:odd.html", "shelf:odd.meta.json"}},
 		{"unknown id", func(t *testing.T, e *Env) { collision(t, e, true) }, "app_nothing", refusal.MiniAppNotFound, nil},
 		{"sandbox pages are read-only", func(t *testing.T, e *Env) { Put(t, e.SB, "s.html", Page("S", "")) }, "page_s", refusal.MiniAppReadOnly, nil},
 	}
@@ -607,7 +617,7 @@ func owned(snap map[string]string, entry miniappstore.Entry) map[string]bool {
 			continue
 		}
 		id := rec.AppID
-		if id == "" {
+		if !strings.HasPrefix(id, "app_") || miniappstore.Slug(id) != strings.TrimPrefix(id, "app_") {
 			id = "app_" + miniappstore.Slug(stem)
 		}
 		if id == entry.AppID && (entry.Source == "shelf" && entry.StoragePath == stem+".html" || entry.Source == "workspace" && rec.WorkspacePath == entry.StoragePath) {
