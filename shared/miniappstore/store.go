@@ -15,20 +15,26 @@
 // page unless a shelf record names it: the record's workspacePath must equal the file's own
 // path. Nothing else is proof, not the slug, the title or identical bytes, so a legacy record
 // without workspacePath never turns a workspace file into an app; the shelf copy is then an app
-// of its own and the workspace file stays a page.
+// of its own and the workspace file stays a page. A proven app is listed once, as the
+// workspace file (source workspace) carrying the record's id and title; its shelf copy is not
+// listed apart. Saving a sandbox page copies it to the shelf as an app and leaves the sandbox
+// file a page.
 //
 // # Names
 //
 // Apps have ids app_<slug> and pages page_<slug>; when two entries of one kind would share an
 // id, the later one gets a numeric suffix, so ids are unique. Resolve tries, in order, the id,
 // the file name (or storage path), the slug and the title; the first step that matches
-// anything decides, and within it an app wins over a page.
+// anything decides, and within it an app wins over a page. Delete is stricter about one
+// thing: a name shaped like an id means that id and nothing else.
 //
 // # Ownership
 //
 // Delete removes the entry's own file and, for an app, the shelf copy and record only when
 // that record carries the app's id. A page never removes a shelf file; a shelf app never
-// removes a workspace file. Save refuses a shelf name held by a different app before writing.
+// removes a workspace file (only a proven workspace app does, the file being its own).
+// Sandboxes are never written. Save refuses a shelf name held by a different app before
+// writing.
 //
 // # Wasm
 //
@@ -508,9 +514,9 @@ type SaveOptions struct {
 // record or copy with another WorkspacePath, or one the store cannot read) is refused with
 // mini-app-name-taken before anything is written.
 //
-// Each file is replaced atomically, the record first, and a record without its copy proves
-// nothing, so an interrupted first save adds no entry and an interrupted update leaves the
-// previous copy.
+// Each file is replaced atomically, the record first; when the copy then fails to write, the
+// previous record is put back. A record without its copy proves nothing, so even a save cut
+// off between the two writes adds no entry and leaves the previous copy.
 func (s *Store) Save(ctx context.Context, opts SaveOptions) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -544,10 +550,14 @@ func (s *Store) save(ctx context.Context, opts SaveOptions, slug string) (Entry,
 	shelf := s.cfg.Shelf
 
 	var prev *Record
+	var prevRaw []byte
 	rec, err := readRecord(ctx, shelf, recName)
 	switch {
 	case err == nil:
 		prev = rec
+		if prevRaw, err = shelf.ReadFile(ctx, recName); err != nil {
+			return Entry{}, fmt.Errorf("miniappstore: save %s: %w", slug, err)
+		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return Entry{}, s.taken(ctx, slug, nil)
 	}
@@ -576,6 +586,12 @@ func (s *Store) save(ctx context.Context, opts SaveOptions, slug string) (Entry,
 		return Entry{}, fmt.Errorf("miniappstore: save %s: %w", slug, err)
 	}
 	if err := shelf.WriteFile(ctx, htmlName, opts.HTML); err != nil {
+		// Put the record back as it was, so a failed save leaves the previous state whole.
+		if prevRaw != nil {
+			shelf.WriteFile(ctx, recName, prevRaw)
+		} else {
+			shelf.Remove(ctx, recName)
+		}
 		return Entry{}, fmt.Errorf("miniappstore: save %s: %w", slug, err)
 	}
 	entries, err := s.Discover(ctx)

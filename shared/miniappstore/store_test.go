@@ -74,6 +74,7 @@ func TestSaveIsAtomic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			oldRec, _ := shelf.ReadFile(ctx, "notes.meta.json")
 			shelf.FailWrites(func(name string, _ int64) error {
 				if name == tc.failOn {
 					return boom
@@ -95,6 +96,9 @@ func TestSaveIsAtomic(t *testing.T) {
 				if b, _ := shelf.ReadFile(ctx, "notes.html"); string(b) != "<p>old</p>" {
 					t.Fatalf("copy = %q, want the old one", b)
 				}
+			}
+			if b, _ := shelf.ReadFile(ctx, "notes.meta.json"); string(b) != string(oldRec) {
+				t.Fatalf("record = %q, want the previous %q", b, oldRec)
 			}
 			// A retry of the same save succeeds: a half-written first save does not hold the name.
 			if _, err := st.Save(ctx, miniappstore.SaveOptions{Title: "Notes", HTML: []byte("<p>new</p>")}); err != nil {
