@@ -30,8 +30,12 @@ const swapSuffix = ".crswap"
 const maxCachedFiles = 1024
 
 // readRetries bounds how often an asynchronous read starts again when a replace invalidated the
-// File snapshot it was reading.
-const readRetries = 4
+// File snapshot it was reading; from the third attempt on it waits readRetryPause first, so a
+// burst of replaces can end.
+const (
+	readRetries    = 12
+	readRetryPause = 2 * time.Millisecond
+)
 
 // Root is a workspace root over a FileSystemDirectoryHandle.
 type Root struct {
@@ -285,7 +289,10 @@ func (r *Root) readSync(ctx context.Context, op, name string, limit int) ([]byte
 
 func (r *Root) readAsync(ctx context.Context, op, name string, limit int) ([]byte, int64, error) {
 	var lastErr error
-	for range readRetries {
+	for attempt := range readRetries {
+		if attempt >= 2 {
+			time.Sleep(readRetryPause)
+		}
 		fh, err := r.fileHandle(ctx, op, name, false)
 		if err != nil {
 			return nil, 0, err
