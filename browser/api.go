@@ -140,20 +140,6 @@ func (a *api) call(ctx context.Context, id float64, req request) (answer, []byte
 	return answer{Type: "result", ID: id, OK: true, Value: res.Value}, res.Bytes
 }
 
-// handle answers one message given as JSON, for callers without binary parts; nil when the
-// message cannot be answered.
-func (a *api) handle(in []byte) []byte {
-	id, req, r, ok := parse(in)
-	if !ok {
-		return nil
-	}
-	if r != nil {
-		return encode(refused(id, r))
-	}
-	ans, _ := a.call(context.Background(), id, req)
-	return encode(ans)
-}
-
 func refused(id float64, r *refusal.Refusal) answer {
 	return answer{Type: "result", ID: id, Refused: r.Rule, Why: r.Why}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -73,4 +74,18 @@ func TestReadyMessage(t *testing.T) {
 	if got["type"] != "ready" || got["build"] != build || len(got) != 2 {
 		t.Fatalf("ready = %v", got)
 	}
+}
+
+// handle answers one message given as JSON the way the worker does (parse, then call); nil when
+// the message cannot be answered.
+func (a *api) handle(in []byte) []byte {
+	id, req, r, ok := parse(in)
+	if !ok {
+		return nil
+	}
+	if r != nil {
+		return encode(refused(id, r))
+	}
+	ans, _ := a.call(context.Background(), id, req)
+	return encode(ans)
 }

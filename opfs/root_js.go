@@ -351,11 +351,7 @@ func (r *Root) WriteFile(ctx context.Context, name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.Write(data); err != nil {
-		w.Abort()
-		return err
-	}
-	return w.Commit()
+	return fsroot.WriteAll(w, data)
 }
 
 // Create starts an atomic replacement of name written in pieces.

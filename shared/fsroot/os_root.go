@@ -204,11 +204,7 @@ func (r *OSRoot) WriteFile(ctx context.Context, name string, data []byte) error 
 	if err != nil {
 		return err
 	}
-	if _, err := w.Write(data); err != nil {
-		w.Abort()
-		return err
-	}
-	return w.Commit()
+	return WriteAll(w, data)
 }
 
 // Create starts a replacement of name streamed to a hidden temporary file beside it.

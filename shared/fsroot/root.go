@@ -75,3 +75,14 @@ type Entry struct {
 	// ModTime is the last modification, where the root knows it (zero otherwise).
 	ModTime time.Time `json:"modTime,omitzero"`
 }
+
+// WriteAll writes data through w, a fresh atomic replacement, and commits it; when a write
+// fails it aborts, so the old content stays. Roots whose WriteFile is Create plus one write use
+// it.
+func WriteAll(w Writer, data []byte) error {
+	if _, err := w.Write(data); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Commit()
+}
