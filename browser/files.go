@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"strconv"
 	"unicode/utf8"
@@ -292,23 +291,16 @@ func (a *api) uploadAbort(_ context.Context, req request) (result, *refusal.Refu
 	})
 }
 
-// fileRefusal names what went wrong with a file operation.
+// fileRefusal names what went wrong with a file operation, the way the executor does; a failure
+// that is no rule is file-error.
 func fileRefusal(err error) *refusal.Refusal {
-	if r, ok := refusal.As(err); ok {
+	name := ""
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		name = pe.Path
+	}
+	if r, ok := refusal.As(executor.FileRefusal(err, name)); ok {
 		return r
 	}
-	var pe *fs.PathError
-	name := "the file"
-	if errors.As(err, &pe) {
-		name = fmt.Sprintf("%q", pe.Path)
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return refusal.New(refusal.NotFound, "%s does not exist", name)
-	case errors.Is(err, fs.ErrExist):
-		return refusal.New(refusal.FileExists, "%s is in the way (it exists, or is a folder that is not empty)", name)
-	case errors.Is(err, fs.ErrPermission):
-		return refusal.New(refusal.PermissionDenied, "the browser does not allow access to %s; grant the folder again", name)
-	}
-	return refusal.New(refusal.FileError, "%s could not be used: %v", name, err)
+	return refusal.New(refusal.FileError, "%q could not be used: %v", name, err)
 }

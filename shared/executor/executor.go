@@ -205,7 +205,7 @@ func (e *Executor) readFile(ctx context.Context, raw json.RawMessage) (json.RawM
 	}
 	data, size, err := fsroot.ReadPrefix(ctx, e.root, name, MaxReadBytes)
 	if err != nil {
-		return nil, note, fileRefusal(err, name)
+		return nil, note, FileRefusal(err, name)
 	}
 	truncated := size > int64(len(data))
 	obs := readObserved{Path: name, Size: size, Truncated: truncated, Encoding: "utf-8"}
@@ -283,14 +283,14 @@ func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.Raw
 		if dir := path.Dir(name); dir != "." {
 			if _, err := e.root.Stat(ctx, dir); errors.Is(err, fs.ErrNotExist) {
 				if err := e.root.MkdirAll(ctx, dir); err != nil {
-					return nil, note, fileRefusal(err, dir)
+					return nil, note, FileRefusal(err, dir)
 				}
 				parents = true
 			}
 		}
 	}
 	if err := e.root.WriteFile(ctx, name, data); err != nil {
-		return nil, note, fileRefusal(err, name)
+		return nil, note, FileRefusal(err, name)
 	}
 	note.Bytes = int64(len(data))
 	out, err := marshal(writeObserved{Path: name, Bytes: len(data), Created: created, ParentsCreated: parents})
@@ -328,7 +328,7 @@ func (e *Executor) listFiles(ctx context.Context, raw json.RawMessage) (json.Raw
 	}
 	entries, err := e.root.ReadDir(ctx, dir)
 	if err != nil {
-		return nil, note, fileRefusal(err, dir)
+		return nil, note, FileRefusal(err, dir)
 	}
 	obs := listObserved{Dir: dir, Count: len(entries), Entries: make([]listEntry, 0, min(len(entries), MaxListEntries))}
 	if len(entries) > MaxListEntries {
@@ -346,9 +346,12 @@ func (e *Executor) listFiles(ctx context.Context, raw json.RawMessage) (json.Raw
 	return out, note, err
 }
 
-// fileRefusal turns a root's error into the refusal a model can act on. Errors that are no rule
-// (a failing disk, a revoked permission) stay errors.
-func fileRefusal(err error, name string) error {
+// FileRefusal turns a root's error about name into the refusal a person or a model can act on:
+// is-a-directory, not-a-directory, not-found, file-exists (a folder that is not empty, or
+// something in the way), permission-denied. A refusal passes as it is; an error that is no rule
+// (a failing disk) is returned unchanged. The page's file browser uses it too, so both name a
+// failure alike.
+func FileRefusal(err error, name string) error {
 	if r, ok := refusal.As(err); ok {
 		return r
 	}
@@ -362,6 +365,12 @@ func fileRefusal(err error, name string) error {
 			return refusal.New(refusal.NotFound, "the workspace folder is gone")
 		}
 		return refusal.New(refusal.NotFound, "there is no file or folder %q", name)
+	case errors.Is(err, fsroot.ErrNotEmpty):
+		return refusal.New(refusal.FileExists, "the folder %q is not empty", name)
+	case errors.Is(err, fs.ErrExist):
+		return refusal.New(refusal.FileExists, "something is already in the way at %q", name)
+	case errors.Is(err, fs.ErrPermission):
+		return refusal.New(refusal.PermissionDenied, "access to %q is not allowed; grant the folder again", name)
 	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -517,5 +518,31 @@ func TestThroughTheDoor(t *testing.T) {
 	got, err := r.ReadFile(context.Background(), "new/n.md")
 	if err != nil || string(got) != "x" {
 		t.Errorf("new/n.md = %q, %v", got, err)
+	}
+}
+
+func TestFileRefusalNamesEveryKind(t *testing.T) {
+	t.Parallel()
+	disk := errors.New("disk on fire")
+	for _, tt := range []struct {
+		err  error
+		rule refusal.Rule
+	}{
+		{fsroot.Err("read", "a", fsroot.ErrIsDir), refusal.IsADirectory},
+		{fsroot.Err("mkdir", "a/b", fsroot.ErrNotDir), refusal.NotADirectory},
+		{fsroot.Err("read", "a", fs.ErrNotExist), refusal.NotFound},
+		{fsroot.Err("remove", "a", fsroot.ErrNotEmpty), refusal.FileExists},
+		{fsroot.Err("write", "a", fs.ErrExist), refusal.FileExists},
+		{fsroot.Err("write", "a", fs.ErrPermission), refusal.PermissionDenied},
+		{fsroot.Check("../a"), refusal.OutsideRoot},
+		{disk, ""},
+	} {
+		got := executor.FileRefusal(tt.err, "a")
+		if refusal.RuleOf(got) != tt.rule {
+			t.Errorf("FileRefusal(%v) = %v, want rule %q", tt.err, got, tt.rule)
+		}
+		if tt.rule == "" && got != disk {
+			t.Errorf("an error that is no rule came back as %v", got)
+		}
 	}
 }
