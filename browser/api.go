@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"runtime"
 	"sync"
 	"time"
 
 	"voicebox/shared/fsroot"
+	"voicebox/shared/miniapp"
+	"voicebox/shared/miniappstore"
 	"voicebox/shared/refusal"
 )
 
@@ -59,6 +62,12 @@ type api struct {
 	// peer, when set, is the page's connection to /channel: each opened root becomes the
 	// executor of the relay's calls there.
 	peer *peer
+	// post, when set, sends the page a message of the worker's own (a mini-app call).
+	post func(msg []byte)
+	// openShelf opens the host-owned storage of saved mini-apps, out of every tool's reach.
+	openShelf func(ctx context.Context) (fsroot.Root, error)
+	registry  *miniapp.Registry
+	frames    *frames
 
 	mu      sync.Mutex
 	root    fsroot.Root
@@ -66,10 +75,20 @@ type api struct {
 	exec    *workspace
 	uploads map[string]*upload
 	nextID  int
+
+	shelf     fsroot.Root
+	store     *miniappstore.Store
+	storeRoot fsroot.Root // the workspace store was made for
+	seeded    bool
 }
 
 func newAPI(now time.Time, openRoot RootOpener) *api {
-	a := &api{started: now, openRoot: openRoot, uploads: map[string]*upload{}}
+	a := &api{started: now, openRoot: openRoot, uploads: map[string]*upload{}, registry: miniapp.NewRegistry()}
+	a.frames = newFrames(func(msg []byte) {
+		if a.post != nil {
+			a.post(msg)
+		}
+	})
 	a.methods = map[string]method{
 		"status":              a.status,
 		"root.open":           a.rootOpen,
@@ -86,6 +105,7 @@ func newAPI(now time.Time, openRoot RootOpener) *api {
 		"files.upload.abort":  a.uploadAbort,
 		"channel.connect":     a.channelConnect,
 	}
+	maps.Copy(a.methods, a.miniAppMethods())
 	return a
 }
 

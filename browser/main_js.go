@@ -18,6 +18,9 @@ import (
 // Host-owned areas live beside it, out of the tools' reach.
 const opfsWorkspace = "workspace"
 
+// opfsShelf is the OPFS directory of saved mini-apps: host-owned, so no tool reaches it.
+const opfsShelf = "shelf"
+
 func main() {
 	global := safejs.Global()
 	out, err := newPoster(global)
@@ -26,6 +29,8 @@ func main() {
 		return
 	}
 	a := newAPI(time.Now(), openRoot)
+	a.post = func(msg []byte) { out.post(msg, nil) }
+	a.openShelf = func(ctx context.Context) (fsroot.Root, error) { return opfs.OpenOPFS(ctx, opfsShelf) }
 	if url, err := channelURL(global); err == nil {
 		a.peer = newPeer(url, dialConn, func(st PeerState) {
 			b, _ := json.Marshal(map[string]any{"type": "channel", "state": st.State, "why": st.Why, "retryMs": st.RetryMs})

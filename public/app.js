@@ -11,7 +11,7 @@
     files: $('files'), crumbs: $('crumbs'), list: $('file-list'), uploads: $('uploads'),
     newFile: $('new-file'), newFolder: $('new-folder'), upload: $('upload'), uploadInput: $('upload-input'),
     refresh: $('refresh'), viewerTitle: $('viewer-title'), viewerNote: $('viewer-note'), editor: $('editor'),
-    save: $('save'), download: $('download'), del: $('delete'), notice: $('notice'),
+    save: $('save'), download: $('download'), openApp: $('open-app'), del: $('delete'), notice: $('notice'),
     confirm: $('confirm-dialog'), confirmText: $('confirm-text'),
     name: $('name-dialog'), nameLabel: $('name-label'), nameInput: $('name-input'), nameOK: $('name-ok'),
   };
@@ -57,10 +57,17 @@
         }
         break;
       }
-      default:
-        console.warn('voicebox: unexpected message from the worker', msg);
+      default: {
+        const listener = listeners.get(msg && msg.type);
+        if (listener) listener(msg);
+        else console.warn('voicebox: unexpected message from the worker', msg);
+      }
     }
   };
+
+  // listeners take the worker's messages of their own (a mini-app call); see on().
+  const listeners = new Map();
+  function on(type, fn) { listeners.set(type, fn); }
   worker.onerror = (event) => {
     event.preventDefault();
     showStatus('failed', 'the engine failed: ' + (event.message || 'unknown error'));
@@ -163,6 +170,7 @@
     for (const b of [el.newFile, el.newFolder, el.upload, el.refresh]) b.disabled = false;
     closeFile();
     await showDir('');
+    document.dispatchEvent(new CustomEvent('voicebox:root', { detail: info }));
   }
 
   async function restoreRoot() {
@@ -307,7 +315,7 @@
     el.editor.value = '';
     el.editor.disabled = true;
     el.viewerNote.hidden = true;
-    for (const b of [el.save, el.download, el.del]) b.disabled = true;
+    for (const b of [el.save, el.download, el.del, el.openApp]) b.disabled = true;
   }
 
   async function openFile(path) {
@@ -324,6 +332,7 @@
     el.viewerTitle.textContent = path;
     el.download.disabled = false;
     el.del.disabled = false;
+    el.openApp.disabled = !/\.html?$/i.test(path);
     el.save.disabled = true;
     if (view.binary) {
       el.editor.value = '';
@@ -370,6 +379,7 @@
   });
 
   el.del.addEventListener('click', () => removePath(openPath, false));
+  el.openApp.addEventListener('click', () => window.voicebox.miniApps.launch({ path: openPath }));
 
   async function removePath(path, isDir) {
     const what = isDir ? `the folder “${path}” (it must be empty)` : `“${path}”`;
@@ -502,5 +512,6 @@
     if (dirty) event.preventDefault();
   });
 
-  window.voicebox = Object.freeze({ call });
+  // The page's other scripts (the mini-apps) reach the worker and the page's dialogs through this.
+  window.voicebox = { call, must, notify, on, confirmAction };
 })();

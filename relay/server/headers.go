@@ -8,7 +8,7 @@ import (
 // setSecurityHeaders puts the page's security headers on every response. The policy allows what
 // the page needs and nothing more: its own scripts and workers, WebAssembly compilation, its own
 // connections (with its own ws: origin spelled out), its own frames, and embedding only by itself.
-func setSecurityHeaders(h http.Header, host string) {
+func setSecurityHeaders(h http.Header, host, path string) {
 	connect := "'self'"
 	if safeHost(host) {
 		connect += " ws://" + host
@@ -26,10 +26,36 @@ func setSecurityHeaders(h http.Header, host string) {
 		"form-action 'none'",
 	}, "; "))
 	h.Set("X-Content-Type-Options", "nosniff")
+	if path == BridgePath {
+		h.Set("Content-Security-Policy", bridgePolicy)
+	}
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "SAMEORIGIN")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 }
+
+// BridgePath is the mini-app bridge, the outer frame around every mini-app.
+const BridgePath = "/mini-app-bridge.html"
+
+// bridgePolicy is the bridge's Content-Security-Policy. The inner frame is an about:srcdoc
+// document, which inherits it, so this is also the policy of the mini-app's own code: it may run
+// inline script and style (its own code, the way a model writes it) and show data: and blob:
+// media, and it may connect nowhere (connect-src 'none', as MCP Apps hosts default to), so what a
+// user shows an app cannot be sent away. The bridge itself needs only its own script.
+var bridgePolicy = strings.Join([]string{
+	"default-src 'none'",
+	"script-src 'self' 'unsafe-inline'",
+	"style-src 'unsafe-inline'",
+	"img-src data: blob:",
+	"media-src data: blob:",
+	"font-src data:",
+	"connect-src 'none'",
+	"frame-src 'none'",
+	"worker-src 'none'",
+	"frame-ancestors 'self'",
+	"base-uri 'none'",
+	"form-action 'none'",
+}, "; ")
 
 // safeHost reports whether a Host header value is a plain host[:port] that may be echoed into a
 // policy: letters, digits, dots, dashes, colons and the brackets of an IPv6 literal.

@@ -71,7 +71,7 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 
 // ServeHTTP puts the security headers on the response and turns a panic into a JSON 500.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	setSecurityHeaders(w.Header(), r.Host)
+	setSecurityHeaders(w.Header(), r.Host, r.URL.Path)
 	rw := &trackingWriter{ResponseWriter: w}
 	defer func() {
 		v := recover()

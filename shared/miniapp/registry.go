@@ -229,6 +229,26 @@ func (r *Registry) FunctionDeclarations() []FunctionDeclaration {
 	return out
 }
 
+// IsOpen reports whether appID is open.
+func (r *Registry) IsOpen(appID string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.apps[appID]
+	return ok
+}
+
+// Apps returns the ids of the open apps, sorted.
+func (r *Registry) Apps() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ids := make([]string, 0, len(r.apps))
+	for id := range r.apps {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // Resolve returns the app and tool a model-facing name stands for, or unknown-tool.
 func (r *Registry) Resolve(name string) (appID, tool string, err error) {
 	r.mu.RLock()

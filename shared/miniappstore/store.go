@@ -88,6 +88,9 @@ const (
 	MaxSlugBytes = 128
 	// MaxTitleBytes is the longest title an entry carries; a longer one is cut.
 	MaxTitleBytes = 256
+	// MaxHTMLBytes is the largest mini-app ReadHTML returns; a larger file is refused
+	// mini-app-too-large, so a launch never loads an unbounded document.
+	MaxHTMLBytes = 4 << 20
 )
 
 const (
@@ -494,6 +497,36 @@ func (s *Store) Delete(ctx context.Context, name string) (Entry, error) {
 		}
 	}
 	return e, nil
+}
+
+// ReadHTML returns the content of e's file, read from e's own source root. A file over
+// MaxHTMLBytes is refused mini-app-too-large; an entry whose source is unknown or no longer
+// configured is mini-app-not-found.
+func (s *Store) ReadHTML(ctx context.Context, e Entry) ([]byte, error) {
+	var root fsroot.Root
+	switch e.Source {
+	case SourceShelf:
+		root = s.cfg.Shelf
+	case SourceWorkspace:
+		root = s.cfg.Workspace
+	case SourceSandbox:
+		for _, sb := range s.cfg.Sandboxes {
+			if sb.Name == e.Sandbox {
+				root = sb.Root
+			}
+		}
+	}
+	if root == nil {
+		return nil, notFound(e.AppID)
+	}
+	data, size, err := fsroot.ReadPrefix(ctx, root, e.StoragePath, MaxHTMLBytes)
+	if err != nil {
+		return nil, err
+	}
+	if size > MaxHTMLBytes {
+		return nil, refusal.New(refusal.MiniAppTooLarge, "%s is %d bytes; a mini-app may be at most %d", e.StoragePath, size, MaxHTMLBytes)
+	}
+	return data, nil
 }
 
 // SaveOptions is what Save writes to the shelf.

@@ -62,6 +62,8 @@ const (
 	InvalidAppID         Rule = "invalid-app-id"
 	ToolTimeout          Rule = "tool-timeout"
 	ToolOutputOverBudget Rule = "tool-output-over-budget"
+	// MiniAppClosed answers a call whose app closed or reloaded before it answered.
+	MiniAppClosed Rule = "mini-app-closed"
 
 	// Workspace paths (shared/fsroot): every root checks every name before it touches anything.
 	OutsideRoot    Rule = "outside-root"
@@ -103,6 +105,7 @@ const (
 	MissingHTML        Rule = "missing-html"
 	InvalidMiniAppName Rule = "invalid-mini-app-name"
 	MiniAppReadOnly    Rule = "mini-app-read-only"
+	MiniAppTooLarge    Rule = "mini-app-too-large"
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope

@@ -4,6 +4,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -297,4 +298,74 @@ func (tab *Tab) Close() {
 	if err := chromedp.Cancel(tab.Ctx); err != nil {
 		tab.t.Fatalf("harness: close the tab: %v", err)
 	}
+}
+
+// EvalInFrame evaluates expr in an isolated world of the first frame whose URL is url (for
+// example "about:srcdoc", a mini-app's frame), awaiting a promise, and decodes the result. An
+// isolated world shares the frame's DOM but none of its scripts' globals, so a test reads what the
+// frame shows without trusting what its code says. Chromium runs sandboxed frames in their own
+// process, so the frame is looked for in this tab's page and in its out-of-process frames. It fails
+// the test when no such frame exists.
+func EvalInFrame[T any](tab *Tab, url, expr string) T {
+	tab.t.Helper()
+	ctx := tab.Ctx
+	infos, err := chromedp.Targets(tab.Ctx)
+	if err != nil {
+		tab.t.Fatalf("harness: list targets: %v", err)
+	}
+	for _, info := range infos {
+		if info.Type == "iframe" && info.URL == url {
+			fctx, cancel := chromedp.NewContext(tab.Ctx, chromedp.WithTargetID(info.TargetID), chromedp.WithDetachOnCancel())
+			defer cancel()
+			ctx = fctx
+			break
+		}
+	}
+	var out T
+	err = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		tree, err := cdp.Call(ctx, t, page.GetFrameTree, cdp.Empty{})
+		if err != nil {
+			return err
+		}
+		frame := findFrame(tree.FrameTree, url)
+		if frame == nil {
+			return fmt.Errorf("no frame has the URL %s", url)
+		}
+		world, err := cdp.Call(ctx, t, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: frame.ID, WorldName: "voicebox-test"})
+		if err != nil {
+			return err
+		}
+		yes := true
+		res, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
+			Expression: expr, ContextID: world.ExecutionContextID, ReturnByValue: &yes, AwaitPromise: &yes})
+		if err != nil {
+			return err
+		}
+		if res.ExceptionDetails != nil {
+			return fmt.Errorf("the expression threw: %s", exceptionText(res.ExceptionDetails))
+		}
+		if res.Result == nil {
+			return fmt.Errorf("the expression gave no result")
+		}
+		return json.Unmarshal(res.Result.Value, &out)
+	}))
+	if err != nil {
+		tab.t.Fatalf("harness: evaluate %q in frame %s: %v", expr, url, err)
+	}
+	return out
+}
+
+func findFrame(tree *page.FrameTree, url string) *cdp.Frame {
+	if tree == nil {
+		return nil
+	}
+	if tree.Frame != nil && tree.Frame.URL == url {
+		return tree.Frame
+	}
+	for _, c := range tree.ChildFrames {
+		if f := findFrame(c, url); f != nil {
+			return f
+		}
+	}
+	return nil
 }
