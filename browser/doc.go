@@ -34,6 +34,26 @@
 //	files.upload.abort {uploadId}        -> {path, aborted}
 //	channel.connect               -> {resumed}           reconnect after "replaced" or "refused"
 //
+// The mini-apps (see miniapps.go; the frames and their bridge live on the main thread, in
+// public/mini-apps.js):
+//
+//	miniapps.list                 -> {entries}           the store's discovery: apps and pages, with kind
+//	miniapps.launch {name}|{path} -> {entry, html}       resolve through the store, or a workspace .html file
+//	miniapps.reset {appId}        -> {reset}             the frame loaded a new document: forget its tools
+//	miniapps.close {appId}        -> {closed}
+//	miniapps.register {appId, tool} -> {appId, name, modelName, description, parameters}
+//	miniapps.unregister {appId, name} -> {removed}
+//	miniapps.tools {appId?}       -> {tools}
+//	miniapps.call {appId, tool, args} | {name, args} -> {result}
+//	miniapps.result {callId, result} | {callId, refused, why} -> {accepted}
+//	miniapps.save {name, title?}  -> entry               promote a page to an app on the shelf
+//	miniapps.delete {id}          -> entry               per-artifact ownership, see miniappstore
+//
+// A call to a mini-app tool (from miniapps.call, or from the relay over /channel under its
+// model-facing name app_HHHHHHHH__tool) is validated by the registry, then sent to the page as
+// {"type":"miniapp.call", callId, appId, tool, args}; the page answers it with miniapps.result.
+// A {"type":"miniapp.cancel", callId} tells the page the worker stopped waiting.
+//
 // Every path goes through fsroot.Check, so the page meets the same rules (and rule ids) as the
 // assistant's tools. An unknown method is refused "unknown-method"; a call without a numeric id
 // or a method is refused "malformed-call" when it has an id and dropped (with a console line)
