@@ -18,6 +18,8 @@
   const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
 
   if (window.parent === window) return;
+  document.documentElement.style.height = '100%';
+  document.body.style.cssText = 'margin:0;height:100%;overflow:hidden';
   const host = window.parent;
   const origin = location.origin;
   const encoder = new TextEncoder();

@@ -38,6 +38,9 @@ func TestSampleScoreboardIsDrivenByItsTools(t *testing.T) {
 	if home := got["home"].(map[string]any); home["score"] != 3.0 {
 		t.Fatalf("add_points answered %v", got)
 	}
+	if h := harness.EvalInFrame[float64](tab, "about:srcdoc", `innerHeight`); h < 200 {
+		t.Fatalf("the app's frame is %v px high; it should fill its card", h)
+	}
 	if dom := harness.EvalInFrame[string](tab, "about:srcdoc", `document.getElementById('home-score').textContent`); dom != "3" {
 		t.Fatalf("the app shows %q points for home after the call", dom)
 	}
