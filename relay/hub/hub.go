@@ -103,6 +103,10 @@ type Options struct {
 	// PageSession, when set, must accept a page's upgrade request (the loopback gate's session
 	// cookie) before the page is admitted. Nil admits any connection with our loopback Origin.
 	PageSession func(r *http.Request) bool
+	// PageOrigin, when set, decides whether an upgrade's Origin is the page's (the server's
+	// PageOrigin: loopback or the configured public origin). Nil admits only our own loopback
+	// origin.
+	PageOrigin func(r *http.Request) bool
 	// Log receives connection events; never a secret. Nil discards.
 	Log *slog.Logger
 }
@@ -261,7 +265,7 @@ type controlFrame struct {
 
 // ServeHTTP accepts a /channel WebSocket and serves it until it closes.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	page := ownLoopbackOrigin(r)
+	page := h.pageOrigin(r)
 	// Accept's own origin check would turn a foreign page away with a bare 403 before it could
 	// be told why; every origin is let through to the checks below, which are stricter.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
@@ -469,6 +473,13 @@ func (h *Hub) watchPairing(ctx context.Context, c *conn) {
 			return
 		}
 	}
+}
+
+func (h *Hub) pageOrigin(r *http.Request) bool {
+	if h.opts.PageOrigin != nil {
+		return h.opts.PageOrigin(r)
+	}
+	return ownLoopbackOrigin(r)
 }
 
 // ownLoopbackOrigin reports whether r carries exactly one Origin and it is this relay's own

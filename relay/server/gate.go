@@ -86,12 +86,12 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	switch r.URL.Path {
-	case "/api/health", "/channel":
+	case "/api/health", "/api/ready", "/channel":
 		return false
 	}
 	if r.URL.Path == "/" && r.URL.Query().Has(BootstrapParam) {
 		if tok := g.redeem(r.URL.Query().Get(BootstrapParam)); tok != "" {
-			http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 			w.Header().Set("Cache-Control", "no-store")
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return true
