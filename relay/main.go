@@ -248,6 +248,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if gated {
 		gate = server.NewGate()
 		hubOpts.PageSession = gate.Session
+		hubOpts.SessionOf = gate.SessionID
 	}
 	var stopping atomic.Bool
 	ready := func() error {

@@ -73,6 +73,17 @@ func (g *Gate) Session(r *http.Request) bool {
 	return g.sessions[h]
 }
 
+// SessionID returns a name for r's session that is not its secret (a prefix of the token's
+// hash), or "" when r has no valid session; for counting and logging.
+func (g *Gate) SessionID(r *http.Request) string {
+	if !g.Session(r) {
+		return ""
+	}
+	c, _ := r.Cookie(SessionCookie)
+	h := sha256.Sum256([]byte(c.Value))
+	return hex.EncodeToString(h[:8])
+}
+
 func randomToken() string {
 	b := make([]byte, 32)
 	rand.Read(b)
