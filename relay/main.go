@@ -287,7 +287,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(w, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
 		}
 	}
-	code := serve(ctx, ln, scheme, srv, log, stdout, banner, func() { stopping.Store(true) })
+	code := serve(ctx, ln, scheme, srv, log, stdout, banner, func() { stopping.Store(true); hb.Close() })
 	hb.Close()
 	return code
 }
