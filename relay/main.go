@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +35,7 @@ import (
 	"voicebox/relay/hub"
 	"voicebox/relay/server"
 	"voicebox/relay/toolcheck"
+	"voicebox/shared/refusal"
 )
 
 // build is the version string, set at link time by build.sh (-X main.build=...).
@@ -110,8 +113,12 @@ Environment:
                            not given (default: the user's configuration directory + /voicebox)
   VOICEBOX_HELLO_BOUND_MS  milliseconds a /channel connection that is not the page has to send its
                            hello, when --hello-bound-ms is not given (default %d)
-  VOICEBOX_LOOPBACK_AUTH   1 turns the loopback gate on: the page and /api/* need a session made from
-                           the one-time bootstrap address printed at start (or the host token)
+  VOICEBOX_LOOPBACK_AUTH   1 turns the session gate on: the page and /api/* need a session made from
+                           the one-time bootstrap address printed at start (or the host token);
+                           required to listen on anything but a loopback address
+  VOICEBOX_ORIGIN          the public origin, when --origin is not given
+  VOICEBOX_TLS_CERT        the TLS certificate file, when --tls-cert is not given
+  VOICEBOX_TLS_KEY         the TLS key file, when --tls-key is not given
 `, DefaultPort, hub.DefaultHelloBound.Milliseconds())
 }
 
@@ -120,13 +127,19 @@ type serveConfig struct {
 	public     string
 	stateDir   string
 	helloBound int
+	origin     string
+	tlsCert    string
+	tlsKey     string
 }
 
 func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	cfg := &serveConfig{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.addr, "addr", "", "`host:port` to listen on; the host must be a loopback address (default 127.0.0.1:$PORT)")
+	fs.StringVar(&cfg.addr, "addr", "", "`host:port` to listen on; any host but a loopback address needs VOICEBOX_LOOPBACK_AUTH=1 (default 127.0.0.1:$PORT)")
+	fs.StringVar(&cfg.origin, "origin", "", "public `origin` the page is opened at, such as https://voicebox.example.com; the page, /channel and /live admit it besides loopback (default $VOICEBOX_ORIGIN)")
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate `file` to serve TLS with, together with --tls-key (default $VOICEBOX_TLS_CERT)")
+	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert (default $VOICEBOX_TLS_KEY)")
 	fs.StringVar(&cfg.public, "public", "", "`directory` the page is served from (default $VOICEBOX_PUBLIC_DIR, else ./public)")
 	stateDirFlag(fs, &cfg.stateDir)
 	fs.IntVar(&cfg.helloBound, "hello-bound-ms", 0, "`milliseconds` a /channel connection that is not the page has to say hello (default $VOICEBOX_HELLO_BOUND_MS, else 5000)")
@@ -172,11 +185,6 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "relay serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	addr, err := listenAddr(cfg.addr, os.Getenv("PORT"))
-	if err != nil {
-		fmt.Fprintf(stderr, "relay serve: %v\n", err)
-		return 2
-	}
 	public := cfg.public
 	if public == "" {
 		public = os.Getenv("VOICEBOX_PUBLIC_DIR")
@@ -184,6 +192,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if public == "" {
 		public = "public"
 	}
+	var err error
 	helloMS := cfg.helloBound
 	if helloMS == 0 {
 		if v := os.Getenv("VOICEBOX_HELLO_BOUND_MS"); v != "" {
@@ -206,6 +215,28 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "relay serve: VOICEBOX_LOOPBACK_AUTH=%q: use 1 (on) or 0 (off)\n", v)
 		return 2
 	}
+	addr, err := listenAddr(cfg.addr, os.Getenv("PORT"), gated)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay serve: %v\n", err)
+		return 2
+	}
+	origin := orEnv(cfg.origin, "VOICEBOX_ORIGIN")
+	if origin != "" {
+		if origin, err = server.ParseOrigin(origin); err != nil {
+			fmt.Fprintf(stderr, "relay serve: --origin: %v\n", err)
+			return 2
+		}
+	}
+	certFile, keyFile := orEnv(cfg.tlsCert, "VOICEBOX_TLS_CERT"), orEnv(cfg.tlsKey, "VOICEBOX_TLS_KEY")
+	var tlsConfig *tls.Config
+	if certFile != "" || keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "relay serve: TLS needs both --tls-cert and --tls-key: %v\n", err)
+			return 2
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	state, err := openState(cfg.stateDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
@@ -217,12 +248,22 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if gated {
 		gate = server.NewGate()
 		hubOpts.PageSession = gate.Session
+		hubOpts.SessionOf = gate.SessionID
 	}
-	srv, err := server.New(server.Config{Public: public, Build: build, Log: log, HostToken: state.CheckHostToken, Gate: gate})
+	var stopping atomic.Bool
+	ready := func() error {
+		if stopping.Load() {
+			return refusal.New(refusal.RelayShuttingDown, "the relay is shutting down")
+		}
+		return nil
+	}
+	srv, err := server.New(server.Config{Public: public, Build: build, Log: log, HostToken: state.CheckHostToken, Gate: gate,
+		Origin: origin, HSTS: tlsConfig != nil, Ready: ready})
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v (run from the checkout, or pass --public)\n", err)
 		return 1
 	}
+	hubOpts.PageOrigin = srv.PageOrigin
 	hb := hub.New(hubOpts)
 	hub.Register(srv, hb, state)
 	ln, err := net.Listen("tcp", addr)
@@ -230,20 +271,30 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 1
 	}
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, tlsConfig)
+	}
 	banner := func(w io.Writer) {
 		if gate != nil {
-			fmt.Fprintf(w, "loopback gate on: open http://%s/?%s=%s once to start a session (single use; a restart prints a new one)\n", ln.Addr(), server.BootstrapParam, gate.NewTicket())
+			base := scheme + "://" + ln.Addr().String()
+			if origin != "" {
+				base = origin
+			}
+			fmt.Fprintf(w, "loopback gate on: open %s/?%s=%s once to start a session (single use; a restart prints a new one)\n", base, server.BootstrapParam, gate.NewTicket())
 		} else {
 			fmt.Fprintf(w, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
 		}
 	}
-	code := serve(ctx, ln, srv, log, stdout, banner)
+	code := serve(ctx, ln, scheme, srv, log, stdout, banner, func() { stopping.Store(true); hb.Close() })
 	hb.Close()
 	return code
 }
 
 // serve runs the HTTP server on ln until ctx ends, then shuts it down gracefully.
-func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger, stdout io.Writer, banner func(io.Writer)) int {
+// onStop runs when ctx ends, before the shutdown, so /api/ready turns 503 at once.
+func serve(ctx context.Context, ln net.Listener, scheme string, h http.Handler, log *slog.Logger, stdout io.Writer, banner func(io.Writer), onStop func()) int {
 	hs := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -251,7 +302,7 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 	}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
-	fmt.Fprintf(stdout, "voicebox on http://%s\n", ln.Addr())
+	fmt.Fprintf(stdout, "voicebox on %s://%s\n", scheme, ln.Addr())
 	if banner != nil {
 		banner(stdout)
 	}
@@ -260,6 +311,9 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 		log.Error("server stopped", "err", err)
 		return 1
 	case <-ctx.Done():
+	}
+	if onStop != nil {
+		onStop()
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
@@ -270,8 +324,16 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 	return 0
 }
 
-// listenAddr resolves --addr and PORT to a loopback host:port.
-func listenAddr(flagAddr, envPort string) (string, error) {
+func orEnv(flagValue, env string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return os.Getenv(env)
+}
+
+// listenAddr resolves --addr and PORT to host:port. Anything but a loopback host is refused
+// unless gated: the relay never serves a network without the session gate.
+func listenAddr(flagAddr, envPort string, gated bool) (string, error) {
 	addr := flagAddr
 	if addr == "" {
 		port := strconv.Itoa(DefaultPort)
@@ -290,10 +352,10 @@ func listenAddr(flagAddr, envPort string) (string, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	if host != "localhost" {
+	if host != "localhost" && !gated {
 		ip := net.ParseIP(host)
 		if ip == nil || !ip.IsLoopback() {
-			return "", fmt.Errorf("%s is not a loopback address; the relay has no sign-in yet, so it listens only on this machine", host)
+			return "", fmt.Errorf("%s is not a loopback address: listening there without the session gate would open the relay to the network; set VOICEBOX_LOOPBACK_AUTH=1", host)
 		}
 	}
 	return net.JoinHostPort(host, port), nil

@@ -19,24 +19,27 @@ func TestListenAddr(t *testing.T) {
 	tests := []struct {
 		name, flag, port, want string
 		ok                     bool
+		gated                  bool
 	}{
-		{"default", "", "", "127.0.0.1:8787", true},
-		{"PORT", "", "9000", "127.0.0.1:9000", true},
-		{"PORT=0 takes a free port", "", "0", "127.0.0.1:0", true},
-		{"--addr wins over PORT", "127.0.0.1:9100", "9000", "127.0.0.1:9100", true},
-		{"--addr without host", ":9200", "", "127.0.0.1:9200", true},
-		{"localhost", "localhost:9300", "", "localhost:9300", true},
-		{"IPv6 loopback", "[::1]:9400", "", "[::1]:9400", true},
-		{"public address refused", "0.0.0.0:8787", "", "", false},
-		{"other host refused", "192.0.2.1:8787", "", "", false},
-		{"name refused", "example.com:8787", "", "", false},
-		{"bad port", "", "http", "", false},
-		{"port out of range", "", "70000", "", false},
-		{"no port", "127.0.0.1", "", "", false},
+		{"0.0.0.0 with the gate", "0.0.0.0:8787", "", "0.0.0.0:8787", true, true},
+		{"a name with the gate", "example.com:8787", "", "example.com:8787", true, true},
+		{"default", "", "", "127.0.0.1:8787", true, false},
+		{"PORT", "", "9000", "127.0.0.1:9000", true, false},
+		{"PORT=0 takes a free port", "", "0", "127.0.0.1:0", true, false},
+		{"--addr wins over PORT", "127.0.0.1:9100", "9000", "127.0.0.1:9100", true, false},
+		{"--addr without host", ":9200", "", "127.0.0.1:9200", true, false},
+		{"localhost", "localhost:9300", "", "localhost:9300", true, false},
+		{"IPv6 loopback", "[::1]:9400", "", "[::1]:9400", true, false},
+		{"public address refused", "0.0.0.0:8787", "", "", false, false},
+		{"other host refused", "192.0.2.1:8787", "", "", false, false},
+		{"name refused", "example.com:8787", "", "", false, false},
+		{"bad port", "", "http", "", false, false},
+		{"port out of range", "", "70000", "", false, false},
+		{"no port", "127.0.0.1", "", "", false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := listenAddr(tt.flag, tt.port)
+			got, err := listenAddr(tt.flag, tt.port, tt.gated)
 			if (err == nil) != tt.ok || got != tt.want {
 				t.Fatalf("listenAddr(%q, %q) = %q, %v; want %q, ok=%v", tt.flag, tt.port, got, err, tt.want, tt.ok)
 			}

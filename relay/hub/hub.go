@@ -65,6 +65,13 @@ const MaxControlBytes = 4 << 10
 // MaxRootNameBytes bounds the root name a page reports.
 const MaxRootNameBytes = 256
 
+// DefaultMaxSockets bounds the /channel sockets open at once.
+const DefaultMaxSockets = 256
+
+// DefaultMaxSessionSockets bounds the /channel sockets of one session at once (tabs of one
+// browser, each with its worker's socket, plus reconnects still closing).
+const DefaultMaxSessionSockets = 8
+
 // writeTimeout bounds one frame written to a peer; a peer that does not read for this long is
 // treated as gone.
 const writeTimeout = 10 * time.Second
@@ -103,6 +110,19 @@ type Options struct {
 	// PageSession, when set, must accept a page's upgrade request (the loopback gate's session
 	// cookie) before the page is admitted. Nil admits any connection with our loopback Origin.
 	PageSession func(r *http.Request) bool
+	// PageOrigin, when set, decides whether an upgrade's Origin is the page's (the server's
+	// PageOrigin: loopback or the configured public origin). Nil admits only our own loopback
+	// origin.
+	PageOrigin func(r *http.Request) bool
+	// MaxSockets bounds the /channel sockets open at once, admitted or still saying hello; zero
+	// means DefaultMaxSockets. One more is refused too-many-sockets and closed 1008.
+	MaxSockets int
+	// MaxSessionSockets bounds the sockets of one session (SessionOf) at once; zero means
+	// DefaultMaxSessionSockets.
+	MaxSessionSockets int
+	// SessionOf names the session an upgrade request belongs to ("" for none: a machine with
+	// a bearer, or a relay without the gate); sockets without a session count only overall.
+	SessionOf func(r *http.Request) string
 	// Log receives connection events; never a secret. Nil discards.
 	Log *slog.Logger
 }
@@ -126,6 +146,7 @@ type Hub struct {
 	last  channel.Kind
 	root  Root
 	all   map[*conn]struct{}
+	per   map[string]int // open sockets per session
 	close bool
 }
 
@@ -137,11 +158,17 @@ func New(opts Options) *Hub {
 	if opts.Recheck <= 0 {
 		opts.Recheck = DefaultRecheck
 	}
+	if opts.MaxSockets <= 0 {
+		opts.MaxSockets = DefaultMaxSockets
+	}
+	if opts.MaxSessionSockets <= 0 {
+		opts.MaxSessionSockets = DefaultMaxSessionSockets
+	}
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Hub{opts: opts, log: log, last: channel.Page, all: map[*conn]struct{}{}}
+	return &Hub{opts: opts, log: log, last: channel.Page, all: map[*conn]struct{}{}, per: map[string]int{}}
 }
 
 // Root returns the declared root.
@@ -261,7 +288,7 @@ type controlFrame struct {
 
 // ServeHTTP accepts a /channel WebSocket and serves it until it closes.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	page := ownLoopbackOrigin(r)
+	page := h.pageOrigin(r)
 	// Accept's own origin check would turn a foreign page away with a bare 403 before it could
 	// be told why; every origin is let through to the checks below, which are stricter.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
@@ -272,17 +299,39 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ws.SetReadLimit(wire.MaxFrameBytes)
 	c := &conn{hub: h, ws: ws, done: make(chan struct{})}
 	defer close(c.done)
+	session := ""
+	if h.opts.SessionOf != nil {
+		session = h.opts.SessionOf(r)
+	}
 	h.mu.Lock()
 	if h.close {
 		h.mu.Unlock()
-		ws.Close(websocket.StatusGoingAway, "relay shutting down")
+		c.refuse(refusal.New(refusal.RelayShuttingDown, "the relay is shutting down; connect again once it is back"))
+		return
+	}
+	if len(h.all) >= h.opts.MaxSockets || (session != "" && h.per[session] >= h.opts.MaxSessionSockets) {
+		over := fmt.Sprintf("the relay's bound of %d open sockets", h.opts.MaxSockets)
+		if len(h.all) < h.opts.MaxSockets {
+			over = fmt.Sprintf("this session's bound of %d open sockets", h.opts.MaxSessionSockets)
+		}
+		h.mu.Unlock()
+		h.log.Info("channel: socket limit reached", "refused", refusal.TooManySockets)
+		c.refuse(refusal.New(refusal.TooManySockets, "this connection is over %s: close another tab or connection first", over))
 		return
 	}
 	h.all[c] = struct{}{}
+	if session != "" {
+		h.per[session]++
+	}
 	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
 		delete(h.all, c)
+		if session != "" {
+			if h.per[session]--; h.per[session] <= 0 {
+				delete(h.per, session)
+			}
+		}
 		h.mu.Unlock()
 	}()
 
@@ -469,6 +518,13 @@ func (h *Hub) watchPairing(ctx context.Context, c *conn) {
 			return
 		}
 	}
+}
+
+func (h *Hub) pageOrigin(r *http.Request) bool {
+	if h.opts.PageOrigin != nil {
+		return h.opts.PageOrigin(r)
+	}
+	return ownLoopbackOrigin(r)
 }
 
 // ownLoopbackOrigin reports whether r carries exactly one Origin and it is this relay's own

@@ -678,3 +678,64 @@ func FuzzParseHello(f *testing.F) {
 		}
 	})
 }
+
+// TestSocketLimitsRefuseAndTheRelayKeepsServing fills the overall bound, then a session's
+// bound: one more socket is refused too-many-sockets, and once one closes the next is admitted.
+func TestSocketLimitsRefuseAndTheRelayKeepsServing(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		opts    Options
+		session bool
+	}{
+		{"overall", Options{MaxSockets: 2}, false},
+		{"per session", Options{MaxSessionSockets: 2, SessionOf: func(r *http.Request) string { return r.Header.Get("X-Test-Session") }}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := startRelay(t, tt.opts, server.Config{})
+			header := func() http.Header {
+				h := http.Header{}
+				if tt.session {
+					h.Set("X-Test-Session", "s1")
+				}
+				return h
+			}
+			// Held sockets that have not said hello yet count.
+			a := r.dial(t, "", header())
+			b := r.dial(t, "", header())
+			over := r.dial(t, "", header())
+			ctx, cancel := context.WithTimeout(context.Background(), patience)
+			defer cancel()
+			_, frame, err := over.Read(ctx)
+			if err != nil || !strings.Contains(string(frame), `"refused":"too-many-sockets"`) {
+				t.Fatalf("the socket over the bound read %s, %v; want a too-many-sockets refusal", frame, err)
+			}
+			if _, _, err := over.Read(ctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+				t.Fatalf("the refused socket ended with %v, want 1008", err)
+			}
+			if tt.session {
+				// Another session is not held back by this one's bound.
+				other := r.dial(t, r.origin("127.0.0.1"), nil)
+				_ = other
+			}
+			a.Close(websocket.StatusNormalClosure, "")
+			b.Close(websocket.StatusNormalClosure, "")
+			// Once they are gone the relay admits again: the page takes the slot.
+			deadline := time.Now().Add(patience)
+			for {
+				page := r.dial(t, r.origin("127.0.0.1"), header())
+				p := serve(t, page, nil)
+				if r.hub.Root().Connected {
+					_ = p
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the relay never admitted a socket again")
+				}
+				page.CloseNow()
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}

@@ -73,6 +73,17 @@ func (g *Gate) Session(r *http.Request) bool {
 	return g.sessions[h]
 }
 
+// SessionID returns a name for r's session that is not its secret (a prefix of the token's
+// hash), or "" when r has no valid session; for counting and logging.
+func (g *Gate) SessionID(r *http.Request) string {
+	if !g.Session(r) {
+		return ""
+	}
+	c, _ := r.Cookie(SessionCookie)
+	h := sha256.Sum256([]byte(c.Value))
+	return hex.EncodeToString(h[:8])
+}
+
 func randomToken() string {
 	b := make([]byte, 32)
 	rand.Read(b)
@@ -86,12 +97,12 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	switch r.URL.Path {
-	case "/api/health", "/channel":
+	case "/api/health", "/api/ready", "/channel":
 		return false
 	}
 	if r.URL.Path == "/" && r.URL.Query().Has(BootstrapParam) {
 		if tok := g.redeem(r.URL.Query().Get(BootstrapParam)); tok != "" {
-			http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 			w.Header().Set("Cache-Control", "no-store")
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return true

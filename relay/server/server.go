@@ -37,6 +37,16 @@ type Config struct {
 	// Gate, when set, is the loopback gate in front of every route but /api/health and /channel.
 	// Nil leaves the page and the API open to every local process.
 	Gate *Gate
+	// Origin is the public origin the page is opened at (scheme://host[:port], see ParseOrigin).
+	// The page's routes, /channel and /live admit it besides the relay's own loopback origin.
+	// Empty admits only loopback. Setting it to an origin the host does not control lets that
+	// origin's pages use the relay with the user's session.
+	Origin string
+	// HSTS, when set, puts Strict-Transport-Security on every answer served over TLS.
+	HSTS bool
+	// Ready, when set, reports whether the relay can serve (for GET /api/ready); nil is always
+	// ready.
+	Ready func() error
 }
 
 // Server is the relay's http.Handler.
@@ -61,6 +71,12 @@ func New(cfg Config) (*Server, error) {
 		s.log = slog.Default()
 	}
 	s.mux.HandleFunc("GET /api/health", s.health)
+	s.mux.HandleFunc("GET /api/ready", s.ready)
+	// /live is issue 11's; until it exists, a socket with an admitted origin gets a named 404
+	// (the origin check in ServeHTTP has already refused every other origin).
+	s.mux.HandleFunc("GET /live", func(w http.ResponseWriter, r *http.Request) {
+		WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "this relay has no /live voice sessions yet"))
+	})
 	s.mux.HandleFunc("GET /{path...}", s.static)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { NotFound(w) })
 	return s, nil
@@ -72,6 +88,9 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // ServeHTTP puts the security headers on the response and turns a panic into a JSON 500.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setSecurityHeaders(w.Header(), r.Host, r.URL.Path)
+	if r.TLS != nil && s.cfg.HSTS {
+		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
+	}
 	rw := &trackingWriter{ResponseWriter: w}
 	defer func() {
 		v := recover()
@@ -86,7 +105,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			WriteRefusal(rw, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay failed while answering %s; the error is in its log", r.URL.Path))
 		}
 	}()
-	if s.gate(rw, r) {
+	if s.originRefused(rw, r) || s.gate(rw, r) {
 		return
 	}
 	s.mux.ServeHTTP(rw, r)
@@ -94,6 +113,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "build": s.cfg.Build})
+}
+
+// ready answers 200 {"ok":true} when Config.Ready says the relay can serve, else 503
+// {"ok":false,"refused":"relay-shutting-down"|"internal-error",...}.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			rf, ok := refusal.As(err)
+			if !ok {
+				rf = refusal.New(refusal.InternalError, "the relay is not ready; its log says why")
+			}
+			WriteRefusal(w, http.StatusServiceUnavailable, rf)
+			return
+		}
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
 }
 
 // WriteJSON answers v as JSON with status.

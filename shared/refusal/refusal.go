@@ -89,6 +89,11 @@ const (
 	LoopbackUnauthenticated Rule = "loopback-unauthenticated"
 	ExecutorUnauthenticated Rule = "executor-unauthenticated"
 	BearerRefused           Rule = "bearer-refused"
+	OriginRefused           Rule = "origin-refused"
+
+	// Running the relay (relay): shutting down, and the socket limits.
+	RelayShuttingDown Rule = "relay-shutting-down"
+	TooManySockets    Rule = "too-many-sockets"
 
 	// The page's worker API (browser).
 	UnknownMethod    Rule = "unknown-method"
