@@ -9,6 +9,7 @@
 //	relay pair NAME | --revoke NAME | --list            pair a machine environment, revoke or list
 //	relay env --relay URL --bearer-file FILE --root DIR run a paired machine environment on DIR
 //	relay tool-check DECLARATION.json [ARGUMENTS.json]  check a mini-app tool declaration
+//	relay extension-check DESCRIPTOR.json [--placement page|machine]  check an extension descriptor
 //	relay help                                          print the commands, flags and environment variables
 //
 // Run `relay --help` for the flags and environment variables.
@@ -29,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"voicebox/relay/extcheck"
 	"voicebox/relay/hoststate"
 	"voicebox/relay/hub"
 	"voicebox/relay/server"
@@ -57,6 +59,7 @@ func init() {
 		{"pair", "pair a machine environment and print its bearer once: pair NAME | pair --revoke NAME | pair --list", runPair},
 		{"env", "run a paired machine environment: env --relay URL --bearer-file FILE --root DIR", runEnv},
 		{"tool-check", "check a mini-app tool declaration (and arguments): tool-check DECLARATION.json [ARGUMENTS.json]", toolcheck.Main},
+		{"extension-check", "check an extension descriptor: extension-check DESCRIPTOR.json [--placement page|machine]", extcheck.Main},
 		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }},
 	}
 }

@@ -119,18 +119,18 @@ const (
 	BadDescriptor        Rule = "bad-descriptor"
 
 	// Extension lifecycle and execution.
-	NotAdmitted             Rule = "not-admitted"
-	PresentNotAdmitted      Rule = "present-not-admitted"
-	ApprovalPlanChanged     Rule = "approval-plan-changed"
-	RedirectHostNotAllowed  Rule = "redirect-host-not-allowed"
-	TooManyRedirects        Rule = "too-many-redirects"
-	ImportUndeclared        Rule = "import-undeclared"
-	DigestMismatch          Rule = "digest-mismatch"
-	OverBudget              Rule = "over-budget"
-	TimeExceeded            Rule = "time-exceeded"
-	ResourceExceeded        Rule = "resource-exceeded"
-	WasmTrapped             Rule = "wasm-trapped"
-	WasmInvalid             Rule = "wasm-invalid"
+	NotAdmitted            Rule = "not-admitted"
+	PresentNotAdmitted     Rule = "present-not-admitted"
+	ApprovalPlanChanged    Rule = "approval-plan-changed"
+	RedirectHostNotAllowed Rule = "redirect-host-not-allowed"
+	TooManyRedirects       Rule = "too-many-redirects"
+	ImportUndeclared       Rule = "import-undeclared"
+	DigestMismatch         Rule = "digest-mismatch"
+	OverBudget             Rule = "over-budget"
+	TimeExceeded           Rule = "time-exceeded"
+	ResourceExceeded       Rule = "resource-exceeded"
+	WasmTrapped            Rule = "wasm-trapped"
+	WasmInvalid            Rule = "wasm-invalid"
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
