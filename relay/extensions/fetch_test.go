@@ -24,7 +24,9 @@ func TestMediatedFetch(t *testing.T) {
 		w.Write([]byte("hello from the allowed host"))
 	})
 	mux.HandleFunc("/relative", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "ok", http.StatusFound) })
-	mux.HandleFunc("/chain", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/relative?token=s3cret", http.StatusMovedPermanently) })
+	mux.HandleFunc("/chain", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/relative?token=s3cret", http.StatusMovedPermanently)
+	})
 	mux.HandleFunc("/away", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, foreign.URL+"/x", http.StatusFound) })
 	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(strings.Repeat("a", 100))) })
