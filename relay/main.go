@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"voicebox/relay/extcheck"
+	"voicebox/relay/extensions"
 	"voicebox/relay/hoststate"
 	"voicebox/relay/hub"
 	"voicebox/relay/server"
@@ -60,6 +61,7 @@ func init() {
 		{"env", "run a paired machine environment: env --relay URL --bearer-file FILE --root DIR", runEnv},
 		{"tool-check", "check a mini-app tool declaration (and arguments): tool-check DECLARATION.json [ARGUMENTS.json]", toolcheck.Main},
 		{"extension-check", "check an extension descriptor: extension-check DESCRIPTOR.json [--placement page|machine]", extcheck.Main},
+		{"approval-code", "show the outstanding extension approval code: approval-code [--extensions-dir DIR]", runApprovalCode},
 		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }},
 	}
 }
@@ -228,6 +230,12 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	hb := hub.New(hubOpts)
 	hub.Register(srv, hb, state)
+	exts := &extensions.Registry{Store: extensions.NewStore(state.Path(), nil), Fetcher: &extensions.Fetcher{}, Ask: hb.Ask, Console: stdout, Log: log}
+	if err := exts.Reload(); err != nil {
+		fmt.Fprintf(stderr, "relay serve: extensions: %v\n", err)
+		return 1
+	}
+	exts.Register(srv, state.CheckHostToken)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)

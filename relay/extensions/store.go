@@ -271,3 +271,27 @@ func (s *Store) Load() ([]Loaded, []Problem, error) {
 	}
 	return loaded, problems, nil
 }
+
+// ProposalIDs lists the staged proposals.
+func (s *Store) ProposalIDs() []string {
+	files, _ := filepath.Glob(filepath.Join(s.dir, "proposals", "*.json"))
+	ids := make([]string, 0, len(files))
+	for _, f := range files {
+		ids = append(ids, strings.TrimSuffix(filepath.Base(f), ".json"))
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// PendingCode reads .pending-approval.json in dir: what `relay approval-code` shows.
+func PendingCode(dir string) (id, code string, expires time.Time, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, PendingFile))
+	if err != nil {
+		return "", "", time.Time{}, err
+	}
+	var p pending
+	if err := json.Unmarshal(b, &p); err != nil {
+		return "", "", time.Time{}, err
+	}
+	return p.ID, p.Code, p.Expires, nil
+}
