@@ -265,7 +265,7 @@ const maxDecisionBody = 4 << 10
 //	POST /api/extensions/admit                (host token) {id, decision: "admit"|"deny", confirm: true}
 //	POST /api/extensions/approval-request     {id}: print a one-time code on the relay's console
 //	POST /api/extensions/approve              {id, code}
-//	POST /api/extensions/revoke               (host token) {id}
+//	POST /api/extensions/revoke               {id}
 //	POST /api/extensions/call                 (host token) {extension, tool, args}
 func (g *Registry) Register(srv *server.Server, check func(string) bool) {
 	srv.Handle("GET /api/extensions", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -399,10 +399,8 @@ func (g *Registry) Register(srv *server.Server, check func(string) bool) {
 		g.Reload()
 		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": body.ID, "plan": plan})
 	}))
+	// Revocation only takes authority away, so the page may do it without the host token.
 	srv.Handle("POST /api/extensions/revoke", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !server.RequireHostToken(w, r, check) {
-			return
-		}
 		var body struct {
 			ID string `json:"id"`
 		}
