@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"voicebox/relay/extensions"
 	"voicebox/relay/hoststate"
 	"voicebox/relay/machine"
 	"voicebox/shared/fsroot"
@@ -146,5 +147,29 @@ func envUntil(ctx context.Context, args []string, stdout, stderr io.Writer, onCo
 		fmt.Fprintf(stderr, "relay env: %v\n", err)
 		return 1
 	}
+	return 0
+}
+
+// runApprovalCode prints the outstanding one-time extension approval code from the host state
+// directory, for a person who missed it on the relay's console.
+func runApprovalCode(args []string, stdout, stderr io.Writer) int {
+	var dir string
+	fs := flag.NewFlagSet("approval-code", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	stateDirFlag(fs, &dir)
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		return 2
+	}
+	state, err := openState(dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay approval-code: %v\n", err)
+		return 1
+	}
+	id, code, expires, err := extensions.PendingCode(state.Path())
+	if err != nil || time.Now().After(expires) {
+		fmt.Fprintln(stderr, "relay approval-code: no approval code is outstanding")
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s  (extension %s, expires %s)\n", code, id, expires.Format(time.RFC3339))
 	return 0
 }

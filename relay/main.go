@@ -9,6 +9,7 @@
 //	relay pair NAME | --revoke NAME | --list            pair a machine environment, revoke or list
 //	relay env --relay URL --bearer-file FILE --root DIR run a paired machine environment on DIR
 //	relay tool-check DECLARATION.json [ARGUMENTS.json]  check a mini-app tool declaration
+//	relay extension-check DESCRIPTOR.json [--placement page|machine]  check an extension descriptor
 //	relay help                                          print the commands, flags and environment variables
 //
 // Run `relay --help` for the flags and environment variables.
@@ -31,6 +32,8 @@ import (
 	"syscall"
 	"time"
 
+	"voicebox/relay/extcheck"
+	"voicebox/relay/extensions"
 	"voicebox/relay/hoststate"
 	"voicebox/relay/hub"
 	"voicebox/relay/server"
@@ -60,6 +63,8 @@ func init() {
 		{"pair", "pair a machine environment and print its bearer once: pair NAME | pair --revoke NAME | pair --list", runPair},
 		{"env", "run a paired machine environment: env --relay URL --bearer-file FILE --root DIR", runEnv},
 		{"tool-check", "check a mini-app tool declaration (and arguments): tool-check DECLARATION.json [ARGUMENTS.json]", toolcheck.Main},
+		{"extension-check", "check an extension descriptor: extension-check DESCRIPTOR.json [--placement page|machine]", extcheck.Main},
+		{"approval-code", "show the outstanding extension approval code: approval-code [--extensions-dir DIR]", runApprovalCode},
 		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }},
 	}
 }
@@ -266,6 +271,12 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	hubOpts.PageOrigin = srv.PageOrigin
 	hb := hub.New(hubOpts)
 	hub.Register(srv, hb, state)
+	exts := &extensions.Registry{Store: extensions.NewStore(state.Path(), nil), Fetcher: &extensions.Fetcher{}, Ask: hb.Ask, Console: stdout, Log: log}
+	if err := exts.Reload(); err != nil {
+		fmt.Fprintf(stderr, "relay serve: extensions: %v\n", err)
+		return 1
+	}
+	exts.Register(srv, state.CheckHostToken)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)

@@ -111,6 +111,34 @@ const (
 	InvalidMiniAppName Rule = "invalid-mini-app-name"
 	MiniAppReadOnly    Rule = "mini-app-read-only"
 	MiniAppTooLarge    Rule = "mini-app-too-large"
+
+	// Extension admission (shared/extensions), in the order the gate checks them.
+	UnknownCapability    Rule = "unknown-capability"
+	EvalNotAToolPath     Rule = "eval-not-a-tool-path"
+	ExecAbsent           Rule = "exec-absent"
+	CapabilityUnmediated Rule = "capability-unmediated"
+	NetworkUnbounded     Rule = "network-unbounded"
+	NoTools              Rule = "no-tools"
+	BadToolName          Rule = "bad-tool-name"
+	UnknownPrimitive     Rule = "unknown-primitive"
+	UnderDeclared        Rule = "under-declared"
+	UnsupportedABI       Rule = "unsupported-abi"
+	DuplicateTool        Rule = "duplicate-tool"
+	BadDescriptor        Rule = "bad-descriptor"
+
+	// Extension lifecycle and execution.
+	NotAdmitted            Rule = "not-admitted"
+	PresentNotAdmitted     Rule = "present-not-admitted"
+	ApprovalPlanChanged    Rule = "approval-plan-changed"
+	RedirectHostNotAllowed Rule = "redirect-host-not-allowed"
+	TooManyRedirects       Rule = "too-many-redirects"
+	ImportUndeclared       Rule = "import-undeclared"
+	DigestMismatch         Rule = "digest-mismatch"
+	OverBudget             Rule = "over-budget"
+	TimeExceeded           Rule = "time-exceeded"
+	ResourceExceeded       Rule = "resource-exceeded"
+	WasmTrapped            Rule = "wasm-trapped"
+	WasmInvalid            Rule = "wasm-invalid"
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope

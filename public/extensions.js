@@ -1,0 +1,140 @@
+// The Extensions panel: the shipped catalogue with the gate's verdicts, proposals waiting for a
+// human with their disclosure plan in plain words, admission by a one-time code printed on the
+// relay's console, admitted extensions with revoke, and files present but not admitted. It talks
+// to the relay's /api/extensions routes directly (same origin); it never sees the host token.
+'use strict';
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const el = {
+    note: $('ext-note'), pending: $('ext-pending'), admitted: $('ext-admitted'),
+    present: $('ext-present'), catalogue: $('ext-catalogue'), refresh: $('ext-refresh'),
+  };
+  if (!el.pending) return;
+
+  const api = async (path, body) => {
+    const opts = body === undefined ? {} : { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) };
+    const resp = await fetch('/api/extensions' + path, opts);
+    let data = {};
+    try { data = await resp.json(); } catch (_) { data = { ok: false, why: 'the relay answered ' + resp.status }; }
+    return data;
+  };
+  const say = (text) => { el.note.textContent = text; };
+  const node = (tag, cls, text) => {
+    const n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text !== undefined) n.textContent = text;
+    return n;
+  };
+  const button = (text, onClick) => {
+    const b = node('button', '', text);
+    b.type = 'button';
+    b.addEventListener('click', onClick);
+    return b;
+  };
+
+  // planWords lists the plan's grants as sentences a person can judge.
+  const planWords = (entry) => {
+    const ul = node('ul', 'ext-plan');
+    if (!entry.ok) {
+      ul.append(node('li', 'ext-refused', 'Refused (' + entry.refused + '): ' + entry.why));
+      return ul;
+    }
+    for (const line of entry.plan.summary) ul.append(node('li', '', line));
+    return ul;
+  };
+
+  const item = (entry) => {
+    const li = node('li', 'ext-item');
+    li.dataset.id = entry.id;
+    li.append(node('strong', '', entry.name || entry.id));
+    if (entry.description) li.append(node('span', 'hint', ' ' + entry.description));
+    return li;
+  };
+
+  const pendingItem = (entry) => {
+    const li = item(entry);
+    li.append(planWords(entry));
+    if (!entry.ok) return li;
+    const form = node('div', 'ext-approve');
+    const input = node('input');
+    input.inputMode = 'numeric';
+    input.autocomplete = 'off';
+    input.maxLength = 8;
+    input.placeholder = '8-digit code';
+    input.className = 'ext-code';
+    input.hidden = true;
+    const approve = button('Approve', async () => {
+      const r = await api('/approve', { id: entry.id, code: input.value });
+      say(r.ok ? entry.id + ' is admitted.' : 'Not admitted (' + r.refused + '): ' + r.why);
+      load();
+    });
+    approve.className = 'ext-approve-button';
+    approve.hidden = true;
+    const request = button('Request approval code', async () => {
+      const r = await api('/approval-request', { id: entry.id });
+      if (!r.ok) { say('No code (' + r.refused + '): ' + r.why); return; }
+      say('A one-time code for ' + entry.id + ' is on the relay\'s console (or run `relay approval-code`). Enter it within 2 minutes.');
+      input.hidden = false;
+      approve.hidden = false;
+      input.focus();
+    });
+    request.className = 'ext-request';
+    form.append(request, input, approve);
+    li.append(form);
+    return li;
+  };
+
+  const admittedItem = (entry) => {
+    const li = item(entry);
+    const tools = (entry.tools || []).map((t) => t.name + ' (' + t.primitive + ')').join(', ');
+    li.append(node('div', 'hint', 'Tools: ' + tools));
+    const revoke = button('Revoke', async () => {
+      const r = await api('/revoke', { id: entry.id });
+      say(r.ok ? entry.id + ' is revoked.' : 'Not revoked (' + r.refused + '): ' + r.why);
+      load();
+    });
+    revoke.className = 'danger ext-revoke';
+    li.append(revoke);
+    return li;
+  };
+
+  const catalogueItem = (entry) => {
+    const li = item(entry);
+    li.append(planWords(entry));
+    if (entry.ok) {
+      const stage = button('Propose', async () => {
+        const r = await api('/stage-catalogue', { id: entry.id });
+        say(r.ok ? entry.id + ' is waiting for your decision above.' : 'Not staged (' + r.refused + '): ' + r.why);
+        load();
+      });
+      stage.className = 'ext-stage';
+      li.append(stage);
+    }
+    return li;
+  };
+
+  const fill = (ul, entries, make, empty) => {
+    ul.replaceChildren(...entries.map(make));
+    if (entries.length === 0) ul.append(node('li', 'hint', empty));
+  };
+
+  const load = async () => {
+    let r;
+    try { r = await api(''); } catch (_) { say('The relay is not answering.'); return; }
+    if (!r.ok) { say('The relay refused the listing: ' + r.why); return; }
+    const x = r.extensions;
+    fill(el.pending, x.pending, pendingItem, 'Nothing is waiting.');
+    fill(el.admitted, x.admitted, admittedItem, 'No extension is admitted.');
+    fill(el.present, x.presentNotAdmitted, (p) => {
+      const li = node('li', 'ext-item ext-flagged', p.id + ': ' + p.refused + ' - ' + p.why);
+      li.dataset.id = p.id;
+      return li;
+    }, 'None.');
+    fill(el.catalogue, x.catalogue, catalogueItem, 'The catalogue is empty.');
+    document.getElementById('extensions').dataset.state = 'ready';
+  };
+
+  el.refresh.addEventListener('click', load);
+  load();
+})();

@@ -1,0 +1,458 @@
+package extensions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+
+	"voicebox/catalogue"
+	"voicebox/relay/server"
+	"voicebox/shared/extensions"
+	"voicebox/shared/refusal"
+	"voicebox/shared/wire"
+)
+
+// Registry is the relay's view of extensions: the store, the shipped catalogue, the loaded
+// (admitted) descriptors with their request budgets, and how calls run.
+type Registry struct {
+	Store   *Store
+	Fetcher *Fetcher
+	// Ask sends a file-primitive call to the root's executor; nil refuses such calls no-root.
+	Ask func(ctx context.Context, c wire.Call) wire.Answer
+	// Console receives approval codes; it is the relay's own console, never an HTTP response.
+	Console io.Writer
+	Log     *slog.Logger
+
+	mu       sync.Mutex
+	loaded   map[string]Loaded
+	budgets  map[string]*Budget
+	problems []Problem
+	seq      uint64
+}
+
+// Reload reads the store again: only ledger-backed descriptors that pass the gate are loaded.
+func (g *Registry) Reload() error {
+	l, p, err := g.Store.Load()
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.loaded, g.problems = map[string]Loaded{}, p
+	if g.budgets == nil {
+		g.budgets = map[string]*Budget{}
+	}
+	for _, x := range l {
+		g.loaded[x.Descriptor.ID] = x
+		if _, ok := g.budgets[x.Descriptor.ID]; !ok {
+			g.budgets[x.Descriptor.ID] = NewBudget(x.Descriptor.Bounds.MaxRequests)
+		}
+	}
+	for _, x := range p {
+		g.logger().Warn("extension not loaded", "id", x.ID, "refused", x.Rule, "why", x.Why)
+	}
+	return nil
+}
+
+func (g *Registry) logger() *slog.Logger {
+	if g.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return g.Log
+}
+
+// Admitted returns the admitted set an executor verifies extension calls against: each loaded
+// descriptor's id and bounds.
+func (g *Registry) Admitted() wire.AdmittedMap {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := wire.AdmittedMap{}
+	for id, x := range g.loaded {
+		m[id] = extensions.BoundsJSON(x.Descriptor.Bounds)
+	}
+	return m
+}
+
+func (g *Registry) loadedTools(except string) []string {
+	var names []string
+	for id, x := range g.loaded {
+		if id == except {
+			continue
+		}
+		for _, t := range x.Descriptor.Tools {
+			names = append(names, t.Name)
+		}
+	}
+	return names
+}
+
+// ToolInfo describes an admitted tool for the model.
+type ToolInfo struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Primitive   string          `json:"primitive"`
+	Params      json.RawMessage `json:"params,omitempty"`
+}
+
+// Entry describes one extension in a listing.
+type Entry struct {
+	ID          string           `json:"id"`
+	Name        string           `json:"name,omitempty"`
+	Description string           `json:"description,omitempty"`
+	Tools       []ToolInfo       `json:"tools,omitempty"`
+	OK          bool             `json:"ok"`
+	Refused     refusal.Rule     `json:"refused,omitempty"`
+	Why         string           `json:"why,omitempty"`
+	Plan        *extensions.Plan `json:"plan,omitempty"`
+}
+
+// Listing is what ListExtensions returns.
+type Listing struct {
+	Admitted           []Entry   `json:"admitted"`
+	Pending            []Entry   `json:"pending"`
+	Catalogue          []Entry   `json:"catalogue"`
+	PresentNotAdmitted []Problem `json:"presentNotAdmitted"`
+}
+
+func entryOf(raw []byte, id string, placement extensions.Placement, existing []string) Entry {
+	d, r := extensions.Parse(raw)
+	if r != nil {
+		return Entry{ID: id, Refused: r.Rule, Why: r.Why}
+	}
+	e := Entry{ID: d.ID, Name: d.Name, Description: d.Description}
+	for _, t := range d.Tools {
+		e.Tools = append(e.Tools, ToolInfo{t.Name, t.Description, string(t.Primitive), t.Params})
+	}
+	if r := extensions.Admit(d, placement, existing); r != nil {
+		e.Refused, e.Why = r.Rule, r.Why
+		return e
+	}
+	p := extensions.Disclose(d, placement, raw)
+	e.OK, e.Plan = true, &p
+	return e
+}
+
+// Catalogue returns the shipped descriptors with their gate verdicts.
+func (g *Registry) Catalogue() []Entry {
+	var out []Entry
+	names, _ := fs.Glob(catalogue.Files, "*.json")
+	sort.Strings(names)
+	for _, n := range names {
+		raw, _ := fs.ReadFile(catalogue.Files, n)
+		out = append(out, entryOf(raw, strings.TrimSuffix(n, ".json"), extensions.Machine, nil))
+	}
+	return out
+}
+
+func catalogueRaw(id string) ([]byte, bool) {
+	if !extensions.ValidID(id) {
+		return nil, false
+	}
+	raw, err := fs.ReadFile(catalogue.Files, id+".json")
+	return raw, err == nil
+}
+
+// ListExtensions returns the admitted extensions (with their tools), the pending proposals with
+// their verdicts and plans, the catalogue, and the files present but not admitted. It is what the
+// list_extensions tool answers.
+func (g *Registry) ListExtensions() Listing {
+	g.mu.Lock()
+	l := Listing{Admitted: []Entry{}, Pending: []Entry{}, PresentNotAdmitted: append([]Problem{}, g.problems...)}
+	ids := make([]string, 0, len(g.loaded))
+	for id := range g.loaded {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		l.Admitted = append(l.Admitted, entryOf(g.loaded[id].Raw, id, extensions.Machine, g.loadedTools(id)))
+	}
+	existing := g.loadedTools("")
+	g.mu.Unlock()
+	for _, id := range g.Store.ProposalIDs() {
+		_, raw, err := g.Store.Proposal(id)
+		if err != nil {
+			r, _ := refusal.As(err)
+			l.Pending = append(l.Pending, Entry{ID: id, Refused: r.Rule, Why: r.Why})
+			continue
+		}
+		l.Pending = append(l.Pending, entryOf(raw, id, extensions.Machine, existing))
+	}
+	l.Catalogue = g.Catalogue()
+	return l
+}
+
+// CallExtension runs tool of admitted extension id with args (a JSON object) and returns its
+// observation or a refusal. Staged, denied or revoked extensions are refused not-admitted. It is
+// what the call_extension tool runs.
+func (g *Registry) CallExtension(ctx context.Context, id, tool string, args json.RawMessage) (json.RawMessage, error) {
+	g.mu.Lock()
+	x, ok := g.loaded[id]
+	budget := g.budgets[id]
+	g.seq++
+	callID := fmt.Sprintf("ext-%d", g.seq)
+	g.mu.Unlock()
+	if !ok {
+		return nil, refusal.New(refusal.NotAdmitted, "extension %q is not admitted; a human must admit it in the Extensions panel first", id)
+	}
+	var t *extensions.Tool
+	for i := range x.Descriptor.Tools {
+		if x.Descriptor.Tools[i].Name == tool {
+			t = &x.Descriptor.Tools[i]
+		}
+	}
+	if t == nil {
+		return nil, refusal.New(refusal.UnknownTool, "extension %s has no tool %q", id, tool)
+	}
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	var argMap map[string]any
+	if json.Unmarshal(args, &argMap) != nil {
+		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments must be a JSON object")
+	}
+	log := g.logger().With("extension", id, "tool", tool)
+	switch t.Primitive {
+	case extensions.HTTPGet:
+		u := t.URL
+		for k, v := range argMap {
+			u = strings.ReplaceAll(u, "{"+k+"}", url.QueryEscape(fmt.Sprint(v)))
+		}
+		if len(t.Headers) > 0 {
+			log = log.With("headers", HeaderNames(*t))
+		}
+		res, err := g.Fetcher.Fetch(ctx, x.Descriptor, *t, u, budget)
+		if err != nil {
+			log.Info("extension call refused", "url", Redact(u), "refused", refusal.RuleOf(err), "err", err.Error())
+			return nil, err
+		}
+		log.Info("extension call", "url", Redact(u), "status", res.Status, "via", strings.Join(res.Via, " -> "), "servedBy", res.ServedBy)
+		return json.Marshal(res)
+	case extensions.ReadFile, extensions.WriteFile, extensions.ListFiles, extensions.Now:
+		if g.Ask == nil {
+			return nil, refusal.New(refusal.NoRoot, "no root executor is connected to run %s", t.Primitive)
+		}
+		a := g.Ask(ctx, wire.Call{CallID: callID, Tool: string(t.Primitive), DescriptorID: id, Args: args, BoundsEcho: extensions.BoundsJSON(x.Descriptor.Bounds)})
+		log.Info("extension call", "primitive", t.Primitive, "ok", a.OK, "refused", a.Refused)
+		if !a.OK {
+			r := refusal.New(a.Refused, "%s", a.Why)
+			if a.Budget != nil {
+				return nil, &wire.BudgetError{Refusal: r, Budget: *a.Budget}
+			}
+			return nil, r
+		}
+		return a.Observed, nil
+	}
+	return nil, refusal.New(refusal.UnknownPrimitive, "the relay does not run %s yet", t.Primitive)
+}
+
+const maxDecisionBody = 4 << 10
+
+// Register adds the extension routes to srv; check is the host-token check.
+//
+//	GET  /api/extensions                      listing: admitted, pending, catalogue, presentNotAdmitted
+//	GET  /api/extensions/catalogue            the shipped descriptors with verdicts
+//	GET  /api/extensions/{proposals|catalogue}/{id}/plan
+//	POST /api/extensions/sideload, /local     stage a descriptor (the body) as a proposal
+//	POST /api/extensions/stage-catalogue      {id}: stage a catalogue descriptor as a proposal
+//	POST /api/extensions/admit                (host token) {id, decision: "admit"|"deny", confirm: true}
+//	POST /api/extensions/approval-request     {id}: print a one-time code on the relay's console
+//	POST /api/extensions/approve              {id, code}
+//	POST /api/extensions/revoke               {id}
+//	POST /api/extensions/call                 (host token) {extension, tool, args}
+func (g *Registry) Register(srv *server.Server, check func(string) bool) {
+	srv.Handle("GET /api/extensions", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "extensions": g.ListExtensions()})
+	}))
+	srv.Handle("GET /api/extensions/catalogue", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "catalogue": g.Catalogue()})
+	}))
+	srv.Handle("GET /api/extensions/{kind}/{id}/plan", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		var raw []byte
+		switch r.PathValue("kind") {
+		case "proposals":
+			_, b, err := g.Store.Proposal(id)
+			if err != nil {
+				writeErr(w, err)
+				return
+			}
+			raw = b
+		case "catalogue":
+			b, ok := catalogueRaw(id)
+			if !ok {
+				server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "the catalogue has no %q", id))
+				return
+			}
+			raw = b
+		default:
+			server.NotFound(w)
+			return
+		}
+		g.mu.Lock()
+		existing := g.loadedTools(id)
+		g.mu.Unlock()
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "entry": entryOf(raw, id, extensions.Machine, existing)})
+	}))
+	stage := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var raw json.RawMessage
+		if !server.ReadJSON(w, r, extensions.MaxDescriptorBytes, &raw) {
+			return
+		}
+		d, err := g.Store.Stage(raw)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		g.mu.Lock()
+		existing := g.loadedTools(d.ID)
+		g.mu.Unlock()
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "staged": d.ID, "entry": entryOf(raw, d.ID, extensions.Machine, existing)})
+	})
+	srv.Handle("POST /api/extensions/sideload", stage)
+	srv.Handle("POST /api/extensions/local", stage)
+	srv.Handle("POST /api/extensions/stage-catalogue", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			ID string `json:"id"`
+		}
+		if !server.ReadJSON(w, r, maxDecisionBody, &body) {
+			return
+		}
+		raw, ok := catalogueRaw(body.ID)
+		if !ok {
+			server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "the catalogue has no %q", body.ID))
+			return
+		}
+		if _, err := g.Store.Stage(raw); err != nil {
+			writeErr(w, err)
+			return
+		}
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "staged": body.ID})
+	}))
+	srv.Handle("POST /api/extensions/admit", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !server.RequireHostToken(w, r, check) {
+			return
+		}
+		var body struct {
+			ID       string `json:"id"`
+			Decision string `json:"decision"`
+			Confirm  bool   `json:"confirm"`
+		}
+		if !server.ReadJSON(w, r, maxDecisionBody, &body) {
+			return
+		}
+		if (body.Decision != "admit" && body.Decision != "deny") || (body.Decision == "admit" && !body.Confirm) {
+			server.WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.InvalidArgument, "say decision \"admit\" with confirm true, or decision \"deny\""))
+			return
+		}
+		g.mu.Lock()
+		existing := g.loadedTools(body.ID)
+		g.mu.Unlock()
+		plan, err := g.Store.Decide(body.ID, body.Decision == "admit", "host-token", existing)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		g.Reload()
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": body.ID, "decision": body.Decision, "plan": plan})
+	}))
+	srv.Handle("POST /api/extensions/approval-request", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			ID string `json:"id"`
+		}
+		if !server.ReadJSON(w, r, maxDecisionBody, &body) {
+			return
+		}
+		code, err := g.Store.RequestCode(body.ID)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		if g.Console != nil {
+			fmt.Fprintf(g.Console, "voicebox: approval code for extension %s: %s (valid %s; `relay approval-code` shows it again)\n", body.ID, code, CodeLifetime)
+		}
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": body.ID, "expiresInMs": CodeLifetime.Milliseconds(), "where": "the relay's console"})
+	}))
+	srv.Handle("POST /api/extensions/approve", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			ID   string `json:"id"`
+			Code string `json:"code"`
+		}
+		if !server.ReadJSON(w, r, maxDecisionBody, &body) {
+			return
+		}
+		g.mu.Lock()
+		existing := g.loadedTools(body.ID)
+		g.mu.Unlock()
+		plan, err := g.Store.Approve(body.ID, strings.TrimSpace(body.Code), existing)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		g.Reload()
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": body.ID, "plan": plan})
+	}))
+	// Revocation only takes authority away, so the page may do it without the host token.
+	srv.Handle("POST /api/extensions/revoke", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			ID string `json:"id"`
+		}
+		if !server.ReadJSON(w, r, maxDecisionBody, &body) {
+			return
+		}
+		if err := g.Store.Revoke(body.ID); err != nil {
+			writeErr(w, err)
+			return
+		}
+		g.Reload()
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": body.ID, "revoked": true})
+	}))
+	srv.Handle("POST /api/extensions/call", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !server.RequireHostToken(w, r, check) {
+			return
+		}
+		var body struct {
+			Extension string          `json:"extension"`
+			Tool      string          `json:"tool"`
+			Args      json.RawMessage `json:"args"`
+		}
+		if !server.ReadJSON(w, r, 0, &body) {
+			return
+		}
+		out, err := g.CallExtension(r.Context(), body.Extension, body.Tool, body.Args)
+		if err != nil {
+			resp := map[string]any{"ok": false, "refused": refusal.RuleOf(err), "why": err.Error()}
+			if rr, ok := refusal.As(err); ok {
+				resp["why"] = rr.Why
+			}
+			if be, ok := err.(*wire.BudgetError); ok {
+				resp["budget"] = be.Budget
+			}
+			server.WriteJSON(w, http.StatusOK, resp)
+			return
+		}
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "observed": out})
+	}))
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	if r, ok := refusal.As(err); ok {
+		status := http.StatusBadRequest
+		switch r.Rule {
+		case refusal.NotFound:
+			status = http.StatusNotFound
+		case refusal.PermissionDenied, refusal.ApprovalPlanChanged:
+			status = http.StatusForbidden
+		}
+		server.WriteRefusal(w, status, r)
+		return
+	}
+	server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not update its extension state"))
+}

@@ -1,0 +1,135 @@
+package extensions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"voicebox/relay/server"
+	"voicebox/shared/wire"
+)
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+type fixture struct {
+	t       *testing.T
+	url     string
+	console *syncBuf
+	logs    *syncBuf
+	asked   []wire.Call
+}
+
+func newFixture(t *testing.T) *fixture {
+	f := &fixture{t: t, console: &syncBuf{}, logs: &syncBuf{}}
+	srv, err := server.New(server.Config{Public: t.TempDir(), Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Registry{Store: NewStore(t.TempDir(), nil), Fetcher: &Fetcher{}, Console: f.console, Log: slog.New(slog.NewTextHandler(f.logs, nil)),
+		Ask: func(ctx context.Context, c wire.Call) wire.Answer {
+			f.asked = append(f.asked, c)
+			return wire.Answer{CallID: c.CallID, OK: true, Observed: json.RawMessage(`{"content":"note text"}`)}
+		}}
+	if err := g.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	g.Register(srv, func(s string) bool { return s == "tok" })
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	f.url = ts.URL
+	return f
+}
+
+func (f *fixture) do(method, path, token, body string) (int, map[string]any, string) {
+	f.t.Helper()
+	req, _ := http.NewRequest(method, f.url+path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("X-Voicebox-Host-Token", token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return resp.StatusCode, m, string(b)
+}
+
+func TestRoutesHostTokenAdmission(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if code, _, _ := f.do("POST", "/api/extensions/sideload", "", notesRaw); code != 200 {
+		t.Fatalf("sideload: %d", code)
+	}
+	if _, m, body := f.do("POST", "/api/extensions/call", "tok", `{"extension":"notes","tool":"read_note","args":{"path":"a.txt"}}`); m["refused"] != "not-admitted" {
+		t.Fatalf("a staged tool ran: %s", body)
+	}
+	if code, _, body := f.do("GET", "/api/extensions/proposals/notes/plan", "", ""); code != 200 || !strings.Contains(body, "host-primitive-scope") {
+		t.Fatalf("plan: %d %s", code, body)
+	}
+	if code, m, _ := f.do("POST", "/api/extensions/admit", "", `{"id":"notes","decision":"admit","confirm":true}`); code != 403 || m["refused"] != "host-token-required" {
+		t.Fatalf("admit without token: %d %v", code, m)
+	}
+	if code, _, _ := f.do("POST", "/api/extensions/admit", "tok", `{"id":"notes","decision":"admit"}`); code != 400 {
+		t.Fatalf("admit without confirmation: %d", code)
+	}
+	if code, _, body := f.do("POST", "/api/extensions/admit", "tok", `{"id":"notes","decision":"admit","confirm":true}`); code != 200 {
+		t.Fatalf("admit: %d %s", code, body)
+	}
+	_, m, body := f.do("POST", "/api/extensions/call", "tok", `{"extension":"notes","tool":"read_note","args":{"path":"a.txt"}}`)
+	if m["ok"] != true || len(f.asked) != 1 || f.asked[0].DescriptorID != "notes" || f.asked[0].Tool != "read-file" || string(f.asked[0].BoundsEcho) != `{}` {
+		t.Fatalf("call: %s, asked %+v", body, f.asked)
+	}
+	if _, _, body := f.do("GET", "/api/extensions", "", ""); !strings.Contains(body, `"admitted":[{"id":"notes"`) {
+		t.Fatalf("listing: %s", body)
+	}
+	f.do("POST", "/api/extensions/revoke", "tok", `{"id":"notes"}`)
+	if _, m, _ := f.do("POST", "/api/extensions/call", "tok", `{"extension":"notes","tool":"read_note","args":{}}`); m["refused"] != "not-admitted" {
+		t.Fatalf("a revoked tool ran: %v", m)
+	}
+}
+
+func TestRoutesConsoleCodeAndCatalogue(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	_, _, body := f.do("GET", "/api/extensions/catalogue", "", "")
+	if !strings.Contains(body, `"id":"mcp-server-local"`) || !strings.Contains(body, `"refused":"exec-absent"`) {
+		t.Fatalf("catalogue: %s", body)
+	}
+	f.do("POST", "/api/extensions/stage-catalogue", "", `{"id":"web-search"}`)
+	code, _, resp := f.do("POST", "/api/extensions/approval-request", "", `{"id":"web-search"}`)
+	found := regexp.MustCompile(`approval code for extension web-search: (\d{8})`).FindStringSubmatch(f.console.String())
+	if code != 200 || found == nil {
+		t.Fatalf("approval-request: %d %s, console %q", code, resp, f.console.String())
+	}
+	if strings.Contains(resp, found[1]) {
+		t.Fatal("the code appeared in an HTTP response")
+	}
+	if code, _, body := f.do("POST", "/api/extensions/approve", "", `{"id":"web-search","code":"`+found[1]+`"}`); code != 200 {
+		t.Fatalf("approve: %d %s", code, body)
+	}
+	// The admitted web search is a mediated fetch: the real host is not reachable from tests, so
+	// only a host outside bounds is tried here; it is refused before any request.
+	if _, m, _ := f.do("POST", "/api/extensions/call", "tok", `{"extension":"web-search","tool":"nope"}`); m["refused"] != "unknown-tool" {
+		t.Fatalf("unknown tool: %v", m)
+	}
+}

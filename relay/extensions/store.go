@@ -1,0 +1,297 @@
+package extensions
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"voicebox/shared/extensions"
+	"voicebox/shared/refusal"
+)
+
+// The bounds of console approval codes.
+const (
+	CodeLifetime    = 2 * time.Minute
+	MaxCodeAttempts = 5
+	CodeDigits      = 8
+)
+
+// LedgerFile and PendingFile are the store's files in the host state directory.
+const (
+	LedgerFile  = ".ledger.jsonl"
+	PendingFile = ".pending-approval.json"
+)
+
+// LedgerEntry is one line of the ledger.
+type LedgerEntry struct {
+	Action string    `json:"action"` // admit, deny or revoke
+	ID     string    `json:"id"`
+	Hash   string    `json:"hash,omitempty"`
+	By     string    `json:"by,omitempty"` // host-token or console-code
+	At     time.Time `json:"at"`
+}
+
+// Store keeps proposals (proposals/<id>.json), admitted descriptors (<id>.json beside the ledger)
+// and the ledger in one directory. It is safe for concurrent use.
+type Store struct {
+	dir   string
+	clock func() time.Time
+	mu    sync.Mutex
+	code  *pending
+}
+
+type pending struct {
+	Code     string    `json:"code"`
+	ID       string    `json:"id"`
+	Hash     string    `json:"hash"`
+	Expires  time.Time `json:"expires"`
+	Attempts int       `json:"attempts"`
+}
+
+// NewStore returns a store over dir; clock nil means time.Now.
+func NewStore(dir string, clock func() time.Time) *Store {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Store{dir: dir, clock: clock}
+}
+
+// Stage validates raw and writes it to proposals/<id>.json. It never loads or runs it.
+func (s *Store) Stage(raw []byte) (*extensions.Descriptor, error) {
+	d, r := extensions.Parse(raw)
+	if r != nil {
+		return nil, r
+	}
+	if err := os.MkdirAll(filepath.Join(s.dir, "proposals"), 0o700); err != nil {
+		return nil, err
+	}
+	return d, os.WriteFile(filepath.Join(s.dir, "proposals", d.ID+".json"), raw, 0o600)
+}
+
+// Proposal returns the staged descriptor id and its raw bytes.
+func (s *Store) Proposal(id string) (*extensions.Descriptor, []byte, error) {
+	if !extensions.ValidID(id) {
+		return nil, nil, refusal.New(refusal.NotFound, "no proposal is named %q", id)
+	}
+	raw, err := os.ReadFile(filepath.Join(s.dir, "proposals", id+".json"))
+	if err != nil {
+		return nil, nil, refusal.New(refusal.NotFound, "no proposal is named %q", id)
+	}
+	d, r := extensions.Parse(raw)
+	if r != nil {
+		return nil, nil, r
+	}
+	return d, raw, nil
+}
+
+func (s *Store) appendLedger(e LedgerEntry) error {
+	f, err := os.OpenFile(filepath.Join(s.dir, LedgerFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, _ := json.Marshal(e)
+	_, err = f.Write(append(b, '\n'))
+	return err
+}
+
+// Decide records a host's decision on proposal id: admit moves it beside the ledger and writes an
+// admission line bound to its hash; deny writes a deny line and leaves it staged.
+func (s *Store) Decide(id string, admit bool, by string, existingTools []string) (extensions.Plan, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.decideLocked(id, admit, by, existingTools)
+}
+
+func (s *Store) decideLocked(id string, admit bool, by string, existingTools []string) (extensions.Plan, error) {
+	d, raw, err := s.Proposal(id)
+	if err != nil {
+		return extensions.Plan{}, err
+	}
+	plan := extensions.Disclose(d, extensions.Machine, raw)
+	if !admit {
+		return plan, s.appendLedger(LedgerEntry{Action: "deny", ID: id, Hash: plan.Hash, By: by, At: s.clock()})
+	}
+	if r := extensions.Admit(d, extensions.Machine, existingTools); r != nil {
+		return plan, r
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, id+".json"), raw, 0o600); err != nil {
+		return plan, err
+	}
+	if err := s.appendLedger(LedgerEntry{Action: "admit", ID: id, Hash: plan.Hash, By: by, At: s.clock()}); err != nil {
+		return plan, err
+	}
+	os.Remove(filepath.Join(s.dir, "proposals", id+".json"))
+	return plan, nil
+}
+
+// Revoke records a revocation of id; it is not loaded again.
+func (s *Store) Revoke(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.appendLedger(LedgerEntry{Action: "revoke", ID: id, At: s.clock()})
+}
+
+// RequestCode mints a single-use console code for proposal id, bound to its current plan hash,
+// and writes it to .pending-approval.json (0600). The caller prints it on the console; it must
+// never go into an HTTP response. One code is outstanding at a time: a new request replaces it.
+func (s *Store) RequestCode(id string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, raw, err := s.Proposal(id)
+	if err != nil {
+		return "", err
+	}
+	n, err := rand.Int(rand.Reader, big.NewInt(100_000_000))
+	if err != nil {
+		return "", err
+	}
+	p := &pending{Code: fmt.Sprintf("%08d", n.Int64()), ID: id, Hash: extensions.Disclose(d, extensions.Machine, raw).Hash, Expires: s.clock().Add(CodeLifetime)}
+	b, _ := json.Marshal(p)
+	if err := os.WriteFile(filepath.Join(s.dir, PendingFile), b, 0o600); err != nil {
+		return "", err
+	}
+	s.code = p
+	return p.Code, nil
+}
+
+// Approve admits proposal id when code is the outstanding code for it, unexpired, within its
+// attempts, and the proposal is unchanged since the code was issued.
+func (s *Store) Approve(id, code string, existingTools []string) (extensions.Plan, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.code
+	if p == nil || p.ID != id {
+		return extensions.Plan{}, refusal.New(refusal.PermissionDenied, "no approval code is outstanding for %q; request one first", id)
+	}
+	if s.clock().After(p.Expires) {
+		s.clearLocked()
+		return extensions.Plan{}, refusal.New(refusal.PermissionDenied, "the approval code expired; codes last %s", CodeLifetime)
+	}
+	p.Attempts++
+	if subtle.ConstantTimeCompare([]byte(code), []byte(p.Code)) != 1 {
+		if p.Attempts >= MaxCodeAttempts {
+			s.clearLocked()
+			return extensions.Plan{}, refusal.New(refusal.PermissionDenied, "wrong approval code %d times; the code is void, request a new one", MaxCodeAttempts)
+		}
+		return extensions.Plan{}, refusal.New(refusal.PermissionDenied, "wrong approval code (%d of %d attempts used)", p.Attempts, MaxCodeAttempts)
+	}
+	d, raw, err := s.Proposal(id)
+	if err != nil {
+		return extensions.Plan{}, err
+	}
+	if extensions.Disclose(d, extensions.Machine, raw).Hash != p.Hash {
+		s.clearLocked()
+		return extensions.Plan{}, refusal.New(refusal.ApprovalPlanChanged, "the proposal changed after the code was issued; review the new plan and request a new code")
+	}
+	s.clearLocked()
+	return s.decideLocked(id, true, "console-code", existingTools)
+}
+
+func (s *Store) clearLocked() {
+	s.code = nil
+	os.Remove(filepath.Join(s.dir, PendingFile))
+}
+
+// Loaded is an admitted descriptor the registry runs.
+type Loaded struct {
+	Descriptor *extensions.Descriptor
+	Raw        []byte
+}
+
+// Problem is a file the registry does not run, with its reason.
+type Problem struct {
+	ID   string       `json:"id"`
+	Rule refusal.Rule `json:"refused"`
+	Why  string       `json:"why"`
+}
+
+// Load reads the directory: only descriptors whose latest ledger line is an admission of their
+// exact hash, and that pass Admit again, are loaded. Others are reported (present-not-admitted,
+// or their refusal) and never block the rest.
+func (s *Store) Load() ([]Loaded, []Problem, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	latest := map[string]LedgerEntry{}
+	if b, err := os.ReadFile(filepath.Join(s.dir, LedgerFile)); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			var e LedgerEntry
+			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Action != "deny" {
+				latest[e.ID] = e
+			}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, err
+	}
+	files, _ := filepath.Glob(filepath.Join(s.dir, "*.json"))
+	sort.Strings(files)
+	var loaded []Loaded
+	var problems []Problem
+	var tools []string
+	for _, f := range files {
+		id := strings.TrimSuffix(filepath.Base(f), ".json")
+		if strings.HasPrefix(id, ".") {
+			continue
+		}
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			problems = append(problems, Problem{id, refusal.FileError, "the file could not be read"})
+			continue
+		}
+		d, r := extensions.Parse(raw)
+		if r != nil {
+			problems = append(problems, Problem{id, r.Rule, r.Why})
+			continue
+		}
+		e, ok := latest[d.ID]
+		if !ok || e.Action != "admit" || d.ID != id || e.Hash != extensions.Disclose(d, extensions.Machine, raw).Hash {
+			problems = append(problems, Problem{id, refusal.PresentNotAdmitted, "the file is here but the ledger holds no admission of it as it is now; it is not run"})
+			continue
+		}
+		if r := extensions.Admit(d, extensions.Machine, tools); r != nil {
+			problems = append(problems, Problem{id, r.Rule, r.Why})
+			continue
+		}
+		for _, t := range d.Tools {
+			tools = append(tools, t.Name)
+		}
+		loaded = append(loaded, Loaded{d, raw})
+	}
+	return loaded, problems, nil
+}
+
+// ProposalIDs lists the staged proposals.
+func (s *Store) ProposalIDs() []string {
+	files, _ := filepath.Glob(filepath.Join(s.dir, "proposals", "*.json"))
+	ids := make([]string, 0, len(files))
+	for _, f := range files {
+		ids = append(ids, strings.TrimSuffix(filepath.Base(f), ".json"))
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// PendingCode reads .pending-approval.json in dir: what `relay approval-code` shows.
+func PendingCode(dir string) (id, code string, expires time.Time, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, PendingFile))
+	if err != nil {
+		return "", "", time.Time{}, err
+	}
+	var p pending
+	if err := json.Unmarshal(b, &p); err != nil {
+		return "", "", time.Time{}, err
+	}
+	return p.ID, p.Code, p.Expires, nil
+}
