@@ -64,5 +64,48 @@ func TestSampleScoreboardIsDrivenByItsTools(t *testing.T) {
 	if bad.OK || bad.Refused != "invalid-argument-enum" {
 		t.Fatalf("a call with an unknown team answered %s", bad.Raw)
 	}
+
+	// A person tries a tool by hand with the form made from its schema.
+	harness.Eval[bool](tab, `(() => {
+		const form = document.querySelector('.app-card[data-app-id="app_scoreboard"] details[data-tool="add_points"] form');
+		form.closest('details').open = true;
+		form.querySelector('[name="team"]').value = '"home"';
+		form.querySelector('[name="points"]').value = '4';
+		form.querySelector('button[type="submit"]').click();
+		return true;
+	})()`)
+	shown := harness.WaitFor[string](tab, `(() => { const out = document.querySelector('.app-card[data-app-id="app_scoreboard"] details[data-tool="add_points"] .tool-result'); return out.dataset.state && out.textContent; })()`, appBound)
+	var byHand struct{ Home struct{ Score int } }
+	if err := json.Unmarshal([]byte(shown), &byHand); err != nil || byHand.Home.Score != 7 {
+		t.Fatalf("the form's call shows %q", shown)
+	}
 	tab.Screenshot("mini-app-scoreboard")
+}
+
+func TestAnyHTMLFileOpensAsAMiniApp(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	openWorkspace(t, tab, relay.URL)
+	page := `<!doctype html><title>Greeter</title><p id="out"></p><script>
+webMcp.registerTool({name: 'greet', description: 'Greet someone', parameters: {type: 'object', properties: {who: {type: 'string'}}, required: ['who']},
+  execute: ({who}) => (document.getElementById('out').textContent = 'Hello, ' + who)});
+</script>`
+	content, _ := json.Marshal(page)
+	harness.Eval[bool](tab, fmt.Sprintf(`voicebox.must('files.write', {path: 'greeter.html', content: %s}).then(() => voicebox.miniApps.refreshTray()).then(() => true)`, content))
+	// The workspace page is listed as a page, not an app.
+	harness.WaitFor[bool](tab, `document.querySelector('#app-tray li[data-app-id="page_greeter"][data-kind="page"]') !== null`, appBound)
+	tab.Navigate(relay.URL)
+	openWorkspace(t, tab, relay.URL)
+	harness.WaitFor[bool](tab, `document.querySelector('#file-list li[data-path="greeter.html"] .open') !== null`, appBound)
+	harness.Eval[bool](tab, `(document.querySelector('#file-list li[data-path="greeter.html"] .open').click(), true)`)
+	harness.WaitFor[bool](tab, `!document.querySelector('#open-app').disabled`, appBound)
+	harness.Eval[bool](tab, `(document.querySelector('#open-app').click(), true)`)
+	harness.WaitFor[bool](tab, `voicebox.miniApps.tools('page_greeter').length === 1`, appBound)
+	if got := harness.Eval[string](tab, `voicebox.miniApps.call('page_greeter', 'greet', {who: 'Ada'})`); got != "Hello, Ada" {
+		t.Fatalf("greet answered %q", got)
+	}
+	if dom := harness.EvalInFrame[string](tab, "about:srcdoc", `document.getElementById('out').textContent`); dom != "Hello, Ada" {
+		t.Fatalf("the page shows %q", dom)
+	}
 }
