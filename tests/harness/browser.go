@@ -104,12 +104,18 @@ type Tab struct {
 // NewTab opens a tab in the shared browser and closes it when the test ends.
 func NewTab(t testing.TB) *Tab {
 	t.Helper()
+	return newTab(t, TabBound)
+}
+
+// newTab opens a tab whose whole life is bounded by bound.
+func newTab(t testing.TB, bound time.Duration) *Tab {
+	t.Helper()
 	bctx, err := startBrowser()
 	if err != nil {
 		t.Fatal(err)
 	}
 	tab := &Tab{t: t}
-	ctx, cancelTimeout := context.WithTimeout(bctx, TabBound)
+	ctx, cancelTimeout := context.WithTimeout(bctx, bound)
 	ctx, cancelTab := chromedp.NewContext(ctx, chromedp.WithListener(tab.onEvent))
 	if err := chromedp.Do(ctx); err != nil {
 		cancelTab()
