@@ -156,8 +156,7 @@ func (a *api) miniAppsLaunch(ctx context.Context, req request) (result, *refusal
 // fileEntry is the entry of the workspace file at p: the store's own when discovery lists it,
 // otherwise a page named after the file.
 func (a *api) fileEntry(ctx context.Context, st *miniappstore.Store, p string) (miniappstore.Entry, []byte, error) {
-	root, _, ok := a.current()
-	if !ok {
+	if _, _, ok := a.current(); !ok {
 		return miniappstore.Entry{}, nil, refusal.New(refusal.NoRoot, "no workspace folder is open")
 	}
 	if !strings.HasSuffix(strings.ToLower(p), ".html") {
@@ -167,15 +166,14 @@ func (a *api) fileEntry(ctx context.Context, st *miniappstore.Store, p string) (
 	if err != nil {
 		return miniappstore.Entry{}, nil, err
 	}
-	taken := false
 	e := miniappstore.Entry{
 		AppID: "page_" + miniappstore.Slug(path.Base(p)), Slug: miniappstore.Slug(path.Base(p)),
 		FileName: path.Base(p), Source: miniappstore.SourceWorkspace, Kind: miniappstore.KindPage, StoragePath: p,
 	}
+	taken := false
 	for _, d := range entries {
 		if d.Source == miniappstore.SourceWorkspace && d.StoragePath == p {
-			e = d
-			taken = false
+			e, taken = d, false
 			break
 		}
 		taken = taken || d.AppID == e.AppID
@@ -187,14 +185,12 @@ func (a *api) fileEntry(ctx context.Context, st *miniappstore.Store, p string) (
 	if e.Title == "" {
 		e.Title = e.FileName
 	}
-	data, size, err := fsroot.ReadPrefix(ctx, root, p, miniappstore.MaxHTMLBytes)
+	// The store reads it, with the same bound as any launch.
+	data, err := st.ReadHTML(ctx, e)
 	if err != nil {
 		return miniappstore.Entry{}, nil, err
 	}
-	if size > miniappstore.MaxHTMLBytes {
-		return miniappstore.Entry{}, nil, refusal.New(refusal.MiniAppTooLarge, "%s is %d bytes; a mini-app may be at most %d", p, size, miniappstore.MaxHTMLBytes)
-	}
-	e.Size = size
+	e.Size = int64(len(data))
 	return e, data, nil
 }
 
@@ -202,8 +198,7 @@ func (a *api) fileEntry(ctx context.Context, st *miniappstore.Store, p string) (
 // of it are answered mini-app-closed.
 func (a *api) openApp(appID string) {
 	a.frames.closeApp(appID, "the mini-app was reloaded before it answered")
-	a.registry.Close(appID)
-	_ = a.registry.Open(appID, a.frames.app(appID))
+	_ = a.registry.Open(appID, a.frames.app(appID)) // Open drops the tools an earlier frame registered
 }
 
 type appParam struct {
