@@ -22,8 +22,9 @@ func launchApp(t *testing.T, tab *harness.Tab, target string, tools int) string 
 	return id
 }
 
+// The tests that read a mini-app's frame (EvalInFrame finds it among all the browser's frames)
+// do not run in parallel, so the only app frame is their own.
 func TestSampleScoreboardIsDrivenByItsTools(t *testing.T) {
-	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)
@@ -83,7 +84,6 @@ func TestSampleScoreboardIsDrivenByItsTools(t *testing.T) {
 }
 
 func TestAnyHTMLFileOpensAsAMiniApp(t *testing.T) {
-	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)
