@@ -10,6 +10,7 @@
 //	relay env --relay URL --bearer-file FILE --root DIR run a paired machine environment on DIR
 //	relay tool-check DECLARATION.json [ARGUMENTS.json]  check a mini-app tool declaration
 //	relay extension-check DESCRIPTOR.json [--placement page|machine]  check an extension descriptor
+//	relay check-app URL [--host ORIGIN]                 say which embedding headers an external mini-app lacks
 //	relay help                                          print the commands, flags and environment variables
 //
 // Run `relay --help` for the flags and environment variables.
@@ -34,6 +35,7 @@ import (
 
 	"voicebox/relay/extcheck"
 	"voicebox/relay/extensions"
+	"voicebox/relay/externalapps"
 	"voicebox/relay/hoststate"
 	"voicebox/relay/hub"
 	"voicebox/relay/server"
@@ -65,6 +67,7 @@ func init() {
 		{"tool-check", "check a mini-app tool declaration (and arguments): tool-check DECLARATION.json [ARGUMENTS.json]", toolcheck.Main},
 		{"extension-check", "check an extension descriptor: extension-check DESCRIPTOR.json [--placement page|machine]", extcheck.Main},
 		{"approval-code", "show the outstanding extension approval code: approval-code [--extensions-dir DIR]", runApprovalCode},
+		{"check-app", "say which embedding headers an external mini-app lacks: check-app URL [--host ORIGIN]", runCheckApp},
 		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }},
 	}
 }
@@ -124,6 +127,9 @@ Environment:
   VOICEBOX_ORIGIN          the public origin, when --origin is not given
   VOICEBOX_TLS_CERT        the TLS certificate file, when --tls-cert is not given
   VOICEBOX_TLS_KEY         the TLS key file, when --tls-key is not given
+  MINI_APPS                the external mini-app registry as JSON, when --mini-apps is not given: an
+                           object keyed by app id, each {name, description, url, origin, icon,
+                           capabilities, audience, secret} (see the README, "External mini-apps")
 `, DefaultPort, hub.DefaultHelloBound.Milliseconds())
 }
 
@@ -135,6 +141,7 @@ type serveConfig struct {
 	origin     string
 	tlsCert    string
 	tlsKey     string
+	miniApps   string
 }
 
 func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
@@ -147,6 +154,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert (default $VOICEBOX_TLS_KEY)")
 	fs.StringVar(&cfg.public, "public", "", "`directory` the page is served from (default $VOICEBOX_PUBLIC_DIR, else ./public)")
 	stateDirFlag(fs, &cfg.stateDir)
+	fs.StringVar(&cfg.miniApps, "mini-apps", "", "JSON `file` of the external mini-app registry (default: the JSON in $MINI_APPS; neither means none)")
 	fs.IntVar(&cfg.helloBound, "hello-bound-ms", 0, "`milliseconds` a /channel connection that is not the page has to say hello (default $VOICEBOX_HELLO_BOUND_MS, else 5000)")
 	return fs, cfg
 }
@@ -242,6 +250,11 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
+	miniApps, err := loadMiniApps(cfg.miniApps)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay serve: %v\n", err)
+		return 2
+	}
 	state, err := openState(cfg.stateDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
@@ -263,7 +276,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return nil
 	}
 	srv, err := server.New(server.Config{Public: public, Build: build, Log: log, HostToken: state.CheckHostToken, Gate: gate,
-		Origin: origin, HSTS: tlsConfig != nil, Ready: ready})
+		Origin: origin, HSTS: tlsConfig != nil, Ready: ready, FrameOrigins: miniApps.Origins()})
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v (run from the checkout, or pass --public)\n", err)
 		return 1
@@ -277,6 +290,12 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	exts.Register(srv, state.CheckHostToken)
+	minter := &externalapps.Minter{Registry: miniApps}
+	var subject func(*http.Request) string
+	if gate != nil {
+		subject = gate.SessionID
+	}
+	externalapps.Register(srv, minter, subject)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
@@ -286,6 +305,15 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if tlsConfig != nil {
 		scheme = "https"
 		ln = tls.NewListener(ln, tlsConfig)
+	}
+	if a, ok := sharesPageOrigin(miniApps, pageOrigins(origin, scheme, ln)); ok {
+		ln.Close()
+		fmt.Fprintf(stderr, "relay serve: mini-app %q: field \"origin\": %s is the page's own origin; framed there the app would reach everything the page holds\n", a.ID, a.Origin)
+		return 2
+	}
+	minter.Issuer = origin
+	if minter.Issuer == "" {
+		minter.Issuer = scheme + "://" + ln.Addr().String()
 	}
 	banner := func(w io.Writer) {
 		if gate != nil {

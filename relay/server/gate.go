@@ -18,8 +18,8 @@ const BootstrapParam = "bootstrap"
 
 // Gate is the loopback gate: it keeps the page and /api/* from other local users, who can reach
 // a loopback port as well as the host's own browser can. A request passes with a session cookie
-// made by redeeming a one-time ticket, or with the host token. /api/health and /channel are not
-// gated here (/channel admits a page only with a session; see relay/hub).
+// made by redeeming a one-time ticket, or with the host token. /api/health, the external mini-apps'
+// guest library and /channel are not gated here (/channel admits a page only with a session; see relay/hub).
 //
 // Tickets and sessions live in memory: a restart ends every session and prints a new ticket.
 // The zero value is not usable; call NewGate.
@@ -97,7 +97,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	switch r.URL.Path {
-	case "/api/health", "/api/ready", "/channel":
+	case "/api/health", "/api/ready", "/channel", GuestPath:
 		return false
 	}
 	if r.URL.Path == "/" && r.URL.Query().Has(BootstrapParam) {

@@ -7,8 +7,9 @@ import (
 
 // setSecurityHeaders puts the page's security headers on every response. The policy allows what
 // the page needs and nothing more: its own scripts and workers, WebAssembly compilation, its own
-// connections (with its own ws: origin spelled out), its own frames, and embedding only by itself.
-func setSecurityHeaders(h http.Header, host, path string) {
+// connections (with its own ws: origin spelled out), its own frames and the registered external
+// mini-apps' origins (frames), and embedding only by itself.
+func setSecurityHeaders(h http.Header, host, path string, frames []string) {
 	connect := "'self'"
 	if safeHost(host) {
 		connect += " ws://" + host
@@ -20,7 +21,7 @@ func setSecurityHeaders(h http.Header, host, path string) {
 		"connect-src " + connect,
 		"style-src 'self'",
 		"img-src 'self' data:",
-		"frame-src 'self'",
+		strings.Join(append([]string{"frame-src 'self'"}, frames...), " "),
 		"frame-ancestors 'self'",
 		"base-uri 'none'",
 		"form-action 'none'",
@@ -29,10 +30,19 @@ func setSecurityHeaders(h http.Header, host, path string) {
 	if path == BridgePath {
 		h.Set("Content-Security-Policy", bridgePolicy)
 	}
+	if path == GuestPath {
+		// External mini-apps load the guest library from their own origin, under their own
+		// Cross-Origin-Embedder-Policy.
+		h.Set("Cross-Origin-Resource-Policy", "cross-origin")
+	}
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "SAMEORIGIN")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 }
+
+// GuestPath is the guest library external mini-apps load (public/miniapp-guest.js). It holds no
+// secret, so it is served without a session even with the loopback gate on.
+const GuestPath = "/miniapp-guest.js"
 
 // BridgePath is the mini-app bridge, the outer frame around every mini-app.
 const BridgePath = "/mini-app-bridge.html"

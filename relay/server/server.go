@@ -47,6 +47,10 @@ type Config struct {
 	// Ready, when set, reports whether the relay can serve (for GET /api/ready); nil is always
 	// ready.
 	Ready func() error
+	// FrameOrigins are the origins, besides its own, the page may frame: the registered external
+	// mini-apps (scheme://host[:port] each, checked by whoever sets them). They go into the
+	// page's frame-src and nowhere else.
+	FrameOrigins []string
 }
 
 // Server is the relay's http.Handler.
@@ -87,7 +91,7 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 
 // ServeHTTP puts the security headers on the response and turns a panic into a JSON 500.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	setSecurityHeaders(w.Header(), r.Host, r.URL.Path)
+	setSecurityHeaders(w.Header(), r.Host, r.URL.Path, s.cfg.FrameOrigins)
 	if r.TLS != nil && s.cfg.HSTS {
 		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
 	}

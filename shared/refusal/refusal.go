@@ -139,6 +139,17 @@ const (
 	ResourceExceeded       Rule = "resource-exceeded"
 	WasmTrapped            Rule = "wasm-trapped"
 	WasmInvalid            Rule = "wasm-invalid"
+
+	// External mini-apps (relay/externalapps, shared/externalapp, public/external-apps.js): the
+	// registry, identity tokens, the host bridge and the write-approval gate.
+	ExternalAppUnknown   Rule = "external-app-unknown"
+	ExternalAppNoAuth    Rule = "external-app-no-auth"
+	ExternalAppNotReady  Rule = "external-app-not-ready"
+	ExternalAppNavigated Rule = "external-app-navigated"
+	ExternalAppError     Rule = "external-app-error"
+	ContextUnavailable   Rule = "context-unavailable"
+	ApprovalDenied       Rule = "approval-denied"
+	ApprovalTimedOut     Rule = "approval-timed-out"
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope

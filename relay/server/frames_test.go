@@ -1,0 +1,58 @@
+package server
+
+import (
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFrameSrcNamesTheRegisteredOriginsAndNothingElse(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, name := range []string{"index.html", "miniapp-guest.js"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frames := []string{"https://orders.example.com", "http://127.0.0.1:5190"}
+	s, err := New(Config{Public: dir, Log: slog.New(slog.DiscardHandler), FrameOrigins: frames, Gate: NewGate()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+
+	plain, err := New(Config{Public: dir, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := httptest.NewServer(plain)
+	t.Cleanup(tp.Close)
+
+	resp, _ := get(t, ts.URL+"/", nil)
+	with := resp.Header.Get("Content-Security-Policy")
+	if !strings.Contains(with, "frame-src 'self' https://orders.example.com http://127.0.0.1:5190;") {
+		t.Fatalf("the page's CSP does not frame the registered origins: %q", with)
+	}
+	resp, _ = get(t, tp.URL+"/", nil)
+	without := resp.Header.Get("Content-Security-Policy")
+	// Apart from the registered origins (and the host in connect-src, which differs per server),
+	// the two policies are the same: nothing else is loosened.
+	norm := func(csp, host string) string { return strings.ReplaceAll(csp, host, "HOST") }
+	got := norm(strings.Replace(with, " https://orders.example.com http://127.0.0.1:5190", "", 1), strings.TrimPrefix(ts.URL, "http://"))
+	if want := norm(without, strings.TrimPrefix(tp.URL, "http://")); got != want {
+		t.Fatalf("registering apps changed more than frame-src:\n%s\n%s", got, want)
+	}
+
+	// The guest library is served to apps on other origins, without a session, under their COEP.
+	resp, body := get(t, ts.URL+GuestPath, nil)
+	if resp.StatusCode != 200 || body != "x" || resp.Header.Get("Cross-Origin-Resource-Policy") != "cross-origin" {
+		t.Fatalf("the guest library answered %d %q with CORP %q", resp.StatusCode, body, resp.Header.Get("Cross-Origin-Resource-Policy"))
+	}
+	if resp, _ := get(t, ts.URL+"/", nil); resp.StatusCode != 401 {
+		t.Fatalf("with the gate on, the page answered %d without a session", resp.StatusCode)
+	}
+}
