@@ -104,6 +104,7 @@ func newAPI(now time.Time, openRoot RootOpener) *api {
 		"files.upload.commit": a.uploadCommit,
 		"files.upload.abort":  a.uploadAbort,
 		"channel.connect":     a.channelConnect,
+		"externalapps.result": a.externalAppsResult,
 	}
 	maps.Copy(a.methods, a.miniAppMethods())
 	return a

@@ -54,6 +54,15 @@
 // {"type":"miniapp.call", callId, appId, tool, args}; the page answers it with miniapps.result.
 // A {"type":"miniapp.cancel", callId} tells the page the worker stopped waiting.
 //
+// The external mini-apps (web apps on their own origin; their frames, bridge and approval gate
+// are on the main thread, in public/external-apps.js): a relay call of one of their tools (named
+// app_x_<appId>__<tool>, see shared/externalapp) or of get_app_context is sent to the page as
+// {"type":"externalapp.call", callId, name, args}, answered with
+//
+//	externalapps.result {callId, result} | {callId, refused, why} -> {accepted}
+//
+// and {"type":"externalapp.cancel", callId} tells the page the worker stopped waiting.
+//
 // Every path goes through fsroot.Check, so the page meets the same rules (and rule ids) as the
 // assistant's tools. An unknown method is refused "unknown-method"; a call without a numeric id
 // or a method is refused "malformed-call" when it has an id and dropped (with a console line)

@@ -46,31 +46,38 @@ type frameApp struct {
 
 // CallTool posts the call to the page and waits for its answer or for ctx, whichever is first.
 func (a frameApp) CallTool(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
-	f := a.f
+	return a.f.ask(ctx, a.appID, "miniapp.cancel", func(id string) any {
+		return struct {
+			Type   string          `json:"type"`
+			CallID string          `json:"callId"`
+			AppID  string          `json:"appId"`
+			Tool   string          `json:"tool"`
+			Args   json.RawMessage `json:"args"`
+		}{"miniapp.call", id, a.appID, tool, args}
+	})
+}
+
+// ask posts the message msg builds for a fresh call id and waits for the call's answer or for
+// ctx, whichever is first; when ctx wins, it posts {type: cancelType, callId}.
+func (f *frames) ask(ctx context.Context, appID, cancelType string, msg func(id string) any) (json.RawMessage, error) {
 	f.mu.Lock()
 	f.next++
 	id := "mc-" + strconv.FormatUint(f.next, 10)
-	p := pendingCall{appID: a.appID, done: make(chan frameAnswer, 1)}
+	p := pendingCall{appID: appID, done: make(chan frameAnswer, 1)}
 	f.pending[id] = p
 	f.mu.Unlock()
-	msg, err := json.Marshal(struct {
-		Type   string          `json:"type"`
-		CallID string          `json:"callId"`
-		AppID  string          `json:"appId"`
-		Tool   string          `json:"tool"`
-		Args   json.RawMessage `json:"args"`
-	}{"miniapp.call", id, a.appID, tool, args})
+	b, err := json.Marshal(msg(id))
 	if err != nil {
 		f.take(id)
 		return nil, refusal.New(refusal.InternalError, "the call could not be encoded: %v", err)
 	}
-	f.post(msg)
+	f.post(b)
 	select {
 	case ans := <-p.done:
 		return ans.out, ans.err
 	case <-ctx.Done():
 		if f.take(id) {
-			cancel, _ := json.Marshal(map[string]string{"type": "miniapp.cancel", "callId": id})
+			cancel, _ := json.Marshal(map[string]string{"type": cancelType, "callId": id})
 			f.post(cancel)
 		}
 		return nil, ctx.Err()

@@ -390,14 +390,19 @@ func asRefusal(err error) *refusal.Refusal {
 	return refusal.New(refusal.ExecThrew, "%v", err)
 }
 
-// routed sends the relay's calls of mini-app tools (model-facing names, app_…) to the registry and
-// every other call to the workspace's executor.
+// routed sends the relay's calls of external app tools (app_x_…, and get_app_context) to the
+// page's main thread, of mini-app tools (model-facing names, app_…) to the registry, and every
+// other call to the workspace's executor.
 type routed struct {
 	registry *miniapp.Registry
 	exec     channel.Executor
+	frames   *frames
 }
 
 func (r routed) Execute(ctx context.Context, call wire.Call) (json.RawMessage, error) {
+	if routesExternal(call.Tool) {
+		return r.frames.externalCall(ctx, call.Tool, call.Args)
+	}
 	if strings.HasPrefix(call.Tool, "app_") {
 		return r.registry.Dispatch(ctx, call.Tool, call.Args)
 	}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"voicebox/shared/externalapp"
+	"voicebox/shared/miniapp"
+	"voicebox/shared/refusal"
+	"voicebox/shared/wire"
+)
+
+type execFunc func(ctx context.Context, call wire.Call) (json.RawMessage, error)
+
+func (f execFunc) Execute(ctx context.Context, call wire.Call) (json.RawMessage, error) {
+	return f(ctx, call)
+}
+
+// TestExternalAppCallsGoToTheMainThread: the relay's calls of external app tools and
+// get_app_context are posted to the page as externalapp.call and settled by
+// externalapps.result; other names keep their routes.
+func TestExternalAppCallsGoToTheMainThread(t *testing.T) {
+	t.Parallel()
+	a := newAPI(time.Now(), nil)
+	posted := make(chan map[string]any, 8)
+	a.post = func(msg []byte) {
+		var m map[string]any
+		json.Unmarshal(msg, &m)
+		posted <- m
+	}
+	r := routed{a.registry, execFunc(func(context.Context, wire.Call) (json.RawMessage, error) {
+		return json.RawMessage(`{"builtin":true}`), nil
+	}), a.frames}
+
+	answer := func(m map[string]any, result string) {
+		in := fmt.Sprintf(`{"type":"call","id":1,"method":"externalapps.result","params":{"callId":%q,%s}}`, m["callId"], result)
+		if out := string(a.handle([]byte(in))); !strings.Contains(out, `"accepted":true`) {
+			t.Errorf("externalapps.result answered %s", out)
+		}
+	}
+	call := func(name, args string) (json.RawMessage, error) {
+		return r.Execute(context.Background(), wire.Call{CallID: "c1", Tool: name, Args: json.RawMessage(args)})
+	}
+	type res struct {
+		out json.RawMessage
+		err error
+	}
+	run := func(name, args string) chan res {
+		ch := make(chan res, 1)
+		go func() { out, err := call(name, args); ch <- res{out, err} }()
+		return ch
+	}
+
+	name := externalapp.ModelName("orders", "set_order_status")
+	done := run(name, `{"id":"A-1"}`)
+	m := <-posted
+	if m["type"] != "externalapp.call" || m["name"] != name || m["args"].(map[string]any)["id"] != "A-1" {
+		t.Fatalf("posted %v", m)
+	}
+	answer(m, `"result":{"text":"done"}`)
+	if got := <-done; got.err != nil || string(got.out) != `{"text":"done"}` {
+		t.Fatalf("the call answered %s %v", got.out, got.err)
+	}
+
+	done = run(externalapp.ContextTool, `{"app":"orders"}`)
+	m = <-posted
+	answer(m, `"refused":"approval-denied","why":"the person said no"`)
+	if got := <-done; refusal.RuleOf(got.err) != refusal.ApprovalDenied {
+		t.Fatalf("a refused call answered %s %v", got.out, got.err)
+	}
+
+	done = run(name, `{}`)
+	m = <-posted
+	answer(m, `"result":"not an object"`)
+	if got := <-done; refusal.RuleOf(got.err) != refusal.ExecThrew {
+		t.Fatalf("a non-object answer: %s %v", got.out, got.err)
+	}
+
+	done = run(name, `{}`)
+	m = <-posted
+	answer(m, `"result":{"text":"`+strings.Repeat("x", maxExternalAnswerBytes)+`"}`)
+	if got := <-done; refusal.RuleOf(got.err) != refusal.ToolOutputOverBudget {
+		t.Fatalf("an oversized answer: %v", got.err)
+	}
+
+	// The caller stops waiting: the page is told to cancel.
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := r.Execute(ctx, wire.Call{Tool: name, Args: json.RawMessage(`{}`)}); errc <- err }()
+	m = <-posted
+	cancel()
+	if err := <-errc; err != context.Canceled {
+		t.Fatalf("a cancelled call: %v", err)
+	}
+	if c := <-posted; c["type"] != "externalapp.cancel" || c["callId"] != m["callId"] {
+		t.Fatalf("after the cancel, posted %v", c)
+	}
+
+	// A sandboxed mini-app's name still goes to the registry, and a built-in to the executor.
+	if _, err := call(miniapp.ModelName("app_scoreboard", "add_points"), `{}`); refusal.RuleOf(err) != refusal.UnknownTool {
+		t.Fatalf("a sandboxed name: %v", err)
+	}
+	if out, err := call("read_file", `{}`); err != nil || string(out) != `{"builtin":true}` {
+		t.Fatalf("a built-in: %s %v", out, err)
+	}
+	select {
+	case m := <-posted:
+		t.Fatalf("a call that is not an external app's reached the page: %v", m)
+	default:
+	}
+}

@@ -1,0 +1,744 @@
+// External mini-apps on the page's main thread: the host side of the bridge. An external app is a
+// web app on its own origin (registered by the operator in MINI_APPS; the relay serves the list at
+// GET /mini-apps) shown here in an <iframe src> with an empty allow attribute. The page and the app
+// talk JSON-RPC 2.0 over postMessage, every message stamped with the protocol marker; the page
+// posts only to the app's declared origin and drops every message whose origin is not that origin
+// or whose source is not that app's frame.
+//
+// The page asks the app:  ui/identify (after every frame load: 500 ms of silence resets the
+//                         handshake), ui/get-context, tools/list, tools/call
+// The app asks the page:  ui/initialize, ui/request-auth-token, ui/open-chat
+// The app tells the page: ui/notifications/tools-changed (20 honoured per document),
+//                         ui/notifications/error, ui/notifications/selection-changed,
+//                         ui/notifications/initialized
+//
+// Every request the page sends has a deadline. What an app sends is clamped, not rejected:
+// descriptions to 300 characters, 64 tools, each tool parsed on its own (a dropped one is logged),
+// context title and summary cut, a context data payload over 20,000 characters withheld with a
+// note saying so. A tool not marked readOnlyHint: true waits for the person's approval here, with
+// a deadline, whoever called it (the tool form below, or the assistant through the worker); the
+// caller is told whether it was approved, denied or timed out.
+//
+// window.voicebox.externalApps is the API the page and the tests use (see the end of the file).
+'use strict';
+
+(() => {
+  const PROTOCOL = 'voicebox-mini-app/1';
+  const LIMITS = Object.freeze({
+    description: 300, tools: 64, toolsChanged: 20, title: 200, summary: 1000, payload: 20000,
+    noteSelection: 2000, schema: 16000, error: 500, prompt: 2000, result: 60000, appName: 80,
+  });
+  const DEADLINES = { 'ui/identify': 500, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': 10000, approval: 15000 };
+  const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+  const ICONS = { app: '▣', calendar: '📅', cart: '🛒', chart: '📈', chat: '💬', document: '📄', folder: '📁', mail: '✉', map: '🗺', table: '▦', users: '👥' };
+
+  const vb = window.voicebox;
+  const $ = (id) => document.getElementById(id);
+  const el = { list: $('xa-list'), open: $('xa-open'), composer: $('xa-composer'), note: $('xa-note') };
+
+  let registry = []; // the apps of GET /mini-apps
+  const apps = new Map(); // appId -> open app
+  const strays = []; // marked messages from a window or origin that is no open app's
+  let nextCall = 1;
+
+  // ---- small helpers ----
+
+  function refusal(refused, why) {
+    return { ok: false, refused, why };
+  }
+
+  // clamp cuts a string to n code points, marking the cut.
+  function clamp(s, n) {
+    const chars = [...String(s)];
+    return chars.length <= n ? chars.join('') : chars.slice(0, n - 1).join('') + '…';
+  }
+
+  function jsonLength(v) {
+    try { return JSON.stringify(v ?? null).length; } catch { return Infinity; }
+  }
+
+  function node(tag, props = {}, ...children) {
+    const n = document.createElement(tag);
+    Object.assign(n, props);
+    n.append(...children);
+    return n;
+  }
+
+  function button(text, onClick, className) {
+    const b = node('button', { type: 'button', textContent: text });
+    if (className) b.className = className;
+    b.addEventListener('click', onClick);
+    return b;
+  }
+
+  function keepLast(list, item, n = 100) {
+    list.push(item);
+    if (list.length > n) list.shift();
+  }
+
+  // modelName is the name the model knows an external app's tool by: app_x_<appId>__<tool>. The
+  // "x" can never be a hex digit, so it never meets a sandboxed mini-app's app_<8 hex>__<tool>. A
+  // name over 64 characters keeps the start of the tool's name and ends in _ and 8 hex digits of
+  // SHA-256 of the tool's name (shared/externalapp.ModelName is the same rule in Go).
+  async function modelName(appId, tool) {
+    const whole = `app_x_${appId}__${tool}`;
+    if (whole.length <= 64) return whole;
+    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(tool)));
+    const hex = [...digest.slice(0, 4)].map((b) => b.toString(16).padStart(2, '0')).join('');
+    const keep = 64 - `app_x_${appId}__`.length - 9;
+    return `app_x_${appId}__${tool.slice(0, keep)}_${hex}`;
+  }
+
+  // ---- the registry and the list of apps ----
+
+  async function refresh() {
+    try {
+      const r = await fetch('/mini-apps');
+      const body = await r.json();
+      if (!r.ok) throw new Error(body.why || `GET /mini-apps answered ${r.status}`);
+      registry = body.apps || [];
+    } catch (err) {
+      registry = [];
+      el.note.textContent = `The app list could not be loaded: ${err.message}`;
+    }
+    renderList();
+    return registry;
+  }
+
+  function renderList() {
+    if (registry.length === 0) {
+      el.list.replaceChildren(node('li', { className: 'empty', textContent: 'No apps are registered. The operator adds them to MINI_APPS.' }));
+      return;
+    }
+    el.list.replaceChildren(...registry.map((a) => {
+      const li = node('li');
+      li.dataset.appId = a.id;
+      const open = button(`${ICONS[a.icon] || ICONS.app} ${a.name}`, () => openApp(a.id), 'xa-launch');
+      open.title = a.description || a.url;
+      li.append(open, node('span', { className: 'hint', textContent: ` ${a.origin}` }));
+      return li;
+    }));
+  }
+
+  // ---- an open app ----
+
+  function newStats() {
+    return {
+      loads: 0, handshakes: 0, repeats: 0, resets: [], kept: 0, identifies: 0, toolsLists: 0,
+      toolsChangedHonoured: 0, toolsChangedIgnored: 0, droppedTools: [], dropped: [], errors: [], openChats: 0,
+      approvals: { approved: 0, denied: 0, timedOut: 0 },
+    };
+  }
+
+  function openApp(appId) {
+    const entry = registry.find((a) => a.id === appId);
+    if (!entry) throw new Error(`no app is registered as ${appId}`);
+    let app = apps.get(appId);
+    if (app) {
+      app.view.section.scrollIntoView({ block: 'nearest' });
+      return app.state();
+    }
+    app = {
+      id: appId, entry, documentId: null, live: false, caps: {}, appInfo: null, initResult: null,
+      tools: [], selection: null, toolsChanged: 0, initSinceLoad: false,
+      pending: new Map(), nextId: 1, identifySeq: 0, approvals: new Map(), stats: newStats(),
+    };
+    app.state = () => stateOf(app);
+    apps.set(appId, app);
+    el.open.prepend(card(app));
+    render(app);
+    changed();
+    return app.state();
+  }
+
+  function card(app) {
+    const section = node('section', { className: 'xa-card' });
+    section.dataset.appId = app.id;
+    const title = node('h3', { textContent: `${ICONS[app.entry.icon] || ICONS.app} ${app.entry.name}` });
+    const status = node('span', { className: 'badge xa-status' });
+    const head = node('div', { className: 'panel-head' }, title, status,
+      node('div', { className: 'tools' }, button('Reload', () => reload(app.id)), button('Close', () => closeApp(app.id))));
+    const frame = node('iframe', { className: 'xa-frame', title: `app ${app.entry.name}` });
+    // An empty allow: no feature (tools discovery included) is delegated to the app. The sandbox
+    // keeps the app's own origin, scripts, forms and popups, and takes away navigating this page.
+    frame.setAttribute('allow', '');
+    frame.setAttribute('sandbox', 'allow-scripts allow-same-origin allow-forms allow-popups allow-popups-to-escape-sandbox allow-modals allow-downloads');
+    frame.addEventListener('load', () => onFrameLoad(app));
+    frame.src = app.entry.url;
+    const approvals = node('div', { className: 'xa-approvals' });
+    const selection = node('div', { className: 'xa-selection', hidden: true });
+    const errors = node('ul', { className: 'xa-errors' });
+    const tools = node('div', { className: 'app-tools xa-tools' });
+    section.append(head, approvals, frame, selection, errors, tools);
+    app.frame = frame;
+    app.view = { section, status, approvals, selection, errors, tools };
+    return section;
+  }
+
+  function reload(appId) {
+    const app = apps.get(appId);
+    if (!app) return;
+    reset(app, 'the page reloaded the app');
+    app.frame.src = app.entry.url;
+  }
+
+  function closeApp(appId) {
+    const app = apps.get(appId);
+    if (!app) return;
+    reset(app, 'the app was closed');
+    apps.delete(appId);
+    app.view.section.remove();
+    changed();
+  }
+
+  function stateOf(app) {
+    return {
+      appId: app.id, live: app.live, documentId: app.documentId, caps: { ...app.caps },
+      tools: app.tools.map((t) => ({ name: t.name, modelName: t.modelName, description: t.description, readOnly: t.readOnly })),
+      selection: app.selection, approvalsPending: app.approvals.size, stats: structuredClone(app.stats),
+    };
+  }
+
+  // ---- the wire ----
+
+  function post(app, msg) {
+    // Only the declared origin receives it: if the frame has navigated elsewhere, nothing does.
+    app.frame.contentWindow.postMessage({ jsonrpc: '2.0', protocol: PROTOCOL, ...msg }, app.entry.origin);
+  }
+
+  function reply(app, id, result) { post(app, { id, result }); }
+  function replyError(app, id, code, message, rule) {
+    post(app, { id, error: { code, message, data: rule ? { refused: rule } : undefined } });
+  }
+
+  // request sends one request to the app and settles with its result, or rejects with a refusal
+  // when the deadline passes or the document goes away first.
+  function request(app, method, params) {
+    const ms = DEADLINES[method];
+    return new Promise((resolve, reject) => {
+      const id = app.nextId++;
+      const timer = setTimeout(() => {
+        app.pending.delete(id);
+        reject(refusal(method === 'tools/call' ? 'tool-timeout' : 'context-unavailable', `the app did not answer ${method} within ${ms} ms`));
+      }, ms);
+      app.pending.set(id, { method, resolve, reject, timer });
+      post(app, { id, method, params });
+    });
+  }
+
+  window.addEventListener('message', (event) => {
+    const msg = event.data;
+    const marked = msg && typeof msg === 'object' && msg.protocol === PROTOCOL;
+    let app = null;
+    for (const a of apps.values()) if (a.frame.contentWindow === event.source) app = a;
+    if (!app) {
+      // Not any app's frame: a frame nested in an app, another page's window, or anything else.
+      if (marked) keepLast(strays, { origin: event.origin, reason: 'source', method: String(msg.method ?? 'response').slice(0, 60) });
+      return;
+    }
+    if (event.origin !== app.entry.origin) {
+      keepLast(app.stats.dropped, { origin: event.origin, reason: 'origin', method: marked ? String(msg.method ?? 'response').slice(0, 60) : '' });
+      return;
+    }
+    if (!marked || msg.jsonrpc !== '2.0') {
+      if (marked) keepLast(app.stats.dropped, { origin: event.origin, reason: 'not JSON-RPC 2.0' });
+      return; // the app's own postMessage traffic, none of ours
+    }
+    fromApp(app, msg);
+  });
+
+  function fromApp(app, msg) {
+    if (typeof msg.method !== 'string') {
+      const p = app.pending.get(msg.id);
+      if (!p) return; // late, or never asked
+      app.pending.delete(msg.id);
+      clearTimeout(p.timer);
+      if (msg.error && typeof msg.error === 'object') {
+        p.reject(refusal('external-app-error', clamp(`the app answered ${p.method} with an error: ${msg.error.message}`, LIMITS.error)));
+      } else {
+        p.resolve(msg.result);
+      }
+      return;
+    }
+    const params = msg.params && typeof msg.params === 'object' ? msg.params : {};
+    switch (msg.method) {
+      case 'ui/initialize':
+        if (msg.id !== undefined) initialize(app, msg.id, params);
+        return;
+      case 'ui/notifications/initialized':
+        return;
+      case 'ui/request-auth-token':
+        if (msg.id !== undefined) authToken(app, msg.id);
+        return;
+      case 'ui/open-chat':
+        openChat(app, params);
+        if (msg.id !== undefined) reply(app, msg.id, {});
+        return;
+      case 'ui/notifications/tools-changed':
+        toolsChanged(app);
+        return;
+      case 'ui/notifications/error': {
+        const text = clamp(String(params.message ?? 'an error'), LIMITS.error);
+        keepLast(app.stats.errors, text, 20);
+        console.warn(`voicebox: the app ${app.id} reported an error: ${text}`);
+        render(app);
+        return;
+      }
+      case 'ui/notifications/selection-changed':
+        app.selection = boundPayload(params.selection);
+        render(app);
+        return;
+      default:
+        if (msg.id !== undefined) replyError(app, msg.id, -32601, `the host has no method ${clamp(msg.method, 60)}`);
+    }
+  }
+
+  // ---- the handshake and which document is in the frame ----
+
+  function hostContext() {
+    return {
+      theme: matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light',
+      locale: navigator.language,
+      platform: 'web',
+      timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+    };
+  }
+
+  async function initialize(app, id, params) {
+    const documentId = typeof params.documentId === 'string' ? params.documentId.slice(0, 200) : null;
+    if (documentId !== null && documentId === app.documentId && app.live && app.initResult) {
+      // The same document asking again (a React effect run twice): answered, nothing torn down.
+      app.stats.repeats++;
+      reply(app, id, app.initResult);
+      return;
+    }
+    reset(app, 'a new document began a handshake', true);
+    const caps = params.appCapabilities && typeof params.appCapabilities === 'object' ? params.appCapabilities : {};
+    app.caps = { tools: !!caps.tools, context: !!caps.context, auth: !!caps.auth };
+    const info = params.appInfo && typeof params.appInfo === 'object' ? params.appInfo : {};
+    app.appInfo = { name: clamp(info.name ?? '', LIMITS.appName), version: clamp(info.version ?? '', 40) };
+    app.documentId = documentId;
+    app.live = true;
+    app.initSinceLoad = true;
+    app.stats.handshakes++;
+    const generation = app.stats.handshakes;
+    const result = {
+      protocolVersion: PROTOCOL,
+      hostInfo: { name: 'Voicebox', version: '1' },
+      hostCapabilities: { openChat: {}, tools: { call: {} }, context: {}, ...(app.entry.capabilities.includes('auth') ? { auth: {} } : {}) },
+      hostContext: hostContext(),
+    };
+    if (app.caps.auth) {
+      const t = await mint(app);
+      if (t.ok) result.auth = { token: t.token, expiresAt: t.expiresAt };
+      else result.authError = { refused: t.refused, why: t.why };
+    }
+    if (app.stats.handshakes !== generation || !app.live) return; // superseded while minting
+    app.initResult = result;
+    reply(app, id, result);
+    render(app);
+    changed();
+    if (app.caps.tools) listTools(app);
+  }
+
+  function onFrameLoad(app) {
+    if (!apps.has(app.id)) return;
+    app.stats.loads++;
+    const sinceLoad = app.initSinceLoad;
+    app.initSinceLoad = false;
+    if (app.live && app.documentId === null) {
+      // A guest too old to have a document id cannot be asked: a handshake since the last load
+      // belongs to this document; one from before belongs to the document that just left.
+      if (!sinceLoad) reset(app, 'the frame loaded a new document');
+      return;
+    }
+    const seq = ++app.identifySeq;
+    app.stats.identifies++;
+    request(app, 'ui/identify', {}).then((r) => {
+      if (seq !== app.identifySeq) return;
+      const id = r && typeof r.documentId === 'string' ? r.documentId : null;
+      if (id !== null && id === app.documentId && app.live) {
+        app.stats.kept++;
+        return;
+      }
+      reset(app, id === null ? 'the frame answered ui/identify without a document id' : 'the frame holds a document that has not begun a handshake');
+    }, () => {
+      if (seq === app.identifySeq) reset(app, 'the frame did not answer ui/identify within 500 ms');
+    });
+  }
+
+  // reset forgets the handshake: the tools, the capabilities, the pending requests (refused
+  // external-app-navigated) and the approvals waiting; the next handshake starts over.
+  function reset(app, why, quiet) {
+    const wasLive = app.live;
+    app.live = false;
+    app.documentId = null;
+    app.initResult = null;
+    app.caps = {};
+    app.tools = [];
+    app.toolsChanged = 0;
+    app.selection = null;
+    for (const [id, p] of app.pending) {
+      if (p.method === 'ui/identify') continue;
+      clearTimeout(p.timer);
+      app.pending.delete(id);
+      p.reject(refusal('external-app-navigated', `${why}; the request ${p.method} was not answered`));
+    }
+    for (const a of [...app.approvals.values()]) a.settle('navigated');
+    if (wasLive || !quiet) keepLast(app.stats.resets, why, 50);
+    render(app);
+    if (wasLive) changed();
+  }
+
+  // ---- tools ----
+
+  function toolsChanged(app) {
+    if (!app.live) return;
+    if (app.toolsChanged >= LIMITS.toolsChanged) {
+      app.stats.toolsChangedIgnored++;
+      if (app.stats.toolsChangedIgnored === 1) console.warn(`voicebox: the app ${app.id} changed its tools more than ${LIMITS.toolsChanged} times; later changes are ignored until it loads again`);
+      return;
+    }
+    app.toolsChanged++;
+    app.stats.toolsChangedHonoured++;
+    listTools(app);
+  }
+
+  async function listTools(app) {
+    const documentId = app.documentId;
+    let result;
+    try {
+      result = await request(app, 'tools/list', {});
+    } catch (err) {
+      console.warn(`voicebox: the app ${app.id} did not list its tools: ${err.why}`);
+      return;
+    }
+    if (!app.live || app.documentId !== documentId) return;
+    const { tools, dropped } = parseToolsList(result);
+    for (const t of tools) t.modelName = await modelName(app.id, t.name);
+    if (!app.live || app.documentId !== documentId) return;
+    for (const d of dropped) {
+      console.warn(`voicebox: the app ${app.id}'s tool ${d.name} was dropped: ${d.why}`);
+      keepLast(app.stats.droppedTools, d, 100);
+    }
+    app.tools = tools;
+    app.stats.toolsLists++;
+    render(app);
+    changed();
+  }
+
+  // parseToolsList takes each descriptor on its own: one bad descriptor costs only itself.
+  function parseToolsList(result) {
+    const list = result && Array.isArray(result.tools) ? result.tools : [];
+    const tools = [];
+    const dropped = [];
+    const seen = new Set();
+    list.forEach((t, index) => {
+      const name = t && typeof t.name === 'string' ? clamp(t.name, 80) : `#${index}`;
+      if (tools.length >= LIMITS.tools) {
+        dropped.push({ index, name, why: `the app lists more than ${LIMITS.tools} tools` });
+        return;
+      }
+      const why = toolProblem(t);
+      if (why) dropped.push({ index, name, why });
+      else if (seen.has(t.name)) dropped.push({ index, name, why: 'another tool of the app has this name' });
+      else {
+        seen.add(t.name);
+        tools.push({
+          name: t.name,
+          description: clamp(typeof t.description === 'string' ? t.description : '', LIMITS.description),
+          inputSchema: t.inputSchema === undefined ? { type: 'object' } : t.inputSchema,
+          readOnly: !!(t.annotations && t.annotations.readOnlyHint === true),
+        });
+      }
+    });
+    return { tools, dropped };
+  }
+
+  function toolProblem(t) {
+    if (!t || typeof t !== 'object' || Array.isArray(t)) return 'it is not an object';
+    if (typeof t.name !== 'string' || !TOOL_NAME.test(t.name)) return 'its name must be 1 to 64 of A-Z, a-z, 0-9, _ and -';
+    if (t.description !== undefined && typeof t.description !== 'string') return 'its description is not text';
+    const s = t.inputSchema;
+    if (s !== undefined) {
+      if (!s || typeof s !== 'object' || Array.isArray(s)) return 'its inputSchema is not an object';
+      if (s.type !== undefined && s.type !== 'object') return 'its inputSchema does not describe an object';
+      if (jsonLength(s) > LIMITS.schema) return `its inputSchema is over ${LIMITS.schema} characters`;
+    }
+    return '';
+  }
+
+  // callTool runs one of an open app's tools for a caller ('user' from the form, 'model' from the
+  // assistant). A tool not marked read-only waits for approval first. It answers {ok, value} with
+  // value {text, isError?}, or a refusal; exactly once.
+  async function callTool(appId, name, args, by = 'user', callId = '') {
+    const app = apps.get(appId);
+    if (!app) return refusal('external-app-unknown', `the app ${appId} is not open`);
+    if (!app.live) return refusal('external-app-not-ready', `the app ${app.entry.name} has not connected (no handshake with the document in its frame)`);
+    const tool = app.tools.find((t) => t.name === name);
+    if (!tool) return refusal('unknown-tool', `the app ${app.entry.name} has no tool named ${clamp(name, 80)}`);
+    if (args === undefined || args === null) args = {};
+    if (typeof args !== 'object' || Array.isArray(args)) return refusal('invalid-tool-arguments', 'the arguments must be a JSON object');
+    const documentId = app.documentId;
+    if (!tool.readOnly) {
+      const outcome = await approval(app, tool, args, by, callId);
+      if (outcome !== 'approved') {
+        const said = {
+          denied: refusal('approval-denied', `the person denied running ${tool.name} in ${app.entry.name}; it did not run`),
+          timedOut: refusal('approval-timed-out', `nobody approved running ${tool.name} in ${app.entry.name} within ${DEADLINES.approval / 1000} s; it did not run`),
+          navigated: refusal('external-app-navigated', `${app.entry.name} loaded another document while ${tool.name} waited for approval; it did not run`),
+          cancelled: refusal('tool-timeout', `the caller stopped waiting while ${tool.name} waited for approval; it did not run`),
+        };
+        return said[outcome];
+      }
+      if (!app.live || app.documentId !== documentId) return refusal('external-app-navigated', `${app.entry.name} loaded another document; ${tool.name} did not run`);
+    }
+    try {
+      const r = await request(app, 'tools/call', { name: tool.name, arguments: args });
+      return { ok: true, value: resultText(r) };
+    } catch (err) {
+      return err && err.refused ? err : refusal('external-app-error', String(err));
+    }
+  }
+
+  function resultText(r) {
+    const parts = r && Array.isArray(r.content) ? r.content : [];
+    let text = parts.map((p) => (p && p.type === 'text' && typeof p.text === 'string' ? p.text : p && p.type ? `[${clamp(p.type, 20)} content]` : '')).filter(Boolean).join('\n');
+    if (!text && r && r.structuredContent !== undefined) text = JSON.stringify(r.structuredContent);
+    const n = text.length;
+    if (n > LIMITS.result) text = text.slice(0, LIMITS.result) + `\n[cut: ${n - LIMITS.result} more characters]`;
+    return r && r.isError ? { text, isError: true } : { text };
+  }
+
+  // ---- the approval gate ----
+
+  function approval(app, tool, args, by, modelCallId) {
+    return new Promise((resolve) => {
+      const callId = nextCall++;
+      const box = node('div', { className: 'xa-approval' });
+      box.setAttribute('role', 'alertdialog');
+      box.dataset.callId = String(callId);
+      box.dataset.tool = tool.name;
+      const who = by === 'model' ? 'The assistant wants' : 'You asked';
+      const args_ = node('pre', { textContent: clamp(JSON.stringify(args, null, 2), 2000) });
+      const left = node('span', { className: 'hint xa-deadline' });
+      let timer = 0;
+      let ticker = 0;
+      const settle = (outcome) => {
+        if (!app.approvals.has(callId)) return;
+        app.approvals.delete(callId);
+        clearTimeout(timer);
+        clearInterval(ticker);
+        box.remove();
+        const key = { approved: 'approved', denied: 'denied', timedOut: 'timedOut' }[outcome];
+        if (key) app.stats.approvals[key]++;
+        resolve(outcome);
+      };
+      const approve = button('Approve', () => settle('approved'), 'xa-approve');
+      const deny = button('Deny', () => settle('denied'), 'danger xa-deny');
+      box.append(node('p', { textContent: `${who} to run ${tool.name} in ${app.entry.name}, which may change something there.` }), args_,
+        node('div', { className: 'tools' }, approve, deny, left));
+      const ends = Date.now() + DEADLINES.approval;
+      const tick = () => { left.textContent = `${Math.max(0, Math.ceil((ends - Date.now()) / 1000))} s left`; };
+      tick();
+      ticker = setInterval(tick, 1000);
+      timer = setTimeout(() => settle('timedOut'), DEADLINES.approval);
+      app.approvals.set(callId, { settle, tool: tool.name, by, modelCallId });
+      app.view.approvals.append(box);
+      approve.focus({ preventScroll: true });
+    });
+  }
+
+  // ---- context ----
+
+  // boundPayload keeps a structured value whole when its JSON fits the payload bound, and
+  // otherwise withholds it with a note saying how large it was: cut JSON is not JSON.
+  function boundPayload(v) {
+    if (v === undefined || v === null) return null;
+    const n = jsonLength(v);
+    if (n <= LIMITS.payload) return v;
+    return { withheld: true, note: `withheld: ${n === Infinity ? 'not JSON' : `${n} characters`}, over the ${LIMITS.payload}-character bound` };
+  }
+
+  // readContext asks the app what is on screen now. It answers {ok, value: {app, name, title,
+  // summary, selection, data}} or a refusal (context-unavailable on a timeout, a navigation, or an
+  // app that never declared the capability): never anything stale.
+  async function readContext(appId) {
+    const app = apps.get(appId);
+    if (!app) return refusal('external-app-unknown', `the app ${appId} is not open`);
+    if (!app.live) return refusal('context-unavailable', `${app.entry.name} has not connected, so what it shows is unknown`);
+    if (!app.caps.context) return refusal('context-unavailable', `${app.entry.name} does not describe what it shows`);
+    let c;
+    try {
+      c = await request(app, 'ui/get-context', {});
+    } catch (err) {
+      return refusal('context-unavailable', err.why || String(err));
+    }
+    if (!c || typeof c !== 'object') c = {};
+    return {
+      ok: true,
+      value: {
+        app: app.id, name: app.entry.name,
+        title: clamp(typeof c.title === 'string' ? c.title : '', LIMITS.title),
+        summary: clamp(typeof c.summary === 'string' ? c.summary : '', LIMITS.summary),
+        selection: boundPayload(c.selection),
+        data: boundPayload(c.data),
+      },
+    };
+  }
+
+  // ---- what the app asks of the page ----
+
+  async function mint(app) {
+    try {
+      const r = await fetch(`/mini-apps/${encodeURIComponent(app.id)}/token`, { method: 'POST' });
+      const body = await r.json();
+      return body.ok ? { ok: true, token: body.token, expiresAt: body.expiresAt } : refusal(body.refused, body.why);
+    } catch (err) {
+      return refusal('external-app-no-auth', `the relay did not mint a token: ${err.message}`);
+    }
+  }
+
+  async function authToken(app, id) {
+    if (!app.live) { replyError(app, id, -32002, 'no handshake with this document', 'external-app-not-ready'); return; }
+    const documentId = app.documentId;
+    const t = await mint(app);
+    if (app.documentId !== documentId) return;
+    if (t.ok) reply(app, id, { token: t.token, expiresAt: t.expiresAt });
+    else replyError(app, id, -32001, t.why, t.refused);
+  }
+
+  // openChat seeds the composer with the app's suggestion; nothing is sent to the assistant until
+  // the person sends it.
+  function openChat(app, params) {
+    if (!app.live) return;
+    const prompt = clamp(typeof params.prompt === 'string' ? params.prompt : '', LIMITS.prompt);
+    app.stats.openChats++;
+    seedComposer(prompt, app);
+  }
+
+  function seedComposer(text, app) {
+    // The assistant's own command box takes it when the page has one; until then, this panel's.
+    if (vb.assistant && typeof vb.assistant.seed === 'function') {
+      vb.assistant.seed(text);
+      return;
+    }
+    el.composer.value = text;
+    el.composer.dataset.from = app ? app.id : '';
+    el.composer.focus({ preventScroll: true });
+  }
+
+  // ---- showing an app ----
+
+  function render(app) {
+    if (!app.view) return;
+    const v = app.view;
+    v.status.textContent = app.live ? 'connected' : 'not connected';
+    v.status.dataset.state = app.live ? 'connected' : 'waiting';
+    v.selection.hidden = !app.selection;
+    if (app.selection) {
+      const text = app.selection.text !== undefined ? String(app.selection.text) : JSON.stringify(app.selection);
+      v.selection.replaceChildren(node('span', { className: 'hint', textContent: `Selected: “${clamp(text, 120)}”` }),
+        button('Ask about this', () => seedComposer(`About this, in ${app.entry.name}: “${clamp(text, LIMITS.prompt - 60)}”`, app)));
+    }
+    v.errors.replaceChildren(...app.stats.errors.slice(-3).map((e) => node('li', { className: 'hint', textContent: `The app reported: ${e}` })));
+    if (app.tools.length === 0) {
+      v.tools.replaceChildren(node('p', { className: 'hint', textContent: app.live ? 'This app offers no tools.' : 'Waiting for the app to connect…' }));
+      return;
+    }
+    v.tools.replaceChildren(...app.tools.map((t) => toolForm(app, t)));
+  }
+
+  function toolForm(app, tool) {
+    const details = node('details', { className: 'tool' });
+    details.dataset.tool = tool.name;
+    details.append(node('summary', {}, node('code', { textContent: tool.name }), node('span', { textContent: ` ${tool.readOnly ? '' : '(asks first) '}${tool.description}` })));
+    const args = node('textarea', { name: 'args', placeholder: 'arguments as JSON, e.g. {}', rows: 2 });
+    const out = node('pre', { className: 'tool-result' });
+    const form = node('form', {}, args, node('button', { type: 'submit', textContent: 'Call' }), out);
+    form.addEventListener('submit', async (event) => {
+      event.preventDefault();
+      let parsed = {};
+      try {
+        if (args.value.trim() !== '') parsed = JSON.parse(args.value);
+      } catch {
+        out.dataset.state = 'refused';
+        out.textContent = 'The arguments are not JSON.';
+        return;
+      }
+      out.textContent = '…';
+      delete out.dataset.state;
+      const answer = await callTool(app.id, tool.name, parsed, 'user');
+      out.dataset.state = answer.ok ? 'ok' : 'refused';
+      out.textContent = answer.ok ? answer.value.text : `${answer.refused}: ${answer.why}`;
+    });
+    details.append(form);
+    return details;
+  }
+
+  // ---- what the assistant gets ----
+
+  // report describes the open apps for the relay's tool catalogue: who they are (from the
+  // registry, operator-written) and the tools they offer now (app-written, clamped).
+  function report() {
+    return {
+      apps: [...apps.values()].map((app) => ({
+        id: app.id, name: app.entry.name, description: app.entry.description || '', live: app.live, context: !!app.caps.context,
+        tools: app.tools.map((t) => ({ name: t.name, modelName: t.modelName, description: t.description, inputSchema: t.inputSchema, readOnly: t.readOnly })),
+      })),
+    };
+  }
+
+  let changeQueued = false;
+  function changed() {
+    if (changeQueued) return;
+    changeQueued = true;
+    queueMicrotask(() => {
+      changeQueued = false;
+      document.dispatchEvent(new CustomEvent('voicebox:external-apps', { detail: report() }));
+    });
+  }
+
+  // A call from the assistant, by way of the relay and the worker: an app tool under its model
+  // name, or get_app_context. It is answered with externalapps.result, once.
+  async function modelCall({ callId, name, args }) {
+    let answer;
+    if (name === 'get_app_context') {
+      const appId = args && typeof args.app === 'string' ? args.app : apps.size === 1 ? [...apps.keys()][0] : '';
+      answer = appId ? await readContext(appId) : refusal('external-app-unknown', 'name the app: get_app_context {app}');
+    } else {
+      let target = null;
+      for (const app of apps.values()) for (const t of app.tools) if (t.modelName === name) target = [app.id, t.name];
+      answer = target ? await callTool(target[0], target[1], args, 'model', callId) : refusal('unknown-tool', `no open app offers a tool named ${clamp(name, 80)}`);
+    }
+    vb.call('externalapps.result', answer.ok ? { callId, result: answer.value } : { callId, refused: answer.refused, why: answer.why });
+  }
+  vb.on('externalapp.call', modelCall);
+  // The worker stopped waiting (the relay's deadline): a prompt still open for that call goes away.
+  vb.on('externalapp.cancel', ({ callId }) => {
+    for (const app of apps.values()) {
+      for (const a of [...app.approvals.values()]) if (a.modelCallId === callId) a.settle('cancelled');
+    }
+  });
+
+  vb.externalApps = Object.freeze({
+    refresh,
+    registry: () => structuredClone(registry),
+    open: openApp,
+    close: closeApp,
+    reload,
+    state: (appId) => (apps.get(appId) ? stateOf(apps.get(appId)) : null),
+    callTool,
+    context: readContext,
+    report,
+    strays: () => strays.slice(),
+    composer: () => el.composer.value,
+    // configure shortens the approval deadline, for a test that lets one run out.
+    configure: ({ approvalMs } = {}) => { if (approvalMs > 0) DEADLINES.approval = approvalMs; },
+    limits: LIMITS,
+    modelName,
+  });
+
+  $('xa-refresh').addEventListener('click', refresh);
+  refresh();
+})();
