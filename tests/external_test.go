@@ -77,6 +77,8 @@ func startExternal(t *testing.T) *externalSetup {
 		"flood":    entry("Flood", app.URL+"/fixtures/flood.html"),
 		"long":     entry("Long", app.URL+"/fixtures/long.html"),
 		"nest":     entry("Nest", app.URL+"/fixtures/nest.html?third="+third.URL),
+		"foreign":  entry("Foreign", app.URL+"/fixtures/foreign.html"),
+		"native":   entry("Native", app.URL+"/fixtures/native.html"),
 		"third":    map[string]any{"name": "Third", "url": third.URL + "/fixtures/plain.html", "origin": third.URL},
 	}
 	raw, _ := json.Marshal(reg)
@@ -461,6 +463,22 @@ func TestExternalAppLimitsForgeriesAndNavigation(t *testing.T) {
 	}
 	if st.Stats.Handshakes != 1 || len(st.Tools) != 0 || st.Stats.OpenChats != 0 {
 		t.Fatalf("after the third origin's forgeries: %+v", st.Stats)
+	}
+
+	// document.modelContext: a foreign one is left alone (the guest uses a detached registry); a
+	// native-looking one is used unmodified, read back with getTools(), its toolchange forwarded;
+	// the guest's own shim (the orders app) carries the Symbol.for brand.
+	harness.Eval[bool](tab, `(voicebox.externalApps.open('foreign'), voicebox.externalApps.open('native'), true)`)
+	s.waitState(t, "foreign", `s.live && s.tools.length === 1`)
+	if a := harness.Eval[callAnswer](tab, `voicebox.externalApps.callTool('foreign', 'which', {})`); a.Value.Text != "detached; left alone: true; branded: true" {
+		t.Fatalf("foreign: %+v", a)
+	}
+	st = s.waitState(t, "native", `s.live && s.tools.length === 2`)
+	if names := strings.Join(toolNames(st), ","); names != "early,which" {
+		t.Fatalf("native tools %s", names)
+	}
+	if a := harness.Eval[callAnswer](tab, `voicebox.externalApps.callTool('native', 'which', {})`); a.Value.Text != "native; unmodified: true; branded: false" {
+		t.Fatalf("native: %+v", a)
 	}
 
 	// Load, initialize, load: a guest that connects after its load event (as a framework does).
