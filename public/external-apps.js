@@ -30,7 +30,7 @@
   });
   const DEADLINES = { 'ui/identify': 500, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': 10000, approval: 15000 };
   const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-  const ICONS = { app: '▣', calendar: '📅', cart: '🛒', chart: '📈', chat: '💬', document: '📄', folder: '📁', mail: '✉', map: '🗺', table: '▦', users: '👥' };
+  const ICONS = { app: '▣', calendar: '◴', cart: '⊞', chart: '▲', chat: '❝', document: '▤', folder: '▭', mail: '✉', map: '⌖', table: '▦', users: '☺' };
 
   const vb = window.voicebox;
   const $ = (id) => document.getElementById(id);

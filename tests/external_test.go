@@ -34,7 +34,7 @@ type origin struct {
 	URL string // http://127.0.0.1:PORT
 }
 
-func newOrigin(t *testing.T) *origin {
+func newOrigin(t testing.TB) *origin {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -44,7 +44,7 @@ func newOrigin(t *testing.T) *origin {
 	return &origin{ln: ln, URL: "http://" + ln.Addr().String()}
 }
 
-func (o *origin) serve(t *testing.T, h http.Handler) {
+func (o *origin) serve(t testing.TB, h http.Handler) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(o.ln)
 	t.Cleanup(func() { srv.Close() })
@@ -59,7 +59,7 @@ type externalSetup struct {
 	registryRaw string
 }
 
-func startExternal(t *testing.T) *externalSetup {
+func startExternal(t testing.TB) *externalSetup {
 	t.Helper()
 	app, third := newOrigin(t), newOrigin(t)
 	entry := func(name, url string) map[string]any {
@@ -86,8 +86,9 @@ func startExternal(t *testing.T) *externalSetup {
 	app.serve(t, sampleapp.Handler(sampleapp.Options{Host: relay.URL, Secret: ordersSecret, Audience: "orders-app", Issuer: relay.URL, Fixtures: true}))
 	third.serve(t, sampleapp.Handler(sampleapp.Options{Host: relay.URL, Fixtures: true, Ancestors: []string{app.URL}}))
 	tab := harness.NewTab(t)
-	openWorkspace(t, tab, relay.URL)
-	harness.WaitFor[bool](tab, `document.querySelector('#channel').dataset.state === 'connected'`, externalBound)
+	tab.Navigate(relay.URL)
+	harness.WaitFor[bool](tab, `document.querySelector('#status').dataset.state === 'ready' &&
+		document.querySelector('#channel').dataset.state === 'connected'`, externalBound)
 	harness.Eval[int](tab, `voicebox.externalApps.refresh().then((r) => r.length)`)
 	return &externalSetup{relay: relay, tab: tab, app: app, third: third, registryRaw: string(raw)}
 }
