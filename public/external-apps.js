@@ -590,6 +590,9 @@
   // ---- what the app asks of the page ----
 
   async function mint(app) {
+    if (!app.entry.capabilities.includes('auth')) {
+      return refusal('external-app-no-auth', `the operator did not grant ${app.entry.name} the auth capability, so it gets no identity token`);
+    }
     try {
       const r = await fetch(`/mini-apps/${encodeURIComponent(app.id)}/token`, { method: 'POST' });
       const body = await r.json();

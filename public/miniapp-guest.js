@@ -27,6 +27,7 @@
 //     again; it honours 20 per document);
 //   - getAuthToken() returns a token with more than a minute left, asking the host for a new one
 //     (ui/request-auth-token) otherwise, and a timer refreshes it ahead of expiry;
+//     refreshAuthToken() asks for a new one now (after the app's server refused the old one);
 //   - openChat(prompt) asks the host to seed its composer (the person decides whether to send),
 //     selectionChanged(value) reports a selection (text selections are reported by themselves),
 //     and uncaught errors are reported as ui/notifications/error.
@@ -265,6 +266,7 @@
       live: false,
       hostContext: null,
       getAuthToken,
+      refreshAuthToken: refreshToken,
       openChat: (prompt) => request('ui/open-chat', { prompt: String(prompt ?? '') }),
       selectionChanged: (selection) => notify('ui/notifications/selection-changed', { selection }),
       reportError: (err) => notify('ui/notifications/error', { message: String((err && err.message) || err), stack: err && err.stack ? String(err.stack) : undefined }),

@@ -71,13 +71,19 @@ func startExternal(t testing.TB) *externalSetup {
 	orders["capabilities"] = []string{"auth"}
 	orders["audience"] = "orders-app"
 	orders["secret"] = ordersSecret
+	token := entry("Token", app.URL+"/fixtures/token.html")
+	token["capabilities"] = []string{"auth"}
+	token["audience"] = "token-app"
+	token["secret"] = "the-token-fixture-has-a-secret-of-its-own"
 	reg := map[string]any{
+		"token":    token,
 		"orders":   orders,
 		"deferred": entry("Deferred", app.URL+"/fixtures/deferred.html?auto=1"),
 		"flood":    entry("Flood", app.URL+"/fixtures/flood.html"),
 		"long":     entry("Long", app.URL+"/fixtures/long.html"),
 		"nest":     entry("Nest", app.URL+"/fixtures/nest.html?third="+third.URL),
 		"foreign":  entry("Foreign", app.URL+"/fixtures/foreign.html"),
+		"noauth":   entry("No auth", app.URL+"/fixtures/token.html?no-auth"),
 		"native":   entry("Native", app.URL+"/fixtures/native.html"),
 		"third":    map[string]any{"name": "Third", "url": third.URL + "/fixtures/plain.html", "origin": third.URL},
 	}
@@ -109,6 +115,7 @@ type appState struct {
 		DroppedTools                                 []struct{ Name, Why string }
 		Dropped                                      []struct{ Origin, Reason string }
 		OpenChats                                    int
+		Errors                                       []string
 		Approvals                                    struct{ Approved, Denied, TimedOut int }
 	}
 }
@@ -192,6 +199,27 @@ func TestExternalAppOrderBook(t *testing.T) {
 		t.Fatalf("the app's identity line: %q", got)
 	}
 	checkTokens(t, s)
+
+	// A fresh token on request (ui/request-auth-token), another jti; an app the operator did not
+	// grant auth gets none, and is told why. Errors an app reports reach the panel.
+	harness.Eval[bool](tab, `(voicebox.externalApps.open('token'), voicebox.externalApps.open('noauth'), true)`)
+	tokenPage := s.app.URL + "/fixtures/token.html"
+	s.waitState(t, "token", `s.stats.errors.length === 1`)
+	s.waitState(t, "noauth", `s.stats.errors.length === 1`)
+	read := func(page string) (string, string) {
+		first := inFrame(t, tab, page, `document.getElementById('first').textContent`)
+		return first, inFrame(t, tab, page, `document.getElementById('second').textContent`)
+	}
+	first, second := read(tokenPage)
+	if !strings.HasPrefix(first, "jti ") || !strings.HasPrefix(second, "jti ") || first == second {
+		t.Fatalf("the token app's tokens: %q, %q", first, second)
+	}
+	if first, second := read(tokenPage + "?no-auth"); first != "authError external-app-no-auth" || second != "refused external-app-no-auth" {
+		t.Fatalf("the app without auth: %q, %q", first, second)
+	}
+	if st := s.state(t, "token"); st.Stats.Errors[0] != "the sample could not load its exchange rates" {
+		t.Fatalf("the reported error: %q", st.Stats.Errors)
+	}
 
 	// The context, as the model's get_app_context reads it over /channel, and the note made of it.
 	ans := s.relay.Call(t, externalapp.ContextTool, map[string]any{"app": "orders"})
