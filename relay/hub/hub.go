@@ -47,6 +47,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"voicebox/relay/server"
+	"voicebox/relay/session"
 	"voicebox/shared/channel"
 	"voicebox/shared/refusal"
 	"voicebox/shared/wire"
@@ -66,11 +68,10 @@ const MaxControlBytes = 4 << 10
 const MaxRootNameBytes = 256
 
 // DefaultMaxSockets bounds the /channel sockets open at once.
-const DefaultMaxSockets = 256
+const DefaultMaxSockets = session.DefaultMaxSockets
 
-// DefaultMaxSessionSockets bounds the /channel sockets of one session at once (tabs of one
-// browser, each with its worker's socket, plus reconnects still closing).
-const DefaultMaxSessionSockets = 8
+// DefaultMaxSessionSockets bounds the /channel sockets of one session at once.
+const DefaultMaxSessionSockets = session.DefaultMaxSessionSockets
 
 // writeTimeout bounds one frame written to a peer; a peer that does not read for this long is
 // treated as gone.
@@ -114,15 +115,21 @@ type Options struct {
 	// PageOrigin: loopback or the configured public origin). Nil admits only our own loopback
 	// origin.
 	PageOrigin func(r *http.Request) bool
-	// MaxSockets bounds the /channel sockets open at once, admitted or still saying hello; zero
-	// means DefaultMaxSockets. One more is refused too-many-sockets and closed 1008.
-	MaxSockets int
-	// MaxSessionSockets bounds the sockets of one session (SessionOf) at once; zero means
-	// DefaultMaxSessionSockets.
-	MaxSessionSockets int
+	// Limiter bounds the /channel sockets open at once, admitted or still saying hello, overall
+	// and per session (SessionOf); one more is refused too-many-sockets and closed 1008. Nil
+	// makes one from MaxSockets and MaxSessionSockets.
+	Limiter *session.Limiter
+	// MaxSockets and MaxSessionSockets are the bounds of the Limiter made when Limiter is nil;
+	// zero means DefaultMaxSockets and DefaultMaxSessionSockets.
+	MaxSockets, MaxSessionSockets int
 	// SessionOf names the session an upgrade request belongs to ("" for none: a machine with
 	// a bearer, or a relay without the gate); sockets without a session count only overall.
 	SessionOf func(r *http.Request) string
+	// Sessions, when set, is the store of the sessions SessionOf names: when a session ends
+	// (expires or is revoked) its sockets are sent a refused frame with the reason
+	// (session-expired, session-revoked) and closed 1008, and a page whose session ended
+	// meanwhile is refused loopback-unauthenticated.
+	Sessions *session.Store
 	// Log receives connection events; never a secret. Nil discards.
 	Log *slog.Logger
 }
@@ -146,7 +153,6 @@ type Hub struct {
 	last  channel.Kind
 	root  Root
 	all   map[*conn]struct{}
-	per   map[string]int // open sockets per session
 	close bool
 }
 
@@ -158,17 +164,14 @@ func New(opts Options) *Hub {
 	if opts.Recheck <= 0 {
 		opts.Recheck = DefaultRecheck
 	}
-	if opts.MaxSockets <= 0 {
-		opts.MaxSockets = DefaultMaxSockets
-	}
-	if opts.MaxSessionSockets <= 0 {
-		opts.MaxSessionSockets = DefaultMaxSessionSockets
+	if opts.Limiter == nil {
+		opts.Limiter = session.NewLimiter(opts.MaxSockets, opts.MaxSessionSockets)
 	}
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Hub{opts: opts, log: log, last: channel.Page, all: map[*conn]struct{}{}, per: map[string]int{}}
+	return &Hub{opts: opts, log: log, last: channel.Page, all: map[*conn]struct{}{}}
 }
 
 // Root returns the declared root.
@@ -299,9 +302,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ws.SetReadLimit(wire.MaxFrameBytes)
 	c := &conn{hub: h, ws: ws, done: make(chan struct{})}
 	defer close(c.done)
-	session := ""
+	sid := ""
 	if h.opts.SessionOf != nil {
-		session = h.opts.SessionOf(r)
+		sid = h.opts.SessionOf(r)
+	}
+	log := h.log.With("request_id", server.RequestID(r.Context()))
+	if sid != "" {
+		log = log.With("session", sid)
 	}
 	h.mu.Lock()
 	if h.close {
@@ -309,37 +316,30 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.refuse(refusal.New(refusal.RelayShuttingDown, "the relay is shutting down; connect again once it is back"))
 		return
 	}
-	if len(h.all) >= h.opts.MaxSockets || (session != "" && h.per[session] >= h.opts.MaxSessionSockets) {
-		over := fmt.Sprintf("the relay's bound of %d open sockets", h.opts.MaxSockets)
-		if len(h.all) < h.opts.MaxSockets {
-			over = fmt.Sprintf("this session's bound of %d open sockets", h.opts.MaxSessionSockets)
-		}
-		h.mu.Unlock()
-		h.log.Info("channel: socket limit reached", "refused", refusal.TooManySockets)
-		c.refuse(refusal.New(refusal.TooManySockets, "this connection is over %s: close another tab or connection first", over))
-		return
-	}
 	h.all[c] = struct{}{}
-	if session != "" {
-		h.per[session]++
-	}
 	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
 		delete(h.all, c)
-		if session != "" {
-			if h.per[session]--; h.per[session] <= 0 {
-				delete(h.per, session)
-			}
-		}
 		h.mu.Unlock()
 	}()
+	release, rf := session.Sockets{Limiter: h.opts.Limiter, Store: h.opts.Sessions}.Admit(sid, func(why *refusal.Refusal) {
+		log.Info("channel: session ended; closing its socket", "refused", why.Rule)
+		h.detach(c)
+		c.refuse(why)
+	})
+	if rf != nil {
+		log.Info("channel: socket refused", "refused", rf.Rule)
+		c.refuse(rf)
+		return
+	}
+	defer release()
 
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	if page {
 		if h.opts.PageSession != nil && !h.opts.PageSession(r) {
-			h.log.Info("channel: page without a session refused")
+			log.Info("channel: page without a session refused")
 			c.refuse(refusal.New(refusal.LoopbackUnauthenticated, "this relay requires a session: open the bootstrap address it printed at start"))
 			return
 		}
@@ -347,7 +347,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		name, rf := h.hello(ctx, ws)
 		if rf != nil {
-			h.log.Info("channel: connection refused", "refused", rf.Rule, "origin", r.Header.Get("Origin"))
+			log.Info("channel: connection refused", "refused", rf.Rule, "origin", r.Header.Get("Origin"))
 			c.refuse(rf)
 			return
 		}
@@ -358,13 +358,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ws.Close(websocket.StatusGoingAway, "relay shutting down")
 		return
 	}
-	h.log.Info("channel: executor attached", "kind", c.kind, "pairing", c.pairing)
+	log.Info("channel: executor attached", "kind", c.kind, "pairing", c.pairing)
 	if c.kind == channel.Machine {
 		go h.watchPairing(ctx, c)
 	}
 	err = c.readLoop(ctx)
 	h.detach(c)
-	h.log.Info("channel: executor gone", "kind", c.kind, "status", websocket.CloseStatus(err))
+	log.Info("channel: executor gone", "kind", c.kind, "status", websocket.CloseStatus(err))
 	ws.CloseNow()
 }
 
@@ -425,10 +425,11 @@ func parseHello(b []byte) (bearer string, ok bool) {
 	return bearer, typ == "hello" && role == "environment" && bearer != ""
 }
 
-// attach puts c in the slot and displaces whoever held it.
+// attach puts c in the slot and displaces whoever held it; false when the hub is closing or c
+// is already gone.
 func (h *Hub) attach(c *conn) bool {
 	h.mu.Lock()
-	if h.close {
+	if h.close || c.gone.Load() { // shutting down, or c's session ended while it was admitted
 		h.mu.Unlock()
 		return false
 	}
