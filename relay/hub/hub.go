@@ -326,7 +326,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	release, rf := session.Sockets{Limiter: h.opts.Limiter, Store: h.opts.Sessions}.Admit(sid, func(why *refusal.Refusal) {
 		log.Info("channel: session ended; closing its socket", "refused", why.Rule)
 		h.detach(c)
-		c.refuse(why)
+		go c.refuse(why) // the close handshake waits for the peer; the session's end does not
 	})
 	if rf != nil {
 		log.Info("channel: socket refused", "refused", rf.Rule)

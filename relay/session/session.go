@@ -15,8 +15,9 @@
 // applies the Limiter's bounds and registers the socket's close function with the Store, and calls
 // the release function it returns when the socket ends:
 //
-//	release, rf := sockets.Admit(server.SessionOf(r), func(why *refusal.Refusal) {
-//		// write {"type":"refused","refused":why.Rule,"why":why.Why}, then close 1008
+//	release, rf := sockets.Admit(gate.SessionID(r), func(why *refusal.Refusal) {
+//		// settle what the socket carries; then, in a goroutine, write
+//		// {"type":"refused","refused":why.Rule,"why":why.Why} and close 1008
 //	})
 //	if rf != nil {
 //		// refuse the socket with rf (too-many-sockets, or the session ended meanwhile)
@@ -267,9 +268,9 @@ func (s *Store) end(id string, why *refusal.Refusal) (int, bool) {
 }
 
 // OnEnd registers fn to be called once, with the reason (session-expired or session-revoked),
-// when the session id ends; Revoke and the expiry wait for it, so fn must not block for long
-// (write one frame with a short deadline, then close). Call cancel when the socket ends by
-// itself. ok is false when the session has already ended (or never was): fn will not be called,
+// when the session id ends. Revoke and the expiry wait for every fn, so fn settles what the
+// socket carries at once and leaves the close handshake, which waits for the peer, to a
+// goroutine of its own. Call cancel when the socket ends by itself. ok is false when the session has already ended (or never was): fn will not be called,
 // and the caller should refuse the socket.
 func (s *Store) OnEnd(id string, fn func(why *refusal.Refusal)) (cancel func(), ok bool) {
 	s.mu.Lock()
