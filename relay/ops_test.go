@@ -354,6 +354,9 @@ func TestLogsCarryNoSecrets(t *testing.T) {
 	if !logged["edge-7"] || !strings.Contains(log, `"client":"203.0.113.9"`) {
 		t.Error("the trusted proxy's request id and client are not in the log")
 	}
+	if !strings.Contains(log, `"client":"control-socket"`) {
+		t.Error("the ticket command's request is not logged as the control socket's")
+	}
 	if strings.Count(log, `"session":"`+session.ID(cookie.Value)+`"`) < 3 {
 		t.Errorf("the session's requests are not logged with its ID:\n%s", log)
 	}

@@ -358,13 +358,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ws.Close(websocket.StatusGoingAway, "relay shutting down")
 		return
 	}
-	log.Info("channel: executor attached", "kind", c.kind, "pairing", c.pairing)
+	log.Info("channel: executor attached", "kind", c.kind.String(), "pairing", c.pairing)
 	if c.kind == channel.Machine {
 		go h.watchPairing(ctx, c)
 	}
 	err = c.readLoop(ctx)
 	h.detach(c)
-	log.Info("channel: executor gone", "kind", c.kind, "status", websocket.CloseStatus(err))
+	log.Info("channel: executor gone", "kind", c.kind.String(), "status", websocket.CloseStatus(err).String())
 	ws.CloseNow()
 }
 
@@ -442,7 +442,7 @@ func (h *Hub) attach(c *conn) bool {
 	}
 	h.mu.Unlock()
 	if old != nil {
-		h.log.Info("channel: executor replaced", "kind", old.kind, "by", c.kind)
+		h.log.Info("channel: executor replaced", "kind", old.kind.String(), "by", c.kind.String())
 		old.settle()
 		go func() {
 			old.control(controlFrame{Type: "replaced", Why: "a newer " + c.kind.String() + " connection holds the workspace root now"})
@@ -488,7 +488,7 @@ func (c *conn) readLoop(ctx context.Context) error {
 // controlFrom takes a control frame from an attached executor.
 func (h *Hub) controlFrom(c *conn, typ, kind, name string) {
 	if typ != "root" || c.kind != channel.Page || (kind != RootOPFS && kind != RootHandle) || len(name) > MaxRootNameBytes {
-		h.log.Info("channel: control frame ignored", "type", typ, "kind", c.kind)
+		h.log.Info("channel: control frame ignored", "type", typ, "kind", c.kind.String())
 		return
 	}
 	h.mu.Lock()

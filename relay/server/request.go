@@ -15,6 +15,10 @@ import (
 // carry. From a trusted proxy, a well-formed incoming value is kept.
 const RequestIDHeader = "X-Request-Id"
 
+// ControlClient is the client address logged for a request that came over a Unix socket (the
+// relay's control socket, where `relay sessions` and `relay ticket` connect).
+const ControlClient = "control-socket"
+
 // maxRequestIDBytes bounds a request id taken from a trusted proxy.
 const maxRequestIDBytes = 64
 
@@ -98,6 +102,9 @@ func (s *Server) trusted(a netip.Addr) bool {
 // scheme is the one the nearest proxy reports (the last proto).
 func (s *Server) requestInfo(r *http.Request) requestInfo {
 	info := requestInfo{client: peerString(r.RemoteAddr), https: r.TLS != nil}
+	if _, ok := r.Context().Value(http.LocalAddrContextKey).(*net.UnixAddr); ok {
+		info.client = ControlClient
+	}
 	peer := parseHop(r.RemoteAddr)
 	if s.trusted(peer) {
 		var hops []string
