@@ -247,6 +247,7 @@ type conn struct {
 	broker  *channel.Broker
 	gone    atomic.Bool
 	done    chan struct{} // closed when the read loop ends
+	ready   chan struct{} // closed once ws is set (or the upgrade failed, ws nil)
 }
 
 // Connected implements channel.Peer.
@@ -292,16 +293,6 @@ type controlFrame struct {
 // ServeHTTP accepts a /channel WebSocket and serves it until it closes.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	page := h.pageOrigin(r)
-	// Accept's own origin check would turn a foreign page away with a bare 403 before it could
-	// be told why; every origin is let through to the checks below, which are stricter.
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
-	if err != nil {
-		h.log.Info("channel: upgrade failed", "err", err)
-		return
-	}
-	ws.SetReadLimit(wire.MaxFrameBytes)
-	c := &conn{hub: h, ws: ws, done: make(chan struct{})}
-	defer close(c.done)
 	sid := ""
 	if h.opts.SessionOf != nil {
 		sid = h.opts.SessionOf(r)
@@ -309,6 +300,39 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	log := h.log.With("request_id", server.RequestID(r.Context()))
 	if sid != "" {
 		log = log.With("session", sid)
+	}
+	c := &conn{hub: h, done: make(chan struct{}), ready: make(chan struct{})}
+	defer close(c.done)
+	// The socket counts from its upgrade request, so a peer that sees the upgrade succeed has
+	// its place; the refusal, if any, is written once the socket is open.
+	release, rf := session.Sockets{Limiter: h.opts.Limiter, Store: h.opts.Sessions}.Admit(sid, func(why *refusal.Refusal) {
+		log.Info("channel: session ended; closing its socket", "refused", why.Rule)
+		h.detach(c)
+		go func() { // the close handshake waits for the peer; the session's end does not
+			<-c.ready
+			if c.ws != nil {
+				c.refuse(why)
+			}
+		}()
+	})
+	if release != nil {
+		defer release()
+	}
+	// Accept's own origin check would turn a foreign page away with a bare 403 before it could
+	// be told why; every origin is let through to the checks below, which are stricter.
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		close(c.ready)
+		log.Info("channel: upgrade failed", "err", err)
+		return
+	}
+	ws.SetReadLimit(wire.MaxFrameBytes)
+	c.ws = ws
+	close(c.ready)
+	if rf != nil {
+		log.Info("channel: socket refused", "refused", rf.Rule)
+		c.refuse(rf)
+		return
 	}
 	h.mu.Lock()
 	if h.close {
@@ -323,17 +347,6 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		delete(h.all, c)
 		h.mu.Unlock()
 	}()
-	release, rf := session.Sockets{Limiter: h.opts.Limiter, Store: h.opts.Sessions}.Admit(sid, func(why *refusal.Refusal) {
-		log.Info("channel: session ended; closing its socket", "refused", why.Rule)
-		h.detach(c)
-		go c.refuse(why) // the close handshake waits for the peer; the session's end does not
-	})
-	if rf != nil {
-		log.Info("channel: socket refused", "refused", rf.Rule)
-		c.refuse(rf)
-		return
-	}
-	defer release()
 
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()

@@ -20,24 +20,34 @@ import (
 // each socket with session.Sockets and echoes text frames until the socket ends.
 func liveLike(gate *server.Gate, limiter *session.Limiter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer ws.CloseNow()
-		refuse := func(why *refusal.Refusal) {
+		ready := make(chan *websocket.Conn, 1)
+		refuse := func(ws *websocket.Conn, why *refusal.Refusal) {
 			b, _ := json.Marshal(map[string]string{"type": "refused", "refused": string(why.Rule), "why": why.Why})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			ws.Write(ctx, websocket.MessageText, b)
 			ws.Close(websocket.StatusPolicyViolation, string(why.Rule))
 		}
-		release, rf := session.Sockets{Limiter: limiter, Store: gate.Store()}.Admit(gate.SessionID(r), func(why *refusal.Refusal) { go refuse(why) })
-		if rf != nil {
-			refuse(rf)
+		release, rf := session.Sockets{Limiter: limiter, Store: gate.Store()}.Admit(gate.SessionID(r), func(why *refusal.Refusal) {
+			go func() {
+				if ws := <-ready; ws != nil {
+					refuse(ws, why)
+				}
+			}()
+		})
+		if release != nil {
+			defer release()
+		}
+		ws, err := websocket.Accept(w, r, nil)
+		ready <- ws
+		if err != nil {
 			return
 		}
-		defer release()
+		defer ws.CloseNow()
+		if rf != nil {
+			refuse(ws, rf)
+			return
+		}
 		for {
 			typ, b, err := ws.Read(context.Background())
 			if err != nil {

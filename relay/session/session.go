@@ -13,17 +13,23 @@
 //
 // A long-lived socket route (/channel, and /live) admits each socket with Sockets.Admit, which
 // applies the Limiter's bounds and registers the socket's close function with the Store, and calls
-// the release function it returns when the socket ends:
+// the release function it returns when the socket ends. Admit before accepting the upgrade, so a
+// peer that sees its upgrade succeed already holds its place (relay/hub does so):
 //
+//	sockets := session.Sockets{Limiter: limiter, Store: gate.Store()} // one Limiter per route, or shared
 //	release, rf := sockets.Admit(gate.SessionID(r), func(why *refusal.Refusal) {
 //		// settle what the socket carries; then, in a goroutine, write
 //		// {"type":"refused","refused":why.Rule,"why":why.Why} and close 1008
 //	})
+//	if release != nil {
+//		defer release()
+//	}
+//	ws, err := websocket.Accept(w, r, opts)
+//	...
 //	if rf != nil {
-//		// refuse the socket with rf (too-many-sockets, or the session ended meanwhile)
+//		// tell the peer rf (too-many-sockets, or a session that ended meanwhile), close 1008
 //		return
 //	}
-//	defer release()
 package session
 
 import (
