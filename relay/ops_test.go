@@ -158,7 +158,7 @@ func TestSessionsAndTicketCommands(t *testing.T) {
 	if code, _, errOut := relayCmd("sessions", "--extensions-dir", r.state, "revoke", firstID); code != 1 || !strings.Contains(errOut, "not-found") {
 		t.Fatalf("revoke again: exit %d %q", code, errOut)
 	}
-	if code, out, _ := relayCmd("sessions", "revoke", "--all", "--extensions-dir", r.state); code != 0 || out != "revoked 1 sessions\n" {
+	if code, out, _ := relayCmd("sessions", "revoke", "--all", "--extensions-dir", r.state); code != 0 || out != "revoked 1 session\n" {
 		t.Fatalf("revoke --all: exit %d %q", code, out)
 	}
 	_, frame, err := ws.Read(ctx)

@@ -99,7 +99,7 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "relay sessions: %v\n", err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "revoked %d sessions\n", got.Revoked)
+		fmt.Fprintf(stdout, "revoked %s\n", count(got.Revoked, "session"))
 		return 0
 	}
 	id := pos[1]
@@ -110,7 +110,7 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "relay sessions: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "revoked %s (closed %d sockets)\n", id, got.Sockets)
+	fmt.Fprintf(stdout, "revoked %s (closed %s)\n", id, count(got.Sockets, "socket"))
 	return 0
 }
 
@@ -144,4 +144,12 @@ func runTicket(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, got.URL)
 	fmt.Fprintf(stderr, "open it once in the browser that will use the page, before %s; it starts a session\n", got.Expires.Local().Format(time.RFC3339))
 	return 0
+}
+
+// count spells n things: "1 session", "2 sessions".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

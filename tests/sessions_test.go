@@ -76,7 +76,7 @@ func TestSessionsEndAndCloseThePagesChannel(t *testing.T) {
 	if rows := strings.Split(strings.TrimSpace(list), "\n"); len(rows) != 2 || !strings.HasSuffix(rows[1], " 1") {
 		t.Fatalf("relay sessions listed (want one session with its socket):\n%s", list)
 	}
-	if out := relayCommand(t, relay, "sessions", "revoke", "--all"); out != "revoked 1 sessions\n" {
+	if out := relayCommand(t, relay, "sessions", "revoke", "--all"); out != "revoked 1 session\n" {
 		t.Fatalf("relay sessions revoke --all printed %q", out)
 	}
 	ended("session-revoked", "revoked")
