@@ -139,6 +139,12 @@ const (
 	ResourceExceeded       Rule = "resource-exceeded"
 	WasmTrapped            Rule = "wasm-trapped"
 	WasmInvalid            Rule = "wasm-invalid"
+
+	// Sessions of the relay's gate (relay/session): why a session's sockets were closed, and
+	// session commands on a relay that runs without the gate.
+	SessionExpired Rule = "session-expired"
+	SessionRevoked Rule = "session-revoked"
+	GateOff        Rule = "gate-off"
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
