@@ -68,8 +68,8 @@ func TestExternalAppCallsGoToTheMainThread(t *testing.T) {
 
 	done = run(externalapp.ContextTool, `{"app":"orders"}`)
 	m = <-posted
-	answer(m, `"refused":"approval-denied","why":"the person said no"`)
-	if got := <-done; refusal.RuleOf(got.err) != refusal.ApprovalDenied {
+	answer(m, `"refused":"external-app-navigated","why":"the app loaded another document"`)
+	if got := <-done; refusal.RuleOf(got.err) != refusal.ExternalAppNavigated {
 		t.Fatalf("a refused call answered %s %v", got.out, got.err)
 	}
 

@@ -121,7 +121,7 @@ func TestModelCallsCheckArgumentsThenAskThePage(t *testing.T) {
 	m, p, _ := newModel(t, func(c wire.Call) wire.Answer {
 		switch c.Tool {
 		case "app_x_orders__set_order_status":
-			return wire.Refuse(c.CallID, refusal.New(refusal.ApprovalDenied, "the person denied it"))
+			return wire.Refuse(c.CallID, refusal.New(refusal.ExternalAppNavigated, "the app loaded another document"))
 		case externalapp.ContextTool:
 			big := `"` + strings.Repeat("d", externalapp.MaxContextPayloadChars) + `"`
 			return wire.OK(c.CallID, json.RawMessage(`{"app":"orders","name":"spoofed","title":"Orders","summary":"2 open","selection":{"order":"A-1"},"data":`+big+`}`))
@@ -144,9 +144,9 @@ func TestModelCallsCheckArgumentsThenAskThePage(t *testing.T) {
 	if r.Rule != refusal.InvalidArgumentEnum || len(p.seen()) != before {
 		t.Fatalf("bad arguments: %+v, page saw %d calls", r, len(p.seen())-before)
 	}
-	// The page's refusal (the person denied it) reaches the caller as it is.
+	// The page's refusal reaches the caller as it is.
 	json.Unmarshal(m.Call(ctx, "app_x_orders__set_order_status", json.RawMessage(`{"id":"A-1","status":"shipped"}`)), &r)
-	if r.Rule != refusal.ApprovalDenied {
+	if r.Rule != refusal.ExternalAppNavigated {
 		t.Fatalf("the denied call answered %+v", r)
 	}
 	for _, name := range []string{"app_x_orders__patterned", "app_x_stranger__steal", "app_x_orders__nothing"} {

@@ -140,16 +140,21 @@ const (
 	WasmTrapped            Rule = "wasm-trapped"
 	WasmInvalid            Rule = "wasm-invalid"
 
+	// Sessions of the relay's gate (relay/session): why a session's sockets were closed, and
+	// session commands on a relay that runs without the gate.
+	SessionExpired Rule = "session-expired"
+	SessionRevoked Rule = "session-revoked"
+	GateOff        Rule = "gate-off"
+
 	// External mini-apps (relay/externalapps, shared/externalapp, public/external-apps.js): the
-	// registry, identity tokens, the host bridge and the write-approval gate.
+	// registry, identity tokens, the host bridge and the write-approval gate. The gate answers
+	// approval-denied and approval-timed-out, the assistant's approval rules (shared/commands).
 	ExternalAppUnknown   Rule = "external-app-unknown"
 	ExternalAppNoAuth    Rule = "external-app-no-auth"
 	ExternalAppNotReady  Rule = "external-app-not-ready"
 	ExternalAppNavigated Rule = "external-app-navigated"
 	ExternalAppError     Rule = "external-app-error"
 	ContextUnavailable   Rule = "context-unavailable"
-	ApprovalDenied       Rule = "approval-denied"
-	ApprovalTimedOut     Rule = "approval-timed-out"
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
