@@ -111,21 +111,6 @@ type Dropped struct {
 	App, Tool, Why string
 }
 
-// validToolName reports whether name is 1 to 64 of [A-Za-z0-9_-]. (No regexp: the page's worker
-// links this package, and regexp would add to its size.)
-func validToolName(name string) bool {
-	if len(name) == 0 || len(name) > 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return true
-}
-
 // ReportedTool is a tool as the page reports it: its fields as the app gave them, after the
 // page's own clamps.
 type ReportedTool struct {
@@ -149,7 +134,7 @@ func Tools(appID string, reported []ReportedTool) ([]Tool, []Dropped) {
 		switch {
 		case len(tools) >= MaxTools:
 			why = fmt.Sprintf("the app offers more than %d tools", MaxTools)
-		case !validToolName(r.Name):
+		case !miniapp.ValidToolName(r.Name):
 			why = "its name is not 1 to 64 of A-Z, a-z, 0-9, _ and -"
 		case seen[r.Name]:
 			why = "another tool of the app has this name"

@@ -158,6 +158,9 @@ func stringField(fields map[string]json.RawMessage, key string, out *string) err
 	return nil
 }
 
+// ValidToolName reports whether s is a tool name: 1 to MaxToolNameLength of a-z, A-Z, 0-9, _ and -.
+func ValidToolName(s string) bool { return validToolName(s) }
+
 func validToolName(s string) bool {
 	if len(s) == 0 || len(s) > MaxToolNameLength {
 		return false
