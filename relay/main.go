@@ -18,6 +18,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"voicebox/relay/assistant"
 	"voicebox/relay/extcheck"
 	"voicebox/relay/extensions"
 	"voicebox/relay/hoststate"
@@ -269,6 +271,8 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	hubOpts.PageOrigin = srv.PageOrigin
+	var tools *assistant.Catalogue
+	hubOpts.OnPageTools = func(t json.RawMessage) { tools.SetPageTools(t) }
 	hb := hub.New(hubOpts)
 	hub.Register(srv, hb, state)
 	exts := &extensions.Registry{Store: extensions.NewStore(state.Path(), nil), Fetcher: &extensions.Fetcher{}, Ask: hb.Ask, Console: stdout, Log: log}
@@ -277,6 +281,8 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	exts.Register(srv, state.CheckHostToken)
+	tools = assistant.New(assistant.Options{Root: hb, Extensions: assistant.ExtensionsOf(exts), Log: log})
+	tools.Register(srv)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
@@ -298,7 +304,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(w, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
 		}
 	}
-	code := serve(ctx, ln, scheme, srv, log, stdout, banner, func() { stopping.Store(true); hb.Close() })
+	code := serve(ctx, ln, scheme, srv, log, stdout, banner, func() { stopping.Store(true); tools.Close(); hb.Close() })
 	hb.Close()
 	return code
 }
