@@ -15,7 +15,7 @@ import (
 const (
 	// maxTurnBodyBytes bounds a typed turn: a transcript or an action (a write's content
 	// included).
-	maxTurnBodyBytes = 2 << 20
+	maxTurnBodyBytes = 256 << 10
 	// maxDecisionBytes bounds an approval decision.
 	maxDecisionBytes = 1 << 10
 	// keepAlive is how often an idle event stream gets a comment line, so proxies keep it open.

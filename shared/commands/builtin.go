@@ -37,7 +37,7 @@ var builtins = []builtin{
 		description: "Read a file in the workspace. Text comes back as it is; a file over 64 KiB comes back cut, with truncated true and size the whole length; a file that is not text comes back in base64.",
 		parameters:  `{"type":"object","properties":{"name":` + pathProp + `},"required":["name"],"additionalProperties":false}`},
 	{name: WriteFile,
-		description: "Create a file, or replace the whole content of one, with the given text (at most 1 MiB). Missing folders are created. The version it replaces is kept, so undo_last_action can bring it back.",
+		description: "Create a file, or replace the whole content of one, with the given text (at most 64 KiB in one call). Missing folders are created. The version it replaces is kept, so undo_last_action can bring it back.",
 		parameters: `{"type":"object","properties":{"name":` + pathProp + `,` +
 			`"content":{"type":"string","description":"The complete new content of the file."}},` +
 			`"required":["name","content"],"additionalProperties":false}`},
