@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -121,8 +122,11 @@ func call(name string, args map[string]string, understood string) Resolution {
 	if args == nil {
 		args = map[string]string{}
 	}
-	raw, _ := json.Marshal(args)
-	return Resolution{Name: name, Args: raw, Understood: understood}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(args)
+	return Resolution{Name: name, Args: bytes.TrimRight(b.Bytes(), "\n"), Understood: understood}
 }
 
 // resolveList reads "list files [in DIR]", "ls DIR", "list apps", "what files are there", ...
