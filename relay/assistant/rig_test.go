@@ -35,7 +35,7 @@ const bound = 20 * time.Second
 // rig is a relay's assistant side as relay serve builds it: a real hub on a real HTTP server,
 // the extension registry over a real store, and the catalogue.
 type rig struct {
-	t     *testing.T
+	t     testing.TB
 	url   string
 	hub   *hub.Hub
 	cat   *assistant.Catalogue
@@ -43,7 +43,7 @@ type rig struct {
 	exts  *extensions.Registry
 }
 
-func newRig(t *testing.T, opts assistant.Options) *rig {
+func newRig(t testing.TB, opts assistant.Options) *rig {
 	t.Helper()
 	state, err := hoststate.Open(t.TempDir())
 	if err != nil {
@@ -152,7 +152,7 @@ func (r *rig) waitRoot(ok func(hub.Root) bool) {
 // root, and answers the calls the worker would answer itself (the mini-app store and app tools)
 // by recording them. The real worker is tested in Chromium (tests/assistant_test.go).
 type page struct {
-	t    *testing.T
+	t    testing.TB
 	ws   *websocket.Conn
 	root *fsroot.MemRoot
 
@@ -261,7 +261,7 @@ func (r *rig) events() <-chan event {
 }
 
 // next returns the next event of kind, skipping others.
-func next(t *testing.T, ch <-chan event, kind string) event {
+func next(t testing.TB, ch <-chan event, kind string) event {
 	t.Helper()
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
@@ -319,7 +319,7 @@ func (r *rig) async(name string, args any) <-chan map[string]any {
 	return out
 }
 
-func wait(t *testing.T, ch <-chan map[string]any) map[string]any {
+func wait(t testing.TB, ch <-chan map[string]any) map[string]any {
 	t.Helper()
 	select {
 	case m := <-ch:
