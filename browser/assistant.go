@@ -185,5 +185,11 @@ func (a *api) toolsChanged() {
 	if err != nil || len(frame) > wire.MaxFrameBytes {
 		return // past the frame bound (hundreds of large tools): the relay keeps the last set
 	}
-	a.peer.SetTools(frame)
+	a.mu.Lock()
+	same := bytes.Equal(frame, a.toolsFrame)
+	a.toolsFrame = frame
+	a.mu.Unlock()
+	if !same {
+		a.peer.SetTools(frame)
+	}
 }
