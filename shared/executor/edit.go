@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"voicebox/shared/fsroot"
 	"voicebox/shared/refusal"
@@ -41,15 +40,11 @@ type deleteObserved struct {
 
 // deleteFile removes one file (never a folder), keeping it in the history first.
 func (e *Executor) deleteFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
-	args, err := parseArgs(raw, []argSpec{{name: "path", required: true}})
+	args, note, err := pathArgs(raw)
 	if err != nil {
-		return nil, auditNote{}, err
-	}
-	name := args["path"]
-	note := auditNote{Path: name}
-	if err := fsroot.Check(name); err != nil {
 		return nil, note, err
 	}
+	name := args["path"]
 	if _, err := e.root.Stat(ctx, name); err != nil {
 		return nil, note, FileRefusal(err, name)
 	}
@@ -90,19 +85,11 @@ type editObserved struct {
 // oldText occurs nowhere (old-text-not-found) or more than once, or is empty
 // (old-text-ambiguous).
 func (e *Executor) editFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
-	args, err := parseArgs(raw, []argSpec{
-		{name: "path", required: true},
-		{name: "oldText", required: true},
-		{name: "newText", required: true},
-	})
+	args, note, err := pathArgs(raw, argSpec{name: "oldText", required: true}, argSpec{name: "newText", required: true})
 	if err != nil {
-		return nil, auditNote{}, err
-	}
-	name, oldText, newText := args["path"], args["oldText"], args["newText"]
-	note := auditNote{Path: name}
-	if err := fsroot.Check(name); err != nil {
 		return nil, note, err
 	}
+	name, oldText, newText := args["path"], args["oldText"], args["newText"]
 	if oldText == "" {
 		return nil, note, refusal.New(refusal.OldTextAmbiguous, "oldText is empty, which is everywhere in %q; give the exact text to replace", name)
 	}
@@ -248,17 +235,6 @@ func (g *grep) search(p, text string) {
 			g.obs.Truncated, g.done = true, true
 			return
 		}
-		g.obs.Matches = append(g.obs.Matches, grepMatch{Path: p, Line: n, Text: clipLine(strings.TrimRight(line, "\r"))})
+		g.obs.Matches = append(g.obs.Matches, grepMatch{Path: p, Line: n, Text: clipAt(strings.TrimRight(line, "\r"), MaxGrepLineBytes)})
 	}
-}
-
-func clipLine(s string) string {
-	if len(s) <= MaxGrepLineBytes {
-		return s
-	}
-	cut := MaxGrepLineBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

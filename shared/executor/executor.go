@@ -214,15 +214,11 @@ type readObserved struct {
 }
 
 func (e *Executor) readFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
-	args, err := parseArgs(raw, []argSpec{{name: "path", required: true}})
+	args, note, err := pathArgs(raw)
 	if err != nil {
-		return nil, auditNote{}, err
-	}
-	name := args["path"]
-	note := auditNote{Path: name}
-	if err := fsroot.Check(name); err != nil {
 		return nil, note, err
 	}
+	name := args["path"]
 	data, size, err := fsroot.ReadPrefix(ctx, e.root, name, MaxReadBytes)
 	if err != nil {
 		return nil, note, FileRefusal(err, name)
@@ -271,19 +267,11 @@ type writeObserved struct {
 }
 
 func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
-	args, err := parseArgs(raw, []argSpec{
-		{name: "path", required: true},
-		{name: "content", required: true},
-		{name: "encoding", enum: []string{"utf-8", "base64"}},
-	})
+	args, note, err := pathArgs(raw, argSpec{name: "content", required: true}, argSpec{name: "encoding", enum: []string{"utf-8", "base64"}})
 	if err != nil {
-		return nil, auditNote{}, err
-	}
-	name, content := args["path"], args["content"]
-	note := auditNote{Path: name}
-	if err := fsroot.Check(name); err != nil {
 		return nil, note, err
 	}
+	name, content := args["path"], args["content"]
 	limit := e.opts.MaxWriteBytes
 	var data []byte
 	if args["encoding"] == "base64" {
