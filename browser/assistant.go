@@ -36,7 +36,11 @@ type routed struct {
 func (r routed) Execute(ctx context.Context, call wire.Call) (json.RawMessage, error) {
 	switch {
 	case strings.HasPrefix(call.Tool, "app_"):
-		return r.a.registry.Dispatch(ctx, call.Tool, call.Args)
+		out, err := r.a.registry.Dispatch(ctx, call.Tool, call.Args)
+		if err != nil {
+			return nil, err
+		}
+		return asObject(out), nil
 	case call.Tool == toolListMiniApps:
 		return r.a.toolListMiniApps(ctx, call.Args)
 	case call.Tool == toolLaunchMiniApp:
@@ -45,6 +49,19 @@ func (r routed) Execute(ctx context.Context, call wire.Call) (json.RawMessage, e
 		return r.a.toolCreateMiniApp(ctx, r.exec, call)
 	}
 	return r.exec.Execute(ctx, call)
+}
+
+// asObject returns an app's result as the JSON object an observation must be: an object as it
+// is, anything else (a number, a string, null) as {"result": value}.
+func asObject(out json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(out); len(t) > 0 && t[0] == '{' {
+		return out
+	}
+	if len(bytes.TrimSpace(out)) == 0 {
+		out = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(map[string]json.RawMessage{"result": out})
+	return b
 }
 
 // strictArgs decodes a call's arguments into v, refusing unknown keys.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +106,30 @@ func TestTheAssistantsMiniAppToolsInTheWorker(t *testing.T) {
 	}
 	if _, err := x.relayCall(name, `{"seconds":"five"}`); refusal.RuleOf(err) != refusal.InvalidArgumentType {
 		t.Errorf("an app tool with a bad argument: %v", err)
+	}
+	// The frame answers 42: the relay is told {"result":42}, an object as every observation is.
+	answered := make(chan map[string]any, 1)
+	go func() {
+		m, err := x.relayCall(name, `{"seconds":5}`)
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- m
+	}()
+	callID := ""
+	for callID == "" {
+		x.mu.Lock()
+		for _, m := range x.posted {
+			if m["type"] == "miniapp.call" {
+				callID, _ = m["callId"].(string)
+			}
+		}
+		x.mu.Unlock()
+		runtime.Gosched()
+	}
+	mustDo(t, x.api, "miniapps.result", `{"callId":"`+callID+`","result":42}`, nil)
+	if m := <-answered; m["result"] != 42.0 {
+		t.Fatalf("a number from the app reached the relay as %v", m)
 	}
 	mustDo(t, x.api, "miniapps.close", `{"appId":"app_timer"}`, nil)
 	if f := x.toolsFrame(); f != `{"type":"tools","tools":[]}` {
