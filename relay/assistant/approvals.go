@@ -37,6 +37,7 @@ type approvals struct {
 
 	mu      sync.Mutex
 	waiting map[string]*request
+	closed  bool
 }
 
 type request struct {
@@ -59,8 +60,14 @@ func (p *approvals) wait(ctx context.Context, tool, summary string, timeout time
 		decided: make(chan bool, 1),
 	}
 	p.mu.Lock()
-	p.waiting[req.ID] = req
+	closed := p.closed
+	if !closed {
+		p.waiting[req.ID] = req
+	}
 	p.mu.Unlock()
+	if closed {
+		return refusal.New(refusal.ApprovalTimedOut, "the relay is shutting down, so nothing was done: %s", summary)
+	}
 	p.events.publish("approval", req.Approval)
 
 	timer := time.NewTimer(timeout)
@@ -119,6 +126,7 @@ func (p *approvals) pending() []Approval {
 // closeAll settles every waiting request as timed out, doing nothing. For shutdown.
 func (p *approvals) closeAll() {
 	p.mu.Lock()
+	p.closed = true
 	reqs := make([]*request, 0, len(p.waiting))
 	for id, r := range p.waiting {
 		reqs = append(reqs, r)

@@ -459,3 +459,23 @@ func TestTurnRoute(t *testing.T) {
 		t.Fatalf("help with a live model answered %v", m)
 	}
 }
+
+// TestClosingSettlesApprovals: at shutdown a waiting delete is told timed out at once, and so is
+// one asked afterwards; nothing is deleted.
+func TestClosingSettlesApprovals(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{ApprovalTimeout: bound})
+	dir := r.machine()
+	ev := r.events()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644)
+	answer := r.async("delete_file", map[string]string{"name": "a.txt"})
+	next(t, ev, "approval")
+	r.cat.Close()
+	if d := wait(t, answer); d["refused"] != string(refusal.ApprovalTimedOut) || !strings.Contains(d["why"].(string), "shutting down") {
+		t.Fatalf("a waiting delete at shutdown answered %v", d)
+	}
+	r.refused(refusal.ApprovalTimedOut, "delete_file", map[string]string{"name": "a.txt"})
+	if _, err := os.Stat(filepath.Join(dir, "a.txt")); err != nil {
+		t.Fatalf("a.txt is gone: %v", err)
+	}
+}
