@@ -76,10 +76,15 @@ type api struct {
 	uploads map[string]*upload
 	nextID  int
 
-	shelf     fsroot.Root
-	store     *miniappstore.Store
-	storeRoot fsroot.Root // the workspace store was made for
-	seeded    bool
+	shelf      fsroot.Root
+	toolsFrame []byte // the last tools frame given to the peer
+	store      *miniappstore.Store
+	storeRoot  fsroot.Root // the workspace store was made for
+	seeded     bool
+
+	// externalReport is the main thread's last report of its open external mini-apps, passed
+	// on in the tools frame (see externalapps.go).
+	externalReport json.RawMessage
 }
 
 func newAPI(now time.Time, openRoot RootOpener) *api {
@@ -105,6 +110,7 @@ func newAPI(now time.Time, openRoot RootOpener) *api {
 		"files.upload.abort":  a.uploadAbort,
 		"channel.connect":     a.channelConnect,
 		"externalapps.result": a.externalAppsResult,
+		"externalapps.report": a.externalAppsReport,
 	}
 	maps.Copy(a.methods, a.miniAppMethods())
 	return a

@@ -54,12 +54,20 @@
 // {"type":"miniapp.call", callId, appId, tool, args}; the page answers it with miniapps.result.
 // A {"type":"miniapp.cancel", callId} tells the page the worker stopped waiting.
 //
+// The assistant's mini-app tools reach the worker over /channel as list-mini-apps,
+// launch-mini-app {name} and create-mini-app {title, html} (see assistant.go). A launch the
+// relay asks for is sent to the page as {"type":"miniapp.open", entry, html}, which the page
+// opens as it opens one the user launched. Whenever the open apps' tools change, the worker tells
+// the relay with a {"type":"tools","tools":[...]} frame, so the assistant's catalogue follows.
+//
 // The external mini-apps (web apps on their own origin; their frames, bridge and approval gate
 // are on the main thread, in public/external-apps.js): a relay call of one of their tools (named
 // app_x_<appId>__<tool>, see shared/externalapp) or of get_app_context is sent to the page as
 // {"type":"externalapp.call", callId, name, args}, answered with
 //
 //	externalapps.result {callId, result} | {callId, refused, why} -> {accepted}
+//	externalapps.report {apps}    -> {apps}              the open apps and their tools, passed on to
+//	                                                     the relay as the tools frame's externalApps
 //
 // and {"type":"externalapp.cancel", callId} tells the page the worker stopped waiting.
 //

@@ -45,5 +45,34 @@ func (a *api) externalAppsResult(ctx context.Context, req request) (result, *ref
 	return a.miniAppsResult(ctx, req)
 }
 
+// maxExternalReportBytes bounds the main thread's report of its open external apps: 64 tools of
+// a few apps, each description at most 300 characters and each schema at most 16,000.
+const maxExternalReportBytes = 512 << 10
+
+// externalAppsReport takes the main thread's report of its open external apps, {apps: [{id, live,
+// context, tools}]} (public/external-apps.js, report()), and passes it on to the relay in the
+// tools frame; the relay checks every part of it again (relay/externalapps.Model). An empty list
+// of apps is sent as no report at all.
+func (a *api) externalAppsReport(_ context.Context, req request) (result, *refusal.Refusal) {
+	if len(req.Params) > maxExternalReportBytes {
+		return result{}, refusal.New(refusal.ToolOutputOverBudget, "the report is %d bytes, over the bound of %d", len(req.Params), maxExternalReportBytes)
+	}
+	var p struct {
+		Apps []json.RawMessage `json:"apps"`
+	}
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	var report json.RawMessage
+	if len(p.Apps) > 0 {
+		report, _ = json.Marshal(p)
+	}
+	a.mu.Lock()
+	a.externalReport = report
+	a.mu.Unlock()
+	a.toolsChanged()
+	return result{Value: map[string]int{"apps": len(p.Apps)}}, nil
+}
+
 // routesExternal reports whether the relay's call of tool goes to the external apps.
 func routesExternal(tool string) bool { return externalapp.Routed(tool) }

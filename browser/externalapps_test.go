@@ -9,16 +9,11 @@ import (
 	"time"
 
 	"voicebox/shared/externalapp"
+	"voicebox/shared/fsroot"
 	"voicebox/shared/miniapp"
 	"voicebox/shared/refusal"
 	"voicebox/shared/wire"
 )
-
-type execFunc func(ctx context.Context, call wire.Call) (json.RawMessage, error)
-
-func (f execFunc) Execute(ctx context.Context, call wire.Call) (json.RawMessage, error) {
-	return f(ctx, call)
-}
 
 // TestExternalAppCallsGoToTheMainThread: the relay's calls of external app tools and
 // get_app_context are posted to the page as externalapp.call and settled by
@@ -32,9 +27,7 @@ func TestExternalAppCallsGoToTheMainThread(t *testing.T) {
 		json.Unmarshal(msg, &m)
 		posted <- m
 	}
-	r := routed{a.registry, execFunc(func(context.Context, wire.Call) (json.RawMessage, error) {
-		return json.RawMessage(`{"builtin":true}`), nil
-	}), a.frames}
+	r := routed{a, newExecutor(context.Background(), fsroot.NewMemory())}
 
 	answer := func(m map[string]any, result string) {
 		in := fmt.Sprintf(`{"type":"call","id":1,"method":"externalapps.result","params":{"callId":%q,%s}}`, m["callId"], result)
@@ -104,12 +97,32 @@ func TestExternalAppCallsGoToTheMainThread(t *testing.T) {
 	if _, err := call(miniapp.ModelName("app_scoreboard", "add_points"), `{}`); refusal.RuleOf(err) != refusal.UnknownTool {
 		t.Fatalf("a sandboxed name: %v", err)
 	}
-	if out, err := call("read_file", `{}`); err != nil || string(out) != `{"builtin":true}` {
+	if out, err := call("now", `{}`); err != nil || !strings.Contains(string(out), `"unixMs"`) {
 		t.Fatalf("a built-in: %s %v", out, err)
 	}
 	select {
 	case m := <-posted:
 		t.Fatalf("a call that is not an external app's reached the page: %v", m)
 	default:
+	}
+}
+
+// TestExternalAppsReportRidesTheToolsFrame: the main thread's report of its open external apps
+// goes to the relay in the tools frame, and an empty report takes it out again.
+func TestExternalAppsReportRidesTheToolsFrame(t *testing.T) {
+	t.Parallel()
+	x := newAssistantAPI(t)
+	report := `{"apps":[{"id":"orders","live":true,"context":true,"tools":[{"name":"list_orders","description":"List.","readOnly":true}]}]}`
+	mustDo(t, x.api, "externalapps.report", report, nil)
+	if f := x.toolsFrame(); f != `{"type":"tools","tools":[],"externalApps":`+report+`}` {
+		t.Fatalf("the tools frame is %s", f)
+	}
+	mustDo(t, x.api, "externalapps.report", `{"apps":[]}`, nil)
+	if f := x.toolsFrame(); f != `{"type":"tools","tools":[]}` {
+		t.Fatalf("after the apps closed, the tools frame is %s", f)
+	}
+	out := string(x.handle([]byte(`{"type":"call","id":9,"method":"externalapps.report","params":{"apps":[{"id":"` + strings.Repeat("x", maxExternalReportBytes) + `"}]}}`)))
+	if !strings.Contains(out, `"refused":"tool-output-over-budget"`) {
+		t.Fatalf("an oversized report: %.200s", out)
 	}
 }

@@ -34,7 +34,9 @@
 
   const vb = window.voicebox;
   const $ = (id) => document.getElementById(id);
-  const el = { list: $('xa-list'), open: $('xa-open'), composer: $('xa-composer'), note: $('xa-note') };
+  // The composer is the assistant's command box (public/assistant.js): an app's suggestion goes
+  // there, and only the person sends it.
+  const el = { list: $('xa-list'), open: $('xa-open'), composer: $('command'), note: $('xa-note') };
 
   let registry = []; // the apps of GET /mini-apps
   const apps = new Map(); // appId -> open app
@@ -621,11 +623,6 @@
   }
 
   function seedComposer(text, app) {
-    // The assistant's own command box takes it when the page has one; until then, this panel's.
-    if (vb.assistant && typeof vb.assistant.seed === 'function') {
-      vb.assistant.seed(text);
-      return;
-    }
     el.composer.value = text;
     el.composer.dataset.from = app ? app.id : '';
     el.composer.focus({ preventScroll: true });
@@ -681,8 +678,9 @@
 
   // ---- what the assistant gets ----
 
-  // report describes the open apps for the relay's tool catalogue: who they are (from the
-  // registry, operator-written) and the tools they offer now (app-written, clamped).
+  // report describes the open apps for the relay's tool catalogue: which are open and connected,
+  // and the tools they offer now (app-written, clamped). Who an app is, the relay takes from its
+  // own registry.
   function report() {
     return {
       apps: [...apps.values()].map((app) => ({
@@ -698,7 +696,10 @@
     changeQueued = true;
     queueMicrotask(() => {
       changeQueued = false;
-      document.dispatchEvent(new CustomEvent('voicebox:external-apps', { detail: report() }));
+      const r = report();
+      // The worker passes it on to the relay with the page's tools (relay/externalapps.Model).
+      vb.call('externalapps.report', r);
+      document.dispatchEvent(new CustomEvent('voicebox:external-apps', { detail: r }));
     });
   }
 

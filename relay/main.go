@@ -21,6 +21,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,6 +38,7 @@ import (
 	"syscall"
 	"time"
 
+	"voicebox/relay/assistant"
 	"voicebox/relay/extcheck"
 	"voicebox/relay/extensions"
 	"voicebox/relay/externalapps"
@@ -398,6 +400,10 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	hubOpts.PageOrigin = srv.PageOrigin
+	var tools *assistant.Catalogue
+	hubOpts.OnPageTools = func(t json.RawMessage) { tools.SetPageTools(t) }
+	var appsModel *externalapps.Model // the assistant's catalogue with the open external apps added
+	hubOpts.OnExternalApps = func(r json.RawMessage) { appsModel.SetReport(r) }
 	hb := hub.New(hubOpts)
 	hub.Register(srv, hb, state)
 	exts := &extensions.Registry{Store: extensions.NewStore(state.Path(), nil), Fetcher: &extensions.Fetcher{}, Ask: hb.Ask, Console: stdout, Log: log}
@@ -406,11 +412,15 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	exts.Register(srv, state.CheckHostToken)
+	tools = assistant.New(assistant.Options{Root: hb, Extensions: assistant.ExtensionsOf(exts), Log: log})
+	tools.Register(srv)
 	var subject func(*http.Request) string
 	if gate != nil {
 		subject = gate.SessionID
 	}
 	externalapps.Register(srv, &externalapps.Minter{Registry: miniApps, Issuer: base}, subject)
+	appsModel = externalapps.NewModel(tools, miniApps, hb, log)
+	appsModel.Register(srv)
 	if challenges != nil {
 		cl, err := net.Listen("tcp", acmeHTTP)
 		if err != nil {
@@ -435,7 +445,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(w, "certificates for %s come from the ACME CA on first use, cached in %s\n", acmeCfg.host, filepath.Join(state.Path(), ACMECacheDir))
 		}
 	}
-	code := serve(ctx, ln, listeners[1:], scheme, srv, log, stdout, banner, func() { stopping.Store(true); hb.Close() })
+	code := serve(ctx, ln, listeners[1:], scheme, srv, log, stdout, banner, func() { stopping.Store(true); tools.Close(); hb.Close() })
 	hb.Close()
 	return code
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -221,6 +222,28 @@ func TestExternalAppOrderBook(t *testing.T) {
 		t.Fatalf("the reported error: %q", st.Stats.Errors)
 	}
 
+	// What the model is told: the page reported the app through its worker to the relay, which
+	// names it from the registry and fences the app's own tool descriptions.
+	var told struct {
+		Tools       []string
+		Instruction string
+		View        string
+	}
+	deadline := time.Now().Add(externalBound)
+	for {
+		told = modelView(t, s, true)
+		if len(told.Tools) == 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if strings.Join(told.Tools, ",") != "app_x_orders__list_orders,app_x_orders__set_order_status,get_app_context" ||
+		!strings.Contains(told.Instruction, "## Order Book (app \"orders\")\nThe team's order book: the open orders, their customers and their status.\n<app-provided-tool-list>\n") ||
+		!strings.Contains(told.Instruction, "- app_x_orders__set_order_status (asks first): Change the status of one order.\n") ||
+		!strings.Contains(told.View, "title: Order Book\nsummary: 3 orders: 2 open, 1 closed\n") {
+		t.Fatalf("the model is told %+v", told)
+	}
+
 	// The context, as the model's get_app_context reads it over /channel, and the note made of it.
 	ans := s.relay.Call(t, externalapp.ContextTool, map[string]any{"app": "orders"})
 	var view externalapp.View
@@ -308,6 +331,12 @@ func TestExternalAppOrderBook(t *testing.T) {
 	if got := harness.WaitFor[string](tab, `voicebox.externalApps.composer()`, externalBound); got != "What should happen next with order A-1003?" {
 		t.Fatalf("the composer holds %q", got)
 	}
+	if got := harness.Eval[string](tab, `document.getElementById('command').value`); got != "What should happen next with order A-1003?" {
+		t.Fatalf("the assistant's command box holds %q", got)
+	}
+	if n := harness.Eval[int](tab, `document.querySelectorAll('#turns > *').length`); n != 0 {
+		t.Fatalf("the app's suggestion was sent by itself: %d turns", n)
+	}
 
 	// relay check-app: the sample app sends every embedding header; without one, it is named.
 	relayBin := filepath.Join(harness.RepoRoot(), "bin", "relay")
@@ -336,6 +365,16 @@ func TestExternalAppOrderBook(t *testing.T) {
 	if ans := s.relay.Call(t, externalapp.ContextTool, map[string]any{"app": "orders"}); ans.Refused != "context-unavailable" {
 		t.Fatalf("get_app_context after the navigation: %s", ans.Raw)
 	}
+	// The model is no longer offered the tools of an app that is not connected.
+	for deadline := time.Now().Add(externalBound); ; time.Sleep(50 * time.Millisecond) {
+		told := modelView(t, s, false)
+		if !slices.Contains(told.Tools, "app_x_orders__list_orders") && !strings.Contains(told.Instruction, "Order Book") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the navigation the model is still told %+v", told)
+		}
+	}
 
 	// Reload puts the app back, with a new handshake.
 	harness.Eval[bool](tab, `(document.querySelector('.xa-card[data-app-id="orders"] .tools button').click(), true)`)
@@ -344,6 +383,28 @@ func TestExternalAppOrderBook(t *testing.T) {
 		t.Fatalf("after reload: %+v", st.Stats)
 	}
 	tab.Screenshot("external-app-orders")
+}
+
+// modelView asks the relay what the model is told about the open apps (GET /mini-apps/model).
+func modelView(t *testing.T, s *externalSetup, view bool) (told struct {
+	Tools       []string
+	Instruction string
+	View        string
+}) {
+	t.Helper()
+	url := s.relay.URL + "/mini-apps/model"
+	if view {
+		url += "?view=1"
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&told); err != nil {
+		t.Fatal(err)
+	}
+	return told
 }
 
 // checkTokens mints tokens the way the page does and verifies them with the library: the

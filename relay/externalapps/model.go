@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
 
+	"voicebox/relay/server"
 	"voicebox/shared/executor"
 	"voicebox/shared/externalapp"
 	"voicebox/shared/miniapp"
@@ -283,4 +285,23 @@ func refusalJSON(err error) json.RawMessage {
 	}
 	b, _ := json.Marshal(rf)
 	return b
+}
+
+// Register adds GET /mini-apps/model to srv (admitted like the page's other routes): what the
+// model is told about the open apps now, {ok, tools: [names], instruction, view}. view, the
+// current-view note, is asked of the apps only with ?view=1. It is how a person (or a test) sees
+// what the open apps add to the model's tools and instruction.
+func (m *Model) Register(srv *server.Server) {
+	srv.Handle("GET /mini-apps/model", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apps := m.snapshot()
+		names := []string{}
+		for _, d := range externalapp.Declarations(apps) {
+			names = append(names, d.Name)
+		}
+		out := map[string]any{"ok": true, "tools": names, "instruction": externalapp.Instruction(apps)}
+		if r.URL.Query().Get("view") == "1" {
+			out["view"] = m.CurrentView(r.Context())
+		}
+		server.WriteJSON(w, http.StatusOK, out)
+	}))
 }

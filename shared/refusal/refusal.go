@@ -146,6 +146,18 @@ const (
 	SessionRevoked Rule = "session-revoked"
 	GateOff        Rule = "gate-off"
 
+	// The assistant's tools (shared/commands, shared/executor, relay/assistant): the router,
+	// the file primitives behind edit and undo, the user's approval, the typed turn.
+	RootNotDeclared  Rule = "root-not-declared"
+	OldTextNotFound  Rule = "old-text-not-found"
+	OldTextAmbiguous Rule = "old-text-ambiguous"
+	NothingToUndo    Rule = "nothing-to-undo"
+	UndoConflict     Rule = "undo-conflict"
+	HistoryFailed    Rule = "history-failed"
+	ApprovalDenied   Rule = "approval-denied"
+	ApprovalTimedOut Rule = "approval-timed-out"
+	NotUnderstood    Rule = "not-understood"
+
 	// External mini-apps (relay/externalapps, shared/externalapp, public/external-apps.js): the
 	// registry, identity tokens, the host bridge and the write-approval gate. The gate answers
 	// approval-denied and approval-timed-out, the assistant's approval rules (shared/commands).
