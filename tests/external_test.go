@@ -81,6 +81,7 @@ func startExternal(t testing.TB) *externalSetup {
 		"orders":   orders,
 		"deferred": entry("Deferred", app.URL+"/fixtures/deferred.html?auto=1"),
 		"flood":    entry("Flood", app.URL+"/fixtures/flood.html"),
+		"many":     entry("Many", app.URL+"/fixtures/many.html"),
 		"long":     entry("Long", app.URL+"/fixtures/long.html"),
 		"nest":     entry("Nest", app.URL+"/fixtures/nest.html?third="+third.URL),
 		"foreign":  entry("Foreign", app.URL+"/fixtures/foreign.html"),
@@ -476,6 +477,13 @@ func TestExternalAppLimitsForgeriesAndNavigation(t *testing.T) {
 	}
 	if got := inFrame(t, tab, s.app.URL+"/fixtures/flood.html", `document.getElementById('done').textContent`); got != "registered 21" {
 		t.Fatalf("the flood app says %q", got)
+	}
+
+	// 70 tools at once: the first 64 are kept, the rest dropped, each logged.
+	harness.Eval[bool](tab, `(voicebox.externalApps.open('many'), true)`)
+	st = s.waitState(t, "many", `s.live && s.tools.length > 0`)
+	if len(st.Tools) != 64 || st.Tools[63].Name != "tool_64" || len(st.Stats.DroppedTools) != 6 || st.Stats.DroppedTools[0].Name != "tool_65" {
+		t.Fatalf("many: %d tools kept, dropped %+v", len(st.Tools), st.Stats.DroppedTools)
 	}
 
 	// Over-long and broken descriptors: the long one keeps its tool, cut to 300 characters; the
