@@ -285,6 +285,7 @@
       if (result.auth) keepToken(result.auth);
       return result;
     });
+    conn.ready.catch(() => {}); // an app that never awaits ready is not told of a host that stayed silent
     return conn;
   }
 

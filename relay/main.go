@@ -467,11 +467,14 @@ func reachableAddr(a net.Addr) string {
 // ends, then shuts it down gracefully. onStop runs when ctx ends, before the shutdown, so
 // /api/ready turns 503 at once.
 func serve(ctx context.Context, ln net.Listener, extra []net.Listener, scheme string, h http.Handler, log *slog.Logger, stdout io.Writer, banner func(io.Writer), onStop func()) int {
+	fresh := &freshConns{}
 	hs := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnState:         fresh.track,
 	}
+	hs.RegisterOnShutdown(fresh.closeAll)
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	for _, l := range extra {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -96,5 +98,42 @@ func TestHelpNamesTheMiniAppSettings(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q", want)
 		}
+	}
+}
+
+// TestShutdownIsNotHeldByAnIdleConnection: a connection that never sends a request (a browser's
+// preconnect) does not keep the relay from shutting down cleanly within its grace.
+func TestShutdownIsNotHeldByAnIdleConnection(t *testing.T) {
+	public := t.TempDir()
+	os.WriteFile(filepath.Join(public, "index.html"), []byte("<!doctype html>"), 0o644)
+	t.Setenv("MINI_APPS", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	exit := make(chan int, 1)
+	go func() {
+		exit <- serveUntil(ctx, []string{"--addr", "127.0.0.1:0", "--public", public, "--extensions-dir", filepath.Join(t.TempDir(), "s")}, outW, io.Discard)
+		outW.Close()
+	}()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, outR)
+	addr := strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(line, "voicebox on ")), "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.Sleep(100 * time.Millisecond) // the server has accepted it
+	cancel()
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("serve exited %d with an idle connection open", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
 	}
 }
