@@ -27,7 +27,7 @@ func TestExtensionsPanelProposalToCall(t *testing.T) {
 	defer upstream.Close()
 	host := strings.TrimPrefix(upstream.URL, "http://")
 	relay := harness.StartRelay(t)
-	desc := `{"id":"lookup","name":"Lookup","description":"Looks a word up.","capabilities":["network"],"bounds":{"hosts":["` + host + `"],"maxRequests":5},"tools":[{"name":"look_up","primitive":"http-get","url":"http://` + host + `/?q={q}"}]}`
+	desc := `{"id":"lookup","name":"Lookup","description":"Looks a word up.","capabilities":["network"],"bounds":{"hosts":["` + host + `"],"maxRequests":5},"tools":[{"name":"look_up","primitive":"http-get","url":"http://` + host + `/?q={q}","params":{"type":"object","properties":{"q":{"type":"string","minLength":1}},"required":["q"]}}]}`
 	post := func(path, token, body string) map[string]any {
 		t.Helper()
 		req, _ := http.NewRequest("POST", relay.URL+path, strings.NewReader(body))

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"voicebox/relay/extensions/wasmtool"
 	"voicebox/relay/server"
 	"voicebox/shared/wire"
 )
@@ -27,6 +29,8 @@ func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(
 
 type fixture struct {
 	t       *testing.T
+	g       *Registry
+	dir     string
 	url     string
 	console *syncBuf
 	logs    *syncBuf
@@ -39,11 +43,15 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Registry{Store: NewStore(t.TempDir(), nil), Fetcher: &Fetcher{}, Console: f.console, Log: slog.New(slog.NewTextHandler(f.logs, nil)),
+	f.dir = t.TempDir()
+	g := &Registry{Store: NewStore(f.dir, nil), Fetcher: &Fetcher{}, Console: f.console, Log: slog.New(slog.NewTextHandler(f.logs, nil)),
+		Wasm: wasmtool.New(wasmtool.Limits{Timeout: 2 * time.Second}),
 		Ask: func(ctx context.Context, c wire.Call) wire.Answer {
 			f.asked = append(f.asked, c)
 			return wire.Answer{CallID: c.CallID, OK: true, Observed: json.RawMessage(`{"content":"note text"}`)}
 		}}
+	t.Cleanup(func() { g.Wasm.Close(context.Background()) })
+	f.g = g
 	if err := g.Reload(); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +111,7 @@ func TestRoutesHostTokenAdmission(t *testing.T) {
 		t.Fatalf("listing: %s", body)
 	}
 	f.do("POST", "/api/extensions/revoke", "tok", `{"id":"notes"}`)
-	if _, m, _ := f.do("POST", "/api/extensions/call", "tok", `{"extension":"notes","tool":"read_note","args":{}}`); m["refused"] != "not-admitted" {
+	if _, m, _ := f.do("POST", "/api/extensions/call", "tok", `{"extension":"notes","tool":"read_note","args":{"path":"a.txt"}}`); m["refused"] != "not-admitted" {
 		t.Fatalf("a revoked tool ran: %v", m)
 	}
 }

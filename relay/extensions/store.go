@@ -4,19 +4,25 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"voicebox/relay/extensions/wasmtool"
 	"voicebox/shared/extensions"
+	"voicebox/shared/fsroot"
 	"voicebox/shared/refusal"
 )
 
@@ -67,6 +73,10 @@ func NewStore(dir string, clock func() time.Time) *Store {
 	return &Store{dir: dir, clock: clock}
 }
 
+// Dir returns the directory the store keeps its files in. Admitted descriptors live there, so
+// the modules their wasm tools name are found there too.
+func (s *Store) Dir() string { return s.dir }
+
 // Stage validates raw and writes it to proposals/<id>.json. It never loads or runs it.
 func (s *Store) Stage(raw []byte) (*extensions.Descriptor, error) {
 	d, r := extensions.Parse(raw)
@@ -77,6 +87,74 @@ func (s *Store) Stage(raw []byte) (*extensions.Descriptor, error) {
 		return nil, err
 	}
 	return d, os.WriteFile(filepath.Join(s.dir, "proposals", d.ID+".json"), raw, 0o600)
+}
+
+// StageCatalogue stages raw, a descriptor shipped in fsys (the catalogue), and copies the WASM
+// modules its tools name from fsys into the store's directory at the same relative paths, where
+// the descriptor finds them once admitted. Copying runs nothing.
+func (s *Store) StageCatalogue(raw []byte, fsys fs.FS) error {
+	d, r := extensions.Parse(raw)
+	if r != nil {
+		return r
+	}
+	for _, t := range d.Tools {
+		if t.Primitive != extensions.Wasm || t.Wasm == nil {
+			continue
+		}
+		if err := fsroot.Check(t.Wasm.Module); err != nil {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, t.Wasm.Module)
+		if err != nil {
+			return refusal.New(refusal.NotFound, "the catalogue does not ship the module %s", t.Wasm.Module)
+		}
+		if err := s.putModule(t.Wasm.Module, b); err != nil {
+			return err
+		}
+	}
+	_, err := s.Stage(raw)
+	return err
+}
+
+// putModule writes b to name inside the store's directory (through os.Root, by a temporary file
+// and a rename, so a reader never sees half a module).
+func (s *Store) putModule(name string, b []byte) error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(s.dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if dir := path.Dir(name); dir != "." {
+		if err := root.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	tmp := path.Join(path.Dir(name), "."+path.Base(name)+".tmp")
+	if err := root.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return root.Rename(tmp, name)
+}
+
+// checkModules refuses to admit d when a wasm tool's module is not in the store's directory
+// with the pinned digest (the digest is checked again at every call).
+func (s *Store) checkModules(d *extensions.Descriptor) error {
+	for _, t := range d.Tools {
+		if t.Primitive != extensions.Wasm || t.Wasm == nil {
+			continue
+		}
+		b, err := wasmtool.ReadModule(s.dir, t.Wasm.Module, wasmtool.DefaultMaxModuleBytes)
+		if err != nil {
+			return err
+		}
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != t.Wasm.SHA256 {
+			return refusal.New(refusal.DigestMismatch, "the module %s in the extensions directory does not have the sha256 tool %s pins; put the right file there first", t.Wasm.Module, t.Name)
+		}
+	}
+	return nil
 }
 
 // Proposal returns the staged descriptor id and its raw bytes.
@@ -125,6 +203,9 @@ func (s *Store) decideLocked(id string, admit bool, by string, existingTools []s
 	}
 	if r := extensions.Admit(d, extensions.Machine, existingTools); r != nil {
 		return plan, r
+	}
+	if err := s.checkModules(d); err != nil {
+		return plan, err
 	}
 	if err := os.WriteFile(filepath.Join(s.dir, id+".json"), raw, 0o600); err != nil {
 		return plan, err

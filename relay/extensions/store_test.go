@@ -9,7 +9,7 @@ import (
 	"voicebox/shared/refusal"
 )
 
-const notesRaw = `{"id":"notes","name":"Notes","capabilities":["read"],"bounds":{},"tools":[{"name":"read_note","primitive":"read-file"}]}`
+const notesRaw = `{"id":"notes","name":"Notes","capabilities":["read"],"bounds":{},"tools":[{"name":"read_note","primitive":"read-file","params":{"type":"object","properties":{"path":{"type":"string","minLength":1}},"required":["path"]}}]}`
 
 type fakeClock struct{ t time.Time }
 
