@@ -139,7 +139,9 @@ var (
 const ReservedPrefix = "voicebox."
 
 // ValidID reports whether id can name a descriptor (and its proposals/<id>.json file).
-func ValidID(id string) bool { return idPattern.MatchString(id) && !strings.HasPrefix(id, ReservedPrefix) }
+func ValidID(id string) bool {
+	return idPattern.MatchString(id) && !strings.HasPrefix(id, ReservedPrefix)
+}
 
 // Parse decodes a descriptor strictly: unknown fields, trailing data, a bad id or an oversized
 // document are refused bad-descriptor.
