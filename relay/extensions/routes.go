@@ -529,8 +529,11 @@ func writeErr(w http.ResponseWriter, err error) {
 		switch r.Rule {
 		case refusal.NotFound:
 			status = http.StatusNotFound
-		case refusal.PermissionDenied, refusal.ApprovalPlanChanged:
+		case refusal.PermissionDenied, refusal.ApprovalPlanChanged, refusal.ApprovalCodeWrong, refusal.ApprovalCodeExhausted,
+			refusal.ApprovalCodeExpired, refusal.ApprovalCodeUsed, refusal.ApprovalCodeMissing:
 			status = http.StatusForbidden
+		case refusal.ApprovalRateLimited:
+			status = http.StatusTooManyRequests
 		}
 		server.WriteRefusal(w, status, r)
 		return
