@@ -271,7 +271,8 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	hubOpts.PageOrigin = srv.PageOrigin
 	hb := hub.New(hubOpts)
 	hub.Register(srv, hb, state)
-	exts := &extensions.Registry{Store: extensions.NewStore(state.Path(), nil), Fetcher: &extensions.Fetcher{}, Ask: hb.Ask, Console: stdout, Log: log}
+	exts := &extensions.Registry{Store: extensions.NewStore(state.Path(), nil), Fetcher: &extensions.Fetcher{}, Ask: hb.Ask, Console: stdout, Log: log,
+		Publish: hb.SetAdmitted}
 	if err := exts.Reload(); err != nil {
 		fmt.Fprintf(stderr, "relay serve: extensions: %v\n", err)
 		return 1

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"voicebox/catalogue"
 	"voicebox/relay/extensions/wasmtool"
 	"voicebox/relay/server"
+	"voicebox/shared/channel"
 	"voicebox/shared/extensions"
 	"voicebox/shared/refusal"
 	"voicebox/shared/toolschema"
@@ -34,6 +36,12 @@ type Registry struct {
 	Log     *slog.Logger
 	// Wasm runs wasm tools; nil means a runner with the default limits, made at the first call.
 	Wasm *wasmtool.Runner
+	// Publish, when set, gets the admitted set as a control frame (channel.MarshalAdmitted)
+	// after every Reload, in order; the relay hands it to the hub (Hub.SetAdmitted), which sends
+	// it to whoever holds the root, so their doors verify extension calls against it.
+	Publish func(frame []byte)
+
+	reloadMu sync.Mutex // one Reload at a time, so frames are published in order
 
 	mu       sync.Mutex
 	loaded   map[string]Loaded
@@ -73,6 +81,18 @@ func toolSchemas(d *extensions.Descriptor) (map[string]*toolschema.Schema, error
 
 // Reload reads the store again: only ledger-backed descriptors that pass the gate are loaded.
 func (g *Registry) Reload() error {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	if err := g.reload(); err != nil {
+		return err
+	}
+	if g.Publish != nil {
+		g.Publish(g.AdmittedFrame())
+	}
+	return nil
+}
+
+func (g *Registry) reload() error {
 	l, p, err := g.Store.Load()
 	if err != nil {
 		return err
@@ -128,6 +148,28 @@ func (g *Registry) Admitted() wire.AdmittedMap {
 		m[id] = extensions.BoundsJSON(x.Descriptor.Bounds)
 	}
 	return m
+}
+
+// AdmittedFrame returns the admitted set as the control frame executors read: each loaded
+// descriptor's bounds and the primitives of its tools that run on the root's executor (http-get
+// and wasm run in the relay, so an executor never runs them for an extension).
+func (g *Registry) AdmittedFrame() []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	set := map[string]channel.AdmittedEntry{}
+	for id, x := range g.loaded {
+		e := channel.AdmittedEntry{Bounds: extensions.BoundsJSON(x.Descriptor.Bounds), Primitives: []string{}}
+		for _, t := range x.Descriptor.Tools {
+			switch t.Primitive {
+			case extensions.Now, extensions.ReadFile, extensions.WriteFile, extensions.ListFiles:
+				if !slices.Contains(e.Primitives, string(t.Primitive)) {
+					e.Primitives = append(e.Primitives, string(t.Primitive))
+				}
+			}
+		}
+		set[id] = e
+	}
+	return channel.MarshalAdmitted(set)
 }
 
 func (g *Registry) loadedTools(except string) []string {
