@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // postJSON posts body to url+path (with the host token when token is not "") and decodes the
@@ -167,5 +169,46 @@ func TestRestartLoadsOnlyLedgerBackedDescriptors(t *testing.T) {
 		if m := extensionCall(t, url2, token, id, "t", `{}`); m["refused"] != "not-admitted" {
 			t.Fatalf("%s ran: %v", id, m)
 		}
+	}
+}
+
+// TestApprovalCodeCommand: `relay approval-code` shows the code the console printed, and
+// nothing once it is used.
+func TestApprovalCodeCommand(t *testing.T) {
+	t.Parallel()
+	stateDir := filepath.Join(t.TempDir(), "state")
+	url, stdout := startServe(t, stateDir)
+	found := make(chan string, 1)
+	go func() { // the console is a pipe: it must be read while the relay writes to it
+		for {
+			line, err := stdout.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if m := regexp.MustCompile(`approval code for extension notes-reader: (\d{8})`).FindStringSubmatch(line); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	postJSON(t, url, "/api/extensions/stage-catalogue", "", `{"id":"notes-reader"}`)
+	if m := postJSON(t, url, "/api/extensions/approval-request", "", `{"id":"notes-reader"}`); m["ok"] != true {
+		t.Fatalf("approval-request: %v", m)
+	}
+	var code string
+	select {
+	case code = <-found:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no code on the console")
+	}
+	var out, errOut bytes.Buffer
+	if rc := run([]string{"approval-code", "--extensions-dir", stateDir}, &out, &errOut); rc != 0 || !strings.HasPrefix(out.String(), code+"  (extension notes-reader") {
+		t.Fatalf("approval-code: exit %d, %q %q", rc, out.String(), errOut.String())
+	}
+	if m := postJSON(t, url, "/api/extensions/approve", "", `{"id":"notes-reader","code":"`+code+`"}`); m["ok"] != true {
+		t.Fatalf("approve: %v", m)
+	}
+	out.Reset()
+	if rc := run([]string{"approval-code", "--extensions-dir", stateDir}, &out, io.Discard); rc != 1 || out.Len() != 0 {
+		t.Fatalf("after use: exit %d, %q", rc, out.String())
 	}
 }

@@ -203,7 +203,7 @@ func TestLogsAreRedacted(t *testing.T) {
 			return
 		}
 		if r.URL.Path == "/away" {
-			http.Redirect(w, r, "http://192.0.2.1/?api_key=away-secret-8", http.StatusFound)
+			http.Redirect(w, r, "http://foreign.invalid/?api_key=away-secret-8", http.StatusFound)
 			return
 		}
 		w.Write([]byte("ok"))
