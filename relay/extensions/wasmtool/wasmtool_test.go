@@ -352,22 +352,46 @@ func FuzzScan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) { scan(b) })
 }
 
-// BenchmarkCall is one crc32 call over 1 KiB on a warm runner (compiled module cached): digest
-// check, scan, instantiate, write, call, read.
+// BenchmarkCall is one call on a warm runner (compiled module cached): digest check, scan,
+// instantiate, write the input, call, read the output. The inputs: "123456789" (the fixed cost)
+// and 1 KiB and 8 KiB (crc32 goes bit by bit, about 8 loop turns a byte).
 func BenchmarkCall(b *testing.B) {
 	r := New(Limits{})
 	defer r.Close(context.Background())
 	m := sample(b)
-	tool := pin(m, "crc32")
-	in := bytes.Repeat([]byte("voicebox "), 1024/9)
 	ctx := context.Background()
-	if _, err := r.Call(ctx, m, tool, in); err != nil {
-		b.Fatal(err)
+	for _, c := range []struct {
+		name, export string
+		input        []byte
+	}{
+		{"crc32/9B", "crc32", []byte("123456789")},
+		{"crc32/1KiB", "crc32", bytes.Repeat([]byte("voicebox "), 1024/9)},
+		{"crc32/8KiB", "crc32", bytes.Repeat([]byte("voicebox "), MaxInputBytes/9)},
+		{"word_count/8KiB", "word_count", bytes.Repeat([]byte("voicebox "), MaxInputBytes/9)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			tool := pin(m, c.export)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Call(ctx, m, tool, c.input); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
+}
+
+// BenchmarkCallCold is the first call of a runner: compiling the module is part of it.
+func BenchmarkCallCold(b *testing.B) {
+	m := sample(b)
+	tool := pin(m, "crc32")
+	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := r.Call(ctx, m, tool, in); err != nil {
+		r := New(Limits{})
+		if _, err := r.Call(ctx, m, tool, []byte("123456789")); err != nil {
 			b.Fatal(err)
 		}
+		r.Close(ctx)
 	}
 }
