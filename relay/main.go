@@ -152,7 +152,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 }
 
 func stateDirFlag(fs *flag.FlagSet, p *string) {
-	fs.StringVar(p, "extensions-dir", "", "host state `directory`: host token and pairings (default $VOICEBOX_EXTENSIONS_DIR, else the user's config dir + /voicebox)")
+	fs.StringVar(p, "extensions-dir", "", "host state `directory`: host token, pairings and extensions (default $VOICEBOX_EXTENSIONS_DIR, else the user's config dir + /voicebox)")
 }
 
 // openState opens the host state directory named by the flag, else the environment, else the
