@@ -106,7 +106,10 @@ func (g *Registry) reload() error {
 	for _, x := range l {
 		schemas, err := toolSchemas(x.Descriptor)
 		if err != nil {
-			r, _ := refusal.As(err)
+			r, ok := refusal.As(err)
+			if !ok {
+				r = refusal.New(refusal.InvalidToolParameters, "%s", err)
+			}
 			g.problems = append(g.problems, Problem{x.Descriptor.ID, r.Rule, r.Why})
 			continue
 		}
