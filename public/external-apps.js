@@ -472,7 +472,7 @@
 
   // callTool runs one of an open app's tools for a caller ('user' from the form, 'model' from the
   // assistant). A tool not marked read-only waits for approval first. It answers {ok, value} with
-  // value {text, isError?}, or a refusal; exactly once.
+  // value {text, isError?, approval?: "approved"}, or a refusal; exactly once.
   async function callTool(appId, name, args, by = 'user', callId = '') {
     const app = apps.get(appId);
     if (!app) return refusal('external-app-unknown', `the app ${appId} is not open`);
@@ -497,7 +497,8 @@
     }
     try {
       const r = await request(app, 'tools/call', { name: tool.name, arguments: args });
-      return { ok: true, value: resultText(r) };
+      // A write tool's caller is told it ran because the person approved it.
+      return { ok: true, value: tool.readOnly ? resultText(r) : { ...resultText(r), approval: 'approved' } };
     } catch (err) {
       return err && err.refused ? err : refusal('external-app-error', String(err));
     }

@@ -285,7 +285,7 @@ func TestExternalAppOrderBook(t *testing.T) {
 	case <-time.After(externalBound):
 		t.Fatal("the approved call never answered")
 	}
-	if !approved.OK || !strings.Contains(string(approved.Observed), "Order A-1001 is now shipped.") {
+	if !approved.OK || string(approved.Observed) != `{"text":"Order A-1001 is now shipped.","approval":"approved"}` {
 		t.Fatalf("the approved call answered %s", approved.Raw)
 	}
 	if got := inFrame(t, tab, frame, `document.querySelector('tr[data-id="A-1001"] td[data-status]').textContent`); got != "shipped" {
