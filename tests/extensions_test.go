@@ -133,6 +133,10 @@ func TestExtensionsPanelProposalToCall(t *testing.T) {
 	if obs, _ := m["observed"].(map[string]any); m["ok"] != true || obs["text"] != "cbf43926" {
 		t.Fatalf("the admitted wasm tool: %v", m)
 	}
+	// A person calls it from the Assistant panel too, through the same catalogue the model uses.
+	if state, result := typed(t, tab, `call crc32 {"input":"123456789"}`); state != "ok" || !strings.Contains(result, "cbf43926") {
+		t.Fatalf("call crc32 typed in the Assistant panel: %s %q", state, result)
+	}
 }
 
 // TestAdmittedExtensionRunsOnThePagesRoot: the relay sends the admitted set to the page's worker,
