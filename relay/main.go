@@ -124,6 +124,10 @@ Environment:
   VOICEBOX_ORIGIN          the public origin, when --origin is not given
   VOICEBOX_TLS_CERT        the TLS certificate file, when --tls-cert is not given
   VOICEBOX_TLS_KEY         the TLS key file, when --tls-key is not given
+  OPENAI_API_KEY           the OpenAI key for live voice (a key stored with PUT /api/keys wins)
+  GEMINI_API_KEY           the Gemini key for live voice (a key stored with PUT /api/keys wins)
+  VOICEBOX_OPENAI_URL      the OpenAI Realtime endpoint, when --openai-url is not given
+  VOICEBOX_GEMINI_URL      the Gemini Live endpoint, when --gemini-url is not given
 `, DefaultPort, hub.DefaultHelloBound.Milliseconds())
 }
 
@@ -135,6 +139,8 @@ type serveConfig struct {
 	origin     string
 	tlsCert    string
 	tlsKey     string
+	openaiURL  string
+	geminiURL  string
 }
 
 func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
@@ -147,6 +153,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert (default $VOICEBOX_TLS_KEY)")
 	fs.StringVar(&cfg.public, "public", "", "`directory` the page is served from (default $VOICEBOX_PUBLIC_DIR, else ./public)")
 	stateDirFlag(fs, &cfg.stateDir)
+	vendorFlags(fs, cfg)
 	fs.IntVar(&cfg.helloBound, "hello-bound-ms", 0, "`milliseconds` a /channel connection that is not the page has to say hello (default $VOICEBOX_HELLO_BOUND_MS, else 5000)")
 	return fs, cfg
 }
@@ -277,6 +284,11 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	exts.Register(srv, state.CheckHostToken)
+	lv, err := liveVoice(cfg, state, srv, gate, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay serve: %v\n", err)
+		return 2
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
@@ -298,7 +310,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(w, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
 		}
 	}
-	code := serve(ctx, ln, scheme, srv, log, stdout, banner, func() { stopping.Store(true); hb.Close() })
+	code := serve(ctx, ln, scheme, srv, log, stdout, banner, func() { stopping.Store(true); hb.Close(); lv.Close() })
 	hb.Close()
 	return code
 }
