@@ -24,8 +24,11 @@ func (d *discard) Connect(_ context.Context, _ string, opts live.ConnectOptions)
 	opts.OnEvent(live.TransportEvent{Kind: live.TransportMessage, Data: []byte(`{"type":"session.updated","session":{}}`)})
 	return nil
 }
-func (d *discard) Send(_ live.SendKind, frame []byte) error { d.bytes.Add(int64(len(frame))); return nil }
-func (d *discard) Close(int, string)                        {}
+func (d *discard) Send(_ live.SendKind, frame []byte) error {
+	d.bytes.Add(int64(len(frame)))
+	return nil
+}
+func (d *discard) Close(int, string) {}
 
 func benchSession(b *testing.B, cb live.Callbacks) (*live.Session, *discard) {
 	reg := &live.Registry{}
