@@ -1,6 +1,6 @@
 module voicebox
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/chromedp/cdproto v0.160.4
@@ -8,9 +8,11 @@ require (
 	github.com/coder/websocket v1.8.15
 	github.com/hack-pad/safejs v0.1.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	golang.org/x/crypto v0.59.0
 )
 
 require (
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
-	golang.org/x/text v0.14.0 // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
 )

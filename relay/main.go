@@ -10,6 +10,8 @@
 //	relay env --relay URL --bearer-file FILE --root DIR run a paired machine environment on DIR
 //	relay tool-check DECLARATION.json [ARGUMENTS.json]  check a mini-app tool declaration
 //	relay extension-check DESCRIPTOR.json [--placement page|machine]  check an extension descriptor
+//	relay sessions [list] | revoke ID | revoke --all    list or revoke the running relay's sessions
+//	relay ticket                                        mint a one-time sign-in address on the running relay
 //	relay help                                          print the commands, flags and environment variables
 //
 // Run `relay --help` for the flags and environment variables.
@@ -25,8 +27,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -37,6 +41,7 @@ import (
 	"voicebox/relay/hoststate"
 	"voicebox/relay/hub"
 	"voicebox/relay/server"
+	"voicebox/relay/session"
 	"voicebox/relay/toolcheck"
 	"voicebox/shared/refusal"
 )
@@ -65,6 +70,8 @@ func init() {
 		{"tool-check", "check a mini-app tool declaration (and arguments): tool-check DECLARATION.json [ARGUMENTS.json]", toolcheck.Main},
 		{"extension-check", "check an extension descriptor: extension-check DESCRIPTOR.json [--placement page|machine]", extcheck.Main},
 		{"approval-code", "show the outstanding extension approval code: approval-code [--extensions-dir DIR]", runApprovalCode},
+		{"sessions", "list or revoke the sessions of the running relay: sessions [list] | sessions revoke ID | sessions revoke --all", runSessions},
+		{"ticket", "mint a one-time sign-in address on the running relay and print it: ticket [--extensions-dir DIR]", runTicket},
 		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }},
 	}
 }
@@ -106,6 +113,10 @@ func usage(w io.Writer) {
 	pfs, _ := pairFlags(io.Discard)
 	pfs.SetOutput(w)
 	pfs.PrintDefaults()
+	fmt.Fprintf(w, "\nFlags of sessions:\n")
+	sfs, _ := sessionsFlags(io.Discard)
+	sfs.SetOutput(w)
+	sfs.PrintDefaults()
 	fmt.Fprintf(w, "\nFlags of env:\n")
 	efs, _ := envFlags(io.Discard)
 	efs.SetOutput(w)
@@ -124,11 +135,21 @@ Environment:
   VOICEBOX_ORIGIN          the public origin, when --origin is not given
   VOICEBOX_TLS_CERT        the TLS certificate file, when --tls-cert is not given
   VOICEBOX_TLS_KEY         the TLS key file, when --tls-key is not given
+  VOICEBOX_SESSION_LIFETIME  how long a session lasts, when --session-lifetime is not given (default %v)
+  VOICEBOX_TRUSTED_PROXY   the trusted proxies (CIDR[,CIDR...]), when --trusted-proxy is not given
+  VOICEBOX_ACME_HOST       the host name to obtain certificates for, when --acme-host is not given
+  VOICEBOX_ACME_EMAIL      the ACME contact address, when --acme-email is not given
+  VOICEBOX_ACME_DIRECTORY  the ACME directory URL, when --acme-directory is not given
+  VOICEBOX_ACME_HTTP_ADDR  where to answer HTTP-01 challenges, when --acme-http-addr is not given
+  VOICEBOX_LOG_FORMAT      auto, json or text, when --log-format is not given
   OPENAI_API_KEY           the OpenAI key for live voice (a key stored with PUT /api/keys wins)
   GEMINI_API_KEY           the Gemini key for live voice (a key stored with PUT /api/keys wins)
   VOICEBOX_OPENAI_URL      the OpenAI Realtime endpoint, when --openai-url is not given
   VOICEBOX_GEMINI_URL      the Gemini Live endpoint, when --gemini-url is not given
-`, DefaultPort, hub.DefaultHelloBound.Milliseconds())
+
+The sessions and ticket commands reach the relay serving the same --extensions-dir through its
+control socket (%s in that directory) and authenticate with the host token.
+`, DefaultPort, hub.DefaultHelloBound.Milliseconds(), session.DefaultLifetime, ControlSocketFile)
 }
 
 type serveConfig struct {
@@ -139,6 +160,11 @@ type serveConfig struct {
 	origin     string
 	tlsCert    string
 	tlsKey     string
+	lifetime   string
+	trusted    string
+	acme       acmeSettings
+	acmeHTTP   string
+	logFormat  string
 	openaiURL  string
 	geminiURL  string
 }
@@ -151,6 +177,13 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.StringVar(&cfg.origin, "origin", "", "public `origin` the page is opened at, such as https://voicebox.example.com; the page, /channel and /live admit it besides loopback (default $VOICEBOX_ORIGIN)")
 	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate `file` to serve TLS with, together with --tls-key (default $VOICEBOX_TLS_CERT)")
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert (default $VOICEBOX_TLS_KEY)")
+	fs.StringVar(&cfg.acme.host, "acme-host", "", "DNS `name` to obtain TLS certificates for with ACME (Let's Encrypt), instead of --tls-cert; the certificates are cached in the state directory's acme/ (default $VOICEBOX_ACME_HOST)")
+	fs.StringVar(&cfg.acme.email, "acme-email", "", "contact `address` given to the ACME CA (default $VOICEBOX_ACME_EMAIL)")
+	fs.StringVar(&cfg.acme.directory, "acme-directory", "", "ACME directory `URL` (default $VOICEBOX_ACME_DIRECTORY, else Let's Encrypt's production CA)")
+	fs.StringVar(&cfg.acmeHTTP, "acme-http-addr", "", "`host:port` (such as :80) on which to answer ACME HTTP-01 challenges and redirect everything else to https; without it only TLS-ALPN-01 is answered, which needs --addr on port 443 (default $VOICEBOX_ACME_HTTP_ADDR)")
+	fs.StringVar(&cfg.lifetime, "session-lifetime", "", "`duration` a session lasts from its sign-in, such as 8h or 30m (default $VOICEBOX_SESSION_LIFETIME, else 24h)")
+	fs.StringVar(&cfg.trusted, "trusted-proxy", "", "`CIDR[,CIDR...]` of reverse proxies whose Forwarded/X-Forwarded-* headers are believed; from any other peer they are ignored (default $VOICEBOX_TRUSTED_PROXY, else none)")
+	fs.StringVar(&cfg.logFormat, "log-format", "", "`format` of the log on stderr: auto (text on a terminal, JSON otherwise), json or text (default $VOICEBOX_LOG_FORMAT, else auto)")
 	fs.StringVar(&cfg.public, "public", "", "`directory` the page is served from (default $VOICEBOX_PUBLIC_DIR, else ./public)")
 	stateDirFlag(fs, &cfg.stateDir)
 	vendorFlags(fs, cfg)
@@ -239,7 +272,52 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return 2
 		}
 	}
+	lifetime := session.DefaultLifetime
+	if v := orEnv(cfg.lifetime, "VOICEBOX_SESSION_LIFETIME"); v != "" {
+		if lifetime, err = time.ParseDuration(v); err != nil || lifetime < time.Second {
+			fmt.Fprintf(stderr, "relay serve: session lifetime %q is not a duration of at least 1s (such as 8h or 30m)\n", v)
+			return 2
+		}
+	}
+	trusted, err := server.ParseTrustedProxies(orEnv(cfg.trusted, "VOICEBOX_TRUSTED_PROXY"))
+	if err != nil {
+		fmt.Fprintf(stderr, "relay serve: --trusted-proxy: %v\n", err)
+		return 2
+	}
+	log, err := newLogger(stderr, orEnv(cfg.logFormat, "VOICEBOX_LOG_FORMAT"))
+	if err != nil {
+		fmt.Fprintf(stderr, "relay serve: --log-format: %v\n", err)
+		return 2
+	}
 	certFile, keyFile := orEnv(cfg.tlsCert, "VOICEBOX_TLS_CERT"), orEnv(cfg.tlsKey, "VOICEBOX_TLS_KEY")
+	acmeCfg := acmeSettings{host: orEnv(cfg.acme.host, "VOICEBOX_ACME_HOST"), email: orEnv(cfg.acme.email, "VOICEBOX_ACME_EMAIL"),
+		directory: orEnv(cfg.acme.directory, "VOICEBOX_ACME_DIRECTORY")}
+	acmeHTTP := orEnv(cfg.acmeHTTP, "VOICEBOX_ACME_HTTP_ADDR")
+	if acmeCfg.host != "" {
+		if certFile != "" || keyFile != "" {
+			fmt.Fprintf(stderr, "relay serve: --acme-host and --tls-cert/--tls-key both say where the certificate comes from; use one of them\n")
+			return 2
+		}
+		if acmeCfg.host, err = checkACMEHost(acmeCfg.host); err != nil {
+			fmt.Fprintf(stderr, "relay serve: %v\n", err)
+			return 2
+		}
+		if origin == "" {
+			origin = "https://" + acmeCfg.host
+		} else if u, _ := url.Parse(origin); u.Scheme != "https" || u.Hostname() != acmeCfg.host {
+			fmt.Fprintf(stderr, "relay serve: --origin %s must be https on the --acme-host %s (the certificate names that host)\n", origin, acmeCfg.host)
+			return 2
+		}
+		if acmeHTTP != "" {
+			if acmeHTTP, err = listenAddr(acmeHTTP, "", gated); err != nil {
+				fmt.Fprintf(stderr, "relay serve: --acme-http-addr: %v\n", err)
+				return 2
+			}
+		}
+	} else if acmeCfg.email != "" || acmeCfg.directory != "" || acmeHTTP != "" {
+		fmt.Fprintf(stderr, "relay serve: --acme-email, --acme-directory and --acme-http-addr need --acme-host\n")
+		return 2
+	}
 	var tlsConfig *tls.Config
 	if certFile != "" || keyFile != "" {
 		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
@@ -254,13 +332,46 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 1
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	var challenges http.Handler
+	if acmeCfg.host != "" {
+		m, err := newACMEManager(acmeCfg, state.Path())
+		if err != nil {
+			fmt.Fprintf(stderr, "relay serve: %v\n", err)
+			return 1
+		}
+		tlsConfig = acmeTLSConfig(m)
+		if acmeHTTP != "" {
+			challenges = m.HTTPHandler(nil)
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay serve: %v\n", err)
+		return 1
+	}
+	listeners := []net.Listener{ln}
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, tlsConfig)
+		listeners[0] = ln
+	}
+	base := origin
+	if base == "" {
+		base = scheme + "://" + reachableAddr(ln.Addr())
+	}
 	var gate *server.Gate
 	hubOpts := hub.Options{HelloBound: time.Duration(helloMS) * time.Millisecond, Pairings: state, Log: log}
 	if gated {
-		gate = server.NewGate()
+		gate = server.NewGateFor(session.NewStore(session.Options{Lifetime: lifetime}))
 		hubOpts.PageSession = gate.Session
 		hubOpts.SessionOf = gate.SessionID
+		hubOpts.Sessions = gate.Store()
 	}
 	var stopping atomic.Bool
 	ready := func() error {
@@ -270,7 +381,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return nil
 	}
 	srv, err := server.New(server.Config{Public: public, Build: build, Log: log, HostToken: state.CheckHostToken, Gate: gate,
-		Origin: origin, HSTS: tlsConfig != nil, Ready: ready})
+		Origin: origin, HSTS: tlsConfig != nil || len(trusted) > 0, Ready: ready, TrustedProxies: trusted, BootstrapBase: base})
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v (run from the checkout, or pass --public)\n", err)
 		return 1
@@ -289,35 +400,52 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 2
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		fmt.Fprintf(stderr, "relay serve: %v\n", err)
-		return 1
+	if challenges != nil {
+		cl, err := net.Listen("tcp", acmeHTTP)
+		if err != nil {
+			fmt.Fprintf(stderr, "relay serve: --acme-http-addr: %v\n", err)
+			return 1
+		}
+		listeners = append(listeners, cl)
+		go (&http.Server{Handler: challenges, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}).Serve(cl)
 	}
-	scheme := "http"
-	if tlsConfig != nil {
-		scheme = "https"
-		ln = tls.NewListener(ln, tlsConfig)
+	if cl, err := listenControl(state.Path()); err != nil {
+		log.Warn("no control socket: `relay sessions` and `relay ticket` cannot reach this relay", "err", err)
+	} else {
+		listeners = append(listeners, cl)
 	}
 	banner := func(w io.Writer) {
 		if gate != nil {
-			base := scheme + "://" + ln.Addr().String()
-			if origin != "" {
-				base = origin
-			}
-			fmt.Fprintf(w, "loopback gate on: open %s/?%s=%s once to start a session (single use; a restart prints a new one)\n", base, server.BootstrapParam, gate.NewTicket())
+			fmt.Fprintf(w, "loopback gate on: open %s/?%s=%s once to start a session (single use; `relay ticket` makes another)\n", base, server.BootstrapParam, gate.NewTicket())
 		} else {
 			fmt.Fprintf(w, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
 		}
+		if acmeCfg.host != "" {
+			fmt.Fprintf(w, "certificates for %s come from the ACME CA on first use, cached in %s\n", acmeCfg.host, filepath.Join(state.Path(), ACMECacheDir))
+		}
 	}
-	code := serve(ctx, ln, scheme, srv, log, stdout, banner, func() { stopping.Store(true); hb.Close(); lv.Close() })
+	code := serve(ctx, ln, listeners[1:], scheme, srv, log, stdout, banner, func() { stopping.Store(true); hb.Close(); lv.Close() })
 	hb.Close()
 	return code
 }
 
-// serve runs the HTTP server on ln until ctx ends, then shuts it down gracefully.
-// onStop runs when ctx ends, before the shutdown, so /api/ready turns 503 at once.
-func serve(ctx context.Context, ln net.Listener, scheme string, h http.Handler, log *slog.Logger, stdout io.Writer, banner func(io.Writer), onStop func()) int {
+// reachableAddr is a listener's address as a browser on this machine can open it: an unspecified
+// host (0.0.0.0, ::) becomes 127.0.0.1.
+func reachableAddr(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// serve runs the HTTP server on ln (and on the extra listeners: the control socket) until ctx
+// ends, then shuts it down gracefully. onStop runs when ctx ends, before the shutdown, so
+// /api/ready turns 503 at once.
+func serve(ctx context.Context, ln net.Listener, extra []net.Listener, scheme string, h http.Handler, log *slog.Logger, stdout io.Writer, banner func(io.Writer), onStop func()) int {
 	hs := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -325,6 +453,9 @@ func serve(ctx context.Context, ln net.Listener, scheme string, h http.Handler, 
 	}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
+	for _, l := range extra {
+		go hs.Serve(l)
+	}
 	fmt.Fprintf(stdout, "voicebox on %s://%s\n", scheme, ln.Addr())
 	if banner != nil {
 		banner(stdout)

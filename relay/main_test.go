@@ -102,7 +102,11 @@ func TestHelpListsEveryFlagAndVariable(t *testing.T) {
 	}
 	for _, want := range []string{"serve", "-addr", "-public", "PORT", "VOICEBOX_PUBLIC_DIR",
 		"pair", "-revoke", "-list", "-extensions-dir", "-hello-bound-ms", "VOICEBOX_EXTENSIONS_DIR", "VOICEBOX_HELLO_BOUND_MS", "VOICEBOX_LOOPBACK_AUTH",
-		"env", "-relay", "-bearer-file", "-root"} {
+		"env", "-relay", "-bearer-file", "-root",
+		"sessions", "ticket", "-all", "-session-lifetime", "VOICEBOX_SESSION_LIFETIME", "-trusted-proxy", "VOICEBOX_TRUSTED_PROXY",
+		"-acme-host", "VOICEBOX_ACME_HOST", "-acme-email", "VOICEBOX_ACME_EMAIL", "-acme-directory", "VOICEBOX_ACME_DIRECTORY",
+		"-acme-http-addr", "VOICEBOX_ACME_HTTP_ADDR", "-log-format", "VOICEBOX_LOG_FORMAT", "-origin", "VOICEBOX_ORIGIN",
+		"-tls-cert", "VOICEBOX_TLS_CERT", "-tls-key", "VOICEBOX_TLS_KEY", ".relay.sock"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, out.String())
 		}

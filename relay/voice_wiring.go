@@ -39,7 +39,7 @@ func liveVoice(cfg *serveConfig, state *hoststate.Dir, srv *server.Server, gate 
 	opts := voice.Options{Registry: reg, Settings: voice.NewSettings(reg, state), Keys: voice.NewKeys(state, nil, voice.KeyEnvs(reg)),
 		BaseURLs: urls, PageOrigin: srv.PageOrigin, Log: log}
 	if gate != nil {
-		opts.PageSession, opts.SessionOf = gate.Session, gate.SessionID
+		opts.PageSession, opts.SessionOf, opts.Sessions = gate.Session, gate.SessionID, gate.Store()
 	}
 	h := voice.New(opts)
 	voice.Register(srv, h, state.CheckHostToken)

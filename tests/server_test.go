@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,18 +18,26 @@ import (
 	"voicebox/tests/harness"
 )
 
-// TestARemoteOriginSignsInAndAThirdIsRefused runs the relay behind a second local origin (a
-// reverse proxy on another port, configured as the public origin with VOICEBOX_ORIGIN) with the
-// gate on. The page opened there signs in with the printed ticket and becomes the executor; a
-// third origin is refused on the page, on /channel and on /live.
+// TestARemoteOriginSignsInAndAThirdIsRefused: the relay refuses to listen on 0.0.0.0 without the
+// gate; with it, it listens there behind a second local origin (a reverse proxy on another port,
+// configured as the public origin with VOICEBOX_ORIGIN). The page opened there signs in with the
+// printed ticket and becomes the executor; a third origin is refused on the page, on /channel
+// and on /live. (Traffic goes to 127.0.0.1 only.)
 func TestARemoteOriginSignsInAndAThirdIsRefused(t *testing.T) {
 	t.Parallel()
+	open := exec.Command(filepath.Join(harness.RepoRoot(), "bin", "relay"), "serve", "--addr", "0.0.0.0:0", "--public", filepath.Join(harness.RepoRoot(), "public"))
+	open.Env = append(os.Environ(), "VOICEBOX_LOOPBACK_AUTH=0", "VOICEBOX_EXTENSIONS_DIR="+filepath.Join(t.TempDir(), "state"))
+	out, err := open.CombinedOutput()
+	if code := open.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "VOICEBOX_LOOPBACK_AUTH=1") {
+		t.Fatalf("serve on 0.0.0.0 without the gate: exit %d (%v), %s", code, err, out)
+	}
+
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	public := "http://" + ln.Addr().String()
-	relay := harness.StartRelay(t, "VOICEBOX_LOOPBACK_AUTH=1", "VOICEBOX_ORIGIN="+public, "VOICEBOX_HELLO_BOUND_MS=500")
+	relay := harness.StartRelayWith(t, []string{"--addr", "0.0.0.0:0"}, "VOICEBOX_LOOPBACK_AUTH=1", "VOICEBOX_ORIGIN="+public, "VOICEBOX_HELLO_BOUND_MS=500")
 	target, _ := url.Parse(relay.URL)
 	proxy := &http.Server{Handler: httputil.NewSingleHostReverseProxy(target)}
 	go proxy.Serve(ln)

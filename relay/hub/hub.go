@@ -47,6 +47,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"voicebox/relay/server"
+	"voicebox/relay/session"
 	"voicebox/shared/channel"
 	"voicebox/shared/refusal"
 	"voicebox/shared/wire"
@@ -66,11 +68,10 @@ const MaxControlBytes = 4 << 10
 const MaxRootNameBytes = 256
 
 // DefaultMaxSockets bounds the /channel sockets open at once.
-const DefaultMaxSockets = 256
+const DefaultMaxSockets = session.DefaultMaxSockets
 
-// DefaultMaxSessionSockets bounds the /channel sockets of one session at once (tabs of one
-// browser, each with its worker's socket, plus reconnects still closing).
-const DefaultMaxSessionSockets = 8
+// DefaultMaxSessionSockets bounds the /channel sockets of one session at once.
+const DefaultMaxSessionSockets = session.DefaultMaxSessionSockets
 
 // writeTimeout bounds one frame written to a peer; a peer that does not read for this long is
 // treated as gone.
@@ -114,15 +115,21 @@ type Options struct {
 	// PageOrigin: loopback or the configured public origin). Nil admits only our own loopback
 	// origin.
 	PageOrigin func(r *http.Request) bool
-	// MaxSockets bounds the /channel sockets open at once, admitted or still saying hello; zero
-	// means DefaultMaxSockets. One more is refused too-many-sockets and closed 1008.
-	MaxSockets int
-	// MaxSessionSockets bounds the sockets of one session (SessionOf) at once; zero means
-	// DefaultMaxSessionSockets.
-	MaxSessionSockets int
+	// Limiter bounds the /channel sockets open at once, admitted or still saying hello, overall
+	// and per session (SessionOf); one more is refused too-many-sockets and closed 1008. Nil
+	// makes one from MaxSockets and MaxSessionSockets.
+	Limiter *session.Limiter
+	// MaxSockets and MaxSessionSockets are the bounds of the Limiter made when Limiter is nil;
+	// zero means DefaultMaxSockets and DefaultMaxSessionSockets.
+	MaxSockets, MaxSessionSockets int
 	// SessionOf names the session an upgrade request belongs to ("" for none: a machine with
 	// a bearer, or a relay without the gate); sockets without a session count only overall.
 	SessionOf func(r *http.Request) string
+	// Sessions, when set, is the store of the sessions SessionOf names: when a session ends
+	// (expires or is revoked) its sockets are sent a refused frame with the reason
+	// (session-expired, session-revoked) and closed 1008, and a page whose session ended
+	// meanwhile is refused loopback-unauthenticated.
+	Sessions *session.Store
 	// Log receives connection events; never a secret. Nil discards.
 	Log *slog.Logger
 }
@@ -146,7 +153,6 @@ type Hub struct {
 	last  channel.Kind
 	root  Root
 	all   map[*conn]struct{}
-	per   map[string]int // open sockets per session
 	close bool
 }
 
@@ -158,17 +164,14 @@ func New(opts Options) *Hub {
 	if opts.Recheck <= 0 {
 		opts.Recheck = DefaultRecheck
 	}
-	if opts.MaxSockets <= 0 {
-		opts.MaxSockets = DefaultMaxSockets
-	}
-	if opts.MaxSessionSockets <= 0 {
-		opts.MaxSessionSockets = DefaultMaxSessionSockets
+	if opts.Limiter == nil {
+		opts.Limiter = session.NewLimiter(opts.MaxSockets, opts.MaxSessionSockets)
 	}
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Hub{opts: opts, log: log, last: channel.Page, all: map[*conn]struct{}{}, per: map[string]int{}}
+	return &Hub{opts: opts, log: log, last: channel.Page, all: map[*conn]struct{}{}}
 }
 
 // Root returns the declared root.
@@ -244,6 +247,7 @@ type conn struct {
 	broker  *channel.Broker
 	gone    atomic.Bool
 	done    chan struct{} // closed when the read loop ends
+	ready   chan struct{} // closed once ws is set (or the upgrade failed, ws nil)
 }
 
 // Connected implements channel.Peer.
@@ -289,19 +293,46 @@ type controlFrame struct {
 // ServeHTTP accepts a /channel WebSocket and serves it until it closes.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	page := h.pageOrigin(r)
+	sid := ""
+	if h.opts.SessionOf != nil {
+		sid = h.opts.SessionOf(r)
+	}
+	log := h.log.With("request_id", server.RequestID(r.Context()))
+	if sid != "" {
+		log = log.With("session", sid)
+	}
+	c := &conn{hub: h, done: make(chan struct{}), ready: make(chan struct{})}
+	defer close(c.done)
+	// The socket counts from its upgrade request, so a peer that sees the upgrade succeed has
+	// its place; the refusal, if any, is written once the socket is open.
+	release, rf := session.Sockets{Limiter: h.opts.Limiter, Store: h.opts.Sessions}.Admit(sid, func(why *refusal.Refusal) {
+		log.Info("channel: session ended; closing its socket", "refused", why.Rule)
+		h.detach(c)
+		go func() { // the close handshake waits for the peer; the session's end does not
+			<-c.ready
+			if c.ws != nil {
+				c.refuse(why)
+			}
+		}()
+	})
+	if release != nil {
+		defer release()
+	}
 	// Accept's own origin check would turn a foreign page away with a bare 403 before it could
 	// be told why; every origin is let through to the checks below, which are stricter.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
-		h.log.Info("channel: upgrade failed", "err", err)
+		close(c.ready)
+		log.Info("channel: upgrade failed", "err", err)
 		return
 	}
 	ws.SetReadLimit(wire.MaxFrameBytes)
-	c := &conn{hub: h, ws: ws, done: make(chan struct{})}
-	defer close(c.done)
-	session := ""
-	if h.opts.SessionOf != nil {
-		session = h.opts.SessionOf(r)
+	c.ws = ws
+	close(c.ready)
+	if rf != nil {
+		log.Info("channel: socket refused", "refused", rf.Rule)
+		c.refuse(rf)
+		return
 	}
 	h.mu.Lock()
 	if h.close {
@@ -309,29 +340,11 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.refuse(refusal.New(refusal.RelayShuttingDown, "the relay is shutting down; connect again once it is back"))
 		return
 	}
-	if len(h.all) >= h.opts.MaxSockets || (session != "" && h.per[session] >= h.opts.MaxSessionSockets) {
-		over := fmt.Sprintf("the relay's bound of %d open sockets", h.opts.MaxSockets)
-		if len(h.all) < h.opts.MaxSockets {
-			over = fmt.Sprintf("this session's bound of %d open sockets", h.opts.MaxSessionSockets)
-		}
-		h.mu.Unlock()
-		h.log.Info("channel: socket limit reached", "refused", refusal.TooManySockets)
-		c.refuse(refusal.New(refusal.TooManySockets, "this connection is over %s: close another tab or connection first", over))
-		return
-	}
 	h.all[c] = struct{}{}
-	if session != "" {
-		h.per[session]++
-	}
 	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
 		delete(h.all, c)
-		if session != "" {
-			if h.per[session]--; h.per[session] <= 0 {
-				delete(h.per, session)
-			}
-		}
 		h.mu.Unlock()
 	}()
 
@@ -339,7 +352,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if page {
 		if h.opts.PageSession != nil && !h.opts.PageSession(r) {
-			h.log.Info("channel: page without a session refused")
+			log.Info("channel: page without a session refused")
 			c.refuse(refusal.New(refusal.LoopbackUnauthenticated, "this relay requires a session: open the bootstrap address it printed at start"))
 			return
 		}
@@ -347,7 +360,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		name, rf := h.hello(ctx, ws)
 		if rf != nil {
-			h.log.Info("channel: connection refused", "refused", rf.Rule, "origin", r.Header.Get("Origin"))
+			log.Info("channel: connection refused", "refused", rf.Rule, "origin", r.Header.Get("Origin"))
 			c.refuse(rf)
 			return
 		}
@@ -358,13 +371,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ws.Close(websocket.StatusGoingAway, "relay shutting down")
 		return
 	}
-	h.log.Info("channel: executor attached", "kind", c.kind, "pairing", c.pairing)
+	log.Info("channel: executor attached", "kind", c.kind.String(), "pairing", c.pairing)
 	if c.kind == channel.Machine {
 		go h.watchPairing(ctx, c)
 	}
 	err = c.readLoop(ctx)
 	h.detach(c)
-	h.log.Info("channel: executor gone", "kind", c.kind, "status", websocket.CloseStatus(err))
+	log.Info("channel: executor gone", "kind", c.kind.String(), "status", websocket.CloseStatus(err).String())
 	ws.CloseNow()
 }
 
@@ -425,10 +438,11 @@ func parseHello(b []byte) (bearer string, ok bool) {
 	return bearer, typ == "hello" && role == "environment" && bearer != ""
 }
 
-// attach puts c in the slot and displaces whoever held it.
+// attach puts c in the slot and displaces whoever held it; false when the hub is closing or c
+// is already gone.
 func (h *Hub) attach(c *conn) bool {
 	h.mu.Lock()
-	if h.close {
+	if h.close || c.gone.Load() { // shutting down, or c's session ended while it was admitted
 		h.mu.Unlock()
 		return false
 	}
@@ -441,7 +455,7 @@ func (h *Hub) attach(c *conn) bool {
 	}
 	h.mu.Unlock()
 	if old != nil {
-		h.log.Info("channel: executor replaced", "kind", old.kind, "by", c.kind)
+		h.log.Info("channel: executor replaced", "kind", old.kind.String(), "by", c.kind.String())
 		old.settle()
 		go func() {
 			old.control(controlFrame{Type: "replaced", Why: "a newer " + c.kind.String() + " connection holds the workspace root now"})
@@ -487,7 +501,7 @@ func (c *conn) readLoop(ctx context.Context) error {
 // controlFrom takes a control frame from an attached executor.
 func (h *Hub) controlFrom(c *conn, typ, kind, name string) {
 	if typ != "root" || c.kind != channel.Page || (kind != RootOPFS && kind != RootHandle) || len(name) > MaxRootNameBytes {
-		h.log.Info("channel: control frame ignored", "type", typ, "kind", c.kind)
+		h.log.Info("channel: control frame ignored", "type", typ, "kind", c.kind.String())
 		return
 	}
 	h.mu.Lock()

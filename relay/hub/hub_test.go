@@ -34,6 +34,7 @@ const patience = 10 * time.Second
 type testRelay struct {
 	url, port string
 	hub       *Hub
+	srv       *server.Server
 	state     *hoststate.Dir
 	token     string
 }
@@ -66,7 +67,7 @@ func startRelay(t testing.TB, opts Options, cfg server.Config) *testRelay {
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() { h.Close(); ts.Close() })
 	_, port, _ := net.SplitHostPort(ts.Listener.Addr().String())
-	return &testRelay{url: ts.URL, port: port, hub: h, state: state, token: strings.TrimSpace(string(tok))}
+	return &testRelay{url: ts.URL, port: port, hub: h, srv: srv, state: state, token: strings.TrimSpace(string(tok))}
 }
 
 func (r *testRelay) origin(host string) string { return "http://" + host + ":" + r.port }
@@ -680,7 +681,9 @@ func FuzzParseHello(f *testing.F) {
 }
 
 // TestSocketLimitsRefuseAndTheRelayKeepsServing fills the overall bound, then a session's
-// bound: one more socket is refused too-many-sockets, and once one closes the next is admitted.
+// bound, with the executor (a page answering calls) and a socket still saying hello: one more
+// socket is refused too-many-sockets (1008), the executor keeps answering calls, another session
+// still gets in under the per-session bound, and once a socket closes the next is admitted.
 func TestSocketLimitsRefuseAndTheRelayKeepsServing(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -694,48 +697,59 @@ func TestSocketLimitsRefuseAndTheRelayKeepsServing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := startRelay(t, tt.opts, server.Config{})
-			header := func() http.Header {
+			header := func(s string) http.Header {
 				h := http.Header{}
 				if tt.session {
-					h.Set("X-Test-Session", "s1")
+					h.Set("X-Test-Session", s)
 				}
 				return h
 			}
-			// Held sockets that have not said hello yet count.
-			a := r.dial(t, "", header())
-			b := r.dial(t, "", header())
-			over := r.dial(t, "", header())
-			ctx, cancel := context.WithTimeout(context.Background(), patience)
-			defer cancel()
-			_, frame, err := over.Read(ctx)
-			if err != nil || !strings.Contains(string(frame), `"refused":"too-many-sockets"`) {
-				t.Fatalf("the socket over the bound read %s, %v; want a too-many-sockets refusal", frame, err)
-			}
-			if _, _, err := over.Read(ctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
-				t.Fatalf("the refused socket ended with %v, want 1008", err)
+			exec := executor.New(fsroot.NewMemory(), executor.Options{})
+			current := serve(t, r.dial(t, r.origin("127.0.0.1"), header("s1")), exec)
+			r.waitRoot(t, connected)
+			held := r.dial(t, "", header("s1")) // a socket that has not said hello yet counts too
+			over := serve(t, r.dial(t, "", header("s1")), nil)
+			checkRefused(t, over, refusal.TooManySockets)
+			if got := r.call(t, "now", nil); got["ok"] != true {
+				t.Fatalf("with the bound reached the executor answered %v", got)
 			}
 			if tt.session {
-				// Another session is not held back by this one's bound.
-				other := r.dial(t, r.origin("127.0.0.1"), nil)
-				_ = other
+				// Another session is not held back by this one's bound: its page takes the slot.
+				current = admitted(t, r, current, header("s2"), exec)
 			}
-			a.Close(websocket.StatusNormalClosure, "")
-			b.Close(websocket.StatusNormalClosure, "")
-			// Once they are gone the relay admits again: the page takes the slot.
-			deadline := time.Now().Add(patience)
-			for {
-				page := r.dial(t, r.origin("127.0.0.1"), header())
-				p := serve(t, page, nil)
-				if r.hub.Root().Connected {
-					_ = p
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the relay never admitted a socket again")
-				}
-				page.CloseNow()
-				time.Sleep(10 * time.Millisecond)
+			held.Close(websocket.StatusNormalClosure, "")
+			// Once it is gone the relay admits again: a page of the first session takes the slot.
+			admitted(t, r, current, header("s1"), exec)
+			if got := r.call(t, "now", nil); got["ok"] != true {
+				t.Fatalf("the page admitted after the close answered %v", got)
 			}
 		})
+	}
+}
+
+// admitted dials pages with header until one is admitted, which current (the executor) sees as
+// its replacement; a page refused meanwhile (a place not given back yet) is tried again.
+func admitted(t *testing.T, r *testRelay, current *peer, header http.Header, exec channel.Executor) *peer {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		p := serve(t, r.dial(t, r.origin("127.0.0.1"), header.Clone()), exec)
+		for {
+			if ctl := current.controls(); len(ctl) > 0 && ctl[0]["type"] == "replaced" {
+				return p
+			}
+			select {
+			case <-p.ended:
+			case <-time.After(5 * time.Millisecond):
+				if time.Now().After(deadline) {
+					t.Fatal("the relay never admitted a page again")
+				}
+				continue
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the relay never admitted a page again")
+		}
 	}
 }

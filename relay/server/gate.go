@@ -1,12 +1,10 @@
 package server
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
-	"sync"
+	"time"
 
+	"voicebox/relay/session"
 	"voicebox/shared/refusal"
 )
 
@@ -16,78 +14,46 @@ const SessionCookie = "vb_session"
 // BootstrapParam is the query parameter a bootstrap ticket is redeemed with: /?bootstrap=TICKET.
 const BootstrapParam = "bootstrap"
 
-// Gate is the loopback gate: it keeps the page and /api/* from other local users, who can reach
-// a loopback port as well as the host's own browser can. A request passes with a session cookie
-// made by redeeming a one-time ticket, or with the host token. /api/health and /channel are not
-// gated here (/channel admits a page only with a session; see relay/hub).
+// Gate is the session gate: it keeps the page and /api/* from anyone without a session (other
+// local users on a laptop, everyone on a network). A request passes with a session cookie made by
+// redeeming a one-time ticket, or with the host token. /api/health, /api/ready and /channel are
+// not gated here (/channel admits a page only with a session; see relay/hub).
 //
-// Tickets and sessions live in memory: a restart ends every session and prints a new ticket.
-// The zero value is not usable; call NewGate.
+// Tickets and sessions live in a session.Store, in memory: a restart ends every session. The zero
+// value is not usable; call NewGate or NewGateFor.
 type Gate struct {
-	mu       sync.Mutex
-	tickets  map[[32]byte]bool // hash of a ticket -> still unused
-	sessions map[[32]byte]bool // hash of a session token
+	store *session.Store
 }
 
-// NewGate returns a gate with no tickets and no sessions.
-func NewGate() *Gate {
-	return &Gate{tickets: map[[32]byte]bool{}, sessions: map[[32]byte]bool{}}
-}
+// NewGate returns a gate over a new store whose sessions last session.DefaultLifetime.
+func NewGate() *Gate { return NewGateFor(session.NewStore(session.Options{})) }
 
-// NewTicket returns a fresh single-use ticket (64 hex digits) to print for the host.
+// NewGateFor returns a gate over store.
+func NewGateFor(store *session.Store) *Gate { return &Gate{store: store} }
+
+// Store returns the gate's session store: for listing and revoking sessions, and for the socket
+// routes' Sockets.Admit.
+func (g *Gate) Store() *session.Store { return g.store }
+
+// NewTicket returns a fresh single-use ticket (64 hex digits) that lasts until it is redeemed, to
+// print on the relay's console.
 func (g *Gate) NewTicket() string {
-	t := randomToken()
-	g.mu.Lock()
-	g.tickets[sha256.Sum256([]byte(t))] = true
-	g.mu.Unlock()
+	t, _ := g.store.NewTicket(0)
 	return t
 }
 
-// redeem spends ticket and returns a new session token, or "" when the ticket is unknown or spent.
-func (g *Gate) redeem(ticket string) string {
-	if len(ticket) != 64 {
-		return ""
-	}
-	// Keys are hashes, so the map lookup compares nothing secret byte by byte.
-	h := sha256.Sum256([]byte(ticket))
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.tickets[h] {
-		return ""
-	}
-	g.tickets[h] = false
-	s := randomToken()
-	g.sessions[sha256.Sum256([]byte(s))] = true
-	return s
-}
+// Session reports whether r carries a live session cookie.
+func (g *Gate) Session(r *http.Request) bool { return g.SessionID(r) != "" }
 
-// Session reports whether r carries a valid session cookie.
-func (g *Gate) Session(r *http.Request) bool {
-	c, err := r.Cookie(SessionCookie)
-	if err != nil || len(c.Value) != 64 {
-		return false
-	}
-	h := sha256.Sum256([]byte(c.Value))
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.sessions[h]
-}
-
-// SessionID returns a name for r's session that is not its secret (a prefix of the token's
-// hash), or "" when r has no valid session; for counting and logging.
+// SessionID returns the ID of r's live session (see session.ID; never its secret), or "" when
+// r has none.
 func (g *Gate) SessionID(r *http.Request) string {
-	if !g.Session(r) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil {
 		return ""
 	}
-	c, _ := r.Cookie(SessionCookie)
-	h := sha256.Sum256([]byte(c.Value))
-	return hex.EncodeToString(h[:8])
-}
-
-func randomToken() string {
-	b := make([]byte, 32)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+	id, _ := g.store.Lookup(c.Value)
+	return id
 }
 
 // gate answers r itself and reports true when the loopback gate stops it or redeems a ticket.
@@ -101,8 +67,10 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if r.URL.Path == "/" && r.URL.Query().Has(BootstrapParam) {
-		if tok := g.redeem(r.URL.Query().Get(BootstrapParam)); tok != "" {
-			http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		if tok, info, ok := g.store.Redeem(r.URL.Query().Get(BootstrapParam), ClientAddr(r)); ok {
+			s.log.Info("session started", "session", info.ID, "client", info.Client, "expires", info.Expires.UTC().Format(time.RFC3339), "request_id", RequestID(r.Context()))
+			http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", MaxAge: int(g.store.Lifetime().Seconds()),
+				HttpOnly: true, Secure: HTTPS(r), SameSite: http.SameSiteStrictMode})
 			w.Header().Set("Cache-Control", "no-store")
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return true
@@ -126,5 +94,5 @@ func (s *Server) unauthenticated(w http.ResponseWriter, r *http.Request, why str
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusUnauthorized)
-	w.Write([]byte("Voicebox: " + why + ".\n\nThis relay runs with VOICEBOX_LOOPBACK_AUTH=1, so only a browser holding a session may open\nthe page. Open the one-time address (http://.../?bootstrap=...) the relay printed when it\nstarted; restart the relay to get a new one.\n"))
+	w.Write([]byte("Voicebox: " + why + ".\n\nThis relay runs with VOICEBOX_LOOPBACK_AUTH=1, so only a browser holding a session may open\nthe page. Open the one-time address (http://.../?bootstrap=...) the relay printed when it\nstarted, or one its host made with `relay ticket`.\n"))
 }

@@ -7,17 +7,20 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"path"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"voicebox/shared/refusal"
 )
@@ -42,8 +45,18 @@ type Config struct {
 	// Empty admits only loopback. Setting it to an origin the host does not control lets that
 	// origin's pages use the relay with the user's session.
 	Origin string
-	// HSTS, when set, puts Strict-Transport-Security on every answer served over TLS.
+	// HSTS, when set, puts Strict-Transport-Security on every answer to a request that came over
+	// TLS (see HTTPS).
 	HSTS bool
+	// TrustedProxies are the peers whose forwarding headers (Forwarded, X-Forwarded-For,
+	// X-Forwarded-Proto, X-Request-Id) are believed; from any other peer they are ignored. Empty
+	// trusts none. A prefix that holds an address the public can connect from lets anyone claim
+	// any client address and https.
+	TrustedProxies []netip.Prefix
+	// BootstrapBase is what the addresses of minted tickets start with (POST /api/bootstrap):
+	// the public origin, else the address the relay listens on. Empty uses the request's own
+	// scheme and Host.
+	BootstrapBase string
 	// Ready, when set, reports whether the relay can serve (for GET /api/ready); nil is always
 	// ready.
 	Ready func() error
@@ -72,6 +85,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.mux.HandleFunc("GET /api/health", s.health)
 	s.mux.HandleFunc("GET /api/ready", s.ready)
+	s.registerSessionRoutes()
 	s.mux.HandleFunc("GET /{path...}", s.static)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { NotFound(w) })
 	return s, nil
@@ -80,13 +94,20 @@ func New(cfg Config) (*Server, error) {
 // Handle registers h for pattern, for the routes other packages add (the channel, the live socket).
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
-// ServeHTTP puts the security headers on the response and turns a panic into a JSON 500.
+// ServeHTTP gives the request its id, puts the security headers on the response, turns a panic
+// into a JSON 500, and logs one line when the request ends (for a WebSocket, when it closes). No
+// log line carries a query, a header value or a body: secrets travel there.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	info := s.requestInfo(r)
+	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+	w.Header().Set(RequestIDHeader, info.id)
 	setSecurityHeaders(w.Header(), r.Host, r.URL.Path)
-	if r.TLS != nil && s.cfg.HSTS {
+	if info.https && s.cfg.HSTS {
 		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
 	}
 	rw := &trackingWriter{ResponseWriter: w}
+	defer s.logRequest(r, rw, info, start)
 	defer func() {
 		v := recover()
 		if v == nil {
@@ -95,7 +116,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if v == http.ErrAbortHandler {
 			panic(v)
 		}
-		s.log.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		s.log.Error("handler panicked", "request_id", info.id, "method", r.Method, "path", loggedPath(r), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		if !rw.wrote {
 			WriteRefusal(rw, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay failed while answering %s; the error is in its log", r.URL.Path))
 		}
@@ -247,21 +268,62 @@ func acceptsEncoding(header, token string) bool {
 	return false
 }
 
+// logRequest writes the request's one log line. Probes of /api/health and /api/ready log at
+// Debug, so a load balancer's checks do not fill the log.
+func (s *Server) logRequest(r *http.Request, rw *trackingWriter, info requestInfo, start time.Time) {
+	level := slog.LevelInfo
+	if r.URL.Path == "/api/health" || r.URL.Path == "/api/ready" {
+		level = slog.LevelDebug
+	}
+	if !s.log.Enabled(r.Context(), level) {
+		return
+	}
+	status := rw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	scheme := "http"
+	if info.https {
+		scheme = "https"
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", info.id), slog.String("method", r.Method), slog.String("path", loggedPath(r)),
+		slog.Int("status", status), slog.Int64("bytes", rw.bytes), slog.Float64("ms", float64(time.Since(start).Microseconds())/1000),
+		slog.String("client", info.client), slog.String("scheme", scheme),
+	}
+	if s.cfg.Gate != nil {
+		if id := s.cfg.Gate.SessionID(r); id != "" {
+			attrs = append(attrs, slog.String("session", id))
+		}
+	}
+	s.log.LogAttrs(context.WithoutCancel(r.Context()), level, "request", attrs...)
+}
+
 // trackingWriter remembers whether a response was started, so a panic after the header went out
-// does not write a second one.
+// does not write a second one, and the status and size for the request's log line.
 type trackingWriter struct {
 	http.ResponseWriter
-	wrote bool
+	wrote  bool
+	status int
+	bytes  int64
 }
 
 func (w *trackingWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status = code
+	}
 	w.wrote = true
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *trackingWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.status = http.StatusOK
+	}
 	w.wrote = true
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer (WebSocket upgrades need it).

@@ -16,6 +16,7 @@ import (
 
 	"voicebox/relay/live"
 	"voicebox/relay/server"
+	"voicebox/relay/session"
 	"voicebox/shared/refusal"
 )
 
@@ -28,7 +29,7 @@ const (
 	MaxTextBytes = 4 << 10
 	// maxReadBytes is the socket's read limit: the larger of the two, with room for JSON.
 	maxReadBytes = MaxAudioFrameBytes + 1024
-	// DefaultMaxSockets bounds the /live sockets open at once.
+	// DefaultMaxSockets bounds the /live sockets open at once (each holds a vendor connection).
 	DefaultMaxSockets = 128
 	// DefaultMaxSessionSockets bounds the /live sockets of one gate session at once.
 	DefaultMaxSessionSockets = 4
@@ -58,10 +59,16 @@ type Options struct {
 	// PageSession, when set (the loopback gate), must accept the upgrade's session.
 	PageSession func(*http.Request) bool
 	// SessionOf names the gate session of an upgrade ("" for none), for the per-session bound
-	// and CloseSession.
+	// and the session's end.
 	SessionOf func(*http.Request) string
-	// MaxSockets and MaxSessionSockets bound the sockets open at once, overall and per gate
-	// session; zero means the defaults.
+	// Sessions, when set, is the store of the sessions SessionOf names: when a session expires
+	// or is revoked, its /live sockets are told why (session-expired, session-revoked) and
+	// closed 1008.
+	Sessions *session.Store
+	// Limiter bounds the /live sockets open at once, overall and per session; nil makes one
+	// from MaxSockets and MaxSessionSockets (zero means DefaultMaxSockets and
+	// DefaultMaxSessionSockets).
+	Limiter                       *session.Limiter
 	MaxSockets, MaxSessionSockets int
 	// Log receives session events; never a key. Nil discards.
 	Log *slog.Logger
@@ -74,7 +81,6 @@ type Handler struct {
 
 	mu      sync.Mutex
 	all     map[*socket]struct{}
-	per     map[string]int
 	closing bool
 }
 
@@ -83,17 +89,20 @@ func New(opts Options) *Handler {
 	if opts.Catalogue == nil {
 		opts.Catalogue = NoTools{}
 	}
-	if opts.MaxSockets <= 0 {
-		opts.MaxSockets = DefaultMaxSockets
-	}
-	if opts.MaxSessionSockets <= 0 {
-		opts.MaxSessionSockets = DefaultMaxSessionSockets
+	if opts.Limiter == nil {
+		if opts.MaxSockets <= 0 {
+			opts.MaxSockets = DefaultMaxSockets
+		}
+		if opts.MaxSessionSockets <= 0 {
+			opts.MaxSessionSockets = DefaultMaxSessionSockets
+		}
+		opts.Limiter = session.NewLimiter(opts.MaxSockets, opts.MaxSessionSockets)
 	}
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{opts: opts, log: log, all: map[*socket]struct{}{}, per: map[string]int{}}
+	return &Handler{opts: opts, log: log, all: map[*socket]struct{}{}}
 }
 
 // Open returns how many /live sockets are open.
@@ -114,31 +123,9 @@ func (h *Handler) Close() {
 	h.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range socks {
-		wg.Go(func() { s.shut(websocket.StatusGoingAway, "relay shutting down") })
+		wg.Go(func() { s.shut(websocket.StatusGoingAway, nil, "relay shutting down") })
 	}
 	wg.Wait()
-}
-
-// CloseSession ends the sessions of gate session id and closes their sockets (1008), and
-// reports how many there were; for a revoked or expired sign-in.
-func (h *Handler) CloseSession(id string) int {
-	if id == "" {
-		return 0
-	}
-	h.mu.Lock()
-	var socks []*socket
-	for s := range h.all {
-		if s.session == id {
-			socks = append(socks, s)
-		}
-	}
-	h.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, s := range socks {
-		wg.Go(func() { s.shut(websocket.StatusPolicyViolation, string(refusal.LoopbackUnauthenticated)) })
-	}
-	wg.Wait()
-	return len(socks)
 }
 
 // ServeHTTP admits a page's /live socket and runs one session on it.
@@ -153,21 +140,43 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"this relay requires a session: open the bootstrap address it printed at start"))
 		return
 	}
+	sid := ""
+	if h.opts.SessionOf != nil {
+		sid = h.opts.SessionOf(r)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	s := &socket{h: h, ctx: ctx, session: sid, out: make(chan outFrame, outQueue), done: make(chan struct{}),
+		started: make(chan struct{}), accepted: make(chan struct{})}
+	// The socket counts from its upgrade request (as /channel's do); a refusal is written once
+	// the socket is open, so the page learns why.
+	release, rf := session.Sockets{Limiter: h.opts.Limiter, Store: h.opts.Sessions}.Admit(sid, func(why *refusal.Refusal) {
+		h.log.Info("live: session ended; closing its socket", "refused", why.Rule, "session", sid)
+		go func() {
+			<-s.accepted
+			if s.ws != nil {
+				s.shut(websocket.StatusPolicyViolation, refusedFrame(why), string(why.Rule))
+			}
+		}()
+	})
+	if release != nil {
+		defer release()
+	}
 	// The origin was checked above, more strictly than Accept's own check would.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
+		close(s.accepted)
 		h.log.Info("live: upgrade failed", "err", err)
 		return
 	}
 	ws.SetReadLimit(maxReadBytes)
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	defer cancel()
-	s := &socket{h: h, ws: ws, ctx: ctx, out: make(chan outFrame, outQueue), done: make(chan struct{}), started: make(chan struct{})}
-	if h.opts.SessionOf != nil {
-		s.session = h.opts.SessionOf(r)
-	}
+	s.ws = ws
+	close(s.accepted)
 	go s.writeLoop()
-	if rf := h.admit(s); rf != nil {
+	if rf == nil {
+		rf = h.track(s)
+	}
+	if rf != nil {
 		s.refuse(rf)
 		s.drain()
 		cancel()
@@ -175,7 +184,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ws.CloseNow()
 		return
 	}
-	defer h.release(s)
+	defer h.untrack(s)
 	s.run()
 	cancel()
 	s.tools.Wait()
@@ -191,33 +200,21 @@ func (h *Handler) pageOrigin(r *http.Request) bool {
 	return len(origins) == 1 && server.OwnLoopbackOrigin(r, origins[0])
 }
 
-func (h *Handler) admit(s *socket) *refusal.Refusal {
+// track lists s among the open sockets (for Close), unless the relay is shutting down.
+func (h *Handler) track(s *socket) *refusal.Refusal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch {
-	case h.closing:
+	if h.closing {
 		return refusal.New(refusal.RelayShuttingDown, "the relay is shutting down; try again once it is back")
-	case len(h.all) >= h.opts.MaxSockets:
-		return refusal.New(refusal.TooManySockets, "the relay already runs %d live sessions, its bound", h.opts.MaxSockets)
-	case s.session != "" && h.per[s.session] >= h.opts.MaxSessionSockets:
-		return refusal.New(refusal.TooManySockets, "this session already runs %d live sessions, its bound: end one first", h.opts.MaxSessionSockets)
 	}
 	h.all[s] = struct{}{}
-	if s.session != "" {
-		h.per[s.session]++
-	}
 	return nil
 }
 
-func (h *Handler) release(s *socket) {
+func (h *Handler) untrack(s *socket) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.all, s)
-	if s.session != "" {
-		if h.per[s.session]--; h.per[s.session] <= 0 {
-			delete(h.per, s.session)
-		}
-	}
 }
 
 // outFrame is one frame for the page; closeCode, when set, closes the socket after it.
@@ -237,6 +234,7 @@ type socket struct {
 	out       chan outFrame
 	done      chan struct{} // closed when the writer has stopped
 	started   chan struct{} // closed once sess is set (or will never be)
+	accepted  chan struct{} // closed once ws is set (nil when the upgrade failed)
 	startOnce sync.Once
 	sess      atomic.Pointer[live.Session]
 	rate      int
@@ -307,11 +305,19 @@ func (s *socket) end(v any, code websocket.StatusCode, reason string) {
 
 func (s *socket) markStarted() { s.startOnce.Do(func() { close(s.started) }) }
 
-// shut ends the session and closes the socket with code, at once (shutdown, revocation).
-func (s *socket) shut(code websocket.StatusCode, reason string) {
+// shut ends the session and closes the socket with code at once (shutdown, a session's end),
+// after telling the page frame when it is not nil.
+func (s *socket) shut(code websocket.StatusCode, frame any, reason string) {
 	s.endOnce.Do(func() {}) // the close code is this one, not the session's
 	if sess := s.sess.Load(); sess != nil {
 		sess.Close()
+	}
+	if frame != nil {
+		if b, err := json.Marshal(frame); err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			s.ws.Write(ctx, websocket.MessageText, b)
+			cancel()
+		}
 	}
 	s.ws.Close(code, reason)
 }

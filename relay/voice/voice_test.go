@@ -144,7 +144,7 @@ func startRelay(t *testing.T, o relayOpts) *relay {
 		opts.BaseURLs = map[string]string{openai.Name: o.fx.OpenAIURL(), gemini.Name: o.fx.GeminiURL()}
 	}
 	if o.gate != nil {
-		opts.PageSession, opts.SessionOf = o.gate.Session, o.gate.SessionID
+		opts.PageSession, opts.SessionOf, opts.Sessions = o.gate.Session, o.gate.SessionID, o.gate.Store()
 	}
 	h := voice.New(opts)
 	voice.Register(srv, h, state.CheckHostToken)
@@ -568,12 +568,19 @@ func TestShutdownAndRevocationCloseSockets(t *testing.T) {
 	p.frame("state", "ready", 1)
 	req, _ := http.NewRequest("GET", r.url+"/", nil)
 	req.Header.Set("Cookie", cookie)
-	if n := r.h.CloseSession(gate.SessionID(req)); n != 1 {
-		t.Fatalf("CloseSession closed %d sockets", n)
+	if n, ok := gate.Store().Revoke(gate.SessionID(req)); !ok || n != 1 {
+		t.Fatalf("Revoke closed %d sockets (%v); want the one /live socket", n, ok)
+	}
+	if f := p.frame("refused", "", 1); f["refused"] != string(refusal.SessionRevoked) {
+		t.Fatalf("revoked: %v", f)
 	}
 	if code := p.closed(); code != websocket.StatusPolicyViolation {
 		t.Fatalf("revoked: closed %d", code)
 	}
+	if _, resp, err := tryDial(t, r, http.Header{"Cookie": {cookie}}); err == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a revoked session dialed /live: %v", err)
+	}
+	cookie = signIn(t, r, gate)
 	q := dialPage(t, r, http.Header{"Cookie": {cookie}})
 	q.frame("state", "ready", 1)
 	r.h.Close()

@@ -140,6 +140,12 @@ const (
 	WasmTrapped            Rule = "wasm-trapped"
 	WasmInvalid            Rule = "wasm-invalid"
 
+	// Sessions of the relay's gate (relay/session): why a session's sockets were closed, and
+	// session commands on a relay that runs without the gate.
+	SessionExpired Rule = "session-expired"
+	SessionRevoked Rule = "session-revoked"
+	GateOff        Rule = "gate-off"
+
 	// Live voice sessions (relay/live, relay/voice): providers, settings, rates, the /live socket.
 	LiveProviderUnknown          Rule = "live-provider-unknown"
 	LiveProviderUnavailable      Rule = "live-provider-unavailable"

@@ -10,9 +10,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-
 	"voicebox/shared/refusal"
 )
 
@@ -32,8 +29,7 @@ import (
 //     invalid-argument-range);
 //  9. each value in its enum (invalid-argument-enum).
 //
-// Validity itself is the library's verdict on the compiled schema; the order decides only which
-// rule names a failure when there are several.
+// Every failure is collected (see node.check) and the order decides which one names the refusal.
 func (s *Schema) Validate(raw []byte) (map[string]any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -76,20 +72,14 @@ func (s *Schema) Validate(raw []byte) (map[string]any, error) {
 			return nil, refusal.New(refusal.MissingArgument, "missing required argument %s (null counts as missing)", quoteLoc(loc))
 		}
 	}
-	verr := s.compiled.Validate(args)
-	if verr == nil && !w.hasProto {
-		return args, nil
-	}
 	var found []failure
-	if w.hasProto {
+	if w.hasProto { // first, so it names the refusal over an unknown-key failure at the same place
 		found = append(found, failure{rank: rankUnknown, loc: w.proto,
 			why: fmt.Sprintf("argument %s: an own \"__proto__\" key is never accepted", quoteLoc(w.proto))})
 	}
-	var ve *jsonschema.ValidationError
-	if errors.As(verr, &ve) {
-		found = collect(ve, found)
-	} else if verr != nil {
-		found = append(found, failure{rank: rankOther, rule: refusal.InvalidToolArguments, why: verr.Error()})
+	found = s.root.check(args, nil, found)
+	if len(found) == 0 {
+		return args, nil
 	}
 	best := slices.MinFunc(found, func(a, b failure) int {
 		if a.rank != b.rank {
@@ -107,7 +97,6 @@ const (
 	rankType
 	rankBounds
 	rankEnum
-	rankOther
 )
 
 type failure struct {
@@ -132,58 +121,6 @@ func (f failure) ruleFor() refusal.Rule {
 		return refusal.InvalidArgumentEnum
 	}
 	return refusal.InvalidToolArguments
-}
-
-// collect flattens the library's error tree into failures with their rule ids.
-func collect(ve *jsonschema.ValidationError, found []failure) []failure {
-	if len(ve.Causes) > 0 {
-		for _, c := range ve.Causes {
-			found = collect(c, found)
-		}
-		return found
-	}
-	loc := strings.Join(ve.InstanceLocation, ".")
-	arg := quoteLoc(loc)
-	switch k := ve.ErrorKind.(type) {
-	case *kind.Required:
-		for _, m := range k.Missing {
-			l := join(loc, m)
-			found = append(found, failure{rank: rankRequired, loc: l,
-				why: fmt.Sprintf("missing required argument %s", quoteLoc(l))})
-		}
-	case *kind.AdditionalProperties:
-		for _, p := range k.Properties {
-			l := join(loc, p)
-			found = append(found, failure{rank: rankUnknown, loc: l,
-				why: fmt.Sprintf("unknown argument %s: the tool declares no such parameter", quoteLoc(l))})
-		}
-	case *kind.Type:
-		found = append(found, failure{rank: rankType, loc: loc,
-			why: fmt.Sprintf("argument %s must be %s, got %s", arg, typeNames(k.Want), typeName(k.Got))})
-	case *kind.MinLength:
-		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc,
-			why: fmt.Sprintf("argument %s is %d characters long, under the minimum of %d", arg, k.Got, k.Want)})
-	case *kind.MaxLength:
-		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc,
-			why: fmt.Sprintf("argument %s is %d characters long, over the maximum of %d", arg, k.Got, k.Want)})
-	case *kind.Minimum:
-		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc,
-			why: fmt.Sprintf("argument %s is %s, under the minimum of %s", arg, ratString(k.Got), ratString(k.Want))})
-	case *kind.Maximum:
-		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc,
-			why: fmt.Sprintf("argument %s is %s, over the maximum of %s", arg, ratString(k.Got), ratString(k.Want))})
-	case *kind.Enum:
-		want := make([]string, len(k.Want))
-		for i, w := range k.Want {
-			want[i] = show(w)
-		}
-		found = append(found, failure{rank: rankEnum, loc: loc,
-			why: fmt.Sprintf("argument %s is %s, not one of %s", arg, show(k.Got), clip(strings.Join(want, ", ")))})
-	default:
-		found = append(found, failure{rank: rankOther, loc: loc,
-			why: fmt.Sprintf("argument %s is not valid: %v", arg, ve.ErrorKind)})
-	}
-	return found
 }
 
 // nullRequired finds a required argument set to null, which the library counts as present. Only
@@ -265,12 +202,4 @@ func typeName(t string) string {
 		return "an " + t
 	}
 	return "a " + t
-}
-
-func typeNames(ts []string) string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = typeName(t)
-	}
-	return strings.Join(out, " or ")
 }

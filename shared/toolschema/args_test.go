@@ -136,6 +136,7 @@ func TestValidate(t *testing.T) {
 			if sch == nil {
 				sch = s
 			}
+			agreesWithReference(t, sch, []byte(tt.args))
 			got, err := sch.Validate([]byte(tt.args))
 			if tt.rule == "" {
 				if err != nil {
@@ -143,9 +144,6 @@ func TestValidate(t *testing.T) {
 				}
 				if got == nil {
 					t.Fatalf("Validate returned no arguments")
-				}
-				if verr := sch.Compiled().Validate(got); verr != nil {
-					t.Fatalf("accepted what the library rejects: %v", verr)
 				}
 				return
 			}

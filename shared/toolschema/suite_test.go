@@ -77,6 +77,7 @@ func TestJSONSchemaSuite(t *testing.T) {
 			for _, c := range g.Tests {
 				cases++
 				args := append(append([]byte(`{"v":`), c.Data...), '}')
+				agreesWithReference(t, s, args)
 				_, err := s.Validate(args)
 				if (err == nil) != c.Valid {
 					t.Errorf("%s: %s: %s: valid = %v, but Validate says %v", name, g.Description, c.Description, c.Valid, err)

@@ -65,11 +65,20 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 // relayStartBound bounds how long the relay may take to print its address.
 const relayStartBound = 15 * time.Second
 
-var addrLine = regexp.MustCompile(`^voicebox on (http://127\.0\.0\.1:\d+)$`)
+// addrLine is the relay's first line; a relay bound to every address ([::] or 0.0.0.0) is reached
+// on 127.0.0.1.
+var addrLine = regexp.MustCompile(`^voicebox on http://(?:127\.0\.0\.1|0\.0\.0\.0|\[::\]):(\d+)$`)
 
 // StartRelay starts bin/relay (built by ./build.sh build) with PORT=0 and the extra environment
 // given, serving the checkout's public/, and stops it when the test ends.
 func StartRelay(t testing.TB, env ...string) *Relay {
+	t.Helper()
+	return StartRelayWith(t, nil, env...)
+}
+
+// StartRelayWith is StartRelay with extra arguments for `relay serve` (an --addr overrides
+// PORT=0; Relay.URL is then on 127.0.0.1 all the same).
+func StartRelayWith(t testing.TB, args []string, env ...string) *Relay {
 	t.Helper()
 	root := RepoRoot()
 	bin := filepath.Join(root, "bin", "relay")
@@ -84,7 +93,7 @@ func StartRelay(t testing.TB, env ...string) *Relay {
 			r.StateDir = v
 		}
 	}
-	cmd := exec.Command(bin, "serve", "--public", filepath.Join(root, "public"))
+	cmd := exec.Command(bin, append([]string{"serve", "--public", filepath.Join(root, "public")}, args...)...)
 	cmd.Env = append(os.Environ(), append([]string{"PORT=0", "VOICEBOX_EXTENSIONS_DIR=" + r.StateDir}, env...)...)
 	cmd.Stderr = lockedWriter{r}
 	stdout, err := cmd.StdoutPipe()
@@ -114,7 +123,7 @@ func StartRelay(t testing.TB, env ...string) *Relay {
 		if m == nil {
 			t.Fatalf("harness: relay printed %q, want its address; stderr: %s", line, r.Stderr())
 		}
-		r.URL = m[1]
+		r.URL = "http://127.0.0.1:" + m[1]
 	case <-time.After(relayStartBound):
 		t.Fatalf("harness: relay printed no address within %v; stderr: %s", relayStartBound, r.Stderr())
 	}

@@ -1,0 +1,191 @@
+package toolschema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"voicebox/shared/refusal"
+)
+
+// The reference: santhosh-tekuri/jsonschema/v6 compiles each accepted schema (draft 2020-12, with
+// a loader that refuses every URL) and its verdict on arguments is the one Validate must reach.
+// The tests compare the two on the table cases, the JSON Schema suite and the fuzz targets.
+
+type refuseLoader struct{}
+
+func (refuseLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("toolschema: a tool schema may not load %s", url)
+}
+
+// reference compiles s with the library.
+func reference(t testing.TB, s *Schema) *jsonschema.Schema {
+	t.Helper()
+	const url = "urn:voicebox:tool-parameters"
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refuseLoader{})
+	if err := c.AddResource(url, s.doc); err != nil {
+		t.Fatalf("the library refuses the schema %s: %v", s.JSON(), err)
+	}
+	compiled, err := c.Compile(url)
+	if err != nil {
+		t.Fatalf("the library does not compile the schema %s: %v", s.JSON(), err)
+	}
+	return compiled
+}
+
+// collect flattens the library's error tree into failures with their rule ids.
+func collect(ve *jsonschema.ValidationError, found []failure) []failure {
+	if len(ve.Causes) > 0 {
+		for _, c := range ve.Causes {
+			found = collect(c, found)
+		}
+		return found
+	}
+	loc := strings.Join(ve.InstanceLocation, ".")
+	arg := quoteLoc(loc)
+	switch k := ve.ErrorKind.(type) {
+	case *kind.Required:
+		for _, m := range k.Missing {
+			l := join(loc, m)
+			found = append(found, failure{rank: rankRequired, loc: l,
+				why: fmt.Sprintf("missing required argument %s", quoteLoc(l))})
+		}
+	case *kind.AdditionalProperties:
+		for _, p := range k.Properties {
+			l := join(loc, p)
+			found = append(found, failure{rank: rankUnknown, loc: l,
+				why: fmt.Sprintf("unknown argument %s: the tool declares no such parameter", quoteLoc(l))})
+		}
+	case *kind.Type:
+		found = append(found, failure{rank: rankType, loc: loc,
+			why: fmt.Sprintf("argument %s must be %s, got %s", arg, typeNames(k.Want), typeName(k.Got))})
+	case *kind.MinLength:
+		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc,
+			why: fmt.Sprintf("argument %s is %d characters long, under the minimum of %d", arg, k.Got, k.Want)})
+	case *kind.MaxLength:
+		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc,
+			why: fmt.Sprintf("argument %s is %d characters long, over the maximum of %d", arg, k.Got, k.Want)})
+	case *kind.Minimum:
+		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc,
+			why: fmt.Sprintf("argument %s is %s, under the minimum of %s", arg, ratString(k.Got), ratString(k.Want))})
+	case *kind.Maximum:
+		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc,
+			why: fmt.Sprintf("argument %s is %s, over the maximum of %s", arg, ratString(k.Got), ratString(k.Want))})
+	case *kind.Enum:
+		want := make([]string, len(k.Want))
+		for i, w := range k.Want {
+			want[i] = show(w)
+		}
+		found = append(found, failure{rank: rankEnum, loc: loc,
+			why: fmt.Sprintf("argument %s is %s, not one of %s", arg, show(k.Got), clip(strings.Join(want, ", ")))})
+	default:
+		found = append(found, failure{rank: rankEnum + 1, loc: loc,
+			why: fmt.Sprintf("argument %s is not valid: %v", arg, ve.ErrorKind)})
+	}
+	return found
+}
+
+// validateReference is Validate with the library deciding validity in place of the package's own
+// check: every step before and after is the same, so the two must answer alike on every input.
+func validateReference(ref *jsonschema.Schema, s *Schema, raw []byte) (map[string]any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = []byte("{}")
+	}
+	if raw[0] != '{' {
+		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments must be a JSON object, got %s", firstKind(raw))
+	}
+	if !utf8.Valid(raw) {
+		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments are not valid UTF-8")
+	}
+	if len(raw) > MaxArgumentBytes {
+		// Only a payload over the bound as received can be within it once compacted.
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err != nil {
+			return nil, notJSON(err)
+		}
+		if buf.Len() > MaxArgumentBytes {
+			return nil, refusal.New(refusal.InvalidToolArguments,
+				"the arguments are %d bytes encoded, over the bound of %d bytes", buf.Len(), MaxArgumentBytes)
+		}
+	}
+	v, st, err := parseJSON(raw, MaxArgumentDepth, MaxArgumentNodes)
+	if err != nil {
+		return nil, notJSON(err)
+	}
+	args := v.(map[string]any) // raw starts with '{' and parsed
+	var w walker               // locates what the parser noticed; most calls need none of it
+	if st.badNumber || st.sawProto {
+		w = walker{maxDepth: MaxArgumentDepth, maxNodes: MaxArgumentNodes}
+		w.walk(args, 0)
+	}
+	if w.hasBadNumber {
+		return nil, refusal.New(refusal.InvalidArgumentBounds,
+			"argument %s: the number %s is longer than %d characters or has an exponent beyond %d",
+			where(w.badNumber), clip(w.badNumberText), MaxNumberLiteralBytes, MaxNumberExponent)
+	}
+	if st.sawNull {
+		if loc, ok := nullRequired(s.doc, args, ""); ok {
+			return nil, refusal.New(refusal.MissingArgument, "missing required argument %s (null counts as missing)", quoteLoc(loc))
+		}
+	}
+	verr := ref.Validate(args)
+	if verr == nil && !w.hasProto {
+		return args, nil
+	}
+	var found []failure
+	if w.hasProto {
+		found = append(found, failure{rank: rankUnknown, loc: w.proto,
+			why: fmt.Sprintf("argument %s: an own \"__proto__\" key is never accepted", quoteLoc(w.proto))})
+	}
+	var ve *jsonschema.ValidationError
+	if errors.As(verr, &ve) {
+		found = collect(ve, found)
+	} else if verr != nil {
+		found = append(found, failure{rank: rankEnum + 1, rule: refusal.InvalidToolArguments, why: verr.Error()})
+	}
+	best := slices.MinFunc(found, func(a, b failure) int {
+		if a.rank != b.rank {
+			return a.rank - b.rank
+		}
+		return strings.Compare(a.loc, b.loc)
+	})
+	return nil, refusal.New(best.ruleFor(), "%s", best.why)
+}
+
+func typeNames(ts []string) string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = typeName(t)
+	}
+	return strings.Join(out, " or ")
+}
+
+// agreesWithReference fails t unless Validate and validateReference give the same answer on raw:
+// the same accepted value, or a refusal with the same rule and sentence.
+func agreesWithReference(t testing.TB, s *Schema, raw []byte) {
+	t.Helper()
+	got, err := s.Validate(raw)
+	want, wantErr := validateReference(reference(t, s), s, raw)
+	switch {
+	case err == nil && wantErr == nil:
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("on %.200q: Validate returned %v, the reference %v", raw, got, want)
+		}
+	case err == nil || wantErr == nil:
+		t.Fatalf("on %.200q against %s: Validate says %v, the reference %v", raw, s.JSON(), err, wantErr)
+	case err.Error() != wantErr.Error():
+		t.Fatalf("on %.200q against %s: Validate refuses %q, the reference %q", raw, s.JSON(), err, wantErr)
+	}
+}

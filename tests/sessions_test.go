@@ -1,0 +1,90 @@
+//go:build !js
+
+package tests
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"voicebox/tests/harness"
+)
+
+// sessionLifetime is the relay's session lifetime in TestSessionsEndAndCloseThePagesChannel: long
+// enough for the page to sign in and connect on a loaded machine (the page's own bounds are 20
+// s), short enough to see it run out.
+const sessionLifetime = "45s"
+
+// relayCommand runs bin/relay with args against the relay's state directory and returns its
+// standard output.
+func relayCommand(t *testing.T, relay *harness.Relay, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(harness.RepoRoot(), "bin", "relay"), append(args, "--extensions-dir", relay.StateDir)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("relay %v: %v; %s", args, err, stderr.String())
+	}
+	return string(out)
+}
+
+// TestSessionsEndAndCloseThePagesChannel signs a page in (on localhost, so its cookie is apart
+// from the other gated tests' on 127.0.0.1), revokes its session with `relay sessions revoke
+// --all`, and sees the page's channel refused session-revoked; then signs it in again with an
+// address minted by `relay ticket` and sees the session run out: the channel is refused
+// session-expired. Each time the relay has no executor afterwards and the page's address
+// answers 401.
+func TestSessionsEndAndCloseThePagesChannel(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t, "VOICEBOX_LOOPBACK_AUTH=1", "VOICEBOX_SESSION_LIFETIME="+sessionLifetime)
+	page := strings.Replace(relay.URL, "127.0.0.1", "localhost", 1)
+	line := relay.NextLine(t, 5*time.Second)
+	i := strings.Index(line, relay.URL+"/?bootstrap=")
+	if i < 0 {
+		t.Fatalf("the relay printed %q, want the one-time URL", line)
+	}
+	ticket := strings.Replace(strings.Fields(line[i:])[0], relay.URL, page, 1)
+	tab := harness.NewTab(t)
+	tab.Allow(`401.*/api/root`) // the probes after each end
+
+	signIn := func(address string) {
+		t.Helper()
+		openWorkspace(t, tab, address)
+		harness.WaitFor[bool](tab, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
+		if a := relay.Call(t, "now", map[string]string{}); !a.OK {
+			t.Fatalf("through the signed-in page a call answered %s", a.Raw)
+		}
+	}
+	ended := func(rule, says string) {
+		t.Helper()
+		harness.WaitFor[bool](tab, `document.querySelector('#channel').dataset.state === 'refused' &&
+			document.querySelector('#channel').title.includes(`+"`"+says+"`"+`)`, 2*time.Minute)
+		if a := relay.Call(t, "now", map[string]string{}); a.OK || a.Refused != "no-page" {
+			t.Fatalf("after the session's end (%s) a call answered %s, want no-page", rule, a.Raw)
+		}
+		status := harness.Eval[int](tab, `fetch('/api/root').then(r => r.status)`)
+		if status != 401 {
+			t.Fatalf("after the session's end (%s) the page's API answered %d, want 401", rule, status)
+		}
+	}
+
+	signIn(ticket)
+	list := relayCommand(t, relay, "sessions")
+	if rows := strings.Split(strings.TrimSpace(list), "\n"); len(rows) != 2 || !strings.HasSuffix(rows[1], " 1") {
+		t.Fatalf("relay sessions listed (want one session with its socket):\n%s", list)
+	}
+	if out := relayCommand(t, relay, "sessions", "revoke", "--all"); out != "revoked 1 session\n" {
+		t.Fatalf("relay sessions revoke --all printed %q", out)
+	}
+	ended("session-revoked", "revoked")
+
+	minted := strings.TrimSpace(relayCommand(t, relay, "ticket"))
+	if !strings.HasPrefix(minted, relay.URL+"/?bootstrap=") {
+		t.Fatalf("relay ticket printed %q", minted)
+	}
+	signIn(strings.Replace(minted, relay.URL, page, 1))
+	ended("session-expired", "lifetime")
+}
