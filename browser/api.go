@@ -76,10 +76,11 @@ type api struct {
 	uploads map[string]*upload
 	nextID  int
 
-	shelf     fsroot.Root
-	store     *miniappstore.Store
-	storeRoot fsroot.Root // the workspace store was made for
-	seeded    bool
+	shelf      fsroot.Root
+	toolsFrame []byte // the last tools frame given to the peer
+	store      *miniappstore.Store
+	storeRoot  fsroot.Root // the workspace store was made for
+	seeded     bool
 }
 
 func newAPI(now time.Time, openRoot RootOpener) *api {

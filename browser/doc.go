@@ -54,6 +54,12 @@
 // {"type":"miniapp.call", callId, appId, tool, args}; the page answers it with miniapps.result.
 // A {"type":"miniapp.cancel", callId} tells the page the worker stopped waiting.
 //
+// The assistant's mini-app tools reach the worker over /channel as list-mini-apps,
+// launch-mini-app {name} and create-mini-app {title, html} (see assistant.go). A launch the
+// relay asks for is sent to the page as {"type":"miniapp.open", entry, html}, which the page
+// opens as it opens one the user launched. Whenever the open apps' tools change, the worker tells
+// the relay with a {"type":"tools","tools":[...]} frame, so the assistant's catalogue follows.
+//
 // Every path goes through fsroot.Check, so the page meets the same rules (and rule ids) as the
 // assistant's tools. An unknown method is refused "unknown-method"; a call without a numeric id
 // or a method is refused "malformed-call" when it has an id and dropped (with a console line)

@@ -44,7 +44,13 @@ func newExecutor(ctx context.Context, root fsroot.Root) *workspace {
 		w.audit = newAsyncAudit(log)
 		audit = w.audit
 	}
-	w.tools = executor.New(root, executor.Options{Audit: audit})
+	// The relay's calls (the assistant's tools) keep an undo history; the page's own editor
+	// does not: a person saving a file is no change to undo.
+	toolOpts := executor.Options{Audit: audit}
+	if h, err := executor.OpenHistory(ctx, root, executor.HistoryOptions{}); err == nil {
+		toolOpts.History = h
+	}
+	w.tools = executor.New(root, toolOpts)
 	w.ui = executor.New(root, executor.Options{Audit: audit, MaxWriteBytes: uiMaxWriteBytes})
 	return w
 }

@@ -11,12 +11,10 @@ import (
 	"strings"
 
 	"voicebox/samples"
-	"voicebox/shared/channel"
 	"voicebox/shared/fsroot"
 	"voicebox/shared/miniapp"
 	"voicebox/shared/miniappstore"
 	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
 )
 
 // seededFile, on the shelf, lists the sample apps already put there once, so a sample the user
@@ -199,6 +197,7 @@ func (a *api) fileEntry(ctx context.Context, st *miniappstore.Store, p string) (
 func (a *api) openApp(appID string) {
 	a.frames.closeApp(appID, "the mini-app was reloaded before it answered")
 	_ = a.registry.Open(appID, a.frames.app(appID)) // Open drops the tools an earlier frame registered
+	a.toolsChanged()
 }
 
 type appParam struct {
@@ -226,6 +225,7 @@ func (a *api) miniAppsClose(_ context.Context, req request) (result, *refusal.Re
 	}
 	a.frames.closeApp(p.AppID, "the mini-app was closed before it answered")
 	a.registry.Close(p.AppID)
+	a.toolsChanged()
 	return result{Value: map[string]bool{"closed": true}}, nil
 }
 
@@ -260,6 +260,7 @@ func (a *api) miniAppsRegister(_ context.Context, req request) (result, *refusal
 	if err != nil {
 		return result{}, asRefusal(err)
 	}
+	a.toolsChanged()
 	return result{Value: viewOf(p.AppID, d)}, nil
 }
 
@@ -271,7 +272,9 @@ func (a *api) miniAppsUnregister(_ context.Context, req request) (result, *refus
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
-	return result{Value: map[string]bool{"removed": a.registry.Unregister(p.AppID, p.Name)}}, nil
+	removed := a.registry.Unregister(p.AppID, p.Name)
+	a.toolsChanged()
+	return result{Value: map[string]bool{"removed": removed}}, nil
 }
 
 func (a *api) miniAppsTools(_ context.Context, req request) (result, *refusal.Refusal) {
@@ -372,6 +375,7 @@ func (a *api) miniAppsDelete(ctx context.Context, req request) (result, *refusal
 	}
 	a.frames.closeApp(e.AppID, "the mini-app was deleted before it answered")
 	a.registry.Close(e.AppID)
+	a.toolsChanged()
 	return result{Value: e}, nil
 }
 
@@ -388,18 +392,4 @@ func asRefusal(err error) *refusal.Refusal {
 		return r
 	}
 	return refusal.New(refusal.ExecThrew, "%v", err)
-}
-
-// routed sends the relay's calls of mini-app tools (model-facing names, app_…) to the registry and
-// every other call to the workspace's executor.
-type routed struct {
-	registry *miniapp.Registry
-	exec     channel.Executor
-}
-
-func (r routed) Execute(ctx context.Context, call wire.Call) (json.RawMessage, error) {
-	if strings.HasPrefix(call.Tool, "app_") {
-		return r.registry.Dispatch(ctx, call.Tool, call.Args)
-	}
-	return r.exec.Execute(ctx, call)
 }

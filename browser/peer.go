@@ -16,8 +16,10 @@ import (
 //
 // Frames: the relay sends wire call envelopes (objects with "v") and control frames (objects with
 // "type"): {"type":"refused",...} before it closes 1008, {"type":"replaced",...} before it closes
-// 4001 because a newer executor took the slot. The page sends answer envelopes, and
-// {"type":"root","kind","name"} after connecting and whenever its root changes.
+// 4001 because a newer executor took the slot. The page sends answer envelopes,
+// {"type":"root","kind","name"} after connecting and whenever its root changes, and
+// {"type":"tools","tools":[...]} (its open mini-apps' function declarations) after the root frame
+// and whenever they change.
 
 // Close codes the relay uses.
 const (
@@ -67,6 +69,7 @@ type peer struct {
 	mu     sync.Mutex
 	door   *channel.Door
 	root   []byte // the root frame
+	tools  []byte // the tools frame: the open mini-apps' tools
 	conn   conn
 	change chan struct{} // a root was set, or Resume was asked for
 	resume bool
@@ -88,6 +91,18 @@ func (p *peer) SetRoot(door *channel.Door, info RootInfo) {
 		c.Send(string(frame))
 	}
 	p.poke()
+}
+
+// SetTools records the frame that tells the relay the open mini-apps' tools, and sends it when
+// connected; every new connection sends it after the root frame.
+func (p *peer) SetTools(frame []byte) {
+	p.mu.Lock()
+	p.tools = frame
+	c := p.conn
+	p.mu.Unlock()
+	if c != nil {
+		c.Send(string(frame))
+	}
 }
 
 // Resume asks a peer that stopped (refused or replaced) to connect again.
@@ -186,7 +201,7 @@ func backoff(attempt int) time.Duration {
 func (p *peer) serve(ctx context.Context, c conn) PeerState {
 	p.mu.Lock()
 	p.conn = c
-	root := p.root
+	root, tools := p.root, p.tools
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -195,6 +210,9 @@ func (p *peer) serve(ctx context.Context, c conn) PeerState {
 	}()
 	if err := c.Send(string(root)); err != nil {
 		return PeerState{State: "offline", Why: "the connection closed at once"}
+	}
+	if tools != nil {
+		c.Send(string(tools))
 	}
 	p.notify(PeerState{State: "connected"})
 

@@ -88,6 +88,7 @@
     }
     el.channel.dataset.state = state;
     el.channel.textContent = text;
+    document.dispatchEvent(new CustomEvent('voicebox:channel', { detail: { state } }));
     el.channel.title = why || '';
     el.channelResume.hidden = state !== 'replaced' && state !== 'refused';
     el.channelResume.textContent = state === 'replaced' ? 'Use this tab' : 'Try again';
@@ -441,6 +442,8 @@
   });
 
   el.refresh.addEventListener('click', () => showDir(currentDir));
+  // The assistant changed the workspace (public/assistant.js).
+  document.addEventListener('voicebox:files-changed', () => { if (root) showDir(currentDir); });
 
   // ---- uploads: chunked, atomic (the file appears only when complete), with progress ----
 

@@ -150,6 +150,11 @@
   // loads again in its own frame. It resolves once the bridge has the app's HTML.
   async function launch(target, reuse) {
     const { entry, html } = await vb.must('miniapps.launch', target);
+    return show(entry, html, target, reuse);
+  }
+
+  // show puts a launched app in its frame (a new card, or the card already showing it).
+  async function show(entry, html, target, reuse) {
     let app = apps.get(entry.appId) || reuse;
     if (app && app.appId !== entry.appId) {
       close(app.appId);
@@ -299,6 +304,12 @@
     }, TOOL_TIMEOUT_MS);
     calls.set(callId, { app, timer });
     post(app, { type: 'call_tool', callId, name: tool, args });
+  });
+
+  // The assistant opened an app (launch_mini_app, create_mini_app): the worker has launched it.
+  vb.on('miniapp.open', ({ entry, html }) => {
+    const target = entry.kind === 'page' && entry.source === 'workspace' ? { path: entry.storagePath } : { name: entry.appId };
+    show(entry, html, target).then(refreshTray).catch(vb.notify);
   });
 
   vb.on('miniapp.cancel', ({ callId }) => {

@@ -20,6 +20,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"voicebox/relay/assistant"
 	"voicebox/relay/extcheck"
 	"voicebox/relay/extensions"
 	"voicebox/relay/hoststate"
@@ -387,6 +389,8 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	hubOpts.PageOrigin = srv.PageOrigin
+	var tools *assistant.Catalogue
+	hubOpts.OnPageTools = func(t json.RawMessage) { tools.SetPageTools(t) }
 	hb := hub.New(hubOpts)
 	hub.Register(srv, hb, state)
 	exts := &extensions.Registry{Store: extensions.NewStore(state.Path(), nil), Fetcher: &extensions.Fetcher{}, Ask: hb.Ask, Console: stdout, Log: log}
@@ -395,7 +399,9 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	exts.Register(srv, state.CheckHostToken)
-	lv, err := liveVoice(cfg, state, srv, gate, log)
+	tools = assistant.New(assistant.Options{Root: hb, Extensions: assistant.ExtensionsOf(exts), Log: log})
+	tools.Register(srv)
+	lv, err := liveVoice(cfg, state, srv, gate, log, tools)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 2
@@ -424,7 +430,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(w, "certificates for %s come from the ACME CA on first use, cached in %s\n", acmeCfg.host, filepath.Join(state.Path(), ACMECacheDir))
 		}
 	}
-	code := serve(ctx, ln, listeners[1:], scheme, srv, log, stdout, banner, func() { stopping.Store(true); hb.Close(); lv.Close() })
+	code := serve(ctx, ln, listeners[1:], scheme, srv, log, stdout, banner, func() { stopping.Store(true); lv.Close(); tools.Close(); hb.Close() })
 	hb.Close()
 	return code
 }

@@ -20,8 +20,9 @@ func vendorFlags(fs *flag.FlagSet, cfg *serveConfig) {
 }
 
 // liveVoice builds the /live door and its routes: the providers, the key store and the agent
-// settings in the state directory, and the vendor endpoints the flags or environment name.
-func liveVoice(cfg *serveConfig, state *hoststate.Dir, srv *server.Server, gate *server.Gate, log *slog.Logger) (*voice.Handler, error) {
+// settings in the state directory, the vendor endpoints the flags or environment name, and the
+// assistant's catalogue as the model's tools.
+func liveVoice(cfg *serveConfig, state *hoststate.Dir, srv *server.Server, gate *server.Gate, log *slog.Logger, tools voice.Catalogue) (*voice.Handler, error) {
 	urls := map[string]string{}
 	for _, v := range []struct{ provider, flag, env, value string }{
 		{openai.Name, "--openai-url", "VOICEBOX_OPENAI_URL", orEnv(cfg.openaiURL, "VOICEBOX_OPENAI_URL")},
@@ -37,7 +38,7 @@ func liveVoice(cfg *serveConfig, state *hoststate.Dir, srv *server.Server, gate 
 	}
 	reg := voice.Providers()
 	opts := voice.Options{Registry: reg, Settings: voice.NewSettings(reg, state), Keys: voice.NewKeys(state, nil, voice.KeyEnvs(reg)),
-		BaseURLs: urls, PageOrigin: srv.PageOrigin, Log: log}
+		Catalogue: tools, BaseURLs: urls, PageOrigin: srv.PageOrigin, Log: log}
 	if gate != nil {
 		opts.PageSession, opts.SessionOf, opts.Sessions = gate.Session, gate.SessionID, gate.Store()
 	}

@@ -29,7 +29,8 @@
 // Every call the relay sends is a wire call envelope and every answer it reads a wire answer
 // envelope (both carry "v"). Control frames are JSON objects with a "type" and no "v". The page
 // sends {"type":"root","kind":"opfs"|"handle","name":...} after it connects and whenever its root
-// changes. No frame may exceed wire.MaxFrameBytes.
+// changes, and {"type":"tools","tools":[...]} (its open mini-apps' tools, see Options.OnPageTools)
+// whenever they change. No frame may exceed wire.MaxFrameBytes.
 package hub
 
 import (
@@ -132,6 +133,11 @@ type Options struct {
 	Sessions *session.Store
 	// Log receives connection events; never a secret. Nil discards.
 	Log *slog.Logger
+	// OnPageTools, when set, receives the tools the page's worker offers (its open mini-apps'
+	// function declarations, a JSON array) each time the page holding the slot sends
+	// {"type":"tools","tools":[...]}, and nil whenever the slot changes hands or empties. Calls
+	// are made one at a time, in order; it must not block.
+	OnPageTools func(tools json.RawMessage)
 }
 
 // Root is the declared root: what kind of executor holds (or last held) it, its name, and whether
@@ -154,6 +160,8 @@ type Hub struct {
 	root  Root
 	all   map[*conn]struct{}
 	close bool
+
+	toolsMu sync.Mutex // orders OnPageTools calls
 }
 
 // New returns a Hub with an empty slot; until an executor connects, calls are refused no-page.
@@ -454,6 +462,7 @@ func (h *Hub) attach(c *conn) bool {
 		h.root = Root{}
 	}
 	h.mu.Unlock()
+	h.pageTools(nil, nil)
 	if old != nil {
 		h.log.Info("channel: executor replaced", "kind", old.kind.String(), "by", c.kind.String())
 		old.settle()
@@ -468,11 +477,50 @@ func (h *Hub) attach(c *conn) bool {
 // detach empties the slot if c still holds it, and settles c's calls.
 func (h *Hub) detach(c *conn) {
 	h.mu.Lock()
-	if h.cur == c {
+	held := h.cur == c
+	if held {
 		h.cur = nil
 	}
 	h.mu.Unlock()
+	if held {
+		h.pageTools(nil, nil)
+	}
 	c.settle()
+}
+
+// toolsPrefix starts the page's tools frame, which may be larger than other control frames.
+var toolsPrefix = []byte(`{"type":"tools",`)
+
+// pageTools hands the page's tools to Options.OnPageTools: from c when it still holds the slot,
+// or nil (c nil) when the slot changed.
+func (h *Hub) pageTools(c *conn, tools json.RawMessage) {
+	if h.opts.OnPageTools == nil {
+		return
+	}
+	h.toolsMu.Lock()
+	defer h.toolsMu.Unlock()
+	if c != nil {
+		h.mu.Lock()
+		current := h.cur == c
+		h.mu.Unlock()
+		if !current || c.kind != channel.Page {
+			return
+		}
+	}
+	h.opts.OnPageTools(tools)
+}
+
+// toolsFrom reads the page's {"type":"tools","tools":[...]} frame.
+func (h *Hub) toolsFrom(c *conn, b []byte) {
+	var f struct {
+		Type  string          `json:"type"`
+		Tools json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(b, &f) != nil || len(f.Tools) == 0 || f.Tools[0] != '[' {
+		h.log.Info("channel: a malformed tools frame was ignored", "kind", c.kind)
+		return
+	}
+	h.pageTools(c, f.Tools)
 }
 
 // readLoop hands answers to the broker and control frames to the hub until the socket ends.
@@ -481,6 +529,10 @@ func (c *conn) readLoop(ctx context.Context) error {
 		_, b, err := c.ws.Read(ctx)
 		if err != nil {
 			return err
+		}
+		if bytes.HasPrefix(b, toolsPrefix) {
+			c.hub.toolsFrom(c, b)
+			continue
 		}
 		if len(b) <= MaxControlBytes && bytes.Contains(b, []byte(`"type"`)) {
 			var peek struct {

@@ -91,7 +91,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	door := channel.NewDoor(executor.New(cfg.Root, executor.Options{Log: log}), executor.BuiltinAdmitted(), channel.DoorOptions{Log: log})
+	opts := executor.Options{Log: log}
+	// The undo history lives in the root's hidden .voicebox area; without one, changes still
+	// happen but cannot be undone (their observations say so).
+	if h, err := executor.OpenHistory(ctx, cfg.Root, executor.HistoryOptions{}); err == nil {
+		opts.History = h
+	} else {
+		log.Warn("machine: no undo history", "err", err)
+	}
+	door := channel.NewDoor(executor.New(cfg.Root, opts), executor.BuiltinAdmitted(), channel.DoorOptions{Log: log})
 	backoff := MinBackoff
 	for {
 		start := time.Now()

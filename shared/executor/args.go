@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"voicebox/shared/fsroot"
 	"voicebox/shared/refusal"
 )
 
@@ -82,4 +83,19 @@ func decodeString(v json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return str, true
+}
+
+// pathArgs is parseArgs for a primitive whose first argument is the required "path" of a file,
+// followed by specs; the path has passed fsroot.Check. The audit note names the path when there
+// is one.
+func pathArgs(raw json.RawMessage, specs ...argSpec) (map[string]string, auditNote, error) {
+	args, err := parseArgs(raw, append([]argSpec{{name: "path", required: true}}, specs...))
+	if err != nil {
+		return nil, auditNote{}, err
+	}
+	note := auditNote{Path: args["path"]}
+	if err := fsroot.Check(args["path"]); err != nil {
+		return nil, note, err
+	}
+	return args, note, nil
 }

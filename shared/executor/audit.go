@@ -72,11 +72,14 @@ func (e *Executor) audit(ctx context.Context, call wire.Call, prim Primitive, no
 	}
 }
 
-func clip(s string) string {
-	if len(s) <= maxAuditText {
+func clip(s string) string { return clipAt(s, maxAuditText) }
+
+// clipAt cuts s to at most n bytes, at a character boundary, marked with "...".
+func clipAt(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxAuditText
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -83,10 +83,18 @@ const (
 	ReadFile  Primitive = "read-file"
 	WriteFile Primitive = "write-file"
 	ListFiles Primitive = "list-files"
+	// The assistant's own primitives (see edit.go and history.go); extension descriptors cannot
+	// name them.
+	DeleteFile Primitive = "delete-file"
+	EditFile   Primitive = "edit-file"
+	GrepFiles  Primitive = "grep-files"
+	UndoLast   Primitive = "undo-last"
 )
 
 // Primitives lists the primitives an Executor runs.
-func Primitives() []Primitive { return []Primitive{Now, ReadFile, WriteFile, ListFiles} }
+func Primitives() []Primitive {
+	return []Primitive{Now, ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, GrepFiles, UndoLast}
+}
 
 // Options configures an Executor. The zero value is usable: calls name primitives directly, no
 // audit log, the default bounds, the real clock.
@@ -107,6 +115,10 @@ type Options struct {
 	Location *time.Location
 	// Log receives audit failures. Nil discards them.
 	Log *slog.Logger
+	// History, when set, keeps the earlier version of every file write-file, edit-file and
+	// delete-file replace, for undo-last. Nil keeps none: the changes still happen, their
+	// observations say "undoable" false, and undo-last is refused nothing-to-undo.
+	History *History
 }
 
 // Executor runs primitives on one root. It is safe for concurrent use if its root is.
@@ -162,8 +174,16 @@ func (e *Executor) Execute(ctx context.Context, call wire.Call) (json.RawMessage
 		out, note, err = e.writeFile(ctx, call.Args)
 	case prim == ListFiles:
 		out, note, err = e.listFiles(ctx, call.Args)
+	case prim == DeleteFile:
+		out, note, err = e.deleteFile(ctx, call.Args)
+	case prim == EditFile:
+		out, note, err = e.editFile(ctx, call.Args)
+	case prim == GrepFiles:
+		out, note, err = e.grepFiles(ctx, call.Args)
+	case prim == UndoLast:
+		out, note, err = e.undoLast(ctx, call.Args)
 	default:
-		err = refusal.New(refusal.UnknownTool, "%q is not a primitive; the primitives are now, read-file, write-file and list-files", string(prim))
+		err = refusal.New(refusal.UnknownTool, "%q is not a primitive; the primitives are %s", string(prim), primitiveList())
 	}
 	if e.opts.Audit != nil {
 		e.audit(ctx, call, prim, note, err)
@@ -194,15 +214,11 @@ type readObserved struct {
 }
 
 func (e *Executor) readFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
-	args, err := parseArgs(raw, []argSpec{{name: "path", required: true}})
+	args, note, err := pathArgs(raw)
 	if err != nil {
-		return nil, auditNote{}, err
-	}
-	name := args["path"]
-	note := auditNote{Path: name}
-	if err := fsroot.Check(name); err != nil {
 		return nil, note, err
 	}
+	name := args["path"]
 	data, size, err := fsroot.ReadPrefix(ctx, e.root, name, MaxReadBytes)
 	if err != nil {
 		return nil, note, FileRefusal(err, name)
@@ -246,22 +262,16 @@ type writeObserved struct {
 	Bytes          int    `json:"bytes"`
 	Created        bool   `json:"created"`
 	ParentsCreated bool   `json:"parentsCreated"`
+	// Undoable is set by an executor with a History.
+	Undoable bool `json:"undoable,omitempty"`
 }
 
 func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
-	args, err := parseArgs(raw, []argSpec{
-		{name: "path", required: true},
-		{name: "content", required: true},
-		{name: "encoding", enum: []string{"utf-8", "base64"}},
-	})
+	args, note, err := pathArgs(raw, argSpec{name: "content", required: true}, argSpec{name: "encoding", enum: []string{"utf-8", "base64"}})
 	if err != nil {
-		return nil, auditNote{}, err
-	}
-	name, content := args["path"], args["content"]
-	note := auditNote{Path: name}
-	if err := fsroot.Check(name); err != nil {
 		return nil, note, err
 	}
+	name, content := args["path"], args["content"]
 	limit := e.opts.MaxWriteBytes
 	var data []byte
 	if args["encoding"] == "base64" {
@@ -278,22 +288,32 @@ func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.Raw
 		return nil, note, tooLarge(len(data), limit)
 	}
 	created, parents := false, false
-	if _, err := e.root.Stat(ctx, name); errors.Is(err, fs.ErrNotExist) {
-		created = true
-		if dir := path.Dir(name); dir != "." {
-			if _, err := e.root.Stat(ctx, dir); errors.Is(err, fs.ErrNotExist) {
-				if err := e.root.MkdirAll(ctx, dir); err != nil {
-					return nil, note, FileRefusal(err, dir)
+	prepare := func(_ []byte, existed bool) ([]byte, error) {
+		created = !existed
+		return data, nil
+	}
+	apply := func(data []byte) error {
+		if created {
+			if dir := path.Dir(name); dir != "." {
+				if _, err := e.root.Stat(ctx, dir); errors.Is(err, fs.ErrNotExist) {
+					if err := e.root.MkdirAll(ctx, dir); err != nil {
+						return FileRefusal(err, dir)
+					}
+					parents = true
 				}
-				parents = true
 			}
 		}
+		if err := e.root.WriteFile(ctx, name, data); err != nil {
+			return FileRefusal(err, name)
+		}
+		return nil
 	}
-	if err := e.root.WriteFile(ctx, name, data); err != nil {
-		return nil, note, FileRefusal(err, name)
+	undoable, err := e.change(ctx, actionWrite, name, 0, prepare, apply)
+	if err != nil {
+		return nil, note, err
 	}
 	note.Bytes = int64(len(data))
-	out, err := marshal(writeObserved{Path: name, Bytes: len(data), Created: created, ParentsCreated: parents})
+	out, err := marshal(writeObserved{Path: name, Bytes: len(data), Created: created, ParentsCreated: parents, Undoable: undoable})
 	return out, note, err
 }
 

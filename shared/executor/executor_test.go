@@ -244,7 +244,7 @@ func TestRefusals(t *testing.T) {
 		args string
 		rule refusal.Rule
 	}{
-		{"unknown-primitive", "delete-file", `{"path":"a"}`, refusal.UnknownTool},
+		{"unknown-primitive", "format-disk", `{"path":"a"}`, refusal.UnknownTool},
 		{"args-not-object", "read-file", `["a"]`, refusal.InvalidToolArguments},
 		{"read-missing-path", "read-file", `{}`, refusal.MissingArgument},
 		{"read-null-path", "read-file", `{"path":null}`, refusal.MissingArgument},

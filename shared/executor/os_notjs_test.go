@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"voicebox/shared/executor"
+	"voicebox/shared/executor/executortest"
 	"voicebox/shared/fsroot"
 	"voicebox/shared/refusal"
 )
@@ -77,4 +78,11 @@ func TestOSSymlinkEscapeThroughExecutor(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(outside, "passwd")); string(b) != "root:x" {
 		t.Errorf("the outside file changed: %q", b)
 	}
+}
+
+// TestAssistantPrimitivesOnOS runs the history suite on the OS root: the history lives in the
+// folder's .voicebox directory on disk.
+func TestAssistantPrimitivesOnOS(t *testing.T) {
+	t.Parallel()
+	executortest.Run(t, func(t *testing.T) fsroot.Root { return openOS(t) })
 }

@@ -164,6 +164,18 @@ const (
 	LiveUpdateUnsupported        Rule = "live-update-unsupported"
 	LiveAudioFrameInvalid        Rule = "live-audio-frame-invalid"
 	LiveMessageInvalid           Rule = "live-message-invalid"
+
+	// The assistant's tools (shared/commands, shared/executor, relay/assistant): the router,
+	// the file primitives behind edit and undo, the user's approval, the typed turn.
+	RootNotDeclared  Rule = "root-not-declared"
+	OldTextNotFound  Rule = "old-text-not-found"
+	OldTextAmbiguous Rule = "old-text-ambiguous"
+	NothingToUndo    Rule = "nothing-to-undo"
+	UndoConflict     Rule = "undo-conflict"
+	HistoryFailed    Rule = "history-failed"
+	ApprovalDenied   Rule = "approval-denied"
+	ApprovalTimedOut Rule = "approval-timed-out"
+	NotUnderstood    Rule = "not-understood"
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope

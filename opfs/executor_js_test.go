@@ -1,0 +1,19 @@
+package opfs
+
+import (
+	"testing"
+
+	"voicebox/shared/executor/executortest"
+	"voicebox/shared/fsroot"
+)
+
+// TestAssistantPrimitives runs the executor's delete, edit, grep and undo suite, with its history
+// in the root's hidden metadata area, over OPFS and over a directory handle.
+func TestAssistantPrimitives(t *testing.T) {
+	t.Run("OPFS", func(t *testing.T) {
+		executortest.Run(t, func(t *testing.T) fsroot.Root { return opfsRoot(t) })
+	})
+	t.Run("Handle", func(t *testing.T) {
+		executortest.Run(t, func(t *testing.T) fsroot.Root { return FromHandle(freshDir(t)) })
+	})
+}

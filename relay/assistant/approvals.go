@@ -1,0 +1,139 @@
+package assistant
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"slices"
+	"sync"
+	"time"
+
+	"voicebox/shared/refusal"
+)
+
+// Approval is one request for the user's decision, as the page shows it.
+type Approval struct {
+	ID string `json:"id"`
+	// Tool is the tool waiting, such as delete_file.
+	Tool string `json:"tool"`
+	// Summary says what will happen if the user approves, in a sentence.
+	Summary string `json:"summary"`
+	// Deadline is when the request times out.
+	Deadline time.Time `json:"deadline"`
+	// TimeoutMs is how long the request waits in all.
+	TimeoutMs int64 `json:"timeoutMs"`
+}
+
+// The ways an approval ends.
+const (
+	Approved = "approved"
+	Denied   = "denied"
+	TimedOut = "timed-out"
+)
+
+// approvals holds the requests waiting for the user.
+type approvals struct {
+	events *events
+
+	mu      sync.Mutex
+	waiting map[string]*request
+	closed  bool
+}
+
+type request struct {
+	Approval
+	decided chan bool // buffered: one decision
+}
+
+func newApprovals(ev *events) *approvals {
+	return &approvals{events: ev, waiting: map[string]*request{}}
+}
+
+// wait asks the user to approve summary and returns nil once they did, or approval-denied, or
+// approval-timed-out when timeout passed (or ctx ended) with no decision.
+func (p *approvals) wait(ctx context.Context, tool, summary string, timeout time.Duration) error {
+	var id [12]byte
+	rand.Read(id[:])
+	req := &request{
+		Approval: Approval{ID: "ap-" + hex.EncodeToString(id[:]), Tool: tool, Summary: summary,
+			Deadline: time.Now().Add(timeout).UTC(), TimeoutMs: timeout.Milliseconds()},
+		decided: make(chan bool, 1),
+	}
+	p.mu.Lock()
+	closed := p.closed
+	if !closed {
+		p.waiting[req.ID] = req
+	}
+	p.mu.Unlock()
+	if closed {
+		return refusal.New(refusal.ApprovalTimedOut, "the relay is shutting down, so nothing was done: %s", summary)
+	}
+	p.events.publish("approval", req.Approval)
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	outcome := TimedOut
+	var err error
+	select {
+	case ok, open := <-req.decided:
+		switch {
+		case !open:
+			err = refusal.New(refusal.ApprovalTimedOut, "the relay is shutting down, so nothing was done: %s", summary)
+		case ok:
+			outcome = Approved
+		default:
+			outcome = Denied
+			err = refusal.New(refusal.ApprovalDenied, "the user denied it: %s", summary)
+		}
+	case <-timer.C:
+		err = refusal.New(refusal.ApprovalTimedOut, "the user did not answer within %v, so nothing was done: %s", timeout.Round(time.Second), summary)
+	case <-ctx.Done():
+		err = refusal.New(refusal.ApprovalTimedOut, "the call ended before the user answered, so nothing was done: %s", summary)
+	}
+	p.mu.Lock()
+	delete(p.waiting, req.ID)
+	p.mu.Unlock()
+	p.events.publish("approval-settled", map[string]string{"id": req.ID, "outcome": outcome})
+	return err
+}
+
+// decide records the user's decision on id and reports whether a request was waiting for it.
+func (p *approvals) decide(id string, approve bool) bool {
+	p.mu.Lock()
+	req, ok := p.waiting[id]
+	if ok {
+		delete(p.waiting, id) // a second decision finds nothing
+	}
+	p.mu.Unlock()
+	if ok {
+		req.decided <- approve
+	}
+	return ok
+}
+
+// pending returns the requests waiting, oldest deadline first.
+func (p *approvals) pending() []Approval {
+	p.mu.Lock()
+	out := make([]Approval, 0, len(p.waiting))
+	for _, r := range p.waiting {
+		out = append(out, r.Approval)
+	}
+	p.mu.Unlock()
+	slices.SortFunc(out, func(a, b Approval) int { return a.Deadline.Compare(b.Deadline) })
+	return out
+}
+
+// closeAll settles every waiting request as timed out, doing nothing. For shutdown.
+func (p *approvals) closeAll() {
+	p.mu.Lock()
+	p.closed = true
+	reqs := make([]*request, 0, len(p.waiting))
+	for id, r := range p.waiting {
+		reqs = append(reqs, r)
+		delete(p.waiting, id)
+	}
+	p.mu.Unlock()
+	for _, r := range reqs {
+		close(r.decided)
+	}
+}

@@ -1,0 +1,269 @@
+// Package assistant is the relay's side of the assistant's tools: the Catalogue every model path
+// uses (live voice, the typed turn, the page's Undo button), the router that sends each action
+// where it can run, the user's approvals, and the HTTP routes of the typed turn and the page's
+// event stream.
+//
+// # The catalogue
+//
+// A Catalogue offers the built-in tools of shared/commands plus the open mini-apps' tools, which
+// the page's worker reports over /channel (relay/hub's Options.OnPageTools). Call maps a model's
+// (name, args) through commands.Set.Map and routes the action; every call gets exactly one answer,
+// the observation object or {"refused": rule, "why": sentence}, and never blocks past its
+// context. OnChange listeners run whenever the tool set, and so Instruction, changes.
+//
+// # Where an action runs
+//
+//	read_file write_file list_files   the root's executor over /channel (relay/hub's Ask): the
+//	delete_file edit_file grep_files  page's worker on OPFS or a folder, or a paired machine
+//	undo_last_action                  environment; primitives of shared/executor
+//	list_mini_apps launch_mini_app    the page's worker over /channel (it holds the mini-app store
+//	create_mini_app, app_… tools      and the frames); refused no-page while a machine holds the root
+//	list_extensions call_extension    the relay's extension registry (relay/extensions)
+//	propose_extension
+//
+// With no root declared (no page has opened a folder and no machine is paired in), root and page
+// actions are refused root-not-declared at once, without asking anyone.
+//
+// # Approval
+//
+// delete_file, and call_extension of a tool whose primitive writes files, wait for the user's
+// decision in the page: the request goes out on the event stream (GET /api/events), so it
+// reaches the page even when a machine environment holds the root, and the page answers with
+// POST /api/approvals/{id}. The call then runs and its observation carries "approval":
+// "approved", or it is refused approval-denied, or approval-timed-out when no decision came
+// within Options.ApprovalTimeout (or the caller stopped waiting). A delete of something that
+// cannot be deleted (missing, a folder, a hidden name) is refused before anyone is asked.
+package assistant
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"voicebox/relay/hub"
+	"voicebox/shared/commands"
+	"voicebox/shared/miniapp"
+	"voicebox/shared/refusal"
+	"voicebox/shared/wire"
+)
+
+// DefaultApprovalTimeout is how long a call waits for the user's approval when Options says
+// nothing else.
+const DefaultApprovalTimeout = 60 * time.Second
+
+// Root is the executor slot root and page actions go to (relay/hub's *Hub).
+type Root interface {
+	// Root says who holds the workspace root: Kind "" when nobody declared one.
+	Root() hub.Root
+	// Ask sends a call to the holder and returns its one answer.
+	Ask(ctx context.Context, call wire.Call) wire.Answer
+	// NewCallID returns a fresh callId.
+	NewCallID() string
+}
+
+// Options configures a Catalogue. Root is required.
+type Options struct {
+	// Root is where file and mini-app actions go.
+	Root Root
+	// Extensions runs the extension tools; nil refuses them not-admitted.
+	Extensions Extensions
+	// ApprovalTimeout bounds the wait for the user's approval; zero means
+	// DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
+	// Live reports whether a live voice model is configured (a vendor key); nil or false means
+	// the typed turn's offline resolver is the only model, and the page says "offline mode".
+	Live func() bool
+	// Log receives refusals of the page's tool declarations and dropped event subscribers. Nil
+	// discards.
+	Log *slog.Logger
+}
+
+// Catalogue is the assistant's tools. It is safe for concurrent use.
+type Catalogue struct {
+	opts      Options
+	log       *slog.Logger
+	set       atomic.Pointer[commands.Set]
+	events    *events
+	approvals *approvals
+	seq       atomic.Uint64
+
+	mu        sync.Mutex
+	pageTools json.RawMessage // the last declarations the page sent, as sent
+	listeners map[uint64]func()
+	nextL     uint64
+}
+
+// New returns a Catalogue offering the built-in tools.
+func New(opts Options) *Catalogue {
+	if opts.ApprovalTimeout <= 0 {
+		opts.ApprovalTimeout = DefaultApprovalTimeout
+	}
+	c := &Catalogue{opts: opts, log: opts.Log, listeners: map[uint64]func(){}}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.set.Store(commands.Builtins())
+	c.events = newEvents(c.log)
+	c.approvals = newApprovals(c.events)
+	return c
+}
+
+// Declarations returns every tool the model is offered now: the built-ins, then the open
+// mini-apps' tools.
+func (c *Catalogue) Declarations() []miniapp.FunctionDeclaration { return c.set.Load().Declarations() }
+
+// Instruction returns the system instruction for a live model, for the current tool set.
+func (c *Catalogue) Instruction() string { return c.set.Load().Instruction() }
+
+// OnChange registers fn to run, on a goroutine of its own, whenever the tool set changes. The
+// returned cancel removes it.
+func (c *Catalogue) OnChange(fn func()) (cancel func()) {
+	c.mu.Lock()
+	id := c.nextL
+	c.nextL++
+	c.listeners[id] = fn
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.listeners, id)
+		c.mu.Unlock()
+	}
+}
+
+// SetPageTools takes the function declarations the page's worker offers (a JSON array of
+// {name, description, parameters}), or nil when the page left. Each declaration is checked as a
+// mini-app tool is at registration; one that fails is left out and logged. It is relay/hub's
+// Options.OnPageTools.
+func (c *Catalogue) SetPageTools(tools json.RawMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if bytes.Equal(tools, c.pageTools) {
+		return
+	}
+	c.pageTools = slices.Clone(tools)
+	var decls []miniapp.FunctionDeclaration
+	if len(tools) > 0 {
+		if err := json.Unmarshal(tools, &decls); err != nil {
+			c.log.Warn("assistant: the page's tools are not a list of declarations", "err", err)
+			decls = nil
+		}
+	}
+	next, errs := commands.Builtins().With(decls)
+	for _, err := range errs {
+		c.log.Warn("assistant: a page tool was left out", "err", err)
+	}
+	if sameTools(c.set.Load(), next) {
+		return
+	}
+	c.set.Store(next)
+	names := make([]string, 0, len(decls))
+	for _, t := range next.Tools() {
+		names = append(names, t.Name)
+	}
+	c.events.publish("tools", map[string]any{"tools": names})
+	for _, fn := range c.listeners {
+		go fn()
+	}
+}
+
+func sameTools(a, b *commands.Set) bool {
+	ta, tb := a.Tools(), b.Tools()
+	return slices.EqualFunc(ta, tb, func(x, y *commands.Tool) bool {
+		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.Parameters, y.Parameters)
+	})
+}
+
+// Close ends every event stream and settles the approvals still waiting as timed out; for
+// shutdown. Calls made afterwards still get their one answer.
+func (c *Catalogue) Close() {
+	c.approvals.closeAll()
+	c.events.close()
+}
+
+// Source says who made a call, for the page's record of them.
+type Source string
+
+// The sources of calls.
+const (
+	FromModel Source = "model" // a live model, through Call
+	FromTurn  Source = "turn"  // a typed turn (POST /api/turn), or the page's Undo button
+)
+
+// Call runs the tool name with args and returns its one answer: the observation object, or
+// {"refused": rule, "why": sentence}. It waits for the user's approval when the tool needs it,
+// and never past ctx.
+func (c *Catalogue) Call(ctx context.Context, name string, args json.RawMessage) json.RawMessage {
+	return c.run(ctx, FromModel, "", name, args).JSON()
+}
+
+// Outcome is how one call ended: Observed, or Err (a *refusal.Refusal, or a *wire.BudgetError
+// carrying budget figures).
+type Outcome struct {
+	Action   *commands.Action
+	Observed json.RawMessage
+	Err      error
+}
+
+// JSON returns the outcome as a model receives it.
+func (o Outcome) JSON() json.RawMessage {
+	if o.Err == nil {
+		return o.Observed
+	}
+	r, ok := refusal.As(o.Err)
+	if !ok {
+		r = refusal.New(refusal.InternalError, "the relay failed while running the tool")
+	}
+	out := map[string]any{"refused": r.Rule, "why": r.Why}
+	if be, ok := o.Err.(*wire.BudgetError); ok {
+		out["budget"] = be.Budget
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// callEvent is what the event stream says about each call.
+type callEvent struct {
+	ID     string          `json:"id"`
+	Source Source          `json:"source"`
+	TurnID string          `json:"turnId,omitempty"`
+	Tool   string          `json:"tool"`
+	Action json.RawMessage `json:"action,omitempty"`
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result"`
+	At     time.Time       `json:"at"`
+}
+
+// maxEventResultBytes bounds the result a call event carries; a larger one is replaced by a note.
+const maxEventResultBytes = 16 << 10
+
+// run maps and routes one call and tells the event stream how it ended.
+func (c *Catalogue) run(ctx context.Context, src Source, turnID, name string, args json.RawMessage) Outcome {
+	var o Outcome
+	action, err := c.set.Load().Map(name, args)
+	if err != nil {
+		o.Err = err
+	} else {
+		o.Action = &action
+		o.Observed, o.Err = c.route(ctx, action)
+		if o.Err == nil && (len(o.Observed) == 0 || o.Observed[0] != '{') {
+			o.Observed, o.Err = nil, refusal.New(refusal.ExecThrew, "the tool answered with something that is not a JSON object")
+		}
+	}
+	ev := callEvent{ID: "call-" + itoa(c.seq.Add(1)), Source: src, TurnID: turnID, Tool: name, OK: o.Err == nil, Result: o.JSON(), At: time.Now().UTC()}
+	if o.Action != nil {
+		ev.Action, _ = o.Action.MarshalJSON()
+	}
+	if len(ev.Action) > maxEventResultBytes {
+		ev.Action = nil
+	}
+	if len(ev.Result) > maxEventResultBytes {
+		ev.Result = json.RawMessage(`{"note":"the result is too large to show here"}`)
+	}
+	c.events.publish("call", ev)
+	return o
+}

@@ -1,0 +1,146 @@
+package assistant
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"voicebox/relay/extensions"
+	"voicebox/shared/commands"
+	extdesc "voicebox/shared/extensions"
+	"voicebox/shared/refusal"
+)
+
+// Extensions is what the extension tools need of the relay's extension registry.
+type Extensions interface {
+	// ListExtensions lists admitted extensions (with their tools), proposals and the catalogue.
+	ListExtensions() extensions.Listing
+	// CallExtension runs an admitted extension's tool.
+	CallExtension(ctx context.Context, id, tool string, args json.RawMessage) (json.RawMessage, error)
+	// Propose stages a descriptor as a proposal and returns its id; nothing in it runs.
+	Propose(raw []byte) (id string, err error)
+}
+
+// ExtensionsOf adapts the relay's extension registry to Extensions.
+func ExtensionsOf(g *extensions.Registry) Extensions { return registryExtensions{g} }
+
+type registryExtensions struct{ g *extensions.Registry }
+
+func (r registryExtensions) ListExtensions() extensions.Listing { return r.g.ListExtensions() }
+
+func (r registryExtensions) CallExtension(ctx context.Context, id, tool string, args json.RawMessage) (json.RawMessage, error) {
+	return r.g.CallExtension(ctx, id, tool, args)
+}
+
+func (r registryExtensions) Propose(raw []byte) (string, error) {
+	d, err := r.g.Store.Stage(raw)
+	if err != nil {
+		return "", err
+	}
+	return d.ID, nil
+}
+
+// writePrimitives are the extension primitives whose calls wait for the user's approval.
+var writePrimitives = map[string]bool{string(extdesc.WriteFile): true}
+
+func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawMessage, error) {
+	x := c.opts.Extensions
+	if x == nil {
+		return nil, refusal.New(refusal.NotAdmitted, "this relay runs no extensions")
+	}
+	switch a.Verb() {
+	case commands.ListExtensions:
+		return json.Marshal(x.ListExtensions())
+	case commands.ProposeExtension:
+		return c.propose(x, a.String("descriptor"))
+	}
+	name, id := a.String("name"), a.String("extension")
+	args := json.RawMessage(`{}`)
+	if a.Has("arguments") {
+		args = json.RawMessage(strings.TrimSpace(a.String("arguments")))
+		var probe map[string]json.RawMessage
+		if len(args) == 0 || args[0] != '{' || json.Unmarshal(args, &probe) != nil {
+			return nil, refusal.New(refusal.InvalidArgumentType, "call_extension: arguments is a JSON object written as text, such as {\"query\":\"weather\"}")
+		}
+	}
+	var found []struct{ id, primitive string }
+	for _, e := range x.ListExtensions().Admitted {
+		if !e.OK || (id != "" && e.ID != id) {
+			continue
+		}
+		for _, t := range e.Tools {
+			if t.Name == name {
+				found = append(found, struct{ id, primitive string }{e.ID, t.Primitive})
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		if id != "" {
+			return nil, refusal.New(refusal.UnknownTool, "no admitted extension %q has a tool %q; list_extensions shows the admitted ones", id, name)
+		}
+		return nil, refusal.New(refusal.UnknownTool, "no admitted extension has a tool %q; list_extensions shows the admitted ones", name)
+	case 1:
+	default:
+		return nil, refusal.New(refusal.InvalidArgument, "several admitted extensions have a tool %q; say which with extension", name)
+	}
+	t := found[0]
+	approved := false
+	if writePrimitives[t.primitive] {
+		summary := fmt.Sprintf("Let extension %s write files with its tool %s (%s)?", t.id, name, clipText(string(args), 200))
+		if err := c.approvals.wait(ctx, commands.CallExtension, summary, c.opts.ApprovalTimeout); err != nil {
+			return nil, err
+		}
+		approved = true
+	}
+	out, err := x.CallExtension(ctx, t.id, name, args)
+	if err != nil {
+		if _, ok := refusal.As(err); !ok {
+			err = refusal.New(refusal.ExecThrew, "the extension failed: %s", clipText(err.Error(), 300))
+		}
+		return nil, err
+	}
+	if len(bytes.TrimSpace(out)) == 0 || out[0] != '{' {
+		wrapped, _ := json.Marshal(map[string]json.RawMessage{"result": orNull(out)})
+		out = wrapped
+	}
+	if approved {
+		out = withApproval(out)
+	}
+	return out, nil
+}
+
+func orNull(b json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// propose stages a descriptor and answers with its verdict and plan, as the Extensions panel shows
+// them.
+func (c *Catalogue) propose(x Extensions, descriptor string) (json.RawMessage, error) {
+	id, err := x.Propose([]byte(descriptor))
+	if err != nil {
+		if _, ok := refusal.As(err); !ok {
+			err = refusal.New(refusal.InternalError, "the proposal could not be staged")
+		}
+		return nil, err
+	}
+	out := map[string]any{"staged": id, "note": "Nothing in it runs until a person reads its plan and admits it in the Extensions panel."}
+	for _, e := range x.ListExtensions().Pending {
+		if e.ID == id {
+			out["verdict"] = e
+		}
+	}
+	return json.Marshal(out)
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

@@ -1,0 +1,153 @@
+package assistant
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"voicebox/relay/hub"
+	"voicebox/shared/commands"
+	"voicebox/shared/executor"
+	"voicebox/shared/refusal"
+	"voicebox/shared/wire"
+)
+
+// The calls the page's worker answers besides the executor's primitives: the mini-app store and
+// frames (browser/miniapps.go). Mini-app tools go to it under their model-facing names.
+const (
+	pageListMiniApps  = "list-mini-apps"
+	pageLaunchMiniApp = "launch-mini-app"
+	pageCreateMiniApp = "create-mini-app"
+)
+
+// route runs one action where it can run and returns its observation or refusal.
+func (c *Catalogue) route(ctx context.Context, a commands.Action) (json.RawMessage, error) {
+	switch a.Verb() {
+	case commands.ReadFile:
+		return c.onRoot(ctx, executor.ReadFile, map[string]string{"path": a.String("name")})
+	case commands.WriteFile:
+		return c.onRoot(ctx, executor.WriteFile, map[string]string{"path": a.String("name"), "content": a.String("content")})
+	case commands.ListFiles:
+		return c.onRoot(ctx, executor.ListFiles, optional(map[string]string{}, "dir", a))
+	case commands.EditFile:
+		return c.onRoot(ctx, executor.EditFile, map[string]string{"path": a.String("name"), "oldText": a.String("oldText"), "newText": a.String("newText")})
+	case commands.GrepFiles:
+		return c.onRoot(ctx, executor.GrepFiles, optional(map[string]string{"query": a.String("query")}, "dir", a))
+	case commands.UndoLastAction:
+		return c.onRoot(ctx, executor.UndoLast, map[string]string{})
+	case commands.DeleteFile:
+		return c.deleteFile(ctx, a.String("name"))
+	case commands.ListMiniApps:
+		return c.onPage(ctx, pageListMiniApps, json.RawMessage(`{}`))
+	case commands.LaunchMiniApp, commands.CreateMiniApp:
+		tool := map[string]string{commands.LaunchMiniApp: pageLaunchMiniApp, commands.CreateMiniApp: pageCreateMiniApp}[a.Verb()]
+		return c.onPage(ctx, tool, a.Args)
+	case commands.ListExtensions, commands.CallExtension, commands.ProposeExtension:
+		return c.extension(ctx, a)
+	}
+	if !a.Tool.Builtin {
+		return c.onPage(ctx, a.Verb(), a.Args)
+	}
+	return nil, refusal.New(refusal.UnknownTool, "the relay has no route for %q", a.Verb())
+}
+
+func optional(m map[string]string, key string, a commands.Action) map[string]string {
+	if a.Has(key) {
+		m[key] = a.String(key)
+	}
+	return m
+}
+
+// onRoot runs a primitive on the root's executor.
+func (c *Catalogue) onRoot(ctx context.Context, prim executor.Primitive, args map[string]string) (json.RawMessage, error) {
+	if r := c.declared(); r != nil {
+		return nil, r
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, refusal.New(refusal.InternalError, "the arguments could not be encoded")
+	}
+	return c.ask(ctx, string(prim), raw)
+}
+
+// onPage runs a call the page's worker answers (the mini-app store and tools). A machine
+// environment holds no frames, so while one holds the root these are refused no-page.
+func (c *Catalogue) onPage(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
+	if r := c.declared(); r != nil {
+		return nil, r
+	}
+	if root := c.opts.Root.Root(); root.Kind == hub.RootMachine {
+		return nil, refusal.New(refusal.NoPage, "mini-apps run in the page, and the machine environment %q holds the workspace now; press \"Use this tab\" in the page to bring it back", root.Name)
+	}
+	return c.ask(ctx, tool, args)
+}
+
+func (c *Catalogue) declared() *refusal.Refusal {
+	if c.opts.Root.Root().Kind == "" {
+		return refusal.New(refusal.RootNotDeclared, "no workspace is open: open the Voicebox page and choose a folder (or browser storage), or connect a paired machine environment")
+	}
+	return nil
+}
+
+func (c *Catalogue) ask(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
+	call := wire.Call{CallID: c.opts.Root.NewCallID(), Tool: tool, DescriptorID: executor.BuiltinDescriptor, Args: args, BoundsEcho: json.RawMessage(`{}`)}
+	a := c.opts.Root.Ask(ctx, call)
+	if err := a.Err(); err != nil {
+		return nil, err
+	}
+	return a.Observed, nil
+}
+
+// deleteFile asks the user before it deletes. What cannot be deleted is refused first, so nobody
+// is asked about a file that is not there.
+func (c *Catalogue) deleteFile(ctx context.Context, name string) (json.RawMessage, error) {
+	if r := c.declared(); r != nil {
+		return nil, r
+	}
+	probe, _ := json.Marshal(map[string]string{"path": name})
+	seen, err := c.ask(ctx, string(executor.ReadFile), probe)
+	if err != nil {
+		return nil, err
+	}
+	var size struct {
+		Size int64 `json:"size"`
+	}
+	json.Unmarshal(seen, &size)
+	summary := fmt.Sprintf("Delete %s (%s)?", name, byteSize(size.Size))
+	if err := c.approvals.wait(ctx, commands.DeleteFile, summary, c.opts.ApprovalTimeout); err != nil {
+		return nil, err
+	}
+	args, _ := json.Marshal(map[string]string{"path": name})
+	out, err := c.ask(ctx, string(executor.DeleteFile), args)
+	if err != nil {
+		return nil, err
+	}
+	return withApproval(out), nil
+}
+
+// withApproval adds "approval": "approved" to an observation object.
+func withApproval(obs json.RawMessage) json.RawMessage {
+	if len(obs) < 2 || obs[0] != '{' {
+		return obs
+	}
+	tail := `,"approval":"approved"}`
+	if len(obs) == 2 {
+		tail = tail[1:]
+	}
+	out := make([]byte, 0, len(obs)+len(tail))
+	out = append(out, obs[:len(obs)-1]...)
+	return append(out, tail...)
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n < 1024:
+		return strconv.FormatInt(n, 10) + " bytes"
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -1,0 +1,216 @@
+package assistant
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"voicebox/relay/server"
+	"voicebox/shared/commands"
+	"voicebox/shared/refusal"
+)
+
+// The bounds of the routes.
+const (
+	// maxTurnBodyBytes bounds a typed turn: a transcript or an action (a write's content
+	// included).
+	maxTurnBodyBytes = 256 << 10
+	// maxDecisionBytes bounds an approval decision.
+	maxDecisionBytes = 1 << 10
+	// keepAlive is how often an idle event stream gets a comment line, so proxies keep it open.
+	keepAlive = 25 * time.Second
+)
+
+// Mode names for the page: "offline" while the typed turn's resolver is the only model, "live"
+// once a vendor key is configured.
+const (
+	ModeOffline = "offline"
+	ModeLive    = "live"
+)
+
+func (c *Catalogue) mode() string {
+	if c.opts.Live != nil && c.opts.Live() {
+		return ModeLive
+	}
+	return ModeOffline
+}
+
+// Register adds the assistant's routes to srv. They are the page's routes, admitted like the
+// others (its origin, and the session when the gate is on):
+//
+//	GET  /api/assistant        {ok, mode, tools, instruction}: mode "offline" or "live"
+//	POST /api/turn             {transcript} or {action: {verb, ...}}: one typed turn (see Turn)
+//	GET  /api/events           server-sent events: hello, call, approval, approval-settled, tools
+//	GET  /api/approvals        {ok, approvals}: the requests waiting for the user
+//	POST /api/approvals/{id}   {approve: bool}: decide one; 404 not-found when none waits
+func (c *Catalogue) Register(srv *server.Server) {
+	srv.Handle("GET /api/assistant", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		set := c.set.Load()
+		names := []string{}
+		for _, t := range set.Tools() {
+			names = append(names, t.Name)
+		}
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "mode": c.mode(), "tools": names, "instruction": set.Instruction()})
+	}))
+	srv.Handle("POST /api/turn", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Transcript *string         `json:"transcript"`
+			Action     json.RawMessage `json:"action"`
+		}
+		if !server.ReadJSON(w, r, maxTurnBodyBytes, &body) {
+			return
+		}
+		if (body.Transcript == nil) == (len(body.Action) == 0 || string(body.Action) == "null") {
+			server.WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.InvalidArgument,
+				"a turn is {\"transcript\": \"what you typed\"} or {\"action\": {\"verb\": tool, ...arguments}}, one of the two"))
+			return
+		}
+		var t Turn
+		if body.Transcript != nil {
+			t = c.TypedTurn(r.Context(), *body.Transcript)
+		} else {
+			t = c.ActionTurn(r.Context(), body.Action)
+		}
+		server.WriteJSON(w, http.StatusOK, t)
+	}))
+	srv.Handle("GET /api/approvals", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "approvals": c.approvals.pending()})
+	}))
+	srv.Handle("POST /api/approvals/{id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Approve *bool `json:"approve"`
+		}
+		if !server.ReadJSON(w, r, maxDecisionBytes, &body) {
+			return
+		}
+		if body.Approve == nil {
+			server.WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MissingArgument, "say {\"approve\": true} or {\"approve\": false}"))
+			return
+		}
+		id := r.PathValue("id")
+		if !c.approvals.decide(id, *body.Approve) {
+			server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "no request %q is waiting: it was decided already, or it timed out", id))
+			return
+		}
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": id, "approve": *body.Approve})
+	}))
+	srv.Handle("GET /api/events", http.HandlerFunc(c.serveEvents))
+}
+
+// serveEvents streams the catalogue's events to one page until it goes away or the relay stops.
+// The first event, hello, carries the state a page needs to start: the mode, the tools and the
+// approvals already waiting.
+func (c *Catalogue) serveEvents(w http.ResponseWriter, r *http.Request) {
+	ch, ok := c.events.subscribe()
+	if !ok {
+		server.WriteRefusal(w, http.StatusServiceUnavailable, refusal.New(refusal.TooManySockets,
+			"the relay has %d event streams open, its bound; close another tab first", MaxSubscribers))
+		return
+	}
+	defer c.events.unsubscribe(ch)
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	names := []string{}
+	for _, t := range c.set.Load().Tools() {
+		names = append(names, t.Name)
+	}
+	w.Write(frame("hello", map[string]any{"mode": c.mode(), "tools": names, "approvals": c.approvals.pending()}))
+	if rc.Flush() != nil {
+		return
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case f, open := <-ch:
+			if !open {
+				return
+			}
+			if _, err := w.Write(f); err != nil {
+				return
+			}
+		case <-tick.C:
+			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
+				return
+			}
+		}
+		if rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+// Turn is the answer to one typed turn.
+type Turn struct {
+	OK bool `json:"ok"`
+	// TurnID names the turn; the event stream's call events carry it too.
+	TurnID string `json:"turnId"`
+	// Mode is "offline" or "live" (see Register).
+	Mode string `json:"mode"`
+	// Understood says, in a sentence, what the resolver took the transcript to mean; empty for
+	// an action given as it is.
+	Understood string `json:"understood,omitempty"`
+	// Action is the action run, {"verb": tool, ...arguments}, when there was one.
+	Action json.RawMessage `json:"action,omitempty"`
+	// Result is the action's observation, or its refusal {"refused", "why"}.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Refused and Why are set when the turn ran nothing (not-understood) or its action was
+	// refused.
+	Refused refusal.Rule `json:"refused,omitempty"`
+	Why     string       `json:"why,omitempty"`
+	// Help is the resolver's help text, for a transcript it did not understand (or "help").
+	Help string `json:"help,omitempty"`
+}
+
+// TypedTurn runs a transcript through the offline resolver and, when it understood an action,
+// through the same path as Call.
+func (c *Catalogue) TypedTurn(ctx context.Context, transcript string) Turn {
+	t := Turn{TurnID: "turn-" + itoa(c.seq.Add(1)), Mode: c.mode()}
+	res := commands.Resolve(transcript)
+	t.Understood, t.Help = res.Understood, res.Help
+	if res.Err != nil {
+		r, _ := refusal.As(res.Err)
+		t.Refused, t.Why = r.Rule, r.Why
+		return t
+	}
+	if res.Name == "" { // help asked for
+		t.OK = true
+		return t
+	}
+	return c.finish(ctx, t, res.Name, res.Args)
+}
+
+// ActionTurn runs an action given as it is, {"verb": tool, ...arguments}.
+func (c *Catalogue) ActionTurn(ctx context.Context, action json.RawMessage) Turn {
+	t := Turn{TurnID: "turn-" + itoa(c.seq.Add(1)), Mode: c.mode()}
+	name, args, err := commands.SplitAction(action)
+	if err != nil {
+		r, _ := refusal.As(err)
+		t.Refused, t.Why = r.Rule, r.Why
+		t.Result, _ = json.Marshal(r)
+		return t
+	}
+	return c.finish(ctx, t, name, args)
+}
+
+func (c *Catalogue) finish(ctx context.Context, t Turn, name string, args json.RawMessage) Turn {
+	o := c.run(ctx, FromTurn, t.TurnID, name, args)
+	if o.Action != nil {
+		t.Action, _ = o.Action.MarshalJSON()
+	} else {
+		t.Action, _ = json.Marshal(map[string]string{"verb": name})
+	}
+	t.Result = o.JSON()
+	t.OK = o.Err == nil
+	if r, ok := refusal.As(o.Err); ok {
+		t.Refused, t.Why = r.Rule, r.Why
+	}
+	return t
+}

@@ -1,0 +1,93 @@
+package commands
+
+import "encoding/json"
+
+// The built-in tool names, as the model calls them.
+const (
+	ReadFile         = "read_file"
+	WriteFile        = "write_file"
+	ListFiles        = "list_files"
+	DeleteFile       = "delete_file"
+	EditFile         = "edit_file"
+	GrepFiles        = "grep_files"
+	LaunchMiniApp    = "launch_mini_app"
+	CreateMiniApp    = "create_mini_app"
+	ListMiniApps     = "list_mini_apps"
+	ListExtensions   = "list_extensions"
+	CallExtension    = "call_extension"
+	ProposeExtension = "propose_extension"
+	UndoLastAction   = "undo_last_action"
+)
+
+// builtin is one built-in tool as it is declared: name, what the model is told, its parameter
+// schema in the toolschema subset, and whether a call waits for the user's approval.
+type builtin struct {
+	name, description string
+	parameters        string
+	confirm           bool
+}
+
+// pathProp describes the name argument of the file tools.
+const pathProp = `{"type":"string","description":"The file's path inside the workspace, relative and slash-separated, such as notes.md or docs/plan.txt."}`
+
+// builtins are the built-in tools in the order the model is offered them. Every schema closes its
+// object (additionalProperties false), so an unknown key is refused rather than ignored.
+var builtins = []builtin{
+	{name: ReadFile,
+		description: "Read a file in the workspace. Text comes back as it is; a file over 64 KiB comes back cut, with truncated true and size the whole length; a file that is not text comes back in base64.",
+		parameters:  `{"type":"object","properties":{"name":` + pathProp + `},"required":["name"],"additionalProperties":false}`},
+	{name: WriteFile,
+		description: "Create a file, or replace the whole content of one, with the given text (at most 64 KiB in one call). Missing folders are created. The version it replaces is kept, so undo_last_action can bring it back.",
+		parameters: `{"type":"object","properties":{"name":` + pathProp + `,` +
+			`"content":{"type":"string","description":"The complete new content of the file."}},` +
+			`"required":["name","content"],"additionalProperties":false}`},
+	{name: ListFiles,
+		description: "List the files and folders in a folder of the workspace, with their sizes.",
+		parameters: `{"type":"object","properties":{"dir":{"type":"string","description":"The folder to list, relative to the workspace; leave it out for the top of the workspace."}},` +
+			`"additionalProperties":false}`},
+	{name: DeleteFile, confirm: true,
+		description: "Delete a file. The user is asked to approve it in the page first: the answer says whether they approved, denied or did not answer in time. A deleted file can be brought back with undo_last_action.",
+		parameters:  `{"type":"object","properties":{"name":` + pathProp + `},"required":["name"],"additionalProperties":false}`},
+	{name: EditFile,
+		description: "Change part of a file: replace oldText, which must occur exactly once in the file, with newText. Copy oldText exactly from read_file, with enough of its surroundings to be unique; an absent or repeated oldText is refused and nothing changes. undo_last_action brings the earlier version back.",
+		parameters: `{"type":"object","properties":{"name":` + pathProp + `,` +
+			`"oldText":{"type":"string","description":"The exact text to replace, as it is in the file now."},` +
+			`"newText":{"type":"string","description":"The text to put in its place; empty to remove oldText."}},` +
+			`"required":["name","oldText","newText"],"additionalProperties":false}`},
+	{name: GrepFiles,
+		description: "Search the text files of the workspace (or of one folder in it) for a piece of text, ignoring case. It is plain text, not a pattern. Returns each matching line with its file and line number, at most 100.",
+		parameters: `{"type":"object","properties":{"query":{"type":"string","minLength":1,"description":"The text to look for."},` +
+			`"dir":{"type":"string","description":"The folder to search, relative to the workspace; leave it out to search everything."}},` +
+			`"required":["query"],"additionalProperties":false}`},
+	{name: LaunchMiniApp,
+		description: "Open a mini-app (a sandboxed HTML app) in the user's page, by the id, title or file name list_mini_apps gives. Once it has loaded, the tools it registers are offered to you too.",
+		parameters: `{"type":"object","properties":{"name":{"type":"string","description":"The mini-app's id, title or file name."}},` +
+			`"required":["name"],"additionalProperties":false}`},
+	{name: CreateMiniApp,
+		description: "Write a new mini-app into the workspace as one self-contained HTML file named after its title, then open it in the page. The app runs sandboxed with no network; it offers tools with webMcp.registerTool({name, description, parameters, execute}).",
+		parameters: `{"type":"object","properties":{"title":{"type":"string","minLength":1,"maxLength":100,"description":"The app's title; its file name is made from it."},` +
+			`"html":{"type":"string","minLength":1,"description":"The whole HTML document."}},` +
+			`"required":["title","html"],"additionalProperties":false}`},
+	{name: ListMiniApps,
+		description: "List the mini-apps that can be opened (saved apps, and the HTML pages at the top of the workspace), with their ids and titles.",
+		parameters:  `{"type":"object","properties":{},"additionalProperties":false}`},
+	{name: ListExtensions,
+		description: "List the extensions: those a person admitted, with their tools; proposals waiting for a person's decision; and the shipped catalogue.",
+		parameters:  `{"type":"object","properties":{},"additionalProperties":false}`},
+	{name: CallExtension,
+		description: "Call a tool of an admitted extension by the tool name list_extensions shows. A tool that writes files waits for the user's approval first.",
+		parameters: `{"type":"object","properties":{"name":{"type":"string","description":"The extension tool's name."},` +
+			`"extension":{"type":"string","description":"The extension's id, when two extensions could be meant; usually left out."},` +
+			`"arguments":{"type":"string","description":"The tool's arguments as a JSON object, such as {\"query\":\"weather\"}; leave it out when the tool takes none."}},` +
+			`"required":["name"],"additionalProperties":false}`},
+	{name: ProposeExtension,
+		description: "Propose a new extension by its JSON descriptor. It is only staged: nothing in it runs until a person reads its plan and admits it in the Extensions panel.",
+		parameters: `{"type":"object","properties":{"descriptor":{"type":"string","minLength":2,"description":"The extension descriptor, a JSON object as text."}},` +
+			`"required":["descriptor"],"additionalProperties":false}`},
+	{name: UndoLastAction,
+		description: "Undo the most recent write, edit or delete made through these tools, putting the file back exactly as it was. Refused when there is nothing to undo, or when the file changed again since.",
+		parameters:  `{"type":"object","properties":{},"additionalProperties":false}`},
+}
+
+// rawParameters returns b's schema as JSON.
+func (b builtin) rawParameters() json.RawMessage { return json.RawMessage(b.parameters) }

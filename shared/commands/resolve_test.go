@@ -1,0 +1,110 @@
+package commands
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"voicebox/shared/refusal"
+)
+
+func TestResolveTypedCommands(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in, name, args string
+	}{
+		{"list files", ListFiles, `{}`},
+		{"ls", ListFiles, `{}`},
+		{"List Files.", ListFiles, `{}`},
+		{"what files are there?", ListFiles, `{}`},
+		{"files", ListFiles, `{}`},
+		{"list files in docs", ListFiles, `{"dir":"docs"}`},
+		{"ls docs/2026/", ListFiles, `{"dir":"docs/2026"}`},
+		{"show files in \"my folder\"", ListFiles, `{"dir":"my folder"}`},
+		{"read notes.md", ReadFile, `{"name":"notes.md"}`},
+		{"cat docs/plan.txt", ReadFile, `{"name":"docs/plan.txt"}`},
+		{"show notes.md", ReadFile, `{"name":"notes.md"}`},
+		{"open notes.md", ReadFile, `{"name":"notes.md"}`},
+		{"read \"my notes.md\"", ReadFile, `{"name":"my notes.md"}`},
+		{"read file notes.md", ReadFile, `{"name":"notes.md"}`},
+		{"write todo.txt: buy milk", WriteFile, `{"content":"buy milk","name":"todo.txt"}`},
+		{"write todo.txt:buy: milk", WriteFile, `{"content":"buy: milk","name":"todo.txt"}`},
+		{"save \"a b.txt\": x", WriteFile, `{"content":"x","name":"a b.txt"}`},
+		{"create file empty.txt", WriteFile, `{"content":"","name":"empty.txt"}`},
+		{"new notes.md", WriteFile, `{"content":"","name":"notes.md"}`},
+		{"delete old.txt", DeleteFile, `{"name":"old.txt"}`},
+		{"rm \"a b.txt\"", DeleteFile, `{"name":"a b.txt"}`},
+		{"remove notes.md.", DeleteFile, `{"name":"notes.md"}`},
+		{`in notes.md replace "milk" with "oat milk"`, EditFile, `{"name":"notes.md","newText":"oat milk","oldText":"milk"}`},
+		{`edit notes.md: replace milk with oat milk`, EditFile, `{"name":"notes.md","newText":"oat milk","oldText":"milk"}`},
+		{`replace "a with b" with "c" in x.txt`, EditFile, `{"name":"x.txt","newText":"c","oldText":"a with b"}`},
+		{`replace milk with "" in todo.txt`, EditFile, `{"name":"todo.txt","newText":"","oldText":"milk"}`},
+		{"search for milk", GrepFiles, `{"query":"milk"}`},
+		{"grep TODO", GrepFiles, `{"query":"TODO"}`},
+		{"find buy milk in docs", GrepFiles, `{"dir":"docs","query":"buy milk"}`},
+		{`search for "milk in the fridge"`, GrepFiles, `{"query":"milk in the fridge"}`},
+		{`look for "x" in src/`, GrepFiles, `{"dir":"src","query":"x"}`},
+		{"open timer", LaunchMiniApp, `{"name":"timer"}`},
+		{"open the timer app", LaunchMiniApp, `{"name":"timer"}`},
+		{"launch Pomodoro Timer", LaunchMiniApp, `{"name":"Pomodoro Timer"}`},
+		{"open game.html", LaunchMiniApp, `{"name":"game.html"}`},
+		{"list apps", ListMiniApps, `{}`},
+		{"apps", ListMiniApps, `{}`},
+		{"create app Counter: <!doctype html><p>0</p>", CreateMiniApp, `{"html":"<!doctype html><p>0</p>","title":"Counter"}`},
+		{"list extensions", ListExtensions, `{}`},
+		{`call web_search {"query":"weather"}`, CallExtension, `{"arguments":"{\"query\":\"weather\"}","name":"web_search"}`},
+		{`call extension read_note with {"path":"a"}`, CallExtension, `{"arguments":"{\"path\":\"a\"}","name":"read_note"}`},
+		{`propose extension {"id":"x"}`, ProposeExtension, `{"descriptor":"{\"id\":\"x\"}"}`},
+		{"undo", UndoLastAction, `{}`},
+		{"Undo that!", UndoLastAction, `{}`},
+	}
+	for _, c := range cases {
+		r := Resolve(c.in)
+		if r.Err != nil || r.Name != c.name || string(r.Args) != c.args || r.Understood == "" {
+			t.Errorf("Resolve(%q) = %q %s %q %v; want %q %s", c.in, r.Name, r.Args, r.Understood, r.Err, c.name, c.args)
+			continue
+		}
+		// Every resolution is a call the catalogue accepts as it is.
+		if _, err := Builtins().Map(r.Name, r.Args); err != nil {
+			t.Errorf("Resolve(%q) gives a call Map refuses: %v", c.in, err)
+		}
+		if again := Resolve(c.in); again.Name != r.Name || string(again.Args) != string(r.Args) || again.Understood != r.Understood {
+			t.Errorf("Resolve(%q) is not deterministic", c.in)
+		}
+	}
+}
+
+func TestResolveSaysWhatItDoesNotUnderstand(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{"", "sing me a song", "what time is it", "write notes", "delete", "read", "list my big folder",
+		"undo everything", "in notes.md replace milk", "call web_search query weather", "create app Counter", strings.Repeat("x", MaxTranscriptBytes+1), "\xff"} {
+		r := Resolve(in)
+		if refusal.RuleOf(r.Err) != refusal.NotUnderstood || r.Name != "" || !strings.Contains(r.Help, "write todo.txt: buy milk") {
+			t.Errorf("Resolve(%.40q) = %q %v; want not-understood with help", in, r.Name, r.Err)
+		}
+	}
+	if r := Resolve("help"); r.Err != nil || r.Name != "" || r.Help != Help {
+		t.Errorf("help gives %+v", r)
+	}
+}
+
+func FuzzResolve(f *testing.F) {
+	for _, s := range []string{"write a.txt: b", `in a replace "b" with "c"`, "search for x in y", "open the timer app", "“quoted”"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		r := Resolve(in)
+		switch {
+		case r.Err != nil && (r.Name != "" || refusal.RuleOf(r.Err) != refusal.NotUnderstood):
+			t.Fatalf("Resolve(%q) refused with a call or another rule: %+v", in, r)
+		case r.Err == nil && r.Name == "" && r.Help == "":
+			t.Fatalf("Resolve(%q) gave neither a call, help nor a refusal: %+v", in, r)
+		}
+		if r.Name != "" {
+			var m map[string]string
+			if err := json.Unmarshal(r.Args, &m); err != nil {
+				t.Fatalf("Resolve(%q) args %s: %v", in, r.Args, err)
+			}
+		}
+	})
+}
