@@ -87,6 +87,22 @@ type Call struct {
 	Refused *refusal.Refusal `json:"-"`
 }
 
+// NewCall normalizes a vendor's call: args must be one JSON object (empty reads as {}); anything
+// else makes a call the host refuses with invalid-tool-arguments, and nothing runs.
+func NewCall(id, name string, args []byte) Call {
+	c := Call{ID: id, Name: name, Args: json.RawMessage(`{}`)}
+	if len(args) == 0 {
+		return c
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(args, &obj) != nil || obj == nil {
+		c.Refused = refusal.New(refusal.InvalidToolArguments, "the arguments of %s were not a JSON object, so nothing ran; call it again with an object", name)
+		return c
+	}
+	c.Args = json.RawMessage(args)
+	return c
+}
+
 // ToolResult answers one Call: Result is the observation JSON object, or {"refused":..., "why":...}.
 type ToolResult struct {
 	ID     string          `json:"id"`

@@ -20,6 +20,7 @@ import (
 	"voicebox/relay/hoststate"
 	"voicebox/relay/live"
 	"voicebox/relay/live/gemini"
+	"voicebox/relay/live/livetest"
 	"voicebox/relay/live/openai"
 	"voicebox/relay/server"
 	"voicebox/relay/voice"
@@ -82,30 +83,13 @@ func (c *catalogue) Calls() []string {
 	return append([]string(nil), c.calls...)
 }
 
-// logBuffer collects the relay's log so a test can look for secrets in it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type relay struct {
 	url   string
 	state *hoststate.Dir
 	h     *voice.Handler
 	keys  *voice.Keys
 	set   *voice.Settings
-	log   *logBuffer
+	log   *livetest.LogBuffer
 	cat   *catalogue
 }
 
@@ -123,7 +107,7 @@ func startRelay(t *testing.T, o relayOpts) *relay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
+	logs := &livetest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	srv, err := server.New(server.Config{Public: t.TempDir(), Log: log, HostToken: state.CheckHostToken, Gate: o.gate})
 	if err != nil {

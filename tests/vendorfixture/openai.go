@@ -151,6 +151,7 @@ func (c *Conn) openAIFrame(b []byte, binary bool) {
 		c.mu.Lock()
 		c.audioBytes += len(pcm)
 		c.mu.Unlock()
+		c.notify() // a waiter on AudioBytes wakes now, not at the next frame
 		if s.OnAudio != nil {
 			s.OnAudio(c, pcm)
 		}

@@ -275,16 +275,8 @@ func (p *provider) onMessage(m *message) {
 		p.mu.Lock()
 		p.toolTurn = true
 		for _, fc := range tc.FunctionCalls {
-			c := live.Call{ID: fc.ID, Name: fc.Name, Args: fc.Args}
-			var obj map[string]json.RawMessage
-			if len(fc.Args) == 0 {
-				c.Args = json.RawMessage(`{}`)
-			} else if json.Unmarshal(fc.Args, &obj) != nil || obj == nil {
-				c.Args = json.RawMessage(`{}`)
-				c.Refused = refusal.New(refusal.InvalidToolArguments, "the arguments of %s were not a JSON object, so nothing ran; call it again with an object", fc.Name)
-			}
 			p.pending[fc.ID] = fc.Name
-			calls = append(calls, c)
+			calls = append(calls, live.NewCall(fc.ID, fc.Name, fc.Args))
 		}
 		p.mu.Unlock()
 		p.env.Emit(live.Event{Kind: live.EventToolCall, Calls: calls})

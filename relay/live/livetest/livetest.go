@@ -152,3 +152,23 @@ func (r *Recorder) WaitFor(tb testing.TB, prefix string, n int) {
 	tb.Helper()
 	r.Wait(tb, fmt.Sprintf("%d× %q", n, prefix), func() bool { return r.Count(prefix) >= n })
 }
+
+// LogBuffer is an io.Writer a slog handler and a test can share, to look for secrets in a log.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+// Write keeps p.
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

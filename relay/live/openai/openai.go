@@ -282,28 +282,12 @@ func (p *provider) calls(items []item) {
 		p.seen[it.CallID] = true
 		p.pending[it.CallID] = true
 		p.wantCreate = true
-		out = append(out, normalize(it))
+		out = append(out, live.NewCall(it.CallID, it.Name, []byte(it.Arguments)))
 	}
 	p.mu.Unlock()
 	if len(out) > 0 {
 		p.env.Emit(live.Event{Kind: live.EventToolCall, Calls: out})
 	}
-}
-
-// normalize turns a function_call item into a Call; arguments that are not one JSON object make
-// a call the host refuses.
-func normalize(it item) live.Call {
-	c := live.Call{ID: it.CallID, Name: it.Name, Args: json.RawMessage(it.Arguments)}
-	var obj map[string]json.RawMessage
-	if it.Arguments == "" {
-		c.Args = json.RawMessage(`{}`)
-		return c
-	}
-	if json.Unmarshal([]byte(it.Arguments), &obj) != nil || obj == nil {
-		c.Args = json.RawMessage(`{}`)
-		c.Refused = refusal.New(refusal.InvalidToolArguments, "the arguments of %s were not a JSON object, so nothing ran; call it again with an object", it.Name)
-	}
-	return c
 }
 
 // maybeCreate sends the one response.create a turn needs, when nothing is in the way: no

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"voicebox/relay/live"
@@ -24,7 +23,7 @@ type rig struct {
 	fx  *vendorfixture.Fixture
 	rec *livetest.Recorder
 	s   *live.Session
-	log *logBuffer
+	log *livetest.LogBuffer
 }
 
 func startRig(t *testing.T, opts vendorfixture.Options, choice live.Choice) *rig {
@@ -33,7 +32,7 @@ func startRig(t *testing.T, opts vendorfixture.Options, choice live.Choice) *rig
 	reg := &live.Registry{}
 	openai.Register(reg)
 	rec := livetest.NewRecorder()
-	buf := &logBuffer{}
+	buf := &livetest.LogBuffer{}
 	choice.Provider = openai.Name
 	s, err := reg.Start(context.Background(), live.Config{Choice: choice, Key: fx.Key(), BaseURL: fx.OpenAIURL(),
 		Tools: []miniapp.FunctionDeclaration{writeFile}, Instruction: "Be brief.", Callbacks: rec.Callbacks(),
@@ -109,7 +108,7 @@ func TestSetupIsTheGAShapeAndReadyWaitsForSessionUpdated(t *testing.T) {
 	if err := r.s.SendAudio(vendorfixture.Tone(24000, 20, 440), 24000); err != nil {
 		t.Fatal(err)
 	}
-	c.WaitType(t, livetest.Bound, "input_audio_buffer.append", 1)
+	c.Wait(t, livetest.Bound, "the audio sent after ready", func(c *vendorfixture.Conn) bool { return c.AudioBytes() >= 960 })
 	if n := c.AudioBytes(); n != 960 {
 		t.Fatalf("the fixture got %d bytes of audio; want the 960 sent after ready only", n)
 	}
@@ -302,13 +301,15 @@ func TestInterruptCancelsAndTruncates(t *testing.T) {
 
 func TestTypedTextWaitsForTheActiveResponse(t *testing.T) {
 	t.Parallel()
-	done := make(chan func(), 1)
 	texts := make(chan string, 1)
 	r := startRig(t, vendorfixture.Options{Script: vendorfixture.Script{
-		OnSetup: func(c *vendorfixture.Conn) { done <- c.CallToolsHeld() },
-		OnText:  func(c *vendorfixture.Conn, text string) { texts <- text },
+		OnText: func(c *vendorfixture.Conn, text string) { texts <- text },
 	}}, live.Choice{})
 	c := r.ready(t)
+	// A response that is still talking (the relay sees its audio, so it has seen it begin).
+	c.Send([]byte(`{"type":"response.created","response":{"id":"resp_t","status":"in_progress","output":[]}}`))
+	c.Send([]byte(`{"type":"response.output_audio.delta","response_id":"resp_t","item_id":"item_t","delta":"AAAAAA=="}`))
+	r.rec.WaitFor(t, "audio:", 1)
 	if err := r.s.SendText("read notes.md"); err != nil {
 		t.Fatal(err)
 	}
@@ -318,8 +319,11 @@ func TestTypedTextWaitsForTheActiveResponse(t *testing.T) {
 	if strings.Contains(strings.Join(c.Types(), " "), "response.create") {
 		t.Fatal("response.create went out while a response was active")
 	}
-	(<-done)()
+	c.Send([]byte(`{"type":"response.done","response":{"id":"resp_t","status":"completed","output":[]}}`))
 	c.WaitType(t, livetest.Bound, "response.create", 1)
+	if got := strings.Join(c.Types(), " "); got != "session.update conversation.item.create response.create" {
+		t.Fatalf("frames %q", got)
+	}
 }
 
 func TestUpdateToolsAndUpstreamClose(t *testing.T) {
@@ -379,22 +383,4 @@ func TestWrongKeyFailsWithoutLeakingIt(t *testing.T) {
 	if got := rec.Terminals(); len(got) != 1 || strings.Contains(got[0], wrong) {
 		t.Fatalf("terminals = %q", got)
 	}
-}
-
-// logBuffer lets a slog handler and the test share a buffer.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
