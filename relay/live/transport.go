@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"sync"
@@ -69,10 +70,28 @@ type Transport interface {
 	// Connect dials url and returns once the connection is open or has failed; events follow
 	// through opts.OnEvent (TransportOpened first).
 	Connect(ctx context.Context, url string, opts ConnectOptions) error
-	// Send writes one frame; it reports acceptance by the transport, not by the vendor.
+	// Send writes one frame; it reports acceptance by the transport, not by the vendor. The
+	// frame is the caller's again once Send returns (providers reuse their buffers): a
+	// transport that keeps it must copy it.
 	Send(kind SendKind, frame []byte) error
 	// Close closes the connection with code and reason; idempotent.
 	Close(code int, reason string)
+}
+
+// framePool holds the buffers providers build audio frames in (see AudioFrame).
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// AudioFrame builds head + base64(pcm) + tail in a pooled buffer, passes it to send, and takes
+// the buffer back: the audio path of a provider allocates nothing per frame.
+func AudioFrame(head, tail string, pcm []byte, send func([]byte) error) error {
+	bp := framePool.Get().(*[]byte)
+	frame := append((*bp)[:0], head...)
+	frame = base64.StdEncoding.AppendEncode(frame, pcm)
+	frame = append(frame, tail...)
+	err := send(frame)
+	*bp = frame[:0]
+	framePool.Put(bp)
+	return err
 }
 
 // ErrNotConnected is returned by Send on a transport with no open connection.

@@ -215,39 +215,74 @@ func fixtureFor(tb testing.TB, got *latencies) *vendorfixture.Fixture {
 	}})
 }
 
+// The peers (page clients, the fixtures, the direct baseline) run in a child process, the test
+// binary itself running TestLivePeerProcess, so the benchmark's process holds only the relay: its
+// heap, its goroutines and its garbage collector measure the relay alone. Both processes share
+// the machine's cores.
+const (
+	peerEnv       = "VOICEBOX_LIVE_BENCH_PEERS"  // sessions
+	peerModeEnv   = "VOICEBOX_LIVE_BENCH_MODE"   // idle, latency or throughput
+	peerFramesEnv = "VOICEBOX_LIVE_BENCH_FRAMES" // frames per session
+)
+
+// peer is a running child process of peers.
+type peer struct {
+	tb    testing.TB
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Scanner
+	relay *voice.Handler
+}
+
+// startPeers starts the child process, builds the relay on the fixture it announces, and hands
+// it the relay's address: the child then opens its sessions.
+func startPeers(tb testing.TB, mode string, sessions, frames int) *peer {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLivePeerProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), peerEnv+"="+strconv.Itoa(sessions), peerModeEnv+"="+mode, peerFramesEnv+"="+strconv.Itoa(frames))
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	p := &peer{tb: tb, cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	tb.Cleanup(func() { in.Close(); cmd.Wait() })
+	url, h := benchRelay(tb, strings.TrimSpace(p.line("FIXTURE ")), sessions)
+	p.relay = h
+	io.WriteString(in, url+"\n")
+	return p
+}
+
+// line waits for the child's line that starts with prefix and returns the rest.
+func (p *peer) line(prefix string) string {
+	var said []string
+	for p.out.Scan() {
+		if s, ok := strings.CutPrefix(p.out.Text(), prefix); ok {
+			return s
+		}
+		said = append(said, p.out.Text())
+	}
+	p.tb.Fatalf("the peer process said no %q but %q", prefix, said)
+	return ""
+}
+
 // BenchmarkLiveAudioLatency: 20 ms frames paced in real time from 1 and 100 sessions through the
 // relay, and at the same time as many clients sending the same frames straight to a second
 // fixture; b.N frames per session. Reports p50/p99 of both and their difference.
 func BenchmarkLiveAudioLatency(b *testing.B) {
 	for _, sessions := range []int{1, 100} {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
-			viaRelay, direct := &latencies{}, &latencies{}
-			fx := fixtureFor(b, viaRelay)
-			url, _ := benchRelay(b, fx.OpenAIURL(), sessions)
-			pages := make([]*client, sessions)
-			for i := range pages {
-				pages[i] = dialPageClient(b, url)
+			p := startPeers(b, "latency", sessions, b.N)
+			var r [4]float64
+			if _, err := fmt.Sscan(p.line("RESULT "), &r[0], &r[1], &r[2], &r[3]); err != nil {
+				b.Fatal(err)
 			}
-			fxDirect := fixtureFor(b, direct)
-			directs := make([]*client, sessions)
-			for i := range directs {
-				directs[i] = dialDirect(b, fxDirect)
-			}
-			b.ResetTimer()
-			// Both at once, so the relay's frames and the baseline's meet the same load.
-			var both sync.WaitGroup
-			both.Go(func() { run(b, pages, b.N, true, false, viaRelay) })
-			both.Go(func() { run(b, directs, b.N, true, true, direct) })
-			both.Wait()
-			b.StopTimer()
-			p50, p99 := viaRelay.percentile(0.50), viaRelay.percentile(0.99)
-			d50, d99 := direct.percentile(0.50), direct.percentile(0.99)
-			b.ReportMetric(float64(p50.Microseconds()), "relay-p50-us")
-			b.ReportMetric(float64(p99.Microseconds()), "relay-p99-us")
-			b.ReportMetric(float64(d50.Microseconds()), "direct-p50-us")
-			b.ReportMetric(float64(d99.Microseconds()), "direct-p99-us")
-			b.ReportMetric(float64((p50 - d50).Microseconds()), "added-p50-us")
-			b.ReportMetric(float64((p99 - d99).Microseconds()), "added-p99-us")
+			b.ReportMetric(r[0], "relay-p50-us")
+			b.ReportMetric(r[1], "relay-p99-us")
+			b.ReportMetric(r[2], "direct-p50-us")
+			b.ReportMetric(r[3], "direct-p99-us")
+			b.ReportMetric(r[0]-r[2], "added-p50-us")
+			b.ReportMetric(r[1]-r[3], "added-p99-us")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
@@ -258,90 +293,31 @@ func BenchmarkLiveAudioLatency(b *testing.B) {
 func BenchmarkLiveAudioThroughput(b *testing.B) {
 	for _, sessions := range []int{1, 100} {
 		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) {
-			got := &latencies{}
-			fx := fixtureFor(b, got)
-			url, _ := benchRelay(b, fx.OpenAIURL(), sessions)
-			pages := make([]*client, sessions)
-			for i := range pages {
-				pages[i] = dialPageClient(b, url)
+			p := startPeers(b, "throughput", sessions, max(1, b.N/sessions))
+			var fps float64
+			if _, err := fmt.Sscan(p.line("RESULT "), &fps); err != nil {
+				b.Fatal(err)
 			}
-			per := max(1, b.N/sessions)
-			b.ResetTimer()
-			elapsed := run(b, pages, per, false, false, got)
-			b.StopTimer()
-			b.ReportMetric(float64(per*sessions)/elapsed.Seconds(), "frames/s")
+			b.ReportMetric(fps, "frames/s")
+			b.ReportMetric(0, "ns/op")
 		})
 	}
 }
 
-// peerEnv, set to a number of sessions, makes TestLivePeerProcess the peers of the relay
-// BenchmarkLiveIdleSessionMemory measures: the fixture and the page clients run in that child
-// process, so the benchmark's process holds only the relay.
-const peerEnv = "VOICEBOX_LIVE_BENCH_PEERS"
-
-// TestLivePeerProcess is not a test: BenchmarkLiveIdleSessionMemory runs it in a child process.
-// Without peerEnv it returns at once. It prints the fixture's URL, reads the relay's /live URL,
-// opens the sessions, prints READY, and closes them when it reads another line.
-func TestLivePeerProcess(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv(peerEnv))
-	if n <= 0 {
-		return
-	}
-	fx := vendorfixture.Start(t, vendorfixture.Options{})
-	fmt.Printf("FIXTURE %s\n", fx.OpenAIURL())
-	in := bufio.NewScanner(os.Stdin)
-	in.Scan()
-	url := strings.TrimSpace(in.Text())
-	clients := make([]*client, n)
-	for i := range clients {
-		clients[i] = dialPageClient(t, url)
-	}
-	fmt.Printf("READY\n")
-	in.Scan() // STOP
-	for _, c := range clients {
-		c.ws.Close(websocket.StatusNormalClosure, "")
-	}
-}
-
-// BenchmarkLiveIdleSessionMemory: the relay's heap and stacks per ready, idle session, with the
-// fixture and the page clients in a child process.
+// BenchmarkLiveIdleSessionMemory: the relay's heap and stacks per ready, idle session (100 of
+// them). One measurement whatever b.N is: it is a size, not a speed.
 func BenchmarkLiveIdleSessionMemory(b *testing.B) {
 	const sessions = 100
-	// One measurement whatever b.N is: it is a size, not a speed.
-	b.StopTimer()
-	{
-		cmd := exec.Command(os.Args[0], "-test.run=^TestLivePeerProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), peerEnv+"="+strconv.Itoa(sessions))
-		stdin, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		out := bufio.NewScanner(stdout)
-		line := func(prefix string) string {
-			var said []string
-			for out.Scan() {
-				if s, ok := strings.CutPrefix(out.Text(), prefix); ok {
-					return s
-				}
-				said = append(said, out.Text())
-			}
-			b.Fatalf("the peer process said no %q but %q", prefix, said)
-			return ""
-		}
-		url, h := benchRelay(b, strings.TrimSpace(line("FIXTURE ")), sessions)
-		before := heapAndStacks()
-		io.WriteString(stdin, url+"\n")
-		line("READY")
-		for h.Open() < sessions {
-			time.Sleep(time.Millisecond)
-		}
-		after := heapAndStacks()
-		io.WriteString(stdin, "STOP\n")
-		cmd.Wait()
-		b.ReportMetric(float64(after-before)/sessions/1024, "KiB/session")
+	runtime.GC()
+	before := heapAndStacks()
+	p := startPeers(b, "idle", sessions, 0)
+	p.line("READY")
+	for p.relay.Open() < sessions {
+		time.Sleep(time.Millisecond)
 	}
+	after := heapAndStacks()
+	b.ReportMetric(float64(after-before)/sessions/1024, "KiB/session")
+	b.ReportMetric(0, "ns/op")
 }
 
 func heapAndStacks() int64 {
@@ -351,4 +327,48 @@ func heapAndStacks() int64 {
 	}
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapInuse + m.StackInuse)
+}
+
+// TestLivePeerProcess is not a test: the live benchmarks run it in a child process (see
+// startPeers). Without peerEnv it returns at once. It prints the fixture's URL, reads the relay's
+// /live URL, opens the sessions, runs its mode and prints RESULT (READY for idle), and ends when
+// its input closes.
+func TestLivePeerProcess(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv(peerEnv))
+	if n <= 0 {
+		return
+	}
+	frames, _ := strconv.Atoi(os.Getenv(peerFramesEnv))
+	viaRelay := &latencies{}
+	fx := fixtureFor(t, viaRelay)
+	fmt.Printf("FIXTURE %s\n", fx.OpenAIURL())
+	in := bufio.NewScanner(os.Stdin)
+	in.Scan()
+	url := strings.TrimSpace(in.Text())
+	pages := make([]*client, n)
+	for i := range pages {
+		pages[i] = dialPageClient(t, url)
+	}
+	switch os.Getenv(peerModeEnv) {
+	case "idle":
+		fmt.Printf("READY\n")
+	case "latency":
+		direct := &latencies{}
+		fxDirect := fixtureFor(t, direct)
+		directs := make([]*client, n)
+		for i := range directs {
+			directs[i] = dialDirect(t, fxDirect)
+		}
+		// Both at once, so the relay's frames and the baseline's meet the same load.
+		var both sync.WaitGroup
+		both.Go(func() { run(t, pages, frames, true, false, viaRelay) })
+		both.Go(func() { run(t, directs, frames, true, true, direct) })
+		both.Wait()
+		us := func(d time.Duration) float64 { return float64(d.Microseconds()) }
+		fmt.Printf("RESULT %v %v %v %v\n", us(viaRelay.percentile(0.5)), us(viaRelay.percentile(0.99)), us(direct.percentile(0.5)), us(direct.percentile(0.99)))
+	case "throughput":
+		elapsed := run(t, pages, frames, false, false, viaRelay)
+		fmt.Printf("RESULT %v\n", float64(frames*n)/elapsed.Seconds())
+	}
+	in.Scan() // until the benchmark closes its end
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -407,16 +408,40 @@ func (s *socket) drain() {
 
 // read serves the page's frames until the socket ends.
 func (s *socket) read(sess *live.Session) {
+	// One buffer holds each frame in turn: everything a frame is handed to is done with it
+	// when the call returns, so a steady stream of audio allocates nothing here.
+	buf := make([]byte, 0, 2048)
 	for {
-		typ, b, err := s.ws.Read(s.ctx)
+		typ, r, err := s.ws.Reader(s.ctx)
 		if err != nil {
 			return
 		}
+		if buf, err = readAll(r, buf[:0]); err != nil {
+			return
+		}
+		b := buf
 		if typ == websocket.MessageBinary {
 			s.audio(sess, b)
 			continue
 		}
 		s.message(sess, b)
+	}
+}
+
+// readAll appends what r holds to b, growing it only when it is full.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
 	}
 }
 

@@ -313,16 +313,13 @@ func (p *provider) audio(mime, data string) {
 }
 
 // audioHead is the realtimeInput audio frame up to its data.
-var audioHead = []byte(`{"realtimeInput":{"audio":{"mimeType":"audio/pcm;rate=` + strconv.Itoa(InputRate) + `","data":"`)
+var audioHead = `{"realtimeInput":{"audio":{"mimeType":"audio/pcm;rate=` + strconv.Itoa(InputRate) + `","data":"`
 
 func (p *provider) SendAudio(pcm []byte) error {
-	const tail = `"}}}`
-	frame := make([]byte, len(audioHead), len(audioHead)+base64.StdEncoding.EncodedLen(len(pcm))+len(tail))
-	copy(frame, audioHead)
-	frame = base64.StdEncoding.AppendEncode(frame, pcm)
-	frame = append(frame, tail...)
-	return p.env.Transport.Send(live.SendAudio, frame)
+	return live.AudioFrame(audioHead, `"}}}`, pcm, p.sendAudio)
 }
+
+func (p *provider) sendAudio(frame []byte) error { return p.env.Transport.Send(live.SendAudio, frame) }
 
 func textFrame(text string) []byte {
 	b, _ := json.Marshal(map[string]any{"realtimeInput": map[string]string{"text": text}})

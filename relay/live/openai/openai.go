@@ -302,13 +302,10 @@ func (p *provider) maybeCreate() {
 }
 
 func (p *provider) SendAudio(pcm []byte) error {
-	const head, tail = `{"type":"input_audio_buffer.append","audio":"`, `"}`
-	frame := make([]byte, len(head), len(head)+base64.StdEncoding.EncodedLen(len(pcm))+len(tail))
-	copy(frame, head)
-	frame = base64.StdEncoding.AppendEncode(frame, pcm)
-	frame = append(frame, tail...)
-	return p.env.Transport.Send(live.SendAudio, frame)
+	return live.AudioFrame(`{"type":"input_audio_buffer.append","audio":"`, `"}`, pcm, p.sendAudio)
 }
+
+func (p *provider) sendAudio(frame []byte) error { return p.env.Transport.Send(live.SendAudio, frame) }
 
 func (p *provider) SendText(text string) error {
 	msg := map[string]any{"type": "conversation.item.create", "item": map[string]any{
