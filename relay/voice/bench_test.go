@@ -309,7 +309,7 @@ func BenchmarkLiveAudioThroughput(b *testing.B) {
 func BenchmarkLiveIdleSessionMemory(b *testing.B) {
 	const sessions = 100
 	runtime.GC()
-	before := heapAndStacks()
+	before, goBefore := heapAndStacks(), runtime.NumGoroutine()
 	p := startPeers(b, "idle", sessions, 0)
 	p.line("READY")
 	for p.relay.Open() < sessions {
@@ -317,6 +317,7 @@ func BenchmarkLiveIdleSessionMemory(b *testing.B) {
 	}
 	after := heapAndStacks()
 	b.ReportMetric(float64(after-before)/sessions/1024, "KiB/session")
+	b.ReportMetric(float64(runtime.NumGoroutine()-goBefore)/sessions, "goroutines/session")
 	b.ReportMetric(0, "ns/op")
 }
 
