@@ -97,7 +97,7 @@ func (a *api) rootOpen(ctx context.Context, req request) (result, *refusal.Refus
 		c.Close()
 	}
 	if a.peer != nil {
-		a.peer.SetRoot(channel.NewDoor(routed{a, exec}, executor.BuiltinAdmitted(), channel.DoorOptions{}), info)
+		a.peer.SetRoot(channel.NewDoor(routed{a, exec}, a.peer.Admitted(), channel.DoorOptions{}), info)
 	}
 	return result{Value: info}, nil
 }

@@ -10,16 +10,18 @@ import (
 	"time"
 
 	"voicebox/shared/channel"
+	"voicebox/shared/executor"
 )
 
 // The page's connection to the relay's /channel, where it is the executor of its root.
 //
 // Frames: the relay sends wire call envelopes (objects with "v") and control frames (objects with
-// "type"): {"type":"refused",...} before it closes 1008, {"type":"replaced",...} before it closes
-// 4001 because a newer executor took the slot. The page sends answer envelopes,
-// {"type":"root","kind","name"} after connecting and whenever its root changes, and
-// {"type":"tools","tools":[...]} (its open mini-apps' function declarations) after the root frame
-// and whenever they change.
+// "type"): {"type":"admitted",...} with the admitted set before any call and after every change
+// (channel.AdmittedType; the door verifies extension calls against it), {"type":"refused",...}
+// before it closes 1008, {"type":"replaced",...} before it closes 4001 because a newer executor
+// took the slot. The page sends answer envelopes, {"type":"root","kind","name"} after connecting
+// and whenever its root changes, and {"type":"tools","tools":[...]} (its open mini-apps' function
+// declarations) after the root frame and whenever they change.
 
 // Close codes the relay uses.
 const (
@@ -66,6 +68,8 @@ type peer struct {
 	dial   func(ctx context.Context, url string) (conn, error)
 	notify func(PeerState)
 
+	admitted *channel.LiveAdmitted // the door's copy of the admitted set, from the relay
+
 	mu     sync.Mutex
 	door   *channel.Door
 	root   []byte // the root frame
@@ -76,8 +80,13 @@ type peer struct {
 }
 
 func newPeer(url string, dial func(context.Context, string) (conn, error), notify func(PeerState)) *peer {
-	return &peer{url: url, dial: dial, notify: notify, change: make(chan struct{}, 1)}
+	return &peer{url: url, dial: dial, notify: notify, change: make(chan struct{}, 1),
+		admitted: channel.NewLiveAdmitted(executor.BuiltinAdmitted())}
 }
+
+// Admitted returns the admitted set a door made for this peer verifies calls against: the
+// built-in descriptor, and the extensions the relay last said are admitted.
+func (p *peer) Admitted() *channel.LiveAdmitted { return p.admitted }
 
 // SetRoot makes door the executor of calls, for the root described by info. The relay learns of
 // the change at once when connected.
@@ -199,6 +208,7 @@ func backoff(attempt int) time.Duration {
 
 // serve answers calls on c until it closes, and says how it ended.
 func (p *peer) serve(ctx context.Context, c conn) PeerState {
+	p.admitted.Replace(nil) // the relay sends its set before any call
 	p.mu.Lock()
 	p.conn = c
 	root, tools := p.root, p.tools
@@ -228,6 +238,11 @@ func (p *peer) serve(ctx context.Context, c conn) PeerState {
 			break
 		}
 		if isControl(frame) {
+			if channel.ControlType([]byte(frame)) == channel.AdmittedType {
+				set, _ := channel.ParseAdmitted([]byte(frame)) // a malformed set admits nothing
+				p.admitted.Replace(set)
+				continue
+			}
 			json.Unmarshal([]byte(frame), &control)
 			continue
 		}

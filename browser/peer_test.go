@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -245,5 +246,61 @@ func TestBackoffIsBounded(t *testing.T) {
 		if d := backoff(attempt); d < backoffMin*4/5 || d > backoffMax*6/5 {
 			t.Fatalf("backoff(%d) = %v, outside [%v, %v]", attempt, d, backoffMin*4/5, backoffMax*6/5)
 		}
+	}
+}
+
+// TestPeerDoorFollowsTheAdmittedSet: the door verifies extension calls against the set the relay
+// sent last on this connection, and a new connection starts with none.
+func TestPeerDoorFollowsTheAdmittedSet(t *testing.T) {
+	t.Parallel()
+	h := startPeer(t)
+	c := newFakeConn()
+	h.dialer.conns <- c
+	mem := fsroot.NewMemory()
+	mem.WriteFile(context.Background(), "note.md", []byte("remember the milk"))
+	door := channel.NewDoor(newExecutor(context.Background(), mem), h.peer.Admitted(), channel.DoorOptions{})
+	h.peer.SetRoot(door, RootInfo{Kind: "opfs"})
+	h.wantState(t, "connected")
+	next(t, c) // the root frame
+	ask := func(c *fakeConn, tool, bounds string) map[string]any {
+		t.Helper()
+		args := `{"path":"note.md"}`
+		if tool == "write-file" {
+			args = `{"path":"note.md","content":"overwritten"}`
+		}
+		c.in <- `{"v":1,"callId":"e1","tool":"` + tool + `","descriptorId":"notes-reader","args":` + args + `,"boundsEcho":` + bounds + `}`
+		var a map[string]any
+		json.Unmarshal([]byte(next(t, c)), &a)
+		return a
+	}
+	if a := ask(c, "read-file", `{}`); a["refused"] != "unattributed-call" {
+		t.Fatalf("before the relay admitted anything: %v", a)
+	}
+	c.in <- `{"type":"admitted","extensions":{"notes-reader":{"bounds":{},"primitives":["read-file"]}}}`
+	if a := ask(c, "read-file", `{}`); a["ok"] != true || !strings.Contains(fmt.Sprint(a["observed"]), "remember the milk") {
+		t.Fatalf("an admitted read: %v", a)
+	}
+	if a := ask(c, "read-file", `{"maxBytes":1}`); a["refused"] != "bounds-mismatch" {
+		t.Fatalf("changed bounds: %v", a)
+	}
+	if a := ask(c, "write-file", `{}`); a["refused"] != "under-declared" {
+		t.Fatalf("a primitive it was not admitted with: %v", a)
+	}
+	if b, _ := mem.ReadFile(context.Background(), "note.md"); string(b) != "remember the milk" {
+		t.Fatalf("the refused write changed the file: %q", b)
+	}
+	c.in <- `{"type":"admitted","extensions":{}}`
+	if a := ask(c, "read-file", `{}`); a["refused"] != "unattributed-call" {
+		t.Fatalf("after a revocation: %v", a)
+	}
+	c.in <- `{"type":"admitted","extensions":{"notes-reader":{"bounds":{},"primitives":["read-file"]}}}`
+	c.closeWith(1001, "relay restarting")
+	h.wantState(t, "offline")
+	c2 := newFakeConn()
+	h.dialer.conns <- c2
+	h.wantState(t, "connected")
+	next(t, c2)
+	if a := ask(c2, "read-file", `{}`); a["refused"] != "unattributed-call" {
+		t.Fatalf("a new connection kept the old set: %v", a)
 	}
 }

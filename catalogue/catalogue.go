@@ -4,7 +4,8 @@ package catalogue
 
 import "embed"
 
-// Files holds the descriptors (*.json).
+// Files holds the descriptors (*.json) and the WASM modules they name (wasm/*.wasm, each built
+// from the .wat source beside it).
 //
-//go:embed *.json
+//go:embed *.json wasm/*.wasm
 var Files embed.FS

@@ -67,6 +67,9 @@
     const approve = button('Approve', async () => {
       const r = await api('/approve', { id: entry.id, code: input.value });
       say(r.ok ? entry.id + ' is admitted.' : 'Not admitted (' + r.refused + '): ' + r.why);
+      // A mistyped code may be tried again (the relay counts the attempts); any other answer
+      // ends this code, so the listing is read again.
+      if (r.refused === 'approval-code-wrong') { input.select(); return; }
       load();
     });
     approve.className = 'ext-approve-button';

@@ -194,7 +194,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 }
 
 func stateDirFlag(fs *flag.FlagSet, p *string) {
-	fs.StringVar(p, "extensions-dir", "", "host state `directory`: host token and pairings (default $VOICEBOX_EXTENSIONS_DIR, else the user's config dir + /voicebox)")
+	fs.StringVar(p, "extensions-dir", "", "host state `directory`: host token, pairings and extensions (default $VOICEBOX_EXTENSIONS_DIR, else the user's config dir + /voicebox)")
 }
 
 // openState opens the host state directory named by the flag, else the environment, else the
@@ -393,7 +393,8 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	hubOpts.OnPageTools = func(t json.RawMessage) { tools.SetPageTools(t) }
 	hb := hub.New(hubOpts)
 	hub.Register(srv, hb, state)
-	exts := &extensions.Registry{Store: extensions.NewStore(state.Path(), nil), Fetcher: &extensions.Fetcher{}, Ask: hb.Ask, Console: stdout, Log: log}
+	exts := &extensions.Registry{Store: extensions.NewStore(state.Path(), nil), Fetcher: &extensions.Fetcher{}, Ask: hb.Ask, Console: stdout, Log: log,
+		Publish: hb.SetAdmitted}
 	if err := exts.Reload(); err != nil {
 		fmt.Fprintf(stderr, "relay serve: extensions: %v\n", err)
 		return 1

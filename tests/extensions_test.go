@@ -15,7 +15,52 @@ import (
 	"voicebox/tests/harness"
 )
 
-var codeLine = regexp.MustCompile(`approval code for extension lookup: (\d{8})`)
+var codeLine = regexp.MustCompile(`approval code for extension ([a-z0-9.-]+): (\d{8})`)
+
+// postAPI posts body as JSON to relay+path, with the host token when token is not "", and
+// decodes the answer whatever its status.
+func postAPI(t *testing.T, relay, path, token, body string) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest("POST", relay+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("X-Voicebox-Host-Token", token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("POST %s answered %d %q", path, resp.StatusCode, b)
+	}
+	return m
+}
+
+// approveInPanel asks for a code for proposal id in the panel, reads it from the relay's console
+// as the host would, types it in and waits until the panel lists id as admitted.
+func approveInPanel(t *testing.T, tab *harness.Tab, relay *harness.Relay, id string) {
+	t.Helper()
+	li := `document.querySelector('#ext-pending li[data-id="` + id + `"]')`
+	harness.WaitFor[bool](tab, li+` !== null && `+li+`.querySelector('.ext-request') !== null`, readyBound)
+	harness.Eval[bool](tab, `(`+li+`.querySelector('.ext-request').click(), true)`)
+	var code string
+	for code == "" {
+		if m := codeLine.FindStringSubmatch(relay.NextLine(t, readyBound)); m != nil && m[1] == id {
+			code = m[2]
+		}
+	}
+	harness.WaitFor[bool](tab, `!`+li+`.querySelector('.ext-code').hidden`, readyBound)
+	harness.Eval[bool](tab, `(() => {
+		const li = `+li+`;
+		li.querySelector('.ext-code').value = '`+code+`';
+		li.querySelector('.ext-approve-button').click();
+		return true;
+	})()`)
+	harness.WaitFor[bool](tab, `document.querySelector('#ext-admitted li[data-id="`+id+`"] .ext-revoke') !== null`, readyBound)
+}
 
 // TestExtensionsPanelProposalToCall drives the panel from a sideloaded proposal to an admitted
 // extension whose mediated fetch to a loopback server succeeds.
@@ -27,23 +72,10 @@ func TestExtensionsPanelProposalToCall(t *testing.T) {
 	defer upstream.Close()
 	host := strings.TrimPrefix(upstream.URL, "http://")
 	relay := harness.StartRelay(t)
-	desc := `{"id":"lookup","name":"Lookup","description":"Looks a word up.","capabilities":["network"],"bounds":{"hosts":["` + host + `"],"maxRequests":5},"tools":[{"name":"look_up","primitive":"http-get","url":"http://` + host + `/?q={q}"}]}`
+	desc := `{"id":"lookup","name":"Lookup","description":"Looks a word up.","capabilities":["network"],"bounds":{"hosts":["` + host + `"],"maxRequests":5},"tools":[{"name":"look_up","primitive":"http-get","url":"http://` + host + `/?q={q}","params":{"type":"object","properties":{"q":{"type":"string","minLength":1}},"required":["q"]}}]}`
 	post := func(path, token, body string) map[string]any {
 		t.Helper()
-		req, _ := http.NewRequest("POST", relay.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("X-Voicebox-Host-Token", token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var m map[string]any
-		json.Unmarshal(b, &m)
-		return m
+		return postAPI(t, relay.URL, path, token, body)
 	}
 	if m := post("/api/extensions/sideload", "", desc); m["ok"] != true {
 		t.Fatalf("sideload: %v", m)
@@ -61,21 +93,7 @@ func TestExtensionsPanelProposalToCall(t *testing.T) {
 	if !strings.Contains(plan, host) || !strings.Contains(plan, "mediated-fetch") {
 		t.Fatalf("the plan in words does not name the host and its enforcement: %q", plan)
 	}
-	harness.Eval[bool](tab, `(document.querySelector('#ext-pending li[data-id="lookup"] .ext-request').click(), true)`)
-	var code string
-	for code == "" {
-		if m := codeLine.FindStringSubmatch(relay.NextLine(t, readyBound)); m != nil {
-			code = m[1]
-		}
-	}
-	harness.WaitFor[bool](tab, `!document.querySelector('#ext-pending li[data-id="lookup"] .ext-code').hidden`, readyBound)
-	harness.Eval[bool](tab, `(() => {
-		const li = document.querySelector('#ext-pending li[data-id="lookup"]');
-		li.querySelector('.ext-code').value = '`+code+`';
-		li.querySelector('.ext-approve-button').click();
-		return true;
-	})()`)
-	harness.WaitFor[bool](tab, `document.querySelector('#ext-admitted li[data-id="lookup"] .ext-revoke') !== null`, readyBound)
+	approveInPanel(t, tab, relay, "lookup")
 	tab.Screenshot("extensions-admitted")
 
 	m := post("/api/extensions/call", relay.HostToken(t), call)
@@ -88,5 +106,87 @@ func TestExtensionsPanelProposalToCall(t *testing.T) {
 	harness.WaitFor[bool](tab, `document.querySelector('#ext-admitted li[data-id="lookup"]') === null`, readyBound)
 	if m := post("/api/extensions/call", relay.HostToken(t), call); m["refused"] != "not-admitted" {
 		t.Fatalf("a revoked extension ran: %v", m)
+	}
+
+	// The catalogue's WASM text tools, proposed from the panel; a mistyped code keeps the field.
+	tab.Allow(`403.*/api/extensions/approve|/api/extensions/approve.*403`)
+	harness.Eval[bool](tab, `(document.querySelector('#ext-catalogue li[data-id="text-tools"] .ext-stage').click(), true)`)
+	li := `document.querySelector('#ext-pending li[data-id="text-tools"]')`
+	harness.WaitFor[bool](tab, li+` !== null && `+li+`.textContent.includes('wasm')`, readyBound)
+	harness.Eval[bool](tab, `(`+li+`.querySelector('.ext-request').click(), true)`)
+	harness.WaitFor[bool](tab, `!`+li+`.querySelector('.ext-code').hidden`, readyBound)
+	var code string
+	for code == "" {
+		if m := codeLine.FindStringSubmatch(relay.NextLine(t, readyBound)); m != nil && m[1] == "text-tools" {
+			code = m[2]
+		}
+	}
+	wrong := "00000000"
+	if code == wrong {
+		wrong = "00000001"
+	}
+	harness.Eval[bool](tab, `(() => { const li = `+li+`; li.querySelector('.ext-code').value = '`+wrong+`'; li.querySelector('.ext-approve-button').click(); return true; })()`)
+	harness.WaitFor[bool](tab, `document.querySelector('#ext-note').textContent.includes('approval-code-wrong')`, readyBound)
+	harness.Eval[bool](tab, `(() => { const li = `+li+`; li.querySelector('.ext-code').value = '`+code+`'; li.querySelector('.ext-approve-button').click(); return true; })()`)
+	harness.WaitFor[bool](tab, `document.querySelector('#ext-admitted li[data-id="text-tools"] .ext-revoke') !== null`, readyBound)
+	m = post("/api/extensions/call", relay.HostToken(t), `{"extension":"text-tools","tool":"crc32","args":{"input":"123456789"}}`)
+	if obs, _ := m["observed"].(map[string]any); m["ok"] != true || obs["text"] != "cbf43926" {
+		t.Fatalf("the admitted wasm tool: %v", m)
+	}
+	// A person calls it from the Assistant panel too, through the same catalogue the model uses.
+	if state, result := typed(t, tab, `call crc32 {"input":"123456789"}`); state != "ok" || !strings.Contains(result, "cbf43926") {
+		t.Fatalf("call crc32 typed in the Assistant panel: %s %q", state, result)
+	}
+}
+
+// TestAdmittedExtensionRunsOnThePagesRoot: the relay sends the admitted set to the page's worker,
+// whose door verifies extension calls against it. An admitted read-file tool reads the page's
+// OPFS; a call that echoes other bounds, or uses a primitive the descriptor was not admitted with,
+// is refused by the page itself; after a revocation the page refuses the descriptor.
+func TestAdmittedExtensionRunsOnThePagesRoot(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	openExecutor(t, relay)
+	token := relay.HostToken(t)
+	content := "eggs, flour, milk"
+	if a := relay.Call(t, "write-file", map[string]string{"path": "notes/shopping.md", "content": content}); !a.OK {
+		t.Fatalf("write-file answered %s", a.Raw)
+	}
+	// Straight to the page's door, past the relay's own checks: the answer is the page's verdict.
+	direct := func(tool, bounds, args string) map[string]any {
+		t.Helper()
+		return postAPI(t, relay.URL, "/api/root/call", token, `{"tool":"`+tool+`","descriptorId":"notes-reader","boundsEcho":`+bounds+`,"args":`+args+`}`)
+	}
+	read := `{"path":"notes/shopping.md"}`
+	if m := direct("read-file", `{}`, read); m["refused"] != "unattributed-call" {
+		t.Fatalf("before admission the page answered %v", m)
+	}
+	if m := postAPI(t, relay.URL, "/api/extensions/stage-catalogue", "", `{"id":"notes-reader"}`); m["ok"] != true {
+		t.Fatalf("stage: %v", m)
+	}
+	if m := postAPI(t, relay.URL, "/api/extensions/admit", token, `{"id":"notes-reader","decision":"admit","confirm":true}`); m["ok"] != true {
+		t.Fatalf("admit: %v", m)
+	}
+	m := postAPI(t, relay.URL, "/api/extensions/call", token, `{"extension":"notes-reader","tool":"read_note","args":`+read+`}`)
+	if obs, _ := m["observed"].(map[string]any); m["ok"] != true || obs["content"] != content {
+		t.Fatalf("the notes reader through the relay: %v", m)
+	}
+	if m := direct("read-file", `{"maxBytes":1}`, read); m["refused"] != "bounds-mismatch" {
+		t.Fatalf("other bounds: the page answered %v", m)
+	}
+	if m := direct("write-file", `{}`, `{"path":"notes/shopping.md","content":"nothing"}`); m["refused"] != "under-declared" {
+		t.Fatalf("a write under a read-only descriptor: the page answered %v", m)
+	}
+	if m := direct("read-file", `{}`, read); m["ok"] != true {
+		t.Fatalf("the page's door refused the admitted descriptor: %v", m)
+	}
+	if m := postAPI(t, relay.URL, "/api/extensions/revoke", "", `{"id":"notes-reader"}`); m["ok"] != true {
+		t.Fatalf("revoke: %v", m)
+	}
+	if m := direct("read-file", `{}`, read); m["refused"] != "unattributed-call" {
+		t.Fatalf("after revocation the page answered %v", m)
+	}
+	if a := relay.Call(t, "read-file", map[string]string{"path": "notes/shopping.md"}); !a.OK {
+		t.Fatalf("the built-in tools stopped working: %s", a.Raw)
 	}
 }

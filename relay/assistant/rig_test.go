@@ -56,7 +56,8 @@ func newRig(t testing.TB, opts assistant.Options) *rig {
 	r := &rig{t: t, state: state}
 	r.hub = hub.New(hub.Options{Pairings: state, HelloBound: bound, OnPageTools: func(tools json.RawMessage) { r.cat.SetPageTools(tools) }})
 	hub.Register(srv, r.hub, state)
-	r.exts = &extensions.Registry{Store: extensions.NewStore(t.TempDir(), nil), Fetcher: &extensions.Fetcher{}, Ask: r.hub.Ask, Console: io.Discard}
+	r.exts = &extensions.Registry{Store: extensions.NewStore(t.TempDir(), nil), Fetcher: &extensions.Fetcher{}, Ask: r.hub.Ask, Console: io.Discard,
+		Publish: r.hub.SetAdmitted}
 	if err := r.exts.Reload(); err != nil {
 		t.Fatal(err)
 	}

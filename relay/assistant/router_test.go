@@ -375,7 +375,7 @@ func jsonOf(v any) string {
 func TestExtensionTools(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, assistant.Options{})
-	r.machine()
+	dir := r.machine()
 	ev := r.events()
 	desc := `{"id":"scribe","name":"Scribe","description":"Writes notes.","source":"local","capabilities":["write"],"bounds":{},` +
 		`"tools":[{"name":"write_note","description":"Write a note.","primitive":"write-file","params":{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"]}}]}`
@@ -403,12 +403,15 @@ func TestExtensionTools(t *testing.T) {
 	if d := wait(t, answer); d["refused"] != string(refusal.ApprovalDenied) {
 		t.Fatalf("a denied extension write answered %v", d)
 	}
-	// Approved, it runs on the root's executor (which, until the admitted set reaches
-	// executors, refuses the extension's descriptor as unattributed).
+	// Approved, it runs on the root's executor, which holds the admitted set and verifies the
+	// call's attribution against it.
 	answer = r.async("call_extension", map[string]string{"name": "write_note", "arguments": `{"path":"n.txt","content":"x"}`})
 	r.decideNext(ev, true)
-	if d := wait(t, answer); d["refused"] != string(refusal.UnattributedCall) && d["approval"] != "approved" {
+	if d := wait(t, answer); d["refused"] != nil || d["approval"] != "approved" {
 		t.Fatalf("an approved extension write answered %v", d)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "n.txt")); err != nil || string(b) != "x" {
+		t.Fatalf("after the approved write the machine's disk holds %q, %v", b, err)
 	}
 }
 

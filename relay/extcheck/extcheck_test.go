@@ -16,7 +16,7 @@ import (
 func TestCatalogueVerdicts(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{
-		"web-search": "", "brave-search": "", "mcp-server-remote": "", "notes-reader": "",
+		"web-search": "", "brave-search": "", "mcp-server-remote": "", "notes-reader": "", "text-tools": "",
 		"mcp-server-local": "exec-absent",
 	}
 	files, _ := filepath.Glob("../../catalogue/*.json")

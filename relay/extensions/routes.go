@@ -9,14 +9,18 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"voicebox/catalogue"
+	"voicebox/relay/extensions/wasmtool"
 	"voicebox/relay/server"
+	"voicebox/shared/channel"
 	"voicebox/shared/extensions"
 	"voicebox/shared/refusal"
+	"voicebox/shared/toolschema"
 	"voicebox/shared/wire"
 )
 
@@ -30,36 +34,104 @@ type Registry struct {
 	// Console receives approval codes; it is the relay's own console, never an HTTP response.
 	Console io.Writer
 	Log     *slog.Logger
+	// Wasm runs wasm tools; nil means a runner with the default limits, made at the first call.
+	Wasm *wasmtool.Runner
+	// Publish, when set, gets the admitted set as a control frame (channel.MarshalAdmitted)
+	// after every Reload, in order; the relay hands it to the hub (Hub.SetAdmitted), which sends
+	// it to whoever holds the root, so their doors verify extension calls against it.
+	Publish func(frame []byte)
+
+	reloadMu sync.Mutex // one Reload at a time, so frames are published in order
 
 	mu       sync.Mutex
 	loaded   map[string]Loaded
+	schemas  map[string]map[string]*toolschema.Schema // by descriptor id, then tool name
 	budgets  map[string]*Budget
 	problems []Problem
 	seq      uint64
+	wasmOnce sync.Once
+}
+
+// noParams is the schema of a tool that declares no params: it takes no arguments.
+var noParams = mustSchema(`{"type":"object","additionalProperties":false}`)
+
+func mustSchema(raw string) *toolschema.Schema {
+	s, err := toolschema.Parse([]byte(raw))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// toolSchemas compiles the params of d's tools (Admit has checked they are in the subset).
+func toolSchemas(d *extensions.Descriptor) (map[string]*toolschema.Schema, error) {
+	out := map[string]*toolschema.Schema{}
+	for _, t := range d.Tools {
+		out[t.Name] = noParams
+		if len(t.Params) > 0 {
+			s, err := toolschema.Parse(t.Params)
+			if err != nil {
+				return nil, err
+			}
+			out[t.Name] = s
+		}
+	}
+	return out, nil
 }
 
 // Reload reads the store again: only ledger-backed descriptors that pass the gate are loaded.
 func (g *Registry) Reload() error {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	if err := g.reload(); err != nil {
+		return err
+	}
+	if g.Publish != nil {
+		g.Publish(g.AdmittedFrame())
+	}
+	return nil
+}
+
+func (g *Registry) reload() error {
 	l, p, err := g.Store.Load()
 	if err != nil {
 		return err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.loaded, g.problems = map[string]Loaded{}, p
+	g.loaded, g.schemas, g.problems = map[string]Loaded{}, map[string]map[string]*toolschema.Schema{}, p
 	if g.budgets == nil {
 		g.budgets = map[string]*Budget{}
 	}
 	for _, x := range l {
+		schemas, err := toolSchemas(x.Descriptor)
+		if err != nil {
+			r, ok := refusal.As(err)
+			if !ok {
+				r = refusal.New(refusal.InvalidToolParameters, "%s", err)
+			}
+			g.problems = append(g.problems, Problem{x.Descriptor.ID, r.Rule, r.Why})
+			continue
+		}
 		g.loaded[x.Descriptor.ID] = x
+		g.schemas[x.Descriptor.ID] = schemas
 		if _, ok := g.budgets[x.Descriptor.ID]; !ok {
 			g.budgets[x.Descriptor.ID] = NewBudget(x.Descriptor.Bounds.MaxRequests)
 		}
 	}
-	for _, x := range p {
+	for _, x := range g.problems {
 		g.logger().Warn("extension not loaded", "id", x.ID, "refused", x.Rule, "why", x.Why)
 	}
 	return nil
+}
+
+func (g *Registry) wasm() *wasmtool.Runner {
+	g.wasmOnce.Do(func() {
+		if g.Wasm == nil {
+			g.Wasm = wasmtool.New(wasmtool.Limits{})
+		}
+	})
+	return g.Wasm
 }
 
 func (g *Registry) logger() *slog.Logger {
@@ -79,6 +151,28 @@ func (g *Registry) Admitted() wire.AdmittedMap {
 		m[id] = extensions.BoundsJSON(x.Descriptor.Bounds)
 	}
 	return m
+}
+
+// AdmittedFrame returns the admitted set as the control frame executors read: each loaded
+// descriptor's bounds and the primitives of its tools that run on the root's executor (http-get
+// and wasm run in the relay, so an executor never runs them for an extension).
+func (g *Registry) AdmittedFrame() []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	set := map[string]channel.AdmittedEntry{}
+	for id, x := range g.loaded {
+		e := channel.AdmittedEntry{Bounds: extensions.BoundsJSON(x.Descriptor.Bounds), Primitives: []string{}}
+		for _, t := range x.Descriptor.Tools {
+			switch t.Primitive {
+			case extensions.Now, extensions.ReadFile, extensions.WriteFile, extensions.ListFiles:
+				if !slices.Contains(e.Primitives, string(t.Primitive)) {
+					e.Primitives = append(e.Primitives, string(t.Primitive))
+				}
+			}
+		}
+		set[id] = e
+	}
+	return channel.MarshalAdmitted(set)
 }
 
 func (g *Registry) loadedTools(except string) []string {
@@ -190,12 +284,15 @@ func (g *Registry) ListExtensions() Listing {
 }
 
 // CallExtension runs tool of admitted extension id with args (a JSON object) and returns its
-// observation or a refusal. Staged, denied or revoked extensions are refused not-admitted. It is
+// observation or a refusal. Staged, denied or revoked extensions are refused not-admitted; the
+// arguments are validated against the tool's params (toolschema, the same rules as mini-app
+// tools; a tool without params takes no arguments) before the call is routed by primitive. It is
 // what the call_extension tool runs.
 func (g *Registry) CallExtension(ctx context.Context, id, tool string, args json.RawMessage) (json.RawMessage, error) {
 	g.mu.Lock()
 	x, ok := g.loaded[id]
 	budget := g.budgets[id]
+	schema := g.schemas[id][tool]
 	g.seq++
 	callID := fmt.Sprintf("ext-%d", g.seq)
 	g.mu.Unlock()
@@ -208,15 +305,15 @@ func (g *Registry) CallExtension(ctx context.Context, id, tool string, args json
 			t = &x.Descriptor.Tools[i]
 		}
 	}
-	if t == nil {
+	if t == nil || schema == nil {
 		return nil, refusal.New(refusal.UnknownTool, "extension %s has no tool %q", id, tool)
 	}
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage(`{}`)
+	argMap, err := schema.Validate(args)
+	if err != nil {
+		return nil, err
 	}
-	var argMap map[string]any
-	if json.Unmarshal(args, &argMap) != nil {
-		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments must be a JSON object")
+	if args, err = json.Marshal(argMap); err != nil { // hand on exactly what was checked
+		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments cannot be encoded again")
 	}
 	log := g.logger().With("extension", id, "tool", tool)
 	switch t.Primitive {
@@ -235,6 +332,8 @@ func (g *Registry) CallExtension(ctx context.Context, id, tool string, args json
 		}
 		log.Info("extension call", "url", Redact(u), "status", res.Status, "via", strings.Join(res.Via, " -> "), "servedBy", res.ServedBy)
 		return json.Marshal(res)
+	case extensions.Wasm:
+		return g.callWasm(ctx, log, t, argMap)
 	case extensions.ReadFile, extensions.WriteFile, extensions.ListFiles, extensions.Now:
 		if g.Ask == nil {
 			return nil, refusal.New(refusal.NoRoot, "no root executor is connected to run %s", t.Primitive)
@@ -250,7 +349,34 @@ func (g *Registry) CallExtension(ctx context.Context, id, tool string, args json
 		}
 		return a.Observed, nil
 	}
-	return nil, refusal.New(refusal.UnknownPrimitive, "the relay does not run %s yet", t.Primitive)
+	return nil, refusal.New(refusal.UnknownPrimitive, "the relay has no primitive %s", t.Primitive)
+}
+
+// WasmInput is the argument whose string value (as UTF-8 bytes) a wasm tool gets as its input.
+const WasmInput = "input"
+
+// callWasm runs a wasm tool in the relay: its module is read afresh from the extensions
+// directory (where the admitted descriptor lives) and its digest checked again on every call.
+func (g *Registry) callWasm(ctx context.Context, log *slog.Logger, t *extensions.Tool, args map[string]any) (json.RawMessage, error) {
+	input := ""
+	if v, ok := args[WasmInput]; ok {
+		s, isString := v.(string)
+		if !isString {
+			return nil, refusal.New(refusal.InvalidArgumentType, "argument %q of a wasm tool is a string (its input)", WasmInput)
+		}
+		input = s
+	}
+	runner := g.wasm()
+	module, err := wasmtool.ReadModule(g.Store.Dir(), t.Wasm.Module, runner.Limits().MaxModuleBytes)
+	if err == nil {
+		var out *wasmtool.Output
+		if out, err = runner.Call(ctx, module, *t.Wasm, []byte(input)); err == nil {
+			log.Info("extension call", "primitive", extensions.Wasm, "module", t.Wasm.Module, "inputBytes", len(input), "outputBytes", out.Bytes)
+			return json.Marshal(out)
+		}
+	}
+	log.Info("extension call refused", "primitive", extensions.Wasm, "module", t.Wasm.Module, "refused", refusal.RuleOf(err), "err", err.Error())
+	return nil, err
 }
 
 const maxDecisionBody = 4 << 10
@@ -330,7 +456,7 @@ func (g *Registry) Register(srv *server.Server, check func(string) bool) {
 			server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "the catalogue has no %q", body.ID))
 			return
 		}
-		if _, err := g.Store.Stage(raw); err != nil {
+		if err := g.Store.StageCatalogue(raw, catalogue.Files); err != nil {
 			writeErr(w, err)
 			return
 		}
@@ -448,8 +574,11 @@ func writeErr(w http.ResponseWriter, err error) {
 		switch r.Rule {
 		case refusal.NotFound:
 			status = http.StatusNotFound
-		case refusal.PermissionDenied, refusal.ApprovalPlanChanged:
+		case refusal.PermissionDenied, refusal.ApprovalPlanChanged, refusal.ApprovalCodeWrong, refusal.ApprovalCodeExhausted,
+			refusal.ApprovalCodeExpired, refusal.ApprovalCodeUsed, refusal.ApprovalCodeMissing:
 			status = http.StatusForbidden
+		case refusal.ApprovalRateLimited:
+			status = http.StatusTooManyRequests
 		}
 		server.WriteRefusal(w, status, r)
 		return

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"voicebox/relay/extensions/wasmtool"
 	"voicebox/relay/server"
 	"voicebox/shared/wire"
 )
@@ -27,7 +29,10 @@ func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(
 
 type fixture struct {
 	t       *testing.T
+	g       *Registry
+	dir     string
 	url     string
+	clock   *fakeClock
 	console *syncBuf
 	logs    *syncBuf
 	asked   []wire.Call
@@ -39,11 +44,16 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Registry{Store: NewStore(t.TempDir(), nil), Fetcher: &Fetcher{}, Console: f.console, Log: slog.New(slog.NewTextHandler(f.logs, nil)),
+	f.dir = t.TempDir()
+	f.clock = &fakeClock{t: time.Now()}
+	g := &Registry{Store: NewStore(f.dir, f.clock.now), Fetcher: &Fetcher{}, Console: f.console, Log: slog.New(slog.NewTextHandler(f.logs, nil)),
+		Wasm: wasmtool.New(wasmtool.Limits{Timeout: 2 * time.Second}),
 		Ask: func(ctx context.Context, c wire.Call) wire.Answer {
 			f.asked = append(f.asked, c)
 			return wire.Answer{CallID: c.CallID, OK: true, Observed: json.RawMessage(`{"content":"note text"}`)}
 		}}
+	t.Cleanup(func() { g.Wasm.Close(context.Background()) })
+	f.g = g
 	if err := g.Reload(); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +113,7 @@ func TestRoutesHostTokenAdmission(t *testing.T) {
 		t.Fatalf("listing: %s", body)
 	}
 	f.do("POST", "/api/extensions/revoke", "tok", `{"id":"notes"}`)
-	if _, m, _ := f.do("POST", "/api/extensions/call", "tok", `{"extension":"notes","tool":"read_note","args":{}}`); m["refused"] != "not-admitted" {
+	if _, m, _ := f.do("POST", "/api/extensions/call", "tok", `{"extension":"notes","tool":"read_note","args":{"path":"a.txt"}}`); m["refused"] != "not-admitted" {
 		t.Fatalf("a revoked tool ran: %v", m)
 	}
 }
@@ -131,5 +141,69 @@ func TestRoutesConsoleCodeAndCatalogue(t *testing.T) {
 	// only a host outside bounds is tried here; it is refused before any request.
 	if _, m, _ := f.do("POST", "/api/extensions/call", "tok", `{"extension":"web-search","tool":"nope"}`); m["refused"] != "unknown-tool" {
 		t.Fatalf("unknown tool: %v", m)
+	}
+}
+
+// TestRoutesConsoleCodeRefusals drives every way a console code fails over HTTP: each has its own
+// rule, and the code itself never appears in a response.
+func TestRoutesConsoleCodeRefusals(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.do("POST", "/api/extensions/sideload", "", notesRaw)
+	var bodies []string
+	request := func() string {
+		t.Helper()
+		before := f.console.String()
+		code, _, body := f.do("POST", "/api/extensions/approval-request", "", `{"id":"notes"}`)
+		bodies = append(bodies, body)
+		found := regexp.MustCompile(`approval code for extension notes: (\d{8})`).FindStringSubmatch(strings.TrimPrefix(f.console.String(), before))
+		if code != 200 || found == nil {
+			t.Fatalf("approval-request: %d %s", code, body)
+		}
+		return found[1]
+	}
+	approve := func(code string, wantStatus int, want string) {
+		t.Helper()
+		status, m, body := f.do("POST", "/api/extensions/approve", "", `{"id":"notes","code":"`+code+`"}`)
+		bodies = append(bodies, body)
+		if status != wantStatus || (want != "" && m["refused"] != want) {
+			t.Fatalf("approve: %d %s, want %d %s", status, body, wantStatus, want)
+		}
+	}
+	approve("12345678", 403, "approval-code-missing")
+
+	code := request()
+	for range MaxCodeAttempts {
+		approve(wrongCode(code), 403, "approval-code-wrong")
+	}
+	approve(code, 403, "approval-code-exhausted")
+
+	code = request()
+	f.clock.add(CodeLifetime + time.Second)
+	approve(code, 403, "approval-code-expired")
+
+	code = request()
+	f.do("POST", "/api/extensions/sideload", "", strings.Replace(notesRaw, `"name":"Notes"`, `"name":"Notes, renamed"`, 1))
+	approve(code, 403, "approval-plan-changed")
+
+	code = request()
+	approve(code, 200, "")
+	approve(code, 403, "approval-code-used")
+
+	f.do("POST", "/api/extensions/sideload", "", strings.Replace(notesRaw, `"id":"notes"`, `"id":"notes2"`, 1))
+	if status, _, body := f.do("POST", "/api/extensions/approval-request", "", `{"id":"notes2"}`); status != 200 { // the fifth
+		t.Fatalf("the fifth request: %d %s", status, body)
+	}
+	status, m, body := f.do("POST", "/api/extensions/approval-request", "", `{"id":"notes2"}`)
+	bodies = append(bodies, body)
+	if status != 429 || m["refused"] != "approval-rate-limited" {
+		t.Fatalf("the sixth request in the window: %d %s", status, body)
+	}
+	for _, c := range regexp.MustCompile(`\d{8}`).FindAllString(f.console.String(), -1) {
+		for _, b := range bodies {
+			if strings.Contains(b, c) {
+				t.Fatalf("the code %s appeared in a response: %s", c, b)
+			}
+		}
 	}
 }

@@ -4,19 +4,25 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"voicebox/relay/extensions/wasmtool"
 	"voicebox/shared/extensions"
+	"voicebox/shared/fsroot"
 	"voicebox/shared/refusal"
 )
 
@@ -25,6 +31,11 @@ const (
 	CodeLifetime    = 2 * time.Minute
 	MaxCodeAttempts = 5
 	CodeDigits      = 8
+	// MaxCodeRequests codes may be asked for within CodeRequestWindow; one more is refused
+	// approval-rate-limited. With MaxCodeAttempts guesses per code, that bounds how fast anyone
+	// able to reach the relay can guess at the 10^8 codes.
+	MaxCodeRequests   = 5
+	CodeRequestWindow = 10 * time.Minute
 )
 
 // LedgerFile and PendingFile are the store's files in the host state directory.
@@ -45,10 +56,18 @@ type LedgerEntry struct {
 // Store keeps proposals (proposals/<id>.json), admitted descriptors (<id>.json beside the ledger)
 // and the ledger in one directory. It is safe for concurrent use.
 type Store struct {
-	dir   string
-	clock func() time.Time
-	mu    sync.Mutex
-	code  *pending
+	dir      string
+	clock    func() time.Time
+	mu       sync.Mutex
+	code     *pending
+	spent    *spentCode  // how the last code ended, so a late attempt is told why
+	requests []time.Time // when codes were asked for, within CodeRequestWindow
+}
+
+// spentCode is a code that no longer admits, and the rule a later attempt with it gets.
+type spentCode struct {
+	id, code string
+	rule     refusal.Rule
 }
 
 type pending struct {
@@ -67,6 +86,10 @@ func NewStore(dir string, clock func() time.Time) *Store {
 	return &Store{dir: dir, clock: clock}
 }
 
+// Dir returns the directory the store keeps its files in. Admitted descriptors live there, so
+// the modules their wasm tools name are found there too.
+func (s *Store) Dir() string { return s.dir }
+
 // Stage validates raw and writes it to proposals/<id>.json. It never loads or runs it.
 func (s *Store) Stage(raw []byte) (*extensions.Descriptor, error) {
 	d, r := extensions.Parse(raw)
@@ -77,6 +100,74 @@ func (s *Store) Stage(raw []byte) (*extensions.Descriptor, error) {
 		return nil, err
 	}
 	return d, os.WriteFile(filepath.Join(s.dir, "proposals", d.ID+".json"), raw, 0o600)
+}
+
+// StageCatalogue stages raw, a descriptor shipped in fsys (the catalogue), and copies the WASM
+// modules its tools name from fsys into the store's directory at the same relative paths, where
+// the descriptor finds them once admitted. Copying runs nothing.
+func (s *Store) StageCatalogue(raw []byte, fsys fs.FS) error {
+	d, r := extensions.Parse(raw)
+	if r != nil {
+		return r
+	}
+	for _, t := range d.Tools {
+		if t.Primitive != extensions.Wasm || t.Wasm == nil {
+			continue
+		}
+		if err := fsroot.Check(t.Wasm.Module); err != nil {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, t.Wasm.Module)
+		if err != nil {
+			return refusal.New(refusal.NotFound, "the catalogue does not ship the module %s", t.Wasm.Module)
+		}
+		if err := s.putModule(t.Wasm.Module, b); err != nil {
+			return err
+		}
+	}
+	_, err := s.Stage(raw)
+	return err
+}
+
+// putModule writes b to name inside the store's directory (through os.Root, by a temporary file
+// and a rename, so a reader never sees half a module).
+func (s *Store) putModule(name string, b []byte) error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(s.dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if dir := path.Dir(name); dir != "." {
+		if err := root.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	tmp := path.Join(path.Dir(name), "."+path.Base(name)+".tmp")
+	if err := root.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return root.Rename(tmp, name)
+}
+
+// checkModules refuses to admit d when a wasm tool's module is not in the store's directory
+// with the pinned digest (the digest is checked again at every call).
+func (s *Store) checkModules(d *extensions.Descriptor) error {
+	for _, t := range d.Tools {
+		if t.Primitive != extensions.Wasm || t.Wasm == nil {
+			continue
+		}
+		b, err := wasmtool.ReadModule(s.dir, t.Wasm.Module, wasmtool.DefaultMaxModuleBytes)
+		if err != nil {
+			return err
+		}
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != t.Wasm.SHA256 {
+			return refusal.New(refusal.DigestMismatch, "the module %s in the extensions directory does not have the sha256 tool %s pins; put the right file there first", t.Wasm.Module, t.Name)
+		}
+	}
+	return nil
 }
 
 // Proposal returns the staged descriptor id and its raw bytes.
@@ -126,6 +217,9 @@ func (s *Store) decideLocked(id string, admit bool, by string, existingTools []s
 	if r := extensions.Admit(d, extensions.Machine, existingTools); r != nil {
 		return plan, r
 	}
+	if err := s.checkModules(d); err != nil {
+		return plan, err
+	}
 	if err := os.WriteFile(filepath.Join(s.dir, id+".json"), raw, 0o600); err != nil {
 		return plan, err
 	}
@@ -146,6 +240,7 @@ func (s *Store) Revoke(id string) error {
 // RequestCode mints a single-use console code for proposal id, bound to its current plan hash,
 // and writes it to .pending-approval.json (0600). The caller prints it on the console; it must
 // never go into an HTTP response. One code is outstanding at a time: a new request replaces it.
+// At most MaxCodeRequests requests succeed within CodeRequestWindow (approval-rate-limited).
 func (s *Store) RequestCode(id string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -153,39 +248,55 @@ func (s *Store) RequestCode(id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	now := s.clock()
+	recent := s.requests[:0]
+	for _, t := range s.requests {
+		if now.Sub(t) < CodeRequestWindow {
+			recent = append(recent, t)
+		}
+	}
+	s.requests = recent
+	if len(recent) >= MaxCodeRequests {
+		wait := recent[0].Add(CodeRequestWindow).Sub(now).Round(time.Second)
+		return "", refusal.New(refusal.ApprovalRateLimited, "%d approval codes were asked for in the last %s; the next can be asked for in %s", len(recent), CodeRequestWindow, wait)
+	}
 	n, err := rand.Int(rand.Reader, big.NewInt(100_000_000))
 	if err != nil {
 		return "", err
 	}
-	p := &pending{Code: fmt.Sprintf("%08d", n.Int64()), ID: id, Hash: extensions.Disclose(d, extensions.Machine, raw).Hash, Expires: s.clock().Add(CodeLifetime)}
+	p := &pending{Code: fmt.Sprintf("%08d", n.Int64()), ID: id, Hash: extensions.Disclose(d, extensions.Machine, raw).Hash, Expires: now.Add(CodeLifetime)}
 	b, _ := json.Marshal(p)
 	if err := os.WriteFile(filepath.Join(s.dir, PendingFile), b, 0o600); err != nil {
 		return "", err
 	}
-	s.code = p
+	s.code, s.spent = p, nil
+	s.requests = append(s.requests, now)
 	return p.Code, nil
 }
 
 // Approve admits proposal id when code is the outstanding code for it, unexpired, within its
-// attempts, and the proposal is unchanged since the code was issued.
+// attempts, and the proposal is unchanged since the code was issued. Each way a code can fail has
+// its own rule: approval-code-missing (none was asked for this proposal), approval-code-wrong,
+// approval-code-exhausted (after MaxCodeAttempts wrong ones), approval-code-expired,
+// approval-code-used and approval-plan-changed.
 func (s *Store) Approve(id, code string, existingTools []string) (extensions.Plan, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.code
 	if p == nil || p.ID != id {
-		return extensions.Plan{}, refusal.New(refusal.PermissionDenied, "no approval code is outstanding for %q; request one first", id)
+		return extensions.Plan{}, s.spentLocked(id, code)
 	}
 	if s.clock().After(p.Expires) {
-		s.clearLocked()
-		return extensions.Plan{}, refusal.New(refusal.PermissionDenied, "the approval code expired; codes last %s", CodeLifetime)
+		s.endLocked(refusal.ApprovalCodeExpired)
+		return extensions.Plan{}, s.spentLocked(id, code)
 	}
 	p.Attempts++
 	if subtle.ConstantTimeCompare([]byte(code), []byte(p.Code)) != 1 {
 		if p.Attempts >= MaxCodeAttempts {
-			s.clearLocked()
-			return extensions.Plan{}, refusal.New(refusal.PermissionDenied, "wrong approval code %d times; the code is void, request a new one", MaxCodeAttempts)
+			s.endLocked(refusal.ApprovalCodeExhausted)
+			return extensions.Plan{}, refusal.New(refusal.ApprovalCodeWrong, "wrong approval code; that was attempt %d of %d, so the code is void now: ask for a new one", p.Attempts, MaxCodeAttempts)
 		}
-		return extensions.Plan{}, refusal.New(refusal.PermissionDenied, "wrong approval code (%d of %d attempts used)", p.Attempts, MaxCodeAttempts)
+		return extensions.Plan{}, refusal.New(refusal.ApprovalCodeWrong, "wrong approval code (%d of %d attempts used)", p.Attempts, MaxCodeAttempts)
 	}
 	d, raw, err := s.Proposal(id)
 	if err != nil {
@@ -193,10 +304,34 @@ func (s *Store) Approve(id, code string, existingTools []string) (extensions.Pla
 	}
 	if extensions.Disclose(d, extensions.Machine, raw).Hash != p.Hash {
 		s.clearLocked()
-		return extensions.Plan{}, refusal.New(refusal.ApprovalPlanChanged, "the proposal changed after the code was issued; review the new plan and request a new code")
+		return extensions.Plan{}, refusal.New(refusal.ApprovalPlanChanged, "the proposal changed after the code was issued; review the new plan and ask for a new code")
 	}
-	s.clearLocked()
+	s.endLocked(refusal.ApprovalCodeUsed)
 	return s.decideLocked(id, true, "console-code", existingTools)
+}
+
+// endLocked retires the outstanding code, remembering why for later attempts.
+func (s *Store) endLocked(why refusal.Rule) {
+	s.spent = &spentCode{id: s.code.ID, code: s.code.Code, rule: why}
+	s.clearLocked()
+}
+
+// spentLocked is the refusal for an attempt when no code is outstanding for id.
+func (s *Store) spentLocked(id, code string) error {
+	sp := s.spent
+	if sp != nil && sp.id == id {
+		switch sp.rule {
+		case refusal.ApprovalCodeExpired:
+			return refusal.New(sp.rule, "the approval code for %s expired (codes last %s); ask for a new one", id, CodeLifetime)
+		case refusal.ApprovalCodeExhausted:
+			return refusal.New(sp.rule, "the approval code for %s took %d wrong attempts and is void; ask for a new one", id, MaxCodeAttempts)
+		case refusal.ApprovalCodeUsed:
+			if subtle.ConstantTimeCompare([]byte(code), []byte(sp.code)) == 1 {
+				return refusal.New(sp.rule, "that code already admitted %s; a code works once", id)
+			}
+		}
+	}
+	return refusal.New(refusal.ApprovalCodeMissing, "no approval code is outstanding for %q; ask for one first (Request approval code)", id)
 }
 
 func (s *Store) clearLocked() {

@@ -3,21 +3,37 @@ package extensions
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"voicebox/shared/refusal"
 )
 
-const notesRaw = `{"id":"notes","name":"Notes","capabilities":["read"],"bounds":{},"tools":[{"name":"read_note","primitive":"read-file"}]}`
+const notesRaw = `{"id":"notes","name":"Notes","capabilities":["read"],"bounds":{},"tools":[{"name":"read_note","primitive":"read-file","params":{"type":"object","properties":{"path":{"type":"string","minLength":1}},"required":["path"]}}]}`
 
-type fakeClock struct{ t time.Time }
+// fakeClock is a clock a test moves by hand; safe to read from the relay's handlers.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
 
-func (c *fakeClock) now() time.Time { return c.t }
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
 
 func newStore(t *testing.T) (*Store, *fakeClock, string) {
 	dir := t.TempDir()
-	c := &fakeClock{time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	c := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	return NewStore(dir, c.now), c, dir
 }
 
@@ -87,9 +103,23 @@ func TestHostTokenAdmissionDenyRevokeAndReload(t *testing.T) {
 	}
 }
 
+// wrongCode returns an 8-digit code that is not code.
+func wrongCode(code string) string {
+	if code == "00000000" {
+		return "00000001"
+	}
+	return "00000000"
+}
+
 func TestConsoleCode(t *testing.T) {
 	t.Parallel()
-	t.Run("right code admits once", func(t *testing.T) {
+	rule := func(t *testing.T, err error, want refusal.Rule) {
+		t.Helper()
+		if r, ok := refusal.As(err); !ok || r.Rule != want || r.Why == "" {
+			t.Fatalf("err = %v, want %s", err, want)
+		}
+	}
+	t.Run("right code admits once, then is used", func(t *testing.T) {
 		s, _, dir := newStore(t)
 		s.Stage([]byte(notesRaw))
 		code, err := s.RequestCode("notes")
@@ -109,43 +139,76 @@ func TestConsoleCode(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, PendingFile)); !os.IsNotExist(err) {
 			t.Fatal("the pending file outlived its code")
 		}
-		if _, err := s.Approve("notes", code, nil); err == nil {
-			t.Fatal("a code worked twice")
-		}
+		_, err = s.Approve("notes", code, nil)
+		rule(t, err, refusal.ApprovalCodeUsed)
 	})
 	t.Run("wrong code five times voids it", func(t *testing.T) {
 		s, _, _ := newStore(t)
 		s.Stage([]byte(notesRaw))
 		code, _ := s.RequestCode("notes")
-		wrong := "00000000"
-		if code == wrong {
-			wrong = "00000001"
-		}
-		for range MaxCodeAttempts {
-			if _, err := s.Approve("notes", wrong, nil); err == nil {
-				t.Fatal("a wrong code admitted")
+		for i := range MaxCodeAttempts {
+			_, err := s.Approve("notes", wrongCode(code), nil)
+			rule(t, err, refusal.ApprovalCodeWrong)
+			if i == MaxCodeAttempts-1 && !strings.Contains(err.Error(), "void") {
+				t.Fatalf("the last wrong attempt does not say the code is void: %v", err)
 			}
 		}
-		if _, err := s.Approve("notes", code, nil); err == nil {
-			t.Fatal("the right code worked after five wrong attempts")
+		_, err := s.Approve("notes", code, nil)
+		rule(t, err, refusal.ApprovalCodeExhausted)
+		if ids, _ := loadedIDs(t, s); len(ids) != 0 {
+			t.Fatal("admitted after five wrong attempts")
+		}
+		if fresh, err := s.RequestCode("notes"); err != nil {
+			t.Fatal(err)
+		} else if _, err := s.Approve("notes", fresh, nil); err != nil {
+			t.Fatalf("a new code after the void one: %v", err)
 		}
 	})
 	t.Run("expired", func(t *testing.T) {
 		s, c, _ := newStore(t)
 		s.Stage([]byte(notesRaw))
 		code, _ := s.RequestCode("notes")
-		c.t = c.t.Add(CodeLifetime + time.Second)
-		if _, err := s.Approve("notes", code, nil); err == nil {
-			t.Fatal("an expired code admitted")
-		}
+		c.add(CodeLifetime + time.Second)
+		_, err := s.Approve("notes", code, nil)
+		rule(t, err, refusal.ApprovalCodeExpired)
+		_, err = s.Approve("notes", code, nil)
+		rule(t, err, refusal.ApprovalCodeExpired)
+	})
+	t.Run("missing", func(t *testing.T) {
+		s, _, _ := newStore(t)
+		s.Stage([]byte(notesRaw))
+		_, err := s.Approve("notes", "12345678", nil)
+		rule(t, err, refusal.ApprovalCodeMissing)
+		s.Stage([]byte(`{"id":"other","name":"O","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`))
+		code, _ := s.RequestCode("other")
+		_, err = s.Approve("notes", code, nil) // a code is bound to its proposal
+		rule(t, err, refusal.ApprovalCodeMissing)
 	})
 	t.Run("plan changed", func(t *testing.T) {
 		s, _, _ := newStore(t)
 		s.Stage([]byte(notesRaw))
 		code, _ := s.RequestCode("notes")
 		s.Stage([]byte(`{"id":"notes","name":"Notes","capabilities":["read","write"],"bounds":{},"tools":[{"name":"read_note","primitive":"read-file"},{"name":"w","primitive":"write-file"}]}`))
-		if _, err := s.Approve("notes", code, nil); refusal.RuleOf(err) != refusal.ApprovalPlanChanged {
-			t.Fatalf("err = %v, want approval-plan-changed", err)
+		_, err := s.Approve("notes", code, nil)
+		rule(t, err, refusal.ApprovalPlanChanged)
+		if ids, _ := loadedIDs(t, s); len(ids) != 0 {
+			t.Fatal("the changed proposal was admitted")
+		}
+	})
+	t.Run("requests are rate limited", func(t *testing.T) {
+		s, c, _ := newStore(t)
+		s.Stage([]byte(notesRaw))
+		for range MaxCodeRequests {
+			if _, err := s.RequestCode("notes"); err != nil {
+				t.Fatal(err)
+			}
+			c.add(time.Second)
+		}
+		_, err := s.RequestCode("notes")
+		rule(t, err, refusal.ApprovalRateLimited)
+		c.add(CodeRequestWindow)
+		if _, err := s.RequestCode("notes"); err != nil {
+			t.Fatalf("after the window: %v", err)
 		}
 	})
 }

@@ -30,7 +30,10 @@
 // envelope (both carry "v"). Control frames are JSON objects with a "type" and no "v". The page
 // sends {"type":"root","kind":"opfs"|"handle","name":...} after it connects and whenever its root
 // changes, and {"type":"tools","tools":[...]} (its open mini-apps' tools, see Options.OnPageTools)
-// whenever they change. No frame may exceed wire.MaxFrameBytes.
+// whenever they change. The relay sends the admitted set ({"type":"admitted",...}, see
+// channel.AdmittedType) to an executor before it takes the slot, and again on every change
+// (SetAdmitted), so the executor's door verifies extension calls against its own current copy.
+// No frame may exceed wire.MaxFrameBytes.
 package hub
 
 import (
@@ -162,6 +165,41 @@ type Hub struct {
 	close bool
 
 	toolsMu sync.Mutex // orders OnPageTools calls
+	// admMu orders the admitted frames: a connection gets the current one before it takes the
+	// slot, and SetAdmitted sends to whoever holds it, so no executor misses a change.
+	admMu    sync.Mutex
+	admitted []byte // the admitted control frame; nil until SetAdmitted
+}
+
+// SetAdmitted makes frame (a channel.MarshalAdmitted frame) the admitted set every executor gets
+// when it connects, before any call, and sends it now to the executor that holds the root.
+func (h *Hub) SetAdmitted(frame []byte) {
+	h.admMu.Lock()
+	defer h.admMu.Unlock()
+	h.mu.Lock()
+	h.admitted = frame
+	c := h.cur
+	h.mu.Unlock()
+	if c != nil {
+		if err := c.Send(frame); err != nil {
+			h.log.Info("channel: the admitted set could not be sent", "kind", c.kind, "err", err)
+		}
+	}
+}
+
+// attachWithAdmitted sends c the admitted set, then puts it in the slot.
+func (h *Hub) attachWithAdmitted(c *conn) bool {
+	h.admMu.Lock()
+	defer h.admMu.Unlock()
+	h.mu.Lock()
+	frame := h.admitted
+	h.mu.Unlock()
+	if frame != nil {
+		if err := c.Send(frame); err != nil {
+			return false
+		}
+	}
+	return h.attach(c)
 }
 
 // New returns a Hub with an empty slot; until an executor connects, calls are refused no-page.
@@ -375,8 +413,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.kind, c.pairing = channel.Machine, name
 	}
 	c.broker = channel.New(c.kind, c, channel.Options{Timeout: h.opts.CallTimeout, Log: h.log})
-	if !h.attach(c) {
-		ws.Close(websocket.StatusGoingAway, "relay shutting down")
+	if !h.attachWithAdmitted(c) {
+		ws.Close(websocket.StatusGoingAway, "relay shutting down or connection gone")
 		return
 	}
 	log.Info("channel: executor attached", "kind", c.kind.String(), "pairing", c.pairing)

@@ -1,6 +1,8 @@
 // Package machine is the paired machine environment (`relay env`): it dials a relay's /channel,
 // says hello with its bearer, and executes the calls it receives on a directory of this machine
-// through the OS root, so no name and no symbolic link reaches outside that directory.
+// through the OS root, so no name and no symbolic link reaches outside that directory. Extension
+// calls are verified against its own copy of the admitted set, which the relay sends as a
+// control frame (channel.AdmittedType) on connecting and after every change.
 //
 // It reconnects with capped exponential backoff when the connection drops (the relay restarted,
 // the network blinked), and stops for good when the relay refuses it (close 1008: the bearer is
@@ -99,11 +101,12 @@ func Run(ctx context.Context, cfg Config) error {
 	} else {
 		log.Warn("machine: no undo history", "err", err)
 	}
-	door := channel.NewDoor(executor.New(cfg.Root, opts), executor.BuiltinAdmitted(), channel.DoorOptions{Log: log})
+	admitted := channel.NewLiveAdmitted(executor.BuiltinAdmitted())
+	door := channel.NewDoor(executor.New(cfg.Root, opts), admitted, channel.DoorOptions{Log: log})
 	backoff := MinBackoff
 	for {
 		start := time.Now()
-		err := session(ctx, target, cfg, door, log)
+		err := session(ctx, target, cfg, door, admitted, log)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -123,8 +126,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 }
 
-// session is one connection: dial, hello, serve until it ends.
-func session(ctx context.Context, target string, cfg Config, door *channel.Door, log *slog.Logger) error {
+// session is one connection: dial, hello, serve until it ends. The admitted set starts empty on
+// every connection; the relay sends its own before any call.
+func session(ctx context.Context, target string, cfg Config, door *channel.Door, admitted *channel.LiveAdmitted, log *slog.Logger) error {
+	admitted.Replace(nil)
 	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	ws, _, err := websocket.Dial(dialCtx, target, nil)
 	cancel()
@@ -157,6 +162,15 @@ func session(ctx context.Context, target string, cfg Config, door *channel.Door,
 				return ErrReplaced
 			}
 			return err
+		}
+		if channel.ControlType(frame) == channel.AdmittedType {
+			set, err := channel.ParseAdmitted(frame)
+			if err != nil {
+				log.Warn("machine: a malformed admitted set; admitting no extension until the next", "err", err)
+			}
+			admitted.Replace(set)
+			log.Info("machine: admitted set", "extensions", admitted.IDs())
+			continue
 		}
 		if ctl, ok := control(frame); ok {
 			log.Info("machine: control frame", "type", ctl.Type, "refused", ctl.Refused, "why", ctl.Why)

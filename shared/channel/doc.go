@@ -13,7 +13,8 @@
 // An answer frame that does not parse, or names no waiting call, settles nothing: it is counted in
 // Stats and logged, and the call it may have meant keeps waiting until its deadline.
 //
-// The Door re-verifies every call against its own admitted set before running it, contains the
+// The Door re-verifies every call against its own admitted set before running it (a LiveAdmitted,
+// kept current by the relay's admitted control frames, see AdmittedType), contains the
 // executor's panics and errors as exec-threw, and lets the executor's own refusals (and their budget
 // figures, see wire.BudgetError) cross unchanged.
 //

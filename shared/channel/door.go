@@ -46,7 +46,9 @@ type Door struct {
 }
 
 // NewDoor returns a Door that runs calls on exec once they are verified against admitted, the
-// receiver's own record of admitted descriptors and their bounds.
+// receiver's own record of admitted descriptors and their bounds. When admitted is also a
+// ToolScope (a *LiveAdmitted is), a call for a tool its descriptor was not admitted with is
+// refused under-declared.
 func NewDoor(exec Executor, admitted wire.Admitted, opts DoorOptions) *Door {
 	d := &Door{exec: exec, admitted: admitted, log: opts.Log}
 	if d.log == nil {
@@ -89,6 +91,9 @@ func (d *Door) handle(ctx context.Context, frame []byte) (wire.Answer, []byte) {
 	}
 	if r := wire.Verify(call, d.admitted); r != nil {
 		return d.finish(wire.Refuse(call.CallID, r))
+	}
+	if scope, ok := d.admitted.(ToolScope); ok && !scope.Allows(call.DescriptorID, call.Tool) {
+		return d.finish(wire.Refuse(call.CallID, refuseScope(call)))
 	}
 	return d.finish(d.run(ctx, call))
 }

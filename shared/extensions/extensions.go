@@ -134,8 +134,14 @@ var (
 	hexDigest   = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
+// ReservedPrefix starts the ids of Voicebox's own descriptors (such as the built-in file
+// primitives, "voicebox.builtin", which every executor admits); no extension may take one.
+const ReservedPrefix = "voicebox."
+
 // ValidID reports whether id can name a descriptor (and its proposals/<id>.json file).
-func ValidID(id string) bool { return idPattern.MatchString(id) }
+func ValidID(id string) bool {
+	return idPattern.MatchString(id) && !strings.HasPrefix(id, ReservedPrefix)
+}
 
 // Parse decodes a descriptor strictly: unknown fields, trailing data, a bad id or an oversized
 // document are refused bad-descriptor.
@@ -153,7 +159,7 @@ func Parse(raw []byte) (*Descriptor, *refusal.Refusal) {
 		return nil, refusal.New(refusal.BadDescriptor, "the descriptor has data after its JSON object")
 	}
 	if !ValidID(d.ID) {
-		return nil, refusal.New(refusal.BadDescriptor, "a descriptor id is 1 to 64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
+		return nil, refusal.New(refusal.BadDescriptor, "a descriptor id is 1 to 64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, and not starting with %q", ReservedPrefix)
 	}
 	return &d, nil
 }

@@ -70,6 +70,7 @@ func TestParseRefusesUnknownFields(t *testing.T) {
 	for _, raw := range []string{
 		`{"id":"a","name":"A","grant":"everything","tools":[]}`,
 		`{"id":"../x","name":"A","tools":[]}`,
+		`{"id":"voicebox.builtin","name":"A","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`,
 		`{"id":"a"} {}`,
 		`not json`,
 	} {

@@ -176,6 +176,15 @@ const (
 	ApprovalDenied   Rule = "approval-denied"
 	ApprovalTimedOut Rule = "approval-timed-out"
 	NotUnderstood    Rule = "not-understood"
+
+	// Extension approval by console code (relay/extensions): why a code did not admit, and the
+	// limit on asking for codes.
+	ApprovalCodeWrong     Rule = "approval-code-wrong"     // not the outstanding code; attempts remain, or this was the last
+	ApprovalCodeExhausted Rule = "approval-code-exhausted" // the code took its five wrong attempts and is void
+	ApprovalCodeExpired   Rule = "approval-code-expired"   // the code outlived its two minutes
+	ApprovalCodeUsed      Rule = "approval-code-used"      // the code already admitted its proposal
+	ApprovalCodeMissing   Rule = "approval-code-missing"   // no code was asked for this proposal
+	ApprovalRateLimited   Rule = "approval-rate-limited"   // too many codes asked for in the window
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
