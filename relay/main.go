@@ -45,6 +45,7 @@ import (
 	"voicebox/relay/server"
 	"voicebox/relay/session"
 	"voicebox/relay/toolcheck"
+	"voicebox/relay/voice"
 	"voicebox/shared/refusal"
 )
 
@@ -400,9 +401,11 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	exts.Register(srv, state.CheckHostToken)
-	tools = assistant.New(assistant.Options{Root: hb, Extensions: assistant.ExtensionsOf(exts), Log: log})
+	var lv *voice.Handler // made below, with the catalogue as its tools; read once serving
+	tools = assistant.New(assistant.Options{Root: hb, Extensions: assistant.ExtensionsOf(exts), Log: log,
+		Live: func() bool { return lv != nil && lv.Configured() }})
 	tools.Register(srv)
-	lv, err := liveVoice(cfg, state, srv, gate, log, tools)
+	lv, err = liveVoice(cfg, state, srv, gate, log, tools)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 2

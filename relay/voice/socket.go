@@ -106,6 +106,17 @@ func New(opts Options) *Handler {
 	return &Handler{opts: opts, log: log, all: map[*socket]struct{}{}}
 }
 
+// Configured reports whether the next session could talk: the provider the settings name runs
+// live sessions and has a key. The assistant reads it to tell the page whether it is in offline
+// mode.
+func (h *Handler) Configured() bool {
+	c := h.opts.Settings.Current()
+	if _, err := h.opts.Registry.InputRate(c.Provider); err != nil {
+		return false
+	}
+	return h.opts.Keys.Key(c.Provider) != ""
+}
+
 // Open returns how many /live sockets are open.
 func (h *Handler) Open() int {
 	h.mu.Lock()

@@ -732,3 +732,26 @@ func TestAgentSettingsRoute(t *testing.T) {
 		t.Fatalf("the next session is not OpenAI's: %v", f)
 	}
 }
+
+func TestConfiguredFollowsTheSettingsAndKeys(t *testing.T) {
+	t.Parallel()
+	r := startRelay(t, relayOpts{env: map[string]string{"GEMINI_API_KEY": "AIza-configured-0123456789"}})
+	if !r.h.Configured() {
+		t.Fatal("gemini with a key: not configured")
+	}
+	for _, provider := range []string{openai.Name, voice.Claude} {
+		if _, err := r.set.Set(live.Choice{Provider: provider}); err != nil {
+			t.Fatal(err)
+		}
+		if r.h.Configured() {
+			t.Fatalf("%s without a key (or a live API) reads as configured", provider)
+		}
+	}
+	if err := r.keys.Set(openai.Name, "sk-stored-0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	r.set.Set(live.Choice{Provider: openai.Name})
+	if !r.h.Configured() {
+		t.Fatal("openai with a stored key: not configured")
+	}
+}
