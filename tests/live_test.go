@@ -5,6 +5,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -236,5 +237,52 @@ func TestCaptureWorkletResamplesAndClamps(t *testing.T) {
 	}
 	if r.Clamped[0] != 32767 || r.Clamped[1] != -32768 {
 		t.Fatalf("clamped samples %v; want 32767, -32768", r.Clamped)
+	}
+}
+
+// TestGeminiSessionCapturesAt16kHz: with Gemini (the default provider) the relay announces 16 kHz,
+// the page captures at that rate (320-sample frames of 20 ms), the vendor hears the tone, and the
+// page plays Gemini's 24 kHz reply.
+func TestGeminiSessionCapturesAt16kHz(t *testing.T) {
+	t.Parallel()
+	reply := vendorfixture.Tone(24000, 400, 520)
+	var mu sync.Mutex
+	var heard []byte
+	var once sync.Once
+	fx := vendorfixture.Start(t, vendorfixture.Options{Script: vendorfixture.Script{
+		OnAudio: func(c *vendorfixture.Conn, pcm []byte) {
+			mu.Lock()
+			heard = append(heard, pcm...)
+			enough := len(heard) >= 16000*2/2
+			mu.Unlock()
+			if enough {
+				once.Do(func() { c.Say("Hello from Gemini.", reply) })
+			}
+		},
+	}})
+	relay := harness.StartRelay(t, "VOICEBOX_GEMINI_URL="+fx.GeminiURL(), "GEMINI_API_KEY="+fx.Key(), "OPENAI_API_KEY=")
+	tab := openExecutor(t, relay)
+	harness.WaitFor[bool](tab, `document.querySelector('#live-key-note').textContent.includes('Gemini Live key configured')`, liveBound)
+	clickMic(t, tab)
+	harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.live.stats().samplesPlayed >= %d`, len(reply)/2), liveBound)
+	s := stats(tab)
+	if s.BytesSent != s.FramesSent*640 {
+		t.Fatalf("page stats %+v; want 20 ms frames of 640 bytes at 16 kHz", s)
+	}
+	mu.Lock()
+	level := energy(heard)
+	mu.Unlock()
+	if level < 0.05 {
+		t.Fatalf("the vendor heard RMS %.4f; want the fake microphone's tone", level)
+	}
+	conn := fx.Conn(t, 0, liveBound)
+	if conn.Model != "models/gemini-3.8-live" {
+		t.Fatalf("model %q", conn.Model)
+	}
+	if got := harness.Eval[string](tab, `document.querySelector('#caption-model').textContent`); got != "Hello from Gemini." {
+		t.Fatalf("model caption %q", got)
+	}
+	if v := fx.Violations(); len(v) > 0 {
+		t.Fatalf("violations %q", v)
 	}
 }
