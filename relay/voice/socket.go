@@ -3,8 +3,6 @@ package voice
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -553,9 +551,6 @@ func (s *socket) call(call live.Call) {
 	s.send(frame)
 	sess := s.sess.Load()
 	if sess == nil || !sess.SendToolResponses([]live.ToolResult{res}) {
-		s.h.log.Info("live: a tool result could not reach the vendor", "tool", call.Name, "err", errors.New("session ended or call withdrawn"))
+		s.h.log.Info("live: a tool result did not reach the vendor (the session ended, or the vendor withdrew the call)", "tool", call.Name)
 	}
 }
-
-// String names the socket in logs.
-func (s *socket) String() string { return fmt.Sprintf("live socket (session %q)", s.session) }
