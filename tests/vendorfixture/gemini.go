@@ -190,7 +190,8 @@ func (c *Conn) geminiSetup(raw json.RawMessage) bool {
 		} `json:"generationConfig"`
 		Tools []struct {
 			FunctionDeclarations []struct {
-				Name string `json:"name"`
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
 			} `json:"functionDeclarations"`
 		} `json:"tools"`
 	}
@@ -216,6 +217,11 @@ func (c *Conn) geminiSetup(raw json.RawMessage) bool {
 				c.close1007("a function declaration needs a name")
 				return false
 			}
+			// parameters is an OpenAPI 3.0 Schema object, which has no additionalProperties.
+			if len(fd.Parameters) > 0 && hasKey(fd.Parameters, "additionalProperties") {
+				c.close1007(`Unknown name "additionalProperties" in the parameters of ` + fd.Name + `: Cannot find field.`)
+				return false
+			}
 		}
 	}
 	c.mu.Lock()
@@ -231,4 +237,34 @@ func (c *Conn) geminiSetup(raw json.RawMessage) bool {
 		s.OnSetup(c)
 	}
 	return true
+}
+
+// hasKey reports whether the JSON value raw holds key in any object at any depth.
+func hasKey(raw json.RawMessage, key string) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case map[string]any:
+			if _, ok := v[key]; ok {
+				return true
+			}
+			for _, e := range v {
+				if walk(e) {
+					return true
+				}
+			}
+		case []any:
+			for _, e := range v {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
 }

@@ -17,6 +17,7 @@
 package gemini
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -138,7 +139,7 @@ func Setup(model, voice, thinking, instruction string, decls []miniapp.FunctionD
 		for _, d := range decls {
 			fd := map[string]any{"name": d.Name, "description": d.Description}
 			if len(d.Parameters) > 0 {
-				fd["parameters"] = d.Parameters
+				fd["parameters"] = openAPISchema(d.Parameters)
 			}
 			fds = append(fds, fd)
 		}
@@ -382,4 +383,33 @@ func (p *provider) Close() {
 	p.closed = true
 	p.mu.Unlock()
 	p.env.Transport.Close(1000, "session closed")
+}
+
+// openAPISchema rewrites a tool's JSON Schema for Gemini's "parameters", an OpenAPI 3.0 Schema
+// object that has no additionalProperties keyword: every one is dropped. Nothing is lost, since
+// the catalogue checks each call's arguments against the full schema, unknown keys included,
+// before anything runs.
+func openAPISchema(raw json.RawMessage) any {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers stay as written
+	var v any
+	if dec.Decode(&v) != nil {
+		return raw
+	}
+	var strip func(any)
+	strip = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			delete(v, "additionalProperties")
+			for _, e := range v {
+				strip(e)
+			}
+		case []any:
+			for _, e := range v {
+				strip(e)
+			}
+		}
+	}
+	strip(v)
+	return v
 }

@@ -16,7 +16,7 @@ import (
 )
 
 var listFiles = miniapp.FunctionDeclaration{Name: "list_files", Description: "List files",
-	Parameters: json.RawMessage(`{"type":"object","properties":{"dir":{"type":"string"}}}`)}
+	Parameters: json.RawMessage(`{"type":"object","properties":{"dir":{"type":"string"},"at":{"type":"object","properties":{"n":{"type":"number","maximum":6.0000000000000001}},"additionalProperties":false}},"additionalProperties":false}`)}
 
 type rig struct {
 	fx  *vendorfixture.Fixture
@@ -114,7 +114,7 @@ func TestSetupFrames(t *testing.T) {
 		})
 	}
 	got := gemini.Setup(gemini.DefaultModel, "Puck", "", "x", []miniapp.FunctionDeclaration{listFiles})
-	want := `{"setup":{"generationConfig":{"responseModalities":["AUDIO"],"speechConfig":{"voiceConfig":{"prebuiltVoiceConfig":{"voiceName":"Puck"}}},"thinkingConfig":{"thinkingBudget":-1}},"inputAudioTranscription":{},"model":"models/gemini-3.8-live","outputAudioTranscription":{},"systemInstruction":{"parts":[{"text":"x"}]},"tools":[{"functionDeclarations":[{"description":"List files","name":"list_files","parameters":{"type":"object","properties":{"dir":{"type":"string"}}}}]}]}}`
+	want := `{"setup":{"generationConfig":{"responseModalities":["AUDIO"],"speechConfig":{"voiceConfig":{"prebuiltVoiceConfig":{"voiceName":"Puck"}}},"thinkingConfig":{"thinkingBudget":-1}},"inputAudioTranscription":{},"model":"models/gemini-3.8-live","outputAudioTranscription":{},"systemInstruction":{"parts":[{"text":"x"}]},"tools":[{"functionDeclarations":[{"description":"List files","name":"list_files","parameters":{"properties":{"at":{"properties":{"n":{"maximum":6.0000000000000001,"type":"number"}},"type":"object"},"dir":{"type":"string"}},"type":"object"}}]}]}}`
 	if string(got) != want {
 		t.Fatalf("Setup\n got %s\nwant %s", got, want)
 	}
