@@ -47,6 +47,7 @@ import (
 	"voicebox/relay/server"
 	"voicebox/relay/session"
 	"voicebox/relay/toolcheck"
+	"voicebox/relay/voice"
 	"voicebox/shared/refusal"
 )
 
@@ -150,6 +151,10 @@ Environment:
   MINI_APPS                the external mini-app registry as JSON, when --mini-apps is not given: an
                            object keyed by app id, each {name, description, url, origin, icon,
                            capabilities, audience, secret} (see the README, "External mini-apps")
+  OPENAI_API_KEY           the OpenAI key for live voice (a key stored with PUT /api/keys wins)
+  GEMINI_API_KEY           the Gemini key for live voice (a key stored with PUT /api/keys wins)
+  VOICEBOX_OPENAI_URL      the OpenAI Realtime endpoint, when --openai-url is not given
+  VOICEBOX_GEMINI_URL      the Gemini Live endpoint, when --gemini-url is not given
 
 The sessions and ticket commands reach the relay serving the same --extensions-dir through its
 control socket (%s in that directory) and authenticate with the host token.
@@ -170,6 +175,8 @@ type serveConfig struct {
 	acmeHTTP   string
 	logFormat  string
 	miniApps   string
+	openaiURL  string
+	geminiURL  string
 }
 
 func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
@@ -190,6 +197,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.StringVar(&cfg.public, "public", "", "`directory` the page is served from (default $VOICEBOX_PUBLIC_DIR, else ./public)")
 	stateDirFlag(fs, &cfg.stateDir)
 	fs.StringVar(&cfg.miniApps, "mini-apps", "", "JSON `file` of the external mini-app registry (default: the JSON in $MINI_APPS; neither means none)")
+	vendorFlags(fs, cfg)
 	fs.IntVar(&cfg.helloBound, "hello-bound-ms", 0, "`milliseconds` a /channel connection that is not the page has to say hello (default $VOICEBOX_HELLO_BOUND_MS, else 5000)")
 	return fs, cfg
 }
@@ -413,7 +421,9 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	exts.Register(srv, state.CheckHostToken)
-	tools = assistant.New(assistant.Options{Root: hb, Extensions: assistant.ExtensionsOf(exts), Log: log})
+	var lv *voice.Handler // made below, with the catalogue as its tools; read once serving
+	tools = assistant.New(assistant.Options{Root: hb, Extensions: assistant.ExtensionsOf(exts), Log: log,
+		Live: func() bool { return lv != nil && lv.Configured() }})
 	tools.Register(srv)
 	var subject func(*http.Request) string
 	if gate != nil {
@@ -422,6 +432,11 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	externalapps.Register(srv, &externalapps.Minter{Registry: miniApps, Issuer: base}, subject)
 	appsModel = externalapps.NewModel(tools, miniApps, hb, log)
 	appsModel.Register(srv)
+	lv, err = liveVoice(cfg, state, srv, gate, log, appsModel)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay serve: %v\n", err)
+		return 2
+	}
 	if challenges != nil {
 		cl, err := net.Listen("tcp", acmeHTTP)
 		if err != nil {
@@ -446,7 +461,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(w, "certificates for %s come from the ACME CA on first use, cached in %s\n", acmeCfg.host, filepath.Join(state.Path(), ACMECacheDir))
 		}
 	}
-	code := serve(ctx, ln, listeners[1:], scheme, srv, log, stdout, banner, func() { stopping.Store(true); tools.Close(); hb.Close() })
+	code := serve(ctx, ln, listeners[1:], scheme, srv, log, stdout, banner, func() { stopping.Store(true); lv.Close(); tools.Close(); hb.Close() })
 	hb.Close()
 	return code
 }

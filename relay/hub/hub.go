@@ -419,6 +419,9 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c.broker = channel.New(c.kind, c, channel.Options{Timeout: h.opts.CallTimeout, Log: h.log})
 	if !h.attachWithAdmitted(c) {
+		if c.gone.Load() {
+			return // the session ended first: its hook is writing the refusal that says so
+		}
 		ws.Close(websocket.StatusGoingAway, "relay shutting down or connection gone")
 		return
 	}

@@ -89,11 +89,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.mux.HandleFunc("GET /api/health", s.health)
 	s.mux.HandleFunc("GET /api/ready", s.ready)
-	// /live is issue 11's; until it exists, a socket with an admitted origin gets a named 404
-	// (the origin check in ServeHTTP has already refused every other origin).
-	s.mux.HandleFunc("GET /live", func(w http.ResponseWriter, r *http.Request) {
-		WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "this relay has no /live voice sessions yet"))
-	})
 	s.registerSessionRoutes()
 	s.mux.HandleFunc("GET /{path...}", s.static)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { NotFound(w) })

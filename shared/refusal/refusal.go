@@ -146,6 +146,25 @@ const (
 	SessionRevoked Rule = "session-revoked"
 	GateOff        Rule = "gate-off"
 
+	// Live voice sessions (relay/live, relay/voice): providers, settings, rates, the /live socket.
+	LiveProviderUnknown          Rule = "live-provider-unknown"
+	LiveProviderUnavailable      Rule = "live-provider-unavailable"
+	LiveNoInputRate              Rule = "live-no-input-rate"
+	LiveRateMismatch             Rule = "live-rate-mismatch"
+	LiveModelRefused             Rule = "live-model-refused"
+	LiveVoiceRefused             Rule = "live-voice-refused"
+	LiveThinkingRefused          Rule = "live-thinking-refused"
+	LiveKeyMissing               Rule = "live-key-missing"
+	LiveKeyInvalid               Rule = "live-key-invalid"
+	LiveTransportUnauthenticated Rule = "live-transport-unauthenticated"
+	LiveNotReady                 Rule = "live-not-ready"
+	LiveSessionClosed            Rule = "live-session-closed"
+	LiveSetupTimeout             Rule = "live-setup-timeout"
+	LiveUpstreamFailed           Rule = "live-upstream-failed"
+	LiveUpdateUnsupported        Rule = "live-update-unsupported"
+	LiveAudioFrameInvalid        Rule = "live-audio-frame-invalid"
+	LiveMessageInvalid           Rule = "live-message-invalid"
+
 	// The assistant's tools (shared/commands, shared/executor, relay/assistant): the router,
 	// the file primitives behind edit and undo, the user's approval, the typed turn.
 	RootNotDeclared  Rule = "root-not-declared"

@@ -65,6 +65,11 @@ func startBrowser() (context.Context, error) {
 			return
 		}
 		browser.profile = dir
+		mic, err := writeFakeMic(dir)
+		if err != nil {
+			browser.err = err
+			return
+		}
 		opts := append(chromedp.DefaultExecAllocatorOptions[:],
 			chromedp.ExecPath(ChromiumPath()),
 			chromedp.NoSandbox,
@@ -75,6 +80,10 @@ func startBrowser() (context.Context, error) {
 			chromedp.Flag("disable-sync", true),
 			chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"),
 			chromedp.Env("TMPDIR="+dir),
+			// The microphone (see media.go); harmless for pages that never ask for it.
+			chromedp.Flag("use-fake-device-for-media-stream", true),
+			chromedp.Flag("use-fake-ui-for-media-stream", true),
+			chromedp.Flag("use-file-for-fake-audio-capture", mic),
 		)
 		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 		ctx, cancelCtx := chromedp.NewContext(alloc)

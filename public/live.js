@@ -1,0 +1,415 @@
+// The Talk panel: a live voice session with the model through the relay's /live socket. The
+// microphone is captured by an AudioWorklet (audio-worklet.js) as PCM16 at the rate the relay
+// announces; the model's 24 kHz PCM16 is played back to back with a small lead, and stopped at
+// once when the person barges in. Captions show both sides as they come, and every tool call and
+// its result is written into the transcript. The settings (provider, model, voice, thinking
+// depth) apply to the next session; the relay never sends a vendor key here, only whether one is
+// configured. window.voicebox.live is what tests read (state, stats).
+'use strict';
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const el = {
+    mic: $('mic'), stopReply: $('live-stop-reply'), status: $('live-status'), userCaption: $('caption-user'),
+    modelCaption: $('caption-model'), transcript: $('live-transcript'), settingsToggle: $('live-settings-toggle'),
+    settings: $('live-settings'), provider: $('live-provider'), model: $('live-model'), voice: $('live-voice'),
+    thinking: $('live-thinking'), thinkingRow: $('live-thinking-row'), keyNote: $('live-key-note'),
+    textForm: $('live-text-form'), text: $('live-text'),
+  };
+  if (!el.mic) return;
+
+  // LEAD is the buffer before the first chunk of a reply plays (seconds).
+  const LEAD = 0.1;
+  const MIC_LABELS = { idle: 'Start talking', connecting: 'Connecting…', listening: 'Listening — stop', speaking: 'Speaking — stop', error: 'Try again' };
+
+  const stats = { framesSent: 0, bytesSent: 0, chunksReceived: 0, samplesQueued: 0, samplesPlayed: 0, interrupts: 0, toolCalls: 0, toolResults: 0 };
+  let state = 'idle';
+  let session = null;
+  let settings = null;
+
+  const node = (tag, cls, text) => {
+    const n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text !== undefined) n.textContent = text;
+    return n;
+  };
+
+  function setState(s, note) {
+    state = s;
+    el.mic.dataset.state = s;
+    el.mic.textContent = MIC_LABELS[s];
+    el.mic.setAttribute('aria-pressed', String(s === 'listening' || s === 'speaking' || s === 'connecting'));
+    el.stopReply.hidden = s !== 'speaking';
+    if (note !== undefined) el.status.textContent = note;
+  }
+
+  // ---- settings ----
+
+  const providerOf = (name) => settings && settings.providers.find((p) => p.name === name);
+
+  function fill(select, values, current) {
+    select.replaceChildren(...values.map((v) => {
+      const o = node('option', '', v);
+      o.value = v;
+      o.selected = v === current;
+      return o;
+    }));
+  }
+
+  function renderSettings() {
+    const cur = settings.settings;
+    fill(el.provider, settings.providers.map((p) => p.name), cur.provider);
+    for (const o of el.provider.options) o.textContent = (providerOf(o.value).label || o.value);
+    const p = providerOf(cur.provider);
+    fill(el.model, p.models, cur.model);
+    fill(el.voice, p.voices, cur.voice);
+    const thinks = p.thinkingModels.includes(cur.model);
+    el.thinkingRow.hidden = !thinks;
+    fill(el.thinking, thinks ? p.thinking : [], cur.thinking);
+    el.model.disabled = el.voice.disabled = !p.live;
+    el.keyNote.textContent = keyNote(p);
+    el.keyNote.dataset.state = p.live && p.keyConfigured ? 'ok' : 'attention';
+  }
+
+  function keyNote(p) {
+    if (!p.live) return p.why + '. Until you switch, use the offline mode: typed commands.';
+    if (!p.keyConfigured) {
+      return `No ${p.label} key is configured on the relay: set ${p.keyEnv} where it runs, or store one with PUT /api/keys and the host token. Until then, use the offline mode: typed commands.`;
+    }
+    return `${p.label} key configured (${p.keySource === 'store' ? 'stored on the relay' : 'from ' + p.keyEnv}).`;
+  }
+
+  async function loadSettings() {
+    try {
+      const resp = await fetch('/api/agent-settings');
+      const data = await resp.json();
+      if (!data.ok) throw new Error(data.why || 'the relay refused');
+      settings = data;
+      renderSettings();
+    } catch (err) {
+      el.keyNote.textContent = 'The voice settings could not be read: ' + err.message;
+    }
+  }
+
+  async function saveSettings(change) {
+    const next = Object.assign({}, settings.settings, change);
+    if (change.provider) Object.assign(next, { model: '', voice: '', thinking: '' });
+    if (change.model !== undefined) next.thinking = '';
+    const resp = await fetch('/api/agent-settings', { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(next) });
+    const data = await resp.json();
+    if (!data.ok) {
+      el.keyNote.textContent = `Not saved (${data.refused}): ${data.why}`;
+      el.keyNote.dataset.state = 'attention';
+      renderSettings();
+      return;
+    }
+    settings = data;
+    renderSettings();
+    if (session) el.status.textContent = 'Saved; the new settings apply to the next session.';
+  }
+
+  el.settingsToggle.addEventListener('click', () => {
+    el.settings.hidden = !el.settings.hidden;
+    el.settingsToggle.setAttribute('aria-expanded', String(!el.settings.hidden));
+  });
+  el.provider.addEventListener('change', () => saveSettings({ provider: el.provider.value }));
+  el.model.addEventListener('change', () => saveSettings({ model: el.model.value }));
+  el.voice.addEventListener('change', () => saveSettings({ voice: el.voice.value }));
+  el.thinking.addEventListener('change', () => saveSettings({ thinking: el.thinking.value }));
+
+  // ---- the transcript ----
+
+  const captions = { user: el.userCaption, model: el.modelCaption, text: el.modelCaption };
+  const open = { user: null, model: null, text: null };
+
+  function appendText(kind, text) {
+    const cap = captions[kind] || el.modelCaption;
+    if (!open[kind]) {
+      const who = kind === 'user' ? 'You' : 'Model';
+      open[kind] = el.transcript.appendChild(node('li', 'turn ' + (kind === 'user' ? 'user' : 'model')));
+      open[kind].append(node('span', 'who', who + ': '), node('span', 'words', ''));
+      cap.textContent = '';
+    }
+    open[kind].querySelector('.words').textContent += text;
+    cap.textContent += text;
+    el.transcript.scrollTop = el.transcript.scrollHeight;
+  }
+
+  function endTurn() {
+    open.model = open.text = null;
+    open.user = null;
+  }
+
+  const toolItems = new Map();
+
+  function showToolCall(f) {
+    stats.toolCalls++;
+    const li = el.transcript.appendChild(node('li', 'tool'));
+    li.append(node('span', 'who', 'Tool: '), node('code', 'call', `${f.name}(${JSON.stringify(f.args)})`), node('span', 'result pending', ' … running'));
+    toolItems.set(f.id, li);
+    endTurn();
+  }
+
+  function showToolResult(f) {
+    stats.toolResults++;
+    const li = toolItems.get(f.id);
+    if (!li) return;
+    const res = li.querySelector('.result');
+    res.classList.remove('pending');
+    if (f.refused) {
+      res.classList.add('refused');
+      res.textContent = ` → refused (${f.refused}): ${f.result.why || ''}`;
+    } else {
+      res.classList.add('ok');
+      res.textContent = ' → ' + JSON.stringify(f.result);
+    }
+  }
+
+  // ---- playback ----
+
+  // Player schedules PCM16 chunks back to back on one AudioContext, starting a reply LEAD
+  // seconds ahead, and can stop everything at once. It counts what was heard of the reply.
+  class Player {
+    constructor(rate) {
+      this.rate = rate;
+      this.ctx = new AudioContext();
+      this.next = 0;
+      this.live = new Set();
+      this.replyStart = -1;
+    }
+
+    push(buf) {
+      const view = new DataView(buf);
+      const n = buf.byteLength >> 1;
+      if (n === 0) return;
+      const ab = this.ctx.createBuffer(1, n, this.rate);
+      const data = ab.getChannelData(0);
+      for (let i = 0; i < n; i++) data[i] = view.getInt16(i * 2, true) / 32768;
+      const src = this.ctx.createBufferSource();
+      src.buffer = ab;
+      src.connect(this.ctx.destination);
+      const now = this.ctx.currentTime;
+      if (this.next < now) {
+        this.next = now + LEAD;
+        if (this.replyStart < 0) this.replyStart = this.next;
+      }
+      src.start(this.next);
+      this.next += n / this.rate;
+      stats.samplesQueued += n;
+      this.live.add(src);
+      src.onended = () => {
+        if (this.live.delete(src)) stats.samplesPlayed += n;
+        if (this.live.size === 0 && state === 'speaking') setState('listening');
+      };
+      if (state === 'listening') setState('speaking');
+    }
+
+    // heardMs is how much of the current reply has played.
+    heardMs() {
+      if (this.replyStart < 0) return 0;
+      return Math.max(0, Math.round((Math.min(this.ctx.currentTime, this.next) - this.replyStart) * 1000));
+    }
+
+    // stop silences everything queued now, and returns how much of the reply was heard.
+    stop() {
+      const heard = this.heardMs();
+      for (const src of this.live) {
+        src.onended = null;
+        try { src.stop(); } catch (_) { /* not started yet */ }
+      }
+      this.live.clear();
+      this.next = 0;
+      this.replyStart = -1;
+      return heard;
+    }
+
+    endReply() { this.replyStart = -1; }
+
+    close() {
+      this.stop();
+      this.ctx.close();
+    }
+  }
+
+  // ---- capture ----
+
+  // startCapture opens the microphone and an AudioWorklet that posts PCM16 frames at rate. It
+  // asks the context for that rate; a browser that gives another one (or cannot connect the
+  // microphone to it) gets a context at its own rate, and the worklet resamples.
+  async function startCapture(rate, onFrame) {
+    const stream = await navigator.mediaDevices.getUserMedia({
+      audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
+    });
+    const build = async (opts) => {
+      const ctx = new AudioContext(opts);
+      try {
+        await ctx.audioWorklet.addModule('/audio-worklet.js');
+        const src = ctx.createMediaStreamSource(stream);
+        return { ctx, src };
+      } catch (err) {
+        ctx.close();
+        throw err;
+      }
+    };
+    let graph;
+    try {
+      graph = await build({ sampleRate: rate });
+    } catch (_) {
+      graph = await build({});
+    }
+    const { ctx, src } = graph;
+    const worklet = new AudioWorkletNode(ctx, 'voicebox-capture', { processorOptions: { targetRate: rate }, numberOfOutputs: 1 });
+    worklet.port.onmessage = (e) => onFrame(e.data);
+    const mute = ctx.createGain();
+    mute.gain.value = 0;
+    src.connect(worklet);
+    worklet.connect(mute);
+    mute.connect(ctx.destination); // keeps the worklet pulled; it plays nothing
+    await ctx.resume();
+    return {
+      contextRate: ctx.sampleRate,
+      stop() {
+        worklet.port.postMessage('stop');
+        for (const t of stream.getTracks()) t.stop();
+        ctx.close();
+      },
+    };
+  }
+
+  // ---- the session ----
+
+  function liveURL() {
+    return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/live';
+  }
+
+  class Session {
+    constructor() {
+      this.ws = new WebSocket(liveURL());
+      this.ws.binaryType = 'arraybuffer';
+      this.capture = null;
+      this.player = null;
+      this.refused = null;
+      this.ended = false;
+      this.ws.onmessage = (e) => this.onMessage(e.data);
+      this.ws.onclose = (e) => this.onClose(e);
+    }
+
+    send(obj) {
+      if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(obj));
+    }
+
+    async onMessage(data) {
+      if (typeof data !== 'string') {
+        stats.chunksReceived++;
+        if (this.player) this.player.push(data);
+        return;
+      }
+      let f;
+      try { f = JSON.parse(data); } catch (_) { return; }
+      switch (f.type) {
+        case 'rate':
+          this.rate = f;
+          this.player = new Player(f.outputRate);
+          try {
+            this.capture = await startCapture(f.inputRate, (buf) => {
+              if (this.ws.readyState !== WebSocket.OPEN) return;
+              this.ws.send(buf);
+              stats.framesSent++;
+              stats.bytesSent += buf.byteLength;
+            });
+          } catch (err) {
+            setState('error', 'The microphone could not be opened: ' + (err.message || err.name));
+            this.stop();
+          }
+          break;
+        case 'state': this.onState(f); break;
+        case 'transcript': appendText(f.kind, f.text); break;
+        case 'tool-call': showToolCall(f); break;
+        case 'tool-result': showToolResult(f); break;
+        case 'notice': el.status.textContent = f.text; break;
+        case 'refused':
+          this.refused = f;
+          el.status.textContent = `Refused (${f.refused}): ${f.why}`;
+          break;
+      }
+    }
+
+    onState(f) {
+      switch (f.state) {
+        case 'transport-open': el.status.textContent = 'Connected to the model; setting up…'; break;
+        case 'ready': setState('listening', `Listening (${this.rate.provider} · ${this.rate.model}). Speak, or type below.`); break;
+        case 'reconnecting': setState('connecting', f.detail); break;
+        case 'interrupted': this.bargeIn(); break;
+        case 'turn-complete':
+          endTurn();
+          if (this.player) this.player.endReply();
+          break;
+        case 'go-away': el.status.textContent = f.detail; break;
+        case 'error': el.status.textContent = 'The model reported: ' + f.detail; break;
+        default:
+          this.ended = true;
+          if (f.state === 'closed') setState('idle', 'Session ended.');
+          else setState('error', (f.state === 'failed' ? 'The session failed: ' : 'The model hung up: ') + f.detail);
+      }
+    }
+
+    // bargeIn stops the reply at once and tells the relay how much of it was heard.
+    bargeIn() {
+      stats.interrupts++;
+      const heard = this.player ? this.player.stop() : -1;
+      this.send({ type: 'interrupt', playedMs: heard });
+      endTurn();
+      if (state === 'speaking') setState('listening');
+    }
+
+    onClose(e) {
+      this.cleanup();
+      if (session === this) session = null;
+      if (this.refused) setState('error', `Refused (${this.refused.refused}): ${this.refused.why}`);
+      else if (!this.ended) setState('error', `The relay closed the voice socket (${e.code}).`);
+    }
+
+    cleanup() {
+      if (this.capture) this.capture.stop();
+      if (this.player) this.player.close();
+      this.capture = this.player = null;
+    }
+
+    stop() {
+      this.send({ type: 'close' });
+      this.cleanup();
+      setTimeout(() => { if (this.ws.readyState !== WebSocket.CLOSED) this.ws.close(); }, 2000);
+    }
+  }
+
+  el.mic.addEventListener('click', () => {
+    if (session) {
+      session.stop();
+      return;
+    }
+    endTurn();
+    setState('connecting', 'Connecting…');
+    session = new Session();
+  });
+  el.stopReply.addEventListener('click', () => { if (session) session.bargeIn(); });
+  el.textForm.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const text = el.text.value.trim();
+    if (!text || !session) return;
+    session.send({ type: 'text', text });
+    appendText('user', text);
+    endTurn();
+    el.text.value = '';
+  });
+
+  setState('idle', 'Press the button and talk; the model hears you and acts through the tools.');
+  loadSettings();
+
+  window.voicebox = window.voicebox || {};
+  window.voicebox.live = {
+    state: () => state,
+    stats: () => Object.assign({}, stats),
+    reloadSettings: loadSettings,
+    transcript: () => [...el.transcript.children].map((li) => li.textContent),
+  };
+})();

@@ -1,0 +1,42 @@
+package hoststate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// WriteFile replaces the state file name (a base name, such as ".vendor-keys.json") with data,
+// 0600, atomically: a reader sees the old content or the new.
+func (d *Dir) WriteFile(name string, data []byte) error {
+	if name != filepath.Base(name) || name == "." || name == ".." {
+		return fmt.Errorf("hoststate: %q is not a file name", name)
+	}
+	return writeAtomic(filepath.Join(d.path, name), data)
+}
+
+// ReadFile returns the state file name, reading at most max bytes; a missing file reads as
+// (nil, nil), a larger one is an error.
+func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
+	if name != filepath.Base(name) || name == "." || name == ".." {
+		return nil, fmt.Errorf("hoststate: %q is not a file name", name)
+	}
+	f, err := os.Open(filepath.Join(d.path, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("hoststate: %s is over %d bytes", name, max)
+	}
+	return b, nil
+}

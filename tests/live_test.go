@@ -1,0 +1,397 @@
+//go:build !js
+
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"voicebox/tests/harness"
+	"voicebox/tests/vendorfixture"
+)
+
+// liveBound is the hang guard of the live tests' waits (the machine is shared; this is never a
+// timing assertion).
+const liveBound = 60 * time.Second
+
+// energy is the RMS of PCM16 little-endian samples, as a fraction of full scale.
+func energy(pcm []byte) float64 {
+	var sum float64
+	n := len(pcm) / 2
+	for i := range n {
+		v := float64(int16(uint16(pcm[2*i])|uint16(pcm[2*i+1])<<8)) / 32768
+		sum += v * v
+	}
+	if n == 0 {
+		return 0
+	}
+	return math.Sqrt(sum / float64(n))
+}
+
+// startLive starts a vendor fixture and a relay whose OpenAI endpoint is the fixture, and opens
+// the page as the relay's executor with OpenAI chosen in its voice settings.
+func startLive(t *testing.T, script vendorfixture.Script) (*vendorfixture.Fixture, *harness.Relay, *harness.Tab) {
+	t.Helper()
+	fx := vendorfixture.Start(t, vendorfixture.Options{Script: script})
+	relay := harness.StartRelay(t, "VOICEBOX_OPENAI_URL="+fx.OpenAIURL(), "OPENAI_API_KEY="+fx.Key(), "GEMINI_API_KEY=")
+	tab := openExecutor(t, relay)
+	// Choose OpenAI through the settings panel, as a person would.
+	harness.WaitFor[bool](tab, `document.querySelector('#live-provider').options.length > 0`, liveBound)
+	harness.Eval[bool](tab, `(() => {
+		document.querySelector('#live-settings-toggle').click();
+		const p = document.querySelector('#live-provider');
+		p.value = 'openai';
+		p.dispatchEvent(new Event('change'));
+		return true;
+	})()`)
+	harness.WaitFor[bool](tab, `document.querySelector('#live-model').value === 'gpt-realtime' &&
+		document.querySelector('#live-key-note').textContent.includes('key configured')`, liveBound)
+	t.Cleanup(func() {
+		if v := fx.Violations(); len(v) > 0 {
+			t.Errorf("the vendor fixture refused what the relay sent: %q", v)
+		}
+		if strings.Contains(relay.Stderr(), fx.Key()) {
+			t.Errorf("the vendor key reached the relay's log")
+		}
+	})
+	return fx, relay, tab
+}
+
+// clickMic presses the microphone button with a real (trusted) click, which also lets the page
+// start audio.
+func clickMic(t *testing.T, tab *harness.Tab) {
+	t.Helper()
+	if _, err := chromedp.Run(tab.Ctx, chromedp.Click(chromedp.ID("mic"))); err != nil {
+		t.Fatalf("click the microphone: %v", err)
+	}
+}
+
+type liveStats struct {
+	FramesSent     int `json:"framesSent"`
+	BytesSent      int `json:"bytesSent"`
+	ChunksReceived int `json:"chunksReceived"`
+	SamplesQueued  int `json:"samplesQueued"`
+	SamplesPlayed  int `json:"samplesPlayed"`
+	Interrupts     int `json:"interrupts"`
+	ToolCalls      int `json:"toolCalls"`
+	ToolResults    int `json:"toolResults"`
+}
+
+func stats(tab *harness.Tab) liveStats { return harness.Eval[liveStats](tab, `voicebox.live.stats()`) }
+
+// ears keeps what the vendor fixture hears.
+type ears struct {
+	mu  sync.Mutex
+	pcm []byte
+}
+
+// hear keeps pcm and returns how many bytes were heard in all.
+func (e *ears) hear(pcm []byte) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pcm = append(e.pcm, pcm...)
+	return len(e.pcm)
+}
+
+// mustBeTheTone fails the test unless what was heard is the fake microphone's tone, not silence.
+func (e *ears) mustBeTheTone(t *testing.T) {
+	t.Helper()
+	e.mu.Lock()
+	level := energy(e.pcm)
+	e.mu.Unlock()
+	if level < 0.05 {
+		t.Fatalf("the vendor heard RMS %.4f; want the fake microphone's tone", level)
+	}
+}
+
+// TestTalkingWritesAFileThroughATool is the product's main path: the fake microphone's tone
+// streams from the page's AudioWorklet through /live to the vendor; the vendor answers with a
+// write_file call; the assistant's catalogue runs it on the page's OPFS over /channel; the vendor
+// gets the tool output under the call's id and speaks; the page plays the reply and shows the
+// captions, the call and its result.
+func TestTalkingWritesAFileThroughATool(t *testing.T) {
+	t.Parallel()
+	const content = "Written by voice, through the catalogue."
+	reply := vendorfixture.Tone(24000, 600, 660)
+	var heard ears
+	outputs := make(chan string, 1)
+	var once sync.Once
+	fx, _, tab := startLive(t, vendorfixture.Script{
+		OnAudio: func(c *vendorfixture.Conn, pcm []byte) {
+			if heard.hear(pcm) >= 24000*2/2 { // half a second
+				once.Do(func() {
+					c.Hear("please save a note")
+					args, _ := json.Marshal(map[string]string{"name": "voice-note.txt", "content": content})
+					c.CallTools(vendorfixture.ToolCall{ID: "call_voice_1", Name: "write_file", Args: string(args)})
+				})
+			}
+		},
+		OnToolOutput:     func(c *vendorfixture.Conn, id string, out json.RawMessage) { outputs <- id + " " + string(out) },
+		OnResponseCreate: func(c *vendorfixture.Conn) { c.Say("I saved your note.", reply) },
+	})
+	clickMic(t, tab)
+	harness.WaitFor[bool](tab, `voicebox.live.state() === 'listening' || voicebox.live.state() === 'speaking'`, liveBound)
+
+	var out string
+	select {
+	case out = <-outputs:
+	case <-time.After(liveBound):
+		t.Fatalf("the vendor got no tool output; page transcript %q", harness.Eval[[]string](tab, `voicebox.live.transcript()`))
+	}
+	var output string
+	if !strings.HasPrefix(out, "call_voice_1 ") || json.Unmarshal([]byte(strings.TrimPrefix(out, "call_voice_1 ")), &output) != nil {
+		t.Fatalf("tool output %q", out)
+	}
+	if strings.Contains(output, `"refused"`) {
+		t.Fatalf("write_file was refused: %s", output)
+	}
+
+	// The microphone's tone reached the vendor as audio, not silence, at 24 kHz in 20 ms frames.
+	heard.mustBeTheTone(t)
+	conn := fx.Conn(t, 0, liveBound)
+	for _, fr := range conn.Frames() {
+		if fr.Type == "input_audio_buffer.append" && fr.Raw != nil {
+			t.Fatalf("audio payloads were kept")
+		}
+	}
+
+	// The file is in the page's OPFS.
+	type view struct {
+		OK    bool `json:"ok"`
+		Value struct {
+			Text string `json:"text"`
+		} `json:"value"`
+	}
+	if v := harness.Eval[view](tab, `voicebox.call('files.read', {path: 'voice-note.txt'})`); !v.OK || v.Value.Text != content {
+		t.Fatalf("the page's OPFS has %+v", v)
+	}
+
+	// The page plays the reply and shows what happened.
+	want := len(reply) / 2
+	harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.live.stats().samplesPlayed >= %d`, want), liveBound)
+	harness.WaitFor[bool](tab, `voicebox.live.state() === 'listening'`, liveBound)
+	s := stats(tab)
+	if s.ToolCalls != 1 || s.ToolResults != 1 || s.FramesSent < 25 || s.BytesSent != s.FramesSent*960 {
+		t.Fatalf("page stats %+v; want one call and result, 20 ms frames of 960 bytes", s)
+	}
+	lines := strings.Join(harness.Eval[[]string](tab, `voicebox.live.transcript()`), "\n")
+	for _, w := range []string{"You: please save a note", `Tool: write_file({"content":"` + content + `","name":"voice-note.txt"})`, "→ {", "Model: I saved your note."} {
+		if !strings.Contains(lines, w) {
+			t.Fatalf("transcript lacks %q:\n%s", w, lines)
+		}
+	}
+	if got := harness.Eval[string](tab, `document.querySelector('#caption-model').textContent`); got != "I saved your note." {
+		t.Fatalf("model caption %q", got)
+	}
+	if page := harness.Eval[string](tab, `document.documentElement.outerHTML`); strings.Contains(page, fx.Key()) {
+		t.Fatal("the vendor key reached the page")
+	}
+	tab.Screenshot("live-talk")
+
+	// Stop: the session ends cleanly and the vendor connection closes.
+	clickMic(t, tab)
+	harness.WaitFor[bool](tab, `voicebox.live.state() === 'idle'`, liveBound)
+	conn.Wait(t, liveBound, "the vendor connection to close", func(c *vendorfixture.Conn) bool { closed, _ := c.Closed(); return closed })
+	types := strings.Join(conn.Types(), " ")
+	if !strings.HasPrefix(types, "session.update conversation.item.create response.create") {
+		t.Fatalf("the vendor got %q", types)
+	}
+}
+
+// TestBargeInStopsThePlaybackAtOnce: a long reply is playing when the vendor hears the person
+// speak; the page stops everything queued at once and tells the relay how much was heard, which
+// the vendor gets as a truncation.
+func TestBargeInStopsThePlaybackAtOnce(t *testing.T) {
+	t.Parallel()
+	long := vendorfixture.Tone(24000, 8000, 300)
+	started := make(chan *vendorfixture.Conn, 1)
+	var once sync.Once
+	fx, _, tab := startLive(t, vendorfixture.Script{
+		OnAudio: func(c *vendorfixture.Conn, pcm []byte) {
+			once.Do(func() {
+				c.Say("This is a long answer that will be cut off.", long)
+				started <- c
+			})
+		},
+	})
+	clickMic(t, tab)
+	var c *vendorfixture.Conn
+	select {
+	case c = <-started:
+	case <-time.After(liveBound):
+		t.Fatal("no audio reached the vendor")
+	}
+	harness.WaitFor[bool](tab, `voicebox.live.state() === 'speaking' && voicebox.live.stats().samplesQueued >= 8 * 24000`, liveBound)
+	c.SpeechStarted()
+	fr := c.WaitType(t, liveBound, "conversation.item.truncate", 1)
+	var tr struct {
+		AudioEndMs int `json:"audio_end_ms"`
+	}
+	json.Unmarshal(fr.Raw, &tr)
+	s := stats(tab)
+	if s.Interrupts != 1 || tr.AudioEndMs >= 8000 {
+		t.Fatalf("after the barge-in: stats %+v, truncated at %d ms of 8000", s, tr.AudioEndMs)
+	}
+	if st := harness.Eval[string](tab, `voicebox.live.state()`); st != "listening" {
+		t.Fatalf("state %q after the barge-in", st)
+	}
+	// Nothing more plays: what was queued was stopped, not left to finish.
+	harness.Eval[bool](tab, `new Promise(r => setTimeout(() => r(true), 300))`)
+	if after := stats(tab); after.SamplesPlayed != s.SamplesPlayed {
+		t.Fatalf("%d samples played after the stop", after.SamplesPlayed-s.SamplesPlayed)
+	}
+	_ = fx
+}
+
+// TestWithoutAKeyThePagePointsToTheOfflineMode: no key for the chosen provider, so the settings
+// say so, and pressing the microphone ends in the relay's refusal, shown to the person.
+func TestWithoutAKeyThePagePointsToTheOfflineMode(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t, "OPENAI_API_KEY=", "GEMINI_API_KEY=")
+	tab := openExecutor(t, relay)
+	harness.WaitFor[bool](tab, `document.querySelector('#live-key-note').textContent.includes('offline mode')`, liveBound)
+	note := harness.Eval[string](tab, `document.querySelector('#live-key-note').textContent`)
+	if !strings.Contains(note, "GEMINI_API_KEY") {
+		t.Fatalf("key note %q", note)
+	}
+	clickMic(t, tab)
+	harness.WaitFor[bool](tab, `voicebox.live.state() === 'error'`, liveBound)
+	status := harness.Eval[string](tab, `document.querySelector('#live-status').textContent`)
+	if !strings.Contains(status, "live-key-missing") || !strings.Contains(status, "offline mode") {
+		t.Fatalf("status %q", status)
+	}
+}
+
+// TestCaptureWorkletResamplesAndClamps runs the capture worklet's code in the page with a stand-in
+// for the AudioWorklet globals: a 48 kHz sine comes out as 16 kHz PCM16 frames of 20 ms with the
+// same tone, and samples past full scale are clamped, not wrapped.
+func TestCaptureWorkletResamplesAndClamps(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	// The page's policy forbids evaluating strings, rightly; this test turns it off for its tab
+	// only, to load the worklet's source into a stand-in scope.
+	if err := chromedp.Do(tab.Ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.SetBypassCSP, page.SetBypassCSPParams{Enabled: true})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
+	tab.Navigate(relay.URL)
+	type result struct {
+		Rate    int     `json:"rate"`
+		Frames  int     `json:"frames"`
+		Samples int     `json:"samples"`
+		MaxErr  float64 `json:"maxErr"`
+		Bytes   int     `json:"bytes"`
+	}
+	type results struct {
+		Runs    []result `json:"runs"`
+		Clamped []int    `json:"clamped"`
+	}
+	ctx, cancel := context.WithTimeout(tab.Ctx, liveBound)
+	defer cancel()
+	r, err := chromedp.Run(ctx, chromedp.Evaluate[results](`(async () => {
+		const code = await (await fetch('/audio-worklet.js')).text();
+		const run = (rate, target, blocks) => {
+			const posted = [];
+			let Proc;
+			const scope = {
+				sampleRate: rate,
+				AudioWorkletProcessor: class { constructor() { this.port = { postMessage: (b) => posted.push(b), onmessage: null }; } },
+				registerProcessor: (name, cls) => { Proc = cls; },
+			};
+			new Function(...Object.keys(scope), code)(...Object.values(scope));
+			const p = new Proc({ processorOptions: { targetRate: target } });
+			for (const b of blocks) p.process([[b]]);
+			return posted;
+		};
+		const runs = [];
+		for (const rate of [48000, 44100, 16000]) {
+			const blocks = [];
+			let i = 0;
+			for (let k = 0; k < 150; k++) {
+				const b = new Float32Array(128);
+				for (let j = 0; j < 128; j++, i++) b[j] = 0.5 * Math.sin(2 * Math.PI * 440 * i / rate);
+				blocks.push(b);
+			}
+			const frames = run(rate, 16000, blocks);
+			let maxErr = 0, n = 0;
+			for (const f of frames) {
+				const v = new DataView(f);
+				for (let j = 0; j < f.byteLength / 2; j++, n++) {
+					const want = 0.5 * Math.sin(2 * Math.PI * 440 * n / 16000);
+					maxErr = Math.max(maxErr, Math.abs(v.getInt16(2 * j, true) / 32768 - want));
+				}
+			}
+			runs.push({ rate, frames: frames.length, samples: n, maxErr, bytes: frames[0].byteLength });
+		}
+		const loud = run(16000, 16000, [Float32Array.from({ length: 320 }, (_, j) => (j % 2 ? -3 : 3))]);
+		const lv = new DataView(loud[0]);
+		return { runs, clamped: [lv.getInt16(0, true), lv.getInt16(2, true)] };
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 150 blocks of 128 samples are 19200 input samples: at 16 kHz out, 6400 from 48 kHz and
+	// 6966 from 44.1 kHz, posted in whole 20 ms frames of 320 samples.
+	want := map[int]int{48000: 20, 44100: 21, 16000: 60}
+	for _, run := range r.Runs {
+		if run.Frames != want[run.Rate] || run.Samples != 320*run.Frames || run.Bytes != 640 {
+			t.Errorf("from %d Hz: %+v; want %d frames of 640 bytes", run.Rate, run, want[run.Rate])
+		}
+		if run.MaxErr > 0.01 {
+			t.Errorf("from %d Hz the tone is off by %.4f of full scale", run.Rate, run.MaxErr)
+		}
+	}
+	if r.Clamped[0] != 32767 || r.Clamped[1] != -32768 {
+		t.Fatalf("clamped samples %v; want 32767, -32768", r.Clamped)
+	}
+}
+
+// TestGeminiSessionCapturesAt16kHz: with Gemini (the default provider) the relay announces 16 kHz,
+// the page captures at that rate (320-sample frames of 20 ms), the vendor hears the tone, and the
+// page plays Gemini's 24 kHz reply.
+func TestGeminiSessionCapturesAt16kHz(t *testing.T) {
+	t.Parallel()
+	reply := vendorfixture.Tone(24000, 400, 520)
+	var heard ears
+	var once sync.Once
+	fx := vendorfixture.Start(t, vendorfixture.Options{Script: vendorfixture.Script{
+		OnAudio: func(c *vendorfixture.Conn, pcm []byte) {
+			if heard.hear(pcm) >= 16000*2/2 {
+				once.Do(func() { c.Say("Hello from Gemini.", reply) })
+			}
+		},
+	}})
+	relay := harness.StartRelay(t, "VOICEBOX_GEMINI_URL="+fx.GeminiURL(), "GEMINI_API_KEY="+fx.Key(), "OPENAI_API_KEY=")
+	tab := openExecutor(t, relay)
+	harness.WaitFor[bool](tab, `document.querySelector('#live-key-note').textContent.includes('Gemini Live key configured')`, liveBound)
+	clickMic(t, tab)
+	harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.live.stats().samplesPlayed >= %d`, len(reply)/2), liveBound)
+	s := stats(tab)
+	if s.BytesSent != s.FramesSent*640 {
+		t.Fatalf("page stats %+v; want 20 ms frames of 640 bytes at 16 kHz", s)
+	}
+	heard.mustBeTheTone(t)
+	conn := fx.Conn(t, 0, liveBound)
+	if conn.Model != "models/gemini-3.8-live" {
+		t.Fatalf("model %q", conn.Model)
+	}
+	if got := harness.Eval[string](tab, `document.querySelector('#caption-model').textContent`); got != "Hello from Gemini." {
+		t.Fatalf("model caption %q", got)
+	}
+	if v := fx.Violations(); len(v) > 0 {
+		t.Fatalf("violations %q", v)
+	}
+}
