@@ -60,7 +60,7 @@ type externalSetup struct {
 	registryRaw string
 }
 
-func startExternal(t testing.TB) *externalSetup {
+func startExternal(t testing.TB, env ...string) *externalSetup {
 	t.Helper()
 	app, third := newOrigin(t), newOrigin(t)
 	entry := func(name, url string) map[string]any {
@@ -90,7 +90,7 @@ func startExternal(t testing.TB) *externalSetup {
 		"third":    map[string]any{"name": "Third", "url": third.URL + "/fixtures/plain.html", "origin": third.URL},
 	}
 	raw, _ := json.Marshal(reg)
-	relay := harness.StartRelay(t, "MINI_APPS="+string(raw))
+	relay := harness.StartRelay(t, append([]string{"MINI_APPS=" + string(raw)}, env...)...)
 	app.serve(t, sampleapp.Handler(sampleapp.Options{Host: relay.URL, Secret: ordersSecret, Audience: "orders-app", Issuer: relay.URL, Fixtures: true}))
 	third.serve(t, sampleapp.Handler(sampleapp.Options{Host: relay.URL, Fixtures: true, Ancestors: []string{app.URL}}))
 	tab := harness.NewTab(t)

@@ -45,7 +45,21 @@ func startLive(t *testing.T, script vendorfixture.Script) (*vendorfixture.Fixtur
 	fx := vendorfixture.Start(t, vendorfixture.Options{Script: script})
 	relay := harness.StartRelay(t, "VOICEBOX_OPENAI_URL="+fx.OpenAIURL(), "OPENAI_API_KEY="+fx.Key(), "GEMINI_API_KEY=")
 	tab := openExecutor(t, relay)
-	// Choose OpenAI through the settings panel, as a person would.
+	chooseOpenAI(t, tab)
+	t.Cleanup(func() {
+		if v := fx.Violations(); len(v) > 0 {
+			t.Errorf("the vendor fixture refused what the relay sent: %q", v)
+		}
+		if strings.Contains(relay.Stderr(), fx.Key()) {
+			t.Errorf("the vendor key reached the relay's log")
+		}
+	})
+	return fx, relay, tab
+}
+
+// chooseOpenAI chooses OpenAI through the page's voice settings panel, as a person would.
+func chooseOpenAI(t *testing.T, tab *harness.Tab) {
+	t.Helper()
 	harness.WaitFor[bool](tab, `document.querySelector('#live-provider').options.length > 0`, liveBound)
 	harness.Eval[bool](tab, `(() => {
 		document.querySelector('#live-settings-toggle').click();
@@ -56,15 +70,6 @@ func startLive(t *testing.T, script vendorfixture.Script) (*vendorfixture.Fixtur
 	})()`)
 	harness.WaitFor[bool](tab, `document.querySelector('#live-model').value === 'gpt-realtime' &&
 		document.querySelector('#live-key-note').textContent.includes('key configured')`, liveBound)
-	t.Cleanup(func() {
-		if v := fx.Violations(); len(v) > 0 {
-			t.Errorf("the vendor fixture refused what the relay sent: %q", v)
-		}
-		if strings.Contains(relay.Stderr(), fx.Key()) {
-			t.Errorf("the vendor key reached the relay's log")
-		}
-	})
-	return fx, relay, tab
 }
 
 // clickMic presses the microphone button with a real (trusted) click, which also lets the page

@@ -250,6 +250,7 @@ type socket struct {
 	rate      int
 	outRate   int
 	tools     sync.WaitGroup
+	view      *view // the instruction with the current view note (see view.go)
 
 	audioDropped atomic.Int64
 	endOnce      sync.Once
@@ -366,13 +367,14 @@ func (s *socket) run() {
 	s.send(map[string]any{"type": "rate", "inputRate": rate, "outputRate": offer.OutputRate,
 		"provider": choice.Provider, "model": choice.Model, "voice": choice.Voice, "thinking": choice.Thinking})
 	cat := h.opts.Catalogue
+	s.view = &view{cat: cat}
 	var transport live.Transport
 	if h.opts.Transport != nil {
 		transport = h.opts.Transport()
 	}
 	h.log.Info("live: session starting", "provider", choice.Provider, "model", choice.Model)
 	sess, err := h.opts.Registry.Start(s.ctx, live.Config{Choice: choice, Key: key, BaseURL: h.opts.BaseURLs[choice.Provider],
-		Tools: cat.Declarations(), Instruction: cat.Instruction(), Transport: transport, Callbacks: s.callbacks(), Log: h.log})
+		Tools: cat.Declarations(), Instruction: s.view.start(s.ctx), Transport: transport, Callbacks: s.callbacks(), Log: h.log})
 	if err != nil {
 		// The session reported Failed, which ended the socket; a refusal before it had a
 		// session (a wrong model in stale settings) ends it here.
@@ -388,7 +390,7 @@ func (s *socket) run() {
 	s.markStarted()
 	defer sess.Close()
 	cancelChange := cat.OnChange(func() {
-		err := sess.UpdateTools(cat.Declarations(), cat.Instruction())
+		err := s.view.update(s.ctx, sess, true)
 		if rf, ok := refusal.As(err); ok && rf.Rule == refusal.LiveUpdateUnsupported {
 			s.send(map[string]any{"type": "notice", "text": "The tools changed; " + providerLabel(offer) + " takes the new ones from the next session."})
 		}
@@ -514,6 +516,9 @@ func (s *socket) callbacks() live.Callbacks {
 			if st.Terminal() {
 				s.end(frame, websocket.StatusNormalClosure, "session ended")
 				return
+			}
+			if st == live.TurnComplete {
+				go s.view.afterTurn(s.ctx, s.sess.Load())
 			}
 			s.send(frame)
 		},

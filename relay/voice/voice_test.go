@@ -99,6 +99,8 @@ type relayOpts struct {
 	gate     *server.Gate
 	max      int
 	provider string
+	// catalogue, when set, is the session's catalogue instead of the test's own.
+	catalogue voice.Catalogue
 }
 
 func startRelay(t *testing.T, o relayOpts) *relay {
@@ -123,7 +125,11 @@ func startRelay(t *testing.T, o relayOpts) *relay {
 		}
 	}
 	cat := &catalogue{decls: []miniapp.FunctionDeclaration{writeFile}}
-	opts := voice.Options{Registry: reg, Settings: set, Keys: keys, Catalogue: cat, PageOrigin: srv.PageOrigin, Log: log, MaxSockets: o.max}
+	var use voice.Catalogue = cat
+	if o.catalogue != nil {
+		use = o.catalogue
+	}
+	opts := voice.Options{Registry: reg, Settings: set, Keys: keys, Catalogue: use, PageOrigin: srv.PageOrigin, Log: log, MaxSockets: o.max}
 	if o.fx != nil {
 		opts.BaseURLs = map[string]string{openai.Name: o.fx.OpenAIURL(), gemini.Name: o.fx.GeminiURL()}
 	}
