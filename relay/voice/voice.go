@@ -26,7 +26,8 @@
 // A call the model makes goes to the Catalogue (the assistant's, which routes it to the
 // executor), and its one answer, observation or refusal, goes back to the vendor under the same
 // call id and is shown to the page. A call whose arguments could not be read is refused without
-// running.
+// running. A catalogue that is also a Viewer (the open external apps' current view) has its note
+// at the end of the instruction, refreshed after every turn (see view.go).
 //
 // # Keys and settings
 //
