@@ -29,8 +29,9 @@ func startServe(t *testing.T, stateDir string, extra ...string) (url string, std
 	outR, outW := io.Pipe()
 	exit := make(chan int, 1)
 	args := append([]string{"--addr", "127.0.0.1:0", "--public", public, "--extensions-dir", stateDir}, extra...)
+	var errOut syncBuffer
 	go func() {
-		exit <- serveUntil(ctx, args, outW, io.Discard)
+		exit <- serveUntil(ctx, args, outW, &errOut)
 		outW.Close()
 	}()
 	t.Cleanup(func() {
@@ -45,7 +46,7 @@ func startServe(t *testing.T, stateDir string, extra ...string) (url string, std
 	br := bufio.NewReader(outR)
 	line, err := br.ReadString('\n')
 	if err != nil {
-		t.Fatalf("no address line: %v", err)
+		t.Fatalf("no address line: %v; serve said: %s", err, errOut.String())
 	}
 	m := regexp.MustCompile(`^voicebox on (http://\S+)\n$`).FindStringSubmatch(line)
 	if m == nil {
@@ -291,14 +292,15 @@ func startServeStoppable(t *testing.T, stateDir, public, addr string) (string, f
 	ctx, cancel := context.WithCancel(context.Background())
 	outR, outW := io.Pipe()
 	exit := make(chan int, 1)
+	var errOut syncBuffer
 	go func() {
-		exit <- serveUntil(ctx, []string{"--addr", addr, "--public", public, "--extensions-dir", stateDir}, outW, io.Discard)
+		exit <- serveUntil(ctx, []string{"--addr", addr, "--public", public, "--extensions-dir", stateDir}, outW, &errOut)
 		outW.Close()
 	}()
 	br := bufio.NewReader(outR)
 	line, err := br.ReadString('\n')
 	if err != nil {
-		t.Fatalf("no address line: %v", err)
+		t.Fatalf("no address line: %v; serve said: %s", err, errOut.String())
 	}
 	go io.Copy(io.Discard, br)
 	stop := sync.OnceFunc(func() {
