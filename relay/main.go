@@ -29,7 +29,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -241,126 +240,30 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "relay serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	public := cfg.public
-	if public == "" {
-		public = os.Getenv("VOICEBOX_PUBLIC_DIR")
-	}
-	if public == "" {
-		public = "public"
-	}
-	var err error
-	helloMS := cfg.helloBound
-	if helloMS == 0 {
-		if v := os.Getenv("VOICEBOX_HELLO_BOUND_MS"); v != "" {
-			if helloMS, err = strconv.Atoi(v); err != nil || helloMS <= 0 {
-				fmt.Fprintf(stderr, "relay serve: VOICEBOX_HELLO_BOUND_MS=%q is not a positive number of milliseconds\n", v)
-				return 2
-			}
-		}
-	}
-	if helloMS < 0 {
-		fmt.Fprintf(stderr, "relay serve: --hello-bound-ms must be positive\n")
-		return 2
-	}
-	gated := false
-	switch v := os.Getenv("VOICEBOX_LOOPBACK_AUTH"); v {
-	case "", "0":
-	case "1":
-		gated = true
-	default:
-		fmt.Fprintf(stderr, "relay serve: VOICEBOX_LOOPBACK_AUTH=%q: use 1 (on) or 0 (off)\n", v)
-		return 2
-	}
-	addr, err := listenAddr(cfg.addr, os.Getenv("PORT"), gated)
+	st, err := cfg.settle(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 2
 	}
-	origin := orEnv(cfg.origin, "VOICEBOX_ORIGIN")
-	if origin != "" {
-		if origin, err = server.ParseOrigin(origin); err != nil {
-			fmt.Fprintf(stderr, "relay serve: --origin: %v\n", err)
-			return 2
-		}
-	}
-	lifetime := session.DefaultLifetime
-	if v := orEnv(cfg.lifetime, "VOICEBOX_SESSION_LIFETIME"); v != "" {
-		if lifetime, err = time.ParseDuration(v); err != nil || lifetime < time.Second {
-			fmt.Fprintf(stderr, "relay serve: session lifetime %q is not a duration of at least 1s (such as 8h or 30m)\n", v)
-			return 2
-		}
-	}
-	trusted, err := server.ParseTrustedProxies(orEnv(cfg.trusted, "VOICEBOX_TRUSTED_PROXY"))
-	if err != nil {
-		fmt.Fprintf(stderr, "relay serve: --trusted-proxy: %v\n", err)
-		return 2
-	}
-	log, err := newLogger(stderr, orEnv(cfg.logFormat, "VOICEBOX_LOG_FORMAT"))
-	if err != nil {
-		fmt.Fprintf(stderr, "relay serve: --log-format: %v\n", err)
-		return 2
-	}
-	certFile, keyFile := orEnv(cfg.tlsCert, "VOICEBOX_TLS_CERT"), orEnv(cfg.tlsKey, "VOICEBOX_TLS_KEY")
-	acmeCfg := acmeSettings{host: orEnv(cfg.acme.host, "VOICEBOX_ACME_HOST"), email: orEnv(cfg.acme.email, "VOICEBOX_ACME_EMAIL"),
-		directory: orEnv(cfg.acme.directory, "VOICEBOX_ACME_DIRECTORY")}
-	acmeHTTP := orEnv(cfg.acmeHTTP, "VOICEBOX_ACME_HTTP_ADDR")
-	if acmeCfg.host != "" {
-		if certFile != "" || keyFile != "" {
-			fmt.Fprintf(stderr, "relay serve: --acme-host and --tls-cert/--tls-key both say where the certificate comes from; use one of them\n")
-			return 2
-		}
-		if acmeCfg.host, err = checkACMEHost(acmeCfg.host); err != nil {
-			fmt.Fprintf(stderr, "relay serve: %v\n", err)
-			return 2
-		}
-		if origin == "" {
-			origin = "https://" + acmeCfg.host
-		} else if u, _ := url.Parse(origin); u.Scheme != "https" || u.Hostname() != acmeCfg.host {
-			fmt.Fprintf(stderr, "relay serve: --origin %s must be https on the --acme-host %s (the certificate names that host)\n", origin, acmeCfg.host)
-			return 2
-		}
-		if acmeHTTP != "" {
-			if acmeHTTP, err = listenAddr(acmeHTTP, "", gated); err != nil {
-				fmt.Fprintf(stderr, "relay serve: --acme-http-addr: %v\n", err)
-				return 2
-			}
-		}
-	} else if acmeCfg.email != "" || acmeCfg.directory != "" || acmeHTTP != "" {
-		fmt.Fprintf(stderr, "relay serve: --acme-email, --acme-directory and --acme-http-addr need --acme-host\n")
-		return 2
-	}
-	var tlsConfig *tls.Config
-	if certFile != "" || keyFile != "" {
-		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			fmt.Fprintf(stderr, "relay serve: TLS needs both --tls-cert and --tls-key: %v\n", err)
-			return 2
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	miniApps, err := loadMiniApps(cfg.miniApps)
-	if err != nil {
-		fmt.Fprintf(stderr, "relay serve: %v\n", err)
-		return 2
-	}
+	log, tlsConfig := st.log, st.tlsConfig // ACME replaces tlsConfig below
 	state, err := openState(cfg.stateDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 1
 	}
 	var challenges http.Handler
-	if acmeCfg.host != "" {
-		m, err := newACMEManager(acmeCfg, state.Path())
+	if st.acme.host != "" {
+		m, err := newACMEManager(st.acme, state.Path())
 		if err != nil {
 			fmt.Fprintf(stderr, "relay serve: %v\n", err)
 			return 1
 		}
 		tlsConfig = acmeTLSConfig(m)
-		if acmeHTTP != "" {
+		if st.acmeHTTP != "" {
 			challenges = m.HTTPHandler(nil)
 		}
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", st.addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 1
@@ -377,18 +280,18 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		ln = tls.NewListener(ln, tlsConfig)
 		listeners[0] = ln
 	}
-	base := origin
+	base := st.origin
 	if base == "" {
 		base = scheme + "://" + reachableAddr(ln.Addr())
 	}
-	if a, ok := sharesPageOrigin(miniApps, pageOrigins(origin, scheme, ln)); ok {
+	if a, ok := sharesPageOrigin(st.miniApps, pageOrigins(st.origin, scheme, ln)); ok {
 		fmt.Fprintf(stderr, "relay serve: mini-app %q: field \"origin\": %s is the page's own origin; framed there the app would reach everything the page holds\n", a.ID, a.Origin)
 		return 2
 	}
 	var gate *server.Gate
-	hubOpts := hub.Options{HelloBound: time.Duration(helloMS) * time.Millisecond, Pairings: state, Log: log}
-	if gated {
-		gate = server.NewGateFor(session.NewStore(session.Options{Lifetime: lifetime}))
+	hubOpts := hub.Options{HelloBound: st.helloBound, Pairings: state, Log: log}
+	if st.gated {
+		gate = server.NewGateFor(session.NewStore(session.Options{Lifetime: st.lifetime}))
 		hubOpts.PageSession = gate.Session
 		hubOpts.SessionOf = gate.SessionID
 		hubOpts.Sessions = gate.Store()
@@ -400,9 +303,9 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		return nil
 	}
-	srv, err := server.New(server.Config{Public: public, Build: build, Log: log, HostToken: state.CheckHostToken, Gate: gate,
-		Origin: origin, HSTS: tlsConfig != nil || len(trusted) > 0, Ready: ready, TrustedProxies: trusted, BootstrapBase: base,
-		FrameOrigins: miniApps.Origins()})
+	srv, err := server.New(server.Config{Public: st.public, Build: build, Log: log, HostToken: state.CheckHostToken, Gate: gate,
+		Origin: st.origin, HSTS: tlsConfig != nil || len(st.trusted) > 0, Ready: ready, TrustedProxies: st.trusted, BootstrapBase: base,
+		FrameOrigins: st.miniApps.Origins()})
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v (run from the checkout, or pass --public)\n", err)
 		return 1
@@ -429,8 +332,8 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if gate != nil {
 		subject = gate.SessionID
 	}
-	externalapps.Register(srv, &externalapps.Minter{Registry: miniApps, Issuer: base}, subject)
-	appsModel = externalapps.NewModel(tools, miniApps, hb, log)
+	externalapps.Register(srv, &externalapps.Minter{Registry: st.miniApps, Issuer: base}, subject)
+	appsModel = externalapps.NewModel(tools, st.miniApps, hb, log)
 	appsModel.Register(srv)
 	lv, err = liveVoice(cfg, state, srv, gate, log, appsModel)
 	if err != nil {
@@ -438,7 +341,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 2
 	}
 	if challenges != nil {
-		cl, err := net.Listen("tcp", acmeHTTP)
+		cl, err := net.Listen("tcp", st.acmeHTTP)
 		if err != nil {
 			fmt.Fprintf(stderr, "relay serve: --acme-http-addr: %v\n", err)
 			return 1
@@ -457,8 +360,8 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		} else {
 			fmt.Fprintf(w, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
 		}
-		if acmeCfg.host != "" {
-			fmt.Fprintf(w, "certificates for %s come from the ACME CA on first use, cached in %s\n", acmeCfg.host, filepath.Join(state.Path(), ACMECacheDir))
+		if st.acme.host != "" {
+			fmt.Fprintf(w, "certificates for %s come from the ACME CA on first use, cached in %s\n", st.acme.host, filepath.Join(state.Path(), ACMECacheDir))
 		}
 	}
 	code := serve(ctx, ln, listeners[1:], scheme, srv, log, stdout, banner, func() { stopping.Store(true); lv.Close(); tools.Close(); hb.Close() })
@@ -482,7 +385,7 @@ func reachableAddr(a net.Addr) string {
 // serve runs the HTTP server on ln (and on the extra listeners: the control socket) until ctx
 // ends, then shuts it down gracefully. onStop runs when ctx ends, before the shutdown, so
 // /api/ready turns 503 at once.
-func serve(ctx context.Context, ln net.Listener, extra []net.Listener, scheme string, h http.Handler, log *slog.Logger, stdout io.Writer, banner func(io.Writer), onStop func()) int {
+func serve(ctx context.Context, ln net.Listener, extra []net.Listener, scheme string, h *server.Server, log *slog.Logger, stdout io.Writer, banner func(io.Writer), onStop func()) int {
 	fresh := &freshConns{}
 	hs := &http.Server{
 		Handler:           h,
@@ -513,6 +416,10 @@ func serve(ctx context.Context, ln net.Listener, extra []net.Listener, scheme st
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {
 		log.Warn("shutdown did not finish in time", "err", err)
+		return 1
+	}
+	if err := h.Drain(shutdownCtx); err != nil {
+		log.Warn("sockets still open when the shutdown's grace ended", "err", err)
 		return 1
 	}
 	return 0

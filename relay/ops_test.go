@@ -132,6 +132,10 @@ func TestSessionsAndTicketCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.CloseNow()
+	// The admitted set comes before anything else once the page is admitted, session and all.
+	if _, frame, err := ws.Read(ctx); err != nil || !strings.Contains(string(frame), `"type":"admitted"`) {
+		t.Fatalf("the page's socket read %s, %v; want the admitted set", frame, err)
+	}
 	var list string
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		code, list, errOut = relayCmd("sessions", "--extensions-dir", r.state)
@@ -162,9 +166,6 @@ func TestSessionsAndTicketCommands(t *testing.T) {
 		t.Fatalf("revoke --all: exit %d %q", code, out)
 	}
 	_, frame, err := ws.Read(ctx)
-	for err == nil && strings.Contains(string(frame), `"type":"admitted"`) { // the admitted set comes first
-		_, frame, err = ws.Read(ctx)
-	}
 	if err != nil || !strings.Contains(string(frame), `"refused":"session-revoked"`) {
 		t.Fatalf("the page's socket read %s, %v; want session-revoked", frame, err)
 	}

@@ -403,6 +403,9 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if page {
 		if h.opts.PageSession != nil && !h.opts.PageSession(r) {
+			if c.gone.Load() {
+				return // the session ended while the socket opened: its hook says so
+			}
 			log.Info("channel: page without a session refused")
 			c.refuse(refusal.New(refusal.LoopbackUnauthenticated, "this relay requires a session: open the bootstrap address it printed at start"))
 			return

@@ -20,6 +20,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"voicebox/shared/refusal"
@@ -72,6 +73,9 @@ type Server struct {
 	public fs.FS
 	mux    *http.ServeMux
 	log    *slog.Logger
+	// busy counts the requests being served, WebSockets included, which http.Server.Shutdown
+	// does not wait for once they are hijacked.
+	busy sync.WaitGroup
 }
 
 // New checks cfg and returns a Server for it.
@@ -102,6 +106,8 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // into a JSON 500, and logs one line when the request ends (for a WebSocket, when it closes). No
 // log line carries a query, a header value or a body: secrets travel there.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.busy.Add(1)
+	defer s.busy.Done() // last, after the request's log line
 	start := time.Now()
 	info := s.requestInfo(r)
 	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
@@ -129,6 +135,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(rw, r)
+}
+
+// Drain waits until every request being served has ended and been logged, WebSockets
+// included, or ctx ends. Once the listeners are closed and the sockets told to go, it is what
+// makes a shutdown complete.
+func (s *Server) Drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.busy.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"voicebox/relay/externalapps"
+	"voicebox/relay/server"
+	"voicebox/relay/session"
+)
+
+// serveSettings is what serve runs with once its flags and the environment are read and checked.
+type serveSettings struct {
+	public     string
+	helloBound time.Duration
+	gated      bool // VOICEBOX_LOOPBACK_AUTH=1: the session gate is on
+	addr       string
+	origin     string // the public origin, "" for none
+	lifetime   time.Duration
+	trusted    []netip.Prefix
+	log        *slog.Logger
+	tlsConfig  *tls.Config // from --tls-cert/--tls-key; ACME's comes once the state directory is open
+	acme       acmeSettings
+	acmeHTTP   string
+	miniApps   *externalapps.Registry
+}
+
+// settle reads the flags, with the environment where a flag is not given, into serve's settings.
+// An error is a usage error: serve says it and exits 2 before it touches anything.
+func (cfg *serveConfig) settle(stderr io.Writer) (*serveSettings, error) {
+	public := cfg.public
+	if public == "" {
+		public = os.Getenv("VOICEBOX_PUBLIC_DIR")
+	}
+	if public == "" {
+		public = "public"
+	}
+	var err error
+	helloMS := cfg.helloBound
+	if helloMS == 0 {
+		if v := os.Getenv("VOICEBOX_HELLO_BOUND_MS"); v != "" {
+			if helloMS, err = strconv.Atoi(v); err != nil || helloMS <= 0 {
+				return nil, fmt.Errorf("VOICEBOX_HELLO_BOUND_MS=%q is not a positive number of milliseconds", v)
+			}
+		}
+	}
+	if helloMS < 0 {
+		return nil, errors.New("--hello-bound-ms must be positive")
+	}
+	gated := false
+	switch v := os.Getenv("VOICEBOX_LOOPBACK_AUTH"); v {
+	case "", "0":
+	case "1":
+		gated = true
+	default:
+		return nil, fmt.Errorf("VOICEBOX_LOOPBACK_AUTH=%q: use 1 (on) or 0 (off)", v)
+	}
+	addr, err := listenAddr(cfg.addr, os.Getenv("PORT"), gated)
+	if err != nil {
+		return nil, err
+	}
+	origin := orEnv(cfg.origin, "VOICEBOX_ORIGIN")
+	if origin != "" {
+		if origin, err = server.ParseOrigin(origin); err != nil {
+			return nil, fmt.Errorf("--origin: %v", err)
+		}
+	}
+	lifetime := session.DefaultLifetime
+	if v := orEnv(cfg.lifetime, "VOICEBOX_SESSION_LIFETIME"); v != "" {
+		if lifetime, err = time.ParseDuration(v); err != nil || lifetime < time.Second {
+			return nil, fmt.Errorf("session lifetime %q is not a duration of at least 1s (such as 8h or 30m)", v)
+		}
+	}
+	trusted, err := server.ParseTrustedProxies(orEnv(cfg.trusted, "VOICEBOX_TRUSTED_PROXY"))
+	if err != nil {
+		return nil, fmt.Errorf("--trusted-proxy: %v", err)
+	}
+	log, err := newLogger(stderr, orEnv(cfg.logFormat, "VOICEBOX_LOG_FORMAT"))
+	if err != nil {
+		return nil, fmt.Errorf("--log-format: %v", err)
+	}
+	certFile, keyFile := orEnv(cfg.tlsCert, "VOICEBOX_TLS_CERT"), orEnv(cfg.tlsKey, "VOICEBOX_TLS_KEY")
+	acmeCfg := acmeSettings{host: orEnv(cfg.acme.host, "VOICEBOX_ACME_HOST"), email: orEnv(cfg.acme.email, "VOICEBOX_ACME_EMAIL"),
+		directory: orEnv(cfg.acme.directory, "VOICEBOX_ACME_DIRECTORY")}
+	acmeHTTP := orEnv(cfg.acmeHTTP, "VOICEBOX_ACME_HTTP_ADDR")
+	if acmeCfg.host != "" {
+		if certFile != "" || keyFile != "" {
+			return nil, errors.New("--acme-host and --tls-cert/--tls-key both say where the certificate comes from; use one of them")
+		}
+		if acmeCfg.host, err = checkACMEHost(acmeCfg.host); err != nil {
+			return nil, err
+		}
+		if origin == "" {
+			origin = "https://" + acmeCfg.host
+		} else if u, _ := url.Parse(origin); u.Scheme != "https" || u.Hostname() != acmeCfg.host {
+			return nil, fmt.Errorf("--origin %s must be https on the --acme-host %s (the certificate names that host)", origin, acmeCfg.host)
+		}
+		if acmeHTTP != "" {
+			if acmeHTTP, err = listenAddr(acmeHTTP, "", gated); err != nil {
+				return nil, fmt.Errorf("--acme-http-addr: %v", err)
+			}
+		}
+	} else if acmeCfg.email != "" || acmeCfg.directory != "" || acmeHTTP != "" {
+		return nil, errors.New("--acme-email, --acme-directory and --acme-http-addr need --acme-host")
+	}
+	var tlsConfig *tls.Config
+	if certFile != "" || keyFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("TLS needs both --tls-cert and --tls-key: %v", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	miniApps, err := loadMiniApps(cfg.miniApps)
+	if err != nil {
+		return nil, err
+	}
+	return &serveSettings{public: public, helloBound: time.Duration(helloMS) * time.Millisecond, gated: gated, addr: addr,
+		origin: origin, lifetime: lifetime, trusted: trusted, log: log, tlsConfig: tlsConfig, acme: acmeCfg,
+		acmeHTTP: acmeHTTP, miniApps: miniApps}, nil
+}
