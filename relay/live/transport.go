@@ -138,25 +138,39 @@ const writeBound = 10 * time.Second
 // WebSocketTransport is the real transport: a coder/websocket client connection. It carries
 // headers. The zero value is ready to use.
 type WebSocketTransport struct {
-	// Client, when set, is the HTTP client the upgrade goes through (tests may set one).
+	// Client, when set, is the HTTP client the upgrade goes through (tests may set one). Its
+	// redirect policy is replaced: a redirect is never followed (see Connect).
 	Client *http.Client
 
 	mu   sync.Mutex
 	conn *websocket.Conn
 }
 
+// errRedirect stops the upgrade at a redirect.
+var errRedirect = errors.New("live: the vendor endpoint redirected; the key is not sent on")
+
 // CarriesHeaders reports true: the upgrade request carries every header.
 func (t *WebSocketTransport) CarriesHeaders() bool { return true }
 
-// Connect dials url with opts.Headers and starts reading.
+// Connect dials url with opts.Headers and starts reading. It follows no redirect: the HTTP
+// client would send the key's header on to wherever a redirect points, another host or plain
+// http included, and a realtime endpoint has no reason to redirect.
 func (t *WebSocketTransport) Connect(ctx context.Context, url string, opts ConnectOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, DialBound)
 	defer cancel()
-	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: opts.Headers, HTTPClient: t.Client})
+	client := &http.Client{}
+	if t.Client != nil {
+		*client = *t.Client
+	}
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return errRedirect }
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: opts.Headers, HTTPClient: client})
 	if err != nil {
 		// The error names the URL and status only; never a header.
 		if resp != nil {
 			return errors.New("live: the vendor refused the connection with HTTP " + resp.Status)
+		}
+		if errors.Is(err, errRedirect) {
+			return errRedirect
 		}
 		return errors.New("live: could not connect to the vendor: " + dialProblem(err))
 	}
