@@ -144,6 +144,13 @@ type WebSocketTransport struct {
 
 	mu   sync.Mutex
 	conn *websocket.Conn
+	dial *dialing // the dial under way, which Close abandons
+}
+
+// dialing is one Connect under way.
+type dialing struct {
+	cancel    context.CancelFunc
+	abandoned bool
 }
 
 // errRedirect stops the upgrade at a redirect.
@@ -154,7 +161,8 @@ func (t *WebSocketTransport) CarriesHeaders() bool { return true }
 
 // Connect dials url with opts.Headers and starts reading. It follows no redirect: the HTTP
 // client would send the key's header on to wherever a redirect points, another host or plain
-// http included, and a realtime endpoint has no reason to redirect.
+// http included, and a realtime endpoint has no reason to redirect. A Close while the dial is
+// under way abandons it: Connect then closes what it got and fails.
 func (t *WebSocketTransport) Connect(ctx context.Context, url string, opts ConnectOptions) error {
 	ctx, cancel := context.WithTimeout(ctx, DialBound)
 	defer cancel()
@@ -163,7 +171,24 @@ func (t *WebSocketTransport) Connect(ctx context.Context, url string, opts Conne
 		*client = *t.Client
 	}
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return errRedirect }
+	d := &dialing{cancel: cancel}
+	t.mu.Lock()
+	t.dial = d
+	t.mu.Unlock()
 	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: opts.Headers, HTTPClient: client})
+	t.mu.Lock()
+	if t.dial == d {
+		t.dial = nil
+	}
+	abandoned := d.abandoned
+	if err == nil && !abandoned {
+		t.conn = c
+	}
+	t.mu.Unlock()
+	if err == nil && abandoned {
+		c.CloseNow()
+		return errors.New("live: could not connect to the vendor: the session ended first")
+	}
 	if err != nil {
 		// The error names the URL and status only; never a header.
 		if resp != nil {
@@ -175,9 +200,6 @@ func (t *WebSocketTransport) Connect(ctx context.Context, url string, opts Conne
 		return errors.New("live: could not connect to the vendor: " + dialProblem(err))
 	}
 	c.SetReadLimit(MaxVendorFrameBytes)
-	t.mu.Lock()
-	t.conn = c
-	t.mu.Unlock()
 	opts.OnEvent(TransportEvent{Kind: TransportOpened})
 	go t.read(c, opts.OnEvent)
 	return nil
@@ -242,6 +264,11 @@ func (t *WebSocketTransport) Close(code int, reason string) {
 	t.mu.Lock()
 	c := t.conn
 	t.conn = nil
+	if t.dial != nil {
+		t.dial.abandoned = true
+		t.dial.cancel()
+		t.dial = nil
+	}
 	t.mu.Unlock()
 	if c != nil {
 		go c.Close(websocket.StatusCode(code), reason)

@@ -2,10 +2,12 @@ package live_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -47,5 +49,71 @@ func TestDialFollowsNoRedirectWithTheKey(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) > 0 {
 		t.Fatalf("the redirect target was reached with the headers %q", seen)
+	}
+}
+
+// Close while a dial is still under way (a session ending during Gemini's fallback reconnect)
+// leaves no connection open: the dial is abandoned, and the vendor sees its socket closed.
+func TestCloseDuringADialLeavesNoConnection(t *testing.T) {
+	arrived := make(chan struct{})
+	release := make(chan struct{})
+	gone := make(chan error, 1)
+	vendor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			gone <- err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		_, _, err = c.Read(ctx)
+		gone <- err
+	}))
+	defer vendor.Close()
+	defer close(release)
+
+	tr := &live.WebSocketTransport{}
+	var mu sync.Mutex
+	var events []live.TransportEventKind
+	done := make(chan error, 1)
+	go func() {
+		done <- tr.Connect(context.Background(), "ws"+vendor.URL[len("http"):], live.ConnectOptions{OnEvent: func(e live.TransportEvent) {
+			mu.Lock()
+			events = append(events, e.Kind)
+			mu.Unlock()
+		}})
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(bound):
+		t.Fatal("the dial never reached the vendor")
+	}
+	tr.Close(1000, "session closed")
+	release <- struct{}{}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(bound):
+		t.Fatal("Connect did not return")
+	}
+	if err == nil {
+		t.Error("Connect reported an open connection after Close")
+	}
+	select {
+	case err := <-gone:
+		if err == nil || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("the vendor's socket stayed open (%v)", err)
+		}
+	case <-time.After(bound):
+		t.Fatal("the vendor's socket stayed open after the session closed")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range events {
+		if k == live.TransportOpened {
+			t.Errorf("an abandoned dial reported the connection opened: %v", events)
+		}
 	}
 }
