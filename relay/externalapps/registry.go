@@ -17,10 +17,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -239,10 +241,40 @@ func parseOrigin(s string) (string, error) {
 		return "", fmt.Errorf("%q is not scheme://host[:port] (http or https, no path, not even a trailing slash)", s)
 	}
 	host := strings.ToLower(u.Host)
+	// The origin goes into the page's frame-src as written, so it may hold only what a browser's
+	// origin holds: no wildcard, quote or semicolon to widen or end the directive.
+	if !plainHost(strings.ToLower(u.Hostname())) || !plainPort(host, u.Port()) {
+		return "", fmt.Errorf("%q is not scheme://host[:port] with a DNS name or IP address and a port number", s)
+	}
 	if (u.Scheme == "http" && strings.HasSuffix(host, ":80")) || (u.Scheme == "https" && strings.HasSuffix(host, ":443")) {
 		return "", fmt.Errorf("%q names the scheme's default port, which browsers leave out of an origin; drop it", s)
 	}
 	return u.Scheme + "://" + host, nil
+}
+
+// plainHost reports whether h is an IP address or a DNS name of letters, digits, dashes and dots.
+func plainHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// plainPort reports whether hostport (the URL's host) ends in no port, or in port, 1 to 65535.
+func plainPort(hostport, port string) bool {
+	if port == "" {
+		return !strings.HasSuffix(hostport, ":")
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == port
 }
 
 // topLevelKeys returns the keys of a JSON object, refusing a repeated key (encoding/json would keep

@@ -69,6 +69,14 @@ func TestParseNamesTheEntryAndFieldOfEveryProblem(t *testing.T) {
 		{"origin with path", `{"a": {"name": "A", "url": "https://a.example.com/", "origin": "https://a.example.com/"}}`, "a", "origin"},
 		{"origin with default port", `{"a": {"name": "A", "url": "https://a.example.com/", "origin": "https://a.example.com:443"}}`, "a", "origin"},
 		{"origin null", `{"a": {"name": "A", "url": "https://a.example.com/", "origin": "null"}}`, "a", "origin"},
+		// The origin goes into the page's frame-src as it is: a wildcard, or a character that
+		// ends the directive, would widen the policy beyond the registered origins.
+		{"origin wildcard", `{"a": {"name": "A", "url": "https://a.example.com/", "origin": "https://*"}}`, "a", "origin"},
+		{"origin wildcard subdomain", `{"a": {"name": "A", "url": "https://a.example.com/", "origin": "https://*.example.com"}}`, "a", "origin"},
+		{"origin ending the directive", `{"a": {"name": "A", "url": "https://a.example.com/", "origin": "https://a.example.com;script-src"}}`, "a", "origin"},
+		{"origin with a quote", `{"a": {"name": "A", "url": "https://a.example.com/", "origin": "https://a'unsafe-inline'"}}`, "a", "origin"},
+		{"origin with an empty port", `{"a": {"name": "A", "url": "https://a.example.com/", "origin": "https://a.example.com:"}}`, "a", "origin"},
+		{"origin with a port that is no number", `{"a": {"name": "A", "url": "https://a.example.com/", "origin": "https://a.example.com:*"}}`, "a", "origin"},
 		{"unknown icon", `{"a": {` + ok + `, "icon": "rocket"}}`, "a", "icon"},
 		{"unknown capability", `{"a": {` + ok + `, "capabilities": ["camera"]}}`, "a", "capabilities"},
 		{"unknown field", `{"a": {` + ok + `, "colour": "red"}}`, "a", "colour"},
@@ -93,6 +101,21 @@ func TestParseNamesTheEntryAndFieldOfEveryProblem(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), `entry "`+tt.app+`"`) {
 			t.Errorf("%s: the message %q does not name the entry", tt.name, err)
+		}
+	}
+}
+
+func TestParseTakesOriginsAsBrowsersSpellThem(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"http://[::1]:5190":         "http://[::1]:5190",
+		"HTTPS://Apps.Example.COM":  "https://apps.example.com",
+		"http://127.0.0.1:5190":     "http://127.0.0.1:5190",
+		"https://xn--bcher-kva.com": "https://xn--bcher-kva.com",
+	} {
+		got, err := parseOrigin(in)
+		if err != nil || got != want {
+			t.Errorf("parseOrigin(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 }
