@@ -252,20 +252,29 @@
       }
     };
     let graph;
+    let worklet;
     try {
-      graph = await build({ sampleRate: rate });
-    } catch (_) {
-      graph = await build({});
+      try {
+        graph = await build({ sampleRate: rate });
+      } catch (_) {
+        graph = await build({});
+      }
+      worklet = new AudioWorkletNode(graph.ctx, 'voicebox-capture', { processorOptions: { targetRate: rate }, numberOfOutputs: 1 });
+      worklet.port.onmessage = (e) => onFrame(e.data);
+      const mute = graph.ctx.createGain();
+      mute.gain.value = 0;
+      graph.src.connect(worklet);
+      worklet.connect(mute);
+      mute.connect(graph.ctx.destination); // keeps the worklet pulled; it plays nothing
+      await graph.ctx.resume();
+    } catch (err) {
+      // The microphone was granted: it is stopped here, or it would stay open with nothing
+      // reading it.
+      for (const t of stream.getTracks()) t.stop();
+      if (graph) graph.ctx.close();
+      throw err;
     }
-    const { ctx, src } = graph;
-    const worklet = new AudioWorkletNode(ctx, 'voicebox-capture', { processorOptions: { targetRate: rate }, numberOfOutputs: 1 });
-    worklet.port.onmessage = (e) => onFrame(e.data);
-    const mute = ctx.createGain();
-    mute.gain.value = 0;
-    src.connect(worklet);
-    worklet.connect(mute);
-    mute.connect(ctx.destination); // keeps the worklet pulled; it plays nothing
-    await ctx.resume();
+    const { ctx } = graph;
     return {
       contextRate: ctx.sampleRate,
       stop() {
@@ -290,6 +299,7 @@
       this.player = null;
       this.refused = null;
       this.ended = false;
+      this.over = false; // stopped or closed: a microphone granted later is closed at once
       this.ws.onmessage = (e) => this.onMessage(e.data);
       this.ws.onclose = (e) => this.onClose(e);
     }
@@ -311,13 +321,17 @@
           this.rate = f;
           this.player = new Player(f.outputRate);
           try {
-            this.capture = await startCapture(f.inputRate, (buf) => {
+            const capture = await startCapture(f.inputRate, (buf) => {
               if (this.ws.readyState !== WebSocket.OPEN) return;
               this.ws.send(buf);
               stats.framesSent++;
               stats.bytesSent += buf.byteLength;
             });
+            // The session may have ended while the browser asked for the microphone.
+            if (this.over) capture.stop();
+            else this.capture = capture;
           } catch (err) {
+            if (this.over) break;
             setState('error', 'The microphone could not be opened: ' + (err.message || err.name));
             this.stop();
           }
@@ -370,6 +384,7 @@
     }
 
     cleanup() {
+      this.over = true;
       if (this.capture) this.capture.stop();
       if (this.player) this.player.close();
       this.capture = this.player = null;
@@ -408,6 +423,7 @@
   window.voicebox = window.voicebox || {};
   window.voicebox.live = {
     state: () => state,
+    open: () => session !== null,
     stats: () => Object.assign({}, stats),
     reloadSettings: loadSettings,
     transcript: () => [...el.transcript.children].map((li) => li.textContent),
