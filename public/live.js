@@ -300,6 +300,7 @@
       this.refused = null;
       this.ended = false;
       this.over = false; // stopped or closed: a microphone granted later is closed at once
+      this.failed = ''; // why the page ended the session itself, kept on screen
       this.ws.onmessage = (e) => this.onMessage(e.data);
       this.ws.onclose = (e) => this.onClose(e);
     }
@@ -332,7 +333,8 @@
             else this.capture = capture;
           } catch (err) {
             if (this.over) break;
-            setState('error', 'The microphone could not be opened: ' + (err.message || err.name));
+            this.failed = 'The microphone could not be opened: ' + (err.message || err.name);
+            setState('error', this.failed);
             this.stop();
           }
           break;
@@ -362,7 +364,8 @@
         case 'error': el.status.textContent = 'The model reported: ' + f.detail; break;
         default:
           this.ended = true;
-          if (f.state === 'closed') setState('idle', 'Session ended.');
+          if (this.failed) setState('error', this.failed);
+          else if (f.state === 'closed') setState('idle', 'Session ended.');
           else setState('error', (f.state === 'failed' ? 'The session failed: ' : 'The model hung up: ') + f.detail);
       }
     }
@@ -379,8 +382,10 @@
     onClose(e) {
       this.cleanup();
       if (session === this) session = null;
+      // A refusal the session went on after is not why it ended.
+      if (this.failed || this.ended) return;
       if (this.refused) setState('error', `Refused (${this.refused.refused}): ${this.refused.why}`);
-      else if (!this.ended) setState('error', `The relay closed the voice socket (${e.code}).`);
+      else setState('error', `The relay closed the voice socket (${e.code}).`);
     }
 
     cleanup() {

@@ -3,6 +3,7 @@
 package tests
 
 import (
+	"strings"
 	"testing"
 
 	"voicebox/tests/harness"
@@ -44,6 +45,39 @@ func TestMicrophoneStoppedWhenTheCaptureCannotStart(t *testing.T) {
 	clickMic(t, tab)
 	harness.WaitFor[bool](tab, `__mic.asked === 1`, liveBound)
 	harness.Eval[bool](tab, `__mic.release().then(() => true)`)
-	harness.WaitFor[bool](tab, `!voicebox.live.open()`, liveBound)
+	harness.WaitFor[bool](tab, `voicebox.live.state() === 'error' && !voicebox.live.open()`, liveBound)
 	harness.WaitFor[bool](tab, `__mic.tracks.length > 0 && __mic.tracks.every((t) => t.readyState === 'ended')`, liveBound)
+}
+
+// When the person denies the microphone, the panel keeps saying so after the session it ended
+// has closed, instead of "Session ended."
+func TestMicrophoneDenialStaysShown(t *testing.T) {
+	t.Parallel()
+	_, _, tab := startLive(t, vendorfixture.Script{})
+	harness.Eval[bool](tab, `(navigator.mediaDevices.getUserMedia = () => Promise.reject(new DOMException('Permission denied', 'NotAllowedError')), true)`)
+	clickMic(t, tab)
+	harness.WaitFor[bool](tab, `voicebox.live.state() === 'error' && !voicebox.live.open()`, liveBound)
+	if status := harness.Eval[string](tab, `document.querySelector('#live-status').textContent`); !strings.Contains(status, "microphone") {
+		t.Fatalf("status %q after the microphone was denied", status)
+	}
+}
+
+// A refusal the session went on after (typed text over the bound) is not what the panel says
+// when the person later ends the session.
+func TestARefusalMidSessionIsNotShownAsItsEnd(t *testing.T) {
+	t.Parallel()
+	_, _, tab := startLive(t, vendorfixture.Script{})
+	clickMic(t, tab)
+	harness.WaitFor[bool](tab, `voicebox.live.state() === 'listening'`, liveBound)
+	harness.Eval[bool](tab, `(() => {
+		document.querySelector('#live-text').value = 'a'.repeat(5000);
+		document.querySelector('#live-text-form').requestSubmit();
+		return true;
+	})()`)
+	harness.WaitFor[bool](tab, `document.querySelector('#live-status').textContent.includes('live-message-invalid')`, liveBound)
+	clickMic(t, tab)
+	harness.WaitFor[bool](tab, `!voicebox.live.open()`, liveBound)
+	if st, status := harness.Eval[string](tab, `voicebox.live.state()`), harness.Eval[string](tab, `document.querySelector('#live-status').textContent`); st != "idle" {
+		t.Fatalf("state %q, status %q after the person ended the session", st, status)
+	}
 }
