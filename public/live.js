@@ -319,6 +319,7 @@
       try { f = JSON.parse(data); } catch (_) { return; }
       switch (f.type) {
         case 'rate':
+          if (this.over) break; // stopped before the relay answered: no microphone, no playback
           this.rate = f;
           this.player = new Player(f.outputRate);
           try {

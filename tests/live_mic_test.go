@@ -81,3 +81,20 @@ func TestARefusalMidSessionIsNotShownAsItsEnd(t *testing.T) {
 		t.Fatalf("state %q, status %q after the person ended the session", st, status)
 	}
 }
+
+// Pressing stop before the relay's first frame arrives means the microphone is never asked for.
+func TestStopBeforeTheRateFrameAsksForNoMicrophone(t *testing.T) {
+	t.Parallel()
+	_, _, tab := startLive(t, vendorfixture.Script{})
+	harness.Eval[bool](tab, holdMicrophone)
+	harness.Eval[bool](tab, `(() => {
+		const mic = document.querySelector('#mic');
+		mic.click();
+		mic.click();
+		return true;
+	})()`)
+	harness.WaitFor[bool](tab, `!voicebox.live.open()`, liveBound)
+	if asked := harness.Eval[int](tab, `__mic.asked`); asked != 0 {
+		t.Fatalf("the microphone was asked for %d times after the person pressed stop", asked)
+	}
+}
