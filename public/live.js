@@ -352,6 +352,8 @@
     }
 
     onState(f) {
+      // Once the person stopped, only the end of the session is news.
+      if (this.over && !['closed', 'upstream-closed', 'failed'].includes(f.state)) return;
       switch (f.state) {
         case 'transport-open': el.status.textContent = 'Connected to the model; setting up…'; break;
         case 'ready': setState('listening', `Listening (${this.rate.provider} · ${this.rate.model}). Speak, or type below.`); break;
