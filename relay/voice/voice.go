@@ -11,7 +11,8 @@
 //
 // From the page: binary frames are PCM16 little-endian mono at inputRate (an even number of
 // bytes, at most MaxAudioFrameBytes; anything else is answered live-audio-frame-invalid and the
-// session goes on); text frames are {"type":"text","text":...}, {"type":"interrupt","playedMs":N}
+// session goes on, except a frame past the socket's read limit, 1 KiB beyond that bound, which
+// ends the socket with 1009, message too big); text frames are {"type":"text","text":...}, {"type":"interrupt","playedMs":N}
 // (the person barged in; playedMs is how much of the reply they heard) and {"type":"close"}.
 // Anything else is answered live-message-invalid.
 //
