@@ -86,6 +86,9 @@ type historyRecord struct {
 	Size    int64 `json:"size"`
 	// After is the SHA-256 (hex) of what the change left; "" when it deleted the file.
 	After string `json:"after,omitempty"`
+	// Before is the SHA-256 (hex) of the earlier content, when there was a file. Undo restores
+	// the .bin only when it still hashes to this.
+	Before string `json:"before,omitempty"`
 }
 
 // OpenHistory returns the History of root, kept in its metadata area, which root must have
@@ -175,6 +178,11 @@ func (h *History) keep(ctx context.Context, rec historyRecord, before []byte) (h
 	if err := h.load(ctx); err != nil {
 		return rec, err
 	}
+	// Another History over this area (a second tab on the folder) may have taken the numbers
+	// this one would use next; never write over its files.
+	for h.taken(ctx, h.next) {
+		h.next++
+	}
 	rec.Seq, rec.Time = h.next, h.clock().UTC()
 	h.next++
 	if err := h.area.MkdirAll(ctx, historyDir); err != nil {
@@ -191,6 +199,16 @@ func (h *History) keep(ctx context.Context, rec historyRecord, before []byte) (h
 		return rec, err
 	}
 	return rec, nil
+}
+
+// taken reports whether a record or a content file numbered seq is already in the area.
+func (h *History) taken(ctx context.Context, seq uint64) bool {
+	for _, name := range []string{recordName(seq), contentName(seq)} {
+		if _, err := h.area.Stat(ctx, name); !errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+	}
+	return false
 }
 
 // commit adds a kept record once its change happened, and prunes.
@@ -276,6 +294,9 @@ func (e *Executor) change(ctx context.Context, action, name string, readLimit in
 	if action != actionDelete {
 		rec.After = digest(after)
 	}
+	if existed {
+		rec.Before = digest(before)
+	}
 	rec, err = h.keep(ctx, rec, before)
 	if err != nil {
 		return false, refusal.New(refusal.HistoryFailed, "the earlier version of %q could not be kept for undo (%v), so it was left unchanged", name, err)
@@ -336,6 +357,13 @@ func (e *Executor) undoLast(ctx context.Context, raw json.RawMessage) (json.RawM
 		before, err := h.area.ReadFile(ctx, contentName(rec.Seq))
 		if err != nil {
 			return nil, note, refusal.New(refusal.HistoryFailed, "the earlier version of %q could not be read from the history: %v", rec.Path, err)
+		}
+		if digest(before) != rec.Before {
+			// The content file is not the one this record kept (written over by another
+			// History, or damaged). It can never be undone: drop the record here, leaving the
+			// files, which may be another History's, to the next load.
+			h.entries = h.entries[:len(h.entries)-1]
+			return nil, note, refusal.New(refusal.HistoryFailed, "the kept earlier version of %q is not the one this change replaced, so nothing was restored and the change was dropped from the history", rec.Path)
 		}
 		if dir := path.Dir(rec.Path); dir != "." {
 			if err := e.root.MkdirAll(ctx, dir); err != nil {
