@@ -403,6 +403,13 @@ func TestExtensionTools(t *testing.T) {
 	if d := wait(t, answer); d["refused"] != string(refusal.ApprovalDenied) {
 		t.Fatalf("a denied extension write answered %v", d)
 	}
+	// The request names the file to be written, however long the content before it.
+	long := `{"content":"` + strings.Repeat("harmless ", 40) + `","path":"target.txt"}`
+	answer = r.async("call_extension", map[string]string{"name": "write_note", "arguments": long})
+	if asked := r.decideNext(ev, false); !strings.Contains(asked.Data["summary"].(string), "target.txt") {
+		t.Fatalf("the approval does not name the file it writes: %v", asked.Data["summary"])
+	}
+	wait(t, answer)
 	// Approved, it runs on the root's executor, which holds the admitted set and verifies the
 	// call's attribution against it.
 	answer = r.async("call_extension", map[string]string{"name": "write_note", "arguments": `{"path":"n.txt","content":"x"}`})
