@@ -126,6 +126,20 @@ func (c *Catalogue) deleteFile(ctx context.Context, name string) (json.RawMessag
 	return withApproval(out), nil
 }
 
+// existing refuses file-exists when name is a file of the workspace, for a typed create, which
+// asks for a new file and must not replace one. Anything else (no root, nothing there, a folder)
+// is left to the write, which answers for itself.
+func (c *Catalogue) existing(ctx context.Context, name string) *refusal.Refusal {
+	if c.declared() != nil {
+		return nil
+	}
+	probe, _ := json.Marshal(map[string]string{"path": name})
+	if _, err := c.ask(ctx, string(executor.ReadFile), probe); err != nil {
+		return nil
+	}
+	return refusal.New(refusal.FileExists, "%s already exists, and create makes a new file; to replace its content, say write %s: and the text", name, name)
+}
+
 // withApproval adds "approval": "approved" to an observation object.
 func withApproval(obs json.RawMessage) json.RawMessage {
 	if len(obs) < 2 || obs[0] != '{' {

@@ -489,3 +489,33 @@ func TestClosingSettlesApprovals(t *testing.T) {
 		t.Fatalf("a.txt is gone: %v", err)
 	}
 }
+
+// TestTypedCreateNeverReplaces: "create", "new" and "make" ask for a new file; typed about a file
+// that exists, they are refused file-exists and the file keeps its content. "write" replaces.
+func TestTypedCreateNeverReplaces(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{})
+	dir := r.machine()
+	os.WriteFile(filepath.Join(dir, "notes.md"), []byte("precious"), 0o644)
+	for _, typed := range []string{"create notes.md", "new notes.md", "make notes.md: hello", "create file notes.md"} {
+		code, turn := r.post("/api/turn", map[string]string{"transcript": typed})
+		if code != http.StatusOK || turn["ok"] != false || turn["refused"] != string(refusal.FileExists) {
+			t.Errorf("%q answered %d %v, want file-exists", typed, code, turn)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.md")); string(b) != "precious" {
+		t.Fatalf("notes.md holds %q", b)
+	}
+	if _, turn := r.post("/api/turn", map[string]string{"transcript": "create fresh.md"}); turn["ok"] != true {
+		t.Fatalf("creating a new file answered %v", turn)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fresh.md")); err != nil {
+		t.Fatal(err)
+	}
+	if _, turn := r.post("/api/turn", map[string]string{"transcript": "write notes.md: replaced"}); turn["ok"] != true {
+		t.Fatalf("a typed write answered %v", turn)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.md")); string(b) != "replaced" {
+		t.Fatalf("after write, notes.md holds %q", b)
+	}
+}
