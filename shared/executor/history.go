@@ -235,6 +235,14 @@ func (h *History) forget(ctx context.Context, rec historyRecord) {
 	}
 }
 
+// drop forgets the newest record, rec, whose change is not in effect, and says so. The caller
+// holds mu.
+func (h *History) drop(ctx context.Context, rec historyRecord) error {
+	h.forget(ctx, rec)
+	h.entries = h.entries[:len(h.entries)-1]
+	return refusal.New(refusal.UndoConflict, "the last %s of %q is not in effect (the file is as it was before it), so nothing was done and it was dropped from the history; undo again for the change before it", rec.Action, rec.Path)
+}
+
 // Len returns how many changes the history holds.
 func (h *History) Len(ctx context.Context) (int, error) {
 	h.mu.Lock()
@@ -340,16 +348,34 @@ func (e *Executor) undoLast(ctx context.Context, raw json.RawMessage) (json.RawM
 	rec := h.entries[len(h.entries)-1]
 	note := auditNote{Path: rec.Path}
 	now, err := e.root.ReadFile(ctx, rec.Path)
+	// asBefore: the file is what it was before the change, so the change is not in effect (it
+	// never completed, the relay or page stopping between its record and the change, or it was
+	// put back by hand). Such a record is dropped, or it would stand in front of every older
+	// change for good.
+	asBefore := false
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		asBefore = !rec.Existed
+	case err == nil:
+		asBefore = rec.Existed && digest(now) == rec.Before
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if rec.After != "" {
+			if asBefore {
+				return nil, note, h.drop(ctx, rec)
+			}
 			return nil, note, refusal.New(refusal.UndoConflict, "%q was removed after the last %s; undo would bring back the version before it, so nothing was done", rec.Path, rec.Action)
 		}
 	case err != nil:
 		return nil, note, FileRefusal(err, rec.Path)
-	case rec.After == "":
-		return nil, note, refusal.New(refusal.UndoConflict, "%q was created again after it was deleted; undo would replace it, so nothing was done", rec.Path)
-	case digest(now) != rec.After:
+	case rec.After == "" || digest(now) != rec.After:
+		if asBefore {
+			return nil, note, h.drop(ctx, rec)
+		}
+		if rec.After == "" {
+			return nil, note, refusal.New(refusal.UndoConflict, "%q was created again after it was deleted; undo would replace it, so nothing was done", rec.Path)
+		}
 		return nil, note, refusal.New(refusal.UndoConflict, "%q changed after the last %s; undo would lose that change, so nothing was done", rec.Path, rec.Action)
 	}
 	obs := undoObserved{Undone: rec.Action, Path: rec.Path}

@@ -170,3 +170,45 @@ func TestUndoRestoresOnlyTheKeptBytes(t *testing.T) {
 		t.Fatalf("the undo before it answered %v, want undo-conflict (x.txt is not what that change left)", err)
 	}
 }
+
+// TestUndoDropsAChangeThatIsNotInEffect: a record whose change never happened (the page or relay
+// stopped between writing the record and making the change, which leaves the file as it was
+// before) is dropped at the first undo, which says so and changes nothing; the next undo reaches
+// the change before it instead of meeting the same conflict for good.
+func TestUndoDropsAChangeThatIsNotInEffect(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := fsroot.NewMemory()
+	put(t, root, "a.txt", "a before")
+	put(t, root, "b.txt", "b before")
+	h, err := executor.OpenHistory(ctx, root, executor.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := executor.New(root, executor.Options{History: h})
+	runPrim(t, e, "write-file", map[string]string{"path": "a.txt", "content": "a after"})
+	runPrim(t, e, "write-file", map[string]string{"path": "b.txt", "content": "b after"})
+	runPrim(t, e, "write-file", map[string]string{"path": "c.txt", "content": "c created"})
+	// The state a stop between record and change leaves: the files as they were before.
+	put(t, root, "b.txt", "b before")
+	if err := root.Remove(ctx, "c.txt"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := runPrim(t, e, "undo-last", nil); refusal.RuleOf(err) != refusal.UndoConflict {
+			t.Fatalf("undo of a change not in effect answered %v", err)
+		}
+	}
+	if got := holds(t, root, "b.txt"); got != "b before" {
+		t.Fatalf("b.txt holds %q", got)
+	}
+	if _, err := runPrim(t, e, "undo-last", nil); err != nil {
+		t.Fatalf("the undo after them answered %v", err)
+	}
+	if got := holds(t, root, "a.txt"); got != "a before" {
+		t.Fatalf("a.txt holds %q", got)
+	}
+	if n, _ := h.Len(ctx); n != 0 {
+		t.Fatalf("the history still holds %d changes", n)
+	}
+}
