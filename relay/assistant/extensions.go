@@ -93,8 +93,12 @@ func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawM
 		var path string
 		json.Unmarshal(probe["path"], &path) // the exact key the executor reads
 		summary := fmt.Sprintf("Let extension %s write %q with its tool %s (%s)?", t.id, path, name, clipText(string(args), 200))
+		asked := c.opts.Root.Root()
 		if err := c.approvals.wait(ctx, commands.CallExtension, summary, c.opts.ApprovalTimeout); err != nil {
 			return nil, err
+		}
+		if r := c.sameRoot(asked); r != nil {
+			return nil, r
 		}
 		approved = true
 	}

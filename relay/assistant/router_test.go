@@ -519,3 +519,29 @@ func TestTypedCreateNeverReplaces(t *testing.T) {
 		t.Fatalf("after write, notes.md holds %q", b)
 	}
 }
+
+// TestAnApprovedDeleteStaysOnItsRoot: the person approves deleting a file of the workspace they
+// were asked about; when another executor took the root meanwhile (a paired machine), the
+// delete is refused root-changed rather than run on that other folder.
+func TestAnApprovedDeleteStaysOnItsRoot(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{ApprovalTimeout: bound})
+	p := r.page()
+	ev := r.events()
+	if err := p.root.WriteFile(context.Background(), "keep.txt", []byte("the page's")); err != nil {
+		t.Fatal(err)
+	}
+	answer := r.async("delete_file", map[string]string{"name": "keep.txt"})
+	asked := next(t, ev, "approval")
+	dir := r.machine() // takes the root from the page
+	os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("the machine's"), 0o644)
+	if code, m := r.post("/api/approvals/"+asked.Data["id"].(string), map[string]bool{"approve": true}); code != http.StatusOK {
+		t.Fatalf("deciding: %d %v", code, m)
+	}
+	if d := wait(t, answer); d["refused"] != string(refusal.RootChanged) {
+		t.Fatalf("a delete approved for the page's folder, with a machine holding the root, answered %v", d)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "keep.txt")); err != nil || string(b) != "the machine's" {
+		t.Fatalf("the machine's keep.txt: %q, %v", b, err)
+	}
+}

@@ -195,6 +195,10 @@ const (
 	ExternalAppNavigated Rule = "external-app-navigated"
 	ExternalAppError     Rule = "external-app-error"
 	ContextUnavailable   Rule = "context-unavailable"
+
+	// The assistant's approvals (relay/assistant): what was approved no longer holds when it
+	// would run.
+	RootChanged Rule = "root-changed" // another executor took the workspace root while the person was asked
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
