@@ -3,6 +3,7 @@ package assistant_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -543,5 +544,34 @@ func TestAnApprovedDeleteStaysOnItsRoot(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "keep.txt")); err != nil || string(b) != "the machine's" {
 		t.Fatalf("the machine's keep.txt: %q, %v", b, err)
+	}
+}
+
+// TestPendingApprovalsAreBounded: a model that asks for more deletes at once than the page can
+// show gets the extra ones refused at once; the ones waiting are unaffected.
+func TestPendingApprovalsAreBounded(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{ApprovalTimeout: bound})
+	dir := r.machine()
+	ev := r.events()
+	var answers []<-chan map[string]any
+	for i := range assistant.MaxPendingApprovals {
+		name := fmt.Sprintf("f%02d.txt", i)
+		os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644)
+		answers = append(answers, r.async("delete_file", map[string]string{"name": name}))
+		next(t, ev, "approval")
+	}
+	os.WriteFile(filepath.Join(dir, "extra.txt"), []byte("x"), 0o644)
+	if d := r.call("delete_file", map[string]string{"name": "extra.txt"}); d["refused"] != string(refusal.TooManyApprovals) {
+		t.Fatalf("a delete past %d waiting answered %v", assistant.MaxPendingApprovals, d)
+	}
+	r.cat.Close() // settles the waiting ones
+	for _, a := range answers {
+		if d := wait(t, a); d["refused"] != string(refusal.ApprovalTimedOut) {
+			t.Fatalf("a waiting delete answered %v", d)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "extra.txt")); err != nil {
+		t.Fatal(err)
 	}
 }
