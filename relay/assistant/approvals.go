@@ -31,6 +31,11 @@ const (
 	TimedOut = "timed-out"
 )
 
+// MaxPendingApprovals bounds the requests waiting for the user at once. A call that would be one
+// more is refused too-many-approvals at once: a model asking for many deletes together cannot
+// flood the page (or the event stream's hello, which lists them all).
+const MaxPendingApprovals = 16
+
 // approvals holds the requests waiting for the user.
 type approvals struct {
 	events *events
@@ -60,13 +65,16 @@ func (p *approvals) wait(ctx context.Context, tool, summary string, timeout time
 		decided: make(chan bool, 1),
 	}
 	p.mu.Lock()
-	closed := p.closed
-	if !closed {
+	closed, full := p.closed, len(p.waiting) >= MaxPendingApprovals
+	if !closed && !full {
 		p.waiting[req.ID] = req
 	}
 	p.mu.Unlock()
 	if closed {
 		return refusal.New(refusal.ApprovalTimedOut, "the relay is shutting down, so nothing was done: %s", summary)
+	}
+	if full {
+		return refusal.New(refusal.TooManyApprovals, "%d requests already wait for the user's decision, so nothing was done and nobody was asked: %s", MaxPendingApprovals, summary)
 	}
 	p.events.publish("approval", req.Approval)
 

@@ -32,7 +32,9 @@
 // POST /api/approvals/{id}. The call then runs and its observation carries "approval":
 // "approved", or it is refused approval-denied, or approval-timed-out when no decision came
 // within Options.ApprovalTimeout (or the caller stopped waiting). A delete of something that
-// cannot be deleted (missing, a folder, a hidden name) is refused before anyone is asked.
+// cannot be deleted (missing, a folder, a hidden name) is refused before anyone is asked. When
+// another executor took the root while the person was asked, the approved call is refused
+// root-changed: the approval was about the other folder.
 package assistant
 
 import (

@@ -58,9 +58,9 @@ func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawM
 	}
 	name, id := a.String("name"), a.String("extension")
 	args := json.RawMessage(`{}`)
+	var probe map[string]json.RawMessage
 	if a.Has("arguments") {
 		args = json.RawMessage(strings.TrimSpace(a.String("arguments")))
-		var probe map[string]json.RawMessage
 		if len(args) == 0 || args[0] != '{' || json.Unmarshal(args, &probe) != nil {
 			return nil, refusal.New(refusal.InvalidArgumentType, "call_extension: arguments is a JSON object written as text, such as {\"query\":\"weather\"}")
 		}
@@ -89,9 +89,16 @@ func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawM
 	t := found[0]
 	approved := false
 	if writePrimitives[t.primitive] {
-		summary := fmt.Sprintf("Let extension %s write files with its tool %s (%s)?", t.id, name, clipText(string(args), 200))
+		// The file comes first: the arguments are clipped, and the content may come before it.
+		var path string
+		json.Unmarshal(probe["path"], &path) // the exact key the executor reads
+		summary := fmt.Sprintf("Let extension %s write %q with its tool %s (%s)?", t.id, path, name, clipText(string(args), 200))
+		asked := c.opts.Root.Root()
 		if err := c.approvals.wait(ctx, commands.CallExtension, summary, c.opts.ApprovalTimeout); err != nil {
 			return nil, err
+		}
+		if r := c.sameRoot(asked); r != nil {
+			return nil, r
 		}
 		approved = true
 	}

@@ -105,6 +105,7 @@ func (c *Catalogue) deleteFile(ctx context.Context, name string) (json.RawMessag
 	if r := c.declared(); r != nil {
 		return nil, r
 	}
+	asked := c.opts.Root.Root()
 	probe, _ := json.Marshal(map[string]string{"path": name})
 	seen, err := c.ask(ctx, string(executor.ReadFile), probe)
 	if err != nil {
@@ -118,12 +119,38 @@ func (c *Catalogue) deleteFile(ctx context.Context, name string) (json.RawMessag
 	if err := c.approvals.wait(ctx, commands.DeleteFile, summary, c.opts.ApprovalTimeout); err != nil {
 		return nil, err
 	}
+	if r := c.sameRoot(asked); r != nil {
+		return nil, r
+	}
 	args, _ := json.Marshal(map[string]string{"path": name})
 	out, err := c.ask(ctx, string(executor.DeleteFile), args)
 	if err != nil {
 		return nil, err
 	}
 	return withApproval(out), nil
+}
+
+// sameRoot refuses root-changed when another executor holds the root than asked did: what the
+// person approved was about asked's folder.
+func (c *Catalogue) sameRoot(asked hub.Root) *refusal.Refusal {
+	if now := c.opts.Root.Root(); now.Kind != asked.Kind || now.Name != asked.Name {
+		return refusal.New(refusal.RootChanged, "while you were asked, %q (%s) took the workspace from %q (%s), so nothing was done there", now.Name, now.Kind, asked.Name, asked.Kind)
+	}
+	return nil
+}
+
+// existing refuses file-exists when name is a file of the workspace, for a typed create, which
+// asks for a new file and must not replace one. Anything else (no root, nothing there, a folder)
+// is left to the write, which answers for itself.
+func (c *Catalogue) existing(ctx context.Context, name string) *refusal.Refusal {
+	if c.declared() != nil {
+		return nil
+	}
+	probe, _ := json.Marshal(map[string]string{"path": name})
+	if _, err := c.ask(ctx, string(executor.ReadFile), probe); err != nil {
+		return nil
+	}
+	return refusal.New(refusal.FileExists, "%s already exists, and create makes a new file; to replace its content, say write %s: and the text", name, name)
 }
 
 // withApproval adds "approval": "approved" to an observation object.

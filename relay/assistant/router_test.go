@@ -3,6 +3,7 @@ package assistant_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -403,6 +404,13 @@ func TestExtensionTools(t *testing.T) {
 	if d := wait(t, answer); d["refused"] != string(refusal.ApprovalDenied) {
 		t.Fatalf("a denied extension write answered %v", d)
 	}
+	// The request names the file to be written, however long the content before it.
+	long := `{"content":"` + strings.Repeat("harmless ", 40) + `","path":"target.txt"}`
+	answer = r.async("call_extension", map[string]string{"name": "write_note", "arguments": long})
+	if asked := r.decideNext(ev, false); !strings.Contains(asked.Data["summary"].(string), "target.txt") {
+		t.Fatalf("the approval does not name the file it writes: %v", asked.Data["summary"])
+	}
+	wait(t, answer)
 	// Approved, it runs on the root's executor, which holds the admitted set and verifies the
 	// call's attribution against it.
 	answer = r.async("call_extension", map[string]string{"name": "write_note", "arguments": `{"path":"n.txt","content":"x"}`})
@@ -480,5 +488,90 @@ func TestClosingSettlesApprovals(t *testing.T) {
 	r.refused(refusal.ApprovalTimedOut, "delete_file", map[string]string{"name": "a.txt"})
 	if _, err := os.Stat(filepath.Join(dir, "a.txt")); err != nil {
 		t.Fatalf("a.txt is gone: %v", err)
+	}
+}
+
+// TestTypedCreateNeverReplaces: "create", "new" and "make" ask for a new file; typed about a file
+// that exists, they are refused file-exists and the file keeps its content. "write" replaces.
+func TestTypedCreateNeverReplaces(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{})
+	dir := r.machine()
+	os.WriteFile(filepath.Join(dir, "notes.md"), []byte("precious"), 0o644)
+	for _, typed := range []string{"create notes.md", "new notes.md", "make notes.md: hello", "create file notes.md"} {
+		code, turn := r.post("/api/turn", map[string]string{"transcript": typed})
+		if code != http.StatusOK || turn["ok"] != false || turn["refused"] != string(refusal.FileExists) {
+			t.Errorf("%q answered %d %v, want file-exists", typed, code, turn)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.md")); string(b) != "precious" {
+		t.Fatalf("notes.md holds %q", b)
+	}
+	if _, turn := r.post("/api/turn", map[string]string{"transcript": "create fresh.md"}); turn["ok"] != true {
+		t.Fatalf("creating a new file answered %v", turn)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fresh.md")); err != nil {
+		t.Fatal(err)
+	}
+	if _, turn := r.post("/api/turn", map[string]string{"transcript": "write notes.md: replaced"}); turn["ok"] != true {
+		t.Fatalf("a typed write answered %v", turn)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "notes.md")); string(b) != "replaced" {
+		t.Fatalf("after write, notes.md holds %q", b)
+	}
+}
+
+// TestAnApprovedDeleteStaysOnItsRoot: the person approves deleting a file of the workspace they
+// were asked about; when another executor took the root meanwhile (a paired machine), the
+// delete is refused root-changed rather than run on that other folder.
+func TestAnApprovedDeleteStaysOnItsRoot(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{ApprovalTimeout: bound})
+	p := r.page()
+	ev := r.events()
+	if err := p.root.WriteFile(context.Background(), "keep.txt", []byte("the page's")); err != nil {
+		t.Fatal(err)
+	}
+	answer := r.async("delete_file", map[string]string{"name": "keep.txt"})
+	asked := next(t, ev, "approval")
+	dir := r.machine() // takes the root from the page
+	os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("the machine's"), 0o644)
+	if code, m := r.post("/api/approvals/"+asked.Data["id"].(string), map[string]bool{"approve": true}); code != http.StatusOK {
+		t.Fatalf("deciding: %d %v", code, m)
+	}
+	if d := wait(t, answer); d["refused"] != string(refusal.RootChanged) {
+		t.Fatalf("a delete approved for the page's folder, with a machine holding the root, answered %v", d)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "keep.txt")); err != nil || string(b) != "the machine's" {
+		t.Fatalf("the machine's keep.txt: %q, %v", b, err)
+	}
+}
+
+// TestPendingApprovalsAreBounded: a model that asks for more deletes at once than the page can
+// show gets the extra ones refused at once; the ones waiting are unaffected.
+func TestPendingApprovalsAreBounded(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{ApprovalTimeout: bound})
+	dir := r.machine()
+	ev := r.events()
+	var answers []<-chan map[string]any
+	for i := range assistant.MaxPendingApprovals {
+		name := fmt.Sprintf("f%02d.txt", i)
+		os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644)
+		answers = append(answers, r.async("delete_file", map[string]string{"name": name}))
+		next(t, ev, "approval")
+	}
+	os.WriteFile(filepath.Join(dir, "extra.txt"), []byte("x"), 0o644)
+	if d := r.call("delete_file", map[string]string{"name": "extra.txt"}); d["refused"] != string(refusal.TooManyApprovals) {
+		t.Fatalf("a delete past %d waiting answered %v", assistant.MaxPendingApprovals, d)
+	}
+	r.cat.Close() // settles the waiting ones
+	for _, a := range answers {
+		if d := wait(t, a); d["refused"] != string(refusal.ApprovalTimedOut) {
+			t.Fatalf("a waiting delete answered %v", d)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "extra.txt")); err != nil {
+		t.Fatal(err)
 	}
 }

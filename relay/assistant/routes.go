@@ -184,6 +184,18 @@ func (c *Catalogue) TypedTurn(ctx context.Context, transcript string) Turn {
 		t.OK = true
 		return t
 	}
+	if res.NewFile {
+		var a struct {
+			Name string `json:"name"`
+		}
+		json.Unmarshal(res.Args, &a)
+		if r := c.existing(ctx, a.Name); r != nil {
+			t.Action, _ = json.Marshal(map[string]string{"verb": res.Name, "name": a.Name})
+			t.Refused, t.Why = r.Rule, r.Why
+			t.Result, _ = json.Marshal(r)
+			return t
+		}
+	}
 	return c.finish(ctx, t, res.Name, res.Args)
 }
 

@@ -26,6 +26,10 @@ type Resolution struct {
 	Help string
 	// Err is a not-understood refusal.
 	Err error
+	// NewFile marks a write_file typed as create, new or make: the person asked for a new file,
+	// so the caller must refuse it when the file exists (the resolver cannot see the workspace)
+	// rather than replace what is there.
+	NewFile bool
 }
 
 // Help lists the typed commands the offline resolver understands.
@@ -220,8 +224,10 @@ func resolveCreate(verb, rest string) (Resolution, bool) {
 	if name == "" {
 		return Resolution{}, false
 	}
-	return call(WriteFile, map[string]string{"name": name, "content": content},
-		fmt.Sprintf("Write %d bytes to %s.", len(content), name)), true
+	r := call(WriteFile, map[string]string{"name": name, "content": content},
+		fmt.Sprintf("Write %d bytes to %s.", len(content), name))
+	r.NewFile = verb == "create" || verb == "new" || verb == "make"
+	return r, true
 }
 
 // resolveEdit reads "in NAME replace A with B", "edit NAME: replace A with B" and

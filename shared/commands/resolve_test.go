@@ -74,6 +74,20 @@ func TestResolveTypedCommands(t *testing.T) {
 	}
 }
 
+// TestResolveMarksNewFiles: create, new and make ask for a new file (the router refuses them over
+// one that exists); write, save and put replace.
+func TestResolveMarksNewFiles(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]bool{
+		"create notes.md": true, "new notes.md": true, "make a.txt: x": true, "create file a.txt": true,
+		"write a.txt: x": false, "save a.txt: x": false, "put a.txt: x": false,
+	} {
+		if r := Resolve(in); r.Name != WriteFile || r.NewFile != want {
+			t.Errorf("Resolve(%q) = %q NewFile %v; want write_file NewFile %v", in, r.Name, r.NewFile, want)
+		}
+	}
+}
+
 func TestResolveSaysWhatItDoesNotUnderstand(t *testing.T) {
 	t.Parallel()
 	for _, in := range []string{"", "sing me a song", "what time is it", "write notes", "delete", "read", "list my big folder",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"voicebox/shared/fsroot"
 	"voicebox/shared/refusal"
@@ -21,6 +22,13 @@ const (
 	MaxGrepFileBytes = 1 << 20
 	// MaxGrepLineBytes bounds a matching line as returned; a longer one is cut (at a character).
 	MaxGrepLineBytes = 240
+	// MaxGrepDirs is the most folders one search reads; past it the search stops, truncated.
+	// Empty folders cost no file, and folder links that lead back up (which a disk may hold)
+	// would otherwise be walked again at every depth.
+	MaxGrepDirs = 2000
+	// MaxGrepDuration bounds one search by the executor's clock; past it the search stops,
+	// truncated, so its answer comes well within the relay's wait for a call.
+	MaxGrepDuration = 10 * time.Second
 )
 
 func primitiveList() string {
@@ -100,14 +108,15 @@ func (e *Executor) editFile(ctx context.Context, raw json.RawMessage) (json.RawM
 			return nil, refusal.New(refusal.NotFound, "there is no file %q", name)
 		}
 		old := []byte(oldText)
-		switch n := bytes.Count(before, old); n {
-		case 0:
-			return nil, refusal.New(refusal.OldTextNotFound, "oldText does not occur in %q; read the file and copy the text exactly", name)
-		case 1:
-		default:
-			return nil, refusal.New(refusal.OldTextAmbiguous, "oldText occurs %d times in %q; include more of its surroundings so it occurs once", n, name)
-		}
 		at := bytes.Index(before, old)
+		if at < 0 {
+			return nil, refusal.New(refusal.OldTextNotFound, "oldText does not occur in %q; read the file and copy the text exactly", name)
+		}
+		// A second occurrence may overlap the first ("aa" in "aaa"), which bytes.Count does not
+		// see; either way the text names more than one place.
+		if bytes.Contains(before[at+1:], old) {
+			return nil, refusal.New(refusal.OldTextAmbiguous, "oldText occurs %d times in %q; include more of its surroundings so it occurs once", max(bytes.Count(before, old), 2), name)
+		}
 		after := make([]byte, 0, len(before)-len(old)+len(newText))
 		after = append(append(append(after, before[:at]...), newText...), before[at+len(old):]...)
 		if len(after) > limit {
@@ -162,7 +171,8 @@ func (e *Executor) grepFiles(ctx context.Context, raw json.RawMessage) (json.Raw
 	if err := fsroot.CheckDir(dir); err != nil {
 		return nil, note, err
 	}
-	g := grep{e: e, needle: strings.ToLower(query), obs: grepObserved{Query: query, Dir: dir, Matches: []grepMatch{}}}
+	g := grep{e: e, needle: strings.ToLower(query), deadline: e.opts.Clock().Add(MaxGrepDuration),
+		obs: grepObserved{Query: query, Dir: dir, Matches: []grepMatch{}}}
 	if err := g.walk(ctx, dir, true); err != nil {
 		return nil, note, err
 	}
@@ -173,13 +183,27 @@ func (e *Executor) grepFiles(ctx context.Context, raw json.RawMessage) (json.Raw
 }
 
 type grep struct {
-	e      *Executor
-	needle string
-	obs    grepObserved
-	done   bool
+	e        *Executor
+	needle   string
+	deadline time.Time
+	dirs     int
+	obs      grepObserved
+	done     bool
+}
+
+// spent reports, and records, that the search reached its folder or time bound.
+func (g *grep) spent() bool {
+	if g.dirs >= MaxGrepDirs || g.e.opts.Clock().After(g.deadline) {
+		g.obs.Truncated, g.done = true, true
+	}
+	return g.done
 }
 
 func (g *grep) walk(ctx context.Context, dir string, top bool) error {
+	if !top && g.spent() {
+		return nil
+	}
+	g.dirs++
 	entries, err := g.e.root.ReadDir(ctx, dir)
 	if err != nil {
 		if top {
@@ -208,6 +232,9 @@ func (g *grep) walk(ctx context.Context, dir string, top bool) error {
 		}
 		if g.obs.FilesSearched >= MaxGrepFiles {
 			g.obs.Truncated, g.done = true, true
+			return nil
+		}
+		if g.spent() {
 			return nil
 		}
 		g.obs.FilesSearched++

@@ -86,6 +86,9 @@ type historyRecord struct {
 	Size    int64 `json:"size"`
 	// After is the SHA-256 (hex) of what the change left; "" when it deleted the file.
 	After string `json:"after,omitempty"`
+	// Before is the SHA-256 (hex) of the earlier content, when there was a file. Undo restores
+	// the .bin only when it still hashes to this.
+	Before string `json:"before,omitempty"`
 }
 
 // OpenHistory returns the History of root, kept in its metadata area, which root must have
@@ -175,6 +178,11 @@ func (h *History) keep(ctx context.Context, rec historyRecord, before []byte) (h
 	if err := h.load(ctx); err != nil {
 		return rec, err
 	}
+	// Another History over this area (a second tab on the folder) may have taken the numbers
+	// this one would use next; never write over its files.
+	for h.taken(ctx, h.next) {
+		h.next++
+	}
 	rec.Seq, rec.Time = h.next, h.clock().UTC()
 	h.next++
 	if err := h.area.MkdirAll(ctx, historyDir); err != nil {
@@ -191,6 +199,16 @@ func (h *History) keep(ctx context.Context, rec historyRecord, before []byte) (h
 		return rec, err
 	}
 	return rec, nil
+}
+
+// taken reports whether a record or a content file numbered seq is already in the area.
+func (h *History) taken(ctx context.Context, seq uint64) bool {
+	for _, name := range []string{recordName(seq), contentName(seq)} {
+		if _, err := h.area.Stat(ctx, name); !errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+	}
+	return false
 }
 
 // commit adds a kept record once its change happened, and prunes.
@@ -215,6 +233,14 @@ func (h *History) forget(ctx context.Context, rec historyRecord) {
 	if rec.Existed {
 		h.area.Remove(ctx, contentName(rec.Seq))
 	}
+}
+
+// drop forgets the newest record, rec, whose change is not in effect, and says so. The caller
+// holds mu.
+func (h *History) drop(ctx context.Context, rec historyRecord) error {
+	h.forget(ctx, rec)
+	h.entries = h.entries[:len(h.entries)-1]
+	return refusal.New(refusal.UndoConflict, "the last %s of %q is not in effect (the file is as it was before it), so nothing was done and it was dropped from the history; undo again for the change before it", rec.Action, rec.Path)
 }
 
 // Len returns how many changes the history holds.
@@ -276,6 +302,9 @@ func (e *Executor) change(ctx context.Context, action, name string, readLimit in
 	if action != actionDelete {
 		rec.After = digest(after)
 	}
+	if existed {
+		rec.Before = digest(before)
+	}
 	rec, err = h.keep(ctx, rec, before)
 	if err != nil {
 		return false, refusal.New(refusal.HistoryFailed, "the earlier version of %q could not be kept for undo (%v), so it was left unchanged", name, err)
@@ -319,16 +348,34 @@ func (e *Executor) undoLast(ctx context.Context, raw json.RawMessage) (json.RawM
 	rec := h.entries[len(h.entries)-1]
 	note := auditNote{Path: rec.Path}
 	now, err := e.root.ReadFile(ctx, rec.Path)
+	// asBefore: the file is what it was before the change, so the change is not in effect (it
+	// never completed, the relay or page stopping between its record and the change, or it was
+	// put back by hand). Such a record is dropped, or it would stand in front of every older
+	// change for good.
+	asBefore := false
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		asBefore = !rec.Existed
+	case err == nil:
+		asBefore = rec.Existed && digest(now) == rec.Before
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if rec.After != "" {
+			if asBefore {
+				return nil, note, h.drop(ctx, rec)
+			}
 			return nil, note, refusal.New(refusal.UndoConflict, "%q was removed after the last %s; undo would bring back the version before it, so nothing was done", rec.Path, rec.Action)
 		}
 	case err != nil:
 		return nil, note, FileRefusal(err, rec.Path)
-	case rec.After == "":
-		return nil, note, refusal.New(refusal.UndoConflict, "%q was created again after it was deleted; undo would replace it, so nothing was done", rec.Path)
-	case digest(now) != rec.After:
+	case rec.After == "" || digest(now) != rec.After:
+		if asBefore {
+			return nil, note, h.drop(ctx, rec)
+		}
+		if rec.After == "" {
+			return nil, note, refusal.New(refusal.UndoConflict, "%q was created again after it was deleted; undo would replace it, so nothing was done", rec.Path)
+		}
 		return nil, note, refusal.New(refusal.UndoConflict, "%q changed after the last %s; undo would lose that change, so nothing was done", rec.Path, rec.Action)
 	}
 	obs := undoObserved{Undone: rec.Action, Path: rec.Path}
@@ -336,6 +383,13 @@ func (e *Executor) undoLast(ctx context.Context, raw json.RawMessage) (json.RawM
 		before, err := h.area.ReadFile(ctx, contentName(rec.Seq))
 		if err != nil {
 			return nil, note, refusal.New(refusal.HistoryFailed, "the earlier version of %q could not be read from the history: %v", rec.Path, err)
+		}
+		if digest(before) != rec.Before {
+			// The content file is not the one this record kept (written over by another
+			// History, or damaged). It can never be undone: drop the record here, leaving the
+			// files, which may be another History's, to the next load.
+			h.entries = h.entries[:len(h.entries)-1]
+			return nil, note, refusal.New(refusal.HistoryFailed, "the kept earlier version of %q is not the one this change replaced, so nothing was restored and the change was dropped from the history", rec.Path)
 		}
 		if dir := path.Dir(rec.Path); dir != "." {
 			if err := e.root.MkdirAll(ctx, dir); err != nil {

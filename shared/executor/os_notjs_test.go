@@ -4,6 +4,7 @@ package executor_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -85,4 +86,25 @@ func TestOSSymlinkEscapeThroughExecutor(t *testing.T) {
 func TestAssistantPrimitivesOnOS(t *testing.T) {
 	t.Parallel()
 	executortest.Run(t, func(t *testing.T) fsroot.Root { return openOS(t) })
+}
+
+// TestOSGrepThroughFolderLinksThatLoop: links in a folder that lead back to it make every depth
+// as many times wider (os.Root follows a few links deep, which with eight of them is still 8^8
+// folders); the search stops at its folder bound and answers, truncated.
+func TestOSGrepThroughFolderLinksThatLoop(t *testing.T) {
+	t.Parallel()
+	root := openOS(t)
+	loop := filepath.Join(root.Name(), "loop")
+	if err := os.Mkdir(loop, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if err := os.Symlink(".", filepath.Join(loop, fmt.Sprint("link", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := mustRun(t, executor.New(root, executor.Options{}), "grep-files", `{"query":"milk"}`)
+	if got["truncated"] != true {
+		t.Fatalf("grep through looping links observed %v", got)
+	}
 }

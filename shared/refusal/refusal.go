@@ -195,6 +195,11 @@ const (
 	ExternalAppNavigated Rule = "external-app-navigated"
 	ExternalAppError     Rule = "external-app-error"
 	ContextUnavailable   Rule = "context-unavailable"
+
+	// The assistant's approvals (relay/assistant): what was approved no longer holds when it
+	// would run, and the bound on requests waiting.
+	RootChanged      Rule = "root-changed"       // another executor took the workspace root while the person was asked
+	TooManyApprovals Rule = "too-many-approvals" // as many requests as the page shows already wait for the person
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 
 	"voicebox/shared/fsroot"
 	"voicebox/shared/refusal"
@@ -29,7 +30,8 @@ func ReadModule(dir, name string, limit int) ([]byte, error) {
 		return nil, refusal.New(refusal.NotFound, "the extensions directory cannot be opened to find module %s", name)
 	}
 	defer root.Close()
-	f, err := root.Open(name)
+	// O_NONBLOCK: a FIFO in the module's place must not hold the call waiting for a writer.
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, refusal.New(refusal.NotFound, "the module %s is not in the extensions directory", name)
@@ -56,10 +58,14 @@ type shape struct {
 	firstImport string // "module.name" of the first import, "" for none
 	memory      bool   // the module defines a memory
 	minPages    uint64 // its initial size
+	// tableElements is the most elements the module's tables can ever hold together (their
+	// declared maxima), and tableUnbounded reports a table declared without a maximum.
+	tableElements  uint64
+	tableUnbounded bool
 }
 
-// scan walks the sections of a WebAssembly binary far enough to find its imports and the initial
-// size of its memory. It checks only the framing; wazero validates the rest when it compiles.
+// scan walks the sections of a WebAssembly binary far enough to find its imports, the initial
+// size of its memory and the bounds of its tables. It checks only the framing; wazero validates the rest when it compiles.
 func scan(b []byte) (shape, error) {
 	var s shape
 	if len(b) < 8 || string(b[:4]) != "\x00asm" {
@@ -83,6 +89,18 @@ func scan(b []byte) (shape, error) {
 			if s.imports > 0 {
 				mod, name := sec.name(), sec.name()
 				s.firstImport = fmt.Sprintf("%s.%s", mod, name)
+			}
+		case 4: // tables: a reference type, then limits (flags, min, and max when flags&1)
+			for n := sec.uleb(); n > 0 && sec.err == nil; n-- {
+				sec.byte()
+				flags := sec.byte()
+				limit := sec.uleb()
+				if flags&1 != 0 {
+					limit = sec.uleb()
+				} else {
+					s.tableUnbounded = true
+				}
+				s.tableElements += min(limit, 1<<32)
 			}
 		case 5: // memories
 			if sec.uleb() > 0 {

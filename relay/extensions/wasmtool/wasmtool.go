@@ -22,6 +22,8 @@
 //	any import (function, memory, table or global)      import-undeclared
 //	initial memory over Limits.MaxMemoryPages, or a
 //	memory.grow past it                                  resource-exceeded
+//	a table without a maximum, or tables whose maxima
+//	add up to more than MaxTableElements                 resource-exceeded
 //	still running after Limits.Timeout (start included)  time-exceeded
 //	a trap (unreachable, out-of-bounds access, stack
 //	overflow, division by zero, ...)                     wasm-trapped
@@ -77,6 +79,11 @@ const (
 	// own time bound.
 	DefaultMaxConcurrent = 4
 )
+
+// MaxTableElements bounds the elements a module's tables may ever hold, together. The runtime
+// gives each element a machine word and lets table.grow go to 2^32 of them, so a table must
+// declare a maximum (wasm-ld's default) and the maxima must stay under this.
+const MaxTableElements = 1 << 16
 
 // maxCompiled bounds the compiled modules kept (by digest) between calls.
 const maxCompiled = 32
@@ -175,6 +182,12 @@ func (r *Runner) Call(ctx context.Context, module []byte, tool extensions.WasmTo
 	}
 	if shape.minPages < 1 {
 		return nil, refusal.New(refusal.WasmInvalid, "the module's memory starts empty; %s needs at least one page", extensions.ABI)
+	}
+	if shape.tableUnbounded {
+		return nil, refusal.New(refusal.ResourceExceeded, "the module has a table without a maximum, which table.grow could take without bound; declare one of at most %d elements", MaxTableElements)
+	}
+	if shape.tableElements > MaxTableElements {
+		return nil, refusal.New(refusal.ResourceExceeded, "the module's tables may hold %d elements, over the bound of %d", shape.tableElements, MaxTableElements)
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)

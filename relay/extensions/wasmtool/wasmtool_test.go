@@ -147,6 +147,8 @@ func TestHostileModulesAreStoppedAndTheNextCallRuns(t *testing.T) {
 		{"startloop", refusal.TimeExceeded},
 		{"grow", refusal.ResourceExceeded},
 		{"bigmem", refusal.ResourceExceeded},
+		{"tablegrow", refusal.ResourceExceeded},
+		{"bigtable", refusal.ResourceExceeded},
 		{"trap", refusal.WasmTrapped},
 		{"import", refusal.ImportUndeclared},
 		{"overflow", refusal.OverBudget},
@@ -166,6 +168,17 @@ func TestHostileModulesAreStoppedAndTheNextCallRuns(t *testing.T) {
 				t.Fatalf("the next call answered %q", got)
 			}
 		})
+	}
+}
+
+// TestABoundedTableRuns: a table with a maximum within MaxTableElements is no reason to refuse a
+// module; its indirect call runs.
+func TestABoundedTableRuns(t *testing.T) {
+	t.Parallel()
+	r := New(Limits{})
+	defer r.Close(context.Background())
+	if got := run(t, r, fixture(t, "smalltable"), "run", []byte("through the table")); got != "through the table" {
+		t.Fatalf("smalltable answered %q", got)
 	}
 }
 

@@ -143,6 +143,10 @@ var cases = []struct {
 		f.refused(refusal.OldTextNotFound, "edit-file", map[string]string{"path": "notes.md", "oldText": "four", "newText": "4"})
 		f.refused(refusal.OldTextAmbiguous, "edit-file", map[string]string{"path": "notes.md", "oldText": "two", "newText": "2"})
 		f.refused(refusal.OldTextAmbiguous, "edit-file", map[string]string{"path": "notes.md", "oldText": "", "newText": "2"})
+		// Occurrences that overlap are two places the text could mean, not one.
+		f.put("overlap.txt", []byte("aaa"))
+		f.refused(refusal.OldTextAmbiguous, "edit-file", map[string]string{"path": "overlap.txt", "oldText": "aa", "newText": "b"})
+		f.holds("overlap.txt", []byte("aaa"))
 		f.refused(refusal.NotFound, "edit-file", map[string]string{"path": "missing.md", "oldText": "a", "newText": "b"})
 		f.refused(refusal.MissingArgument, "edit-file", map[string]string{"path": "notes.md", "oldText": "one"})
 		f.holds("notes.md", []byte("one\ntwo two\nthree\n"))
