@@ -22,7 +22,8 @@ import (
 // OSRoot is a Root over a directory of the machine, for a paired machine environment. Every
 // operation goes through an os.Root, so no name and no symbolic link can lead outside the
 // directory: a link that would is refused with outside-root, at every operation and not only
-// when a file is opened. Links that stay inside are followed.
+// when a file is opened. Links that stay inside are followed, unless they lead to a dot name,
+// which is refused dotfile-refused as the name itself would be.
 //
 // A write goes to a hidden temporary file in the same directory (a dot name, so no listing shows
 // it and no tool can name it), is synced, then renamed over the target in one step. Replacing a
@@ -154,6 +155,9 @@ func (r *OSRoot) read(name string, limit int) ([]byte, int64, error) {
 	if err := Check(name); err != nil {
 		return nil, 0, WithOp(err, op)
 	}
+	if err := r.viaDot(op, name, true); err != nil {
+		return nil, 0, err
+	}
 	// O_NONBLOCK: opening a FIFO planted in the folder must not hang the read.
 	f, err := r.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -215,6 +219,9 @@ func (r *OSRoot) Create(ctx context.Context, name string) (Writer, error) {
 func (r *OSRoot) create(ctx context.Context, op, name string) (*osWriter, error) {
 	if err := Check(name); err != nil {
 		return nil, WithOp(err, op)
+	}
+	if err := r.viaDot(op, name, false); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, Err(op, name, err)
@@ -324,6 +331,9 @@ func (r *OSRoot) ReadDir(ctx context.Context, name string) ([]Entry, error) {
 	if err := CheckDir(name); err != nil {
 		return nil, WithOp(err, op)
 	}
+	if err := r.viaDot(op, name, true); err != nil {
+		return nil, err
+	}
 	open := name
 	if open == "" {
 		open = "."
@@ -350,10 +360,12 @@ func (r *OSRoot) ReadDir(ctx context.Context, name string) ([]Entry, error) {
 		full := path.Join(name, de.Name())
 		st, err := r.root.Lstat(full)
 		if err == nil && st.Mode()&fs.ModeSymlink != 0 {
-			st, err = r.root.Stat(full)
+			if err = r.viaDot(op, full, true); err == nil {
+				st, err = r.root.Stat(full)
+			}
 		}
 		if err != nil || !(st.Mode().IsRegular() || st.IsDir()) {
-			continue // gone meanwhile, leads outside, or neither a file nor a directory
+			continue // gone meanwhile, leads outside or to a dot name, or neither a file nor a directory
 		}
 		entries = append(entries, osEntry(de.Name(), st))
 	}
@@ -374,6 +386,9 @@ func (r *OSRoot) Stat(ctx context.Context, name string) (Entry, error) {
 	if err := Check(name); err != nil {
 		return Entry{}, WithOp(err, "stat")
 	}
+	if err := r.viaDot("stat", name, true); err != nil {
+		return Entry{}, err
+	}
 	st, err := r.root.Stat(name)
 	if err != nil {
 		return Entry{}, osErr("stat", name, err)
@@ -387,6 +402,9 @@ func (r *OSRoot) MkdirAll(ctx context.Context, name string) error {
 	if err := Check(name); err != nil {
 		return WithOp(err, "mkdir")
 	}
+	if err := r.viaDot("mkdir", name, true); err != nil {
+		return err
+	}
 	if err := r.root.MkdirAll(name, 0o755); err != nil {
 		return osErr("mkdir", name, err)
 	}
@@ -399,8 +417,60 @@ func (r *OSRoot) Remove(ctx context.Context, name string) error {
 	if err := Check(name); err != nil {
 		return WithOp(err, "remove")
 	}
+	if err := r.viaDot("remove", name, false); err != nil {
+		return err
+	}
 	if err := r.root.Remove(name); err != nil {
 		return osErr("remove", name, err)
+	}
+	return nil
+}
+
+// maxLinkHops bounds the symbolic links followed while resolving one name.
+const maxLinkHops = 40
+
+// viaDot refuses name with dotfile-refused when a symbolic link on its way resolves to a dot
+// name inside the root: a link the person made (notes.txt -> .env, docs -> .git) must not carry
+// a tool past the rule that hides dot names. With last false the final element is not followed,
+// for the operations that act on a link itself (a replace renames over it, a remove removes it).
+// Links that lead outside are left to os.Root, which refuses them; a name whose rest does not
+// exist yet is judged by what exists.
+func (r *OSRoot) viaDot(op, name string, last bool) error {
+	pending := strings.Split(name, "/")
+	var resolved []string
+	for hops := 0; len(pending) > 0; {
+		p := pending[0]
+		pending = pending[1:]
+		switch {
+		case p == "" || p == ".":
+			continue
+		case p == "..":
+			if len(resolved) == 0 {
+				return nil // leads out: os.Root refuses it
+			}
+			resolved = resolved[:len(resolved)-1]
+			continue
+		case strings.HasPrefix(p, "."):
+			return Err(op, name, refusal.New(refusal.DotfileRefused,
+				"the path %q leads through a symbolic link to %q; names beginning with a dot are hidden from tools", name, path.Join(append(resolved, p)...)))
+		}
+		cur := path.Join(append(resolved, p)...)
+		if len(pending) == 0 && !last {
+			return nil
+		}
+		st, err := r.root.Lstat(cur)
+		if err != nil || st.Mode()&fs.ModeSymlink == 0 {
+			resolved = append(resolved, p) // a real folder or file, or nothing yet
+			continue
+		}
+		if hops++; hops > maxLinkHops {
+			return nil // a loop: os.Root refuses it
+		}
+		target, err := r.root.Readlink(cur)
+		if err != nil || path.IsAbs(target) {
+			return nil // os.Root judges absolute targets
+		}
+		pending = append(strings.Split(target, "/"), pending...)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"voicebox/shared/fsroot"
 	"voicebox/shared/fsroot/fsroottest"
+	"voicebox/shared/refusal"
 )
 
 // newOSRoot returns an OS root over base/root, with base/outside beside it for escape cases.
@@ -134,5 +135,55 @@ func TestOSInsideLinks(t *testing.T) {
 	must(t, err)
 	if len(entries) != 2 || entries[0].Name != "alias" || !entries[0].Dir {
 		t.Errorf("ReadDir = %+v; want alias listed as the directory it leads to", entries)
+	}
+}
+
+// TestOSLinksToDotNames: a link the person made to a dot name inside the root (a file, a folder,
+// through a chain or a relative "..") carries no tool past the dot-name rule, for any operation;
+// replacing or removing such a link acts on the link, as for every link.
+func TestOSLinksToDotNames(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	root := newOSRoot(t).(*fsroot.OSRoot)
+	dir := root.Name()
+	must(t, os.WriteFile(filepath.Join(dir, ".env"), []byte("SECRET=1"), 0o644))
+	must(t, os.Mkdir(filepath.Join(dir, ".git"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, ".git", "config"), []byte("[core]"), 0o644))
+	must(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	must(t, os.Symlink(".env", filepath.Join(dir, "env.txt")))
+	must(t, os.Symlink(".git", filepath.Join(dir, "repo")))
+	must(t, os.Symlink("env.txt", filepath.Join(dir, "chain.txt")))
+	must(t, os.Symlink("../.git/config", filepath.Join(dir, "sub", "cfg")))
+	dotRefused := func(what string, err error) {
+		t.Helper()
+		if refusal.RuleOf(err) != refusal.DotfileRefused {
+			t.Errorf("%s: %v; want dotfile-refused", what, err)
+		}
+	}
+	for _, name := range []string{"env.txt", "chain.txt", "repo/config", "sub/cfg"} {
+		_, err := root.ReadFile(ctx, name)
+		dotRefused("read "+name, err)
+		_, err = root.Stat(ctx, name)
+		dotRefused("stat "+name, err)
+	}
+	_, err := root.ReadDir(ctx, "repo")
+	dotRefused("readdir repo", err)
+	dotRefused("write repo/hook", root.WriteFile(ctx, "repo/hook", []byte("x")))
+	dotRefused("mkdir repo/x", root.MkdirAll(ctx, "repo/x"))
+	entries, err := root.ReadDir(ctx, "")
+	must(t, err)
+	for _, e := range entries {
+		if e.Name != "sub" {
+			t.Errorf("ReadDir lists %q, a link to a dot name", e.Name)
+		}
+	}
+	// The link itself may be replaced or removed; what it pointed to is untouched.
+	must(t, root.WriteFile(ctx, "env.txt", []byte("plain")))
+	must(t, root.Remove(ctx, "chain.txt"))
+	if b, err := os.ReadFile(filepath.Join(dir, ".env")); err != nil || string(b) != "SECRET=1" {
+		t.Errorf(".env is now %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "hook")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf(".git/hook exists: %v", err)
 	}
 }
