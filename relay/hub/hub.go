@@ -38,6 +38,7 @@ package hub
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -126,6 +127,10 @@ type Options struct {
 	// MaxSockets and MaxSessionSockets are the bounds of the Limiter made when Limiter is nil;
 	// zero means DefaultMaxSockets and DefaultMaxSessionSockets.
 	MaxSockets, MaxSessionSockets int
+	// MaxSessionlessSockets bounds, in that Limiter, the sockets without a session while
+	// sessions exist (Sessions is set): machines, and peers still saying hello, which anyone can
+	// open. Zero means session.DefaultMaxSessionlessSockets; without Sessions it is MaxSockets.
+	MaxSessionlessSockets int
 	// SessionOf names the session an upgrade request belongs to ("" for none: a machine with
 	// a bearer, or a relay without the gate); sockets without a session count only overall.
 	SessionOf func(r *http.Request) string
@@ -216,7 +221,11 @@ func New(opts Options) *Hub {
 		opts.Recheck = DefaultRecheck
 	}
 	if opts.Limiter == nil {
-		opts.Limiter = session.NewLimiter(opts.MaxSockets, opts.MaxSessionSockets)
+		b := session.Bounds{Max: opts.MaxSockets, PerSession: opts.MaxSessionSockets}
+		if opts.Sessions != nil {
+			b.Sessionless = cmp.Or(opts.MaxSessionlessSockets, session.DefaultMaxSessionlessSockets)
+		}
+		opts.Limiter = session.NewLimiterWith(b)
 	}
 	log := opts.Log
 	if log == nil {

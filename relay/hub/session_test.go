@@ -213,3 +213,25 @@ func listSessions(t *testing.T, r *testRelay) []session.Info {
 	}
 	return got.Sessions
 }
+
+// TestSocketsWithoutASessionCannotStarveSignedInPages: with the gate on, anyone may open /channel
+// sockets that hold a place until their hello bound; they stop at their own bound, and a signed-in
+// page still takes the slot.
+func TestSocketsWithoutASessionCannotStarveSignedInPages(t *testing.T) {
+	t.Parallel()
+	store := session.NewStore(session.Options{Lifetime: time.Hour})
+	gate := server.NewGateFor(store)
+	r := startRelay(t, Options{PageSession: gate.Session, SessionOf: gate.SessionID, Sessions: store,
+		MaxSockets: 4, MaxSessionlessSockets: 2}, server.Config{Gate: gate})
+	r.dial(t, "", nil)
+	r.dial(t, "", nil)
+	over := r.dial(t, "", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if _, frame, err := over.Read(ctx); err != nil || !strings.Contains(string(frame), `"refused":"too-many-sockets"`) {
+		t.Fatalf("the third socket without a session read %s, %v; want too-many-sockets", frame, err)
+	}
+	a := signIn(t, r, gate)
+	serve(t, r.dial(t, r.origin("127.0.0.1"), a), nil)
+	r.waitRootWith(t, a, connected)
+}

@@ -341,3 +341,27 @@ func toStrings(rs []refusal.Rule) []string {
 	}
 	return out
 }
+
+// TestLimiterSessionless: sockets without a session have their own bound under the overall one,
+// so they cannot fill the relay; a session's sockets are admitted past it.
+func TestLimiterSessionless(t *testing.T) {
+	t.Parallel()
+	l := session.NewLimiterWith(session.Bounds{Max: 4, PerSession: 4, Sessionless: 2})
+	r1, _ := l.Acquire("")
+	if _, rf := l.Acquire(""); rf != nil {
+		t.Fatal(rf)
+	}
+	if _, rf := l.Acquire(""); refusal.RuleOf(rf) != refusal.TooManySockets || !strings.Contains(rf.Why, "without a session") {
+		t.Fatalf("the third socket without a session: %v", rf)
+	}
+	if _, rf := l.Acquire("a"); rf != nil {
+		t.Fatalf("a session's socket past the sessionless bound: %v", rf)
+	}
+	r1()
+	if _, rf := l.Acquire(""); rf != nil {
+		t.Fatalf("after a release: %v", rf)
+	}
+	if got := session.NewLimiterWith(session.Bounds{Max: 2, Sessionless: 9}); got == nil {
+		t.Fatal("no limiter")
+	}
+}

@@ -13,44 +13,75 @@ const DefaultMaxSockets = 256
 // one browser, each with its sockets, plus reconnects still closing).
 const DefaultMaxSessionSockets = 8
 
+// DefaultMaxSessionlessSockets is the usual bound on sockets without a session where sessions
+// exist (the gate is on): machine environments and peers still saying hello.
+const DefaultMaxSessionlessSockets = 32
+
 // Limiter bounds the long-lived sockets open at once, overall and per session. Routes that
 // share one Limiter share its bounds: /channel and /live may each have their own, or one
 // between them. It is safe for concurrent use; the zero value is not usable, call NewLimiter.
 type Limiter struct {
-	max, perSession int
+	b Bounds
 
-	mu  sync.Mutex
-	all int
-	per map[string]int
+	mu   sync.Mutex
+	all  int
+	none int // sockets without a session
+	per  map[string]int
+}
+
+// Bounds are a Limiter's bounds; a zero field takes its default.
+type Bounds struct {
+	// Max bounds all sockets at once (DefaultMaxSockets).
+	Max int
+	// PerSession bounds one session's sockets (DefaultMaxSessionSockets).
+	PerSession int
+	// Sessionless bounds the sockets without a session (zero: Max). Where the gate is on, anyone
+	// can open such a socket and hold it until its hello bound, so a bound under Max is what keeps
+	// them from filling the relay and turning signed-in pages away; without the gate every socket
+	// is sessionless and this bound is Max.
+	Sessionless int
 }
 
 // NewLimiter returns a limiter admitting max sockets at once and perSession of one session;
 // zero or less means DefaultMaxSockets and DefaultMaxSessionSockets.
 func NewLimiter(max, perSession int) *Limiter {
-	if max <= 0 {
-		max = DefaultMaxSockets
-	}
-	if perSession <= 0 {
-		perSession = DefaultMaxSessionSockets
-	}
-	return &Limiter{max: max, perSession: perSession, per: map[string]int{}}
+	return NewLimiterWith(Bounds{Max: max, PerSession: perSession})
 }
 
-// Acquire counts one more socket of session ("" for a socket without a session, counted only
-// overall) and returns the function that uncounts it, to call once when the socket ends. Over a
+// NewLimiterWith returns a limiter with bounds b.
+func NewLimiterWith(b Bounds) *Limiter {
+	if b.Max <= 0 {
+		b.Max = DefaultMaxSockets
+	}
+	if b.PerSession <= 0 {
+		b.PerSession = DefaultMaxSessionSockets
+	}
+	if b.Sessionless <= 0 || b.Sessionless > b.Max {
+		b.Sessionless = b.Max
+	}
+	return &Limiter{b: b, per: map[string]int{}}
+}
+
+// Acquire counts one more socket of session ("" for a socket without a session, counted
+// overall and against Bounds.Sessionless) and returns the function that uncounts it, to call once when the socket ends. Over a
 // bound it counts nothing and returns a too-many-sockets refusal.
 func (l *Limiter) Acquire(session string) (release func(), r *refusal.Refusal) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.all >= l.max {
-		return nil, refusal.New(refusal.TooManySockets, "this connection is over the relay's bound of %d open sockets: close another tab or connection first", l.max)
+	if l.all >= l.b.Max {
+		return nil, refusal.New(refusal.TooManySockets, "this connection is over the relay's bound of %d open sockets: close another tab or connection first", l.b.Max)
 	}
-	if session != "" && l.per[session] >= l.perSession {
-		return nil, refusal.New(refusal.TooManySockets, "this connection is over this session's bound of %d open sockets: close another tab or connection first", l.perSession)
+	if session != "" && l.per[session] >= l.b.PerSession {
+		return nil, refusal.New(refusal.TooManySockets, "this connection is over this session's bound of %d open sockets: close another tab or connection first", l.b.PerSession)
+	}
+	if session == "" && l.none >= l.b.Sessionless {
+		return nil, refusal.New(refusal.TooManySockets, "this connection is over the relay's bound of %d open sockets without a session: sign in, or close another connection first", l.b.Sessionless)
 	}
 	l.all++
 	if session != "" {
 		l.per[session]++
+	} else {
+		l.none++
 	}
 	var once sync.Once
 	return func() {
@@ -62,6 +93,8 @@ func (l *Limiter) Acquire(session string) (release func(), r *refusal.Refusal) {
 				if l.per[session]--; l.per[session] <= 0 {
 					delete(l.per, session)
 				}
+			} else {
+				l.none--
 			}
 		})
 	}, nil
