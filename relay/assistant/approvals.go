@@ -80,27 +80,38 @@ func (p *approvals) wait(ctx context.Context, tool, summary string, timeout time
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	outcome := TimedOut
-	var err error
+	var ok, open, decided bool
 	select {
-	case ok, open := <-req.decided:
-		switch {
-		case !open:
-			err = refusal.New(refusal.ApprovalTimedOut, "the relay is shutting down, so nothing was done: %s", summary)
-		case ok:
-			outcome = Approved
-		default:
-			outcome = Denied
-			err = refusal.New(refusal.ApprovalDenied, "the user denied it: %s", summary)
-		}
+	case ok, open = <-req.decided: // decide or closeAll took the request out of waiting first
+		decided = true
 	case <-timer.C:
-		err = refusal.New(refusal.ApprovalTimedOut, "the user did not answer within %v, so nothing was done: %s", timeout.Round(time.Second), summary)
 	case <-ctx.Done():
-		err = refusal.New(refusal.ApprovalTimedOut, "the call ended before the user answered, so nothing was done: %s", summary)
 	}
 	p.mu.Lock()
+	_, still := p.waiting[req.ID]
 	delete(p.waiting, req.ID)
 	p.mu.Unlock()
+	if !decided && !still {
+		// A decision (or the shutdown) took the request just as the wait ended: it stands, so a
+		// page that was answered "ok" is right. It is in the channel, or about to be.
+		ok, open = <-req.decided
+		decided = true
+	}
+	outcome := TimedOut
+	var err error
+	switch {
+	case decided && !open:
+		err = refusal.New(refusal.ApprovalTimedOut, "the relay is shutting down, so nothing was done: %s", summary)
+	case decided && ok:
+		outcome = Approved
+	case decided:
+		outcome = Denied
+		err = refusal.New(refusal.ApprovalDenied, "the user denied it: %s", summary)
+	case ctx.Err() != nil:
+		err = refusal.New(refusal.ApprovalTimedOut, "the call ended before the user answered, so nothing was done: %s", summary)
+	default:
+		err = refusal.New(refusal.ApprovalTimedOut, "the user did not answer within %v, so nothing was done: %s", timeout.Round(time.Second), summary)
+	}
 	p.events.publish("approval-settled", map[string]string{"id": req.ID, "outcome": outcome})
 	return err
 }
