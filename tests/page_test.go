@@ -63,6 +63,11 @@ func TestPageBootsGoInAWorkerAndSaysReady(t *testing.T) {
 	if got := harness.Eval[result](tab, `voicebox.call('no-such-method')`); got.OK || got.Refused != "unknown-method" || got.Why == "" {
 		t.Fatalf("unknown method answered %+v", got)
 	}
+	// Every panel is a card of its own in the workspace's grid, none inside another.
+	if nested := harness.Eval[[]string](tab, `[...document.querySelectorAll('section.panel')]
+		.filter(s => s.parentElement !== document.querySelector('main.workspace')).map(s => s.id)`); len(nested) != 0 {
+		t.Fatalf("panels nested inside another panel: %v", nested)
+	}
 }
 
 func TestPageIsServedWithItsHeaders(t *testing.T) {
