@@ -1,15 +1,11 @@
 package toolschema
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -96,72 +92,20 @@ func collect(ve *jsonschema.ValidationError, found []failure) []failure {
 	return found
 }
 
-// validateReference is Validate with the library deciding validity in place of the package's own
-// check: every step before and after is the same, so the two must answer alike on every input.
+// validateReference is Validate with the library deciding steps 6 to 9 in place of the package's
+// own check: every other step is the same code, so the two must answer alike on every input.
 func validateReference(ref *jsonschema.Schema, s *Schema, raw []byte) (map[string]any, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = []byte("{}")
-	}
-	if raw[0] != '{' {
-		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments must be a JSON object, got %s", firstKind(raw))
-	}
-	if !utf8.Valid(raw) {
-		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments are not valid UTF-8")
-	}
-	if len(raw) > MaxArgumentBytes {
-		// Only a payload over the bound as received can be within it once compacted.
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			return nil, notJSON(err)
+	return s.validate(raw, func(args map[string]any, found []failure) []failure {
+		verr := ref.Validate(args)
+		var ve *jsonschema.ValidationError
+		if errors.As(verr, &ve) {
+			return collect(ve, found)
 		}
-		if buf.Len() > MaxArgumentBytes {
-			return nil, refusal.New(refusal.InvalidToolArguments,
-				"the arguments are %d bytes encoded, over the bound of %d bytes", buf.Len(), MaxArgumentBytes)
+		if verr != nil {
+			return append(found, failure{rank: rankEnum + 1, rule: refusal.InvalidToolArguments, why: verr.Error()})
 		}
-	}
-	v, st, err := parseJSON(raw, MaxArgumentDepth, MaxArgumentNodes)
-	if err != nil {
-		return nil, notJSON(err)
-	}
-	args := v.(map[string]any) // raw starts with '{' and parsed
-	var w walker               // locates what the parser noticed; most calls need none of it
-	if st.badNumber || st.sawProto {
-		w = walker{maxDepth: MaxArgumentDepth, maxNodes: MaxArgumentNodes}
-		w.walk(args, 0)
-	}
-	if w.hasBadNumber {
-		return nil, refusal.New(refusal.InvalidArgumentBounds,
-			"argument %s: the number %s is longer than %d characters or has an exponent beyond %d",
-			where(w.badNumber), clip(w.badNumberText), MaxNumberLiteralBytes, MaxNumberExponent)
-	}
-	if st.sawNull {
-		if loc, ok := nullRequired(s.doc, args, ""); ok {
-			return nil, refusal.New(refusal.MissingArgument, "missing required argument %s (null counts as missing)", quoteLoc(loc))
-		}
-	}
-	verr := ref.Validate(args)
-	if verr == nil && !w.hasProto {
-		return args, nil
-	}
-	var found []failure
-	if w.hasProto {
-		found = append(found, failure{rank: rankUnknown, loc: w.proto,
-			why: fmt.Sprintf("argument %s: an own \"__proto__\" key is never accepted", quoteLoc(w.proto))})
-	}
-	var ve *jsonschema.ValidationError
-	if errors.As(verr, &ve) {
-		found = collect(ve, found)
-	} else if verr != nil {
-		found = append(found, failure{rank: rankEnum + 1, rule: refusal.InvalidToolArguments, why: verr.Error()})
-	}
-	best := slices.MinFunc(found, func(a, b failure) int {
-		if a.rank != b.rank {
-			return a.rank - b.rank
-		}
-		return strings.Compare(a.loc, b.loc)
+		return found
 	})
-	return nil, refusal.New(best.ruleFor(), "%s", best.why)
 }
 
 func typeNames(ts []string) string {
