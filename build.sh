@@ -80,8 +80,8 @@ browser_env() {
 
 # The packages each layer tests. tests/ is the end-to-end layer; every other package runs natively,
 # and those with GOOS=js builds run in the browser as well.
-native_packages() { go list ./... | grep -v '^voicebox/tests'; }
-browser_packages() { GOOS=js GOARCH=wasm go list ./... | grep -E '^voicebox/(shared|opfs|browser)(/|$)'; }
+native_packages() { go list ./... | grep -v '^github.com/voicebox-go/voicebox/tests'; }
+browser_packages() { GOOS=js GOARCH=wasm go list ./... | grep -E '^github.com/voicebox-go/voicebox/(shared|opfs|browser)(/|$)'; }
 
 PASSED=0
 FAILED=0

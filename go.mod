@@ -1,4 +1,4 @@
-module voicebox
+module github.com/voicebox-go/voicebox
 
 go 1.26.0
 

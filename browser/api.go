@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/miniappstore"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/miniappstore"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // build is the version string, set at link time by build.sh (-X main.build=...).

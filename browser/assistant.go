@@ -8,11 +8,11 @@ import (
 	"io/fs"
 	"strings"
 
-	"voicebox/shared/executor"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/miniappstore"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/miniappstore"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // The assistant's mini-app tools, as the relay calls them over /channel (relay/assistant routes

@@ -8,11 +8,11 @@ import (
 	"sync"
 	"testing"
 
-	"voicebox/shared/executor"
-	"voicebox/shared/fsroot"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // assistantAPI is an api with an open memory workspace, a memory shelf (with the samples), a

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
-	"voicebox/shared/externalapp"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/externalapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // maxExternalAnswerBytes bounds what the main thread may answer an external app call with: the

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/externalapp"
-	"voicebox/shared/fsroot"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/externalapp"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // TestExternalAppCallsGoToTheMainThread: the relay's calls of external app tools and

@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"voicebox/shared/channel"
-	"voicebox/shared/executor"
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/channel"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // MaxViewBytes bounds what files.read returns for the page to show and edit; a larger file is

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // memoryAPI returns an api whose "opfs" root is a fresh memory root.

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"sync"
 
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // frames carries the registry's calls to the mini-app frames, which live on the page's main

@@ -11,13 +11,13 @@ import (
 // forbiddenInPage are packages the page's wasm must not pull in: they add megabytes to every
 // page load (net/http, crypto/tls; jsonschema/v6 and the golang.org/x/text it brings, which only
 // the tests use as toolschema's reference) or belong to other programs.
-var forbiddenInPage = []string{"net/http", "crypto/tls", "os/exec", "voicebox/relay", "github.com/chromedp/",
+var forbiddenInPage = []string{"net/http", "crypto/tls", "os/exec", "github.com/voicebox-go/voicebox/relay", "github.com/chromedp/",
 	"github.com/santhosh-tekuri/jsonschema/", "golang.org/x/text/"}
 
 // TestPageImportsStayLean guards the GOOS=js build of the page against heavy or foreign imports.
 func TestPageImportsStayLean(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command("go", "list", "-deps", "voicebox/browser")
+	cmd := exec.Command("go", "list", "-deps", "github.com/voicebox-go/voicebox/browser")
 	cmd.Env = append(cmd.Environ(), "GOOS=js", "GOARCH=wasm")
 	out, err := cmd.Output()
 	if err != nil {

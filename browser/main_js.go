@@ -9,9 +9,9 @@ import (
 
 	"github.com/hack-pad/safejs"
 
-	"voicebox/internal/jsutil"
-	"voicebox/opfs"
-	"voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/jsutil"
+	"github.com/voicebox-go/voicebox/opfs"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
 // opfsWorkspace is the OPFS directory that is the workspace when the user picks browser storage.

@@ -10,11 +10,11 @@ import (
 	"path"
 	"strings"
 
-	"voicebox/samples"
-	"voicebox/shared/fsroot"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/miniappstore"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/samples"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/miniappstore"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // seededFile, on the shelf, lists the sample apps already put there once, so a sample the user

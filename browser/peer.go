@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"voicebox/shared/channel"
-	"voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/channel"
+	"github.com/voicebox-go/voicebox/shared/executor"
 )
 
 // The page's connection to the relay's /channel, where it is the executor of its root.

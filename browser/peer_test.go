@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/channel"
-	"voicebox/shared/executor"
-	"voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/channel"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
 // fakeConn is one relay-side socket: the test pushes frames in and reads what the peer sent.

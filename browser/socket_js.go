@@ -8,7 +8,7 @@ import (
 
 	"github.com/hack-pad/safejs"
 
-	"voicebox/internal/jsutil"
+	"github.com/voicebox-go/voicebox/internal/jsutil"
 )
 
 // socket is a thin wrapper over the browser's own WebSocket, for text frames. The page uses it

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/executor"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // The worker side of the OPFS benchmarks: the same operations tests/opfs_bench_test.go times in

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io/fs"
 
-	"voicebox/internal/jsutil"
-	"voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/jsutil"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
 // pathError turns what a File System API call failed with into the *fs.PathError every root

@@ -3,8 +3,8 @@ package opfs
 import (
 	"testing"
 
-	"voicebox/shared/executor/executortest"
-	"voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/executor/executortest"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
 // TestAssistantPrimitives runs the executor's delete, edit, grep and undo suite, with its history

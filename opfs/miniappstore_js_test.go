@@ -3,8 +3,8 @@ package opfs
 import (
 	"testing"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/miniappstore/miniappstoretest"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/miniappstore/miniappstoretest"
 )
 
 // TestMiniAppStore runs the mini-app store's suite with every workspace, shelf and sandbox an

@@ -15,8 +15,8 @@ import (
 
 	"github.com/hack-pad/safejs"
 
-	"voicebox/internal/jsutil"
-	"voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/jsutil"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
 // MaxOpenHandles bounds the pool of sync access handles an OPFS root keeps open for reads.

@@ -9,9 +9,9 @@ import (
 
 	"github.com/hack-pad/safejs"
 
-	"voicebox/internal/jsutil"
-	"voicebox/shared/fsroot"
-	"voicebox/shared/fsroot/fsroottest"
+	"github.com/voicebox-go/voicebox/internal/jsutil"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/fsroot/fsroottest"
 )
 
 // testArea is the OPFS directory the tests work in; each root under test is a fresh

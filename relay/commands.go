@@ -14,10 +14,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"voicebox/relay/extensions"
-	"voicebox/relay/hoststate"
-	"voicebox/relay/machine"
-	"voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/relay/extensions"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/machine"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
 type pairConfig struct {

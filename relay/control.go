@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"voicebox/relay/hoststate"
-	"voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/server"
 )
 
 // ControlSocketFile is the Unix socket, in the host state directory, on which a serving relay

@@ -37,17 +37,17 @@ import (
 	"syscall"
 	"time"
 
-	"voicebox/relay/assistant"
-	"voicebox/relay/extcheck"
-	"voicebox/relay/extensions"
-	"voicebox/relay/externalapps"
-	"voicebox/relay/hoststate"
-	"voicebox/relay/hub"
-	"voicebox/relay/server"
-	"voicebox/relay/session"
-	"voicebox/relay/toolcheck"
-	"voicebox/relay/voice"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/assistant"
+	"github.com/voicebox-go/voicebox/relay/extcheck"
+	"github.com/voicebox-go/voicebox/relay/extensions"
+	"github.com/voicebox-go/voicebox/relay/externalapps"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/relay/toolcheck"
+	"github.com/voicebox-go/voicebox/relay/voice"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // build is the version string, set at link time by build.sh (-X main.build=...).

@@ -7,8 +7,8 @@ import (
 	"os"
 	"strconv"
 
-	"voicebox/relay/checkapp"
-	"voicebox/relay/externalapps"
+	"github.com/voicebox-go/voicebox/relay/checkapp"
+	"github.com/voicebox-go/voicebox/relay/externalapps"
 )
 
 // loadMiniApps reads the external mini-app registry from the file named by --mini-apps, else from

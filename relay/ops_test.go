@@ -17,7 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/relay/session"
 )
 
 // relayUnderTest is serveUntil running in the test, with its stdout lines and its log.

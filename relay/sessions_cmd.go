@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/relay/session"
 )
 
 type sessionsConfig struct {

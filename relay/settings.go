@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"time"
 
-	"voicebox/relay/externalapps"
-	"voicebox/relay/server"
-	"voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/relay/externalapps"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/relay/session"
 )
 
 // serveSettings is what serve runs with once its flags and the environment are read and checked.

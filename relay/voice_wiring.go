@@ -7,11 +7,11 @@ import (
 	"net"
 	"net/url"
 
-	"voicebox/relay/hoststate"
-	"voicebox/relay/live/gemini"
-	"voicebox/relay/live/openai"
-	"voicebox/relay/server"
-	"voicebox/relay/voice"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/live/gemini"
+	"github.com/voicebox-go/voicebox/relay/live/openai"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/relay/voice"
 )
 
 func vendorFlags(fs *flag.FlagSet, cfg *serveConfig) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 // BenchmarkTypedTurnThroughThePage measures a typed turn as the page's command box makes it:

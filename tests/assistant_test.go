@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 // turnBound is the hang guard of one typed turn (a delete waits for the test to approve it).

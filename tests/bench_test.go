@@ -5,7 +5,7 @@ package tests
 import (
 	"testing"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 // BenchmarkPageReady measures, from navigation start on loopback, the worker's "ready"

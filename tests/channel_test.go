@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 // channelBound bounds how long the page may take to connect to /channel once its root is open.

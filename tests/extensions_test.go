@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 var codeLine = regexp.MustCompile(`approval code for extension ([a-z0-9.-]+): (\d{8})`)

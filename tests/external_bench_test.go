@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 // BenchmarkExternalAppToolCall measures one read-only tool call of the sample external app, Order

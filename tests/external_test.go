@@ -18,9 +18,9 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"voicebox/shared/externalapp"
-	"voicebox/tests/harness"
-	"voicebox/tests/sampleapp"
+	"github.com/voicebox-go/voicebox/shared/externalapp"
+	"github.com/voicebox-go/voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/sampleapp"
 )
 
 // externalBound is how long an external app may take to connect, answer or change, on a loaded

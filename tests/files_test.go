@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 // openWorkspace loads the page and waits until the file browser shows browser storage.

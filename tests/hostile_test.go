@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 // A hostile mini-app runs its attempts when it loads and keeps what happened for its report tool.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/tests/harness"
-	"voicebox/tests/vendorfixture"
+	"github.com/voicebox-go/voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 // holdMicrophone makes the page's getUserMedia wait until the test calls __mic.release(), and

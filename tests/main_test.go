@@ -7,7 +7,7 @@ package tests
 import (
 	"testing"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 func TestMain(m *testing.M) { harness.Main(m) }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/miniapp"
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 // BenchmarkMiniAppToolCall measures one mini-app tool call end to end, twice: from the page's

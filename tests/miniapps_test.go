@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/miniapp"
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 const appBound = 15 * time.Second

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 // benchIters is how many operations each side times per case (8 MiB cases do fewer on the JS

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 // readyBound bounds how long the page may take to start its worker and say ready.

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/relay/hub"
-	"voicebox/relay/server"
-	"voicebox/shared/executor"
-	"voicebox/shared/wire"
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 //go:embed benchpeer

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 // TestARemoteOriginSignsInAndAThirdIsRefused: the relay refuses to listen on 0.0.0.0 without the

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 // sessionLifetime is the relay's session lifetime in TestSessionsEndAndCloseThePagesChannel: long

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
 // workerPackages are the packages whose worker-only tests (build tag voicebox_worker) run inside a

@@ -9,9 +9,9 @@ import (
 	"net/url"
 	"testing"
 
-	"voicebox/relay/assistant"
-	"voicebox/relay/hub"
-	"voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/relay/assistant"
+	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/relay/server"
 )
 
 // TestApprovalsAndEventsAreAdmittedLikeThePage: with the session gate on, deciding an approval,

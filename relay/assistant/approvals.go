@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Approval is one request for the user's decision, as the page shows it.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/relay/assistant"
+	"github.com/voicebox-go/voicebox/relay/assistant"
 )
 
 // BenchmarkTypedTurn measures one typed turn end to end in process: POST /api/turn over loopback

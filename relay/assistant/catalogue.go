@@ -47,11 +47,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"voicebox/relay/hub"
-	"voicebox/shared/commands"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/shared/commands"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // DefaultApprovalTimeout is how long a call waits for the user's approval when Options says

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"strings"
 
-	"voicebox/relay/extensions"
-	"voicebox/shared/commands"
-	extdesc "voicebox/shared/extensions"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/extensions"
+	"github.com/voicebox-go/voicebox/shared/commands"
+	extdesc "github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Extensions is what the extension tools need of the relay's extension registry.

@@ -16,17 +16,17 @@ import (
 
 	"github.com/coder/websocket"
 
-	"voicebox/relay/assistant"
-	"voicebox/relay/extensions"
-	"voicebox/relay/hoststate"
-	"voicebox/relay/hub"
-	"voicebox/relay/machine"
-	"voicebox/relay/server"
-	"voicebox/shared/channel"
-	"voicebox/shared/executor"
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/relay/assistant"
+	"github.com/voicebox-go/voicebox/relay/extensions"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/relay/machine"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/channel"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // bound is the hang guard of every wait in these tests; nothing asserts how long anything takes.

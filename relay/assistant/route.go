@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"strconv"
 
-	"voicebox/relay/hub"
-	"voicebox/shared/commands"
-	"voicebox/shared/executor"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/shared/commands"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // The calls the page's worker answers besides the executor's primitives: the mini-app store and

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/relay/assistant"
-	"voicebox/relay/hub"
-	"voicebox/shared/commands"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/assistant"
+	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/shared/commands"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // rootTools are the built-ins that need a root; with none declared each is refused at once.

@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"time"
 
-	"voicebox/relay/server"
-	"voicebox/shared/commands"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/commands"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // The bounds of the routes.

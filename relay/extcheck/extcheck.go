@@ -18,7 +18,7 @@ import (
 	"io"
 	"os"
 
-	"voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/extensions"
 )
 
 // Usage is the line printed on a usage error.

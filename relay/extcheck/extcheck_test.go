@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/extensions"
 )
 
 // TestCatalogueVerdicts checks the shipped catalogue: every entry but the local stdio MCP server

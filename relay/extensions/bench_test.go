@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"voicebox/catalogue"
+	"github.com/voicebox-go/voicebox/catalogue"
 )
 
 // BenchmarkCallExtensionWasm is one call_extension of the catalogue's crc32 tool on 1 KiB, as the

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // admit stages raw and admits it with the host token.

@@ -16,9 +16,9 @@ import (
 	"strings"
 	"sync"
 
-	"voicebox/shared/extensions"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // MaxRedirects is how many redirects one call follows.

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/shared/extensions"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 func TestMediatedFetch(t *testing.T) {

@@ -14,14 +14,14 @@ import (
 	"strings"
 	"sync"
 
-	"voicebox/catalogue"
-	"voicebox/relay/extensions/wasmtool"
-	"voicebox/relay/server"
-	"voicebox/shared/channel"
-	"voicebox/shared/extensions"
-	"voicebox/shared/refusal"
-	"voicebox/shared/toolschema"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/catalogue"
+	"github.com/voicebox-go/voicebox/relay/extensions/wasmtool"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/channel"
+	"github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/toolschema"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // Registry is the relay's view of extensions: the store, the shipped catalogue, the loaded

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/relay/extensions/wasmtool"
-	"voicebox/relay/server"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/relay/extensions/wasmtool"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 type syncBuf struct {

@@ -20,10 +20,10 @@ import (
 	"sync"
 	"time"
 
-	"voicebox/relay/extensions/wasmtool"
-	"voicebox/shared/extensions"
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/extensions/wasmtool"
+	"github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // The bounds of console approval codes.

@@ -10,13 +10,13 @@ import (
 	"sync"
 	"time"
 
-	"voicebox/relay/server"
-	"voicebox/shared/executor"
-	"voicebox/shared/externalapp"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
-	"voicebox/shared/toolschema"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/externalapp"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/toolschema"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // Catalogue is the assistant's tool catalogue as the live loop takes it (relay/assistant has one;

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/externalapp"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/externalapp"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // builtins is an inner catalogue with one tool and a change signal the test fires.

@@ -3,8 +3,8 @@ package externalapps
 import (
 	"net/http"
 
-	"voicebox/relay/server"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // maxTokenBodyBytes bounds the body of the token route, which reads nothing from it: the audience

@@ -15,8 +15,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"voicebox/relay/server"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 const issuer = "https://voicebox.example.com"

@@ -7,8 +7,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"voicebox/relay/server"
-	"voicebox/shared/channel"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/channel"
 )
 
 // readFrame reads the next frame of ws, within patience.

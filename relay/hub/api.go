@@ -5,11 +5,11 @@ import (
 	"errors"
 	"net/http"
 
-	"voicebox/relay/hoststate"
-	"voicebox/relay/server"
-	"voicebox/shared/executor"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // maxPairBodyBytes bounds the body of /api/pair: a name.

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/relay/server"
-	"voicebox/shared/channel"
-	"voicebox/shared/executor"
-	"voicebox/shared/fsroot"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/channel"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // benchRoot is a memory root holding the 4 KiB file the benchmarks read.

@@ -52,11 +52,11 @@ import (
 
 	"github.com/coder/websocket"
 
-	"voicebox/relay/server"
-	"voicebox/relay/session"
-	"voicebox/shared/channel"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/shared/channel"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // DefaultHelloBound is how long a connection that is not the page has to send its hello.

@@ -10,10 +10,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"voicebox/relay/server"
-	"voicebox/relay/session"
-	"voicebox/relay/session/sessiontest"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/relay/session/sessiontest"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // liveLike is a socket route built the way /live is meant to use the session package: it admits

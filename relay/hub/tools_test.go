@@ -10,9 +10,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"voicebox/relay/server"
-	"voicebox/shared/executor"
-	"voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
 // toolsLog records what OnPageTools was given, in order.

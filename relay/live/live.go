@@ -27,8 +27,8 @@ package live
 import (
 	"encoding/json"
 
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // State is what a session reports through Callbacks.OnState.

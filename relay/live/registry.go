@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Offer is what a provider offers and needs, as it registers.

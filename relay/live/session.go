@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // DefaultReadyBound is how long a session may take from Start to ready before it fails with

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/relay/live"
-	"voicebox/relay/live/livetest"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/live/livetest"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // bound is a hang guard for waits; nothing asserts how long anything took.

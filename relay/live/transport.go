@@ -10,7 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // SendKind says what a frame sent to the vendor carries, so the facade can gate it.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/live"
 )
 
 // A vendor endpoint that redirects must not get the key forwarded to wherever it points: the

@@ -21,10 +21,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"voicebox/shared/channel"
-	"voicebox/shared/executor"
-	"voicebox/shared/fsroot"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/channel"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // Backoff bounds: the first retry waits MinBackoff, each failed one doubles it up to MaxBackoff.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
 func TestChannelURL(t *testing.T) {

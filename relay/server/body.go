@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // MaxBodyBytes is the largest request body a JSON route reads. A route may pass a smaller bound to

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // echoServer serves a JSON route that reads {name} through the door (with a bound of max bytes)

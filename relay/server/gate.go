@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"time"
 
-	"voicebox/relay/session"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // SessionCookie is the cookie the loopback gate's session travels in.

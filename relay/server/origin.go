@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // ParseOrigin checks a public origin as --origin takes it: scheme http or https, a host, an

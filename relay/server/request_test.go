@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/relay/session"
 )
 
 func TestParseTrustedProxies(t *testing.T) {

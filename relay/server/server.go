@@ -23,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Config says what the server serves. The zero value is not usable: Public must name a directory.

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"time"
 
-	"voicebox/relay/session"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // registerSessionRoutes adds the host's routes for sessions and tickets, all behind the host

@@ -42,7 +42,7 @@ import (
 	"sync"
 	"time"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // DefaultLifetime is how long a session lasts when Options.Lifetime is zero: a working day and

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/relay/session"
-	"voicebox/relay/session/sessiontest"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/relay/session/sessiontest"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 var start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -3,7 +3,7 @@ package session
 import (
 	"sync"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // DefaultMaxSockets bounds the sockets a Limiter admits at once.

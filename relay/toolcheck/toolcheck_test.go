@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 const setScore = `{"name":"set_score","description":"Add points to a team on the scoreboard",

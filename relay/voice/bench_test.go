@@ -23,11 +23,11 @@ import (
 
 	"github.com/coder/websocket"
 
-	"voicebox/relay/live"
-	"voicebox/relay/live/openai"
-	"voicebox/relay/server"
-	"voicebox/relay/voice"
-	"voicebox/tests/vendorfixture"
+	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/live/openai"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/relay/voice"
+	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 // The live benchmarks put the relay's /live door between page clients and the vendor fixture,

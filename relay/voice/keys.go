@@ -6,8 +6,8 @@ import (
 	"os"
 	"sync"
 
-	"voicebox/relay/hoststate"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // KeysFile is the state file the key store keeps vendor keys in (0600, in the 0700 state

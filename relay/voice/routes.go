@@ -3,9 +3,9 @@ package voice
 import (
 	"net/http"
 
-	"voicebox/relay/live"
-	"voicebox/relay/server"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // maxRouteBodyBytes bounds the bodies of the settings and keys routes.

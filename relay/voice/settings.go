@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"sync"
 
-	"voicebox/relay/hoststate"
-	"voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/live"
 )
 
 // SettingsFile is the state file the agent settings are kept in.

@@ -13,10 +13,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"voicebox/relay/live"
-	"voicebox/relay/server"
-	"voicebox/relay/session"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Bounds of the /live socket.

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"voicebox/relay/live"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Catalogue is the assistant's tool catalogue as a live session uses it (relay/assistant has

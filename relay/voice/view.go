@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/live"
 )
 
 // Viewer is a Catalogue that can also say what the person has on screen now: the open external

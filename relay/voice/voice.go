@@ -39,9 +39,9 @@
 package voice
 
 import (
-	"voicebox/relay/live"
-	"voicebox/relay/live/gemini"
-	"voicebox/relay/live/openai"
+	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/live/gemini"
+	"github.com/voicebox-go/voicebox/relay/live/openai"
 )
 
 // Claude is the provider name listed for Claude, which has no live voice API.

@@ -17,16 +17,16 @@ import (
 
 	"github.com/coder/websocket"
 
-	"voicebox/relay/hoststate"
-	"voicebox/relay/live"
-	"voicebox/relay/live/gemini"
-	"voicebox/relay/live/livetest"
-	"voicebox/relay/live/openai"
-	"voicebox/relay/server"
-	"voicebox/relay/voice"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
-	"voicebox/tests/vendorfixture"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/live/gemini"
+	"github.com/voicebox-go/voicebox/relay/live/livetest"
+	"github.com/voicebox-go/voicebox/relay/live/openai"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/relay/voice"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 // bound is the hang guard of every wait; nothing asserts how long anything took.

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // AdmittedType is the "type" of the control frame that carries the admitted set from the relay

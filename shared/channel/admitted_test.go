@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 func TestAdmittedFrameRoundTrip(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 var benchObserved = json.RawMessage(`{"bytes":12,"text":"hello, world"}`)

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // Kind is what the peer on the other end of a Broker is; it picks the names of absence refusals.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // testDeadline bounds any wait in these tests; reaching it is a failure, never a measurement.

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // Executor runs one verified call and returns what it observed, a JSON object. To refuse, it

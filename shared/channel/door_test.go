@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 var admitted = wire.AdmittedMap{

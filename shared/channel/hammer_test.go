@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // hammerPeer answers calls from a few worker goroutines, each frame in a randomly chosen way.

@@ -31,9 +31,9 @@ import (
 	"slices"
 	"strings"
 
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
-	"voicebox/shared/toolschema"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
 
 // MaxExtraTools bounds the mini-app tools a Set takes beyond the built-ins; the rest are left out.

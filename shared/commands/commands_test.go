@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
-	"voicebox/shared/toolschema"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
 
 // The issue names these tools; the catalogue offers exactly them, in this order.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 func TestResolveTypedCommands(t *testing.T) {

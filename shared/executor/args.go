@@ -7,8 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // argSpec is one string argument of a primitive.

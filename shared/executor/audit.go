@@ -14,9 +14,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // AuditLog takes a record of every call an Executor runs. It is safe for concurrent use.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/executor"
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 func TestAuditRecordsEveryCall(t *testing.T) {

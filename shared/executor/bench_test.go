@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/shared/executor"
-	"voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
 // benchRoots lists the roots the benchmarks run on; bench_notjs_test.go adds the OS root.

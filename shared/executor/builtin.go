@@ -3,7 +3,7 @@ package executor
 import (
 	"encoding/json"
 
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // BuiltinDescriptor is the descriptor id the built-in file primitives are called under. Every

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/channel"
-	"voicebox/shared/executor"
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/channel"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 var _ channel.Executor = (*executor.Executor)(nil)

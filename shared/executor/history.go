@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // The bounds of the undo history.

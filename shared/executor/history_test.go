@@ -3,8 +3,8 @@ package executor_test
 import (
 	"testing"
 
-	"voicebox/shared/executor/executortest"
-	"voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/executor/executortest"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
 func TestAssistantPrimitivesOnMemory(t *testing.T) {

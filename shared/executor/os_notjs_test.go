@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"voicebox/shared/executor"
-	"voicebox/shared/executor/executortest"
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/executor/executortest"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 func init() {

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/executor"
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
-	"voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 func runPrim(t *testing.T, e *executor.Executor, tool string, args map[string]string) (map[string]any, error) {

@@ -22,8 +22,8 @@ import (
 	"slices"
 	"strings"
 
-	"voicebox/shared/refusal"
-	"voicebox/shared/toolschema"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
 
 // Placement is where an extension's tools would run.

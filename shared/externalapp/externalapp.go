@@ -37,8 +37,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"voicebox/shared/miniapp"
-	"voicebox/shared/toolschema"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
 
 // The budgets the page and the relay both hold an app to. Each is a host budget an app cannot

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
 )
 
 func TestModelNamesNeverMeetSandboxedNames(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // The bounds of a name. They keep a name well inside what every backing store accepts (most

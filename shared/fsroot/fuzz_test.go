@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // FuzzCheck holds Check to its promise: a name it accepts resolves inside the root however it is

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/fsroot/fsroottest"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/fsroot/fsroottest"
 )
 
 func TestMemoryConformance(t *testing.T) {

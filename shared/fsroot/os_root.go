@@ -16,7 +16,7 @@ import (
 	"sync"
 	"syscall"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // OSRoot is a Root over a directory of the machine, for a paired machine environment. Every

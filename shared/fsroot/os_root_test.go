@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/fsroot/fsroottest"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/fsroot/fsroottest"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // newOSRoot returns an OS root over base/root, with base/outside beside it for escape cases.

@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/fsroot/fsroottest"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/fsroot/fsroottest"
 )
 
 // TestOSFifoDoesNotHang reads a FIFO planted in the folder: refused at once, not blocked on.

@@ -31,8 +31,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"voicebox/shared/refusal"
-	"voicebox/shared/toolschema"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
 
 // Bounds on a declaration.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 const setScore = `{"name":"set_score","description":"Add points to a team on the scoreboard",

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Bounds of the registry and of a call.

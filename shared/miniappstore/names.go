@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
 // Slug returns the normal form of a name: lower case, letters and digits with single

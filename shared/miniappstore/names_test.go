@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
 func TestSlug(t *testing.T) {

@@ -54,8 +54,8 @@ import (
 	"sync"
 	"time"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Kind says whether an entry is an app (listed in the tray) or a page (found by name only).

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/miniappstore"
-	"voicebox/shared/miniappstore/miniappstoretest"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/miniappstore"
+	"github.com/voicebox-go/voicebox/shared/miniappstore/miniappstoretest"
 )
 
 func TestSuiteMemory(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Validate checks a model's arguments for a call and returns them decoded (numbers as

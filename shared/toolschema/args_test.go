@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 const argsSchema = `{

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 func FuzzParse(f *testing.F) {

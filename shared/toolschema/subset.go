@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // The closed keyword lists of the subset, by place.

@@ -57,7 +57,7 @@ import (
 	"math"
 	"unicode/utf8"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Bounds on a parameter schema. Passing one is refused invalid-tool-parameters.

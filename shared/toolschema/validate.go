@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // node is one schema of the subset, compiled from a document that passed checkTop: every keyword

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Answer is a parsed answer envelope: either an observation (OK, with Observed a compact JSON

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Admitted is the receiver's own record of what has been admitted: for each descriptor id, the

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 func TestVerify(t *testing.T) {

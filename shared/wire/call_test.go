@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 const goodCall = `{"v":1,"callId":"call_1","tool":"read_notes","descriptorId":"notes","args":{"path":"a.txt"},"boundsEcho":{"maxBytes":4096,"paths":["notes/"]}}`

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // stdKeys decodes frame's top level with encoding/json, which keeps names exactly as sent.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"voicebox/tests/vendorfixture"
+	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 // These tests hold the fixture to what the real vendors refuse, with a bare WebSocket client, so

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // TestReadModuleOfAFIFOAnswers: a FIFO in the module's place (a plain open would wait for a

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"syscall"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // ReadModule reads the module file name, a slash-separated path relative to dir (the directory

@@ -51,8 +51,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
-	"voicebox/shared/extensions"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // The buffer-abi/1 layout.

@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/catalogue"
-	"voicebox/shared/extensions"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/catalogue"
+	"github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 //go:embed testdata/*.wasm

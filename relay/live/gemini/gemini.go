@@ -26,9 +26,9 @@ import (
 	"strings"
 	"sync"
 
-	"voicebox/relay/live"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Name is the provider's registry name.

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/relay/live"
-	"voicebox/relay/live/gemini"
-	"voicebox/relay/live/livetest"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
-	"voicebox/tests/vendorfixture"
+	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/live/gemini"
+	"github.com/voicebox-go/voicebox/relay/live/livetest"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 var listFiles = miniapp.FunctionDeclaration{Name: "list_files", Description: "List files",

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/live"
 )
 
 // Bound is the hang guard of every wait.

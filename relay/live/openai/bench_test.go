@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"voicebox/relay/live"
-	"voicebox/relay/live/openai"
+	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/live/openai"
 )
 
 // discard is a transport that answers the setup at once and throws every frame away, so a

@@ -21,9 +21,9 @@ import (
 	"net/url"
 	"sync"
 
-	"voicebox/relay/live"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Name is the provider's registry name.

@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"voicebox/relay/live"
-	"voicebox/relay/live/livetest"
-	"voicebox/relay/live/openai"
-	"voicebox/shared/miniapp"
-	"voicebox/shared/refusal"
-	"voicebox/tests/vendorfixture"
+	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/live/livetest"
+	"github.com/voicebox-go/voicebox/relay/live/openai"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 var writeFile = miniapp.FunctionDeclaration{Name: "write_file", Description: "Write a file",

@@ -24,8 +24,8 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Options declares what a root under test can and cannot do. The zero value runs every case that

@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"voicebox/shared/fsroot"
-	"voicebox/shared/miniappstore"
-	"voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/miniappstore"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // NewRoot returns a fresh, empty root for one test.

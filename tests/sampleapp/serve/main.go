@@ -18,7 +18,7 @@ import (
 	"os"
 	"strings"
 
-	"voicebox/tests/sampleapp"
+	"github.com/voicebox-go/voicebox/tests/sampleapp"
 )
 
 func main() {
