@@ -90,10 +90,16 @@ func NewStore(dir string, clock func() time.Time) *Store {
 // the modules their wasm tools name are found there too.
 func (s *Store) Dir() string { return s.dir }
 
-// Stage validates raw and writes it to proposals/<id>.json. It never loads or runs it.
+// Stage validates raw and writes it to proposals/<id>.json. It never loads or runs it. A
+// descriptor the gate refuses on its own (any rule but duplicate-tool, which depends on what is
+// loaded when it is admitted) is refused with that rule and not staged, so nothing waits for a
+// decision that could only be no; an earlier proposal of the same id stays as it was.
 func (s *Store) Stage(raw []byte) (*extensions.Descriptor, error) {
 	d, r := extensions.Parse(raw)
 	if r != nil {
+		return nil, r
+	}
+	if r := extensions.Admit(d, extensions.Machine, nil); r != nil {
 		return nil, r
 	}
 	if err := os.MkdirAll(filepath.Join(s.dir, "proposals"), 0o700); err != nil {
@@ -109,6 +115,9 @@ func (s *Store) StageCatalogue(raw []byte, fsys fs.FS) error {
 	d, r := extensions.Parse(raw)
 	if r != nil {
 		return r
+	}
+	if r := extensions.Admit(d, extensions.Machine, nil); r != nil {
+		return r // before any module is copied
 	}
 	for _, t := range d.Tools {
 		if t.Primitive != extensions.Wasm || t.Wasm == nil {
