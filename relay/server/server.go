@@ -73,6 +73,8 @@ type Server struct {
 	public fs.FS
 	mux    *http.ServeMux
 	log    *slog.Logger
+	// publicHost is the host name of Config.Origin, which Host headers may name besides loopback.
+	publicHost string
 	// busy counts the requests being served, WebSockets included, which http.Server.Shutdown
 	// does not wait for once they are hijacked.
 	busy sync.WaitGroup
@@ -87,7 +89,7 @@ func New(cfg Config) (*Server, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("server: public directory %s is not a directory", cfg.Public)
 	}
-	s := &Server{cfg: cfg, public: os.DirFS(cfg.Public), mux: http.NewServeMux(), log: cfg.Log}
+	s := &Server{cfg: cfg, public: os.DirFS(cfg.Public), mux: http.NewServeMux(), log: cfg.Log, publicHost: originHost(cfg.Origin)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -104,7 +106,9 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 
 // ServeHTTP gives the request its id, puts the security headers on the response, turns a panic
 // into a JSON 500, and logs one line when the request ends (for a WebSocket, when it closes). No
-// log line carries a query, a header value or a body: secrets travel there.
+// log line carries a query, a header value or a body: secrets travel there. Before any route it
+// checks, in order, the Host header (hostRefused), the Origin (originRefused) and the session
+// gate.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.busy.Add(1)
 	defer s.busy.Done() // last, after the request's log line
@@ -131,7 +135,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			WriteRefusal(rw, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay failed while answering %s; the error is in its log", r.URL.Path))
 		}
 	}()
-	if s.originRefused(rw, r) || s.gate(rw, r) {
+	if s.hostRefused(rw, r) || s.originRefused(rw, r) || s.gate(rw, r) {
 		return
 	}
 	s.mux.ServeHTTP(rw, r)
