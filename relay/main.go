@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -268,6 +269,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 1
 	}
+	ln = server.LimitConns(ln, server.ConnLimits{Exempt: trustedPeer(st.trusted), TLS: tlsConfig != nil, Log: log})
 	listeners := []net.Listener{ln}
 	defer func() {
 		for _, l := range listeners {
@@ -389,7 +391,8 @@ func serve(ctx context.Context, ln net.Listener, extra []net.Listener, scheme st
 	fresh := &freshConns{}
 	hs := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: server.HeaderTimeout,
+		IdleTimeout:       server.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ConnState:         fresh.track,
 	}
@@ -423,6 +426,19 @@ func serve(ctx context.Context, ln net.Listener, extra []net.Listener, scheme st
 		return 1
 	}
 	return 0
+}
+
+// trustedPeer reports whether a peer is one of the trusted proxies, which carry every client's
+// connections and so are not held to the per-client connection bound.
+func trustedPeer(trusted []netip.Prefix) func(netip.Addr) bool {
+	return func(a netip.Addr) bool {
+		for _, p := range trusted {
+			if p.Contains(a) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 func orEnv(flagValue, env string) string {

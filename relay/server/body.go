@@ -24,6 +24,8 @@ const MaxBodyBytes = 1 << 20
 //     anything is read (a page of another site can POST a body with no type, or text/plain,
 //     without asking first; those never reach a handler);
 //   - a body over max bytes (MaxBodyBytes when max is zero or larger) is 413 body-too-large;
+//   - a body that stalls past the server's read bounds (BodyIdleTimeout, BodyTimeout) is 408
+//     body-timeout;
 //   - an empty body with no declared type decodes as {};
 //   - anything but one JSON object, and a property v does not have, is 400 malformed-json.
 func ReadJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
@@ -47,6 +49,11 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			writeTooLarge(w, max)
+			return false
+		}
+		if errors.Is(err, ErrBodyTimeout) {
+			WriteRefusal(w, http.StatusRequestTimeout, refusal.New(refusal.BodyTimeout,
+				"the request body stopped arriving (the relay waits %s for each part and %s for all of it); send it whole", BodyIdleTimeout, BodyTimeout))
 			return false
 		}
 		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body could not be read whole"))

@@ -65,6 +65,9 @@ type Config struct {
 	// mini-apps (scheme://host[:port] each, checked by whoever sets them). They go into the
 	// page's frame-src and nowhere else.
 	FrameOrigins []string
+	// BodyIdleTimeout and BodyTimeout bound reading a request body (see the constants of the
+	// same names, the defaults for zero).
+	BodyIdleTimeout, BodyTimeout time.Duration
 }
 
 // Server is the relay's http.Handler.
@@ -113,6 +116,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.busy.Add(1)
 	defer s.busy.Done() // last, after the request's log line
 	start := time.Now()
+	s.boundBody(w, r)
 	info := s.requestInfo(r)
 	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 	w.Header().Set(RequestIDHeader, info.id)
