@@ -11,11 +11,20 @@
 // another site can never pass for ours.
 //
 // Any other connection (another Origin, "null" from a sandboxed frame, or none at all) must send
-// {"type":"hello","role":"environment","bearer":"vbx_..."} within Options.HelloBound, and the bearer
-// must be paired. Otherwise the relay writes {"type":"refused","refused":RULE,"why":...} and closes
-// with 1008 (policy violation): RULE is executor-unauthenticated for a missing, late or malformed
-// hello, bearer-refused for a bearer nobody paired or that was revoked. Such a socket is never
-// put in the slot, so no call is ever sent to it.
+// {"type":"hello","role":"environment","bearer":"vbx_..."} within Options.HelloBound (within
+// ForeignHelloBound when it carries an Origin: a browser page is never an environment), and the
+// bearer must be paired. Otherwise the relay writes {"type":"refused","refused":RULE,"why":...}
+// and closes with 1008 (policy violation): RULE is executor-unauthenticated for a missing, late,
+// malformed or oversized hello (over MaxControlBytes), bearer-refused for a bearer nobody paired
+// or that was revoked. Such a socket is never put in the slot, so no call is ever sent to it.
+//
+// # Socket bounds
+//
+// The page's sockets, and machines' once their hello is accepted, take places of
+// Options.Limiter (overall, per session, and without a session). Sockets still saying hello,
+// which anyone able to reach the relay can open, wait in a pool of their own
+// (Options.Hellos: overall, per client address, per Origin), so however many of them there are,
+// the page and the holders of a bearer are admitted. One over a bound is refused too-many-sockets.
 //
 // # The slot
 //
@@ -42,6 +51,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -61,6 +71,15 @@ import (
 
 // DefaultHelloBound is how long a connection that is not the page has to send its hello.
 const DefaultHelloBound = 5 * time.Second
+
+// ForeignHelloBound is the hello bound of a connection that carries an Origin other than the
+// page's (a page of another site, a sandboxed frame): a browser page is never a machine
+// environment, so it is refused sooner (Options.HelloBound when that is shorter).
+const ForeignHelloBound = time.Second
+
+// closeBound bounds the close handshake of a refused socket: a peer that stops sending in the
+// middle of a frame cannot hold the relay's side open past it.
+const closeBound = 5 * time.Second
 
 // CloseReplaced is the close code of a connection displaced by a newer executor. A page that
 // receives it does not reconnect: another tab or machine holds the root now.
@@ -128,9 +147,13 @@ type Options struct {
 	// zero means DefaultMaxSockets and DefaultMaxSessionSockets.
 	MaxSockets, MaxSessionSockets int
 	// MaxSessionlessSockets bounds, in that Limiter, the sockets without a session while
-	// sessions exist (Sessions is set): machines, and peers still saying hello, which anyone can
-	// open. Zero means session.DefaultMaxSessionlessSockets; without Sessions it is MaxSockets.
+	// sessions exist (Sessions is set): machines that said hello. Zero means
+	// session.DefaultMaxSessionlessSockets; without Sessions it is MaxSockets.
 	MaxSessionlessSockets int
+	// Hellos bounds the sockets that are not the page and have not said hello yet, overall, per
+	// client address and per Origin, in a pool of their own: they never take a place of the page
+	// or of a machine that said hello. Nil makes one with session.HelloBounds{} (the defaults).
+	Hellos *session.HelloLimiter
 	// SessionOf names the session an upgrade request belongs to ("" for none: a machine with
 	// a bearer, or a relay without the gate); sockets without a session count only overall.
 	SessionOf func(r *http.Request) string
@@ -226,6 +249,9 @@ func New(opts Options) *Hub {
 			b.Sessionless = cmp.Or(opts.MaxSessionlessSockets, session.DefaultMaxSessionlessSockets)
 		}
 		opts.Limiter = session.NewLimiterWith(b)
+	}
+	if opts.Hellos == nil {
+		opts.Hellos = session.NewHelloLimiter(session.HelloBounds{})
 	}
 	log := opts.Log
 	if log == nil {
@@ -330,10 +356,21 @@ func (c *conn) settle() {
 	}
 }
 
-// refuse writes a refused control frame and closes with 1008.
+// refuse writes a refused control frame and closes with 1008, within closeBound.
 func (c *conn) refuse(r *refusal.Refusal) {
 	c.control(controlFrame{Type: "refused", Refused: r.Rule, Why: r.Why})
-	c.ws.Close(websocket.StatusPolicyViolation, string(r.Rule))
+	closed := make(chan struct{})
+	go func() {
+		c.ws.Close(websocket.StatusPolicyViolation, string(r.Rule))
+		close(closed)
+	}()
+	t := time.NewTimer(closeBound)
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
+		c.ws.CloseNow() // the peer stopped in the middle of a frame: end it without its word
+	}
 }
 
 func (c *conn) control(f controlFrame) {
@@ -354,7 +391,7 @@ type controlFrame struct {
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	page := h.pageOrigin(r)
 	sid := ""
-	if h.opts.SessionOf != nil {
+	if h.opts.SessionOf != nil && page {
 		sid = h.opts.SessionOf(r)
 	}
 	log := h.log.With("request_id", server.RequestID(r.Context()))
@@ -363,20 +400,35 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &conn{hub: h, done: make(chan struct{}), ready: make(chan struct{})}
 	defer close(c.done)
+	var releases []func() // run in reverse when the socket ends
+	defer func() {
+		for i := len(releases) - 1; i >= 0; i-- {
+			releases[i]()
+		}
+	}()
 	// The socket counts from its upgrade request, so a peer that sees the upgrade succeed has
-	// its place; the refusal, if any, is written once the socket is open.
-	release, rf := session.Sockets{Limiter: h.opts.Limiter, Store: h.opts.Sessions}.Admit(sid, func(why *refusal.Refusal) {
-		log.Info("channel: session ended; closing its socket", "refused", why.Rule)
-		h.detach(c)
-		go func() { // the close handshake waits for the peer; the session's end does not
-			<-c.ready
-			if c.ws != nil {
-				c.refuse(why)
-			}
-		}()
-	})
+	// its place; the refusal, if any, is written once the socket is open. The page takes a place
+	// of the Limiter at once; anyone else waits for its hello in the hello pool, and takes a
+	// place of the Limiter only once its bearer is known.
+	var release, releaseHello func()
+	var rf *refusal.Refusal
+	if page {
+		release, rf = session.Sockets{Limiter: h.opts.Limiter, Store: h.opts.Sessions}.Admit(sid, func(why *refusal.Refusal) {
+			log.Info("channel: session ended; closing its socket", "refused", why.Rule)
+			h.detach(c)
+			go func() { // the close handshake waits for the peer; the session's end does not
+				<-c.ready
+				if c.ws != nil {
+					c.refuse(why)
+				}
+			}()
+		})
+	} else {
+		releaseHello, rf = h.opts.Hellos.Acquire(server.ClientAddr(r), r.Header.Get("Origin"))
+		release = releaseHello
+	}
 	if release != nil {
-		defer release()
+		releases = append(releases, release)
 	}
 	// Accept's own origin check would turn a foreign page away with a bare 403 before it could
 	// be told why; every origin is let through to the checks below, which are stricter.
@@ -421,7 +473,18 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		c.kind = channel.Page
 	} else {
-		name, rf := h.hello(ctx, ws)
+		bound := h.opts.HelloBound
+		if r.Header.Get("Origin") != "" && bound > ForeignHelloBound {
+			bound = ForeignHelloBound
+		}
+		name, rf := h.hello(ctx, ws, bound)
+		releaseHello()
+		if rf == nil {
+			var unlimit func()
+			if unlimit, rf = h.opts.Limiter.Acquire(""); rf == nil {
+				releases = append(releases, unlimit)
+			}
+		}
 		if rf != nil {
 			log.Info("channel: connection refused", "refused", rf.Rule, "origin", r.Header.Get("Origin"))
 			c.refuse(rf)
@@ -447,28 +510,38 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ws.CloseNow()
 }
 
-// hello reads the first frame of a connection that is not the page, racing it against the hello
-// bound (a Read whose context expires would close the socket before the refusal is written).
-func (h *Hub) hello(ctx context.Context, ws *websocket.Conn) (name string, r *refusal.Refusal) {
+// hello reads the first frame of a connection that is not the page, racing it against bound
+// (a Read whose context expires would close the socket before the refusal is written). It reads
+// at most MaxControlBytes and one more of it: a larger first frame is refused like any bad hello,
+// with a refused frame and 1008, instead of closing 1009 at the frame bound with no rule.
+func (h *Hub) hello(ctx context.Context, ws *websocket.Conn, bound time.Duration) (name string, r *refusal.Refusal) {
 	type result struct {
 		b   []byte
 		err error
 	}
 	got := make(chan result, 1)
 	go func() {
-		_, b, err := ws.Read(ctx)
+		_, rd, err := ws.Reader(ctx)
+		if err != nil {
+			got <- result{nil, err}
+			return
+		}
+		b, err := io.ReadAll(io.LimitReader(rd, MaxControlBytes+1))
 		got <- result{b, err}
 	}()
-	timer := time.NewTimer(h.opts.HelloBound)
+	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	var res result
 	select {
 	case res = <-got:
 	case <-timer.C:
-		return "", refusal.New(refusal.ExecutorUnauthenticated, "no hello within %v: an environment must first send {\"type\":\"hello\",\"role\":\"environment\",\"bearer\":...}", h.opts.HelloBound)
+		return "", refusal.New(refusal.ExecutorUnauthenticated, "no hello within %v: an environment must first send {\"type\":\"hello\",\"role\":\"environment\",\"bearer\":...}", bound)
 	}
 	if res.err != nil {
 		return "", refusal.New(refusal.ExecutorUnauthenticated, "the connection ended or broke before its hello")
+	}
+	if len(res.b) > MaxControlBytes {
+		return "", refusal.New(refusal.ExecutorUnauthenticated, "the first frame is over the hello's bound of %d bytes: it must be {\"type\":\"hello\",\"role\":\"environment\",\"bearer\":\"vbx_...\"} and nothing else", MaxControlBytes)
 	}
 	bearer, ok := parseHello(res.b)
 	if !ok {
