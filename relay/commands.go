@@ -150,8 +150,8 @@ func envUntil(ctx context.Context, args []string, stdout, stderr io.Writer, onCo
 	return 0
 }
 
-// runApprovalCode prints the outstanding one-time extension approval code from the host state
-// directory, for a person who missed it on the relay's console.
+// runApprovalCode prints the outstanding one-time extension approval codes (one per proposal)
+// from the host state directory, for a person who missed them on the relay's console.
 func runApprovalCode(args []string, stdout, stderr io.Writer) int {
 	var dir string
 	fs := flag.NewFlagSet("approval-code", flag.ContinueOnError)
@@ -165,11 +165,13 @@ func runApprovalCode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "relay approval-code: %v\n", err)
 		return 1
 	}
-	id, code, expires, err := extensions.PendingCode(state.Path())
-	if err != nil || time.Now().After(expires) {
+	codes, err := extensions.PendingCodes(state.Path(), time.Now())
+	if err != nil || len(codes) == 0 {
 		fmt.Fprintln(stderr, "relay approval-code: no approval code is outstanding")
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s  (extension %s, expires %s)\n", code, id, expires.Format(time.RFC3339))
+	for _, c := range codes {
+		fmt.Fprintf(stdout, "%s  (extension %s, expires %s)\n", c.Code, c.ID, c.Expires.Format(time.RFC3339))
+	}
 	return 0
 }

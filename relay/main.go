@@ -74,7 +74,7 @@ func init() {
 		{"env", "run a paired machine environment: env --relay URL --bearer-file FILE --root DIR", runEnv},
 		{"tool-check", "check a mini-app tool declaration (and arguments): tool-check DECLARATION.json [ARGUMENTS.json]", toolcheck.Main},
 		{"extension-check", "check an extension descriptor: extension-check DESCRIPTOR.json [--placement page|machine]", extcheck.Main},
-		{"approval-code", "show the outstanding extension approval code: approval-code [--extensions-dir DIR]", runApprovalCode},
+		{"approval-code", "show the outstanding extension approval codes: approval-code [--extensions-dir DIR]", runApprovalCode},
 		{"sessions", "list or revoke the sessions of the running relay: sessions [list] | sessions revoke ID | sessions revoke --all", runSessions},
 		{"ticket", "mint a one-time sign-in address on the running relay and print it: ticket [--extensions-dir DIR]", runTicket},
 		{"check-app", "say which embedding headers an external mini-app lacks: check-app URL [--host ORIGIN]", runCheckApp},

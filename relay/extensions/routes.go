@@ -498,7 +498,7 @@ func (g *Registry) Register(srv *server.Server, check func(string) bool) {
 		if !server.ReadJSON(w, r, maxDecisionBody, &body) {
 			return
 		}
-		code, err := g.Store.RequestCode(body.ID)
+		code, err := g.Store.RequestCode(body.ID, server.Requester(r))
 		if err != nil {
 			writeErr(w, err)
 			return
