@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -19,7 +20,8 @@ const MaxBodyBytes = 1 << 20
 // ReadJSON is the JSON door every JSON route reads its body through. It decodes the body into v
 // and reports true, or answers the refusal itself and reports false:
 //
-//   - a non-empty body needs a declared JSON type (application/json or application/*+json);
+//   - a non-empty body needs a declared JSON type (application/json or application/*+json, with
+//     no charset or utf-8);
 //     any other declared type, and a body with none, is 415 unsupported-content-type, before
 //     anything is read (a page of another site can POST a body with no type, or text/plain,
 //     without asking first; those never reach a handler);
@@ -38,7 +40,7 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
 	}
 	if !isJSONType(ctype) {
 		WriteRefusal(w, http.StatusUnsupportedMediaType, refusal.New(refusal.UnsupportedContentType,
-			"this route reads JSON; send the body with Content-Type: application/json"))
+			"this route reads JSON in UTF-8; send the body with Content-Type: application/json (and no charset but utf-8)"))
 		return false
 	}
 	if r.ContentLength > max {
@@ -114,9 +116,15 @@ func quoteField(f string) string {
 	return `"` + f + `"`
 }
 
+// isJSONType reports whether ctype declares JSON: application/json or application/*+json, with
+// no charset or charset utf-8 (JSON is UTF-8; a body declared in another charset would be read
+// as something its sender did not mean).
 func isJSONType(ctype string) bool {
-	mt, _, err := mime.ParseMediaType(ctype)
+	mt, params, err := mime.ParseMediaType(ctype)
 	if err != nil {
+		return false
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
 		return false
 	}
 	if mt == "application/json" {
