@@ -131,7 +131,6 @@ func escapes(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
 }
 
-
 func outsideLink(name string) *refusal.Refusal {
 	return refusal.New(refusal.OutsideRoot, "the path %q leads outside the workspace through a symbolic link", name)
 }
