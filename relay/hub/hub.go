@@ -24,7 +24,9 @@
 // Options.Limiter (overall, per session, and without a session). Sockets still saying hello,
 // which anyone able to reach the relay can open, wait in a pool of their own
 // (Options.Hellos: overall, per client address, per Origin), so however many of them there are,
-// the page and the holders of a bearer are admitted. One over a bound is refused too-many-sockets.
+// the page is admitted. A machine that sends its bearer in the upgrade too (Authorization:
+// Bearer vbx_..., as `relay env` does) takes a place of the Limiter at once, so a full pool does
+// not keep it out either; it still says hello. One over a bound is refused too-many-sockets.
 //
 // # The slot
 //
@@ -56,6 +58,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -412,6 +415,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// place of the Limiter only once its bearer is known.
 	var release, releaseHello func()
 	var rf *refusal.Refusal
+	holder := false
 	if page {
 		release, rf = session.Sockets{Limiter: h.opts.Limiter, Store: h.opts.Sessions}.Admit(sid, func(why *refusal.Refusal) {
 			log.Info("channel: session ended; closing its socket", "refused", why.Rule)
@@ -423,6 +427,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}()
 		})
+	} else if holder = h.bearerHolder(r); holder {
+		release, rf = h.opts.Limiter.Acquire("")
 	} else {
 		releaseHello, rf = h.opts.Hellos.Acquire(server.ClientAddr(r), r.Header.Get("Origin"))
 		release = releaseHello
@@ -478,8 +484,12 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			bound = ForeignHelloBound
 		}
 		name, rf := h.hello(ctx, ws, bound)
-		releaseHello()
-		if rf == nil {
+		if !holder {
+			// It is no longer waiting: its place in the pool is free before it is told anything,
+			// so a peer that reads its refusal finds the place given back.
+			releaseHello()
+		}
+		if rf == nil && !holder { // a bearer holder took its place before the upgrade
 			var unlimit func()
 			if unlimit, rf = h.opts.Limiter.Acquire(""); rf == nil {
 				releases = append(releases, unlimit)
@@ -508,6 +518,18 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.detach(c)
 	log.Info("channel: executor gone", "kind", c.kind.String(), "status", websocket.CloseStatus(err).String())
 	ws.CloseNow()
+}
+
+// bearerHolder reports whether r's upgrade carries a paired bearer (Authorization: Bearer
+// vbx_..., as `relay env` sends besides its hello). Such a socket takes a place of the Limiter
+// at once, never one in the hello pool that anyone can fill; it must still say hello.
+func (h *Hub) bearerHolder(r *http.Request) bool {
+	bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || bearer == "" || len(bearer) > MaxControlBytes || h.opts.Pairings == nil {
+		return false
+	}
+	_, paired, err := h.opts.Pairings.Lookup(bearer)
+	return err == nil && paired
 }
 
 // hello reads the first frame of a connection that is not the page, racing it against bound

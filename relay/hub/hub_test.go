@@ -757,7 +757,7 @@ func (r *testRelay) dialFrom(t testing.TB, from, origin string) *websocket.Conn 
 // its bearer are admitted while the pool is full; a foreign origin gets the shorter bound.
 func TestSocketsSayingHelloHaveTheirOwnPool(t *testing.T) {
 	t.Parallel()
-	r := startRelay(t, Options{MaxSockets: 8, HelloBound: patience, Hellos: session.NewHelloLimiter(session.HelloBounds{Max: 3, PerClient: 2, PerOrigin: 1})}, server.Config{})
+	r := startRelay(t, Options{MaxSockets: 8, HelloBound: time.Hour, Hellos: session.NewHelloLimiter(session.HelloBounds{Max: 3, PerClient: 2, PerOrigin: 1})}, server.Config{})
 	bearer := r.pair(t, "box")
 	// Two silent sockets from 127.0.0.1 fill its share; the third is refused at once.
 	r.dial(t, "", nil)
@@ -779,10 +779,20 @@ func TestSocketsSayingHelloHaveTheirOwnPool(t *testing.T) {
 	// the slot from the page.
 	ws := r.dialFrom(t, "127.0.0.2", "")
 	hello(t, ws, helloFrame(bearer))
-	serve(t, ws, exec)
+	machine := serve(t, ws, exec)
 	r.waitRoot(t, func(m map[string]any) bool { return connected(m) && m["kind"] == RootMachine })
 	if page.end(t) != CloseReplaced {
 		t.Fatal("the page was not replaced by the machine")
+	}
+	// Fill the pool again; a machine that shows its bearer in the upgrade passes it by, even from
+	// the address whose share is full, while one that does not is refused.
+	r.dialFrom(t, "127.0.0.5", "") // the third waiting socket (127.0.0.1 has two)
+	checkRefused(t, serve(t, r.dialFrom(t, "127.0.0.2", ""), nil), refusal.TooManySockets)
+	ws = r.dial(t, "", http.Header{"Authorization": {"Bearer " + bearer}})
+	hello(t, ws, helloFrame(bearer))
+	serve(t, ws, exec)
+	if machine.end(t) != CloseReplaced {
+		t.Fatal("the machine that showed its bearer did not take the slot")
 	}
 }
 

@@ -191,6 +191,9 @@ func (r *Relay) Stop(t testing.TB) {
 	r.stop(t)
 }
 
+// PID returns the relay process's id, for tests that read its state from /proc.
+func (r *Relay) PID() int { return r.cmd.Process.Pid }
+
 // Port returns the port the relay listens on.
 func (r *Relay) Port() string {
 	return r.URL[strings.LastIndexByte(r.URL, ':')+1:]
