@@ -10,12 +10,12 @@
 package machine
 
 import (
-	"net/http"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
