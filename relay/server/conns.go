@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -50,6 +51,15 @@ const maxRefusing = 64
 // refuseLinger bounds how long a refused connection is kept to deliver its 429.
 const refuseLinger = time.Second
 
+// floodConns is how many connections open at once make a flood: once that many have been open
+// and half of them have closed, the relay hands the memory they took back to the system
+// (debug.FreeOSMemory) floodSettle after the last of them closes, instead of at its next
+// collection, which an idle relay may not reach for minutes.
+const (
+	floodConns  = 512
+	floodSettle = time.Second
+)
+
 // ConnLimits configures LimitConns.
 type ConnLimits struct {
 	// PerClient bounds one client address's connections at once; zero means MaxConnsPerClient.
@@ -81,8 +91,11 @@ type limitListener struct {
 	lim      ConnLimits
 	refusing chan struct{} // a slot per refusal being delivered
 
-	mu   sync.Mutex
-	open map[netip.Prefix]int
+	mu       sync.Mutex
+	open     map[netip.Prefix]int
+	total int         // connections open now, of every client
+	peak  int         // the most open at once since memory was last handed back
+	free  *time.Timer // hands memory back once a flood has ended; nil when none is due
 }
 
 // clientKey is the address a connection counts against: the peer's IPv4 address, or its IPv6
@@ -116,28 +129,49 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		key, ip, ok := clientKey(c.RemoteAddr())
-		if !ok || (l.lim.Exempt != nil && l.lim.Exempt(ip)) {
-			return c, nil
-		}
+		exempt := !ok || (l.lim.Exempt != nil && l.lim.Exempt(ip))
 		l.mu.Lock()
 		n := l.open[key]
-		if n < l.lim.PerClient {
-			l.open[key] = n + 1
+		if exempt || n < l.lim.PerClient {
+			if !exempt {
+				l.open[key] = n + 1
+			}
+			l.total++
+			l.peak = max(l.peak, l.total)
 		}
 		l.mu.Unlock()
-		if n < l.lim.PerClient {
-			return &countedConn{Conn: c, release: func() { l.release(key) }}, nil
+		if exempt || n < l.lim.PerClient {
+			return &countedConn{Conn: c, release: func() { l.release(key, !exempt) }}, nil
 		}
 		l.refuse(c, key)
 	}
 }
 
-func (l *limitListener) release(key netip.Prefix) {
+func (l *limitListener) release(key netip.Prefix, counted bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.open[key]--; l.open[key] <= 0 {
-		delete(l.open, key)
+	if counted {
+		if l.open[key]--; l.open[key] <= 0 {
+			delete(l.open, key)
+		}
 	}
+	l.total--
+	if l.peak < floodConns || l.total > l.peak/2 {
+		return
+	}
+	if l.free != nil {
+		l.free.Reset(floodSettle) // still closing: wait for the last
+		return
+	}
+	l.free = time.AfterFunc(floodSettle, func() {
+		// Twice: net/http keeps each connection's buffers in sync.Pools, whose objects outlive
+		// one collection (in the pool's victim cache) and go with the second.
+		debug.FreeOSMemory()
+		debug.FreeOSMemory()
+		l.mu.Lock()
+		l.peak, l.free = l.total, nil
+		l.mu.Unlock()
+	})
 }
 
 // tooManyConns is the answer an over-bound connection gets on plain HTTP.
