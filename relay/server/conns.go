@@ -91,8 +91,8 @@ type limitListener struct {
 	lim      ConnLimits
 	refusing chan struct{} // a slot per refusal being delivered
 
-	mu       sync.Mutex
-	open     map[netip.Prefix]int
+	mu    sync.Mutex
+	open  map[netip.Prefix]int
 	total int         // connections open now, of every client
 	peak  int         // the most open at once since memory was last handed back
 	free  *time.Timer // hands memory back once a flood has ended; nil when none is due
