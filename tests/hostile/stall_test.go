@@ -84,9 +84,9 @@ type staller struct {
 }
 
 // stall opens n connections to relay from loopback addresses 127.0.0.first onwards, perAddress
-// from each: every other one sends a whole header and one byte of a 1000-byte body, the rest
-// half a header; then they all say nothing more.
-func stall(t testing.TB, relay *harness.Relay, n, perAddress, first int) []staller {
+// from each: each sends a whole header and one byte of a 1000-byte body (with halfHeaders, every
+// other one sends half a header instead); then they all say nothing more.
+func stall(t testing.TB, relay *harness.Relay, n, perAddress, first int, halfHeaders bool) []staller {
 	t.Helper()
 	addr := strings.TrimPrefix(relay.URL, "http://")
 	out := make([]staller, n)
@@ -102,7 +102,7 @@ func stall(t testing.TB, relay *harness.Relay, n, perAddress, first int) []stall
 					errs <- err
 					return
 				}
-				s := staller{conn: c, body: i%2 == 0}
+				s := staller{conn: c, body: !halfHeaders || i%2 == 0}
 				head := "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Half: "
 				if s.body {
 					head = "POST /api/extensions/approve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
@@ -179,9 +179,9 @@ func TestStalledRequestsCannotStopTheRelay(t *testing.T) {
 	served(t, relay)
 	before := statsOf(t, relay.PID())
 
-	stallers := stall(t, relay, soakConns, soakPerAddress, 2)
+	stallers := stall(t, relay, soakConns, soakPerAddress, 2, true)
 	// One address past its bound: the first maxConnsPerClient are held, the next is told 429.
-	crowd := stall(t, relay, maxConnsPerClient, maxConnsPerClient, 100)
+	crowd := stall(t, relay, maxConnsPerClient, maxConnsPerClient, 100, true)
 	c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 100)}}).Dial("tcp", strings.TrimPrefix(relay.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
