@@ -27,7 +27,7 @@ import { relay } from './http.js';
 import { externalModelName as modelName, validToolName } from './names.js';
 import * as rules from './rules.js';
 
-/** PROTOCOL is the marker every message of the guest protocol carries (miniapp-guest.js says the same). */
+/** PROTOCOL is the marker every message of the guest protocol carries (mini-app-guest.js says the same). */
 const PROTOCOL = 'voicebox-mini-app/1';
 /**
  * LIMITS are the page's clamps on what an app sends: those the relay holds an app to as well come

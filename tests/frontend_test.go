@@ -3,9 +3,11 @@
 package tests
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/voicebox-go/voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/sampleapp"
 )
 
 // A listener the test adds for the worker's mini-app calls hears them beside the page's own:
@@ -65,5 +67,23 @@ func TestThePageIsModulesWithOneHandle(t *testing.T) {
 	}
 	if harness.Eval[bool](tab, `Object.isFrozen(voicebox) && Object.getOwnPropertyDescriptor(window, 'voicebox').writable === false`) != true {
 		t.Fatal("window.voicebox can be replaced or changed")
+	}
+}
+
+// An external app that loads the guest library from its old address (/miniapp-guest.js, before
+// the file was renamed mini-app-guest.js) still connects and offers its tools.
+func TestTheGuestLibraryOldAddressStillWorks(t *testing.T) {
+	app := newOrigin(t)
+	reg, _ := json.Marshal(map[string]any{"old": map[string]any{"name": "Old guest", "url": app.URL + "/", "origin": app.URL}})
+	relay := harness.StartRelay(t, "MINI_APPS="+string(reg))
+	app.serve(t, sampleapp.Handler(sampleapp.Options{Host: relay.URL, Guest: relay.URL + "/miniapp-guest.js"}))
+	tab := harness.NewTab(t)
+	tab.Navigate(relay.URL)
+	harness.WaitFor[bool](tab, `document.querySelector('#status').dataset.state === 'ready'`, readyBound)
+	harness.Eval[int](tab, `voicebox.externalApps.refresh().then((r) => r.length)`)
+	harness.Eval[bool](tab, `(voicebox.externalApps.open('old'), true)`)
+	tools := harness.WaitFor[int](tab, `(() => { const s = voicebox.externalApps.state('old'); return s && s.live && s.tools.length; })()`, externalBound)
+	if tools == 0 {
+		t.Fatal("the app connected but offers no tools")
 	}
 }

@@ -1,7 +1,7 @@
 // The guest library for external mini-apps: web apps on their own origin that Voicebox embeds in
 // an <iframe src> beside the assistant. An app loads this file from the relay (or ships a copy):
 //
-//   <script src="https://voicebox.example.com/miniapp-guest.js"></script>
+//   <script src="https://voicebox.example.com/mini-app-guest.js"></script>
 //   <script>
 //     const host = VoiceboxGuest.connect({
 //       name: 'Order Book', version: '1.0.0',
