@@ -36,7 +36,8 @@ export function startWorkspace(engine, { openAsApp }) {
     name: byId('name-dialog', HTMLDialogElement), nameLabel: byId('name-label'),
     nameInput: byId('name-input', HTMLInputElement), nameOK: byId('name-ok'),
   };
-  const { call, must } = { call: engine.call.bind(engine), must: engine.must.bind(engine) };
+  const call = engine.call.bind(engine);
+  const must = engine.must.bind(engine);
 
   // ---- the engine and the relay ----
 
