@@ -358,7 +358,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if gate != nil {
 			fmt.Fprintf(w, "loopback gate on: open %s/?%s=%s once to start a session (single use; `relay ticket` makes another)\n", base, server.BootstrapParam, gate.NewTicket())
 		} else {
-			fmt.Fprintf(w, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
+			fmt.Fprintf(stderr, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
 		}
 		if st.acme.host != "" {
 			fmt.Fprintf(w, "certificates for %s come from the ACME CA on first use, cached in %s\n", st.acme.host, filepath.Join(state.Path(), ACMECacheDir))
