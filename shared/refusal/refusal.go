@@ -55,6 +55,7 @@ const (
 	InvalidArgumentEnum    Rule = "invalid-argument-enum"
 	InvalidToolName        Rule = "invalid-tool-name"
 	InvalidToolDescription Rule = "invalid-tool-description"
+	InvalidToolDeclaration Rule = "invalid-tool-declaration"
 	UnknownTool            Rule = "unknown-tool"
 
 	// The mini-app tool registry and its calls (shared/miniapp).
