@@ -60,7 +60,7 @@ func (s *Schema) validate(raw []byte, check func(args map[string]any, found []fa
 	if err != nil {
 		return nil, notJSON(err)
 	}
-	args := v.(map[string]any) // raw starts with '{' and parsed
+	args := v.(map[string]any)     // raw starts with '{' and parsed
 	var orders map[string][]string // key orders, read only when an order decides something
 	if st.badNumber || st.sawProto {
 		orders = keyOrders(raw)
@@ -409,7 +409,6 @@ func arrayIndex(k string) bool {
 	n, err := strconv.ParseUint(k, 10, 64)
 	return err == nil && n < 1<<32-1 && strconv.FormatUint(n, 10) == k
 }
-
 
 func notJSON(err error) error {
 	switch {

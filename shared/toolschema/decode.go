@@ -29,7 +29,7 @@ type walker struct {
 	badNumber          string // location of the first number literal out of bounds
 	badNumberText      string
 	hasBadNumber       bool
-	nonFinite          bool // the first bad number is not finite as a float64 (1e999)
+	nonFinite          bool   // the first bad number is not finite as a float64 (1e999)
 	proto              string // location of an own "__proto__" key, the smallest when several
 	hasProto           bool
 }
