@@ -75,6 +75,7 @@ const (
 	IsADirectory  Rule = "is-a-directory"
 	NotADirectory Rule = "not-a-directory"
 	WriteTooLarge Rule = "write-too-large"
+	DiffTooLarge  Rule = "diff-too-large"
 
 	// HTTP doors of the relay (relay), and a missing file or folder (shared/executor).
 	NotFound      Rule = "not-found"
