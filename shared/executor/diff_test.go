@@ -43,7 +43,9 @@ func TestDiffFile(t *testing.T) {
 		{name: "a folder", setup: func(t *testing.T, r *fsroot.MemRoot) { mkdir(t, r, "docs") },
 			args: `{"path":"docs","content":"x"}`, rule: refusal.IsADirectory},
 		{name: "proposed content over the bound", args: `{"path":"a.txt","content":"` + strings.Repeat("x", executor.MaxDiffInputBytes+1) + `"}`, rule: refusal.DiffTooLarge},
-		{name: "a file over the bound", setup: func(t *testing.T, r *fsroot.MemRoot) { write(t, r, "big.txt", strings.Repeat("y", executor.MaxDiffInputBytes+1)) },
+		{name: "a file over the bound", setup: func(t *testing.T, r *fsroot.MemRoot) {
+			write(t, r, "big.txt", strings.Repeat("y", executor.MaxDiffInputBytes+1))
+		},
 			args: `{"path":"big.txt","content":"x"}`, rule: refusal.DiffTooLarge},
 	}
 	for _, tt := range tests {
