@@ -14,7 +14,8 @@ import (
 )
 
 // TestReservedSecretsCoverWhatTheRelayReads reads the relay's source for every environment
-// variable it reads (os.Getenv, os.LookupEnv, orEnv, and the vendors' KeyEnv constants) and
+// variable it reads (os.Getenv, os.LookupEnv, orEnv, and values named ...Env such as the vendors'
+// KeyEnv and the voice settings' ProviderEnv) and
 // checks that no extension could declare one as a secret: a new variable of the relay that is
 // not reserved fails here.
 func TestReservedSecretsCoverWhatTheRelayReads(t *testing.T) {
@@ -48,13 +49,19 @@ func TestReservedSecretsCoverWhatTheRelayReads(t *testing.T) {
 					}
 				}
 			case *ast.ValueSpec:
+				// Names of variables kept in values named ...Env (KeyEnv, ProviderEnv), read
+				// through a getenv function.
 				for i, id := range n.Names {
-					if id.Name == "KeyEnv" && i < len(n.Values) {
-						if lit, ok := n.Values[i].(*ast.BasicLit); ok {
-							v, _ := strconv.Unquote(lit.Value)
-							found[v] = fset.Position(lit.Pos()).String()
-						}
+					if !strings.HasSuffix(id.Name, "Env") || i >= len(n.Values) {
+						continue
 					}
+					ast.Inspect(n.Values[i], func(v ast.Node) bool {
+						if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							s, _ := strconv.Unquote(lit.Value)
+							found[s] = fset.Position(lit.Pos()).String()
+						}
+						return true
+					})
 				}
 			}
 			return true
@@ -64,7 +71,7 @@ func TestReservedSecretsCoverWhatTheRelayReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"OPENAI_API_KEY", "GEMINI_API_KEY", "MINI_APPS", "PORT"} {
+	for _, want := range []string{"OPENAI_API_KEY", "GEMINI_API_KEY", "MINI_APPS", "PORT", "LIVE_PROVIDER"} {
 		if _, ok := found[want]; !ok {
 			t.Errorf("the scan missed %s, which the relay reads; the test no longer sees what it checks", want)
 		}

@@ -39,7 +39,7 @@ const (
 //
 //   - the vendor keys of live voice (OPENAI_API_KEY, GEMINI_API_KEY) and the external mini-app
 //     registry (MINI_APPS, which holds each app's JWT signing secret);
-//   - PORT, and every VOICEBOX_* variable (ReservedSecretPrefixes);
+//   - PORT, LIVE_PROVIDER, and every VOICEBOX_* variable (ReservedSecretPrefixes);
 //   - the paths of the relay's user and state (HOME, PWD, TMPDIR, XDG_* and the like, and the
 //     service manager's CREDENTIALS_DIRECTORY);
 //   - what Go's runtime and HTTP client read (GODEBUG, GOGC, ..., HTTP_PROXY, SSL_CERT_FILE, ...),
@@ -49,7 +49,7 @@ const (
 // vendor keys, everything in the state directory) live in files and memory, never in the
 // environment, and the fetch reads nothing but the environment: no descriptor can name them.
 var ReservedSecrets = []string{
-	"OPENAI_API_KEY", "GEMINI_API_KEY", "MINI_APPS", "PORT",
+	"OPENAI_API_KEY", "GEMINI_API_KEY", "MINI_APPS", "PORT", "LIVE_PROVIDER",
 	"HOME", "USER", "LOGNAME", "PWD", "OLDPWD", "PATH", "SHELL", "TMPDIR", "MAIL",
 	"CREDENTIALS_DIRECTORY", "NOTIFY_SOCKET", "SSH_AUTH_SOCK",
 	"GODEBUG", "GOGC", "GOMAXPROCS", "GOMEMLIMIT", "GOTRACEBACK", "GOROOT", "GOPATH",

@@ -61,6 +61,7 @@ const (
 	InvalidArgumentEnum    Rule = "invalid-argument-enum"
 	InvalidToolName        Rule = "invalid-tool-name"
 	InvalidToolDescription Rule = "invalid-tool-description"
+	InvalidToolDeclaration Rule = "invalid-tool-declaration"
 	UnknownTool            Rule = "unknown-tool"
 
 	// The mini-app tool registry and its calls (shared/miniapp).
@@ -80,6 +81,7 @@ const (
 	IsADirectory  Rule = "is-a-directory"
 	NotADirectory Rule = "not-a-directory"
 	WriteTooLarge Rule = "write-too-large"
+	DiffTooLarge  Rule = "diff-too-large"
 	// NotARegularFile answers a read of a FIFO, a device or a socket planted in the workspace,
 	// which no file tool opens.
 	NotARegularFile Rule = "not-a-regular-file"
