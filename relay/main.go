@@ -351,7 +351,9 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return 1
 		}
 		listeners = append(listeners, cl)
-		go (&http.Server{Handler: challenges, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}).Serve(cl)
+		// Only short GETs come here, so a whole-request bound (ReadTimeout) is safe.
+		go (&http.Server{Handler: challenges, ReadHeaderTimeout: server.HeaderTimeout, ReadTimeout: server.BodyTimeout, IdleTimeout: server.IdleTimeout,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}).Serve(server.LimitConns(cl, server.ConnLimits{Exempt: trustedPeer(st.trusted), Log: log}))
 	}
 	if cl, err := listenControl(state.Path()); err != nil {
 		log.Warn("no control socket: `relay sessions` and `relay ticket` cannot reach this relay", "err", err)
