@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,4 +74,27 @@ func TestHostAdmission(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzLoopbackHost: whatever a Host header holds, LoopbackHost admits only loopback addresses and
+// names under localhost, and never panics.
+func FuzzLoopbackHost(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:8787", "[::1]", "localhost.", "app-1.localhost:1", "evil.example", "[::ffff:127.0.0.1]:1", "[", "::1", "%00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		if !LoopbackHost(host) {
+			return
+		}
+		name := hostName(host)
+		if a, err := netip.ParseAddr(name); err == nil {
+			if !a.Unmap().IsLoopback() {
+				t.Fatalf("admitted %q, address %s", host, a)
+			}
+			return
+		}
+		if name != "localhost" && !strings.HasSuffix(name, ".localhost") {
+			t.Fatalf("admitted %q as %q", host, name)
+		}
+	})
 }
