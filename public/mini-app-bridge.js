@@ -1,12 +1,23 @@
-// The mini-app bridge: the outer frame, on the page's own origin, between the host page and the
-// inner frame where the app runs (sandbox="allow-scripts": an opaque origin). The relay serves
-// this document with connect-src 'none', and the inner srcdoc frame inherits that policy, so the
-// app's code runs but reaches no network.
+// The mini-app bridge: the outer frame between the host page and the inner frame where the app
+// runs (sandboxed with allow-scripts only: an opaque origin). The page frames it on a host of the
+// app's own (app-<16 hex>.localhost, a site of its own, so Chromium gives it and its app a
+// renderer process of their own), or on the page's own origin when the page is not opened on a
+// loopback name. The relay serves this document with connect-src 'none', and the inner srcdoc
+// frame inherits that policy, so the app's code runs but reaches no network.
 //
-// It takes messages from its parent only when they come from the parent window on this origin,
-// and from the app only as: one mini_app_ready per document, from the inner frame's window,
-// answered with a fresh MessagePort; everything after that travels over the port. It bounds every
-// call again (5,000 ms, 64 KiB of output) whatever the host does, and answers each call once.
+// It takes messages from its parent only when they come from the parent window on the page's
+// origin (the ?host= of its address; the relay's frame-ancestors lets only the page's origins
+// frame it), and from the app only as: one mini_app_ready per document, from the inner frame's
+// window, answered with a fresh MessagePort; everything after that travels over the port. It
+// bounds every call again (5,000 ms, 64 KiB of output) whatever the host does, and answers each
+// call once.
+//
+// Every message of the app (over the port, or to this window from any frame inside it) is
+// counted against the message budget the host sends with the app (see MESSAGE_BUDGET in
+// mini-apps.js); an answer to a call the bridge sent is not. An app over its budget is stopped
+// here at once (its frame removed, its calls answered) and the host is told, once. A message
+// that is not the app's one handshake is dropped without being read; the host learns how many
+// at most every DROP_REPORT_MS.
 'use strict';
 
 (() => {
@@ -14,6 +25,8 @@
   const MAX_OUTPUT_BYTES = 65536;
   const MAX_DECLARATION_BYTES = 65536;
   const TOOL_TIMEOUT_MS = 5000;
+  // DROP_REPORT_MS is how often at most the bridge tells the host how many messages it dropped.
+  const DROP_REPORT_MS = 250;
   const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
   const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
 
@@ -21,8 +34,18 @@
   document.documentElement.style.height = '100%';
   document.body.style.cssText = 'margin:0;height:100%;overflow:hidden';
   const host = window.parent;
-  const origin = location.origin;
+  const hostOrigin = pageOrigin();
   const encoder = new TextEncoder();
+
+  // pageOrigin is the origin the page said it has (?host=), when it is an origin; the bridge's
+  // own otherwise (a bridge on the page's own host).
+  function pageOrigin() {
+    const said = new URLSearchParams(location.search).get('host');
+    try {
+      if (said && new URL(said).origin === said) return said;
+    } catch { /* not a URL */ }
+    return location.origin;
+  }
 
   let inner = null;
   let loads = 0; // load events of the current inner frame
@@ -32,7 +55,50 @@
   let names = new Set(); // tools of the current document, offered or registered
   const calls = new Map(); // callId -> timer, for calls sent to the current document
 
-  const toHost = (msg) => host.postMessage(msg, origin);
+  // The message budget: at most budget.messages per budget.windowMs, set by the host's load.
+  let budget = null;
+  let windowStart = 0;
+  let spent = 0;
+  let credits = 0; // answers the app owes: one per call sent to it, not charged
+  let stopped = false; // the app went over its budget: nothing of it is read again
+  let dropped = 0; // messages dropped, in all
+  let reportQueued = false;
+
+  const toHost = (msg) => host.postMessage(msg, hostOrigin);
+
+  // charge counts one message of the app and reports whether it is within the budget; the one
+  // over it stops the app.
+  function charge() {
+    if (stopped) return false;
+    if (!budget) return true;
+    const now = performance.now();
+    if (now - windowStart >= budget.windowMs) {
+      windowStart = now;
+      spent = 0;
+    }
+    if (++spent <= budget.messages) return true;
+    stop();
+    return false;
+  }
+
+  // stop ends the app for good: its port, its calls and its frame. Only the host starts it again.
+  function stop() {
+    stopped = true;
+    retire(`the mini-app was stopped: it sent more than ${budget.messages} messages within ${budget.windowMs} ms`);
+    if (inner) inner.remove();
+    inner = null;
+    toHost({ type: 'over_budget', messages: budget.messages, windowMs: budget.windowMs });
+  }
+
+  function drop() {
+    dropped++;
+    if (reportQueued || stopped) return;
+    reportQueued = true;
+    setTimeout(() => {
+      reportQueued = false;
+      toHost({ type: 'dropped', count: dropped });
+    }, DROP_REPORT_MS);
+  }
 
   function answer(callId, msg) {
     const timer = calls.get(callId);
@@ -53,6 +119,7 @@
     for (const callId of [...calls.keys()]) answer(callId, { refused: 'mini-app-closed', why });
     names = new Set();
     shaken = false;
+    credits = 0;
   }
 
   function inject(html, sdk) {
@@ -62,6 +129,7 @@
   }
 
   function load(html, sdk) {
+    if (stopped) return;
     retire('the mini-app was reloaded before it answered');
     if (inner) inner.remove();
     loads = 0;
@@ -75,7 +143,9 @@
       loads++;
       if (loads === 1) return;
       // The app loaded a new document in its frame (a reload or a navigation): it gets a new
-      // generation, a new port once it asks, and no tools until it registers them again.
+      // generation, a new port once it asks, and no tools until it registers them again. Each
+      // costs the host a message and the worker a reset, so it counts against the budget.
+      if (!charge()) return;
       retire('the mini-app reloaded itself before it answered');
       generation++;
       toHost({ type: 'reloaded', generation });
@@ -86,14 +156,14 @@
   }
 
   function handshake() {
-    if (shaken) {
-      toHost({ type: 'dropped', from: 'app', kind: 'repeated mini_app_ready' });
-      return;
-    }
     shaken = true;
     const channel = new MessageChannel();
     port = channel.port1;
-    port.onmessage = (event) => fromApp(event.data);
+    port.onmessage = (event) => {
+      if (credits > 0) credits--;
+      else if (!charge()) return;
+      fromApp(event.data);
+    };
     inner.contentWindow.postMessage({ type: 'mini_app_port' }, '*', [channel.port2]);
     toHost({ type: 'handshake', generation });
   }
@@ -151,9 +221,13 @@
   function fromHost(msg) {
     if (!msg || typeof msg !== 'object') return;
     switch (msg.type) {
-      case 'load':
+      case 'load': {
+        const b = msg.budget;
+        if (!b || !(b.messages > 0) || !(b.windowMs > 0)) return; // no budget, no app
+        budget = { messages: Number(b.messages), windowMs: Number(b.windowMs) };
         load(String(msg.html), String(msg.sdk));
         break;
+      }
       case 'registered':
         if (msg.generation !== generation || !port) return;
         if (msg.ok) port.postMessage({ type: 'tool_registered', name: msg.name });
@@ -170,6 +244,7 @@
           return;
         }
         calls.set(callId, setTimeout(() => answer(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` }), TOOL_TIMEOUT_MS));
+        credits++;
         port.postMessage({ type: 'call_tool', callId, name, args });
         break;
       }
@@ -179,18 +254,25 @@
     }
   }
 
+  // The source is checked first and nothing else is read from a message that is not the host's
+  // or the app's one handshake, so a flood costs a comparison and a count per message.
   window.addEventListener('message', (event) => {
-    if (event.source === host && event.origin === origin) {
-      fromHost(event.data);
+    if (event.source === host) {
+      if (event.origin === hostOrigin) fromHost(event.data);
       return;
     }
-    const msg = event.data;
-    if (inner && event.source === inner.contentWindow && msg && msg.type === 'mini_app_ready') {
-      handshake();
+    if (!charge()) {
+      dropped++;
       return;
     }
-    const from = inner && event.source === inner.contentWindow ? 'app window' : 'another frame';
-    toHost({ type: 'dropped', from, kind: String(msg && msg.type).slice(0, 40) });
+    if (!shaken && inner && event.source === inner.contentWindow) {
+      const msg = event.data;
+      if (msg && msg.type === 'mini_app_ready') {
+        handshake();
+        return;
+      }
+    }
+    drop();
   });
 
   toHost({ type: 'bridge_ready' });

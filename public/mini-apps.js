@@ -4,18 +4,48 @@
 // call's arguments. A call from the worker (miniapp.call) goes to the app's bridge, and its answer
 // goes back as miniapps.result, once; the host gives up after 5,000 ms whatever the bridge does.
 //
+// Each app's bridge is framed on a host of its own, app-<16 hex>.localhost on the page's port, a
+// new one each time the app starts, when the page is opened on 127.0.0.1 or localhost over http:
+// a site of its own, so Chromium runs the app in a renderer process of its own and one app's busy
+// loop holds up neither the page nor another app. Opened anywhere else, the page frames the
+// bridge on its own origin and the apps share a process.
+//
+// An app is stopped (its frame removed, its tools unregistered in the worker, the reason shown in
+// its card with a button to start it again) when a call to it passes its deadline, or when it
+// sends more than MESSAGE_BUDGET messages within MESSAGE_WINDOW_MS. The page's message listener
+// looks at a message's source before anything else and reads nothing of a message that is not
+// from a bridge; what it drops, it counts (see counters), never logs.
+//
 // window.voicebox.miniApps is the API the page and the tests use (see launch, call, tools, stats).
 'use strict';
 
 (() => {
   const TOOL_TIMEOUT_MS = 5000;
+  // MESSAGE_BUDGET is how many messages one open app may send within MESSAGE_WINDOW_MS: over its
+  // port, to its bridge, or to this page from any frame inside it. An answer to a call it was
+  // sent is free. A real app sends a handful per document (its handshake, one per tool, ready);
+  // a flood sends tens of thousands a second. The bridge counts what reaches it, this page what
+  // reaches it; the first message over the budget stops the app.
+  const MESSAGE_BUDGET = 500;
+  // MESSAGE_WINDOW_MS is the window MESSAGE_BUDGET counts in: a new one starts with the first
+  // message after the last ended.
+  const MESSAGE_WINDOW_MS = 1000;
+  // MAX_FRAME_DEPTH bounds the walk from a message's source window up to the bridge it is in.
+  const MAX_FRAME_DEPTH = 8;
+  // APP_HOSTS says whether each app gets a host of its own (see above).
+  const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0.0.1' || location.hostname === 'localhost');
   const vb = window.voicebox;
   const $ = (id) => document.getElementById(id);
   const el = { tray: $('app-tray'), open: $('open-apps'), refresh: $('apps-refresh') };
 
   const apps = new Map(); // appId -> app
   const calls = new Map(); // callId -> {app, timer}
-  const strays = []; // messages from windows that are no open app's bridge
+  // owners maps a window to the running frame (see startFrame) it belongs to, or to null for a
+  // window of no app's; filled as messages arrive.
+  const owners = new WeakMap();
+  // counters counts the messages the listener dropped: from no app's window (strays), and from a
+  // frame of an app since stopped, closed or started again (afterStop).
+  const counters = { strays: 0, afterStop: 0 };
   let sdkText = null;
 
   function sdk() {
@@ -105,8 +135,11 @@
 
   // ---- an open app ----
 
+  // newStats: what the app's frames have done. dropped is the bridge's count of the app's messages
+  // it dropped, foreign the page's count of messages from the app's frames other than its
+  // bridge, stopped the {rule, why} that stopped it last (null while it runs).
   function newStats() {
-    return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: [], late: 0, ready: false };
+    return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, foreign: 0, late: 0, ready: false, starts: 0, stopped: null };
   }
 
   function card(app) {
@@ -127,17 +160,48 @@
       button('Close', () => close(app.appId)),
     );
     head.append(h, badge, tools);
+    const stopped = document.createElement('div');
+    stopped.className = 'app-stopped';
+    stopped.setAttribute('role', 'alert');
+    stopped.hidden = true;
+    const stoppedText = document.createElement('p');
+    stopped.append(stoppedText, button('Start again', () => launch(app.target, app).catch(vb.notify)));
+    const slot = document.createElement('div');
+    slot.className = 'bridge-slot';
+    const toolList = document.createElement('div');
+    toolList.className = 'app-tools';
+    section.append(head, stopped, slot, toolList);
+    app.view = { section, h, badge, saveBtn, toolList, slot, stopped, stoppedText };
+    showHead(app);
+    return section;
+  }
+
+  // randomHost is a fresh app host: app-<16 hex>.localhost on the page's port.
+  function randomHost() {
+    const bytes = crypto.getRandomValues(new Uint8Array(8));
+    const hex = [...bytes].map((b) => b.toString(16).padStart(2, '0')).join('');
+    return `app-${hex}.localhost${location.port ? ':' + location.port : ''}`;
+  }
+
+  // startFrame gives app a new bridge frame (replacing any before it) and the running frame it
+  // stands for: {app, window, origin, live, windowStart, spent}. Messages from a window of an
+  // earlier one are dropped, never charged to this one.
+  function startFrame(app) {
+    if (app.frame) app.frame.remove();
+    if (app.running) app.running.live = false;
+    const origin = APP_HOSTS ? `http://${randomHost()}` : location.origin;
     const frame = document.createElement('iframe');
     frame.className = 'bridge';
     frame.title = `mini-app ${app.entry.title}`;
-    frame.src = '/mini-app-bridge.html';
-    const toolList = document.createElement('div');
-    toolList.className = 'app-tools';
-    section.append(head, frame, toolList);
-    app.view = { section, h, badge, saveBtn, toolList };
+    frame.src = `${origin}/mini-app-bridge.html?host=${encodeURIComponent(location.origin)}`;
+    app.view.slot.replaceChildren(frame);
+    app.view.stopped.hidden = true;
     app.frame = frame;
-    showHead(app);
-    return section;
+    app.bridgeReady = false;
+    app.stats.starts++;
+    app.stats.stopped = null;
+    app.running = { app, window: frame.contentWindow, origin, live: true, windowStart: 0, spent: 0 };
+    owners.set(frame.contentWindow, app.running);
   }
 
   function showHead(app) {
@@ -162,9 +226,10 @@
     }
     const code = await sdk();
     if (!app) {
-      app = { appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null };
+      app = { appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame: null, running: null };
       apps.set(app.appId, app);
       el.open.prepend(card(app));
+      startFrame(app);
     } else {
       app.entry = entry;
       app.html = html;
@@ -173,6 +238,7 @@
       app.stats.ready = false;
       showHead(app);
       showTools(app);
+      if (!app.running.live) startFrame(app); // stopped: it starts again in a new frame
     }
     app.sdk = code;
     await new Promise((resolve) => {
@@ -184,7 +250,8 @@
 
   function sendLoad(app) {
     app.stats.loads++;
-    app.frame.contentWindow.postMessage({ type: 'load', html: app.html, sdk: app.sdk }, location.origin);
+    const budget = { messages: MESSAGE_BUDGET, windowMs: MESSAGE_WINDOW_MS };
+    post(app, { type: 'load', html: app.html, sdk: app.sdk, budget });
     if (app.loaded) {
       app.loaded();
       app.loaded = null;
@@ -195,6 +262,7 @@
     const app = apps.get(appId);
     if (!app) return;
     apps.delete(appId);
+    app.running.live = false;
     app.view.section.remove();
     for (const [callId, c] of calls) {
       if (c.app === app) settle(callId, { refused: 'mini-app-closed', why: 'the mini-app was closed before it answered' });
@@ -202,14 +270,85 @@
     vb.call('miniapps.close', { appId });
   }
 
+  // stop stops app's running frame, for reason {rule, why}: the frame is removed, calls waiting
+  // on it are answered, the worker forgets its tools, and its card says why and offers to start
+  // it again. It does nothing to an app that is not running.
+  function stop(app, reason) {
+    const running = app.running;
+    if (!running || !running.live || apps.get(app.appId) !== app) return;
+    running.live = false;
+    app.frame.remove();
+    app.frame = null;
+    app.bridgeReady = false;
+    app.tools = [];
+    app.stats.ready = false;
+    app.stats.stopped = reason;
+    for (const [callId, c] of calls) {
+      if (c.app === app) settle(callId, { refused: 'mini-app-closed', why: `the mini-app was stopped: ${reason.why}` });
+    }
+    vb.call('miniapps.close', { appId: app.appId, why: `the mini-app was stopped: ${reason.why}` });
+    app.view.stoppedText.textContent = `Stopped (${reason.rule}): ${reason.why}`;
+    app.view.stopped.hidden = false;
+    showTools(app);
+  }
+
+  // charge counts one message of a running frame's app against its budget and reports whether it
+  // is within it; the first one over it stops the app.
+  function charge(running) {
+    const now = performance.now();
+    if (now - running.windowStart >= MESSAGE_WINDOW_MS) {
+      running.windowStart = now;
+      running.spent = 0;
+    }
+    if (++running.spent <= MESSAGE_BUDGET) return true;
+    stop(running.app, overBudget());
+    return false;
+  }
+
+  function overBudget() {
+    return { rule: 'message-budget-exceeded', why: `it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms` };
+  }
+
+  // owner returns the running frame source belongs to (a bridge, or any frame inside one), or
+  // null. The first message from a window walks up at most MAX_FRAME_DEPTH parents; the answer
+  // is kept, so every later message costs one lookup.
+  function owner(source) {
+    if (!source || typeof source !== 'object') return null;
+    let found = owners.get(source);
+    if (found !== undefined) return found;
+    found = null;
+    try {
+      let w = source;
+      for (let i = 0; i < MAX_FRAME_DEPTH && !found; i++) {
+        const up = w.parent;
+        if (!up || up === w) break;
+        found = owners.get(up) || null;
+        w = up;
+      }
+    } catch {
+      found = null;
+    }
+    owners.set(source, found);
+    return found;
+  }
+
   // ---- messages from the bridges ----
 
   window.addEventListener('message', (event) => {
-    let app = null;
-    for (const a of apps.values()) if (a.frame.contentWindow === event.source) app = a;
-    if (!app || event.origin !== location.origin) {
-      strays.push({ origin: event.origin, type: String(event.data && event.data.type).slice(0, 40) });
-      if (strays.length > 100) strays.shift();
+    const running = owner(event.source);
+    if (!running) {
+      counters.strays++;
+      return;
+    }
+    if (!running.live) {
+      counters.afterStop++;
+      return;
+    }
+    const app = running.app;
+    if (event.source !== running.window || event.origin !== running.origin) {
+      // A frame inside the app writing to the page: never part of the protocol.
+      app.stats.foreign++;
+      charge(running);
       return;
     }
     fromBridge(app, event.data || {});
@@ -269,17 +408,25 @@
         }
         if (msg.refused) settle(msg.callId, { refused: msg.refused, why: msg.why });
         else settle(msg.callId, { result: JSON.parse(msg.result) });
+        if (msg.refused === 'tool-timeout') stop(app, timedOut(c.tool));
         break;
       }
       case 'dropped':
-        stats.dropped.push({ from: msg.from, kind: msg.kind });
-        if (stats.dropped.length > 100) stats.dropped.shift();
+        if (Number.isSafeInteger(msg.count)) stats.dropped = msg.count;
+        break;
+      case 'over_budget':
+        stop(app, overBudget());
         break;
     }
   }
 
+  function timedOut(tool) {
+    return { rule: 'tool-timeout', why: `its tool ${tool} did not answer within ${TOOL_TIMEOUT_MS} ms` };
+  }
+
+  // post sends msg to app's bridge, on the bridge's own origin only.
   function post(app, msg) {
-    app.frame.contentWindow.postMessage(msg, location.origin);
+    if (app.frame && app.frame.contentWindow) app.frame.contentWindow.postMessage(msg, app.running.origin);
   }
 
   // ---- calls from the worker ----
@@ -294,15 +441,16 @@
 
   vb.on('miniapp.call', ({ callId, appId, tool, args }) => {
     const app = apps.get(appId);
-    if (!app) {
-      vb.call('miniapps.result', { callId, refused: 'mini-app-closed', why: `mini-app ${appId} is not open` });
+    if (!app || !app.running.live) {
+      const why = app ? `mini-app ${appId} was stopped: ${app.stats.stopped.why}` : `mini-app ${appId} is not open`;
+      vb.call('miniapps.result', { callId, refused: 'mini-app-closed', why });
       return;
     }
     const timer = setTimeout(() => {
       settle(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` });
-      post(app, { type: 'cancel', callId });
+      stop(app, timedOut(tool));
     }, TOOL_TIMEOUT_MS);
-    calls.set(callId, { app, timer });
+    calls.set(callId, { app, timer, tool });
     post(app, { type: 'call_tool', callId, name: tool, args });
   });
 
@@ -312,12 +460,15 @@
     show(entry, html, target).then(refreshTray).catch(vb.notify);
   });
 
-  vb.on('miniapp.cancel', ({ callId }) => {
+  // The worker stopped waiting: its deadline passed (expired), which stops the app, or its caller
+  // went away, which only cancels the call.
+  vb.on('miniapp.cancel', ({ callId, expired }) => {
     const c = calls.get(callId);
     if (!c) return;
     clearTimeout(c.timer);
     calls.delete(callId);
-    post(c.app, { type: 'cancel', callId });
+    if (expired) stop(c.app, timedOut(c.tool));
+    else post(c.app, { type: 'cancel', callId });
   });
 
   // ---- the tools of an open app, and trying one by hand ----
@@ -430,7 +581,7 @@
     call: async (appId, tool, args) => (await vb.must('miniapps.call', { appId, tool, args })).result,
     tools: (appId) => (apps.get(appId) ? apps.get(appId).tools.map((t) => t.name) : []),
     stats: (appId) => (apps.get(appId) ? structuredClone(apps.get(appId).stats) : null),
-    strays: () => strays.slice(),
+    counters: () => ({ ...counters }),
     open: () => [...apps.keys()],
   });
 })();
