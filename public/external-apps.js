@@ -19,6 +19,11 @@
 // a deadline, whoever called it (the tool form below, or the assistant through the worker); the
 // caller is told whether it was approved, denied or timed out.
 //
+// The message listener looks at a message's source before anything else: a message from a window
+// that is no open app's frame is counted (strays) and never read. An app's frame may send at most
+// MESSAGE_BUDGET messages within MESSAGE_WINDOW_MS; the first one over stops it (its frame
+// removed, its tools withdrawn, the reason in its card with Start again).
+//
 // window.voicebox.externalApps is the API the page and the tests use (see the end of the file).
 'use strict';
 
@@ -30,6 +35,15 @@
   });
   const DEADLINES = { 'ui/identify': 500, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': 10000, approval: 15000 };
   const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+  // MESSAGE_BUDGET is how many messages an app's frame may send the page within
+  // MESSAGE_WINDOW_MS, its own and its answers alike: a real app sends a few per action (a
+  // selection, a tool list, an answer); a flood sends tens of thousands a second.
+  const MESSAGE_BUDGET = 500;
+  // MESSAGE_WINDOW_MS is the window MESSAGE_BUDGET counts in: a new one starts with the first
+  // message after the last ended.
+  const MESSAGE_WINDOW_MS = 1000;
+  // MAX_STRAY_ORIGINS bounds the origins strays are counted by; the others count in the total.
+  const MAX_STRAY_ORIGINS = 64;
   const ICONS = { app: '▣', calendar: '◴', cart: '⊞', chart: '▲', chat: '❝', document: '▤', folder: '▭', mail: '✉', map: '⌖', table: '▦', users: '☺' };
 
   const vb = window.voicebox;
@@ -40,7 +54,9 @@
 
   let registry = []; // the apps of GET /mini-apps
   const apps = new Map(); // appId -> open app
-  const strays = []; // marked messages from a window or origin that is no open app's
+  const frames = new WeakMap(); // an open app's frame window -> the app
+  // strays counts the messages from windows that are no open app's frame, by origin.
+  const strays = { total: 0, byOrigin: new Map() };
   let nextCall = 1;
 
   // ---- small helpers ----
@@ -127,8 +143,12 @@
   function newStats() {
     return {
       loads: 0, handshakes: 0, repeats: 0, resets: [], kept: 0, identifies: 0, toolsLists: 0,
-      toolsChangedHonoured: 0, toolsChangedIgnored: 0, droppedTools: [], dropped: [], errors: [], openChats: 0,
+      toolsChangedHonoured: 0, toolsChangedIgnored: 0, droppedTools: [], errors: [], openChats: 0,
       approvals: { approved: 0, denied: 0, timedOut: 0 },
+      // dropped counts the messages of the app's frame dropped: from another origin (the frame
+      // went elsewhere; lastOrigin says where) or marked ours but not JSON-RPC 2.0 (protocol).
+      dropped: { origin: 0, protocol: 0, lastOrigin: '' },
+      starts: 1, stopped: null,
     };
   }
 
@@ -146,8 +166,10 @@
       pending: new Map(), nextId: 1, identifySeq: 0, approvals: new Map(), stats: newStats(),
     };
     app.state = () => stateOf(app);
+    app.budget = { windowStart: 0, spent: 0 };
     apps.set(appId, app);
     el.open.prepend(card(app));
+    frames.set(app.frame.contentWindow, app);
     render(app);
     changed();
     return app.state();
@@ -160,6 +182,21 @@
     const status = node('span', { className: 'badge xa-status' });
     const head = node('div', { className: 'panel-head' }, title, status,
       node('div', { className: 'tools' }, button('Reload', () => reload(app.id)), button('Close', () => closeApp(app.id))));
+    const approvals = node('div', { className: 'xa-approvals' });
+    const stoppedText = node('p');
+    const stopped = node('div', { className: 'app-stopped', hidden: true }, stoppedText, button('Start again', () => startAgain(app)));
+    stopped.setAttribute('role', 'alert');
+    const frame = newFrame(app);
+    const selection = node('div', { className: 'xa-selection', hidden: true });
+    const errors = node('ul', { className: 'xa-errors' });
+    const tools = node('div', { className: 'app-tools xa-tools' });
+    section.append(head, approvals, stopped, frame, selection, errors, tools);
+    app.frame = frame;
+    app.view = { section, status, approvals, selection, errors, tools, stopped, stoppedText };
+    return section;
+  }
+
+  function newFrame(app) {
     const frame = node('iframe', { className: 'xa-frame', title: `app ${app.entry.name}` });
     // An empty allow: no feature (tools discovery included) is delegated to the app. The sandbox
     // keeps the app's own origin, scripts, forms and popups, and takes away navigating this page.
@@ -167,19 +204,62 @@
     frame.setAttribute('sandbox', 'allow-scripts allow-same-origin allow-forms allow-popups allow-popups-to-escape-sandbox allow-modals allow-downloads');
     frame.addEventListener('load', () => onFrameLoad(app));
     frame.src = app.entry.url;
-    const approvals = node('div', { className: 'xa-approvals' });
-    const selection = node('div', { className: 'xa-selection', hidden: true });
-    const errors = node('ul', { className: 'xa-errors' });
-    const tools = node('div', { className: 'app-tools xa-tools' });
-    section.append(head, approvals, frame, selection, errors, tools);
+    return frame;
+  }
+
+  // stop removes app's frame for reason {rule, why}: its tools are withdrawn and its requests
+  // refused (see reset), and its card says why, with Start again.
+  function stop(app, reason) {
+    if (app.stats.stopped || apps.get(app.id) !== app) return;
+    app.stats.stopped = reason;
+    app.frame.remove();
+    app.identifySeq++; // an identify in flight no longer counts
+    reset(app, `the app was stopped: ${reason.why}`);
+    app.view.stoppedText.textContent = `Stopped (${reason.rule}): ${reason.why}`;
+    app.view.stopped.hidden = false;
+  }
+
+  // startAgain gives a stopped app a new frame, loading its address afresh.
+  function startAgain(app) {
+    if (!app.stats.stopped || apps.get(app.id) !== app) return;
+    app.stats.stopped = null;
+    app.stats.starts++;
+    app.budget = { windowStart: 0, spent: 0 };
+    app.view.stopped.hidden = true;
+    const frame = newFrame(app);
+    app.view.stopped.after(frame);
     app.frame = frame;
-    app.view = { section, status, approvals, selection, errors, tools };
-    return section;
+    frames.set(frame.contentWindow, app);
+  }
+
+  // charge counts one message of app's frame against its budget and reports whether it is within
+  // it; the first one over it stops the app.
+  function charge(app) {
+    const b = app.budget;
+    const now = performance.now();
+    if (now - b.windowStart >= MESSAGE_WINDOW_MS) {
+      b.windowStart = now;
+      b.spent = 0;
+    }
+    if (++b.spent <= MESSAGE_BUDGET) return true;
+    stop(app, { rule: 'message-budget-exceeded', why: `it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms` });
+    return false;
+  }
+
+  function countStray(origin) {
+    strays.total++;
+    const n = strays.byOrigin.get(origin);
+    if (n !== undefined) strays.byOrigin.set(origin, n + 1);
+    else if (strays.byOrigin.size < MAX_STRAY_ORIGINS) strays.byOrigin.set(origin, 1);
   }
 
   function reload(appId) {
     const app = apps.get(appId);
     if (!app) return;
+    if (app.stats.stopped) {
+      startAgain(app);
+      return;
+    }
     reset(app, 'the page reloaded the app');
     app.frame.src = app.entry.url;
   }
@@ -205,7 +285,8 @@
 
   function post(app, msg) {
     // Only the declared origin receives it: if the frame has navigated elsewhere, nothing does.
-    app.frame.contentWindow.postMessage({ jsonrpc: '2.0', protocol: PROTOCOL, ...msg }, app.entry.origin);
+    const w = app.frame.contentWindow;
+    if (w) w.postMessage({ jsonrpc: '2.0', protocol: PROTOCOL, ...msg }, app.entry.origin);
   }
 
   function reply(app, id, result) { post(app, { id, result }); }
@@ -228,23 +309,26 @@
     });
   }
 
+  // The source first: nothing of a message from a window that is no open app's frame (a frame
+  // nested in an app, a sandboxed mini-app, another page) is read, and nothing is logged.
   window.addEventListener('message', (event) => {
-    const msg = event.data;
-    const marked = msg && typeof msg === 'object' && msg.protocol === PROTOCOL;
-    let app = null;
-    for (const a of apps.values()) if (a.frame.contentWindow === event.source) app = a;
-    if (!app) {
-      // Not any app's frame: a frame nested in an app, another page's window, or anything else.
-      if (marked) keepLast(strays, { origin: event.origin, reason: 'source', method: String(msg.method ?? 'response').slice(0, 60) });
+    const source = event.source;
+    const app = source && typeof source === 'object' ? frames.get(source) : undefined;
+    if (!app || apps.get(app.id) !== app || app.frame.contentWindow !== source) {
+      countStray(event.origin);
       return;
     }
+    if (!charge(app)) return;
     if (event.origin !== app.entry.origin) {
-      keepLast(app.stats.dropped, { origin: event.origin, reason: 'origin', method: marked ? String(msg.method ?? 'response').slice(0, 60) : '' });
+      app.stats.dropped.origin++;
+      app.stats.dropped.lastOrigin = event.origin;
       return;
     }
-    if (!marked || msg.jsonrpc !== '2.0') {
-      if (marked) keepLast(app.stats.dropped, { origin: event.origin, reason: 'not JSON-RPC 2.0' });
-      return; // the app's own postMessage traffic, none of ours
+    const msg = event.data;
+    if (!msg || typeof msg !== 'object' || msg.protocol !== PROTOCOL) return; // the app's own traffic, none of ours
+    if (msg.jsonrpc !== '2.0') {
+      app.stats.dropped.protocol++;
+      return;
     }
     fromApp(app, msg);
   });
@@ -736,7 +820,7 @@
     callTool,
     context: readContext,
     report,
-    strays: () => strays.slice(),
+    strays: () => ({ total: strays.total, byOrigin: Object.fromEntries(strays.byOrigin) }),
     composer: () => el.composer.value,
     // configure shortens the approval deadline, for a test that lets one run out.
     configure: ({ approvalMs } = {}) => { if (approvalMs > 0) DEADLINES.approval = approvalMs; },

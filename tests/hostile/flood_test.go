@@ -4,7 +4,10 @@ package hostile
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/voicebox-go/voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/sampleapp"
 )
 
 // floodApp is a mini-app whose flood tool, once it has answered, posts 100,000 forged messages to
@@ -205,4 +209,72 @@ func TestFloodingMiniAppIsStopped(t *testing.T) {
 		t.Errorf("started again, ping answered %+v", a)
 	}
 	stillServes(t, tab)
+}
+
+// TestFloodingExternalAppIsStopped is review item 3 for an external mini-app: its frame is on
+// its own origin, so what it posts is well-formed and from the right window, and each message
+// cost the page real work. 100,000 of them stop it at its budget, with the reason in its card;
+// started again, it answers.
+func TestFloodingExternalAppIsStopped(t *testing.T) {
+	appOrigin := newOrigin(t)
+	reg, _ := json.Marshal(map[string]any{"flooder": map[string]any{
+		"name": "Post flood", "url": appOrigin.URL + "/fixtures/postflood.html", "origin": appOrigin.URL}})
+	relay := harness.StartRelay(t, "MINI_APPS="+string(reg))
+	appOrigin.serve(t, sampleapp.Handler(sampleapp.Options{Host: relay.URL, Fixtures: true}))
+	tab := harness.NewTab(t)
+	openPage(t, tab, relay.URL)
+	launch(t, tab, `{name: 'Scoreboard'}`, 4)
+	harness.Eval[int](tab, `voicebox.externalApps.refresh().then((r) => r.length)`)
+	harness.Eval[bool](tab, `(voicebox.externalApps.open('flooder'), true)`)
+	harness.WaitFor[bool](tab, `(() => { const s = voicebox.externalApps.state('flooder'); return s.live && s.tools.length === 2; })()`, appBound)
+
+	if a := harness.Eval[answer](tab, `voicebox.externalApps.callTool('flooder', 'flood', {})`); !a.OK {
+		t.Fatalf("the flood tool answered %+v", a)
+	}
+	why := harness.WaitFor[string](tab, `document.querySelector('.xa-card[data-app-id="flooder"] .app-stopped:not([hidden])')?.textContent`, appBound)
+	if !strings.Contains(why, "message-budget-exceeded") || !strings.Contains(why, "Start again") {
+		t.Errorf("the stopped app's card says %q", why)
+	}
+	st := harness.Eval[struct {
+		Live  bool
+		Tools []any
+	}](tab, `voicebox.externalApps.state('flooder')`)
+	if st.Live || len(st.Tools) != 0 {
+		t.Errorf("the stopped app is live %v with tools %v", st.Live, st.Tools)
+	}
+	if n := harness.Eval[int](tab, `document.querySelectorAll('.xa-card[data-app-id="flooder"] iframe').length`); n != 0 {
+		t.Errorf("the stopped app's card still holds %d frames", n)
+	}
+	if a := harness.Eval[answer](tab, `voicebox.externalApps.callTool('flooder', 'ping', {})`); a.OK {
+		t.Errorf("the stopped app's ping answered %+v", a)
+	}
+	stillServes(t, tab)
+
+	harness.Eval[bool](tab, `document.querySelector('.xa-card[data-app-id="flooder"] .app-stopped button').click() || true`)
+	harness.WaitFor[bool](tab, `(() => { const s = voicebox.externalApps.state('flooder'); return s.live && s.tools.length === 2 && !s.stats.stopped; })()`, appBound)
+	if a := harness.Eval[answer](tab, `voicebox.externalApps.callTool('flooder', 'ping', {})`); !a.OK {
+		t.Errorf("started again, ping answered %+v", a)
+	}
+}
+
+// origin is a loopback listener that serves an external app: another port is another origin.
+type origin struct {
+	ln  net.Listener
+	URL string // http://127.0.0.1:PORT
+}
+
+func newOrigin(t testing.TB) *origin {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return &origin{ln: ln, URL: "http://" + ln.Addr().String()}
+}
+
+func (o *origin) serve(t testing.TB, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: appBound}
+	go srv.Serve(o.ln)
+	t.Cleanup(func() { srv.Close() })
 }
