@@ -44,7 +44,7 @@ const probeJS = `(() => {
     const c = voicebox.miniApps.counters(), s = voicebox.miniApps.stats(id);
     return c.strays + c.afterStop + s.foreign + s.dropped;
   };
-  const base = seen();
+  let base = seen();
   const input = document.createElement('input');
   input.id = 'probe';
   document.body.prepend(input);
@@ -54,6 +54,8 @@ const probeJS = `(() => {
   window.probe = {
     keys,
     state: () => ({ keys: keys.length, seen: seen() - base, stopped: !!voicebox.miniApps.stats(id).stopped }),
+    // reset starts counting afresh, for the next flood.
+    reset: () => { keys.length = 0; base = seen(); input.focus(); return true; },
   };
   return true;
 })()`

@@ -23,7 +23,7 @@ const (
 )
 
 // openPage opens the relay's page in tab with the default workspace (browser storage) listed.
-func openPage(t *testing.T, tab *harness.Tab, url string) {
+func openPage(t testing.TB, tab *harness.Tab, url string) {
 	t.Helper()
 	tab.Navigate(url)
 	harness.WaitFor[bool](tab, `document.querySelector('#status').dataset.state === 'ready' &&
@@ -32,7 +32,7 @@ func openPage(t *testing.T, tab *harness.Tab, url string) {
 }
 
 // launch opens target ({name: ...} or {path: ...}) as a mini-app and waits for its tools.
-func launch(t *testing.T, tab *harness.Tab, target string, tools int) string {
+func launch(t testing.TB, tab *harness.Tab, target string, tools int) string {
 	t.Helper()
 	id := harness.Eval[string](tab, fmt.Sprintf(`voicebox.miniApps.launch(%s).then(a => a.appId)`, target))
 	harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.tools(%q).length >= %d`, id, tools), appBound)
@@ -40,7 +40,7 @@ func launch(t *testing.T, tab *harness.Tab, target string, tools int) string {
 }
 
 // writeAndLaunch writes html to path in the workspace and opens it as a mini-app.
-func writeAndLaunch(t *testing.T, tab *harness.Tab, path, html string, tools int) string {
+func writeAndLaunch(t testing.TB, tab *harness.Tab, path, html string, tools int) string {
 	t.Helper()
 	content, _ := json.Marshal(html)
 	harness.Eval[bool](tab, fmt.Sprintf(`voicebox.must('files.write', {path: %q, content: %s}).then(() => true)`, path, content))
@@ -62,7 +62,7 @@ func callTool(tab *harness.Tab, appID, tool, args string) answer {
 }
 
 // stopped waits until appID's card shows that it was stopped and returns what it says.
-func stopped(t *testing.T, tab *harness.Tab, appID string) string {
+func stopped(t testing.TB, tab *harness.Tab, appID string) string {
 	t.Helper()
 	return harness.WaitFor[string](tab, cardOf(appID)+`?.querySelector('.app-stopped:not([hidden])')?.textContent`, appBound)
 }
@@ -78,7 +78,7 @@ func workerTools(tab *harness.Tab, appID string) []string {
 }
 
 // startAgain presses the stopped app's Start again and waits for its tools.
-func startAgain(t *testing.T, tab *harness.Tab, appID string, tools int) {
+func startAgain(t testing.TB, tab *harness.Tab, appID string, tools int) {
 	t.Helper()
 	harness.Eval[bool](tab, cardOf(appID)+`.querySelector('.app-stopped button').click() || true`)
 	harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.tools(%q).length >= %d && !voicebox.miniApps.stats(%[1]q).stopped`, appID, tools), appBound)
@@ -86,7 +86,7 @@ func startAgain(t *testing.T, tab *harness.Tab, appID string, tools int) {
 
 // stillServes checks the next legitimate requests: the worker lists files, and the scoreboard
 // (opened before the attack) answers its tools.
-func stillServes(t *testing.T, tab *harness.Tab) {
+func stillServes(t testing.TB, tab *harness.Tab) {
 	t.Helper()
 	if ok := harness.Eval[bool](tab, `voicebox.call('files.list', {dir: ''}).then(a => a.ok)`); !ok {
 		t.Fatal("the worker no longer lists files")
