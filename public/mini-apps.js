@@ -351,11 +351,14 @@
       charge(running);
       return;
     }
-    fromBridge(app, event.data || {});
+    fromBridge(app, running, event.data || {});
   });
 
-  async function fromBridge(app, msg) {
+  // fromBridge acts on a message of app's bridge in its running frame; what it does after waiting
+  // for the worker, it does only while that frame still runs.
+  async function fromBridge(app, running, msg) {
     const stats = app.stats;
+    const current = () => apps.get(app.appId) === app && app.running === running && running.live;
     switch (msg.type) {
       case 'bridge_ready':
         app.bridgeReady = true;
@@ -376,7 +379,7 @@
       case 'register_tool': {
         if (msg.generation !== app.generation) return;
         const answer = await vb.call('miniapps.register', { appId: app.appId, tool: msg.tool });
-        if (!apps.has(app.appId) || msg.generation !== app.generation) return;
+        if (!current() || msg.generation !== app.generation) return;
         const name = msg.tool && msg.tool.name;
         if (answer.ok) {
           stats.registered.push(name);
@@ -394,6 +397,7 @@
       case 'unregister_tool':
         if (msg.generation !== app.generation) return;
         await vb.call('miniapps.unregister', { appId: app.appId, name: msg.name });
+        if (!current()) return;
         app.tools = app.tools.filter((t) => t.name !== msg.name);
         showTools(app);
         break;
