@@ -1,9 +1,11 @@
+// @ts-check
 // The mini-app bridge: the outer frame between the host page and the inner frame where the app
-// runs (sandboxed with allow-scripts only: an opaque origin). The page frames it on a host of the
-// app's own (app-<16 hex>.localhost, a site of its own, so Chromium gives it and its app a
-// renderer process of their own), or on the page's own origin when the page is not opened on a
-// loopback name. The relay serves this document with connect-src 'none', and the inner srcdoc
-// frame inherits that policy, so the app's code runs but reaches no network.
+// runs (sandbox="allow-scripts": an opaque origin). The page frames it on a host of the app's own
+// (app-<16 hex>.localhost, a site of its own, so Chromium gives it and its app a renderer process
+// of their own), or on the page's own origin when the page is not opened on a loopback name. The
+// relay serves this document with connect-src 'none', and the inner srcdoc frame inherits that
+// policy, so the app's code runs but reaches no network. An app host serves this document and
+// the modules it imports (relay/server.AppHostFiles) and nothing else.
 //
 // It takes messages from its parent only when they come from the parent window on the page's
 // origin (the ?host= of its address; the relay's frame-ancestors lets only the page's origins
@@ -12,24 +14,24 @@
 // bounds every call again (5,000 ms, 64 KiB of output) whatever the host does, and answers each
 // call once.
 //
-// Every message of the app (over the port, or to this window from any frame inside it) is
-// counted against the message budget the host sends with the app (see MESSAGE_BUDGET in
-// mini-apps.js); an answer to a call the bridge sent is not. An app over its budget is stopped
-// here at once (its frame removed, its calls answered) and the host is told, once. A message
-// that is not the app's one handshake is dropped without being read; the host learns how many
-// at most every DROP_REPORT_MS.
-'use strict';
+// Every message of the app (over the port, or to this window from any frame inside it) counts
+// against MESSAGE_BUDGET; an answer to a call the bridge sent does not. An app over its budget is
+// stopped here at once (its frame removed, its calls answered) and the host is told, once. A
+// message that is not the app's one handshake is dropped without being read; the host learns how
+// many at most every DROP_REPORT_MS. The bounds and the tool name rule come from rules.js,
+// generated from the Go constants.
+import {
+  MAX_DECLARATION_BYTES, MAX_OUTPUT_BYTES, MAX_TOOLS_PER_APP as MAX_TOOLS, MESSAGE_BUDGET, MESSAGE_WINDOW_MS, TOOL_TIMEOUT_MS,
+} from './rules.js';
+import { validToolName } from './names.js';
+
+/** DROP_REPORT_MS is how often at most the bridge tells the host how many messages it dropped. */
+const DROP_REPORT_MS = 250;
+
+/** DOCTYPE finds the app's doctype (after a BOM, spaces and comments): the SDK goes right after it. */
+const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
 
 (() => {
-  const MAX_TOOLS = 16;
-  const MAX_OUTPUT_BYTES = 65536;
-  const MAX_DECLARATION_BYTES = 65536;
-  const TOOL_TIMEOUT_MS = 5000;
-  // DROP_REPORT_MS is how often at most the bridge tells the host how many messages it dropped.
-  const DROP_REPORT_MS = 250;
-  const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
-  const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
-
   if (window.parent === window) return;
   document.documentElement.style.height = '100%';
   document.body.style.cssText = 'margin:0;height:100%;overflow:hidden';
@@ -47,16 +49,19 @@
     return location.origin;
   }
 
+  /** @type {HTMLIFrameElement | null} */
   let inner = null;
   let loads = 0; // load events of the current inner frame
   let generation = 0; // one per document shown in it
   let shaken = false; // the current document has its port
+  /** @type {MessagePort | null} */
   let port = null;
+  /** @type {Set<string>} */
   let names = new Set(); // tools of the current document, offered or registered
+  /** @type {Map<unknown, number>} */
   const calls = new Map(); // callId -> timer, for calls sent to the current document
 
-  // The message budget: at most budget.messages per budget.windowMs, set by the host's load.
-  let budget = null;
+  // The message budget.
   let windowStart = 0;
   let spent = 0;
   let credits = 0; // answers the app owes: one per call sent to it, not charged
@@ -64,19 +69,19 @@
   let dropped = 0; // messages dropped, in all
   let reportQueued = false;
 
+  /** @param {object} msg */
   const toHost = (msg) => host.postMessage(msg, hostOrigin);
 
   // charge counts one message of the app and reports whether it is within the budget; the one
   // over it stops the app.
   function charge() {
     if (stopped) return false;
-    if (!budget) return true;
     const now = performance.now();
-    if (now - windowStart >= budget.windowMs) {
+    if (now - windowStart >= MESSAGE_WINDOW_MS) {
       windowStart = now;
       spent = 0;
     }
-    if (++spent <= budget.messages) return true;
+    if (++spent <= MESSAGE_BUDGET) return true;
     stop();
     return false;
   }
@@ -84,12 +89,13 @@
   // stop ends the app for good: its port, its calls and its frame. Only the host starts it again.
   function stop() {
     stopped = true;
-    retire(`the mini-app was stopped: it sent more than ${budget.messages} messages within ${budget.windowMs} ms`);
+    retire(`the mini-app was stopped: it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms`);
     if (inner) inner.remove();
     inner = null;
-    toHost({ type: 'over_budget', messages: budget.messages, windowMs: budget.windowMs });
+    toHost({ type: 'over_budget' });
   }
 
+  // drop counts a message dropped, and tells the host the count at most every DROP_REPORT_MS.
   function drop() {
     dropped++;
     if (reportQueued || stopped) return;
@@ -100,6 +106,10 @@
     }, DROP_REPORT_MS);
   }
 
+  /**
+   * @param {unknown} callId
+   * @param {object} msg
+   */
   function answer(callId, msg) {
     const timer = calls.get(callId);
     if (timer === undefined) return false; // answered already, or never sent here
@@ -110,6 +120,7 @@
   }
 
   // retire ends the current document's port and answers its calls: a new document starts clean.
+  /** @param {string} why */
   function retire(why) {
     if (port) {
       port.onmessage = null;
@@ -122,12 +133,20 @@
     credits = 0;
   }
 
+  /**
+   * @param {string} html
+   * @param {string} sdk
+   */
   function inject(html, sdk) {
     const script = `<script>${sdk}\n</` + 'script>';
     const m = DOCTYPE.exec(html);
     return m ? m[1] + script + html.slice(m[1].length) : script + html;
   }
 
+  /**
+   * @param {string} html
+   * @param {string} sdk
+   */
   function load(html, sdk) {
     if (stopped) return;
     retire('the mini-app was reloaded before it answered');
@@ -149,7 +168,7 @@
       retire('the mini-app reloaded itself before it answered');
       generation++;
       toHost({ type: 'reloaded', generation });
-      inner.contentWindow.postMessage({ type: 'mini_app_hello' }, '*');
+      inner?.contentWindow?.postMessage({ type: 'mini_app_hello' }, '*');
     });
     inner.srcdoc = inject(html, sdk);
     document.body.replaceChildren(inner);
@@ -164,22 +183,28 @@
       else if (!charge()) return;
       fromApp(event.data);
     };
-    inner.contentWindow.postMessage({ type: 'mini_app_port' }, '*', [channel.port2]);
+    inner?.contentWindow?.postMessage({ type: 'mini_app_port' }, '*', [channel.port2]);
     toHost({ type: 'handshake', generation });
   }
 
+  /**
+   * @param {string} name
+   * @param {string} refused
+   * @param {string} why
+   */
   function refuseRegistration(name, refused, why) {
-    port.postMessage({ type: 'tool_refused', name, refused, why });
+    port?.postMessage({ type: 'tool_refused', name, refused, why });
     toHost({ type: 'bridge_refused', name, refused, why });
   }
 
+  /** @param {any} msg */
   function fromApp(msg) {
     if (!msg || typeof msg !== 'object') return;
     switch (msg.type) {
       case 'register_tool': {
         const tool = msg.tool;
         const name = tool && typeof tool.name === 'string' ? tool.name : '';
-        if (!TOOL_NAME.test(name)) return refuseRegistration(String(name).slice(0, 80), 'invalid-tool-name', 'a tool name is 1 to 64 of a-z, A-Z, 0-9, _ and -');
+        if (!validToolName(name)) return refuseRegistration(String(name).slice(0, 80), 'invalid-tool-name', 'a tool name is 1 to 64 of a-z, A-Z, 0-9, _ and -');
         if (names.has(name)) return refuseRegistration(name, 'invalid-tool-name', `the app already has a tool named ${name}`);
         if (names.size >= MAX_TOOLS) return refuseRegistration(name, 'too-many-tools', `an app may register at most ${MAX_TOOLS} tools`);
         let text;
@@ -218,16 +243,13 @@
     }
   }
 
+  /** @param {any} msg */
   function fromHost(msg) {
     if (!msg || typeof msg !== 'object') return;
     switch (msg.type) {
-      case 'load': {
-        const b = msg.budget;
-        if (!b || !(b.messages > 0) || !(b.windowMs > 0)) return; // no budget, no app
-        budget = { messages: Number(b.messages), windowMs: Number(b.windowMs) };
+      case 'load':
         load(String(msg.html), String(msg.sdk));
         break;
-      }
       case 'registered':
         if (msg.generation !== generation || !port) return;
         if (msg.ok) port.postMessage({ type: 'tool_registered', name: msg.name });
@@ -254,7 +276,7 @@
     }
   }
 
-  // The source is checked first and nothing else is read from a message that is not the host's
+  // The source is checked first, and nothing else is read from a message that is not the host's
   // or the app's one handshake, so a flood costs a comparison and a count per message.
   window.addEventListener('message', (event) => {
     if (event.source === host) {

@@ -1,3 +1,4 @@
+// @ts-check
 // Mini-apps on the page's main thread: the tray, the open apps, and the messages between their
 // bridge frames and the worker. The frames live here because they need the DOM; the rules live in
 // the worker: the store says what a name means, the registry checks every declaration and every
@@ -16,36 +17,65 @@
 // looks at a message's source before anything else and reads nothing of a message that is not
 // from a bridge; what it drops, it counts (see counters), never logs.
 //
-// window.voicebox.miniApps is the API the page and the tests use (see launch, call, tools, stats).
-'use strict';
+// startMiniApps returns the API the page and the tests use (see launch, call, tools, stats).
+import { byId } from './dom.js';
+import { listen } from './events.js';
+import { MESSAGE_BUDGET, MESSAGE_BUDGET_EXCEEDED, MESSAGE_WINDOW_MS, TOOL_TIMEOUT_MS } from './rules.js';
 
-(() => {
-  const TOOL_TIMEOUT_MS = 5000;
-  // MESSAGE_BUDGET is how many messages one open app may send within MESSAGE_WINDOW_MS: over its
-  // port, to its bridge, or to this page from any frame inside it. An answer to a call it was
-  // sent is free. A real app sends a handful per document (its handshake, one per tool, ready);
-  // a flood sends tens of thousands a second. The bridge counts what reaches it, this page what
-  // reaches it; the first message over the budget stops the app.
-  const MESSAGE_BUDGET = 500;
-  // MESSAGE_WINDOW_MS is the window MESSAGE_BUDGET counts in: a new one starts with the first
-  // message after the last ended.
-  const MESSAGE_WINDOW_MS = 1000;
-  // MAX_FRAME_DEPTH bounds the walk from a message's source window up to the bridge it is in.
-  const MAX_FRAME_DEPTH = 8;
-  // APP_HOSTS says whether each app gets a host of its own (see above).
-  const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0.0.1' || location.hostname === 'localhost');
-  const vb = window.voicebox;
-  const $ = (id) => document.getElementById(id);
-  const el = { tray: $('app-tray'), open: $('open-apps'), refresh: $('apps-refresh') };
+/** MAX_FRAME_DEPTH bounds the walk from a message's source window up to the bridge it is in. */
+const MAX_FRAME_DEPTH = 8;
+/** APP_HOSTS says whether each app gets a host of its own (see above). */
+const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0.0.1' || location.hostname === 'localhost');
 
-  const apps = new Map(); // appId -> app
-  const calls = new Map(); // callId -> {app, timer}
-  // owners maps a window to the running frame (see startFrame) it belongs to, or to null for a
-  // window of no app's; filled as messages arrive.
+/** @typedef {import('./worker-client.js').StoreEntry} StoreEntry */
+/** @typedef {import('./worker-client.js').RegisteredTool} RegisteredTool */
+/** @typedef {import('./worker-client.js').JSONSchema} JSONSchema */
+/** @typedef {{name: string} | {path: string}} Target */
+/** @typedef {{rule: string, why: string}} StopReason */
+/**
+ * Stats is what an open app's frames have done, for the tests. dropped is the bridge's count of
+ * the app's messages it dropped, foreign the page's count of messages from the app's frames other
+ * than its bridge, stopped what stopped it last (null while it runs).
+ * @typedef {{handshakes: number, reloads: number, loads: number, registered: string[],
+ *   refusals: {name: string, refused: string, why: string, by?: string}[],
+ *   dropped: number, foreign: number, late: number, ready: boolean, starts: number,
+ *   stopped: StopReason | null}} Stats
+ */
+/**
+ * Running is one start of an app: its bridge's window and origin, whether it still runs, and its
+ * message budget's count. Messages from a window of an earlier one are never charged to this.
+ * @typedef {{app: OpenApp, window: Window | null, origin: string, live: boolean, windowStart: number, spent: number}} Running
+ */
+/**
+ * OpenApp is an app shown in a card, with its bridge frame (none while it is stopped).
+ * @typedef {{appId: string, entry: StoreEntry, html: string, target: Target, generation: number,
+ *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string,
+ *   frame: HTMLIFrameElement | null, running: Running, view: {section: HTMLElement, h: HTMLElement, badge: HTMLElement,
+ *   saveBtn: HTMLButtonElement, toolList: HTMLElement, slot: HTMLElement, stopped: HTMLElement,
+ *   stoppedText: HTMLElement}}} OpenApp
+ */
+
+/**
+ * startMiniApps runs the tray and the open apps.
+ * @param {import('./dialogs.js').PageServices} vb
+ */
+export function startMiniApps(vb) {
+  const el = { tray: byId('app-tray'), open: byId('open-apps'), refresh: byId('apps-refresh') };
+
+  /** @type {Map<string, OpenApp>} appId -> app */
+  const apps = new Map();
+  /** @type {Map<string, {app: OpenApp, timer: number, tool: string}>} callId -> the call sent to an app */
+  const calls = new Map();
+  /**
+   * owners maps a window to the start of an app it belongs to, or to null for a window of no
+   * app's; filled as messages arrive.
+   * @type {WeakMap<object, Running | null>}
+   */
   const owners = new WeakMap();
   // counters counts the messages the listener dropped: from no app's window (strays), and from a
   // frame of an app since stopped, closed or started again (afterStop).
   const counters = { strays: 0, afterStop: 0 };
+  /** @type {Promise<string> | null} */
   let sdkText = null;
 
   function sdk() {
@@ -102,6 +132,10 @@
     el.tray.replaceChildren(...items);
   }
 
+  /**
+   * @param {string} text
+   * @param {() => void} onClick
+   */
   function button(text, onClick) {
     const b = document.createElement('button');
     b.type = 'button';
@@ -110,6 +144,7 @@
     return b;
   }
 
+  /** @param {string} name */
   async function save(name) {
     try {
       const entry = await vb.must('miniapps.save', { name });
@@ -121,6 +156,7 @@
     }
   }
 
+  /** @param {StoreEntry} entry */
   async function remove(entry) {
     if (!await vb.confirmAction(`Delete the app “${entry.title}”? This cannot be undone.`, 'Delete')) return;
     try {
@@ -135,13 +171,12 @@
 
   // ---- an open app ----
 
-  // newStats: what the app's frames have done. dropped is the bridge's count of the app's messages
-  // it dropped, foreign the page's count of messages from the app's frames other than its
-  // bridge, stopped the {rule, why} that stopped it last (null while it runs).
+  /** @returns {Stats} */
   function newStats() {
     return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, foreign: 0, late: 0, ready: false, starts: 0, stopped: null };
   }
 
+  /** @param {OpenApp} app */
   function card(app) {
     const section = document.createElement('section');
     section.className = 'app-card';
@@ -165,7 +200,7 @@
     stopped.setAttribute('role', 'alert');
     stopped.hidden = true;
     const stoppedText = document.createElement('p');
-    stopped.append(stoppedText, button('Start again', () => launch(app.target, app).catch(vb.notify)));
+    stopped.append(stoppedText, button('Start again', () => { launch(app.target, app).catch(vb.notify); }));
     const slot = document.createElement('div');
     slot.className = 'bridge-slot';
     const toolList = document.createElement('div');
@@ -176,16 +211,17 @@
     return section;
   }
 
-  // randomHost is a fresh app host: app-<16 hex>.localhost on the page's port.
+  /** randomHost is a fresh app host: app-<16 hex>.localhost on the page's port. */
   function randomHost() {
     const bytes = crypto.getRandomValues(new Uint8Array(8));
     const hex = [...bytes].map((b) => b.toString(16).padStart(2, '0')).join('');
     return `app-${hex}.localhost${location.port ? ':' + location.port : ''}`;
   }
 
-  // startFrame gives app a new bridge frame (replacing any before it) and the running frame it
-  // stands for: {app, window, origin, live, windowStart, spent}. Messages from a window of an
-  // earlier one are dropped, never charged to this one.
+  /**
+   * startFrame gives app a new bridge frame (replacing any before it) and a new Running for it.
+   * @param {OpenApp} app
+   */
   function startFrame(app) {
     if (app.frame) app.frame.remove();
     if (app.running) app.running.live = false;
@@ -201,9 +237,10 @@
     app.stats.starts++;
     app.stats.stopped = null;
     app.running = { app, window: frame.contentWindow, origin, live: true, windowStart: 0, spent: 0 };
-    owners.set(frame.contentWindow, app.running);
+    if (frame.contentWindow) owners.set(frame.contentWindow, app.running);
   }
 
+  /** @param {OpenApp} app */
   function showHead(app) {
     app.view.h.textContent = app.entry.title || app.entry.fileName;
     app.view.badge.textContent = app.entry.kind === 'page' ? 'page' : 'app';
@@ -212,21 +249,33 @@
 
   // launch opens {name} (through the store) or the workspace file {path}; an app already open
   // loads again in its own frame. It resolves once the bridge has the app's HTML.
+  /**
+   * @param {Target} target
+   * @param {OpenApp} [reuse]
+   */
   async function launch(target, reuse) {
     const { entry, html } = await vb.must('miniapps.launch', target);
     return show(entry, html, target, reuse);
   }
 
-  // show puts a launched app in its frame (a new card, or the card already showing it).
+  /**
+   * show puts a launched app in its frame (a new card, or the card already showing it).
+   * @param {StoreEntry} entry
+   * @param {string} html
+   * @param {Target} target
+   * @param {OpenApp} [reuse]
+   * @returns {Promise<{appId: string, entry: StoreEntry}>}
+   */
   async function show(entry, html, target, reuse) {
     let app = apps.get(entry.appId) || reuse;
     if (app && app.appId !== entry.appId) {
       close(app.appId);
-      app = null;
+      app = undefined;
     }
     const code = await sdk();
     if (!app) {
-      app = { appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame: null, running: null };
+      // card() gives the app its view, startFrame its frame and its Running.
+      app = /** @type {OpenApp} */ (/** @type {unknown} */ ({ appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame: null }));
       apps.set(app.appId, app);
       el.open.prepend(card(app));
       startFrame(app);
@@ -241,23 +290,25 @@
       if (!app.running.live) startFrame(app); // stopped: it starts again in a new frame
     }
     app.sdk = code;
+    const shown = app;
     await new Promise((resolve) => {
-      app.loaded = resolve;
-      if (app.bridgeReady) sendLoad(app);
+      shown.loaded = () => resolve(undefined);
+      if (shown.bridgeReady) sendLoad(shown);
     });
     return { appId: app.appId, entry: app.entry };
   }
 
+  /** @param {OpenApp} app */
   function sendLoad(app) {
     app.stats.loads++;
-    const budget = { messages: MESSAGE_BUDGET, windowMs: MESSAGE_WINDOW_MS };
-    post(app, { type: 'load', html: app.html, sdk: app.sdk, budget });
+    post(app, { type: 'load', html: app.html, sdk: app.sdk });
     if (app.loaded) {
       app.loaded();
       app.loaded = null;
     }
   }
 
+  /** @param {string} appId */
   function close(appId) {
     const app = apps.get(appId);
     if (!app) return;
@@ -270,30 +321,38 @@
     vb.call('miniapps.close', { appId });
   }
 
-  // stop stops app's running frame, for reason {rule, why}: the frame is removed, calls waiting
-  // on it are answered, the worker forgets its tools, and its card says why and offers to start
-  // it again. It does nothing to an app that is not running.
+  /**
+   * stop stops app's running frame, for reason: the frame is removed, calls waiting on it are
+   * answered, the worker forgets its tools, and its card says why and offers to start it again.
+   * It does nothing to an app that is not running.
+   * @param {OpenApp} app
+   * @param {StopReason} reason
+   */
   function stop(app, reason) {
     const running = app.running;
-    if (!running || !running.live || apps.get(app.appId) !== app) return;
+    if (!running.live || apps.get(app.appId) !== app) return;
     running.live = false;
-    app.frame.remove();
+    app.frame?.remove();
     app.frame = null;
     app.bridgeReady = false;
     app.tools = [];
     app.stats.ready = false;
     app.stats.stopped = reason;
+    const why = `the mini-app was stopped: ${reason.why}`;
     for (const [callId, c] of calls) {
-      if (c.app === app) settle(callId, { refused: 'mini-app-closed', why: `the mini-app was stopped: ${reason.why}` });
+      if (c.app === app) settle(callId, { refused: 'mini-app-closed', why });
     }
-    vb.call('miniapps.close', { appId: app.appId, why: `the mini-app was stopped: ${reason.why}` });
+    vb.call('miniapps.close', { appId: app.appId, why });
     app.view.stoppedText.textContent = `Stopped (${reason.rule}): ${reason.why}`;
     app.view.stopped.hidden = false;
     showTools(app);
   }
 
-  // charge counts one message of a running frame's app against its budget and reports whether it
-  // is within it; the first one over it stops the app.
+  /**
+   * charge counts one message of a running frame's app against its budget and reports whether it
+   * is within it; the first one over it stops the app.
+   * @param {Running} running
+   */
   function charge(running) {
     const now = performance.now();
     if (now - running.windowStart >= MESSAGE_WINDOW_MS) {
@@ -305,20 +364,34 @@
     return false;
   }
 
+  /** @returns {StopReason} */
   function overBudget() {
-    return { rule: 'message-budget-exceeded', why: `it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms` };
+    return { rule: MESSAGE_BUDGET_EXCEEDED, why: `it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms` };
   }
 
-  // owner returns the running frame source belongs to (a bridge, or any frame inside one), or
-  // null. The first message from a window walks up at most MAX_FRAME_DEPTH parents; the answer
-  // is kept, so every later message costs one lookup.
+  /**
+   * @param {string} tool
+   * @returns {StopReason}
+   */
+  function timedOut(tool) {
+    return { rule: 'tool-timeout', why: `its tool ${tool} did not answer within ${TOOL_TIMEOUT_MS} ms` };
+  }
+
+  /**
+   * owner returns the Running source belongs to (a bridge, or any frame inside one), or null. The
+   * first message from a window walks up at most MAX_FRAME_DEPTH parents; the answer is kept, so
+   * every later message costs one lookup.
+   * @param {MessageEventSource | null} source
+   * @returns {Running | null}
+   */
   function owner(source) {
     if (!source || typeof source !== 'object') return null;
     let found = owners.get(source);
     if (found !== undefined) return found;
     found = null;
     try {
-      let w = source;
+      /** @type {Window} */
+      let w = /** @type {Window} */ (source);
       for (let i = 0; i < MAX_FRAME_DEPTH && !found; i++) {
         const up = w.parent;
         if (!up || up === w) break;
@@ -354,8 +427,13 @@
     fromBridge(app, running, event.data || {});
   });
 
-  // fromBridge acts on a message of app's bridge in its running frame; what it does after waiting
-  // for the worker, it does only while that frame still runs.
+  /**
+   * fromBridge acts on a message of app's bridge in its running frame; what it does after waiting
+   * for the worker, it does only while that frame still runs.
+   * @param {OpenApp} app
+   * @param {Running} running
+   * @param {any} msg
+   */
   async function fromBridge(app, running, msg) {
     const stats = app.stats;
     const current = () => apps.get(app.appId) === app && app.running === running && running.live;
@@ -388,7 +466,8 @@
         } else {
           stats.refusals.push({ name, refused: answer.refused, why: answer.why });
         }
-        post(app, { type: 'registered', generation: msg.generation, name, ok: answer.ok, refused: answer.refused, why: answer.why });
+        const refused = answer.ok ? {} : { refused: answer.refused, why: answer.why };
+        post(app, { type: 'registered', generation: msg.generation, name, ok: answer.ok, ...refused });
         break;
       }
       case 'bridge_refused':
@@ -424,17 +503,21 @@
     }
   }
 
-  function timedOut(tool) {
-    return { rule: 'tool-timeout', why: `its tool ${tool} did not answer within ${TOOL_TIMEOUT_MS} ms` };
-  }
-
-  // post sends msg to app's bridge, on the bridge's own origin only.
+  /**
+   * post sends msg to app's bridge, on the bridge's own origin only.
+   * @param {OpenApp} app
+   * @param {object} msg
+   */
   function post(app, msg) {
-    if (app.frame && app.frame.contentWindow) app.frame.contentWindow.postMessage(msg, app.running.origin);
+    app.frame?.contentWindow?.postMessage(msg, app.running.origin);
   }
 
   // ---- calls from the worker ----
 
+  /**
+   * @param {string} callId
+   * @param {{result: unknown} | {refused: string, why: string}} answer
+   */
   function settle(callId, answer) {
     const c = calls.get(callId);
     if (!c) return;
@@ -446,7 +529,7 @@
   vb.on('miniapp.call', ({ callId, appId, tool, args }) => {
     const app = apps.get(appId);
     if (!app || !app.running.live) {
-      const why = app ? `mini-app ${appId} was stopped: ${app.stats.stopped.why}` : `mini-app ${appId} is not open`;
+      const why = app ? `mini-app ${appId} was stopped: ${app.stats.stopped?.why}` : `mini-app ${appId} is not open`;
       vb.call('miniapps.result', { callId, refused: 'mini-app-closed', why });
       return;
     }
@@ -477,6 +560,7 @@
 
   // ---- the tools of an open app, and trying one by hand ----
 
+  /** @param {OpenApp} app */
   function showTools(app) {
     const list = app.view.toolList;
     if (app.tools.length === 0) {
@@ -489,6 +573,10 @@
     list.replaceChildren(...app.tools.map((t) => toolForm(app, t)));
   }
 
+  /**
+   * @param {OpenApp} app
+   * @param {RegisteredTool} tool
+   */
   function toolForm(app, tool) {
     const details = document.createElement('details');
     details.className = 'tool';
@@ -503,6 +591,7 @@
     const schema = tool.parameters || {};
     const props = schema.properties || {};
     const required = new Set(schema.required || []);
+    /** @type {[string, JSONSchema, HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement][]} */
     const readers = [];
     for (const [key, prop] of Object.entries(props)) {
       const label = document.createElement('label');
@@ -522,6 +611,7 @@
     form.append(run, out);
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
+      /** @type {Record<string, unknown>} */
       const args = {};
       try {
         for (const [key, prop, input] of readers) {
@@ -529,7 +619,7 @@
           if (v !== undefined) args[key] = v;
         }
       } catch (err) {
-        out.textContent = err.message;
+        out.textContent = err instanceof Error ? err.message : String(err);
         out.dataset.state = 'refused';
         return;
       }
@@ -542,6 +632,11 @@
     return details;
   }
 
+  /**
+   * fieldFor makes the form field for one property of a tool's parameters.
+   * @param {JSONSchema} prop
+   * @returns {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement}
+   */
   function fieldFor(prop) {
     if (Array.isArray(prop.enum)) {
       const select = document.createElement('select');
@@ -549,23 +644,34 @@
       for (const v of prop.enum) select.append(new Option(String(v), JSON.stringify(v)));
       return select;
     }
-    const input = document.createElement(prop.type === 'array' || prop.type === 'object' ? 'textarea' : 'input');
+    if (prop.type === 'array' || prop.type === 'object') {
+      const area = document.createElement('textarea');
+      area.placeholder = 'JSON';
+      if (prop.maxLength !== undefined) area.maxLength = prop.maxLength;
+      return area;
+    }
+    const input = document.createElement('input');
     switch (prop.type) {
       case 'boolean': input.type = 'checkbox'; break;
       case 'number': input.type = 'number'; input.step = 'any'; break;
       case 'integer': input.type = 'number'; input.step = '1'; break;
-      case 'array': case 'object': input.placeholder = 'JSON'; break;
       default: input.type = 'text';
     }
-    if (prop.minimum !== undefined) input.min = prop.minimum;
-    if (prop.maximum !== undefined) input.max = prop.maximum;
+    if (prop.minimum !== undefined) input.min = String(prop.minimum);
+    if (prop.maximum !== undefined) input.max = String(prop.maximum);
     if (prop.maxLength !== undefined) input.maxLength = prop.maxLength;
     return input;
   }
 
+  /**
+   * readField reads one field back as the value the tool gets; undefined leaves it out.
+   * @param {JSONSchema} prop
+   * @param {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} input
+   * @returns {unknown}
+   */
   function readField(prop, input) {
     if (Array.isArray(prop.enum)) return input.value === '' ? undefined : JSON.parse(input.value);
-    if (prop.type === 'boolean') return input.checked;
+    if (prop.type === 'boolean') return input instanceof HTMLInputElement && input.checked;
     if (input.value === '') return undefined;
     if (prop.type === 'number' || prop.type === 'integer') return Number(input.value);
     if (prop.type === 'array' || prop.type === 'object') {
@@ -575,17 +681,24 @@
   }
 
   el.refresh.addEventListener('click', refreshTray);
-  document.addEventListener('voicebox:root', refreshTray);
+  listen('root', refreshTray);
 
-  vb.miniApps = Object.freeze({
+  return Object.freeze({
     launch,
     close,
     refreshTray,
     list: async () => (await vb.must('miniapps.list')).entries,
+    /**
+     * @param {string} appId
+     * @param {string} tool
+     * @param {unknown} args
+     */
     call: async (appId, tool, args) => (await vb.must('miniapps.call', { appId, tool, args })).result,
-    tools: (appId) => (apps.get(appId) ? apps.get(appId).tools.map((t) => t.name) : []),
-    stats: (appId) => (apps.get(appId) ? structuredClone(apps.get(appId).stats) : null),
+    /** @param {string} appId */
+    tools: (appId) => apps.get(appId)?.tools.map((t) => t.name) ?? [],
+    /** @param {string} appId */
+    stats: (appId) => { const app = apps.get(appId); return app ? structuredClone(app.stats) : null; },
     counters: () => ({ ...counters }),
     open: () => [...apps.keys()],
   });
-})();
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -24,8 +25,10 @@ const (
 	AppHostDomain = ".localhost"
 )
 
-// BridgeScriptPath is the bridge's script, which the bridge document loads from its own host.
-const BridgeScriptPath = "/mini-app-bridge.js"
+// AppHostFiles are the only paths an app host serves: the bridge document and the modules it
+// loads, from its own host (the bridge and those it imports; a test follows the imports of
+// public/ to keep this list whole).
+var AppHostFiles = []string{BridgePath, "/mini-app-bridge.js", "/rules.js", "/names.js"}
 
 // AppHost reports whether host, a Host header's value (name or name:port), is an app host:
 // app-<AppHostDigits lowercase hex digits>.localhost. Nothing else is, not even another
@@ -51,14 +54,14 @@ func AppHost(host string) bool {
 	return true
 }
 
-// serveAppHost answers a request to an app host. Such a host serves the bridge document and its
-// script and nothing else, without a session: they hold no secret, and the page's session
-// cookie is never sent to another site. Everything else is 404 not-found, so the page, the API
-// and the sockets are never reachable under an app's origin.
+// serveAppHost answers a request to an app host. Such a host serves AppHostFiles and nothing
+// else, without a session: they hold no secret, and the page's session cookie is never sent to
+// another site. Everything else is 404 not-found, so the page, the API and the sockets are never
+// reachable under an app's origin.
 func (s *Server) serveAppHost(w http.ResponseWriter, r *http.Request) {
-	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || (r.URL.Path != BridgePath && r.URL.Path != BridgeScriptPath) {
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || !slices.Contains(AppHostFiles, r.URL.Path) {
 		WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound,
-			"a mini-app's host serves only the mini-app bridge (%s and %s)", BridgePath, BridgeScriptPath))
+			"a mini-app's host serves only the mini-app bridge (%s)", strings.Join(AppHostFiles, ", ")))
 		return
 	}
 	s.serveFile(w, r, strings.TrimPrefix(r.URL.Path, "/"))

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -83,7 +85,7 @@ func getHost(t *testing.T, ts *httptest.Server, method, host, path string, heade
 func TestAppHostServesTheBridgeAndNothingElse(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	files := map[string]string{"index.html": "page", "mini-app-bridge.html": "bridge", "mini-app-bridge.js": "bridge script", "app.js": "page script"}
+	files := map[string]string{"index.html": "page", "mini-app-bridge.html": "bridge", "mini-app-bridge.js": "bridge script", "rules.js": "rules", "names.js": "names", "main.js": "page script"}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -112,14 +114,17 @@ func TestAppHostServesTheBridgeAndNothingElse(t *testing.T) {
 	if xfo := resp.Header.Get("X-Frame-Options"); xfo != "" {
 		t.Errorf("the bridge carries X-Frame-Options %q, which would keep the page from framing it", xfo)
 	}
-	if resp, body := getHost(t, ts, http.MethodGet, app, BridgeScriptPath, nil); resp.StatusCode != 200 || body != "bridge script" {
-		t.Fatalf("the bridge's script on an app host answered %d %q", resp.StatusCode, body)
+	for path, want := range map[string]string{"/mini-app-bridge.js": "bridge script", "/rules.js": "rules", "/names.js": "names"} {
+		if resp, body := getHost(t, ts, http.MethodGet, app, path, nil); resp.StatusCode != 200 || body != want {
+			t.Fatalf("%s on an app host answered %d %q", path, resp.StatusCode, body)
+		}
 	}
 
 	for _, tt := range []struct{ method, path string }{
 		{http.MethodGet, "/"},
 		{http.MethodGet, "/index.html"},
-		{http.MethodGet, "/app.js"},
+		{http.MethodGet, "/main.js"},
+		{http.MethodGet, "/mini-app-sdk.js"},
 		{http.MethodGet, "/api/health"},
 		{http.MethodGet, "/api/root"},
 		{http.MethodGet, "/channel"},
@@ -165,5 +170,38 @@ func TestPageFramesAppHostsOnlyFromALoopbackName(t *testing.T) {
 		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'self'") || strings.Contains(csp, "*") {
 			t.Errorf("Host %s: the bridge's CSP %q", tt.host, csp)
 		}
+	}
+}
+
+// importFrom finds the relative modules a script imports: import ... from './x.js'.
+var importFrom = regexp.MustCompile(`(?m)\bfrom\s+'\./([a-z0-9-]+\.js)'`)
+
+// The bridge on an app host loads its modules from that host: every module it imports, and
+// every one those import, is one AppHostFiles serves.
+func TestAppHostFilesHoldTheBridgesImports(t *testing.T) {
+	t.Parallel()
+	public := filepath.Join("..", "..", "public")
+	seen := map[string]bool{}
+	todo := []string{"mini-app-bridge.js"}
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if !slices.Contains(AppHostFiles, "/"+name) {
+			t.Errorf("the bridge loads %s, which an app host does not serve", name)
+		}
+		src, err := os.ReadFile(filepath.Join(public, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range importFrom.FindAllStringSubmatch(string(src), -1) {
+			todo = append(todo, m[1])
+		}
+	}
+	if !seen["rules.js"] {
+		t.Fatalf("the walk found %v; it should have reached rules.js", seen)
 	}
 }

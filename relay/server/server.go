@@ -231,6 +231,9 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 // precompressed copy when the client takes one.
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, name string) {
 	name = path.Clean(name)
+	if "/"+name == OldGuestPath {
+		name = GuestPath[1:]
+	}
 	ctype, ok := contentTypes[path.Ext(name)]
 	if !ok || !fs.ValidPath(name) || strings.HasPrefix(path.Base(name), ".") || strings.HasPrefix(name, "api/") {
 		NotFound(w)
