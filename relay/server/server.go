@@ -110,7 +110,8 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // ServeHTTP gives the request its id, puts the security headers on the response, turns a panic
 // into a JSON 500, and logs one line when the request ends (for a WebSocket, when it closes). No
 // log line carries a query, a header value or a body: secrets travel there. Before any route it
-// checks, in order, the Host header (hostRefused), the Origin (originRefused) and the session
+// checks the Host header (hostRefused); a mini-app's own host (AppHost) is then served its bridge
+// and nothing else, and every other request checks the Origin (originRefused) and the session
 // gate.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.busy.Add(1)
@@ -120,7 +121,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info := s.requestInfo(r)
 	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 	w.Header().Set(RequestIDHeader, info.id)
-	setSecurityHeaders(w.Header(), r.Host, r.URL.Path, s.cfg.FrameOrigins)
+	setSecurityHeaders(w.Header(), r.Host, r.URL.Path, s.cfg.FrameOrigins, s.cfg.Origin)
 	if info.https && s.cfg.HSTS {
 		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
 	}
@@ -139,7 +140,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			WriteRefusal(rw, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay failed while answering %s; the error is in its log", r.URL.Path))
 		}
 	}()
-	if s.hostRefused(rw, r) || s.originRefused(rw, r) || s.gate(rw, r) {
+	if s.hostRefused(rw, r) {
+		return
+	}
+	if AppHost(r.Host) {
+		s.serveAppHost(rw, r)
+		return
+	}
+	if s.originRefused(rw, r) || s.gate(rw, r) {
 		return
 	}
 	s.mux.ServeHTTP(rw, r)
@@ -228,6 +236,12 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = "index.html"
 	}
+	s.serveFile(w, r, name)
+}
+
+// serveFile answers the public directory's file name (slash-separated, relative), with its
+// precompressed copy when the client takes one.
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, name string) {
 	name = path.Clean(name)
 	if "/"+name == OldGuestPath {
 		name = GuestPath[1:]
