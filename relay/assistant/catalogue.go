@@ -6,7 +6,7 @@
 // # The catalogue
 //
 // A Catalogue offers the built-in tools of shared/commands plus the open mini-apps' tools, which
-// the page's worker reports over /channel (relay/hub's Options.OnPageTools). Call maps a model's
+// the page's worker reports over /channel (it hears relay/hub's offers). Call maps a model's
 // (name, args) through commands.Set.Map and routes the action; every call gets exactly one answer,
 // the observation object or {"refused": rule, "why": sentence}, and never blocks past its
 // context. OnChange listeners run whenever the tool set, and so Instruction, changes.
@@ -139,8 +139,8 @@ func (c *Catalogue) OnChange(fn func()) (cancel func()) {
 
 // SetPageTools takes the function declarations the page's worker offers (a JSON array of
 // {name, description, parameters}), or nil when the page left. Each declaration is checked as a
-// mini-app tool is at registration; one that fails is left out and logged. It is relay/hub's
-// Options.OnPageTools.
+// mini-app tool is at registration; one that fails is left out and logged. It hears the Tools of
+// relay/hub's offers.
 func (c *Catalogue) SetPageTools(tools json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -108,11 +108,7 @@ func New(opts Options) *Handler {
 // live sessions and has a key. The assistant reads it to tell the page whether it is in offline
 // mode.
 func (h *Handler) Configured() bool {
-	c := h.opts.Settings.Current()
-	if _, err := h.opts.Registry.InputRate(c.Provider); err != nil {
-		return false
-	}
-	return h.opts.Keys.Key(c.Provider) != ""
+	return Configured(h.opts.Registry, h.opts.Settings, h.opts.Keys)
 }
 
 // Open returns how many /live sockets are open.

@@ -70,3 +70,14 @@ func KeyEnvs(r *live.Registry) map[string]string {
 	}
 	return m
 }
+
+// Configured reports whether the next session could start: the provider settings choose runs
+// live sessions and keys hold a key for it. It needs no Handler, so a part built before the
+// /live door (the assistant's offline mode) can ask it too.
+func Configured(reg *live.Registry, settings *Settings, keys *Keys) bool {
+	c := settings.Current()
+	if _, err := reg.InputRate(c.Provider); err != nil {
+		return false
+	}
+	return keys.Key(c.Provider) != ""
+}
