@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/voicebox-go/voicebox/shared/executor"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/miniappstore"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
@@ -195,15 +195,15 @@ func (a *api) toolsChanged() {
 	}
 	decls := a.registry.FunctionDeclarations()
 	if decls == nil {
-		decls = []miniapp.FunctionDeclaration{}
+		decls = []tool.Declaration{}
 	}
 	a.mu.Lock()
 	external := a.externalReport
 	a.mu.Unlock()
 	frame, err := json.Marshal(struct {
-		Type         string                        `json:"type"`
-		Tools        []miniapp.FunctionDeclaration `json:"tools"`
-		ExternalApps json.RawMessage               `json:"externalApps,omitempty"`
+		Type         string             `json:"type"`
+		Tools        []tool.Declaration `json:"tools"`
+		ExternalApps json.RawMessage    `json:"externalApps,omitempty"`
 	}{"tools", decls, external})
 	if err != nil || len(frame) > wire.MaxFrameBytes {
 		return // past the frame bound (hundreds of large tools): the relay keeps the last set

@@ -49,8 +49,8 @@ import (
 
 	"github.com/voicebox-go/voicebox/relay/hub"
 	"github.com/voicebox-go/voicebox/shared/commands"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
@@ -117,7 +117,7 @@ func New(opts Options) *Catalogue {
 
 // Declarations returns every tool the model is offered now: the built-ins, then the open
 // mini-apps' tools.
-func (c *Catalogue) Declarations() []miniapp.FunctionDeclaration { return c.set.Load().Declarations() }
+func (c *Catalogue) Declarations() []tool.Declaration { return c.set.Load().Declarations() }
 
 // Instruction returns the system instruction for a live model, for the current tool set.
 func (c *Catalogue) Instruction() string { return c.set.Load().Instruction() }
@@ -148,7 +148,7 @@ func (c *Catalogue) SetPageTools(tools json.RawMessage) {
 		return
 	}
 	c.pageTools = slices.Clone(tools)
-	var decls []miniapp.FunctionDeclaration
+	var decls []tool.Declaration
 	if len(tools) > 0 {
 		if err := json.Unmarshal(tools, &decls); err != nil {
 			c.log.Warn("assistant: the page's tools are not a list of declarations", "err", err)

@@ -27,8 +27,8 @@ package live
 import (
 	"encoding/json"
 
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // State is what a session reports through Callbacks.OnState.
@@ -181,7 +181,7 @@ type Provider interface {
 	Interrupt(playedMs int) error
 	// UpdateTools offers a new tool set and instruction to the running session, or refuses
 	// live-update-unsupported when the vendor cannot change them mid-session.
-	UpdateTools(tools []miniapp.FunctionDeclaration, instruction string) error
+	UpdateTools(tools []tool.Declaration, instruction string) error
 	// Close closes the vendor connection; idempotent.
 	Close()
 }
@@ -200,7 +200,7 @@ type Env struct {
 	Key                   string
 	Model, Voice          string
 	Thinking              string
-	Tools                 []miniapp.FunctionDeclaration
+	Tools                 []tool.Declaration
 	Instruction           string
 	InputRate, OutputRate int
 	// Log receives what a provider wants to say; never the key. Never nil.

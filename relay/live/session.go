@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // DefaultReadyBound is how long a session may take from Start to ready before it fails with
@@ -41,7 +41,7 @@ type Config struct {
 	// BaseURL is the vendor endpoint; empty means the vendor's own.
 	BaseURL string
 	// Tools and Instruction are what the model is offered.
-	Tools       []miniapp.FunctionDeclaration
+	Tools       []tool.Declaration
 	Instruction string
 	// Transport reaches the vendor; nil means a new WebSocketTransport.
 	Transport Transport
@@ -208,7 +208,7 @@ func (s *Session) Interrupt(playedMs int) error {
 }
 
 // UpdateTools offers a new tool set and instruction, when the provider can change them.
-func (s *Session) UpdateTools(tools []miniapp.FunctionDeclaration, instruction string) error {
+func (s *Session) UpdateTools(tools []tool.Declaration, instruction string) error {
 	if s.Done() {
 		return refusal.New(refusal.LiveSessionClosed, "the live session has ended")
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/voicebox-go/voicebox/relay/live"
 	"github.com/voicebox-go/voicebox/relay/live/livetest"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // bound is a hang guard for waits; nothing asserts how long anything took.
@@ -126,7 +126,7 @@ func (p *fakeProvider) Interrupt(ms int) error {
 	p.played = append(p.played, ms)
 	return nil
 }
-func (p *fakeProvider) UpdateTools([]miniapp.FunctionDeclaration, string) error { return nil }
+func (p *fakeProvider) UpdateTools([]tool.Declaration, string) error { return nil }
 func (p *fakeProvider) Close() {
 	p.mu.Lock()
 	p.closes++

@@ -17,6 +17,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/relay/externalapps"
 	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // patience is the hang guard of every wait here; nothing asserts how long anything takes.
@@ -123,8 +124,8 @@ func TestThePagesOfferReachesTheModel(t *testing.T) {
 			}
 		}
 	}()
-	tool := miniapp.ModelName("app_timer", "start")
-	decls, _ := json.Marshal([]miniapp.FunctionDeclaration{{Name: tool, Description: "Start the timer", Parameters: json.RawMessage(`{"type":"object"}`)}})
+	appTool := miniapp.ModelName("app_timer", "start")
+	decls, _ := json.Marshal([]tool.Declaration{{Name: appTool, Description: "Start the timer", Parameters: json.RawMessage(`{"type":"object"}`)}})
 	report := `{"apps":[{"id":"orders","live":true,"context":true,"tools":[{"name":"list_orders","description":"List the orders.","readOnly":true}]}]}`
 	for _, frame := range []string{`{"type":"root","kind":"opfs","name":"Browser storage"}`, `{"type":"tools","tools":` + string(decls) + `,"externalApps":` + report + `}`} {
 		if err := ws.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
@@ -133,7 +134,7 @@ func TestThePagesOfferReachesTheModel(t *testing.T) {
 	}
 	offered := func() (page, external bool) {
 		for _, d := range r.ExternalApps.Declarations() {
-			page = page || d.Name == tool
+			page = page || d.Name == appTool
 			external = external || strings.Contains(d.Name, "list_orders")
 		}
 		return page, external

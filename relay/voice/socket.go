@@ -17,6 +17,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // Bounds of the /live socket.
@@ -46,7 +47,7 @@ type Options struct {
 	Settings *Settings
 	Keys     *Keys
 	// Catalogue is what the model may call; nil offers no tools (NoTools).
-	Catalogue Catalogue
+	Catalogue tool.Catalogue
 	// BaseURLs overrides a provider's vendor endpoint (a fixture's, in tests).
 	BaseURLs map[string]string
 	// Transport makes the transport of each session; nil means a WebSocketTransport.

@@ -5,9 +5,10 @@ import (
 	"sync"
 
 	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
-// Viewer is a Catalogue that can also say what the person has on screen now: the open external
+// Viewer is a tool.Catalogue that can also say what the person has on screen now: the open external
 // apps' "current view" note (relay/externalapps.Model). A session's instruction is the catalogue's
 // instruction followed by that note: taken fresh when the session starts and again after every
 // turn of the model, and sent in place of the previous one, so the model always holds exactly one
@@ -18,7 +19,7 @@ type Viewer interface {
 
 // view keeps one session's instruction in step with the catalogue and the current view.
 type view struct {
-	cat  Catalogue
+	cat  tool.Catalogue
 	mu   sync.Mutex // one refresh at a time
 	last string     // the instruction the session was last given
 	busy bool

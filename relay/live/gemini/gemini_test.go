@@ -10,12 +10,12 @@ import (
 	"github.com/voicebox-go/voicebox/relay/live"
 	"github.com/voicebox-go/voicebox/relay/live/gemini"
 	"github.com/voicebox-go/voicebox/relay/live/livetest"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
-var listFiles = miniapp.FunctionDeclaration{Name: "list_files", Description: "List files",
+var listFiles = tool.Declaration{Name: "list_files", Description: "List files",
 	Parameters: json.RawMessage(`{"type":"object","properties":{"dir":{"type":"string"},"at":{"type":"object","properties":{"n":{"type":"number","maximum":6.0000000000000001}},"additionalProperties":false}},"additionalProperties":false}`)}
 
 type rig struct {
@@ -24,7 +24,7 @@ type rig struct {
 	s   *live.Session
 }
 
-func startRig(t *testing.T, opts vendorfixture.Options, choice live.Choice, tools ...miniapp.FunctionDeclaration) *rig {
+func startRig(t *testing.T, opts vendorfixture.Options, choice live.Choice, tools ...tool.Declaration) *rig {
 	t.Helper()
 	fx := vendorfixture.Start(t, opts)
 	reg := &live.Registry{}
@@ -72,11 +72,11 @@ func TestSetupFrames(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		choice   live.Choice
-		tools    []miniapp.FunctionDeclaration
+		tools    []tool.Declaration
 		model    string
 		thinking string
 	}{
-		{"default model, dynamic budget", live.Choice{}, []miniapp.FunctionDeclaration{listFiles}, gemini.DefaultModel, `{"thinkingBudget":-1}`},
+		{"default model, dynamic budget", live.Choice{}, []tool.Declaration{listFiles}, gemini.DefaultModel, `{"thinkingBudget":-1}`},
 		{"extended thinking, a level", live.Choice{Model: gemini.ExtendedModel, Thinking: "high"}, nil, gemini.ExtendedModel, `{"thinkingLevel":"high"}`},
 		{"legacy id normalized", live.Choice{Model: gemini.LegacyThinkingModel}, nil, gemini.ExtendedModel, `{"thinkingLevel":"low"}`},
 	} {
@@ -113,7 +113,7 @@ func TestSetupFrames(t *testing.T) {
 			r.clean(t)
 		})
 	}
-	got := gemini.Setup(gemini.DefaultModel, "Puck", "", "x", []miniapp.FunctionDeclaration{listFiles})
+	got := gemini.Setup(gemini.DefaultModel, "Puck", "", "x", []tool.Declaration{listFiles})
 	want := `{"setup":{"generationConfig":{"responseModalities":["AUDIO"],"speechConfig":{"voiceConfig":{"prebuiltVoiceConfig":{"voiceName":"Puck"}}},"thinkingConfig":{"thinkingBudget":-1}},"inputAudioTranscription":{},"model":"models/gemini-3.8-live","outputAudioTranscription":{},"systemInstruction":{"parts":[{"text":"x"}]},"tools":[{"functionDeclarations":[{"description":"List files","name":"list_files","parameters":{"properties":{"at":{"properties":{"n":{"maximum":6.0000000000000001,"type":"number"}},"type":"object"},"dir":{"type":"string"}},"type":"object"}}]}]}}`
 	if string(got) != want {
 		t.Fatalf("Setup\n got %s\nwant %s", got, want)

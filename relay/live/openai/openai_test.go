@@ -11,12 +11,12 @@ import (
 	"github.com/voicebox-go/voicebox/relay/live"
 	"github.com/voicebox-go/voicebox/relay/live/livetest"
 	"github.com/voicebox-go/voicebox/relay/live/openai"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
-var writeFile = miniapp.FunctionDeclaration{Name: "write_file", Description: "Write a file",
+var writeFile = tool.Declaration{Name: "write_file", Description: "Write a file",
 	Parameters: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"content":{"type":"string"}},"required":["name","content"]}`)}
 
 type rig struct {
@@ -35,7 +35,7 @@ func startRig(t *testing.T, opts vendorfixture.Options, choice live.Choice) *rig
 	buf := &livetest.LogBuffer{}
 	choice.Provider = openai.Name
 	s, err := reg.Start(context.Background(), live.Config{Choice: choice, Key: fx.Key(), BaseURL: fx.OpenAIURL(),
-		Tools: []miniapp.FunctionDeclaration{writeFile}, Instruction: "Be brief.", Callbacks: rec.Callbacks(),
+		Tools: []tool.Declaration{writeFile}, Instruction: "Be brief.", Callbacks: rec.Callbacks(),
 		Log: slog.New(slog.NewTextHandler(buf, nil))})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -75,7 +75,7 @@ func TestSetupIsTheGAShapeAndReadyWaitsForSessionUpdated(t *testing.T) {
 		t.Fatalf("upgrade headers: beta %q, authorization set %v", c.Header.Get("OpenAI-Beta"), c.Header.Get("Authorization") != "")
 	}
 	got := c.Frames()[0].Raw
-	want := openai.SessionUpdate("gpt-4o-mini-realtime-preview", "coral", "Be brief.", []miniapp.FunctionDeclaration{writeFile})
+	want := openai.SessionUpdate("gpt-4o-mini-realtime-preview", "coral", "Be brief.", []tool.Declaration{writeFile})
 	if !bytes.Equal(got, want) {
 		t.Fatalf("first frame\n got %s\nwant %s", got, want)
 	}
