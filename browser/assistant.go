@@ -11,6 +11,7 @@ import (
 	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/miniappstore"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/tool"
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
@@ -66,15 +67,13 @@ func asObject(out json.RawMessage) json.RawMessage {
 	return b
 }
 
-// strictArgs decodes a call's arguments into v, refusing unknown keys.
+// strictArgs decodes a call's arguments into v, refusing unknown keys; none (or null) are {}.
 func strictArgs(raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		raw = json.RawMessage(`{}`)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return refusal.New(refusal.InvalidArgument, "the arguments do not fit the tool: %v", err)
+	if err := strictjson.Decode(raw, v); err != nil {
+		return refusal.New(refusal.InvalidArgument, "the arguments do not fit the tool: %s", strictjson.Problem(err))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/strictjson"
 )
 
 // MaxViewBytes bounds what files.read returns for the page to show and edit; a larger file is
@@ -28,10 +29,8 @@ func decodeParams(req request, v any) *refusal.Refusal {
 	if len(bytes.TrimSpace(p)) == 0 || string(bytes.TrimSpace(p)) == "null" {
 		p = []byte("{}")
 	}
-	dec := json.NewDecoder(bytes.NewReader(p))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return refusal.New(refusal.InvalidArgument, "the parameters of %s do not fit it: %v", req.Method, err)
+	if err := strictjson.Decode(p, v); err != nil {
+		return refusal.New(refusal.InvalidArgument, "the parameters of %s do not fit it: %s", req.Method, strictjson.Problem(err))
 	}
 	return nil
 }

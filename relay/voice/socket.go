@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
@@ -477,9 +477,7 @@ func (s *socket) message(sess *live.Session, b []byte) {
 		Text     *string `json:"text"`
 		PlayedMs *int    `json:"playedMs"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if dec.Decode(&m) != nil {
+	if strictjson.Decode(b, &m) != nil {
 		s.send(refusedFrame(refusal.New(refusal.LiveMessageInvalid, "a text frame is one JSON object: {type: text|interrupt|close, ...}")))
 		return
 	}
