@@ -51,7 +51,7 @@ func controlCall(state *hoststate.Dir, method, path string, body, out any) error
 	req.Header.Set(server.HostTokenHeader, strings.TrimSpace(string(tok)))
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("no relay answers for %s (is `relay serve` running with this --extensions-dir?): %w", state.Path(), err)
+		return fmt.Errorf("no relay answers for %s (is `relay serve` running with this --state-dir?): %w", state.Path(), err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))

@@ -23,6 +23,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -62,9 +63,9 @@ func init() {
 		{"env", "run a paired machine environment: env --relay URL --bearer-file FILE --root DIR", runEnv},
 		{"tool-check", "check a mini-app tool declaration (and arguments): tool-check DECLARATION.json [ARGUMENTS.json]", toolcheck.Main},
 		{"extension-check", "check an extension descriptor: extension-check DESCRIPTOR.json [--placement page|machine]", extcheck.Main},
-		{"approval-code", "show the outstanding extension approval code: approval-code [--extensions-dir DIR]", runApprovalCode},
+		{"approval-code", "show the outstanding extension approval code: approval-code [--state-dir DIR]", runApprovalCode},
 		{"sessions", "list or revoke the sessions of the running relay: sessions [list] | sessions revoke ID | sessions revoke --all", runSessions},
-		{"ticket", "mint a one-time sign-in address on the running relay and print it: ticket [--extensions-dir DIR]", runTicket},
+		{"ticket", "mint a one-time sign-in address on the running relay and print it: ticket [--state-dir DIR]", runTicket},
 		{"check-app", "say which embedding headers an external mini-app lacks: check-app URL [--host ORIGIN]", runCheckApp},
 		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }},
 	}
@@ -119,8 +120,9 @@ func usage(w io.Writer) {
 Environment:
   PORT                     the port to listen on when --addr is not given (default %d; 0 takes a free port)
   VOICEBOX_PUBLIC_DIR      the directory the page is served from when --public is not given
-  VOICEBOX_EXTENSIONS_DIR  the host state directory (host token, pairings) when --extensions-dir is
-                           not given (default: the user's configuration directory + /voicebox)
+  VOICEBOX_STATE_DIR       the host state directory (host token, pairings, keys, settings, extensions)
+                           when --state-dir is not given (default: the user's configuration
+                           directory + /voicebox); VOICEBOX_EXTENSIONS_DIR is its old name, still taken
   VOICEBOX_HELLO_BOUND_MS  milliseconds a /channel connection that is not the page has to send its
                            hello, when --hello-bound-ms is not given (default %d)
   VOICEBOX_LOOPBACK_AUTH   1 turns the session gate on: the page and /api/* need a session made from
@@ -144,7 +146,7 @@ Environment:
   VOICEBOX_OPENAI_URL      the OpenAI Realtime endpoint, when --openai-url is not given
   VOICEBOX_GEMINI_URL      the Gemini Live endpoint, when --gemini-url is not given
 
-The sessions and ticket commands reach the relay serving the same --extensions-dir through its
+The sessions and ticket commands reach the relay serving the same --state-dir through its
 control socket (%s in that directory) and authenticate with the host token.
 `, DefaultPort, hub.DefaultHelloBound.Milliseconds(), session.DefaultLifetime, relay.ControlSocketFile)
 }
@@ -152,7 +154,7 @@ control socket (%s in that directory) and authenticate with the host token.
 type serveConfig struct {
 	addr       string
 	public     string
-	stateDir   string
+	state      stateDirFlags
 	helloBound int
 	origin     string
 	tlsCert    string
@@ -183,32 +185,55 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.StringVar(&cfg.trusted, "trusted-proxy", "", "`CIDR[,CIDR...]` of reverse proxies whose Forwarded/X-Forwarded-* headers are believed; from any other peer they are ignored (default $VOICEBOX_TRUSTED_PROXY, else none)")
 	fs.StringVar(&cfg.logFormat, "log-format", "", "`format` of the log on stderr: auto (text on a terminal, JSON otherwise), json or text (default $VOICEBOX_LOG_FORMAT, else auto)")
 	fs.StringVar(&cfg.public, "public", "", "`directory` the page is served from (default $VOICEBOX_PUBLIC_DIR, else ./public)")
-	stateDirFlag(fs, &cfg.stateDir)
+	cfg.state.register(fs)
 	fs.StringVar(&cfg.miniApps, "mini-apps", "", "JSON `file` of the external mini-app registry (default: the JSON in $MINI_APPS; neither means none)")
 	vendorFlags(fs, cfg)
 	fs.IntVar(&cfg.helloBound, "hello-bound-ms", 0, "`milliseconds` a /channel connection that is not the page has to say hello (default $VOICEBOX_HELLO_BOUND_MS, else 5000)")
 	return fs, cfg
 }
 
-func stateDirFlag(fs *flag.FlagSet, p *string) {
-	fs.StringVar(p, "extensions-dir", "", "host state `directory`: host token, pairings and extensions (default $VOICEBOX_EXTENSIONS_DIR, else the user's config dir + /voicebox)")
+// stateDirFlags name the host state directory: --state-dir, or --extensions-dir, its old name,
+// still taken as an alias (as is VOICEBOX_EXTENSIONS_DIR for VOICEBOX_STATE_DIR).
+type stateDirFlags struct {
+	dir, alias string
 }
 
-// stateDirPath is the host state directory named by the flag, else the environment, else the
-// per-user default.
-func stateDirPath(flagDir string) (string, error) {
-	if flagDir != "" {
-		return flagDir, nil
+func (s *stateDirFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.dir, "state-dir", "", "host state `directory`: host token, pairings, vendor keys, agent settings, extensions, ACME certificates and the control socket (default $VOICEBOX_STATE_DIR, else the user's config dir + /voicebox)")
+	fs.StringVar(&s.alias, "extensions-dir", "", "the old name of --state-dir, still taken (as is $VOICEBOX_EXTENSIONS_DIR for $VOICEBOX_STATE_DIR)")
+}
+
+// errStateDirConflict: the new and the old name of the state directory name different ones.
+var errStateDirConflict = errors.New("--state-dir and --extensions-dir (its old name), or VOICEBOX_STATE_DIR and VOICEBOX_EXTENSIONS_DIR, name different directories; give one")
+
+// path is the host state directory the flags name, else the environment, else the per-user
+// default.
+func (s *stateDirFlags) path() (string, error) {
+	flagDir, err := oneOf(s.dir, s.alias)
+	if err != nil {
+		return "", err
 	}
-	if dir := os.Getenv("VOICEBOX_EXTENSIONS_DIR"); dir != "" {
+	envDir, err := oneOf(os.Getenv("VOICEBOX_STATE_DIR"), os.Getenv("VOICEBOX_EXTENSIONS_DIR"))
+	if err != nil {
+		return "", err
+	}
+	if dir := cmp.Or(flagDir, envDir); dir != "" {
 		return dir, nil
 	}
 	return hoststate.DefaultPath()
 }
 
-// openState opens the host state directory stateDirPath names.
-func openState(flagDir string) (*hoststate.Dir, error) {
-	dir, err := stateDirPath(flagDir)
+// oneOf is the value of a name and its old alias, which may not disagree.
+func oneOf(name, alias string) (string, error) {
+	if name != "" && alias != "" && name != alias {
+		return "", errStateDirConflict
+	}
+	return cmp.Or(name, alias), nil
+}
+
+// open opens the host state directory path names.
+func (s *stateDirFlags) open() (*hoststate.Dir, error) {
+	dir, err := s.path()
 	if err != nil {
 		return nil, err
 	}
@@ -240,8 +265,11 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 2
 	}
-	if st.StateDir, err = stateDirPath(cfg.stateDir); err != nil {
+	if st.StateDir, err = cfg.state.path(); err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
+		if errors.Is(err, errStateDirConflict) {
+			return 2
+		}
 		return 1
 	}
 	ln, err := net.Listen("tcp", st.addr)

@@ -225,7 +225,7 @@ func TestThePageReconnectsWhenTheRelayRestarts(t *testing.T) {
 	// The failed attempts while the relay is down are expected.
 	tab.Allow(`WebSocket connection to .*/channel' failed`)
 
-	again := harness.StartRelay(t, "PORT="+relay.Port(), "VOICEBOX_EXTENSIONS_DIR="+relay.StateDir)
+	again := harness.StartRelay(t, "PORT="+relay.Port(), "VOICEBOX_STATE_DIR="+relay.StateDir)
 	harness.WaitFor[bool](tab, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
 	if a := again.Call(t, "write-file", map[string]string{"path": "after-restart.txt", "content": "still here"}); !a.OK {
 		t.Fatalf("after the restart a call answered %s", a.Raw)

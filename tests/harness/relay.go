@@ -36,7 +36,7 @@ func RepoRoot() string {
 type Relay struct {
 	// URL is the page's address, http://127.0.0.1:PORT.
 	URL string
-	// StateDir is the relay's host state directory (VOICEBOX_EXTENSIONS_DIR), a fresh one per
+	// StateDir is the relay's host state directory (VOICEBOX_STATE_DIR), a fresh one per
 	// relay unless the environment given names one.
 	StateDir string
 	cmd      *exec.Cmd
@@ -89,12 +89,12 @@ func StartRelayWith(t testing.TB, args []string, env ...string) *Relay {
 	}
 	r := &Relay{StateDir: filepath.Join(t.TempDir(), "state")}
 	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "VOICEBOX_EXTENSIONS_DIR="); ok {
+		if v, ok := strings.CutPrefix(kv, "VOICEBOX_STATE_DIR="); ok {
 			r.StateDir = v
 		}
 	}
 	cmd := exec.Command(bin, append([]string{"serve", "--public", filepath.Join(root, "public")}, args...)...)
-	cmd.Env = append(os.Environ(), append([]string{"PORT=0", "VOICEBOX_EXTENSIONS_DIR=" + r.StateDir}, env...)...)
+	cmd.Env = append(os.Environ(), append([]string{"PORT=0", "VOICEBOX_STATE_DIR=" + r.StateDir}, env...)...)
 	cmd.Stderr = lockedWriter{r}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
