@@ -34,7 +34,7 @@ type Callbacks struct {
 
 // Config starts a session.
 type Config struct {
-	// Choice names the provider, model, voice and thinking depth (see Registry.Resolve).
+	// Choice names the provider, model, voice and thinking depth (see Providers.Resolve).
 	Choice
 	// Key is the vendor key.
 	Key string
@@ -88,7 +88,7 @@ type terminal struct {
 
 // Start resolves cfg's choice against the registry, builds the provider and starts it. When it
 // cannot start, the session reports Failed (its one terminal state) and Start returns the reason.
-func (r *Registry) Start(ctx context.Context, cfg Config) (*Session, error) {
+func (r *Providers) Start(ctx context.Context, cfg Config) (*Session, error) {
 	choice, err := r.Resolve(cfg.Choice)
 	if err != nil {
 		return nil, err

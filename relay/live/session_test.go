@@ -136,8 +136,8 @@ func (p *fakeProvider) Close() {
 
 const testKey = "sk-test-0123456789abcdef"
 
-func registry(rate int) (*live.Registry, *holder) {
-	r, h := &live.Registry{}, &holder{}
+func registry(rate int) (*live.Providers, *holder) {
+	r, h := &live.Providers{}, &holder{}
 	r.Register("fake", fakeFactory(nil, h), live.Offer{InputRate: rate, OutputRate: 24000, Models: []string{"m1", "m2"}, Voices: []string{"v1"}})
 	return r, h
 }
@@ -186,7 +186,7 @@ func TestRegistryRates(t *testing.T) {
 
 func TestResolveChoices(t *testing.T) {
 	t.Parallel()
-	r := &live.Registry{}
+	r := &live.Providers{}
 	r.Register("a", fakeFactory(nil, nil), live.Offer{InputRate: 16000, Models: []string{"a-live", "a-think"}, Aliases: map[string]string{"a-old": "a-think"},
 		Voices: []string{"Kore", "Puck"}, Thinking: []string{"low", "high"}, ThinkingModels: []string{"a-think"}})
 	r.Register("b", fakeFactory(nil, nil), live.Offer{InputRate: 24000, Models: []string{"b-rt"}, Voices: []string{"alloy"}})
@@ -438,7 +438,7 @@ func TestInterruptToolResponsesAndClose(t *testing.T) {
 
 func TestKeyNeverInDetails(t *testing.T) {
 	t.Parallel()
-	r := &live.Registry{}
+	r := &live.Providers{}
 	r.Register("leaky", fakeFactory(errors.New("dial wss://vendor/?key="+testKey+" failed"), nil), live.Offer{InputRate: 24000, Models: []string{"m"}, Voices: []string{"v"}})
 	rec := livetest.NewRecorder()
 	_, err := r.Start(context.Background(), live.Config{Choice: live.Choice{Provider: "leaky"}, Key: testKey, Transport: &fakeTransport{headers: true}, Callbacks: rec.Callbacks()})

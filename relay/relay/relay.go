@@ -160,7 +160,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	vendors := r.voiceParts()
 	r.Tools = assistant.New(assistant.Options{Root: r.Hub, Extensions: assistant.ExtensionsOf(r.Extensions), Log: r.log,
-		Live: func() bool { return voice.Configured(vendors.Registry, vendors.Settings, vendors.Keys) }})
+		Live: func() bool { return voice.Configured(vendors.Providers, vendors.Settings, vendors.Keys) }})
 	r.Tools.Register(r.Server)
 	r.buildExternalApps()
 	r.Hub.AddOfferListener(hub.OfferFunc(func(o hub.Offer) {
@@ -227,7 +227,7 @@ func (r *Relay) buildExternalApps() {
 // in the Options the door is built with.
 func (r *Relay) voiceParts() voice.Options {
 	reg := voice.Providers()
-	return voice.Options{Registry: reg, Settings: voice.NewSettings(reg, r.State), Keys: voice.NewKeys(r.State, nil, voice.KeyEnvs(reg))}
+	return voice.Options{Providers: reg, Settings: voice.NewSettings(reg, r.State), Keys: voice.NewKeys(r.State, nil, voice.KeyEnvs(reg))}
 }
 
 func (r *Relay) buildLive(opts voice.Options) {

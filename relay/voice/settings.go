@@ -21,7 +21,7 @@ const maxSettingsFileBytes = 16 << 10
 // session uses. A change applies to the next session, never to one that runs. It is safe for
 // concurrent use.
 type Settings struct {
-	reg   *live.Registry
+	reg   *live.Providers
 	state *hoststate.Dir
 
 	mu  sync.Mutex
@@ -30,7 +30,7 @@ type Settings struct {
 
 // NewSettings returns the settings kept in state (nil keeps them in memory only), starting from
 // what was saved when it still resolves, else from the defaults.
-func NewSettings(reg *live.Registry, state *hoststate.Dir) *Settings {
+func NewSettings(reg *live.Providers, state *hoststate.Dir) *Settings {
 	s := &Settings{reg: reg, state: state}
 	s.cur, _ = reg.Resolve(live.Choice{Provider: DefaultProvider})
 	if state != nil {
@@ -53,7 +53,7 @@ func (s *Settings) Current() live.Choice {
 	return s.cur
 }
 
-// Set resolves c (see live.Registry.Resolve: a model or voice of another provider is refused),
+// Set resolves c (see live.Providers.Resolve: a model or voice of another provider is refused),
 // keeps it, and returns what was kept.
 func (s *Settings) Set(c live.Choice) (live.Choice, error) {
 	c, err := s.reg.Resolve(c)

@@ -41,11 +41,11 @@ const (
 
 // Options configure a Handler.
 type Options struct {
-	// Registry holds the providers; Settings say which one the next session uses; Keys hold
+	// Providers are the live providers; Settings say which one the next session uses; Keys hold
 	// their keys. All three are required.
-	Registry *live.Registry
-	Settings *Settings
-	Keys     *Keys
+	Providers *live.Providers
+	Settings  *Settings
+	Keys      *Keys
 	// Catalogue is what the model may call; nil offers no tools (NoTools).
 	Catalogue tool.Catalogue
 	// BaseURLs overrides a provider's vendor endpoint (a fixture's, in tests).
@@ -109,7 +109,7 @@ func New(opts Options) *Handler {
 // live sessions and has a key. The assistant reads it to tell the page whether it is in offline
 // mode.
 func (h *Handler) Configured() bool {
-	return Configured(h.opts.Registry, h.opts.Settings, h.opts.Keys)
+	return Configured(h.opts.Providers, h.opts.Settings, h.opts.Keys)
 }
 
 // Open returns how many /live sockets are open.
@@ -345,14 +345,14 @@ func (s *socket) run() {
 	defer s.markStarted()
 	h := s.h
 	choice := h.opts.Settings.Current()
-	rate, err := h.opts.Registry.InputRate(choice.Provider)
+	rate, err := h.opts.Providers.InputRate(choice.Provider)
 	if err != nil {
 		rf, _ := refusal.As(err)
 		s.refuse(rf)
 		s.drain()
 		return
 	}
-	offer, _ := h.opts.Registry.Offer(choice.Provider)
+	offer, _ := h.opts.Providers.Offer(choice.Provider)
 	key := h.opts.Keys.Key(choice.Provider)
 	if key == "" {
 		s.refuse(refusal.New(refusal.LiveKeyMissing, "no %s key is configured on the relay: set %s (or store one with PUT /api/keys) and start a new session; until then, use the offline mode (typed commands)",
@@ -370,7 +370,7 @@ func (s *socket) run() {
 		transport = h.opts.Transport()
 	}
 	h.log.Info("live: session starting", "provider", choice.Provider, "model", choice.Model)
-	sess, err := h.opts.Registry.Start(s.ctx, live.Config{Choice: choice, Key: key, BaseURL: h.opts.BaseURLs[choice.Provider],
+	sess, err := h.opts.Providers.Start(s.ctx, live.Config{Choice: choice, Key: key, BaseURL: h.opts.BaseURLs[choice.Provider],
 		Tools: cat.Declarations(), Instruction: s.view.start(s.ctx), Transport: transport, Callbacks: s.callbacks(), Log: h.log})
 	if err != nil {
 		// The session reported Failed, which ended the socket; a refusal before it had a

@@ -129,7 +129,7 @@ func startRelay(t *testing.T, o relayOpts) *relay {
 	if o.catalogue != nil {
 		use = o.catalogue
 	}
-	opts := voice.Options{Registry: reg, Settings: set, Keys: keys, Catalogue: use, PageOrigin: srv.PageOrigin, Log: log, MaxSockets: o.max}
+	opts := voice.Options{Providers: reg, Settings: set, Keys: keys, Catalogue: use, PageOrigin: srv.PageOrigin, Log: log, MaxSockets: o.max}
 	if o.fx != nil {
 		opts.BaseURLs = map[string]string{openai.Name: o.fx.OpenAIURL(), gemini.Name: o.fx.GeminiURL()}
 	}

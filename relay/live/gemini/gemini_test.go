@@ -27,7 +27,7 @@ type rig struct {
 func startRig(t *testing.T, opts vendorfixture.Options, choice live.Choice, tools ...tool.Declaration) *rig {
 	t.Helper()
 	fx := vendorfixture.Start(t, opts)
-	reg := &live.Registry{}
+	reg := &live.Providers{}
 	gemini.Register(reg)
 	rec := livetest.NewRecorder()
 	choice.Provider = gemini.Name
@@ -293,7 +293,7 @@ func TestNoFallbackOutsideAToolTurn(t *testing.T) {
 func TestRefusedBeforeDialing(t *testing.T) {
 	t.Parallel()
 	fx := vendorfixture.Start(t, vendorfixture.Options{})
-	reg := &live.Registry{}
+	reg := &live.Providers{}
 	gemini.Register(reg)
 	for _, tc := range []struct {
 		name   string
@@ -317,7 +317,7 @@ func TestRefusedBeforeDialing(t *testing.T) {
 func TestWrongKeyEndsTheSessionWithoutLeakingIt(t *testing.T) {
 	t.Parallel()
 	fx := vendorfixture.Start(t, vendorfixture.Options{})
-	reg := &live.Registry{}
+	reg := &live.Providers{}
 	gemini.Register(reg)
 	const wrong = "AIza-wrong-key-1234567890"
 	rec := livetest.NewRecorder()

@@ -31,7 +31,7 @@ func (d *discard) Send(_ live.SendKind, frame []byte) error {
 func (d *discard) Close(int, string) {}
 
 func benchSession(b *testing.B, cb live.Callbacks) (*live.Session, *discard) {
-	reg := &live.Registry{}
+	reg := &live.Providers{}
 	openai.Register(reg)
 	d := &discard{}
 	s, err := reg.Start(context.Background(), live.Config{Choice: live.Choice{Provider: openai.Name}, Key: "sk-bench-0123456789", Transport: d, Callbacks: cb})

@@ -29,7 +29,7 @@ type rig struct {
 func startRig(t *testing.T, opts vendorfixture.Options, choice live.Choice) *rig {
 	t.Helper()
 	fx := vendorfixture.Start(t, opts)
-	reg := &live.Registry{}
+	reg := &live.Providers{}
 	openai.Register(reg)
 	rec := livetest.NewRecorder()
 	buf := &livetest.LogBuffer{}
@@ -347,7 +347,7 @@ func TestUpdateToolsAndUpstreamClose(t *testing.T) {
 func TestRefusedBeforeDialing(t *testing.T) {
 	t.Parallel()
 	fx := vendorfixture.Start(t, vendorfixture.Options{})
-	reg := &live.Registry{}
+	reg := &live.Providers{}
 	openai.Register(reg)
 	for _, tc := range []struct {
 		name   string
@@ -372,7 +372,7 @@ func TestRefusedBeforeDialing(t *testing.T) {
 func TestWrongKeyFailsWithoutLeakingIt(t *testing.T) {
 	t.Parallel()
 	fx := vendorfixture.Start(t, vendorfixture.Options{})
-	reg := &live.Registry{}
+	reg := &live.Providers{}
 	openai.Register(reg)
 	const wrong = "sk-wrong-key-5555aaaa9999"
 	rec := livetest.NewRecorder()

@@ -40,16 +40,16 @@ type entry struct {
 	offer   Offer
 }
 
-// Registry holds the providers a relay offers. It is safe for concurrent use; the zero value is
+// Providers are the live providers a relay offers (a table of factories, not of apps or tools). It is safe for concurrent use; the zero value is
 // empty and ready.
-type Registry struct {
+type Providers struct {
 	mu sync.RWMutex
 	m  map[string]entry
 }
 
 // Register adds the provider name, or replaces it whole (an old rate is not kept). A rate that is
 // not a positive number counts as undeclared.
-func (r *Registry) Register(name string, f Factory, o Offer) {
+func (r *Providers) Register(name string, f Factory, o Offer) {
 	if o.InputRate < 0 {
 		o.InputRate = 0
 	}
@@ -62,7 +62,7 @@ func (r *Registry) Register(name string, f Factory, o Offer) {
 }
 
 // Names returns the registered providers, sorted.
-func (r *Registry) Names() []string {
+func (r *Providers) Names() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	names := make([]string, 0, len(r.m))
@@ -74,7 +74,7 @@ func (r *Registry) Names() []string {
 }
 
 // Offer returns what provider name offers.
-func (r *Registry) Offer(name string) (Offer, bool) {
+func (r *Providers) Offer(name string) (Offer, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	e, ok := r.m[name]
@@ -83,7 +83,7 @@ func (r *Registry) Offer(name string) (Offer, bool) {
 
 // InputRate returns the rate provider name takes, or refuses: live-provider-unknown,
 // live-provider-unavailable, or live-no-input-rate when it declared none.
-func (r *Registry) InputRate(name string) (int, error) {
+func (r *Providers) InputRate(name string) (int, error) {
 	e, rf := r.lookup(name)
 	if rf != nil {
 		return 0, rf
@@ -91,7 +91,7 @@ func (r *Registry) InputRate(name string) (int, error) {
 	return e.offer.InputRate, nil
 }
 
-func (r *Registry) lookup(name string) (entry, *refusal.Refusal) {
+func (r *Providers) lookup(name string) (entry, *refusal.Refusal) {
 	r.mu.RLock()
 	e, ok := r.m[name]
 	r.mu.RUnlock()
@@ -119,7 +119,7 @@ type Choice struct {
 // live-voice-refused), and so is a thinking depth not offered (live-thinking-refused); a legacy
 // model id is mapped to its replacement. An unavailable provider resolves (so it can be chosen
 // and shown), with nothing to fill.
-func (r *Registry) Resolve(c Choice) (Choice, error) {
+func (r *Providers) Resolve(c Choice) (Choice, error) {
 	o, ok := r.Offer(c.Provider)
 	if !ok {
 		return c, refusal.New(refusal.LiveProviderUnknown, "no live provider is called %q; this relay offers %s", c.Provider, strings.Join(r.Names(), ", "))
@@ -162,7 +162,7 @@ func (r *Registry) Resolve(c Choice) (Choice, error) {
 
 // otherwise words the refusal of a model or voice: whose it is, if another provider's, and what
 // this provider offers.
-func (r *Registry) otherwise(what, value, provider string, offered []string, of func(Offer) []string) string {
+func (r *Providers) otherwise(what, value, provider string, offered []string, of func(Offer) []string) string {
 	for _, name := range r.Names() {
 		if name == provider {
 			continue
