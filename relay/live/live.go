@@ -1,7 +1,7 @@
 // Package live is the relay's live-voice harness: the seam between the /live socket (and any other
 // host) and the vendors' realtime models. It knows no vendor: providers (relay/live/openai,
 // relay/live/gemini) register themselves in a Providers with the audio rate they take, and a
-// Session runs one of them.
+// Conversation runs one of them.
 //
 // # What a session promises
 //

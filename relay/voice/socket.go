@@ -243,7 +243,7 @@ type socket struct {
 	started   chan struct{} // closed once sess is set (or will never be)
 	accepted  chan struct{} // closed once ws is set (nil when the upgrade failed)
 	startOnce sync.Once
-	sess      atomic.Pointer[live.Session]
+	sess      atomic.Pointer[live.Conversation]
 	rate      int
 	outRate   int
 	tools     sync.WaitGroup
@@ -415,7 +415,7 @@ func (s *socket) drain() {
 }
 
 // read serves the page's frames until the socket ends.
-func (s *socket) read(sess *live.Session) {
+func (s *socket) read(sess *live.Conversation) {
 	// One buffer holds each frame in turn: everything a frame is handed to is done with it
 	// when the call returns, so a steady stream of audio allocates nothing here.
 	buf := make([]byte, 0, 2048)
@@ -453,7 +453,7 @@ func readAll(r io.Reader, b []byte) ([]byte, error) {
 	}
 }
 
-func (s *socket) audio(sess *live.Session, pcm []byte) {
+func (s *socket) audio(sess *live.Conversation, pcm []byte) {
 	if len(pcm) == 0 || len(pcm)%2 != 0 || len(pcm) > MaxAudioFrameBytes {
 		s.send(refusedFrame(refusal.New(refusal.LiveAudioFrameInvalid,
 			"an audio frame is PCM16: an even number of bytes, 2 to %d, at %d Hz; this one had %d bytes", MaxAudioFrameBytes, s.rate, len(pcm))))
@@ -471,7 +471,7 @@ func (s *socket) audio(sess *live.Session, pcm []byte) {
 
 // message handles a JSON frame: {"type":"text","text":...}, {"type":"interrupt","playedMs":N}
 // or {"type":"close"}.
-func (s *socket) message(sess *live.Session, b []byte) {
+func (s *socket) message(sess *live.Conversation, b []byte) {
 	var m struct {
 		Type     string  `json:"type"`
 		Text     *string `json:"text"`

@@ -49,7 +49,7 @@ func (v *view) start(ctx context.Context) string {
 // them even when the instruction is the same; otherwise (a turn ended) only a changed instruction
 // is sent, and never by a refresh still running for the previous turn. It returns what
 // UpdateTools said, or nil when nothing was sent.
-func (v *view) update(ctx context.Context, sess *live.Session, force bool) error {
+func (v *view) update(ctx context.Context, sess *live.Conversation, force bool) error {
 	v.mu.Lock()
 	if v.busy && !force {
 		v.mu.Unlock()
@@ -72,7 +72,7 @@ func (v *view) update(ctx context.Context, sess *live.Session, force bool) error
 // afterTurn refreshes the note once the model finished a turn; a vendor that cannot change its
 // instruction mid-session keeps the one it started with, silently (the tools-changed notice
 // already tells the person about such vendors).
-func (v *view) afterTurn(ctx context.Context, sess *live.Session) {
+func (v *view) afterTurn(ctx context.Context, sess *live.Conversation) {
 	if _, ok := v.cat.(Viewer); !ok || sess == nil {
 		return
 	}

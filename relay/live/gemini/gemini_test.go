@@ -21,7 +21,7 @@ var listFiles = tool.Declaration{Name: "list_files", Description: "List files",
 type rig struct {
 	fx  *vendorfixture.Fixture
 	rec *livetest.Recorder
-	s   *live.Session
+	s   *live.Conversation
 }
 
 func startRig(t *testing.T, opts vendorfixture.Options, choice live.Choice, tools ...tool.Declaration) *rig {

@@ -30,7 +30,7 @@ func (d *discard) Send(_ live.SendKind, frame []byte) error {
 }
 func (d *discard) Close(int, string) {}
 
-func benchSession(b *testing.B, cb live.Callbacks) (*live.Session, *discard) {
+func benchSession(b *testing.B, cb live.Callbacks) (*live.Conversation, *discard) {
 	reg := &live.Providers{}
 	openai.Register(reg)
 	d := &discard{}

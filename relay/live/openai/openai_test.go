@@ -22,7 +22,7 @@ var writeFile = tool.Declaration{Name: "write_file", Description: "Write a file"
 type rig struct {
 	fx  *vendorfixture.Fixture
 	rec *livetest.Recorder
-	s   *live.Session
+	s   *live.Conversation
 	log *livetest.LogBuffer
 }
 
@@ -174,7 +174,7 @@ func TestOlderEventNamesAndMalformedFrames(t *testing.T) {
 }
 
 // answer answers every call the recorder delivers with its own name, or its refusal.
-func answer(s *live.Session, calls []live.Call) {
+func answer(s *live.Conversation, calls []live.Call) {
 	for _, call := range calls {
 		res := live.ToolResult{ID: call.ID, Name: call.Name, Result: json.RawMessage(`{"ok":true,"wrote":"` + call.ID + `"}`)}
 		if call.Refused != nil {

@@ -59,9 +59,9 @@ type Stats struct {
 	AudioDropped, TextDropped, CallsDropped int64
 }
 
-// Session is one live conversation with a vendor's model. Its methods are safe for concurrent
-// use.
-type Session struct {
+// Conversation is one live session: a conversation with a vendor's model (a "session" alone is a
+// person's sign-in, relay/session). Its methods are safe for concurrent use.
+type Conversation struct {
 	provider Provider
 	cb       Callbacks
 	rate     int
@@ -88,7 +88,7 @@ type terminal struct {
 
 // Start resolves cfg's choice against the registry, builds the provider and starts it. When it
 // cannot start, the session reports Failed (its one terminal state) and Start returns the reason.
-func (r *Providers) Start(ctx context.Context, cfg Config) (*Session, error) {
+func (r *Providers) Start(ctx context.Context, cfg Config) (*Conversation, error) {
 	choice, err := r.Resolve(cfg.Choice)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (r *Providers) Start(ctx context.Context, cfg Config) (*Session, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Session{cb: cfg.Callbacks, rate: e.offer.InputRate, key: cfg.Key, log: log}
+	s := &Conversation{cb: cfg.Callbacks, rate: e.offer.InputRate, key: cfg.Key, log: log}
 	t := cfg.Transport
 	if t == nil {
 		t = &WebSocketTransport{}
@@ -144,18 +144,18 @@ func (r *Providers) Start(ctx context.Context, cfg Config) (*Session, error) {
 }
 
 // InputRate is the rate SendAudio takes.
-func (s *Session) InputRate() int { return s.rate }
+func (s *Conversation) InputRate() int { return s.rate }
 
 // Ready reports whether the gate is open.
-func (s *Session) Ready() bool { return s.ready.Load() }
+func (s *Conversation) Ready() bool { return s.ready.Load() }
 
 // Stats returns what the gates dropped so far.
-func (s *Session) Stats() Stats {
+func (s *Conversation) Stats() Stats {
 	return Stats{AudioDropped: s.audioDropped.Load(), TextDropped: s.textDropped.Load(), CallsDropped: s.callsDropped.Load()}
 }
 
 // Done reports whether the session has reached its terminal state.
-func (s *Session) Done() bool {
+func (s *Conversation) Done() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.done
@@ -164,7 +164,7 @@ func (s *Session) Done() bool {
 // SendAudio forwards PCM16 captured at rate, which must be the provider's input rate
 // (live-rate-mismatch otherwise). Before ready the audio is counted and dropped (live-not-ready);
 // after the end it is refused live-session-closed.
-func (s *Session) SendAudio(pcm []byte, rate int) error {
+func (s *Conversation) SendAudio(pcm []byte, rate int) error {
 	if rate != s.rate {
 		return refusal.New(refusal.LiveRateMismatch, "this provider takes audio at %d Hz, not %d Hz; capture at the announced rate", s.rate, rate)
 	}
@@ -179,7 +179,7 @@ func (s *Session) SendAudio(pcm []byte, rate int) error {
 }
 
 // SendText sends what the person typed. Before ready it is counted and dropped.
-func (s *Session) SendText(text string) error {
+func (s *Conversation) SendText(text string) error {
 	if s.Done() {
 		return refusal.New(refusal.LiveSessionClosed, "the live session has ended")
 	}
@@ -192,7 +192,7 @@ func (s *Session) SendText(text string) error {
 
 // SendToolResponses answers calls the session delivered; it reports false when nothing could be
 // sent (the session ended, or the ids are unknown to the provider).
-func (s *Session) SendToolResponses(results []ToolResult) bool {
+func (s *Conversation) SendToolResponses(results []ToolResult) bool {
 	if s.Done() {
 		return false
 	}
@@ -200,7 +200,7 @@ func (s *Session) SendToolResponses(results []ToolResult) bool {
 }
 
 // Interrupt tells the vendor the person barged in (see Provider.Interrupt).
-func (s *Session) Interrupt(playedMs int) error {
+func (s *Conversation) Interrupt(playedMs int) error {
 	if s.Done() {
 		return refusal.New(refusal.LiveSessionClosed, "the live session has ended")
 	}
@@ -208,7 +208,7 @@ func (s *Session) Interrupt(playedMs int) error {
 }
 
 // UpdateTools offers a new tool set and instruction, when the provider can change them.
-func (s *Session) UpdateTools(tools []tool.Declaration, instruction string) error {
+func (s *Conversation) UpdateTools(tools []tool.Declaration, instruction string) error {
 	if s.Done() {
 		return refusal.New(refusal.LiveSessionClosed, "the live session has ended")
 	}
@@ -217,13 +217,13 @@ func (s *Session) UpdateTools(tools []tool.Declaration, instruction string) erro
 
 // Close ends the session (Closed, unless another terminal state came first) and closes the
 // vendor connection. It is idempotent.
-func (s *Session) Close() {
+func (s *Conversation) Close() {
 	s.finish(Closed, "")
 	s.provider.Close()
 }
 
 // emit is the provider's Env.Emit.
-func (s *Session) emit(ev Event) {
+func (s *Conversation) emit(ev Event) {
 	s.dmu.Lock()
 	defer s.dmu.Unlock()
 	s.mu.Lock()
@@ -306,7 +306,7 @@ func (s *Session) emit(ev Event) {
 }
 
 // state returns the delivery of an OnState call with a redacted detail, or nil without OnState.
-func (s *Session) state(st State, detail string) func() {
+func (s *Conversation) state(st State, detail string) func() {
 	if s.cb.OnState == nil {
 		return nil
 	}
@@ -316,7 +316,7 @@ func (s *Session) state(st State, detail string) func() {
 
 // finish makes st the terminal state unless there is one already, and reports whether it did.
 // The terminal callback is delivered now, or right after the callback being delivered.
-func (s *Session) finish(st State, detail string) bool {
+func (s *Conversation) finish(st State, detail string) bool {
 	s.mu.Lock()
 	if s.done {
 		s.mu.Unlock()
@@ -344,9 +344,9 @@ func (s *Session) finish(st State, detail string) bool {
 }
 
 // redact blanks the key out of a text meant for people or logs.
-func (s *Session) redact(text string) string { return Redact(text, s.key) }
+func (s *Conversation) redact(text string) string { return Redact(text, s.key) }
 
-func (s *Session) redactErr(err error) error {
+func (s *Conversation) redactErr(err error) error {
 	if err == nil || s.key == "" {
 		return err
 	}

@@ -142,7 +142,7 @@ func registry(rate int) (*live.Providers, *holder) {
 	return r, h
 }
 
-func start(t *testing.T, rate int, tr live.Transport, rec *livetest.Recorder) (*live.Session, *fakeProvider) {
+func start(t *testing.T, rate int, tr live.Transport, rec *livetest.Recorder) (*live.Conversation, *fakeProvider) {
 	t.Helper()
 	r, h := registry(rate)
 	s, err := r.Start(context.Background(), live.Config{Choice: live.Choice{Provider: "fake"}, Key: testKey, Transport: tr, Callbacks: rec.Callbacks()})
@@ -318,7 +318,7 @@ func TestExactlyOneTerminalState(t *testing.T) {
 		var mu sync.Mutex
 		var events []string
 		add := func(e string) { mu.Lock(); events = append(events, e); mu.Unlock() }
-		var s *live.Session
+		var s *live.Conversation
 		var once sync.Once
 		cb := live.Callbacks{
 			OnState: func(st live.State, d string) { add("state:" + string(st) + ":" + d) },
