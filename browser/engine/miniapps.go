@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const seededFile = "seeded-samples.json"
 // The mini-app methods. The frames live on the page's main thread; the rules live here: the
 // store decides what a name means and what the tray lists, and the registry checks every
 // declaration and every call's arguments before a call reaches a frame.
-func (a *api) miniAppMethods() map[string]method {
+func (a *Engine) miniAppMethods() map[string]method {
 	return map[string]method{
 		"miniapps.list":       a.miniAppsList,
 		"miniapps.launch":     a.miniAppsLaunch,
@@ -42,31 +42,32 @@ func (a *api) miniAppMethods() map[string]method {
 
 // miniStore returns the store over the open workspace (none is fine) and the shelf, opening and
 // seeding the shelf on first use.
-func (a *api) miniStore(ctx context.Context) (*miniappstore.Store, *refusal.Refusal) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.shelf == nil {
-		if a.openShelf == nil {
+func (a *Engine) miniStore(ctx context.Context) (*miniappstore.Store, *refusal.Refusal) {
+	root, _, _ := a.current()
+	a.apps.mu.Lock()
+	defer a.apps.mu.Unlock()
+	if a.apps.shelf == nil {
+		if a.apps.openShelf == nil {
 			return nil, refusal.New(refusal.RootUnavailable, "this worker has no shelf for mini-apps")
 		}
-		shelf, err := a.openShelf(ctx)
+		shelf, err := a.apps.openShelf(ctx)
 		if err != nil {
 			return nil, refusal.New(refusal.RootUnavailable, "the mini-app shelf could not be opened: %v", err)
 		}
-		a.shelf = shelf
+		a.apps.shelf = shelf
 	}
-	if a.store == nil || a.storeRoot != a.root {
-		st, err := miniappstore.New(miniappstore.Config{Workspace: a.root, Shelf: a.shelf})
+	if a.apps.store == nil || a.apps.storeRoot != root {
+		st, err := miniappstore.New(miniappstore.Config{Workspace: root, Shelf: a.apps.shelf})
 		if err != nil {
 			return nil, refusal.New(refusal.InternalError, "the mini-app store could not start: %v", err)
 		}
-		if !a.seeded {
-			a.seeded = true
-			seedSamples(ctx, st, a.shelf)
+		if !a.apps.seeded {
+			a.apps.seeded = true
+			seedSamples(ctx, st, a.apps.shelf)
 		}
-		a.store, a.storeRoot = st, a.root
+		a.apps.store, a.apps.storeRoot = st, root
 	}
-	return a.store, nil
+	return a.apps.store, nil
 }
 
 // seedSamples saves each sample app the shelf has not had yet. A failure costs only the samples.
@@ -93,7 +94,7 @@ func seedSamples(ctx context.Context, st *miniappstore.Store, shelf fsroot.Root)
 	}
 }
 
-func (a *api) miniAppsList(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) miniAppsList(ctx context.Context, req request) (result, *refusal.Refusal) {
 	if r := decodeParams(req, &struct{}{}); r != nil {
 		return result{}, r
 	}
@@ -119,7 +120,7 @@ type launched struct {
 
 // miniAppsLaunch resolves {name} through the store, or takes the workspace file {path} ("Open as
 // mini-app"), and opens it in the registry with no tools; a frame already showing it is replaced.
-func (a *api) miniAppsLaunch(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) miniAppsLaunch(ctx context.Context, req request) (result, *refusal.Refusal) {
 	var p struct {
 		Name string `json:"name"`
 		Path string `json:"path"`
@@ -153,7 +154,7 @@ func (a *api) miniAppsLaunch(ctx context.Context, req request) (result, *refusal
 
 // fileEntry is the entry of the workspace file at p: the store's own when discovery lists it,
 // otherwise a page named after the file.
-func (a *api) fileEntry(ctx context.Context, st *miniappstore.Store, p string) (miniappstore.Entry, []byte, error) {
+func (a *Engine) fileEntry(ctx context.Context, st *miniappstore.Store, p string) (miniappstore.Entry, []byte, error) {
 	if _, _, ok := a.current(); !ok {
 		return miniappstore.Entry{}, nil, refusal.New(refusal.NoRoot, "no workspace folder is open")
 	}
@@ -194,9 +195,9 @@ func (a *api) fileEntry(ctx context.Context, st *miniappstore.Store, p string) (
 
 // openApp (re)opens appID in the registry with no tools; calls still waiting on an earlier frame
 // of it are answered mini-app-closed.
-func (a *api) openApp(appID string) {
-	a.frames.closeApp(appID, "the mini-app was reloaded before it answered")
-	_ = a.registry.Open(appID, a.frames.app(appID)) // Open drops the tools an earlier frame registered
+func (a *Engine) openApp(appID string) {
+	a.apps.frames.closeApp(appID, "the mini-app was reloaded before it answered")
+	_ = a.apps.registry.Open(appID, a.apps.frames.app(appID)) // Open drops the tools an earlier frame registered
 	a.toolsChanged()
 }
 
@@ -206,25 +207,25 @@ type appParam struct {
 
 // miniAppsReset forgets appID's tools when its frame loaded a new document, which registers
 // its tools afresh.
-func (a *api) miniAppsReset(_ context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) miniAppsReset(_ context.Context, req request) (result, *refusal.Refusal) {
 	var p appParam
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
-	if !a.registry.IsOpen(p.AppID) {
+	if !a.apps.registry.IsOpen(p.AppID) {
 		return result{}, refusal.New(refusal.InvalidAppID, "no app %q is open", p.AppID)
 	}
 	a.openApp(p.AppID)
 	return result{Value: map[string]bool{"reset": true}}, nil
 }
 
-func (a *api) miniAppsClose(_ context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) miniAppsClose(_ context.Context, req request) (result, *refusal.Refusal) {
 	var p appParam
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
-	a.frames.closeApp(p.AppID, "the mini-app was closed before it answered")
-	a.registry.Close(p.AppID)
+	a.apps.frames.closeApp(p.AppID, "the mini-app was closed before it answered")
+	a.apps.registry.Close(p.AppID)
 	a.toolsChanged()
 	return result{Value: map[string]bool{"closed": true}}, nil
 }
@@ -248,7 +249,7 @@ func viewOf(appID string, d *miniapp.Declaration) toolView {
 		Description: d.Description, ReadOnly: d.ReadOnly, Parameters: norm.Parameters}
 }
 
-func (a *api) miniAppsRegister(_ context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) miniAppsRegister(_ context.Context, req request) (result, *refusal.Refusal) {
 	var p struct {
 		AppID string          `json:"appId"`
 		Tool  json.RawMessage `json:"tool"`
@@ -256,7 +257,7 @@ func (a *api) miniAppsRegister(_ context.Context, req request) (result, *refusal
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
-	d, err := a.registry.Register(p.AppID, p.Tool)
+	d, err := a.apps.registry.Register(p.AppID, p.Tool)
 	if err != nil {
 		return result{}, asRefusal(err)
 	}
@@ -264,7 +265,7 @@ func (a *api) miniAppsRegister(_ context.Context, req request) (result, *refusal
 	return result{Value: viewOf(p.AppID, d)}, nil
 }
 
-func (a *api) miniAppsUnregister(_ context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) miniAppsUnregister(_ context.Context, req request) (result, *refusal.Refusal) {
 	var p struct {
 		AppID string `json:"appId"`
 		Name  string `json:"name"`
@@ -272,22 +273,22 @@ func (a *api) miniAppsUnregister(_ context.Context, req request) (result, *refus
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
-	removed := a.registry.Unregister(p.AppID, p.Name)
+	removed := a.apps.registry.Unregister(p.AppID, p.Name)
 	a.toolsChanged()
 	return result{Value: map[string]bool{"removed": removed}}, nil
 }
 
-func (a *api) miniAppsTools(_ context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) miniAppsTools(_ context.Context, req request) (result, *refusal.Refusal) {
 	var p appParam
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
 	views := []toolView{}
-	for _, id := range a.registry.Apps() {
+	for _, id := range a.apps.registry.Apps() {
 		if p.AppID != "" && id != p.AppID {
 			continue
 		}
-		for _, d := range a.registry.Tools(id) {
+		for _, d := range a.apps.registry.Tools(id) {
 			views = append(views, viewOf(id, d))
 		}
 	}
@@ -296,7 +297,7 @@ func (a *api) miniAppsTools(_ context.Context, req request) (result, *refusal.Re
 
 // miniAppsCall calls a tool by {appId, tool} or by its model-facing {name}, through the same
 // checks as a call from the relay.
-func (a *api) miniAppsCall(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) miniAppsCall(ctx context.Context, req request) (result, *refusal.Refusal) {
 	var p struct {
 		AppID string          `json:"appId"`
 		Tool  string          `json:"tool"`
@@ -314,7 +315,7 @@ func (a *api) miniAppsCall(ctx context.Context, req request) (result, *refusal.R
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}
-	out, err := a.registry.Dispatch(ctx, name, args)
+	out, err := a.apps.registry.Dispatch(ctx, name, args)
 	if err != nil {
 		return result{}, asRefusal(err)
 	}
@@ -322,7 +323,7 @@ func (a *api) miniAppsCall(ctx context.Context, req request) (result, *refusal.R
 }
 
 // miniAppsResult is a frame's answer to a miniapp.call: {callId, result} or {callId, refused, why}.
-func (a *api) miniAppsResult(_ context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) miniAppsResult(_ context.Context, req request) (result, *refusal.Refusal) {
 	var p struct {
 		CallID  string          `json:"callId"`
 		Result  json.RawMessage `json:"result"`
@@ -336,10 +337,10 @@ func (a *api) miniAppsResult(_ context.Context, req request) (result, *refusal.R
 	if p.Refused != "" {
 		ans = frameAnswer{err: refusal.New(p.Refused, "%s", p.Why)}
 	}
-	return result{Value: map[string]bool{"accepted": a.frames.settle(p.CallID, ans)}}, nil
+	return result{Value: map[string]bool{"accepted": a.apps.frames.settle(p.CallID, ans)}}, nil
 }
 
-func (a *api) miniAppsSave(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) miniAppsSave(ctx context.Context, req request) (result, *refusal.Refusal) {
 	var p struct {
 		Name  string `json:"name"`
 		Title string `json:"title"`
@@ -358,7 +359,7 @@ func (a *api) miniAppsSave(ctx context.Context, req request) (result, *refusal.R
 	return result{Value: e}, nil
 }
 
-func (a *api) miniAppsDelete(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) miniAppsDelete(ctx context.Context, req request) (result, *refusal.Refusal) {
 	var p struct {
 		ID string `json:"id"`
 	}
@@ -373,8 +374,8 @@ func (a *api) miniAppsDelete(ctx context.Context, req request) (result, *refusal
 	if err != nil {
 		return result{}, storeRefusal(err)
 	}
-	a.frames.closeApp(e.AppID, "the mini-app was deleted before it answered")
-	a.registry.Close(e.AppID)
+	a.apps.frames.closeApp(e.AppID, "the mini-app was deleted before it answered")
+	a.apps.registry.Close(e.AppID)
 	a.toolsChanged()
 	return result{Value: e}, nil
 }

@@ -1,6 +1,6 @@
 //go:build js && voicebox_worker
 
-package main
+package engine
 
 import (
 	"errors"

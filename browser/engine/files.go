@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"bytes"
@@ -35,22 +35,22 @@ func decodeParams(req request, v any) *refusal.Refusal {
 	return nil
 }
 
-func (a *api) current() (fsroot.Root, RootInfo, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.root, a.info, a.root != nil
+func (a *Engine) current() (fsroot.Root, RootInfo, bool) {
+	a.ws.mu.Lock()
+	defer a.ws.mu.Unlock()
+	return a.ws.root, a.ws.info, a.ws.root != nil
 }
 
 // onRoot decodes req's parameters into a P and runs fn with them on the open root and its
 // executor; without a root it refuses no-root.
-func onRoot[P any](a *api, req request, fn func(root fsroot.Root, w *workspace, p P) (result, *refusal.Refusal)) (result, *refusal.Refusal) {
+func onRoot[P any](a *Engine, req request, fn func(root fsroot.Root, w *workspace, p P) (result, *refusal.Refusal)) (result, *refusal.Refusal) {
 	var p P
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
-	a.mu.Lock()
-	root, w := a.root, a.exec
-	a.mu.Unlock()
+	a.ws.mu.Lock()
+	root, w := a.ws.root, a.ws.exec
+	a.ws.mu.Unlock()
 	if root == nil {
 		return result{}, refusal.New(refusal.NoRoot, "no workspace folder is open; choose browser storage or a folder first")
 	}
@@ -65,7 +65,7 @@ func observed(out json.RawMessage, r *refusal.Refusal) (result, *refusal.Refusal
 	return result{Value: out}, nil
 }
 
-func (a *api) rootOpen(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) rootOpen(ctx context.Context, req request) (result, *refusal.Refusal) {
 	var p struct {
 		Kind string `json:"kind"`
 	}
@@ -78,38 +78,38 @@ func (a *api) rootOpen(ctx context.Context, req request) (result, *refusal.Refus
 	if p.Kind == "handle" && req.Object == nil {
 		return result{}, refusal.New(refusal.MissingArgument, "a handle root needs the directory handle the user picked")
 	}
-	root, info, err := a.openRoot(ctx, p.Kind, req.Object)
+	root, info, err := a.ws.openRoot(ctx, p.Kind, req.Object)
 	if err != nil {
 		return result{}, refusal.New(refusal.RootUnavailable, "the %s root could not be opened: %v", p.Kind, err)
 	}
 	exec := newExecutor(ctx, root)
-	a.mu.Lock()
-	old, oldExec := a.root, a.exec
-	a.root, a.info, a.exec = root, info, exec
-	for id, up := range a.uploads {
+	a.ws.mu.Lock()
+	old, oldExec := a.ws.root, a.ws.exec
+	a.ws.root, a.ws.info, a.ws.exec = root, info, exec
+	for id, up := range a.ws.uploads {
 		up.w.Abort()
-		delete(a.uploads, id)
+		delete(a.ws.uploads, id)
 	}
-	a.mu.Unlock()
+	a.ws.mu.Unlock()
 	oldExec.close()
 	if c, ok := old.(interface{ Close() }); ok && old != root {
 		c.Close()
 	}
-	if a.peer != nil {
-		a.peer.SetRoot(channel.NewDoor(routed{a, exec}, a.peer.Admitted(), channel.DoorOptions{}), info)
+	if a.relay.peer != nil {
+		a.relay.peer.SetRoot(channel.NewDoor(routed{a, exec}, a.relay.peer.Admitted(), channel.DoorOptions{}), info)
 	}
 	return result{Value: info}, nil
 }
 
-func (a *api) channelConnect(context.Context, request) (result, *refusal.Refusal) {
-	if a.peer == nil {
+func (a *Engine) channelConnect(context.Context, request) (result, *refusal.Refusal) {
+	if a.relay.peer == nil {
 		return result{}, refusal.New(refusal.NoRoot, "this worker has no connection to the relay")
 	}
-	a.peer.Resume()
+	a.relay.peer.Resume()
 	return result{Value: map[string]any{"resumed": true}}, nil
 }
 
-func (a *api) rootInfo(context.Context, request) (result, *refusal.Refusal) {
+func (a *Engine) rootInfo(context.Context, request) (result, *refusal.Refusal) {
 	if _, info, ok := a.current(); ok {
 		return result{Value: info}, nil
 	}
@@ -124,7 +124,7 @@ type dirParam struct {
 	Dir string `json:"dir"`
 }
 
-func (a *api) filesList(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) filesList(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p dirParam) (result, *refusal.Refusal) {
 		return observed(w.run(ctx, executor.ListFiles, p))
 	})
@@ -139,7 +139,7 @@ type viewValue struct {
 	Truncated bool   `json:"truncated"`
 }
 
-func (a *api) filesRead(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) filesRead(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(root fsroot.Root, _ *workspace, p pathParam) (result, *refusal.Refusal) {
 		b, size, err := fsroot.ReadPrefix(ctx, root, p.Path, MaxViewBytes)
 		if err != nil {
@@ -167,13 +167,13 @@ type writeParam struct {
 	Content string `json:"content"`
 }
 
-func (a *api) filesWrite(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) filesWrite(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p writeParam) (result, *refusal.Refusal) {
 		return observed(w.run(ctx, executor.WriteFile, p))
 	})
 }
 
-func (a *api) filesMkdir(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) filesMkdir(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(root fsroot.Root, _ *workspace, p pathParam) (result, *refusal.Refusal) {
 		if err := root.MkdirAll(ctx, p.Path); err != nil {
 			return result{}, fileRefusal(err)
@@ -182,7 +182,7 @@ func (a *api) filesMkdir(ctx context.Context, req request) (result, *refusal.Ref
 	})
 }
 
-func (a *api) filesDelete(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) filesDelete(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(root fsroot.Root, _ *workspace, p pathParam) (result, *refusal.Refusal) {
 		if err := root.Remove(ctx, p.Path); err != nil {
 			return result{}, fileRefusal(err)
@@ -191,7 +191,7 @@ func (a *api) filesDelete(ctx context.Context, req request) (result, *refusal.Re
 	})
 }
 
-func (a *api) filesDownload(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) filesDownload(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(root fsroot.Root, _ *workspace, p pathParam) (result, *refusal.Refusal) {
 		b, err := root.ReadFile(ctx, p.Path)
 		if err != nil {
@@ -210,16 +210,16 @@ type upload struct {
 	written int64
 }
 
-func (a *api) uploadBegin(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) uploadBegin(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(root fsroot.Root, _ *workspace, p pathParam) (result, *refusal.Refusal) {
 		return a.beginUpload(ctx, root, p.Path)
 	})
 }
 
-func (a *api) beginUpload(ctx context.Context, root fsroot.Root, path string) (result, *refusal.Refusal) {
-	a.mu.Lock()
-	full := len(a.uploads) >= MaxUploads
-	a.mu.Unlock()
+func (a *Engine) beginUpload(ctx context.Context, root fsroot.Root, path string) (result, *refusal.Refusal) {
+	a.ws.mu.Lock()
+	full := len(a.ws.uploads) >= MaxUploads
+	a.ws.mu.Unlock()
 	if full {
 		return result{}, refusal.New(refusal.TooManyUploads, "%d uploads are already in progress; wait for one to finish", MaxUploads)
 	}
@@ -228,11 +228,11 @@ func (a *api) beginUpload(ctx context.Context, root fsroot.Root, path string) (r
 	if err != nil {
 		return result{}, fileRefusal(err)
 	}
-	a.mu.Lock()
-	a.nextID++
-	id := "up" + strconv.Itoa(a.nextID)
-	a.uploads[id] = &upload{id: id, path: path, w: w}
-	a.mu.Unlock()
+	a.ws.mu.Lock()
+	a.ws.nextUpload++
+	id := "up" + strconv.Itoa(a.ws.nextUpload)
+	a.ws.uploads[id] = &upload{id: id, path: path, w: w}
+	a.ws.mu.Unlock()
 	return result{Value: map[string]any{"uploadId": id}}, nil
 }
 
@@ -242,30 +242,30 @@ type uploadParam struct {
 
 // onUpload decodes req's {uploadId} and runs fn on that upload in progress; with finish, the
 // upload is forgotten first (it is committed or aborted whatever fn does).
-func (a *api) onUpload(req request, finish bool, fn func(up *upload) (result, *refusal.Refusal)) (result, *refusal.Refusal) {
+func (a *Engine) onUpload(req request, finish bool, fn func(up *upload) (result, *refusal.Refusal)) (result, *refusal.Refusal) {
 	var p uploadParam
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
-	a.mu.Lock()
-	up, ok := a.uploads[p.UploadID]
+	a.ws.mu.Lock()
+	up, ok := a.ws.uploads[p.UploadID]
 	if ok && finish {
-		delete(a.uploads, p.UploadID)
+		delete(a.ws.uploads, p.UploadID)
 	}
-	a.mu.Unlock()
+	a.ws.mu.Unlock()
 	if !ok {
 		return result{}, refusal.New(refusal.InvalidArgument, "no upload %q is in progress", p.UploadID)
 	}
 	return fn(up)
 }
 
-func (a *api) uploadChunk(_ context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) uploadChunk(_ context.Context, req request) (result, *refusal.Refusal) {
 	return a.onUpload(req, false, func(up *upload) (result, *refusal.Refusal) {
 		if _, err := up.w.Write(req.Bytes); err != nil {
 			// A failed piece ends the upload: the old content stays, the new is discarded.
-			a.mu.Lock()
-			delete(a.uploads, up.id)
-			a.mu.Unlock()
+			a.ws.mu.Lock()
+			delete(a.ws.uploads, up.id)
+			a.ws.mu.Unlock()
 			up.w.Abort()
 			return result{}, fileRefusal(err)
 		}
@@ -274,7 +274,7 @@ func (a *api) uploadChunk(_ context.Context, req request) (result, *refusal.Refu
 	})
 }
 
-func (a *api) uploadCommit(_ context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) uploadCommit(_ context.Context, req request) (result, *refusal.Refusal) {
 	return a.onUpload(req, true, func(up *upload) (result, *refusal.Refusal) {
 		if err := up.w.Commit(); err != nil {
 			return result{}, fileRefusal(err)
@@ -283,7 +283,7 @@ func (a *api) uploadCommit(_ context.Context, req request) (result, *refusal.Ref
 	})
 }
 
-func (a *api) uploadAbort(_ context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) uploadAbort(_ context.Context, req request) (result, *refusal.Refusal) {
 	return a.onUpload(req, true, func(up *upload) (result, *refusal.Refusal) {
 		up.w.Abort()
 		return result{Value: map[string]any{"path": up.path, "aborted": true}}, nil

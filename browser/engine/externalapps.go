@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func (f *frames) externalCall(ctx context.Context, name string, args json.RawMes
 
 // externalAppsResult is the main thread's answer to an externalapp.call: {callId, result} or
 // {callId, refused, why}.
-func (a *api) externalAppsResult(ctx context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) externalAppsResult(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return a.miniAppsResult(ctx, req)
 }
 
@@ -53,7 +53,7 @@ const maxExternalReportBytes = 512 << 10
 // context, tools}]} (public/external-apps.js, report()), and passes it on to the relay in the
 // tools frame; the relay checks every part of it again (relay/externalapps.Model). An empty list
 // of apps is sent as no report at all.
-func (a *api) externalAppsReport(_ context.Context, req request) (result, *refusal.Refusal) {
+func (a *Engine) externalAppsReport(_ context.Context, req request) (result, *refusal.Refusal) {
 	if len(req.Params) > maxExternalReportBytes {
 		return result{}, refusal.New(refusal.ToolOutputOverBudget, "the report is %d bytes, over the bound of %d", len(req.Params), maxExternalReportBytes)
 	}
@@ -67,9 +67,9 @@ func (a *api) externalAppsReport(_ context.Context, req request) (result, *refus
 	if len(p.Apps) > 0 {
 		report, _ = json.Marshal(p)
 	}
-	a.mu.Lock()
-	a.externalReport = report
-	a.mu.Unlock()
+	a.relay.mu.Lock()
+	a.relay.externalReport = report
+	a.relay.mu.Unlock()
 	a.toolsChanged()
 	return result{Value: map[string]int{"apps": len(p.Apps)}}, nil
 }

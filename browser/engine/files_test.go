@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"context"
@@ -12,18 +12,18 @@ import (
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
-// memoryAPI returns an api whose "opfs" root is a fresh memory root.
-func memoryAPI(t *testing.T) (*api, *fsroot.MemRoot) {
+// memoryAPI returns an Engine whose "opfs" root is a fresh memory root.
+func memoryAPI(t testing.TB) (*Engine, *fsroot.MemRoot) {
 	t.Helper()
 	mem := fsroot.NewMemory()
-	a := newAPI(time.Now(), func(ctx context.Context, kind string, handle any) (fsroot.Root, RootInfo, error) {
+	a := newEngine(time.Now(), func(ctx context.Context, kind string, handle any) (fsroot.Root, RootInfo, error) {
 		return mem, RootInfo{Kind: kind, Name: "Memory"}, nil
 	})
 	return a, mem
 }
 
 // do calls method with params (a JSON object) and bytes, and returns the value or the refusal.
-func do(t *testing.T, a *api, method, params string, bytes []byte) (map[string]any, *refusal.Refusal, []byte) {
+func do(t testing.TB, a *Engine, method, params string, bytes []byte) (map[string]any, *refusal.Refusal, []byte) {
 	t.Helper()
 	ans, out := a.call(context.Background(), 1, request{Method: method, Params: json.RawMessage(params), Bytes: bytes})
 	if !ans.OK {
@@ -35,7 +35,7 @@ func do(t *testing.T, a *api, method, params string, bytes []byte) (map[string]a
 	return v, nil, out
 }
 
-func mustDo(t *testing.T, a *api, method, params string, bytes []byte) (map[string]any, []byte) {
+func mustDo(t testing.TB, a *Engine, method, params string, bytes []byte) (map[string]any, []byte) {
 	t.Helper()
 	v, r, out := do(t, a, method, params, bytes)
 	if r != nil {

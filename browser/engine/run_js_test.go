@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"encoding/json"
@@ -39,7 +39,7 @@ func TestServeOverAMessagePort(t *testing.T) {
 	}
 
 	out, _ := newPoster(port1)
-	if err := serve(port1, newAPI(time.Now(), nil), out); err != nil {
+	if err := serve(port1, newEngine(time.Now(), nil), out); err != nil {
 		t.Fatal(err)
 	}
 	if undefined := must(port1.Get("voiceboxInbox")); !undefined.IsUndefined() {
@@ -67,7 +67,7 @@ func TestServeOverAMessagePort(t *testing.T) {
 			t.Fatalf("only %d of 3 messages arrived: %v", len(seen), seen)
 		}
 	}
-	if seen["ready"]["build"] != build {
+	if seen["ready"]["build"] != "dev" {
 		t.Errorf("ready = %v", seen["ready"])
 	}
 	if seen["result-1"]["ok"] != true {

@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // externalapps.result; other names keep their routes.
 func TestExternalAppCallsGoToTheMainThread(t *testing.T) {
 	t.Parallel()
-	a := newAPI(time.Now(), nil)
+	a := newEngine(time.Now(), nil)
 	posted := make(chan map[string]any, 8)
 	a.post = func(msg []byte) {
 		var m map[string]any
@@ -113,11 +113,11 @@ func TestExternalAppsReportRidesTheToolsFrame(t *testing.T) {
 	t.Parallel()
 	x := newAssistantAPI(t)
 	report := `{"apps":[{"id":"orders","live":true,"context":true,"tools":[{"name":"list_orders","description":"List.","readOnly":true}]}]}`
-	mustDo(t, x.api, "externalapps.report", report, nil)
+	mustDo(t, x.Engine, "externalapps.report", report, nil)
 	if f := x.toolsFrame(); f != `{"type":"tools","tools":[],"externalApps":`+report+`}` {
 		t.Fatalf("the tools frame is %s", f)
 	}
-	mustDo(t, x.api, "externalapps.report", `{"apps":[]}`, nil)
+	mustDo(t, x.Engine, "externalapps.report", `{"apps":[]}`, nil)
 	if f := x.toolsFrame(); f != `{"type":"tools","tools":[]}` {
 		t.Fatalf("after the apps closed, the tools frame is %s", f)
 	}

@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
-// assistantAPI is an api with an open memory workspace, a memory shelf (with the samples), a
+// assistantAPI is an Engine with an open memory workspace, a memory shelf (with the samples), a
 // peer that records the tools frame, and the messages posted to the page.
 type assistantAPI struct {
-	*api
+	*Engine
 	mem    *fsroot.MemRoot
 	door   routed
 	mu     sync.Mutex
@@ -28,9 +28,9 @@ type assistantAPI struct {
 func newAssistantAPI(t *testing.T) *assistantAPI {
 	t.Helper()
 	a, mem := memoryAPI(t)
-	x := &assistantAPI{api: a, mem: mem}
+	x := &assistantAPI{Engine: a, mem: mem}
 	shelf := fsroot.NewMemory()
-	a.openShelf = func(context.Context) (fsroot.Root, error) { return shelf, nil }
+	a.apps.openShelf = func(context.Context) (fsroot.Root, error) { return shelf, nil }
 	a.post = func(msg []byte) {
 		var m map[string]any
 		json.Unmarshal(msg, &m)
@@ -38,11 +38,11 @@ func newAssistantAPI(t *testing.T) *assistantAPI {
 		x.posted = append(x.posted, m)
 		x.mu.Unlock()
 	}
-	a.peer = newPeer("ws://relay.invalid/channel", nil, func(PeerState) {})
+	a.relay.peer = newPeer("ws://relay.invalid/channel", nil, func(PeerState) {})
 	mustDo(t, a, "root.open", `{"kind":"opfs"}`, nil)
-	a.mu.Lock()
-	x.door = routed{a, a.exec}
-	a.mu.Unlock()
+	a.ws.mu.Lock()
+	x.door = routed{a, a.ws.exec}
+	a.ws.mu.Unlock()
 	return x
 }
 
@@ -69,9 +69,9 @@ func (x *assistantAPI) opened() []string {
 }
 
 func (x *assistantAPI) toolsFrame() string {
-	x.peer.mu.Lock()
-	defer x.peer.mu.Unlock()
-	return string(x.peer.tools)
+	x.relay.peer.mu.Lock()
+	defer x.relay.peer.mu.Unlock()
+	return string(x.relay.peer.tools)
 }
 
 func TestTheAssistantsMiniAppToolsInTheWorker(t *testing.T) {
@@ -91,7 +91,7 @@ func TestTheAssistantsMiniAppToolsInTheWorker(t *testing.T) {
 	if err != nil || got["launched"] != true || got["id"] != "app_timer" {
 		t.Fatalf("launch-mini-app = %v, %v", got, err)
 	}
-	if ids := x.opened(); len(ids) != 1 || ids[0] != "app_timer" || !x.registry.IsOpen("app_timer") {
+	if ids := x.opened(); len(ids) != 1 || ids[0] != "app_timer" || !x.apps.registry.IsOpen("app_timer") {
 		t.Fatalf("the page was asked to open %v", ids)
 	}
 	if _, err := x.relayCall("launch-mini-app", `{"name":"no such app"}`); refusal.RuleOf(err) != refusal.MiniAppNotFound {
@@ -99,7 +99,7 @@ func TestTheAssistantsMiniAppToolsInTheWorker(t *testing.T) {
 	}
 
 	// Its registered tools reach the relay in a tools frame, and are called under their names.
-	mustDo(t, x.api, "miniapps.register", `{"appId":"app_timer","tool":{"name":"start","description":"Start","parameters":{"type":"object","properties":{"seconds":{"type":"integer"}}}}}`, nil)
+	mustDo(t, x.Engine, "miniapps.register", `{"appId":"app_timer","tool":{"name":"start","description":"Start","parameters":{"type":"object","properties":{"seconds":{"type":"integer"}}}}}`, nil)
 	name := miniapp.ModelName("app_timer", "start")
 	if f := x.toolsFrame(); !strings.HasPrefix(f, `{"type":"tools","tools":[`) || !strings.Contains(f, name) {
 		t.Fatalf("the tools frame is %s", f)
@@ -127,11 +127,11 @@ func TestTheAssistantsMiniAppToolsInTheWorker(t *testing.T) {
 		x.mu.Unlock()
 		runtime.Gosched()
 	}
-	mustDo(t, x.api, "miniapps.result", `{"callId":"`+callID+`","result":42}`, nil)
+	mustDo(t, x.Engine, "miniapps.result", `{"callId":"`+callID+`","result":42}`, nil)
 	if m := <-answered; m["result"] != 42.0 {
 		t.Fatalf("a number from the app reached the relay as %v", m)
 	}
-	mustDo(t, x.api, "miniapps.close", `{"appId":"app_timer"}`, nil)
+	mustDo(t, x.Engine, "miniapps.close", `{"appId":"app_timer"}`, nil)
 	if f := x.toolsFrame(); f != `{"type":"tools","tools":[]}` {
 		t.Fatalf("after the app closed the tools frame is %s", f)
 	}

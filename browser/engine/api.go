@@ -1,7 +1,8 @@
-package main
+package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
@@ -14,9 +15,6 @@ import (
 	"github.com/voicebox-go/voicebox/shared/miniappstore"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
-
-// build is the version string, set at link time by build.sh (-X main.build=...).
-var build = "dev"
 
 var goVersion = runtime.Version()
 
@@ -53,47 +51,90 @@ type RootInfo struct {
 	SyncHandles bool   `json:"syncHandles"`
 }
 
-// api answers the page's calls. It is portable so that its rules are tested natively and in the
-// browser alike; the js side only moves values across postMessage.
-type api struct {
-	started  time.Time
+// Options configure an Engine. All are optional: a missing part refuses what needs it.
+type Options struct {
+	// Build is the version string status and the ready message report.
+	Build string
+	// OpenRoot opens the workspace root root.open asks for; nil refuses root.open.
+	OpenRoot RootOpener
+	// OpenShelf opens the host-owned storage of saved mini-apps, out of every tool's reach; nil
+	// refuses the mini-app store's methods.
+	OpenShelf func(ctx context.Context) (fsroot.Root, error)
+	// Post sends the page a message of the engine's own (a mini-app call, a launch); nil drops
+	// them.
+	Post func(msg []byte)
+}
+
+// Engine answers the page's calls and serves the relay's. It is portable, so that its rules are
+// tested natively and in the browser alike; the js side (Run and its message loop) only moves values across
+// postMessage. Its state is split by concern, each part with its own lock.
+type Engine struct {
+	build   string
+	started time.Time
+	methods map[string]method
+	post    func(msg []byte) // never nil
+
+	ws    workspaceState
+	apps  miniAppState
+	relay relayState
+}
+
+// workspaceState is the open workspace root, its executor, and the uploads in progress on it.
+// One lock, so an upload never outlives the root it writes to.
+type workspaceState struct {
 	openRoot RootOpener
-	methods  map[string]method
-	// peer, when set, is the page's connection to /channel: each opened root becomes the
-	// executor of the relay's calls there.
-	peer *peer
-	// post, when set, sends the page a message of the worker's own (a mini-app call).
-	post func(msg []byte)
-	// openShelf opens the host-owned storage of saved mini-apps, out of every tool's reach.
-	openShelf func(ctx context.Context) (fsroot.Root, error)
+
+	mu         sync.Mutex
+	root       fsroot.Root
+	info       RootInfo
+	exec       *workspace
+	uploads    map[string]*upload
+	nextUpload int
+}
+
+// miniAppState is the open mini-apps (their tools and frames) and the store over the workspace
+// and the shelf.
+type miniAppState struct {
 	registry  *miniapp.Registry
 	frames    *frames
+	openShelf func(ctx context.Context) (fsroot.Root, error)
 
-	mu      sync.Mutex
-	root    fsroot.Root
-	info    RootInfo
-	exec    *workspace
-	uploads map[string]*upload
-	nextID  int
+	mu        sync.Mutex
+	shelf     fsroot.Root
+	store     *miniappstore.Store
+	storeRoot fsroot.Root // the workspace store was made for
+	seeded    bool
+}
 
-	shelf      fsroot.Root
+// relayState is the page's connection to /channel and what it last told the relay.
+type relayState struct {
+	// peer, when set, is the connection: each opened root becomes the executor of the relay's
+	// calls there.
+	peer *peer
+
+	mu         sync.Mutex
 	toolsFrame []byte // the last tools frame given to the peer
-	store      *miniappstore.Store
-	storeRoot  fsroot.Root // the workspace store was made for
-	seeded     bool
-
 	// externalReport is the main thread's last report of its open external mini-apps, passed
 	// on in the tools frame (see externalapps.go).
 	externalReport json.RawMessage
 }
 
-func newAPI(now time.Time, openRoot RootOpener) *api {
-	a := &api{started: now, openRoot: openRoot, uploads: map[string]*upload{}, registry: miniapp.NewRegistry()}
-	a.frames = newFrames(func(msg []byte) {
-		if a.post != nil {
-			a.post(msg)
-		}
-	})
+// New returns an Engine with no root open.
+func New(opts Options) *Engine {
+	a := newEngine(time.Now(), opts.OpenRoot)
+	a.build = cmp.Or(opts.Build, a.build)
+	a.apps.openShelf = opts.OpenShelf
+	if opts.Post != nil {
+		a.post = opts.Post
+	}
+	return a
+}
+
+func newEngine(now time.Time, openRoot RootOpener) *Engine {
+	a := &Engine{build: "dev", started: now, post: func([]byte) {}}
+	a.ws = workspaceState{openRoot: openRoot, uploads: map[string]*upload{}}
+	a.apps.registry = miniapp.NewRegistry()
+	a.apps.frames = newFrames(func(msg []byte) { a.post(msg) })
 	a.methods = map[string]method{
 		"status":              a.status,
 		"root.open":           a.rootOpen,
@@ -135,8 +176,8 @@ type answer struct {
 }
 
 // readyMessage is what the worker says once Go is running.
-func readyMessage() []byte {
-	b, _ := json.Marshal(map[string]string{"type": "ready", "build": build})
+func (a *Engine) readyMessage() []byte {
+	b, _ := json.Marshal(map[string]string{"type": "ready", "build": a.build})
 	return b
 }
 
@@ -153,7 +194,7 @@ func parse(in []byte) (id float64, req request, r *refusal.Refusal, ok bool) {
 }
 
 // call runs one request and returns its answer and any bytes that go with it.
-func (a *api) call(ctx context.Context, id float64, req request) (answer, []byte) {
+func (a *Engine) call(ctx context.Context, id float64, req request) (answer, []byte) {
 	m, ok := a.methods[req.Method]
 	if !ok {
 		return refused(id, refusal.New(refusal.UnknownMethod, "the worker has no method %q", req.Method)), nil
@@ -186,8 +227,8 @@ type statusValue struct {
 	Root     *RootInfo `json:"root,omitempty"`
 }
 
-func (a *api) status(context.Context, request) (result, *refusal.Refusal) {
-	v := statusValue{Build: build, Go: goVersion, UptimeMs: time.Since(a.started).Milliseconds()}
+func (a *Engine) status(context.Context, request) (result, *refusal.Refusal) {
+	v := statusValue{Build: a.build, Go: goVersion, UptimeMs: time.Since(a.started).Milliseconds()}
 	if _, info, ok := a.current(); ok {
 		v.Root = &info
 	}

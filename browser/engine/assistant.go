@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"bytes"
@@ -30,16 +30,16 @@ const (
 // get_app_context to the main thread, mini-app tools (model-facing names, app_…) to the registry,
 // the mini-app store's tools to the store, everything else to the workspace's executor.
 type routed struct {
-	a    *api
+	a    *Engine
 	exec *workspace
 }
 
 func (r routed) Execute(ctx context.Context, call wire.Call) (json.RawMessage, error) {
 	switch {
 	case routesExternal(call.Tool):
-		return r.a.frames.externalCall(ctx, call.Tool, call.Args)
+		return r.a.apps.frames.externalCall(ctx, call.Tool, call.Args)
 	case strings.HasPrefix(call.Tool, "app_"):
-		out, err := r.a.registry.Dispatch(ctx, call.Tool, call.Args)
+		out, err := r.a.apps.registry.Dispatch(ctx, call.Tool, call.Args)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +87,7 @@ type appListing struct {
 	Open     bool              `json:"open"`
 }
 
-func (a *api) toolListMiniApps(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+func (a *Engine) toolListMiniApps(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 	if err := strictArgs(raw, &struct{}{}); err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (a *api) toolListMiniApps(ctx context.Context, raw json.RawMessage) (json.R
 	}
 	out := make([]appListing, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, appListing{ID: e.AppID, Title: e.Title, Kind: e.Kind, FileName: e.FileName, Source: e.Source, Open: a.registry.IsOpen(e.AppID)})
+		out = append(out, appListing{ID: e.AppID, Title: e.Title, Kind: e.Kind, FileName: e.FileName, Source: e.Source, Open: a.apps.registry.IsOpen(e.AppID)})
 	}
 	return json.Marshal(map[string]any{"count": len(out), "apps": out})
 }
@@ -117,7 +117,7 @@ type launchObserved struct {
 
 const launchNote = "The app is opening in the page; the tools it registers are offered to you once it has loaded."
 
-func (a *api) toolLaunchMiniApp(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+func (a *Engine) toolLaunchMiniApp(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 	var p struct {
 		Name string `json:"name"`
 	}
@@ -128,7 +128,7 @@ func (a *api) toolLaunchMiniApp(ctx context.Context, raw json.RawMessage) (json.
 }
 
 // launchForModel launches through miniapps.launch and has the main thread open the frame.
-func (a *api) launchForModel(ctx context.Context, target map[string]string, created string) (json.RawMessage, error) {
+func (a *Engine) launchForModel(ctx context.Context, target map[string]string, created string) (json.RawMessage, error) {
 	params, _ := json.Marshal(target)
 	res, r := a.miniAppsLaunch(ctx, request{Method: "miniapps.launch", Params: params})
 	if r != nil {
@@ -152,7 +152,7 @@ func (a *api) launchForModel(ctx context.Context, target map[string]string, crea
 // toolCreateMiniApp writes {title, html} to <slug>.html at the top of the workspace, through the
 // executor (so the write is kept for undo), and launches it. A name already taken is refused
 // mini-app-name-taken; nothing is overwritten.
-func (a *api) toolCreateMiniApp(ctx context.Context, w *workspace, call wire.Call) (json.RawMessage, error) {
+func (a *Engine) toolCreateMiniApp(ctx context.Context, w *workspace, call wire.Call) (json.RawMessage, error) {
 	var p struct {
 		Title string `json:"title"`
 		HTML  string `json:"html"`
@@ -188,17 +188,17 @@ func (a *api) toolCreateMiniApp(ctx context.Context, w *workspace, call wire.Cal
 }
 
 // toolsChanged tells the relay the open apps' tools when they differ from what it was told last.
-func (a *api) toolsChanged() {
-	if a.peer == nil {
+func (a *Engine) toolsChanged() {
+	if a.relay.peer == nil {
 		return
 	}
-	decls := a.registry.FunctionDeclarations()
+	decls := a.apps.registry.FunctionDeclarations()
 	if decls == nil {
 		decls = []tool.Declaration{}
 	}
-	a.mu.Lock()
-	external := a.externalReport
-	a.mu.Unlock()
+	a.relay.mu.Lock()
+	external := a.relay.externalReport
+	a.relay.mu.Unlock()
 	frame, err := json.Marshal(struct {
 		Type         string             `json:"type"`
 		Tools        []tool.Declaration `json:"tools"`
@@ -207,11 +207,11 @@ func (a *api) toolsChanged() {
 	if err != nil || len(frame) > wire.MaxFrameBytes {
 		return // past the frame bound (hundreds of large tools): the relay keeps the last set
 	}
-	a.mu.Lock()
-	same := bytes.Equal(frame, a.toolsFrame)
-	a.toolsFrame = frame
-	a.mu.Unlock()
+	a.relay.mu.Lock()
+	same := bytes.Equal(frame, a.relay.toolsFrame)
+	a.relay.toolsFrame = frame
+	a.relay.mu.Unlock()
 	if !same {
-		a.peer.SetTools(frame)
+		a.relay.peer.SetTools(frame)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 func TestAPIAnswers(t *testing.T) {
 	t.Parallel()
-	a := newAPI(time.Now(), nil)
+	a := newEngine(time.Now(), nil)
 	tests := []struct {
 		name, in string
 		ok       bool
@@ -43,7 +43,7 @@ func TestAPIAnswers(t *testing.T) {
 			}
 			if tt.ok {
 				var st statusValue
-				if err := json.Unmarshal(got.Value, &st); err != nil || st.Build != build || st.Go == "" {
+				if err := json.Unmarshal(got.Value, &st); err != nil || st.Build != a.build || st.Go == "" {
 					t.Fatalf("status value = %s", got.Value)
 				}
 				return
@@ -57,7 +57,7 @@ func TestAPIAnswers(t *testing.T) {
 
 func TestAPIDropsWhatItCannotAnswer(t *testing.T) {
 	t.Parallel()
-	a := newAPI(time.Now(), nil)
+	a := newEngine(time.Now(), nil)
 	for _, in := range []string{``, `null`, `"text"`, `[]`, `{"type":"call","method":"status"}`, `{"type":"call","id":"7","method":"status"}`} {
 		if out := a.handle([]byte(in)); out != nil {
 			t.Errorf("handle(%q) = %s, want no answer", in, out)
@@ -68,17 +68,17 @@ func TestAPIDropsWhatItCannotAnswer(t *testing.T) {
 func TestReadyMessage(t *testing.T) {
 	t.Parallel()
 	var got map[string]any
-	if err := json.Unmarshal(readyMessage(), &got); err != nil {
+	if err := json.Unmarshal(New(Options{Build: "v1.2.3"}).readyMessage(), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got["type"] != "ready" || got["build"] != build || len(got) != 2 {
+	if got["type"] != "ready" || got["build"] != "v1.2.3" || len(got) != 2 {
 		t.Fatalf("ready = %v", got)
 	}
 }
 
 // handle answers one message given as JSON the way the worker does (parse, then call); nil when
 // the message cannot be answered.
-func (a *api) handle(in []byte) []byte {
+func (a *Engine) handle(in []byte) []byte {
 	id, req, r, ok := parse(in)
 	if !ok {
 		return nil
