@@ -64,7 +64,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	switch r.URL.Path {
-	case "/api/health", "/api/ready", "/channel", GuestPath:
+	case "/api/health", "/api/ready", "/channel", GuestPath, OldGuestPath:
 		return false
 	}
 	if r.URL.Path == "/" && r.URL.Query().Has(BootstrapParam) {

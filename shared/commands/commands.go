@@ -53,6 +53,10 @@ type Tool struct {
 	Parameters json.RawMessage
 	// Confirm reports that a call waits for the user's approval before it runs.
 	Confirm bool
+	// ChangesFiles reports a built-in whose success changes the workspace's files (the page
+	// refreshes its file list after one). An extension tool that writes is not marked: which
+	// extension tools write is known only per call.
+	ChangesFiles bool
 	// Builtin reports a built-in tool; the others are mini-app tools, run by the page.
 	Builtin bool
 	schema  *toolschema.Schema
@@ -73,7 +77,7 @@ func newBuiltinSet() *Set {
 		if err != nil {
 			panic(fmt.Sprintf("commands: the built-in %s has a schema outside the subset: %v", b.name, err))
 		}
-		t := &Tool{Name: b.name, Description: b.description, Parameters: schema.JSON(), Confirm: b.confirm, Builtin: true, schema: schema}
+		t := &Tool{Name: b.name, Description: b.description, Parameters: schema.JSON(), Confirm: b.confirm, ChangesFiles: b.changes, Builtin: true, schema: schema}
 		s.tools = append(s.tools, t)
 		s.byName[t.Name] = t
 	}
