@@ -143,6 +143,8 @@ Environment:
                            capabilities, audience, secret} (see the README, "External mini-apps")
   OPENAI_API_KEY           the OpenAI key for live voice (a key stored with PUT /api/keys wins)
   GEMINI_API_KEY           the Gemini key for live voice (a key stored with PUT /api/keys wins)
+  VOICEBOX_LIVE_PROVIDER   the live provider (gemini or openai) a relay with no saved voice settings
+                           starts with; LIVE_PROVIDER is read when it is unset (default gemini)
   VOICEBOX_OPENAI_URL      the OpenAI Realtime endpoint, when --openai-url is not given
   VOICEBOX_GEMINI_URL      the Gemini Live endpoint, when --gemini-url is not given
 
@@ -295,7 +297,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		defer cl.Close()
 		st.Challenges = cl
 	}
-	st.Listener, st.Console, st.Build = ln, stdout, build
+	st.Listener, st.Console, st.Warnings, st.Build = ln, stdout, stderr, build
 	r, err := relay.New(st.Config)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)

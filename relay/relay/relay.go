@@ -84,9 +84,12 @@ type Config struct {
 	VendorURLs map[string]string
 	// Log receives the relay's log; nil discards.
 	Log *slog.Logger
-	// Console receives what the host reads at start (the address, the sign-in banner) and the
+	// Console receives what the host reads at start (the address, the sign-in address) and the
 	// extension approval codes; nil discards.
 	Console io.Writer
+	// Warnings receives what the host must be warned of at start (the gate is off), apart from
+	// the Console's output; nil discards.
+	Warnings io.Writer
 }
 
 // Relay is a relay's running parts, built by New. Its fields are for the doors New builds and
@@ -95,6 +98,7 @@ type Relay struct {
 	cfg      Config
 	log      *slog.Logger
 	console  io.Writer
+	warnings io.Writer
 	tls      *tls.Config  // nil for plain HTTP
 	acme     http.Handler // HTTP-01 challenges, with Config.Challenges
 	scheme   string       // "http" or "https"
@@ -123,6 +127,9 @@ func New(cfg Config) (*Relay, error) {
 	}
 	if r.console == nil {
 		r.console = io.Discard
+	}
+	if r.warnings = cfg.Warnings; r.warnings == nil {
+		r.warnings = io.Discard
 	}
 	if r.cfg.MiniApps == nil {
 		r.cfg.MiniApps = externalapps.Empty()

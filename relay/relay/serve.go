@@ -96,13 +96,13 @@ func (r *Relay) Serve(ctx context.Context) error {
 	return nil
 }
 
-// banner tells the host how to sign in (or that there is no gate) and where certificates come
-// from.
+// banner tells the host how to sign in (or warns that there is no gate) and where certificates
+// come from.
 func (r *Relay) banner() {
 	if r.Gate != nil {
 		fmt.Fprintf(r.console, "loopback gate on: open %s/?%s=%s once to start a session (single use; `relay ticket` makes another)\n", r.base, server.BootstrapParam, r.Gate.NewTicket())
 	} else {
-		fmt.Fprintf(r.console, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
+		fmt.Fprintf(r.warnings, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
 	}
 	if r.cfg.ACME.Host != "" {
 		fmt.Fprintf(r.console, "certificates for %s come from the ACME CA on first use, cached in %s\n", r.cfg.ACME.Host, filepath.Join(r.State.Path(), ACMECacheDir))
