@@ -119,7 +119,8 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, `
 Environment:
   PORT                     the port to listen on when --addr is not given (default %d; 0 takes a free port)
-  VOICEBOX_PUBLIC_DIR      the directory the page is served from when --public is not given
+  VOICEBOX_PUBLIC_DIR      the directory the page is served from when --public is not given (default:
+                           the page built into this binary)
   VOICEBOX_STATE_DIR       the host state directory (host token, pairings, keys, settings, extensions)
                            when --state-dir is not given (default: the user's configuration
                            directory + /voicebox); VOICEBOX_EXTENSIONS_DIR is its old name, still taken
@@ -186,7 +187,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.StringVar(&cfg.lifetime, "session-lifetime", "", "`duration` a session lasts from its sign-in, such as 8h or 30m (default $VOICEBOX_SESSION_LIFETIME, else 24h)")
 	fs.StringVar(&cfg.trusted, "trusted-proxy", "", "`CIDR[,CIDR...]` of reverse proxies whose Forwarded/X-Forwarded-* headers are believed; from any other peer they are ignored (default $VOICEBOX_TRUSTED_PROXY, else none)")
 	fs.StringVar(&cfg.logFormat, "log-format", "", "`format` of the log on stderr: auto (text on a terminal, JSON otherwise), json or text (default $VOICEBOX_LOG_FORMAT, else auto)")
-	fs.StringVar(&cfg.public, "public", "", "`directory` the page is served from (default $VOICEBOX_PUBLIC_DIR, else ./public)")
+	fs.StringVar(&cfg.public, "public", "", "`directory` the page is served from instead of the page built into this binary, for development (default $VOICEBOX_PUBLIC_DIR, else the built-in page)")
 	cfg.state.register(fs)
 	fs.StringVar(&cfg.miniApps, "mini-apps", "", "JSON `file` of the external mini-app registry (default: the JSON in $MINI_APPS; neither means none)")
 	vendorFlags(fs, cfg)

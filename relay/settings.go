@@ -27,13 +27,7 @@ type serveSettings struct {
 // settle reads the flags, with the environment where a flag is not given, into serve's settings.
 // An error is a usage error: serve says it and exits 2 before it touches anything.
 func (cfg *serveConfig) settle(stderr io.Writer) (*serveSettings, error) {
-	public := cfg.public
-	if public == "" {
-		public = os.Getenv("VOICEBOX_PUBLIC_DIR")
-	}
-	if public == "" {
-		public = "public"
-	}
+	public := orEnv(cfg.public, "VOICEBOX_PUBLIC_DIR") // "": the page embedded in the binary
 	var err error
 	helloMS := cfg.helloBound
 	if helloMS == 0 {

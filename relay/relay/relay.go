@@ -7,7 +7,8 @@
 //
 //	State         the host state directory (host token, pairings, keys, extensions; relay/hoststate)
 //	Gate          the session gate, when Config.Gated (relay/server)
-//	Server        the HTTP handler: the page's files, health, sessions (relay/server)
+//	Server        the HTTP handler: the page's files (embedded, package public, or a directory),
+//	              health, sessions (relay/server)
 //	Hub           /channel and the executor slot (relay/hub)
 //	Extensions    the extension registry and its routes (relay/extensions)
 //	Voice parts   the providers, agent settings and key store (relay/voice)
@@ -26,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -33,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/voicebox-go/voicebox/public"
 	"github.com/voicebox-go/voicebox/relay/assistant"
 	"github.com/voicebox-go/voicebox/relay/extensions"
 	"github.com/voicebox-go/voicebox/relay/externalapps"
@@ -55,7 +58,8 @@ type Config struct {
 	Challenges net.Listener
 	// StateDir is the host state directory; it is made (0700) when missing.
 	StateDir string
-	// Public is the directory the page is served from.
+	// Public is the directory the page is served from, for development (edit and reload); ""
+	// serves the page embedded in the binary (package public).
 	Public string
 	// Build is the version string /api/health and the help report.
 	Build string
@@ -182,14 +186,18 @@ func New(cfg Config) (*Relay, error) {
 }
 
 func (r *Relay) buildServer() error {
+	var files fs.FS
+	if r.cfg.Public == "" {
+		files = public.Files()
+		if !public.HasEngine(files) {
+			r.log.Warn("this relay was built without the page's engine (" + public.Engine + "): the page will not start; build it with ./build.sh build, or serve a built page with --public")
+		}
+	}
 	var err error
-	r.Server, err = server.New(server.Config{Public: r.cfg.Public, Build: r.cfg.Build, Log: r.log, HostToken: r.State.CheckHostToken,
+	r.Server, err = server.New(server.Config{Public: r.cfg.Public, Files: files, Build: r.cfg.Build, Log: r.log, HostToken: r.State.CheckHostToken,
 		Gate: r.Gate, Origin: r.cfg.Origin, HSTS: r.tls != nil || len(r.cfg.TrustedProxies) > 0, Ready: r.ready,
 		TrustedProxies: r.cfg.TrustedProxies, BootstrapBase: r.base, FrameOrigins: r.cfg.MiniApps.Origins()})
-	if err != nil {
-		return fmt.Errorf("%w (run from the checkout, or pass --public)", err)
-	}
-	return nil
+	return err
 }
 
 // ready is /api/ready's answer: a refusal once the shutdown began.

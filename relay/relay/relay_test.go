@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -23,6 +24,10 @@ import (
 // patience is the hang guard of every wait here; nothing asserts how long anything takes.
 const patience = 20 * time.Second
 
+// builtIn, as a Config's Public in startRelay, serves the page embedded in the binary; an empty
+// Public there serves a stand-in page from a temporary directory.
+const builtIn = "(built in)"
+
 // startRelay builds a relay on a free loopback port and serves it until the test ends.
 func startRelay(t *testing.T, cfg Config) (*Relay, string) {
 	t.Helper()
@@ -34,7 +39,10 @@ func startRelay(t *testing.T, cfg Config) (*Relay, string) {
 	if cfg.StateDir == "" {
 		cfg.StateDir = filepath.Join(t.TempDir(), "state")
 	}
-	if cfg.Public == "" {
+	switch cfg.Public {
+	case builtIn:
+		cfg.Public = ""
+	case "":
 		cfg.Public = t.TempDir()
 		os.WriteFile(filepath.Join(cfg.Public, "index.html"), []byte("<!doctype html>"), 0o644)
 	}
@@ -171,4 +179,26 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestWithoutAPublicDirectoryThePageIsBuiltIn: a relay given no directory serves the page
+// embedded in the binary, and never its Go source.
+func TestWithoutAPublicDirectoryThePageIsBuiltIn(t *testing.T) {
+	t.Parallel()
+	_, url := startRelay(t, Config{Public: builtIn})
+	want, err := os.ReadFile(filepath.Join("..", "..", "public", "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, status := range map[string]int{"/": 200, "/embed.go": 404} {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != status || (status == 200 && string(body) != string(want)) {
+			t.Errorf("GET %s: %d, %d bytes; want %d (the page's index.html)", path, resp.StatusCode, len(body), status)
+		}
+	}
 }

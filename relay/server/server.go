@@ -29,8 +29,11 @@ import (
 // Config says what the server serves. The zero value is not usable: Public must name a directory.
 type Config struct {
 	// Public is the directory the page is served from (index.html, the worker, voicebox.wasm and
-	// its precompressed copies).
+	// its precompressed copies), when Files is nil.
 	Public string
+	// Files, when set, are the page's files instead of Public's (the relay's embedded page,
+	// package public).
+	Files fs.FS
 	// Build is the version string /api/health reports.
 	Build string
 	// Log receives request failures and recovered panics; nil means slog.Default().
@@ -80,14 +83,18 @@ type Server struct {
 
 // New checks cfg and returns a Server for it.
 func New(cfg Config) (*Server, error) {
-	info, err := os.Stat(cfg.Public)
-	if err != nil {
-		return nil, fmt.Errorf("server: public directory: %w", err)
+	files := cfg.Files
+	if files == nil {
+		info, err := os.Stat(cfg.Public)
+		if err != nil {
+			return nil, fmt.Errorf("server: public directory: %w", err)
+		}
+		if !info.IsDir() {
+			return nil, fmt.Errorf("server: public directory %s is not a directory", cfg.Public)
+		}
+		files = os.DirFS(cfg.Public)
 	}
-	if !info.IsDir() {
-		return nil, fmt.Errorf("server: public directory %s is not a directory", cfg.Public)
-	}
-	s := &Server{cfg: cfg, public: os.DirFS(cfg.Public), mux: http.NewServeMux(), log: cfg.Log}
+	s := &Server{cfg: cfg, public: files, mux: http.NewServeMux(), log: cfg.Log}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
