@@ -118,9 +118,10 @@ browser_env() {
 		VOICEBOX_CHROMIUM="$CHROMIUM" GOOS=js GOARCH=wasm "$@"
 }
 
-# The packages each layer tests. tests/ is the end-to-end layer; every other package runs natively,
-# and those with GOOS=js builds run in the browser as well.
-native_packages() { go list ./... | grep -v '^github.com/voicebox-go/voicebox/tests'; }
+# The packages each layer tests. tests/ is the end-to-end layer, a module of its own (so chromedp
+# stays out of the product's module); every package of the product runs natively, and those with
+# GOOS=js builds run in the browser as well.
+native_packages() { go list ./...; }
 browser_packages() { GOOS=js GOARCH=wasm go list ./... | grep -E '^github.com/voicebox-go/voicebox/(shared|opfs|browser)(/|$)'; }
 
 PASSED=0
@@ -153,6 +154,7 @@ layer_lint() {
 	go vet ./... || die "lint: go vet (native) found problems"
 	GOOS=js GOARCH=wasm go vet $(browser_packages) || die "lint: go vet (GOOS=js) found problems"
 	(cd tools && go vet ./...) || die "lint: go vet (tools/) found problems"
+	go -C tests vet ./... || die "lint: go vet (tests/) found problems"
 	setup_web
 	local p
 	for p in tools/web/tsconfig*.json; do
@@ -172,7 +174,7 @@ layer_browser() {
 }
 
 layer_e2e() {
-	run_tests e2e go test -count=1 ./tests/...
+	run_tests e2e go -C tests test -count=1 ./...
 }
 
 cmd_test() {
@@ -204,7 +206,7 @@ cmd_bench() {
 	# shellcheck disable=SC2046
 	browser_env go test -run '^$' -bench . -benchmem -exec="$TOOLS_BIN/go_js_wasm_exec" $(browser_packages)
 	say "== end to end"
-	go test -run '^$' -bench . -benchmem ./tests/...
+	go -C tests test -run '^$' -bench . -benchmem ./...
 }
 
 case "${1:-help}" in

@@ -25,9 +25,9 @@ import (
 
 	"github.com/voicebox-go/voicebox/relay/live"
 	"github.com/voicebox-go/voicebox/relay/live/openai"
+	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/voice"
-	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 // The live benchmarks put the relay's /live door between page clients and the vendor fixture,

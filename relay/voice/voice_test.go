@@ -22,11 +22,11 @@ import (
 	"github.com/voicebox-go/voicebox/relay/live/gemini"
 	"github.com/voicebox-go/voicebox/relay/live/livetest"
 	"github.com/voicebox-go/voicebox/relay/live/openai"
+	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/voice"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/tool"
-	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 // bound is the hang guard of every wait; nothing asserts how long anything took.

@@ -10,9 +10,9 @@ import (
 	"github.com/voicebox-go/voicebox/relay/live"
 	"github.com/voicebox-go/voicebox/relay/live/gemini"
 	"github.com/voicebox-go/voicebox/relay/live/livetest"
+	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/tool"
-	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 var listFiles = tool.Declaration{Name: "list_files", Description: "List files",

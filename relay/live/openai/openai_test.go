@@ -11,9 +11,9 @@ import (
 	"github.com/voicebox-go/voicebox/relay/live"
 	"github.com/voicebox-go/voicebox/relay/live/livetest"
 	"github.com/voicebox-go/voicebox/relay/live/openai"
+	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/tool"
-	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 var writeFile = tool.Declaration{Name: "write_file", Description: "Write a file",

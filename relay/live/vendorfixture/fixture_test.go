@@ -11,7 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/voicebox-go/voicebox/tests/vendorfixture"
+	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 )
 
 // These tests hold the fixture to what the real vendors refuse, with a bare WebSocket client, so
