@@ -1,5 +1,5 @@
-// Package server is the relay's HTTP side: it serves the page from a public directory, answers the
-// JSON API, and puts the security headers on every response.
+// Package server is the relay's HTTP side: it serves the page's files (embedded or a directory),
+// answers the JSON API, and puts the security headers on every response.
 //
 // Every route answers JSON on failure: an unknown route is 404 {"ok":false,"refused":"not-found"},
 // and a handler that panics answers 500 {"ok":false,"refused":"internal-error"} while the server
