@@ -26,7 +26,8 @@ import (
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
-// Config says what the server serves. The zero value is not usable: Public must name a directory.
+// Config says what the server serves. The zero value is not usable: Files must be set, or Public
+// name a directory.
 type Config struct {
 	// Public is the directory the page is served from (index.html, the worker, voicebox.wasm and
 	// its precompressed copies), when Files is nil.
