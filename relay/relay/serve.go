@@ -101,7 +101,11 @@ func (r *Relay) Serve(ctx context.Context) error {
 // come from.
 func (r *Relay) banner() {
 	if r.Gate != nil {
-		fmt.Fprintf(r.console, "loopback gate on: open %s/?%s=%s once to start a session (single use; `relay ticket` makes another)\n", r.base, server.BootstrapParam, r.Gate.NewTicket())
+		if ticket, err := r.Gate.NewTicket(); err != nil {
+			fmt.Fprintf(r.warnings, "loopback gate on, but no sign-in address could be made (%v): use `relay ticket` once the sessions can be reached\n", err)
+		} else {
+			fmt.Fprintf(r.console, "loopback gate on: open %s/?%s=%s once to start a session (single use; `relay ticket` makes another)\n", r.base, server.BootstrapParam, ticket)
+		}
 	} else {
 		fmt.Fprintf(r.warnings, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
 	}
