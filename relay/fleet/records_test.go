@@ -1,0 +1,33 @@
+package fleet_test
+
+import (
+	"testing"
+
+	"github.com/voicebox-go/voicebox/relay/fleet"
+	"github.com/voicebox-go/voicebox/relay/fleet/fleettest"
+	"github.com/voicebox-go/voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/relay/session/sessiontest"
+)
+
+// join connects a relay to the fleet on srv under prefix, and leaves when the test ends.
+func join(t testing.TB, srv *fleettest.Server, prefix string) *fleet.Fleet {
+	t.Helper()
+	f, err := fleet.Connect(fleet.Config{URL: srv.URL(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+// TestRecordsConformance holds the fleet's session records to the suite the memory records
+// pass, two relays (two connections) on one embedded NATS.
+func TestRecordsConformance(t *testing.T) {
+	srv := fleettest.Start(t)
+	n := 0
+	sessiontest.RunRecords(t, func(t *testing.T) (session.Records, session.Records) {
+		n++
+		prefix := "rec" + string(rune('a'+n))
+		return join(t, srv, prefix).Records(), join(t, srv, prefix).Records()
+	})
+}
