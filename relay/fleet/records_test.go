@@ -5,6 +5,8 @@ import (
 
 	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/fleet/fleettest"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/hoststate/hoststatetest"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/relay/session/sessiontest"
 )
@@ -29,5 +31,16 @@ func TestRecordsConformance(t *testing.T) {
 		n++
 		prefix := "rec" + string(rune('a'+n))
 		return join(t, srv, prefix).Records(), join(t, srv, prefix).Records()
+	})
+}
+
+// TestPairingsConformance holds the fleet's pairings to the suite the pairings file passes.
+func TestPairingsConformance(t *testing.T) {
+	srv := fleettest.Start(t)
+	n := 0
+	hoststatetest.RunPairings(t, func(t *testing.T) (hoststate.PairingStore, hoststate.PairingStore) {
+		n++
+		prefix := "pair" + string(rune('a'+n))
+		return join(t, srv, prefix).Pairings(), join(t, srv, prefix).Pairings()
 	})
 }

@@ -1,0 +1,135 @@
+// Package hoststatetest is the conformance suite of hoststate.PairingStore: the state
+// directory's file and a fleet's shared bucket pass the same cases.
+package hoststatetest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/voicebox-go/voicebox/relay/hoststate"
+)
+
+// OpenPairings returns two views of one new, empty store: two FilePairings on one file, or two
+// relays' connections to one fleet.
+type OpenPairings func(t *testing.T) (a, b hoststate.PairingStore)
+
+// RunPairings runs the suite. What one view pairs the other admits; what one revokes the other
+// refuses; no view keeps a bearer.
+func RunPairings(t *testing.T, open OpenPairings) {
+	t.Run("PairedOnOneAdmittedOnTheOther", func(t *testing.T) {
+		a, b := open(t)
+		bearer, err := a.Pair("laptop")
+		if err != nil || !strings.HasPrefix(bearer, hoststate.BearerPrefix) {
+			t.Fatalf("Pair = %q %v", bearer, err)
+		}
+		if name, ok, err := b.Lookup(bearer); err != nil || !ok || name != "laptop" {
+			t.Fatalf("Lookup on the other view = %q %v %v", name, ok, err)
+		}
+		if ok, err := b.Paired("laptop"); err != nil || !ok {
+			t.Fatalf("Paired = %v %v", ok, err)
+		}
+		for _, bad := range []string{"", "vbx_", bearer + "0", strings.TrimPrefix(bearer, hoststate.BearerPrefix), hoststate.HashBearer(bearer)} {
+			if _, ok, err := b.Lookup(bad); err != nil || ok {
+				t.Errorf("Lookup(%q) matched (%v)", bad, err)
+			}
+		}
+		list, err := b.List()
+		if err != nil || len(list) != 1 || list[0].Name != "laptop" || list[0].BearerSHA256 != hoststate.HashBearer(bearer) || list[0].Created.IsZero() {
+			t.Fatalf("List = %+v %v", list, err)
+		}
+	})
+
+	t.Run("PairingAgainReplacesTheBearer", func(t *testing.T) {
+		a, b := open(t)
+		old, _ := a.Pair("ci")
+		fresh, err := b.Pair("ci")
+		if err != nil || fresh == old {
+			t.Fatalf("Pair again = %q %v", fresh, err)
+		}
+		if _, ok, _ := a.Lookup(old); ok {
+			t.Fatal("the replaced bearer still passes")
+		}
+		if name, ok, _ := a.Lookup(fresh); !ok || name != "ci" {
+			t.Fatal("the new bearer does not pass")
+		}
+		if list, _ := a.List(); len(list) != 1 {
+			t.Fatalf("two pairings of one name: %+v", list)
+		}
+	})
+
+	t.Run("RevokedOnOneRefusedOnTheOther", func(t *testing.T) {
+		a, b := open(t)
+		bearer, _ := a.Pair("gone")
+		keep, _ := a.Pair("kept")
+		if err := b.Revoke("gone"); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := a.Lookup(bearer); ok {
+			t.Fatal("a revoked bearer passes")
+		}
+		if ok, _ := a.Paired("gone"); ok {
+			t.Fatal("a revoked name is paired")
+		}
+		if _, ok, _ := a.Lookup(keep); !ok {
+			t.Fatal("revoking one pairing ended another")
+		}
+		if err := a.Revoke("gone"); !errors.Is(err, hoststate.ErrNotPaired) {
+			t.Fatalf("revoked twice: %v", err)
+		}
+	})
+
+	t.Run("BadNames", func(t *testing.T) {
+		a, _ := open(t)
+		for _, name := range []string{"", strings.Repeat("a", hoststate.MaxNameBytes+1), "a b", "a/b", "é", "a\x00"} {
+			if _, err := a.Pair(name); !errors.Is(err, hoststate.ErrBadName) {
+				t.Errorf("Pair(%q) = %v", name, err)
+			}
+		}
+		for _, name := range []string{".", "..", "a..b", "-", strings.Repeat("z", hoststate.MaxNameBytes)} {
+			if _, err := a.Pair(name); err != nil {
+				t.Errorf("Pair(%q) = %v", name, err)
+			}
+		}
+	})
+
+	t.Run("OldestFirst", func(t *testing.T) {
+		a, b := open(t)
+		for _, n := range []string{"one", "two", "three"} {
+			if _, err := a.Pair(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		list, err := b.List()
+		if err != nil || len(list) != 3 {
+			t.Fatalf("List = %+v %v", list, err)
+		}
+		for i := 1; i < len(list); i++ {
+			if list[i].Created.Before(list[i-1].Created) {
+				t.Fatalf("not oldest first: %+v", list)
+			}
+		}
+	})
+
+	t.Run("Hammer", func(t *testing.T) {
+		a, _ := open(t)
+		var wg sync.WaitGroup
+		bearers := make([]string, 16)
+		for i := range bearers {
+			wg.Go(func() {
+				var err error
+				if bearers[i], err = a.Pair(fmt.Sprintf("m%02d", i)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for i, bearer := range bearers {
+			if name, ok, err := a.Lookup(bearer); err != nil || !ok || name != fmt.Sprintf("m%02d", i) {
+				t.Fatalf("pairing %d lost: %q %v %v", i, name, ok, err)
+			}
+		}
+	})
+}
