@@ -172,7 +172,9 @@ func (d *Dir) Revoke(name string) error { return d.pairings.Revoke(name) }
 func (d *Dir) List() ([]Pairing, error) { return d.pairings.List() }
 
 // Lookup returns the name paired with bearer, reading the pairings afresh.
-func (d *Dir) Lookup(bearer string) (name string, ok bool, err error) { return d.pairings.Lookup(bearer) }
+func (d *Dir) Lookup(bearer string) (name string, ok bool, err error) {
+	return d.pairings.Lookup(bearer)
+}
 
 // Paired reports whether name has a pairing now.
 func (d *Dir) Paired(name string) (bool, error) { return d.pairings.Paired(name) }
