@@ -16,13 +16,15 @@ const (
 	subscriberQueue = 256
 )
 
-// events fans the catalogue's events out to the page's streams.
+// events fans the catalogue's events out to the page's streams, and in a fleet to the other
+// relays' (Fleet.PublishEvent).
 type events struct {
 	log *slog.Logger
 
 	mu     sync.Mutex
 	subs   map[chan []byte]struct{}
 	closed bool
+	fleet  Fleet
 }
 
 func newEvents(log *slog.Logger) *events {
@@ -43,9 +45,20 @@ func frame(kind string, v any) []byte {
 	return append(b, "\n\n"...)
 }
 
-// publish sends an event to every subscriber.
+// publish sends an event to every subscriber, here and on the fleet's other relays.
 func (e *events) publish(kind string, v any) {
 	f := frame(kind, v)
+	e.deliver(f)
+	e.mu.Lock()
+	fl := e.fleet
+	e.mu.Unlock()
+	if fl != nil {
+		fl.PublishEvent(f)
+	}
+}
+
+// deliver sends an encoded event to this relay's subscribers.
+func (e *events) deliver(f []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for ch := range e.subs {

@@ -194,6 +194,34 @@ type OfferFunc func(Offer)
 // PageOffered calls f(o).
 func (f OfferFunc) PageOffered(o Offer) { f(o) }
 
+// Slot is this hub's executor slot as a fleet sees it: held or empty, and by what.
+type Slot struct {
+	// Gen counts the executors attached to this hub: a new Gen is a new executor, the same Gen
+	// with another Root is the one executor's root changing.
+	Gen  uint64
+	Held bool
+	Kind channel.Kind
+	// Pairing names a machine executor's pairing.
+	Pairing string
+	Root    Root
+}
+
+// Fleet shares the executor slot with other relays (relay/fleet's Router). A hub given one with
+// UseFleet routes a call it has no executor for to the relay whose executor holds the fleet's
+// slot, reports the fleet's root when it has none of its own, and tells the fleet every change of
+// its own slot. The fleet displaces this hub's executor (Displace) when one attached elsewhere
+// takes the slot.
+type Fleet interface {
+	// Ask sends call to the executor another relay holds and returns its one answer, or the
+	// refusal naming why there is none (the single relay's rules, fleet-unavailable,
+	// outcome-unknown).
+	Ask(ctx context.Context, call wire.Call) wire.Answer
+	// Root returns the fleet's root, held elsewhere; ok false when nobody holds it.
+	Root() (r Root, ok bool)
+	// SlotChanged hears every change of this hub's slot, in order; it must not block.
+	SlotChanged(Slot)
+}
+
 // Root is the declared root: what kind of executor holds (or last held) it, its name, and whether
 // that executor is connected now. Kind is "" until a page reports its root.
 type Root struct {
@@ -215,8 +243,12 @@ type Hub struct {
 	all   map[*conn]struct{}
 	close bool
 
+	gen   uint64 // executors attached so far (Slot.Gen)
+	fleet Fleet  // nil for a relay alone
+
 	toolsMu   sync.Mutex // orders the offers heard by listeners
 	listeners []OfferListener
+	slotMu    sync.Mutex // orders the slots the fleet hears
 	// admMu orders the admitted frames: a connection gets the current one before it takes the
 	// slot, and SetAdmitted sends to whoever holds it, so no executor misses a change.
 	admMu    sync.Mutex
@@ -286,13 +318,67 @@ func (h *Hub) AddOfferListener(l OfferListener) {
 	h.listeners = append(h.listeners, l)
 }
 
-// Root returns the declared root.
+// Root returns the declared root: this hub's, or in a fleet the one another relay's executor
+// holds when this hub has none.
 func (h *Hub) Root() Root {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	r := h.root
 	r.Connected = h.cur != nil
+	f := h.fleet
+	h.mu.Unlock()
+	if !r.Connected && f != nil {
+		if fr, ok := f.Root(); ok {
+			return fr
+		}
+	}
 	return r
+}
+
+// UseFleet makes h share its slot with a fleet of relays from now on; call it before serving.
+func (h *Hub) UseFleet(f Fleet) {
+	h.mu.Lock()
+	h.fleet = f
+	h.mu.Unlock()
+	h.slotChanged()
+}
+
+// slotChanged tells the fleet what the slot is now.
+func (h *Hub) slotChanged() {
+	h.slotMu.Lock()
+	defer h.slotMu.Unlock()
+	h.mu.Lock()
+	f := h.fleet
+	s := Slot{Gen: h.gen, Held: h.cur != nil}
+	if h.cur != nil {
+		s.Kind, s.Pairing, s.Root = h.cur.kind, h.cur.pairing, h.root
+		s.Root.Connected = true
+	}
+	h.mu.Unlock()
+	if f != nil {
+		f.SlotChanged(s)
+	}
+}
+
+// Displace closes this hub's executor as a newer one elsewhere does (the "replaced" frame and
+// CloseReplaced), settling its calls with its closed rule; for a fleet whose slot another relay's
+// executor took. It reports whether there was one.
+func (h *Hub) Displace(why string) bool {
+	h.mu.Lock()
+	c := h.cur
+	h.cur = nil
+	h.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	h.log.Info("channel: executor replaced by one on another relay", "kind", c.kind.String())
+	h.pageTools(nil, nil, nil)
+	h.slotChanged()
+	c.settle()
+	go func() {
+		c.control(controlFrame{Type: "replaced", Why: why})
+		c.ws.Close(CloseReplaced, "replaced")
+	}()
+	return true
 }
 
 // NewCallID returns a callId no other call of this relay has used.
@@ -301,7 +387,21 @@ func (h *Hub) NewCallID() string { return "relay-" + strconv.FormatUint(h.seq.Ad
 // Ask sends call to the executor that holds the root and returns its one answer: the executor's,
 // or a refusal naming why there is none (no-page or machine-unreachable at once when the slot is
 // empty, after the last executor's kind; the timeout and closed rules of channel.Broker).
+//
+// In a fleet (UseFleet), a call this hub has no executor for goes to the fleet's.
 func (h *Hub) Ask(ctx context.Context, call wire.Call) wire.Answer {
+	h.mu.Lock()
+	c, f := h.cur, h.fleet
+	h.mu.Unlock()
+	if c == nil && f != nil {
+		return f.Ask(ctx, call)
+	}
+	return h.AskLocal(ctx, call)
+}
+
+// AskLocal is Ask with this hub's own executor only: a fleet serves the calls routed to this
+// relay with it.
+func (h *Hub) AskLocal(ctx context.Context, call wire.Call) wire.Answer {
 	h.mu.Lock()
 	c, last := h.cur, h.last
 	h.mu.Unlock()
@@ -327,6 +427,7 @@ func (h *Hub) Disconnect(name string) bool {
 	h.cur = nil
 	h.mu.Unlock()
 	h.log.Info("channel: revoked machine disconnected", "pairing", name)
+	h.slotChanged()
 	c.settle()
 	go c.refuse(refusal.New(refusal.BearerRefused, "the pairing of this environment was revoked"))
 	return true
@@ -342,6 +443,7 @@ func (h *Hub) Close() {
 		conns = append(conns, c)
 	}
 	h.mu.Unlock()
+	h.slotChanged()
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		c.settle()
@@ -632,12 +734,14 @@ func (h *Hub) attach(c *conn) bool {
 	}
 	old := h.cur
 	h.cur, h.last = c, c.kind
+	h.gen++
 	if c.kind == channel.Machine {
 		h.root = Root{Kind: RootMachine, Name: c.pairing}
 	} else {
 		h.root = Root{}
 	}
 	h.mu.Unlock()
+	h.slotChanged()
 	h.pageTools(nil, nil, nil)
 	if old != nil {
 		h.log.Info("channel: executor replaced", "kind", old.kind.String(), "by", c.kind.String())
@@ -659,6 +763,7 @@ func (h *Hub) detach(c *conn) {
 	}
 	h.mu.Unlock()
 	if held {
+		h.slotChanged()
 		h.pageTools(nil, nil, nil)
 	}
 	c.settle()
@@ -736,10 +841,14 @@ func (h *Hub) controlFrom(c *conn, typ, kind, name string) {
 		return
 	}
 	h.mu.Lock()
-	if h.cur == c {
+	current := h.cur == c
+	if current {
 		h.root = Root{Kind: kind, Name: name}
 	}
 	h.mu.Unlock()
+	if current {
+		h.slotChanged()
+	}
 }
 
 // watchPairing closes c once its pairing is revoked, whoever revoked it.

@@ -16,6 +16,10 @@
 //	ExternalApps  the open external mini-apps added to the catalogue, their tokens (relay/externalapps)
 //	Live          the /live door, with ExternalApps as the model's tools (relay/voice)
 //
+//	Fleet         with Config.Fleet: the NATS connection, shared sessions and pairings, the
+//	              executor lease and routing (Router, given the Hub), the event fan-out (Events,
+//	              given Tools) (relay/fleet)
+//
 // Each part is given the parts before it. Where a part must tell one built after it, it does so
 // through a small listener interface registered once both exist: the hub tells the catalogue and
 // the external apps what the page offers (hub.OfferListener). A new door (an MCP server at /mcp,
@@ -38,6 +42,7 @@ import (
 	"github.com/voicebox-go/voicebox/public"
 	"github.com/voicebox-go/voicebox/relay/assistant"
 	"github.com/voicebox-go/voicebox/relay/extensions"
+	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/externalapps"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
@@ -94,6 +99,11 @@ type Config struct {
 	// Warnings receives what the host must be warned of at start (the gate is off), apart from
 	// the Console's output; nil discards.
 	Warnings io.Writer
+	// Fleet, when its URL is set, makes this relay one of a fleet on NATS (relay/fleet): the
+	// gate's sessions and tickets and the pairings are shared, calls reach the executor on
+	// whichever relay holds it, and the event stream fans out. Its Log defaults to Log. Without
+	// it the relay keeps everything in its state directory and memory, as alone.
+	Fleet fleet.Config
 }
 
 // Relay is a relay's running parts, built by New. Its fields are for the doors New builds and
@@ -117,6 +127,11 @@ type Relay struct {
 	Tools        *assistant.Catalogue
 	ExternalApps *externalapps.Model // the model's tools: Tools with the open external apps
 	Live         *voice.Handler
+
+	// The fleet's parts; nil for a relay alone.
+	Fleet  *fleet.Fleet
+	Router *fleet.Router
+	Events *fleet.Events
 }
 
 // New builds a relay's parts in dependency order, registering their routes on Server. It
@@ -159,14 +174,24 @@ func New(cfg Config) (*Relay, error) {
 	if r.base == "" {
 		r.base = r.scheme + "://" + ReachableAddr(cfg.Listener.Addr())
 	}
+	sessions := session.Options{Lifetime: cfg.SessionLifetime}
+	if cfg.Fleet.URL != "" {
+		if err := r.joinFleet(); err != nil {
+			return nil, err
+		}
+		sessions.Records = r.Fleet.Records()
+		r.State.UsePairings(r.Fleet.Pairings())
+	}
 	if cfg.Gated {
-		r.Gate = server.NewGateFor(session.NewStore(session.Options{Lifetime: cfg.SessionLifetime}))
+		r.Gate = server.NewGateFor(session.NewStore(sessions))
 	}
 	if err := r.buildServer(); err != nil {
+		r.closeFleet()
 		return nil, err
 	}
 	r.buildHub()
 	if err := r.buildExtensions(); err != nil {
+		r.closeFleet()
 		return nil, err
 	}
 	vendors := r.voiceParts()
@@ -179,10 +204,52 @@ func New(cfg Config) (*Relay, error) {
 		r.ExternalApps.SetReport(o.ExternalApps)
 	}))
 	r.buildLive(vendors)
+	if r.Fleet != nil {
+		r.Router = r.Fleet.NewRouter(r.Hub)
+		r.Hub.UseFleet(r.Router)
+		ev, err := r.Fleet.NewEvents(r.Tools)
+		if err != nil {
+			r.closeFleet()
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		r.Events = ev
+		r.Tools.UseFleet(ev)
+	}
 	// New doors go here, each given the parts it needs: an MCP server (/mcp) calls r.Tools (or
-	// r.ExternalApps, the model's view) and registers on r.Server; a fleet's shared state would
-	// replace the stores the gate and the hub are given above.
+	// r.ExternalApps, the model's view) and registers on r.Server.
 	return r, nil
+}
+
+// joinFleet connects to the fleet's NATS; it returns at once even when NATS is away.
+func (r *Relay) joinFleet() error {
+	fc := r.cfg.Fleet
+	if fc.Log == nil {
+		fc.Log = r.log
+	}
+	f, err := fleet.Connect(fc)
+	if err != nil {
+		return err
+	}
+	r.Fleet = f
+	r.log.Info("fleet: joining", "relay", f.ID())
+	return nil
+}
+
+// closeFleet leaves the fleet: the lease is released (another relay's page may take it at once),
+// the watches and subscriptions end, and the connection closes.
+func (r *Relay) closeFleet() {
+	if r.Router != nil {
+		r.Router.Close()
+	}
+	if r.Events != nil {
+		r.Events.Close()
+	}
+	if r.Gate != nil {
+		r.Gate.Store().Close()
+	}
+	if r.Fleet != nil {
+		r.Fleet.Close()
+	}
 }
 
 func (r *Relay) buildServer() error {

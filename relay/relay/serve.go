@@ -32,6 +32,7 @@ const ControlSocketFile = ".relay.sock"
 // prints the address and the sign-in banner on the Console first. It returns nil after a clean
 // shutdown, and closes the listeners either way.
 func (r *Relay) Serve(ctx context.Context) error {
+	defer r.closeFleet()
 	defer r.Hub.Close()
 	ln := server.LimitConns(r.cfg.Listener, server.ConnLimits{Exempt: trustedPeer(r.cfg.TrustedProxies), TLS: r.tls != nil, Log: r.log})
 	if r.tls != nil {

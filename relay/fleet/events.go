@@ -1,0 +1,100 @@
+package fleet
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/voicebox-go/voicebox/relay/assistant"
+)
+
+// DecisionWait bounds how long a decision on an approval this relay does not hold waits for the
+// relay that holds it to say so; past it the decision finds nothing (404 not-found).
+const DecisionWait = time.Second
+
+// relayHeader names the relay a fleet message came from, so a relay skips its own.
+const relayHeader = "Voicebox-Relay"
+
+// Catalogue is what the fleet's events reach on this relay (relay/assistant's *Catalogue).
+type Catalogue interface {
+	DeliverEvent(frame []byte)
+	DecideLocal(id string, approve bool) bool
+}
+
+// Events carries a relay's event stream and approval decisions to the fleet's other relays (an
+// assistant.Fleet): every event a catalogue publishes goes out on <prefix>.events, and every
+// relay hands those of the others to its own /api/events streams; a decision on an approval this
+// relay does not hold is asked of the others on <prefix>.approvals, and the relay holding it
+// answers. While NATS is away events stay on their own relay (they are not queued).
+type Events struct {
+	f    *Fleet
+	subs []*nats.Subscription
+}
+
+var _ assistant.Fleet = (*Events)(nil)
+
+type decision struct {
+	ID      string `json:"id"`
+	Approve bool   `json:"approve"`
+}
+
+// NewEvents starts carrying c's events to and from the fleet. Close it before the fleet.
+func (f *Fleet) NewEvents(c Catalogue) (*Events, error) {
+	e := &Events{f: f}
+	sub, err := f.nc.Subscribe(f.subject("events"), func(m *nats.Msg) {
+		if m.Header.Get(relayHeader) != f.ID() {
+			c.DeliverEvent(m.Data)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.subs = append(e.subs, sub)
+	sub, err = f.nc.Subscribe(f.subject("approvals"), func(m *nats.Msg) {
+		var d decision
+		if m.Header.Get(relayHeader) == f.ID() || json.Unmarshal(m.Data, &d) != nil {
+			return
+		}
+		if c.DecideLocal(d.ID, d.Approve) {
+			m.Respond([]byte(`{"ok":true}`))
+		}
+	})
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	e.subs = append(e.subs, sub)
+	return e, nil
+}
+
+// Close stops carrying events.
+func (e *Events) Close() {
+	for _, s := range e.subs {
+		s.Unsubscribe()
+	}
+}
+
+// PublishEvent implements assistant.Fleet.
+func (e *Events) PublishEvent(frame []byte) {
+	if !e.f.Connected() {
+		return
+	}
+	m := &nats.Msg{Subject: e.f.subject("events"), Data: frame, Header: nats.Header{}}
+	m.Header.Set(relayHeader, e.f.ID())
+	if err := e.f.nc.PublishMsg(m); err != nil {
+		e.f.log.Info("fleet: an event stayed on this relay", "err", err)
+	}
+}
+
+// Decide implements assistant.Fleet.
+func (e *Events) Decide(id string, approve bool) bool {
+	if !e.f.Connected() {
+		return false
+	}
+	b, _ := json.Marshal(decision{ID: id, Approve: approve})
+	m := &nats.Msg{Subject: e.f.subject("approvals"), Data: b, Header: nats.Header{}}
+	m.Header.Set(relayHeader, e.f.ID())
+	_, err := e.f.nc.RequestMsg(m, DecisionWait)
+	return err == nil
+}

@@ -1,0 +1,534 @@
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/voicebox-go/voicebox/relay/fleet"
+	"github.com/voicebox-go/voicebox/relay/fleet/fleettest"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/channel"
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
+)
+
+// testLeaseTTL is the fleet tests' lease bound, short so a dead relay's lease ends soon.
+const testLeaseTTL = time.Second
+
+// member is one relay of a test fleet.
+type member struct {
+	*Relay
+	url, token string
+	cancel     func()
+	served     chan error
+	killed     bool
+}
+
+// startMember starts a relay of the fleet on nats (prefix names the fleet) and stops it when the
+// test ends, unless the test killed it first.
+func startMember(t *testing.T, nats *fleettest.Server, prefix string, gated bool) *member {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	public := t.TempDir()
+	os.WriteFile(filepath.Join(public, "index.html"), []byte("<!doctype html>"), 0o644)
+	cfg := Config{Listener: ln, StateDir: filepath.Join(t.TempDir(), "state"), Public: public, Gated: gated,
+		Fleet: fleet.Config{URL: nats.URL(), Prefix: prefix, LeaseTTL: testLeaseTTL}}
+	r, err := New(cfg)
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	tok, err := os.ReadFile(filepath.Join(cfg.StateDir, hoststate.HostTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &member{Relay: r, url: r.URL(), token: strings.TrimSpace(string(tok)), cancel: cancel, served: make(chan error, 1)}
+	go func() { m.served <- r.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if m.killed {
+			return // kill waited for Serve
+		}
+		select {
+		case err := <-m.served:
+			if err != nil {
+				t.Errorf("Serve after the shutdown: %v", err)
+			}
+		case <-time.After(patience):
+			t.Error("Serve did not return after its context ended")
+		}
+	})
+	return m
+}
+
+// kill ends the relay as a crash would for the others: its NATS connection drops without a word
+// (its lease stays until it expires), then its sockets close.
+func (m *member) kill(t *testing.T) {
+	t.Helper()
+	m.killed = true
+	m.Fleet.Close()
+	m.cancel()
+	select {
+	case <-m.served:
+	case <-time.After(patience):
+		t.Fatal("the killed relay did not stop")
+	}
+}
+
+// do sends a request with the host token and returns the status and the JSON body.
+func (m *member) do(t *testing.T, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, m.url+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(server.HostTokenHeader, m.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s answered %d %q", method, path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, out
+}
+
+// call runs tool through POST /api/root/call on this relay.
+func (m *member) call(t *testing.T, tool string, args any) map[string]any {
+	t.Helper()
+	status, out := m.do(t, http.MethodPost, "/api/root/call", map[string]any{"tool": tool, "args": args})
+	if status != http.StatusOK {
+		t.Fatalf("POST /api/root/call %s on %s: %d %v", tool, m.url, status, out)
+	}
+	return out
+}
+
+func (m *member) root(t *testing.T) map[string]any {
+	t.Helper()
+	_, out := m.do(t, http.MethodGet, "/api/root", nil)
+	return out
+}
+
+// goPage is a page in Go: /channel from the relay's own origin, a door over an executor.
+type goPage struct {
+	ws    *websocket.Conn
+	calls chan wire.Call
+	ended chan error
+	mu    sync.Mutex
+	ctl   []map[string]any
+}
+
+// dialPage attaches a page executing with exec to m.
+func dialPage(t *testing.T, m *member, exec channel.Executor, header http.Header) *goPage {
+	t.Helper()
+	if header == nil {
+		header = http.Header{}
+	}
+	header.Set("Origin", m.url)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(m.url, "http")+"/channel", &websocket.DialOptions{HTTPHeader: header})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.SetReadLimit(wire.MaxFrameBytes)
+	t.Cleanup(func() { ws.CloseNow() })
+	p := &goPage{ws: ws, calls: make(chan wire.Call, 64), ended: make(chan error, 1)}
+	door := channel.NewDoor(exec, executor.BuiltinAdmitted(), channel.DoorOptions{})
+	go func() {
+		for {
+			_, b, err := ws.Read(context.Background())
+			if err != nil {
+				p.ended <- err
+				return
+			}
+			if c, err := wire.ParseCall(b); err == nil {
+				select {
+				case p.calls <- c:
+				default:
+				}
+				go func() {
+					if a := door.Serve(context.Background(), b); a != nil {
+						ws.Write(context.Background(), websocket.MessageText, a)
+					}
+				}()
+				continue
+			}
+			var ctl map[string]any
+			json.Unmarshal(b, &ctl)
+			p.mu.Lock()
+			p.ctl = append(p.ctl, ctl)
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// end waits for the page's socket to end and returns its close status.
+func (p *goPage) end(t *testing.T) websocket.StatusCode {
+	t.Helper()
+	select {
+	case err := <-p.ended:
+		return websocket.CloseStatus(err)
+	case <-time.After(patience):
+		t.Fatal("the page's socket was not closed")
+		return 0
+	}
+}
+
+func (p *goPage) sawControl(typ string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.ctl {
+		if c["type"] == typ {
+			return true
+		}
+	}
+	return false
+}
+
+func memoryExecutor() channel.Executor { return executor.New(fsroot.NewMemory(), executor.Options{}) }
+
+func ruleOf(m map[string]any) refusal.Rule {
+	s, _ := m["refused"].(string)
+	return refusal.Rule(s)
+}
+
+// observed returns the answer's observation, failing the test on a refusal.
+func observed(t *testing.T, m map[string]any) map[string]any {
+	t.Helper()
+	o, ok := m["observed"].(map[string]any)
+	if !ok {
+		t.Fatalf("refused: %v", m)
+	}
+	return o
+}
+
+// connectedOn waits until m sees the fleet's executor connected.
+func connectedOn(t *testing.T, m *member) {
+	t.Helper()
+	waitFor(t, "the executor connected as "+m.url+" sees it", func() bool { return m.root(t)["connected"] == true })
+}
+
+// TestFleetRoutesCallsToTheExecutorsRelay: a page attached to relay A executes the calls made
+// through B and C, each answered once; what B writes, C reads; the root the page declared on A
+// shows on every relay; with the page gone, B refuses no-page at once, as a relay alone does.
+func TestFleetRoutesCallsToTheExecutorsRelay(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b, c := startMember(t, nats, "route", false), startMember(t, nats, "route", false), startMember(t, nats, "route", false)
+	if got := b.call(t, "now", nil); ruleOf(got) != refusal.NoPage {
+		t.Fatalf("with no executor anywhere: %v", got)
+	}
+	page := dialPage(t, a, memoryExecutor(), nil)
+	page.ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
+	waitFor(t, "the root declared on A shown on C", func() bool { return c.root(t)["name"] == "Browser storage" })
+	observed(t, b.call(t, "write-file", map[string]any{"path": "notes.txt", "content": "written through B"}))
+	got := observed(t, c.call(t, "read-file", map[string]any{"path": "notes.txt"}))
+	if got["content"] != "written through B" {
+		t.Fatalf("read through C: %v", got)
+	}
+	for range 20 { // every call one answer, the page's, whichever relay it came through
+		for _, m := range []*member{a, b, c} {
+			observed(t, m.call(t, "now", nil))
+		}
+	}
+	page.ws.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "the lease released when the page left", func() bool { return b.root(t)["connected"] == false })
+	if got := b.call(t, "now", nil); ruleOf(got) != refusal.NoPage {
+		t.Fatalf("after the page left: %v", got)
+	}
+}
+
+// TestFleetTakeoverAcrossRelays: a page attaching to B takes the slot from the page on A, which
+// is told "replaced" and closed 4001 (the page's "another tab took over"), and calls through A
+// now reach the page on B.
+func TestFleetTakeoverAcrossRelays(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "takeover", false), startMember(t, nats, "takeover", false)
+	first := dialPage(t, a, memoryExecutor(), nil)
+	connectedOn(t, b)
+	second := dialPage(t, b, memoryExecutor(), nil)
+	if code := first.end(t); code != hub.CloseReplaced {
+		t.Fatalf("the displaced page was closed %v, want %v", code, hub.CloseReplaced)
+	}
+	if !first.sawControl("replaced") {
+		t.Fatal("the displaced page was not told it was replaced")
+	}
+	observed(t, a.call(t, "write-file", map[string]any{"path": "x.txt", "content": "to the second page"}))
+	select {
+	case c := <-second.calls:
+		if c.Tool != "write-file" {
+			t.Fatalf("the second page got %s", c.Tool)
+		}
+	case <-time.After(patience):
+		t.Fatal("the call through A did not reach the page on B")
+	}
+}
+
+// TestFleetSessionsAndPairings: a session minted on A passes on B; a pairing made through A
+// admits the machine on B; revoked through C, the machine's socket on B is closed
+// bearer-refused.
+func TestFleetSessionsAndPairings(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b, c := startMember(t, nats, "shared", true), startMember(t, nats, "shared", true), startMember(t, nats, "shared", true)
+
+	status, minted := a.do(t, http.MethodPost, "/api/bootstrap", nil)
+	if status != http.StatusOK {
+		t.Fatalf("bootstrap on A: %d %v", status, minted)
+	}
+	ticket := minted["url"].(string)[strings.Index(minted["url"].(string), "bootstrap=")+len("bootstrap="):]
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar}
+	resp, err := client.Get(b.url + "/?bootstrap=" + ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("redeeming A's ticket on B: %d", resp.StatusCode)
+	}
+	var cookie string
+	for _, ck := range jar.Cookies(resp.Request.URL) {
+		if ck.Name == server.SessionCookie {
+			cookie = ck.Name + "=" + ck.Value
+		}
+	}
+	for _, m := range []*member{a, b, c} {
+		req, _ := http.NewRequest(http.MethodGet, m.url+"/api/root", nil)
+		req.Header.Set("Cookie", cookie)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the session minted on A, used on %s: %d", m.url, resp.StatusCode)
+		}
+	}
+	if again, err := http.Get(c.url + "/?bootstrap=" + ticket); err != nil || again.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the spent ticket on C: %v %v", again.StatusCode, err)
+	}
+
+	status, paired := a.do(t, http.MethodPost, "/api/pair", map[string]any{"name": "build-box"})
+	if status != http.StatusOK {
+		t.Fatalf("pair on A: %d %v", status, paired)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.url, "http")+"/channel", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	hello, _ := json.Marshal(map[string]string{"type": "hello", "role": "environment", "bearer": paired["bearer"].(string)})
+	ws.Write(ctx, websocket.MessageText, hello)
+	waitFor(t, "the machine paired through A attached to B", func() bool { return c.root(t)["kind"] == hub.RootMachine })
+	if status, out := c.do(t, http.MethodDelete, "/api/pair", map[string]any{"name": "build-box"}); status != http.StatusOK {
+		t.Fatalf("revoke on C: %d %v", status, out)
+	}
+	var refused map[string]any
+	for {
+		_, frame, err := ws.Read(ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+				t.Fatalf("the revoked machine's socket ended with %v", err)
+			}
+			break
+		}
+		var f map[string]any
+		if json.Unmarshal(frame, &f) == nil && f["type"] == "refused" {
+			refused = f
+		}
+	}
+	if refused["refused"] != string(refusal.BearerRefused) {
+		t.Fatalf("the revoked machine was told %v", refused)
+	}
+}
+
+// stuckExecutor answers nothing until release is closed, and says on started when a call came.
+func stuckExecutor(started chan<- wire.Call, release <-chan struct{}) channel.Executor {
+	return channel.ExecutorFunc(func(ctx context.Context, call wire.Call) (json.RawMessage, error) {
+		started <- call
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, errors.New("released")
+	})
+}
+
+// TestFleetRelayKilledMidCall: the relay holding the page dies with a call of B's in flight.
+// B answers that call once, outcome-unknown; the page reconnects (to B, as through the load
+// balancer) and takes the lease; C's calls reach it there.
+func TestFleetRelayKilledMidCall(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b, c := startMember(t, nats, "kill", false), startMember(t, nats, "kill", false), startMember(t, nats, "kill", false)
+	started, release := make(chan wire.Call, 1), make(chan struct{})
+	defer close(release)
+	dialPage(t, a, stuckExecutor(started, release), nil)
+	connectedOn(t, b)
+	answer := make(chan map[string]any, 2)
+	go func() { answer <- b.call(t, "write-file", map[string]any{"path": "maybe.txt", "content": "did it land?"}) }()
+	select {
+	case <-started:
+	case <-time.After(patience):
+		t.Fatal("the call through B never reached the page on A")
+	}
+	a.kill(t)
+	var got map[string]any
+	select {
+	case got = <-answer:
+	case <-time.After(patience):
+		t.Fatal("the call in flight on the dead relay was never answered")
+	}
+	if ruleOf(got) != refusal.OutcomeUnknown {
+		t.Fatalf("the call in flight on the dead relay: %v", got)
+	}
+	dialPage(t, b, memoryExecutor(), nil) // the page, reconnected through the load balancer
+	waitFor(t, "C routing to the page now on B", func() bool {
+		return c.call(t, "now", nil)["ok"] == true
+	})
+	select {
+	case extra := <-answer:
+		t.Fatalf("a second answer to one call: %v", extra)
+	default:
+	}
+}
+
+// TestFleetNATSStoppedAndRestarted: with NATS down, a call through B (whose executor is on A)
+// is refused fleet-unavailable at once, and the page on A is still served through A; with NATS
+// back, B routes again, by itself.
+func TestFleetNATSStoppedAndRestarted(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "restart", false), startMember(t, nats, "restart", false)
+	dialPage(t, a, memoryExecutor(), nil)
+	connectedOn(t, b)
+	observed(t, b.call(t, "now", nil))
+	nats.Stop()
+	waitFor(t, "B noticing NATS is gone", func() bool { return !b.Fleet.Connected() })
+	if got := b.call(t, "now", nil); ruleOf(got) != refusal.FleetUnavailable {
+		t.Fatalf("a routed call with NATS down: %v", got)
+	}
+	observed(t, a.call(t, "now", nil)) // the executor's own relay serves it without NATS
+	nats.Restart()
+	waitFor(t, "B routing again once NATS is back", func() bool { return b.call(t, "now", nil)["ok"] == true })
+}
+
+// TestFleetEventsAndApprovals: a page following /api/events on A sees a call made through B;
+// a delete made through B waits for the person, whose decision, posted to A, lets it run.
+func TestFleetEventsAndApprovals(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "events", false), startMember(t, nats, "events", false)
+	page := dialPage(t, a, memoryExecutor(), nil)
+	page.ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
+	waitFor(t, "the root declared on A shown on B", func() bool { return b.root(t)["kind"] == "opfs" })
+	observed(t, a.call(t, "write-file", map[string]any{"path": "old.txt", "content": "bye"}))
+
+	req, _ := http.NewRequest(http.MethodGet, a.url+"/api/events", nil)
+	req.Header.Set("Origin", a.url)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		kind := ""
+		for sc.Scan() {
+			line := sc.Text()
+			if k, ok := strings.CutPrefix(line, "event: "); ok {
+				kind = k
+			} else if d, ok := strings.CutPrefix(line, "data: "); ok {
+				events <- kind + " " + d
+			}
+		}
+		close(events)
+	}()
+	turn := make(chan map[string]any, 1)
+	var turned map[string]any // the turn's answer, once next has seen it
+	next := func(kind string) string {
+		t.Helper()
+		answered := (<-chan map[string]any)(turn)
+		if turned != nil {
+			answered = nil
+		}
+		for {
+			select {
+			case e, ok := <-events:
+				if !ok {
+					t.Fatalf("the event stream ended before %s", kind)
+				}
+				if strings.HasPrefix(e, kind+" ") {
+					return strings.TrimPrefix(e, kind+" ")
+				}
+			case turned = <-answered:
+				answered = nil
+			case <-time.After(patience):
+				t.Fatalf("no %s event on A; the turn through B answered %v", kind, turned)
+			}
+		}
+	}
+	next("hello")
+	go func() {
+		_, out := b.do(t, http.MethodPost, "/api/turn", map[string]any{"action": map[string]any{"verb": "delete_file", "name": "old.txt"}})
+		turn <- out
+	}()
+	var ap struct{ ID string }
+	json.Unmarshal([]byte(next("approval")), &ap)
+	if ap.ID == "" {
+		t.Fatal("the approval event carried no id")
+	}
+	if status, out := a.do(t, http.MethodPost, "/api/approvals/"+ap.ID, map[string]any{"approve": true}); status != http.StatusOK {
+		t.Fatalf("approving on A a request waiting on B: %d %v", status, out)
+	}
+	next("call")
+	if turned == nil {
+		select {
+		case turned = <-turn:
+		case <-time.After(patience):
+			t.Fatal("the approved delete never finished")
+		}
+	}
+	if turned["ok"] != true {
+		t.Fatalf("the approved delete: %v", turned)
+	}
+	if got := a.call(t, "read-file", map[string]any{"path": "old.txt"}); ruleOf(got) == "" {
+		t.Fatalf("the file is still there: %v", got)
+	}
+}
