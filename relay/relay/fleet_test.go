@@ -401,7 +401,9 @@ func TestFleetRelayKilledMidCall(t *testing.T) {
 	dialPage(t, a, stuckExecutor(started, release), nil)
 	connectedOn(t, b)
 	answer := make(chan map[string]any, 2)
-	go func() { answer <- b.call(t, "write-file", map[string]any{"path": "maybe.txt", "content": "did it land?"}) }()
+	go func() {
+		answer <- b.call(t, "write-file", map[string]any{"path": "maybe.txt", "content": "did it land?"})
+	}()
 	select {
 	case <-started:
 	case <-time.After(patience):
