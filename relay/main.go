@@ -37,6 +37,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/relay/extcheck"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/hub"
 	"github.com/voicebox-go/voicebox/relay/relay"
 	"github.com/voicebox-go/voicebox/relay/session"
@@ -148,6 +149,12 @@ Environment:
                            starts with; LIVE_PROVIDER is read when it is unset (default gemini)
   VOICEBOX_OPENAI_URL      the OpenAI Realtime endpoint, when --openai-url is not given
   VOICEBOX_GEMINI_URL      the Gemini Live endpoint, when --gemini-url is not given
+  VOICEBOX_NATS            the fleet's NATS server URLs, when --nats is not given (docs/scaling.md)
+  VOICEBOX_NATS_CREDS      the NATS credentials file, when --nats-creds is not given
+  VOICEBOX_NATS_CA, VOICEBOX_NATS_CERT, VOICEBOX_NATS_KEY
+                           NATS TLS files, when --nats-ca, --nats-cert, --nats-key are not given
+  VOICEBOX_NATS_PREFIX     the fleet's bucket and subject prefix, when --nats-prefix is not given
+  VOICEBOX_RELAY_ID        this relay's name in the fleet, when --relay-id is not given
 
 The sessions and ticket commands reach the relay serving the same --state-dir through its
 control socket (%s in that directory) and authenticate with the host token.
@@ -170,6 +177,7 @@ type serveConfig struct {
 	miniApps   string
 	openaiURL  string
 	geminiURL  string
+	nats       fleet.Config
 }
 
 func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
@@ -192,6 +200,13 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.StringVar(&cfg.miniApps, "mini-apps", "", "JSON `file` of the external mini-app registry (default: the JSON in $MINI_APPS; neither means none)")
 	vendorFlags(fs, cfg)
 	fs.IntVar(&cfg.helloBound, "hello-bound-ms", 0, "`milliseconds` a /channel connection that is not the page has to say hello (default $VOICEBOX_HELLO_BOUND_MS, else 5000)")
+	fs.StringVar(&cfg.nats.URL, "nats", "", "NATS server `URL`s (comma-separated) to run as one relay of a fleet: sessions, pairings and settings shared in JetStream, calls routed to the executor's relay, events fanned out (default $VOICEBOX_NATS, else alone; see docs/scaling.md)")
+	fs.StringVar(&cfg.nats.Credentials, "nats-creds", "", "NATS credentials `file` (a user JWT and its seed) for --nats (default $VOICEBOX_NATS_CREDS)")
+	fs.StringVar(&cfg.nats.CA, "nats-ca", "", "PEM `file` of the CAs the NATS server's certificate is checked against (default $VOICEBOX_NATS_CA, else the system's)")
+	fs.StringVar(&cfg.nats.Cert, "nats-cert", "", "PEM client certificate `file` for a NATS server that verifies clients, with --nats-key (default $VOICEBOX_NATS_CERT)")
+	fs.StringVar(&cfg.nats.Key, "nats-key", "", "PEM private key `file` of --nats-cert (default $VOICEBOX_NATS_KEY)")
+	fs.StringVar(&cfg.nats.Prefix, "nats-prefix", "", "`name` starting the fleet's buckets and subjects, so fleets can share a NATS account (default $VOICEBOX_NATS_PREFIX, else voicebox)")
+	fs.StringVar(&cfg.nats.RelayID, "relay-id", "", "`name` of this relay in its fleet, in leases and logs (default $VOICEBOX_RELAY_ID, else the host name and a random suffix)")
 	return fs, cfg
 }
 

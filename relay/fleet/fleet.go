@@ -221,6 +221,24 @@ func (f *Fleet) unavailable(err error) error {
 // Unavailable reports whether err is the fleet's refusal for state it could not reach.
 func Unavailable(err error) bool { return refusal.RuleOf(err) == refusal.FleetUnavailable }
 
+// SafeName returns s with every character a NATS token cannot carry (anything but letters,
+// digits, '-' and '_') replaced by '-', cut to 32 bytes: a host name made into a relay's name.
+func SafeName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 32 {
+		b = b[:32]
+	}
+	return string(b)
+}
+
+// RandomSuffix returns 6 random hex digits, to tell apart relays on one host.
+func RandomSuffix() string { return randomHex(3) }
+
 func validPrefix(p string) bool {
 	if p == "" || len(p) > 32 {
 		return false
