@@ -36,8 +36,8 @@ import (
 	"syscall"
 
 	"github.com/voicebox-go/voicebox/relay/extcheck"
-	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/fleet"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
 	"github.com/voicebox-go/voicebox/relay/relay"
 	"github.com/voicebox-go/voicebox/relay/session"
