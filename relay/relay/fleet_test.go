@@ -45,7 +45,7 @@ type member struct {
 
 // startMember starts a relay of the fleet on nats (prefix names the fleet) and stops it when the
 // test ends, unless the test killed it first.
-func startMember(t *testing.T, nats *fleettest.Server, prefix string, gated bool) *member {
+func startMember(t testing.TB, nats *fleettest.Server, prefix string, gated bool) *member {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -86,7 +86,7 @@ func startMember(t *testing.T, nats *fleettest.Server, prefix string, gated bool
 
 // kill ends the relay as a crash would for the others: its NATS connection drops without a word
 // (its lease stays until it expires), then its sockets close.
-func (m *member) kill(t *testing.T) {
+func (m *member) kill(t testing.TB) {
 	t.Helper()
 	m.killed = true
 	m.Fleet.Close()
@@ -99,7 +99,7 @@ func (m *member) kill(t *testing.T) {
 }
 
 // do sends a request with the host token and returns the status and the JSON body.
-func (m *member) do(t *testing.T, method, path string, body any) (int, map[string]any) {
+func (m *member) do(t testing.TB, method, path string, body any) (int, map[string]any) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -123,7 +123,7 @@ func (m *member) do(t *testing.T, method, path string, body any) (int, map[strin
 }
 
 // call runs tool through POST /api/root/call on this relay.
-func (m *member) call(t *testing.T, tool string, args any) map[string]any {
+func (m *member) call(t testing.TB, tool string, args any) map[string]any {
 	t.Helper()
 	status, out := m.do(t, http.MethodPost, "/api/root/call", map[string]any{"tool": tool, "args": args})
 	if status != http.StatusOK {
@@ -132,7 +132,7 @@ func (m *member) call(t *testing.T, tool string, args any) map[string]any {
 	return out
 }
 
-func (m *member) root(t *testing.T) map[string]any {
+func (m *member) root(t testing.TB) map[string]any {
 	t.Helper()
 	_, out := m.do(t, http.MethodGet, "/api/root", nil)
 	return out
@@ -148,7 +148,7 @@ type goPage struct {
 }
 
 // dialPage attaches a page executing with exec to m.
-func dialPage(t *testing.T, m *member, exec channel.Executor, header http.Header) *goPage {
+func dialPage(t testing.TB, m *member, exec channel.Executor, header http.Header) *goPage {
 	t.Helper()
 	if header == nil {
 		header = http.Header{}
@@ -194,7 +194,7 @@ func dialPage(t *testing.T, m *member, exec channel.Executor, header http.Header
 }
 
 // end waits for the page's socket to end and returns its close status.
-func (p *goPage) end(t *testing.T) websocket.StatusCode {
+func (p *goPage) end(t testing.TB) websocket.StatusCode {
 	t.Helper()
 	select {
 	case err := <-p.ended:
@@ -224,7 +224,7 @@ func ruleOf(m map[string]any) refusal.Rule {
 }
 
 // observed returns the answer's observation, failing the test on a refusal.
-func observed(t *testing.T, m map[string]any) map[string]any {
+func observed(t testing.TB, m map[string]any) map[string]any {
 	t.Helper()
 	o, ok := m["observed"].(map[string]any)
 	if !ok {
@@ -234,7 +234,7 @@ func observed(t *testing.T, m map[string]any) map[string]any {
 }
 
 // connectedOn waits until m sees the fleet's executor connected.
-func connectedOn(t *testing.T, m *member) {
+func connectedOn(t testing.TB, m *member) {
 	t.Helper()
 	waitFor(t, "the executor connected as "+m.url+" sees it", func() bool { return m.root(t)["connected"] == true })
 }
