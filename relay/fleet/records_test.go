@@ -44,3 +44,14 @@ func TestPairingsConformance(t *testing.T) {
 		return join(t, srv, prefix).Pairings(), join(t, srv, prefix).Pairings()
 	})
 }
+
+// TestFilesConformance holds the fleet's shared files to the suite the state directory passes.
+func TestFilesConformance(t *testing.T) {
+	srv := fleettest.Start(t)
+	n := 0
+	hoststatetest.RunFiles(t, func(t *testing.T) (hoststate.Files, hoststate.Files) {
+		n++
+		prefix := "files" + string(rune('a'+n))
+		return join(t, srv, prefix).Files(), join(t, srv, prefix).Files()
+	})
+}

@@ -16,3 +16,19 @@ func TestFilePairings(t *testing.T) {
 		return hoststate.NewFilePairings(p), hoststate.NewFilePairings(p)
 	})
 }
+
+// TestDirFiles holds the state directory's files to the conformance suite.
+func TestDirFiles(t *testing.T) {
+	hoststatetest.RunFiles(t, func(t *testing.T) (hoststate.Files, hoststate.Files) {
+		dir := filepath.Join(t.TempDir(), "state")
+		a, err := hoststate.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := hoststate.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, b
+	})
+}

@@ -534,3 +534,19 @@ func TestFleetEventsAndApprovals(t *testing.T) {
 		t.Fatalf("the file is still there: %v", got)
 	}
 }
+
+// TestFleetAgentSettingsAreShared: the voice settings chosen through one relay are the ones
+// every relay's next session starts with.
+func TestFleetAgentSettingsAreShared(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "settings", false), startMember(t, nats, "settings", false)
+	if status, out := a.do(t, http.MethodPut, "/api/agent-settings", map[string]any{"provider": "openai", "voice": "verse"}); status != http.StatusOK {
+		t.Fatalf("PUT on A: %d %v", status, out)
+	}
+	_, out := b.do(t, http.MethodGet, "/api/agent-settings", nil)
+	settings, _ := out["settings"].(map[string]any)
+	if settings["provider"] != "openai" || settings["voice"] != "verse" {
+		t.Fatalf("B's settings: %v", out)
+	}
+}

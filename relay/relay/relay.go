@@ -309,7 +309,13 @@ func (r *Relay) buildExternalApps() {
 // in the Options the door is built with.
 func (r *Relay) voiceParts() voice.Options {
 	reg := voice.Providers()
-	return voice.Options{Providers: reg, Settings: voice.NewSettings(reg, r.State), Keys: voice.NewKeys(r.State, nil, voice.KeyEnvs(reg))}
+	settings := voice.NewSettings(reg, r.State)
+	if r.Fleet != nil {
+		settings = voice.NewSharedSettings(reg, r.Fleet.Files())
+	}
+	// The vendor keys stay in this relay's state directory and environment, in a fleet too:
+	// they never go to NATS.
+	return voice.Options{Providers: reg, Settings: settings, Keys: voice.NewKeys(r.State, nil, voice.KeyEnvs(reg))}
 }
 
 func (r *Relay) buildLive(opts voice.Options) {

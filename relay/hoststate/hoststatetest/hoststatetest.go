@@ -1,5 +1,5 @@
-// Package hoststatetest is the conformance suite of hoststate.PairingStore: the state
-// directory's file and a fleet's shared bucket pass the same cases.
+// Package hoststatetest holds the conformance suites of hoststate's interfaces, PairingStore and
+// Files: the state directory's files and a fleet's shared buckets pass the same cases.
 package hoststatetest
 
 import (
@@ -129,6 +129,51 @@ func RunPairings(t *testing.T, open OpenPairings) {
 		for i, bearer := range bearers {
 			if name, ok, err := a.Lookup(bearer); err != nil || !ok || name != fmt.Sprintf("m%02d", i) {
 				t.Fatalf("pairing %d lost: %q %v %v", i, name, ok, err)
+			}
+		}
+	})
+}
+
+// OpenFiles returns two views of one new, empty set of state files.
+type OpenFiles func(t *testing.T) (a, b hoststate.Files)
+
+// RunFiles is the conformance suite of hoststate.Files.
+func RunFiles(t *testing.T, open OpenFiles) {
+	t.Run("WrittenOnOneReadOnTheOther", func(t *testing.T) {
+		a, b := open(t)
+		if got, err := b.ReadFile(".settings.json", 1024); err != nil || got != nil {
+			t.Fatalf("a missing file = %q %v, want nil nil", got, err)
+		}
+		if err := a.WriteFile(".settings.json", []byte(`{"v":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.WriteFile(".settings.json", []byte(`{"v":2}`)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.ReadFile(".settings.json", 1024); err != nil || string(got) != `{"v":2}` {
+			t.Fatalf("read on the other view = %q %v", got, err)
+		}
+	})
+	t.Run("Bounds", func(t *testing.T) {
+		a, b := open(t)
+		if err := a.WriteFile("big", make([]byte, 100)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.ReadFile("big", 99); err == nil {
+			t.Fatal("a file over the bound was read")
+		}
+		if got, err := b.ReadFile("big", 100); err != nil || len(got) != 100 {
+			t.Fatalf("a file at the bound: %d %v", len(got), err)
+		}
+	})
+	t.Run("BadNames", func(t *testing.T) {
+		a, _ := open(t)
+		for _, name := range []string{"", ".", "..", "a/b", "../x"} {
+			if err := a.WriteFile(name, []byte("x")); err == nil {
+				t.Errorf("WriteFile(%q) succeeded", name)
+			}
+			if _, err := a.ReadFile(name, 10); err == nil {
+				t.Errorf("ReadFile(%q) succeeded", name)
 			}
 		}
 	})
