@@ -260,7 +260,7 @@ func randomHex(n int) string {
 }
 
 // watch calls fn with every entry of bucket (from now on when updatesOnly, else the current
-// values first) until stop. When NATS comes back after a disconnection the watch is made again,
+// values first) until stop, and with nil each time a watch is made. When NATS comes back after a disconnection the watch is made again,
 // so a watcher never silently stops; without updatesOnly it then starts with the current values.
 // It returns once the first watch is in place (or after OpTimeout, while NATS is away), so what
 // is changed after it returns is heard.
@@ -299,6 +299,7 @@ func (f *Fleet) watch(bucket string, fn func(jetstream.KeyValueEntry), updatesOn
 				continue
 			}
 			readyOnce.Do(func() { close(ready) })
+			fn(nil) // a new watch: what follows starts afresh (a NATS restarted empty starts its revisions again)
 			f.pump(ctx, w, back, fn)
 			w.Stop()
 		}

@@ -215,7 +215,7 @@ func (r *Records) WatchEnds(fn func(id string)) (stop func(), err error) {
 // until stop; the watch is made again whenever NATS comes back.
 func (f *Fleet) watchDeletes(bucket string, fn func(key string)) (stop func(), err error) {
 	return f.watch(bucket, func(e jetstream.KeyValueEntry) {
-		if e.Operation() != jetstream.KeyValuePut {
+		if e != nil && e.Operation() != jetstream.KeyValuePut {
 			fn(e.Key())
 		}
 	}, true)

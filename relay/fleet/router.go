@@ -21,7 +21,17 @@ import (
 const (
 	executorBucket = "executor"
 	leaseKey       = "slot"
+	// offerKey holds what the holder's page offers the model (its mini-apps' tools, its
+	// external apps), so every relay's catalogue offers the same tools.
+	offerKey = "offer"
 )
+
+// offer is the value of offerKey: a hub.Offer under the lease it was made under.
+type offer struct {
+	Lease        string          `json:"lease"`
+	Tools        json.RawMessage `json:"tools,omitempty"`
+	ExternalApps json.RawMessage `json:"externalApps,omitempty"`
+}
 
 // heartbeatsPerTTL is how many heartbeats the holder sends within one lease TTL, so a few lost
 // ones do not end a lease whose relay is alive.
@@ -84,6 +94,7 @@ type Router struct {
 
 	mu       sync.Mutex
 	cur      *lease        // the fleet's lease as last heard; nil when none
+	curRev   uint64        // its revision: older entries, heard late, are ignored
 	heard    time.Time     // when cur was last renewed, on this relay's clock
 	changed  chan struct{} // closed and replaced whenever cur changes hands or is renewed
 	lastKind channel.Kind
@@ -97,6 +108,14 @@ type Router struct {
 	mineRev uint64
 	sub     *nats.Subscription
 
+	// What the holder's page offers, as heard (remote) and as this relay's page offers it (out,
+	// written by the offer worker).
+	offMu     sync.Mutex
+	listeners []hub.OfferListener
+	heardOff  *offer
+	outOff    *hub.Offer
+	outWake   chan struct{}
+
 	stop     chan struct{}
 	done     sync.WaitGroup
 	unwatch  func()
@@ -108,12 +127,110 @@ var _ hub.Fleet = (*Router)(nil)
 // NewRouter starts the router of this relay, serving routed calls with local. Close it before
 // the fleet.
 func (f *Fleet) NewRouter(local Local) *Router {
-	r := &Router{f: f, local: local, ttl: f.cfg.LeaseTTL, changed: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{})}
-	r.unwatch, _ = f.watch(executorBucket, r.heardLease, false)
-	r.done.Add(2)
+	r := &Router{f: f, local: local, ttl: f.cfg.LeaseTTL, changed: make(chan struct{}), wake: make(chan struct{}, 1),
+		outWake: make(chan struct{}, 1), stop: make(chan struct{})}
+	r.unwatch, _ = f.watch(executorBucket, r.heardEntry, false)
+	r.done.Add(3)
 	go r.work()
 	go r.heartbeat()
+	go r.publishOffers()
 	return r
+}
+
+// AddOfferListener makes l hear what the page holding the fleet's slot on another relay
+// offers, and the zero Offer when the slot moves; this relay's own page is heard by the hub's
+// listeners.
+func (r *Router) AddOfferListener(l hub.OfferListener) {
+	r.offMu.Lock()
+	defer r.offMu.Unlock()
+	r.listeners = append(r.listeners, l)
+}
+
+// PageOffered implements hub.OfferListener: what this relay's page offers is written for the
+// other relays (by a worker, so the hub never waits on NATS).
+func (r *Router) PageOffered(o hub.Offer) {
+	r.offMu.Lock()
+	r.outOff = &o
+	r.offMu.Unlock()
+	select {
+	case r.outWake <- struct{}{}:
+	default:
+	}
+}
+
+// publishOffers writes the newest offer of this relay's page while it holds the lease.
+func (r *Router) publishOffers() {
+	defer r.done.Done()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-r.outWake:
+		}
+		r.offMu.Lock()
+		o := r.outOff // kept: a lease taken later publishes it again
+		r.offMu.Unlock()
+		if o == nil {
+			continue
+		}
+		r.wantMu.Lock()
+		mine := r.mine
+		r.wantMu.Unlock()
+		if mine == nil {
+			continue
+		}
+		if ctx, cancel, kv, err := r.f.op(executorBucket); err == nil {
+			b, _ := json.Marshal(offer{Lease: mine.ID, Tools: o.Tools, ExternalApps: o.ExternalApps})
+			kv.Put(ctx, offerKey, b)
+			cancel()
+		}
+	}
+}
+
+// heardEntry takes a watched entry of the executor bucket.
+func (r *Router) heardEntry(e jetstream.KeyValueEntry) {
+	if e == nil { // a new watch: its revisions are the ones to compare from now on
+		r.mu.Lock()
+		r.curRev = 0
+		r.mu.Unlock()
+		return
+	}
+	switch e.Key() {
+	case leaseKey:
+		r.heardLease(e)
+	case offerKey:
+		var o *offer
+		if e.Operation() == jetstream.KeyValuePut {
+			o = &offer{}
+			if json.Unmarshal(e.Value(), o) != nil {
+				o = nil
+			}
+		}
+		r.offMu.Lock()
+		r.heardOff = o
+		r.offMu.Unlock()
+		r.tellOffer()
+	}
+}
+
+// tellOffer tells the listeners what the holder on another relay offers now: its offer when
+// it was made under the live lease, else nothing.
+func (r *Router) tellOffer() {
+	r.mu.Lock()
+	l := r.cur
+	r.mu.Unlock()
+	r.offMu.Lock()
+	defer r.offMu.Unlock()
+	if l != nil && l.Relay == r.f.ID() {
+		return // this relay's page: the hub's listeners heard it
+	}
+	var o hub.Offer
+	if l != nil && r.heardOff != nil && r.heardOff.Lease == l.ID {
+		o = hub.Offer{Tools: r.heardOff.Tools, ExternalApps: r.heardOff.ExternalApps}
+	}
+	for _, ln := range r.listeners {
+		ln.PageOffered(o)
+	}
 }
 
 // Close stops renewing and releases this relay's lease, and stops watching.
@@ -126,11 +243,8 @@ func (r *Router) Close() {
 	})
 }
 
-// heardLease takes a watched entry of the executor bucket.
+// heardLease takes a watched entry of the lease.
 func (r *Router) heardLease(e jetstream.KeyValueEntry) {
-	if e.Key() != leaseKey {
-		return
-	}
 	var l *lease
 	if e.Operation() == jetstream.KeyValuePut {
 		l = &lease{}
@@ -138,15 +252,9 @@ func (r *Router) heardLease(e jetstream.KeyValueEntry) {
 			l = nil
 		}
 	}
-	r.mu.Lock()
-	r.cur = l
-	r.heard = time.Now()
-	if l != nil {
-		r.lastKind = l.kind()
+	if !r.see(l, e.Revision()) {
+		return
 	}
-	close(r.changed)
-	r.changed = make(chan struct{})
-	r.mu.Unlock()
 	if l != nil && l.Relay != r.f.ID() {
 		r.wantMu.Lock()
 		mine, rev := r.mine, r.mineRev
@@ -156,6 +264,29 @@ func (r *Router) heardLease(e jetstream.KeyValueEntry) {
 			r.local.Displace("a newer " + l.kind().String() + " connection, on another relay, holds the workspace root now")
 		}
 	}
+}
+
+// see makes l (nil: none) the fleet's lease as of revision rev, unless a later one was seen; it
+// reports whether l was taken. Whoever holds the lease now hears of its offer.
+func (r *Router) see(l *lease, rev uint64) bool {
+	r.mu.Lock()
+	if rev < r.curRev {
+		r.mu.Unlock()
+		return false
+	}
+	moved := (r.cur == nil) != (l == nil) || (l != nil && r.cur.ID != l.ID)
+	r.cur, r.curRev = l, rev
+	r.heard = time.Now()
+	if l != nil {
+		r.lastKind = l.kind()
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+	if moved {
+		r.tellOffer()
+	}
+	return true
 }
 
 // live returns the lease if it is alive: heard renewed within the TTL.
@@ -261,6 +392,10 @@ func (r *Router) apply(s hub.Slot) error {
 		return r.f.unavailable(err)
 	}
 	r.mine, r.mineGen, r.mineRev, r.sub = l, s.Gen, rev, sub
+	select { // what the page offered before the lease was written goes out under it
+	case r.outWake <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
@@ -293,6 +428,7 @@ func (r *Router) renewLocked(next *lease) error {
 			return r.f.unavailable(err)
 		}
 		r.dropLocked()
+		r.see(&other, cur.Revision()) // before the watch says so: calls made here go to it now
 		go r.local.Displace("a newer " + other.kind().String() + " connection, on another relay, holds the workspace root now")
 		return nil
 	}

@@ -27,7 +27,9 @@ import (
 	"github.com/voicebox-go/voicebox/shared/channel"
 	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
@@ -549,4 +551,27 @@ func TestFleetAgentSettingsAreShared(t *testing.T) {
 	if settings["provider"] != "openai" || settings["voice"] != "verse" {
 		t.Fatalf("B's settings: %v", out)
 	}
+}
+
+// TestFleetThePagesOfferReachesEveryRelay: the mini-app tools the page on A offers are offered
+// to the model on B too, and leave with the page.
+func TestFleetThePagesOfferReachesEveryRelay(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "offer", false), startMember(t, nats, "offer", false)
+	page := dialPage(t, a, memoryExecutor(), nil)
+	appTool := miniapp.ModelName("app_timer", "start")
+	decls, _ := json.Marshal([]tool.Declaration{{Name: appTool, Description: "Start the timer", Parameters: json.RawMessage(`{"type":"object"}`)}})
+	page.ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"tools","tools":`+string(decls)+`}`))
+	offered := func(m *member) bool {
+		for _, d := range m.ExternalApps.Declarations() {
+			if d.Name == appTool {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, "the page's tool offered on B", func() bool { return offered(b) })
+	page.ws.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "the tool gone from B with the page", func() bool { return !offered(b) })
 }

@@ -199,13 +199,16 @@ func New(cfg Config) (*Relay, error) {
 		Live: func() bool { return voice.Configured(vendors.Providers, vendors.Settings, vendors.Keys) }})
 	r.Tools.Register(r.Server)
 	r.buildExternalApps()
-	r.Hub.AddOfferListener(hub.OfferFunc(func(o hub.Offer) {
+	offered := hub.OfferFunc(func(o hub.Offer) {
 		r.Tools.SetPageTools(o.Tools)
 		r.ExternalApps.SetReport(o.ExternalApps)
-	}))
+	})
+	r.Hub.AddOfferListener(offered)
 	r.buildLive(vendors)
 	if r.Fleet != nil {
 		r.Router = r.Fleet.NewRouter(r.Hub)
+		r.Router.AddOfferListener(offered) // the page's offer when it is on another relay
+		r.Hub.AddOfferListener(r.Router)   // and this relay's page's, for the others
 		r.Hub.UseFleet(r.Router)
 		ev, err := r.Fleet.NewEvents(r.Tools)
 		if err != nil {
