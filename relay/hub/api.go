@@ -102,7 +102,7 @@ func Register(srv *server.Server, h *Hub, state *hoststate.Dir) {
 		}
 		bearer, err := state.Pair(name)
 		if err != nil {
-			server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not record the pairing"))
+			writeStateError(w, err, "the relay could not record the pairing")
 			return
 		}
 		h.Disconnect(name) // an earlier bearer of this name no longer works
@@ -119,10 +119,20 @@ func Register(srv *server.Server, h *Hub, state *hoststate.Dir) {
 			return
 		}
 		if err != nil {
-			server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not record the revocation"))
+			writeStateError(w, err, "the relay could not record the revocation")
 			return
 		}
 		closed := h.Disconnect(name)
 		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "name": name, "disconnected": closed})
 	}))
+}
+
+// writeStateError answers a pairing change the state could not record: the refusal the store
+// gave (a fleet's fleet-unavailable, 503), else internal-error.
+func writeStateError(w http.ResponseWriter, err error, why string) {
+	if rf, ok := refusal.As(err); ok {
+		server.WriteRefusal(w, http.StatusServiceUnavailable, rf)
+		return
+	}
+	server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "%s", why))
 }

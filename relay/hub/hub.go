@@ -700,6 +700,9 @@ func (h *Hub) hello(ctx context.Context, ws *websocket.Conn, bound time.Duration
 	name, ok, err := h.opts.Pairings.Lookup(bearer)
 	if err != nil {
 		h.log.Error("channel: reading the pairings failed", "err", err)
+		if rf, ok := refusal.As(err); ok {
+			return "", rf // a fleet's pairings out of reach: fleet-unavailable
+		}
 		return "", refusal.New(refusal.BearerRefused, "the relay could not read its pairings; its log says why")
 	}
 	if !ok {

@@ -575,3 +575,22 @@ func TestFleetThePagesOfferReachesEveryRelay(t *testing.T) {
 	page.ws.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, "the tool gone from B with the page", func() bool { return !offered(b) })
 }
+
+// TestFleetRelayStartsWithoutNATS: a relay whose NATS is not up yet serves what needs no shared
+// state, refuses what does fleet-unavailable (a pairing, 503), and joins when NATS comes.
+func TestFleetRelayStartsWithoutNATS(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	nats.Stop()
+	a := startMember(t, nats, "late", false)
+	if status, out := a.do(t, http.MethodGet, "/api/health", nil); status != http.StatusOK {
+		t.Fatalf("health without NATS: %d %v", status, out)
+	}
+	if status, out := a.do(t, http.MethodPost, "/api/pair", map[string]any{"name": "box"}); status != http.StatusServiceUnavailable || ruleOf(out) != refusal.FleetUnavailable {
+		t.Fatalf("a pairing without NATS: %d %v", status, out)
+	}
+	nats.Restart()
+	b := startMember(t, nats, "late", false)
+	dialPage(t, b, memoryExecutor(), nil)
+	waitFor(t, "A routing to the page on B once NATS came", func() bool { return a.call(t, "now", nil)["ok"] == true })
+}
