@@ -7,6 +7,7 @@ require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/coder/websocket v1.8.15
 	github.com/golang-jwt/jwt/v5 v5.3.1
+	github.com/nats-io/nats.go v1.56.0
 	github.com/voicebox-go/voicebox v0.0.0
 )
 

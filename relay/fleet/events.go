@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -12,6 +13,9 @@ import (
 // DecisionWait bounds how long a decision on an approval this relay does not hold waits for the
 // relay that holds it to say so; past it the decision finds nothing (404 not-found).
 const DecisionWait = time.Second
+
+// MaxEventBytes bounds an event frame taken from the fleet; a larger one is dropped.
+const MaxEventBytes = 256 << 10
 
 // relayHeader names the relay a fleet message came from, so a relay skips its own.
 const relayHeader = "Voicebox-Relay"
@@ -43,9 +47,14 @@ type decision struct {
 func (f *Fleet) NewEvents(c Catalogue) (*Events, error) {
 	e := &Events{f: f}
 	sub, err := f.nc.Subscribe(f.subject("events"), func(m *nats.Msg) {
-		if m.Header.Get(relayHeader) != f.ID() {
-			c.DeliverEvent(m.Data)
+		if m.Header.Get(relayHeader) == f.ID() {
+			return
 		}
+		if !ValidEventFrame(m.Data) {
+			f.log.Warn("fleet: a malformed event from the fleet was dropped", "bytes", len(m.Data))
+			return
+		}
+		c.DeliverEvent(m.Data)
 	})
 	if err != nil {
 		return nil, err
@@ -97,4 +106,41 @@ func (e *Events) Decide(id string, approve bool) bool {
 	m.Header.Set(relayHeader, e.f.ID())
 	_, err := e.f.nc.RequestMsg(m, DecisionWait)
 	return err == nil
+}
+
+// ValidEventFrame reports whether b is one server-sent event as a catalogue writes it, and
+// nothing else: "event: NAME\ndata: JSON\n\n" with a kebab-case NAME, one line of valid JSON,
+// at most MaxEventBytes. Anything else from the fleet is dropped before it reaches a page's
+// stream, so a message on the events subject cannot forge a second event, a retry directive or
+// a comment in the page's EventSource.
+func ValidEventFrame(b []byte) bool {
+	if len(b) > MaxEventBytes {
+		return false
+	}
+	rest, ok := bytes.CutPrefix(b, []byte("event: "))
+	if !ok {
+		return false
+	}
+	name, rest, ok := bytes.Cut(rest, []byte("\n"))
+	if !ok || !kebab(name) {
+		return false
+	}
+	data, ok := bytes.CutPrefix(rest, []byte("data: "))
+	if !ok {
+		return false
+	}
+	data, ok = bytes.CutSuffix(data, []byte("\n\n"))
+	return ok && !bytes.ContainsAny(data, "\r\n") && json.Valid(data)
+}
+
+func kebab(b []byte) bool {
+	if len(b) == 0 || len(b) > 64 || b[0] == '-' || b[len(b)-1] == '-' {
+		return false
+	}
+	for _, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -493,10 +493,17 @@ func (r *Router) dropLocked() {
 func (r *Router) serve(m *nats.Msg) {
 	go func() {
 		call, err := wire.ParseCall(m.Data)
-		var a wire.Answer
 		if err != nil {
-			a = wire.Refuse("", refusal.New(refusal.MalformedCall, "the routed call could not be read"))
-		} else {
+			// No callId to answer under: a refusal body, which no relay mistakes for an answer.
+			rf, ok := refusal.As(err)
+			if !ok {
+				rf = refusal.New(refusal.MalformedCall, "the routed call could not be read")
+			}
+			m.Respond(rf.JSON())
+			return
+		}
+		var a wire.Answer
+		{
 			timeout := channel.DefaultTimeout
 			if ms, err := strconv.ParseInt(m.Header.Get(deadlineHeader), 10, 64); err == nil && ms > 0 {
 				timeout = time.Duration(ms) * time.Millisecond
