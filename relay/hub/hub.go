@@ -35,6 +35,10 @@
 // its kind's closed rule (page-closed, machine-closed). A paired machine whose pairing is revoked
 // is sent a bearer-refused frame and closed with 1008 at once.
 //
+// In a fleet of relays (UseFleet, relay/fleet) the slot is the fleet's: an executor attached to
+// any relay takes it from one attached to another (Displace), and a call made on a relay without
+// the executor is routed to the one with it (Fleet.Ask).
+//
 // # Frames
 //
 // Every call the relay sends is a wire call envelope and every answer it reads a wire answer
