@@ -337,10 +337,12 @@ func (f *Fleet) reconnected() <-chan struct{} {
 	return f.back
 }
 
-// connectedAgain wakes everything waiting for NATS.
+// connectedAgain wakes everything waiting for NATS, and forgets the buckets: a NATS that came
+// back empty (no JetStream store kept) has them made again on first use.
 func (f *Fleet) connectedAgain() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	clear(f.buckets)
 	close(f.back)
 	f.back = make(chan struct{})
 }

@@ -373,7 +373,9 @@ func (r *Router) apply(s hub.Slot) error {
 		next.RootKind, next.RootName, next.Beat = s.Root.Kind, s.Root.Name, next.Beat+1
 		return r.renewLocked(&next)
 	}
-	r.releaseLocked()
+	// A new executor here: the new lease is written over whatever is there (the newest executor
+	// wins, here as anywhere), so the slot is never seen empty in between; this relay's old
+	// subject stops being answered once it is written.
 	l := &lease{ID: randomHex(12), Relay: r.f.ID(), Kind: kind, Pairing: s.Pairing, RootKind: s.Root.Kind, RootName: s.Root.Name}
 	sub, err := r.f.nc.Subscribe(r.f.subject("exec."+l.ID), r.serve)
 	if err != nil {
@@ -391,6 +393,7 @@ func (r *Router) apply(s hub.Slot) error {
 		sub.Unsubscribe()
 		return r.f.unavailable(err)
 	}
+	r.dropLocked()
 	r.mine, r.mineGen, r.mineRev, r.sub = l, s.Gen, rev, sub
 	select { // what the page offered before the lease was written goes out under it
 	case r.outWake <- struct{}{}:

@@ -434,7 +434,7 @@ func TestFleetRelayKilledMidCall(t *testing.T) {
 
 // TestFleetNATSStoppedAndRestarted: with NATS down, a call through B (whose executor is on A)
 // is refused fleet-unavailable at once, and the page on A is still served through A; with NATS
-// back, B routes again, by itself.
+// back, B routes again, by itself, and so it does after a NATS that comes back empty.
 func TestFleetNATSStoppedAndRestarted(t *testing.T) {
 	t.Parallel()
 	nats := fleettest.Start(t)
@@ -450,6 +450,8 @@ func TestFleetNATSStoppedAndRestarted(t *testing.T) {
 	observed(t, a.call(t, "now", nil)) // the executor's own relay serves it without NATS
 	nats.Restart()
 	waitFor(t, "B routing again once NATS is back", func() bool { return b.call(t, "now", nil)["ok"] == true })
+	nats.RestartEmpty() // a NATS that kept nothing: the buckets are made again, the lease taken again
+	waitFor(t, "B routing again once an empty NATS is back", func() bool { return b.call(t, "now", nil)["ok"] == true })
 }
 
 // TestFleetEventsAndApprovals: a page following /api/events on A sees a call made through B;

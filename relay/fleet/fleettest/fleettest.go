@@ -52,6 +52,15 @@ func (s *Server) Stop() {
 	}
 }
 
+// RestartEmpty starts the server again on its port with an empty JetStream store, as a NATS
+// that keeps nothing on disk comes back.
+func (s *Server) RestartEmpty() {
+	s.t.Helper()
+	s.Stop()
+	s.dir = s.t.TempDir()
+	s.Restart()
+}
+
 // Restart starts the server again on its port, with the JetStream store it had.
 func (s *Server) Restart() {
 	s.t.Helper()
