@@ -206,16 +206,17 @@ func (r *Records) Sessions(now time.Time) ([]session.Record, error) {
 }
 
 // WatchEnds implements session.EndWatcher: fn hears every session deleted or expired in the
-// bucket, by any relay.
+// bucket, by any relay, and "" each time the watch is made again after NATS was away (what was
+// removed meanwhile was not heard).
 func (r *Records) WatchEnds(fn func(id string)) (stop func(), err error) {
-	return r.f.watchDeletes(sessionsBucket, fn)
-}
-
-// watchDeletes calls fn with the key of every delete, purge or expiry in bucket from now on,
-// until stop; the watch is made again whenever NATS comes back.
-func (f *Fleet) watchDeletes(bucket string, fn func(key string)) (stop func(), err error) {
-	return f.watch(bucket, func(e jetstream.KeyValueEntry) {
-		if e != nil && e.Operation() != jetstream.KeyValuePut {
+	first := true
+	return r.f.watch(sessionsBucket, func(e jetstream.KeyValueEntry) {
+		switch {
+		case e == nil && first:
+			first = false
+		case e == nil:
+			go fn("") // it reads the records: not on the watch's goroutine
+		case e.Operation() != jetstream.KeyValuePut:
 			fn(e.Key())
 		}
 	}, true)

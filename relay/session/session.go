@@ -133,8 +133,10 @@ type Records interface {
 
 // EndWatcher is implemented by Records shared with other processes: fn is called with the ID of
 // every session removed by anyone (revoked on another relay, or expired in the shared store), so
-// the sockets this process holds for it close too. A Store whose Records implement it watches
-// from NewStore until Close.
+// the sockets this process holds for it close too; and with "" when removals may have been
+// missed (the watch was made again after the store was out of reach), so the Store checks every
+// session it holds sockets of. A Store whose Records implement it watches from NewStore until
+// Close.
 type EndWatcher interface {
 	WatchEnds(fn func(id string)) (stop func(), err error)
 }
@@ -318,8 +320,24 @@ func (s *Store) RevokeAll() (int, error) {
 	return n, nil
 }
 
-// endedElsewhere ends what this process holds of a session another process removed.
+// endedElsewhere ends what this process holds of a session another process removed; id ""
+// checks every session it holds.
 func (s *Store) endedElsewhere(id string) {
+	if id == "" {
+		s.mu.Lock()
+		ids := make([]string, 0, len(s.live))
+		for id := range s.live {
+			ids = append(ids, id)
+		}
+		s.mu.Unlock()
+		now := s.clock.Now()
+		for _, id := range ids {
+			if _, ok, err := s.records.Session(id, now); err == nil && !ok {
+				s.endedElsewhere(id)
+			}
+		}
+		return
+	}
 	why := refusal.New(refusal.SessionRevoked, "the host revoked this session: sign in again with a new bootstrap address")
 	s.mu.Lock()
 	if e := s.live[id]; e != nil && !s.clock.Now().Before(e.expires) {

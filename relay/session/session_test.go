@@ -376,3 +376,48 @@ func TestMemoryRecords(t *testing.T) {
 		return r, r
 	})
 }
+
+// watchedRecords are memory records whose watch the test drives, standing for a shared store.
+type watchedRecords struct {
+	*session.MemoryRecords
+	fn func(id string)
+}
+
+func (w *watchedRecords) WatchEnds(fn func(id string)) (func(), error) {
+	w.fn = fn
+	return func() {}, nil
+}
+
+// TestEndsHeardFromSharedRecords: a session removed by another process closes this process's
+// sockets of it when the watch says so, and, when removals may have been missed (the watch made
+// again), when the store checks its sessions afresh.
+func TestEndsHeardFromSharedRecords(t *testing.T) {
+	t.Parallel()
+	recs := &watchedRecords{MemoryRecords: session.NewMemoryRecords()}
+	s := session.NewStore(session.Options{Lifetime: time.Hour, Clock: sessiontest.NewClock(start), Records: recs})
+	defer s.Close()
+	_, one := signIn(t, s)
+	_, two := signIn(t, s)
+	_, three := signIn(t, s)
+	ended := make(chan string, 3)
+	for _, info := range []session.Info{one, two, three} {
+		if _, ok, err := s.OnEnd(info.ID, func(why *refusal.Refusal) { ended <- info.ID + " " + string(why.Rule) }); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	}
+	recs.RemoveSession(one.ID) // another relay revoked it, and the watch says so
+	recs.fn(one.ID)
+	if got := <-ended; got != one.ID+" session-revoked" {
+		t.Fatalf("heard %q", got)
+	}
+	recs.RemoveSession(two.ID) // revoked while the watch was down: nobody said so
+	recs.fn("")
+	if got := <-ended; got != two.ID+" session-revoked" {
+		t.Fatalf("after the resync heard %q", got)
+	}
+	select {
+	case got := <-ended:
+		t.Fatalf("a live session's socket was closed: %q", got)
+	default:
+	}
+}
