@@ -220,6 +220,18 @@ func (r *Relay) Stop(t testing.TB) {
 	r.stop(t)
 }
 
+// Kill ends the relay at once (SIGKILL), as a crash would: it says nothing to anyone, its
+// sockets drop and its fleet lease is left to expire. It waits for the process to be gone.
+func (r *Relay) Kill(t testing.TB) {
+	t.Helper()
+	if r.cmd == nil || r.cmd.Process == nil || r.stopped {
+		return
+	}
+	r.stopped = true
+	r.cmd.Process.Kill()
+	r.cmd.Wait()
+}
+
 // PID returns the relay process's id, for tests that read its state from /proc.
 func (r *Relay) PID() int { return r.cmd.Process.Pid }
 
