@@ -99,10 +99,14 @@ type Router struct {
 	changed  chan struct{} // closed and replaced whenever cur changes hands or is renewed
 	lastKind channel.Kind
 
-	// This relay's own lease, kept by the worker goroutine.
-	wantMu  sync.Mutex
-	want    *hub.Slot // the newest slot the hub reported, not yet applied
-	wake    chan struct{}
+	// The newest slot the hub reported, not yet applied (its own lock: the hub never waits for
+	// NATS).
+	pendMu sync.Mutex
+	want   *hub.Slot
+	wake   chan struct{}
+
+	// This relay's own lease, kept by the worker and the heartbeat.
+	mineMu  sync.Mutex
 	mine    *lease
 	mineGen uint64
 	mineRev uint64
@@ -173,9 +177,9 @@ func (r *Router) publishOffers() {
 		if o == nil {
 			continue
 		}
-		r.wantMu.Lock()
+		r.mineMu.Lock()
 		mine := r.mine
-		r.wantMu.Unlock()
+		r.mineMu.Unlock()
 		if mine == nil {
 			continue
 		}
@@ -256,9 +260,9 @@ func (r *Router) heardLease(e jetstream.KeyValueEntry) {
 		return
 	}
 	if l != nil && l.Relay != r.f.ID() {
-		r.wantMu.Lock()
+		r.mineMu.Lock()
 		mine, rev := r.mine, r.mineRev
-		r.wantMu.Unlock()
+		r.mineMu.Unlock()
 		if mine != nil && e.Revision() > rev {
 			// Another relay's executor took the slot: ours steps down, as on one relay.
 			r.local.Displace("a newer " + l.kind().String() + " connection, on another relay, holds the workspace root now")
@@ -310,9 +314,9 @@ func (r *Router) Root() (hub.Root, bool) {
 
 // SlotChanged implements hub.Fleet: the worker applies the newest slot to the lease.
 func (r *Router) SlotChanged(s hub.Slot) {
-	r.wantMu.Lock()
+	r.pendMu.Lock()
 	r.want = &s
-	r.wantMu.Unlock()
+	r.pendMu.Unlock()
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -337,20 +341,20 @@ func (r *Router) work() {
 		case <-r.wake:
 		case <-retry.C:
 		}
-		r.wantMu.Lock()
+		r.pendMu.Lock()
 		s := r.want
 		r.want = nil
-		r.wantMu.Unlock()
+		r.pendMu.Unlock()
 		if s == nil {
 			continue
 		}
 		if err := r.apply(*s); err != nil {
 			// NATS is away: try again, and take whatever the hub reports meanwhile.
-			r.wantMu.Lock()
+			r.pendMu.Lock()
 			if r.want == nil {
 				r.want = s
 			}
-			r.wantMu.Unlock()
+			r.pendMu.Unlock()
 			retry.Reset(reconnectWait)
 		}
 	}
@@ -358,8 +362,8 @@ func (r *Router) work() {
 
 // apply makes the lease say what the slot says.
 func (r *Router) apply(s hub.Slot) error {
-	r.wantMu.Lock()
-	defer r.wantMu.Unlock()
+	r.mineMu.Lock()
+	defer r.mineMu.Unlock()
 	if !s.Held {
 		r.releaseLocked()
 		return nil
@@ -403,7 +407,7 @@ func (r *Router) apply(s hub.Slot) error {
 }
 
 // renewLocked writes next over this relay's lease if it still holds it; a lease another relay
-// took displaces the local executor. The caller holds wantMu.
+// took displaces the local executor. The caller holds mineMu.
 func (r *Router) renewLocked(next *lease) error {
 	ctx, cancel, kv, err := r.f.op(executorBucket)
 	if err != nil {
@@ -453,25 +457,25 @@ func (r *Router) heartbeat() {
 			return
 		case <-t.C:
 		}
-		r.wantMu.Lock()
+		r.mineMu.Lock()
 		if r.mine != nil {
 			next := *r.mine
 			next.Beat++
 			r.renewLocked(&next) // a failure is retried on the next beat
 		}
-		r.wantMu.Unlock()
+		r.mineMu.Unlock()
 	}
 }
 
 // release gives up this relay's lease, if it holds one.
 func (r *Router) release() {
-	r.wantMu.Lock()
-	defer r.wantMu.Unlock()
+	r.mineMu.Lock()
+	defer r.mineMu.Unlock()
 	r.releaseLocked()
 }
 
 // releaseLocked deletes this relay's lease (only the revision it wrote: one another relay took
-// since stays) and stops answering its subject. The caller holds wantMu.
+// since stays) and stops answering its subject. The caller holds mineMu.
 func (r *Router) releaseLocked() {
 	if r.mine == nil {
 		return
@@ -483,7 +487,7 @@ func (r *Router) releaseLocked() {
 	r.dropLocked()
 }
 
-// dropLocked forgets this relay's lease without touching the bucket. The caller holds wantMu.
+// dropLocked forgets this relay's lease without touching the bucket. The caller holds mineMu.
 func (r *Router) dropLocked() {
 	if r.sub != nil {
 		r.sub.Unsubscribe()
