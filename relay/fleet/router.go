@@ -115,6 +115,7 @@ type Router struct {
 	// What the holder's page offers, as heard (remote) and as this relay's page offers it (out,
 	// written by the offer worker).
 	offMu     sync.Mutex
+	tellMu    sync.Mutex // orders what the listeners hear
 	listeners []hub.OfferListener
 	heardOff  *offer
 	outOff    *hub.Offer
@@ -220,19 +221,22 @@ func (r *Router) heardEntry(e jetstream.KeyValueEntry) {
 // tellOffer tells the listeners what the holder on another relay offers now: its offer when
 // it was made under the live lease, else nothing.
 func (r *Router) tellOffer() {
+	r.tellMu.Lock() // one offer at a time, in order; not under offMu, which PageOffered takes
+	defer r.tellMu.Unlock()
 	r.mu.Lock()
 	l := r.cur
 	r.mu.Unlock()
-	r.offMu.Lock()
-	defer r.offMu.Unlock()
 	if l != nil && l.Relay == r.f.ID() {
 		return // this relay's page: the hub's listeners heard it
 	}
+	r.offMu.Lock()
 	var o hub.Offer
 	if l != nil && r.heardOff != nil && r.heardOff.Lease == l.ID {
 		o = hub.Offer{Tools: r.heardOff.Tools, ExternalApps: r.heardOff.ExternalApps}
 	}
-	for _, ln := range r.listeners {
+	listeners := r.listeners
+	r.offMu.Unlock()
+	for _, ln := range listeners {
 		ln.PageOffered(o)
 	}
 }
