@@ -73,7 +73,8 @@ type Config struct {
 	// Prefix names the fleet's buckets and subjects; "" means DefaultPrefix. Letters, digits,
 	// '-' and '_' only.
 	Prefix string
-	// RelayID names this relay in leases and logs; "" draws a random one.
+	// RelayID names this relay in leases, routed call ids and logs: 1 to 64 letters, digits, '-'
+	// or '_', unique in the fleet; "" draws a random one.
 	RelayID string
 	// LeaseTTL is how long an executor lease lasts without a heartbeat; zero means
 	// DefaultLeaseTTL.
@@ -104,11 +105,14 @@ func Connect(cfg Config) (*Fleet, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}
-	if !validPrefix(cfg.Prefix) {
+	if !validName(cfg.Prefix, maxPrefixBytes) {
 		return nil, fmt.Errorf("fleet: the prefix %q must be 1 to 32 letters, digits, '-' or '_'", cfg.Prefix)
 	}
 	if cfg.RelayID == "" {
 		cfg.RelayID = "relay-" + randomHex(6)
+	}
+	if !validName(cfg.RelayID, maxRelayIDBytes) {
+		return nil, fmt.Errorf("fleet: the relay id %q must be 1 to %d letters, digits, '-' or '_'", cfg.RelayID, maxRelayIDBytes)
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
@@ -222,7 +226,7 @@ func (f *Fleet) unavailable(err error) error {
 func Unavailable(err error) bool { return refusal.RuleOf(err) == refusal.FleetUnavailable }
 
 // SafeName returns s with every character a NATS token cannot carry (anything but letters,
-// digits, '-' and '_') replaced by '-', cut to 32 bytes: a host name made into a relay's name.
+// digits, '-' and '_') replaced by '-', cut to 32 bytes: a host name made into a relay's id.
 func SafeName(s string) string {
 	b := []byte(s)
 	for i, c := range b {
@@ -239,8 +243,14 @@ func SafeName(s string) string {
 // RandomSuffix returns 6 random hex digits, to tell apart relays on one host.
 func RandomSuffix() string { return randomHex(3) }
 
-func validPrefix(p string) bool {
-	if p == "" || len(p) > 32 {
+// The bounds of the names in a fleet's subjects and buckets.
+const (
+	maxPrefixBytes  = 32
+	maxRelayIDBytes = 64
+)
+
+func validName(p string, max int) bool {
+	if p == "" || len(p) > max {
 		return false
 	}
 	for _, c := range p {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -91,6 +92,7 @@ type Router struct {
 	f     *Fleet
 	local Local
 	ttl   time.Duration
+	seq   atomic.Uint64 // the routed calls' ids
 
 	mu       sync.Mutex
 	cur      *lease        // the fleet's lease as last heard; nil when none
@@ -557,7 +559,11 @@ func (r *Router) Ask(ctx context.Context, call wire.Call) wire.Answer {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}
-	frame, err := call.MarshalJSON()
+	// Call ids are unique per relay only ("relay-1" on every relay): a routed call travels under
+	// one of its own, unique in the fleet, and its answer is given back under the caller's.
+	routed := call
+	routed.CallID = r.f.ID() + "/" + strconv.FormatUint(r.seq.Add(1), 10)
+	frame, err := routed.MarshalJSON()
 	if err != nil {
 		return wire.Refuse(call.CallID, refusal.New(refusal.MalformedCall, "the call could not be encoded"))
 	}
@@ -580,7 +586,9 @@ func (r *Router) Ask(ctx context.Context, call wire.Call) wire.Answer {
 	for {
 		select {
 		case rp := <-got:
-			return r.answer(ctx, call, kind, l, rp.m, rp.err)
+			a := r.answer(ctx, routed, kind, l, rp.m, rp.err)
+			a.CallID = call.CallID
+			return a
 		case <-changed:
 			nl, nchanged, nexp := r.live()
 			changed = nchanged

@@ -596,3 +596,40 @@ func TestFleetRelayStartsWithoutNATS(t *testing.T) {
 	dialPage(t, b, memoryExecutor(), nil)
 	waitFor(t, "A routing to the page on B once NATS came", func() bool { return a.call(t, "now", nil)["ok"] == true })
 }
+
+// TestFleetCallIDsOfTwoRelaysDoNotMix: the same callId asked at once on the page's relay and
+// through another ("relay-1" is every relay's first) reaches the page as two calls, and each
+// caller gets its own answer back under its own id.
+func TestFleetCallIDsOfTwoRelaysDoNotMix(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "ids", false), startMember(t, nats, "ids", false)
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	echo := channel.ExecutorFunc(func(ctx context.Context, call wire.Call) (json.RawMessage, error) {
+		arrived.Done()
+		arrived.Wait() // both calls are in flight before either is answered
+		return call.Args, nil
+	})
+	dialPage(t, a, echo, nil)
+	connectedOn(t, b)
+	ask := func(m *member, who string) <-chan wire.Answer {
+		out := make(chan wire.Answer, 1)
+		go func() {
+			out <- m.Hub.Ask(context.Background(), wire.Call{CallID: "same-1", Tool: "now", DescriptorID: executor.BuiltinDescriptor,
+				Args: json.RawMessage(`{"who":"` + who + `"}`), BoundsEcho: json.RawMessage(`{}`)})
+		}()
+		return out
+	}
+	fromA, fromB := ask(a, "a"), ask(b, "b")
+	for who, ch := range map[string]<-chan wire.Answer{"a": fromA, "b": fromB} {
+		select {
+		case ans := <-ch:
+			if !ans.OK || ans.CallID != "same-1" || string(ans.Observed) != `{"who":"`+who+`"}` {
+				t.Fatalf("the caller on %s got %+v", who, ans)
+			}
+		case <-time.After(patience):
+			t.Fatalf("the caller on %s got no answer", who)
+		}
+	}
+}
