@@ -3,8 +3,8 @@
 // on whichever relay holds it by NATS request/reply, and the page's events fan out on NATS
 // subjects. No cluster protocol of our own: NATS is the one engine for all three.
 //
-// A relay without --nats never imports any of this into its behaviour: its stores stay in files
-// and memory (relay/session's MemoryRecords, relay/hoststate's files).
+// A relay without --nats uses none of this: its stores stay in files and memory (relay/session's
+// MemoryRecords, relay/hoststate's files). docs/scaling.md is the operator's side of this page.
 //
 // # What is shared, and where
 //
@@ -12,7 +12,8 @@
 //	<prefix>_sessions   sessions by ID with the SHA-256 of their token, per-key TTL = the lifetime
 //	<prefix>_pairings   paired machines: name and the SHA-256 of the bearer, never the bearer
 //	<prefix>_files      small state files the relays share (the agent settings)
-//	<prefix>_executor   the executor lease: which relay holds the page or machine, renewed by heartbeat
+//	<prefix>_executor   "slot": the executor lease (which relay holds the page or machine, renewed
+//	                    by heartbeat); "offer": what that page offers the model (Router)
 //	<prefix>.exec.<lease>     request/reply subject of the executor under one lease
 //	<prefix>.events           the page's event stream, every relay's /api/events
 //	<prefix>.approvals        a person's decision on an approval, to the relay whose call waits for it
@@ -27,7 +28,9 @@
 // The connection reconnects by itself, forever. Meanwhile everything that needs shared state is
 // refused fleet-unavailable at once (a session check answers 503 with it, a routed call is
 // refused with it), and what does not is served: the page's files, /api/health, calls to an
-// executor attached to this relay.
+// executor attached to this relay. Whoever can publish on the fleet's subjects is trusted like a
+// relay (it can call the executor and decide approvals): NATS credentials are as precious as the
+// host token. Events taken from the fleet are checked to be one event each (ValidEventFrame).
 package fleet
 
 import (
