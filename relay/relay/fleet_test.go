@@ -12,8 +12,10 @@ import (
 	"net/http/cookiejar"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -631,5 +633,59 @@ func TestFleetCallIDsOfTwoRelaysDoNotMix(t *testing.T) {
 		case <-time.After(patience):
 			t.Fatalf("the caller on %s got no answer", who)
 		}
+	}
+}
+
+// TestFleetHammer: pages keep taking the slot from each other on two relays while callers on
+// both ask without pause. Every call gets one answer, the page's or a rule that names why
+// (no-page while the slot moves, page-closed for a call its page left, outcome-unknown for one
+// whose lease moved); once the churn stops, every relay routes to the last page.
+func TestFleetHammer(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	ms := []*member{startMember(t, nats, "hammer", false), startMember(t, nats, "hammer", false)}
+	allowed := map[refusal.Rule]bool{"": true, refusal.NoPage: true, refusal.PageClosed: true, refusal.OutcomeUnknown: true}
+	stop := make(chan struct{})
+	var callers sync.WaitGroup
+	var answered atomic.Int64
+	for g := range 8 {
+		callers.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				a := ms[(g+i)%2].Hub.Ask(context.Background(), wire.Call{CallID: "h-" + strconv.Itoa(g) + "-" + strconv.Itoa(i), Tool: "now",
+					DescriptorID: executor.BuiltinDescriptor, Args: json.RawMessage(`{}`), BoundsEcho: json.RawMessage(`{}`)})
+				if !allowed[a.Refused] || a.CallID != "h-"+strconv.Itoa(g)+"-"+strconv.Itoa(i) {
+					t.Errorf("a call answered %+v", a)
+				}
+				answered.Add(1)
+			}
+		})
+	}
+	var last *goPage
+	for i := range 12 {
+		next := dialPage(t, ms[i%2], memoryExecutor(), nil)
+		if last != nil {
+			if code := last.end(t); code != hub.CloseReplaced { // the slot moved to the new page
+				t.Fatalf("page %d was closed %v, want replaced", i-1, code)
+			}
+		}
+		last = next
+	}
+	close(stop)
+	callers.Wait()
+	if answered.Load() == 0 {
+		t.Fatal("no call was made")
+	}
+	for _, m := range ms {
+		waitFor(t, "every relay routing to the last page", func() bool { return m.call(t, "now", nil)["ok"] == true })
+	}
+	select {
+	case err := <-last.ended:
+		t.Fatalf("the last page was closed: %v", err)
+	default:
 	}
 }
