@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/relay/extensions"
+	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/machine"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
@@ -22,6 +23,7 @@ import (
 
 type pairConfig struct {
 	state  stateDirFlags
+	nats   fleet.Config
 	revoke bool
 	list   bool
 }
@@ -33,11 +35,13 @@ func pairFlags(stderr io.Writer) (*flag.FlagSet, *pairConfig) {
 	cfg.state.register(fs)
 	fs.BoolVar(&cfg.revoke, "revoke", false, "revoke the pairing NAME (a running relay refuses it at once)")
 	fs.BoolVar(&cfg.list, "list", false, "list the paired environments (names and dates; bearers are never stored)")
+	registerNATS(fs, &cfg.nats)
 	return fs, cfg
 }
 
-// runPair pairs, revokes or lists machine environments in the host state directory. A relay
-// serving from the same directory reads the change at the next hello.
+// runPair pairs, revokes or lists machine environments in the host state directory, or with
+// --nats (VOICEBOX_NATS) in the fleet's shared pairings, which every relay of the fleet reads. A
+// relay serving from the same directory (or in the same fleet) reads the change at the next hello.
 func runPair(args []string, stdout, stderr io.Writer) int {
 	fs, cfg := pairFlags(stderr)
 	if err := fs.Parse(args); err != nil {
@@ -47,13 +51,27 @@ func runPair(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if cfg.list == (fs.NArg() == 1) || fs.NArg() > 1 || (cfg.list && cfg.revoke) {
-		fmt.Fprintln(stderr, "relay pair: usage: relay pair [--state-dir DIR] NAME | --revoke NAME | --list")
+		fmt.Fprintln(stderr, "relay pair: usage: relay pair [--state-dir DIR] [--nats URL] NAME | --revoke NAME | --list")
 		return 2
 	}
 	state, err := cfg.state.open()
 	if err != nil {
 		fmt.Fprintf(stderr, "relay pair: %v\n", err)
 		return 1
+	}
+	nats, err := settleNATS(cfg.nats)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay pair: %v\n", err)
+		return 2
+	}
+	if nats.URL != "" {
+		f, err := fleet.Connect(nats)
+		if err != nil {
+			fmt.Fprintf(stderr, "relay pair: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		state.UsePairings(f.Pairings())
 	}
 	switch {
 	case cfg.list:

@@ -200,14 +200,19 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.StringVar(&cfg.miniApps, "mini-apps", "", "JSON `file` of the external mini-app registry (default: the JSON in $MINI_APPS; neither means none)")
 	vendorFlags(fs, cfg)
 	fs.IntVar(&cfg.helloBound, "hello-bound-ms", 0, "`milliseconds` a /channel connection that is not the page has to say hello (default $VOICEBOX_HELLO_BOUND_MS, else 5000)")
-	fs.StringVar(&cfg.nats.URL, "nats", "", "NATS server `URL`s (comma-separated) to run as one relay of a fleet: sessions, pairings and settings shared in JetStream, calls routed to the executor's relay, events fanned out (default $VOICEBOX_NATS, else alone; see docs/scaling.md)")
-	fs.StringVar(&cfg.nats.Credentials, "nats-creds", "", "NATS credentials `file` (a user JWT and its seed) for --nats (default $VOICEBOX_NATS_CREDS)")
-	fs.StringVar(&cfg.nats.CA, "nats-ca", "", "PEM `file` of the CAs the NATS server's certificate is checked against (default $VOICEBOX_NATS_CA, else the system's)")
-	fs.StringVar(&cfg.nats.Cert, "nats-cert", "", "PEM client certificate `file` for a NATS server that verifies clients, with --nats-key (default $VOICEBOX_NATS_CERT)")
-	fs.StringVar(&cfg.nats.Key, "nats-key", "", "PEM private key `file` of --nats-cert (default $VOICEBOX_NATS_KEY)")
-	fs.StringVar(&cfg.nats.Prefix, "nats-prefix", "", "`name` starting the fleet's buckets and subjects, so fleets can share a NATS account (default $VOICEBOX_NATS_PREFIX, else voicebox)")
-	fs.StringVar(&cfg.nats.RelayID, "relay-id", "", "`name` of this relay in its fleet, in leases and logs (default $VOICEBOX_RELAY_ID, else the host name and a random suffix)")
+	registerNATS(fs, &cfg.nats)
 	return fs, cfg
+}
+
+// registerNATS adds the flags that join a fleet (serve) or reach its pairings (pair).
+func registerNATS(fs *flag.FlagSet, c *fleet.Config) {
+	fs.StringVar(&c.URL, "nats", "", "NATS server `URL`s (comma-separated) of the fleet this relay is one of: sessions, pairings and settings shared in JetStream, calls routed to the executor's relay, events fanned out (default $VOICEBOX_NATS, else alone; see docs/scaling.md)")
+	fs.StringVar(&c.Credentials, "nats-creds", "", "NATS credentials `file` (a user JWT and its seed) for --nats (default $VOICEBOX_NATS_CREDS)")
+	fs.StringVar(&c.CA, "nats-ca", "", "PEM `file` of the CAs the NATS server's certificate is checked against (default $VOICEBOX_NATS_CA, else the system's)")
+	fs.StringVar(&c.Cert, "nats-cert", "", "PEM client certificate `file` for a NATS server that verifies clients, with --nats-key (default $VOICEBOX_NATS_CERT)")
+	fs.StringVar(&c.Key, "nats-key", "", "PEM private key `file` of --nats-cert (default $VOICEBOX_NATS_KEY)")
+	fs.StringVar(&c.Prefix, "nats-prefix", "", "`name` starting the fleet's buckets and subjects, so fleets can share a NATS account (default $VOICEBOX_NATS_PREFIX, else voicebox)")
+	fs.StringVar(&c.RelayID, "relay-id", "", "`name` of this relay in its fleet, in leases and logs (default $VOICEBOX_RELAY_ID, else the host name and a random suffix)")
 }
 
 // stateDirFlags name the host state directory: --state-dir, or --extensions-dir, its old name,
