@@ -92,6 +92,11 @@ const closeBound = 5 * time.Second
 // receives it does not reconnect: another tab or machine holds the root now.
 const CloseReplaced websocket.StatusCode = 4001
 
+// CloseTryAgain is the close code of a page whose session cannot be checked now (1013, try
+// again later): the page reconnects by itself, where a refusal (1008) would make it wait for its
+// person.
+const CloseTryAgain = websocket.StatusTryAgainLater
+
 // MaxControlBytes bounds a control frame; a larger frame is read as an answer envelope.
 const MaxControlBytes = 4 << 10
 
@@ -142,6 +147,11 @@ type Options struct {
 	// PageSession, when set, must accept a page's upgrade request (the loopback gate's session
 	// cookie) before the page is admitted. Nil admits any connection with our loopback Origin.
 	PageSession func(r *http.Request) bool
+	// PageSessionUnavailable, when set, says why a page's session cannot be checked now (a
+	// fleet's shared sessions out of reach); such a page is closed with CloseTryAgain and the
+	// rule as the reason, never refused, so it keeps reconnecting and gets in once the sessions
+	// are back. Nil means sessions can always be checked.
+	PageSessionUnavailable func(r *http.Request) error
 	// PageOrigin, when set, decides whether an upgrade's Origin is the page's (the server's
 	// PageOrigin: loopback or the configured public origin). Nil admits only our own loopback
 	// origin.
@@ -598,6 +608,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	if page {
+		if h.opts.PageSessionUnavailable != nil {
+			if err := h.opts.PageSessionUnavailable(r); err != nil {
+				log.Info("channel: the page's session cannot be checked now; closed to try again", "err", err)
+				ws.Close(CloseTryAgain, string(session.Unavailable(err).Rule))
+				return
+			}
+		}
 		if h.opts.PageSession != nil && !h.opts.PageSession(r) {
 			if c.gone.Load() {
 				return // the session ended while the socket opened: its hook says so

@@ -689,3 +689,36 @@ func TestFleetHammer(t *testing.T) {
 	default:
 	}
 }
+
+// TestFleetAGatedPageWaitsOutNATS: with the shared sessions out of reach, a signed-in page's
+// /channel is closed "try again later" (1013, fleet-unavailable), never refused (which would make
+// the page wait for its person), and it is admitted once NATS is back.
+func TestFleetAGatedPageWaitsOutNATS(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a := startMember(t, nats, "gatedwait", true)
+	status, minted := a.do(t, http.MethodPost, "/api/bootstrap", nil)
+	if status != http.StatusOK {
+		t.Fatalf("bootstrap: %d %v", status, minted)
+	}
+	jar, _ := cookiejar.New(nil)
+	resp, err := (&http.Client{Jar: jar}).Get(minted["url"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cookie := ""
+	for _, ck := range jar.Cookies(resp.Request.URL) {
+		cookie = ck.Name + "=" + ck.Value
+	}
+	nats.Stop()
+	waitFor(t, "A noticing NATS is gone", func() bool { return !a.Fleet.Connected() })
+	p := dialPage(t, a, memoryExecutor(), http.Header{"Cookie": {cookie}})
+	if code := p.end(t); code != websocket.StatusTryAgainLater || p.sawControl("refused") {
+		t.Fatalf("the page was closed %v (refused frame: %v), want 1013 and no refusal", code, p.sawControl("refused"))
+	}
+	nats.Restart()
+	waitFor(t, "A back on NATS", func() bool { return a.Fleet.Connected() })
+	dialPage(t, a, memoryExecutor(), http.Header{"Cookie": {cookie}})
+	connectedOn(t, a)
+}

@@ -282,6 +282,9 @@ func (r *Relay) buildHub() {
 	opts := hub.Options{HelloBound: r.cfg.HelloBound, Pairings: r.State, Log: r.log, PageOrigin: r.Server.PageOrigin}
 	if r.Gate != nil {
 		opts.PageSession, opts.SessionOf, opts.Sessions = r.Gate.Session, r.Gate.SessionID, r.Gate.Store()
+		if r.Fleet != nil {
+			opts.PageSessionUnavailable = func(req *http.Request) error { _, err := r.Gate.Check(req); return err }
+		}
 	}
 	r.Hub = hub.New(opts)
 	hub.Register(r.Server, r.Hub, r.State)
