@@ -92,9 +92,9 @@ const closeBound = 5 * time.Second
 // receives it does not reconnect: another tab or machine holds the root now.
 const CloseReplaced websocket.StatusCode = 4001
 
-// CloseTryAgain is the close code of a page whose session cannot be checked now (1013, try
-// again later): the page reconnects by itself, where a refusal (1008) would make it wait for its
-// person.
+// CloseTryAgain is the close code of a page whose session, or a machine whose pairing, cannot be
+// checked now (1013, try again later): it reconnects by itself, where a refusal (1008) would make
+// the page wait for its person and a machine stop for good.
 const CloseTryAgain = websocket.StatusTryAgainLater
 
 // MaxControlBytes bounds a control frame; a larger frame is read as an answer envelope.
@@ -640,6 +640,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if unlimit, rf = h.opts.Limiter.Acquire(""); rf == nil {
 				releases = append(releases, unlimit)
 			}
+		}
+		if rf != nil && rf.Rule == refusal.FleetUnavailable {
+			// The pairings cannot be read now: not a refusal of this machine, which is told to
+			// try again (it reconnects by itself) instead of to stop for good.
+			log.Info("channel: a machine's hello cannot be checked now; closed to try again", "origin", r.Header.Get("Origin"))
+			ws.Close(CloseTryAgain, string(rf.Rule))
+			return
 		}
 		if rf != nil {
 			log.Info("channel: connection refused", "refused", rf.Rule, "origin", r.Header.Get("Origin"))

@@ -722,3 +722,47 @@ func TestFleetAGatedPageWaitsOutNATS(t *testing.T) {
 	dialPage(t, a, memoryExecutor(), http.Header{"Cookie": {cookie}})
 	connectedOn(t, a)
 }
+
+// TestFleetAMachineWaitsOutNATS: with the shared pairings out of reach, a paired machine's hello
+// is closed "try again later" (1013), never refused (which stops `relay env` for good); once NATS
+// is back it is admitted.
+func TestFleetAMachineWaitsOutNATS(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a := startMember(t, nats, "machinewait", false)
+	status, paired := a.do(t, http.MethodPost, "/api/pair", map[string]any{"name": "box"})
+	if status != http.StatusOK {
+		t.Fatalf("pair: %d %v", status, paired)
+	}
+	hello, _ := json.Marshal(map[string]string{"type": "hello", "role": "environment", "bearer": paired["bearer"].(string)})
+	dial := func() (*websocket.Conn, context.Context) {
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		t.Cleanup(cancel)
+		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(a.url, "http")+"/channel", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ws.CloseNow() })
+		ws.Write(ctx, websocket.MessageText, hello)
+		return ws, ctx
+	}
+	nats.Stop()
+	waitFor(t, "A noticing NATS is gone", func() bool { return !a.Fleet.Connected() })
+	ws, ctx := dial()
+	for {
+		_, frame, err := ws.Read(ctx)
+		if err != nil {
+			if code := websocket.CloseStatus(err); code != websocket.StatusTryAgainLater {
+				t.Fatalf("the machine was closed %v (%v), want 1013", code, err)
+			}
+			break
+		}
+		if strings.Contains(string(frame), `"refused"`) {
+			t.Fatalf("the machine was refused: %s", frame)
+		}
+	}
+	nats.Restart()
+	waitFor(t, "A back on NATS", func() bool { return a.Fleet.Connected() })
+	dial()
+	waitFor(t, "the machine holding the root", func() bool { return a.root(t)["kind"] == hub.RootMachine })
+}
