@@ -48,5 +48,11 @@ export const EXTERNAL_MODEL_PREFIX = "app_x_";
 /** CONTEXT_TOOL is the tool that reads what an external app shows (shared/externalapp.ContextTool). */
 export const CONTEXT_TOOL = "get_app_context";
 
+/** APPROVAL_TIMEOUT_MS is how long every request for the person's approval waits (shared/approval.Timeout). */
+export const APPROVAL_TIMEOUT_MS = 60000;
+
+/** EXTERNAL_CALL_TIMEOUT_MS is how long an external app has to answer a tool call once it may run (shared/externalapp.CallTimeout). */
+export const EXTERNAL_CALL_TIMEOUT_MS = 10000;
+
 /** FILE_CHANGING_TOOLS is the built-in tools whose success changes the workspace's files (shared/commands Tool.ChangesFiles). */
 export const FILE_CHANGING_TOOLS = Object.freeze(["write_file","delete_file","edit_file","create_mini_app","undo_last_action"]);

@@ -328,6 +328,9 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	tools = assistant.New(assistant.Options{Root: hb, Extensions: assistant.ExtensionsOf(exts), Log: log,
 		Live: func() bool { return lv != nil && lv.Configured() }})
 	tools.Register(srv)
+	// The page's live panels follow who holds the root and the extensions on the event stream.
+	hb.OnRootChange(func(r hub.Root) { tools.Publish("root", r) })
+	exts.Changed = func(what, id string) { tools.Publish("extensions", map[string]string{"what": what, "id": id}) }
 	var subject func(*http.Request) string
 	if gate != nil {
 		subject = gate.SessionID

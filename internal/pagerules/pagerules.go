@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/voicebox-go/voicebox/shared/approval"
 	"github.com/voicebox-go/voicebox/shared/commands"
 	"github.com/voicebox-go/voicebox/shared/externalapp"
 	"github.com/voicebox-go/voicebox/shared/miniapp"
@@ -64,6 +65,8 @@ func Rules() []Rule {
 		{"MAX_MODEL_NAME", "shared/externalapp.MaxModelName", "the longest tool name the vendors take", externalapp.MaxModelName},
 		{"EXTERNAL_MODEL_PREFIX", "shared/externalapp.ModelPrefix", "what starts every external app tool's model-facing name", externalapp.ModelPrefix},
 		{"CONTEXT_TOOL", "shared/externalapp.ContextTool", "the tool that reads what an external app shows", externalapp.ContextTool},
+		{"APPROVAL_TIMEOUT_MS", "shared/approval.Timeout", "how long every request for the person's approval waits", approval.Timeout.Milliseconds()},
+		{"EXTERNAL_CALL_TIMEOUT_MS", "shared/externalapp.CallTimeout", "how long an external app has to answer a tool call once it may run", externalapp.CallTimeout.Milliseconds()},
 		{"FILE_CHANGING_TOOLS", "shared/commands Tool.ChangesFiles", "the built-in tools whose success changes the workspace's files", changing},
 	}
 }

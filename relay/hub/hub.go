@@ -175,6 +175,9 @@ type Hub struct {
 	close bool
 
 	toolsMu sync.Mutex // orders OnPageTools calls
+
+	rootMu        sync.Mutex // orders the root listeners' calls
+	rootListeners []func(Root)
 	// admMu orders the admitted frames: a connection gets the current one before it takes the
 	// slot, and SetAdmitted sends to whoever holds it, so no executor misses a change.
 	admMu    sync.Mutex
@@ -232,6 +235,28 @@ func New(opts Options) *Hub {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Hub{opts: opts, log: log, last: channel.Page, all: map[*conn]struct{}{}}
+}
+
+// OnRootChange registers fn to be told who holds the root (Root) each time that changes: an
+// executor takes the slot or leaves it, or the page holding it reports another root. Calls are
+// made one at a time, in order, on the goroutine that made the change; fn must not block.
+func (h *Hub) OnRootChange(fn func(Root)) {
+	h.rootMu.Lock()
+	defer h.rootMu.Unlock()
+	h.rootListeners = append(h.rootListeners, fn)
+}
+
+// rootChanged tells the root listeners who holds the root now.
+func (h *Hub) rootChanged() {
+	h.rootMu.Lock()
+	defer h.rootMu.Unlock()
+	if len(h.rootListeners) == 0 {
+		return
+	}
+	r := h.Root()
+	for _, fn := range h.rootListeners {
+		fn(r)
+	}
 }
 
 // Root returns the declared root.
@@ -521,6 +546,7 @@ func (h *Hub) attach(c *conn) bool {
 	}
 	h.mu.Unlock()
 	h.pageTools(nil, nil, nil)
+	h.rootChanged()
 	if old != nil {
 		h.log.Info("channel: executor replaced", "kind", old.kind.String(), "by", c.kind.String())
 		old.settle()
@@ -542,6 +568,7 @@ func (h *Hub) detach(c *conn) {
 	h.mu.Unlock()
 	if held {
 		h.pageTools(nil, nil, nil)
+		h.rootChanged()
 	}
 	c.settle()
 }
@@ -621,10 +648,14 @@ func (h *Hub) controlFrom(c *conn, typ, kind, name string) {
 		return
 	}
 	h.mu.Lock()
+	changed := h.cur == c && h.root != Root{Kind: kind, Name: name}
 	if h.cur == c {
 		h.root = Root{Kind: kind, Name: name}
 	}
 	h.mu.Unlock()
+	if changed {
+		h.rootChanged()
+	}
 }
 
 // watchPairing closes c once its pairing is revoked, whoever revoked it.
