@@ -26,6 +26,7 @@ import { emit } from './events.js';
 import { relay } from './http.js';
 import { externalModelName as modelName, validToolName } from './names.js';
 import * as rules from './rules.js';
+import { toolForm as schemaToolForm } from './schema-form.js';
 
 /** PROTOCOL is the marker every message of the guest protocol carries (mini-app-guest.js says the same). */
 const PROTOCOL = 'voicebox-mini-app/1';
@@ -99,7 +100,9 @@ function stateOf(app) {
  */
 export function startExternalApps(vb) {
   /** @type {Record<string, number>} */
-  const DEADLINES = { 'ui/identify': 500, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': 10000, approval: 15000 };
+  // The approval's is every approval's (rules.APPROVAL_TIMEOUT_MS, the relay's too); tools/call's
+  // is what the relay allows an app's answer after it (rules.EXTERNAL_CALL_TIMEOUT_MS).
+  const DEADLINES = { 'ui/identify': 500, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': rules.EXTERNAL_CALL_TIMEOUT_MS, approval: rules.APPROVAL_TIMEOUT_MS };
   // The composer is the assistant's command box (assistant.js): an app's suggestion goes
   // there, and only the person sends it.
   const el = { list: byId('xa-list'), open: byId('xa-open'), composer: byId('command', HTMLInputElement), note: byId('xa-note') };
@@ -199,6 +202,7 @@ export function startExternalApps(vb) {
       li.dataset.appId = a.id;
       const open = button(`${ICONS[a.icon || 'app'] || ICONS.app} ${a.name}`, () => openApp(a.id), 'xa-launch');
       open.title = a.description || a.url;
+      open.setAttribute('aria-label', `Open ${a.name}`);
       li.append(open, node('span', { className: 'hint', textContent: ` ${a.origin}` }));
       return li;
     }));
@@ -235,8 +239,14 @@ export function startExternalApps(vb) {
     section.dataset.appId = app.id;
     const title = node('h3', { textContent: `${ICONS[app.entry.icon || 'app'] || ICONS.app} ${app.entry.name}` });
     const status = node('span', { className: 'badge xa-status' });
-    const head = node('div', { className: 'panel-head' }, title, status,
-      node('div', { className: 'tools' }, button('Reload', () => reload(app.id)), button('Close', () => closeApp(app.id))));
+    const reloadBtn = button('Reload', () => reload(app.id));
+    reloadBtn.setAttribute('aria-label', `Reload ${app.entry.name}`);
+    const closeBtn = button('Close', () => closeApp(app.id));
+    closeBtn.setAttribute('aria-label', `Close ${app.entry.name}`);
+    title.id = `xa-title-${app.id}`;
+    title.tabIndex = -1;
+    section.setAttribute('aria-labelledby', title.id);
+    const head = node('div', { className: 'panel-head' }, title, status, node('div', { className: 'tools' }, reloadBtn, closeBtn));
     const frame = node('iframe', { className: 'xa-frame', title: `app ${app.entry.name}` });
     // An empty allow: no feature (tools discovery included) is delegated to the app. The sandbox
     // keeps the app's own origin, scripts, forms and popups, and takes away navigating this page.
@@ -251,6 +261,10 @@ export function startExternalApps(vb) {
     section.append(head, approvals, frame, selection, errors, tools);
     app.frame = frame;
     app.view = { section, status, approvals, selection, errors, tools };
+    requestAnimationFrame(() => {
+      section.scrollIntoView({ block: 'nearest', behavior: 'instant' });
+      title.focus({ preventScroll: true });
+    });
     return section;
   }
 
@@ -673,7 +687,9 @@ export function startExternalApps(vb) {
         resolve(outcome);
       };
       const approve = button('Approve', () => settle('approved'), 'xa-approve');
+      approve.setAttribute('aria-label', `Approve running ${tool.name} in ${app.entry.name}`);
       const deny = button('Deny', () => settle('denied'), 'danger xa-deny');
+      deny.setAttribute('aria-label', `Deny running ${tool.name} in ${app.entry.name}`);
       box.append(node('p', { textContent: `${who} to run ${tool.name} in ${app.entry.name}, which may change something there.` }), args_,
         node('div', { className: 'tools' }, approve, deny, left));
       const ends = Date.now() + DEADLINES.approval;
@@ -683,6 +699,7 @@ export function startExternalApps(vb) {
       timer = setTimeout(() => settle('timedOut'), DEADLINES.approval);
       app.approvals.set(callId, { settle, tool: tool.name, by, modelCallId });
       app.view.approvals.append(box);
+      box.scrollIntoView({ block: 'nearest', behavior: 'instant' });
       approve.focus({ preventScroll: true });
     });
   }
@@ -807,34 +824,20 @@ export function startExternalApps(vb) {
   }
 
   /**
+   * toolForm is the same schema form sandboxed apps' tools get (schema-form.js); a tool that
+   * changes something asks for approval first, whoever calls it.
    * @param {XApp} app
    * @param {AppTool} tool
    */
   function toolForm(app, tool) {
-    const details = node('details', { className: 'tool' });
-    details.dataset.tool = tool.name;
-    details.append(node('summary', {}, node('code', { textContent: tool.name }), node('span', { textContent: ` ${tool.readOnly ? '' : '(asks first) '}${tool.description}` })));
-    const args = node('textarea', { name: 'args', placeholder: 'arguments as JSON, e.g. {}', rows: 2 });
-    const out = node('pre', { className: 'tool-result' });
-    const form = node('form', {}, args, node('button', { type: 'submit', textContent: 'Call' }), out);
-    form.addEventListener('submit', async (event) => {
-      event.preventDefault();
-      let parsed = {};
-      try {
-        if (args.value.trim() !== '') parsed = JSON.parse(args.value);
-      } catch {
-        out.dataset.state = 'refused';
-        out.textContent = 'The arguments are not JSON.';
-        return;
-      }
-      out.textContent = '…';
-      delete out.dataset.state;
-      const answer = await callTool(app.id, tool.name, parsed, 'user');
-      out.dataset.state = answer.ok ? 'ok' : 'refused';
-      out.textContent = answer.ok ? answer.value.text : `${answer.refused}: ${answer.why}`;
+    return schemaToolForm({
+      name: tool.name, description: tool.description, app: app.entry.name, note: tool.readOnly ? '' : '(asks first)',
+      schema: /** @type {import('./worker-client.js').JSONSchema} */ (tool.inputSchema),
+      run: async (args) => {
+        const answer = await callTool(app.id, tool.name, args, 'user');
+        return answer.ok ? { ok: true, text: answer.value.text } : answer;
+      },
     });
-    details.append(form);
-    return details;
   }
 
   // ---- what the assistant gets ----

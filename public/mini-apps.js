@@ -6,9 +6,10 @@
 // goes back as miniapps.result, once; the host gives up after 5,000 ms whatever the bridge does.
 //
 // startMiniApps returns the API the page and the tests use (see launch, call, tools, stats).
-import { byId } from './dom.js';
+import { byId, node } from './dom.js';
 import { listen } from './events.js';
 import { TOOL_TIMEOUT_MS } from './rules.js';
+import { toolForm } from './schema-form.js';
 
 /** @typedef {import('./worker-client.js').StoreEntry} StoreEntry */
 /** @typedef {import('./worker-client.js').RegisteredTool} RegisteredTool */
@@ -25,7 +26,7 @@ import { TOOL_TIMEOUT_MS } from './rules.js';
  * @typedef {{appId: string, entry: StoreEntry, html: string, target: Target, generation: number,
  *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string,
  *   frame: HTMLIFrameElement, view: {section: HTMLElement, h: HTMLElement, badge: HTMLElement,
- *   saveBtn: HTMLButtonElement, toolList: HTMLElement}}} OpenApp
+ *   saveBtn: HTMLButtonElement, reload: HTMLButtonElement, closer: HTMLButtonElement, toolList: HTMLElement}}} OpenApp
  */
 
 /**
@@ -65,25 +66,31 @@ export function startMiniApps(vb) {
       vb.notify(err);
       return;
     }
+    // Two entries of one title are told apart by their file (and where it is kept).
+    /** @type {Map<string, number>} */
+    const titles = new Map();
+    for (const e of entries) titles.set(e.title || e.fileName, (titles.get(e.title || e.fileName) || 0) + 1);
     const items = entries.map((e) => {
       const kind = e.kind || 'app'; // an entry without a kind is an app, as older lists were
       const li = document.createElement('li');
       li.dataset.appId = e.appId;
       li.dataset.kind = kind;
+      const name = (titles.get(e.title || e.fileName) || 0) > 1 ? `${e.title || e.fileName} (${e.fileName}, ${e.source === 'workspace' ? 'workspace' : 'shelf'})` : (e.title || e.fileName);
       const title = document.createElement('button');
       title.type = 'button';
       title.className = 'app-launch';
-      title.textContent = e.title || e.fileName;
+      title.textContent = name;
       title.title = `Open ${e.fileName} (${e.source})`;
+      title.setAttribute('aria-label', `Open ${name}`);
       title.addEventListener('click', () => launch({ name: e.appId }).catch(vb.notify));
       const badge = document.createElement('span');
       badge.className = 'badge';
       badge.textContent = kind === 'page' ? 'page' : 'app';
       li.append(title, badge);
       if (kind === 'page' && e.source === 'workspace') {
-        li.append(button('Save as app', () => save(e.storagePath)));
+        li.append(button('Save as app', () => save(e.storagePath), `Save ${name} as an app`));
       } else if (kind === 'app') {
-        const del = button('Delete', () => remove(e));
+        const del = button('Delete', () => remove(e), `Delete the app ${name}`);
         del.className = 'danger';
         li.append(del);
       }
@@ -101,14 +108,19 @@ export function startMiniApps(vb) {
   /**
    * @param {string} text
    * @param {() => void} onClick
+   * @param {string} [label] the accessible name, saying what the button acts on
    */
-  function button(text, onClick) {
+  function button(text, onClick, label) {
     const b = document.createElement('button');
     b.type = 'button';
     b.textContent = text;
+    if (label) b.setAttribute('aria-label', label);
     b.addEventListener('click', onClick);
     return b;
   }
+
+  /** @param {StoreEntry} entry */
+  const appTitle = (entry) => entry.title || entry.fileName;
 
   /** @param {string} name */
   async function save(name) {
@@ -158,28 +170,33 @@ export function startMiniApps(vb) {
     const tools = document.createElement('div');
     tools.className = 'tools';
     const saveBtn = button('Save as app', () => save(app.entry.storagePath));
-    tools.append(
-      saveBtn,
-      button('Reload', () => launch(app.target, app).catch(vb.notify)),
-      button('Close', () => close(app.appId)),
-    );
+    const reload = button('Reload', () => launch(app.target, app).catch(vb.notify));
+    const closer = button('Close', () => close(app.appId));
+    tools.append(saveBtn, reload, closer);
+    app.view = /** @type {OpenApp['view']} */ ({ reload, closer });
     head.append(h, badge, tools);
     frame.className = 'bridge';
-    frame.title = `mini-app ${app.entry.title}`;
     frame.src = '/mini-app-bridge.html';
     const toolList = document.createElement('div');
     toolList.className = 'app-tools';
     section.append(head, frame, toolList);
-    app.view = { section, h, badge, saveBtn, toolList };
+    section.setAttribute('aria-labelledby', h.id = `app-title-${app.appId}`);
+    h.tabIndex = -1;
+    app.view = { ...app.view, section, h, badge, saveBtn, toolList };
     showHead(app);
     return section;
   }
 
   /** @param {OpenApp} app */
   function showHead(app) {
-    app.view.h.textContent = app.entry.title || app.entry.fileName;
+    const title = appTitle(app.entry);
+    app.view.h.textContent = title;
     app.view.badge.textContent = app.entry.kind === 'page' ? 'page' : 'app';
     app.view.saveBtn.hidden = !(app.entry.kind === 'page' && app.entry.source === 'workspace');
+    app.view.saveBtn.setAttribute('aria-label', `Save ${title} as an app`);
+    app.view.reload.setAttribute('aria-label', `Reload ${title}`);
+    app.view.closer.setAttribute('aria-label', `Close ${title}`);
+    app.frame.title = `mini-app ${title}`;
   }
 
   // launch opens {name} (through the store) or the workspace file {path}; an app already open
@@ -199,9 +216,10 @@ export function startMiniApps(vb) {
    * @param {string} html
    * @param {Target} target
    * @param {OpenApp} [reuse]
+   * @param {boolean} [focus] whether the app's heading takes focus (the person opened it)
    * @returns {Promise<{appId: string, entry: StoreEntry}>}
    */
-  async function show(entry, html, target, reuse) {
+  async function show(entry, html, target, reuse, focus = true) {
     let app = apps.get(entry.appId) || reuse;
     if (app && app.appId !== entry.appId) {
       close(app.appId);
@@ -229,6 +247,9 @@ export function startMiniApps(vb) {
       shown.loaded = () => resolve(undefined);
       if (shown.bridgeReady) sendLoad(shown);
     });
+    // What the action opened is shown, and its heading takes focus.
+    shown.view.section.scrollIntoView({ block: 'nearest', behavior: 'instant' });
+    if (focus) shown.view.h.focus({ preventScroll: true });
     return { appId: app.appId, entry: app.entry };
   }
 
@@ -316,7 +337,10 @@ export function startMiniApps(vb) {
         showTools(app);
         break;
       case 'app_ready':
-        if (msg.generation === app.generation) stats.ready = true;
+        if (msg.generation === app.generation) {
+          stats.ready = true;
+          showTools(app);
+        }
         break;
       case 'tool_result': {
         const c = calls.get(msg.callId);
@@ -374,7 +398,7 @@ export function startMiniApps(vb) {
   // The assistant opened an app (launch_mini_app, create_mini_app): the worker has launched it.
   vb.on('miniapp.open', ({ entry, html }) => {
     const target = entry.kind === 'page' && entry.source === 'workspace' ? { path: entry.storagePath } : { name: entry.appId };
-    show(entry, html, target).then(refreshTray).catch(vb.notify);
+    show(entry, html, target, undefined, false).then(refreshTray).catch(vb.notify);
   });
 
   vb.on('miniapp.cancel', ({ callId }) => {
@@ -391,124 +415,42 @@ export function startMiniApps(vb) {
   function showTools(app) {
     const list = app.view.toolList;
     if (app.tools.length === 0) {
-      const p = document.createElement('p');
-      p.className = 'hint';
-      p.textContent = 'This app has registered no tools.';
+      // Why the assistant cannot drive this app, in words: it is still loading, it is a page
+      // that offers no tools, or it loaded and registered none.
+      const p = node('p', 'hint no-tools', !app.stats.ready && app.entry.kind !== 'page'
+        ? 'Waiting for the app to register its tools…'
+        : `${app.entry.kind === 'page' ? 'This page' : 'This app'} registered no tools, so the assistant cannot use it; you can still use it here. An app offers tools with webMcp.registerTool (or document.modelContext.registerTool).`);
       list.replaceChildren(p);
       return;
     }
-    list.replaceChildren(...app.tools.map((t) => toolForm(app, t)));
+    list.replaceChildren(...app.tools.map((t) => appToolForm(app, t)));
   }
 
   /**
    * @param {OpenApp} app
    * @param {RegisteredTool} tool
    */
-  function toolForm(app, tool) {
-    const details = document.createElement('details');
-    details.className = 'tool';
-    details.dataset.tool = tool.name;
-    const summary = document.createElement('summary');
-    const code = document.createElement('code');
-    code.textContent = tool.name;
-    const desc = document.createElement('span');
-    desc.textContent = ' ' + tool.description;
-    summary.append(code, desc);
-    const form = document.createElement('form');
-    const schema = tool.parameters || {};
-    const props = schema.properties || {};
-    const required = new Set(schema.required || []);
-    /** @type {[string, JSONSchema, HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement][]} */
-    const readers = [];
-    for (const [key, prop] of Object.entries(props)) {
-      const label = document.createElement('label');
-      label.textContent = key + (required.has(key) ? ' *' : '');
-      const input = fieldFor(prop);
-      input.name = key;
-      if (required.has(key) && input.type !== 'checkbox') input.required = true;
-      label.append(input);
-      form.append(label);
-      readers.push([key, prop, input]);
-    }
-    const out = document.createElement('pre');
-    out.className = 'tool-result';
-    const run = document.createElement('button');
-    run.type = 'submit';
-    run.textContent = 'Call';
-    form.append(run, out);
-    form.addEventListener('submit', async (event) => {
-      event.preventDefault();
-      /** @type {Record<string, unknown>} */
-      const args = {};
-      try {
-        for (const [key, prop, input] of readers) {
-          const v = readField(prop, input);
-          if (v !== undefined) args[key] = v;
-        }
-      } catch (err) {
-        out.textContent = err instanceof Error ? err.message : String(err);
-        out.dataset.state = 'refused';
-        return;
-      }
-      out.textContent = '…';
-      const answer = await vb.call('miniapps.call', { appId: app.appId, tool: tool.name, args });
-      out.dataset.state = answer.ok ? 'ok' : 'refused';
-      out.textContent = answer.ok ? JSON.stringify(answer.value.result, null, 2) : `${answer.refused}: ${answer.why}`;
+  function appToolForm(app, tool) {
+    return toolForm({
+      name: tool.name, description: tool.description, schema: tool.parameters, app: appTitle(app.entry),
+      run: async (args) => {
+        const answer = await vb.call('miniapps.call', { appId: app.appId, tool: tool.name, args });
+        return answer.ok ? { ok: true, text: JSON.stringify(answer.value.result, null, 2) } : answer;
+      },
     });
-    details.append(summary, form);
-    return details;
-  }
-
-  /**
-   * fieldFor makes the form field for one property of a tool's parameters.
-   * @param {JSONSchema} prop
-   * @returns {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement}
-   */
-  function fieldFor(prop) {
-    if (Array.isArray(prop.enum)) {
-      const select = document.createElement('select');
-      select.append(new Option('', ''));
-      for (const v of prop.enum) select.append(new Option(String(v), JSON.stringify(v)));
-      return select;
-    }
-    if (prop.type === 'array' || prop.type === 'object') {
-      const area = document.createElement('textarea');
-      area.placeholder = 'JSON';
-      if (prop.maxLength !== undefined) area.maxLength = prop.maxLength;
-      return area;
-    }
-    const input = document.createElement('input');
-    switch (prop.type) {
-      case 'boolean': input.type = 'checkbox'; break;
-      case 'number': input.type = 'number'; input.step = 'any'; break;
-      case 'integer': input.type = 'number'; input.step = '1'; break;
-      default: input.type = 'text';
-    }
-    if (prop.minimum !== undefined) input.min = String(prop.minimum);
-    if (prop.maximum !== undefined) input.max = String(prop.maximum);
-    if (prop.maxLength !== undefined) input.maxLength = prop.maxLength;
-    return input;
-  }
-
-  /**
-   * readField reads one field back as the value the tool gets; undefined leaves it out.
-   * @param {JSONSchema} prop
-   * @param {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} input
-   * @returns {unknown}
-   */
-  function readField(prop, input) {
-    if (Array.isArray(prop.enum)) return input.value === '' ? undefined : JSON.parse(input.value);
-    if (prop.type === 'boolean') return input instanceof HTMLInputElement && input.checked;
-    if (input.value === '') return undefined;
-    if (prop.type === 'number' || prop.type === 'integer') return Number(input.value);
-    if (prop.type === 'array' || prop.type === 'object') {
-      try { return JSON.parse(input.value); } catch { throw new Error(`${input.name} must be JSON`); }
-    }
-    return input.value;
   }
 
   el.refresh.addEventListener('click', refreshTray);
-  listen('root', refreshTray);
+  // The tray follows the workspace: a page written or removed there (by anyone) shows at once.
+  let trayQueued = false;
+  const trayLater = () => {
+    if (trayQueued) return;
+    trayQueued = true;
+    queueMicrotask(() => { trayQueued = false; refreshTray(); });
+  };
+  listen('root', trayLater);
+  listen('files-changed', trayLater);
+  listen('history', trayLater);
 
   return Object.freeze({
     launch,
