@@ -17,6 +17,9 @@ const (
 	CallExtension    = "call_extension"
 	ProposeExtension = "propose_extension"
 	UndoLastAction   = "undo_last_action"
+	DiffFile         = "diff_file"
+	ListTools        = "list_tools"
+	SearchTools      = "search_tools"
 )
 
 // builtin is one built-in tool as it is declared: name, what the model is told, its parameter
@@ -86,6 +89,21 @@ var builtins = []builtin{
 		description: "Propose a new extension by its JSON descriptor. It is only staged: nothing in it runs until a person reads its plan and admits it in the Extensions panel.",
 		parameters: `{"type":"object","properties":{"descriptor":{"type":"string","minLength":2,"description":"The extension descriptor, a JSON object as text."}},` +
 			`"required":["descriptor"],"additionalProperties":false}`},
+	{name: DiffFile,
+		description: "Preview what writing content to a file would change, without changing it: a unified diff of the file as it is now against the proposed content (a missing file counts as empty).",
+		parameters: `{"type":"object","properties":{"name":` + pathProp + `,` +
+			`"content":{"type":"string","description":"The proposed complete content of the file."}},` +
+			`"required":["name","content"],"additionalProperties":false}`},
+	{name: ListTools,
+		description: "List every tool you can use now: these built-in tools, the open mini-apps' tools, and the extensions (admitted, proposed and in the catalogue), each with its kind and status. Optional kind filters: native, extension or mini-app.",
+		parameters: `{"type":"object","properties":{"kind":{"type":"string","description":"Only tools of this kind: native, extension or mini-app."}},` +
+			`"additionalProperties":false}`},
+	{name: SearchTools,
+		description: "Search the tools list_tools lists by keyword or capability (such as diff, time, weather), best matches first.",
+		parameters: `{"type":"object","properties":{"query":{"type":"string","minLength":1,"description":"The words to look for."},` +
+			`"kind":{"type":"string","description":"Only tools of this kind: native, extension or mini-app."},` +
+			`"limit":{"type":"integer","minimum":1,"maximum":100,"description":"The most results to return; 25 when left out."}},` +
+			`"required":["query"],"additionalProperties":false}`},
 	{name: UndoLastAction, changes: true,
 		description: "Undo the most recent write, edit or delete made through these tools, putting the file back exactly as it was. Refused when there is nothing to undo, or when the file changed again since.",
 		parameters:  `{"type":"object","properties":{},"additionalProperties":false}`},

@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/voicebox-go/voicebox/shared/miniapp"
@@ -181,6 +182,21 @@ func (a Action) Verb() string { return a.Tool.Name }
 func (a Action) String(key string) string {
 	s, _ := a.vals[key].(string)
 	return s
+}
+
+// Int returns the integer argument key, or 0 when it is absent or not an integer that fits an
+// int (the schemas bound the ones the tools read).
+func (a Action) Int(key string) int {
+	n, _ := a.vals[key].(json.Number)
+	i, err := strconv.Atoi(string(n))
+	if err != nil {
+		f, ferr := n.Float64()
+		if ferr != nil || f != float64(int(f)) {
+			return 0
+		}
+		return int(f)
+	}
+	return i
 }
 
 // Has reports whether the argument key is present.
