@@ -160,7 +160,20 @@ export function startExtensions() {
    * @param {string} empty
    */
   const fill = (ul, entries, make, empty) => {
-    ul.replaceChildren(...entries.map(make));
+    // The panel is read again on every change anywhere: an item whose entry did not change is
+    // kept as it is (a code asked for, a code half typed, focus), and a list that did not change
+    // is not touched at all.
+    const sigs = entries.map((e) => JSON.stringify(e));
+    const shown = [...ul.children].map((li) => /** @type {HTMLElement} */ (li).dataset.sig || '');
+    if (entries.length > 0 && sigs.join('\n') === shown.join('\n')) return;
+    /** @type {Map<string, Element>} */
+    const kept = new Map();
+    for (const li of ul.children) kept.set(/** @type {HTMLElement} */ (li).dataset.sig || '', li);
+    ul.replaceChildren(...entries.map((e, i) => {
+      const li = /** @type {HTMLElement} */ (kept.get(sigs[i]) || make(e));
+      li.dataset.sig = sigs[i];
+      return li;
+    }));
     if (entries.length === 0) ul.append(node('li', 'hint', empty));
   };
 

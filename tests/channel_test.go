@@ -220,10 +220,12 @@ func TestThePageReconnectsWhenTheRelayRestarts(t *testing.T) {
 	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := openExecutor(t, relay)
+	// The failed attempts while the relay is down are expected: the channel's, and the page's
+	// asking whether the relay is back.
+	tab.Allow(`WebSocket connection to .*/channel' failed`)
+	tab.Allow(`ERR_CONNECTION_REFUSED`)
 	relay.Stop(t)
 	harness.WaitFor[bool](tab, `document.querySelector('#channel').dataset.state === 'offline'`, channelBound)
-	// The failed attempts while the relay is down are expected.
-	tab.Allow(`WebSocket connection to .*/channel' failed`)
 
 	again := harness.StartRelay(t, "PORT="+relay.Port(), "VOICEBOX_EXTENSIONS_DIR="+relay.StateDir)
 	harness.WaitFor[bool](tab, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
