@@ -483,7 +483,6 @@ export function startLive({ typed, firstSteps }) {
           this.ended = true;
           if (this.failed) setState('error', this.failed);
           else if (f.state === 'closed') setState('idle', 'Session ended.');
-          if (state === 'idle') showAvailability();
           else setState('error', (f.state === 'failed' ? 'The session failed: ' : 'The model hung up: ') + f.detail);
       }
     }

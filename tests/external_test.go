@@ -292,11 +292,13 @@ func TestExternalAppOrderBook(t *testing.T) {
 		t.Fatalf("after approval the app shows %q", got)
 	}
 
-	// Called by hand from the tool's form, denied: the form says so and nothing changes.
+	// Called by hand from the tool's form (made from its schema, as a sandboxed app's is),
+	// denied: the form says so and nothing changes.
 	harness.Eval[bool](tab, `(() => {
 		const d = document.querySelector('.xa-card[data-app-id="orders"] details[data-tool="set_order_status"]');
 		d.open = true;
-		d.querySelector('textarea').value = '{"id": "A-1002", "status": "cancelled"}';
+		d.querySelector('input[name="id"]').value = 'A-1002';
+		d.querySelector('select[name="status"]').value = '"cancelled"';
 		d.querySelector('button[type="submit"]').click();
 		return true;
 	})()`)
@@ -306,7 +308,7 @@ func TestExternalAppOrderBook(t *testing.T) {
 	}
 	harness.Eval[bool](tab, `(document.querySelector('.xa-approval[data-tool="set_order_status"] .xa-deny').click(), true)`)
 	shown := harness.WaitFor[string](tab, `(() => { const o = document.querySelector('details[data-tool="set_order_status"] .tool-result'); return o.dataset.state && o.textContent; })()`, externalBound)
-	if !strings.HasPrefix(shown, "approval-denied: ") {
+	if !strings.Contains(shown, "the person denied running set_order_status") || !strings.HasSuffix(shown, "approval-denied") {
 		t.Fatalf("the form shows %q", shown)
 	}
 
