@@ -178,8 +178,6 @@ export function startAssistant() {
         }
       });
     }
-    li.setAttribute('role', 'group');
-    li.setAttribute('aria-labelledby', summary.id);
     li.append(summary, left, bar, yes, no);
     el.approvals.append(li);
     el.approvals.hidden = false;

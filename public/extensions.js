@@ -114,7 +114,7 @@ export function startExtensions() {
       input.hidden = false;
       approve.hidden = false;
       input.focus();
-    }, `Request an approval code for ${title(entry)}`);
+    }, `Request approval code for ${title(entry)}`);
     request.className = 'ext-request';
     form.append(request, input, approve, dismiss);
     li.append(form);

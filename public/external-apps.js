@@ -202,7 +202,6 @@ export function startExternalApps(vb) {
       li.dataset.appId = a.id;
       const open = button(`${ICONS[a.icon || 'app'] || ICONS.app} ${a.name}`, () => openApp(a.id), 'xa-launch');
       open.title = a.description || a.url;
-      open.setAttribute('aria-label', `Open ${a.name}`);
       li.append(open, node('span', { className: 'hint', textContent: ` ${a.origin}` }));
       return li;
     }));
@@ -690,7 +689,10 @@ export function startExternalApps(vb) {
       approve.setAttribute('aria-label', `Approve running ${tool.name} in ${app.entry.name}`);
       const deny = button('Deny', () => settle('denied'), 'danger xa-deny');
       deny.setAttribute('aria-label', `Deny running ${tool.name} in ${app.entry.name}`);
-      box.append(node('p', { textContent: `${who} to run ${tool.name} in ${app.entry.name}, which may change something there.` }), args_,
+      const ask = node('p', { textContent: `${who} to run ${tool.name} in ${app.entry.name}, which may change something there.` });
+      ask.id = `xa-ask-${callId}`;
+      box.setAttribute('aria-labelledby', ask.id);
+      box.append(ask, args_,
         node('div', { className: 'tools' }, approve, deny, left));
       const ends = Date.now() + DEADLINES.approval;
       const tick = () => { left.textContent = `${Math.max(0, Math.ceil((ends - Date.now()) / 1000))} s left`; };

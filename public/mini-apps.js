@@ -24,7 +24,7 @@ import { toolForm } from './schema-form.js';
 /**
  * OpenApp is an app shown in a card, with its bridge frame.
  * @typedef {{appId: string, entry: StoreEntry, html: string, target: Target, generation: number,
- *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string,
+ *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string, waited?: boolean,
  *   frame: HTMLIFrameElement, view: {section: HTMLElement, h: HTMLElement, badge: HTMLElement,
  *   saveBtn: HTMLButtonElement, reload: HTMLButtonElement, closer: HTMLButtonElement, toolList: HTMLElement}}} OpenApp
  */
@@ -88,7 +88,7 @@ export function startMiniApps(vb) {
       badge.textContent = kind === 'page' ? 'page' : 'app';
       li.append(title, badge);
       if (kind === 'page' && e.source === 'workspace') {
-        li.append(button('Save as app', () => save(e.storagePath), `Save ${name} as an app`));
+        li.append(button('Save as app', () => save(e.storagePath), `Save as app: ${name}`));
       } else if (kind === 'app') {
         const del = button('Delete', () => remove(e), `Delete the app ${name}`);
         del.className = 'danger';
@@ -184,6 +184,7 @@ export function startMiniApps(vb) {
     h.tabIndex = -1;
     app.view = { ...app.view, section, h, badge, saveBtn, toolList };
     showHead(app);
+    showTools(app);
     return section;
   }
 
@@ -193,7 +194,7 @@ export function startMiniApps(vb) {
     app.view.h.textContent = title;
     app.view.badge.textContent = app.entry.kind === 'page' ? 'page' : 'app';
     app.view.saveBtn.hidden = !(app.entry.kind === 'page' && app.entry.source === 'workspace');
-    app.view.saveBtn.setAttribute('aria-label', `Save ${title} as an app`);
+    app.view.saveBtn.setAttribute('aria-label', `Save as app: ${title}`);
     app.view.reload.setAttribute('aria-label', `Reload ${title}`);
     app.view.closer.setAttribute('aria-label', `Close ${title}`);
     app.frame.title = `mini-app ${title}`;
@@ -257,6 +258,15 @@ export function startMiniApps(vb) {
   function sendLoad(app) {
     app.stats.loads++;
     app.frame.contentWindow?.postMessage({ type: 'load', html: app.html, sdk: app.sdk }, location.origin);
+    // An app that neither registers a tool nor says it is ready within a tool call's time is
+    // said to have none, rather than to be loading for ever.
+    app.waited = false;
+    const loads = app.stats.loads;
+    setTimeout(() => {
+      if (apps.get(app.appId) !== app || app.stats.loads !== loads) return;
+      app.waited = true;
+      showTools(app);
+    }, TOOL_TIMEOUT_MS);
     if (app.loaded) {
       app.loaded();
       app.loaded = null;
@@ -417,7 +427,7 @@ export function startMiniApps(vb) {
     if (app.tools.length === 0) {
       // Why the assistant cannot drive this app, in words: it is still loading, it is a page
       // that offers no tools, or it loaded and registered none.
-      const p = node('p', 'hint no-tools', !app.stats.ready && app.entry.kind !== 'page'
+      const p = node('p', 'hint no-tools', !app.stats.ready && !app.waited && app.entry.kind !== 'page'
         ? 'Waiting for the app to register its tools…'
         : `${app.entry.kind === 'page' ? 'This page' : 'This app'} registered no tools, so the assistant cannot use it; you can still use it here. An app offers tools with webMcp.registerTool (or document.modelContext.registerTool).`);
       list.replaceChildren(p);

@@ -347,13 +347,12 @@ export function startWorkspace(engine, { openAsApp }) {
       li.dataset.path = path;
       li.dataset.kind = entry.dir ? 'dir' : 'file';
       if (path === openPath) li.classList.add('current');
-      const open = button('', 'open', () => (entry.dir ? showDir(path) : openFile(path)),
-        entry.dir ? `Open the folder ${entry.name}` : `Open ${entry.name}, ${formatSize(entry.size)}`);
-      open.removeAttribute('title');
+      // The button's name is what it shows, said as an action: "Open notes.txt 12 B".
+      const open = button('', 'open', () => (entry.dir ? showDir(path) : openFile(path)));
       const icon = node('span', entry.dir ? 'icon icon-dir' : 'icon icon-file');
       icon.setAttribute('aria-hidden', 'true');
-      open.append(icon, node('span', 'name', entry.name));
-      if (!entry.dir) open.append(node('span', 'size', formatSize(entry.size)));
+      open.append(node('span', 'visually-hidden', entry.dir ? 'Open the folder ' : 'Open '), icon, node('span', 'name', entry.name));
+      if (!entry.dir) open.append(node('span', 'visually-hidden', ' '), node('span', 'size', formatSize(entry.size)));
       li.append(open);
       if (writable()) {
         if (!entry.dir) li.append(button('✎', 'rename', () => renamePath(path), `Rename ${entry.name}`));

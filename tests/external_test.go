@@ -278,6 +278,11 @@ func TestExternalAppOrderBook(t *testing.T) {
 	if got := inFrame(t, tab, frame, `document.querySelector('tr[data-id="A-1001"] td[data-status]').textContent`); got != "open" {
 		t.Fatalf("the order changed before approval: %q", got)
 	}
+	// One deadline for every approval (60 s, the assistant's too), counted down.
+	if left := harness.Eval[int](tab, `parseInt(document.querySelector('.xa-approval[data-tool="set_order_status"] .xa-deadline').textContent)`); left <= 15 || left > 60 {
+		t.Fatalf("the app's approval shows %d s left, want the one deadline of 60 s", left)
+	}
+	checkAccessibility(t, tab, "an external app asking for approval")
 	harness.Eval[bool](tab, `(document.querySelector('.xa-approval[data-tool="set_order_status"] .xa-approve').click(), true)`)
 	var approved harness.Answer
 	select {

@@ -202,6 +202,7 @@ func TestTalkingWritesAFileThroughATool(t *testing.T) {
 		t.Fatal("the vendor key reached the page")
 	}
 	tab.Screenshot("live-talk")
+	checkAccessibility(t, tab, "a voice session")
 
 	// Stop: the session ends cleanly and the vendor connection closes.
 	clickMic(t, tab)
