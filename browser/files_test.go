@@ -281,3 +281,46 @@ func TestThePersonsWritesAreInTheHistory(t *testing.T) {
 		t.Fatalf("after keep-current the history = %v, want 2 changes left to undo", v)
 	}
 }
+
+// TestTheHistoryDoorsRefuseBadInput holds the page's new doors (move, create, the history's
+// methods, upload modes) to the same rules as every other: a path outside the root or to a dot
+// name, an unknown key or value, each refused by name and changing nothing.
+func TestTheHistoryDoorsRefuseBadInput(t *testing.T) {
+	t.Parallel()
+	a, mem := memoryAPI(t)
+	ctx := context.Background()
+	mustDo(t, a, "root.open", `{"kind":"opfs"}`, nil)
+	mustDo(t, a, "files.write", `{"path":"a.txt","content":"a"}`, nil)
+	tests := []struct {
+		name, method, params string
+		rule                 refusal.Rule
+	}{
+		{"move out of the root", "files.move", `{"path":"a.txt","to":"../a.txt"}`, refusal.OutsideRoot},
+		{"move to a dot name", "files.move", `{"path":"a.txt","to":".voicebox/history/x"}`, refusal.DotfileRefused},
+		{"move from a dot name", "files.move", `{"path":".voicebox/audit","to":"x"}`, refusal.DotfileRefused},
+		{"move onto itself", "files.move", `{"path":"a.txt","to":"a.txt"}`, refusal.FileExists},
+		{"move without a target", "files.move", `{"path":"a.txt"}`, refusal.OutsideRoot},
+		{"move with an unknown key", "files.move", `{"path":"a.txt","to":"b.txt","force":true}`, refusal.InvalidArgument},
+		{"a write mode that is none", "files.write", `{"path":"b.txt","content":"","mode":"append"}`, refusal.InvalidArgumentEnum},
+		{"an upload mode that is none", "files.upload.begin", `{"path":"b.txt","mode":"append"}`, refusal.InvalidArgumentEnum},
+		{"an upload to a dot name", "files.upload.begin", `{"path":".env","mode":"create"}`, refusal.DotfileRefused},
+		{"a resolution that is none", "history.undo", `{"resolve":"keep-mine"}`, refusal.InvalidArgumentEnum},
+		{"undo with an unknown key", "history.undo", `{"steps":5}`, refusal.InvalidArgument},
+		{"redo with arguments", "history.redo", `{"steps":5}`, refusal.InvalidArgument},
+		{"a history list with arguments", "history.list", `{"all":true}`, refusal.InvalidArgument},
+	}
+	for _, tt := range tests {
+		if _, r, _ := do(t, a, tt.method, tt.params, nil); r == nil || r.Rule != tt.rule {
+			t.Errorf("%s: %s %s answered %v, want %s", tt.name, tt.method, tt.params, r, tt.rule)
+		}
+	}
+	if b, err := mem.ReadFile(ctx, "a.txt"); err != nil || string(b) != "a" {
+		t.Fatalf("after the refusals a.txt holds %q, %v", b, err)
+	}
+	if _, err := mem.Stat(ctx, "b.txt"); err == nil {
+		t.Fatal("a refused write made b.txt")
+	}
+	if v, _ := mustDo(t, a, "history.list", `{}`, nil); v["undo"] != 1.0 {
+		t.Fatalf("after the refusals the history is %v, want the one write", v)
+	}
+}

@@ -12,6 +12,7 @@
 import { byId, node } from './dom.js';
 import { listen } from './events.js';
 import { relay } from './http.js';
+import { describeResult } from './results.js';
 
 /** IDLE_NOTE is what the status line says while a session can start. */
 const IDLE_NOTE = 'Press “Start talking” and speak; the model hears you and acts through the tools.';
@@ -239,6 +240,7 @@ export function startLive({ typed, firstSteps }) {
     stats.toolCalls++;
     const li = el.transcript.appendChild(node('li', 'tool'));
     li.append(node('span', 'who', 'Tool: '), node('code', 'call', `${f.name}(${JSON.stringify(f.args)})`), node('span', 'result pending', ' … running'));
+    li.dataset.tool = f.name;
     toolItems.set(f.id, li);
     endTurn();
   }
@@ -250,12 +252,13 @@ export function startLive({ typed, firstSteps }) {
     const res = li?.querySelector('.result');
     if (!res) return;
     res.classList.remove('pending');
+    // In words, as the Assistant panel says results; a refusal with its rule id.
     if (f.refused) {
       res.classList.add('refused');
-      res.textContent = ` → refused (${f.refused}): ${f.result.why || ''}`;
+      res.textContent = ` → ${f.result.why || 'refused'} (${f.refused})`;
     } else {
       res.classList.add('ok');
-      res.textContent = ' → ' + JSON.stringify(f.result);
+      res.textContent = ' → ' + describeResult(li?.dataset.tool || '', f.result).textContent;
     }
   }
 

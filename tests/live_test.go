@@ -190,7 +190,7 @@ func TestTalkingWritesAFileThroughATool(t *testing.T) {
 		t.Fatalf("page stats %+v; want one call and result, 20 ms frames of 960 bytes", s)
 	}
 	lines := strings.Join(harness.Eval[[]string](tab, `voicebox.live.transcript()`), "\n")
-	for _, w := range []string{"You: please save a note", `Tool: write_file({"content":"` + content + `","name":"voice-note.txt"})`, "→ {", "Model: I saved your note."} {
+	for _, w := range []string{"You: please save a note", `Tool: write_file({"content":"` + content + `","name":"voice-note.txt"})`, "→ Wrote", "Model: I saved your note."} {
 		if !strings.Contains(lines, w) {
 			t.Fatalf("transcript lacks %q:\n%s", w, lines)
 		}
