@@ -538,6 +538,7 @@ export function startLive({ typed, firstSteps }) {
       return;
     }
     endTurn();
+    byId('captions').hidden = false; // shown from the first session on
     setState('connecting', 'Connecting…');
     session = new Session();
     setState('connecting');
