@@ -44,12 +44,11 @@
 //	history.redo                  -> redo-last's observation
 //	history.conflict              -> {inConflict, change, current, earlier, resolutions}: the two
 //	                                 versions an undo weighs, each at most 64 KiB
+//	channel.connect               -> {resumed}           reconnect after "replaced" or "refused"
 //
 // Every change the page makes (files.write, files.move, files.delete of a file, an upload's
 // commit) runs through the executor with the undo history the relay's calls use too: the page's
 // are recorded as the person's (executor.ByPerson), the relay's as the assistant's.
-//
-//	channel.connect               -> {resumed}           reconnect after "replaced" or "refused"
 //
 // The mini-apps (see miniapps.go; the frames and their bridge live on the main thread, in
 // public/mini-apps.js):
