@@ -22,8 +22,12 @@ export class RelayDownError extends Error {
 /** @type {boolean | null} whether the relay answered the last request; null before any */
 let up = null;
 
-/** @param {boolean} now */
-function reachable(now) {
+/**
+ * reachable records whether the relay answers; the page is told when that changes. The event
+ * stream calls it too (true) when it opens again.
+ * @param {boolean} now
+ */
+export function reachable(now) {
   if (up === now) return;
   up = now;
   emit('relay', { up: now });

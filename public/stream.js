@@ -8,7 +8,7 @@
 // starts from) puts every panel back in step.
 import { byId } from './dom.js';
 import { emit, listen } from './events.js';
-import { relay } from './http.js';
+import { reachable, relay } from './http.js';
 
 /** The kinds of event the relay sends (relay/assistant's events). */
 const KINDS = /** @type {const} */ (['hello', 'call', 'approval', 'approval-settled', 'tools', 'root', 'extensions']);
@@ -31,7 +31,10 @@ export function startStream() {
       stream.addEventListener(kind, (e) => {
         let data;
         try { data = JSON.parse(/** @type {MessageEvent} */ (e).data); } catch { return; }
-        if (kind === 'hello') pause = RETRY_MIN_MS;
+        if (kind === 'hello') {
+          pause = RETRY_MIN_MS;
+          reachable(true); // the relay is back, whether or not anyone pressed Retry
+        }
         emit(/** @type {`relay:${typeof kind}`} */ (`relay:${kind}`), data);
       });
     }

@@ -12,6 +12,7 @@ import { askName, choose, confirmAction, notify, say } from './dialogs.js';
 import { byId, node } from './dom.js';
 import { emit, listen } from './events.js';
 import { relay } from './http.js';
+import { formatSize } from './results.js';
 
 /** UPLOAD_CHUNK is the size of one piece of an upload sent to the worker. */
 const UPLOAD_CHUNK = 1 << 20;
@@ -289,13 +290,6 @@ export function startWorkspace(engine, { openAsApp }) {
   /** @param {string} p */
   const baseName = (p) => p.slice(p.lastIndexOf('/') + 1);
 
-  /** @param {number} n */
-  function formatSize(n) {
-    if (n < 1024) return `${n} B`;
-    if (n < 1 << 20) return `${(n / 1024).toFixed(1)} KiB`;
-    if (n < 1 << 30) return `${(n / (1 << 20)).toFixed(1)} MiB`;
-    return `${(n / (1 << 30)).toFixed(2)} GiB`;
-  }
 
   /**
    * @param {string} text

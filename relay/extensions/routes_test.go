@@ -240,9 +240,25 @@ func TestRoutesTellEveryChangeAndDismiss(t *testing.T) {
 	if code, _, _ := f.do("POST", "/api/extensions/dismiss", "", `{"id":"../ledger"}`); code != 404 {
 		t.Fatalf("dismissing a name that is no id: %d", code)
 	}
+	// Another site's page cannot dismiss what waits for the person.
+	f.do("POST", "/api/extensions/sideload", "", notesRaw)
+	req, _ := http.NewRequest("POST", f.url+"/api/extensions/dismiss", strings.NewReader(`{"id":"notes"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a dismiss from another origin answered %d", resp.StatusCode)
+	}
+	if _, _, body := f.do("GET", "/api/extensions", "", ""); !strings.Contains(body, `"pending":[{"id":"notes"`) {
+		t.Fatalf("a dismiss from another origin took the proposal: %s", body)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if got, want := strings.Join(heard, ", "), "proposed notes, admitted notes, revoked notes, proposed notes, dismissed notes"; got != want {
+	if got, want := strings.Join(heard, ", "), "proposed notes, admitted notes, revoked notes, proposed notes, dismissed notes, proposed notes"; got != want {
 		t.Fatalf("Changed heard %q, want %q", got, want)
 	}
 }
