@@ -234,7 +234,9 @@ export function startWorkspace(engine, { openAsApp }) {
     const next = w.holder === 'machine' ? w.name : '';
     if (next === machine) return;
     machine = next;
-    closeFile(true);
+    // Unsaved edits of this tab's file are never dropped: the file stays open, and Save still
+    // saves it in this tab's workspace.
+    if (!dirty) closeFile(true);
     el.filesNote.hidden = !machine;
     el.filesNote.textContent = machine
       ? `The machine “${machine}” holds the workspace, so this is its folder, read through the relay. Ask the assistant to change files there, or press “Use this tab” to work on this tab's workspace again.`
@@ -278,6 +280,8 @@ export function startWorkspace(engine, { openAsApp }) {
 
   let currentDir = '';
   let openPath = '';
+  /** openFrom is the machine the open file was read from, or '' for this tab's workspace. */
+  let openFrom = '';
   let dirty = false;
   /** @type {ListEntry[]} the entries of the folder shown */
   let shown = [];
@@ -360,6 +364,7 @@ export function startWorkspace(engine, { openAsApp }) {
   function closeFile(force) {
     if (!force && dirty) return;
     openPath = '';
+    openFrom = '';
     setDirty(false);
     el.viewerTitle.textContent = 'No file open';
     el.editor.value = '';
@@ -416,6 +421,7 @@ export function startWorkspace(engine, { openAsApp }) {
       return;
     }
     openPath = path;
+    openFrom = machine;
     setDirty(false);
     el.viewerTitle.textContent = path;
     el.download.disabled = !!machine;
@@ -451,7 +457,7 @@ export function startWorkspace(engine, { openAsApp }) {
    * @returns {Promise<boolean>}
    */
   async function save() {
-    if (!openPath || !writable()) return false;
+    if (!openPath || openFrom || !root) return false;
     try {
       await must('files.write', { path: openPath, content: el.editor.value });
       setDirty(false);
@@ -570,9 +576,30 @@ export function startWorkspace(engine, { openAsApp }) {
   });
 
   el.refresh.addEventListener('click', () => showDir(currentDir));
+  // refreshOpen shows the open file as it is now, when something else changed it (an undo, the
+  // assistant) and it holds no unsaved edit; a file that is gone is closed, saying so.
+  async function refreshOpen() {
+    if (!openPath || dirty || openFrom || !root) return;
+    const path = openPath;
+    const answer = await call('files.read', { path });
+    if (path !== openPath || dirty) return;
+    if (!answer.ok) {
+      closeFile(true);
+      say(`“${path}” is gone (${answer.why}); it was closed.`);
+      return;
+    }
+    if (!answer.value.binary && !answer.value.truncated && answer.value.text !== el.editor.value) el.editor.value = answer.value.text;
+  }
+
   // The assistant changed the workspace (assistant.js), or an undo or redo did (history.js).
-  listen('files-changed', () => { if (root || machine) showDir(currentDir); });
-  listen('history', () => { if (root && !machine) showDir(currentDir); });
+  listen('files-changed', () => {
+    if (root || machine) showDir(currentDir);
+    refreshOpen();
+  });
+  listen('history', () => {
+    if (root && !machine) showDir(currentDir);
+    refreshOpen();
+  });
 
   /**
    * freeName is a name like name that the folder shown does not hold: "notes (2).txt".

@@ -167,6 +167,8 @@ func TestNoWriteLosesData(t *testing.T) {
 	if got, _ := content(t, tab, "notes.txt"); got != "keep me" {
 		t.Fatalf("after undoing the save notes.txt holds %q", got)
 	}
+	// The editor shows the file as the undo left it, not the text it no longer holds.
+	harness.WaitFor[bool](tab, `document.querySelector('#editor').value === 'keep me'`, useBound)
 	harness.WaitFor[bool](tab, `!document.querySelector('#redo').disabled`, useBound)
 	click(t, tab, "#redo")
 	historyNote(t, tab, "Redone: You wrote notes.txt")
@@ -386,6 +388,9 @@ func TestWhereToolsActIsSaid(t *testing.T) {
 	tab := openExecutor(t, relay)
 	harness.WaitFor[bool](tab, `document.querySelector('#where').textContent === "Tools act on: this tab's browser storage"`, useBound)
 	put(t, tab, "only-in-the-tab.txt", "tab")
+	press(t, tab, `#file-list li[data-path="only-in-the-tab.txt"] .open`)
+	harness.WaitFor[bool](tab, `document.querySelector('#editor').value === 'tab'`, useBound)
+	harness.Eval[bool](tab, `(() => { const ed = document.querySelector('#editor'); ed.value = 'tab, edited'; ed.dispatchEvent(new Event('input')); return true; })()`)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "on-the-machine.txt"), []byte("machine"), 0o644)
 	startMachine(t, relay, dir)
@@ -401,6 +406,15 @@ func TestWhereToolsActIsSaid(t *testing.T) {
 	}
 	if !harness.Eval[bool](tab, `document.querySelector('#new-file').disabled && !document.querySelector('#files-note').hidden`) {
 		t.Fatal("the Files panel offers to change the machine's folder, or does not say whose it is")
+	}
+	// The takeover dropped no unsaved edit: the tab's file is still open, and Save saves it there.
+	if !harness.Eval[bool](tab, `document.querySelector('#editor').value === 'tab, edited' && !document.querySelector('#unsaved').hidden`) {
+		t.Fatal("the takeover dropped the unsaved edit")
+	}
+	click(t, tab, "#save")
+	harness.WaitFor[bool](tab, `document.querySelector('#unsaved').hidden`, useBound)
+	if got, _ := content(t, tab, "only-in-the-tab.txt"); got != "tab, edited" {
+		t.Fatalf("after Save during the takeover the tab's file holds %q", got)
 	}
 	press(t, tab, `#file-list li[data-path="on-the-machine.txt"] .open`)
 	harness.WaitFor[bool](tab, `document.querySelector('#editor').value === 'machine'`, useBound)
