@@ -117,13 +117,13 @@ export async function choose({ title, text, choices, forAll }) {
   all.checked = false;
   byId('choice-all-row').hidden = !forAll;
   byId('choice-all-label').textContent = forAll || '';
-  // The default choice is the form's submit button, first in the tree so Enter presses it; the
-  // others close the dialog with their value.
+  // The default choice is the form's one submit button, so Enter presses it wherever it stands;
+  // the others close the dialog with their value.
   const buttons = byId('choice-buttons');
   const def = choices.find((c) => c.default) || choices[0];
   /** @type {HTMLButtonElement | null} */
   let first = null;
-  buttons.replaceChildren(...[def, ...choices.filter((c) => c !== def)].map((c) => {
+  buttons.replaceChildren(...choices.map((c) => {
     const b = node('button', c.danger ? 'danger' : '', c.label);
     b.value = c.value;
     if (c === def) {
@@ -135,8 +135,6 @@ export async function choose({ title, text, choices, forAll }) {
     }
     return b;
   }));
-  // Shown in the order given, whatever the tree order.
-  choices.forEach((c, i) => { const b = buttons.querySelector(`button[value="${CSS.escape(c.value)}"]`); if (b instanceof HTMLElement) b.style.order = String(i); });
   const value = await showModal(dialog, first || undefined);
   return { value, forAll: !!forAll && all.checked };
 }

@@ -83,7 +83,7 @@ func TestEveryPanelPassesAxe(t *testing.T) {
 		await w.close();
 		return true;
 	})()`)
-	click(t, tab, "#undo")
+	pressEnabled(t, tab, "#undo")
 	harness.WaitFor[bool](tab, `!document.querySelector('#history-conflict').hidden`, useBound)
 	press(t, tab, `#file-list li[data-path="notes.md"] .open`)
 	harness.WaitFor[bool](tab, `document.querySelector('#editor').value.startsWith('# Notes')`, useBound)
@@ -102,7 +102,7 @@ func TestEveryPanelPassesAxe(t *testing.T) {
 	checkAccessibility(t, tab, "a page at work")
 
 	// The dialogs.
-	click(t, tab, "#close-file")
+	pressEnabled(t, tab, "#close-file")
 	choice(t, tab)
 	checkAccessibility(t, tab, "the unsaved-changes dialog")
 	choose(t, tab, "")

@@ -47,6 +47,13 @@ func click(t *testing.T, tab *harness.Tab, selector string) {
 	}
 }
 
+// pressEnabled clicks the button selector names once it is there and enabled (Undo, for one,
+// is disabled while the history is read again), in one step in the page.
+func pressEnabled(t *testing.T, tab *harness.Tab, selector string) {
+	t.Helper()
+	harness.WaitFor[bool](tab, fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e || e.disabled) return false; e.click(); return true; })()`, selector), useBound)
+}
+
 // press clicks what selector names once it is there, in one step in the page (a list that is
 // drawn again between finding and clicking cannot make it miss).
 func press(t *testing.T, tab *harness.Tab, selector string) {
@@ -159,10 +166,10 @@ func TestNoWriteLosesData(t *testing.T) {
 
 	// The person's save is in the history: Undo takes it back, Redo puts it again.
 	harness.Eval[bool](tab, `(() => { const ed = document.querySelector('#editor'); ed.value = 'edited by me'; ed.dispatchEvent(new Event('input')); return true; })()`)
-	click(t, tab, "#save")
+	pressEnabled(t, tab, "#save")
 	harness.WaitFor[bool](tab, `document.querySelector('#unsaved').hidden`, useBound)
 	harness.WaitFor[bool](tab, `(document.querySelector('#history-list li') || {}).textContent?.startsWith('You wrote notes.txt')`, useBound)
-	click(t, tab, "#undo")
+	pressEnabled(t, tab, "#undo")
 	historyNote(t, tab, "Undone: You wrote notes.txt")
 	if got, _ := content(t, tab, "notes.txt"); got != "keep me" {
 		t.Fatalf("after undoing the save notes.txt holds %q", got)
@@ -170,7 +177,7 @@ func TestNoWriteLosesData(t *testing.T) {
 	// The editor shows the file as the undo left it, not the text it no longer holds.
 	harness.WaitFor[bool](tab, `document.querySelector('#editor').value === 'keep me'`, useBound)
 	harness.WaitFor[bool](tab, `!document.querySelector('#redo').disabled`, useBound)
-	click(t, tab, "#redo")
+	pressEnabled(t, tab, "#redo")
 	historyNote(t, tab, "Redone: You wrote notes.txt")
 	if got, _ := content(t, tab, "notes.txt"); got != "edited by me" {
 		t.Fatalf("after redo notes.txt holds %q", got)
@@ -181,7 +188,7 @@ func TestNoWriteLosesData(t *testing.T) {
 	harness.WaitFor[bool](tab, `document.querySelector('#confirm-dialog').open`, useBound)
 	click(t, tab, "#confirm-ok")
 	harness.WaitFor[bool](tab, `document.querySelector('#file-list li[data-path="notes (2).txt"]') === null`, useBound)
-	click(t, tab, "#undo")
+	pressEnabled(t, tab, "#undo")
 	historyNote(t, tab, "Undone: You deleted notes (2).txt")
 	if got, _ := content(t, tab, "notes (2).txt"); got != "uploaded" {
 		t.Fatalf("after undoing the delete notes (2).txt holds %q", got)
@@ -194,7 +201,7 @@ func TestNoWriteLosesData(t *testing.T) {
 	if _, ok := content(t, tab, "notes.txt"); ok {
 		t.Fatal("after the rename notes.txt is still there")
 	}
-	click(t, tab, "#undo")
+	pressEnabled(t, tab, "#undo")
 	historyNote(t, tab, "Undone: You moved notes.txt to done/notes.txt")
 	if got, _ := content(t, tab, "notes.txt"); got != "edited by me" {
 		t.Fatalf("after undoing the rename notes.txt holds %q", got)
@@ -222,7 +229,7 @@ func TestAnUndoConflictIsResolvedAndTheHistoryMovesOn(t *testing.T) {
 		return true;
 	})()`)
 
-	click(t, tab, "#undo")
+	pressEnabled(t, tab, "#undo")
 	harness.WaitFor[bool](tab, `!document.querySelector('#history-conflict').hidden`, useBound)
 	versions := harness.Eval[[]string](tab, `[document.querySelector('#conflict-current').textContent, document.querySelector('#conflict-earlier').textContent]`)
 	if versions[0] != "theirs" || versions[1] != "v1" {
@@ -246,13 +253,13 @@ func TestAnUndoConflictIsResolvedAndTheHistoryMovesOn(t *testing.T) {
 	}
 	// Keeping both was a change of its own; then the history reaches the assistant's first
 	// write, which meets the same later change: keep the current version and go on.
-	click(t, tab, "#undo")
+	pressEnabled(t, tab, "#undo")
 	historyNote(t, tab, "Undone: You wrote a (earlier).txt")
-	click(t, tab, "#undo")
+	pressEnabled(t, tab, "#undo")
 	harness.WaitFor[bool](tab, `!document.querySelector('#history-conflict').hidden && document.querySelector('#conflict-earlier').textContent === '(no file)'`, useBound)
 	click(t, tab, `#conflict-choices button[data-resolve="keep-current"]`)
 	historyNote(t, tab, "Kept the current version")
-	click(t, tab, "#undo")
+	pressEnabled(t, tab, "#undo")
 	historyNote(t, tab, "Undone: You wrote b.txt")
 	if _, ok := content(t, tab, "b.txt"); ok {
 		t.Fatal("the undo past the conflict did not reach b.txt")
@@ -303,7 +310,7 @@ func TestDialogsAndTheEditorTakeTheKeyboard(t *testing.T) {
 
 	// Leaving unsaved edits asks; Escape keeps editing, and Discard drops them.
 	keys(t, tab, " more")
-	click(t, tab, "#close-file")
+	pressEnabled(t, tab, "#close-file")
 	if title := choice(t, tab); title != "Unsaved changes" {
 		t.Fatalf("closing an edited file asked %q", title)
 	}
@@ -312,7 +319,7 @@ func TestDialogsAndTheEditorTakeTheKeyboard(t *testing.T) {
 	if got := harness.Eval[string](tab, `document.querySelector('#editor').value`); got != "# Plan more" {
 		t.Fatalf("after Escape the editor holds %q", got)
 	}
-	click(t, tab, "#close-file")
+	pressEnabled(t, tab, "#close-file")
 	choice(t, tab)
 	choose(t, tab, "discard")
 	harness.WaitFor[bool](tab, `document.querySelector('#viewer-title').textContent === 'No file open'`, useBound)
@@ -411,7 +418,7 @@ func TestWhereToolsActIsSaid(t *testing.T) {
 	if !harness.Eval[bool](tab, `document.querySelector('#editor').value === 'tab, edited' && !document.querySelector('#unsaved').hidden`) {
 		t.Fatal("the takeover dropped the unsaved edit")
 	}
-	click(t, tab, "#save")
+	pressEnabled(t, tab, "#save")
 	harness.WaitFor[bool](tab, `document.querySelector('#unsaved').hidden`, useBound)
 	if got, _ := content(t, tab, "only-in-the-tab.txt"); got != "tab, edited" {
 		t.Fatalf("after Save during the takeover the tab's file holds %q", got)
