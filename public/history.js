@@ -44,6 +44,7 @@ export function startHistory(vb) {
   let where = null;
   let hasRoot = false;
   let busy = false;
+  let readings = 0;
 
   const onMachine = () => where?.holder === 'machine';
 
@@ -58,7 +59,10 @@ export function startHistory(vb) {
       return;
     }
     if (!hasRoot) return;
+    // Only the newest reading is shown: an older one answered late would show a past history.
+    const mine = ++readings;
     const answer = await vb.call('history.list');
+    if (mine !== readings) return;
     if (!answer.ok) {
       el.list.replaceChildren(node('li', 'hint', `The history could not be read: ${answer.why}`));
       return;
