@@ -279,6 +279,7 @@ export function startWorkspace(engine, { openAsApp }) {
   // ---- the file browser ----
 
   let currentDir = '';
+  let listings = 0;
   let openPath = '';
   /** openFrom is the machine the open file was read from, or '' for this tab's workspace. */
   let openFrom = '';
@@ -326,13 +327,16 @@ export function startWorkspace(engine, { openAsApp }) {
   async function showDir(dir) {
     showControls();
     if (!root && !machine) return;
+    // Only the newest listing is drawn: one asked earlier and answered later is stale.
+    const mine = ++listings;
     let entries;
     try {
       entries = await list(dir);
     } catch (err) {
-      notify(err);
+      if (mine === listings) notify(err);
       return;
     }
+    if (mine !== listings) return;
     currentDir = dir;
     shown = entries;
     renderCrumbs();
