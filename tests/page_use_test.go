@@ -514,7 +514,7 @@ func TestErrorsAreSaidInWords(t *testing.T) {
 	if n := harness.Eval[int](tab, `document.body.innerText.split('The relay is not answering').length - 1`); n != 1 {
 		t.Fatalf("the page says the relay is down %d times", n)
 	}
-	harness.StartRelay(t, "PORT="+relay.Port(), "VOICEBOX_EXTENSIONS_DIR="+relay.StateDir)
+	harness.StartRelay(t, "PORT="+relay.Port(), "VOICEBOX_STATE_DIR="+relay.StateDir)
 	click(t, tab, "#relay-retry")
 	harness.WaitFor[bool](tab, `document.querySelector('#relay-down').hidden`, useBound)
 }
