@@ -47,6 +47,7 @@
 //	miniapps.unregister {appId, name} -> {removed}
 //	miniapps.tools {appId?}       -> {tools}
 //	miniapps.call {appId, tool, args} | {name, args} -> {result}
+//	miniapps.validate {appId, tool, args} -> {args}        the check a call makes, calling nothing
 //	miniapps.result {callId, result} | {callId, refused, why} -> {accepted}
 //	miniapps.save {name, title?}  -> entry               promote a page to an app on the shelf
 //	miniapps.delete {id}          -> entry               per-artifact ownership, see miniappstore

@@ -34,6 +34,7 @@ func (a *api) miniAppMethods() map[string]method {
 		"miniapps.unregister": a.miniAppsUnregister,
 		"miniapps.tools":      a.miniAppsTools,
 		"miniapps.call":       a.miniAppsCall,
+		"miniapps.validate":   a.miniAppsValidate,
 		"miniapps.result":     a.miniAppsResult,
 		"miniapps.save":       a.miniAppsSave,
 		"miniapps.delete":     a.miniAppsDelete,
@@ -328,6 +329,29 @@ func (a *api) miniAppsCall(ctx context.Context, req request) (result, *refusal.R
 		return result{}, asRefusal(err)
 	}
 	return result{Value: map[string]json.RawMessage{"result": out}}, nil
+}
+
+// miniAppsValidate checks {appId, tool, args} against the tool's schema as a call would be, and
+// answers {args} re-encoded from the validated value; nothing is called. The page asks it for an
+// app's own in-page agent (document.modelContext.executeTool), which runs the tool in the app.
+func (a *api) miniAppsValidate(_ context.Context, req request) (result, *refusal.Refusal) {
+	var p struct {
+		AppID string          `json:"appId"`
+		Tool  string          `json:"tool"`
+		Args  json.RawMessage `json:"args"`
+	}
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	args := p.Args
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	valid, err := a.registry.Validate(p.AppID, p.Tool, args)
+	if err != nil {
+		return result{}, asRefusal(err)
+	}
+	return result{Value: map[string]json.RawMessage{"args": valid}}, nil
 }
 
 // miniAppsResult is a frame's answer to a miniapp.call: {callId, result} or {callId, refused, why}.

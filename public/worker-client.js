@@ -52,6 +52,7 @@
  *   'miniapps.unregister': [{appId: string, name: string}, {removed: boolean}],
  *   'miniapps.tools': [{appId?: string}, {tools: RegisteredTool[]}],
  *   'miniapps.call': [{appId: string, tool: string, args: unknown} | {name: string, args: unknown}, {result: unknown}],
+ *   'miniapps.validate': [{appId: string, tool: string, args: unknown}, {args: unknown}],
  *   'miniapps.result': [CallAnswer, {accepted: boolean}],
  *   'miniapps.save': [{name: string, title?: string}, StoreEntry],
  *   'miniapps.delete': [{id: string}, StoreEntry],

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -317,6 +318,34 @@ func (r *Registry) Dispatch(ctx context.Context, name string, args json.RawMessa
 	return r.call(ctx, app, ref.decl.Name, bytes.TrimRight(buf.Bytes(), "\n"))
 }
 
+// Validate checks args against the schema of tool of appID, the check Dispatch makes, and returns
+// them re-encoded from the validated value, without calling the app: the page's in-app agents
+// (WebMCP executeTool) are held to the one validator too. unknown-tool when appID has no such tool.
+func (r *Registry) Validate(appID, tool string, args json.RawMessage) (json.RawMessage, error) {
+	r.mu.RLock()
+	var decl *Declaration
+	if e, ok := r.apps[appID]; ok {
+		if i := slices.IndexFunc(e.tools, func(t *Declaration) bool { return t.Name == tool }); i >= 0 {
+			decl = e.tools[i]
+		}
+	}
+	r.mu.RUnlock()
+	if decl == nil {
+		return nil, refusal.New(refusal.UnknownTool, "app %q has no tool named %q", clip(appID), clip(tool))
+	}
+	valid, err := decl.Parameters.Validate(args)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(valid); err != nil {
+		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments do not encode: %v", err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
 type result struct {
 	out json.RawMessage
 	err error
@@ -366,8 +395,11 @@ func (r *Registry) call(ctx context.Context, app App, tool string, args json.Raw
 func ModelName(appID, tool string) string {
 	const prefix, sep = "app_", "__"
 	const room = 64 - len(prefix) - 8 - len(sep) // 50 characters for the tool
-	if len(tool) > room {
-		tool = tool[:room-9] + "_" + hash8(tool)
+	if len(tool) > room || strings.Contains(tool, ".") {
+		// The vendors take no dots: a WebMCP name with one keeps its start with each dot as _,
+		// and the hash of the whole name keeps it apart from the name spelled with _.
+		keep := min(len(tool), room-9)
+		tool = strings.ReplaceAll(tool[:keep], ".", "_") + "_" + hash8(tool)
 	}
 	return prefix + hash8(appID) + sep + tool
 }
