@@ -34,12 +34,13 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
 /** @typedef {{rule: string, why: string}} StopReason */
 /**
  * Stats is what an open app's frames have done, for the tests. dropped is the bridge's count of
- * the app's messages it dropped, foreign the page's count of messages from the app's frames other
- * than its bridge, stopped what stopped it last (null while it runs).
+ * the app's messages it dropped and ignored what the first few of them were and why, foreign the
+ * page's count of messages from the app's frames other than its bridge, validated the arguments
+ * its own agent had checked, stopped what stopped it last (null while it runs).
  * @typedef {{handshakes: number, reloads: number, loads: number, registered: string[],
  *   refusals: {name: string, refused: string, why: string, by?: string}[],
- *   dropped: number, foreign: number, late: number, ready: boolean, starts: number,
- *   stopped: StopReason | null}} Stats
+ *   dropped: number, ignored: {why: string, what: string}[], foreign: number, late: number, ready: boolean,
+ *   starts: number, validated: number, stopped: StopReason | null}} Stats
  */
 /**
  * Running is one start of an app: its bridge's window and origin, whether it still runs, and its
@@ -52,7 +53,7 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
  *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string,
  *   frame: HTMLIFrameElement | null, running: Running, view: {section: HTMLElement, h: HTMLElement, badge: HTMLElement,
  *   saveBtn: HTMLButtonElement, toolList: HTMLElement, slot: HTMLElement, stopped: HTMLElement,
- *   stoppedText: HTMLElement}}} OpenApp
+ *   stoppedText: HTMLElement, ignored: HTMLElement}}} OpenApp
  */
 
 /**
@@ -173,7 +174,7 @@ export function startMiniApps(vb) {
 
   /** @returns {Stats} */
   function newStats() {
-    return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, foreign: 0, late: 0, ready: false, starts: 0, stopped: null };
+    return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, ignored: [], foreign: 0, late: 0, ready: false, starts: 0, validated: 0, stopped: null };
   }
 
   /** @param {OpenApp} app */
@@ -205,8 +206,11 @@ export function startMiniApps(vb) {
     slot.className = 'bridge-slot';
     const toolList = document.createElement('div');
     toolList.className = 'app-tools';
-    section.append(head, stopped, slot, toolList);
-    app.view = { section, h, badge, saveBtn, toolList, slot, stopped, stoppedText };
+    const ignored = document.createElement('details');
+    ignored.className = 'app-ignored hint';
+    ignored.hidden = true;
+    section.append(head, stopped, slot, ignored, toolList);
+    app.view = { section, h, badge, saveBtn, toolList, slot, stopped, stoppedText, ignored };
     showHead(app);
     return section;
   }
@@ -496,11 +500,45 @@ export function startMiniApps(vb) {
       }
       case 'dropped':
         if (Number.isSafeInteger(msg.count)) stats.dropped = msg.count;
+        if (Array.isArray(msg.samples)) stats.ignored = msg.samples.slice(0, 5).map((/** @type {any} */ x) => ({ why: String(x && x.why).slice(0, 300), what: String(x && x.what).slice(0, 100) }));
+        showIgnored(app);
         break;
+      case 'validate_args': {
+        // The app's own agent asks whether a call's arguments pass: the worker's validator says.
+        if (msg.generation !== app.generation) return;
+        const answer = await vb.call('miniapps.validate', { appId: app.appId, tool: String(msg.name), args: msg.args });
+        if (!current() || msg.generation !== app.generation) return;
+        stats.validated++;
+        post(app, answer.ok
+          ? { type: 'validated', generation: msg.generation, checkId: msg.checkId, ok: true, args: answer.value.args }
+          : { type: 'validated', generation: msg.generation, checkId: msg.checkId, ok: false, refused: answer.refused, why: answer.why });
+        break;
+      }
       case 'over_budget':
         stop(app, overBudget());
         break;
     }
+  }
+
+  /**
+   * showIgnored says in app's card how many of its messages were ignored, and why, with the first
+   * few: a guest speaking something the host does not understand is told apart from a silent one.
+   * @param {OpenApp} app
+   */
+  function showIgnored(app) {
+    const { dropped, ignored } = app.stats;
+    const box = app.view.ignored;
+    box.hidden = dropped === 0;
+    if (dropped === 0) return;
+    const summary = document.createElement('summary');
+    summary.textContent = `${dropped} message${dropped === 1 ? '' : 's'} ignored: ${ignored[0] ? ignored[0].why : 'not part of the protocol'}`;
+    const list = document.createElement('ul');
+    for (const x of ignored) {
+      const li = document.createElement('li');
+      li.textContent = `${x.what}: ${x.why}`;
+      list.append(li);
+    }
+    box.replaceChildren(summary, list);
   }
 
   /**
