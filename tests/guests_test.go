@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -296,4 +297,97 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// guestHandler serves the protocol guests of tests/guests with the embedding headers an external
+// app must send, naming host as the page that may frame them.
+func guestHandler(host string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := guests.ReadFile("guests/" + strings.TrimPrefix(r.URL.Path, "/"))
+		if err != nil || !strings.HasSuffix(r.URL.Path, "-guest.html") {
+			http.NotFound(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Content-Security-Policy", "frame-ancestors 'self' "+host)
+		h.Set("Cross-Origin-Embedder-Policy", "credentialless")
+		h.Set("Cross-Origin-Resource-Policy", "cross-origin")
+		w.Write([]byte(strings.ReplaceAll(string(data), "HOST", host)))
+	})
+}
+
+func TestExternalGuestsInTheProtocolTheirAuthorUsed(t *testing.T) {
+	app := newOrigin(t)
+	entry := func(name, file, protocol string) map[string]any {
+		e := map[string]any{"name": name, "url": app.URL + "/" + file, "origin": app.URL}
+		if protocol != "" {
+			e["protocol"] = protocol
+		}
+		return e
+	}
+	reg, _ := json.Marshal(map[string]any{
+		"vb":    entry("Voicebox guest", "voicebox-guest.html", ""),
+		"tb":    entry("Thunderbolt guest", "thunderbolt-guest.html", "thunderbolt"),
+		"rpc":   entry("JSON-RPC guest", "jsonrpc-guest.html", "jsonrpc"),
+		"wrong": entry("Wrong protocol", "thunderbolt-guest.html", "voicebox"),
+	})
+	relay := harness.StartRelay(t, "MINI_APPS="+string(reg))
+	app.serve(t, guestHandler(relay.URL))
+	tab := harness.NewTab(t)
+	tab.Navigate(relay.URL)
+	harness.WaitFor[bool](tab, `document.querySelector('#status').dataset.state === 'ready' &&
+		document.querySelector('#channel').dataset.state === 'connected'`, externalBound)
+	harness.Eval[int](tab, `voicebox.externalApps.refresh().then((r) => r.length)`)
+
+	for _, id := range []string{"vb", "tb", "rpc"} {
+		t.Run(id, func(t *testing.T) {
+			harness.Eval[bool](tab, fmt.Sprintf(`(voicebox.externalApps.open(%q), true)`, id))
+			// The handshake, and the tools listed after it.
+			harness.WaitFor[bool](tab, fmt.Sprintf(`(() => { const s = voicebox.externalApps.state(%q); return s.live && s.tools.length === 2; })()`, id), externalBound)
+			// The context, read in the protocol's shape.
+			ctx := harness.Eval[map[string]any](tab, fmt.Sprintf(`voicebox.externalApps.context(%q)`, id))
+			value, _ := ctx["value"].(map[string]any)
+			if ctx["ok"] != true || !strings.HasSuffix(fmt.Sprint(value["title"]), "guest") || value["summary"] != "the label is none" {
+				t.Fatalf("the context answered %v", ctx)
+			}
+			// A read-only call runs at once.
+			if a := harness.Eval[callAnswer](tab, fmt.Sprintf(`voicebox.externalApps.callTool(%q, 'count', {})`, id)); !a.OK || a.Value.Text != "changed 0 times" {
+				t.Fatalf("count answered %+v", a)
+			}
+			// A write call waits for the person; approved, it runs and says so.
+			harness.Eval[bool](tab, fmt.Sprintf(`(window.__call = voicebox.externalApps.callTool(%q, 'set_label', {label: 'new'}), true)`, id))
+			harness.WaitFor[bool](tab, fmt.Sprintf(`!!document.querySelector('.xa-card[data-app-id=%q] .xa-approval[data-tool="set_label"] .xa-approve')`, id), externalBound)
+			harness.Eval[bool](tab, fmt.Sprintf(`(document.querySelector('.xa-card[data-app-id=%q] .xa-approval[data-tool="set_label"] .xa-approve').click(), true)`, id))
+			if a := harness.Eval[map[string]any](tab, `window.__call`); a["ok"] != true || fmt.Sprint(a["value"]) != "map[approval:approved text:label is new]" {
+				t.Fatalf("the approved set_label answered %v", a)
+			}
+			ctx = harness.Eval[map[string]any](tab, fmt.Sprintf(`voicebox.externalApps.context(%q)`, id))
+			if value, _ := ctx["value"].(map[string]any); value["summary"] != "the label is new" {
+				t.Fatalf("after the call the context says %v", ctx)
+			}
+			harness.Eval[bool](tab, fmt.Sprintf(`(voicebox.externalApps.close(%q), true)`, id))
+		})
+	}
+
+	t.Run("a request the host has no method for is answered -32601", func(t *testing.T) {
+		harness.Eval[bool](tab, `(voicebox.externalApps.open('rpc'), true)`)
+		harness.WaitFor[bool](tab, `voicebox.externalApps.state('rpc').live`, externalBound)
+		ignored := harness.WaitFor[map[string]any](tab, `(() => { const g = voicebox.externalApps.state('rpc').stats.ignored; return g.total > 0 && g; })()`, externalBound)
+		if !strings.Contains(fmt.Sprint(ignored["samples"]), "unknown method ui/teleport") {
+			t.Fatalf("the ignored messages are %v", ignored)
+		}
+		harness.Eval[bool](tab, `(voicebox.externalApps.close('rpc'), true)`)
+	})
+
+	t.Run("a guest speaking another protocol than its entry says is told apart from a silent one", func(t *testing.T) {
+		harness.Eval[bool](tab, `(voicebox.externalApps.open('wrong'), true)`)
+		shown := harness.WaitFor[string](tab, `(() => { const s = document.querySelector('.xa-card[data-app-id="wrong"] .app-ignored'); return s && !s.hidden ? s.textContent : ''; })()`, externalBound)
+		if !strings.Contains(shown, "ignored: wrong marker: \"thunderbolt-miniapp\" is the thunderbolt protocol") || !strings.Contains(shown, "method \"ui/initialize\"") {
+			t.Fatalf("the card says %q", shown)
+		}
+		if harness.Eval[bool](tab, `voicebox.externalApps.state('wrong').live`) {
+			t.Fatal("the app connected in the wrong protocol")
+		}
+	})
 }
