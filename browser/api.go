@@ -82,13 +82,17 @@ type api struct {
 	storeRoot  fsroot.Root // the workspace store was made for
 	seeded     bool
 
+	// folders maps a launched folder app's id to where its files are (see miniappstore.FolderOf);
+	// miniapps.file reads only there.
+	folders map[string]folderRef
+
 	// externalReport is the main thread's last report of its open external mini-apps, passed
 	// on in the tools frame (see externalapps.go).
 	externalReport json.RawMessage
 }
 
 func newAPI(now time.Time, openRoot RootOpener) *api {
-	a := &api{started: now, openRoot: openRoot, uploads: map[string]*upload{}, registry: miniapp.NewRegistry()}
+	a := &api{started: now, openRoot: openRoot, uploads: map[string]*upload{}, registry: miniapp.NewRegistry(), folders: map[string]folderRef{}}
 	a.frames = newFrames(func(msg []byte) {
 		if a.post != nil {
 			a.post(msg)

@@ -40,7 +40,9 @@
 // public/mini-apps.js):
 //
 //	miniapps.list                 -> {entries}           the store's discovery: apps and pages, with kind
-//	miniapps.launch {name}|{path} -> {entry, html}       resolve through the store, or a workspace .html file
+//	miniapps.launch {name}|{path} -> {entry, html, folder?}  resolve through the store, or a workspace .html file;
+//	                                 folder lists a folder app's files [{path, size}]
+//	miniapps.file {appId, path}   -> {path, size} and value.bytes  one file of a launched folder app
 //	miniapps.reset {appId}        -> {reset}             the frame loaded a new document: forget its tools
 //	miniapps.close {appId, why?}  -> {closed}            why: what calls still waiting are told
 //	miniapps.register {appId, tool} -> {appId, name, modelName, description, parameters}

@@ -35,6 +35,7 @@ func (a *api) miniAppMethods() map[string]method {
 		"miniapps.tools":      a.miniAppsTools,
 		"miniapps.call":       a.miniAppsCall,
 		"miniapps.validate":   a.miniAppsValidate,
+		"miniapps.file":       a.miniAppsFile,
 		"miniapps.result":     a.miniAppsResult,
 		"miniapps.save":       a.miniAppsSave,
 		"miniapps.delete":     a.miniAppsDelete,
@@ -112,10 +113,18 @@ func (a *api) miniAppsList(ctx context.Context, req request) (result, *refusal.R
 	return result{Value: map[string]any{"entries": entries}}, nil
 }
 
-// launched is what the page needs to show an app: its entry and its HTML.
+// launched is what the page needs to show an app: its entry and its HTML, and for a folder app
+// the files beside it (the page reads each with miniapps.file).
 type launched struct {
-	Entry miniappstore.Entry `json:"entry"`
-	HTML  string             `json:"html"`
+	Entry  miniappstore.Entry        `json:"entry"`
+	HTML   string                    `json:"html"`
+	Folder []miniappstore.FolderFile `json:"folder,omitempty"`
+}
+
+// folderRef is where a launched folder app's files are: a folder of the workspace or the shelf.
+type folderRef struct {
+	root fsroot.Root
+	dir  string
 }
 
 // miniAppsLaunch resolves {name} through the store, or takes the workspace file {path} ("Open as
@@ -148,8 +157,58 @@ func (a *api) miniAppsLaunch(ctx context.Context, req request) (result, *refusal
 	if err != nil {
 		return result{}, storeRefusal(err)
 	}
+	var files []miniappstore.FolderFile
+	a.mu.Lock()
+	delete(a.folders, e.AppID)
+	a.mu.Unlock()
+	if dir, ok := miniappstore.FolderOf(e.StoragePath); ok {
+		if root := a.sourceRoot(e); root != nil {
+			if files, err = miniappstore.FolderFiles(ctx, root, dir); err != nil {
+				return result{}, storeRefusal(err)
+			}
+			a.mu.Lock()
+			a.folders[e.AppID] = folderRef{root, dir}
+			a.mu.Unlock()
+		}
+	}
 	a.openApp(e.AppID)
-	return result{Value: launched{Entry: e, HTML: string(html)}}, nil
+	return result{Value: launched{Entry: e, HTML: string(html), Folder: files}}, nil
+}
+
+// sourceRoot is the root an entry's file is in: the workspace, or the shelf; nil for a sandbox.
+func (a *api) sourceRoot(e miniappstore.Entry) fsroot.Root {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch e.Source {
+	case miniappstore.SourceWorkspace:
+		return a.root
+	case miniappstore.SourceShelf:
+		return a.shelf
+	}
+	return nil
+}
+
+// miniAppsFile reads one file of a launched folder app, {appId, path} with path relative to its
+// folder and held to the file tools' containment (miniappstore.ReadFolderFile), as bytes.
+func (a *api) miniAppsFile(ctx context.Context, req request) (result, *refusal.Refusal) {
+	var p struct {
+		AppID string `json:"appId"`
+		Path  string `json:"path"`
+	}
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	a.mu.Lock()
+	ref, ok := a.folders[p.AppID]
+	a.mu.Unlock()
+	if !ok {
+		return result{}, refusal.New(refusal.InvalidAppID, "no folder app %q is open", p.AppID)
+	}
+	data, err := miniappstore.ReadFolderFile(ctx, ref.root, ref.dir, p.Path)
+	if err != nil {
+		return result{}, storeRefusal(err)
+	}
+	return result{Value: map[string]any{"path": p.Path, "size": len(data)}, Bytes: data}, nil
 }
 
 // fileEntry is the entry of the workspace file at p: the store's own when discovery lists it,

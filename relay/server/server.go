@@ -73,6 +73,8 @@ type Server struct {
 	public fs.FS
 	mux    *http.ServeMux
 	log    *slog.Logger
+	// files holds folder apps' files (see AppFilesPath).
+	files *appFiles
 	// busy counts the requests being served, WebSockets included, which http.Server.Shutdown
 	// does not wait for once they are hijacked.
 	busy sync.WaitGroup
@@ -87,13 +89,14 @@ func New(cfg Config) (*Server, error) {
 	if !info.IsDir() {
 		return nil, fmt.Errorf("server: public directory %s is not a directory", cfg.Public)
 	}
-	s := &Server{cfg: cfg, public: os.DirFS(cfg.Public), mux: http.NewServeMux(), log: cfg.Log}
+	s := &Server{cfg: cfg, public: os.DirFS(cfg.Public), mux: http.NewServeMux(), log: cfg.Log, files: newAppFiles()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	s.mux.HandleFunc("GET /api/health", s.health)
 	s.mux.HandleFunc("GET /api/ready", s.ready)
 	s.registerSessionRoutes()
+	s.registerAppFileRoutes()
 	s.mux.HandleFunc("GET /{path...}", s.static)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { NotFound(w) })
 	return s, nil
@@ -113,6 +116,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 	w.Header().Set(RequestIDHeader, info.id)
 	setSecurityHeaders(w.Header(), r.Host, r.URL.Path, s.cfg.FrameOrigins, s.cfg.Origin)
+	if r.URL.Path == BridgePath {
+		widenBridgePolicy(w.Header(), appFilesSource(r))
+	}
 	if info.https && s.cfg.HSTS {
 		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
 	}
@@ -135,7 +141,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveAppHost(rw, r)
 		return
 	}
-	if s.originRefused(rw, r) || s.gate(rw, r) {
+	if s.originRefused(rw, r) {
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, AppFilesPath) {
+		// A folder app's files: no session (its sandboxed frame sends no cookie), the token is
+		// the key.
+		s.serveAppFile(rw, r)
+		return
+	}
+	if s.gate(rw, r) {
 		return
 	}
 	s.mux.ServeHTTP(rw, r)
