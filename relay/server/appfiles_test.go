@@ -123,7 +123,7 @@ func TestAppFilesRoutes(t *testing.T) {
 		status int
 		rule   refusal.Rule
 	}{
-		"/.env":          {400, refusal.DotfileRefused},
+		"/.env":           {400, refusal.DotfileRefused},
 		"/js/%2e%2e/x.js": {400, refusal.OutsideRoot},
 	} {
 		res := do("PUT", "/api/app-files/"+made.Token+name, []byte("x"), "")
