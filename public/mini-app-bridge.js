@@ -38,6 +38,9 @@ const MAX_SAMPLES = 5;
 /** NOT_ON_PORT is why a message the app posted to the bridge's window is dropped. */
 const NOT_ON_PORT = 'posted to the bridge\'s window, not over the app\'s port (only one mini_app_ready per document is taken there)';
 
+/** BUNDLE is a folder app's base: where the relay serves its files (relay/server AppFilesPath). */
+const BUNDLE = /^\/app-files\/[0-9a-f]{32}\/$/;
+
 /** DOCTYPE finds the app's doctype (after a BOM, spaces and comments): the SDK goes right after it. */
 const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
 
@@ -178,9 +181,13 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   /**
    * @param {string} html
    * @param {string} sdk
+   * @param {string} base a folder app's bundle, '' for a single-file app
    */
-  function load(html, sdk) {
+  function load(html, sdk, base) {
     if (stopped) return;
+    // The app's document is a srcdoc, whose relative URLs resolve against this document's URL:
+    // for a folder app, that is put in its bundle, so they resolve inside its folder only.
+    if (BUNDLE.test(base)) history.replaceState(null, '', base);
     retire('the mini-app was reloaded before it answered');
     if (inner) inner.remove();
     loads = 0;
@@ -291,7 +298,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     if (!msg || typeof msg !== 'object') return;
     switch (msg.type) {
       case 'load':
-        load(String(msg.html), String(msg.sdk));
+        load(String(msg.html), String(msg.sdk), String(msg.base || ''));
         break;
       case 'validated':
         if (msg.generation !== generation || !port) return;

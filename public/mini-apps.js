@@ -17,9 +17,16 @@
 // looks at a message's source before anything else and reads nothing of a message that is not
 // from a bridge; what it drops, it counts (see counters), never logs.
 //
+// A folder app (an index.html beside its modules, styles and images) has its files copied to the
+// relay when it starts, into a bundle under a random token (POST/PUT /api/app-files); its bridge
+// is framed with ?files=<token>, which lets its policy load that bundle and nothing more, and puts
+// its base URL in the bundle, so the app's relative URLs resolve inside its folder only. The
+// bundle is dropped when the app closes, stops or starts again.
+//
 // startMiniApps returns the API the page and the tests use (see launch, call, tools, stats).
 import { byId } from './dom.js';
 import { listen } from './events.js';
+import { relay } from './http.js';
 import { MESSAGE_BUDGET, MESSAGE_BUDGET_EXCEEDED, MESSAGE_WINDOW_MS, TOOL_TIMEOUT_MS } from './rules.js';
 
 /** MAX_FRAME_DEPTH bounds the walk from a message's source window up to the bridge it is in. */
@@ -31,6 +38,8 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
 /** @typedef {import('./worker-client.js').RegisteredTool} RegisteredTool */
 /** @typedef {import('./worker-client.js').JSONSchema} JSONSchema */
 /** @typedef {{name: string} | {path: string}} Target */
+/** @typedef {{path: string, size: number}} FolderFile */
+/** @typedef {{token: string, base: string}} Bundle */
 /** @typedef {{rule: string, why: string}} StopReason */
 /**
  * Stats is what an open app's frames have done, for the tests. dropped is the bridge's count of
@@ -50,7 +59,7 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
 /**
  * OpenApp is an app shown in a card, with its bridge frame (none while it is stopped).
  * @typedef {{appId: string, entry: StoreEntry, html: string, target: Target, generation: number,
- *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string,
+ *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string, bundle: Bundle | null,
  *   frame: HTMLIFrameElement | null, running: Running, view: {section: HTMLElement, h: HTMLElement, badge: HTMLElement,
  *   saveBtn: HTMLButtonElement, toolList: HTMLElement, slot: HTMLElement, stopped: HTMLElement,
  *   stoppedText: HTMLElement, ignored: HTMLElement}}} OpenApp
@@ -223,6 +232,40 @@ export function startMiniApps(vb) {
   }
 
   /**
+   * upload copies a folder app's files to the relay, each read from the worker under the file
+   * tools' containment, and returns the bundle they are served from.
+   * @param {string} appId
+   * @param {FolderFile[]} files
+   * @returns {Promise<Bundle>}
+   */
+  async function upload(appId, files) {
+    const made = await relay('/api/app-files', { method: 'POST' });
+    if (!made.ok) throw new Error(`the folder app's files could not be served: ${made.why}`);
+    /** @type {Bundle} */
+    const bundle = { token: made.token, base: made.base };
+    try {
+      for (const f of files) {
+        const { bytes } = await vb.must('miniapps.file', { appId, path: f.path });
+        const address = `/api/app-files/${bundle.token}/${f.path.split('/').map(encodeURIComponent).join('/')}`;
+        const resp = await fetch(address, { method: 'PUT', body: bytes });
+        if (!resp.ok) {
+          const body = await resp.json().catch(() => ({}));
+          throw new Error(`${f.path} could not be served: ${body.why || resp.status}`);
+        }
+      }
+    } catch (err) {
+      dropBundle(bundle);
+      throw err;
+    }
+    return bundle;
+  }
+
+  /** @param {Bundle | null} bundle */
+  function dropBundle(bundle) {
+    if (bundle) relay(`/api/app-files/${bundle.token}`, { method: 'DELETE' }).catch(() => {});
+  }
+
+  /**
    * startFrame gives app a new bridge frame (replacing any before it) and a new Running for it.
    * @param {OpenApp} app
    */
@@ -233,7 +276,8 @@ export function startMiniApps(vb) {
     const frame = document.createElement('iframe');
     frame.className = 'bridge';
     frame.title = `mini-app ${app.entry.title}`;
-    frame.src = `${origin}/mini-app-bridge.html?host=${encodeURIComponent(location.origin)}`;
+    const files = app.bundle ? `&files=${app.bundle.token}` : '';
+    frame.src = `${origin}/mini-app-bridge.html?host=${encodeURIComponent(location.origin)}${files}`;
     app.view.slot.replaceChildren(frame);
     app.view.stopped.hidden = true;
     app.frame = frame;
@@ -258,8 +302,8 @@ export function startMiniApps(vb) {
    * @param {OpenApp} [reuse]
    */
   async function launch(target, reuse) {
-    const { entry, html } = await vb.must('miniapps.launch', target);
-    return show(entry, html, target, reuse);
+    const { entry, html, folder } = await vb.must('miniapps.launch', target);
+    return show(entry, html, target, reuse, folder);
   }
 
   /**
@@ -268,22 +312,29 @@ export function startMiniApps(vb) {
    * @param {string} html
    * @param {Target} target
    * @param {OpenApp} [reuse]
+   * @param {FolderFile[]} [folder] a folder app's files
    * @returns {Promise<{appId: string, entry: StoreEntry}>}
    */
-  async function show(entry, html, target, reuse) {
+  async function show(entry, html, target, reuse, folder) {
     let app = apps.get(entry.appId) || reuse;
     if (app && app.appId !== entry.appId) {
       close(app.appId);
       app = undefined;
     }
     const code = await sdk();
+    const bundle = folder && folder.length > 0 ? await upload(entry.appId, folder) : null;
     if (!app) {
       // card() gives the app its view, startFrame its frame and its Running.
-      app = /** @type {OpenApp} */ (/** @type {unknown} */ ({ appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame: null }));
+      app = /** @type {OpenApp} */ (/** @type {unknown} */ ({ appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame: null, bundle }));
       apps.set(app.appId, app);
       el.open.prepend(card(app));
       startFrame(app);
     } else {
+      const old = app.bundle;
+      app.bundle = bundle;
+      dropBundle(old);
+      // A folder app's bridge is framed for its bundle: a new bundle needs a new frame.
+      if (bundle || old) startFrame(app);
       app.entry = entry;
       app.html = html;
       app.target = target;
@@ -305,7 +356,7 @@ export function startMiniApps(vb) {
   /** @param {OpenApp} app */
   function sendLoad(app) {
     app.stats.loads++;
-    post(app, { type: 'load', html: app.html, sdk: app.sdk });
+    post(app, { type: 'load', html: app.html, sdk: app.sdk, base: app.bundle ? app.bundle.base : '' });
     if (app.loaded) {
       app.loaded();
       app.loaded = null;
@@ -319,6 +370,8 @@ export function startMiniApps(vb) {
     apps.delete(appId);
     app.running.live = false;
     app.view.section.remove();
+    dropBundle(app.bundle);
+    app.bundle = null;
     for (const [callId, c] of calls) {
       if (c.app === app) settle(callId, { refused: 'mini-app-closed', why: 'the mini-app was closed before it answered' });
     }
@@ -580,9 +633,9 @@ export function startMiniApps(vb) {
   });
 
   // The assistant opened an app (launch_mini_app, create_mini_app): the worker has launched it.
-  vb.on('miniapp.open', ({ entry, html }) => {
+  vb.on('miniapp.open', ({ entry, html, folder }) => {
     const target = entry.kind === 'page' && entry.source === 'workspace' ? { path: entry.storagePath } : { name: entry.appId };
-    show(entry, html, target).then(refreshTray).catch(vb.notify);
+    show(entry, html, target, undefined, folder).then(refreshTray).catch(vb.notify);
   });
 
   // The worker stopped waiting: its deadline passed (expired), which stops the app, or its caller

@@ -78,7 +78,7 @@
  *   'failed': {type: 'failed', message: string},
  *   'channel': {type: 'channel', state: ChannelState, why?: string, retryMs?: number},
  *   'miniapp.call': {type: 'miniapp.call', callId: string, appId: string, tool: string, args: unknown},
- *   'miniapp.open': {type: 'miniapp.open', entry: StoreEntry, html: string},
+ *   'miniapp.open': {type: 'miniapp.open', entry: StoreEntry, html: string, folder?: {path: string, size: number}[]},
  *   'miniapp.cancel': {type: 'miniapp.cancel', callId: string, expired: boolean},
  *   'externalapp.call': {type: 'externalapp.call', callId: string, name: string, args: unknown},
  *   'externalapp.cancel': {type: 'externalapp.cancel', callId: string},

@@ -391,3 +391,54 @@ func TestExternalGuestsInTheProtocolTheirAuthorUsed(t *testing.T) {
 		}
 	})
 }
+
+func TestAFolderAppLoadsItsSiblingsAndNothingElse(t *testing.T) {
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	openWorkspace(t, tab, relay.URL)
+	files := map[string]string{
+		"outside.mjs":        `export const secret = 'outside';`,
+		"clock/helper.mjs":   `import { shout } from './lib/util.mjs'; export const greet = (who) => shout('Hello, ' + who);`,
+		"clock/lib/util.mjs": `export const shout = (s) => s + '!';`,
+		"clock/img/logo.svg": `<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><rect width="20" height="10"/></svg>`,
+		"clock/style.css":    `#logo { width: 40px; }`,
+		"clock/index.html": `<!doctype html><title>Folder clock</title>
+<link rel="stylesheet" href="style.css">
+<img id="logo" src="img/logo.svg">
+<script type="module">
+import { greet } from './helper.mjs';
+const attempt = (p) => p.then(() => 'loaded', () => 'refused');
+const img = document.getElementById('logo');
+const imgLoaded = img.complete ? Promise.resolve(img.naturalWidth) : new Promise((r) => { img.onload = () => r(img.naturalWidth); img.onerror = () => r(0); });
+const results = (async () => ({
+  image: await imgLoaded,
+  style: getComputedStyle(img).width,
+  parent: await attempt(import('../outside.mjs')),
+  dot: await attempt(import('./.secret.mjs')),
+  rooted: await attempt(import('/outside.mjs')),
+  api: await attempt(fetch('/api/health')),
+  apiModule: await attempt(import('/api/health')),
+}))();
+await document.modelContext.registerTool({ name: 'greet', description: 'Greet someone', inputSchema: { type: 'object', properties: { who: { type: 'string' } }, required: ['who'] }, execute: ({ who }) => greet(who) });
+await document.modelContext.registerTool({ name: 'results', description: 'What loaded', execute: () => results });
+</script>`,
+	}
+	for _, dir := range []string{"clock", "clock/lib", "clock/img"} {
+		harness.Eval[bool](tab, fmt.Sprintf(`voicebox.must('files.mkdir', {path: %q}).then(() => true)`, dir))
+	}
+	for name, body := range files {
+		content, _ := json.Marshal(body)
+		harness.Eval[bool](tab, fmt.Sprintf(`voicebox.must('files.write', {path: %q, content: %s}).then(() => true)`, name, content))
+	}
+	id := launchApp(t, tab, `{path: 'clock/index.html'}`, 2)
+	if got := harness.Eval[string](tab, fmt.Sprintf(`voicebox.miniApps.call(%q, 'greet', {who: 'Ada'})`, id)); got != "Hello, Ada!" {
+		t.Fatalf("greet answered %q", got)
+	}
+	got := harness.Eval[map[string]any](tab, fmt.Sprintf(`voicebox.miniApps.call(%q, 'results', {})`, id))
+	want := map[string]any{"image": 20.0, "style": "40px", "parent": "refused", "dot": "refused", "rooted": "refused", "api": "refused", "apiModule": "refused"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: the app saw %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+}
