@@ -161,13 +161,13 @@ func (a *api) miniAppsLaunch(ctx context.Context, req request) (result, *refusal
 	a.mu.Lock()
 	delete(a.folders, e.AppID)
 	a.mu.Unlock()
-	if dir, ok := miniappstore.FolderOf(e.StoragePath); ok {
+	if e.Folder != "" {
 		if root := a.sourceRoot(e); root != nil {
-			if files, err = miniappstore.FolderFiles(ctx, root, dir); err != nil {
+			if files, err = miniappstore.FolderFiles(ctx, root, e.Folder); err != nil {
 				return result{}, storeRefusal(err)
 			}
 			a.mu.Lock()
-			a.folders[e.AppID] = folderRef{root, dir}
+			a.folders[e.AppID] = folderRef{root, e.Folder}
 			a.mu.Unlock()
 		}
 	}
@@ -228,6 +228,7 @@ func (a *api) fileEntry(ctx context.Context, st *miniappstore.Store, p string) (
 		AppID: "page_" + miniappstore.Slug(path.Base(p)), Slug: miniappstore.Slug(path.Base(p)),
 		FileName: path.Base(p), Source: miniappstore.SourceWorkspace, Kind: miniappstore.KindPage, StoragePath: p,
 	}
+	e.Folder, _ = miniappstore.FolderOf(p)
 	taken := false
 	for _, d := range entries {
 		if d.Source == miniappstore.SourceWorkspace && d.StoragePath == p {

@@ -441,4 +441,22 @@ await document.modelContext.registerTool({ name: 'results', description: 'What l
 			t.Errorf("%s: the app saw %v, want %v (all: %v)", k, got[k], v, got)
 		}
 	}
+
+	// Saved to the shelf, the folder goes with it: with the workspace's copy gone, the shelf's
+	// runs, siblings and all; deleted, all of it goes.
+	saved := harness.Eval[map[string]any](tab, `voicebox.must('miniapps.save', {name: 'clock/index.html'})`)
+	harness.Eval[bool](tab, `voicebox.must('files.delete', {path: 'clock/index.html'}).then(() => true)`)
+	harness.Eval[bool](tab, fmt.Sprintf(`(voicebox.miniApps.close(%q), true)`, id))
+	appID := fmt.Sprint(saved["appId"])
+	shelfID := launchApp(t, tab, fmt.Sprintf(`{name: %q}`, appID), 2)
+	if st := harness.Eval[string](tab, fmt.Sprintf(`voicebox.miniApps.list().then(l => l.find(e => e.appId === %q).source)`, shelfID)); st != "shelf" {
+		t.Fatalf("the saved app comes from %q, want the shelf", st)
+	}
+	if got := harness.Eval[string](tab, fmt.Sprintf(`voicebox.miniApps.call(%q, 'greet', {who: 'Grace'})`, shelfID)); got != "Hello, Grace!" {
+		t.Fatalf("from the shelf, greet answered %q", got)
+	}
+	harness.Eval[bool](tab, fmt.Sprintf(`voicebox.must('miniapps.delete', {id: %q}).then(() => true)`, shelfID))
+	if n := harness.Eval[int](tab, `voicebox.miniApps.list().then(l => l.filter(e => e.source === 'shelf' && /clock/i.test(e.title + e.fileName)).length)`); n != 0 {
+		t.Fatalf("the shelf still lists %d clock apps", n)
+	}
 }

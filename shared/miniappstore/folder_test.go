@@ -103,3 +103,59 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + digits[i%10:i%10+1]
 }
+
+func TestAFolderAppIsSavedAndDeletedAsOneUnit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws, shelf := fsroot.NewMemory(), fsroot.NewMemory()
+	for _, d := range []string{"clock", "clock/lib"} {
+		ws.MkdirAll(ctx, d)
+	}
+	for name, body := range map[string]string{
+		"clock/index.html": "<!doctype html><title>Clock</title>", "clock/helper.mjs": "export {}", "clock/lib/util.mjs": "export {}",
+	} {
+		ws.WriteFile(ctx, name, []byte(body))
+	}
+	st, err := New(Config{Workspace: ws, Shelf: shelf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := st.SavePage(ctx, "clock/index.html", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Kind != KindApp || e.Source != SourceWorkspace || e.Folder != "clock" {
+		t.Fatalf("saved: %+v", e)
+	}
+	rec, err := readRecord(ctx, shelf, e.stem+recordExt)
+	if err != nil || !shelfFolder(rec.Folder) {
+		t.Fatalf("the record names no folder: %+v, %v", rec, err)
+	}
+	got, err := FolderFiles(ctx, shelf, rec.Folder)
+	if err != nil || len(got) != 2 || got[0].Path != "helper.mjs" || got[1].Path != "lib/util.mjs" {
+		t.Fatalf("the shelf folder holds %+v, %v", got, err)
+	}
+	// Saved again, the folder is replaced as a whole: the new one written, the old one gone.
+	ws.WriteFile(ctx, "clock/extra.css", []byte("p{}"))
+	if _, err := st.SavePage(ctx, "clock/index.html", ""); err != nil {
+		t.Fatal(err)
+	}
+	rec2, _ := readRecord(ctx, shelf, e.stem+recordExt)
+	if rec2.Folder == rec.Folder {
+		t.Fatal("a second save reused the folder in place")
+	}
+	if _, err := shelf.Stat(ctx, rec.Folder); err == nil {
+		t.Fatalf("the previous folder %s is still on the shelf", rec.Folder)
+	}
+	if got, _ := FolderFiles(ctx, shelf, rec2.Folder); len(got) != 3 {
+		t.Fatalf("the new folder holds %+v", got)
+	}
+	// Deleted, the copy, the record and the folder go together.
+	if _, err := st.Delete(ctx, e.AppID); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := shelf.ReadDir(ctx, "")
+	if len(left) != 0 {
+		t.Fatalf("the shelf keeps %+v after the delete", left)
+	}
+}
