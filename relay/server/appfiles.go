@@ -181,7 +181,7 @@ func (s *Server) registerAppFileRoutes() {
 		if !ReadJSON(w, r, 1<<10, &body) {
 			return
 		}
-		token := s.files.create()
+		token := s.appFiles.create()
 		WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "token": token, "base": AppFilesPath + token + "/"})
 	})
 	s.mux.HandleFunc("PUT /api/app-files/{rest...}", func(w http.ResponseWriter, r *http.Request) {
@@ -210,7 +210,7 @@ func (s *Server) registerAppFileRoutes() {
 			WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the file's bytes could not be read whole"))
 			return
 		}
-		if rf := s.files.put(token, name, data); rf != nil {
+		if rf := s.appFiles.put(token, name, data); rf != nil {
 			status := http.StatusRequestEntityTooLarge
 			if rf.Rule == refusal.NotFound {
 				status = http.StatusNotFound
@@ -221,7 +221,7 @@ func (s *Server) registerAppFileRoutes() {
 		WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "path": name, "size": len(data)})
 	})
 	s.mux.HandleFunc("DELETE /api/app-files/{token}", func(w http.ResponseWriter, r *http.Request) {
-		s.files.drop(r.PathValue("token"))
+		s.appFiles.drop(r.PathValue("token"))
 		WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
 	})
 }
@@ -231,7 +231,7 @@ func (s *Server) serveAppFile(w http.ResponseWriter, r *http.Request) {
 	token, name, ok := appFileName(strings.TrimPrefix(r.URL.Path, AppFilesPath))
 	var data []byte
 	if ok {
-		data, ok = s.files.get(token, name)
+		data, ok = s.appFiles.get(token, name)
 	}
 	if !ok || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 		NotFound(w)
