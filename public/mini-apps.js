@@ -17,9 +17,16 @@
 // looks at a message's source before anything else and reads nothing of a message that is not
 // from a bridge; what it drops, it counts (see counters), never logs.
 //
+// A folder app (an index.html beside its modules, styles and images) has its files copied to the
+// relay when it starts, into a bundle under a random token (POST/PUT /api/app-files); its bridge
+// is framed with ?files=<token>, which lets its policy load that bundle and nothing more, and puts
+// its base URL in the bundle, so the app's relative URLs resolve inside its folder only. The
+// bundle is dropped when the app closes, stops or starts again.
+//
 // startMiniApps returns the API the page and the tests use (see launch, call, tools, stats).
 import { byId, node } from './dom.js';
 import { listen } from './events.js';
+import { relay } from './http.js';
 import { MESSAGE_BUDGET, MESSAGE_BUDGET_EXCEEDED, MESSAGE_WINDOW_MS, TOOL_TIMEOUT_MS } from './rules.js';
 import { toolForm } from './schema-form.js';
 
@@ -32,15 +39,18 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
 /** @typedef {import('./worker-client.js').RegisteredTool} RegisteredTool */
 /** @typedef {import('./worker-client.js').JSONSchema} JSONSchema */
 /** @typedef {{name: string} | {path: string}} Target */
+/** @typedef {{path: string, size: number}} FolderFile */
+/** @typedef {{token: string, base: string}} Bundle */
 /** @typedef {{rule: string, why: string}} StopReason */
 /**
  * Stats is what an open app's frames have done, for the tests. dropped is the bridge's count of
- * the app's messages it dropped, foreign the page's count of messages from the app's frames other
- * than its bridge, stopped what stopped it last (null while it runs).
+ * the app's messages it dropped and ignored what the first few of them were and why, foreign the
+ * page's count of messages from the app's frames other than its bridge, validated the arguments
+ * its own agent had checked, stopped what stopped it last (null while it runs).
  * @typedef {{handshakes: number, reloads: number, loads: number, registered: string[],
  *   refusals: {name: string, refused: string, why: string, by?: string}[],
- *   dropped: number, foreign: number, late: number, ready: boolean, starts: number,
- *   stopped: StopReason | null}} Stats
+ *   dropped: number, ignored: {why: string, what: string}[], foreign: number, late: number, ready: boolean,
+ *   starts: number, validated: number, stopped: StopReason | null}} Stats
  */
 /**
  * Running is one start of an app: its bridge's window and origin, whether it still runs, and its
@@ -50,10 +60,10 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
 /**
  * OpenApp is an app shown in a card, with its bridge frame (none while it is stopped).
  * @typedef {{appId: string, entry: StoreEntry, html: string, target: Target, generation: number,
- *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string, waited?: boolean,
+ *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string, waited?: boolean, bundle: Bundle | null,
  *   frame: HTMLIFrameElement | null, running: Running, view: {section: HTMLElement, h: HTMLElement, badge: HTMLElement,
  *   saveBtn: HTMLButtonElement, reload: HTMLButtonElement, closer: HTMLButtonElement, toolList: HTMLElement, slot: HTMLElement,
- *   stopped: HTMLElement, stoppedText: HTMLElement, again: HTMLButtonElement}}} OpenApp
+ *   stopped: HTMLElement, stoppedText: HTMLElement, again: HTMLButtonElement, ignored: HTMLElement}}} OpenApp
  */
 
 /**
@@ -185,7 +195,7 @@ export function startMiniApps(vb) {
 
   /** @returns {Stats} */
   function newStats() {
-    return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, foreign: 0, late: 0, ready: false, starts: 0, stopped: null };
+    return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, ignored: [], foreign: 0, late: 0, ready: false, starts: 0, validated: 0, stopped: null };
   }
 
   /** @param {OpenApp} app */
@@ -217,10 +227,13 @@ export function startMiniApps(vb) {
     slot.className = 'bridge-slot';
     const toolList = document.createElement('div');
     toolList.className = 'app-tools';
-    section.append(head, stopped, slot, toolList);
+    const ignored = document.createElement('details');
+    ignored.className = 'app-ignored hint';
+    ignored.hidden = true;
+    section.append(head, stopped, slot, ignored, toolList);
     section.setAttribute('aria-labelledby', h.id = `app-title-${app.appId}`);
     h.tabIndex = -1;
-    app.view = { ...app.view, section, h, badge, saveBtn, toolList, slot, stopped, stoppedText, again };
+    app.view = { ...app.view, section, h, badge, saveBtn, toolList, slot, stopped, stoppedText, again, ignored };
     showHead(app);
     showTools(app);
     return section;
@@ -234,6 +247,40 @@ export function startMiniApps(vb) {
   }
 
   /**
+   * upload copies a folder app's files to the relay, each read from the worker under the file
+   * tools' containment, and returns the bundle they are served from.
+   * @param {string} appId
+   * @param {FolderFile[]} files
+   * @returns {Promise<Bundle>}
+   */
+  async function upload(appId, files) {
+    const made = await relay('/api/app-files', { method: 'POST' });
+    if (!made.ok) throw new Error(`the folder app's files could not be served: ${made.why}`);
+    /** @type {Bundle} */
+    const bundle = { token: made.token, base: made.base };
+    try {
+      for (const f of files) {
+        const { bytes } = await vb.must('miniapps.file', { appId, path: f.path });
+        const address = `/api/app-files/${bundle.token}/${f.path.split('/').map(encodeURIComponent).join('/')}`;
+        const resp = await fetch(address, { method: 'PUT', body: bytes });
+        if (!resp.ok) {
+          const body = await resp.json().catch(() => ({}));
+          throw new Error(`${f.path} could not be served: ${body.why || resp.status}`);
+        }
+      }
+    } catch (err) {
+      dropBundle(bundle);
+      throw err;
+    }
+    return bundle;
+  }
+
+  /** @param {Bundle | null} bundle */
+  function dropBundle(bundle) {
+    if (bundle) relay(`/api/app-files/${bundle.token}`, { method: 'DELETE' }).catch(() => {});
+  }
+
+  /**
    * startFrame gives app a new bridge frame (replacing any before it) and a new Running for it.
    * @param {OpenApp} app
    */
@@ -244,7 +291,8 @@ export function startMiniApps(vb) {
     const frame = document.createElement('iframe');
     frame.className = 'bridge';
     frame.title = `mini-app ${appTitle(app.entry)}`;
-    frame.src = `${origin}/mini-app-bridge.html?host=${encodeURIComponent(location.origin)}`;
+    const files = app.bundle ? `&files=${app.bundle.token}` : '';
+    frame.src = `${origin}/mini-app-bridge.html?host=${encodeURIComponent(location.origin)}${files}`;
     app.view.slot.replaceChildren(frame);
     app.view.stopped.hidden = true;
     app.frame = frame;
@@ -275,8 +323,8 @@ export function startMiniApps(vb) {
    * @param {OpenApp} [reuse]
    */
   async function launch(target, reuse) {
-    const { entry, html } = await vb.must('miniapps.launch', target);
-    return show(entry, html, target, reuse);
+    const { entry, html, folder } = await vb.must('miniapps.launch', target);
+    return show(entry, html, target, reuse, folder);
   }
 
   /**
@@ -285,23 +333,30 @@ export function startMiniApps(vb) {
    * @param {string} html
    * @param {Target} target
    * @param {OpenApp} [reuse]
+   * @param {FolderFile[]} [folder] a folder app's files
    * @param {boolean} [focus] whether the app's heading takes focus (the person opened it)
    * @returns {Promise<{appId: string, entry: StoreEntry}>}
    */
-  async function show(entry, html, target, reuse, focus = true) {
+  async function show(entry, html, target, reuse, folder, focus = true) {
     let app = apps.get(entry.appId) || reuse;
     if (app && app.appId !== entry.appId) {
       close(app.appId);
       app = undefined;
     }
     const code = await sdk();
+    const bundle = folder && folder.length > 0 ? await upload(entry.appId, folder) : null;
     if (!app) {
       // card() gives the app its view, startFrame its frame and its Running.
-      app = /** @type {OpenApp} */ (/** @type {unknown} */ ({ appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame: null }));
+      app = /** @type {OpenApp} */ (/** @type {unknown} */ ({ appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame: null, bundle }));
       apps.set(app.appId, app);
       el.open.prepend(card(app));
       startFrame(app);
     } else {
+      const old = app.bundle;
+      app.bundle = bundle;
+      dropBundle(old);
+      // A folder app's bridge is framed for its bundle: a new bundle needs a new frame.
+      if (bundle || old) startFrame(app);
       app.entry = entry;
       app.html = html;
       app.target = target;
@@ -326,7 +381,7 @@ export function startMiniApps(vb) {
   /** @param {OpenApp} app */
   function sendLoad(app) {
     app.stats.loads++;
-    post(app, { type: 'load', html: app.html, sdk: app.sdk });
+    post(app, { type: 'load', html: app.html, sdk: app.sdk, base: app.bundle ? app.bundle.base : '' });
     // An app that neither registers a tool nor says it is ready within a tool call's time is
     // said to have none, rather than to be loading for ever.
     app.waited = false;
@@ -349,6 +404,8 @@ export function startMiniApps(vb) {
     apps.delete(appId);
     app.running.live = false;
     app.view.section.remove();
+    dropBundle(app.bundle);
+    app.bundle = null;
     for (const [callId, c] of calls) {
       if (c.app === app) settle(callId, { refused: 'mini-app-closed', why: 'the mini-app was closed before it answered' });
     }
@@ -533,11 +590,45 @@ export function startMiniApps(vb) {
       }
       case 'dropped':
         if (Number.isSafeInteger(msg.count)) stats.dropped = msg.count;
+        if (Array.isArray(msg.samples)) stats.ignored = msg.samples.slice(0, 5).map((/** @type {any} */ x) => ({ why: String(x && x.why).slice(0, 300), what: String(x && x.what).slice(0, 100) }));
+        showIgnored(app);
         break;
+      case 'validate_args': {
+        // The app's own agent asks whether a call's arguments pass: the worker's validator says.
+        if (msg.generation !== app.generation) return;
+        const answer = await vb.call('miniapps.validate', { appId: app.appId, tool: String(msg.name), args: msg.args });
+        if (!current() || msg.generation !== app.generation) return;
+        stats.validated++;
+        post(app, answer.ok
+          ? { type: 'validated', generation: msg.generation, checkId: msg.checkId, ok: true, args: answer.value.args }
+          : { type: 'validated', generation: msg.generation, checkId: msg.checkId, ok: false, refused: answer.refused, why: answer.why });
+        break;
+      }
       case 'over_budget':
         stop(app, overBudget());
         break;
     }
+  }
+
+  /**
+   * showIgnored says in app's card how many of its messages were ignored, and why, with the first
+   * few: a guest speaking something the host does not understand is told apart from a silent one.
+   * @param {OpenApp} app
+   */
+  function showIgnored(app) {
+    const { dropped, ignored } = app.stats;
+    const box = app.view.ignored;
+    box.hidden = dropped === 0;
+    if (dropped === 0) return;
+    const summary = document.createElement('summary');
+    summary.textContent = `${dropped} message${dropped === 1 ? '' : 's'} ignored: ${ignored[0] ? ignored[0].why : 'not part of the protocol'}`;
+    const list = document.createElement('ul');
+    for (const x of ignored) {
+      const li = document.createElement('li');
+      li.textContent = `${x.what}: ${x.why}`;
+      list.append(li);
+    }
+    box.replaceChildren(summary, list);
   }
 
   /**
@@ -579,9 +670,9 @@ export function startMiniApps(vb) {
   });
 
   // The assistant opened an app (launch_mini_app, create_mini_app): the worker has launched it.
-  vb.on('miniapp.open', ({ entry, html }) => {
+  vb.on('miniapp.open', ({ entry, html, folder }) => {
     const target = entry.kind === 'page' && entry.source === 'workspace' ? { path: entry.storagePath } : { name: entry.appId };
-    show(entry, html, target, undefined, false).then(refreshTray).catch(vb.notify);
+    show(entry, html, target, undefined, folder, false).then(refreshTray).catch(vb.notify);
   });
 
   // The worker stopped waiting: its deadline passed (expired), which stops the app, or its caller

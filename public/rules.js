@@ -12,6 +12,9 @@ export const MAX_TOOL_NAME_LENGTH = 64;
 /** TOOL_NAME is a tool name: 1 to MAX_TOOL_NAME_LENGTH of A-Z, a-z, 0-9, _ and - (shared/miniapp.ValidToolName). */
 export const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** WEBMCP_TOOL_NAME is the name a sandboxed mini-app registers a tool under (the WebMCP rule): 1 to 128 of A-Z, a-z, 0-9, _, - and . (shared/miniapp.ValidWebMCPToolName). */
+export const WEBMCP_TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+
 /** MAX_DECLARATION_BYTES is the largest tool declaration, as UTF-8 JSON (shared/miniapp.MaxDeclarationBytes). */
 export const MAX_DECLARATION_BYTES = 65536;
 

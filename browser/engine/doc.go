@@ -56,13 +56,16 @@
 // public/mini-apps.js):
 //
 //	miniapps.list                 -> {entries}           the store's discovery: apps and pages, with kind
-//	miniapps.launch {name}|{path} -> {entry, html}       resolve through the store, or a workspace .html file
+//	miniapps.launch {name}|{path} -> {entry, html, folder?}  resolve through the store, or a workspace .html file;
+//	                                 folder lists a folder app's files [{path, size}]
+//	miniapps.file {appId, path}   -> {path, size} and value.bytes  one file of a launched folder app
 //	miniapps.reset {appId}        -> {reset}             the frame loaded a new document: forget its tools
 //	miniapps.close {appId, why?}  -> {closed}            why: what calls still waiting are told
 //	miniapps.register {appId, tool} -> {appId, name, modelName, description, parameters}
 //	miniapps.unregister {appId, name} -> {removed}
 //	miniapps.tools {appId?}       -> {tools}
 //	miniapps.call {appId, tool, args} | {name, args} -> {result}
+//	miniapps.validate {appId, tool, args} -> {args}        the check a call makes, calling nothing
 //	miniapps.result {callId, result} | {callId, refused, why} -> {accepted}
 //	miniapps.save {name, title?}  -> entry               promote a page to an app on the shelf
 //	miniapps.delete {id}          -> entry               per-artifact ownership, see miniappstore
