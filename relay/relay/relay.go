@@ -204,6 +204,12 @@ func New(cfg Config) (*Relay, error) {
 		r.ExternalApps.SetReport(o.ExternalApps)
 	})
 	r.Hub.AddOfferListener(offered)
+	// The page's live panels follow who holds the root and what changes in the extensions, on
+	// the event stream the catalogue serves (in a fleet, every relay's: Events carries them).
+	r.Hub.AddRootListener(hub.RootFunc(func(root hub.Root) { r.Tools.Publish("root", root) }))
+	r.Extensions.Changed = func(what, id string) {
+		r.Tools.Publish("extensions", map[string]string{"what": what, "id": id})
+	}
 	r.buildLive(vendors)
 	if r.Fleet != nil {
 		r.Router = r.Fleet.NewRouter(r.Hub)
