@@ -766,3 +766,42 @@ func TestFleetAMachineWaitsOutNATS(t *testing.T) {
 	dial()
 	waitFor(t, "the machine holding the root", func() bool { return a.root(t)["kind"] == hub.RootMachine })
 }
+
+// TestFleetRootEventsReachEveryRelay: a page following /api/events on B hears the root the page
+// on A declares (the live panel that says where the tools act).
+func TestFleetRootEventsReachEveryRelay(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "rootev", false), startMember(t, nats, "rootev", false)
+	req, _ := http.NewRequest(http.MethodGet, b.url+"/api/events", nil)
+	req.Header.Set("Origin", b.url)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	page := dialPage(t, a, memoryExecutor(), nil)
+	page.ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"handle","name":"Projects"}`))
+	deadline := time.After(patience)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("B's event stream ended")
+			}
+			if strings.HasPrefix(l, "data: ") && strings.Contains(l, `"name":"Projects"`) {
+				return
+			}
+		case <-deadline:
+			t.Fatal("B's stream never heard the root declared on A")
+		}
+	}
+}
