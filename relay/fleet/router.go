@@ -87,7 +87,8 @@ type Local interface {
 // LeaseGoneGrace; fleet-unavailable when NATS cannot be reached.
 //
 // Leases expire after Config.LeaseTTL without a heartbeat, measured on each relay's own clock
-// from the last renewal it heard.
+// from the last renewal it heard; a call is given up as outcome-unknown only after a TTL of
+// silence counted from its own start at the earliest.
 type Router struct {
 	f     *Fleet
 	local Local
@@ -301,9 +302,18 @@ func (r *Router) see(l *lease, rev uint64) bool {
 
 // live returns the lease if it is alive: heard renewed within the TTL.
 func (r *Router) live() (*lease, <-chan struct{}, time.Time) {
+	l, changed, expires := r.current()
+	if l == nil || time.Now().After(expires) {
+		return nil, changed, time.Time{}
+	}
+	return l, changed, expires
+}
+
+// current returns the lease as last heard, alive or not, and when it expires unless renewed.
+func (r *Router) current() (*lease, <-chan struct{}, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cur == nil || time.Since(r.heard) > r.ttl {
+	if r.cur == nil {
 		return nil, r.changed, time.Time{}
 	}
 	return r.cur, r.changed, r.heard.Add(r.ttl)
@@ -540,7 +550,14 @@ func (r *Router) Ask(ctx context.Context, call wire.Call) wire.Answer {
 	if !r.f.Connected() {
 		return wire.Refuse(call.CallID, r.f.unavailable(nats.ErrDisconnected).(*refusal.Refusal))
 	}
-	l, changed, expires := r.live()
+	// A lease not renewed lately is still tried: NATS says at once when nobody answers its
+	// subject (no-page), and a holder whose renewals are only late (a busy relay) is reached. The
+	// holder gets at least one TTL of silence from now before the call is given up as
+	// outcome-unknown.
+	l, changed, expires := r.current()
+	if floor := time.Now().Add(r.ttl); expires.Before(floor) {
+		expires = floor
+	}
 	if l == nil {
 		r.mu.Lock()
 		last := r.lastKind
@@ -590,7 +607,7 @@ func (r *Router) Ask(ctx context.Context, call wire.Call) wire.Answer {
 			a.CallID = call.CallID
 			return a
 		case <-changed:
-			nl, nchanged, nexp := r.live()
+			nl, nchanged, nexp := r.current()
 			changed = nchanged
 			if nl != nil && nl.ID == l.ID {
 				expiry.Reset(time.Until(nexp)) // renewed: the holder lives

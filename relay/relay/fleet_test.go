@@ -36,7 +36,7 @@ import (
 )
 
 // testLeaseTTL is the fleet tests' lease bound, short so a dead relay's lease ends soon.
-const testLeaseTTL = time.Second
+const testLeaseTTL = 2 * time.Second
 
 // member is one relay of a test fleet.
 type member struct {
