@@ -240,6 +240,7 @@ func TestApprovalOutcomes(t *testing.T) {
 	slow := assistant.Options{ApprovalTimeout: bound}
 	r2 := newRig(t, slow)
 	dir2 := r2.machine()
+	r2.events() // one page listens, so the request waits
 	os.WriteFile(filepath.Join(dir2, "x.txt"), []byte("x"), 0o644)
 	answer = r2.async("delete_file", map[string]string{"name": "x.txt"})
 	var pending []any
@@ -326,7 +327,7 @@ func TestEveryRefusalPerTool(t *testing.T) {
 		c{"grep_files", map[string]string{}, refusal.MissingArgument},
 		c{"grep_files", map[string]string{"query": "a", "dir": "missing"}, refusal.NotFound},
 		c{"grep_files", map[string]string{"query": "a", "dir": ".voicebox"}, refusal.DotfileRefused},
-		c{"delete_file", map[string]string{"name": "twice.txt"}, refusal.ApprovalTimedOut},
+		c{"delete_file", map[string]string{"name": "twice.txt"}, refusal.NoPage}, // no page listens to ask
 		c{"undo_last_action", map[string]string{"force": "yes"}, refusal.InvalidArgument},
 		c{"launch_mini_app", map[string]string{}, refusal.MissingArgument},
 		c{"launch_mini_app", map[string]string{"name": "timer"}, refusal.NoPage},
@@ -573,5 +574,49 @@ func TestPendingApprovalsAreBounded(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "extra.txt")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAnMCPClientsApprovalNamesIt: a delete from an MCP client asks the page in a request that
+// names the client, and the call event says where it came from; with no page listening, the same
+// delete is refused no-page at once and nothing is deleted.
+func TestAnMCPClientsApprovalNamesIt(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{ApprovalTimeout: bound})
+	dir := r.machine()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644)
+	ctx, cancel := context.WithTimeout(assistant.WithMCPClient(context.Background(), "desktop"), bound)
+	defer cancel()
+	var nobody map[string]any
+	json.Unmarshal(r.cat.Call(ctx, "delete_file", json.RawMessage(`{"name":"a.txt"}`)), &nobody)
+	if nobody["refused"] != string(refusal.NoPage) {
+		t.Fatalf("with no page listening the delete answered %v", nobody)
+	}
+	ev := r.events()
+	answer := make(chan map[string]any, 1)
+	go func() {
+		var m map[string]any
+		json.Unmarshal(r.cat.Call(ctx, "delete_file", json.RawMessage(`{"name":"a.txt"}`)), &m)
+		answer <- m
+	}()
+	asked := next(t, ev, "approval")
+	if asked.Data["client"] != "desktop" || !strings.Contains(asked.Data["summary"].(string), `MCP client "desktop"`) {
+		t.Fatalf("the request does not name the client: %v", asked.Data)
+	}
+	r.post("/api/approvals/"+asked.Data["id"].(string), map[string]bool{"approve": false})
+	if d := wait(t, answer); d["refused"] != string(refusal.ApprovalDenied) {
+		t.Fatalf("a denied delete answered %v", d)
+	}
+	for {
+		call := next(t, ev, "call")
+		if call.Data["tool"] == "delete_file" {
+			if call.Data["source"] != "mcp" || call.Data["client"] != "desktop" {
+				t.Fatalf("the call event says %v", call.Data)
+			}
+			break
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.txt")); err != nil {
+		t.Fatalf("a.txt is gone: %v", err)
 	}
 }

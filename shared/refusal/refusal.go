@@ -200,6 +200,12 @@ const (
 	// would run, and the bound on requests waiting.
 	RootChanged      Rule = "root-changed"       // another executor took the workspace root while the person was asked
 	TooManyApprovals Rule = "too-many-approvals" // as many requests as the page shows already wait for the person
+
+	// MCP clients at /mcp (relay/mcp): who may connect. A wrong Origin is origin-refused, a
+	// bearer the host never minted bearer-refused.
+	BearerMissing Rule = "bearer-missing" // no Authorization: Bearer header
+	BearerRevoked Rule = "bearer-revoked" // the host revoked this client's bearer (or minted a newer one for its name)
+	HostRefused   Rule = "host-refused"   // a Host header that is not this relay's own name (DNS rebinding)
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
