@@ -13,6 +13,8 @@
 //	relay sessions [list] | revoke ID | revoke --all    list or revoke the running relay's sessions
 //	relay ticket                                        mint a one-time sign-in address on the running relay
 //	relay check-app URL [--host ORIGIN]                 say which embedding headers an external mini-app lacks
+//	relay mcp-token NAME | --revoke NAME | --list       mint a bearer for an MCP client, revoke or list
+//	relay mcp [--relay URL] --bearer-file FILE          serve a stdio MCP client through the relay's /mcp
 //	relay help                                          print the commands, flags and environment variables
 //
 // Run `relay --help` for the flags and environment variables.
@@ -33,6 +35,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -43,6 +46,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/externalapps"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/relay/mcp"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/relay/toolcheck"
@@ -76,6 +80,8 @@ func init() {
 		{"approval-code", "show the outstanding extension approval code: approval-code [--extensions-dir DIR]", runApprovalCode},
 		{"sessions", "list or revoke the sessions of the running relay: sessions [list] | sessions revoke ID | sessions revoke --all", runSessions},
 		{"ticket", "mint a one-time sign-in address on the running relay and print it: ticket [--extensions-dir DIR]", runTicket},
+		{"mcp-token", "mint a bearer for an MCP client and print it once: mcp-token NAME | mcp-token --revoke NAME | mcp-token --list", runMCPToken},
+		{"mcp", "serve a stdio MCP client through the running relay's /mcp: mcp [--relay URL] --bearer-file FILE", runMCP},
 		{"check-app", "say which embedding headers an external mini-app lacks: check-app URL [--host ORIGIN]", runCheckApp},
 		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }},
 	}
@@ -126,6 +132,14 @@ func usage(w io.Writer) {
 	efs, _ := envFlags(io.Discard)
 	efs.SetOutput(w)
 	efs.PrintDefaults()
+	fmt.Fprintf(w, "\nFlags of mcp-token:\n")
+	tfs, _ := mcpTokenFlags(io.Discard)
+	tfs.SetOutput(w)
+	tfs.PrintDefaults()
+	fmt.Fprintf(w, "\nFlags of mcp:\n")
+	mfs, _ := mcpBridgeFlags(io.Discard)
+	mfs.SetOutput(w)
+	mfs.PrintDefaults()
 	fmt.Fprintf(w, `
 Environment:
   PORT                     the port to listen on when --addr is not given (default %d; 0 takes a free port)
@@ -154,6 +168,7 @@ Environment:
   GEMINI_API_KEY           the Gemini key for live voice (a key stored with PUT /api/keys wins)
   VOICEBOX_OPENAI_URL      the OpenAI Realtime endpoint, when --openai-url is not given
   VOICEBOX_GEMINI_URL      the Gemini Live endpoint, when --gemini-url is not given
+  VOICEBOX_MCP_BEARER_FILE the MCP client's bearer file for relay mcp, when --bearer-file is not given
 
 The sessions and ticket commands reach the relay serving the same --extensions-dir through its
 control socket (%s in that directory) and authenticate with the host token.
@@ -340,6 +355,13 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 2
 	}
+	mcpDoor := mcp.New(mcp.Options{Catalogue: appsModel, Clients: state, Attribute: assistant.WithMCPClient,
+		PageOrigin: srv.PageOrigin, PublicHost: originHost(st.origin), Build: build, Log: log})
+	defer mcpDoor.Close()
+	for _, method := range []string{"GET ", "POST ", "DELETE "} {
+		srv.Handle(method+mcp.Path, mcpDoor)
+	}
+	mcpDoor.RegisterClients(srv, state, state.CheckHostToken)
 	if challenges != nil {
 		cl, err := net.Listen("tcp", st.acmeHTTP)
 		if err != nil {
@@ -364,9 +386,15 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(w, "certificates for %s come from the ACME CA on first use, cached in %s\n", st.acme.host, filepath.Join(state.Path(), ACMECacheDir))
 		}
 	}
-	code := serve(ctx, ln, listeners[1:], scheme, srv, log, stdout, banner, func() { stopping.Store(true); lv.Close(); tools.Close(); hb.Close() })
+	code := serve(ctx, ln, listeners[1:], scheme, srv, log, stdout, banner, func() { stopping.Store(true); lv.Close(); mcpDoor.Close(); tools.Close(); hb.Close() })
 	hb.Close()
 	return code
+}
+
+// originHost returns the host[:port] of a public origin (scheme://host[:port]), or "".
+func originHost(origin string) string {
+	_, host, _ := strings.Cut(origin, "://")
+	return host
 }
 
 // reachableAddr is a listener's address as a browser on this machine can open it: an unspecified

@@ -206,6 +206,8 @@ const (
 	BearerMissing Rule = "bearer-missing" // no Authorization: Bearer header
 	BearerRevoked Rule = "bearer-revoked" // the host revoked this client's bearer (or minted a newer one for its name)
 	HostRefused   Rule = "host-refused"   // a Host header that is not this relay's own name (DNS rebinding)
+	BodyStalled   Rule = "body-stalled"   // a request body that did not arrive within the bound
+	TooManyCalls  Rule = "too-many-calls" // a client has as many tool calls running as it may
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
