@@ -453,7 +453,7 @@ func TestMCPStdioBridge(t *testing.T) {
 	bearerFile := filepath.Join(t.TempDir(), "bearer")
 	os.WriteFile(bearerFile, []byte(mintMCP(t, stateDir, "stdio")+"\n"), 0o600)
 	cmd := exec.Command(bin, "mcp", "--relay", url, "--bearer-file", bearerFile)
-	var stderr bytes.Buffer
+	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	c := sdk.NewClient(&sdk.Implementation{Name: "stdio-client", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -480,6 +480,7 @@ func TestMCPStdioBridge(t *testing.T) {
 	if err != nil || res.Contents[0].Text != "hello from the machine" {
 		t.Fatalf("resources/read over stdio: %+v, %v", res, err)
 	}
+	s.Close() // stdin closes; the bridge exits
 	if strings.Contains(stderr.String(), "vbm_") {
 		t.Fatal("the bridge logged its bearer")
 	}
