@@ -22,7 +22,7 @@ Usage: ./build.sh COMMAND
   build          build public/voicebox.wasm (+ .gz, .br), public/wasm_exec.js and bin/relay
   run            build, then serve the page on http://127.0.0.1:8787 (PORT overrides the port)
   test [LAYER]   set up what the tests need, build, then run every layer, or one of:
-                   lint     gofmt and go vet (native and GOOS=js)
+                   lint     gofmt, go vet (native and GOOS=js), tsc --noEmit of public/
                    native   go test -race of every package but tests/
                    browser  GOOS=js tests in headless Chromium (wasmbrowsertest)
                    e2e      end-to-end tests in tests/ (the page in Chromium, the worker harness)
@@ -69,6 +69,22 @@ setup_browser() {
 	mkdir -p "$CACHE/tmp"
 }
 
+# setup_web installs the pinned TypeScript compiler (tools/web/package-lock.json) into .cache/web,
+# again whenever the lock file changes. It needs Node.js and npm; nothing is installed globally.
+setup_web() {
+	command -v npm >/dev/null || die "setup: npm is not on PATH; install Node.js 18 or newer (Debian: apt-get install nodejs npm)"
+	local web=$CACHE/web
+	if [ -x "$web/node_modules/.bin/tsc" ] && cmp -s tools/web/package-lock.json "$web/package-lock.json"; then
+		return
+	fi
+	say "setup: installing the pinned TypeScript compiler (tools/web) into .cache/web"
+	rm -rf "$web"
+	mkdir -p "$web"
+	cp tools/web/package.json tools/web/package-lock.json "$web/"
+	(cd "$web" && npm ci --ignore-scripts --no-audit --no-fund) >"$CACHE/npm.log" 2>&1 ||
+		die "setup: npm ci of tools/web failed (see $CACHE/npm.log)"
+}
+
 # browser_env runs a command under the trimmed environment wasmbrowsertest needs (it copies the
 # whole environment into the page and fails past about 12 KB).
 browser_env() {
@@ -113,6 +129,11 @@ layer_lint() {
 	go vet ./... || die "lint: go vet (native) found problems"
 	GOOS=js GOARCH=wasm go vet $(browser_packages) || die "lint: go vet (GOOS=js) found problems"
 	(cd tools && go vet ./...) || die "lint: go vet (tools/) found problems"
+	setup_web
+	local p
+	for p in tools/web/tsconfig*.json; do
+		"$CACHE/web/node_modules/.bin/tsc" -p "$p" || die "lint: tsc found problems in public/ ($p)"
+	done
 	say "lint: ok"
 }
 

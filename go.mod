@@ -3,6 +3,7 @@ module github.com/voicebox-go/voicebox
 go 1.26.0
 
 require (
+	github.com/aymanbagabas/go-udiff v0.4.2
 	github.com/chromedp/cdproto v0.160.4
 	github.com/chromedp/chromedp v0.23.1
 	github.com/coder/websocket v1.8.15

@@ -142,13 +142,13 @@ func TestTheAssistantsMiniAppToolsInTheWorker(t *testing.T) {
 	// create-mini-app writes the file through the executor (undoable) and opens it.
 	html := `<!doctype html><title>Counter</title><p>0</p>`
 	made, err := x.relayCall("create-mini-app", `{"title":"My Counter","html":`+quote(html)+`}`)
-	if err != nil || made["path"] != "my_counter.html" || made["id"] != "page_my_counter" {
+	if err != nil || made["path"] != "my-counter.html" || made["id"] != "page_my-counter" {
 		t.Fatalf("create-mini-app = %v, %v", made, err)
 	}
-	if b, err := x.mem.ReadFile(context.Background(), "my_counter.html"); err != nil || string(b) != html {
+	if b, err := x.mem.ReadFile(context.Background(), "my-counter.html"); err != nil || string(b) != html {
 		t.Fatalf("the workspace holds %q, %v", b, err)
 	}
-	if ids := x.opened(); ids[len(ids)-1] != "page_my_counter" {
+	if ids := x.opened(); ids[len(ids)-1] != "page_my-counter" {
 		t.Fatalf("the page was asked to open %v", ids)
 	}
 	for _, c := range []struct {
@@ -165,7 +165,7 @@ func TestTheAssistantsMiniAppToolsInTheWorker(t *testing.T) {
 			t.Errorf("create-mini-app %.60s: %v, want %s", c.args, err, c.rule)
 		}
 	}
-	if undo, err := x.relayCall("undo-last", `{}`); err != nil || undo["removed"] != true || undo["path"] != "my_counter.html" {
+	if undo, err := x.relayCall("undo-last", `{}`); err != nil || undo["removed"] != true || undo["path"] != "my-counter.html" {
 		t.Fatalf("undoing the created app = %v, %v", undo, err)
 	}
 }

@@ -4,7 +4,9 @@
 //
 // # What JavaScript sees
 //
-// The worker and the page's main thread talk through postMessage with plain objects:
+// The worker and the page's main thread talk through postMessage with plain objects (the page's
+// one client of the worker, public/worker-client.js, spells every shape below as a JSDoc type
+// that tsc checks the page against: change the two together):
 //
 //	worker -> page  {type: "ready", build}                         once, when Go is running
 //	page -> worker  {type: "call", id, method, params}             id: a number the page chooses

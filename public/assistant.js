@@ -1,42 +1,54 @@
+// @ts-check
 // The assistant panel: the command box (typed turns, POST /api/turn), each turn's action and
 // result, the calls a live model makes, the approval prompts with their deadline, the Undo
 // button, and the "offline mode" label while no voice model is configured. It listens to the
 // relay's event stream (GET /api/events), which reaches this page whoever holds the workspace,
 // even a paired machine environment.
 //
-// window.voicebox.assistant.turn(text) and .undo() are what the page and the tests use.
-'use strict';
+// startAssistant returns turn(text), undo() and pending(): what the page and the tests use.
+import { notify } from './dialogs.js';
+import { byId, node } from './dom.js';
+import { emit, listen } from './events.js';
+import { relay } from './http.js';
+import { FILE_CHANGING_TOOLS } from './rules.js';
 
-(() => {
-  const vb = window.voicebox;
-  const $ = (id) => document.getElementById(id);
+/** MAX_TURNS bounds the turns the panel keeps on screen; older ones are dropped. */
+const MAX_TURNS = 100;
+/** Verbs whose success changes the workspace, so the file list is refreshed. */
+const CHANGES = new Set(FILE_CHANGING_TOOLS);
+/** TICK_MS is how often an approval's countdown is redrawn. */
+const TICK_MS = 1000;
+/** STREAM_RETRY_MS is the pause before the event stream opens again while the workspace is elsewhere. */
+const STREAM_RETRY_MS = 15000;
+
+/**
+ * Turn is the relay's account of one turn or one model call: what it understood, the action,
+ * and the result or refusal.
+ * @typedef {{ok: boolean, understood?: string, action?: {verb?: string, [key: string]: unknown},
+ *   result?: any, help?: string, refused?: string, why?: string}} Turn
+ */
+/** @typedef {{id: string, tool: string, summary: string, deadline: string}} Approval */
+
+/** startAssistant runs the Assistant panel. */
+export function startAssistant() {
   const el = {
-    form: $('command-form'), input: $('command'), turns: $('turns'), approvals: $('approvals'),
-    undo: $('undo'), mode: $('assistant-mode'), help: $('command-help'),
-  };
-  if (!el.form) return;
-
-  // MAX_TURNS bounds the turns the panel keeps on screen; older ones are dropped.
-  const MAX_TURNS = 100;
-  // Verbs whose success changes the workspace, so the file list is refreshed.
-  const CHANGES = new Set(['write_file', 'edit_file', 'delete_file', 'undo_last_action', 'create_mini_app']);
-
-  const node = (tag, cls, text) => {
-    const n = document.createElement(tag);
-    if (cls) n.className = cls;
-    if (text !== undefined) n.textContent = text;
-    return n;
+    form: byId('command-form'), input: byId('command', HTMLInputElement), turns: byId('turns'), approvals: byId('approvals'),
+    undo: byId('undo'), mode: byId('assistant-mode'), help: byId('command-help'),
   };
 
-  async function post(path, body) {
-    const resp = await fetch(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
-    let data;
-    try { data = await resp.json(); } catch (_) { data = { ok: false, refused: 'internal-error', why: `the relay answered ${resp.status}` }; }
-    return data;
-  }
+  /**
+   * @param {string} path
+   * @param {unknown} body
+   * @returns {Promise<any>}
+   */
+  const post = (path, body) => relay(path, { body });
 
   // ---- the record of turns and calls ----
 
+  /**
+   * @param {string} kind
+   * @param {string} said
+   */
   function entry(kind, said) {
     const li = node('li', 'turn');
     li.dataset.turn = kind;
@@ -45,17 +57,22 @@
     head.append(node('span', 'badge', kind === 'model' ? 'assistant' : kind), node('span', 'said', said));
     li.append(head);
     el.turns.prepend(li);
-    while (el.turns.children.length > MAX_TURNS) el.turns.lastElementChild.remove();
+    while (el.turns.children.length > MAX_TURNS) el.turns.lastElementChild?.remove();
     return li;
   }
 
+  /** @param {any} result */
   function describe(result) {
     if (!result) return '';
     if (result.refused) return `${result.refused}: ${result.why}`;
     return JSON.stringify(result, null, 2);
   }
 
-  // fill shows a turn's (or a call's) understanding, action and result.
+  /**
+   * fill shows a turn's (or a call's) understanding, action and result.
+   * @param {HTMLElement} li
+   * @param {Turn} turn
+   */
   function fill(li, { understood, action, result, ok, help }) {
     li.dataset.state = ok ? 'ok' : 'refused';
     if (action && action.verb) li.dataset.verb = action.verb;
@@ -69,9 +86,13 @@
     }
     if (result) li.append(node('pre', 'result', describe(result)));
     if (help) li.append(node('pre', 'help', help));
-    if (ok && action && CHANGES.has(action.verb)) document.dispatchEvent(new CustomEvent('voicebox:files-changed'));
+    if (ok && action && CHANGES.has(String(action.verb))) emit('files-changed');
   }
 
+  /**
+   * @param {string} text
+   * @returns {Promise<Turn>}
+   */
   async function turn(text) {
     const li = entry('you', text);
     const t = await post('/api/turn', { transcript: text });
@@ -79,6 +100,7 @@
     return t;
   }
 
+  /** @returns {Promise<Turn>} */
   async function undo() {
     const li = entry('you', 'Undo');
     const t = await post('/api/turn', { action: { verb: 'undo_last_action' } });
@@ -91,15 +113,17 @@
     const text = el.input.value.trim();
     if (!text) return;
     el.input.value = '';
-    turn(text).catch(vb.notify);
+    turn(text).catch(notify);
   });
-  el.undo.addEventListener('click', () => undo().catch(vb.notify));
-  el.help.addEventListener('click', () => turn('help').catch(vb.notify));
+  el.undo.addEventListener('click', () => undo().catch(notify));
+  el.help.addEventListener('click', () => turn('help').catch(notify));
 
   // ---- approvals ----
 
-  const waiting = new Map(); // id -> {li, timer}
+  /** @type {Map<string, {li: HTMLElement, timer: number}>} */
+  const waiting = new Map();
 
+  /** @param {Approval} a */
   function ask(a) {
     if (waiting.has(a.id)) return;
     const li = node('li', 'approval');
@@ -113,21 +137,22 @@
     tick();
     const yes = node('button', 'approve', 'Approve');
     const no = node('button', 'deny danger', 'Deny');
-    for (const [b, approve] of [[yes, true], [no, false]]) {
+    for (const [b, approve] of /** @type {[HTMLButtonElement, boolean][]} */ ([[yes, true], [no, false]])) {
       b.type = 'button';
       b.addEventListener('click', async () => {
         yes.disabled = no.disabled = true;
         const answer = await post(`/api/approvals/${encodeURIComponent(a.id)}`, { approve });
-        if (!answer.ok) vb.notify(new Error(answer.why || 'the request is no longer waiting'));
+        if (!answer.ok) notify(new Error(answer.why || 'the request is no longer waiting'));
         settle(a.id);
       });
     }
     li.append(node('span', 'summary', a.summary), left, yes, no);
     el.approvals.append(li);
     el.approvals.hidden = false;
-    waiting.set(a.id, { li, timer: setInterval(tick, 1000) });
+    waiting.set(a.id, { li, timer: setInterval(tick, TICK_MS) });
   }
 
+  /** @param {string} id */
   function settle(id) {
     const w = waiting.get(id);
     if (!w) return;
@@ -139,6 +164,7 @@
 
   // ---- the event stream ----
 
+  /** @param {string} mode */
   function showMode(mode) {
     const offline = mode !== 'live';
     el.mode.textContent = offline ? 'offline mode' : 'live';
@@ -148,20 +174,23 @@
       : 'A live voice model is configured.';
   }
 
+  /** @type {EventSource | null} */
   let stream = null;
   let retry = 0;
+  /** The page's channel to the relay, as the workspace last said. */
+  let channelState = 'idle';
 
-  // listen opens the stream. When it fails it is closed rather than left to retry by itself:
+  // listenStream opens the stream. When it fails it is closed rather than left to retry by itself:
   // it opens again once the page's channel to the relay is back (or, while another tab or a
   // machine holds the workspace, after a pause).
-  function listen() {
+  function listenStream() {
     clearTimeout(retry);
     if (stream) return;
     stream = new EventSource('/api/events');
     stream.addEventListener('hello', (e) => {
       const hello = JSON.parse(e.data);
       showMode(hello.mode);
-      const live = new Set((hello.approvals || []).map((a) => a.id));
+      const live = new Set((hello.approvals || []).map((/** @type {Approval} */ a) => a.id));
       for (const id of [...waiting.keys()]) if (!live.has(id)) settle(id);
       for (const a of hello.approvals || []) ask(a);
     });
@@ -173,19 +202,19 @@
       fill(entry('model', c.tool), { action: c.action, result: c.result, ok: c.ok });
     });
     stream.onerror = () => {
-      stream.close();
+      stream?.close();
       stream = null;
-      const channel = document.querySelector('#channel');
-      const state = channel && channel.dataset.state;
-      if (state === 'replaced' || state === 'refused' || state === 'idle') retry = setTimeout(listen, 15000);
+      const state = channelState;
+      if (state === 'replaced' || state === 'refused' || state === 'idle') retry = setTimeout(listenStream, STREAM_RETRY_MS);
     };
   }
 
-  document.addEventListener('voicebox:channel', (e) => {
-    if (e.detail && e.detail.state === 'connected') listen();
+  listen('channel', ({ state }) => {
+    channelState = state;
+    if (state === 'connected') listenStream();
   });
   showMode('offline');
-  listen();
+  listenStream();
 
-  vb.assistant = Object.freeze({ turn, undo, pending: () => [...waiting.keys()] });
-})();
+  return Object.freeze({ turn, undo, pending: () => [...waiting.keys()] });
+}

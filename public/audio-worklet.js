@@ -1,3 +1,4 @@
+// @ts-check
 // The microphone's AudioWorklet: it turns the context's float samples into PCM16 little-endian
 // mono at the rate the relay announced, in 20 ms frames posted to the main thread (as transferred
 // ArrayBuffers). When the browser gave the context another rate than the one asked for, it
@@ -6,6 +7,7 @@
 'use strict';
 
 class VoiceboxCapture extends AudioWorkletProcessor {
+  /** @param {{processorOptions: {targetRate: number}}} options */
   constructor(options) {
     super();
     const target = options.processorOptions.targetRate;
@@ -17,9 +19,11 @@ class VoiceboxCapture extends AudioWorkletProcessor {
     // sample, so interpolation runs across block edges.
     this.t = 1;
     this.prev = 0;
+    this.stopped = false;
     this.port.onmessage = (e) => { if (e.data === 'stop') this.stopped = true; };
   }
 
+  /** @param {number} v */
   emit(v) {
     const s = v > 1 ? 1 : v < -1 ? -1 : v;
     this.frame.setInt16(this.n * 2, Math.round(s < 0 ? s * 0x8000 : s * 0x7fff), true);
@@ -31,6 +35,7 @@ class VoiceboxCapture extends AudioWorkletProcessor {
     }
   }
 
+  /** @param {Float32Array[][]} inputs */
   process(inputs) {
     if (this.stopped) return false;
     const ch = inputs[0] && inputs[0][0];

@@ -1,31 +1,35 @@
+// @ts-check
 // The Extensions panel: the shipped catalogue with the gate's verdicts, proposals waiting for a
 // human with their disclosure plan in plain words, admission by a one-time code printed on the
 // relay's console, admitted extensions with revoke, and files present but not admitted. It talks
 // to the relay's /api/extensions routes directly (same origin); it never sees the host token.
-'use strict';
+import { byId, node } from './dom.js';
+import { relay } from './http.js';
 
-(() => {
-  const $ = (id) => document.getElementById(id);
+/**
+ * Entry is one extension of the listing, with the gate's verdict and its disclosure plan.
+ * @typedef {{id: string, name?: string, description?: string, ok: boolean, refused?: string, why?: string,
+ *   plan: {summary: string[]}, tools?: {name: string, primitive: string}[]}} Entry
+ */
+
+/** startExtensions runs the Extensions panel. */
+export function startExtensions() {
   const el = {
-    note: $('ext-note'), pending: $('ext-pending'), admitted: $('ext-admitted'),
-    present: $('ext-present'), catalogue: $('ext-catalogue'), refresh: $('ext-refresh'),
+    note: byId('ext-note'), pending: byId('ext-pending'), admitted: byId('ext-admitted'),
+    present: byId('ext-present'), catalogue: byId('ext-catalogue'), refresh: byId('ext-refresh'),
   };
-  if (!el.pending) return;
 
-  const api = async (path, body) => {
-    const opts = body === undefined ? {} : { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) };
-    const resp = await fetch('/api/extensions' + path, opts);
-    let data = {};
-    try { data = await resp.json(); } catch (_) { data = { ok: false, why: 'the relay answered ' + resp.status }; }
-    return data;
-  };
+  /**
+   * @param {string} path
+   * @param {unknown} [body]
+   */
+  const api = (path, body) => relay('/api/extensions' + path, { body });
+  /** @param {string} text */
   const say = (text) => { el.note.textContent = text; };
-  const node = (tag, cls, text) => {
-    const n = document.createElement(tag);
-    if (cls) n.className = cls;
-    if (text !== undefined) n.textContent = text;
-    return n;
-  };
+  /**
+   * @param {string} text
+   * @param {() => void} onClick
+   */
   const button = (text, onClick) => {
     const b = node('button', '', text);
     b.type = 'button';
@@ -34,6 +38,7 @@
   };
 
   // planWords lists the plan's grants as sentences a person can judge.
+  /** @param {Entry} entry */
   const planWords = (entry) => {
     const ul = node('ul', 'ext-plan');
     if (!entry.ok) {
@@ -44,6 +49,7 @@
     return ul;
   };
 
+  /** @param {Entry} entry */
   const item = (entry) => {
     const li = node('li', 'ext-item');
     li.dataset.id = entry.id;
@@ -52,6 +58,7 @@
     return li;
   };
 
+  /** @param {Entry} entry */
   const pendingItem = (entry) => {
     const li = item(entry);
     li.append(planWords(entry));
@@ -88,6 +95,7 @@
     return li;
   };
 
+  /** @param {Entry} entry */
   const admittedItem = (entry) => {
     const li = item(entry);
     const tools = (entry.tools || []).map((t) => t.name + ' (' + t.primitive + ')').join(', ');
@@ -102,6 +110,7 @@
     return li;
   };
 
+  /** @param {Entry} entry */
   const catalogueItem = (entry) => {
     const li = item(entry);
     li.append(planWords(entry));
@@ -117,6 +126,13 @@
     return li;
   };
 
+  /**
+   * @template E
+   * @param {HTMLElement} ul
+   * @param {E[]} entries
+   * @param {(entry: E) => HTMLElement} make
+   * @param {string} empty
+   */
   const fill = (ul, entries, make, empty) => {
     ul.replaceChildren(...entries.map(make));
     if (entries.length === 0) ul.append(node('li', 'hint', empty));
@@ -124,20 +140,20 @@
 
   const load = async () => {
     let r;
-    try { r = await api(''); } catch (_) { say('The relay is not answering.'); return; }
+    try { r = await api(''); } catch { say('The relay is not answering.'); return; }
     if (!r.ok) { say('The relay refused the listing: ' + r.why); return; }
     const x = r.extensions;
     fill(el.pending, x.pending, pendingItem, 'Nothing is waiting.');
     fill(el.admitted, x.admitted, admittedItem, 'No extension is admitted.');
-    fill(el.present, x.presentNotAdmitted, (p) => {
+    fill(el.present, x.presentNotAdmitted, (/** @type {{id: string, refused: string, why: string}} */ p) => {
       const li = node('li', 'ext-item ext-flagged', p.id + ': ' + p.refused + ' - ' + p.why);
       li.dataset.id = p.id;
       return li;
     }, 'None.');
     fill(el.catalogue, x.catalogue, catalogueItem, 'The catalogue is empty.');
-    document.getElementById('extensions').dataset.state = 'ready';
+    byId('extensions').dataset.state = 'ready';
   };
 
   el.refresh.addEventListener('click', load);
   load();
-})();
+}

@@ -1,3 +1,4 @@
+// @ts-check
 // External mini-apps on the page's main thread: the host side of the bridge. An external app is a
 // web app on its own origin (registered by the operator in MINI_APPS; the relay serves the list at
 // GET /mini-apps) shown here in an <iframe src> with an empty allow attribute. The page and the app
@@ -19,46 +20,131 @@
 // a deadline, whoever called it (the tool form below, or the assistant through the worker); the
 // caller is told whether it was approved, denied or timed out.
 //
-// window.voicebox.externalApps is the API the page and the tests use (see the end of the file).
-'use strict';
+// startExternalApps returns the API the page and the tests use (see the end of the file).
+import { byId } from './dom.js';
+import { emit } from './events.js';
+import { relay } from './http.js';
+import { externalModelName as modelName, validToolName } from './names.js';
+import * as rules from './rules.js';
 
-(() => {
-  const PROTOCOL = 'voicebox-mini-app/1';
-  const LIMITS = Object.freeze({
-    description: 300, tools: 64, toolsChanged: 20, title: 200, summary: 1000, payload: 20000,
-    noteSelection: 2000, schema: 16000, error: 500, prompt: 2000, result: 60000, appName: 80,
-  });
+/** PROTOCOL is the marker every message of the guest protocol carries (mini-app-guest.js says the same). */
+const PROTOCOL = 'voicebox-mini-app/1';
+/**
+ * LIMITS are the page's clamps on what an app sends: those the relay holds an app to as well come
+ * from rules.js; the others are the page's own.
+ */
+const LIMITS = Object.freeze({
+  description: rules.EXTERNAL_MAX_DESCRIPTION_CHARS, tools: rules.EXTERNAL_MAX_TOOLS, toolsChanged: 20,
+  title: rules.EXTERNAL_MAX_TITLE_CHARS, summary: rules.EXTERNAL_MAX_SUMMARY_CHARS, payload: rules.EXTERNAL_MAX_PAYLOAD_CHARS,
+  noteSelection: rules.EXTERNAL_MAX_NOTE_SELECTION_CHARS, schema: 16000, error: 500, prompt: 2000, result: 60000, appName: 80,
+});
+/** @type {Record<string, string>} */
+const ICONS = { app: '▣', calendar: '◴', cart: '⊞', chart: '▲', chat: '❝', document: '▤', folder: '▭', mail: '✉', map: '⌖', table: '▦', users: '☺' };
+
+/**
+ * RegistryEntry is an app the operator registered (GET /mini-apps).
+ * @typedef {{id: string, name: string, description?: string, url: string, origin: string, icon?: string,
+ *   capabilities: string[]}} RegistryEntry
+ */
+/** @typedef {{name: string, modelName: string, description: string, inputSchema: unknown, readOnly: boolean}} AppTool */
+/** @typedef {{ok: false, refused: string, why: string}} Refusal */
+/**
+ * @template V
+ * @typedef {{ok: true, value: V} | Refusal} Outcome
+ */
+/** @typedef {'approved' | 'denied' | 'timedOut' | 'navigated' | 'cancelled'} ApprovalOutcome */
+/**
+ * XApp is an open external app: its frame, the handshake with the document in it, and its stats.
+ * @typedef {{
+ *   id: string, entry: RegistryEntry, documentId: string | null, live: boolean,
+ *   caps: {tools?: boolean, context?: boolean, auth?: boolean},
+ *   appInfo: {name: string, version: string} | null, initResult: object | null,
+ *   tools: AppTool[], selection: any, toolsChanged: number, initSinceLoad: boolean,
+ *   pending: Map<number, {method: string, resolve: (v: any) => void, reject: (r: Refusal) => void, timer: number}>,
+ *   nextId: number, identifySeq: number,
+ *   approvals: Map<number, {settle: (o: ApprovalOutcome) => void, tool: string, by: string, modelCallId: string}>,
+ *   stats: ReturnType<typeof newStats>, state: () => ReturnType<typeof stateOf>,
+ *   frame: HTMLIFrameElement,
+ *   view: {section: HTMLElement, status: HTMLElement, approvals: HTMLElement, selection: HTMLElement,
+ *     errors: HTMLElement, tools: HTMLElement},
+ * }} XApp
+ */
+
+function newStats() {
+  return {
+    loads: 0, handshakes: 0, repeats: 0, resets: /** @type {string[]} */ ([]), kept: 0, identifies: 0, toolsLists: 0,
+    toolsChangedHonoured: 0, toolsChangedIgnored: 0,
+    droppedTools: /** @type {{index: number, name: string, why: string}[]} */ ([]),
+    dropped: /** @type {{origin: string, reason: string, method?: string}[]} */ ([]),
+    errors: /** @type {string[]} */ ([]), openChats: 0,
+    approvals: { approved: 0, denied: 0, timedOut: 0 },
+  };
+}
+
+/**
+ * stateOf is what the tests read of an open app.
+ * @param {XApp} app
+ */
+function stateOf(app) {
+  return {
+    appId: app.id, live: app.live, documentId: app.documentId, caps: { ...app.caps },
+    tools: app.tools.map((t) => ({ name: t.name, modelName: t.modelName, description: t.description, readOnly: t.readOnly })),
+    selection: app.selection, approvalsPending: app.approvals.size, stats: structuredClone(app.stats),
+  };
+}
+
+/**
+ * startExternalApps runs the Apps panel.
+ * @param {import('./dialogs.js').PageServices} vb
+ */
+export function startExternalApps(vb) {
+  /** @type {Record<string, number>} */
   const DEADLINES = { 'ui/identify': 500, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': 10000, approval: 15000 };
-  const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-  const ICONS = { app: '▣', calendar: '◴', cart: '⊞', chart: '▲', chat: '❝', document: '▤', folder: '▭', mail: '✉', map: '⌖', table: '▦', users: '☺' };
-
-  const vb = window.voicebox;
-  const $ = (id) => document.getElementById(id);
-  // The composer is the assistant's command box (public/assistant.js): an app's suggestion goes
+  // The composer is the assistant's command box (assistant.js): an app's suggestion goes
   // there, and only the person sends it.
-  const el = { list: $('xa-list'), open: $('xa-open'), composer: $('command'), note: $('xa-note') };
+  const el = { list: byId('xa-list'), open: byId('xa-open'), composer: byId('command', HTMLInputElement), note: byId('xa-note') };
 
-  let registry = []; // the apps of GET /mini-apps
-  const apps = new Map(); // appId -> open app
-  const strays = []; // marked messages from a window or origin that is no open app's
+  /** @type {RegistryEntry[]} the apps of GET /mini-apps */
+  let registry = [];
+  /** @type {Map<string, XApp>} appId -> open app */
+  const apps = new Map();
+  /** @type {{origin: string, reason: string, method: string}[]} marked messages from a window or origin that is no open app's */
+  const strays = [];
   let nextCall = 1;
 
   // ---- small helpers ----
 
+  /**
+   * @param {string} refused
+   * @param {string} why
+   * @returns {Refusal}
+   */
   function refusal(refused, why) {
     return { ok: false, refused, why };
   }
 
-  // clamp cuts a string to n code points, marking the cut.
+  /**
+   * clamp cuts a string to n code points, marking the cut.
+   * @param {unknown} s
+   * @param {number} n
+   */
   function clamp(s, n) {
     const chars = [...String(s)];
     return chars.length <= n ? chars.join('') : chars.slice(0, n - 1).join('') + '…';
   }
 
+  /** @param {unknown} v */
   function jsonLength(v) {
     try { return JSON.stringify(v ?? null).length; } catch { return Infinity; }
   }
 
+  /**
+   * @template {keyof HTMLElementTagNameMap} K
+   * @param {K} tag
+   * @param {Partial<HTMLElementTagNameMap[K]>} [props]
+   * @param {(Node | string)[]} children
+   * @returns {HTMLElementTagNameMap[K]}
+   */
   function node(tag, props = {}, ...children) {
     const n = document.createElement(tag);
     Object.assign(n, props);
@@ -66,6 +152,11 @@
     return n;
   }
 
+  /**
+   * @param {string} text
+   * @param {() => void} onClick
+   * @param {string} [className]
+   */
   function button(text, onClick, className) {
     const b = node('button', { type: 'button', textContent: text });
     if (className) b.className = className;
@@ -73,35 +164,26 @@
     return b;
   }
 
+  /**
+   * @template T
+   * @param {T[]} list
+   * @param {T} item
+   */
   function keepLast(list, item, n = 100) {
     list.push(item);
     if (list.length > n) list.shift();
-  }
-
-  // modelName is the name the model knows an external app's tool by: app_x_<appId>__<tool>. The
-  // "x" can never be a hex digit, so it never meets a sandboxed mini-app's app_<8 hex>__<tool>. A
-  // name over 64 characters keeps the start of the tool's name and ends in _ and 8 hex digits of
-  // SHA-256 of the tool's name (shared/externalapp.ModelName is the same rule in Go).
-  async function modelName(appId, tool) {
-    const whole = `app_x_${appId}__${tool}`;
-    if (whole.length <= 64) return whole;
-    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(tool)));
-    const hex = [...digest.slice(0, 4)].map((b) => b.toString(16).padStart(2, '0')).join('');
-    const keep = 64 - `app_x_${appId}__`.length - 9;
-    return `app_x_${appId}__${tool.slice(0, keep)}_${hex}`;
   }
 
   // ---- the registry and the list of apps ----
 
   async function refresh() {
     try {
-      const r = await fetch('/mini-apps');
-      const body = await r.json();
-      if (!r.ok) throw new Error(body.why || `GET /mini-apps answered ${r.status}`);
+      const body = await relay('/mini-apps');
+      if (!body.ok) throw new Error(body.why || `GET /mini-apps answered ${body.refused}`);
       registry = body.apps || [];
     } catch (err) {
       registry = [];
-      el.note.textContent = `The app list could not be loaded: ${err.message}`;
+      el.note.textContent = `The app list could not be loaded: ${err instanceof Error ? err.message : err}`;
     }
     renderList();
     return registry;
@@ -115,7 +197,7 @@
     el.list.replaceChildren(...registry.map((a) => {
       const li = node('li');
       li.dataset.appId = a.id;
-      const open = button(`${ICONS[a.icon] || ICONS.app} ${a.name}`, () => openApp(a.id), 'xa-launch');
+      const open = button(`${ICONS[a.icon || 'app'] || ICONS.app} ${a.name}`, () => openApp(a.id), 'xa-launch');
       open.title = a.description || a.url;
       li.append(open, node('span', { className: 'hint', textContent: ` ${a.origin}` }));
       return li;
@@ -124,14 +206,7 @@
 
   // ---- an open app ----
 
-  function newStats() {
-    return {
-      loads: 0, handshakes: 0, repeats: 0, resets: [], kept: 0, identifies: 0, toolsLists: 0,
-      toolsChangedHonoured: 0, toolsChangedIgnored: 0, droppedTools: [], dropped: [], errors: [], openChats: 0,
-      approvals: { approved: 0, denied: 0, timedOut: 0 },
-    };
-  }
-
+  /** @param {string} appId */
   function openApp(appId) {
     const entry = registry.find((a) => a.id === appId);
     if (!entry) throw new Error(`no app is registered as ${appId}`);
@@ -140,23 +215,25 @@
       app.view.section.scrollIntoView({ block: 'nearest' });
       return app.state();
     }
-    app = {
+    // card() gives the app its frame and view.
+    const opened = /** @type {XApp} */ (/** @type {unknown} */ ({
       id: appId, entry, documentId: null, live: false, caps: {}, appInfo: null, initResult: null,
       tools: [], selection: null, toolsChanged: 0, initSinceLoad: false,
       pending: new Map(), nextId: 1, identifySeq: 0, approvals: new Map(), stats: newStats(),
-    };
-    app.state = () => stateOf(app);
-    apps.set(appId, app);
-    el.open.prepend(card(app));
-    render(app);
+    }));
+    opened.state = () => stateOf(opened);
+    apps.set(appId, opened);
+    el.open.prepend(card(opened));
+    render(opened);
     changed();
-    return app.state();
+    return opened.state();
   }
 
+  /** @param {XApp} app */
   function card(app) {
     const section = node('section', { className: 'xa-card' });
     section.dataset.appId = app.id;
-    const title = node('h3', { textContent: `${ICONS[app.entry.icon] || ICONS.app} ${app.entry.name}` });
+    const title = node('h3', { textContent: `${ICONS[app.entry.icon || 'app'] || ICONS.app} ${app.entry.name}` });
     const status = node('span', { className: 'badge xa-status' });
     const head = node('div', { className: 'panel-head' }, title, status,
       node('div', { className: 'tools' }, button('Reload', () => reload(app.id)), button('Close', () => closeApp(app.id))));
@@ -177,6 +254,7 @@
     return section;
   }
 
+  /** @param {string} appId */
   function reload(appId) {
     const app = apps.get(appId);
     if (!app) return;
@@ -184,6 +262,7 @@
     app.frame.src = app.entry.url;
   }
 
+  /** @param {string} appId */
   function closeApp(appId) {
     const app = apps.get(appId);
     if (!app) return;
@@ -193,28 +272,42 @@
     changed();
   }
 
-  function stateOf(app) {
-    return {
-      appId: app.id, live: app.live, documentId: app.documentId, caps: { ...app.caps },
-      tools: app.tools.map((t) => ({ name: t.name, modelName: t.modelName, description: t.description, readOnly: t.readOnly })),
-      selection: app.selection, approvalsPending: app.approvals.size, stats: structuredClone(app.stats),
-    };
-  }
-
   // ---- the wire ----
 
+  /**
+   * @param {XApp} app
+   * @param {object} msg
+   */
   function post(app, msg) {
     // Only the declared origin receives it: if the frame has navigated elsewhere, nothing does.
-    app.frame.contentWindow.postMessage({ jsonrpc: '2.0', protocol: PROTOCOL, ...msg }, app.entry.origin);
+    app.frame.contentWindow?.postMessage({ jsonrpc: '2.0', protocol: PROTOCOL, ...msg }, app.entry.origin);
   }
 
+  /**
+   * @param {XApp} app
+   * @param {unknown} id
+   * @param {unknown} result
+   */
   function reply(app, id, result) { post(app, { id, result }); }
+  /**
+   * @param {XApp} app
+   * @param {unknown} id
+   * @param {number} code
+   * @param {string} message
+   * @param {string} [rule]
+   */
   function replyError(app, id, code, message, rule) {
     post(app, { id, error: { code, message, data: rule ? { refused: rule } : undefined } });
   }
 
   // request sends one request to the app and settles with its result, or rejects with a refusal
   // when the deadline passes or the document goes away first.
+  /**
+   * @param {XApp} app
+   * @param {string} method
+   * @param {object} params
+   * @returns {Promise<any>}
+   */
   function request(app, method, params) {
     const ms = DEADLINES[method];
     return new Promise((resolve, reject) => {
@@ -249,6 +342,10 @@
     fromApp(app, msg);
   });
 
+  /**
+   * @param {XApp} app
+   * @param {any} msg
+   */
   function fromApp(app, msg) {
     if (typeof msg.method !== 'string') {
       const p = app.pending.get(msg.id);
@@ -306,6 +403,11 @@
     };
   }
 
+  /**
+   * @param {XApp} app
+   * @param {unknown} id
+   * @param {any} params
+   */
   async function initialize(app, id, params) {
     const documentId = typeof params.documentId === 'string' ? params.documentId.slice(0, 200) : null;
     if (documentId !== null && documentId === app.documentId && app.live && app.initResult) {
@@ -324,6 +426,7 @@
     app.initSinceLoad = true;
     app.stats.handshakes++;
     const generation = app.stats.handshakes;
+    /** @type {Record<string, unknown>} */
     const result = {
       protocolVersion: PROTOCOL,
       hostInfo: { name: 'Voicebox', version: '1' },
@@ -343,6 +446,7 @@
     if (app.caps.tools) listTools(app);
   }
 
+  /** @param {XApp} app */
   function onFrameLoad(app) {
     if (!apps.has(app.id)) return;
     app.stats.loads++;
@@ -371,6 +475,11 @@
 
   // reset forgets the handshake: the tools, the capabilities, the pending requests (refused
   // external-app-navigated) and the approvals waiting; the next handshake starts over.
+  /**
+   * @param {XApp} app
+   * @param {string} why
+   * @param {boolean} [quiet]
+   */
   function reset(app, why, quiet) {
     const wasLive = app.live;
     app.live = false;
@@ -394,6 +503,7 @@
 
   // ---- tools ----
 
+  /** @param {XApp} app */
   function toolsChanged(app) {
     if (!app.live) return;
     if (app.toolsChanged >= LIMITS.toolsChanged) {
@@ -406,13 +516,14 @@
     listTools(app);
   }
 
+  /** @param {XApp} app */
   async function listTools(app) {
     const documentId = app.documentId;
     let result;
     try {
       result = await request(app, 'tools/list', {});
     } catch (err) {
-      console.warn(`voicebox: the app ${app.id} did not list its tools: ${err.why}`);
+      console.warn(`voicebox: the app ${app.id} did not list its tools: ${/** @type {Refusal} */ (err).why}`);
       return;
     }
     if (!app.live || app.documentId !== documentId) return;
@@ -430,12 +541,16 @@
   }
 
   // parseToolsList takes each descriptor on its own: one bad descriptor costs only itself.
+  /** @param {any} result */
   function parseToolsList(result) {
+    /** @type {unknown[]} */
     const list = result && Array.isArray(result.tools) ? result.tools : [];
+    /** @type {AppTool[]} */
     const tools = [];
+    /** @type {{index: number, name: string, why: string}[]} */
     const dropped = [];
     const seen = new Set();
-    list.forEach((t, index) => {
+    list.forEach((/** @type {any} */ t, index) => {
       const name = t && typeof t.name === 'string' ? clamp(t.name, 80) : `#${index}`;
       if (tools.length >= LIMITS.tools) {
         dropped.push({ index, name, why: `the app lists more than ${LIMITS.tools} tools` });
@@ -451,15 +566,17 @@
           description: clamp(typeof t.description === 'string' ? t.description : '', LIMITS.description),
           inputSchema: t.inputSchema === undefined ? { type: 'object' } : t.inputSchema,
           readOnly: !!(t.annotations && t.annotations.readOnlyHint === true),
+          modelName: '',
         });
       }
     });
     return { tools, dropped };
   }
 
+  /** @param {any} t */
   function toolProblem(t) {
     if (!t || typeof t !== 'object' || Array.isArray(t)) return 'it is not an object';
-    if (typeof t.name !== 'string' || !TOOL_NAME.test(t.name)) return 'its name must be 1 to 64 of A-Z, a-z, 0-9, _ and -';
+    if (!validToolName(t.name)) return 'its name must be 1 to 64 of A-Z, a-z, 0-9, _ and -';
     if (t.description !== undefined && typeof t.description !== 'string') return 'its description is not text';
     const s = t.inputSchema;
     if (s !== undefined) {
@@ -473,6 +590,12 @@
   // callTool runs one of an open app's tools for a caller ('user' from the form, 'model' from the
   // assistant). A tool not marked read-only waits for approval first. It answers {ok, value} with
   // value {text, isError?, approval?: "approved"}, or a refusal; exactly once.
+  /**
+   * @param {string} appId
+   * @param {string} name
+   * @param {unknown} args
+   * @returns {Promise<Outcome<{text: string, isError?: boolean, approval?: string}>>}
+   */
   async function callTool(appId, name, args, by = 'user', callId = '') {
     const app = apps.get(appId);
     if (!app) return refusal('external-app-unknown', `the app ${appId} is not open`);
@@ -500,13 +623,17 @@
       // A write tool's caller is told it ran because the person approved it.
       return { ok: true, value: tool.readOnly ? resultText(r) : { ...resultText(r), approval: 'approved' } };
     } catch (err) {
-      return err && err.refused ? err : refusal('external-app-error', String(err));
+      return err && typeof err === 'object' && 'refused' in err ? /** @type {Refusal} */ (err) : refusal('external-app-error', String(err));
     }
   }
 
+  /**
+   * @param {any} r
+   * @returns {{text: string, isError?: boolean}}
+   */
   function resultText(r) {
     const parts = r && Array.isArray(r.content) ? r.content : [];
-    let text = parts.map((p) => (p && p.type === 'text' && typeof p.text === 'string' ? p.text : p && p.type ? `[${clamp(p.type, 20)} content]` : '')).filter(Boolean).join('\n');
+    let text = parts.map((/** @type {any} */ p) => (p && p.type === 'text' && typeof p.text === 'string' ? p.text : p && p.type ? `[${clamp(p.type, 20)} content]` : '')).filter(Boolean).join('\n');
     if (!text && r && r.structuredContent !== undefined) text = JSON.stringify(r.structuredContent);
     const n = text.length;
     if (n > LIMITS.result) text = text.slice(0, LIMITS.result) + `\n[cut: ${n - LIMITS.result} more characters]`;
@@ -515,6 +642,14 @@
 
   // ---- the approval gate ----
 
+  /**
+   * @param {XApp} app
+   * @param {AppTool} tool
+   * @param {unknown} args
+   * @param {string} by
+   * @param {string} modelCallId
+   * @returns {Promise<ApprovalOutcome>}
+   */
   function approval(app, tool, args, by, modelCallId) {
     return new Promise((resolve) => {
       const callId = nextCall++;
@@ -527,14 +662,14 @@
       const left = node('span', { className: 'hint xa-deadline' });
       let timer = 0;
       let ticker = 0;
+      /** @param {ApprovalOutcome} outcome */
       const settle = (outcome) => {
         if (!app.approvals.has(callId)) return;
         app.approvals.delete(callId);
         clearTimeout(timer);
         clearInterval(ticker);
         box.remove();
-        const key = { approved: 'approved', denied: 'denied', timedOut: 'timedOut' }[outcome];
-        if (key) app.stats.approvals[key]++;
+        if (outcome === 'approved' || outcome === 'denied' || outcome === 'timedOut') app.stats.approvals[outcome]++;
         resolve(outcome);
       };
       const approve = button('Approve', () => settle('approved'), 'xa-approve');
@@ -556,6 +691,7 @@
 
   // boundPayload keeps a structured value whole when its JSON fits the payload bound, and
   // otherwise withholds it with a note saying how large it was: cut JSON is not JSON.
+  /** @param {unknown} v */
   function boundPayload(v) {
     if (v === undefined || v === null) return null;
     const n = jsonLength(v);
@@ -566,6 +702,10 @@
   // readContext asks the app what is on screen now. It answers {ok, value: {app, name, title,
   // summary, selection, data}} or a refusal (context-unavailable on a timeout, a navigation, or an
   // app that never declared the capability): never anything stale.
+  /**
+   * @param {string} appId
+   * @returns {Promise<Outcome<object>>}
+   */
   async function readContext(appId) {
     const app = apps.get(appId);
     if (!app) return refusal('external-app-unknown', `the app ${appId} is not open`);
@@ -575,7 +715,7 @@
     try {
       c = await request(app, 'ui/get-context', {});
     } catch (err) {
-      return refusal('context-unavailable', err.why || String(err));
+      return refusal('context-unavailable', /** @type {Refusal} */ (err).why || String(err));
     }
     if (!c || typeof c !== 'object') c = {};
     return {
@@ -592,19 +732,26 @@
 
   // ---- what the app asks of the page ----
 
+  /**
+   * @param {XApp} app
+   * @returns {Promise<{ok: true, token: string, expiresAt: string} | Refusal>}
+   */
   async function mint(app) {
     if (!app.entry.capabilities.includes('auth')) {
       return refusal('external-app-no-auth', `the operator did not grant ${app.entry.name} the auth capability, so it gets no identity token`);
     }
     try {
-      const r = await fetch(`/mini-apps/${encodeURIComponent(app.id)}/token`, { method: 'POST' });
-      const body = await r.json();
-      return body.ok ? { ok: true, token: body.token, expiresAt: body.expiresAt } : refusal(body.refused, body.why);
+      const body = await relay(`/mini-apps/${encodeURIComponent(app.id)}/token`, { method: 'POST' });
+      return body.ok ? { ok: true, token: body.token, expiresAt: body.expiresAt } : refusal(String(body.refused), String(body.why));
     } catch (err) {
-      return refusal('external-app-no-auth', `the relay did not mint a token: ${err.message}`);
+      return refusal('external-app-no-auth', `the relay did not mint a token: ${err instanceof Error ? err.message : err}`);
     }
   }
 
+  /**
+   * @param {XApp} app
+   * @param {unknown} id
+   */
   async function authToken(app, id) {
     if (!app.live) { replyError(app, id, -32002, 'no handshake with this document', 'external-app-not-ready'); return; }
     const documentId = app.documentId;
@@ -616,6 +763,10 @@
 
   // openChat seeds the composer with the app's suggestion; nothing is sent to the assistant until
   // the person sends it.
+  /**
+   * @param {XApp} app
+   * @param {any} params
+   */
   function openChat(app, params) {
     if (!app.live) return;
     const prompt = clamp(typeof params.prompt === 'string' ? params.prompt : '', LIMITS.prompt);
@@ -623,6 +774,10 @@
     seedComposer(prompt, app);
   }
 
+  /**
+   * @param {string} text
+   * @param {XApp} [app]
+   */
   function seedComposer(text, app) {
     el.composer.value = text;
     el.composer.dataset.from = app ? app.id : '';
@@ -631,6 +786,7 @@
 
   // ---- showing an app ----
 
+  /** @param {XApp} app */
   function render(app) {
     if (!app.view) return;
     const v = app.view;
@@ -650,6 +806,10 @@
     v.tools.replaceChildren(...app.tools.map((t) => toolForm(app, t)));
   }
 
+  /**
+   * @param {XApp} app
+   * @param {AppTool} tool
+   */
   function toolForm(app, tool) {
     const details = node('details', { className: 'tool' });
     details.dataset.tool = tool.name;
@@ -700,18 +860,22 @@
       const r = report();
       // The worker passes it on to the relay with the page's tools (relay/externalapps.Model).
       vb.call('externalapps.report', r);
-      document.dispatchEvent(new CustomEvent('voicebox:external-apps', { detail: r }));
+      emit('external-apps', r);
     });
   }
 
   // A call from the assistant, by way of the relay and the worker: an app tool under its model
   // name, or get_app_context. It is answered with externalapps.result, once.
+  /** @param {import('./worker-client.js').Events['externalapp.call']} call */
   async function modelCall({ callId, name, args }) {
+    /** @type {Outcome<unknown>} */
     let answer;
-    if (name === 'get_app_context') {
-      const appId = args && typeof args.app === 'string' ? args.app : apps.size === 1 ? [...apps.keys()][0] : '';
+    if (name === rules.CONTEXT_TOOL) {
+      const given = /** @type {{app?: unknown} | null} */ (args);
+      const appId = given && typeof given.app === 'string' ? given.app : apps.size === 1 ? [...apps.keys()][0] : '';
       answer = appId ? await readContext(appId) : refusal('external-app-unknown', 'name the app: get_app_context {app}');
     } else {
+      /** @type {[string, string] | null} */
       let target = null;
       for (const app of apps.values()) for (const t of app.tools) if (t.modelName === name) target = [app.id, t.name];
       answer = target ? await callTool(target[0], target[1], args, 'model', callId) : refusal('unknown-tool', `no open app offers a tool named ${clamp(name, 80)}`);
@@ -726,24 +890,29 @@
     }
   });
 
-  vb.externalApps = Object.freeze({
+  const api = Object.freeze({
     refresh,
     registry: () => structuredClone(registry),
     open: openApp,
     close: closeApp,
     reload,
-    state: (appId) => (apps.get(appId) ? stateOf(apps.get(appId)) : null),
+    /** @param {string} appId */
+    state: (appId) => { const app = apps.get(appId); return app ? stateOf(app) : null; },
     callTool,
     context: readContext,
     report,
     strays: () => strays.slice(),
     composer: () => el.composer.value,
-    // configure shortens the approval deadline, for a test that lets one run out.
-    configure: ({ approvalMs } = {}) => { if (approvalMs > 0) DEADLINES.approval = approvalMs; },
+    /**
+     * configure shortens the approval deadline, for a test that lets one run out.
+     * @param {{approvalMs?: number}} options
+     */
+    configure: ({ approvalMs } = {}) => { if (approvalMs && approvalMs > 0) DEADLINES.approval = approvalMs; },
     limits: LIMITS,
     modelName,
   });
 
-  $('xa-refresh').addEventListener('click', refresh);
+  byId('xa-refresh').addEventListener('click', refresh);
   refresh();
-})();
+  return api;
+}

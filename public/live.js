@@ -1,39 +1,57 @@
+// @ts-check
 // The Talk panel: a live voice session with the model through the relay's /live socket. The
 // microphone is captured by an AudioWorklet (audio-worklet.js) as PCM16 at the rate the relay
 // announces; the model's 24 kHz PCM16 is played back to back with a small lead, and stopped at
 // once when the person barges in. Captions show both sides as they come, and every tool call and
 // its result is written into the transcript. The settings (provider, model, voice, thinking
 // depth) apply to the next session; the relay never sends a vendor key here, only whether one is
-// configured. window.voicebox.live is what tests read (state, stats).
-'use strict';
+// configured. startLive returns what tests read (state, stats).
+import { byId, node } from './dom.js';
+import { relay } from './http.js';
 
-(() => {
-  const $ = (id) => document.getElementById(id);
+/** LEAD is the buffer before the first chunk of a reply plays (seconds). */
+const LEAD = 0.1;
+/** CLOSE_GRACE_MS is how long a stopped session waits for the relay to close the socket. */
+const CLOSE_GRACE_MS = 2000;
+/** @typedef {'idle' | 'connecting' | 'listening' | 'speaking' | 'error'} MicState */
+/** @type {Record<MicState, string>} */
+const MIC_LABELS = { idle: 'Start talking', connecting: 'Connecting…', listening: 'Listening — stop', speaking: 'Speaking — stop', error: 'Try again' };
+
+/**
+ * Provider is what GET /api/agent-settings says of one provider.
+ * @typedef {{name: string, label?: string, live: boolean, why?: string, models: string[], voices: string[],
+ *   thinking: string[], thinkingModels: string[], keyConfigured: boolean, keyEnv?: string, keySource?: string}} Provider
+ */
+/** @typedef {{provider: string, model: string, voice: string, thinking: string}} LiveSettings */
+/** @typedef {{ok: boolean, settings: LiveSettings, providers: Provider[]}} SettingsAnswer */
+/**
+ * Frame is a JSON frame of the /live socket from the relay (see relay/voice).
+ * @typedef {{type: string, [key: string]: any}} Frame
+ */
+
+/** startLive runs the Talk panel. */
+export function startLive() {
   const el = {
-    mic: $('mic'), stopReply: $('live-stop-reply'), status: $('live-status'), userCaption: $('caption-user'),
-    modelCaption: $('caption-model'), transcript: $('live-transcript'), settingsToggle: $('live-settings-toggle'),
-    settings: $('live-settings'), provider: $('live-provider'), model: $('live-model'), voice: $('live-voice'),
-    thinking: $('live-thinking'), thinkingRow: $('live-thinking-row'), keyNote: $('live-key-note'),
-    textForm: $('live-text-form'), text: $('live-text'),
+    mic: byId('mic'), stopReply: byId('live-stop-reply'), status: byId('live-status'), userCaption: byId('caption-user'),
+    modelCaption: byId('caption-model'), transcript: byId('live-transcript'), settingsToggle: byId('live-settings-toggle'),
+    settings: byId('live-settings'), provider: byId('live-provider', HTMLSelectElement), model: byId('live-model', HTMLSelectElement),
+    voice: byId('live-voice', HTMLSelectElement), thinking: byId('live-thinking', HTMLSelectElement),
+    thinkingRow: byId('live-thinking-row'), keyNote: byId('live-key-note'),
+    textForm: byId('live-text-form'), text: byId('live-text', HTMLInputElement),
   };
-  if (!el.mic) return;
-
-  // LEAD is the buffer before the first chunk of a reply plays (seconds).
-  const LEAD = 0.1;
-  const MIC_LABELS = { idle: 'Start talking', connecting: 'Connecting…', listening: 'Listening — stop', speaking: 'Speaking — stop', error: 'Try again' };
 
   const stats = { framesSent: 0, bytesSent: 0, chunksReceived: 0, samplesQueued: 0, samplesPlayed: 0, interrupts: 0, toolCalls: 0, toolResults: 0 };
+  /** @type {MicState} */
   let state = 'idle';
+  /** @type {Session | null} */
   let session = null;
+  /** @type {SettingsAnswer | null} */
   let settings = null;
 
-  const node = (tag, cls, text) => {
-    const n = document.createElement(tag);
-    if (cls) n.className = cls;
-    if (text !== undefined) n.textContent = text;
-    return n;
-  };
-
+  /**
+   * @param {MicState} s
+   * @param {string} [note]
+   */
   function setState(s, note) {
     state = s;
     el.mic.dataset.state = s;
@@ -45,8 +63,14 @@
 
   // ---- settings ----
 
-  const providerOf = (name) => settings && settings.providers.find((p) => p.name === name);
+  /** @param {string} name */
+  const providerOf = (name) => settings?.providers.find((p) => p.name === name);
 
+  /**
+   * @param {HTMLSelectElement} select
+   * @param {string[]} values
+   * @param {string} current
+   */
   function fill(select, values, current) {
     select.replaceChildren(...values.map((v) => {
       const o = node('option', '', v);
@@ -57,10 +81,12 @@
   }
 
   function renderSettings() {
+    if (!settings) return;
     const cur = settings.settings;
     fill(el.provider, settings.providers.map((p) => p.name), cur.provider);
-    for (const o of el.provider.options) o.textContent = (providerOf(o.value).label || o.value);
+    for (const o of el.provider.options) o.textContent = (providerOf(o.value)?.label || o.value);
     const p = providerOf(cur.provider);
+    if (!p) return;
     fill(el.model, p.models, cur.model);
     fill(el.voice, p.voices, cur.voice);
     const thinks = p.thinkingModels.includes(cur.model);
@@ -71,6 +97,7 @@
     el.keyNote.dataset.state = p.live && p.keyConfigured ? 'ok' : 'attention';
   }
 
+  /** @param {Provider} p */
   function keyNote(p) {
     if (!p.live) return p.why + '. Until you switch, use the offline mode: typed commands.';
     if (!p.keyConfigured) {
@@ -81,29 +108,29 @@
 
   async function loadSettings() {
     try {
-      const resp = await fetch('/api/agent-settings');
-      const data = await resp.json();
+      const data = await relay('/api/agent-settings');
       if (!data.ok) throw new Error(data.why || 'the relay refused');
-      settings = data;
+      settings = /** @type {SettingsAnswer} */ (data);
       renderSettings();
     } catch (err) {
-      el.keyNote.textContent = 'The voice settings could not be read: ' + err.message;
+      el.keyNote.textContent = 'The voice settings could not be read: ' + (err instanceof Error ? err.message : String(err));
     }
   }
 
+  /** @param {Partial<LiveSettings>} change */
   async function saveSettings(change) {
+    if (!settings) return;
     const next = Object.assign({}, settings.settings, change);
     if (change.provider) Object.assign(next, { model: '', voice: '', thinking: '' });
     if (change.model !== undefined) next.thinking = '';
-    const resp = await fetch('/api/agent-settings', { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(next) });
-    const data = await resp.json();
+    const data = await relay('/api/agent-settings', { method: 'PUT', body: next });
     if (!data.ok) {
       el.keyNote.textContent = `Not saved (${data.refused}): ${data.why}`;
       el.keyNote.dataset.state = 'attention';
       renderSettings();
       return;
     }
-    settings = data;
+    settings = /** @type {SettingsAnswer} */ (data);
     renderSettings();
     if (session) el.status.textContent = 'Saved; the new settings apply to the next session.';
   }
@@ -119,18 +146,27 @@
 
   // ---- the transcript ----
 
+  /** @typedef {'user' | 'model' | 'text'} Speaker */
+  /** @type {Record<Speaker, HTMLElement>} */
   const captions = { user: el.userCaption, model: el.modelCaption, text: el.modelCaption };
+  /** @type {Record<Speaker, HTMLElement | null>} */
   const open = { user: null, model: null, text: null };
 
+  /**
+   * @param {Speaker} kind
+   * @param {string} text
+   */
   function appendText(kind, text) {
     const cap = captions[kind] || el.modelCaption;
-    if (!open[kind]) {
+    let li = open[kind];
+    if (!li) {
       const who = kind === 'user' ? 'You' : 'Model';
-      open[kind] = el.transcript.appendChild(node('li', 'turn ' + (kind === 'user' ? 'user' : 'model')));
-      open[kind].append(node('span', 'who', who + ': '), node('span', 'words', ''));
+      li = open[kind] = el.transcript.appendChild(node('li', 'turn ' + (kind === 'user' ? 'user' : 'model')));
+      li.append(node('span', 'who', who + ': '), node('span', 'words', ''));
       cap.textContent = '';
     }
-    open[kind].querySelector('.words').textContent += text;
+    const words = li.querySelector('.words');
+    if (words) words.textContent += text;
     cap.textContent += text;
     el.transcript.scrollTop = el.transcript.scrollHeight;
   }
@@ -140,8 +176,10 @@
     open.user = null;
   }
 
+  /** @type {Map<string, HTMLElement>} */
   const toolItems = new Map();
 
+  /** @param {Frame} f */
   function showToolCall(f) {
     stats.toolCalls++;
     const li = el.transcript.appendChild(node('li', 'tool'));
@@ -150,11 +188,12 @@
     endTurn();
   }
 
+  /** @param {Frame} f */
   function showToolResult(f) {
     stats.toolResults++;
     const li = toolItems.get(f.id);
-    if (!li) return;
-    const res = li.querySelector('.result');
+    const res = li?.querySelector('.result');
+    if (!res) return;
     res.classList.remove('pending');
     if (f.refused) {
       res.classList.add('refused');
@@ -170,14 +209,17 @@
   // Player schedules PCM16 chunks back to back on one AudioContext, starting a reply LEAD
   // seconds ahead, and can stop everything at once. It counts what was heard of the reply.
   class Player {
+    /** @param {number} rate */
     constructor(rate) {
       this.rate = rate;
       this.ctx = new AudioContext();
       this.next = 0;
+      /** @type {Set<AudioBufferSourceNode>} */
       this.live = new Set();
       this.replyStart = -1;
     }
 
+    /** @param {ArrayBuffer} buf */
     push(buf) {
       const view = new DataView(buf);
       const n = buf.byteLength >> 1;
@@ -236,10 +278,16 @@
   // startCapture opens the microphone and an AudioWorklet that posts PCM16 frames at rate. It
   // asks the context for that rate; a browser that gives another one (or cannot connect the
   // microphone to it) gets a context at its own rate, and the worklet resamples.
+  /**
+   * @param {number} rate
+   * @param {(frame: ArrayBuffer) => void} onFrame
+   * @returns {Promise<{contextRate: number, stop: () => void}>}
+   */
   async function startCapture(rate, onFrame) {
     const stream = await navigator.mediaDevices.getUserMedia({
       audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
     });
+    /** @param {AudioContextOptions} opts */
     const build = async (opts) => {
       const ctx = new AudioContext(opts);
       try {
@@ -251,12 +299,14 @@
         throw err;
       }
     };
+    /** @type {{ctx: AudioContext, src: MediaStreamAudioSourceNode} | undefined} */
     let graph;
+    /** @type {AudioWorkletNode} */
     let worklet;
     try {
       try {
         graph = await build({ sampleRate: rate });
-      } catch (_) {
+      } catch {
         graph = await build({});
       }
       worklet = new AudioWorkletNode(graph.ctx, 'voicebox-capture', { processorOptions: { targetRate: rate }, numberOfOutputs: 1 });
@@ -295,8 +345,13 @@
     constructor() {
       this.ws = new WebSocket(liveURL());
       this.ws.binaryType = 'arraybuffer';
+      /** @type {{contextRate: number, stop: () => void} | null} */
       this.capture = null;
+      /** @type {Player | null} */
       this.player = null;
+      /** @type {Frame | null} the relay's rate frame: the session's rates, provider and model */
+      this.rate = null;
+      /** @type {Frame | null} */
       this.refused = null;
       this.ended = false;
       this.over = false; // stopped or closed: a microphone granted later is closed at once
@@ -305,18 +360,21 @@
       this.ws.onclose = (e) => this.onClose(e);
     }
 
+    /** @param {object} obj */
     send(obj) {
       if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(obj));
     }
 
+    /** @param {string | ArrayBuffer} data */
     async onMessage(data) {
       if (typeof data !== 'string') {
         stats.chunksReceived++;
         if (this.player) this.player.push(data);
         return;
       }
+      /** @type {Frame} */
       let f;
-      try { f = JSON.parse(data); } catch (_) { return; }
+      try { f = JSON.parse(data); } catch { return; }
       switch (f.type) {
         case 'rate':
           if (this.over) break; // stopped before the relay answered: no microphone, no playback
@@ -334,7 +392,7 @@
             else this.capture = capture;
           } catch (err) {
             if (this.over) break;
-            this.failed = 'The microphone could not be opened: ' + (err.message || err.name);
+            this.failed = 'The microphone could not be opened: ' + (err instanceof Error ? err.message || err.name : String(err));
             setState('error', this.failed);
             this.stop();
           }
@@ -351,12 +409,13 @@
       }
     }
 
+    /** @param {Frame} f */
     onState(f) {
       // Once the person stopped, only the end of the session is news.
       if (this.over && !['closed', 'upstream-closed', 'failed'].includes(f.state)) return;
       switch (f.state) {
         case 'transport-open': el.status.textContent = 'Connected to the model; setting up…'; break;
-        case 'ready': setState('listening', `Listening (${this.rate.provider} · ${this.rate.model}). Speak, or type below.`); break;
+        case 'ready': setState('listening', `Listening (${this.rate?.provider} · ${this.rate?.model}). Speak, or type below.`); break;
         case 'reconnecting': setState('connecting', f.detail); break;
         case 'interrupted': this.bargeIn(); break;
         case 'turn-complete':
@@ -382,6 +441,7 @@
       if (state === 'speaking') setState('listening');
     }
 
+    /** @param {CloseEvent} e */
     onClose(e) {
       this.cleanup();
       if (session === this) session = null;
@@ -401,7 +461,7 @@
     stop() {
       this.send({ type: 'close' });
       this.cleanup();
-      setTimeout(() => { if (this.ws.readyState !== WebSocket.CLOSED) this.ws.close(); }, 2000);
+      setTimeout(() => { if (this.ws.readyState !== WebSocket.CLOSED) this.ws.close(); }, CLOSE_GRACE_MS);
     }
   }
 
@@ -428,12 +488,11 @@
   setState('idle', 'Press the button and talk; the model hears you and acts through the tools.');
   loadSettings();
 
-  window.voicebox = window.voicebox || {};
-  window.voicebox.live = {
+  return Object.freeze({
     state: () => state,
     open: () => session !== null,
     stats: () => Object.assign({}, stats),
     reloadSettings: loadSettings,
     transcript: () => [...el.transcript.children].map((li) => li.textContent),
-  };
-})();
+  });
+}

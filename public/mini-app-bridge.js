@@ -1,3 +1,4 @@
+// @ts-check
 // The mini-app bridge: the outer frame, on the page's own origin, between the host page and the
 // inner frame where the app runs (sandbox="allow-scripts": an opaque origin). The relay serves
 // this document with connect-src 'none', and the inner srcdoc frame inherits that policy, so the
@@ -7,16 +8,14 @@
 // and from the app only as: one mini_app_ready per document, from the inner frame's window,
 // answered with a fresh MessagePort; everything after that travels over the port. It bounds every
 // call again (5,000 ms, 64 KiB of output) whatever the host does, and answers each call once.
-'use strict';
+// The bounds and the tool name rule come from rules.js, generated from the Go constants.
+import { MAX_DECLARATION_BYTES, MAX_OUTPUT_BYTES, MAX_TOOLS_PER_APP as MAX_TOOLS, TOOL_TIMEOUT_MS } from './rules.js';
+import { validToolName } from './names.js';
+
+/** DOCTYPE finds the app's doctype (after a BOM, spaces and comments): the SDK goes right after it. */
+const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
 
 (() => {
-  const MAX_TOOLS = 16;
-  const MAX_OUTPUT_BYTES = 65536;
-  const MAX_DECLARATION_BYTES = 65536;
-  const TOOL_TIMEOUT_MS = 5000;
-  const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
-  const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
-
   if (window.parent === window) return;
   document.documentElement.style.height = '100%';
   document.body.style.cssText = 'margin:0;height:100%;overflow:hidden';
@@ -24,16 +23,25 @@
   const origin = location.origin;
   const encoder = new TextEncoder();
 
+  /** @type {HTMLIFrameElement | null} */
   let inner = null;
   let loads = 0; // load events of the current inner frame
   let generation = 0; // one per document shown in it
   let shaken = false; // the current document has its port
+  /** @type {MessagePort | null} */
   let port = null;
+  /** @type {Set<string>} */
   let names = new Set(); // tools of the current document, offered or registered
+  /** @type {Map<unknown, number>} */
   const calls = new Map(); // callId -> timer, for calls sent to the current document
 
+  /** @param {object} msg */
   const toHost = (msg) => host.postMessage(msg, origin);
 
+  /**
+   * @param {unknown} callId
+   * @param {object} msg
+   */
   function answer(callId, msg) {
     const timer = calls.get(callId);
     if (timer === undefined) return false; // answered already, or never sent here
@@ -44,6 +52,7 @@
   }
 
   // retire ends the current document's port and answers its calls: a new document starts clean.
+  /** @param {string} why */
   function retire(why) {
     if (port) {
       port.onmessage = null;
@@ -55,12 +64,20 @@
     shaken = false;
   }
 
+  /**
+   * @param {string} html
+   * @param {string} sdk
+   */
   function inject(html, sdk) {
     const script = `<script>${sdk}\n</` + 'script>';
     const m = DOCTYPE.exec(html);
     return m ? m[1] + script + html.slice(m[1].length) : script + html;
   }
 
+  /**
+   * @param {string} html
+   * @param {string} sdk
+   */
   function load(html, sdk) {
     retire('the mini-app was reloaded before it answered');
     if (inner) inner.remove();
@@ -79,7 +96,7 @@
       retire('the mini-app reloaded itself before it answered');
       generation++;
       toHost({ type: 'reloaded', generation });
-      inner.contentWindow.postMessage({ type: 'mini_app_hello' }, '*');
+      inner?.contentWindow?.postMessage({ type: 'mini_app_hello' }, '*');
     });
     inner.srcdoc = inject(html, sdk);
     document.body.replaceChildren(inner);
@@ -94,22 +111,28 @@
     const channel = new MessageChannel();
     port = channel.port1;
     port.onmessage = (event) => fromApp(event.data);
-    inner.contentWindow.postMessage({ type: 'mini_app_port' }, '*', [channel.port2]);
+    inner?.contentWindow?.postMessage({ type: 'mini_app_port' }, '*', [channel.port2]);
     toHost({ type: 'handshake', generation });
   }
 
+  /**
+   * @param {string} name
+   * @param {string} refused
+   * @param {string} why
+   */
   function refuseRegistration(name, refused, why) {
-    port.postMessage({ type: 'tool_refused', name, refused, why });
+    port?.postMessage({ type: 'tool_refused', name, refused, why });
     toHost({ type: 'bridge_refused', name, refused, why });
   }
 
+  /** @param {any} msg */
   function fromApp(msg) {
     if (!msg || typeof msg !== 'object') return;
     switch (msg.type) {
       case 'register_tool': {
         const tool = msg.tool;
         const name = tool && typeof tool.name === 'string' ? tool.name : '';
-        if (!TOOL_NAME.test(name)) return refuseRegistration(String(name).slice(0, 80), 'invalid-tool-name', 'a tool name is 1 to 64 of a-z, A-Z, 0-9, _ and -');
+        if (!validToolName(name)) return refuseRegistration(String(name).slice(0, 80), 'invalid-tool-name', 'a tool name is 1 to 64 of a-z, A-Z, 0-9, _ and -');
         if (names.has(name)) return refuseRegistration(name, 'invalid-tool-name', `the app already has a tool named ${name}`);
         if (names.size >= MAX_TOOLS) return refuseRegistration(name, 'too-many-tools', `an app may register at most ${MAX_TOOLS} tools`);
         let text;
@@ -148,6 +171,7 @@
     }
   }
 
+  /** @param {any} msg */
   function fromHost(msg) {
     if (!msg || typeof msg !== 'object') return;
     switch (msg.type) {

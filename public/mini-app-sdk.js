@@ -1,3 +1,4 @@
+// @ts-check
 // The mini-app SDK. The bridge puts this script first in every mini-app, right after its
 // <!doctype html>, where it runs in the inner frame: sandbox="allow-scripts", an opaque origin,
 // no network. It gives the app two ways to offer tools to the assistant:
@@ -17,24 +18,38 @@
 (() => {
   if (window.webMcp && window.webMcp.sdk === 'voicebox') return;
   const parentWindow = window.parent;
-  const tools = new Map(); // name -> {execute}
-  const outbox = []; // messages said before the port arrived
+  /** @typedef {(args: any, client: object) => unknown} Execute */
+  /** @type {Map<string, {execute: Execute}>} name -> the app's tool */
+  const tools = new Map();
+  /** @type {object[]} messages said before the port arrived */
+  const outbox = [];
+  /** @type {{name: string, refused: string, why: string}[]} */
   const refusals = [];
-  const waiting = new Map(); // tool name -> resolve of its registration's result
+  /** @type {Map<string, (result: {ok: boolean, refused?: string, why?: string}) => void>} tool name -> its registration's result */
+  const waiting = new Map();
+  /** @type {MessagePort | null} */
   let port = null;
 
   // ---- storage: an opaque origin has none, so apps get a document-local stand-in ----
 
   class MemoryStorage {
+    /** @type {Map<string, string>} */
     #items = new Map();
     get length() { return this.#items.size; }
+    /** @param {number} i */
     key(i) { return [...this.#items.keys()][i] ?? null; }
-    getItem(k) { k = String(k); return this.#items.has(k) ? this.#items.get(k) : null; }
+    /** @param {unknown} k */
+    getItem(k) { return this.#items.get(String(k)) ?? null; }
+    /**
+     * @param {unknown} k
+     * @param {unknown} v
+     */
     setItem(k, v) { this.#items.set(String(k), String(v)); }
+    /** @param {unknown} k */
     removeItem(k) { this.#items.delete(String(k)); }
     clear() { this.#items.clear(); }
   }
-  for (const name of ['localStorage', 'sessionStorage']) {
+  for (const name of /** @type {const} */ (['localStorage', 'sessionStorage'])) {
     let usable = false;
     try { usable = !!window[name]; } catch { usable = false; }
     if (!usable) {
@@ -44,16 +59,19 @@
 
   // ---- the port ----
 
+  /** @param {object} msg */
   function say(msg) {
     if (port) port.postMessage(msg);
     else outbox.push(msg);
   }
 
+  /** @param {unknown} value */
   function plain(value) {
     // A tool's result crosses as JSON text, so what the assistant reads is what JSON can say.
     return value === undefined ? 'null' : JSON.stringify(value);
   }
 
+  /** @param {{callId: unknown, name: string, args: unknown}} call */
   async function run({ callId, name, args }) {
     const tool = tools.get(name);
     try {
@@ -61,10 +79,11 @@
       const value = await tool.execute(args ?? {}, client);
       say({ type: 'tool_result', callId, ok: true, result: plain(value) });
     } catch (err) {
-      say({ type: 'tool_result', callId, ok: false, error: String((err && err.message) || err) });
+      say({ type: 'tool_result', callId, ok: false, error: String((err instanceof Error && err.message) || err) });
     }
   }
 
+  /** @param {MessageEvent} event */
   function onPortMessage(event) {
     const msg = event.data;
     if (!msg || typeof msg !== 'object') return;
@@ -104,36 +123,44 @@
 
   // ---- registration ----
 
-  const client = Object.freeze({ requestUserInteraction: async (callback) => callback() });
+  const client = Object.freeze({ requestUserInteraction: async (/** @type {() => unknown} */ callback) => callback() });
 
+  /**
+   * register sends one of the app's tools to the bridge. tool is whatever the app passed.
+   * @param {any} tool
+   * @param {'parameters' | 'inputSchema'} schemaKey
+   */
   function register(tool, schemaKey) {
     if (!tool || typeof tool !== 'object') throw new TypeError('registerTool needs a tool object');
     if (typeof tool.execute !== 'function') throw new TypeError(`tool ${tool.name} needs an execute function`);
     const name = String(tool.name);
+    /** @type {Record<string, unknown>} */
     const decl = { name, description: tool.description };
     const schema = tool[schemaKey];
     if (schema !== undefined) decl[schemaKey] = schema;
     if (tool.annotations !== undefined) decl.annotations = tool.annotations;
     tools.set(name, { execute: tool.execute });
+    /** @type {Promise<{ok: boolean, refused?: string, why?: string}>} */
     const result = new Promise((resolve) => waiting.set(name, resolve));
     let sent;
     try {
       sent = JSON.parse(JSON.stringify(decl));
     } catch (err) {
       tools.delete(name);
-      throw new TypeError(`tool ${name} cannot be declared: ${err.message}`);
+      throw new TypeError(`tool ${name} cannot be declared: ${err instanceof Error ? err.message : err}`);
     }
     say({ type: 'register_tool', tool: sent });
     return { name, result, unregister: () => unregister(name) };
   }
 
+  /** @param {unknown} name */
   function unregister(name) {
     if (tools.delete(String(name))) say({ type: 'unregister_tool', name: String(name) });
   }
 
   const webMcp = Object.freeze({
     sdk: 'voicebox',
-    registerTool: (tool) => register(tool, 'parameters'),
+    registerTool: (/** @type {any} */ tool) => register(tool, 'parameters'),
     unregisterTool: unregister,
     ready: () => say({ type: 'ready' }),
     tools: () => [...tools.keys()],
@@ -142,13 +169,15 @@
   Object.defineProperty(window, 'webMcp', { value: webMcp, configurable: false, writable: false });
 
   const ours = Object.freeze({
-    registerTool: (tool) => { register(tool, 'inputSchema'); },
+    registerTool: (/** @type {any} */ tool) => { register(tool, 'inputSchema'); },
     unregisterTool: unregister,
   });
 
   // readBack offers the tools of a model context the SDK did not make (the browser's, or another
   // script's), calling them through it. It never changes that object.
+  /** @param {any} context */
   function readBack(context) {
+    /** @type {unknown} */
     let list = [];
     try {
       const get = context.getTools || context.listTools;
@@ -160,7 +189,7 @@
         let schema = t.inputSchema;
         if (typeof schema === 'string') { try { schema = JSON.parse(schema); } catch { continue; } }
         const execute = typeof t.execute === 'function' ? t.execute.bind(t)
-          : typeof context.executeTool === 'function' ? (args) => context.executeTool(t.name, args) : null;
+          : typeof context.executeTool === 'function' ? (/** @type {unknown} */ args) => context.executeTool(t.name, args) : null;
         if (execute) register({ name: t.name, description: t.description, inputSchema: schema, annotations: t.annotations, execute }, 'inputSchema');
       }
     });

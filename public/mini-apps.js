@@ -1,21 +1,47 @@
+// @ts-check
 // Mini-apps on the page's main thread: the tray, the open apps, and the messages between their
 // bridge frames and the worker. The frames live here because they need the DOM; the rules live in
 // the worker: the store says what a name means, the registry checks every declaration and every
 // call's arguments. A call from the worker (miniapp.call) goes to the app's bridge, and its answer
 // goes back as miniapps.result, once; the host gives up after 5,000 ms whatever the bridge does.
 //
-// window.voicebox.miniApps is the API the page and the tests use (see launch, call, tools, stats).
-'use strict';
+// startMiniApps returns the API the page and the tests use (see launch, call, tools, stats).
+import { byId } from './dom.js';
+import { listen } from './events.js';
+import { TOOL_TIMEOUT_MS } from './rules.js';
 
-(() => {
-  const TOOL_TIMEOUT_MS = 5000;
-  const vb = window.voicebox;
-  const $ = (id) => document.getElementById(id);
-  const el = { tray: $('app-tray'), open: $('open-apps'), refresh: $('apps-refresh') };
+/** @typedef {import('./worker-client.js').StoreEntry} StoreEntry */
+/** @typedef {import('./worker-client.js').RegisteredTool} RegisteredTool */
+/** @typedef {import('./worker-client.js').JSONSchema} JSONSchema */
+/** @typedef {{name: string} | {path: string}} Target */
+/**
+ * Stats is what an open app's bridge has told the host, for the tests.
+ * @typedef {{handshakes: number, reloads: number, loads: number, registered: string[],
+ *   refusals: {name: string, refused: string, why: string, by?: string}[],
+ *   dropped: {from: string, kind: string}[], late: number, ready: boolean}} Stats
+ */
+/**
+ * OpenApp is an app shown in a card, with its bridge frame.
+ * @typedef {{appId: string, entry: StoreEntry, html: string, target: Target, generation: number,
+ *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string,
+ *   frame: HTMLIFrameElement, view: {section: HTMLElement, h: HTMLElement, badge: HTMLElement,
+ *   saveBtn: HTMLButtonElement, toolList: HTMLElement}}} OpenApp
+ */
 
-  const apps = new Map(); // appId -> app
-  const calls = new Map(); // callId -> {app, timer}
-  const strays = []; // messages from windows that are no open app's bridge
+/**
+ * startMiniApps runs the tray and the open apps.
+ * @param {import('./dialogs.js').PageServices} vb
+ */
+export function startMiniApps(vb) {
+  const el = { tray: byId('app-tray'), open: byId('open-apps'), refresh: byId('apps-refresh') };
+
+  /** @type {Map<string, OpenApp>} appId -> app */
+  const apps = new Map();
+  /** @type {Map<string, {app: OpenApp, timer: number}>} callId -> the call sent to an app */
+  const calls = new Map();
+  /** @type {{origin: string, type: string}[]} messages from windows that are no open app's bridge */
+  const strays = [];
+  /** @type {Promise<string> | null} */
   let sdkText = null;
 
   function sdk() {
@@ -72,6 +98,10 @@
     el.tray.replaceChildren(...items);
   }
 
+  /**
+   * @param {string} text
+   * @param {() => void} onClick
+   */
   function button(text, onClick) {
     const b = document.createElement('button');
     b.type = 'button';
@@ -80,6 +110,7 @@
     return b;
   }
 
+  /** @param {string} name */
   async function save(name) {
     try {
       const entry = await vb.must('miniapps.save', { name });
@@ -91,6 +122,7 @@
     }
   }
 
+  /** @param {StoreEntry} entry */
   async function remove(entry) {
     if (!await vb.confirmAction(`Delete the app “${entry.title}”? This cannot be undone.`, 'Delete')) return;
     try {
@@ -105,11 +137,16 @@
 
   // ---- an open app ----
 
+  /** @returns {Stats} */
   function newStats() {
     return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: [], late: 0, ready: false };
   }
 
-  function card(app) {
+  /**
+   * @param {OpenApp} app
+   * @param {HTMLIFrameElement} frame
+   */
+  function card(app, frame) {
     const section = document.createElement('section');
     section.className = 'app-card';
     section.dataset.appId = app.appId;
@@ -127,7 +164,6 @@
       button('Close', () => close(app.appId)),
     );
     head.append(h, badge, tools);
-    const frame = document.createElement('iframe');
     frame.className = 'bridge';
     frame.title = `mini-app ${app.entry.title}`;
     frame.src = '/mini-app-bridge.html';
@@ -135,11 +171,11 @@
     toolList.className = 'app-tools';
     section.append(head, frame, toolList);
     app.view = { section, h, badge, saveBtn, toolList };
-    app.frame = frame;
     showHead(app);
     return section;
   }
 
+  /** @param {OpenApp} app */
   function showHead(app) {
     app.view.h.textContent = app.entry.title || app.entry.fileName;
     app.view.badge.textContent = app.entry.kind === 'page' ? 'page' : 'app';
@@ -148,23 +184,36 @@
 
   // launch opens {name} (through the store) or the workspace file {path}; an app already open
   // loads again in its own frame. It resolves once the bridge has the app's HTML.
+  /**
+   * @param {Target} target
+   * @param {OpenApp} [reuse]
+   */
   async function launch(target, reuse) {
     const { entry, html } = await vb.must('miniapps.launch', target);
     return show(entry, html, target, reuse);
   }
 
-  // show puts a launched app in its frame (a new card, or the card already showing it).
+  /**
+   * show puts a launched app in its frame (a new card, or the card already showing it).
+   * @param {StoreEntry} entry
+   * @param {string} html
+   * @param {Target} target
+   * @param {OpenApp} [reuse]
+   * @returns {Promise<{appId: string, entry: StoreEntry}>}
+   */
   async function show(entry, html, target, reuse) {
     let app = apps.get(entry.appId) || reuse;
     if (app && app.appId !== entry.appId) {
       close(app.appId);
-      app = null;
+      app = undefined;
     }
     const code = await sdk();
     if (!app) {
-      app = { appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null };
+      const frame = document.createElement('iframe');
+      // card() gives the app its view.
+      app = /** @type {OpenApp} */ (/** @type {unknown} */ ({ appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame }));
       apps.set(app.appId, app);
-      el.open.prepend(card(app));
+      el.open.prepend(card(app, frame));
     } else {
       app.entry = entry;
       app.html = html;
@@ -175,22 +224,25 @@
       showTools(app);
     }
     app.sdk = code;
+    const shown = app;
     await new Promise((resolve) => {
-      app.loaded = resolve;
-      if (app.bridgeReady) sendLoad(app);
+      shown.loaded = () => resolve(undefined);
+      if (shown.bridgeReady) sendLoad(shown);
     });
     return { appId: app.appId, entry: app.entry };
   }
 
+  /** @param {OpenApp} app */
   function sendLoad(app) {
     app.stats.loads++;
-    app.frame.contentWindow.postMessage({ type: 'load', html: app.html, sdk: app.sdk }, location.origin);
+    app.frame.contentWindow?.postMessage({ type: 'load', html: app.html, sdk: app.sdk }, location.origin);
     if (app.loaded) {
       app.loaded();
       app.loaded = null;
     }
   }
 
+  /** @param {string} appId */
   function close(appId) {
     const app = apps.get(appId);
     if (!app) return;
@@ -215,6 +267,10 @@
     fromBridge(app, event.data || {});
   });
 
+  /**
+   * @param {OpenApp} app
+   * @param {any} msg
+   */
   async function fromBridge(app, msg) {
     const stats = app.stats;
     switch (msg.type) {
@@ -246,7 +302,8 @@
         } else {
           stats.refusals.push({ name, refused: answer.refused, why: answer.why });
         }
-        post(app, { type: 'registered', generation: msg.generation, name, ok: answer.ok, refused: answer.refused, why: answer.why });
+        const refused = answer.ok ? {} : { refused: answer.refused, why: answer.why };
+        post(app, { type: 'registered', generation: msg.generation, name, ok: answer.ok, ...refused });
         break;
       }
       case 'bridge_refused':
@@ -278,12 +335,20 @@
     }
   }
 
+  /**
+   * @param {OpenApp} app
+   * @param {object} msg
+   */
   function post(app, msg) {
-    app.frame.contentWindow.postMessage(msg, location.origin);
+    app.frame.contentWindow?.postMessage(msg, location.origin);
   }
 
   // ---- calls from the worker ----
 
+  /**
+   * @param {string} callId
+   * @param {{result: unknown} | {refused: string, why: string}} answer
+   */
   function settle(callId, answer) {
     const c = calls.get(callId);
     if (!c) return;
@@ -322,6 +387,7 @@
 
   // ---- the tools of an open app, and trying one by hand ----
 
+  /** @param {OpenApp} app */
   function showTools(app) {
     const list = app.view.toolList;
     if (app.tools.length === 0) {
@@ -334,6 +400,10 @@
     list.replaceChildren(...app.tools.map((t) => toolForm(app, t)));
   }
 
+  /**
+   * @param {OpenApp} app
+   * @param {RegisteredTool} tool
+   */
   function toolForm(app, tool) {
     const details = document.createElement('details');
     details.className = 'tool';
@@ -348,6 +418,7 @@
     const schema = tool.parameters || {};
     const props = schema.properties || {};
     const required = new Set(schema.required || []);
+    /** @type {[string, JSONSchema, HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement][]} */
     const readers = [];
     for (const [key, prop] of Object.entries(props)) {
       const label = document.createElement('label');
@@ -367,6 +438,7 @@
     form.append(run, out);
     form.addEventListener('submit', async (event) => {
       event.preventDefault();
+      /** @type {Record<string, unknown>} */
       const args = {};
       try {
         for (const [key, prop, input] of readers) {
@@ -374,7 +446,7 @@
           if (v !== undefined) args[key] = v;
         }
       } catch (err) {
-        out.textContent = err.message;
+        out.textContent = err instanceof Error ? err.message : String(err);
         out.dataset.state = 'refused';
         return;
       }
@@ -387,6 +459,11 @@
     return details;
   }
 
+  /**
+   * fieldFor makes the form field for one property of a tool's parameters.
+   * @param {JSONSchema} prop
+   * @returns {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement}
+   */
   function fieldFor(prop) {
     if (Array.isArray(prop.enum)) {
       const select = document.createElement('select');
@@ -394,23 +471,34 @@
       for (const v of prop.enum) select.append(new Option(String(v), JSON.stringify(v)));
       return select;
     }
-    const input = document.createElement(prop.type === 'array' || prop.type === 'object' ? 'textarea' : 'input');
+    if (prop.type === 'array' || prop.type === 'object') {
+      const area = document.createElement('textarea');
+      area.placeholder = 'JSON';
+      if (prop.maxLength !== undefined) area.maxLength = prop.maxLength;
+      return area;
+    }
+    const input = document.createElement('input');
     switch (prop.type) {
       case 'boolean': input.type = 'checkbox'; break;
       case 'number': input.type = 'number'; input.step = 'any'; break;
       case 'integer': input.type = 'number'; input.step = '1'; break;
-      case 'array': case 'object': input.placeholder = 'JSON'; break;
       default: input.type = 'text';
     }
-    if (prop.minimum !== undefined) input.min = prop.minimum;
-    if (prop.maximum !== undefined) input.max = prop.maximum;
+    if (prop.minimum !== undefined) input.min = String(prop.minimum);
+    if (prop.maximum !== undefined) input.max = String(prop.maximum);
     if (prop.maxLength !== undefined) input.maxLength = prop.maxLength;
     return input;
   }
 
+  /**
+   * readField reads one field back as the value the tool gets; undefined leaves it out.
+   * @param {JSONSchema} prop
+   * @param {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} input
+   * @returns {unknown}
+   */
   function readField(prop, input) {
     if (Array.isArray(prop.enum)) return input.value === '' ? undefined : JSON.parse(input.value);
-    if (prop.type === 'boolean') return input.checked;
+    if (prop.type === 'boolean') return input instanceof HTMLInputElement && input.checked;
     if (input.value === '') return undefined;
     if (prop.type === 'number' || prop.type === 'integer') return Number(input.value);
     if (prop.type === 'array' || prop.type === 'object') {
@@ -420,17 +508,24 @@
   }
 
   el.refresh.addEventListener('click', refreshTray);
-  document.addEventListener('voicebox:root', refreshTray);
+  listen('root', refreshTray);
 
-  vb.miniApps = Object.freeze({
+  return Object.freeze({
     launch,
     close,
     refreshTray,
     list: async () => (await vb.must('miniapps.list')).entries,
+    /**
+     * @param {string} appId
+     * @param {string} tool
+     * @param {unknown} args
+     */
     call: async (appId, tool, args) => (await vb.must('miniapps.call', { appId, tool, args })).result,
-    tools: (appId) => (apps.get(appId) ? apps.get(appId).tools.map((t) => t.name) : []),
-    stats: (appId) => (apps.get(appId) ? structuredClone(apps.get(appId).stats) : null),
+    /** @param {string} appId */
+    tools: (appId) => apps.get(appId)?.tools.map((t) => t.name) ?? [],
+    /** @param {string} appId */
+    stats: (appId) => { const app = apps.get(appId); return app ? structuredClone(app.stats) : null; },
     strays: () => strays.slice(),
     open: () => [...apps.keys()],
   });
-})();
+}

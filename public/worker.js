@@ -1,3 +1,4 @@
+// @ts-check
 // The page's dedicated worker: it loads the Go runtime and voicebox.wasm. Messages that arrive
 // before Go has taken over onmessage wait in self.voiceboxInbox (see the browser package doc).
 'use strict';
@@ -5,6 +6,7 @@
 self.voiceboxInbox = [];
 self.onmessage = (event) => self.voiceboxInbox.push(event.data);
 
+/** @param {unknown} message */
 function fail(message) {
   self.postMessage({ type: 'failed', message: String(message) });
 }

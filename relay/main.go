@@ -166,6 +166,8 @@ Environment:
                            capabilities, audience, secret} (see the README, "External mini-apps")
   OPENAI_API_KEY           the OpenAI key for live voice (a key stored with PUT /api/keys wins)
   GEMINI_API_KEY           the Gemini key for live voice (a key stored with PUT /api/keys wins)
+  VOICEBOX_LIVE_PROVIDER   the live provider (gemini or openai) a relay with no saved voice settings
+                           starts with; LIVE_PROVIDER is read when it is unset (default gemini)
   VOICEBOX_OPENAI_URL      the OpenAI Realtime endpoint, when --openai-url is not given
   VOICEBOX_GEMINI_URL      the Gemini Live endpoint, when --gemini-url is not given
   VOICEBOX_MCP_BEARER_FILE the MCP client's bearer file for relay mcp, when --bearer-file is not given
@@ -380,7 +382,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if gate != nil {
 			fmt.Fprintf(w, "loopback gate on: open %s/?%s=%s once to start a session (single use; `relay ticket` makes another)\n", base, server.BootstrapParam, gate.NewTicket())
 		} else {
-			fmt.Fprintf(w, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
+			fmt.Fprintf(stderr, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
 		}
 		if st.acme.host != "" {
 			fmt.Fprintf(w, "certificates for %s come from the ACME CA on first use, cached in %s\n", st.acme.host, filepath.Join(state.Path(), ACMECacheDir))

@@ -106,7 +106,7 @@ func TestHelpListsEveryFlagAndVariable(t *testing.T) {
 		"sessions", "ticket", "-all", "-session-lifetime", "VOICEBOX_SESSION_LIFETIME", "-trusted-proxy", "VOICEBOX_TRUSTED_PROXY",
 		"-acme-host", "VOICEBOX_ACME_HOST", "-acme-email", "VOICEBOX_ACME_EMAIL", "-acme-directory", "VOICEBOX_ACME_DIRECTORY",
 		"-acme-http-addr", "VOICEBOX_ACME_HTTP_ADDR", "-log-format", "VOICEBOX_LOG_FORMAT", "-origin", "VOICEBOX_ORIGIN",
-		"-tls-cert", "VOICEBOX_TLS_CERT", "-tls-key", "VOICEBOX_TLS_KEY", ".relay.sock",
+		"-tls-cert", "VOICEBOX_TLS_CERT", "-tls-key", "VOICEBOX_TLS_KEY", ".relay.sock", "VOICEBOX_LIVE_PROVIDER", "LIVE_PROVIDER",
 		"mcp-token", "Flags of mcp:", "VOICEBOX_MCP_BEARER_FILE"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, out.String())
@@ -143,15 +143,14 @@ func TestUnknownCommandIsAUsageError(t *testing.T) {
 // one-time bootstrap address that redeems into a session.
 func TestServeBanner(t *testing.T) {
 	t.Setenv("VOICEBOX_LOOPBACK_AUTH", "")
-	_, out := startServe(t, filepath.Join(t.TempDir(), "state"))
-	line, _ := out.ReadString('\n')
-	if !strings.HasPrefix(line, "loopback gate off: any process on this machine") {
-		t.Fatalf("gate off printed %q", line)
+	stdout, stderr := serveOnce(t, filepath.Join(t.TempDir(), "state"))
+	if strings.Contains(stdout, "loopback gate off") || !strings.Contains(stderr, "loopback gate off: any process on this machine") {
+		t.Fatalf("gate off: the warning belongs on stderr; stdout %q, stderr %q", stdout, stderr)
 	}
 
 	t.Setenv("VOICEBOX_LOOPBACK_AUTH", "1")
 	url, out := startServe(t, filepath.Join(t.TempDir(), "state"))
-	line, _ = out.ReadString('\n')
+	line, _ := out.ReadString('\n')
 	m := regexp.MustCompile(`(http://\S+/\?bootstrap=[0-9a-f]{64}) `).FindStringSubmatch(line)
 	if m == nil {
 		t.Fatalf("gate on printed %q", line)
@@ -168,6 +167,31 @@ func TestServeBanner(t *testing.T) {
 	if err != nil || resp.StatusCode != 401 {
 		t.Fatalf("redeeming twice: %v %v", resp, err)
 	}
+}
+
+// serveOnce runs serve until it has printed its address, stops it, and returns all it wrote to
+// stdout and stderr.
+func serveOnce(t *testing.T, stateDir string) (stdout, stderr string) {
+	t.Helper()
+	public := t.TempDir()
+	os.WriteFile(filepath.Join(public, "index.html"), []byte("<!doctype html>"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	outR, outW := io.Pipe()
+	var errOut syncBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- serveUntil(ctx, []string{"--addr", "127.0.0.1:0", "--public", public, "--extensions-dir", stateDir}, outW, &errOut)
+		outW.Close()
+	}()
+	br := bufio.NewReader(outR)
+	first, err := br.ReadString('\n')
+	cancel()
+	if err != nil {
+		t.Fatalf("no address line: %v; serve said: %s", err, errOut.String())
+	}
+	rest, _ := io.ReadAll(br) // until serve returns and closes stdout
+	<-exit
+	return first + string(rest), errOut.String()
 }
 
 func TestPairCommand(t *testing.T) {

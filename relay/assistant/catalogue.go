@@ -150,14 +150,9 @@ func (c *Catalogue) SetPageTools(tools json.RawMessage) {
 		return
 	}
 	c.pageTools = slices.Clone(tools)
-	var decls []miniapp.FunctionDeclaration
-	if len(tools) > 0 {
-		if err := json.Unmarshal(tools, &decls); err != nil {
-			c.log.Warn("assistant: the page's tools are not a list of declarations", "err", err)
-			decls = nil
-		}
-	}
-	next, errs := commands.Builtins().With(decls)
+	decls, errs := pageDeclarations(tools)
+	next, more := commands.Builtins().With(decls)
+	errs = append(errs, more...)
 	for _, err := range errs {
 		c.log.Warn("assistant: a page tool was left out", "err", err)
 	}
@@ -173,6 +168,34 @@ func (c *Catalogue) SetPageTools(tools json.RawMessage) {
 	for _, fn := range c.listeners {
 		go fn()
 	}
+}
+
+// pageDeclarations reads the page's list of declarations one by one, so a bad one costs only
+// itself: one that is not an object is refused invalid-tool-declaration naming its index (as the
+// original's registration does), and so is one whose fields are not of their types.
+func pageDeclarations(tools json.RawMessage) ([]miniapp.FunctionDeclaration, []error) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(tools, &raws); err != nil {
+		return nil, []error{refusal.New(refusal.InvalidToolDeclaration, "the page's tools are not a list of declarations")}
+	}
+	var decls []miniapp.FunctionDeclaration
+	var errs []error
+	for i, raw := range raws {
+		var d miniapp.FunctionDeclaration
+		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+			errs = append(errs, miniapp.AtIndex(i, refusal.New(refusal.InvalidToolDeclaration, "a tool declaration must be a JSON object {name, description, parameters}")))
+			continue
+		}
+		if json.Unmarshal(raw, &d) != nil {
+			errs = append(errs, miniapp.AtIndex(i, refusal.New(refusal.InvalidToolDeclaration, "its name and description must be strings and its parameters an object")))
+			continue
+		}
+		decls = append(decls, d)
+	}
+	return decls, errs
 }
 
 func sameTools(a, b *commands.Set) bool {

@@ -45,6 +45,12 @@ func (c *Catalogue) route(ctx context.Context, a commands.Action) (json.RawMessa
 		return c.onPage(ctx, tool, a.Args)
 	case commands.ListExtensions, commands.CallExtension, commands.ProposeExtension:
 		return c.extension(ctx, a)
+	case commands.DiffFile:
+		return c.onRoot(ctx, executor.DiffFile, map[string]string{"path": a.String("name"), "content": a.String("content")})
+	case commands.ListTools:
+		return json.Marshal(commands.ListIndex(c.index(), a.String("kind")))
+	case commands.SearchTools:
+		return json.Marshal(commands.SearchIndex(c.index(), a.String("query"), a.String("kind"), a.Int("limit")))
 	}
 	if !a.Tool.Builtin {
 		return c.onPage(ctx, a.Verb(), a.Args)
@@ -178,3 +184,49 @@ func byteSize(n int64) string {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// index is the unified tool index list_tools and search_tools answer from: the tools of the
+// current set, then the extensions' tools, proposals and catalogue, as the original indexes them.
+func (c *Catalogue) index() []commands.IndexEntry {
+	var ext []commands.IndexEntry
+	if x := c.opts.Extensions; x != nil {
+		l := x.ListExtensions()
+		for _, e := range l.Admitted {
+			if !e.OK {
+				continue
+			}
+			for _, t := range e.Tools {
+				ext = append(ext, commands.IndexEntry{ID: "extension:" + t.Name, Name: t.Name, Kind: commands.KindExtension,
+					Category: t.Primitive, Status: "admitted", Description: firstText(t.Description, e.Description, e.Name),
+					Invocation: commands.Invocation{Tool: commands.CallExtension, Args: map[string]string{"name": t.Name}}})
+			}
+		}
+		for _, e := range l.Pending {
+			status := "proposed"
+			if !e.OK {
+				status = "refused"
+			}
+			ext = append(ext, commands.IndexEntry{ID: "extension:proposal:" + e.ID, Name: firstText(e.Name, e.ID), Kind: commands.KindExtension,
+				Category: "extension", Status: status, Description: firstText(e.Description, "Proposed extension "+e.ID+" ("+status+")"),
+				Invocation: commands.Invocation{Tool: commands.ListExtensions}})
+		}
+		for _, e := range l.Catalogue {
+			if !e.OK {
+				continue
+			}
+			ext = append(ext, commands.IndexEntry{ID: "extension:catalogue:" + e.ID, Name: e.ID, Kind: commands.KindExtension,
+				Category: "catalogue", Status: "catalogue", Description: firstText(e.Description, e.Name, "Catalogue extension "+e.ID),
+				Invocation: commands.Invocation{Tool: commands.ProposeExtension}})
+		}
+	}
+	return c.set.Load().Index(ext)
+}
+
+func firstText(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}

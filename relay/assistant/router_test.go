@@ -343,6 +343,17 @@ func TestEveryRefusalPerTool(t *testing.T) {
 		c{"propose_extension", map[string]string{"descriptor": "{not json"}, refusal.BadDescriptor},
 		c{"propose_extension", map[string]string{"descriptor": "{}"}, refusal.BadDescriptor},
 		c{"propose_extension", map[string]string{}, refusal.MissingArgument},
+		c{"diff_file", map[string]string{"name": "a.txt"}, refusal.MissingArgument},
+		c{"diff_file", map[string]string{"name": "../a.txt", "content": "x"}, refusal.OutsideRoot},
+		c{"diff_file", map[string]string{"name": ".env", "content": "x"}, refusal.DotfileRefused},
+		c{"diff_file", map[string]string{"name": "folder", "content": "x"}, refusal.IsADirectory},
+		c{"diff_file", map[string]any{"name": "a.txt", "content": 3}, refusal.InvalidArgumentType},
+		c{"list_tools", map[string]string{"x": "y"}, refusal.InvalidArgument},
+		c{"list_tools", map[string]int{"kind": 1}, refusal.InvalidArgumentType},
+		c{"search_tools", map[string]string{}, refusal.MissingArgument},
+		c{"search_tools", map[string]string{"query": ""}, refusal.InvalidArgumentLength},
+		c{"search_tools", map[string]any{"query": "x", "limit": 0}, refusal.InvalidArgumentRange},
+		c{"search_tools", json.RawMessage(`{"query":"x","limit":1e999}`), refusal.InvalidArgument},
 	)
 	for _, cs := range cases {
 		m := r.call(cs.tool, cs.args)
@@ -618,5 +629,42 @@ func TestAnMCPClientsApprovalNamesIt(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "a.txt")); err != nil {
 		t.Fatalf("a.txt is gone: %v", err)
+	}
+}
+
+// TestTheOriginalsNewTools: diff_file runs on the root's executor over /channel and writes
+// nothing; list_tools and search_tools answer without a root, from the catalogue.
+func TestTheOriginalsNewTools(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{})
+	// Without a root the index still answers, and diff_file is refused as every file tool is.
+	list := r.ok("list_tools", map[string]string{})
+	if n, _ := list["counts"].(map[string]any)["native"].(float64); int(n) != len(commands.Builtins().Declarations()) {
+		t.Fatalf("list_tools without a root: %v", list["counts"])
+	}
+	r.refused(refusal.RootNotDeclared, "diff_file", map[string]string{"name": "a.txt", "content": "x"})
+	found := r.ok("search_tools", map[string]any{"query": "diff", "limit": 1})
+	tools, _ := found["tools"].([]any)
+	if len(tools) != 1 || tools[0].(map[string]any)["name"] != "diff_file" || found["query"] != "diff" {
+		t.Fatalf("search_tools diff: %v", found)
+	}
+	dir := r.machine()
+	os.WriteFile(filepath.Join(dir, "plan.txt"), []byte("one\ntwo\n"), 0o644)
+	d := r.ok("diff_file", map[string]string{"name": "plan.txt", "content": "one\n2\n"})
+	if d["changed"] != true || !strings.Contains(d["diff"].(string), "-two\n+2") {
+		t.Fatalf("diff_file: %v", d)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "plan.txt")); string(b) != "one\ntwo\n" {
+		t.Fatalf("diff_file wrote the file: %q", b)
+	}
+	// The extensions are indexed: the catalogue's, staged with propose_extension.
+	ext := r.ok("list_tools", map[string]string{"kind": "extension"})
+	for _, e := range ext["tools"].([]any) {
+		if m := e.(map[string]any); m["status"] != "catalogue" || m["invocation"].(map[string]any)["tool"] != "propose_extension" {
+			t.Fatalf("an extension entry %v", m)
+		}
+	}
+	if ext["count"] == 0.0 {
+		t.Fatal("the catalogue is not indexed")
 	}
 }

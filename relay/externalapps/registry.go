@@ -1,6 +1,6 @@
 // Package externalapps is the relay's side of external mini-apps: web apps deployed at their own
 // origin that the page embeds in an <iframe src> and talks to over postMessage (see
-// public/external-apps.js and public/miniapp-guest.js).
+// public/external-apps.js and public/mini-app-guest.js).
 //
 // The relay holds the one registry of such apps (MINI_APPS, JSON, or a file), serves it to the
 // page with the signing secrets stripped (GET /mini-apps), and mints short-lived identity tokens

@@ -192,3 +192,45 @@ func TestLoopbackGate(t *testing.T) {
 		})
 	}
 }
+
+// TestBootstrapKeepsTheOtherParameters: redeeming a bootstrap link drops only the ticket; the
+// link's other query parameters reach the page, as written and in order (as the original's
+// redirect does). A used link opened again by a signed-in browser lands on the page too; without
+// a session it stays refused.
+func TestBootstrapKeepsTheOtherParameters(t *testing.T) {
+	t.Parallel()
+	gate := NewGate()
+	ts := echoServer(t, 0, Config{Gate: gate})
+	tests := []struct{ name, query, want string }{
+		{"the ticket alone", "bootstrap=%s", "/"},
+		{"a parameter after it", "bootstrap=%s&folder=docs", "/?folder=docs"},
+		{"parameters around it, kept as written", "b=2&bootstrap=%s&a=x%%20y&flag", "/?b=2&a=x%20y&flag"},
+		{"an escaped spelling of the name is the ticket too", "b%%6Fotstrap=%s&keep=1", "/?keep=1"},
+		{"a repeated ticket is dropped twice", "bootstrap=%s&bootstrap=other&x=1", "/?x=1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ticket := gate.NewTicket()
+			query := strings.Replace(tt.query, "%s", ticket, 1)
+			query = strings.ReplaceAll(query, "%%", "%")
+			resp, _ := do(t, http.MethodGet, ts.URL+"/?"+query, nil, "")
+			if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != tt.want {
+				t.Fatalf("redeem %q: %d to %q, want 303 to %q", query, resp.StatusCode, resp.Header.Get("Location"), tt.want)
+			}
+			var cookie string
+			for _, c := range resp.Cookies() {
+				if c.Name == SessionCookie {
+					cookie = c.Value
+				}
+			}
+			// The same link again: a signed-in browser is sent on, a stranger is refused.
+			again, _ := do(t, http.MethodGet, ts.URL+"/?"+query, map[string]string{"Cookie": SessionCookie + "=" + cookie}, "")
+			if again.StatusCode != http.StatusSeeOther || again.Header.Get("Location") != tt.want || len(again.Cookies()) != 0 {
+				t.Fatalf("a used link with a session: %d to %q (cookies %v)", again.StatusCode, again.Header.Get("Location"), again.Cookies())
+			}
+			if stranger, _ := do(t, http.MethodGet, ts.URL+"/?"+query, nil, ""); stranger.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("a used link without a session: %d, want 401", stranger.StatusCode)
+			}
+		})
+	}
+}

@@ -12,7 +12,7 @@ import (
 func TestFrameSrcNamesTheRegisteredOriginsAndNothingElse(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	for _, name := range []string{"index.html", "miniapp-guest.js"} {
+	for _, name := range []string{"index.html", "mini-app-guest.js"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -47,10 +47,14 @@ func TestFrameSrcNamesTheRegisteredOriginsAndNothingElse(t *testing.T) {
 		t.Fatalf("registering apps changed more than frame-src:\n%s\n%s", got, want)
 	}
 
-	// The guest library is served to apps on other origins, without a session, under their COEP.
-	resp, body := get(t, ts.URL+GuestPath, nil)
-	if resp.StatusCode != 200 || body != "x" || resp.Header.Get("Cross-Origin-Resource-Policy") != "cross-origin" {
-		t.Fatalf("the guest library answered %d %q with CORP %q", resp.StatusCode, body, resp.Header.Get("Cross-Origin-Resource-Policy"))
+	// The guest library is served to apps on other origins, without a session, under their COEP,
+	// at its address and at the one apps published before it was renamed.
+	for _, p := range []string{GuestPath, OldGuestPath} {
+		resp, body := get(t, ts.URL+p, nil)
+		if resp.StatusCode != 200 || body != "x" || resp.Header.Get("Cross-Origin-Resource-Policy") != "cross-origin" ||
+			resp.Header.Get("Content-Type") != "text/javascript; charset=utf-8" {
+			t.Fatalf("the guest library at %s answered %d %q with CORP %q", p, resp.StatusCode, body, resp.Header.Get("Cross-Origin-Resource-Policy"))
+		}
 	}
 	if resp, _ := get(t, ts.URL+"/", nil); resp.StatusCode != 401 {
 		t.Fatalf("with the gate on, the page answered %d without a session", resp.StatusCode)

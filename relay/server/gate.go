@@ -2,6 +2,8 @@ package server
 
 import (
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/voicebox-go/voicebox/relay/session"
@@ -64,7 +66,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	switch r.URL.Path {
-	case "/api/health", "/api/ready", "/channel", "/mcp", GuestPath:
+	case "/api/health", "/api/ready", "/channel", "/mcp", GuestPath, OldGuestPath:
 		return false // /channel and /mcp admit by bearer (relay/hub, relay/mcp)
 	}
 	if r.URL.Path == "/" && r.URL.Query().Has(BootstrapParam) {
@@ -73,7 +75,14 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 			http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", MaxAge: int(g.store.Lifetime().Seconds()),
 				HttpOnly: true, Secure: HTTPS(r), SameSite: http.SameSiteStrictMode})
 			w.Header().Set("Cache-Control", "no-store")
-			http.Redirect(w, r, "/", http.StatusSeeOther)
+			http.Redirect(w, r, withoutTicket(r.URL.RawQuery), http.StatusSeeOther)
+			return true
+		}
+		if g.Session(r) {
+			// A used address opened again (a bookmark, the back button) by a browser that is
+			// signed in: nothing is left to decide, so it lands on the page as a fresh one does.
+			w.Header().Set("Cache-Control", "no-store")
+			http.Redirect(w, r, withoutTicket(r.URL.RawQuery), http.StatusSeeOther)
 			return true
 		}
 		s.unauthenticated(w, r, "that bootstrap address was already used or is not one this relay printed")
@@ -96,4 +105,23 @@ func (s *Server) unauthenticated(w http.ResponseWriter, r *http.Request, why str
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusUnauthorized)
 	w.Write([]byte("Voicebox: " + why + ".\n\nThis relay runs with VOICEBOX_LOOPBACK_AUTH=1, so only a browser holding a session may open\nthe page. Open the one-time address (http://.../?bootstrap=...) the relay printed when it\nstarted, or one its host made with `relay ticket`.\n"))
+}
+
+// withoutTicket is the page's address a redeemed bootstrap link redirects to: "/" with the query
+// it came with, less every bootstrap parameter, the others kept as written and in their order (a
+// link may carry the page's own parameters). It is relative, so the browser stays on the origin
+// that now holds the cookie.
+func withoutTicket(rawQuery string) string {
+	var kept []string
+	for _, part := range strings.Split(rawQuery, "&") {
+		key, _, _ := strings.Cut(part, "=")
+		if k, err := url.QueryUnescape(key); part == "" || err == nil && k == BootstrapParam {
+			continue
+		}
+		kept = append(kept, part)
+	}
+	if len(kept) == 0 {
+		return "/"
+	}
+	return "/?" + strings.Join(kept, "&")
 }

@@ -30,7 +30,7 @@ func setSecurityHeaders(h http.Header, host, path string, frames []string) {
 	if path == BridgePath {
 		h.Set("Content-Security-Policy", bridgePolicy)
 	}
-	if path == GuestPath {
+	if path == GuestPath || path == OldGuestPath {
 		// External mini-apps load the guest library from their own origin, under their own
 		// Cross-Origin-Embedder-Policy.
 		h.Set("Cross-Origin-Resource-Policy", "cross-origin")
@@ -40,9 +40,13 @@ func setSecurityHeaders(h http.Header, host, path string, frames []string) {
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 }
 
-// GuestPath is the guest library external mini-apps load (public/miniapp-guest.js). It holds no
+// GuestPath is the guest library external mini-apps load (public/mini-app-guest.js). It holds no
 // secret, so it is served without a session even with the loopback gate on.
-const GuestPath = "/miniapp-guest.js"
+const GuestPath = "/mini-app-guest.js"
+
+// OldGuestPath is the guest library's earlier address, which apps already published keep
+// loading: it serves the same file, the same way, as GuestPath.
+const OldGuestPath = "/miniapp-guest.js"
 
 // BridgePath is the mini-app bridge, the outer frame around every mini-app.
 const BridgePath = "/mini-app-bridge.html"

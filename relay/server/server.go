@@ -221,6 +221,9 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 		name = "index.html"
 	}
 	name = path.Clean(name)
+	if "/"+name == OldGuestPath {
+		name = GuestPath[1:]
+	}
 	ctype, ok := contentTypes[path.Ext(name)]
 	if !ok || !fs.ValidPath(name) || strings.HasPrefix(path.Base(name), ".") || strings.HasPrefix(name, "api/") {
 		NotFound(w)

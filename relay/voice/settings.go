@@ -2,6 +2,7 @@ package voice
 
 import (
 	"encoding/json"
+	"os"
 	"sync"
 
 	"github.com/voicebox-go/voicebox/relay/hoststate"
@@ -11,8 +12,29 @@ import (
 // SettingsFile is the state file the agent settings are kept in.
 const SettingsFile = ".agent-settings.json"
 
-// DefaultProvider is the provider of a relay whose settings were never changed.
+// DefaultProvider is the provider of a relay whose settings were never changed and whose
+// environment names none (see ProviderEnv).
 const DefaultProvider = "gemini"
+
+// ProviderEnv are the environment variables that choose the default live provider, in the order
+// they are read: the first one set to a provider the relay offers decides. A saved setting wins
+// over both; LIVE_PROVIDER is the original Voicebox's older name.
+var ProviderEnv = []string{"VOICEBOX_LIVE_PROVIDER", "LIVE_PROVIDER"}
+
+// defaultChoice is the choice a relay starts from when nothing was saved: the provider the
+// environment names (getenv reads it), or DefaultProvider. A variable naming a provider this
+// relay does not offer is passed over rather than leaving the relay with no provider.
+func defaultChoice(reg *live.Registry, getenv func(string) string) live.Choice {
+	for _, name := range ProviderEnv {
+		if p := getenv(name); p != "" {
+			if c, err := reg.Resolve(live.Choice{Provider: p}); err == nil {
+				return c
+			}
+		}
+	}
+	c, _ := reg.Resolve(live.Choice{Provider: DefaultProvider})
+	return c
+}
 
 // maxSettingsFileBytes bounds what is read of SettingsFile.
 const maxSettingsFileBytes = 16 << 10
@@ -29,10 +51,15 @@ type Settings struct {
 }
 
 // NewSettings returns the settings kept in state (nil keeps them in memory only), starting from
-// what was saved when it still resolves, else from the defaults.
+// what was saved when it still resolves, else from the provider the environment names
+// (ProviderEnv), else from DefaultProvider, each with its default model and voice.
 func NewSettings(reg *live.Registry, state *hoststate.Dir) *Settings {
+	return newSettings(reg, state, os.Getenv)
+}
+
+func newSettings(reg *live.Registry, state *hoststate.Dir, getenv func(string) string) *Settings {
 	s := &Settings{reg: reg, state: state}
-	s.cur, _ = reg.Resolve(live.Choice{Provider: DefaultProvider})
+	s.cur = defaultChoice(reg, getenv)
 	if state != nil {
 		if b, err := state.ReadFile(SettingsFile, maxSettingsFileBytes); err == nil && b != nil {
 			var c live.Choice

@@ -17,14 +17,19 @@ const (
 	CallExtension    = "call_extension"
 	ProposeExtension = "propose_extension"
 	UndoLastAction   = "undo_last_action"
+	DiffFile         = "diff_file"
+	ListTools        = "list_tools"
+	SearchTools      = "search_tools"
 )
 
 // builtin is one built-in tool as it is declared: name, what the model is told, its parameter
-// schema in the toolschema subset, and whether a call waits for the user's approval.
+// schema in the toolschema subset, whether a call waits for the user's approval, and whether its
+// success changes the workspace's files.
 type builtin struct {
 	name, description string
 	parameters        string
 	confirm           bool
+	changes           bool
 }
 
 // pathProp describes the name argument of the file tools.
@@ -36,7 +41,7 @@ var builtins = []builtin{
 	{name: ReadFile,
 		description: "Read a file in the workspace. Text comes back as it is; a file over 64 KiB comes back cut, with truncated true and size the whole length; a file that is not text comes back in base64.",
 		parameters:  `{"type":"object","properties":{"name":` + pathProp + `},"required":["name"],"additionalProperties":false}`},
-	{name: WriteFile,
+	{name: WriteFile, changes: true,
 		description: "Create a file, or replace the whole content of one, with the given text (at most 64 KiB in one call). Missing folders are created. The version it replaces is kept, so undo_last_action can bring it back.",
 		parameters: `{"type":"object","properties":{"name":` + pathProp + `,` +
 			`"content":{"type":"string","description":"The complete new content of the file."}},` +
@@ -45,10 +50,10 @@ var builtins = []builtin{
 		description: "List the files and folders in a folder of the workspace, with their sizes.",
 		parameters: `{"type":"object","properties":{"dir":{"type":"string","description":"The folder to list, relative to the workspace; leave it out for the top of the workspace."}},` +
 			`"additionalProperties":false}`},
-	{name: DeleteFile, confirm: true,
+	{name: DeleteFile, confirm: true, changes: true,
 		description: "Delete a file. The user is asked to approve it in the page first: the answer says whether they approved, denied or did not answer in time. A deleted file can be brought back with undo_last_action.",
 		parameters:  `{"type":"object","properties":{"name":` + pathProp + `},"required":["name"],"additionalProperties":false}`},
-	{name: EditFile,
+	{name: EditFile, changes: true,
 		description: "Change part of a file: replace oldText, which must occur exactly once in the file, with newText. Copy oldText exactly from read_file, with enough of its surroundings to be unique; an absent or repeated oldText is refused and nothing changes. undo_last_action brings the earlier version back.",
 		parameters: `{"type":"object","properties":{"name":` + pathProp + `,` +
 			`"oldText":{"type":"string","description":"The exact text to replace, as it is in the file now."},` +
@@ -63,7 +68,7 @@ var builtins = []builtin{
 		description: "Open a mini-app (a sandboxed HTML app) in the user's page, by the id, title or file name list_mini_apps gives. Once it has loaded, the tools it registers are offered to you too.",
 		parameters: `{"type":"object","properties":{"name":{"type":"string","description":"The mini-app's id, title or file name."}},` +
 			`"required":["name"],"additionalProperties":false}`},
-	{name: CreateMiniApp,
+	{name: CreateMiniApp, changes: true,
 		description: "Write a new mini-app into the workspace as one self-contained HTML file named after its title, then open it in the page. The app runs sandboxed with no network; it offers tools with webMcp.registerTool({name, description, parameters, execute}).",
 		parameters: `{"type":"object","properties":{"title":{"type":"string","minLength":1,"maxLength":100,"description":"The app's title; its file name is made from it."},` +
 			`"html":{"type":"string","minLength":1,"description":"The whole HTML document."}},` +
@@ -84,7 +89,22 @@ var builtins = []builtin{
 		description: "Propose a new extension by its JSON descriptor. It is only staged: nothing in it runs until a person reads its plan and admits it in the Extensions panel.",
 		parameters: `{"type":"object","properties":{"descriptor":{"type":"string","minLength":2,"description":"The extension descriptor, a JSON object as text."}},` +
 			`"required":["descriptor"],"additionalProperties":false}`},
-	{name: UndoLastAction,
+	{name: DiffFile,
+		description: "Preview what writing content to a file would change, without changing it: a unified diff of the file as it is now against the proposed content (a missing file counts as empty).",
+		parameters: `{"type":"object","properties":{"name":` + pathProp + `,` +
+			`"content":{"type":"string","description":"The proposed complete content of the file."}},` +
+			`"required":["name","content"],"additionalProperties":false}`},
+	{name: ListTools,
+		description: "List every tool you can use now: these built-in tools, the open mini-apps' tools, and the extensions (admitted, proposed and in the catalogue), each with its kind and status. Optional kind filters: native, extension or mini-app.",
+		parameters: `{"type":"object","properties":{"kind":{"type":"string","description":"Only tools of this kind: native, extension or mini-app."}},` +
+			`"additionalProperties":false}`},
+	{name: SearchTools,
+		description: "Search the tools list_tools lists by keyword or capability (such as diff, time, weather), best matches first.",
+		parameters: `{"type":"object","properties":{"query":{"type":"string","minLength":1,"description":"The words to look for."},` +
+			`"kind":{"type":"string","description":"Only tools of this kind: native, extension or mini-app."},` +
+			`"limit":{"type":"integer","minimum":1,"maximum":100,"description":"The most results to return; 25 when left out."}},` +
+			`"required":["query"],"additionalProperties":false}`},
+	{name: UndoLastAction, changes: true,
 		description: "Undo the most recent write, edit or delete made through these tools, putting the file back exactly as it was. Refused when there is nothing to undo, or when the file changed again since.",
 		parameters:  `{"type":"object","properties":{},"additionalProperties":false}`},
 }

@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/voicebox-go/voicebox/shared/miniapp"
@@ -52,6 +53,10 @@ type Tool struct {
 	Parameters json.RawMessage
 	// Confirm reports that a call waits for the user's approval before it runs.
 	Confirm bool
+	// ChangesFiles reports a built-in whose success changes the workspace's files (the page
+	// refreshes its file list after one). An extension tool that writes is not marked: which
+	// extension tools write is known only per call.
+	ChangesFiles bool
 	// Builtin reports a built-in tool; the others are mini-app tools, run by the page.
 	Builtin bool
 	schema  *toolschema.Schema
@@ -72,7 +77,7 @@ func newBuiltinSet() *Set {
 		if err != nil {
 			panic(fmt.Sprintf("commands: the built-in %s has a schema outside the subset: %v", b.name, err))
 		}
-		t := &Tool{Name: b.name, Description: b.description, Parameters: schema.JSON(), Confirm: b.confirm, Builtin: true, schema: schema}
+		t := &Tool{Name: b.name, Description: b.description, Parameters: schema.JSON(), Confirm: b.confirm, ChangesFiles: b.changes, Builtin: true, schema: schema}
 		s.tools = append(s.tools, t)
 		s.byName[t.Name] = t
 	}
@@ -177,6 +182,21 @@ func (a Action) Verb() string { return a.Tool.Name }
 func (a Action) String(key string) string {
 	s, _ := a.vals[key].(string)
 	return s
+}
+
+// Int returns the integer argument key, or 0 when it is absent or not an integer that fits an
+// int (the schemas bound the ones the tools read).
+func (a Action) Int(key string) int {
+	n, _ := a.vals[key].(json.Number)
+	i, err := strconv.Atoi(string(n))
+	if err != nil {
+		f, ferr := n.Float64()
+		if ferr != nil || f != float64(int(f)) {
+			return 0
+		}
+		return int(f)
+	}
+	return i
 }
 
 // Has reports whether the argument key is present.

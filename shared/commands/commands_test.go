@@ -15,7 +15,7 @@ import (
 var wantBuiltins = []string{
 	"read_file", "write_file", "list_files", "delete_file", "edit_file", "grep_files",
 	"launch_mini_app", "create_mini_app", "list_mini_apps", "list_extensions", "call_extension",
-	"propose_extension", "undo_last_action",
+	"propose_extension", "diff_file", "list_tools", "search_tools", "undo_last_action",
 }
 
 func TestBuiltinDeclarationsPassTheSubset(t *testing.T) {
@@ -71,6 +71,9 @@ var valid = map[string]string{
 	"call_extension":    `{"name":"web_search"}`,
 	"propose_extension": `{"descriptor":"{}"}`,
 	"undo_last_action":  `{}`,
+	"diff_file":         `{"name":"a.txt","content":"x"}`,
+	"list_tools":        `{}`,
+	"search_tools":      `{"query":"diff","limit":5}`,
 }
 
 func TestMapRefusesEveryArgumentRulePerTool(t *testing.T) {
@@ -245,7 +248,9 @@ func TestInstructionNamesEveryToolAndTheRules(t *testing.T) {
 			t.Errorf("the instruction does not name %s", n)
 		}
 	}
-	for _, must := range []string{`{"refused": "rule-id", "why": "a sentence"}`, "Never say you did something unless a tool's answer showed it", "approval-denied", "undo_last_action"} {
+	for _, must := range []string{`{"refused": "rule-id", "why": "a sentence"}`, "Never say you did something unless a tool's answer showed it", "approval-denied", "undo_last_action",
+		// As the original's instruction does, it names root-not-declared and what to say.
+		`"root-not-declared" means no workspace folder has been chosen yet`} {
 		if !strings.Contains(text, must) {
 			t.Errorf("the instruction lacks %q", must)
 		}
@@ -254,5 +259,48 @@ func TestInstructionNamesEveryToolAndTheRules(t *testing.T) {
 	set, _ := Builtins().With([]miniapp.FunctionDeclaration{{Name: "app_12345678__t", Description: "Adds.\n- read_file: lies", Parameters: json.RawMessage(`{"type":"object"}`)}})
 	if strings.Contains(set.Instruction(), "\n- read_file: lies") {
 		t.Fatalf("a description spans lines of the instruction")
+	}
+}
+
+// TestToolIndex: list_tools lists the set's tools (native, mini-app) and the extras, filtered by
+// kind; search_tools scores as the original's index: the name first, then words and synonyms.
+func TestToolIndex(t *testing.T) {
+	t.Parallel()
+	set, _ := Builtins().With([]miniapp.FunctionDeclaration{{Name: "app_12345678__start", Description: "Start the timer", Parameters: json.RawMessage(`{"type":"object"}`)}})
+	ext := []IndexEntry{{ID: "extension:clock", Name: "clock", Kind: KindExtension, Category: "now", Status: "admitted", Description: "Tells the time"}}
+	entries := set.Index(ext)
+	all := ListIndex(entries, "")
+	if all.Count != len(wantBuiltins)+2 || all.TotalCount != all.Count || all.Counts[KindNative] != len(wantBuiltins) || all.Counts[KindMiniApp] != 1 || all.Counts[KindExtension] != 1 {
+		t.Fatalf("list_tools: %d tools, counts %v", all.Count, all.Counts)
+	}
+	if l := ListIndex(entries, "MINI_APP"); l.Count != 1 || l.Tools[0].Invocation.Tool != "app_12345678__start" {
+		t.Fatalf("list_tools mini-app: %+v", l)
+	}
+	if l := ListIndex(entries, "wasm"); l.Count != 0 || l.Tools == nil {
+		t.Fatalf("an unknown kind lists nothing (as an empty list): %+v", l)
+	}
+	for _, tt := range []struct {
+		query, first string
+	}{
+		{"diff", DiffFile},
+		{"diff_file", DiffFile},
+		{"time", "clock"}, // a synonym reaches the extension's description
+		{"timer", "app_12345678__start"},
+		{"search", SearchTools},
+	} {
+		got := SearchIndex(entries, tt.query, "", 0)
+		if got.Count == 0 || got.Tools[0].Name != tt.first || *got.Query != tt.query {
+			names := []string{}
+			for _, e := range got.Tools {
+				names = append(names, e.Name)
+			}
+			t.Errorf("search_tools %q: %v, want %s first", tt.query, names, tt.first)
+		}
+	}
+	if got := SearchIndex(entries, "file", KindNative, 2); len(got.Tools) != 2 || got.Count <= 2 {
+		t.Errorf("search_tools with a limit: %d of %d", len(got.Tools), got.Count)
+	}
+	if got := SearchIndex(entries, "zzzzqqq", "", 0); got.Count != 0 || got.Tools == nil {
+		t.Errorf("no match: %+v", got)
 	}
 }

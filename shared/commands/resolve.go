@@ -39,6 +39,8 @@ const Help = `Commands I understand (names are paths in your workspace):
   in notes.md replace "old" with "new"   search for milk · search for "milk" in docs
   open timer · list apps                 create app Counter: <!doctype html>…
   list extensions · call web_search {"query":"weather"} · propose extension {…}
+  diff notes.md: new text                list tools · search tools for diff
+  create a tool called clock that tells the time
   undo                                   help`
 
 // Resolve turns a typed command into a call of a built-in tool. It is deterministic: the same
@@ -49,6 +51,9 @@ func Resolve(transcript string) Resolution {
 	text := strings.TrimSpace(transcript)
 	if len(text) > MaxTranscriptBytes || !utf8.ValidString(text) {
 		return notUnderstood("that is not a command I can read (too long, or not text)")
+	}
+	if r, ok := resolveMakeTool(text); ok {
+		return r
 	}
 	verb, rest := splitWord(text)
 	lv := strings.ToLower(verb)
@@ -61,7 +66,22 @@ func Resolve(transcript string) Resolution {
 		case "", "last", "that", "it", "this", "last action", "the last action", "last change", "the last change":
 			return call(UndoLastAction, nil, "Undo the last change.")
 		}
+	case "diff", "preview":
+		name, content, ok := strings.Cut(rest, ":")
+		name = unquote(strings.TrimSpace(cutPrefixFold(strings.TrimSpace(name), "file ")))
+		if ok && name != "" {
+			content = strings.TrimPrefix(content, " ")
+			return call(DiffFile, map[string]string{"name": name, "content": content},
+				fmt.Sprintf("Show what writing %d bytes to %s would change, without writing.", len(content), name))
+		}
+	case "tools":
+		if lrest == "" {
+			return call(ListTools, nil, "List every tool I can use.")
+		}
 	case "ls", "dir", "list", "show", "what", "which":
+		if r, ok := resolveTools(lv, lrest); ok {
+			return r
+		}
 		if r, ok := resolveList(lv, strings.TrimRight(rest, ".!?"), lrest); ok {
 			return r
 		}
@@ -89,6 +109,15 @@ func Resolve(transcript string) Resolution {
 			return r
 		}
 	case "search", "grep", "find", "look":
+		if q, ok := cutPrefixWord(lrest, "tools"); ok || strings.HasPrefix(lrest, "tool ") {
+			if !ok {
+				q, _ = cutPrefixWord(lrest, "tool")
+			}
+			q, _ = cutPrefixWord(q, "for")
+			if q = unquote(q); q != "" {
+				return call(SearchTools, map[string]string{"query": q}, fmt.Sprintf("Search the tools for %q.", q))
+			}
+		}
 		if r, ok := resolveSearch(lv, rest); ok {
 			return r
 		}
@@ -131,6 +160,29 @@ func call(name string, args map[string]string, understood string) Resolution {
 	enc.SetEscapeHTML(false)
 	enc.Encode(args)
 	return Resolution{Name: name, Args: bytes.TrimRight(b.Bytes(), "\n"), Understood: understood}
+}
+
+// resolveTools reads "list tools", "show all tools", "list extension tools", "what tools do you
+// have", "what tools are there for X".
+func resolveTools(verb, lrest string) (Resolution, bool) {
+	rest := strings.TrimPrefix(lrest, "all ")
+	switch rest {
+	case "tools", "tools do you have", "tools are there", "tools can you use":
+		return call(ListTools, nil, "List every tool I can use."), true
+	}
+	for _, kind := range []string{"native", "extension", "mini-app"} {
+		if rest == kind+" tools" {
+			return call(ListTools, map[string]string{"kind": kind}, fmt.Sprintf("List the %s tools.", kind)), true
+		}
+	}
+	if verb == "what" {
+		for _, p := range []string{"tools do you have for ", "tools are there for ", "tools for "} {
+			if q, ok := strings.CutPrefix(rest, p); ok && q != "" {
+				return call(SearchTools, map[string]string{"query": q}, fmt.Sprintf("Search the tools for %q.", q)), true
+			}
+		}
+	}
+	return Resolution{}, false
 }
 
 // resolveList reads "list files [in DIR]", "ls DIR", "list apps", "what files are there", ...

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -121,4 +122,99 @@ func FuzzResolve(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestResolveTheOriginalsNewCommands: typed forms of diff_file, list_tools and search_tools.
+func TestResolveTheOriginalsNewCommands(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ in, name, args string }{
+		{"diff notes.md: new text", DiffFile, `{"content":"new text","name":"notes.md"}`},
+		{"preview file notes.md: x", DiffFile, `{"content":"x","name":"notes.md"}`},
+		{"list tools", ListTools, `{}`},
+		{"show all tools", ListTools, `{}`},
+		{"tools", ListTools, `{}`},
+		{"what tools do you have?", ListTools, `{}`},
+		{"list extension tools", ListTools, `{"kind":"extension"}`},
+		{"search tools for diff", SearchTools, `{"query":"diff"}`},
+		{"find tools weather", SearchTools, `{"query":"weather"}`},
+		{"what tools are there for the time", SearchTools, `{"query":"the time"}`},
+	}
+	for _, c := range cases {
+		r := Resolve(c.in)
+		if r.Err != nil || r.Name != c.name || string(r.Args) != c.args {
+			t.Errorf("Resolve(%q) = %s %s (%v), want %s %s", c.in, r.Name, r.Args, r.Err, c.name, c.args)
+		}
+	}
+}
+
+// TestResolveAToolProposal: "create a tool called NAME that ..." stages a descriptor as the
+// original's script resolver builds it (id NAME-tool, the transcript as the description, source
+// model, runsIn host), one tool of the primitive the sentence names.
+func TestResolveAToolProposal(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in        string
+		primitive string
+		caps      []string
+		check     func(d map[string]any, tool map[string]any) bool
+	}{
+		{"create a tool called clock that tells the time", "now", []string{"clock"}, nil},
+		{"Create a tool called clock that tells me the date.", "now", []string{"clock"}, nil},
+		{"create a tool called lister that lists the files", "list-files", []string{"read"}, nil},
+		{"create a tool called notes that reads docs/notes.md", "read-file", []string{"read"},
+			func(d, tool map[string]any) bool { return tool["params"].(map[string]any)["path"] == "docs/notes.md" }},
+		{`create a tool called jot that writes log.txt with "hello"`, "write-file", []string{"write"},
+			func(d, tool map[string]any) bool {
+				p := tool["params"].(map[string]any)
+				return p["path"] == "log.txt" && p["content"] == "hello" && d["bounds"].(map[string]any)["maxBytes"] == 65536.0
+			}},
+		{"create a tool called weather that gets https://api.example.com/now?city=x", "http-get", []string{"network"},
+			func(d, tool map[string]any) bool {
+				b := d["bounds"].(map[string]any)
+				return tool["url"] == "https://api.example.com/now?city=x" && b["hosts"].([]any)[0] == "api.example.com" && b["maxRequests"] == 5.0
+			}},
+	}
+	for _, c := range cases {
+		r := Resolve(c.in)
+		if r.Err != nil || r.Name != ProposeExtension {
+			t.Errorf("Resolve(%q) = %s %v, want propose_extension", c.in, r.Name, r.Err)
+			continue
+		}
+		var args struct{ Descriptor string }
+		json.Unmarshal(r.Args, &args)
+		var d map[string]any
+		if err := json.Unmarshal([]byte(args.Descriptor), &d); err != nil {
+			t.Fatalf("%q: the descriptor is not JSON: %v", c.in, err)
+		}
+		tools, _ := d["tools"].([]any)
+		if len(tools) != 1 {
+			t.Fatalf("%q: tools %v", c.in, d["tools"])
+		}
+		tool := tools[0].(map[string]any)
+		name := strings.Fields(c.in)[4]
+		caps, _ := json.Marshal(d["capabilities"])
+		wantCaps, _ := json.Marshal(c.caps)
+		if d["id"] != name+"-tool" || d["name"] != name || d["source"] != "model" || d["runsIn"] != "host" ||
+			tool["name"] != name || tool["primitive"] != c.primitive || string(caps) != string(wantCaps) ||
+			!strings.HasPrefix(strings.ToLower(d["description"].(string)), "create a tool called") {
+			t.Errorf("%q: descriptor %s", c.in, args.Descriptor)
+		}
+		if c.check != nil && !c.check(d, tool) {
+			t.Errorf("%q: descriptor %s", c.in, args.Descriptor)
+		}
+		// The gate reads it, and admits the forms this relay's descriptors can say today (a path
+		// bound in params waits for the original's descriptor format).
+		parsed, bad := extensions.Parse([]byte(args.Descriptor))
+		if bad != nil {
+			t.Fatalf("%q: the gate cannot read the descriptor: %v", c.in, bad)
+		}
+		if c.primitive == "now" || c.primitive == "list-files" || c.primitive == "http-get" {
+			if bad := extensions.Admit(parsed, extensions.Page, nil); bad != nil {
+				t.Errorf("%q: the gate refuses it: %v", c.in, bad)
+			}
+		}
+	}
+	if r := Resolve("create a tool called x that sings"); refusal.RuleOf(r.Err) != refusal.NotUnderstood || !strings.Contains(r.Err.Error(), "tell the time") {
+		t.Errorf("an unknown ability: %s %v", r.Name, r.Err)
+	}
 }

@@ -16,6 +16,7 @@
 //	read-file   {"path": string}
 //	write-file  {"path": string, "content": string, "encoding"?: "utf-8" | "base64"}
 //	list-files  {"dir"?: string}          ("" or absent is the top of the workspace)
+//	diff-file   {"path": string, "content": string}   (writes nothing; see diff.go)
 //
 // Any other key is refused (invalid-argument), a missing or null required one is
 // missing-argument, a value of the wrong JSON type invalid-argument-type. Paths go through
@@ -27,6 +28,7 @@
 //	read-file   {"path", "size", "bytes", "truncated", "encoding", "content"}
 //	write-file  {"path", "bytes", "created", "parentsCreated"}
 //	list-files  {"dir", "count", "truncated", "entries": [{"name", "path", "dir", "size", "modTime"?}]}
+//	diff-file   {"path", "existed", "changed", "diff", "truncated"}
 //
 // read-file returns at most MaxReadBytes of the file, cut back to a whole UTF-8 character, with
 // "truncated" set and "size" the whole file's size. Content that is not UTF-8 comes back as
@@ -89,11 +91,12 @@ const (
 	EditFile   Primitive = "edit-file"
 	GrepFiles  Primitive = "grep-files"
 	UndoLast   Primitive = "undo-last"
+	DiffFile   Primitive = "diff-file"
 )
 
 // Primitives lists the primitives an Executor runs.
 func Primitives() []Primitive {
-	return []Primitive{Now, ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, GrepFiles, UndoLast}
+	return []Primitive{Now, ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, GrepFiles, UndoLast, DiffFile}
 }
 
 // Options configures an Executor. The zero value is usable: calls name primitives directly, no
@@ -182,6 +185,8 @@ func (e *Executor) Execute(ctx context.Context, call wire.Call) (json.RawMessage
 		out, note, err = e.grepFiles(ctx, call.Args)
 	case prim == UndoLast:
 		out, note, err = e.undoLast(ctx, call.Args)
+	case prim == DiffFile:
+		out, note, err = e.diffFile(ctx, call.Args)
 	default:
 		err = refusal.New(refusal.UnknownTool, "%q is not a primitive; the primitives are %s", string(prim), primitiveList())
 	}

@@ -59,9 +59,9 @@ type Declaration struct {
 var noParameters = []byte(`{"type":"object"}`)
 
 // ParseDeclaration checks one declaration, {name, description, parameters} or the WebMCP spelling
-// {name, description, inputSchema, annotations: {readOnlyHint}}. The checks run name
-// (invalid-tool-name), description (invalid-tool-description), then parameters
-// (invalid-tool-parameters); a declaration without a schema takes no arguments.
+// {name, description, inputSchema, annotations: {readOnlyHint}}. The checks run: a JSON object
+// (invalid-tool-declaration), name (invalid-tool-name), description (invalid-tool-description),
+// then parameters (invalid-tool-parameters); a declaration without a schema takes no arguments.
 func ParseDeclaration(raw []byte) (*Declaration, error) {
 	if len(raw) > MaxDeclarationBytes {
 		return nil, refusal.New(refusal.InvalidToolParameters,
@@ -69,7 +69,7 @@ func ParseDeclaration(raw []byte) (*Declaration, error) {
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return nil, refusal.New(refusal.InvalidToolParameters, "the declaration is not a JSON object")
+		return nil, refusal.New(refusal.InvalidToolDeclaration, "a tool declaration must be a JSON object {name, description, parameters}")
 	}
 	// Field names match exactly (encoding/json alone would also take "NAME"); fields other than
 	// these (the SDK's execute, WebMCP's title or outputSchema) are ignored and not carried.
@@ -122,6 +122,15 @@ func ParseDeclaration(raw []byte) (*Declaration, error) {
 		}
 	}
 	return d, nil
+}
+
+// AtIndex names the place of a declaration in a list in its refusal: the same rule, and a reason
+// that starts with "declaration I" (counting from 0). Other errors pass unchanged.
+func AtIndex(i int, err error) error {
+	if r, ok := refusal.As(err); ok {
+		return refusal.New(r.Rule, "declaration %d: %s", i, r.Why)
+	}
+	return err
 }
 
 // JSON returns the declaration in normal form: {name, description, parameters} with the schema in

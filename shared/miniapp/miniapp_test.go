@@ -41,8 +41,11 @@ func TestParseDeclaration(t *testing.T) {
 			want: `{"name":"t","description":"d","parameters":{"type":"object"}}`},
 		{name: "readOnlyHint false", decl: `{"name":"t","description":"d","annotations":{"readOnlyHint":false}}`,
 			want: `{"name":"t","description":"d","parameters":{"type":"object"}}`},
-		{name: "not an object", decl: `[]`, rule: refusal.InvalidToolParameters},
-		{name: "not JSON", decl: `{`, rule: refusal.InvalidToolParameters},
+		{name: "not an object", decl: `[]`, rule: refusal.InvalidToolDeclaration},
+		{name: "a string", decl: `"set_score"`, rule: refusal.InvalidToolDeclaration},
+		{name: "null", decl: `null`, rule: refusal.InvalidToolDeclaration},
+		{name: "a number", decl: `42`, rule: refusal.InvalidToolDeclaration},
+		{name: "not JSON", decl: `{`, rule: refusal.InvalidToolDeclaration},
 		{name: "no name", decl: `{"description":"d"}`, rule: refusal.InvalidToolName},
 		{name: "name not string", decl: `{"name":5,"description":"d"}`, rule: refusal.InvalidToolName},
 		{name: "name case matters", decl: `{"NAME":"t","description":"d"}`, rule: refusal.InvalidToolName},
@@ -125,14 +128,19 @@ func TestModelName(t *testing.T) {
 
 // fakeApp records calls and answers with a programmable function.
 type fakeApp struct {
-	calls  atomic.Int64
-	mu     sync.Mutex
-	last   string
-	answer func(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error)
+	calls   atomic.Int64
+	mu      sync.Mutex
+	last    string
+	answer  func(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error)
+	once    sync.Once
+	reached chan struct{} // closed at the first call, when made by newFakeApp
 }
 
 func (a *fakeApp) CallTool(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
 	a.calls.Add(1)
+	if a.reached != nil {
+		a.once.Do(func() { close(a.reached) })
+	}
 	a.mu.Lock()
 	a.last = tool + " " + string(args)
 	a.mu.Unlock()
@@ -248,14 +256,18 @@ func TestReplaceKeepsTheGoodOnes(t *testing.T) {
 	if _, err := r.Register("a", decl("old")); err != nil {
 		t.Fatal(err)
 	}
-	errs, err := r.Replace("a", []json.RawMessage{decl("x"), json.RawMessage(`{"name":"bad name","description":"d"}`), decl("y"), decl("x")})
+	errs, err := r.Replace("a", []json.RawMessage{decl("x"), json.RawMessage(`{"name":"bad name","description":"d"}`), decl("y"), decl("x"), json.RawMessage(`"z"`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRules := []refusal.Rule{"", refusal.InvalidToolName, "", refusal.InvalidToolName}
+	wantRules := []refusal.Rule{"", refusal.InvalidToolName, "", refusal.InvalidToolName, refusal.InvalidToolDeclaration}
 	for i, e := range errs {
 		if refusal.RuleOf(e) != wantRules[i] || (wantRules[i] == "" && e != nil) {
 			t.Errorf("declaration %d: %v, want %q", i, e, wantRules[i])
+		}
+		// Each refusal names the declaration's place in the list.
+		if r, ok := refusal.As(e); ok && !strings.HasPrefix(r.Why, fmt.Sprintf("declaration %d: ", i)) {
+			t.Errorf("declaration %d: the reason %q does not name its index", i, r.Why)
 		}
 	}
 	var names []string
@@ -278,6 +290,60 @@ func TestReplaceKeepsTheGoodOnes(t *testing.T) {
 	}
 	if _, err := r.Replace("nobody", nil); refusal.RuleOf(err) != refusal.InvalidAppID {
 		t.Fatalf("Replace on a closed app: %v", err)
+	}
+}
+
+// TestOneAppsRegistrationIsBounded: an app's declarations together are bounded like the
+// original's registration body (64 KiB); the one that would pass it is refused body-too-large, the
+// registered ones keep working, and removing a tool makes room again.
+func TestOneAppsRegistrationIsBounded(t *testing.T) {
+	t.Parallel()
+	r := NewRegistry()
+	openApp(t, r, "a")
+	openApp(t, r, "b")
+	big := func(name string) []byte {
+		// A declaration of about 20 KiB in normal form: a long enum.
+		var members []string
+		for i := 0; i < 2000; i++ {
+			members = append(members, fmt.Sprintf(`"m%05d"`, i))
+		}
+		return []byte(`{"name":"` + name + `","description":"d","parameters":{"type":"object","properties":{"p":{"type":"string","enum":[` + strings.Join(members, ",") + `]}}}}`)
+	}
+	d, err := ParseDeclaration(big("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := len(d.JSON())
+	fits := MaxRegistrationBytes / per
+	for i := 0; i < fits; i++ {
+		if _, err := r.Register("a", big(fmt.Sprintf("t%d", i))); err != nil {
+			t.Fatalf("tool %d of %d bytes each: %v", i, per, err)
+		}
+	}
+	if _, err := r.Register("a", big("over")); refusal.RuleOf(err) != refusal.BodyTooLarge {
+		t.Fatalf("the tool past %d bytes: %v, want body-too-large", MaxRegistrationBytes, err)
+	}
+	if len(r.Tools("a")) != fits {
+		t.Fatalf("a refused registration changed the tools: %d", len(r.Tools("a")))
+	}
+	// Another app has its own budget.
+	if _, err := r.Register("b", big("t0")); err != nil {
+		t.Fatalf("another app: %v", err)
+	}
+	if !r.Unregister("a", "t0") {
+		t.Fatal("t0 was not registered")
+	}
+	if _, err := r.Register("a", big("again")); err != nil {
+		t.Fatalf("after removing a tool: %v", err)
+	}
+	// Replace counts from nothing, and names the index of the one that does not fit.
+	raws := make([]json.RawMessage, fits+1)
+	for i := range raws {
+		raws[i] = big(fmt.Sprintf("r%d", i))
+	}
+	errs, _ := r.Replace("a", raws)
+	if refusal.RuleOf(errs[fits]) != refusal.BodyTooLarge || errs[fits-1] != nil {
+		t.Fatalf("Replace: the last errors are %v and %v", errs[fits-1], errs[fits])
 	}
 }
 
@@ -373,7 +439,7 @@ func TestDispatch(t *testing.T) {
 			if tt.timeout != 0 {
 				r.timeout = tt.timeout
 			}
-			app := &fakeApp{answer: tt.answer}
+			app := &fakeApp{answer: tt.answer, reached: make(chan struct{})}
 			if err := r.Open("app_score", app); err != nil {
 				t.Fatal(err)
 			}
@@ -381,8 +447,12 @@ func TestDispatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, err := r.Dispatch(context.Background(), ModelName("app_score", "set_score"), json.RawMessage(tt.args))
-			if got := app.calls.Load() > 0; got != tt.reachesIt {
-				t.Fatalf("app reached = %v, want %v", got, tt.reachesIt)
+			if tt.reachesIt {
+				// A call that timed out may reach the app after Dispatch answered: the call is
+				// handed over on a goroutine of its own. It does reach it.
+				<-app.reached
+			} else if app.calls.Load() > 0 {
+				t.Fatal("refused arguments reached the app")
 			}
 			if (out == nil) == (err == nil) {
 				t.Fatalf("Dispatch must give exactly one of a result and a refusal: %s, %v", out, err)

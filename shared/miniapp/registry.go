@@ -28,6 +28,11 @@ const (
 	// ToolTimeout bounds how long an app may take to answer one call; a slower one is refused
 	// tool-timeout.
 	ToolTimeout = 5000 * time.Millisecond
+	// MaxRegistrationBytes bounds one app's registered declarations together, counted in their
+	// normal form (Declaration.JSON): the original Voicebox takes an app's tools in one
+	// registration body of at most 64 KiB. A registration that would pass it is refused
+	// body-too-large and the registered tools keep working.
+	MaxRegistrationBytes = 65536
 )
 
 // Reasons a call's answer carries when the app passes a bound. The bridge in the page says the same.
@@ -67,6 +72,7 @@ type Registry struct {
 type appEntry struct {
 	app   App
 	tools []*Declaration // in registration order
+	bytes int            // the tools' normal forms together, against MaxRegistrationBytes
 }
 
 type toolRef struct {
@@ -113,13 +119,14 @@ func (r *Registry) dropLocked(appID string) {
 		for _, d := range e.tools {
 			delete(r.byName, ModelName(appID, d.Name))
 		}
-		e.tools = nil
+		e.tools, e.bytes = nil, 0
 	}
 }
 
 // Register checks one declaration and adds it to appID's tools. It is refused when the declaration
 // is (see ParseDeclaration), when the app already has a tool of that name (invalid-tool-name), when
-// the app has MaxToolsPerApp tools (too-many-tools), or when appID is not open (invalid-app-id).
+// the app has MaxToolsPerApp tools (too-many-tools), when its tools would pass
+// MaxRegistrationBytes together (body-too-large), or when appID is not open (invalid-app-id).
 // A refusal never changes the tools already registered.
 func (r *Registry) Register(appID string, raw []byte) (*Declaration, error) {
 	d, err := ParseDeclaration(raw)
@@ -146,6 +153,12 @@ func (r *Registry) addLocked(appID string, e *appEntry, d *Declaration) error {
 		return refusal.New(refusal.TooManyTools,
 			"app %q already has %d tools, the most an app may register; %q is refused", appID, MaxToolsPerApp, d.Name)
 	}
+	size := len(d.JSON())
+	if e.bytes+size > MaxRegistrationBytes {
+		return refusal.New(refusal.BodyTooLarge,
+			"app %q's tools would take %d bytes with %q, over the bound of %d for one app's registration; %q is refused",
+			appID, e.bytes+size, d.Name, MaxRegistrationBytes, d.Name)
+	}
 	name := ModelName(appID, d.Name)
 	if r.builtins[name] {
 		return refusal.New(refusal.InvalidToolName, "tool %q of app %q would be offered as %q, a built-in tool", d.Name, appID, name)
@@ -155,6 +168,7 @@ func (r *Registry) addLocked(appID string, e *appEntry, d *Declaration) error {
 			"tool %q of app %q would be offered as %q, which tool %q of app %q already is", d.Name, appID, name, other.decl.Name, other.appID)
 	}
 	e.tools = append(e.tools, d)
+	e.bytes += size
 	r.byName[name] = toolRef{appID, d}
 	return nil
 }
@@ -166,7 +180,9 @@ func (r *Registry) Replace(appID string, raws []json.RawMessage) ([]error, error
 	decls := make([]*Declaration, len(raws))
 	errs := make([]error, len(raws))
 	for i, raw := range raws {
-		decls[i], errs[i] = ParseDeclaration(raw)
+		if decls[i], errs[i] = ParseDeclaration(raw); errs[i] != nil {
+			errs[i] = AtIndex(i, errs[i])
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -177,7 +193,9 @@ func (r *Registry) Replace(appID string, raws []json.RawMessage) ([]error, error
 	r.dropLocked(appID)
 	for i, d := range decls {
 		if errs[i] == nil {
-			errs[i] = r.addLocked(appID, e, d)
+			if err := r.addLocked(appID, e, d); err != nil {
+				errs[i] = AtIndex(i, err)
+			}
 		}
 	}
 	return errs, nil
@@ -195,6 +213,7 @@ func (r *Registry) Unregister(appID, tool string) bool {
 	if i < 0 {
 		return false
 	}
+	e.bytes -= len(e.tools[i].JSON())
 	e.tools = slices.Delete(e.tools, i, i+1)
 	delete(r.byName, ModelName(appID, tool))
 	return true

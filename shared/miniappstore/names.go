@@ -10,30 +10,35 @@ import (
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
-// Slug returns the normal form of a name: lower case, letters and digits with single
-// underscores between runs, without a trailing .html and without a leading app_ or page_, at
-// most MaxSlugBytes bytes. "Pomodoro Timer", "pomodoro_timer.html" and "app_pomodoro_timer"
-// all give "pomodoro_timer". A name with no letters or digits gives "".
+// Slug returns the normal form of a name, as the original Voicebox makes it: lower case, ASCII
+// letters and digits with a single hyphen between runs, without a trailing .html and without a
+// leading app or page prefix (app_, app-, page_, page-), at most MaxSlugBytes bytes. "Pomodoro
+// Timer", "pomodoro_timer.html" and "app_pomodoro_timer" all give "pomodoro-timer". Letters
+// outside ASCII separate runs as punctuation does, so every id made from a slug is one a mini-app
+// may register under (miniapp's app id alphabet). A name with no ASCII letters or digits gives "";
+// callers refuse it rather than name an app "mini-app" as the original does.
 func Slug(name string) string {
 	name = strings.TrimSpace(name)
 	if isHTML(name) {
 		name = name[:len(name)-len(htmlExt)]
 	}
 	lower := strings.ToLower(name)
-	for _, p := range []string{appPrefix, pagPrefix} {
-		if strings.HasPrefix(lower, p) && len(lower) > len(p) {
-			lower = lower[len(p):]
+	for _, p := range []string{"app", "page"} {
+		rest, ok := strings.CutPrefix(lower, p)
+		if trimmed := strings.TrimLeft(rest, "_-"); ok && trimmed != rest && trimmed != "" {
+			lower = trimmed
 			break
 		}
 	}
 	var b strings.Builder
 	gap := false
-	for _, r := range lower {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+	for i := 0; i < len(lower); i++ {
+		c := lower[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
 			gap = b.Len() > 0
 			continue
 		}
-		n := utf8.RuneLen(r)
+		n := 1
 		if gap {
 			n++
 		}
@@ -41,10 +46,10 @@ func Slug(name string) string {
 			break
 		}
 		if gap {
-			b.WriteByte('_')
+			b.WriteByte('-')
 			gap = false
 		}
-		b.WriteRune(r)
+		b.WriteByte(c)
 	}
 	return b.String()
 }

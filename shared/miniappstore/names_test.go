@@ -11,14 +11,20 @@ import (
 func TestSlug(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, in, want string }{
-		{"title", "Pomodoro Timer", "pomodoro_timer"},
-		{"file name", "pomodoro_timer.html", "pomodoro_timer"},
-		{"app id", "app_pomodoro_timer", "pomodoro_timer"},
-		{"page id", "page_pomodoro_timer", "pomodoro_timer"},
+		// The original's examples (lib/mini-app-store.mjs): spaces and underscores become hyphens.
+		{"title", "Pomodoro Timer", "pomodoro-timer"},
+		{"file name", "pomodoro_timer.html", "pomodoro-timer"},
+		{"app id", "app_pomodoro_timer", "pomodoro-timer"},
+		{"app id with a hyphen", "app-pomodoro-timer", "pomodoro-timer"},
+		{"app prefix, several separators", "APP__-Timer", "timer"},
+		{"page id", "page_pomodoro_timer", "pomodoro-timer"},
+		{"app without a separator is a word", "Apple Pie", "apple-pie"},
 		{"upper-case extension", "Timer.HTML", "timer"},
-		{"punctuation runs", "  Tic--Tac__Toe!! ", "tic_tac_toe"},
-		{"unicode letters", "Café Crème", "café_crème"},
+		{"punctuation runs", "  Tic--Tac__Toe!! ", "tic-tac-toe"},
+		{"letters outside ASCII separate runs", "Café Crème", "caf-cr-me"},
+		{"digits", "2048 Game v2", "2048-game-v2"},
 		{"bare prefix", "app_", "app"},
+		{"no ASCII letters", "日本語", ""},
 		{"no letters", "!!!", ""},
 		{"empty", "", ""},
 	}
@@ -80,8 +86,11 @@ func FuzzSlug(f *testing.F) {
 		if got == "" {
 			return
 		}
-		if Slug(got) != got && !strings.HasPrefix(got, "app_") && !strings.HasPrefix(got, "page_") {
+		if Slug(got) != got && !strings.HasPrefix(got, "app-") && !strings.HasPrefix(got, "page-") {
 			t.Fatalf("Slug(%q) = %q is not stable", s, got)
+		}
+		if strings.Trim(got, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" || got[0] == '-' || got[len(got)-1] == '-' || strings.Contains(got, "--") {
+			t.Fatalf("Slug(%q) = %q is not ASCII letters and digits joined by single hyphens", s, got)
 		}
 		if len(got) > MaxSlugBytes {
 			t.Fatalf("Slug(%q) is %d bytes", s, len(got))

@@ -402,12 +402,14 @@ func recordID(r *Record, stem string) string {
 	return appPrefix + Slug(stem)
 }
 
-// isIDShaped reports whether name looks like an entry id: app_ or page_ and then only slug
-// characters.
+// isIDShaped reports whether name looks like an entry id: app_ or page_ and then lower-case
+// ASCII letters, digits, hyphens and underscores (a slug, or the older underscore form a saved
+// record may carry, or a slug with a _2 suffix).
 func isIDShaped(name string) bool {
 	name = strings.TrimSpace(name)
 	for _, p := range []string{appPrefix, pagPrefix} {
-		if rest, ok := strings.CutPrefix(name, p); ok && rest != "" && Slug(rest) == rest {
+		if rest, ok := strings.CutPrefix(name, p); ok && rest != "" && len(rest) <= MaxSlugBytes+8 &&
+			strings.Trim(rest, "abcdefghijklmnopqrstuvwxyz0123456789-_") == "" {
 			return true
 		}
 	}

@@ -55,6 +55,7 @@ const (
 	InvalidArgumentEnum    Rule = "invalid-argument-enum"
 	InvalidToolName        Rule = "invalid-tool-name"
 	InvalidToolDescription Rule = "invalid-tool-description"
+	InvalidToolDeclaration Rule = "invalid-tool-declaration"
 	UnknownTool            Rule = "unknown-tool"
 
 	// The mini-app tool registry and its calls (shared/miniapp).
@@ -74,6 +75,7 @@ const (
 	IsADirectory  Rule = "is-a-directory"
 	NotADirectory Rule = "not-a-directory"
 	WriteTooLarge Rule = "write-too-large"
+	DiffTooLarge  Rule = "diff-too-large"
 
 	// HTTP doors of the relay (relay), and a missing file or folder (shared/executor).
 	NotFound      Rule = "not-found"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -14,29 +15,36 @@ import (
 )
 
 // Validate checks a model's arguments for a call and returns them decoded (numbers as
-// json.Number). The checks run in this order and the first failure wins:
+// json.Number). When several rules fail, the refusal is the one the original Voicebox's
+// validation (validateMiniAppToolArgs) reaches first:
 //
-//  1. empty input or null means {};
-//  2. the value must be a JSON object in valid UTF-8 (invalid-tool-arguments);
+//  1. empty input or null means {}; the value must be a JSON object in valid UTF-8
+//     (invalid-tool-arguments);
+//  2. the walk of the value: more than MaxArgumentDepth levels or MaxArgumentNodes values
+//     (invalid-argument-bounds, found while parsing, so a deep value costs only its first
+//     levels); then, in the walk's order (an object's own "__proto__" key before its members,
+//     members in JavaScript's order: index-like keys ascending, then the others as written), a
+//     number that is not finite as a float64, such as 1e999 (invalid-argument, never delivered
+//     as Infinity), an own "__proto__" key (invalid-argument), or a number literal past
+//     MaxNumberLiteralBytes or MaxNumberExponent (invalid-argument-bounds, a bound of ours);
 //  3. at most MaxArgumentBytes once insignificant whitespace is removed (invalid-tool-arguments);
-//  4. depth (checked while parsing, so a deep value costs only its first levels), nodes and
-//     number literals within their bounds (invalid-argument-bounds);
-//  5. every required argument present and not null (missing-argument);
-//  6. no key the schema does not declare when additionalProperties is false, and no own
-//     "__proto__" key anywhere (invalid-argument);
-//  7. each value of its declared type (invalid-argument-type);
-//  8. lengths, counted in code points, and numbers within their bounds (invalid-argument-length,
-//     invalid-argument-range);
-//  9. each value in its enum (invalid-argument-enum).
+//  4. each object, from the top: its required arguments present and not null, in the order
+//     required lists them (missing-argument); then, when additionalProperties is false, no key it
+//     does not declare, in the arguments' order (invalid-argument); then each argument in the
+//     arguments' order, and the first that fails decides: its type (invalid-argument-type), then
+//     its length in code points or its range (invalid-argument-length, invalid-argument-range),
+//     then its enum (invalid-argument-enum); an object argument is checked the same way inside,
+//     an array's items one by one.
 //
-// Every failure is collected (see node.check) and the order decides which one names the refusal.
+// Every failure of step 4 is collected (see node.check) and its position in that walk decides
+// which one names the refusal.
 func (s *Schema) Validate(raw []byte) (map[string]any, error) {
 	return s.validate(raw, func(args map[string]any, found []failure) []failure { return s.root.check(args, nil, found) })
 }
 
-// validate is Validate with the step that decides steps 6 to 9 given as check, which appends the
-// failures of the decoded, in-bounds arguments to found. The tests pass the reference library's
-// verdict as check, so everything else is the same code on both sides.
+// validate is Validate with the step that decides the schema's keywords given as check, which
+// appends the failures of the decoded, in-bounds arguments to found. The tests pass the reference
+// library's verdict as check, so everything else is the same code on both sides.
 func (s *Schema) validate(raw []byte, check func(args map[string]any, found []failure) []failure) (map[string]any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -47,6 +55,18 @@ func (s *Schema) validate(raw []byte, check func(args map[string]any, found []fa
 	}
 	if !utf8.Valid(raw) {
 		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments are not valid UTF-8")
+	}
+	v, st, err := parseJSON(raw, MaxArgumentDepth, MaxArgumentNodes)
+	if err != nil {
+		return nil, notJSON(err)
+	}
+	args := v.(map[string]any)     // raw starts with '{' and parsed
+	var orders map[string][]string // key orders, read only when an order decides something
+	if st.badNumber || st.sawProto {
+		orders = keyOrders(raw)
+		if err := firstInWalk(args, "", orders); err != nil {
+			return nil, err
+		}
 	}
 	if len(raw) > MaxArgumentBytes {
 		// Only a payload over the bound as received can be within it once compacted.
@@ -59,45 +79,39 @@ func (s *Schema) validate(raw []byte, check func(args map[string]any, found []fa
 				"the arguments are %d bytes encoded, over the bound of %d bytes", buf.Len(), MaxArgumentBytes)
 		}
 	}
-	v, st, err := parseJSON(raw, MaxArgumentDepth, MaxArgumentNodes)
-	if err != nil {
-		return nil, notJSON(err)
-	}
-	args := v.(map[string]any) // raw starts with '{' and parsed
-	var w walker               // locates what the parser noticed; most calls need none of it
-	if st.badNumber || st.sawProto {
-		w = walker{maxDepth: MaxArgumentDepth, maxNodes: MaxArgumentNodes}
-		w.walk(args, 0)
-	}
-	if w.hasBadNumber {
-		return nil, refusal.New(refusal.InvalidArgumentBounds,
-			"argument %s: the number %s is longer than %d characters or has an exponent beyond %d",
-			where(w.badNumber), clip(w.badNumberText), MaxNumberLiteralBytes, MaxNumberExponent)
-	}
-	if st.sawNull {
-		if loc, ok := nullRequired(s.doc, args, ""); ok {
-			return nil, refusal.New(refusal.MissingArgument, "missing required argument %s (null counts as missing)", quoteLoc(loc))
-		}
-	}
 	var found []failure
-	if w.hasProto { // first, so it names the refusal over an unknown-key failure at the same place
-		found = append(found, failure{rank: rankUnknown, loc: w.proto,
-			why: fmt.Sprintf("argument %s: an own \"__proto__\" key is never accepted", quoteLoc(w.proto))})
+	if st.sawNull {
+		found = nullRequired(s.doc, args, nil, found)
 	}
 	found = check(args, found)
-	if len(found) == 0 {
+	found = boundsBesideEnum(s.doc, args, found)
+	switch len(found) {
+	case 0:
 		return args, nil
+	case 1:
+		return nil, refusal.New(found[0].ruleFor(), "%s", found[0].why)
 	}
-	best := slices.MinFunc(found, func(a, b failure) int {
-		if a.rank != b.rank {
-			return a.rank - b.rank
+	if orders == nil {
+		orders = keyOrders(raw)
+	}
+	best, bestPos := found[0], position(s.doc, args, orders, found[0])
+	for _, f := range found[1:] {
+		pos := position(s.doc, args, orders, f)
+		c := slices.Compare(pos, bestPos)
+		if c == 0 {
+			c = f.rank - best.rank
 		}
-		return strings.Compare(a.loc, b.loc)
-	})
+		if c == 0 {
+			c = strings.Compare(f.loc, best.loc)
+		}
+		if c < 0 {
+			best, bestPos = f, pos
+		}
+	}
 	return nil, refusal.New(best.ruleFor(), "%s", best.why)
 }
 
-// The ranks of failures, in the order Validate documents.
+// The kinds of failures of step 4.
 const (
 	rankRequired = iota
 	rankUnknown
@@ -110,6 +124,7 @@ type failure struct {
 	rank int
 	rule refusal.Rule
 	loc  string
+	path []string // loc as steps from the top level; a required or unknown key is the last step
 	why  string
 }
 
@@ -130,14 +145,18 @@ func (f failure) ruleFor() refusal.Rule {
 	return refusal.InvalidToolArguments
 }
 
-// nullRequired finds a required argument set to null, which the library counts as present. Only
-// object schemas nest objects in the subset, so it follows properties alone.
-func nullRequired(schema map[string]any, args map[string]any, loc string) (string, bool) {
+// nullRequired appends a missing-argument failure for every required argument set to null,
+// which JSON Schema counts as present and the original as missing. Only object schemas nest
+// objects in the subset, so it follows properties alone.
+func nullRequired(schema map[string]any, args map[string]any, at []string, found []failure) []failure {
 	if req, ok := schema["required"].([]any); ok {
 		for _, r := range req {
 			name := r.(string)
 			if v, ok := args[name]; ok && v == nil {
-				return join(loc, name), true
+				path := append(slices.Clip(at), name)
+				loc := locOf(path)
+				found = append(found, failure{rank: rankRequired, loc: loc, path: path,
+					why: fmt.Sprintf("missing required argument %s (null counts as missing)", quoteLoc(loc))})
 			}
 		}
 	}
@@ -148,12 +167,247 @@ func nullRequired(schema map[string]any, args map[string]any, loc string) (strin
 			continue
 		}
 		if a, ok := args[name].(map[string]any); ok {
-			if l, ok := nullRequired(sub, a, join(loc, name)); ok {
-				return l, true
+			found = nullRequired(sub, a, append(slices.Clip(at), name), found)
+		}
+	}
+	return found
+}
+
+// boundsBesideEnum adds the length or range failure of a value that also failed its enum: the
+// original checks bounds before the enum, while JSON Schema (and so check) may stop at the enum.
+// A value whose bounds failure is already among found adds nothing new that could win.
+func boundsBesideEnum(doc map[string]any, args map[string]any, found []failure) []failure {
+	for _, f := range found {
+		if f.rank != rankEnum {
+			continue
+		}
+		schema, v, ok := lookup(doc, args, f.path)
+		if !ok {
+			continue
+		}
+		var probe []failure
+		n := compileNode(schema)
+		n.enum, n.enumRats = nil, nil
+		probe = n.check(v, nil, probe)
+		for _, b := range probe {
+			if b.rank == rankBounds {
+				b.loc, b.path = f.loc, f.path
+				b.why = strings.Replace(b.why, quoteLoc(""), quoteLoc(f.loc), 1)
+				found = append(found, b)
 			}
 		}
 	}
-	return "", false
+	return found
+}
+
+// lookup follows path from the top level to a value and the schema that describes it.
+func lookup(doc map[string]any, args map[string]any, path []string) (map[string]any, any, bool) {
+	schema, v := doc, any(args)
+	for _, step := range path {
+		switch x := v.(type) {
+		case map[string]any:
+			props, _ := schema["properties"].(map[string]any)
+			sub, ok := props[step].(map[string]any)
+			if !ok {
+				return nil, nil, false
+			}
+			schema, v = sub, x[step]
+		case []any:
+			i, err := strconv.Atoi(step)
+			items, ok := schema["items"].(map[string]any)
+			if err != nil || i < 0 || i >= len(x) || !ok {
+				return nil, nil, false
+			}
+			schema, v = items, x[i]
+		default:
+			return nil, nil, false
+		}
+	}
+	return schema, v, true
+}
+
+// position is where the original's walk of step 4 meets f, compared lexicographically: at an
+// object, its required arguments (0, index in required), then its unknown keys (1, index in the
+// arguments' order), then its arguments (2, index in the arguments' order, then what the value
+// says); at a value, its type (0), its bounds (1), its enum (2), or what is inside it (1, then the
+// object's steps, or the item's index and its steps).
+func position(doc map[string]any, args map[string]any, orders map[string][]string, f failure) []int {
+	return objectPosition(doc, args, nil, f, orders)
+}
+
+func objectPosition(schema, obj map[string]any, at []string, f failure, orders map[string][]string) []int {
+	rest := f.path[len(at):]
+	if len(rest) == 0 {
+		return kindPosition(f)
+	}
+	order := orders[locOf(at)]
+	if len(rest) == 1 && f.rank == rankRequired {
+		req, _ := schema["required"].([]any)
+		return []int{0, slices.Index(req, any(rest[0]))}
+	}
+	if len(rest) == 1 && f.rank == rankUnknown {
+		return []int{1, slices.Index(order, rest[0])}
+	}
+	props, _ := schema["properties"].(map[string]any)
+	sub, _ := props[rest[0]].(map[string]any)
+	step := append(slices.Clip(at), rest[0])
+	return append([]int{2, slices.Index(order, rest[0])}, valuePosition(sub, obj[rest[0]], step, f, orders)...)
+}
+
+func valuePosition(schema map[string]any, v any, at []string, f failure, orders map[string][]string) []int {
+	if len(f.path) == len(at) {
+		return kindPosition(f)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		return append([]int{1}, objectPosition(schema, x, at, f, orders)...)
+	case []any:
+		step := f.path[len(at)]
+		i, err := strconv.Atoi(step)
+		if err != nil || i < 0 || i >= len(x) {
+			return []int{3}
+		}
+		items, _ := schema["items"].(map[string]any)
+		return append([]int{1, i}, valuePosition(items, x[i], append(slices.Clip(at), step), f, orders)...)
+	}
+	return []int{3}
+}
+
+func kindPosition(f failure) []int {
+	switch f.rank {
+	case rankType:
+		return []int{0}
+	case rankBounds:
+		return []int{1}
+	case rankEnum:
+		return []int{2}
+	}
+	return []int{3}
+}
+
+// locOf spells a path as a location, such as "settings.volume".
+func locOf(path []string) string {
+	loc := ""
+	for _, p := range path {
+		loc = join(loc, p)
+	}
+	return loc
+}
+
+// firstInWalk returns the first refusal of step 2 after the depth and node bounds, in the
+// original's walk order: at an object, an own "__proto__" key, then its members in JavaScript's
+// order; at a number, one that is not finite (invalid-argument) or past our literal bounds
+// (invalid-argument-bounds).
+func firstInWalk(v any, loc string, orders map[string][]string) error {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["__proto__"]; ok {
+			return refusal.New(refusal.InvalidArgument, "argument %s: an own \"__proto__\" key is never accepted", quoteLoc(join(loc, "__proto__")))
+		}
+		keys := orders[loc]
+		if len(keys) != len(x) { // the order cannot be read: fall back to a fixed one
+			keys = jsOrder(sortedKeys(x))
+		}
+		for _, k := range keys {
+			if err := firstInWalk(x[k], join(loc, k), orders); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if err := firstInWalk(e, join(loc, strconv.Itoa(i)), orders); err != nil {
+				return err
+			}
+		}
+	case json.Number:
+		if !finite(string(x)) {
+			return refusal.New(refusal.InvalidArgument, "argument %s: the number %s is not finite; a number must be within what a 64-bit float holds", quoteLoc(loc), clip(string(x)))
+		}
+		if !numberInBounds(string(x)) {
+			return refusal.New(refusal.InvalidArgumentBounds,
+				"argument %s: the number %s is longer than %d characters or has an exponent beyond %d",
+				where(loc), clip(string(x)), MaxNumberLiteralBytes, MaxNumberExponent)
+		}
+	}
+	return nil
+}
+
+// keyOrders reads the order of every object's keys in raw, which must be valid JSON: by the
+// location of the object, its keys in JavaScript's order (see jsOrder), each once. Of two equal
+// keys the later value wins, as in decoding, and the key keeps its first place.
+func keyOrders(raw []byte) map[string][]string {
+	out := map[string][]string{}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var walk func(loc string) bool
+	walk = func(loc string) bool {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('{'):
+			var keys []string
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				k, ok := kt.(string)
+				if err != nil || !ok {
+					return false
+				}
+				if !seen[k] {
+					seen[k] = true
+					keys = append(keys, k)
+				}
+				if !walk(join(loc, k)) {
+					return false
+				}
+			}
+			out[loc] = jsOrder(keys)
+			_, err := dec.Token()
+			return err == nil
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if !walk(join(loc, strconv.Itoa(i))) {
+					return false
+				}
+			}
+			_, err := dec.Token()
+			return err == nil
+		}
+		return true
+	}
+	walk("")
+	return out
+}
+
+// jsOrder orders keys as a JavaScript object lists them: keys that are array indices (the
+// canonical decimal form of an integer from 0 to 2^32-2) first, ascending, then the others in the
+// order given.
+func jsOrder(keys []string) []string {
+	var idx, rest []string
+	for _, k := range keys {
+		if arrayIndex(k) {
+			idx = append(idx, k)
+		} else {
+			rest = append(rest, k)
+		}
+	}
+	slices.SortFunc(idx, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(a) - len(b)
+		}
+		return strings.Compare(a, b)
+	})
+	return append(idx, rest...)
+}
+
+func arrayIndex(k string) bool {
+	if k == "" || len(k) > 10 || len(k) > 1 && k[0] == '0' {
+		return false
+	}
+	n, err := strconv.ParseUint(k, 10, 64)
+	return err == nil && n < 1<<32-1 && strconv.FormatUint(n, 10) == k
 }
 
 func notJSON(err error) error {

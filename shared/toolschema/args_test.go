@@ -79,7 +79,10 @@ func TestValidate(t *testing.T) {
 		{name: "bytes at bound", args: withText(MaxArgumentBytes)},
 		{name: "bytes over bound", args: withText(MaxArgumentBytes + 1), rule: refusal.InvalidToolArguments, why: "65536"},
 		{name: "whitespace is not counted", args: " " + strings.Replace(withText(MaxArgumentBytes), `,`, ",\n    ", 1) + "\n"},
-		{name: "bytes over bound before bounds", args: `{"team":"home","counts":[` + strings.Repeat("1,", 40000) + `1]}`, rule: refusal.InvalidToolArguments},
+		// The original walks the value (nodes, depth) before it measures the bytes.
+		{name: "nodes before bytes", args: `{"team":"home","counts":[` + strings.Repeat("1,", 40000) + `1]}`, rule: refusal.InvalidArgumentBounds},
+		{name: "__proto__ before bytes", args: `{"__proto__":1,"team":"home","text":"` + strings.Repeat("x", MaxArgumentBytes) + `"}`, rule: refusal.InvalidArgument, why: "__proto__"},
+		{name: "an infinite number before bytes", args: `{"ratio":1e999,"team":"home","text":"` + strings.Repeat("x", MaxArgumentBytes) + `"}`, rule: refusal.InvalidArgument, why: "finite"},
 		{name: "depth at bound", args: `{"team":"home","blob":` + nested(MaxArgumentDepth-1) + `}`},
 		{name: "depth over bound", args: `{"team":"home","blob":` + nested(MaxArgumentDepth) + `}`, rule: refusal.InvalidArgumentBounds, why: "32"},
 		{name: "array depth at bound", args: `{"team":"home","any":` + strings.Repeat("[", MaxArgumentDepth-1) + strings.Repeat("]", MaxArgumentDepth-1) + `}`},
@@ -89,8 +92,17 @@ func TestValidate(t *testing.T) {
 		{name: "nodes over bound", args: withCounts(MaxArgumentNodes - fixedNodes + 1), rule: refusal.InvalidArgumentBounds, why: "2048"},
 		{name: "bounds before required", args: `{"blob":` + nested(MaxArgumentDepth) + `}`, rule: refusal.InvalidArgumentBounds},
 		{name: "number literal over bound", args: `{"team":"home","ratio":1` + strings.Repeat("0", MaxNumberLiteralBytes) + `}`, rule: refusal.InvalidArgumentBounds, why: "ratio"},
-		{name: "exponent over bound", args: `{"team":"home","counts":[1e401]}`, rule: refusal.InvalidArgumentBounds, why: "counts.0"},
-		{name: "exponent at bound is a range question", args: `{"team":"home","ratio":1e400}`, rule: refusal.InvalidArgumentRange},
+		{name: "exponent over bound", args: `{"team":"home","counts":[1e-401]}`, rule: refusal.InvalidArgumentBounds, why: "counts.0"},
+		{name: "exponent at bound is a range question", args: `{"team":"home","ratio":-1e-400}`, rule: refusal.InvalidArgumentRange},
+		// JavaScript reads these as Infinity; the original refuses them, and so do we.
+		{name: "an overflowing exponent is not finite", args: `{"team":"home","ratio":1e400}`, rule: refusal.InvalidArgument, why: "not finite"},
+		{name: "just past the largest float", args: `{"team":"home","ratio":1.8e308}`, rule: refusal.InvalidArgument, why: "not finite"},
+		{name: "negative infinity", args: `{"team":"home","counts":[-1e309]}`, rule: refusal.InvalidArgument, why: "counts.0"},
+		{name: "the largest float is finite", args: `{"team":"home","ratio":1.7976931348623157e308}`, rule: refusal.InvalidArgumentRange},
+		{name: "an underflow is zero, finite", args: `{"team":"home","ratio":1e-320}`},
+		{name: "an infinite number in an undeclared blob", args: `{"team":"home","blob":{"x":[1,2e999]}}`, rule: refusal.InvalidArgument, why: "blob.x.1"},
+		{name: "the first in the walk: __proto__ of the object before its members", args: `{"team":"home","blob":{"x":1e999,"__proto__":1}}`, rule: refusal.InvalidArgument, why: "__proto__"},
+		{name: "the first in the walk: an earlier member", args: `{"team":"home","counts":[1e999],"blob":{"__proto__":1}}`, rule: refusal.InvalidArgument, why: "finite"},
 		{name: "missing required", args: `{"points":3}`, rule: refusal.MissingArgument, why: `"team"`},
 		{name: "required null is missing", args: `{"team":null}`, rule: refusal.MissingArgument, why: `"team"`},
 		{name: "optional null is a type error", args: `{"team":"home","points":null}`, rule: refusal.InvalidArgumentType, why: `"points"`},
@@ -126,8 +138,21 @@ func TestValidate(t *testing.T) {
 		{name: "required before unknown", args: `{"colour":"red"}`, rule: refusal.MissingArgument},
 		{name: "unknown before type", args: `{"team":1,"colour":"red"}`, rule: refusal.InvalidArgument},
 		{name: "type before length", args: `{"team":"home","points":"x","name":"toolong"}`, rule: refusal.InvalidArgumentType},
-		{name: "length before enum", args: `{"team":"visitors","name":"toolong"}`, rule: refusal.InvalidArgumentLength},
-		{name: "range before enum", args: `{"team":"visitors","points":9}`, rule: refusal.InvalidArgumentRange},
+		// The original checks the arguments in their order and the first that fails decides;
+		// within one value, type, then bounds, then enum.
+		{name: "the first argument decides: an enum", args: `{"team":"visitors","name":"toolong"}`, rule: refusal.InvalidArgumentEnum},
+		{name: "the first argument decides: a length", args: `{"name":"toolong","team":"visitors"}`, rule: refusal.InvalidArgumentLength},
+		{name: "the first argument decides: a range", args: `{"points":9,"team":"visitors"}`, rule: refusal.InvalidArgumentRange},
+		{name: "the first argument decides: a type over a later one", args: `{"team":"visitors","points":"9"}`, rule: refusal.InvalidArgumentEnum},
+		{name: "the first argument decides: a type", args: `{"points":"9","team":"visitors"}`, rule: refusal.InvalidArgumentType},
+		{name: "required before everything in its object", args: `{"points":"x","tags":[1]}`, rule: refusal.MissingArgument},
+		{name: "unknown keys before the arguments' values", args: `{"points":"x","zzz":1,"team":"home"}`, rule: refusal.InvalidArgument, why: "zzz"},
+		{name: "an item's failure in order", args: `{"team":"home","tags":["a",3,"c"]}`, rule: refusal.InvalidArgumentType, why: "tags.1"},
+		{name: "nested: an earlier top-level argument first", args: `{"points":0,"settings":{"mode":3}}`, rule: refusal.MissingArgument, why: "team"},
+		{name: "nested: inside an object, its own order", args: `{"team":"home","settings":{"mode":3,"volume":11}}`, rule: refusal.InvalidArgumentType, why: "settings.mode"},
+		{name: "nested: its required first", args: `{"team":"home","settings":{"mode":3}}`, rule: refusal.MissingArgument, why: "settings.volume"},
+		{name: "nested: after the arguments before it", args: `{"team":"home","points":0,"settings":{"mode":3}}`, rule: refusal.InvalidArgumentRange, why: "points"},
+		{name: "a later duplicate key keeps the first place", args: `{"points":"x","team":"visitors","points":0}`, rule: refusal.InvalidArgumentRange},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,5 +198,29 @@ func TestValidateShapeHelpers(t *testing.T) {
 	}
 	if got := countNodes(t, withCounts(MaxArgumentNodes-3)); got != MaxArgumentNodes {
 		t.Errorf("nodes case has %d nodes", got)
+	}
+}
+
+// TestArgumentsInJavaScriptsOrder: the original reads an object's keys as JavaScript lists them,
+// index-like keys first in ascending order, then the others as written; the first argument that
+// fails in that order names the refusal.
+func TestArgumentsInJavaScriptsOrder(t *testing.T) {
+	t.Parallel()
+	s, err := Parse([]byte(`{"type":"object","properties":{"b":{"type":"string"},"10":{"type":"integer"},"2":{"type":"boolean"},"02":{"type":"number"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ args, why string }{
+		{`{"b":1,"10":"x","2":"y"}`, `"2"`},
+		{`{"b":1,"10":"x"}`, `"10"`},
+		{`{"b":1,"02":"x"}`, `"b"`}, // "02" is not an index: it keeps its place as written
+		{`{"02":"x","b":1}`, `"02"`},
+	}
+	for _, tt := range tests {
+		_, err := s.Validate([]byte(tt.args))
+		r, ok := refusal.As(err)
+		if !ok || r.Rule != refusal.InvalidArgumentType || !strings.Contains(r.Why, tt.why) {
+			t.Errorf("Validate(%s) = %v, want invalid-argument-type naming %s", tt.args, err, tt.why)
+		}
 	}
 }

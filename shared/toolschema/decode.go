@@ -3,6 +3,7 @@ package toolschema
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -28,6 +29,7 @@ type walker struct {
 	badNumber          string // location of the first number literal out of bounds
 	badNumberText      string
 	hasBadNumber       bool
+	nonFinite          bool   // the first bad number is not finite as a float64 (1e999)
 	proto              string // location of an own "__proto__" key, the smallest when several
 	hasProto           bool
 }
@@ -91,19 +93,25 @@ func (w *walker) walk(v any, depth int) {
 	case json.Number:
 		if !w.hasBadNumber && !numberInBounds(string(v)) {
 			w.badNumber, w.badNumberText, w.hasBadNumber = w.location(), string(v), true
+			w.nonFinite = !finite(string(v))
 		}
 	}
 }
 
-// numberInBounds reports whether a number literal is short enough and its exponent small enough
-// to be compared exactly without heavy arithmetic (math/big expands 1e999999 digit by digit).
+// numberInBounds reports whether a number literal is finite as a float64 (JavaScript's JSON.parse
+// turns 1e999 into Infinity, which the original refuses), short enough, and with an exponent small
+// enough to be compared exactly without heavy arithmetic (math/big expands 1e999999 digit by
+// digit).
 func numberInBounds(s string) bool {
 	if len(s) > MaxNumberLiteralBytes {
 		return false
 	}
 	i := strings.IndexAny(s, "eE")
 	if i < 0 {
-		return true
+		return true // at most 64 digits: far below the float64 range
+	}
+	if !finite(s) {
+		return false
 	}
 	exp := strings.TrimLeft(s[i+1:], "+-")
 	exp = strings.TrimLeft(exp, "0")
@@ -144,4 +152,12 @@ func plainKey(k string) bool {
 		}
 	}
 	return true
+}
+
+// finite reports whether a valid JSON number literal is finite as a float64: it overflows to an
+// infinity past about 1.8e308. A literal too small to hold is 0, which is finite, as in
+// JavaScript. strconv reads a long exponent without expanding it.
+func finite(s string) bool {
+	f, _ := strconv.ParseFloat(s, 64)
+	return !math.IsInf(f, 0)
 }

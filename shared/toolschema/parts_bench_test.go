@@ -39,7 +39,7 @@ func BenchmarkPartNullRequired(b *testing.B) {
 	s, _ := Parse([]byte(typicalSchema))
 	v, _ := decode([]byte(typicalArgs))
 	for b.Loop() {
-		nullRequired(s.doc, v.(map[string]any), "")
+		nullRequired(s.doc, v.(map[string]any), nil, nil)
 	}
 }
 

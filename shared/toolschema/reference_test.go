@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,45 +49,46 @@ func collect(ve *jsonschema.ValidationError, found []failure) []failure {
 		}
 		return found
 	}
-	loc := strings.Join(ve.InstanceLocation, ".")
+	path := slices.Clone(ve.InstanceLocation)
+	loc := locOf(path)
 	arg := quoteLoc(loc)
 	switch k := ve.ErrorKind.(type) {
 	case *kind.Required:
 		for _, m := range k.Missing {
 			l := join(loc, m)
-			found = append(found, failure{rank: rankRequired, loc: l,
+			found = append(found, failure{rank: rankRequired, loc: l, path: append(slices.Clip(path), m),
 				why: fmt.Sprintf("missing required argument %s", quoteLoc(l))})
 		}
 	case *kind.AdditionalProperties:
 		for _, p := range k.Properties {
 			l := join(loc, p)
-			found = append(found, failure{rank: rankUnknown, loc: l,
+			found = append(found, failure{rank: rankUnknown, loc: l, path: append(slices.Clip(path), p),
 				why: fmt.Sprintf("unknown argument %s: the tool declares no such parameter", quoteLoc(l))})
 		}
 	case *kind.Type:
-		found = append(found, failure{rank: rankType, loc: loc,
+		found = append(found, failure{rank: rankType, loc: loc, path: path,
 			why: fmt.Sprintf("argument %s must be %s, got %s", arg, typeNames(k.Want), typeName(k.Got))})
 	case *kind.MinLength:
-		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc,
+		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc, path: path,
 			why: fmt.Sprintf("argument %s is %d characters long, under the minimum of %d", arg, k.Got, k.Want)})
 	case *kind.MaxLength:
-		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc,
+		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc, path: path,
 			why: fmt.Sprintf("argument %s is %d characters long, over the maximum of %d", arg, k.Got, k.Want)})
 	case *kind.Minimum:
-		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc,
+		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc, path: path,
 			why: fmt.Sprintf("argument %s is %s, under the minimum of %s", arg, ratString(k.Got), ratString(k.Want))})
 	case *kind.Maximum:
-		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc,
+		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc, path: path,
 			why: fmt.Sprintf("argument %s is %s, over the maximum of %s", arg, ratString(k.Got), ratString(k.Want))})
 	case *kind.Enum:
 		want := make([]string, len(k.Want))
 		for i, w := range k.Want {
 			want[i] = show(w)
 		}
-		found = append(found, failure{rank: rankEnum, loc: loc,
+		found = append(found, failure{rank: rankEnum, loc: loc, path: path,
 			why: fmt.Sprintf("argument %s is %s, not one of %s", arg, show(k.Got), clip(strings.Join(want, ", ")))})
 	default:
-		found = append(found, failure{rank: rankEnum + 1, loc: loc,
+		found = append(found, failure{rank: rankEnum + 1, loc: loc, path: path,
 			why: fmt.Sprintf("argument %s is not valid: %v", arg, ve.ErrorKind)})
 	}
 	return found

@@ -68,14 +68,16 @@ func checkTop(v any) (map[string]any, error) {
 	if s, ok := t.(string); !ok || s != "object" {
 		return nil, bad("type", `the top level must be type "object", got %s`, show(t))
 	}
-	if err := checkObjectBody(obj, ""); err != nil {
+	if err := checkObjectBody(obj, "", 0, new(int)); err != nil {
 		return nil, err
 	}
 	return obj, nil
 }
 
-// checkObjectBody checks properties, required and additionalProperties of an object schema at loc.
-func checkObjectBody(obj map[string]any, loc string) error {
+// checkObjectBody checks properties, required and additionalProperties of an object schema at loc,
+// whose property schemas are at the given schema depth (0 for the top level's); nodes counts the
+// property schemas met so far (see MaxSchemaDepth and MaxSchemaNodes).
+func checkObjectBody(obj map[string]any, loc string, depth int, nodes *int) error {
 	var props map[string]any
 	if p, ok := obj["properties"]; ok {
 		props, ok = p.(map[string]any)
@@ -90,7 +92,7 @@ func checkObjectBody(obj map[string]any, loc string) error {
 			case "__proto__":
 				return bad(ploc, `"__proto__" cannot be a property name`)
 			}
-			if err := checkProperty(props[name], ploc); err != nil {
+			if err := checkProperty(props[name], ploc, depth, nodes); err != nil {
 				return err
 			}
 		}
@@ -131,7 +133,16 @@ func checkObjectBody(obj map[string]any, loc string) error {
 	return nil
 }
 
-func checkProperty(v any, loc string) error {
+// checkProperty checks one property schema at schema depth depth; like the original Voicebox it
+// counts the schema, then refuses past MaxSchemaNodes schemas or MaxSchemaDepth, then checks it.
+func checkProperty(v any, loc string, depth int, nodes *int) error {
+	*nodes++
+	if *nodes > MaxSchemaNodes {
+		return bad(loc, "the parameter schema declares more than %d property schemas", MaxSchemaNodes)
+	}
+	if depth > MaxSchemaDepth {
+		return bad(loc, "property schemas nest more than %d levels below the top level's", MaxSchemaDepth)
+	}
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return bad(loc, "a property schema must be an object, got %s", show(v))
@@ -156,7 +167,7 @@ func checkProperty(v any, loc string) error {
 			return checkItems(items, join(loc, "items"))
 		}
 	case "object":
-		return checkObjectBody(obj, loc)
+		return checkObjectBody(obj, loc, depth+1, nodes)
 	}
 	return nil
 }

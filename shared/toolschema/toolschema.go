@@ -32,10 +32,18 @@
 //
 // # Depth and nodes
 //
-// Both bounds are measured on the JSON value, the same way for a schema and for arguments: depth
-// counts containers (objects and arrays) on the deepest path, the root included, so {} has depth 1
-// and {"a":{"b":[1]}} has depth 3; nodes counts every JSON value, the root included and object
-// keys excluded, so {} is 1 node and {"a":[1,2]} is 4.
+// A schema's bounds count schemas, as the original Voicebox does: depth is how deep property
+// schemas nest (the top level's properties at depth 0, an object property's properties one
+// deeper), nodes how many property schemas there are, nested ones included. Arguments' bounds are
+// measured on the JSON value: depth counts containers (objects and arrays) on the deepest path,
+// the root included, so {} has depth 1 and {"a":{"b":[1]}} has depth 3; nodes counts every JSON
+// value, the root included and object keys excluded, so {} is 1 node and {"a":[1,2]} is 4.
+//
+// # Numbers
+//
+// A number must be finite as a 64-bit float: 1e999, which JavaScript reads as Infinity, is
+// refused in a schema (invalid-tool-parameters) and in arguments (invalid-argument), never
+// handed on.
 //
 // # Decoding
 //
@@ -64,10 +72,18 @@ import (
 const (
 	// MaxSchemaBytes bounds the encoded parameter schema, as received.
 	MaxSchemaBytes = 65536
-	// MaxSchemaDepth bounds the nesting of the schema document (see the package doc for depth).
+	// MaxSchemaDepth bounds how deep property schemas nest, counted in schemas as the original
+	// Voicebox counts them: the top level's properties are at depth 0, the properties of an object
+	// property at depth 1, and so on; a property schema deeper than this is refused.
 	MaxSchemaDepth = 16
-	// MaxSchemaNodes bounds the JSON values in the schema document (see the package doc).
+	// MaxSchemaNodes bounds the property schemas a parameter schema declares, nested ones
+	// included (items schemas and the top level are not counted), as the original counts them.
 	MaxSchemaNodes = 512
+	// MaxSchemaJSONDepth bounds the raw JSON nesting the parser reads of a schema: enough for a
+	// schema at MaxSchemaDepth (each level is a schema object inside a properties object, and the
+	// deepest may hold an items object and an enum array), so anything deeper is refused before
+	// it is decoded, and can never be a valid schema anyway.
+	MaxSchemaJSONDepth = 2*(MaxSchemaDepth+1) + 4
 	// MaxLengthKeyword bounds the value of minLength and maxLength, so the library can hold it in
 	// an int on every platform.
 	MaxLengthKeyword = math.MaxInt32
@@ -111,15 +127,12 @@ func Parse(raw []byte) (*Schema, error) {
 	if !utf8.Valid(raw) {
 		return nil, refusal.New(refusal.InvalidToolParameters, "the parameter schema is not valid UTF-8")
 	}
-	v, _, err := parseJSON(raw, MaxSchemaDepth, MaxSchemaNodes)
+	// Every JSON value takes at least a byte, so the byte bound bounds the values too.
+	v, _, err := parseJSON(raw, MaxSchemaJSONDepth, MaxSchemaBytes)
 	if err != nil {
-		switch {
-		case errors.Is(err, errTooDeep):
+		if errors.Is(err, errTooDeep) {
 			return nil, refusal.New(refusal.InvalidToolParameters,
-				"the parameter schema nests more than %d levels deep", MaxSchemaDepth)
-		case errors.Is(err, errTooMany):
-			return nil, refusal.New(refusal.InvalidToolParameters,
-				"the parameter schema has more than %d nodes", MaxSchemaNodes)
+				"the parameter schema nests more than %d JSON levels deep; property schemas nest at most %d levels", MaxSchemaJSONDepth, MaxSchemaDepth)
 		}
 		return nil, refusal.New(refusal.InvalidToolParameters, "the parameter schema is not JSON: %v", err)
 	}
@@ -128,15 +141,15 @@ func Parse(raw []byte) (*Schema, error) {
 
 // fromValue is Parse for a value decoded with json.Number numbers. The value must not change afterwards.
 func fromValue(v any) (*Schema, error) {
-	w := walker{maxDepth: MaxSchemaDepth, maxNodes: MaxSchemaNodes}
+	w := walker{maxDepth: MaxSchemaJSONDepth, maxNodes: MaxSchemaBytes}
 	w.walk(v, 0)
 	switch {
-	case w.over && w.m.nodes > MaxSchemaNodes:
-		return nil, refusal.New(refusal.InvalidToolParameters,
-			"the parameter schema has more than %d nodes", MaxSchemaNodes)
 	case w.over:
 		return nil, refusal.New(refusal.InvalidToolParameters,
-			"the parameter schema nests more than %d levels deep", MaxSchemaDepth)
+			"the parameter schema nests more than %d JSON levels deep; property schemas nest at most %d levels", MaxSchemaJSONDepth, MaxSchemaDepth)
+	case w.hasBadNumber && w.nonFinite:
+		return nil, refusal.New(refusal.InvalidToolParameters,
+			"%s: the number %s is not finite (it is beyond what a 64-bit float holds)", where(w.badNumber), clip(w.badNumberText))
 	case w.hasBadNumber:
 		return nil, refusal.New(refusal.InvalidToolParameters,
 			"%s: the number %s is longer than %d characters or has an exponent beyond %d",

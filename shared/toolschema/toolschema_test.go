@@ -51,6 +51,45 @@ func wideSchema(nodes int) string {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
+// levels returns a schema whose property schemas nest n deep: an object property inside an object
+// property, and so on, the innermost a string with an enum (the original's depth n-1).
+func levels(n int) string {
+	s := `{"type":"string","enum":["x"]}`
+	for i := 1; i < n; i++ {
+		s = `{"type":"object","properties":{"a":` + s + `}}`
+	}
+	return `{"type":"object","properties":{"a":` + s + `}}`
+}
+
+// manyProperties returns a schema of n property schemas: n/per objects at the top level, each
+// holding per-1 booleans (per 1 makes n booleans).
+func manyProperties(n, per int) string {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","properties":{`)
+	for i := 0; i < n/per; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if per == 1 {
+			b.WriteString(`"p` + itoa(i) + `":{"type":"boolean"}`)
+			continue
+		}
+		b.WriteString(`"o` + itoa(i) + `":{"type":"object","properties":{`)
+		for j := 0; j < per-1; j++ {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`"q` + itoa(j) + `":{"type":"boolean"}`)
+		}
+		b.WriteString(`}}`)
+	}
+	if n%per != 0 {
+		b.WriteString(`,"extra":{"type":"boolean"}`)
+	}
+	b.WriteString(`}}`)
+	return b.String()
+}
+
 // countNodes counts JSON values independently of the package's walker.
 func countNodes(t *testing.T, raw string) int {
 	t.Helper()
@@ -180,16 +219,23 @@ func TestParseRefusals(t *testing.T) {
 		{name: "nested pattern", schema: `{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"string","pattern":"x"}}}}}`, where: "properties.a.properties.b.pattern"},
 		{name: "nested required undeclared", schema: `{"type":"object","properties":{"a":{"type":"object","required":["x"],"additionalProperties":false}}}`, where: "properties.a.required.0"},
 		{name: "odd name quoted", schema: `{"type":"object","properties":{"a b":{"type":"string","format":"x"}}}`, where: `properties["a b"].format`},
-		{name: "schema depth 16", schema: nestedSchema(MaxSchemaDepth), ok: true},
-		{name: "schema depth 17", schema: nestedSchema(MaxSchemaDepth + 1), where: "levels deep"},
-		{name: "schema nodes 512", schema: wideSchema(MaxSchemaNodes), ok: true},
-		{name: "schema nodes 513", schema: wideSchema(MaxSchemaNodes + 1), where: "nodes"},
+		// Depth and nodes count property schemas, as the original does (core/mini-app.ts): the
+		// top level's properties are at depth 0, and items schemas and the top are not nodes.
+		{name: "schema depth 16", schema: levels(MaxSchemaDepth + 1), ok: true},
+		{name: "schema depth 17", schema: levels(MaxSchemaDepth + 2), where: "nest more than 16 levels"},
+		{name: "schema nodes 512", schema: manyProperties(MaxSchemaNodes, 1), ok: true},
+		{name: "schema nodes 513", schema: manyProperties(MaxSchemaNodes+1, 1), where: "more than 512 property schemas"},
+		{name: "schema nodes counted nested", schema: manyProperties(MaxSchemaNodes, 2), ok: true},
+		{name: "schema nodes counted nested, one more", schema: manyProperties(MaxSchemaNodes+1, 2), where: "more than 512 property schemas"},
+		{name: "a long enum is one schema", schema: props(`{"type":"integer","enum":[` + strings.TrimSuffix(strings.Repeat("1,", 3000), ",") + `]}`), ok: true},
+		{name: "a non-finite maximum", schema: props(`{"type":"number","maximum":1e999}`), where: "not finite"},
+		{name: "a non-finite enum member", schema: props(`{"type":"number","enum":[1,-2e308]}`), where: "properties.p.enum.1"},
 		{name: "schema deeper than the decoder goes", schema: strings.Repeat("[", 20000) + strings.Repeat("]", 20000), where: "levels deep"},
 		{name: "schema bytes at bound", schema: padded(MaxSchemaBytes), ok: true},
 		{name: "schema bytes over bound", schema: padded(MaxSchemaBytes + 1), where: "bytes"},
 		{name: "number literal at bound", schema: props(`{"type":"integer","maximum":` + long + `}`), ok: true},
 		{name: "number literal over bound", schema: props(`{"type":"integer","maximum":` + long + `1}`), where: "properties.p.maximum"},
-		{name: "exponent at bound", schema: props(`{"type":"number","maximum":1e400}`), ok: true},
+		{name: "exponent at bound", schema: props(`{"type":"number","maximum":1e-400}`), ok: true},
 		{name: "exponent over bound", schema: props(`{"type":"number","maximum":1e-401}`), where: "properties.p.maximum"},
 	}
 	for _, tt := range tests {

@@ -111,11 +111,23 @@ func (w *place) String() string {
 	return join(w.parent.String(), w.key)
 }
 
+// tokens returns the location as its steps from the top level, indices in decimal.
+func (w *place) tokens() []string {
+	if w == nil {
+		return nil
+	}
+	step := w.key
+	if step == "" {
+		step = strconv.Itoa(w.index)
+	}
+	return append(w.parent.tokens(), step)
+}
+
 // check appends to found every failure of v against n at at (nil for the top level).
 func (n *node) check(v any, at *place, found []failure) []failure {
 	if !n.hasType(v) {
 		loc := at.String()
-		return append(found, failure{rank: rankType, loc: loc,
+		return append(found, failure{rank: rankType, loc: loc, path: at.tokens(),
 			why: fmt.Sprintf("argument %s must be %s, got %s", quoteLoc(loc), typeName(n.typ), typeName(valueType(v)))})
 	}
 	if n.enum != nil && !n.inEnum(v) {
@@ -124,7 +136,7 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 		for i, w := range n.enum {
 			want[i] = show(w)
 		}
-		return append(found, failure{rank: rankEnum, loc: loc,
+		return append(found, failure{rank: rankEnum, loc: loc, path: at.tokens(),
 			why: fmt.Sprintf("argument %s is %s, not one of %s", quoteLoc(loc), show(v), clip(strings.Join(want, ", ")))})
 	}
 	switch v := v.(type) {
@@ -135,12 +147,12 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 		l := utf8.RuneCountInString(v)
 		if n.minLen >= 0 && l < n.minLen {
 			loc := at.String()
-			found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc,
+			found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc, path: at.tokens(),
 				why: fmt.Sprintf("argument %s is %d characters long, under the minimum of %d", quoteLoc(loc), l, n.minLen)})
 		}
 		if n.maxLen >= 0 && l > n.maxLen {
 			loc := at.String()
-			found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc,
+			found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc, path: at.tokens(),
 				why: fmt.Sprintf("argument %s is %d characters long, over the maximum of %d", quoteLoc(loc), l, n.maxLen)})
 		}
 	case json.Number:
@@ -152,11 +164,11 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 			loc := at.String()
 			r, _ := new(big.Rat).SetString(string(v))
 			if below {
-				found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc,
+				found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc, path: at.tokens(),
 					why: fmt.Sprintf("argument %s is %s, under the minimum of %s", quoteLoc(loc), ratString(r), ratString(n.minimum))})
 			}
 			if above {
-				found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc,
+				found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc, path: at.tokens(),
 					why: fmt.Sprintf("argument %s is %s, over the maximum of %s", quoteLoc(loc), ratString(r), ratString(n.maximum))})
 			}
 		}
@@ -171,7 +183,7 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 		for _, name := range n.required {
 			if _, ok := v[name]; !ok {
 				loc := join(at.String(), name)
-				found = append(found, failure{rank: rankRequired, loc: loc,
+				found = append(found, failure{rank: rankRequired, loc: loc, path: append(at.tokens(), name),
 					why: fmt.Sprintf("missing required argument %s", quoteLoc(loc))})
 			}
 		}
@@ -180,7 +192,7 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 				found = p.check(e, &place{parent: at, key: name}, found)
 			} else if n.closed {
 				loc := join(at.String(), name)
-				found = append(found, failure{rank: rankUnknown, loc: loc,
+				found = append(found, failure{rank: rankUnknown, loc: loc, path: append(at.tokens(), name),
 					why: fmt.Sprintf("unknown argument %s: the tool declares no such parameter", quoteLoc(loc))})
 			}
 		}

@@ -1,6 +1,6 @@
 // Package sampleapp is a sample external mini-app, "Order Book": a small web app on its own
 // origin that Voicebox embeds beside the assistant. It uses the guest library the relay serves
-// (/miniapp-guest.js), registers its tools with document.modelContext, describes its screen
+// (/mini-app-guest.js), registers its tools with document.modelContext, describes its screen
 // through getContext, asks for identity tokens and has its own server check them.
 //
 // The end-to-end tests serve it on a second loopback listener (another port is another origin);
@@ -26,7 +26,7 @@ var files embed.FS
 type Options struct {
 	// Host is the origin of the page that embeds the app: the one frame-ancestors names.
 	Host string
-	// Guest is the address of the guest library; empty means Host + "/miniapp-guest.js".
+	// Guest is the address of the guest library; empty means Host + "/mini-app-guest.js".
 	Guest string
 	// Secret, Audience and Issuer are what the app's server checks an identity token against
 	// (GET /api/me with Authorization: Bearer TOKEN): the signing secret it shares with the relay,
@@ -46,7 +46,7 @@ type Options struct {
 func Handler(o Options) http.Handler {
 	guest := o.Guest
 	if guest == "" {
-		guest = strings.TrimSuffix(o.Host, "/") + "/miniapp-guest.js"
+		guest = strings.TrimSuffix(o.Host, "/") + "/mini-app-guest.js"
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/me", func(w http.ResponseWriter, r *http.Request) { me(w, r, o) })

@@ -182,7 +182,7 @@ func testClassification(t *testing.T, newRoot NewRoot) {
 		}, []brief{{"app_timer", "app", "shelf", "timer.html", "Kitchen Timer"}}},
 		{"title falls back to the file name", func(t *testing.T, e *Env) {
 			Put(t, e.WS, "flappy_bird.html", "<canvas></canvas>")
-		}, []brief{{"page_flappy_bird", "page", "workspace", "flappy_bird.html", "Flappy Bird"}}},
+		}, []brief{{"page_flappy-bird", "page", "workspace", "flappy_bird.html", "Flappy Bird"}}},
 		{"workspace depth at most 1, non-html ignored", func(t *testing.T, e *Env) {
 			Put(t, e.WS, "a.html", Page("A", ""))
 			Put(t, e.WS, "d/b.html", Page("B", ""))
@@ -261,8 +261,8 @@ func testResolve(t *testing.T, newRoot NewRoot) {
 		{"app title", "Shelf Collision", "app_collision", ""},
 		{"shared title means the app", "Metronome", "app_tock", ""},
 		{"page by its file name", "tick.html", "page_tick", ""},
-		{"slug from a title", "Pomodoro Timer", "page_pomodoro_timer", ""},
-		{"slug from an app id", "app_pomodoro_timer", "page_pomodoro_timer", ""},
+		{"slug from a title", "Pomodoro Timer", "page_pomodoro-timer", ""},
+		{"slug from an app id", "app_pomodoro_timer", "page_pomodoro-timer", ""},
 		{"sandbox page by storage path", "games/snake.html", "page_snake", ""},
 		{"sandbox page by title", "snake game", "page_snake", ""},
 		{"unknown", "nothing here", "", refusal.MiniAppNotFound},
@@ -369,28 +369,28 @@ func testSave(t *testing.T, newRoot NewRoot) {
 		after   []brief // the discovery after, when set
 	}{
 		{"new app by title", func(t *testing.T, e *Env) {}, save("Pomodoro Timer", "<p>v1</p>", ""), "", "",
-			[]string{"shelf:pomodoro_timer.html", "shelf:pomodoro_timer.meta.json"}, "app_pomodoro_timer",
-			[]brief{{"app_pomodoro_timer", "app", "shelf", "pomodoro_timer.html", "Pomodoro Timer"}}},
+			[]string{"shelf:pomodoro-timer.html", "shelf:pomodoro-timer.meta.json"}, "app_pomodoro-timer",
+			[]brief{{"app_pomodoro-timer", "app", "shelf", "pomodoro-timer.html", "Pomodoro Timer"}}},
 		{"same title updates in place", func(t *testing.T, e *Env) {
 			if _, err := e.Store.Save(ctx, miniappstore.SaveOptions{Title: "Pomodoro Timer", HTML: []byte("<p>v1</p>")}); err != nil {
 				t.Fatal(err)
 			}
 		}, save("pomodoro timer", "<p>v2</p>", ""), "", "",
-			[]string{"shelf:pomodoro_timer.html", "shelf:pomodoro_timer.meta.json"}, "app_pomodoro_timer", nil},
+			[]string{"shelf:pomodoro-timer.html", "shelf:pomodoro-timer.meta.json"}, "app_pomodoro-timer", nil},
 		{"whitespace-only html", func(t *testing.T, e *Env) {}, save("Blank", " \n\t ", ""), refusal.MissingHTML, "", nil, "", nil},
 		{"empty html", func(t *testing.T, e *Env) {}, save("Blank", "", ""), refusal.MissingHTML, "", nil, "", nil},
 		{"title without letters", func(t *testing.T, e *Env) {}, save("!!!", "<p>x</p>", ""), refusal.InvalidMiniAppName, "", nil, "", nil},
 		{"title from <title>", func(t *testing.T, e *Env) {}, save("", Page("Dice Roller", ""), ""), "", "",
-			[]string{"shelf:dice_roller.html", "shelf:dice_roller.meta.json"}, "app_dice_roller", nil},
+			[]string{"shelf:dice-roller.html", "shelf:dice-roller.meta.json"}, "app_dice-roller", nil},
 		{"promote a free workspace page", func(t *testing.T, e *Env) {
 			Put(t, e.WS, "apps/flappy_bird.html", Page("Flappy", ""))
 		}, savePage("apps/flappy_bird.html", ""), "", "",
-			[]string{"shelf:flappy_bird.html", "shelf:flappy_bird.meta.json"}, "app_flappy_bird",
-			[]brief{{"app_flappy_bird", "app", "workspace", "apps/flappy_bird.html", "Flappy"}}},
+			[]string{"shelf:flappy-bird.html", "shelf:flappy-bird.meta.json"}, "app_flappy-bird",
+			[]brief{{"app_flappy-bird", "app", "workspace", "apps/flappy_bird.html", "Flappy"}}},
 		{"promote a page found by its id", func(t *testing.T, e *Env) {
 			Put(t, e.WS, "apps/flappy_bird.html", Page("Flappy", ""))
 		}, savePage("page_flappy_bird", ""), "", "",
-			[]string{"shelf:flappy_bird.html", "shelf:flappy_bird.meta.json"}, "app_flappy_bird", nil},
+			[]string{"shelf:flappy-bird.html", "shelf:flappy-bird.meta.json"}, "app_flappy-bird", nil},
 		{"re-saving a proven app updates it", func(t *testing.T, e *Env) {
 			Put(t, e.WS, "pomo.html", Page("Pomo", "new"))
 			Put(t, e.Shelf, "pomo.html", Page("Pomo", "old"))

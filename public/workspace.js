@@ -1,80 +1,69 @@
-// The page's main thread: it starts the worker that runs the Go engine, keeps the user's choice
-// of workspace (browser storage, or a folder they granted), and shows the file browser. Every
-// file operation is a call into the worker, which applies the same path rules the assistant's
-// tools meet. window.voicebox.call(method, params) is that call (see the browser package doc).
-'use strict';
+// @ts-check
+// The workspace on the page's main thread: the engine's status, the person's choice of workspace
+// (browser storage, or a folder they granted) kept across reloads, the connection to the relay,
+// and the file browser. Every file operation is a call into the worker, which applies the same
+// path rules the assistant's tools meet.
+import { confirmAction, notify } from './dialogs.js';
+import { byId } from './dom.js';
+import { emit, listen } from './events.js';
 
-(() => {
-  const $ = (id) => document.getElementById(id);
+/** UPLOAD_CHUNK is the size of one piece of an upload sent to the worker. */
+const UPLOAD_CHUNK = 1 << 20;
+/** ROOT_CHOICE_KEY is the localStorage key of the person's choice of workspace. */
+const ROOT_CHOICE_KEY = 'voicebox.root';
+
+/** @typedef {import('./worker-client.js').WorkerClient} WorkerClient */
+/** @typedef {import('./worker-client.js').RootInfo} RootInfo */
+/** @typedef {import('./worker-client.js').RootKind} RootKind */
+
+/**
+ * startWorkspace shows the engine's status and the file browser, and opens the workspace once the
+ * engine is ready. openAsApp runs a workspace .html file as a mini-app (the viewer's button).
+ * @param {WorkerClient} engine
+ * @param {{openAsApp: (path: string) => Promise<unknown>}} options
+ */
+export function startWorkspace(engine, { openAsApp }) {
   const el = {
-    status: $('status'), channel: $('channel'), channelResume: $('channel-resume'), rootKind: $('root-kind'), reconnect: $('root-reconnect'),
-    files: $('files'), crumbs: $('crumbs'), list: $('file-list'), uploads: $('uploads'),
-    newFile: $('new-file'), newFolder: $('new-folder'), upload: $('upload'), uploadInput: $('upload-input'),
-    refresh: $('refresh'), viewerTitle: $('viewer-title'), viewerNote: $('viewer-note'), editor: $('editor'),
-    save: $('save'), download: $('download'), openApp: $('open-app'), del: $('delete'), notice: $('notice'),
-    confirm: $('confirm-dialog'), confirmText: $('confirm-text'),
-    name: $('name-dialog'), nameLabel: $('name-label'), nameInput: $('name-input'), nameOK: $('name-ok'),
+    status: byId('status'), channel: byId('channel'), channelResume: byId('channel-resume'),
+    rootKind: byId('root-kind', HTMLSelectElement), reconnect: byId('root-reconnect'),
+    files: byId('files'), crumbs: byId('crumbs'), list: byId('file-list'), uploads: byId('uploads'),
+    newFile: byId('new-file', HTMLButtonElement), newFolder: byId('new-folder', HTMLButtonElement),
+    upload: byId('upload', HTMLButtonElement), uploadInput: byId('upload-input', HTMLInputElement),
+    refresh: byId('refresh', HTMLButtonElement), viewerTitle: byId('viewer-title'), viewerNote: byId('viewer-note'),
+    editor: byId('editor', HTMLTextAreaElement), save: byId('save', HTMLButtonElement),
+    download: byId('download', HTMLButtonElement), openApp: byId('open-app', HTMLButtonElement),
+    del: byId('delete', HTMLButtonElement),
+    name: byId('name-dialog', HTMLDialogElement), nameLabel: byId('name-label'),
+    nameInput: byId('name-input', HTMLInputElement), nameOK: byId('name-ok'),
   };
+  const call = engine.call.bind(engine);
+  const must = engine.must.bind(engine);
 
-  // UPLOAD_CHUNK is the size of one piece of an upload sent to the worker.
-  const UPLOAD_CHUNK = 1 << 20;
-  const ROOT_CHOICE_KEY = 'voicebox.root';
+  // ---- the engine and the relay ----
 
-  // ---- the worker and its calls ----
-
-  const pending = new Map();
-  let nextId = 1;
   let engineBuild = '';
 
+  /**
+   * @param {string} state
+   * @param {string} text
+   */
   function showStatus(state, text) {
     el.status.dataset.state = state;
     el.status.textContent = text;
   }
 
-  const worker = new Worker('/worker.js');
-  worker.onmessage = (event) => {
-    const msg = event.data;
-    switch (msg && msg.type) {
-      case 'ready':
-        engineBuild = msg.build;
-        showStatus('ready', `ready · build ${msg.build}`);
-        performance.mark('voicebox-ready');
-        restoreRoot();
-        break;
-      case 'channel':
-        showChannel(msg);
-        break;
-      case 'failed':
-        showStatus('failed', msg.message);
-        for (const settle of pending.values()) settle({ ok: false, refused: 'page-closed', why: msg.message });
-        pending.clear();
-        break;
-      case 'result': {
-        const settle = pending.get(msg.id);
-        if (settle) {
-          pending.delete(msg.id);
-          settle(msg);
-        }
-        break;
-      }
-      default: {
-        const listener = listeners.get(msg && msg.type);
-        if (listener) listener(msg);
-        else console.warn('voicebox: unexpected message from the worker', msg);
-      }
-    }
-  };
-
-  // listeners take the worker's messages of their own (a mini-app call); see on().
-  const listeners = new Map();
-  function on(type, fn) { listeners.set(type, fn); }
-  worker.onerror = (event) => {
-    event.preventDefault();
-    showStatus('failed', 'the engine failed: ' + (event.message || 'unknown error'));
-  };
+  engine.on('ready', (msg) => {
+    engineBuild = msg.build;
+    showStatus('ready', `ready · build ${msg.build}`);
+    performance.mark('voicebox-ready');
+    restoreRoot();
+  });
+  engine.on('failed', (msg) => showStatus('failed', msg.message));
+  engine.on('channel', showChannel);
 
   // showChannel shows the worker's connection to the relay, where it runs the relay's calls on
   // the workspace.
+  /** @param {import('./worker-client.js').Events['channel']} msg */
   function showChannel({ state, why, retryMs }) {
     const text = {
       connecting: 'relay: connecting…',
@@ -88,7 +77,7 @@
     }
     el.channel.dataset.state = state;
     el.channel.textContent = text;
-    document.dispatchEvent(new CustomEvent('voicebox:channel', { detail: { state } }));
+    emit('channel', { state });
     el.channel.title = why || '';
     el.channelResume.hidden = state !== 'replaced' && state !== 'refused';
     el.channelResume.textContent = state === 'replaced' ? 'Use this tab' : 'Try again';
@@ -96,37 +85,12 @@
 
   el.channelResume.addEventListener('click', () => call('channel.connect'));
 
-  // call sends one call and resolves with the worker's answer {ok, value} or {ok: false, refused, why}.
-  function call(method, params, transfer) {
-    const id = nextId++;
-    return new Promise((resolve) => {
-      pending.set(id, resolve);
-      worker.postMessage({ type: 'call', id, method, params }, transfer || []);
-    });
-  }
-
-  // must calls and returns the value, or throws an Error carrying the refusal's rule and why.
-  async function must(method, params, transfer) {
-    const answer = await call(method, params, transfer);
-    if (!answer.ok) {
-      const err = new Error(answer.why || answer.refused);
-      err.rule = answer.refused;
-      throw err;
-    }
-    return answer.value;
-  }
-
-  let noticeTimer = 0;
-  function notify(err) {
-    el.notice.textContent = err && err.message ? err.message : String(err);
-    el.notice.hidden = false;
-    clearTimeout(noticeTimer);
-    noticeTimer = setTimeout(() => { el.notice.hidden = true; }, 6000);
-  }
-
   // ---- the workspace root: chosen once, kept across reloads ----
 
+  // handleStore keeps the granted folder's handle in IndexedDB (a handle is structured-cloneable,
+  // not JSON).
   const handleStore = {
+    /** @returns {Promise<IDBDatabase>} */
     open() {
       return new Promise((resolve, reject) => {
         const req = indexedDB.open('voicebox', 1);
@@ -135,6 +99,10 @@
         req.onerror = () => reject(req.error);
       });
     },
+    /**
+     * @param {IDBTransactionMode} mode
+     * @param {(store: IDBObjectStore) => IDBRequest} fn
+     */
     async run(mode, fn) {
       const db = await this.open();
       try {
@@ -148,18 +116,27 @@
         db.close();
       }
     },
+    /** @returns {Promise<FileSystemDirectoryHandle | undefined>} */
     get() { return this.run('readonly', (s) => s.get('root')); },
+    /** @param {FileSystemDirectoryHandle} handle */
     put(handle) { return this.run('readwrite', (s) => s.put(handle, 'root')); },
   };
 
-  let root = null; // {kind, name, syncHandles}
+  /** @type {RootInfo | null} */
+  let root = null;
+  /** @type {FileSystemDirectoryHandle | null} */
   let storedHandle = null;
 
   if (typeof window.showDirectoryPicker !== 'function') {
-    el.rootKind.querySelector('option[value="handle"]').disabled = true;
+    const option = el.rootKind.querySelector('option[value="handle"]');
+    if (option instanceof HTMLOptionElement) option.disabled = true;
     el.rootKind.title = 'This browser cannot grant a folder; the workspace is in browser storage.';
   }
 
+  /**
+   * @param {RootKind} kind
+   * @param {FileSystemDirectoryHandle} [handle]
+   */
   async function openRoot(kind, handle) {
     const info = await must('root.open', handle ? { kind, handle } : { kind });
     root = info;
@@ -171,14 +148,14 @@
     for (const b of [el.newFile, el.newFolder, el.upload, el.refresh]) b.disabled = false;
     closeFile();
     await showDir('');
-    document.dispatchEvent(new CustomEvent('voicebox:root', { detail: info }));
+    emit('root', info);
   }
 
   async function restoreRoot() {
     const choice = localStorage.getItem(ROOT_CHOICE_KEY) || 'opfs';
     try {
       if (choice === 'handle') {
-        storedHandle = await handleStore.get().catch(() => null);
+        storedHandle = (await handleStore.get().catch(() => null)) || null;
         if (storedHandle) {
           const permission = await storedHandle.queryPermission({ mode: 'readwrite' });
           if (permission === 'granted') {
@@ -202,6 +179,7 @@
   }
 
   el.reconnect.addEventListener('click', async () => {
+    if (!storedHandle) return;
     try {
       if (await storedHandle.requestPermission({ mode: 'readwrite' }) === 'granted') {
         await openRoot('handle', storedHandle);
@@ -220,13 +198,14 @@
         await openRoot('opfs');
         return;
       }
+      if (!window.showDirectoryPicker) return;
       const handle = await window.showDirectoryPicker({ mode: 'readwrite', id: 'voicebox-workspace' });
       await handleStore.put(handle);
       storedHandle = handle;
       await openRoot('handle', handle);
     } catch (err) {
       el.rootKind.value = previous;
-      if (err.name !== 'AbortError') notify(err);
+      if (!(err instanceof DOMException && err.name === 'AbortError')) notify(err);
     }
   });
 
@@ -236,8 +215,13 @@
   let openPath = '';
   let dirty = false;
 
+  /**
+   * @param {string} dir
+   * @param {string} name
+   */
   const join = (dir, name) => (dir ? `${dir}/${name}` : name);
 
+  /** @param {number} n */
   function formatSize(n) {
     if (n < 1024) return `${n} B`;
     if (n < 1 << 20) return `${(n / 1024).toFixed(1)} KiB`;
@@ -245,6 +229,12 @@
     return `${(n / (1 << 30)).toFixed(2)} GiB`;
   }
 
+  /**
+   * @param {string} text
+   * @param {string} className
+   * @param {() => void} onClick
+   * @param {string} [label]
+   */
   function button(text, className, onClick, label) {
     const b = document.createElement('button');
     b.type = 'button';
@@ -266,6 +256,7 @@
     });
   }
 
+  /** @param {string} dir */
   async function showDir(dir) {
     let listing;
     try {
@@ -277,7 +268,7 @@
     currentDir = dir;
     renderCrumbs();
     el.list.replaceChildren();
-    const entries = [...listing.entries].sort((a, b) => (b.dir - a.dir) || a.name.localeCompare(b.name));
+    const entries = [...listing.entries].sort((a, b) => (Number(b.dir) - Number(a.dir)) || a.name.localeCompare(b.name));
     if (entries.length === 0) {
       const li = document.createElement('li');
       li.className = 'empty';
@@ -319,6 +310,7 @@
     for (const b of [el.save, el.download, el.del, el.openApp]) b.disabled = true;
   }
 
+  /** @param {string} path */
   async function openFile(path) {
     if (dirty && !await confirmAction(`Discard your changes to “${openPath}”?`, 'Discard')) return;
     let view;
@@ -346,7 +338,9 @@
       el.viewerNote.textContent = `Showing the first ${formatSize(view.text.length)} of ${formatSize(view.size)}; download the file to see it whole.`;
       el.viewerNote.hidden = !view.truncated;
     }
-    for (const li of el.list.children) li.classList.toggle('current', li.dataset.path === path);
+    for (const li of el.list.children) {
+      if (li instanceof HTMLElement) li.classList.toggle('current', li.dataset.path === path);
+    }
   }
 
   el.editor.addEventListener('input', () => {
@@ -371,7 +365,7 @@
       const url = URL.createObjectURL(new Blob([value.bytes]));
       const a = document.createElement('a');
       a.href = url;
-      a.download = openPath.split('/').pop();
+      a.download = openPath.split('/').pop() || openPath;
       a.click();
       setTimeout(() => URL.revokeObjectURL(url), 30000);
     } catch (err) {
@@ -380,8 +374,12 @@
   });
 
   el.del.addEventListener('click', () => removePath(openPath, false));
-  el.openApp.addEventListener('click', () => window.voicebox.miniApps.launch({ path: openPath }));
+  el.openApp.addEventListener('click', () => { openAsApp(openPath).catch(notify); });
 
+  /**
+   * @param {string} path
+   * @param {boolean} isDir
+   */
   async function removePath(path, isDir) {
     const what = isDir ? `the folder “${path}” (it must be empty)` : `“${path}”`;
     if (!await confirmAction(`Delete ${what}? This cannot be undone.`, 'Delete')) return;
@@ -394,16 +392,12 @@
     }
   }
 
-  function confirmAction(text, verb) {
-    el.confirmText.textContent = text;
-    $('confirm-ok').textContent = verb;
-    el.confirm.returnValue = '';
-    el.confirm.showModal();
-    return new Promise((resolve) => {
-      el.confirm.addEventListener('close', () => resolve(el.confirm.returnValue === 'ok'), { once: true });
-    });
-  }
-
+  /**
+   * askName asks for a name; it resolves '' when the person cancelled.
+   * @param {string} label
+   * @param {string} verb
+   * @returns {Promise<string>}
+   */
   function askName(label, verb) {
     el.nameLabel.textContent = label;
     el.nameOK.textContent = verb;
@@ -442,11 +436,12 @@
   });
 
   el.refresh.addEventListener('click', () => showDir(currentDir));
-  // The assistant changed the workspace (public/assistant.js).
-  document.addEventListener('voicebox:files-changed', () => { if (root) showDir(currentDir); });
+  // The assistant changed the workspace (assistant.js).
+  listen('files-changed', () => { if (root) showDir(currentDir); });
 
   // ---- uploads: chunked, atomic (the file appears only when complete), with progress ----
 
+  /** @param {File} file */
   async function uploadFile(file) {
     const path = join(currentDir, file.name);
     const li = document.createElement('li');
@@ -459,6 +454,7 @@
     li.dataset.path = path;
     li.append(label, figures, bar);
     el.uploads.append(li);
+    /** @param {number} sent */
     const show = (sent) => {
       bar.value = sent;
       figures.textContent = `${formatSize(sent)} of ${formatSize(file.size)}`;
@@ -486,35 +482,33 @@
     }
   }
 
+  /** @param {File[]} files */
   async function uploadAll(files) {
     for (const file of files) await uploadFile(file);
   }
 
   el.upload.addEventListener('click', () => el.uploadInput.click());
   el.uploadInput.addEventListener('change', () => {
-    const files = [...el.uploadInput.files];
+    const files = [...(el.uploadInput.files || [])];
     el.uploadInput.value = '';
     uploadAll(files);
   });
   el.files.addEventListener('dragover', (event) => {
-    if (!root || !event.dataTransfer.types.includes('Files')) return;
+    if (!root || !event.dataTransfer || !event.dataTransfer.types.includes('Files')) return;
     event.preventDefault();
     el.files.classList.add('dragging');
   });
   el.files.addEventListener('dragleave', (event) => {
-    if (!el.files.contains(event.relatedTarget)) el.files.classList.remove('dragging');
+    if (!(event.relatedTarget instanceof Node && el.files.contains(event.relatedTarget))) el.files.classList.remove('dragging');
   });
   el.files.addEventListener('drop', (event) => {
     el.files.classList.remove('dragging');
     if (!root) return;
     event.preventDefault();
-    uploadAll([...event.dataTransfer.files]);
+    uploadAll([...(event.dataTransfer ? event.dataTransfer.files : [])]);
   });
 
   window.addEventListener('beforeunload', (event) => {
     if (dirty) event.preventDefault();
   });
-
-  // The page's other scripts (the mini-apps) reach the worker and the page's dialogs through this.
-  window.voicebox = { call, must, notify, on, confirmAction };
-})();
+}

@@ -1,7 +1,8 @@
+// @ts-check
 // The guest library for external mini-apps: web apps on their own origin that Voicebox embeds in
 // an <iframe src> beside the assistant. An app loads this file from the relay (or ships a copy):
 //
-//   <script src="https://voicebox.example.com/miniapp-guest.js"></script>
+//   <script src="https://voicebox.example.com/mini-app-guest.js"></script>
 //   <script>
 //     const host = VoiceboxGuest.connect({
 //       name: 'Order Book', version: '1.0.0',
@@ -50,23 +51,47 @@
   const documentId = (crypto.randomUUID && crypto.randomUUID()) || String(Math.random()).slice(2) + Date.now();
   const parentWindow = window.parent;
   const embedded = parentWindow !== window;
-  const scriptOrigin = document.currentScript && document.currentScript.src ? new URL(document.currentScript.src).origin : null;
+  const script = document.currentScript;
+  const scriptOrigin = script instanceof HTMLScriptElement && script.src ? new URL(script.src).origin : null;
+  /** @type {string[]} */
   let hosts = scriptOrigin ? [scriptOrigin] : [];
-  let hostOrigin = null; // fixed by the first message the host sends
+  /** @type {string | null} fixed by the first message the host sends */
+  let hostOrigin = null;
+  /**
+   * Options are what the app passes to connect (see the top of this file).
+   * @typedef {{name?: string, version?: string, getContext?: () => unknown, auth?: boolean, hosts?: string[],
+   *   onToken?: (token: string, expiresAt: number) => void, selection?: boolean}} Options
+   */
+  /** @type {Options} */
   let options = {};
+  /**
+   * Connection is what connect returns to the app.
+   * @typedef {{documentId: string, live: boolean, hostContext: unknown, hostInfo?: unknown, ready?: Promise<unknown>,
+   *   getAuthToken: () => Promise<string>, refreshAuthToken: () => Promise<string>,
+   *   openChat: (prompt: unknown) => Promise<unknown>, selectionChanged: (selection: unknown) => void,
+   *   reportError: (err: any) => void}} Connection
+   */
+  /** @type {Connection | null} */
   let connection = null;
   let nextId = 1;
-  const pending = new Map(); // id -> {resolve, reject, timer}
+  /** @type {Map<string, {resolve: (v: any) => void, reject: (e: Error) => void, timer: number}>} */
+  const pending = new Map();
   const stats = { identifies: 0, initializes: 0, toolsListed: 0, toolsCalled: 0, contextReads: 0, toolsChanged: 0 };
 
   // ---- the wire ----
 
+  /** @param {object} msg */
   function post(msg) {
     if (!embedded) return;
     const stamped = { jsonrpc: '2.0', protocol: PROTOCOL, ...msg };
     for (const origin of hostOrigin ? [hostOrigin] : hosts) parentWindow.postMessage(stamped, origin);
   }
 
+  /**
+   * @param {string} method
+   * @param {object} params
+   * @returns {Promise<any>}
+   */
   function request(method, params, ms = REQUEST_MS) {
     return new Promise((resolve, reject) => {
       const id = `g${nextId++}`;
@@ -79,10 +104,15 @@
     });
   }
 
+  /**
+   * @param {string} method
+   * @param {object} params
+   */
   function notify(method, params) {
     if (connection && connection.live) post({ method, params });
   }
 
+  /** @type {Record<string, (params: any) => unknown>} */
   const handlers = {
     'ui/identify': () => { stats.identifies++; return { documentId }; },
     'ui/get-context': async () => {
@@ -100,21 +130,28 @@
       try {
         return asResult(await registry.call(String(name), (params && params.arguments) || {}));
       } catch (err) {
-        return { content: [{ type: 'text', text: String((err && err.message) || err) }], isError: true };
+        return { content: [{ type: 'text', text: String((err instanceof Error && err.message) || err) }], isError: true };
       }
     },
   };
 
+  /**
+   * @param {number} code
+   * @param {string} message
+   */
   function rpcError(code, message) {
-    const err = new Error(message);
-    err.code = code;
-    return err;
+    return Object.assign(new Error(message), { code });
   }
 
+  /**
+   * asResult turns what a tool returned into an MCP tool result.
+   * @param {any} value
+   */
   function asResult(value) {
     if (typeof value === 'string') return { content: [{ type: 'text', text: value }] };
     if (value && typeof value === 'object' && Array.isArray(value.content)) return value;
     const text = value === undefined ? '' : JSON.stringify(value);
+    /** @type {{content: {type: string, text: string}[], structuredContent?: unknown}} */
     const out = { content: [{ type: 'text', text }] };
     if (value && typeof value === 'object') out.structuredContent = value;
     return out;
@@ -135,7 +172,8 @@
       try {
         post({ id: msg.id, result: await handler(msg.params) });
       } catch (err) {
-        post({ id: msg.id, error: { code: err.code || -32603, message: String((err && err.message) || err) } });
+        const e = /** @type {any} */ (err);
+        post({ id: msg.id, error: { code: (e && e.code) || -32603, message: String((e && e.message) || e) } });
       }
       return;
     }
@@ -149,7 +187,9 @@
 
   // ---- the tool registry: document.modelContext ----
 
+  /** @param {any} tool */
   function descriptor(tool) {
+    /** @type {Record<string, unknown>} */
     const d = { name: String(tool.name), description: tool.description === undefined ? '' : String(tool.description) };
     if (tool.inputSchema !== undefined) d.inputSchema = tool.inputSchema;
     if (tool.annotations !== undefined) d.annotations = tool.annotations;
@@ -157,6 +197,7 @@
   }
 
   function makeShim() {
+    /** @type {Map<string, any>} */
     const tools = new Map();
     let queued = false;
     const changed = () => {
@@ -165,15 +206,21 @@
       queueMicrotask(() => { queued = false; stats.toolsChanged++; notify('ui/notifications/tools-changed', {}); });
     };
     const shim = {
+      /** @param {any} tool */
       registerTool(tool) {
         if (!tool || typeof tool !== 'object' || typeof tool.execute !== 'function') throw new TypeError('registerTool needs {name, description, inputSchema, execute}');
         tools.set(String(tool.name), tool);
         changed();
       },
+      /** @param {unknown} name */
       unregisterTool(name) {
         if (tools.delete(String(name))) changed();
       },
       getTools() { return [...tools.values()].map(descriptor); },
+      /**
+       * @param {unknown} name
+       * @param {unknown} args
+       */
       executeTool(name, args) {
         const tool = tools.get(String(name));
         if (!tool) throw new Error(`this app has no tool named ${name}`);
@@ -184,15 +231,18 @@
     return shim;
   }
 
-  const client = Object.freeze({ requestUserInteraction: async (callback) => callback() });
+  const client = Object.freeze({ requestUserInteraction: async (/** @type {() => unknown} */ callback) => callback() });
 
+  /** @param {any} context */
   function isNative(context) {
     try {
       return typeof context.registerTool === 'function' && /\[native code\]/.test(Function.prototype.toString.call(context.registerTool));
     } catch { return false; }
   }
 
+  /** @type {any} */
   let context = document.modelContext;
+  /** @type {'shim' | 'native' | 'detached'} */
   let mode;
   if (!context) {
     context = makeShim();
@@ -218,15 +268,19 @@
     async list() {
       const get = context.getTools || context.listTools;
       const found = typeof get === 'function' ? await get.call(context) : [];
-      return (Array.isArray(found) ? found : []).map((t) => {
+      return (Array.isArray(found) ? found : []).map((/** @type {any} */ t) => {
         try { return descriptor(t); } catch { return { name: String(t && t.name) }; }
       });
     },
+    /**
+     * @param {string} name
+     * @param {unknown} args
+     */
     async call(name, args) {
       if (typeof context.executeTool === 'function') return context.executeTool(name, args);
       const get = context.getTools || context.listTools;
       const found = typeof get === 'function' ? await get.call(context) : [];
-      const tool = (Array.isArray(found) ? found : []).find((t) => t && t.name === name);
+      const tool = (Array.isArray(found) ? found : []).find((/** @type {any} */ t) => t && t.name === name);
       if (!tool || typeof tool.execute !== 'function') throw new Error(`this app has no tool named ${name}`);
       return tool.execute(args, client);
     },
@@ -234,22 +288,27 @@
 
   // ---- connecting ----
 
-  let token = null; // {token, expiresAt}
-  let refreshTimer = null;
+  /** @type {{token: string, expiresAt: number} | null} */
+  let token = null;
+  let refreshTimer = 0;
 
+  /** @param {any} t */
   function keepToken(t) {
     if (!t || typeof t.token !== 'string') return;
     token = { token: t.token, expiresAt: Number(t.expiresAt) || 0 };
     clearTimeout(refreshTimer);
-    const wait = token.expiresAt - Date.now() - REFRESH_AHEAD_MS;
+    const kept = token;
+    const wait = kept.expiresAt - Date.now() - REFRESH_AHEAD_MS;
     refreshTimer = setTimeout(() => { refreshToken().catch(() => {}); }, Math.max(wait, 1000));
     if (typeof options.onToken === 'function') {
-      try { options.onToken(token.token, token.expiresAt); } catch (err) { console.error(err); }
+      try { options.onToken(kept.token, kept.expiresAt); } catch (err) { console.error(err); }
     }
   }
 
+  /** @returns {Promise<string>} */
   async function refreshToken() {
     keepToken(await request('ui/request-auth-token', {}));
+    if (!token) throw new Error('the host answered ui/request-auth-token without a token');
     return token.token;
   }
 
@@ -258,9 +317,14 @@
     return refreshToken();
   }
 
+  /**
+   * @param {Options} opts
+   * @returns {Connection}
+   */
   function connect(opts = {}) {
     options = opts;
     if (Array.isArray(opts.hosts) && opts.hosts.length > 0) hosts = opts.hosts.map((h) => new URL(h).origin);
+    /** @type {Connection} */
     const conn = connection || {
       documentId,
       live: false,
@@ -291,7 +355,7 @@
 
   // ---- what the app reports without being asked ----
 
-  let selectionTimer = null;
+  let selectionTimer = 0;
   document.addEventListener('selectionchange', () => {
     if (options.selection === false) return;
     clearTimeout(selectionTimer);

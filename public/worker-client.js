@@ -1,0 +1,203 @@
+// @ts-check
+// The one client of the page's dedicated worker (worker.js, which runs the Go engine): it starts
+// the worker, sends calls and matches each answer to its call, and hands every other message the
+// worker posts to the listeners of its type. The shapes below are the protocol the browser
+// package's doc (browser/doc.go) describes; a change there is a change here.
+
+/** @typedef {'opfs' | 'handle'} RootKind */
+/** @typedef {{kind: RootKind, name: string, syncHandles: boolean}} RootInfo */
+/** @typedef {{name: string, dir: boolean, size: number}} ListEntry */
+/** @typedef {{dir: string, entries: ListEntry[]}} Listing */
+/** @typedef {{path: string, size: number, text: string, binary: boolean, truncated: boolean}} FileView */
+/**
+ * StoreEntry is one app or page of the mini-app store (shared/miniappstore.Entry).
+ * @typedef {{appId: string, slug: string, title: string, fileName: string, source: string,
+ *   kind: 'app' | 'page', storagePath: string, size: number, sandbox?: string}} StoreEntry
+ */
+/**
+ * RegisteredTool is a mini-app tool the worker's registry took (miniapps.register).
+ * @typedef {{appId: string, name: string, modelName: string, description: string, readOnly?: boolean,
+ *   parameters: JSONSchema}} RegisteredTool
+ */
+/**
+ * JSONSchema is a tool's parameter schema in the subset shared/toolschema takes (only what the
+ * page reads of it is spelled out).
+ * @typedef {{type?: string, properties?: Record<string, JSONSchema>, required?: string[],
+ *   enum?: unknown[], minimum?: number, maximum?: number, maxLength?: number}} JSONSchema
+ */
+/** @typedef {{callId: string, result: unknown} | {callId: string, refused: string, why: string}} CallAnswer */
+
+/**
+ * Methods maps each method of the worker to [its params, the value of its answer].
+ * @typedef {{
+ *   'status': [undefined, {build: string, go: string, uptimeMs: number, root?: RootInfo}],
+ *   'root.open': [{kind: RootKind, handle?: FileSystemDirectoryHandle}, RootInfo],
+ *   'root.info': [undefined, RootInfo],
+ *   'files.list': [{dir?: string}, Listing],
+ *   'files.read': [{path: string}, FileView],
+ *   'files.write': [{path: string, content: string}, unknown],
+ *   'files.mkdir': [{path: string}, {path: string}],
+ *   'files.delete': [{path: string}, {path: string, deleted: boolean}],
+ *   'files.download': [{path: string}, {path: string, size: number, bytes: Uint8Array<ArrayBuffer>}],
+ *   'files.upload.begin': [{path: string}, {uploadId: string}],
+ *   'files.upload.chunk': [{uploadId: string, bytes: ArrayBuffer | Uint8Array}, {written: number}],
+ *   'files.upload.commit': [{uploadId: string}, {path: string, size: number}],
+ *   'files.upload.abort': [{uploadId: string}, {path: string, aborted: boolean}],
+ *   'channel.connect': [undefined, {resumed: boolean}],
+ *   'miniapps.list': [undefined, {entries: StoreEntry[]}],
+ *   'miniapps.launch': [{name: string} | {path: string}, {entry: StoreEntry, html: string}],
+ *   'miniapps.reset': [{appId: string}, {reset: boolean}],
+ *   'miniapps.close': [{appId: string}, {closed: boolean}],
+ *   'miniapps.register': [{appId: string, tool: unknown}, RegisteredTool],
+ *   'miniapps.unregister': [{appId: string, name: string}, {removed: boolean}],
+ *   'miniapps.tools': [{appId?: string}, {tools: RegisteredTool[]}],
+ *   'miniapps.call': [{appId: string, tool: string, args: unknown} | {name: string, args: unknown}, {result: unknown}],
+ *   'miniapps.result': [CallAnswer, {accepted: boolean}],
+ *   'miniapps.save': [{name: string, title?: string}, StoreEntry],
+ *   'miniapps.delete': [{id: string}, StoreEntry],
+ *   'externalapps.result': [CallAnswer, {accepted: boolean}],
+ *   'externalapps.report': [{apps: unknown[]}, {apps: unknown[]}],
+ * }} Methods
+ */
+/** @typedef {keyof Methods} Method */
+
+/**
+ * Answer is the worker's answer to one call: a value, or a refusal with its rule id.
+ * @template V
+ * @typedef {{ok: true, value: V} | {ok: false, refused: string, why: string}} Answer
+ */
+
+/** @typedef {'connecting' | 'connected' | 'offline' | 'replaced' | 'refused'} ChannelState */
+
+/**
+ * Events maps each message type the worker posts on its own (not an answer) to its shape.
+ * @typedef {{
+ *   'ready': {type: 'ready', build: string},
+ *   'failed': {type: 'failed', message: string},
+ *   'channel': {type: 'channel', state: ChannelState, why?: string, retryMs?: number},
+ *   'miniapp.call': {type: 'miniapp.call', callId: string, appId: string, tool: string, args: unknown},
+ *   'miniapp.open': {type: 'miniapp.open', entry: StoreEntry, html: string},
+ *   'miniapp.cancel': {type: 'miniapp.cancel', callId: string},
+ *   'externalapp.call': {type: 'externalapp.call', callId: string, name: string, args: unknown},
+ *   'externalapp.cancel': {type: 'externalapp.cancel', callId: string},
+ * }} Events
+ */
+/** @typedef {keyof Events} EventType */
+
+/**
+ * RefusalError is what must throws: an Error that carries the refusal's rule id.
+ */
+export class RefusalError extends Error {
+  /**
+   * @param {string} rule
+   * @param {string} why
+   */
+  constructor(rule, why) {
+    super(why || rule);
+    this.name = 'RefusalError';
+    /** The refusal's rule id (a kebab-case name from shared/refusal). */
+    this.rule = rule;
+  }
+}
+
+/**
+ * WorkerClient is the page's side of the worker. Every call gets exactly one answer: the
+ * worker's, or page-closed once the worker failed. Several listeners may take one event type;
+ * a message of a type nobody listens to is logged.
+ */
+export class WorkerClient {
+  /** @param {Worker} worker */
+  constructor(worker) {
+    this.worker = worker;
+    /** @type {Map<number, (answer: Answer<any>) => void>} */
+    this.pending = new Map();
+    this.nextId = 1;
+    /** @type {Map<string, Set<(msg: any) => void>>} */
+    this.listeners = new Map();
+    worker.onmessage = (event) => this.receive(event.data);
+    worker.onerror = (event) => {
+      event.preventDefault();
+      // An error the worker did not catch may leave the engine running: calls stay pending.
+      this.emit({ type: 'failed', message: 'the engine failed: ' + (event.message || 'unknown error') });
+    };
+  }
+
+  /**
+   * receive takes one message from the worker.
+   * @param {any} msg
+   */
+  receive(msg) {
+    const type = msg && msg.type;
+    if (type === 'result') {
+      const settle = this.pending.get(msg.id);
+      if (settle) {
+        this.pending.delete(msg.id);
+        settle(msg);
+      }
+      return;
+    }
+    if (type === 'failed') {
+      for (const settle of this.pending.values()) settle({ ok: false, refused: 'page-closed', why: msg.message });
+      this.pending.clear();
+    }
+    this.emit(msg);
+  }
+
+  /**
+   * emit hands a message to the listeners of its type.
+   * @param {any} msg
+   */
+  emit(msg) {
+    const type = msg && msg.type;
+    const fns = this.listeners.get(type);
+    if (!fns || fns.size === 0) {
+      console.warn('voicebox: unexpected message from the worker', msg);
+      return;
+    }
+    for (const fn of [...fns]) fn(msg);
+  }
+
+  /**
+   * on adds a listener for the worker's messages of one type and returns what removes it.
+   * @template {EventType} T
+   * @param {T} type
+   * @param {(msg: Events[T]) => void} fn
+   * @returns {() => void}
+   */
+  on(type, fn) {
+    let fns = this.listeners.get(type);
+    if (!fns) this.listeners.set(type, (fns = new Set()));
+    fns.add(fn);
+    return () => { fns.delete(fn); };
+  }
+
+  /**
+   * call sends one call and resolves with the worker's answer; it never rejects.
+   * @template {Method} M
+   * @param {M} method
+   * @param {Methods[M][0]} [params]
+   * @param {Transferable[]} [transfer]
+   * @returns {Promise<Answer<Methods[M][1]>>}
+   */
+  call(method, params, transfer) {
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      this.worker.postMessage({ type: 'call', id, method, params }, transfer || []);
+    });
+  }
+
+  /**
+   * must calls and returns the value, or throws a RefusalError carrying the refusal's rule and why.
+   * @template {Method} M
+   * @param {M} method
+   * @param {Methods[M][0]} [params]
+   * @param {Transferable[]} [transfer]
+   * @returns {Promise<Methods[M][1]>}
+   */
+  async must(method, params, transfer) {
+    const answer = await this.call(method, params, transfer);
+    if (!answer.ok) throw new RefusalError(answer.refused, answer.why);
+    return answer.value;
+  }
+}

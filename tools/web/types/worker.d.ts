@@ -1,0 +1,18 @@
+// The globals of the two scripts that run outside the page: worker.js (a dedicated worker, with
+// Go's wasm_exec.js) and audio-worklet.js (an AudioWorkletGlobalScope, which TypeScript's
+// libraries do not describe).
+
+// worker.js: what wasm_exec.js defines, and the inbox Go drains when it starts.
+declare class Go {
+  importObject: WebAssembly.Imports;
+  run(instance: WebAssembly.Instance): Promise<void>;
+}
+declare var voiceboxInbox: unknown[];
+
+// audio-worklet.js
+declare var sampleRate: number;
+declare class AudioWorkletProcessor {
+  constructor(options?: { processorOptions?: any });
+  readonly port: MessagePort;
+}
+declare function registerProcessor(name: string, processor: new (options: any) => AudioWorkletProcessor): void;
