@@ -241,7 +241,7 @@ func TestMCPOnAMachineRoot(t *testing.T) {
 }
 
 // TestMCPResources: the workspace's files are resources; one is read as text, one as a blob, and
-// a missing one is not found.
+// a missing one is not found; paths complete from what was typed.
 func TestMCPResources(t *testing.T) {
 	t.Parallel()
 	url, stateDir, root := machineRelay(t)
@@ -270,6 +270,15 @@ func TestMCPResources(t *testing.T) {
 	blob, err := s.ReadResource(ctx, &sdk.ReadResourceParams{URI: "voicebox://workspace/pixel.bin"})
 	if err != nil || !bytes.Equal(blob.Contents[0].Blob, []byte{0xff, 0xfe, 0x00, 0x01}) {
 		t.Fatalf("reading the blob: %+v, %v", blob, err)
+	}
+	for _, c := range []struct {
+		typed string
+		want  []string
+	}{{"", []string{"docs/", "pixel.bin"}}, {"do", []string{"docs/"}}, {"docs/p", []string{"docs/plan one.md"}}, {"docs/x", []string{}}, {"../", []string{}}} {
+		got, err := s.Complete(ctx, &sdk.CompleteParams{Ref: &sdk.CompleteReference{Type: "ref/resource", URI: "voicebox://workspace/{+path}"}, Argument: sdk.CompleteParamsArgument{Name: "path", Value: c.typed}})
+		if err != nil || !slices.Equal(got.Completion.Values, c.want) {
+			t.Errorf("completing %q: %v, %v; want %v", c.typed, got, err, c.want)
+		}
 	}
 	for _, uri := range []string{"voicebox://workspace/missing.txt", "voicebox://workspace/.secret", "voicebox://workspace/../x"} {
 		if _, err := s.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri}); err == nil {

@@ -16,7 +16,8 @@
 //
 // Resources are the workspace's files, voicebox://workspace/PATH: resources/list walks the
 // workspace (at most MaxResources files, MaxResourceListings folders), resources/read reads one
-// through read_file (at most its 64 KiB). There are no subscriptions. The logging capability
+// through read_file (at most its 64 KiB), and completion/complete offers the paths that start
+// with what was typed. There are no subscriptions. The logging capability
 // carries one line per tool call (the tool and how it ended) at the level the client sets.
 //
 // # Who may connect
@@ -138,7 +139,8 @@ func New(opts Options) *Handler {
 	}
 	h := &Handler{opts: opts, log: log, calls: map[string]int{}, owners: map[string]string{}}
 	h.server = sdk.NewServer(&sdk.Implementation{Name: "voicebox", Title: "Voicebox", Version: opts.Build}, &sdk.ServerOptions{
-		Instructions: instructions,
+		Instructions:      instructions,
+		CompletionHandler: h.complete,
 		Capabilities: &sdk.ServerCapabilities{
 			Tools:     &sdk.ToolCapabilities{ListChanged: true},
 			Resources: &sdk.ResourceCapabilities{},

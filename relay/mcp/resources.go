@@ -28,6 +28,46 @@ const (
 	MaxResourceListings = 16
 )
 
+// MaxCompletions bounds the paths one completion/complete offers.
+const MaxCompletions = 100
+
+// complete offers the workspace paths that start with what the client typed, for the path of
+// the workspace-file template: the entries of the folder typed so far (one list_files). Anything
+// else (a prompt, another argument) has no completions.
+func (h *Handler) complete(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
+	res := &sdk.CompleteResult{Completion: sdk.CompletionResultDetails{Values: []string{}}}
+	ref := req.Params.Ref
+	if ref == nil || ref.Type != "ref/resource" || ref.URI != ResourcePrefix+"{+path}" || req.Params.Argument.Name != "path" {
+		return res, nil
+	}
+	typed := req.Params.Argument.Value
+	dir := ""
+	if i := strings.LastIndexByte(typed, '/'); i >= 0 {
+		dir = typed[:i]
+	}
+	args := json.RawMessage(`{}`)
+	if dir != "" {
+		args, _ = json.Marshal(map[string]string{"dir": dir})
+	}
+	var l listing
+	json.Unmarshal(h.opts.Catalogue.Call(h.attributed(ctx, req.Extra), commands.ListFiles, args), &l)
+	for _, e := range l.Entries {
+		p := e.Path
+		if e.Dir {
+			p += "/"
+		}
+		if !strings.HasPrefix(p, typed) {
+			continue
+		}
+		if len(res.Completion.Values) == MaxCompletions {
+			res.Completion.HasMore = true
+			break
+		}
+		res.Completion.Values = append(res.Completion.Values, p)
+	}
+	return res, nil
+}
+
 // CodeRefused is the JSON-RPC error code of a resource read the workspace refused; the
 // message is "rule: why".
 const CodeRefused = -32001
