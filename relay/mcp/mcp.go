@@ -126,9 +126,10 @@ type Handler struct {
 	tools  *toolSync
 	cancel func()
 
-	mu     sync.Mutex
-	calls  map[string]int    // client name -> tool calls running
-	owners map[string]string // session id -> the client that opened it
+	mu      sync.Mutex
+	calls   map[string]int    // client name -> tool calls running
+	owners  map[string]string // session id -> the client that opened it
+	opening int               // requests that may open a session, being served
 }
 
 // New returns a Handler serving opts.Catalogue's tools. Close stops it following the catalogue.
@@ -186,8 +187,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rf == nil {
 		rf, status = h.readBody(w, r)
 	}
-	if rf == nil && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && h.sessions() >= MaxSessions {
-		rf, status = refusal.New(refusal.TooManySockets, "%d MCP sessions are open, the relay's bound; close one (or wait %v for an idle one to end)", MaxSessions, SessionIdle), http.StatusServiceUnavailable
+	opening := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
+	if rf == nil && opening {
+		if !h.reserve() {
+			rf, status = refusal.New(refusal.TooManySockets, "%d MCP sessions are open, the relay's bound; close one (or wait %v for an idle one to end)", MaxSessions, SessionIdle), http.StatusServiceUnavailable
+		}
 	}
 	if rf != nil {
 		h.log.Info("mcp: request refused", "rule", rf.Rule, "client", name, "method", r.Method)
@@ -197,35 +201,41 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		server.WriteRefusal(w, status, rf)
 		return
 	}
-	opening := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
 	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientKey{}, name)))
-	if id := w.Header().Get("Mcp-Session-Id"); opening && id != "" {
-		h.own(id, name)
+	if opening {
+		h.settle(w.Header().Get("Mcp-Session-Id"), name)
 	}
 }
 
-// own records that client opened session id, forgetting the sessions that ended.
-func (h *Handler) own(id, client string) {
-	open := map[string]bool{}
-	for s := range h.server.Sessions() {
-		open[s.ID()] = true
-	}
-	h.mu.Lock()
+// reserve counts a request that may open a session, and reports false when the open sessions
+// and those being opened reach MaxSessions. settle ends the count, recording the session the
+// request opened, if any, as client's.
+func (h *Handler) reserve() bool {
+	h.mu.Lock() // before listing the sessions, so none settles in between and is pruned
 	defer h.mu.Unlock()
-	for old := range h.owners {
-		if !open[old] {
-			delete(h.owners, old)
+	live := map[string]bool{}
+	for s := range h.server.Sessions() {
+		live[s.ID()] = true
+	}
+	for id := range h.owners {
+		if !live[id] {
+			delete(h.owners, id) // closed by its client, or idle past SessionIdle
 		}
 	}
-	h.owners[id] = client
+	if len(h.owners)+h.opening >= MaxSessions {
+		return false
+	}
+	h.opening++
+	return true
 }
 
-func (h *Handler) sessions() int {
-	n := 0
-	for range h.server.Sessions() {
-		n++
+func (h *Handler) settle(id, client string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.opening--
+	if id != "" {
+		h.owners[id] = client
 	}
-	return n
 }
 
 // admit checks who is asking: Host, Origin, then the bearer. It returns the client's name, or
