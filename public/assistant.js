@@ -198,8 +198,9 @@ export function startAssistant() {
     stream.addEventListener('approval-settled', (e) => settle(JSON.parse(e.data).id));
     stream.addEventListener('call', (e) => {
       const c = JSON.parse(e.data);
-      if (c.source !== 'model') return; // typed turns are shown by the turn itself
-      fill(entry('model', c.tool), { action: c.action, result: c.result, ok: c.ok });
+      if (c.source === 'turn') return; // typed turns are shown by the turn itself
+      const kind = c.source === 'mcp' ? `MCP ${c.client}` : 'model';
+      fill(entry(kind, c.tool), { action: c.action, result: c.result, ok: c.ok });
     });
     stream.onerror = () => {
       stream?.close();

@@ -11,12 +11,13 @@
 //   must(method, params, transfer)  the same, returning the value or throwing (err.rule, err.message)
 //   on(type, fn)                    listen to the worker's messages of one type; returns what stops it
 //   notify(err), confirmAction(text, verb)  the page's notice line and confirmation dialog
-//   miniApps, externalApps, assistant, live  the panels' APIs (see their modules)
+//   miniApps, externalApps, assistant, live, mcpClients  the panels' APIs (see their modules)
 import { confirmAction, notify } from './dialogs.js';
 import { startAssistant } from './assistant.js';
 import { startExtensions } from './extensions.js';
 import { startExternalApps } from './external-apps.js';
 import { startLive } from './live.js';
+import { startMCPClients } from './mcp-clients.js';
 import { startMiniApps } from './mini-apps.js';
 import { WorkerClient } from './worker-client.js';
 import { startWorkspace } from './workspace.js';
@@ -41,9 +42,10 @@ startExtensions();
 const live = startLive();
 const assistant = startAssistant();
 const externalApps = startExternalApps(services);
+const mcpClients = startMCPClients(services);
 
 /** The page's test-and-debug handle (see the top of this file). */
-const handle = Object.freeze({ ...services, miniApps, externalApps, assistant, live });
+const handle = Object.freeze({ ...services, miniApps, externalApps, assistant, live, mcpClients });
 
 /** @typedef {typeof handle} VoiceboxHandle */
 

@@ -83,8 +83,9 @@ func mcpToolNames(t testing.TB, s *sdk.ClientSession) []string {
 // TestMCPOnThePagesOPFS: an MCP client of the SDK works in the page's OPFS through /mcp. It lists
 // the tools and writes and reads a file; a delete asks the person in the page, whose prompt names
 // the client, and follows a click on Deny, then on Approve; when a mini-app opens the client is
-// sent tools/list_changed and lists the app's tools; with the page closed a delete is refused
-// no-page at once.
+// sent tools/list_changed and lists the app's tools; the page's transcript shows the client's
+// calls, and its MCP clients list revokes one; with the page closed a delete is refused no-page
+// at once.
 func TestMCPOnThePagesOPFS(t *testing.T) {
 	t.Parallel()
 	relay := harness.StartRelay(t)
@@ -138,6 +139,19 @@ func TestMCPOnThePagesOPFS(t *testing.T) {
 	}
 	if !slices.ContainsFunc(mcpToolNames(t, s), func(n string) bool { return strings.HasSuffix(n, "__start_timer") }) {
 		t.Fatalf("the timer's tools are not listed: %v", mcpToolNames(t, s))
+	}
+
+	// The page shows the client's calls in its transcript, and lists the clients with Revoke.
+	harness.WaitFor[bool](tab, `[...document.querySelectorAll('#turns li .badge')].some(b => b.textContent === 'MCP desktop')`, mcpBound)
+	spare, _ := connectMCP(t, relay, "spare")
+	harness.Eval[bool](tab, `voicebox.mcpClients.reload().then(() => true)`)
+	harness.WaitFor[bool](tab, `document.querySelector('#mcp-clients li[data-name="spare"] button.revoke') !== null`, mcpBound)
+	harness.Eval[bool](tab, `(document.querySelector('#mcp-clients li[data-name="spare"] button.revoke').click(), true)`)
+	harness.WaitFor[bool](tab, `document.querySelector('#confirm-dialog').open`, mcpBound)
+	harness.Eval[bool](tab, `(document.querySelector('#confirm-ok').click(), true)`)
+	harness.WaitFor[bool](tab, `document.querySelector('#mcp-clients li[data-name="spare"]') === null && document.querySelector('#mcp-clients li[data-name="desktop"]') !== null`, mcpBound)
+	if _, err := spare.ListTools(context.Background(), nil); err == nil {
+		t.Fatal("a client revoked in the page still gets answers")
 	}
 
 	mcpCall(t, s, "write_file", map[string]string{"name": "keep.txt", "content": "k"})
