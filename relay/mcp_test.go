@@ -20,7 +20,7 @@ import (
 )
 
 // mintMCP runs `relay mcp-token NAME` and returns the bearer it printed.
-func mintMCP(t *testing.T, stateDir, name string) string {
+func mintMCP(t testing.TB, stateDir, name string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	if code := run([]string{"mcp-token", "--extensions-dir", stateDir, name}, &out, &errOut); code != 0 {
@@ -43,7 +43,7 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // mcpSession connects an MCP client of the SDK to url's /mcp with bearer. changed receives a
 // value at each notifications/tools/list_changed, logs each log line.
-func mcpSession(t *testing.T, url, bearer string) (s *sdk.ClientSession, changed <-chan struct{}, logs <-chan string) {
+func mcpSession(t testing.TB, url, bearer string) (s *sdk.ClientSession, changed <-chan struct{}, logs <-chan string) {
 	t.Helper()
 	ch := make(chan struct{}, 16)
 	lines := make(chan string, 64)
@@ -72,7 +72,7 @@ func mcpSession(t *testing.T, url, bearer string) (s *sdk.ClientSession, changed
 }
 
 // callMCP calls a tool and returns the result's text decoded, and whether it is an error.
-func callMCP(t *testing.T, s *sdk.ClientSession, name string, args any) (map[string]any, bool) {
+func callMCP(t testing.TB, s *sdk.ClientSession, name string, args any) (map[string]any, bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -91,7 +91,7 @@ func callMCP(t *testing.T, s *sdk.ClientSession, name string, args any) (map[str
 }
 
 // machineRelay starts a relay with a machine environment on a fresh directory holding the root.
-func machineRelay(t *testing.T) (url, stateDir, root string) {
+func machineRelay(t testing.TB) (url, stateDir, root string) {
 	t.Helper()
 	stateDir = filepath.Join(t.TempDir(), "state")
 	url, _ = startServe(t, stateDir)

