@@ -92,11 +92,17 @@ const (
 	GrepFiles  Primitive = "grep-files"
 	UndoLast   Primitive = "undo-last"
 	DiffFile   Primitive = "diff-file"
+	// The filesystem-server primitives (see fsinfo.go).
+	FileInfo      Primitive = "file-info"
+	DirectoryTree Primitive = "directory-tree"
+	ReadFiles     Primitive = "read-files"
+	ReadMedia     Primitive = "read-media"
 )
 
 // Primitives lists the primitives an Executor runs.
 func Primitives() []Primitive {
-	return []Primitive{Now, ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, GrepFiles, UndoLast, DiffFile}
+	return []Primitive{Now, ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, GrepFiles, UndoLast, DiffFile,
+		FileInfo, DirectoryTree, ReadFiles, ReadMedia}
 }
 
 // Options configures an Executor. The zero value is usable: calls name primitives directly, no
@@ -187,6 +193,14 @@ func (e *Executor) Execute(ctx context.Context, call wire.Call) (json.RawMessage
 		out, note, err = e.undoLast(ctx, call.Args)
 	case prim == DiffFile:
 		out, note, err = e.diffFile(ctx, call.Args)
+	case prim == FileInfo:
+		out, note, err = e.fileInfo(ctx, call.Args)
+	case prim == DirectoryTree:
+		out, note, err = e.directoryTree(ctx, call.Args)
+	case prim == ReadFiles:
+		out, note, err = e.readFiles(ctx, call.Args)
+	case prim == ReadMedia:
+		out, note, err = e.readMedia(ctx, call.Args)
 	default:
 		err = refusal.New(refusal.UnknownTool, "%q is not a primitive; the primitives are %s", string(prim), primitiveList())
 	}
@@ -219,22 +233,32 @@ type readObserved struct {
 }
 
 func (e *Executor) readFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
-	args, note, err := pathArgs(raw)
+	args, note, err := pathArgs(raw, argSpec{name: "head"}, argSpec{name: "tail"})
 	if err != nil {
 		return nil, note, err
 	}
 	name := args["path"]
-	data, size, err := fsroot.ReadPrefix(ctx, e.root, name, MaxReadBytes)
+	head, err := intArg(args, "head", 0, 1, MaxLines)
 	if err != nil {
-		return nil, note, FileRefusal(err, name)
+		return nil, note, err
 	}
-	truncated := size > int64(len(data))
-	obs := readObserved{Path: name, Size: size, Truncated: truncated, Encoding: "utf-8"}
-	switch text, ok := cutUTF8(data, truncated); {
-	case ok:
-		obs.Bytes, obs.Content = len(text), string(text)
+	tail, err := intArg(args, "tail", 0, 1, MaxLines)
+	if err != nil {
+		return nil, note, err
+	}
+	var obs *readObserved
+	switch {
+	case head > 0 && tail > 0:
+		return nil, note, refusal.New(refusal.InvalidArgument, "give head or tail, not both")
+	case head > 0:
+		obs, err = e.readLines(ctx, name, head, false)
+	case tail > 0:
+		obs, err = e.readLines(ctx, name, tail, true)
 	default:
-		obs.Bytes, obs.Encoding, obs.Content = len(data), "base64", base64.StdEncoding.EncodeToString(data)
+		obs, err = e.read(ctx, name, MaxReadBytes)
+	}
+	if err != nil {
+		return nil, note, err
 	}
 	note.Bytes = int64(obs.Bytes)
 	out, err := marshal(obs)

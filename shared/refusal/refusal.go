@@ -210,6 +210,11 @@ const (
 	HostRefused   Rule = "host-refused"   // a Host header that is not this relay's own name (DNS rebinding)
 	BodyStalled   Rule = "body-stalled"   // a request body that did not arrive within the bound
 	TooManyCalls  Rule = "too-many-calls" // a client has as many tool calls running as it may
+
+	// The filesystem-server primitives (shared/executor): a file larger than the primitive reads
+	// whole, and a file read as media that is no image or audio.
+	FileTooLarge Rule = "file-too-large"
+	NotMedia     Rule = "not-media"
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
