@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -238,6 +239,28 @@ func TestMCPOnAMachineRoot(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(root, "notes", "a.txt")); string(b) != "from MCP" {
 		t.Fatalf("undo left %q", b)
 	}
+	// The filesystem tools, and an image read as the protocol's image content.
+	os.WriteFile(filepath.Join(root, "pixel.txt"), pngPixel, 0o644)
+	if m, _ := callMCP(t, s, "file_info", map[string]string{"name": "notes"}); m["kind"] != "folder" {
+		t.Errorf("file_info answered %v", m)
+	}
+	if m, _ := callMCP(t, s, "directory_tree", map[string]any{"depth": 2}); m["entries"] != 3.0 {
+		t.Errorf("directory_tree answered %v", m)
+	}
+	if m, _ := callMCP(t, s, "read_files", map[string]any{"names": []string{"notes/a.txt", "nope.txt"}}); len(m["files"].([]any)) != 2 {
+		t.Errorf("read_files answered %v", m)
+	}
+	if m, _ := callMCP(t, s, "edit_file", map[string]any{"name": "notes/a.txt", "oldTexts": []string{"from", "MCP"}, "newTexts": []string{"by", "a client"}, "dryRun": true}); m["dryRun"] != true || !strings.Contains(m["diff"].(string), "+by a client") {
+		t.Errorf("a dry-run edit answered %v", m)
+	}
+	img, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "read_media_file", Arguments: map[string]string{"name": "pixel.txt"}})
+	if err != nil || img.IsError || len(img.Content) != 2 {
+		t.Fatalf("read_media_file: %+v, %v", img, err)
+	}
+	if ic, ok := img.Content[0].(*sdk.ImageContent); !ok || ic.MIMEType != "image/png" || !bytes.Equal(ic.Data, pngPixel) {
+		t.Fatalf("read_media_file's first content is %#v", img.Content[0])
+	}
+	os.Remove(filepath.Join(root, "pixel.txt"))
 }
 
 // TestMCPResources: the workspace's files are resources; one is read as text, one as a blob, and
@@ -511,6 +534,9 @@ func TestMCPStdioBridgeRefused(t *testing.T) {
 		t.Fatalf("exit %d, stderr %s", code, stderr.String())
 	}
 }
+
+// pngPixel is a 1x1 PNG.
+var pngPixel, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
 
 type nopWriteCloser struct{ io.Writer }
 

@@ -107,10 +107,16 @@ func (h *Handler) endCall(client string) {
 	}
 }
 
-// answer is the part of an observation the result is shaped by.
+// answer is the part of an observation the result is shaped by: a refusal, or media
+// (read_media_file's observation: kind image or audio, its type, its bytes in base64).
 type answer struct {
-	Refused refusal.Rule `json:"refused"`
-	Why     string       `json:"why"`
+	Refused  refusal.Rule `json:"refused"`
+	Why      string       `json:"why"`
+	Kind     string       `json:"kind"`
+	MIMEType string       `json:"mimeType"`
+	Data     []byte       `json:"data"`
+	Path     string       `json:"path"`
+	Size     int64        `json:"size"`
 }
 
 // result turns the catalogue's answer into a tool result, and logs one line to the session.
@@ -121,9 +127,19 @@ func (h *Handler) result(ctx context.Context, req *sdk.CallToolRequest, name str
 	level, line := sdk.LoggingLevel("info"), fmt.Sprintf("%s: ok", name)
 	// No structuredContent: it would carry the observation a second time (a 4 KiB read_file costs
 	// about 100 us more), and the text is that JSON already.
-	if a.Refused != "" {
+	switch {
+	case a.Refused != "":
 		res.IsError = true
 		level, line = "warning", fmt.Sprintf("%s refused %s: %s", name, a.Refused, a.Why)
+	case len(a.Data) > 0 && a.MIMEType != "" && (a.Kind == "image" || a.Kind == "audio"):
+		// Media goes as the protocol's image or audio content, and the text says what it is
+		// without the bytes a second time.
+		meta, _ := json.Marshal(map[string]any{"path": a.Path, "mimeType": a.MIMEType, "kind": a.Kind, "size": a.Size})
+		media := sdk.Content(&sdk.ImageContent{Data: a.Data, MIMEType: a.MIMEType})
+		if a.Kind == "audio" {
+			media = &sdk.AudioContent{Data: a.Data, MIMEType: a.MIMEType}
+		}
+		res.Content = []sdk.Content{media, &sdk.TextContent{Text: string(meta)}}
 	}
 	if req.Session != nil {
 		req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: level, Logger: "voicebox", Data: line})
