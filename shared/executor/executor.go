@@ -13,9 +13,14 @@
 // # Arguments
 //
 //	now         {}
-//	read-file   {"path": string}
+//	read-file   {"path": string, "head"?: N, "tail"?: N}   (N a decimal string, 1 to MaxLines)
 //	write-file  {"path": string, "content": string, "encoding"?: "utf-8" | "base64"}
 //	list-files  {"dir"?: string}          ("" or absent is the top of the workspace)
+//
+// and the assistant's (fsinfo.go, edit.go): file-info {"path"}, directory-tree {"dir"?,
+// "depth"?}, read-files {"paths": JSON array as text}, read-media {"path"}, edit-file {"path",
+// "oldText", "newText"} or {"path", "oldTexts", "newTexts"} (JSON arrays as text), "dryRun"?
+// "true"; each is described where it is defined.
 //	diff-file   {"path": string, "content": string}   (writes nothing; see diff.go)
 //
 // Any other key is refused (invalid-argument), a missing or null required one is

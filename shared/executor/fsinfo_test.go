@@ -38,7 +38,7 @@ func TestFilesystemPrimitives(t *testing.T) {
 		{"tail", "read-file", `{"path":"notes.md","tail":"2"}`, map[string]any{"content": "three\nfour\n"}},
 		{"more lines than there are", "read-file", `{"path":"notes.md","tail":"99"}`, map[string]any{"content": "one\ntwo\nthree\nfour\n"}},
 		{"an image", "read-media", `{"path":"photo.txt"}`, map[string]any{"mimeType": "image/png", "kind": "image", "data": base64.StdEncoding.EncodeToString(pngPixel)}},
-		{"audio", "read-media", `{"path":"sound.bin"}`, map[string]any{"mimeType": "audio/wav", "kind": "audio"}},
+		{"audio", "read-media", `{"path":"sound.bin"}`, map[string]any{"mimeType": "audio/x-wav", "kind": "audio"}},
 		{"edits in turn", "edit-file", `{"path":"notes.md","oldTexts":"[\"two\",\"two three\"]","newTexts":"[\"two three\",\"2+3\"]"}`, map[string]any{"edits": 2.0, "line": 2.0}},
 	}
 	for _, tt := range tests {
