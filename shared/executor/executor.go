@@ -21,6 +21,7 @@
 // "depth"?}, read-files {"paths": JSON array as text}, read-media {"path"}, edit-file {"path",
 // "oldText", "newText"} or {"path", "oldTexts", "newTexts"} (JSON arrays as text), "dryRun"?
 // "true"; each is described where it is defined.
+//
 //	diff-file   {"path": string, "content": string}   (writes nothing; see diff.go)
 //
 // Any other key is refused (invalid-argument), a missing or null required one is
