@@ -67,6 +67,11 @@ func mcpCall(t testing.TB, s *sdk.ClientSession, name string, args any) (map[str
 	return m, res.IsError
 }
 
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 func mcpToolNames(t testing.TB, s *sdk.ClientSession) []string {
 	t.Helper()
 	list, err := s.ListTools(context.Background(), nil)
@@ -106,6 +111,31 @@ func TestMCPOnThePagesOPFS(t *testing.T) {
 	}
 	if m, _ := mcpCall(t, s, "read_file", map[string]string{"name": "mcp/note.txt"}); m["content"] != content {
 		t.Fatalf("read_file answered %v", m)
+	}
+
+	// The filesystem tools run in the page's worker on OPFS as on a machine.
+	const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+	if a := relay.Call(t, "write-file", map[string]string{"path": "mcp/pixel.dat", "content": pixel, "encoding": "base64"}); !a.OK {
+		t.Fatalf("write-file: %s", a.Raw)
+	}
+	if m, _ := mcpCall(t, s, "file_info", map[string]string{"name": "mcp/note.txt"}); m["kind"] != "file" || m["size"] != float64(len(content)) {
+		t.Errorf("file_info answered %v", m)
+	}
+	if m, _ := mcpCall(t, s, "directory_tree", map[string]any{}); !strings.Contains(jsonText(m["tree"]), `"name":"pixel.dat"`) {
+		t.Errorf("directory_tree answered %v", m)
+	}
+	if m, _ := mcpCall(t, s, "edit_file", map[string]any{"name": "mcp/note.txt", "oldText": "MCP", "newText": "SDK", "dryRun": true}); m["dryRun"] != true || !strings.Contains(m["diff"].(string), "+written by an SDK client") {
+		t.Errorf("a dry-run edit answered %v", m)
+	}
+	if m, _ := mcpCall(t, s, "read_file", map[string]any{"name": "mcp/note.txt", "tail": 1}); m["content"] != content {
+		t.Errorf("read_file tail answered %v", m)
+	}
+	img, err := s.CallTool(context.Background(), &sdk.CallToolParams{Name: "read_media_file", Arguments: map[string]string{"name": "mcp/pixel.dat"}})
+	if err != nil || img.IsError {
+		t.Fatalf("read_media_file: %+v %v", img, err)
+	}
+	if ic, ok := img.Content[0].(*sdk.ImageContent); !ok || ic.MIMEType != "image/png" {
+		t.Fatalf("read_media_file answered %#v", img.Content[0])
 	}
 
 	for _, button := range []string{"deny", "approve"} {
