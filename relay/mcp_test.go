@@ -241,6 +241,15 @@ func TestMCPOnAMachineRoot(t *testing.T) {
 	}
 	// The filesystem tools, and an image read as the protocol's image content.
 	os.WriteFile(filepath.Join(root, "pixel.txt"), pngPixel, 0o644)
+	if m, _ := callMCP(t, s, "create_folder", map[string]string{"name": "made/here"}); m["created"] != true {
+		t.Errorf("create_folder answered %v", m)
+	}
+	if st, err := os.Stat(filepath.Join(root, "made", "here")); err != nil || !st.IsDir() {
+		t.Errorf("create_folder made %v, %v", st, err)
+	}
+	if m, _ := callMCP(t, s, "undo_last_action", map[string]string{}); m["undone"] != "mkdir" {
+		t.Errorf("undoing create_folder answered %v", m)
+	}
 	if m, _ := callMCP(t, s, "file_info", map[string]string{"name": "notes"}); m["kind"] != "folder" {
 		t.Errorf("file_info answered %v", m)
 	}

@@ -22,6 +22,7 @@ const (
 	DirectoryTree    = "directory_tree"
 	ReadFiles        = "read_files"
 	ReadMediaFile    = "read_media_file"
+	CreateFolder     = "create_folder"
 	ListTools        = "list_tools"
 	SearchTools      = "search_tools"
 )
@@ -68,6 +69,9 @@ var builtins = []builtin{
 		parameters: `{"type":"object","properties":{"name":` + pathProp + `,` +
 			`"content":{"type":"string","description":"The complete new content of the file."}},` +
 			`"required":["name","content"],"additionalProperties":false}`},
+	{name: CreateFolder, changes: true,
+		description: "Make a folder, and the folders above it that are missing. A folder that is there already is fine; a file in the way is refused file-exists. undo_last_action removes the folders it made while they are still empty.",
+		parameters:  `{"type":"object","properties":{"name":{"type":"string","description":"The folder's path inside the workspace, such as docs/drafts."}},"required":["name"],"additionalProperties":false}`},
 	{name: ListFiles,
 		description: "List the files and folders in a folder of the workspace, with their sizes.",
 		parameters: `{"type":"object","properties":{"dir":{"type":"string","description":"The folder to list, relative to the workspace; leave it out for the top of the workspace."}},` +

@@ -142,3 +142,37 @@ func TestFilesystemPrimitiveRefusals(t *testing.T) {
 		t.Fatalf("a refused edit left %q", b)
 	}
 }
+
+func TestCreateFolderAndUndo(t *testing.T) {
+	t.Parallel()
+	e, root := newExec(t, executor.Options{})
+	h, err := executor.OpenHistory(t.Context(), root, executor.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e = executor.New(root, executor.Options{History: h})
+	if got := mustRun(t, e, "create-folder", `{"path":"a/b/c"}`); got["created"] != true || got["undoable"] != true {
+		t.Fatalf("create-folder answered %v", got)
+	}
+	if st, err := root.Stat(t.Context(), "a/b/c"); err != nil || !st.Dir {
+		t.Fatalf("a/b/c: %v %v", st, err)
+	}
+	if got := mustRun(t, e, "create-folder", `{"path":"a/b"}`); got["created"] != false {
+		t.Fatalf("a folder that is there answered %v", got)
+	}
+	if got := mustRun(t, e, "undo-last", `{}`); got["undone"] != "mkdir" || got["removed"] != true {
+		t.Fatalf("undo answered %v", got)
+	}
+	if _, err := root.Stat(t.Context(), "a"); err == nil {
+		t.Fatal("undo left the folders it should take back")
+	}
+	// A folder that holds a file since is not removed by undo.
+	mustRun(t, e, "create-folder", `{"path":"x/y"}`)
+	write(t, root, "x/keep.txt", "k")
+	if _, err := run(t, e, "undo-last", `{}`); refusal.RuleOf(err) != refusal.UndoConflict {
+		t.Fatalf("undo over a file answered %v", err)
+	}
+	if _, err := root.Stat(t.Context(), "x/keep.txt"); err != nil {
+		t.Fatalf("undo lost a file: %v", err)
+	}
+}

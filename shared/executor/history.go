@@ -89,6 +89,8 @@ type historyRecord struct {
 	// Before is the SHA-256 (hex) of the earlier content, when there was a file. Undo restores
 	// the .bin only when it still hashes to this.
 	Before string `json:"before,omitempty"`
+	// Folders are the folders a create-folder made, deepest first (action mkdir).
+	Folders []string `json:"folders,omitempty"`
 }
 
 // OpenHistory returns the History of root, kept in its metadata area, which root must have
@@ -346,6 +348,9 @@ func (e *Executor) undoLast(ctx context.Context, raw json.RawMessage) (json.RawM
 		return nil, auditNote{}, refusal.New(refusal.NothingToUndo, "there is no change left to undo")
 	}
 	rec := h.entries[len(h.entries)-1]
+	if rec.Action == actionMkdir {
+		return e.undoFolders(ctx, h, rec)
+	}
 	note := auditNote{Path: rec.Path}
 	now, err := e.root.ReadFile(ctx, rec.Path)
 	// asBefore: the file is what it was before the change, so the change is not in effect (it
