@@ -62,13 +62,14 @@ func failWrites(t *testing.T, root fsroot.Root) func() {
 
 // TestConformance runs the roots suite against both roots wherever this test binary runs: on
 // the main thread under wasmbrowsertest (asynchronous reads only) and in a dedicated worker
-// under the worker harness (the OPFS root reads through its pool of sync handles).
+// under the worker harness (the OPFS root reads through its pool of sync handles). Moving files
+// and folders (fsroot.Renamer) is not built for the page's roots yet: declared NoRename.
 func TestConformance(t *testing.T) {
 	t.Run("OPFS", func(t *testing.T) {
-		fsroottest.Run(t, func(t *testing.T) fsroot.Root { return opfsRoot(t) }, fsroottest.Options{FailWrites: failWrites})
+		fsroottest.Run(t, func(t *testing.T) fsroot.Root { return opfsRoot(t) }, fsroottest.Options{FailWrites: failWrites, NoRename: true})
 	})
 	t.Run("Handle", func(t *testing.T) {
-		fsroottest.Run(t, func(t *testing.T) fsroot.Root { return FromHandle(freshDir(t)) }, fsroottest.Options{FailWrites: failWrites})
+		fsroottest.Run(t, func(t *testing.T) fsroot.Root { return FromHandle(freshDir(t)) }, fsroottest.Options{FailWrites: failWrites, NoRename: true})
 	})
 }
 

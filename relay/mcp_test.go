@@ -241,6 +241,15 @@ func TestMCPOnAMachineRoot(t *testing.T) {
 	}
 	// The filesystem tools, and an image read as the protocol's image content.
 	os.WriteFile(filepath.Join(root, "pixel.txt"), pngPixel, 0o644)
+	if m, _ := callMCP(t, s, "move_file", map[string]string{"from": "notes", "to": "moved"}); m["kind"] != "folder" {
+		t.Errorf("move_file answered %v", m)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "moved", "a.txt")); string(b) != "from MCP" {
+		t.Errorf("the moved folder holds %q", b)
+	}
+	if m, _ := callMCP(t, s, "undo_last_action", map[string]string{}); m["undone"] != "move" {
+		t.Errorf("undoing move_file answered %v", m)
+	}
 	if m, _ := callMCP(t, s, "create_folder", map[string]string{"name": "made/here"}); m["created"] != true {
 		t.Errorf("create_folder answered %v", m)
 	}

@@ -130,6 +130,9 @@ func TestMCPOnThePagesOPFS(t *testing.T) {
 	if m, _ := mcpCall(t, s, "read_file", map[string]any{"name": "mcp/note.txt", "tail": 1}); m["content"] != content {
 		t.Errorf("read_file tail answered %v", m)
 	}
+	if m, isErr := mcpCall(t, s, "move_file", map[string]string{"from": "mcp/pixel.dat", "to": "pixel.dat"}); !isErr || m["refused"] != "move-unsupported" {
+		t.Errorf("move_file in the page answered %v; moving is not built for the page's roots", m)
+	}
 	img, err := s.CallTool(context.Background(), &sdk.CallToolParams{Name: "read_media_file", Arguments: map[string]string{"name": "mcp/pixel.dat"}})
 	if err != nil || img.IsError {
 		t.Fatalf("read_media_file: %+v %v", img, err)

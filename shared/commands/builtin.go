@@ -23,6 +23,7 @@ const (
 	ReadFiles        = "read_files"
 	ReadMediaFile    = "read_media_file"
 	CreateFolder     = "create_folder"
+	MoveFile         = "move_file"
 	ListTools        = "list_tools"
 	SearchTools      = "search_tools"
 )
@@ -72,6 +73,11 @@ var builtins = []builtin{
 	{name: CreateFolder, changes: true,
 		description: "Make a folder, and the folders above it that are missing. A folder that is there already is fine; a file in the way is refused file-exists. undo_last_action removes the folders it made while they are still empty.",
 		parameters:  `{"type":"object","properties":{"name":{"type":"string","description":"The folder's path inside the workspace, such as docs/drafts."}},"required":["name"],"additionalProperties":false}`},
+	{name: MoveFile, changes: true,
+		description: "Move or rename a file or a folder (with everything in it). It never replaces anything: a name that is taken is refused file-exists, and the folder it goes into must exist. undo_last_action moves it back. The page's own storage cannot move yet (move-unsupported); a paired machine's folder can.",
+		parameters: `{"type":"object","properties":{"from":{"type":"string","description":"The file or folder to move, relative to the workspace."},` +
+			`"to":{"type":"string","description":"Its new path, relative to the workspace, such as archive/notes.md."}},` +
+			`"required":["from","to"],"additionalProperties":false}`},
 	{name: ListFiles,
 		description: "List the files and folders in a folder of the workspace, with their sizes.",
 		parameters: `{"type":"object","properties":{"dir":{"type":"string","description":"The folder to list, relative to the workspace; leave it out for the top of the workspace."}},` +

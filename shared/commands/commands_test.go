@@ -14,7 +14,7 @@ import (
 // The issue names these tools; the catalogue offers exactly them, in this order.
 var wantBuiltins = []string{
 	"read_file", "read_files", "read_media_file", "file_info", "directory_tree",
-	"write_file", "create_folder", "list_files", "delete_file", "edit_file", "grep_files",
+	"write_file", "create_folder", "move_file", "list_files", "delete_file", "edit_file", "grep_files",
 	"launch_mini_app", "create_mini_app", "list_mini_apps", "list_extensions", "call_extension",
 	"propose_extension", "diff_file", "list_tools", "search_tools", "undo_last_action",
 }
@@ -64,6 +64,7 @@ var valid = map[string]string{
 	"read_media_file":   `{"name":"a.png"}`,
 	"file_info":         `{"name":"a.txt"}`,
 	"create_folder":     `{"name":"docs/drafts"}`,
+	"move_file":         `{"from":"a.txt","to":"b.txt"}`,
 	"directory_tree":    `{"depth":2}`,
 	"write_file":        `{"name":"a.txt","content":"x"}`,
 	"list_files":        `{}`,

@@ -17,7 +17,7 @@
 //	write-file  {"path": string, "content": string, "encoding"?: "utf-8" | "base64"}
 //	list-files  {"dir"?: string}          ("" or absent is the top of the workspace)
 //
-// and the assistant's (fsinfo.go, edit.go, folder.go): create-folder {"path"}, file-info {"path"}, directory-tree {"dir"?,
+// and the assistant's (fsinfo.go, edit.go, folder.go): create-folder {"path"}, move-file {"from", "to"}, file-info {"path"}, directory-tree {"dir"?,
 // "depth"?}, read-files {"paths": JSON array as text}, read-media {"path"}, edit-file {"path",
 // "oldText", "newText"} or {"path", "oldTexts", "newTexts"} (JSON arrays as text), "dryRun"?
 // "true"; each is described where it is defined.
@@ -104,12 +104,13 @@ const (
 	ReadFiles     Primitive = "read-files"
 	ReadMedia     Primitive = "read-media"
 	CreateFolder  Primitive = "create-folder"
+	MoveFile      Primitive = "move-file"
 )
 
 // Primitives lists the primitives an Executor runs.
 func Primitives() []Primitive {
 	return []Primitive{Now, ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, GrepFiles, UndoLast, DiffFile,
-		FileInfo, DirectoryTree, ReadFiles, ReadMedia, CreateFolder}
+		FileInfo, DirectoryTree, ReadFiles, ReadMedia, CreateFolder, MoveFile}
 }
 
 // Options configures an Executor. The zero value is usable: calls name primitives directly, no
@@ -210,6 +211,8 @@ func (e *Executor) Execute(ctx context.Context, call wire.Call) (json.RawMessage
 		out, note, err = e.readMedia(ctx, call.Args)
 	case prim == CreateFolder:
 		out, note, err = e.createFolder(ctx, call.Args)
+	case prim == MoveFile:
+		out, note, err = e.moveFile(ctx, call.Args)
 	default:
 		err = refusal.New(refusal.UnknownTool, "%q is not a primitive; the primitives are %s", string(prim), primitiveList())
 	}

@@ -176,3 +176,39 @@ func TestCreateFolderAndUndo(t *testing.T) {
 		t.Fatalf("undo lost a file: %v", err)
 	}
 }
+
+func TestMoveFileAndUndo(t *testing.T) {
+	t.Parallel()
+	_, root := newExec(t, executor.Options{})
+	h, err := executor.OpenHistory(t.Context(), root, executor.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := executor.New(root, executor.Options{History: h})
+	write(t, root, "a.txt", "alpha")
+	mkdir(t, root, "docs/sub")
+	write(t, root, "docs/sub/b.txt", "beta")
+	mkdir(t, root, "archive")
+	if got := mustRun(t, e, "move-file", `{"from":"a.txt","to":"archive/a.txt"}`); got["kind"] != "file" || got["undoable"] != true {
+		t.Fatalf("moving a file answered %v", got)
+	}
+	if got := mustRun(t, e, "move-file", `{"from":"docs","to":"archive/docs"}`); got["kind"] != "folder" {
+		t.Fatalf("moving a folder answered %v", got)
+	}
+	if b, _ := root.ReadFile(t.Context(), "archive/docs/sub/b.txt"); string(b) != "beta" {
+		t.Fatalf("the moved folder holds %q", b)
+	}
+	mustRun(t, e, "undo-last", `{}`)
+	mustRun(t, e, "undo-last", `{}`)
+	for name, want := range map[string]string{"a.txt": "alpha", "docs/sub/b.txt": "beta"} {
+		if b, err := root.ReadFile(t.Context(), name); string(b) != want {
+			t.Fatalf("after undo %s holds %q, %v", name, b, err)
+		}
+	}
+	// Something new in the old place: undo would replace it, so it refuses.
+	mustRun(t, e, "move-file", `{"from":"a.txt","to":"b.txt"}`)
+	write(t, root, "a.txt", "new")
+	if _, err := run(t, e, "undo-last", `{}`); refusal.RuleOf(err) != refusal.UndoConflict {
+		t.Fatalf("undo over a new file answered %v", err)
+	}
+}

@@ -91,6 +91,8 @@ type historyRecord struct {
 	Before string `json:"before,omitempty"`
 	// Folders are the folders a create-folder made, deepest first (action mkdir).
 	Folders []string `json:"folders,omitempty"`
+	// From is where a move-file took the file or folder from (action move; Path is where it went).
+	From string `json:"from,omitempty"`
 }
 
 // OpenHistory returns the History of root, kept in its metadata area, which root must have
@@ -348,8 +350,11 @@ func (e *Executor) undoLast(ctx context.Context, raw json.RawMessage) (json.RawM
 		return nil, auditNote{}, refusal.New(refusal.NothingToUndo, "there is no change left to undo")
 	}
 	rec := h.entries[len(h.entries)-1]
-	if rec.Action == actionMkdir {
+	switch rec.Action {
+	case actionMkdir:
 		return e.undoFolders(ctx, h, rec)
+	case actionMove:
+		return e.undoMove(ctx, h, rec)
 	}
 	note := auditNote{Path: rec.Path}
 	now, err := e.root.ReadFile(ctx, rec.Path)

@@ -213,8 +213,9 @@ const (
 
 	// The filesystem-server primitives (shared/executor): a file larger than the primitive reads
 	// whole, and a file read as media that is no image or audio.
-	FileTooLarge Rule = "file-too-large"
-	NotMedia     Rule = "not-media"
+	FileTooLarge    Rule = "file-too-large"
+	NotMedia        Rule = "not-media"
+	MoveUnsupported Rule = "move-unsupported" // the workspace's storage cannot move (the page's, today)
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
