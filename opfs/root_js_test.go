@@ -62,14 +62,13 @@ func failWrites(t *testing.T, root fsroot.Root) func() {
 
 // TestConformance runs the roots suite against both roots wherever this test binary runs: on
 // the main thread under wasmbrowsertest (asynchronous reads only) and in a dedicated worker
-// under the worker harness (the OPFS root reads through its pool of sync handles). Moving files
-// and folders (fsroot.Renamer) is not built for the page's roots yet: declared NoRename.
+// under the worker harness (the OPFS root reads through its pool of sync handles).
 func TestConformance(t *testing.T) {
 	t.Run("OPFS", func(t *testing.T) {
-		fsroottest.Run(t, func(t *testing.T) fsroot.Root { return opfsRoot(t) }, fsroottest.Options{FailWrites: failWrites, NoRename: true})
+		fsroottest.Run(t, func(t *testing.T) fsroot.Root { return opfsRoot(t) }, fsroottest.Options{FailWrites: failWrites, FilesOnlyRename: true})
 	})
 	t.Run("Handle", func(t *testing.T) {
-		fsroottest.Run(t, func(t *testing.T) fsroot.Root { return FromHandle(freshDir(t)) }, fsroottest.Options{FailWrites: failWrites, NoRename: true})
+		fsroottest.Run(t, func(t *testing.T) fsroot.Root { return FromHandle(freshDir(t)) }, fsroottest.Options{FailWrites: failWrites, FilesOnlyRename: true})
 	})
 }
 

@@ -130,8 +130,14 @@ func TestMCPOnThePagesOPFS(t *testing.T) {
 	if m, _ := mcpCall(t, s, "read_file", map[string]any{"name": "mcp/note.txt", "tail": 1}); m["content"] != content {
 		t.Errorf("read_file tail answered %v", m)
 	}
-	if m, isErr := mcpCall(t, s, "move_file", map[string]string{"from": "mcp/pixel.dat", "to": "pixel.dat"}); !isErr || m["refused"] != "move-unsupported" {
-		t.Errorf("move_file in the page answered %v; moving is not built for the page's roots", m)
+	if m, isErr := mcpCall(t, s, "move_file", map[string]string{"from": "mcp/pixel.dat", "to": "pixel.dat"}); isErr || m["kind"] != "file" {
+		t.Errorf("moving a file in OPFS answered %v", m)
+	}
+	if m, isErr := mcpCall(t, s, "move_file", map[string]string{"from": "mcp", "to": "moved"}); !isErr || m["refused"] != "move-unsupported" {
+		t.Errorf("moving a folder in OPFS answered %v; the browser cannot move folders", m)
+	}
+	if m, _ := mcpCall(t, s, "undo_last_action", map[string]string{}); m["undone"] != "move" {
+		t.Errorf("undoing the move answered %v", m)
 	}
 	img, err := s.CallTool(context.Background(), &sdk.CallToolParams{Name: "read_media_file", Arguments: map[string]string{"name": "mcp/pixel.dat"}})
 	if err != nil || img.IsError {

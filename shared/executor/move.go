@@ -77,6 +77,9 @@ func (e *Executor) moveFile(ctx context.Context, raw json.RawMessage) (json.RawM
 		if h != nil {
 			h.forget(ctx, rec)
 		}
+		if errors.Is(err, errors.ErrUnsupported) {
+			return nil, note, refusal.New(refusal.MoveUnsupported, "this workspace's storage moves files but not folders (the browser cannot); move the files one by one")
+		}
 		return nil, note, FileRefusal(err, to)
 	}
 	if h != nil {

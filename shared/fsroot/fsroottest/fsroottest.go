@@ -55,6 +55,9 @@ type Options struct {
 	// NoRename declares that the root is no fsroot.Renamer (it cannot move files and folders);
 	// without it the root must be one, and the Rename case runs.
 	NoRename bool
+	// FilesOnlyRename declares that the root moves files but refuses to move a folder, with
+	// errors.ErrUnsupported and nothing changed (the browser's directory handles have no move).
+	FilesOnlyRename bool
 }
 
 // Run runs the suite against the roots newRoot returns. newRoot is called once per case and must
@@ -931,8 +934,20 @@ func (s suite) rename(t *testing.T) {
 	wantContent(t, r, "other/a2.txt", []byte("alpha"))
 	_, err := r.Stat(ctx, "a.txt")
 	WantErr(t, "Stat after the move", err, "a.txt", fs.ErrNotExist)
-	ok(t, "Rename(dir, other/moved)", mv.Rename(ctx, "dir", "other/moved"))
-	wantContent(t, r, "other/moved/sub/b.txt", []byte("beta"))
+	if s.opts.FilesOnlyRename {
+		if err := mv.Rename(ctx, "dir", "other/moved"); !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("moving a folder, declared unsupported: %v", err)
+		}
+		wantContent(t, r, "dir/sub/b.txt", []byte("beta"))
+		mkdir(t, r, "other/moved")
+		ok(t, "Rename(dir/c.txt, other/moved/c.txt)", mv.Rename(ctx, "dir/c.txt", "other/moved/c.txt"))
+		ok(t, "Remove(dir/sub/b.txt)", r.Remove(ctx, "dir/sub/b.txt"))
+		ok(t, "Remove(dir/sub)", r.Remove(ctx, "dir/sub"))
+		ok(t, "Remove(dir)", r.Remove(ctx, "dir"))
+	} else {
+		ok(t, "Rename(dir, other/moved)", mv.Rename(ctx, "dir", "other/moved"))
+		wantContent(t, r, "other/moved/sub/b.txt", []byte("beta"))
+	}
 	wantContent(t, r, "other/moved/c.txt", []byte("gamma"))
 	wantNames(t, r, "", "other")
 	write(t, r, "x.txt", []byte("x"))
