@@ -42,7 +42,7 @@
 //	miniapps.list                 -> {entries}           the store's discovery: apps and pages, with kind
 //	miniapps.launch {name}|{path} -> {entry, html}       resolve through the store, or a workspace .html file
 //	miniapps.reset {appId}        -> {reset}             the frame loaded a new document: forget its tools
-//	miniapps.close {appId}        -> {closed}
+//	miniapps.close {appId, why?}  -> {closed}            why: what calls still waiting are told
 //	miniapps.register {appId, tool} -> {appId, name, modelName, description, parameters}
 //	miniapps.unregister {appId, name} -> {removed}
 //	miniapps.tools {appId?}       -> {tools}
@@ -54,7 +54,8 @@
 // A call to a mini-app tool (from miniapps.call, or from the relay over /channel under its
 // model-facing name app_HHHHHHHH__tool) is validated by the registry, then sent to the page as
 // {"type":"miniapp.call", callId, appId, tool, args}; the page answers it with miniapps.result.
-// A {"type":"miniapp.cancel", callId} tells the page the worker stopped waiting.
+// A {"type":"miniapp.cancel", callId, expired} tells the page the worker stopped waiting;
+// expired is true when a deadline passed, and the page then stops the app.
 //
 // The assistant's mini-app tools reach the worker over /channel as list-mini-apps,
 // launch-mini-app {name} and create-mini-app {title, html} (see assistant.go). A launch the

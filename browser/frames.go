@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 
@@ -58,7 +59,8 @@ func (a frameApp) CallTool(ctx context.Context, tool string, args json.RawMessag
 }
 
 // ask posts the message msg builds for a fresh call id and waits for the call's answer or for
-// ctx, whichever is first; when ctx wins, it posts {type: cancelType, callId}.
+// ctx, whichever is first; when ctx wins, it posts {type: cancelType, callId, expired}, expired
+// true when a deadline passed (the page then stops the app) rather than the caller going away.
 func (f *frames) ask(ctx context.Context, appID, cancelType string, msg func(id string) any) (json.RawMessage, error) {
 	f.mu.Lock()
 	f.next++
@@ -77,7 +79,7 @@ func (f *frames) ask(ctx context.Context, appID, cancelType string, msg func(id 
 		return ans.out, ans.err
 	case <-ctx.Done():
 		if f.take(id) {
-			cancel, _ := json.Marshal(map[string]string{"type": cancelType, "callId": id})
+			cancel, _ := json.Marshal(map[string]any{"type": cancelType, "callId": id, "expired": errors.Is(ctx.Err(), context.DeadlineExceeded)})
 			f.post(cancel)
 		}
 		return nil, ctx.Err()

@@ -218,12 +218,21 @@ func (a *api) miniAppsReset(_ context.Context, req request) (result, *refusal.Re
 	return result{Value: map[string]bool{"reset": true}}, nil
 }
 
+// miniAppsClose forgets appID's tools and answers its calls still waiting with mini-app-closed,
+// saying why (the page's reason when it stopped the app, {why}).
 func (a *api) miniAppsClose(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p appParam
+	var p struct {
+		AppID string `json:"appId"`
+		Why   string `json:"why"`
+	}
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
-	a.frames.closeApp(p.AppID, "the mini-app was closed before it answered")
+	why := "the mini-app was closed before it answered"
+	if p.Why != "" {
+		why = clipWhy(p.Why)
+	}
+	a.frames.closeApp(p.AppID, why)
 	a.registry.Close(p.AppID)
 	a.toolsChanged()
 	return result{Value: map[string]bool{"closed": true}}, nil
@@ -392,4 +401,15 @@ func asRefusal(err error) *refusal.Refusal {
 		return r
 	}
 	return refusal.New(refusal.ExecThrew, "%v", err)
+}
+
+// maxWhyChars bounds a reason the page gives for closing an app, as it reaches a caller.
+const maxWhyChars = 500
+
+// clipWhy cuts why to maxWhyChars code points.
+func clipWhy(why string) string {
+	if r := []rune(why); len(r) > maxWhyChars {
+		return string(r[:maxWhyChars-1]) + "…"
+	}
+	return why
 }

@@ -20,6 +20,11 @@
 // a deadline, whoever called it (the tool form below, or the assistant through the worker); the
 // caller is told whether it was approved, denied or timed out.
 //
+// The message listener looks at a message's source before anything else: a message from a window
+// that is no open app's frame is counted (strays) and never read. An app's frame may send at most
+// MESSAGE_BUDGET messages within MESSAGE_WINDOW_MS (rules.js); the first one over stops it (its
+// frame removed, its tools withdrawn, the reason in its card with Start again).
+//
 // startExternalApps returns the API the page and the tests use (see the end of the file).
 import { byId } from './dom.js';
 import { emit } from './events.js';
@@ -29,6 +34,8 @@ import * as rules from './rules.js';
 
 /** PROTOCOL is the marker every message of the guest protocol carries (mini-app-guest.js says the same). */
 const PROTOCOL = 'voicebox-mini-app/1';
+/** MAX_STRAY_ORIGINS bounds the origins strays are counted by; the others count in the total only. */
+const MAX_STRAY_ORIGINS = 64;
 /**
  * LIMITS are the page's clamps on what an app sends: those the relay holds an app to as well come
  * from rules.js; the others are the page's own.
@@ -64,9 +71,9 @@ const ICONS = { app: '▣', calendar: '◴', cart: '⊞', chart: '▲', chat: '�
  *   nextId: number, identifySeq: number,
  *   approvals: Map<number, {settle: (o: ApprovalOutcome) => void, tool: string, by: string, modelCallId: string}>,
  *   stats: ReturnType<typeof newStats>, state: () => ReturnType<typeof stateOf>,
- *   frame: HTMLIFrameElement,
+ *   frame: HTMLIFrameElement, budget: {windowStart: number, spent: number},
  *   view: {section: HTMLElement, status: HTMLElement, approvals: HTMLElement, selection: HTMLElement,
- *     errors: HTMLElement, tools: HTMLElement},
+ *     errors: HTMLElement, tools: HTMLElement, stopped: HTMLElement, stoppedText: HTMLElement},
  * }} XApp
  */
 
@@ -75,9 +82,12 @@ function newStats() {
     loads: 0, handshakes: 0, repeats: 0, resets: /** @type {string[]} */ ([]), kept: 0, identifies: 0, toolsLists: 0,
     toolsChangedHonoured: 0, toolsChangedIgnored: 0,
     droppedTools: /** @type {{index: number, name: string, why: string}[]} */ ([]),
-    dropped: /** @type {{origin: string, reason: string, method?: string}[]} */ ([]),
+    // dropped counts the messages of the app's frame dropped: from another origin (the frame went
+    // elsewhere; lastOrigin says where), or marked ours but not JSON-RPC 2.0 (protocol).
+    dropped: { origin: 0, protocol: 0, lastOrigin: '' },
     errors: /** @type {string[]} */ ([]), openChats: 0,
     approvals: { approved: 0, denied: 0, timedOut: 0 },
+    starts: 1, stopped: /** @type {{rule: string, why: string} | null} */ (null),
   };
 }
 
@@ -108,8 +118,10 @@ export function startExternalApps(vb) {
   let registry = [];
   /** @type {Map<string, XApp>} appId -> open app */
   const apps = new Map();
-  /** @type {{origin: string, reason: string, method: string}[]} marked messages from a window or origin that is no open app's */
-  const strays = [];
+  /** @type {WeakMap<object, XApp>} an open app's frame window -> the app */
+  const frames = new WeakMap();
+  /** strays counts the messages from windows that are no open app's frame, by origin. */
+  const strays = { total: 0, byOrigin: /** @type {Map<string, number>} */ (new Map()) };
   let nextCall = 1;
 
   // ---- small helpers ----
@@ -220,10 +232,12 @@ export function startExternalApps(vb) {
       id: appId, entry, documentId: null, live: false, caps: {}, appInfo: null, initResult: null,
       tools: [], selection: null, toolsChanged: 0, initSinceLoad: false,
       pending: new Map(), nextId: 1, identifySeq: 0, approvals: new Map(), stats: newStats(),
+      budget: { windowStart: 0, spent: 0 },
     }));
     opened.state = () => stateOf(opened);
     apps.set(appId, opened);
     el.open.prepend(card(opened));
+    if (opened.frame.contentWindow) frames.set(opened.frame.contentWindow, opened);
     render(opened);
     changed();
     return opened.state();
@@ -237,6 +251,22 @@ export function startExternalApps(vb) {
     const status = node('span', { className: 'badge xa-status' });
     const head = node('div', { className: 'panel-head' }, title, status,
       node('div', { className: 'tools' }, button('Reload', () => reload(app.id)), button('Close', () => closeApp(app.id))));
+    const approvals = node('div', { className: 'xa-approvals' });
+    const stoppedText = node('p');
+    const stopped = node('div', { className: 'app-stopped', hidden: true }, stoppedText, button('Start again', () => startAgain(app)));
+    stopped.setAttribute('role', 'alert');
+    const frame = newFrame(app);
+    const selection = node('div', { className: 'xa-selection', hidden: true });
+    const errors = node('ul', { className: 'xa-errors' });
+    const tools = node('div', { className: 'app-tools xa-tools' });
+    section.append(head, approvals, stopped, frame, selection, errors, tools);
+    app.frame = frame;
+    app.view = { section, status, approvals, selection, errors, tools, stopped, stoppedText };
+    return section;
+  }
+
+  /** @param {XApp} app */
+  function newFrame(app) {
     const frame = node('iframe', { className: 'xa-frame', title: `app ${app.entry.name}` });
     // An empty allow: no feature (tools discovery included) is delegated to the app. The sandbox
     // keeps the app's own origin, scripts, forms and popups, and takes away navigating this page.
@@ -244,20 +274,74 @@ export function startExternalApps(vb) {
     frame.setAttribute('sandbox', 'allow-scripts allow-same-origin allow-forms allow-popups allow-popups-to-escape-sandbox allow-modals allow-downloads');
     frame.addEventListener('load', () => onFrameLoad(app));
     frame.src = app.entry.url;
-    const approvals = node('div', { className: 'xa-approvals' });
-    const selection = node('div', { className: 'xa-selection', hidden: true });
-    const errors = node('ul', { className: 'xa-errors' });
-    const tools = node('div', { className: 'app-tools xa-tools' });
-    section.append(head, approvals, frame, selection, errors, tools);
+    return frame;
+  }
+
+  /**
+   * stop removes app's frame for reason: its tools are withdrawn and its requests refused (see
+   * reset), and its card says why, with Start again.
+   * @param {XApp} app
+   * @param {{rule: string, why: string}} reason
+   */
+  function stop(app, reason) {
+    if (app.stats.stopped || apps.get(app.id) !== app) return;
+    app.stats.stopped = reason;
+    app.frame.remove();
+    app.identifySeq++; // an identify in flight no longer counts
+    reset(app, `the app was stopped: ${reason.why}`);
+    app.view.stoppedText.textContent = `Stopped (${reason.rule}): ${reason.why}`;
+    app.view.stopped.hidden = false;
+  }
+
+  /**
+   * startAgain gives a stopped app a new frame, loading its address afresh.
+   * @param {XApp} app
+   */
+  function startAgain(app) {
+    if (!app.stats.stopped || apps.get(app.id) !== app) return;
+    app.stats.stopped = null;
+    app.stats.starts++;
+    app.budget = { windowStart: 0, spent: 0 };
+    app.view.stopped.hidden = true;
+    const frame = newFrame(app);
+    app.view.stopped.after(frame);
     app.frame = frame;
-    app.view = { section, status, approvals, selection, errors, tools };
-    return section;
+    if (frame.contentWindow) frames.set(frame.contentWindow, app);
+  }
+
+  /**
+   * charge counts one message of app's frame against its budget and reports whether it is within
+   * it; the first one over it stops the app.
+   * @param {XApp} app
+   */
+  function charge(app) {
+    const b = app.budget;
+    const now = performance.now();
+    if (now - b.windowStart >= rules.MESSAGE_WINDOW_MS) {
+      b.windowStart = now;
+      b.spent = 0;
+    }
+    if (++b.spent <= rules.MESSAGE_BUDGET) return true;
+    stop(app, { rule: rules.MESSAGE_BUDGET_EXCEEDED, why: `it sent more than ${rules.MESSAGE_BUDGET} messages within ${rules.MESSAGE_WINDOW_MS} ms` });
+    return false;
+  }
+
+  /** @param {string} origin */
+  function countStray(origin) {
+    strays.total++;
+    const n = strays.byOrigin.get(origin);
+    if (n !== undefined) strays.byOrigin.set(origin, n + 1);
+    else if (strays.byOrigin.size < MAX_STRAY_ORIGINS) strays.byOrigin.set(origin, 1);
   }
 
   /** @param {string} appId */
   function reload(appId) {
     const app = apps.get(appId);
     if (!app) return;
+    if (app.stats.stopped) {
+      startAgain(app);
+      return;
+    }
     reset(app, 'the page reloaded the app');
     app.frame.src = app.entry.url;
   }
@@ -321,23 +405,26 @@ export function startExternalApps(vb) {
     });
   }
 
+  // The source first: nothing of a message from a window that is no open app's frame (a frame
+  // nested in an app, a sandboxed mini-app, another page) is read, and nothing is logged.
   window.addEventListener('message', (event) => {
-    const msg = event.data;
-    const marked = msg && typeof msg === 'object' && msg.protocol === PROTOCOL;
-    let app = null;
-    for (const a of apps.values()) if (a.frame.contentWindow === event.source) app = a;
-    if (!app) {
-      // Not any app's frame: a frame nested in an app, another page's window, or anything else.
-      if (marked) keepLast(strays, { origin: event.origin, reason: 'source', method: String(msg.method ?? 'response').slice(0, 60) });
+    const source = event.source;
+    const app = source && typeof source === 'object' ? frames.get(source) : undefined;
+    if (!app || apps.get(app.id) !== app || app.frame.contentWindow !== source) {
+      countStray(event.origin);
       return;
     }
+    if (!charge(app)) return;
     if (event.origin !== app.entry.origin) {
-      keepLast(app.stats.dropped, { origin: event.origin, reason: 'origin', method: marked ? String(msg.method ?? 'response').slice(0, 60) : '' });
+      app.stats.dropped.origin++;
+      app.stats.dropped.lastOrigin = event.origin;
       return;
     }
-    if (!marked || msg.jsonrpc !== '2.0') {
-      if (marked) keepLast(app.stats.dropped, { origin: event.origin, reason: 'not JSON-RPC 2.0' });
-      return; // the app's own postMessage traffic, none of ours
+    const msg = event.data;
+    if (!msg || typeof msg !== 'object' || msg.protocol !== PROTOCOL) return; // the app's own traffic, none of ours
+    if (msg.jsonrpc !== '2.0') {
+      app.stats.dropped.protocol++;
+      return;
     }
     fromApp(app, msg);
   });
@@ -901,7 +988,7 @@ export function startExternalApps(vb) {
     callTool,
     context: readContext,
     report,
-    strays: () => strays.slice(),
+    strays: () => ({ total: strays.total, byOrigin: Object.fromEntries(strays.byOrigin) }),
     composer: () => el.composer.value,
     /**
      * configure shortens the approval deadline, for a test that lets one run out.

@@ -1,16 +1,32 @@
 // @ts-check
-// The mini-app bridge: the outer frame, on the page's own origin, between the host page and the
-// inner frame where the app runs (sandbox="allow-scripts": an opaque origin). The relay serves
-// this document with connect-src 'none', and the inner srcdoc frame inherits that policy, so the
-// app's code runs but reaches no network.
+// The mini-app bridge: the outer frame between the host page and the inner frame where the app
+// runs (sandbox="allow-scripts": an opaque origin). The page frames it on a host of the app's own
+// (app-<16 hex>.localhost, a site of its own, so Chromium gives it and its app a renderer process
+// of their own), or on the page's own origin when the page is not opened on a loopback name. The
+// relay serves this document with connect-src 'none', and the inner srcdoc frame inherits that
+// policy, so the app's code runs but reaches no network. An app host serves this document and
+// the modules it imports (relay/server.AppHostFiles) and nothing else.
 //
-// It takes messages from its parent only when they come from the parent window on this origin,
-// and from the app only as: one mini_app_ready per document, from the inner frame's window,
-// answered with a fresh MessagePort; everything after that travels over the port. It bounds every
-// call again (5,000 ms, 64 KiB of output) whatever the host does, and answers each call once.
-// The bounds and the tool name rule come from rules.js, generated from the Go constants.
-import { MAX_DECLARATION_BYTES, MAX_OUTPUT_BYTES, MAX_TOOLS_PER_APP as MAX_TOOLS, TOOL_TIMEOUT_MS } from './rules.js';
+// It takes messages from its parent only when they come from the parent window on the page's
+// origin (the ?host= of its address; the relay's frame-ancestors lets only the page's origins
+// frame it), and from the app only as: one mini_app_ready per document, from the inner frame's
+// window, answered with a fresh MessagePort; everything after that travels over the port. It
+// bounds every call again (5,000 ms, 64 KiB of output) whatever the host does, and answers each
+// call once.
+//
+// Every message of the app (over the port, or to this window from any frame inside it) counts
+// against MESSAGE_BUDGET; an answer to a call the bridge sent does not. An app over its budget is
+// stopped here at once (its frame removed, its calls answered) and the host is told, once. A
+// message that is not the app's one handshake is dropped without being read; the host learns how
+// many at most every DROP_REPORT_MS. The bounds and the tool name rule come from rules.js,
+// generated from the Go constants.
+import {
+  MAX_DECLARATION_BYTES, MAX_OUTPUT_BYTES, MAX_TOOLS_PER_APP as MAX_TOOLS, MESSAGE_BUDGET, MESSAGE_WINDOW_MS, TOOL_TIMEOUT_MS,
+} from './rules.js';
 import { validToolName } from './names.js';
+
+/** DROP_REPORT_MS is how often at most the bridge tells the host how many messages it dropped. */
+const DROP_REPORT_MS = 250;
 
 /** DOCTYPE finds the app's doctype (after a BOM, spaces and comments): the SDK goes right after it. */
 const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
@@ -20,8 +36,18 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   document.documentElement.style.height = '100%';
   document.body.style.cssText = 'margin:0;height:100%;overflow:hidden';
   const host = window.parent;
-  const origin = location.origin;
+  const hostOrigin = pageOrigin();
   const encoder = new TextEncoder();
+
+  // pageOrigin is the origin the page said it has (?host=), when it is an origin; the bridge's
+  // own otherwise (a bridge on the page's own host).
+  function pageOrigin() {
+    const said = new URLSearchParams(location.search).get('host');
+    try {
+      if (said && new URL(said).origin === said) return said;
+    } catch { /* not a URL */ }
+    return location.origin;
+  }
 
   /** @type {HTMLIFrameElement | null} */
   let inner = null;
@@ -35,8 +61,50 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   /** @type {Map<unknown, number>} */
   const calls = new Map(); // callId -> timer, for calls sent to the current document
 
+  // The message budget.
+  let windowStart = 0;
+  let spent = 0;
+  let credits = 0; // answers the app owes: one per call sent to it, not charged
+  let stopped = false; // the app went over its budget: nothing of it is read again
+  let dropped = 0; // messages dropped, in all
+  let reportQueued = false;
+
   /** @param {object} msg */
-  const toHost = (msg) => host.postMessage(msg, origin);
+  const toHost = (msg) => host.postMessage(msg, hostOrigin);
+
+  // charge counts one message of the app and reports whether it is within the budget; the one
+  // over it stops the app.
+  function charge() {
+    if (stopped) return false;
+    const now = performance.now();
+    if (now - windowStart >= MESSAGE_WINDOW_MS) {
+      windowStart = now;
+      spent = 0;
+    }
+    if (++spent <= MESSAGE_BUDGET) return true;
+    stop();
+    return false;
+  }
+
+  // stop ends the app for good: its port, its calls and its frame. Only the host starts it again.
+  function stop() {
+    stopped = true;
+    retire(`the mini-app was stopped: it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms`);
+    if (inner) inner.remove();
+    inner = null;
+    toHost({ type: 'over_budget' });
+  }
+
+  // drop counts a message dropped, and tells the host the count at most every DROP_REPORT_MS.
+  function drop() {
+    dropped++;
+    if (reportQueued || stopped) return;
+    reportQueued = true;
+    setTimeout(() => {
+      reportQueued = false;
+      toHost({ type: 'dropped', count: dropped });
+    }, DROP_REPORT_MS);
+  }
 
   /**
    * @param {unknown} callId
@@ -62,6 +130,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     for (const callId of [...calls.keys()]) answer(callId, { refused: 'mini-app-closed', why });
     names = new Set();
     shaken = false;
+    credits = 0;
   }
 
   /**
@@ -79,6 +148,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
    * @param {string} sdk
    */
   function load(html, sdk) {
+    if (stopped) return;
     retire('the mini-app was reloaded before it answered');
     if (inner) inner.remove();
     loads = 0;
@@ -92,7 +162,9 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       loads++;
       if (loads === 1) return;
       // The app loaded a new document in its frame (a reload or a navigation): it gets a new
-      // generation, a new port once it asks, and no tools until it registers them again.
+      // generation, a new port once it asks, and no tools until it registers them again. Each
+      // costs the host a message and the worker a reset, so it counts against the budget.
+      if (!charge()) return;
       retire('the mini-app reloaded itself before it answered');
       generation++;
       toHost({ type: 'reloaded', generation });
@@ -103,14 +175,14 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   }
 
   function handshake() {
-    if (shaken) {
-      toHost({ type: 'dropped', from: 'app', kind: 'repeated mini_app_ready' });
-      return;
-    }
     shaken = true;
     const channel = new MessageChannel();
     port = channel.port1;
-    port.onmessage = (event) => fromApp(event.data);
+    port.onmessage = (event) => {
+      if (credits > 0) credits--;
+      else if (!charge()) return;
+      fromApp(event.data);
+    };
     inner?.contentWindow?.postMessage({ type: 'mini_app_port' }, '*', [channel.port2]);
     toHost({ type: 'handshake', generation });
   }
@@ -194,6 +266,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
           return;
         }
         calls.set(callId, setTimeout(() => answer(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` }), TOOL_TIMEOUT_MS));
+        credits++;
         port.postMessage({ type: 'call_tool', callId, name, args });
         break;
       }
@@ -203,18 +276,25 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     }
   }
 
+  // The source is checked first, and nothing else is read from a message that is not the host's
+  // or the app's one handshake, so a flood costs a comparison and a count per message.
   window.addEventListener('message', (event) => {
-    if (event.source === host && event.origin === origin) {
-      fromHost(event.data);
+    if (event.source === host) {
+      if (event.origin === hostOrigin) fromHost(event.data);
       return;
     }
-    const msg = event.data;
-    if (inner && event.source === inner.contentWindow && msg && msg.type === 'mini_app_ready') {
-      handshake();
+    if (!charge()) {
+      dropped++;
       return;
     }
-    const from = inner && event.source === inner.contentWindow ? 'app window' : 'another frame';
-    toHost({ type: 'dropped', from, kind: String(msg && msg.type).slice(0, 40) });
+    if (!shaken && inner && event.source === inner.contentWindow) {
+      const msg = event.data;
+      if (msg && msg.type === 'mini_app_ready') {
+        handshake();
+        return;
+      }
+    }
+    drop();
   });
 
   toHost({ type: 'bridge_ready' });

@@ -5,27 +5,54 @@
 // call's arguments. A call from the worker (miniapp.call) goes to the app's bridge, and its answer
 // goes back as miniapps.result, once; the host gives up after 5,000 ms whatever the bridge does.
 //
+// Each app's bridge is framed on a host of its own, app-<16 hex>.localhost on the page's port, a
+// new one each time the app starts, when the page is opened on 127.0.0.1 or localhost over http:
+// a site of its own, so Chromium runs the app in a renderer process of its own and one app's busy
+// loop holds up neither the page nor another app. Opened anywhere else, the page frames the
+// bridge on its own origin and the apps share a process.
+//
+// An app is stopped (its frame removed, its tools unregistered in the worker, the reason shown in
+// its card with a button to start it again) when a call to it passes its deadline, or when it
+// sends more than MESSAGE_BUDGET messages within MESSAGE_WINDOW_MS. The page's message listener
+// looks at a message's source before anything else and reads nothing of a message that is not
+// from a bridge; what it drops, it counts (see counters), never logs.
+//
 // startMiniApps returns the API the page and the tests use (see launch, call, tools, stats).
 import { byId } from './dom.js';
 import { listen } from './events.js';
-import { TOOL_TIMEOUT_MS } from './rules.js';
+import { MESSAGE_BUDGET, MESSAGE_BUDGET_EXCEEDED, MESSAGE_WINDOW_MS, TOOL_TIMEOUT_MS } from './rules.js';
+
+/** MAX_FRAME_DEPTH bounds the walk from a message's source window up to the bridge it is in. */
+const MAX_FRAME_DEPTH = 8;
+/** APP_HOSTS says whether each app gets a host of its own (see above). */
+const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0.0.1' || location.hostname === 'localhost');
 
 /** @typedef {import('./worker-client.js').StoreEntry} StoreEntry */
 /** @typedef {import('./worker-client.js').RegisteredTool} RegisteredTool */
 /** @typedef {import('./worker-client.js').JSONSchema} JSONSchema */
 /** @typedef {{name: string} | {path: string}} Target */
+/** @typedef {{rule: string, why: string}} StopReason */
 /**
- * Stats is what an open app's bridge has told the host, for the tests.
+ * Stats is what an open app's frames have done, for the tests. dropped is the bridge's count of
+ * the app's messages it dropped, foreign the page's count of messages from the app's frames other
+ * than its bridge, stopped what stopped it last (null while it runs).
  * @typedef {{handshakes: number, reloads: number, loads: number, registered: string[],
  *   refusals: {name: string, refused: string, why: string, by?: string}[],
- *   dropped: {from: string, kind: string}[], late: number, ready: boolean}} Stats
+ *   dropped: number, foreign: number, late: number, ready: boolean, starts: number,
+ *   stopped: StopReason | null}} Stats
  */
 /**
- * OpenApp is an app shown in a card, with its bridge frame.
+ * Running is one start of an app: its bridge's window and origin, whether it still runs, and its
+ * message budget's count. Messages from a window of an earlier one are never charged to this.
+ * @typedef {{app: OpenApp, window: Window | null, origin: string, live: boolean, windowStart: number, spent: number}} Running
+ */
+/**
+ * OpenApp is an app shown in a card, with its bridge frame (none while it is stopped).
  * @typedef {{appId: string, entry: StoreEntry, html: string, target: Target, generation: number,
  *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string,
- *   frame: HTMLIFrameElement, view: {section: HTMLElement, h: HTMLElement, badge: HTMLElement,
- *   saveBtn: HTMLButtonElement, toolList: HTMLElement}}} OpenApp
+ *   frame: HTMLIFrameElement | null, running: Running, view: {section: HTMLElement, h: HTMLElement, badge: HTMLElement,
+ *   saveBtn: HTMLButtonElement, toolList: HTMLElement, slot: HTMLElement, stopped: HTMLElement,
+ *   stoppedText: HTMLElement}}} OpenApp
  */
 
 /**
@@ -37,10 +64,17 @@ export function startMiniApps(vb) {
 
   /** @type {Map<string, OpenApp>} appId -> app */
   const apps = new Map();
-  /** @type {Map<string, {app: OpenApp, timer: number}>} callId -> the call sent to an app */
+  /** @type {Map<string, {app: OpenApp, timer: number, tool: string}>} callId -> the call sent to an app */
   const calls = new Map();
-  /** @type {{origin: string, type: string}[]} messages from windows that are no open app's bridge */
-  const strays = [];
+  /**
+   * owners maps a window to the start of an app it belongs to, or to null for a window of no
+   * app's; filled as messages arrive.
+   * @type {WeakMap<object, Running | null>}
+   */
+  const owners = new WeakMap();
+  // counters counts the messages the listener dropped: from no app's window (strays), and from a
+  // frame of an app since stopped, closed or started again (afterStop).
+  const counters = { strays: 0, afterStop: 0 };
   /** @type {Promise<string> | null} */
   let sdkText = null;
 
@@ -139,14 +173,11 @@ export function startMiniApps(vb) {
 
   /** @returns {Stats} */
   function newStats() {
-    return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: [], late: 0, ready: false };
+    return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, foreign: 0, late: 0, ready: false, starts: 0, stopped: null };
   }
 
-  /**
-   * @param {OpenApp} app
-   * @param {HTMLIFrameElement} frame
-   */
-  function card(app, frame) {
+  /** @param {OpenApp} app */
+  function card(app) {
     const section = document.createElement('section');
     section.className = 'app-card';
     section.dataset.appId = app.appId;
@@ -164,15 +195,49 @@ export function startMiniApps(vb) {
       button('Close', () => close(app.appId)),
     );
     head.append(h, badge, tools);
-    frame.className = 'bridge';
-    frame.title = `mini-app ${app.entry.title}`;
-    frame.src = '/mini-app-bridge.html';
+    const stopped = document.createElement('div');
+    stopped.className = 'app-stopped';
+    stopped.setAttribute('role', 'alert');
+    stopped.hidden = true;
+    const stoppedText = document.createElement('p');
+    stopped.append(stoppedText, button('Start again', () => { launch(app.target, app).catch(vb.notify); }));
+    const slot = document.createElement('div');
+    slot.className = 'bridge-slot';
     const toolList = document.createElement('div');
     toolList.className = 'app-tools';
-    section.append(head, frame, toolList);
-    app.view = { section, h, badge, saveBtn, toolList };
+    section.append(head, stopped, slot, toolList);
+    app.view = { section, h, badge, saveBtn, toolList, slot, stopped, stoppedText };
     showHead(app);
     return section;
+  }
+
+  /** randomHost is a fresh app host: app-<16 hex>.localhost on the page's port. */
+  function randomHost() {
+    const bytes = crypto.getRandomValues(new Uint8Array(8));
+    const hex = [...bytes].map((b) => b.toString(16).padStart(2, '0')).join('');
+    return `app-${hex}.localhost${location.port ? ':' + location.port : ''}`;
+  }
+
+  /**
+   * startFrame gives app a new bridge frame (replacing any before it) and a new Running for it.
+   * @param {OpenApp} app
+   */
+  function startFrame(app) {
+    if (app.frame) app.frame.remove();
+    if (app.running) app.running.live = false;
+    const origin = APP_HOSTS ? `http://${randomHost()}` : location.origin;
+    const frame = document.createElement('iframe');
+    frame.className = 'bridge';
+    frame.title = `mini-app ${app.entry.title}`;
+    frame.src = `${origin}/mini-app-bridge.html?host=${encodeURIComponent(location.origin)}`;
+    app.view.slot.replaceChildren(frame);
+    app.view.stopped.hidden = true;
+    app.frame = frame;
+    app.bridgeReady = false;
+    app.stats.starts++;
+    app.stats.stopped = null;
+    app.running = { app, window: frame.contentWindow, origin, live: true, windowStart: 0, spent: 0 };
+    if (frame.contentWindow) owners.set(frame.contentWindow, app.running);
   }
 
   /** @param {OpenApp} app */
@@ -209,11 +274,11 @@ export function startMiniApps(vb) {
     }
     const code = await sdk();
     if (!app) {
-      const frame = document.createElement('iframe');
-      // card() gives the app its view.
-      app = /** @type {OpenApp} */ (/** @type {unknown} */ ({ appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame }));
+      // card() gives the app its view, startFrame its frame and its Running.
+      app = /** @type {OpenApp} */ (/** @type {unknown} */ ({ appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame: null }));
       apps.set(app.appId, app);
-      el.open.prepend(card(app, frame));
+      el.open.prepend(card(app));
+      startFrame(app);
     } else {
       app.entry = entry;
       app.html = html;
@@ -222,6 +287,7 @@ export function startMiniApps(vb) {
       app.stats.ready = false;
       showHead(app);
       showTools(app);
+      if (!app.running.live) startFrame(app); // stopped: it starts again in a new frame
     }
     app.sdk = code;
     const shown = app;
@@ -235,7 +301,7 @@ export function startMiniApps(vb) {
   /** @param {OpenApp} app */
   function sendLoad(app) {
     app.stats.loads++;
-    app.frame.contentWindow?.postMessage({ type: 'load', html: app.html, sdk: app.sdk }, location.origin);
+    post(app, { type: 'load', html: app.html, sdk: app.sdk });
     if (app.loaded) {
       app.loaded();
       app.loaded = null;
@@ -247,6 +313,7 @@ export function startMiniApps(vb) {
     const app = apps.get(appId);
     if (!app) return;
     apps.delete(appId);
+    app.running.live = false;
     app.view.section.remove();
     for (const [callId, c] of calls) {
       if (c.app === app) settle(callId, { refused: 'mini-app-closed', why: 'the mini-app was closed before it answered' });
@@ -254,25 +321,122 @@ export function startMiniApps(vb) {
     vb.call('miniapps.close', { appId });
   }
 
+  /**
+   * stop stops app's running frame, for reason: the frame is removed, calls waiting on it are
+   * answered, the worker forgets its tools, and its card says why and offers to start it again.
+   * It does nothing to an app that is not running.
+   * @param {OpenApp} app
+   * @param {StopReason} reason
+   */
+  function stop(app, reason) {
+    const running = app.running;
+    if (!running.live || apps.get(app.appId) !== app) return;
+    running.live = false;
+    app.frame?.remove();
+    app.frame = null;
+    app.bridgeReady = false;
+    app.tools = [];
+    app.stats.ready = false;
+    app.stats.stopped = reason;
+    const why = `the mini-app was stopped: ${reason.why}`;
+    for (const [callId, c] of calls) {
+      if (c.app === app) settle(callId, { refused: 'mini-app-closed', why });
+    }
+    vb.call('miniapps.close', { appId: app.appId, why });
+    app.view.stoppedText.textContent = `Stopped (${reason.rule}): ${reason.why}`;
+    app.view.stopped.hidden = false;
+    showTools(app);
+  }
+
+  /**
+   * charge counts one message of a running frame's app against its budget and reports whether it
+   * is within it; the first one over it stops the app.
+   * @param {Running} running
+   */
+  function charge(running) {
+    const now = performance.now();
+    if (now - running.windowStart >= MESSAGE_WINDOW_MS) {
+      running.windowStart = now;
+      running.spent = 0;
+    }
+    if (++running.spent <= MESSAGE_BUDGET) return true;
+    stop(running.app, overBudget());
+    return false;
+  }
+
+  /** @returns {StopReason} */
+  function overBudget() {
+    return { rule: MESSAGE_BUDGET_EXCEEDED, why: `it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms` };
+  }
+
+  /**
+   * @param {string} tool
+   * @returns {StopReason}
+   */
+  function timedOut(tool) {
+    return { rule: 'tool-timeout', why: `its tool ${tool} did not answer within ${TOOL_TIMEOUT_MS} ms` };
+  }
+
+  /**
+   * owner returns the Running source belongs to (a bridge, or any frame inside one), or null. The
+   * first message from a window walks up at most MAX_FRAME_DEPTH parents; the answer is kept, so
+   * every later message costs one lookup.
+   * @param {MessageEventSource | null} source
+   * @returns {Running | null}
+   */
+  function owner(source) {
+    if (!source || typeof source !== 'object') return null;
+    let found = owners.get(source);
+    if (found !== undefined) return found;
+    found = null;
+    try {
+      /** @type {Window} */
+      let w = /** @type {Window} */ (source);
+      for (let i = 0; i < MAX_FRAME_DEPTH && !found; i++) {
+        const up = w.parent;
+        if (!up || up === w) break;
+        found = owners.get(up) || null;
+        w = up;
+      }
+    } catch {
+      found = null;
+    }
+    owners.set(source, found);
+    return found;
+  }
+
   // ---- messages from the bridges ----
 
   window.addEventListener('message', (event) => {
-    let app = null;
-    for (const a of apps.values()) if (a.frame.contentWindow === event.source) app = a;
-    if (!app || event.origin !== location.origin) {
-      strays.push({ origin: event.origin, type: String(event.data && event.data.type).slice(0, 40) });
-      if (strays.length > 100) strays.shift();
+    const running = owner(event.source);
+    if (!running) {
+      counters.strays++;
       return;
     }
-    fromBridge(app, event.data || {});
+    if (!running.live) {
+      counters.afterStop++;
+      return;
+    }
+    const app = running.app;
+    if (event.source !== running.window || event.origin !== running.origin) {
+      // A frame inside the app writing to the page: never part of the protocol.
+      app.stats.foreign++;
+      charge(running);
+      return;
+    }
+    fromBridge(app, running, event.data || {});
   });
 
   /**
+   * fromBridge acts on a message of app's bridge in its running frame; what it does after waiting
+   * for the worker, it does only while that frame still runs.
    * @param {OpenApp} app
+   * @param {Running} running
    * @param {any} msg
    */
-  async function fromBridge(app, msg) {
+  async function fromBridge(app, running, msg) {
     const stats = app.stats;
+    const current = () => apps.get(app.appId) === app && app.running === running && running.live;
     switch (msg.type) {
       case 'bridge_ready':
         app.bridgeReady = true;
@@ -293,7 +457,7 @@ export function startMiniApps(vb) {
       case 'register_tool': {
         if (msg.generation !== app.generation) return;
         const answer = await vb.call('miniapps.register', { appId: app.appId, tool: msg.tool });
-        if (!apps.has(app.appId) || msg.generation !== app.generation) return;
+        if (!current() || msg.generation !== app.generation) return;
         const name = msg.tool && msg.tool.name;
         if (answer.ok) {
           stats.registered.push(name);
@@ -312,6 +476,7 @@ export function startMiniApps(vb) {
       case 'unregister_tool':
         if (msg.generation !== app.generation) return;
         await vb.call('miniapps.unregister', { appId: app.appId, name: msg.name });
+        if (!current()) return;
         app.tools = app.tools.filter((t) => t.name !== msg.name);
         showTools(app);
         break;
@@ -326,21 +491,25 @@ export function startMiniApps(vb) {
         }
         if (msg.refused) settle(msg.callId, { refused: msg.refused, why: msg.why });
         else settle(msg.callId, { result: JSON.parse(msg.result) });
+        if (msg.refused === 'tool-timeout') stop(app, timedOut(c.tool));
         break;
       }
       case 'dropped':
-        stats.dropped.push({ from: msg.from, kind: msg.kind });
-        if (stats.dropped.length > 100) stats.dropped.shift();
+        if (Number.isSafeInteger(msg.count)) stats.dropped = msg.count;
+        break;
+      case 'over_budget':
+        stop(app, overBudget());
         break;
     }
   }
 
   /**
+   * post sends msg to app's bridge, on the bridge's own origin only.
    * @param {OpenApp} app
    * @param {object} msg
    */
   function post(app, msg) {
-    app.frame.contentWindow?.postMessage(msg, location.origin);
+    app.frame?.contentWindow?.postMessage(msg, app.running.origin);
   }
 
   // ---- calls from the worker ----
@@ -359,15 +528,16 @@ export function startMiniApps(vb) {
 
   vb.on('miniapp.call', ({ callId, appId, tool, args }) => {
     const app = apps.get(appId);
-    if (!app) {
-      vb.call('miniapps.result', { callId, refused: 'mini-app-closed', why: `mini-app ${appId} is not open` });
+    if (!app || !app.running.live) {
+      const why = app ? `mini-app ${appId} was stopped: ${app.stats.stopped?.why}` : `mini-app ${appId} is not open`;
+      vb.call('miniapps.result', { callId, refused: 'mini-app-closed', why });
       return;
     }
     const timer = setTimeout(() => {
       settle(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` });
-      post(app, { type: 'cancel', callId });
+      stop(app, timedOut(tool));
     }, TOOL_TIMEOUT_MS);
-    calls.set(callId, { app, timer });
+    calls.set(callId, { app, timer, tool });
     post(app, { type: 'call_tool', callId, name: tool, args });
   });
 
@@ -377,12 +547,15 @@ export function startMiniApps(vb) {
     show(entry, html, target).then(refreshTray).catch(vb.notify);
   });
 
-  vb.on('miniapp.cancel', ({ callId }) => {
+  // The worker stopped waiting: its deadline passed (expired), which stops the app, or its caller
+  // went away, which only cancels the call.
+  vb.on('miniapp.cancel', ({ callId, expired }) => {
     const c = calls.get(callId);
     if (!c) return;
     clearTimeout(c.timer);
     calls.delete(callId);
-    post(c.app, { type: 'cancel', callId });
+    if (expired) stop(c.app, timedOut(c.tool));
+    else post(c.app, { type: 'cancel', callId });
   });
 
   // ---- the tools of an open app, and trying one by hand ----
@@ -525,7 +698,7 @@ export function startMiniApps(vb) {
     tools: (appId) => apps.get(appId)?.tools.map((t) => t.name) ?? [],
     /** @param {string} appId */
     stats: (appId) => { const app = apps.get(appId); return app ? structuredClone(app.stats) : null; },
-    strays: () => strays.slice(),
+    counters: () => ({ ...counters }),
     open: () => [...apps.keys()],
   });
 }

@@ -21,6 +21,15 @@ export const MAX_OUTPUT_BYTES = 65536;
 /** TOOL_TIMEOUT_MS is how long a mini-app may take to answer one call (shared/miniapp.ToolTimeout). */
 export const TOOL_TIMEOUT_MS = 5000;
 
+/** MESSAGE_BUDGET is how many messages one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free); the first over it stops the app (shared/miniapp.MessageBudget). */
+export const MESSAGE_BUDGET = 500;
+
+/** MESSAGE_WINDOW_MS is the window MESSAGE_BUDGET counts in (shared/miniapp.MessageBudgetWindow). */
+export const MESSAGE_WINDOW_MS = 1000;
+
+/** MESSAGE_BUDGET_EXCEEDED is the rule an app over its message budget is stopped with (shared/refusal.MessageBudgetExceeded). */
+export const MESSAGE_BUDGET_EXCEEDED = "message-budget-exceeded";
+
 /** EXTERNAL_MAX_TOOLS is the external app's tools that are offered; the rest are dropped (shared/externalapp.MaxTools). */
 export const EXTERNAL_MAX_TOOLS = 64;
 

@@ -47,7 +47,7 @@
  *   'miniapps.list': [undefined, {entries: StoreEntry[]}],
  *   'miniapps.launch': [{name: string} | {path: string}, {entry: StoreEntry, html: string}],
  *   'miniapps.reset': [{appId: string}, {reset: boolean}],
- *   'miniapps.close': [{appId: string}, {closed: boolean}],
+ *   'miniapps.close': [{appId: string, why?: string}, {closed: boolean}],
  *   'miniapps.register': [{appId: string, tool: unknown}, RegisteredTool],
  *   'miniapps.unregister': [{appId: string, name: string}, {removed: boolean}],
  *   'miniapps.tools': [{appId?: string}, {tools: RegisteredTool[]}],
@@ -77,7 +77,7 @@
  *   'channel': {type: 'channel', state: ChannelState, why?: string, retryMs?: number},
  *   'miniapp.call': {type: 'miniapp.call', callId: string, appId: string, tool: string, args: unknown},
  *   'miniapp.open': {type: 'miniapp.open', entry: StoreEntry, html: string},
- *   'miniapp.cancel': {type: 'miniapp.cancel', callId: string},
+ *   'miniapp.cancel': {type: 'miniapp.cancel', callId: string, expired: boolean},
  *   'externalapp.call': {type: 'externalapp.call', callId: string, name: string, args: unknown},
  *   'externalapp.cancel': {type: 'externalapp.cancel', callId: string},
  * }} Events

@@ -115,8 +115,8 @@ window.done = (async () => {
   await new Promise((ok) => decoy.onload = ok);
   await new Promise((ok) => setTimeout(ok, 100));
 })();`), 1)
-		// A decoy frame in the host page posts what a bridge would.
-		harness.Eval[bool](tab, `new Promise((ok) => { const f = document.createElement('iframe'); f.srcdoc = '<script>parent.postMessage({type: "register_tool", generation: 1, tool: {name: "decoy", description: "x"}}, "*")<\/script>'; f.onload = () => setTimeout(() => ok(true), 100); document.body.append(f); })`)
+		// A decoy bridge in the host page, of no app, says what a bridge says first.
+		harness.Eval[bool](tab, `new Promise((ok) => { const f = document.createElement('iframe'); f.src = '/mini-app-bridge.html?host=' + encodeURIComponent(location.origin); f.onload = () => setTimeout(() => ok(true), 100); document.body.append(f); })`)
 		callApp(tab, id, "report", "{}")
 		tools := harness.Eval[[]string](tab, fmt.Sprintf(`voicebox.miniApps.tools(%q)`, id))
 		if len(tools) != 1 || tools[0] != "report" {
@@ -128,12 +128,15 @@ window.done = (async () => {
 				t.Fatalf("a forged tool was registered: %v", tool)
 			}
 		}
-		stats := harness.Eval[map[string]any](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q)`, id))
-		if d, _ := stats["dropped"].([]any); len(d) < 3 {
-			t.Errorf("the bridge dropped %v, want the app window's and the decoy's messages", stats["dropped"])
+		// The bridge drops the app window's two and the inner decoy's handshake, the page the two
+		// sent to it from inside the app (counted as the app's, foreign) and its own decoy's
+		// (a stray): counted, none read, and far too few to stop the app.
+		stats := harness.WaitFor[map[string]any](tab, fmt.Sprintf(`(() => { const s = voicebox.miniApps.stats(%q); return s.dropped >= 3 && s.foreign >= 2 && s; })()`, id), appBound)
+		if stats["stopped"] != nil {
+			t.Errorf("three forged messages stopped the app: %v", stats["stopped"])
 		}
-		if n := harness.Eval[int](tab, `voicebox.miniApps.strays().length`); n < 2 {
-			t.Errorf("the host dropped %d stray messages, want at least the two decoys'", n)
+		if n := harness.Eval[int](tab, `voicebox.miniApps.counters().strays`); n < 1 {
+			t.Errorf("the host dropped %d stray messages, want at least its own decoy's", n)
 		}
 		hostWorks(t, tab)
 	})
@@ -169,8 +172,26 @@ for (let i = 0; i < 50; i++) parent.postMessage({type: 'mini_app_ready'}, '*');
 		if a := callApp(tab, id, "hang", "{}"); a["refused"] != "tool-timeout" || !strings.Contains(a["why"].(string), "5000ms") {
 			t.Errorf("a tool that never returns answered %v", a)
 		}
+		// The call that passed its deadline stopped the app: its frame and its tools are gone (in
+		// the worker too), its card says why, and it starts again from there.
+		card := fmt.Sprintf(`document.querySelector('.app-card[data-app-id="%s"]')`, id)
+		why := harness.WaitFor[string](tab, card+`.querySelector('.app-stopped:not([hidden])')?.textContent`, appBound)
+		if !strings.Contains(why, "tool-timeout") || !strings.Contains(why, "hang") || !strings.Contains(why, "Start again") {
+			t.Errorf("the stopped app's card says %q", why)
+		}
+		if n := harness.Eval[int](tab, card+`.querySelectorAll('iframe').length`); n != 0 {
+			t.Errorf("the stopped app's card holds %d frames", n)
+		}
+		if tools := harness.Eval[[]any](tab, fmt.Sprintf(`voicebox.call('miniapps.tools', {appId: %q}).then(a => a.value.tools)`, id)); len(tools) != 0 {
+			t.Errorf("the worker still offers the stopped app's tools: %v", tools)
+		}
+		if a := callApp(tab, id, "t00", "{}"); a["refused"] != "unknown-tool" {
+			t.Errorf("a tool of the stopped app answered %v", a)
+		}
+		harness.Eval[bool](tab, card+`.querySelector('.app-stopped button').click() || true`)
+		harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.tools(%q).length === 16`, id), appBound)
 		if a := callApp(tab, id, "t00", "{}"); a["ok"] != true {
-			t.Errorf("after the timeout a tool answered %v", a)
+			t.Errorf("started again, a tool answered %v", a)
 		}
 		hostWorks(t, tab)
 	})

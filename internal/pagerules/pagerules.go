@@ -21,6 +21,7 @@ import (
 	"github.com/voicebox-go/voicebox/shared/commands"
 	"github.com/voicebox-go/voicebox/shared/externalapp"
 	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Rule is one value of the module: its JavaScript name, the Go it comes from, what it means,
@@ -55,6 +56,9 @@ func Rules() []Rule {
 		{"MAX_DECLARATION_BYTES", "shared/miniapp.MaxDeclarationBytes", "the largest tool declaration, as UTF-8 JSON", miniapp.MaxDeclarationBytes},
 		{"MAX_OUTPUT_BYTES", "shared/miniapp.MaxOutputBytes", "the largest result of one mini-app call, as UTF-8 JSON", miniapp.MaxOutputBytes},
 		{"TOOL_TIMEOUT_MS", "shared/miniapp.ToolTimeout", "how long a mini-app may take to answer one call", miniapp.ToolTimeout.Milliseconds()},
+		{"MESSAGE_BUDGET", "shared/miniapp.MessageBudget", "how many messages one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free); the first over it stops the app", miniapp.MessageBudget},
+		{"MESSAGE_WINDOW_MS", "shared/miniapp.MessageBudgetWindow", "the window MESSAGE_BUDGET counts in", miniapp.MessageBudgetWindow.Milliseconds()},
+		{"MESSAGE_BUDGET_EXCEEDED", "shared/refusal.MessageBudgetExceeded", "the rule an app over its message budget is stopped with", string(refusal.MessageBudgetExceeded)},
 		{"EXTERNAL_MAX_TOOLS", "shared/externalapp.MaxTools", "the external app's tools that are offered; the rest are dropped", externalapp.MaxTools},
 		{"EXTERNAL_MAX_DESCRIPTION_CHARS", "shared/externalapp.MaxToolDescriptionChars", "an external app tool's description, in code points", externalapp.MaxToolDescriptionChars},
 		{"EXTERNAL_MAX_TITLE_CHARS", "shared/externalapp.MaxTitleChars", "an external app's context title, in code points", externalapp.MaxTitleChars},

@@ -7,12 +7,18 @@ import (
 
 // setSecurityHeaders puts the page's security headers on every response. The policy allows what
 // the page needs and nothing more: its own scripts and workers, WebAssembly compilation, its own
-// connections (with its own ws: origin spelled out), its own frames and the registered external
-// mini-apps' origins (frames), and embedding only by itself.
-func setSecurityHeaders(h http.Header, host, path string, frames []string) {
+// connections (with its own ws: origin spelled out), its own frames, its mini-apps' own hosts
+// (see AppHost) and the registered external mini-apps' origins (frames), and embedding only by
+// itself. The bridge gets its own policy (bridgePolicy), and may be framed by the page's origins
+// (publicOrigin, when set, and the loopback ones) from whichever host serves it.
+func setSecurityHeaders(h http.Header, host, path string, frames []string, publicOrigin string) {
 	connect := "'self'"
+	frameSrc := []string{"frame-src 'self'"}
 	if safeHost(host) {
 		connect += " ws://" + host
+		if app := appFrameSource(host); app != "" {
+			frameSrc = append(frameSrc, app)
+		}
 	}
 	h.Set("Content-Security-Policy", strings.Join([]string{
 		"default-src 'none'",
@@ -21,14 +27,21 @@ func setSecurityHeaders(h http.Header, host, path string, frames []string) {
 		"connect-src " + connect,
 		"style-src 'self'",
 		"img-src 'self' data:",
-		strings.Join(append([]string{"frame-src 'self'"}, frames...), " "),
+		strings.Join(append(frameSrc, frames...), " "),
 		"frame-ancestors 'self'",
 		"base-uri 'none'",
 		"form-action 'none'",
 	}, "; "))
 	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "SAMEORIGIN")
 	if path == BridgePath {
-		h.Set("Content-Security-Policy", bridgePolicy)
+		ancestors := []string{"'self'"}
+		if safeHost(host) {
+			ancestors = bridgeAncestors(host, publicOrigin)
+		}
+		h.Set("Content-Security-Policy", bridgePolicy+"; frame-ancestors "+strings.Join(ancestors, " "))
+		// frame-ancestors says who may frame it; X-Frame-Options cannot name another origin.
+		h.Del("X-Frame-Options")
 	}
 	if path == GuestPath || path == OldGuestPath {
 		// External mini-apps load the guest library from their own origin, under their own
@@ -36,7 +49,6 @@ func setSecurityHeaders(h http.Header, host, path string, frames []string) {
 		h.Set("Cross-Origin-Resource-Policy", "cross-origin")
 	}
 	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Frame-Options", "SAMEORIGIN")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 }
 
@@ -55,7 +67,8 @@ const BridgePath = "/mini-app-bridge.html"
 // document, which inherits it, so this is also the policy of the mini-app's own code: it may run
 // inline script and style (its own code, the way a model writes it) and show data: and blob:
 // media, and it may connect nowhere (connect-src 'none', as MCP Apps hosts default to), so what a
-// user shows an app cannot be sent away. The bridge itself needs only its own script.
+// user shows an app cannot be sent away. The bridge itself needs only its own script. Its
+// frame-ancestors, the page's origins, is added per request (see setSecurityHeaders).
 var bridgePolicy = strings.Join([]string{
 	"default-src 'none'",
 	"script-src 'self' 'unsafe-inline'",
@@ -66,7 +79,6 @@ var bridgePolicy = strings.Join([]string{
 	"connect-src 'none'",
 	"frame-src 'none'",
 	"worker-src 'none'",
-	"frame-ancestors 'self'",
 	"base-uri 'none'",
 	"form-action 'none'",
 }, "; ")

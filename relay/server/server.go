@@ -112,7 +112,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info := s.requestInfo(r)
 	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 	w.Header().Set(RequestIDHeader, info.id)
-	setSecurityHeaders(w.Header(), r.Host, r.URL.Path, s.cfg.FrameOrigins)
+	setSecurityHeaders(w.Header(), r.Host, r.URL.Path, s.cfg.FrameOrigins, s.cfg.Origin)
 	if info.https && s.cfg.HSTS {
 		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
 	}
@@ -131,6 +131,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			WriteRefusal(rw, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay failed while answering %s; the error is in its log", r.URL.Path))
 		}
 	}()
+	if AppHost(r.Host) {
+		s.serveAppHost(rw, r)
+		return
+	}
 	if s.originRefused(rw, r) || s.gate(rw, r) {
 		return
 	}
@@ -220,6 +224,12 @@ func (s *Server) static(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = "index.html"
 	}
+	s.serveFile(w, r, name)
+}
+
+// serveFile answers the public directory's file name (slash-separated, relative), with its
+// precompressed copy when the client takes one.
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, name string) {
 	name = path.Clean(name)
 	if "/"+name == OldGuestPath {
 		name = GuestPath[1:]

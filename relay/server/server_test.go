@@ -234,7 +234,7 @@ func TestSecurityHeaders(t *testing.T) {
 func TestHostHeaderIsNotEchoedUnlessPlain(t *testing.T) {
 	t.Parallel()
 	h := http.Header{}
-	setSecurityHeaders(h, "evil.example; script-src *", "/", nil)
+	setSecurityHeaders(h, "evil.example; script-src *", "/", nil, "")
 	if csp := h.Get("Content-Security-Policy"); strings.Contains(csp, "evil") || strings.Contains(csp, "script-src *") {
 		t.Fatalf("a hostile Host header reached the policy: %q", csp)
 	}

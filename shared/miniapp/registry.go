@@ -33,6 +33,16 @@ const (
 	// registration body of at most 64 KiB. A registration that would pass it is refused
 	// body-too-large and the registered tools keep working.
 	MaxRegistrationBytes = 65536
+	// MessageBudget bounds the messages one open app may send within MessageBudgetWindow: over
+	// its port, to its bridge, or to the page from any frame inside it (an external app: from its
+	// frame). An answer to a call the app was sent is free. The page enforces it
+	// (public/mini-apps.js, the bridge, public/external-apps.js): the first message over it stops
+	// the app, refusal.MessageBudgetExceeded. A real app sends a handful per document (its
+	// handshake, one per tool, ready) or per action; a flood sends tens of thousands a second.
+	MessageBudget = 500
+	// MessageBudgetWindow is the window MessageBudget counts in; a new one starts with the first
+	// message after the last ended.
+	MessageBudgetWindow = time.Second
 )
 
 // Reasons a call's answer carries when the app passes a bound. The bridge in the page says the same.

@@ -65,6 +65,10 @@ const (
 	ToolOutputOverBudget Rule = "tool-output-over-budget"
 	// MiniAppClosed answers a call whose app closed or reloaded before it answered.
 	MiniAppClosed Rule = "mini-app-closed"
+	// MessageBudgetExceeded is why the page stopped a mini-app (sandboxed or external) that sent
+	// more messages than its budget allows (public/mini-apps.js, public/external-apps.js); a
+	// stopped app's card shows it, and its calls waiting are answered MiniAppClosed.
+	MessageBudgetExceeded Rule = "message-budget-exceeded"
 
 	// Workspace paths (shared/fsroot): every root checks every name before it touches anything.
 	OutsideRoot    Rule = "outside-root"

@@ -78,7 +78,7 @@ func startBrowser() (context.Context, error) {
 			chromedp.Flag("disable-quic", true),
 			chromedp.Flag("disable-component-update", true),
 			chromedp.Flag("disable-sync", true),
-			chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"),
+			chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE *.localhost, EXCLUDE 127.0.0.1"),
 			chromedp.Env("TMPDIR="+dir),
 			// The microphone (see media.go); harmless for pages that never ask for it.
 			chromedp.Flag("use-fake-device-for-media-stream", true),

@@ -1,0 +1,282 @@
+//go:build !js
+
+package hostile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+	"github.com/voicebox-go/voicebox/tests/harness"
+	"github.com/voicebox-go/voicebox/tests/sampleapp"
+)
+
+// floodApp is a mini-app whose flood tool, once it has answered, posts 100,000 forged messages to
+// its parent (the bridge) and 100,000 to the top window (the page), as the review did.
+const floodApp = `<!doctype html><title>Flooder</title><script>
+webMcp.registerTool({name: 'ping', description: 'answers pong', execute: () => 'pong'});
+webMcp.registerTool({name: 'flood', description: 'posts 100,000 forged messages to parent and to top', execute: () => {
+  setTimeout(() => {
+    for (let i = 0; i < 100000; i++) {
+      parent.postMessage({type: 'register_tool', generation: 1, tool: {name: 'forged_' + i, description: 'forged'}}, '*');
+      top.postMessage({type: 'register_tool', generation: 1, tool: {name: 'forged_top_' + i, description: 'forged'}}, '*');
+    }
+  }, 0);
+  return 'flooding';
+}});
+webMcp.ready();
+</script>`
+
+// probeJS puts a text field first on the page and focuses it; every keydown it gets records how
+// many messages the page's listener had handled by then (seen: every message of %[1]q's frames,
+// and every stray, since the probe started) and the event's queueing delay (lag, in ms, from the
+// event's time stamp to its handler). probe.state() answers what a test polls.
+const probeJS = `(() => {
+  const id = %[1]q;
+  const seen = () => {
+    const c = voicebox.miniApps.counters(), s = voicebox.miniApps.stats(id);
+    return c.strays + c.afterStop + s.foreign + s.dropped;
+  };
+  let base = seen();
+  const input = document.createElement('input');
+  input.id = 'probe';
+  document.body.prepend(input);
+  const keys = [];
+  input.addEventListener('keydown', (e) => keys.push({ seen: seen() - base, lag: performance.now() - e.timeStamp }));
+  input.focus();
+  window.probe = {
+    keys,
+    state: () => ({ keys: keys.length, seen: seen() - base, stopped: !!voicebox.miniApps.stats(id).stopped }),
+    // reset starts counting afresh, for the next flood.
+    reset: () => { keys.length = 0; base = seen(); input.focus(); return true; },
+  };
+  return true;
+})()`
+
+// probeState is what probe.state() answers.
+type probeState struct {
+	Keys    int  `json:"keys"`
+	Seen    int  `json:"seen"`
+	Stopped bool `json:"stopped"`
+}
+
+// probeKey is one keydown the probe recorded.
+type probeKey struct {
+	Seen int     `json:"seen"`
+	Lag  float64 `json:"lag"`
+}
+
+const (
+	// quietKeys is how many keys in a row must find the page's count of messages unchanged, with
+	// the app stopped, before a test takes the flood as over.
+	quietKeys = 50
+	// maxKeys bounds the keys a test presses while it waits for a flood to end.
+	maxKeys = 20000
+)
+
+// pressKey presses the key "a" in the focused field and returns once the page has handled the
+// keydown (Chromium answers Input.dispatchKeyEvent after the renderer has).
+func pressKey(ctx context.Context) error {
+	return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, input.DispatchKeyEvent, input.DispatchKeyEventParams{
+			Type: input.DispatchKeyEventTypeRawKeyDown, Key: "a", Code: "KeyA", WindowsVirtualKeyCode: 65})
+		return err
+	}))
+}
+
+// keysThrough presses keys in the probe one after another from now, while start (the attack)
+// runs, until the app is stopped and quietKeys keys in a row found no new message; it returns
+// every key the probe recorded and how many messages the page saw in all. The keys run in a
+// goroutine of their own so that they are already arriving when the attack does.
+func keysThrough(t testing.TB, tab *harness.Tab, start func()) ([]probeKey, int) {
+	t.Helper()
+	stop := make(chan struct{})
+	pressed := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				pressed <- nil
+				return
+			default:
+			}
+			if i >= maxKeys {
+				pressed <- fmt.Errorf("pressed %d keys and the flood had not ended", maxKeys)
+				return
+			}
+			if err := pressKey(tab.Ctx); err != nil {
+				pressed <- err
+				return
+			}
+		}
+	}()
+	harness.WaitFor[bool](tab, `probe.keys.length > 0`, appBound) // the keys arrive first
+	start()
+	last, quiet := -1, 0
+	var s probeState
+	for quiet < quietKeys {
+		select {
+		case err := <-pressed:
+			t.Fatalf("pressing keys: %v", err)
+		default:
+		}
+		// Each state read waits for at least one key more, so quiet counts keys, not time.
+		s = harness.WaitFor[probeState](tab, fmt.Sprintf(`(() => { const s = probe.state(); return s.keys > %d && s; })()`, s.Keys), appBound)
+		if s.Stopped && s.Seen == last {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = s.Seen
+	}
+	close(stop)
+	if err := <-pressed; err != nil {
+		t.Fatalf("pressing keys: %v", err)
+	}
+	return harness.Eval[[]probeKey](tab, `probe.keys`), harness.Eval[probeState](tab, `probe.state()`).Seen
+}
+
+// TestFloodingMiniAppIsStopped is review item 3: a mini-app posting 100,000 forged messages to
+// its parent and to the top window froze the page's main thread for about 30 s, and could do it
+// again forever. Now every message listener looks at the source first and counts what it drops;
+// the app is stopped at its message budget (its frame removed, its tools unregistered in the
+// worker too, the reason in its card with Start again), the page handles input while the flood
+// arrives, other apps keep working, and nothing forged gets in.
+func TestFloodingMiniAppIsStopped(t *testing.T) {
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	openPage(t, tab, relay.URL)
+	launch(t, tab, `{name: 'Scoreboard'}`, 4)
+	id := writeAndLaunch(t, tab, "hostile/flood.html", floodApp, 2)
+	harness.Eval[bool](tab, fmt.Sprintf(probeJS, id))
+
+	keys, seen := keysThrough(t, tab, func() {
+		if a := callTool(tab, id, "flood", "{}"); !a.OK || !strings.Contains(string(a.Value), "flooding") {
+			t.Fatalf("the flood tool answered %+v", a)
+		}
+	})
+
+	// The wall: stopped, and why, where the person sees it.
+	why := stopped(t, tab, id)
+	for _, want := range []string{"message-budget-exceeded", "500 messages within 1000 ms", "Start again"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("the stopped app's card says %q, want %q in it", why, want)
+		}
+	}
+	if n := harness.Eval[int](tab, cardOf(id)+`.querySelectorAll('iframe').length`); n != 0 {
+		t.Errorf("the stopped app's card still holds %d frames", n)
+	}
+	if tools := workerTools(tab, id); len(tools) != 0 {
+		t.Errorf("the worker still offers the stopped app's tools %v", tools)
+	}
+	if tools := harness.Eval[[]string](tab, fmt.Sprintf(`voicebox.miniApps.tools(%q)`, id)); len(tools) != 0 {
+		t.Errorf("the page still lists the stopped app's tools %v", tools)
+	}
+	// Its tools are refused by name, as any tool no open app offers.
+	if a := callTool(tab, id, "ping", "{}"); a.Refused != "unknown-tool" {
+		t.Errorf("the stopped app's ping answered %+v", a)
+	}
+	// Nothing forged was registered, here or anywhere.
+	all := harness.Eval[[]string](tab, `voicebox.call('miniapps.tools', {}).then(a => a.value.tools.map(t => t.name))`)
+	for _, name := range all {
+		if strings.HasPrefix(name, "forged") {
+			t.Fatalf("a forged tool was registered: %v", all)
+		}
+	}
+
+	// The page handled input while the flood arrived: some key found part of it handled and
+	// more of it still to come. That is order, not time; BenchmarkInputDuringFlood measures it.
+	during := 0
+	for _, k := range keys {
+		if k.Seen > 0 && k.Seen < seen {
+			during++
+		}
+	}
+	if during == 0 {
+		t.Errorf("no key was handled while the flood's %d messages arrived (keys saw %v)", seen, keys)
+	}
+	t.Logf("the page saw %d of the flood's messages; %d of %d keys were handled among them", seen, during, len(keys))
+
+	// The next legitimate requests are served, and the app starts again when the person asks.
+	stillServes(t, tab)
+	startAgain(t, tab, id, 2)
+	if a := callTool(tab, id, "ping", "{}"); !a.OK || !strings.Contains(string(a.Value), "pong") {
+		t.Errorf("started again, ping answered %+v", a)
+	}
+	stillServes(t, tab)
+}
+
+// TestFloodingExternalAppIsStopped is review item 3 for an external mini-app: its frame is on
+// its own origin, so what it posts is well-formed and from the right window, and each message
+// cost the page real work. 100,000 of them stop it at its budget, with the reason in its card;
+// started again, it answers.
+func TestFloodingExternalAppIsStopped(t *testing.T) {
+	appOrigin := newOrigin(t)
+	reg, _ := json.Marshal(map[string]any{"flooder": map[string]any{
+		"name": "Post flood", "url": appOrigin.URL + "/fixtures/postflood.html", "origin": appOrigin.URL}})
+	relay := harness.StartRelay(t, "MINI_APPS="+string(reg))
+	appOrigin.serve(t, sampleapp.Handler(sampleapp.Options{Host: relay.URL, Fixtures: true}))
+	tab := harness.NewTab(t)
+	openPage(t, tab, relay.URL)
+	launch(t, tab, `{name: 'Scoreboard'}`, 4)
+	harness.Eval[int](tab, `voicebox.externalApps.refresh().then((r) => r.length)`)
+	harness.Eval[bool](tab, `(voicebox.externalApps.open('flooder'), true)`)
+	harness.WaitFor[bool](tab, `(() => { const s = voicebox.externalApps.state('flooder'); return s.live && s.tools.length === 2; })()`, appBound)
+
+	if a := harness.Eval[answer](tab, `voicebox.externalApps.callTool('flooder', 'flood', {})`); !a.OK {
+		t.Fatalf("the flood tool answered %+v", a)
+	}
+	why := harness.WaitFor[string](tab, `document.querySelector('.xa-card[data-app-id="flooder"] .app-stopped:not([hidden])')?.textContent`, appBound)
+	if !strings.Contains(why, "message-budget-exceeded") || !strings.Contains(why, "Start again") {
+		t.Errorf("the stopped app's card says %q", why)
+	}
+	st := harness.Eval[struct {
+		Live  bool
+		Tools []any
+	}](tab, `voicebox.externalApps.state('flooder')`)
+	if st.Live || len(st.Tools) != 0 {
+		t.Errorf("the stopped app is live %v with tools %v", st.Live, st.Tools)
+	}
+	if n := harness.Eval[int](tab, `document.querySelectorAll('.xa-card[data-app-id="flooder"] iframe').length`); n != 0 {
+		t.Errorf("the stopped app's card still holds %d frames", n)
+	}
+	if a := harness.Eval[answer](tab, `voicebox.externalApps.callTool('flooder', 'ping', {})`); a.OK {
+		t.Errorf("the stopped app's ping answered %+v", a)
+	}
+	stillServes(t, tab)
+
+	harness.Eval[bool](tab, `document.querySelector('.xa-card[data-app-id="flooder"] .app-stopped button').click() || true`)
+	harness.WaitFor[bool](tab, `(() => { const s = voicebox.externalApps.state('flooder'); return s.live && s.tools.length === 2 && !s.stats.stopped; })()`, appBound)
+	if a := harness.Eval[answer](tab, `voicebox.externalApps.callTool('flooder', 'ping', {})`); !a.OK {
+		t.Errorf("started again, ping answered %+v", a)
+	}
+}
+
+// origin is a loopback listener that serves an external app: another port is another origin.
+type origin struct {
+	ln  net.Listener
+	URL string // http://127.0.0.1:PORT
+}
+
+func newOrigin(t testing.TB) *origin {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return &origin{ln: ln, URL: "http://" + ln.Addr().String()}
+}
+
+func (o *origin) serve(t testing.TB, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: appBound}
+	go srv.Serve(o.ln)
+	t.Cleanup(func() { srv.Close() })
+}
