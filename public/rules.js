@@ -58,4 +58,4 @@ export const EXTERNAL_MODEL_PREFIX = "app_x_";
 export const CONTEXT_TOOL = "get_app_context";
 
 /** FILE_CHANGING_TOOLS is the built-in tools whose success changes the workspace's files (shared/commands Tool.ChangesFiles). */
-export const FILE_CHANGING_TOOLS = Object.freeze(["write_file","delete_file","edit_file","create_mini_app","undo_last_action"]);
+export const FILE_CHANGING_TOOLS = Object.freeze(["write_file","create_folder","move_file","delete_file","edit_file","create_mini_app","undo_last_action"]);

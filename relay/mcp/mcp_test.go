@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/shared/miniapp"
 )
@@ -75,4 +77,65 @@ func TestSessionsAreBounded(t *testing.T) {
 	if ok != MaxSessions || n != MaxSessions {
 		t.Fatalf("%d sessions answered 200, %d are open; the bound is %d", ok, n, MaxSessions)
 	}
+}
+
+// blockingCatalogue answers every call once release is closed.
+type blockingCatalogue struct {
+	fakeCatalogue
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b blockingCatalogue) Call(ctx context.Context, _ string, args json.RawMessage) json.RawMessage {
+	b.started <- struct{}{}
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+	}
+	return args
+}
+
+// TestCallsPerClientAreBounded: a client with MaxCallsPerClient calls running gets the next one
+// refused too-many-calls as a tool result, at once; another client is not held back by it.
+func TestCallsPerClientAreBounded(t *testing.T) {
+	t.Parallel()
+	cat := blockingCatalogue{started: make(chan struct{}, MaxCallsPerClient+2), release: make(chan struct{})}
+	h := New(Options{Catalogue: cat, Clients: fakeClients{"vbm_a": {Name: "a"}, "vbm_b": {Name: "b"}}})
+	ts := httptest.NewServer(h)
+	// Cleanups run last first: the clients' sessions, then the handler's, then the server, which
+	// waits for their streams to end.
+	t.Cleanup(ts.Close)
+	t.Cleanup(h.Close)
+	connect := func(bearer string) *sdk.ClientSession {
+		c := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+		s, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: bearerTransport{bearer: bearer, next: http.DefaultTransport}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := connect("vbm_a"), connect("vbm_b")
+	var wg sync.WaitGroup
+	for range MaxCallsPerClient {
+		wg.Go(func() { a.CallTool(t.Context(), &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{}}) })
+	}
+	for range MaxCallsPerClient {
+		<-cat.started
+	}
+	res, err := a.CallTool(t.Context(), &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, `"refused":"too-many-calls"`) {
+		t.Fatalf("one call past the bound answered %+v, %v", res, err)
+	}
+	done := make(chan *sdk.CallToolResult, 1)
+	go func() {
+		r, _ := b.CallTool(t.Context(), &sdk.CallToolParams{Name: "echo", Arguments: map[string]any{"x": 1}})
+		done <- r
+	}()
+	<-cat.started // the other client's call reached the catalogue
+	close(cat.release)
+	if r := <-done; r == nil || r.IsError {
+		t.Fatalf("the other client's call answered %+v", r)
+	}
+	wg.Wait()
 }
