@@ -4,8 +4,6 @@ go 1.26.0
 
 require (
 	github.com/aymanbagabas/go-udiff v0.4.2
-	github.com/chromedp/cdproto v0.160.4
-	github.com/chromedp/chromedp v0.23.1
 	github.com/coder/websocket v1.8.15
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/h2non/filetype v1.1.3
@@ -17,7 +15,6 @@ require (
 )
 
 require (
-	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect

@@ -21,16 +21,16 @@ import (
 )
 
 type mcpTokenConfig struct {
-	stateDir string
-	revoke   bool
-	list     bool
+	state  stateDirFlags
+	revoke bool
+	list   bool
 }
 
 func mcpTokenFlags(stderr io.Writer) (*flag.FlagSet, *mcpTokenConfig) {
 	cfg := &mcpTokenConfig{}
 	fs := flag.NewFlagSet("mcp-token", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	stateDirFlag(fs, &cfg.stateDir)
+	cfg.state.register(fs)
 	fs.BoolVar(&cfg.revoke, "revoke", false, "revoke the bearer of the MCP client NAME (a running relay refuses it at the next request)")
 	fs.BoolVar(&cfg.list, "list", false, "list the MCP clients holding a bearer (names and dates; bearers are never stored)")
 	return fs, cfg
@@ -47,10 +47,10 @@ func runMCPToken(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if cfg.list == (fs.NArg() == 1) || fs.NArg() > 1 || (cfg.list && cfg.revoke) {
-		fmt.Fprintln(stderr, "relay mcp-token: usage: relay mcp-token [--extensions-dir DIR] NAME | --revoke NAME | --list")
+		fmt.Fprintln(stderr, "relay mcp-token: usage: relay mcp-token [--state-dir DIR] NAME | --revoke NAME | --list")
 		return 2
 	}
-	state, err := openState(cfg.stateDir)
+	state, err := cfg.state.open()
 	if err != nil {
 		fmt.Fprintf(stderr, "relay mcp-token: %v\n", err)
 		return 1

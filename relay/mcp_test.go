@@ -418,7 +418,7 @@ func TestMCPWhoMayConnect(t *testing.T) {
 		{"a revoked bearer", auth(revoked), "", 401, "bearer-revoked"},
 		{"a foreign Origin", http.Header{"Authorization": {"Bearer " + live}, "Origin": {"http://evil.example"}}, "", 403, "origin-refused"},
 		{"a sandboxed frame", http.Header{"Authorization": {"Bearer " + live}, "Origin": {"null"}}, "", 403, "origin-refused"},
-		{"a rebound Host", auth(live), "evil.example:80", 403, "host-refused"},
+		{"a rebound Host", auth(live), "evil.example:80", 421, "host-refused"}, // relay/server's wall
 		{"a live bearer", auth(live), "", 200, ""},
 	}
 	for _, c := range cases {

@@ -217,8 +217,9 @@ func TestLogsAreRedacted(t *testing.T) {
 		}
 		return ""
 	}
-	f.admit(`{"id":"keyed","name":"K","capabilities":["network"],"bounds":{"hosts":["` + host + `"],"maxRequests":10},"tools":[
-		{"name":"get","primitive":"http-get","url":"http://` + host + `/{path}?q={q}&key={key}","headers":[{"name":"X-Key","env":"TEST_SEARCH_KEY"}],
+	f.admit(`{"id":"keyed","name":"K","capabilities":["network"],"bounds":{"hosts":["` + host + `"],"maxRequests":10,
+		"secrets":[{"name":"TEST_SEARCH_KEY","header":"X-Key","hosts":["` + host + `"]}]},"tools":[
+		{"name":"get","primitive":"http-get","url":"http://` + host + `/{path}?q={q}&key={key}",
 		 "params":{"type":"object","properties":{"path":{"type":"string"},"q":{"type":"string"},"key":{"type":"string"}},"required":["path","q","key"]}}]}`)
 	if m := f.call("keyed", "get", `{"path":"hop","q":"cats","key":"query-secret-6"}`); m["ok"] != true {
 		t.Fatalf("the call: %v", m)

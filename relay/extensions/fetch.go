@@ -1,20 +1,24 @@
 // Package extensions runs admitted extensions' relay-side primitives. This file is http-get, the
 // mediated fetch: every request and every redirect hop is checked against the descriptor's
 // bounds.hosts and counted against its request budget, redirects are followed by hand (at most
-// MaxRedirects), the body is cut at the response bound, and what is logged or audited has its
+// MaxRedirects), each request and the whole call have a deadline, the body is cut at the response
+// bound, declared secrets go only to their own hosts, and what is logged or audited has its
 // secrets scrubbed.
 package extensions
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -60,11 +64,19 @@ type FetchResult struct {
 // Fetcher performs mediated fetches. Client's own redirect following is disabled.
 type Fetcher struct {
 	Client *http.Client
+	// Getenv reads the values of declared secrets; nil means os.Getenv. An empty value counts as
+	// unset.
 	Getenv func(string) string
+	// RequestTimeout and CallTimeout bound one request and a whole call; zero means
+	// extensions.FetchRequestTimeout and extensions.FetchCallTimeout (what plans disclose).
+	RequestTimeout, CallTimeout time.Duration
 }
 
-// Fetch GETs rawURL for descriptor d and tool t, spending from budget.
-func (f *Fetcher) Fetch(ctx context.Context, d *extensions.Descriptor, t extensions.Tool, rawURL string, budget *Budget) (*FetchResult, error) {
+// Fetch GETs rawURL for descriptor d, spending from budget. Every request carries the secrets d
+// declares for its host, and only those; a secret that is not set refuses the call secret-unset
+// before that request is sent. A request that outlives RequestTimeout, or a call that outlives
+// CallTimeout, is refused fetch-timeout.
+func (f *Fetcher) Fetch(ctx context.Context, d *extensions.Descriptor, rawURL string, budget *Budget) (*FetchResult, error) {
 	client := http.Client{}
 	if f.Client != nil {
 		client = *f.Client
@@ -74,6 +86,10 @@ func (f *Fetcher) Fetch(ctx context.Context, d *extensions.Descriptor, t extensi
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	perRequest := cmp.Or(f.RequestTimeout, extensions.FetchRequestTimeout)
+	perCall := cmp.Or(f.CallTimeout, extensions.FetchCallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, perCall)
+	defer cancel()
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, refusal.New(refusal.HostNotAllowed, "%s is not an http or https URL", Redact(rawURL))
@@ -83,52 +99,96 @@ func (f *Fetcher) Fetch(ctx context.Context, d *extensions.Descriptor, t extensi
 	}
 	var via []string
 	for hop := 0; ; hop++ {
+		secrets, err := secretHeaders(d, u, getenv)
+		if err != nil {
+			return nil, err
+		}
 		if err := budget.take(); err != nil {
 			return nil, err
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		res, next, err := f.hop(ctx, &client, d, u, secrets, perRequest, perCall)
 		if err != nil {
-			return nil, refusal.New(refusal.FetchFailed, "the request to %s could not be made", Redact(u.String()))
+			return nil, err
 		}
-		for _, h := range t.Headers {
-			req.Header.Set(h.Name, getenv(h.Env))
+		if next == nil {
+			res.Via = append([]string{}, via...)
+			return res, nil
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, refusal.New(refusal.FetchFailed, "the request to %s failed", Redact(u.String()))
+		via = append(via, Redact(u.String()))
+		if hop >= MaxRedirects {
+			return nil, refusal.New(refusal.TooManyRedirects, "more than %d redirects (via %s)", MaxRedirects, strings.Join(via, " -> "))
 		}
-		if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != "" {
-			resp.Body.Close()
-			via = append(via, Redact(u.String()))
-			if hop >= MaxRedirects {
-				return nil, refusal.New(refusal.TooManyRedirects, "more than %d redirects (via %s)", MaxRedirects, strings.Join(via, " -> "))
-			}
-			next, err := u.Parse(resp.Header.Get("Location"))
-			if err != nil {
-				return nil, refusal.New(refusal.FetchFailed, "a redirect from %s named an unreadable location", Redact(u.String()))
-			}
-			if !slices.Contains(d.Bounds.Hosts, next.Host) && !slices.Contains(d.Bounds.Hosts, next.Hostname()) || (next.Scheme != "http" && next.Scheme != "https") {
-				return nil, refusal.New(refusal.RedirectHostNotAllowed, "a redirect led to %s, outside the hosts %s may reach (via %s)", Redact(next.String()), d.ID, strings.Join(via, " -> "))
-			}
-			u = next
-			continue
+		if !slices.Contains(d.Bounds.Hosts, next.Host) && !slices.Contains(d.Bounds.Hosts, next.Hostname()) || (next.Scheme != "http" && next.Scheme != "https") {
+			return nil, refusal.New(refusal.RedirectHostNotAllowed, "a redirect led to %s, outside the hosts %s may reach (via %s)", Redact(next.String()), d.ID, strings.Join(via, " -> "))
 		}
-		defer resp.Body.Close()
-		limit := extensions.ResponseBound(d.Bounds)
-		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
-		if err != nil {
-			return nil, refusal.New(refusal.FetchFailed, "reading the response from %s failed", Redact(u.String()))
-		}
-		res := &FetchResult{Status: resp.StatusCode, Via: via, ServedBy: u.Scheme + "://" + u.Host}
-		if len(body) > limit {
-			body, res.Truncated = body[:limit], true
-		}
-		if res.Via == nil {
-			res.Via = []string{}
-		}
-		res.Body = string(body)
-		return res, nil
+		u = next
 	}
+}
+
+// hop sends one request to u and reads its answer within perRequest (and what is left of the
+// call): a redirect returns the next URL, anything else the result.
+func (f *Fetcher) hop(ctx context.Context, client *http.Client, d *extensions.Descriptor, u *url.URL, secrets http.Header, perRequest, perCall time.Duration) (*FetchResult, *url.URL, error) {
+	callCtx := ctx
+	ctx, cancel := context.WithTimeout(ctx, perRequest)
+	defer cancel()
+	timedOut := func() error {
+		if callCtx.Err() != nil {
+			return refusal.New(refusal.FetchTimeout, "the call to %s took longer than its bound of %s (every request and redirect together)", d.ID, perCall)
+		}
+		return refusal.New(refusal.FetchTimeout, "%s did not answer within a request's bound of %s", Redact(u.String()), perRequest)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, nil, refusal.New(refusal.FetchFailed, "the request to %s could not be made", Redact(u.String()))
+	}
+	maps.Copy(req.Header, secrets)
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, timedOut()
+		}
+		return nil, nil, refusal.New(refusal.FetchFailed, "the request to %s failed", Redact(u.String()))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != "" {
+		next, err := u.Parse(resp.Header.Get("Location"))
+		if err != nil {
+			return nil, nil, refusal.New(refusal.FetchFailed, "a redirect from %s named an unreadable location", Redact(u.String()))
+		}
+		return nil, next, nil
+	}
+	limit := extensions.ResponseBound(d.Bounds)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, timedOut()
+		}
+		return nil, nil, refusal.New(refusal.FetchFailed, "reading the response from %s failed", Redact(u.String()))
+	}
+	res := &FetchResult{Status: resp.StatusCode, ServedBy: u.Scheme + "://" + u.Host}
+	if len(body) > limit {
+		body, res.Truncated = body[:limit], true
+	}
+	res.Body = string(body)
+	return res, nil, nil
+}
+
+// secretHeaders returns the headers of the secrets d declares for u's host, with their values
+// from the environment. A reserved variable is refused secret-reserved (the gate refuses such a
+// descriptor; this is the second wall), an unset one secret-unset: nothing is sent either way.
+func secretHeaders(d *extensions.Descriptor, u *url.URL, getenv func(string) string) (http.Header, error) {
+	h := http.Header{}
+	for _, s := range extensions.SecretsFor(d.Bounds, u.Host, u.Hostname()) {
+		if extensions.SecretReserved(s.Name) {
+			return nil, refusal.New(refusal.SecretReserved, "secret %s is one of the relay's own variables; it is never sent", s.Name)
+		}
+		v := getenv(s.Name)
+		if v == "" {
+			return nil, refusal.New(refusal.SecretUnset, "%s needs $%s for requests to %s, and the relay's environment does not set it; set it where the relay starts and start the relay again (nothing was sent)", d.ID, s.Name, u.Host)
+		}
+		h.Set(s.Header, s.Prefix+v)
+	}
+	return h, nil
 }
 
 var secretKeys = []string{"token", "key", "api_key", "apikey", "access_token", "secret", "password", "auth", "sig", "signature", "bearer"}
@@ -161,11 +221,12 @@ func isSecretKey(k string) bool {
 	return false
 }
 
-// HeaderNames returns the names of t's environment headers, what a log may show of them.
-func HeaderNames(t extensions.Tool) string {
-	names := make([]string, len(t.Headers))
-	for i, h := range t.Headers {
-		names[i] = fmt.Sprintf("%s (from $%s)", h.Name, h.Env)
+// SecretNames says which secrets d's requests may carry, by variable and header, never by value:
+// what a log may show of them.
+func SecretNames(d *extensions.Descriptor) string {
+	names := make([]string, len(d.Bounds.Secrets))
+	for i, s := range d.Bounds.Secrets {
+		names[i] = fmt.Sprintf("%s (from $%s)", s.Header, s.Name)
 	}
 	return strings.Join(names, ", ")
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -33,8 +34,8 @@ func TestMediatedFetch(t *testing.T) {
 	allowed := httptest.NewServer(mux)
 	defer allowed.Close()
 	host := strings.TrimPrefix(allowed.URL, "http://")
-	d := &extensions.Descriptor{ID: "t", Bounds: extensions.Bounds{Hosts: []string{host}, MaxRequests: 100, MaxBytes: 10}}
-	tool := extensions.Tool{Name: "get", Primitive: extensions.HTTPGet, Headers: []extensions.EnvHeader{{Name: "X-Api-Key", Env: "TEST_KEY"}}}
+	d := &extensions.Descriptor{ID: "t", Bounds: extensions.Bounds{Hosts: []string{host}, MaxRequests: 100, MaxBytes: 10,
+		Secrets: []extensions.Secret{{Name: "TEST_KEY", Header: "X-Api-Key", Hosts: []string{host}}}}}
 	f := &Fetcher{Getenv: func(k string) string {
 		if k == "TEST_KEY" {
 			return "the-key-value"
@@ -44,7 +45,7 @@ func TestMediatedFetch(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("allowed chain with a relative hop", func(t *testing.T) {
-		res, err := f.Fetch(ctx, d, tool, allowed.URL+"/chain", NewBudget(10))
+		res, err := f.Fetch(ctx, d, allowed.URL+"/chain", NewBudget(10))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestMediatedFetch(t *testing.T) {
 		{"over budget within a chain", "/chain", 2, refusal.BudgetExhausted},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := f.Fetch(ctx, d, tool, allowed.URL+c.path, NewBudget(c.budget))
+			_, err := f.Fetch(ctx, d, allowed.URL+c.path, NewBudget(c.budget))
 			if refusal.RuleOf(err) != c.want {
 				t.Fatalf("err = %v, want %s", err, c.want)
 			}
@@ -76,17 +77,17 @@ func TestMediatedFetch(t *testing.T) {
 	}
 	t.Run("budget states N of M", func(t *testing.T) {
 		b := NewBudget(1)
-		if _, err := f.Fetch(ctx, d, tool, allowed.URL+"/ok", b); err != nil {
+		if _, err := f.Fetch(ctx, d, allowed.URL+"/ok", b); err != nil {
 			t.Fatal(err)
 		}
-		_, err := f.Fetch(ctx, d, tool, allowed.URL+"/ok", b)
+		_, err := f.Fetch(ctx, d, allowed.URL+"/ok", b)
 		be, ok := err.(*wire.BudgetError)
 		if !ok || be.Budget != (wire.Budget{Used: 1, Max: 1}) || !strings.Contains(err.Error(), "1 of 1 requests used") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("foreign host refused before any request", func(t *testing.T) {
-		_, err := f.Fetch(ctx, d, tool, foreign.URL+"/x?api_key=zzz", NewBudget(1))
+		_, err := f.Fetch(ctx, d, foreign.URL+"/x?api_key=zzz", NewBudget(1))
 		if refusal.RuleOf(err) != refusal.HostNotAllowed || strings.Contains(err.Error(), "zzz") {
 			t.Fatalf("err = %v", err)
 		}
@@ -105,7 +106,116 @@ func TestRedact(t *testing.T) {
 			t.Errorf("Redact(%s) = %s, want %s", in, got, want)
 		}
 	}
-	if got := HeaderNames(extensions.Tool{Headers: []extensions.EnvHeader{{Name: "X-Subscription-Token", Env: "BRAVE_API_KEY"}}}); got != "X-Subscription-Token (from $BRAVE_API_KEY)" {
-		t.Errorf("HeaderNames = %s", got)
+	d := &extensions.Descriptor{Bounds: extensions.Bounds{Secrets: []extensions.Secret{{Name: "BRAVE_API_KEY", Header: "X-Subscription-Token"}}}}
+	if got := SecretNames(d); got != "X-Subscription-Token (from $BRAVE_API_KEY)" {
+		t.Errorf("SecretNames = %s", got)
+	}
+}
+
+func TestFetchSendsASecretOnlyToItsHosts(t *testing.T) {
+	t.Parallel()
+	var otherSaw []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otherSaw = append(otherSaw, r.Header.Get("Authorization"))
+		w.Write([]byte("other"))
+	}))
+	defer other.Close()
+	var keyedSaw []string
+	keyed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keyedSaw = append(keyedSaw, r.Header.Get("Authorization"))
+		if r.URL.Path == "/hop" {
+			http.Redirect(w, r, other.URL+"/landed", http.StatusFound)
+			return
+		}
+		w.Write([]byte("keyed"))
+	}))
+	defer keyed.Close()
+	keyedHost, otherHost := strings.TrimPrefix(keyed.URL, "http://"), strings.TrimPrefix(other.URL, "http://")
+	d := &extensions.Descriptor{ID: "t", Bounds: extensions.Bounds{Hosts: []string{keyedHost, otherHost}, MaxRequests: 100,
+		Secrets: []extensions.Secret{{Name: "TEST_TOKEN", Header: "Authorization", Prefix: "Bearer ", Hosts: []string{keyedHost}}}}}
+	env := map[string]string{"TEST_TOKEN": "tok-1"}
+	f := &Fetcher{Getenv: func(k string) string { return env[k] }}
+	if _, err := f.Fetch(context.Background(), d, keyed.URL+"/hop", NewBudget(10)); err != nil {
+		t.Fatal(err)
+	}
+	if len(keyedSaw) != 1 || keyedSaw[0] != "Bearer tok-1" {
+		t.Fatalf("the secret's own host saw %q", keyedSaw)
+	}
+	if len(otherSaw) != 1 || otherSaw[0] != "" {
+		t.Fatalf("a redirect to another allowed host carried the secret: %q", otherSaw)
+	}
+
+	// Unset: nothing is sent (no request, no budget spent), never an empty header.
+	delete(env, "TEST_TOKEN")
+	budget := NewBudget(10)
+	_, err := f.Fetch(context.Background(), d, keyed.URL+"/plain", budget)
+	if refusal.RuleOf(err) != refusal.SecretUnset || !strings.Contains(err.Error(), "$TEST_TOKEN") {
+		t.Fatalf("err = %v, want secret-unset naming the variable", err)
+	}
+	if len(keyedSaw) != 1 || budget.used != 0 {
+		t.Fatalf("an unset secret still sent a request (%d seen, %d spent)", len(keyedSaw), budget.used)
+	}
+	// The host without a secret is reached whatever the environment holds.
+	if _, err := f.Fetch(context.Background(), d, other.URL+"/plain", budget); err != nil {
+		t.Fatal(err)
+	}
+
+	// A reserved variable is never read, even if a descriptor got past the gate.
+	d.Bounds.Secrets[0].Name = "OPENAI_API_KEY"
+	env["OPENAI_API_KEY"] = "sk-vendor"
+	if _, err := f.Fetch(context.Background(), d, keyed.URL+"/plain", budget); refusal.RuleOf(err) != refusal.SecretReserved {
+		t.Fatalf("err = %v, want secret-reserved", err)
+	}
+}
+
+func TestFetchTimeBounds(t *testing.T) {
+	t.Parallel()
+	stop := make(chan struct{})
+	defer close(stop)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/silent", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-stop:
+		case <-r.Context().Done():
+		}
+	})
+	mux.HandleFunc("/trickle", func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("first byte"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-stop:
+		case <-r.Context().Done():
+		}
+	})
+	// /slow answers after its query's delay: each hop is within the request bound, and the chain
+	// of them is not within the call's.
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(40 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		http.Redirect(w, r, "/slow", http.StatusFound)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	d := &extensions.Descriptor{ID: "t", Bounds: extensions.Bounds{Hosts: []string{host}, MaxRequests: 1000}}
+	for _, c := range []struct {
+		name, path string
+		req, call  time.Duration
+		wantInWhy  string
+	}{
+		{"a server that never answers", "/silent", 50 * time.Millisecond, time.Minute, "within a request's bound"},
+		{"a body that stops", "/trickle", 50 * time.Millisecond, time.Minute, "within a request's bound"},
+		{"hops that add up", "/slow", time.Minute, 100 * time.Millisecond, "every request and redirect together"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &Fetcher{RequestTimeout: c.req, CallTimeout: c.call}
+			_, err := f.Fetch(context.Background(), d, srv.URL+c.path, NewBudget(1000))
+			if refusal.RuleOf(err) != refusal.FetchTimeout || !strings.Contains(err.Error(), c.wantInWhy) {
+				t.Fatalf("err = %v, want fetch-timeout saying %q", err, c.wantInWhy)
+			}
+		})
 	}
 }

@@ -194,6 +194,8 @@ type ToolInfo struct {
 	Description string          `json:"description,omitempty"`
 	Primitive   string          `json:"primitive"`
 	Params      json.RawMessage `json:"params,omitempty"`
+	// URL is an http-get tool's URL template: where its requests go.
+	URL string `json:"url,omitempty"`
 }
 
 // Entry describes one extension in a listing.
@@ -223,7 +225,7 @@ func entryOf(raw []byte, id string, placement extensions.Placement, existing []s
 	}
 	e := Entry{ID: d.ID, Name: d.Name, Description: d.Description}
 	for _, t := range d.Tools {
-		e.Tools = append(e.Tools, ToolInfo{t.Name, t.Description, string(t.Primitive), t.Params})
+		e.Tools = append(e.Tools, ToolInfo{t.Name, t.Description, string(t.Primitive), t.Params, t.URL})
 	}
 	if r := extensions.Admit(d, placement, existing); r != nil {
 		e.Refused, e.Why = r.Rule, r.Why
@@ -322,10 +324,10 @@ func (g *Registry) CallExtension(ctx context.Context, id, tool string, args json
 		for k, v := range argMap {
 			u = strings.ReplaceAll(u, "{"+k+"}", url.QueryEscape(fmt.Sprint(v)))
 		}
-		if len(t.Headers) > 0 {
-			log = log.With("headers", HeaderNames(*t))
+		if len(x.Descriptor.Bounds.Secrets) > 0 {
+			log = log.With("secrets", SecretNames(x.Descriptor))
 		}
-		res, err := g.Fetcher.Fetch(ctx, x.Descriptor, *t, u, budget)
+		res, err := g.Fetcher.Fetch(ctx, x.Descriptor, u, budget)
 		if err != nil {
 			log.Info("extension call refused", "url", Redact(u), "refused", refusal.RuleOf(err), "err", err.Error())
 			return nil, err
@@ -496,7 +498,7 @@ func (g *Registry) Register(srv *server.Server, check func(string) bool) {
 		if !server.ReadJSON(w, r, maxDecisionBody, &body) {
 			return
 		}
-		code, err := g.Store.RequestCode(body.ID)
+		code, err := g.Store.RequestCode(body.ID, server.Requester(r))
 		if err != nil {
 			writeErr(w, err)
 			return

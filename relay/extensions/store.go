@@ -26,16 +26,32 @@ import (
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
-// The bounds of console approval codes.
+// The bounds of console approval codes. Each proposal has at most one outstanding code, and
+// asking again while it is outstanding prints the same code again: nobody's asking voids a code a
+// person holds. The limits count per requester (a session, or else a client address; see
+// server.Requester) and per extension, so one asker cannot use up everyone's requests, and
+// guessing stays slow: at most MaxCodesPerExtension codes of MaxCodeAttempts guesses each per
+// window for one proposal, and at most MaxOutstandingCodes codes open at once in all.
 const (
-	CodeLifetime    = 2 * time.Minute
+	// CodeLifetime is how long a code admits.
+	CodeLifetime = 2 * time.Minute
+	// MaxCodeAttempts wrong codes void a code.
 	MaxCodeAttempts = 5
-	CodeDigits      = 8
-	// MaxCodeRequests codes may be asked for within CodeRequestWindow; one more is refused
-	// approval-rate-limited. With MaxCodeAttempts guesses per code, that bounds how fast anyone
-	// able to reach the relay can guess at the 10^8 codes.
-	MaxCodeRequests   = 5
+	// CodeDigits is the length of a code.
+	CodeDigits = 8
+	// MaxCodeRequests is how many codes one requester may ask for within CodeRequestWindow
+	// (asking again for an outstanding one counts too); one more is refused
+	// approval-rate-limited.
+	MaxCodeRequests = 5
+	// MaxCodesPerExtension is how many new codes one proposal may be given within
+	// CodeRequestWindow, whoever asks; one more is refused approval-rate-limited.
+	MaxCodesPerExtension = 5
+	// MaxOutstandingCodes bounds the codes open at once, for all proposals together.
+	MaxOutstandingCodes = 8
+	// CodeRequestWindow is the window the request limits count in.
 	CodeRequestWindow = 10 * time.Minute
+	// maxRequesters bounds the requesters whose requests are remembered within the window.
+	maxRequesters = 1024
 )
 
 // LedgerFile and PendingFile are the store's files in the host state directory.
@@ -56,18 +72,20 @@ type LedgerEntry struct {
 // Store keeps proposals (proposals/<id>.json), admitted descriptors (<id>.json beside the ledger)
 // and the ledger in one directory. It is safe for concurrent use.
 type Store struct {
-	dir      string
-	clock    func() time.Time
-	mu       sync.Mutex
-	code     *pending
-	spent    *spentCode  // how the last code ended, so a late attempt is told why
-	requests []time.Time // when codes were asked for, within CodeRequestWindow
+	dir   string
+	clock func() time.Time
+	mu    sync.Mutex
+	codes map[string]*pending    // the outstanding code of each proposal id
+	spent map[string]*spentCode  // how a proposal's last code ended, so a late attempt is told why
+	asked map[string][]time.Time // when each requester asked, within CodeRequestWindow
+	mints map[string][]time.Time // when each proposal was given a new code, within the window
 }
 
 // spentCode is a code that no longer admits, and the rule a later attempt with it gets.
 type spentCode struct {
-	id, code string
-	rule     refusal.Rule
+	code string
+	rule refusal.Rule
+	at   time.Time
 }
 
 type pending struct {
@@ -83,17 +101,24 @@ func NewStore(dir string, clock func() time.Time) *Store {
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Store{dir: dir, clock: clock}
+	return &Store{dir: dir, clock: clock, codes: map[string]*pending{}, spent: map[string]*spentCode{},
+		asked: map[string][]time.Time{}, mints: map[string][]time.Time{}}
 }
 
 // Dir returns the directory the store keeps its files in. Admitted descriptors live there, so
 // the modules their wasm tools name are found there too.
 func (s *Store) Dir() string { return s.dir }
 
-// Stage validates raw and writes it to proposals/<id>.json. It never loads or runs it.
+// Stage validates raw and writes it to proposals/<id>.json. It never loads or runs it. A
+// descriptor the gate refuses on its own (any rule but duplicate-tool, which depends on what is
+// loaded when it is admitted) is refused with that rule and not staged, so nothing waits for a
+// decision that could only be no; an earlier proposal of the same id stays as it was.
 func (s *Store) Stage(raw []byte) (*extensions.Descriptor, error) {
 	d, r := extensions.Parse(raw)
 	if r != nil {
+		return nil, r
+	}
+	if r := extensions.Admit(d, extensions.Machine, nil); r != nil {
 		return nil, r
 	}
 	if err := os.MkdirAll(filepath.Join(s.dir, "proposals"), 0o700); err != nil {
@@ -109,6 +134,9 @@ func (s *Store) StageCatalogue(raw []byte, fsys fs.FS) error {
 	d, r := extensions.Parse(raw)
 	if r != nil {
 		return r
+	}
+	if r := extensions.Admit(d, extensions.Machine, nil); r != nil {
+		return r // before any module is copied
 	}
 	for _, t := range d.Tools {
 		if t.Primitive != extensions.Wasm || t.Wasm == nil {
@@ -237,11 +265,14 @@ func (s *Store) Revoke(id string) error {
 	return s.appendLedger(LedgerEntry{Action: "revoke", ID: id, At: s.clock()})
 }
 
-// RequestCode mints a single-use console code for proposal id, bound to its current plan hash,
-// and writes it to .pending-approval.json (0600). The caller prints it on the console; it must
-// never go into an HTTP response. One code is outstanding at a time: a new request replaces it.
-// At most MaxCodeRequests requests succeed within CodeRequestWindow (approval-rate-limited).
-func (s *Store) RequestCode(id string) (string, error) {
+// RequestCode returns the single-use console code for proposal id, bound to its current plan
+// hash, for requester (see server.Requester), and writes the outstanding codes to
+// .pending-approval.json (0600). The caller prints it on the console; it must never go into an
+// HTTP response. While a code for id is outstanding, unexpired and of the same plan, asking again
+// returns that same code: no request voids a code someone holds. A requester past MaxCodeRequests
+// within CodeRequestWindow, a proposal past MaxCodesPerExtension new codes, or a new code past
+// MaxOutstandingCodes open ones, is refused approval-rate-limited.
+func (s *Store) RequestCode(id, requester string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, raw, err := s.Proposal(id)
@@ -249,51 +280,116 @@ func (s *Store) RequestCode(id string) (string, error) {
 		return "", err
 	}
 	now := s.clock()
-	recent := s.requests[:0]
-	for _, t := range s.requests {
-		if now.Sub(t) < CodeRequestWindow {
-			recent = append(recent, t)
-		}
+	s.pruneLocked(now)
+	if asked := s.asked[requester]; len(asked) >= MaxCodeRequests {
+		return "", refusal.New(refusal.ApprovalRateLimited, "you asked for %d approval codes in the last %s; you can ask again in %s", len(asked), CodeRequestWindow, asked[0].Add(CodeRequestWindow).Sub(now).Round(time.Second))
 	}
-	s.requests = recent
-	if len(recent) >= MaxCodeRequests {
-		wait := recent[0].Add(CodeRequestWindow).Sub(now).Round(time.Second)
-		return "", refusal.New(refusal.ApprovalRateLimited, "%d approval codes were asked for in the last %s; the next can be asked for in %s", len(recent), CodeRequestWindow, wait)
+	if _, known := s.asked[requester]; !known && len(s.asked) >= maxRequesters {
+		return "", refusal.New(refusal.ApprovalRateLimited, "too many others asked for approval codes in the last %s; ask again later", CodeRequestWindow)
+	}
+	hash := extensions.Disclose(d, extensions.Machine, raw).Hash
+	if p := s.codes[id]; p != nil && p.Hash == hash {
+		s.asked[requester] = append(s.asked[requester], now)
+		return p.Code, nil
+	}
+	if mints := s.mints[id]; len(mints) >= MaxCodesPerExtension {
+		return "", refusal.New(refusal.ApprovalRateLimited, "%s was given %d approval codes in the last %s; the next can be asked for in %s", id, len(mints), CodeRequestWindow, mints[0].Add(CodeRequestWindow).Sub(now).Round(time.Second))
+	}
+	if _, replacing := s.codes[id]; !replacing && len(s.codes) >= MaxOutstandingCodes {
+		return "", refusal.New(refusal.ApprovalRateLimited, "%d approval codes are outstanding already; use one, or wait until they expire (%s)", len(s.codes), CodeLifetime)
 	}
 	n, err := rand.Int(rand.Reader, big.NewInt(100_000_000))
 	if err != nil {
 		return "", err
 	}
-	p := &pending{Code: fmt.Sprintf("%08d", n.Int64()), ID: id, Hash: extensions.Disclose(d, extensions.Machine, raw).Hash, Expires: now.Add(CodeLifetime)}
-	b, _ := json.Marshal(p)
-	if err := os.WriteFile(filepath.Join(s.dir, PendingFile), b, 0o600); err != nil {
+	p := &pending{Code: fmt.Sprintf("%08d", n.Int64()), ID: id, Hash: hash, Expires: now.Add(CodeLifetime)}
+	prev := s.codes[id] // an earlier plan's code, which could never admit the new one
+	s.codes[id] = p
+	if err := s.writePendingLocked(); err != nil {
+		if prev != nil {
+			s.codes[id] = prev
+		} else {
+			delete(s.codes, id)
+		}
 		return "", err
 	}
-	s.code, s.spent = p, nil
-	s.requests = append(s.requests, now)
+	delete(s.spent, id)
+	s.asked[requester] = append(s.asked[requester], now)
+	s.mints[id] = append(s.mints[id], now)
 	return p.Code, nil
+}
+
+// pruneLocked forgets what fell out of the window: requests, mints, expired codes (remembered as
+// expired) and the endings of codes.
+func (s *Store) pruneLocked(now time.Time) {
+	for _, m := range []map[string][]time.Time{s.asked, s.mints} {
+		for k, ts := range m {
+			i := 0
+			for i < len(ts) && now.Sub(ts[i]) >= CodeRequestWindow {
+				i++
+			}
+			if i == len(ts) {
+				delete(m, k)
+			} else {
+				m[k] = ts[i:]
+			}
+		}
+	}
+	changed := false
+	for id, p := range s.codes {
+		if now.After(p.Expires) {
+			s.spent[id] = &spentCode{code: p.Code, rule: refusal.ApprovalCodeExpired, at: now}
+			delete(s.codes, id)
+			changed = true
+		}
+	}
+	for id, sp := range s.spent {
+		if now.Sub(sp.at) >= CodeRequestWindow {
+			delete(s.spent, id)
+		}
+	}
+	if changed {
+		s.writePendingLocked()
+	}
+}
+
+// writePendingLocked writes the outstanding codes to PendingFile (0600), or removes it when none
+// is outstanding.
+func (s *Store) writePendingLocked() error {
+	path := filepath.Join(s.dir, PendingFile)
+	if len(s.codes) == 0 {
+		err := os.Remove(path)
+		if errors.Is(err, os.ErrNotExist) {
+			err = nil
+		}
+		return err
+	}
+	list := make([]*pending, 0, len(s.codes))
+	for _, p := range s.codes {
+		list = append(list, p)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	b, _ := json.Marshal(list)
+	return os.WriteFile(path, b, 0o600)
 }
 
 // Approve admits proposal id when code is the outstanding code for it, unexpired, within its
 // attempts, and the proposal is unchanged since the code was issued. Each way a code can fail has
 // its own rule: approval-code-missing (none was asked for this proposal), approval-code-wrong,
 // approval-code-exhausted (after MaxCodeAttempts wrong ones), approval-code-expired,
-// approval-code-used and approval-plan-changed.
+// approval-code-used and approval-plan-changed. Attempts count against id's code only.
 func (s *Store) Approve(id, code string, existingTools []string) (extensions.Plan, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.code
-	if p == nil || p.ID != id {
-		return extensions.Plan{}, s.spentLocked(id, code)
-	}
-	if s.clock().After(p.Expires) {
-		s.endLocked(refusal.ApprovalCodeExpired)
+	s.pruneLocked(s.clock())
+	p := s.codes[id]
+	if p == nil {
 		return extensions.Plan{}, s.spentLocked(id, code)
 	}
 	p.Attempts++
 	if subtle.ConstantTimeCompare([]byte(code), []byte(p.Code)) != 1 {
 		if p.Attempts >= MaxCodeAttempts {
-			s.endLocked(refusal.ApprovalCodeExhausted)
+			s.endLocked(id, refusal.ApprovalCodeExhausted)
 			return extensions.Plan{}, refusal.New(refusal.ApprovalCodeWrong, "wrong approval code; that was attempt %d of %d, so the code is void now: ask for a new one", p.Attempts, MaxCodeAttempts)
 		}
 		return extensions.Plan{}, refusal.New(refusal.ApprovalCodeWrong, "wrong approval code (%d of %d attempts used)", p.Attempts, MaxCodeAttempts)
@@ -303,23 +399,24 @@ func (s *Store) Approve(id, code string, existingTools []string) (extensions.Pla
 		return extensions.Plan{}, err
 	}
 	if extensions.Disclose(d, extensions.Machine, raw).Hash != p.Hash {
-		s.clearLocked()
+		delete(s.codes, id)
+		s.writePendingLocked()
 		return extensions.Plan{}, refusal.New(refusal.ApprovalPlanChanged, "the proposal changed after the code was issued; review the new plan and ask for a new code")
 	}
-	s.endLocked(refusal.ApprovalCodeUsed)
+	s.endLocked(id, refusal.ApprovalCodeUsed)
 	return s.decideLocked(id, true, "console-code", existingTools)
 }
 
-// endLocked retires the outstanding code, remembering why for later attempts.
-func (s *Store) endLocked(why refusal.Rule) {
-	s.spent = &spentCode{id: s.code.ID, code: s.code.Code, rule: why}
-	s.clearLocked()
+// endLocked retires id's outstanding code, remembering why for later attempts.
+func (s *Store) endLocked(id string, why refusal.Rule) {
+	s.spent[id] = &spentCode{code: s.codes[id].Code, rule: why, at: s.clock()}
+	delete(s.codes, id)
+	s.writePendingLocked()
 }
 
 // spentLocked is the refusal for an attempt when no code is outstanding for id.
 func (s *Store) spentLocked(id, code string) error {
-	sp := s.spent
-	if sp != nil && sp.id == id {
+	if sp := s.spent[id]; sp != nil {
 		switch sp.rule {
 		case refusal.ApprovalCodeExpired:
 			return refusal.New(sp.rule, "the approval code for %s expired (codes last %s); ask for a new one", id, CodeLifetime)
@@ -332,11 +429,6 @@ func (s *Store) spentLocked(id, code string) error {
 		}
 	}
 	return refusal.New(refusal.ApprovalCodeMissing, "no approval code is outstanding for %q; ask for one first (Request approval code)", id)
-}
-
-func (s *Store) clearLocked() {
-	s.code = nil
-	os.Remove(filepath.Join(s.dir, PendingFile))
 }
 
 // Loaded is an admitted descriptor the registry runs.
@@ -418,15 +510,29 @@ func (s *Store) ProposalIDs() []string {
 	return ids
 }
 
-// PendingCode reads .pending-approval.json in dir: what `relay approval-code` shows.
-func PendingCode(dir string) (id, code string, expires time.Time, err error) {
+// PendingCode is one outstanding approval code, as `relay approval-code` shows it.
+type PendingCode struct {
+	ID      string
+	Code    string
+	Expires time.Time
+}
+
+// PendingCodes reads .pending-approval.json in dir: the outstanding codes, expired ones left
+// out, in order of proposal id.
+func PendingCodes(dir string, now time.Time) ([]PendingCode, error) {
 	b, err := os.ReadFile(filepath.Join(dir, PendingFile))
 	if err != nil {
-		return "", "", time.Time{}, err
+		return nil, err
 	}
-	var p pending
-	if err := json.Unmarshal(b, &p); err != nil {
-		return "", "", time.Time{}, err
+	var list []pending
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, err
 	}
-	return p.ID, p.Code, p.Expires, nil
+	var out []PendingCode
+	for _, p := range list {
+		if !now.After(p.Expires) {
+			out = append(out, PendingCode{p.ID, p.Code, p.Expires})
+		}
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package extensions
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,7 +123,7 @@ func TestConsoleCode(t *testing.T) {
 	t.Run("right code admits once, then is used", func(t *testing.T) {
 		s, _, dir := newStore(t)
 		s.Stage([]byte(notesRaw))
-		code, err := s.RequestCode("notes")
+		code, err := s.RequestCode("notes", "client 127.0.0.1")
 		if err != nil || len(code) != CodeDigits {
 			t.Fatalf("code %q, %v", code, err)
 		}
@@ -145,7 +146,7 @@ func TestConsoleCode(t *testing.T) {
 	t.Run("wrong code five times voids it", func(t *testing.T) {
 		s, _, _ := newStore(t)
 		s.Stage([]byte(notesRaw))
-		code, _ := s.RequestCode("notes")
+		code, _ := s.RequestCode("notes", "client 127.0.0.1")
 		for i := range MaxCodeAttempts {
 			_, err := s.Approve("notes", wrongCode(code), nil)
 			rule(t, err, refusal.ApprovalCodeWrong)
@@ -158,7 +159,7 @@ func TestConsoleCode(t *testing.T) {
 		if ids, _ := loadedIDs(t, s); len(ids) != 0 {
 			t.Fatal("admitted after five wrong attempts")
 		}
-		if fresh, err := s.RequestCode("notes"); err != nil {
+		if fresh, err := s.RequestCode("notes", "client 127.0.0.1"); err != nil {
 			t.Fatal(err)
 		} else if _, err := s.Approve("notes", fresh, nil); err != nil {
 			t.Fatalf("a new code after the void one: %v", err)
@@ -167,7 +168,7 @@ func TestConsoleCode(t *testing.T) {
 	t.Run("expired", func(t *testing.T) {
 		s, c, _ := newStore(t)
 		s.Stage([]byte(notesRaw))
-		code, _ := s.RequestCode("notes")
+		code, _ := s.RequestCode("notes", "client 127.0.0.1")
 		c.add(CodeLifetime + time.Second)
 		_, err := s.Approve("notes", code, nil)
 		rule(t, err, refusal.ApprovalCodeExpired)
@@ -180,14 +181,14 @@ func TestConsoleCode(t *testing.T) {
 		_, err := s.Approve("notes", "12345678", nil)
 		rule(t, err, refusal.ApprovalCodeMissing)
 		s.Stage([]byte(`{"id":"other","name":"O","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`))
-		code, _ := s.RequestCode("other")
+		code, _ := s.RequestCode("other", "client 127.0.0.1")
 		_, err = s.Approve("notes", code, nil) // a code is bound to its proposal
 		rule(t, err, refusal.ApprovalCodeMissing)
 	})
 	t.Run("plan changed", func(t *testing.T) {
 		s, _, _ := newStore(t)
 		s.Stage([]byte(notesRaw))
-		code, _ := s.RequestCode("notes")
+		code, _ := s.RequestCode("notes", "client 127.0.0.1")
 		s.Stage([]byte(`{"id":"notes","name":"Notes","capabilities":["read","write"],"bounds":{},"tools":[{"name":"read_note","primitive":"read-file"},{"name":"w","primitive":"write-file"}]}`))
 		_, err := s.Approve("notes", code, nil)
 		rule(t, err, refusal.ApprovalPlanChanged)
@@ -195,20 +196,78 @@ func TestConsoleCode(t *testing.T) {
 			t.Fatal("the changed proposal was admitted")
 		}
 	})
-	t.Run("requests are rate limited", func(t *testing.T) {
+	t.Run("requests are rate limited per requester", func(t *testing.T) {
 		s, c, _ := newStore(t)
 		s.Stage([]byte(notesRaw))
 		for range MaxCodeRequests {
-			if _, err := s.RequestCode("notes"); err != nil {
+			if _, err := s.RequestCode("notes", "client 127.0.0.1"); err != nil {
 				t.Fatal(err)
 			}
 			c.add(time.Second)
 		}
-		_, err := s.RequestCode("notes")
+		_, err := s.RequestCode("notes", "client 127.0.0.1")
 		rule(t, err, refusal.ApprovalRateLimited)
+		if _, err := s.RequestCode("notes", "session 0123456789abcdef"); err != nil {
+			t.Fatalf("another requester was held to the first one's limit: %v", err)
+		}
 		c.add(CodeRequestWindow)
-		if _, err := s.RequestCode("notes"); err != nil {
+		if _, err := s.RequestCode("notes", "client 127.0.0.1"); err != nil {
 			t.Fatalf("after the window: %v", err)
+		}
+	})
+	t.Run("asking again never voids the code a person holds", func(t *testing.T) {
+		s, c, dir := newStore(t)
+		s.Stage([]byte(notesRaw))
+		held, _ := s.RequestCode("notes", "session person")
+		for i := range MaxCodeRequests {
+			again, err := s.RequestCode("notes", fmt.Sprintf("client 127.0.0.%d", i+2))
+			if err != nil || again != held {
+				t.Fatalf("asking again gave %q, %v; want the outstanding code", again, err)
+			}
+		}
+		s.Stage([]byte(`{"id":"other","name":"O","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`))
+		if _, err := s.RequestCode("other", "client 127.0.0.9"); err != nil {
+			t.Fatal(err)
+		}
+		codes, err := PendingCodes(dir, c.now())
+		if err != nil || len(codes) != 2 || codes[0].ID != "notes" || codes[0].Code != held || codes[1].ID != "other" {
+			t.Fatalf("pending codes %+v, %v", codes, err)
+		}
+		if _, err := s.Approve("notes", held, nil); err != nil {
+			t.Fatalf("the held code after others asked: %v", err)
+		}
+	})
+	t.Run("new codes are limited per extension", func(t *testing.T) {
+		s, _, _ := newStore(t)
+		s.Stage([]byte(notesRaw))
+		for i := range MaxCodesPerExtension {
+			code, err := s.RequestCode("notes", fmt.Sprintf("client 127.0.0.%d", i+2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range MaxCodeAttempts { // void it, so the next request mints a new one
+				s.Approve("notes", wrongCode(code), nil)
+			}
+		}
+		_, err := s.RequestCode("notes", "client 127.0.0.99")
+		rule(t, err, refusal.ApprovalRateLimited)
+		s.Stage([]byte(`{"id":"other","name":"O","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`))
+		if _, err := s.RequestCode("other", "client 127.0.0.99"); err != nil {
+			t.Fatalf("another extension was held to the first one's limit: %v", err)
+		}
+	})
+	t.Run("outstanding codes are bounded", func(t *testing.T) {
+		s, _, _ := newStore(t)
+		for i := range MaxOutstandingCodes + 1 {
+			id := fmt.Sprintf("x%d", i)
+			s.Stage([]byte(`{"id":"` + id + `","name":"X","capabilities":["clock"],"tools":[{"name":"t` + id + `","primitive":"now"}]}`))
+			_, err := s.RequestCode(id, fmt.Sprintf("client 127.0.1.%d", i))
+			if i < MaxOutstandingCodes && err != nil {
+				t.Fatal(err)
+			}
+			if i == MaxOutstandingCodes {
+				rule(t, err, refusal.ApprovalRateLimited)
+			}
 		}
 	})
 }

@@ -11,11 +11,22 @@
 // another site can never pass for ours.
 //
 // Any other connection (another Origin, "null" from a sandboxed frame, or none at all) must send
-// {"type":"hello","role":"environment","bearer":"vbx_..."} within Options.HelloBound, and the bearer
-// must be paired. Otherwise the relay writes {"type":"refused","refused":RULE,"why":...} and closes
-// with 1008 (policy violation): RULE is executor-unauthenticated for a missing, late or malformed
-// hello, bearer-refused for a bearer nobody paired or that was revoked. Such a socket is never
-// put in the slot, so no call is ever sent to it.
+// {"type":"hello","role":"environment","bearer":"vbx_..."} within Options.HelloBound (within
+// ForeignHelloBound when it carries an Origin: a browser page is never an environment), and the
+// bearer must be paired. Otherwise the relay writes {"type":"refused","refused":RULE,"why":...}
+// and closes with 1008 (policy violation): RULE is executor-unauthenticated for a missing, late,
+// malformed or oversized hello (over MaxControlBytes), bearer-refused for a bearer nobody paired
+// or that was revoked. Such a socket is never put in the slot, so no call is ever sent to it.
+//
+// # Socket bounds
+//
+// The page's sockets, and machines' once their hello is accepted, take places of
+// Options.Limiter (overall, per session, and without a session). Sockets still saying hello,
+// which anyone able to reach the relay can open, wait in a pool of their own
+// (Options.Hellos: overall, per client address, per Origin), so however many of them there are,
+// the page is admitted. A machine that sends its bearer in the upgrade too (Authorization:
+// Bearer vbx_..., as `relay env` does) takes a place of the Limiter at once, so a full pool does
+// not keep it out either; it still says hello. One over a bound is refused too-many-sockets.
 //
 // # The slot
 //
@@ -29,8 +40,8 @@
 // Every call the relay sends is a wire call envelope and every answer it reads a wire answer
 // envelope (both carry "v"). Control frames are JSON objects with a "type" and no "v". The page
 // sends {"type":"root","kind":"opfs"|"handle","name":...} after it connects and whenever its root
-// changes, and {"type":"tools","tools":[...]} (its open mini-apps' tools, see Options.OnPageTools)
-// whenever they change. The relay sends the admitted set ({"type":"admitted",...}, see
+// changes, and {"type":"tools","tools":[...]} (its open mini-apps' tools, heard by every
+// OfferListener) whenever they change. The relay sends the admitted set ({"type":"admitted",...}, see
 // channel.AdmittedType) to an executor before it takes the slot, and again on every change
 // (SetAdmitted), so the executor's door verifies extension calls against its own current copy.
 // No frame may exceed wire.MaxFrameBytes.
@@ -42,10 +53,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +74,15 @@ import (
 
 // DefaultHelloBound is how long a connection that is not the page has to send its hello.
 const DefaultHelloBound = 5 * time.Second
+
+// ForeignHelloBound is the hello bound of a connection that carries an Origin other than the
+// page's (a page of another site, a sandboxed frame): a browser page is never a machine
+// environment, so it is refused sooner (Options.HelloBound when that is shorter).
+const ForeignHelloBound = time.Second
+
+// closeBound bounds the close handshake of a refused socket: a peer that stops sending in the
+// middle of a frame cannot hold the relay's side open past it.
+const closeBound = 5 * time.Second
 
 // CloseReplaced is the close code of a connection displaced by a newer executor. A page that
 // receives it does not reconnect: another tab or machine holds the root now.
@@ -128,9 +150,13 @@ type Options struct {
 	// zero means DefaultMaxSockets and DefaultMaxSessionSockets.
 	MaxSockets, MaxSessionSockets int
 	// MaxSessionlessSockets bounds, in that Limiter, the sockets without a session while
-	// sessions exist (Sessions is set): machines, and peers still saying hello, which anyone can
-	// open. Zero means session.DefaultMaxSessionlessSockets; without Sessions it is MaxSockets.
+	// sessions exist (Sessions is set): machines that said hello. Zero means
+	// session.DefaultMaxSessionlessSockets; without Sessions it is MaxSockets.
 	MaxSessionlessSockets int
+	// Hellos bounds the sockets that are not the page and have not said hello yet, overall, per
+	// client address and per Origin, in a pool of their own: they never take a place of the page
+	// or of a machine that said hello. Nil makes one with session.HelloBounds{} (the defaults).
+	Hellos *session.HelloLimiter
 	// SessionOf names the session an upgrade request belongs to ("" for none: a machine with
 	// a bearer, or a relay without the gate); sockets without a session count only overall.
 	SessionOf func(r *http.Request) string
@@ -141,17 +167,32 @@ type Options struct {
 	Sessions *session.Store
 	// Log receives connection events; never a secret. Nil discards.
 	Log *slog.Logger
-	// OnPageTools, when set, receives the tools the page's worker offers (its open mini-apps'
-	// function declarations, a JSON array) each time the page holding the slot sends
-	// {"type":"tools","tools":[...]}, and nil whenever the slot changes hands or empties. Calls
-	// are made one at a time, in order; it must not block.
-	OnPageTools func(tools json.RawMessage)
-	// OnExternalApps, when set, receives the page's report of its open external mini-apps (the
-	// tools frame's "externalApps" member, see relay/externalapps.Model.SetReport) with every
-	// tools frame, and nil whenever the slot changes hands or empties; like OnPageTools, in order
-	// and never blocking.
-	OnExternalApps func(report json.RawMessage)
 }
+
+// Offer is what the page holding the slot offers the model, as its tools frame carries it.
+type Offer struct {
+	// Tools are its open mini-apps' function declarations, a JSON array; nil when no page
+	// holds the slot.
+	Tools json.RawMessage
+	// ExternalApps is its report of its open external mini-apps (the frame's "externalApps"
+	// member, see relay/externalapps.Model.SetReport); nil when none is open or no page holds
+	// the slot.
+	ExternalApps json.RawMessage
+}
+
+// OfferListener hears what the page holding the slot offers: the Offer of each tools frame it
+// sends, and the zero Offer whenever the slot changes hands or empties. The parts that build
+// the model's tool set (relay/assistant's Catalogue, relay/externalapps' Model) listen.
+type OfferListener interface {
+	// PageOffered is called one Offer at a time, in order; it must not block.
+	PageOffered(Offer)
+}
+
+// OfferFunc is a function that is an OfferListener.
+type OfferFunc func(Offer)
+
+// PageOffered calls f(o).
+func (f OfferFunc) PageOffered(o Offer) { f(o) }
 
 // Root is the declared root: what kind of executor holds (or last held) it, its name, and whether
 // that executor is connected now. Kind is "" until a page reports its root.
@@ -174,7 +215,8 @@ type Hub struct {
 	all   map[*conn]struct{}
 	close bool
 
-	toolsMu sync.Mutex // orders OnPageTools calls
+	toolsMu   sync.Mutex // orders the offers heard by listeners
+	listeners []OfferListener
 	// admMu orders the admitted frames: a connection gets the current one before it takes the
 	// slot, and SetAdmitted sends to whoever holds it, so no executor misses a change.
 	admMu    sync.Mutex
@@ -227,11 +269,21 @@ func New(opts Options) *Hub {
 		}
 		opts.Limiter = session.NewLimiterWith(b)
 	}
+	if opts.Hellos == nil {
+		opts.Hellos = session.NewHelloLimiter(session.HelloBounds{})
+	}
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Hub{opts: opts, log: log, last: channel.Page, all: map[*conn]struct{}{}}
+}
+
+// AddOfferListener makes l hear every Offer from now on.
+func (h *Hub) AddOfferListener(l OfferListener) {
+	h.toolsMu.Lock()
+	defer h.toolsMu.Unlock()
+	h.listeners = append(h.listeners, l)
 }
 
 // Root returns the declared root.
@@ -330,10 +382,21 @@ func (c *conn) settle() {
 	}
 }
 
-// refuse writes a refused control frame and closes with 1008.
+// refuse writes a refused control frame and closes with 1008, within closeBound.
 func (c *conn) refuse(r *refusal.Refusal) {
 	c.control(controlFrame{Type: "refused", Refused: r.Rule, Why: r.Why})
-	c.ws.Close(websocket.StatusPolicyViolation, string(r.Rule))
+	closed := make(chan struct{})
+	go func() {
+		c.ws.Close(websocket.StatusPolicyViolation, string(r.Rule))
+		close(closed)
+	}()
+	t := time.NewTimer(closeBound)
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
+		c.ws.CloseNow() // the peer stopped in the middle of a frame: end it without its word
+	}
 }
 
 func (c *conn) control(f controlFrame) {
@@ -354,7 +417,7 @@ type controlFrame struct {
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	page := h.pageOrigin(r)
 	sid := ""
-	if h.opts.SessionOf != nil {
+	if h.opts.SessionOf != nil && page {
 		sid = h.opts.SessionOf(r)
 	}
 	log := h.log.With("request_id", server.RequestID(r.Context()))
@@ -363,20 +426,38 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &conn{hub: h, done: make(chan struct{}), ready: make(chan struct{})}
 	defer close(c.done)
+	var releases []func() // run in reverse when the socket ends
+	defer func() {
+		for i := len(releases) - 1; i >= 0; i-- {
+			releases[i]()
+		}
+	}()
 	// The socket counts from its upgrade request, so a peer that sees the upgrade succeed has
-	// its place; the refusal, if any, is written once the socket is open.
-	release, rf := session.Sockets{Limiter: h.opts.Limiter, Store: h.opts.Sessions}.Admit(sid, func(why *refusal.Refusal) {
-		log.Info("channel: session ended; closing its socket", "refused", why.Rule)
-		h.detach(c)
-		go func() { // the close handshake waits for the peer; the session's end does not
-			<-c.ready
-			if c.ws != nil {
-				c.refuse(why)
-			}
-		}()
-	})
+	// its place; the refusal, if any, is written once the socket is open. The page takes a place
+	// of the Limiter at once; anyone else waits for its hello in the hello pool, and takes a
+	// place of the Limiter only once its bearer is known.
+	var release, releaseHello func()
+	var rf *refusal.Refusal
+	holder := false
+	if page {
+		release, rf = session.Sockets{Limiter: h.opts.Limiter, Store: h.opts.Sessions}.Admit(sid, func(why *refusal.Refusal) {
+			log.Info("channel: session ended; closing its socket", "refused", why.Rule)
+			h.detach(c)
+			go func() { // the close handshake waits for the peer; the session's end does not
+				<-c.ready
+				if c.ws != nil {
+					c.refuse(why)
+				}
+			}()
+		})
+	} else if holder = h.bearerHolder(r); holder {
+		release, rf = h.opts.Limiter.Acquire("")
+	} else {
+		releaseHello, rf = h.opts.Hellos.Acquire(server.ClientAddr(r), r.Header.Get("Origin"))
+		release = releaseHello
+	}
 	if release != nil {
-		defer release()
+		releases = append(releases, release)
 	}
 	// Accept's own origin check would turn a foreign page away with a bare 403 before it could
 	// be told why; every origin is let through to the checks below, which are stricter.
@@ -421,7 +502,22 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		c.kind = channel.Page
 	} else {
-		name, rf := h.hello(ctx, ws)
+		bound := h.opts.HelloBound
+		if r.Header.Get("Origin") != "" && bound > ForeignHelloBound {
+			bound = ForeignHelloBound
+		}
+		name, rf := h.hello(ctx, ws, bound)
+		if !holder {
+			// It is no longer waiting: its place in the pool is free before it is told anything,
+			// so a peer that reads its refusal finds the place given back.
+			releaseHello()
+		}
+		if rf == nil && !holder { // a bearer holder took its place before the upgrade
+			var unlimit func()
+			if unlimit, rf = h.opts.Limiter.Acquire(""); rf == nil {
+				releases = append(releases, unlimit)
+			}
+		}
 		if rf != nil {
 			log.Info("channel: connection refused", "refused", rf.Rule, "origin", r.Header.Get("Origin"))
 			c.refuse(rf)
@@ -447,28 +543,50 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ws.CloseNow()
 }
 
-// hello reads the first frame of a connection that is not the page, racing it against the hello
-// bound (a Read whose context expires would close the socket before the refusal is written).
-func (h *Hub) hello(ctx context.Context, ws *websocket.Conn) (name string, r *refusal.Refusal) {
+// bearerHolder reports whether r's upgrade carries a paired bearer (Authorization: Bearer
+// vbx_..., as `relay env` sends besides its hello). Such a socket takes a place of the Limiter
+// at once, never one in the hello pool that anyone can fill; it must still say hello.
+func (h *Hub) bearerHolder(r *http.Request) bool {
+	bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || bearer == "" || len(bearer) > MaxControlBytes || h.opts.Pairings == nil {
+		return false
+	}
+	_, paired, err := h.opts.Pairings.Lookup(bearer)
+	return err == nil && paired
+}
+
+// hello reads the first frame of a connection that is not the page, racing it against bound
+// (a Read whose context expires would close the socket before the refusal is written). It reads
+// at most MaxControlBytes and one more of it: a larger first frame is refused like any bad hello,
+// with a refused frame and 1008, instead of closing 1009 at the frame bound with no rule.
+func (h *Hub) hello(ctx context.Context, ws *websocket.Conn, bound time.Duration) (name string, r *refusal.Refusal) {
 	type result struct {
 		b   []byte
 		err error
 	}
 	got := make(chan result, 1)
 	go func() {
-		_, b, err := ws.Read(ctx)
+		_, rd, err := ws.Reader(ctx)
+		if err != nil {
+			got <- result{nil, err}
+			return
+		}
+		b, err := io.ReadAll(io.LimitReader(rd, MaxControlBytes+1))
 		got <- result{b, err}
 	}()
-	timer := time.NewTimer(h.opts.HelloBound)
+	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	var res result
 	select {
 	case res = <-got:
 	case <-timer.C:
-		return "", refusal.New(refusal.ExecutorUnauthenticated, "no hello within %v: an environment must first send {\"type\":\"hello\",\"role\":\"environment\",\"bearer\":...}", h.opts.HelloBound)
+		return "", refusal.New(refusal.ExecutorUnauthenticated, "no hello within %v: an environment must first send {\"type\":\"hello\",\"role\":\"environment\",\"bearer\":...}", bound)
 	}
 	if res.err != nil {
 		return "", refusal.New(refusal.ExecutorUnauthenticated, "the connection ended or broke before its hello")
+	}
+	if len(res.b) > MaxControlBytes {
+		return "", refusal.New(refusal.ExecutorUnauthenticated, "the first frame is over the hello's bound of %d bytes: it must be {\"type\":\"hello\",\"role\":\"environment\",\"bearer\":\"vbx_...\"} and nothing else", MaxControlBytes)
 	}
 	bearer, ok := parseHello(res.b)
 	if !ok {
@@ -549,14 +667,14 @@ func (h *Hub) detach(c *conn) {
 // toolsPrefix starts the page's tools frame, which may be larger than other control frames.
 var toolsPrefix = []byte(`{"type":"tools",`)
 
-// pageTools hands the page's tools to Options.OnPageTools: from c when it still holds the slot,
-// or nil (c nil) when the slot changed.
+// pageTools tells the listeners what the page offers: from c when it still holds the slot, or
+// the zero Offer (c nil) when the slot changed.
 func (h *Hub) pageTools(c *conn, tools, external json.RawMessage) {
-	if h.opts.OnPageTools == nil && h.opts.OnExternalApps == nil {
-		return
-	}
 	h.toolsMu.Lock()
 	defer h.toolsMu.Unlock()
+	if len(h.listeners) == 0 {
+		return
+	}
 	if c != nil {
 		h.mu.Lock()
 		current := h.cur == c
@@ -565,11 +683,8 @@ func (h *Hub) pageTools(c *conn, tools, external json.RawMessage) {
 			return
 		}
 	}
-	if h.opts.OnPageTools != nil {
-		h.opts.OnPageTools(tools)
-	}
-	if h.opts.OnExternalApps != nil {
-		h.opts.OnExternalApps(external)
+	for _, l := range h.listeners {
+		l.PageOffered(Offer{Tools: tools, ExternalApps: external})
 	}
 }
 

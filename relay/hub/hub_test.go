@@ -21,6 +21,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/shared/channel"
 	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
@@ -395,7 +396,13 @@ func TestHelloRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := startRelay(t, Options{HelloBound: 300 * time.Millisecond}, server.Config{})
+			// A silent peer meets the bound; one that says something is answered on receipt,
+			// so its bound is only a hang guard (a short one raced the test's own setup).
+			bound := 300 * time.Millisecond
+			if tt.frame != "" {
+				bound = patience
+			}
+			r := startRelay(t, Options{HelloBound: bound}, server.Config{})
 			frame := strings.ReplaceAll(tt.frame, "BEARER", r.pair(t, "box"))
 			if strings.Contains(frame, "REVOKED") {
 				revoked := r.pair(t, "gone")
@@ -431,16 +438,19 @@ func TestHelloRefusals(t *testing.T) {
 func TestRevokedBearerIsClosedAndRefused(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name   string
-		revoke func(t *testing.T, r *testRelay)
+		name string
+		// recheck is how often the hub looks at the pairing again: through the API, so rarely
+		// that only the API can have closed the socket it reports closing.
+		recheck time.Duration
+		revoke  func(t *testing.T, r *testRelay)
 	}{
-		{"through the API", func(t *testing.T, r *testRelay) {
+		{"through the API", time.Hour, func(t *testing.T, r *testRelay) {
 			status, m := r.post(t, http.MethodDelete, "/api/pair", map[string]any{"name": "box"}, true)
 			if status != http.StatusOK || m["disconnected"] != true {
 				t.Fatalf("DELETE /api/pair: %d %v", status, m)
 			}
 		}},
-		{"by another process", func(t *testing.T, r *testRelay) {
+		{"by another process", 20 * time.Millisecond, func(t *testing.T, r *testRelay) {
 			other, err := hoststate.Open(r.state.Path())
 			if err != nil {
 				t.Fatal(err)
@@ -453,7 +463,7 @@ func TestRevokedBearerIsClosedAndRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := startRelay(t, Options{Recheck: 20 * time.Millisecond}, server.Config{})
+			r := startRelay(t, Options{Recheck: tt.recheck}, server.Config{})
 			bearer := r.pair(t, "box")
 			p := r.machine(t, bearer, executor.New(fsroot.NewMemory(), executor.Options{}))
 			if got := r.call(t, "now", nil); got["ok"] != true {
@@ -691,8 +701,8 @@ func TestSocketLimitsRefuseAndTheRelayKeepsServing(t *testing.T) {
 		opts    Options
 		session bool
 	}{
-		{"overall", Options{MaxSockets: 2}, false},
-		{"per session", Options{MaxSessionSockets: 2, SessionOf: func(r *http.Request) string { return r.Header.Get("X-Test-Session") }}, true},
+		{"overall", Options{MaxSockets: 1}, false},
+		{"per session", Options{MaxSessionSockets: 1, SessionOf: func(r *http.Request) string { return r.Header.Get("X-Test-Session") }}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -707,24 +717,112 @@ func TestSocketLimitsRefuseAndTheRelayKeepsServing(t *testing.T) {
 			exec := executor.New(fsroot.NewMemory(), executor.Options{})
 			current := serve(t, r.dial(t, r.origin("127.0.0.1"), header("s1")), exec)
 			r.waitRoot(t, connected)
-			held := r.dial(t, "", header("s1")) // a socket that has not said hello yet counts too
-			over := serve(t, r.dial(t, "", header("s1")), nil)
+			over := serve(t, r.dial(t, r.origin("127.0.0.1"), header("s1")), nil)
 			checkRefused(t, over, refusal.TooManySockets)
 			if got := r.call(t, "now", nil); got["ok"] != true {
 				t.Fatalf("with the bound reached the executor answered %v", got)
 			}
 			if tt.session {
 				// Another session is not held back by this one's bound: its page takes the slot.
-				current = admitted(t, r, current, header("s2"), exec)
+				admitted(t, r, current, header("s2"), exec)
+				return
 			}
-			held.Close(websocket.StatusNormalClosure, "")
-			// Once it is gone the relay admits again: a page of the first session takes the slot.
-			admitted(t, r, current, header("s1"), exec)
-			if got := r.call(t, "now", nil); got["ok"] != true {
-				t.Fatalf("the page admitted after the close answered %v", got)
+			current.ws.Close(websocket.StatusNormalClosure, "")
+			// Once it is gone the relay admits again.
+			p := serve(t, r.dial(t, r.origin("127.0.0.1"), header("s1")), exec)
+			for got := r.call(t, "now", nil); got["ok"] != true; got = r.call(t, "now", nil) {
+				select {
+				case <-p.ended:
+					p = serve(t, r.dial(t, r.origin("127.0.0.1"), header("s1")), exec) // its place was not given back yet
+				case <-time.After(5 * time.Millisecond):
+				}
 			}
 		})
 	}
+}
+
+// dialFrom opens /channel from the loopback address from (such as 127.0.0.2), with origin.
+func (r *testRelay) dialFrom(t testing.TB, from, origin string) *websocket.Conn {
+	t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	client := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	header := http.Header{}
+	if origin != "" {
+		header.Set("Origin", origin)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.url, "http")+"/channel", &websocket.DialOptions{HTTPHeader: header, HTTPClient: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.SetReadLimit(wire.MaxFrameBytes)
+	t.Cleanup(func() { ws.CloseNow() })
+	return ws
+}
+
+// TestSocketsSayingHelloHaveTheirOwnPool: sockets that have not said hello are bounded per
+// client address, per Origin and overall, in a pool of their own, so the page and a machine with
+// its bearer are admitted while the pool is full; a foreign origin gets the shorter bound.
+func TestSocketsSayingHelloHaveTheirOwnPool(t *testing.T) {
+	t.Parallel()
+	r := startRelay(t, Options{MaxSockets: 8, HelloBound: time.Hour, Hellos: session.NewHelloLimiter(session.HelloBounds{Max: 3, PerClient: 2, PerOrigin: 1})}, server.Config{})
+	bearer := r.pair(t, "box")
+	// Two silent sockets from 127.0.0.1 fill its share; the third is refused at once.
+	r.dial(t, "", nil)
+	r.dial(t, "", nil)
+	checkRefused(t, serve(t, r.dial(t, "", nil), nil), refusal.TooManySockets)
+	// One foreign page's socket from another address; a second of that origin is refused.
+	foreign := serve(t, r.dialFrom(t, "127.0.0.3", "http://evil.example"), nil)
+	checkRefused(t, serve(t, r.dialFrom(t, "127.0.0.4", "http://evil.example"), nil), refusal.TooManySockets)
+	// The pool is full (three waiting): the page is admitted all the same.
+	exec := executor.New(fsroot.NewMemory(), executor.Options{})
+	page := serve(t, r.dial(t, r.origin("127.0.0.1"), nil), exec)
+	r.waitRoot(t, connected)
+	// The foreign page is refused at its own, shorter bound, and says so.
+	foreign.end(t)
+	if ctl := foreign.controls(); len(ctl) != 1 || ctl[0]["refused"] != string(refusal.ExecutorUnauthenticated) || !strings.Contains(ctl[0]["why"].(string), "within "+ForeignHelloBound.String()) {
+		t.Fatalf("the foreign page was told %v", ctl)
+	}
+	// A machine with its bearer, from an address with no waiting sockets, is admitted and takes
+	// the slot from the page.
+	ws := r.dialFrom(t, "127.0.0.2", "")
+	hello(t, ws, helloFrame(bearer))
+	machine := serve(t, ws, exec)
+	r.waitRoot(t, func(m map[string]any) bool { return connected(m) && m["kind"] == RootMachine })
+	if page.end(t) != CloseReplaced {
+		t.Fatal("the page was not replaced by the machine")
+	}
+	// Fill the pool again; a machine that shows its bearer in the upgrade passes it by, even from
+	// the address whose share is full, while one that does not is refused.
+	r.dialFrom(t, "127.0.0.5", "") // the third waiting socket (127.0.0.1 has two)
+	checkRefused(t, serve(t, r.dialFrom(t, "127.0.0.2", ""), nil), refusal.TooManySockets)
+	ws = r.dial(t, "", http.Header{"Authorization": {"Bearer " + bearer}})
+	hello(t, ws, helloFrame(bearer))
+	serve(t, ws, exec)
+	if machine.end(t) != CloseReplaced {
+		t.Fatal("the machine that showed its bearer did not take the slot")
+	}
+}
+
+// TestAnOversizedFirstFrameIsARefusedHello: a first frame past the hello's bound (even past the
+// wire's) is answered like any bad hello, a refused frame and 1008, not a bare 1009.
+func TestAnOversizedFirstFrameIsARefusedHello(t *testing.T) {
+	t.Parallel()
+	r := startRelay(t, Options{}, server.Config{})
+	for _, size := range []int{MaxControlBytes + 1, wire.MaxFrameBytes + 1} {
+		ws := r.dial(t, "", nil)
+		p := serve(t, ws, nil)
+		go ws.Write(context.Background(), websocket.MessageText, []byte(strings.Repeat("a", size))) // the relay may stop reading first
+		checkRefused(t, p, refusal.ExecutorUnauthenticated)
+		if why := p.controls()[0]["why"].(string); !strings.Contains(why, "over the hello's bound") {
+			t.Fatalf("a %d-byte first frame was told %q", size, why)
+		}
+	}
+	// The relay serves the next peer.
+	exec := executor.New(fsroot.NewMemory(), executor.Options{})
+	serve(t, r.dial(t, r.origin("127.0.0.1"), nil), exec)
+	r.waitRoot(t, connected)
 }
 
 // admitted dials pages with header until one is admitted, which current (the executor) sees as

@@ -222,7 +222,7 @@ func TestSocketsWithoutASessionCannotStarveSignedInPages(t *testing.T) {
 	store := session.NewStore(session.Options{Lifetime: time.Hour})
 	gate := server.NewGateFor(store)
 	r := startRelay(t, Options{PageSession: gate.Session, SessionOf: gate.SessionID, Sessions: store,
-		MaxSockets: 4, MaxSessionlessSockets: 2}, server.Config{Gate: gate})
+		MaxSockets: 4, MaxSessionlessSockets: 2, Hellos: session.NewHelloLimiter(session.HelloBounds{Max: 2})}, server.Config{Gate: gate})
 	r.dial(t, "", nil)
 	r.dial(t, "", nil)
 	over := r.dial(t, "", nil)

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -131,7 +132,9 @@ func Run(ctx context.Context, cfg Config) error {
 func session(ctx context.Context, target string, cfg Config, door *channel.Door, admitted *channel.LiveAdmitted, log *slog.Logger) error {
 	admitted.Replace(nil)
 	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	ws, _, err := websocket.Dial(dialCtx, target, nil)
+	// The bearer goes in the upgrade too, so the relay gives this socket a place of its own at
+	// once instead of one in the pool of sockets still saying hello, which anyone can fill.
+	ws, _, err := websocket.Dial(dialCtx, target, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + cfg.Bearer}}})
 	cancel()
 	if err != nil {
 		return err

@@ -31,11 +31,11 @@
 //	401 bearer-revoked   a bearer the host revoked (or replaced by minting the name again)
 //	403 origin-refused   an Origin header that is not the page's own (browsers send one; MCP
 //	                     clients that are programs send none)
-//	403 host-refused     a Host that is not loopback nor the public origin's, on a loopback
-//	                     listener (DNS rebinding)
 //	413 body-too-large   a body over MaxBodyBytes
-//	408 body-stalled     a body that did not arrive within BodyReadBound
+//	408 body-timeout     a body that did not arrive within BodyReadBound
 //	503 too-many-sockets MaxSessions sessions are open; a new one is refused
+//
+// A DNS-rebound Host is refused host-refused (421) by relay/server before any handler.
 //
 // A session belongs to the client that opened it: another bearer cannot use its session id
 // (the SDK compares the client names). A session idle for SessionIdle is closed.
@@ -44,10 +44,8 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -58,8 +56,8 @@ import (
 
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/server"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // Path is where the relay serves MCP.
@@ -70,7 +68,7 @@ const (
 	// MaxBodyBytes bounds one request's body: a JSON-RPC message (a write's content included).
 	MaxBodyBytes = 1 << 20
 	// BodyReadBound bounds how long a request's body may take to arrive; a stalled one is
-	// refused body-stalled, so it never holds a handler.
+	// refused body-timeout, so it never holds a handler.
 	BodyReadBound = 10 * time.Second
 	// MaxSessions bounds the MCP sessions open at once, of all clients.
 	MaxSessions = 64
@@ -81,17 +79,9 @@ const (
 	MaxCallsPerClient = 16
 )
 
-// Catalogue is the assistant's tools as the live model sees them (relay/externalapps.Model, or
-// relay/assistant.Catalogue).
-type Catalogue interface {
-	// Declarations returns every tool offered now.
-	Declarations() []miniapp.FunctionDeclaration
-	// Call runs one tool and returns its one answer: the observation object, or
-	// {"refused": rule, "why": sentence}; never past ctx.
-	Call(ctx context.Context, name string, args json.RawMessage) json.RawMessage
-	// OnChange runs fn whenever the tools change.
-	OnChange(fn func()) (cancel func())
-}
+// Catalogue is the assistant's tools as the live model sees them (the project's tools contract,
+// shared/tool: relay/externalapps.Model, or relay/assistant.Catalogue).
+type Catalogue = tool.Catalogue
 
 // Clients finds the MCP client a bearer was minted for (relay/hoststate's *Dir).
 type Clients interface {
@@ -108,9 +98,6 @@ type Options struct {
 	// PageOrigin reports whether a request's Origin header is the page's own (the server's
 	// PageOrigin). Nil admits only requests without an Origin.
 	PageOrigin func(r *http.Request) bool
-	// PublicHost is the host[:port] of the relay's public origin (--origin), admitted in the
-	// Host header besides loopback names. Empty admits loopback names only.
-	PublicHost string
 	// Build is the version the server reports to clients.
 	Build string
 	// Log receives session and refusal events; never a bearer. Nil discards.
@@ -154,7 +141,8 @@ func New(opts Options) *Handler {
 	h.cancel = opts.Catalogue.OnChange(func() { h.tools.sync(opts.Catalogue.Declarations()) })
 	stream := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return h.server }, &sdk.StreamableHTTPOptions{
 		SessionTimeout: SessionIdle,
-		// The Host check is ours (admit), with a named refusal and the public origin's host.
+		// relay/server checks the Host of every request before any handler (host-refused, 421),
+		// with the public origin's host among the names it admits.
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        MaxBodyBytes,
 		Logger:                     log,
@@ -238,12 +226,10 @@ func (h *Handler) settle(id, client string) {
 	}
 }
 
-// admit checks who is asking: Host, Origin, then the bearer. It returns the client's name, or
+// admit checks who is asking: Origin, then the bearer. (The Host was checked before any handler,
+// by relay/server: a DNS-rebound name is refused host-refused there.) It returns the client's name, or
 // the refusal and its status.
 func (h *Handler) admit(r *http.Request) (string, *refusal.Refusal, int) {
-	if !h.hostAllowed(r) {
-		return "", refusal.New(refusal.HostRefused, "the Host %q is not this relay's name; MCP clients reach it at 127.0.0.1, localhost or its public origin", r.Host), http.StatusForbidden
-	}
 	if origins := r.Header.Values("Origin"); len(origins) > 0 && (h.opts.PageOrigin == nil || !h.opts.PageOrigin(r)) {
 		return "", refusal.New(refusal.OriginRefused, "/mcp takes no requests from web pages of other origins; an MCP client that is a program sends no Origin"), http.StatusForbidden
 	}
@@ -264,32 +250,6 @@ func (h *Handler) admit(r *http.Request) (string, *refusal.Refusal, int) {
 	return c.Name, nil, 0
 }
 
-// hostAllowed reports whether r's Host names this relay. Only a loopback listener is at risk of
-// DNS rebinding; elsewhere the session gate and TLS stand guard.
-func (h *Handler) hostAllowed(r *http.Request) bool {
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || !loopback(local.String()) {
-		return true
-	}
-	if h.opts.PublicHost != "" && strings.EqualFold(r.Host, h.opts.PublicHost) {
-		return true
-	}
-	return loopback(r.Host)
-}
-
-// loopback reports whether hostport's host is localhost or a loopback address.
-func loopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // readBody reads r's body whole, within MaxBodyBytes and BodyReadBound, and puts it back as a
 // reader, so the SDK never waits on a slow client.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) (*refusal.Refusal, int) {
@@ -308,7 +268,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) (*refusal.Ref
 	case len(b) > MaxBodyBytes:
 		return refusal.New(refusal.BodyTooLarge, "a request to /mcp is at most %d bytes", MaxBodyBytes), http.StatusRequestEntityTooLarge
 	case err != nil:
-		return refusal.New(refusal.BodyStalled, "the request's body did not arrive within %v", BodyReadBound), http.StatusRequestTimeout
+		return refusal.New(refusal.BodyTimeout, "the request's body did not arrive within %v", BodyReadBound), http.StatusRequestTimeout
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	r.ContentLength = int64(len(b))

@@ -13,19 +13,20 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voicebox-go/voicebox/relay/hoststate"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // fakeCatalogue offers one tool and answers every call with what it was given.
 type fakeCatalogue struct{}
 
-func (fakeCatalogue) Declarations() []miniapp.FunctionDeclaration {
-	return []miniapp.FunctionDeclaration{{Name: "echo", Description: "Echo", Parameters: json.RawMessage(`{"type":"object"}`)}}
+func (fakeCatalogue) Declarations() []tool.Declaration {
+	return []tool.Declaration{{Name: "echo", Description: "Echo", Parameters: json.RawMessage(`{"type":"object"}`)}}
 }
 func (fakeCatalogue) Call(_ context.Context, _ string, args json.RawMessage) json.RawMessage {
 	return args
 }
 func (fakeCatalogue) OnChange(func()) func() { return func() {} }
+func (fakeCatalogue) Instruction() string    { return "" }
 
 type fakeClients map[string]hoststate.MCPClient
 

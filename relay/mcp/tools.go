@@ -9,8 +9,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // toolSync keeps the SDK server's tools equal to the catalogue's declarations. The SDK sends
@@ -24,7 +24,7 @@ type toolSync struct {
 }
 
 // sync makes the catalogue's declarations the server's tools.
-func (s *toolSync) sync(decls []miniapp.FunctionDeclaration) {
+func (s *toolSync) sync(decls []tool.Declaration) {
 	tools := make([]*sdk.Tool, 0, len(decls))
 	for _, d := range decls {
 		params := d.Parameters

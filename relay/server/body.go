@@ -2,14 +2,15 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/strictjson"
 )
 
 // MaxBodyBytes is the largest request body a JSON route reads. A route may pass a smaller bound to
@@ -19,11 +20,14 @@ const MaxBodyBytes = 1 << 20
 // ReadJSON is the JSON door every JSON route reads its body through. It decodes the body into v
 // and reports true, or answers the refusal itself and reports false:
 //
-//   - a non-empty body needs a declared JSON type (application/json or application/*+json);
+//   - a non-empty body needs a declared JSON type (application/json or application/*+json, with
+//     no charset or utf-8);
 //     any other declared type, and a body with none, is 415 unsupported-content-type, before
 //     anything is read (a page of another site can POST a body with no type, or text/plain,
 //     without asking first; those never reach a handler);
 //   - a body over max bytes (MaxBodyBytes when max is zero or larger) is 413 body-too-large;
+//   - a body that stalls past the server's read bounds (BodyIdleTimeout, BodyTimeout) is 408
+//     body-timeout;
 //   - an empty body with no declared type decodes as {};
 //   - anything but one JSON object, and a property v does not have, is 400 malformed-json.
 func ReadJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
@@ -36,7 +40,7 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
 	}
 	if !isJSONType(ctype) {
 		WriteRefusal(w, http.StatusUnsupportedMediaType, refusal.New(refusal.UnsupportedContentType,
-			"this route reads JSON; send the body with Content-Type: application/json"))
+			"this route reads JSON in UTF-8; send the body with Content-Type: application/json (and no charset but utf-8)"))
 		return false
 	}
 	if r.ContentLength > max {
@@ -47,6 +51,11 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			writeTooLarge(w, max)
+			return false
+		}
+		if errors.Is(err, ErrBodyTimeout) {
+			WriteRefusal(w, http.StatusRequestTimeout, refusal.New(refusal.BodyTimeout,
+				"the request body stopped arriving (the relay waits %s for each part and %s for all of it); send it whole", BodyIdleTimeout, BodyTimeout))
 			return false
 		}
 		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body could not be read whole"))
@@ -64,38 +73,37 @@ func writeTooLarge(w http.ResponseWriter, max int64) {
 }
 
 func decodeJSON(w http.ResponseWriter, b []byte, v any) bool {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || b[0] != '{' {
+	err := strictjson.Decode(b, v)
+	if err == nil {
+		return true
+	}
+	e, _ := errors.AsType[*strictjson.Error](err)
+	switch e.Kind {
+	case strictjson.NotObject:
 		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body must be one JSON object"))
-		return false
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body is not the JSON object this route reads: %s", jsonProblem(err)))
-		return false
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	case strictjson.Trailing:
 		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body must be one JSON object with nothing after it"))
-		return false
+	default:
+		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body is not the JSON object this route reads: %s", jsonProblem(e)))
 	}
-	return true
+	return false
 }
 
 // jsonProblem says what was wrong without echoing the body.
-func jsonProblem(err error) string {
-	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return "a syntax error at byte " + strconv.FormatInt(se.Offset, 10)
-	}
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		return "property " + quoteField(te.Field) + " has the wrong type"
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
+func jsonProblem(e *strictjson.Error) string {
+	switch e.Kind {
+	case strictjson.Syntax:
+		if e.Offset > 0 {
+			return "a syntax error at byte " + strconv.FormatInt(e.Offset, 10)
+		}
 		return "it ends early"
-	}
-	const unknown = `json: unknown field `
-	if s := err.Error(); len(s) > len(unknown) && s[:len(unknown)] == unknown {
-		return "it has the property " + s[len(unknown):] + ", which this route does not take"
+	case strictjson.WrongType:
+		return "property " + quoteField(e.Field) + " has the wrong type"
+	case strictjson.UnknownField:
+		if e.Field == "" {
+			return "it has a property this route does not take"
+		}
+		return "it has the property " + strconv.Quote(e.Field) + ", which this route does not take"
 	}
 	return "it does not decode"
 }
@@ -107,9 +115,15 @@ func quoteField(f string) string {
 	return `"` + f + `"`
 }
 
+// isJSONType reports whether ctype declares JSON: application/json or application/*+json, with
+// no charset or charset utf-8 (JSON is UTF-8; a body declared in another charset would be read
+// as something its sender did not mean).
 func isJSONType(ctype string) bool {
-	mt, _, err := mime.ParseMediaType(ctype)
+	mt, params, err := mime.ParseMediaType(ctype)
 	if err != nil {
+		return false
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
 		return false
 	}
 	if mt == "application/json" {

@@ -81,6 +81,9 @@ func TestJSONDoor(t *testing.T) {
 	}{
 		{"a JSON object", ts.URL, jsonType, `{"name":"box"}`, 200, "", "box"},
 		{"a JSON type with a charset", ts.URL, map[string]string{"Content-Type": "application/json; charset=utf-8"}, `{"name":"a"}`, 200, "", "a"},
+		{"a charset spelled otherwise", ts.URL, map[string]string{"Content-Type": "application/json;charset=UTF8"}, `{"name":"c"}`, 200, "", "c"},
+		{"a JSON type in UTF-16", ts.URL, map[string]string{"Content-Type": "application/json; charset=utf-16"}, `{"name":"x"}`, 415, refusal.UnsupportedContentType, ""},
+		{"a JSON type in Latin-1", ts.URL, map[string]string{"Content-Type": "application/json; charset=iso-8859-1"}, `{"name":"x"}`, 415, refusal.UnsupportedContentType, ""},
 		{"a +json type", ts.URL, map[string]string{"Content-Type": "application/merge-patch+json"}, `{"name":"b"}`, 200, "", "b"},
 		{"empty body, no type, is {}", ts.URL, nil, "", 200, "", ""},
 		{"empty body with a JSON type is malformed", ts.URL, jsonType, "", 400, refusal.MalformedJSON, ""},

@@ -30,6 +30,7 @@ type requestInfo struct {
 	id     string
 	client string // the client's address: the peer's, or what trusted proxies report
 	https  bool   // served over TLS, to the relay or (trusted) to the proxy
+	gate   *Gate  // the server's session gate, nil when it runs without one
 }
 
 type infoKey struct{}
@@ -50,6 +51,23 @@ func ClientAddr(r *http.Request) string {
 		return info.client
 	}
 	return peerString(r.RemoteAddr)
+}
+
+// Requester names who asks, for limits that must hold per asker rather than for everyone at
+// once: "session ID" when r carries a live session of the gate, else "client ADDRESS" (see
+// ClientAddr). Without the gate every local process is the same client 127.0.0.1 (or another
+// loopback address it picks), so such a limit tells them apart only by address.
+func Requester(r *http.Request) string {
+	info, ok := r.Context().Value(infoKey{}).(requestInfo)
+	if !ok {
+		return "client " + peerString(r.RemoteAddr)
+	}
+	if info.gate != nil {
+		if id := info.gate.SessionID(r); id != "" {
+			return "session " + id
+		}
+	}
+	return "client " + info.client
 }
 
 // HTTPS reports whether r came over TLS: to the relay itself, or to a trusted proxy that says so.
@@ -101,7 +119,7 @@ func (s *Server) trusted(a netip.Addr) bool {
 // The client is the nearest address, from the right, that is not itself a trusted proxy; the
 // scheme is the one the nearest proxy reports (the last proto).
 func (s *Server) requestInfo(r *http.Request) requestInfo {
-	info := requestInfo{client: peerString(r.RemoteAddr), https: r.TLS != nil}
+	info := requestInfo{client: peerString(r.RemoteAddr), https: r.TLS != nil, gate: s.cfg.Gate}
 	if _, ok := r.Context().Value(http.LocalAddrContextKey).(*net.UnixAddr); ok {
 		info.client = ControlClient
 	}

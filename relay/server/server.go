@@ -1,5 +1,5 @@
-// Package server is the relay's HTTP side: it serves the page from a public directory, answers the
-// JSON API, and puts the security headers on every response.
+// Package server is the relay's HTTP side: it serves the page's files (embedded or a directory),
+// answers the JSON API, and puts the security headers on every response.
 //
 // Every route answers JSON on failure: an unknown route is 404 {"ok":false,"refused":"not-found"},
 // and a handler that panics answers 500 {"ok":false,"refused":"internal-error"} while the server
@@ -26,11 +26,15 @@ import (
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
-// Config says what the server serves. The zero value is not usable: Public must name a directory.
+// Config says what the server serves. The zero value is not usable: Files must be set, or Public
+// name a directory.
 type Config struct {
 	// Public is the directory the page is served from (index.html, the worker, voicebox.wasm and
-	// its precompressed copies).
+	// its precompressed copies), when Files is nil.
 	Public string
+	// Files, when set, are the page's files instead of Public's (the relay's embedded page,
+	// package public).
+	Files fs.FS
 	// Build is the version string /api/health reports.
 	Build string
 	// Log receives request failures and recovered panics; nil means slog.Default().
@@ -65,6 +69,9 @@ type Config struct {
 	// mini-apps (scheme://host[:port] each, checked by whoever sets them). They go into the
 	// page's frame-src and nowhere else.
 	FrameOrigins []string
+	// BodyIdleTimeout and BodyTimeout bound reading a request body (see the constants of the
+	// same names, the defaults for zero).
+	BodyIdleTimeout, BodyTimeout time.Duration
 }
 
 // Server is the relay's http.Handler.
@@ -73,6 +80,8 @@ type Server struct {
 	public fs.FS
 	mux    *http.ServeMux
 	log    *slog.Logger
+	// publicHost is the host name of Config.Origin, which Host headers may name besides loopback.
+	publicHost string
 	// busy counts the requests being served, WebSockets included, which http.Server.Shutdown
 	// does not wait for once they are hijacked.
 	busy sync.WaitGroup
@@ -80,14 +89,18 @@ type Server struct {
 
 // New checks cfg and returns a Server for it.
 func New(cfg Config) (*Server, error) {
-	info, err := os.Stat(cfg.Public)
-	if err != nil {
-		return nil, fmt.Errorf("server: public directory: %w", err)
+	files := cfg.Files
+	if files == nil {
+		info, err := os.Stat(cfg.Public)
+		if err != nil {
+			return nil, fmt.Errorf("server: public directory: %w", err)
+		}
+		if !info.IsDir() {
+			return nil, fmt.Errorf("server: public directory %s is not a directory", cfg.Public)
+		}
+		files = os.DirFS(cfg.Public)
 	}
-	if !info.IsDir() {
-		return nil, fmt.Errorf("server: public directory %s is not a directory", cfg.Public)
-	}
-	s := &Server{cfg: cfg, public: os.DirFS(cfg.Public), mux: http.NewServeMux(), log: cfg.Log}
+	s := &Server{cfg: cfg, public: files, mux: http.NewServeMux(), log: cfg.Log, publicHost: originHost(cfg.Origin)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -104,11 +117,15 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 
 // ServeHTTP gives the request its id, puts the security headers on the response, turns a panic
 // into a JSON 500, and logs one line when the request ends (for a WebSocket, when it closes). No
-// log line carries a query, a header value or a body: secrets travel there.
+// log line carries a query, a header value or a body: secrets travel there. Before any route it
+// checks the Host header (hostRefused); a mini-app's own host (AppHost) is then served its bridge
+// and nothing else, and every other request checks the Origin (originRefused) and the session
+// gate.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.busy.Add(1)
 	defer s.busy.Done() // last, after the request's log line
 	start := time.Now()
+	s.boundBody(w, r)
 	info := s.requestInfo(r)
 	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 	w.Header().Set(RequestIDHeader, info.id)
@@ -131,6 +148,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			WriteRefusal(rw, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay failed while answering %s; the error is in its log", r.URL.Path))
 		}
 	}()
+	if s.hostRefused(rw, r) {
+		return
+	}
 	if AppHost(r.Host) {
 		s.serveAppHost(rw, r)
 		return

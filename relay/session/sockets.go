@@ -129,3 +129,85 @@ func (s Sockets) Admit(session string, closeFn func(why *refusal.Refusal)) (rele
 	}
 	return func() { cancel(); unlimit() }, nil
 }
+
+// The usual bounds on sockets that have not said hello yet (see HelloLimiter).
+const (
+	// DefaultMaxHelloSockets bounds all sockets waiting to say hello at once.
+	DefaultMaxHelloSockets = 64
+	// DefaultMaxHelloPerClient bounds those of one client address.
+	DefaultMaxHelloPerClient = 16
+	// DefaultMaxHelloPerOrigin bounds those of one foreign Origin (a page of another site, or
+	// "null" from a sandboxed frame). Sockets without an Origin (machine environments) count
+	// per client address only.
+	DefaultMaxHelloPerOrigin = 8
+)
+
+// HelloBounds are a HelloLimiter's bounds; a zero field takes its default.
+type HelloBounds struct {
+	Max, PerClient, PerOrigin int
+}
+
+// HelloLimiter bounds the sockets that have not proved who they are yet: peers of /channel that
+// are not the page and have not said hello. They hold a place only until their hello bound, and
+// anyone who can reach the relay can open them, so they have a pool of their own: they never take
+// the places of the page or of machines that said hello (the Limiter's), and one client address
+// or one origin cannot take the whole pool. Safe for concurrent use; call NewHelloLimiter.
+type HelloLimiter struct {
+	b HelloBounds
+
+	mu        sync.Mutex
+	all       int
+	perClient map[string]int
+	perOrigin map[string]int
+}
+
+// NewHelloLimiter returns a limiter with bounds b.
+func NewHelloLimiter(b HelloBounds) *HelloLimiter {
+	if b.Max <= 0 {
+		b.Max = DefaultMaxHelloSockets
+	}
+	if b.PerClient <= 0 {
+		b.PerClient = DefaultMaxHelloPerClient
+	}
+	if b.PerOrigin <= 0 {
+		b.PerOrigin = DefaultMaxHelloPerOrigin
+	}
+	return &HelloLimiter{b: b, perClient: map[string]int{}, perOrigin: map[string]int{}}
+}
+
+// Acquire counts one more socket waiting to say hello, from client with origin ("" for none),
+// and returns the function that uncounts it (call it once: when the hello is done, or the socket
+// ends). Over a bound it counts nothing and returns a too-many-sockets refusal.
+func (l *HelloLimiter) Acquire(client, origin string) (release func(), r *refusal.Refusal) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.all >= l.b.Max:
+		return nil, refusal.New(refusal.TooManySockets, "%d connections are waiting to say hello already: try again in a few seconds", l.b.Max)
+	case l.perClient[client] >= l.b.PerClient:
+		return nil, refusal.New(refusal.TooManySockets, "this address has %d connections waiting to say hello already: say hello on one of them first", l.b.PerClient)
+	case origin != "" && l.perOrigin[origin] >= l.b.PerOrigin:
+		return nil, refusal.New(refusal.TooManySockets, "pages of this origin have %d connections waiting to say hello already", l.b.PerOrigin)
+	}
+	l.all++
+	l.perClient[client]++
+	if origin != "" {
+		l.perOrigin[origin]++
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.all--
+			if l.perClient[client]--; l.perClient[client] <= 0 {
+				delete(l.perClient, client)
+			}
+			if origin != "" {
+				if l.perOrigin[origin]--; l.perOrigin[origin] <= 0 {
+					delete(l.perOrigin, origin)
+				}
+			}
+		})
+	}, nil
+}

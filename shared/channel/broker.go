@@ -121,7 +121,8 @@ func New(kind Kind, peer Peer, opts Options) *Broker {
 }
 
 // Ask sends call to the peer and returns its answer, or a refusal: malformed-call for a call that
-// cannot be sent as a valid envelope or whose callId is already waiting; the kind's unreachable
+// cannot be sent as a valid envelope, whose frame breaks the wire's bounds (wire.CheckFrame: too
+// large or too deep, refused before anything is sent) or whose callId is already waiting; the kind's unreachable
 // rule, at once and without sending, when the peer is not connected or the send fails; its timeout
 // rule when neither ctx nor the Broker's timeout allows waiting longer (without sending when ctx
 // is already done); its closed rule when
@@ -130,6 +131,9 @@ func (b *Broker) Ask(ctx context.Context, call wire.Call) wire.Answer {
 	frame, err := call.MarshalJSON()
 	if err != nil {
 		return wire.Refuse(call.CallID, refusal.New(refusal.MalformedCall, "the call cannot be sent as a valid envelope: it needs a callId, tool and descriptorId, and object args and boundsEcho"))
+	}
+	if r := wire.CheckFrame(frame, refusal.MalformedCall); r != nil {
+		return wire.Refuse(call.CallID, r) // the executor would refuse it, or drop its socket
 	}
 	if !b.peer.Connected() {
 		return b.unreachable(call.CallID, "is not connected")

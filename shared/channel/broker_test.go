@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -167,6 +168,16 @@ func TestBrokerRules(t *testing.T) {
 			{"invalid call", refusal.MalformedCall, 0, func(t *testing.T, b *Broker, p *scriptPeer) wire.Answer {
 				c := testCall("c1")
 				c.BoundsEcho = nil
+				return b.Ask(context.Background(), c)
+			}},
+			{"call over the frame bound", refusal.MalformedCall, 0, func(t *testing.T, b *Broker, p *scriptPeer) wire.Answer {
+				c := testCall("c1")
+				c.Args = json.RawMessage(`{"content":"` + strings.Repeat("a", wire.MaxFrameBytes) + `"}`)
+				return b.Ask(context.Background(), c)
+			}},
+			{"call deeper than the wire allows", refusal.MalformedCall, 0, func(t *testing.T, b *Broker, p *scriptPeer) wire.Answer {
+				c := testCall("c1")
+				c.Args = json.RawMessage(`{"x":` + strings.Repeat("[", wire.MaxDepth) + strings.Repeat("]", wire.MaxDepth) + `}`)
 				return b.Ask(context.Background(), c)
 			}},
 			{"callId already waiting", refusal.MalformedCall, 1, func(t *testing.T, b *Broker, p *scriptPeer) wire.Answer {

@@ -35,8 +35,9 @@ type DoorOptions struct {
 }
 
 // Door is the executing side of the channel: it turns call frames into answer frames. A result
-// that is not a JSON object, or that would make the answer frame larger than wire.MaxFrameBytes,
-// is answered with exec-threw, as is a refusal whose rule is not a kebab-case id; a refusal with
+// that is not a JSON object, or that would make an answer frame outside the wire's bounds
+// (wire.CheckFrame: larger than wire.MaxFrameBytes or deeper than wire.MaxDepth), is answered with
+// exec-threw, as is a refusal whose rule is not a kebab-case id; a refusal with
 // an empty why gets one. It is safe for concurrent use if its Executor and Admitted are.
 type Door struct {
 	exec       Executor
@@ -101,8 +102,10 @@ func (d *Door) handle(ctx context.Context, frame []byte) (wire.Answer, []byte) {
 // finish marshals a; an answer that cannot cross the wire becomes exec-threw.
 func (d *Door) finish(a wire.Answer) (wire.Answer, []byte) {
 	out, err := a.MarshalJSON()
-	if err == nil && len(out) > wire.MaxFrameBytes {
-		err = fmt.Errorf("the answer is %d bytes, over the wire's bound of %d (MaxFrameBytes)", len(out), wire.MaxFrameBytes)
+	if err == nil {
+		if r := wire.CheckFrame(out, refusal.MalformedAnswer); r != nil {
+			err = fmt.Errorf("%s", r.Why)
+		}
 	}
 	if err != nil {
 		a = d.threw(a.CallID, "the executor's answer cannot be sent: %s", err)

@@ -408,7 +408,7 @@ func (e *Executor) listFiles(ctx context.Context, raw json.RawMessage) (json.Raw
 }
 
 // FileRefusal turns a root's error about name into the refusal a person or a model can act on:
-// is-a-directory, not-a-directory, not-found, file-exists (a folder that is not empty, or
+// is-a-directory, not-a-directory, not-a-regular-file, not-found, file-exists (a folder that is not empty, or
 // something in the way), permission-denied. A refusal passes as it is; an error that is no rule
 // (a failing disk) is returned unchanged. The page's file browser uses it too, so both name a
 // failure alike.
@@ -421,6 +421,8 @@ func FileRefusal(err error, name string) error {
 		return refusal.New(refusal.IsADirectory, "%q is a folder, not a file", name)
 	case errors.Is(err, fsroot.ErrNotDir):
 		return refusal.New(refusal.NotADirectory, "%q is or goes through a file, not a folder", name)
+	case errors.Is(err, fsroot.ErrNotRegular):
+		return refusal.New(refusal.NotARegularFile, "%q is a pipe, a device or a socket, not a file; the file tools read only regular files", name)
 	case errors.Is(err, fs.ErrNotExist):
 		if name == "" {
 			return refusal.New(refusal.NotFound, "the workspace folder is gone")

@@ -6,14 +6,17 @@
 // fixed order and the first failing rule is the refusal:
 //
 //	unknown-capability, eval-not-a-tool-path, exec-absent, capability-unmediated,
-//	network-unbounded, no-tools, bad-tool-name, unknown-primitive, under-declared,
-//	unsupported-abi, duplicate-tool
+//	network-unbounded, secret-reserved, no-tools, bad-tool-name, unknown-primitive,
+//	under-declared, unsupported-abi, duplicate-tool
+//
+// A network extension may declare secrets (bounds.secrets, see Secret): environment variables
+// of the relay it sends in a request header to hosts it names. The plan discloses each one in
+// words; the relay's own variables (ReservedSecrets) are never admitted.
 //
 // The package is portable (no net/http, no syscall/js): the relay and the page compile it alike.
 package extensions
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -21,8 +24,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
 
@@ -77,6 +82,12 @@ const (
 	MaxBytesLimit = 4 << 20
 	// DefaultMaxBytes is the response bound when a descriptor declares none.
 	DefaultMaxBytes = 256 << 10
+	// FetchRequestTimeout bounds one request of an http-get call (each redirect hop is one),
+	// from sending it to the last byte of its body; past it the call is refused fetch-timeout.
+	FetchRequestTimeout = 10 * time.Second
+	// FetchCallTimeout bounds a whole http-get call, every redirect hop included; past it the
+	// call is refused fetch-timeout.
+	FetchCallTimeout = 20 * time.Second
 )
 
 var primitiveCap = map[Primitive]string{
@@ -100,6 +111,8 @@ type Bounds struct {
 	Hosts       []string `json:"hosts,omitempty"`
 	MaxRequests int      `json:"maxRequests,omitempty"`
 	MaxBytes    int      `json:"maxBytes,omitempty"`
+	// Secrets are the relay's environment variables the extension's requests carry (see Secret).
+	Secrets []Secret `json:"secrets,omitempty"`
 }
 
 // Tool is one tool of a descriptor.
@@ -108,16 +121,8 @@ type Tool struct {
 	Description string          `json:"description,omitempty"`
 	Primitive   Primitive       `json:"primitive"`
 	Params      json.RawMessage `json:"params,omitempty"`
-	URL         string          `json:"url,omitempty"`     // http-get: template, {name} replaced by an argument
-	Headers     []EnvHeader     `json:"headers,omitempty"` // http-get: headers whose values come from the relay's environment
+	URL         string          `json:"url,omitempty"` // http-get: template, {name} replaced by an argument
 	Wasm        *WasmTool       `json:"wasm,omitempty"`
-}
-
-// EnvHeader is a request header whose value the relay takes from an environment variable; only
-// the variable's name is ever logged.
-type EnvHeader struct {
-	Name string `json:"name"`
-	Env  string `json:"env"`
 }
 
 // WasmTool names a WASM module by digest and its call export.
@@ -143,25 +148,46 @@ func ValidID(id string) bool {
 	return idPattern.MatchString(id) && !strings.HasPrefix(id, ReservedPrefix)
 }
 
-// Parse decodes a descriptor strictly: unknown fields, trailing data, a bad id or an oversized
-// document are refused bad-descriptor.
+// Parse decodes a descriptor strictly: unknown fields, trailing data, a bad id, malformed
+// secrets or an oversized document are refused bad-descriptor.
 func Parse(raw []byte) (*Descriptor, *refusal.Refusal) {
 	if len(raw) > MaxDescriptorBytes {
 		return nil, refusal.New(refusal.BadDescriptor, "a descriptor is at most %d bytes; this one is %d", MaxDescriptorBytes, len(raw))
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var d Descriptor
-	if err := dec.Decode(&d); err != nil {
-		return nil, refusal.New(refusal.BadDescriptor, "the descriptor is not valid JSON of the descriptor shape: %s", clip(err.Error()))
+	if r := toolHeaders(raw); r != nil {
+		return nil, r
 	}
-	if dec.More() {
-		return nil, refusal.New(refusal.BadDescriptor, "the descriptor has data after its JSON object")
+	var d Descriptor
+	if err := strictjson.Decode(raw, &d); err != nil {
+		if strictjson.KindOf(err) == strictjson.Trailing {
+			return nil, refusal.New(refusal.BadDescriptor, "the descriptor has data after its JSON object")
+		}
+		return nil, refusal.New(refusal.BadDescriptor, "the descriptor is not valid JSON of the descriptor shape: %s", strictjson.Problem(err))
 	}
 	if !ValidID(d.ID) {
 		return nil, refusal.New(refusal.BadDescriptor, "a descriptor id is 1 to 64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, and not starting with %q", ReservedPrefix)
 	}
+	if r := checkSecrets(d.Bounds.Secrets); r != nil {
+		return nil, r
+	}
 	return &d, nil
+}
+
+// toolHeaders refuses the earlier form of a tool's headers ({"headers":[{"name","env"}]}), which
+// read any variable of the relay's environment, with a sentence that says what replaced it.
+func toolHeaders(raw []byte) *refusal.Refusal {
+	var peek struct {
+		Tools []map[string]json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(raw, &peek) != nil {
+		return nil // the strict decode says what is wrong
+	}
+	for _, t := range peek.Tools {
+		if _, ok := t["headers"]; ok {
+			return refusal.New(refusal.BadDescriptor, "a tool no longer fills headers from the environment; declare the secret in bounds.secrets as {\"name\": VARIABLE, \"header\": HEADER, \"hosts\": [...]}, so the plan discloses it")
+		}
+	}
+	return nil
 }
 
 // Admit decides whether d may be admitted on placement, given the names of the tools already
@@ -202,6 +228,9 @@ func Admit(d *Descriptor, placement Placement, existingTools []string) *refusal.
 	if d.Bounds.MaxBytes < 0 || d.Bounds.MaxBytes > MaxBytesLimit {
 		return refusal.New(refusal.NetworkUnbounded, "bounds.maxBytes is from 1 to %d", MaxBytesLimit)
 	}
+	if r := admitSecrets(d); r != nil {
+		return r
+	}
 	if len(d.Tools) == 0 {
 		return refusal.New(refusal.NoTools, "the descriptor declares no tools, so there is nothing to admit")
 	}
@@ -236,6 +265,9 @@ func Admit(d *Descriptor, placement Placement, existingTools []string) *refusal.
 				return refusal.New(refusal.UnderDeclared, "tool %s has parameters outside the supported schema subset: %s", t.Name, clip(err.Error()))
 			}
 		}
+	}
+	if r := underDeclaredSecret(d, caps[CapNetwork]); r != nil {
+		return r
 	}
 	for _, t := range d.Tools {
 		if t.Primitive == Wasm && t.Wasm.ABI != "" && t.Wasm.ABI != ABI {
@@ -277,19 +309,25 @@ type Grant struct {
 // enforced, and what it can never have. Hash identifies the exact descriptor the plan is of, so an
 // approval bound to it fails when the proposal changes.
 type Plan struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name"`
-	Placement string   `json:"placement"`
-	Grants    []Grant  `json:"grants"`
-	Bounds    Bounds   `json:"bounds"`
-	Never     []string `json:"never"`
-	Summary   []string `json:"summary"`
-	Hash      string   `json:"hash"`
+	ID        string  `json:"id"`
+	Name      string  `json:"name"`
+	Placement string  `json:"placement"`
+	Grants    []Grant `json:"grants"`
+	Bounds    Bounds  `json:"bounds"`
+	// Secrets says, for each declared secret, which variable goes in which header to which hosts,
+	// with which tools' requests; the Summary has the same in words.
+	Secrets []SecretDisclosure `json:"secrets"`
+	Never   []string           `json:"never"`
+	Summary []string           `json:"summary"`
+	Hash    string             `json:"hash"`
 }
 
 // Disclose returns the plan of d on placement. It describes; it does not admit (call Admit).
 func Disclose(d *Descriptor, placement Placement, raw []byte) Plan {
-	p := Plan{ID: d.ID, Name: d.Name, Placement: string(placement), Bounds: d.Bounds, Never: []string{CapExec, CapEval, CapImport}}
+	p := Plan{ID: d.ID, Name: d.Name, Placement: string(placement), Bounds: d.Bounds, Secrets: discloseSecrets(d), Never: []string{CapExec, CapEval, CapImport}}
+	if p.Secrets == nil {
+		p.Secrets = []SecretDisclosure{}
+	}
 	byCap := map[string][]string{}
 	for _, t := range d.Tools {
 		c := primitiveCap[t.Primitive]
@@ -310,12 +348,15 @@ func Disclose(d *Descriptor, placement Placement, raw []byte) Plan {
 			g.Enforcement, g.Gets = "host-primitive-scope", "writing files inside the chosen folder (no dotfiles, no path outside it)"
 		case CapNetwork:
 			g.Enforcement = "mediated-fetch"
-			g.Gets = fmt.Sprintf("GET requests through the relay to %s only, at most %d requests, responses cut at %d bytes", strings.Join(d.Bounds.Hosts, ", "), d.Bounds.MaxRequests, maxBytes(d.Bounds))
+			g.Gets = fmt.Sprintf("GET requests through the relay to %s only, at most %d requests, responses cut at %d bytes, each request at most %s and a call at most %s", strings.Join(d.Bounds.Hosts, ", "), d.Bounds.MaxRequests, maxBytes(d.Bounds), FetchRequestTimeout, FetchCallTimeout)
 		case CapWasm:
 			g.Enforcement, g.Gets = "host-primitive-scope", "running its digest-pinned WASM module with no imports, bounded memory, time and output"
 		}
 		p.Grants = append(p.Grants, g)
 		p.Summary = append(p.Summary, fmt.Sprintf("%s: %s (enforced by %s)", c, g.Gets, g.Enforcement))
+	}
+	for _, sd := range p.Secrets {
+		p.Summary = append(p.Summary, "secret: "+sd.Says)
 	}
 	p.Summary = append(p.Summary, "never: running programs (exec), evaluating code (eval), loading modules (import)")
 	sum := sha256.Sum256(raw)

@@ -40,6 +40,17 @@ func TestAdmitRefusals(t *testing.T) {
 		{"unsupported abi", `{"id":"a","name":"A","capabilities":["wasm"],"tools":[{"name":"t","primitive":"wasm","wasm":{"module":"m.wasm","sha256":"` + digest + `","export":"run","abi":"wasi"}}]}`, Page, nil, refusal.UnsupportedABI},
 		{"duplicate within", `{"id":"a","name":"A","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"},{"name":"t","primitive":"now"}]}`, Page, nil, refusal.DuplicateTool},
 		{"duplicate against loaded", notes, Page, []string{"read_note"}, refusal.DuplicateTool},
+		{"declared secret", secretDesc("BRAVE_API_KEY", "api.example.org"), Machine, nil, ""},
+		{"the OpenAI key", secretDesc("OPENAI_API_KEY", "api.example.org"), Machine, nil, refusal.SecretReserved},
+		{"the Gemini key", secretDesc("GEMINI_API_KEY", "api.example.org"), Machine, nil, refusal.SecretReserved},
+		{"the mini-app registry with its JWT secrets", secretDesc("MINI_APPS", "api.example.org"), Machine, nil, refusal.SecretReserved},
+		{"a relay setting", secretDesc("VOICEBOX_EXTENSIONS_DIR", "api.example.org"), Machine, nil, refusal.SecretReserved},
+		{"the home directory", secretDesc("HOME", "api.example.org"), Machine, nil, refusal.SecretReserved},
+		{"a base directory", secretDesc("XDG_CONFIG_HOME", "api.example.org"), Machine, nil, refusal.SecretReserved},
+		{"a proxy with its password", secretDesc("HTTPS_PROXY", "api.example.org"), Machine, nil, refusal.SecretReserved},
+		{"reserved wins over a bad host", secretDesc("OPENAI_API_KEY", "evil.example"), Machine, nil, refusal.SecretReserved},
+		{"secret to a host outside bounds", secretDesc("BRAVE_API_KEY", "evil.example"), Machine, nil, refusal.UnderDeclared},
+		{"secret without network", `{"id":"a","name":"A","capabilities":["clock"],"bounds":{"secrets":[{"name":"K","header":"X-K","hosts":["x"]}]},"tools":[{"name":"t","primitive":"now"}]}`, Page, nil, refusal.UnderDeclared},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,6 +76,89 @@ func TestAdmitRefusals(t *testing.T) {
 	}
 }
 
+// secretDesc is a network descriptor reaching api.example.org that declares secret name for host.
+func secretDesc(name, host string) string {
+	return `{"id":"s","name":"S","capabilities":["network"],"bounds":{"hosts":["api.example.org"],"maxRequests":3,
+		"secrets":[{"name":"` + name + `","header":"X-Token","hosts":["` + host + `"]}]},
+		"tools":[{"name":"get","primitive":"http-get","url":"https://api.example.org/?q={q}"}]}`
+}
+
+func TestParseRefusesMalformedSecrets(t *testing.T) {
+	t.Parallel()
+	withSecrets := func(secrets string) string {
+		return `{"id":"s","name":"S","capabilities":["network"],"bounds":{"hosts":["h"],"maxRequests":3,"secrets":` + secrets + `},"tools":[{"name":"get","primitive":"http-get","url":"https://h/"}]}`
+	}
+	for name, raw := range map[string]string{
+		"the earlier env headers": `{"id":"s","name":"S","capabilities":["network"],"bounds":{"hosts":["h"],"maxRequests":3},"tools":[{"name":"get","primitive":"http-get","url":"https://h/","headers":[{"name":"X-Key","env":"OPENAI_API_KEY"}]}]}`,
+		"a lower-case name":       withSecrets(`[{"name":"openai_api_key","header":"X-K","hosts":["h"]}]`),
+		"an empty name":           withSecrets(`[{"name":"","header":"X-K","hosts":["h"]}]`),
+		"the Host header":         withSecrets(`[{"name":"K","header":"Host","hosts":["h"]}]`),
+		"a header with a space":   withSecrets(`[{"name":"K","header":"X K","hosts":["h"]}]`),
+		"one header twice":        withSecrets(`[{"name":"K","header":"X-K","hosts":["h"]},{"name":"L","header":"x-k","hosts":["h"]}]`),
+		"a prefix naming another": withSecrets(`[{"name":"K","header":"X-K","prefix":"$OPENAI_API_KEY ","hosts":["h"]}]`),
+		"a prefix with a newline": withSecrets(`[{"name":"K","header":"X-K","prefix":"a\nb","hosts":["h"]}]`),
+		"no hosts":                withSecrets(`[{"name":"K","header":"X-K","hosts":[]}]`),
+		"an unknown field":        withSecrets(`[{"name":"K","header":"X-K","hosts":["h"],"value":"x"}]`),
+		"too many":                withSecrets(`[{"name":"A","header":"A","hosts":["h"]},{"name":"B","header":"B","hosts":["h"]},{"name":"C","header":"C","hosts":["h"]},{"name":"D","header":"D","hosts":["h"]},{"name":"E","header":"E","hosts":["h"]},{"name":"F","header":"F","hosts":["h"]},{"name":"G","header":"G","hosts":["h"]},{"name":"H","header":"H","hosts":["h"]},{"name":"I","header":"I","hosts":["h"]}]`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if _, r := Parse([]byte(raw)); r == nil || r.Rule != refusal.BadDescriptor || r.Why == "" {
+				t.Fatalf("Parse = %v, want bad-descriptor", r)
+			}
+		})
+	}
+}
+
+func TestSecretReserved(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"OPENAI_API_KEY": true, "GEMINI_API_KEY": true, "MINI_APPS": true, "VOICEBOX_ORIGIN": true,
+		"VOICEBOX_ANYTHING_NEW": true, "XDG_RUNTIME_DIR": true, "HOME": true, "PATH": true, "GODEBUG": true,
+		"CREDENTIALS_DIRECTORY": true, "BRAVE_API_KEY": false, "GITHUB_TOKEN": false, "VOICEBOX": false,
+	} {
+		if got := SecretReserved(name); got != want {
+			t.Errorf("SecretReserved(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestDiscloseSecrets(t *testing.T) {
+	t.Parallel()
+	raw := []byte(`{"id":"brave","name":"Brave","capabilities":["network"],"bounds":{"hosts":["api.search.brave.com"],"maxRequests":4,
+		"secrets":[{"name":"BRAVE_API_KEY","header":"X-Subscription-Token","hosts":["api.search.brave.com"]}]},
+		"tools":[{"name":"search","primitive":"http-get","url":"https://api.search.brave.com/res/v1/web/search?q={q}"}]}`)
+	d, r := Parse(raw)
+	if r != nil {
+		t.Fatal(r)
+	}
+	if r := Admit(d, Machine, nil); r != nil {
+		t.Fatal(r)
+	}
+	p := Disclose(d, Machine, raw)
+	if len(p.Secrets) != 1 || p.Secrets[0].Name != "BRAVE_API_KEY" || len(p.Secrets[0].Tools) != 1 || p.Secrets[0].Tools[0].URL == "" {
+		t.Fatalf("secrets = %+v", p.Secrets)
+	}
+	const says = "sends $BRAVE_API_KEY in X-Subscription-Token to api.search.brave.com"
+	summary := strings.Join(p.Summary, "\n")
+	for _, want := range []string{says, "search: https://api.search.brave.com/res/v1/web/search?q={q}", "each request at most 10s and a call at most 20s"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, summary)
+		}
+	}
+	// The secret set is part of the plan: another set is another hash, so an admission of the
+	// first is not one of the second.
+	other := []byte(strings.Replace(string(raw), "BRAVE_API_KEY", "OTHER_API_KEY", 1))
+	d2, _ := Parse(other)
+	if Disclose(d2, Machine, other).Hash == p.Hash {
+		t.Fatal("a changed secret set must change the plan hash")
+	}
+	none := Disclose(&Descriptor{ID: "n"}, Machine, []byte("{}"))
+	if b, _ := json.Marshal(none); !strings.Contains(string(b), `"secrets":[]`) {
+		t.Fatalf("a plan without secrets says so: %s", b)
+	}
+}
+
 func TestParseRefusesUnknownFields(t *testing.T) {
 	t.Parallel()
 	for _, raw := range []string{
@@ -72,6 +166,7 @@ func TestParseRefusesUnknownFields(t *testing.T) {
 		`{"id":"../x","name":"A","tools":[]}`,
 		`{"id":"voicebox.builtin","name":"A","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`,
 		`{"id":"a"} {}`,
+		`{"id":"a","name":"A","tools":[]}]`, // dec.More() once let a closing bracket through
 		`not json`,
 	} {
 		if _, r := Parse([]byte(raw)); r == nil || r.Rule != refusal.BadDescriptor {
@@ -106,10 +201,19 @@ func TestDisclose(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"id":"a","name":"A","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`))
+	f.Add([]byte(secretDesc("BRAVE_API_KEY", "api.example.org")))
+	f.Add([]byte(secretDesc("OPENAI_API_KEY", "api.example.org")))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		d, r := Parse(raw)
 		if r == nil {
-			_ = Admit(d, Page, nil)
+			if Admit(d, Page, nil) == nil {
+				for _, s := range d.Bounds.Secrets {
+					if SecretReserved(s.Name) {
+						t.Fatalf("admitted a reserved secret %s", s.Name)
+					}
+				}
+				_ = Disclose(d, Page, raw)
+			}
 		}
 	})
 }

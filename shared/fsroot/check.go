@@ -125,6 +125,8 @@ var (
 	ErrNotDir error = &kindError{"not a directory", fs.ErrInvalid}
 	// ErrNotEmpty: Remove named a directory that still has entries.
 	ErrNotEmpty error = &kindError{"directory not empty", fs.ErrExist}
+	// ErrNotRegular: a read named a FIFO, a device or a socket, which no file tool opens.
+	ErrNotRegular error = &kindError{"not a regular file", fs.ErrInvalid}
 )
 
 type kindError struct {

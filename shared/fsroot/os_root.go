@@ -132,9 +132,6 @@ func escapes(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
 }
 
-// errNotRegular: a device, FIFO or socket, which a workspace read never touches.
-var errNotRegular error = &kindError{"not a regular file", fs.ErrInvalid}
-
 func outsideLink(name string) *refusal.Refusal {
 	return refusal.New(refusal.OutsideRoot, "the path %q leads outside the workspace through a symbolic link", name)
 }
@@ -173,7 +170,7 @@ func (r *OSRoot) read(name string, limit int) ([]byte, int64, error) {
 		return nil, 0, Err(op, name, ErrIsDir)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, 0, Err(op, name, errNotRegular)
+		return nil, 0, Err(op, name, ErrNotRegular)
 	}
 	size := st.Size()
 	want := size

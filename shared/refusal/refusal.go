@@ -42,6 +42,12 @@ const (
 	HostNotAllowed  Rule = "host-not-allowed"
 	FetchFailed     Rule = "fetch-failed"
 	BudgetExhausted Rule = "budget-exhausted"
+	// FetchTimeout answers a mediated fetch that a request or the call as a whole took longer
+	// than its bound (extensions.FetchRequestTimeout, extensions.FetchCallTimeout).
+	FetchTimeout Rule = "fetch-timeout"
+	// SecretUnset answers a call whose request would carry a declared secret that the relay's
+	// environment does not hold: nothing is sent, never an empty header.
+	SecretUnset Rule = "secret-unset"
 
 	// Tool schemas and arguments (shared/toolschema, shared/miniapp).
 	InvalidToolParameters  Rule = "invalid-tool-parameters"
@@ -80,6 +86,9 @@ const (
 	NotADirectory Rule = "not-a-directory"
 	WriteTooLarge Rule = "write-too-large"
 	DiffTooLarge  Rule = "diff-too-large"
+	// NotARegularFile answers a read of a FIFO, a device or a socket planted in the workspace,
+	// which no file tool opens.
+	NotARegularFile Rule = "not-a-regular-file"
 
 	// HTTP doors of the relay (relay), and a missing file or folder (shared/executor).
 	NotFound      Rule = "not-found"
@@ -89,6 +98,18 @@ const (
 	UnsupportedContentType Rule = "unsupported-content-type"
 	BodyTooLarge           Rule = "body-too-large"
 	MalformedJSON          Rule = "malformed-json"
+	// BodyTimeout answers a request whose body did not arrive within the relay's bounds: a gap
+	// between bytes over server.BodyIdleTimeout, or the whole body over server.BodyTimeout (408).
+	BodyTimeout Rule = "body-timeout"
+
+	// The relay's walls before any handler (relay/server).
+	// HostRefused answers a request whose Host header names no host this relay serves under
+	// (on a loopback bind: loopback names, *.localhost and the public origin's host), the mark of
+	// a DNS-rebinding page (421).
+	HostRefused Rule = "host-refused"
+	// TooManyConnections answers a connection over the bound of connections open at once from one
+	// client address (server.MaxConnsPerClient) with a 429, then closes it.
+	TooManyConnections Rule = "too-many-connections"
 
 	// Who may use the relay (relay): the host token, the loopback gate, the /channel hello.
 	HostTokenRequired       Rule = "host-token-required"
@@ -101,7 +122,7 @@ const (
 	RelayShuttingDown Rule = "relay-shutting-down"
 	TooManySockets    Rule = "too-many-sockets"
 
-	// The page's worker API (browser).
+	// The page's worker API (browser/engine).
 	UnknownMethod    Rule = "unknown-method"
 	NoRoot           Rule = "no-root"
 	RootUnavailable  Rule = "root-unavailable"
@@ -131,6 +152,9 @@ const (
 	UnsupportedABI       Rule = "unsupported-abi"
 	DuplicateTool        Rule = "duplicate-tool"
 	BadDescriptor        Rule = "bad-descriptor"
+	// SecretReserved refuses a descriptor that declares one of the relay's own environment
+	// variables as a secret (extensions.ReservedSecrets): vendor keys, settings, paths.
+	SecretReserved Rule = "secret-reserved"
 
 	// Extension lifecycle and execution.
 	NotAdmitted            Rule = "not-admitted"
@@ -207,12 +231,11 @@ const (
 	RootChanged      Rule = "root-changed"       // another executor took the workspace root while the person was asked
 	TooManyApprovals Rule = "too-many-approvals" // as many requests as the page shows already wait for the person
 
-	// MCP clients at /mcp (relay/mcp): who may connect. A wrong Origin is origin-refused, a
-	// bearer the host never minted bearer-refused.
+	// MCP clients at /mcp (relay/mcp): who may connect, and how many calls at once. A wrong
+	// Origin is origin-refused, a bearer the host never minted bearer-refused, a foreign Host
+	// host-refused, a slow body body-timeout.
 	BearerMissing Rule = "bearer-missing" // no Authorization: Bearer header
 	BearerRevoked Rule = "bearer-revoked" // the host revoked this client's bearer (or minted a newer one for its name)
-	HostRefused   Rule = "host-refused"   // a Host header that is not this relay's own name (DNS rebinding)
-	BodyStalled   Rule = "body-stalled"   // a request body that did not arrive within the bound
 	TooManyCalls  Rule = "too-many-calls" // a client has as many tool calls running as it may
 
 	// The filesystem-server primitives (shared/executor): a file larger than the primitive reads

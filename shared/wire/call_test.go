@@ -238,3 +238,52 @@ func TestCallMarshalRefusesInvalid(t *testing.T) {
 		t.Fatalf("MarshalJSON = %s, %v", b, err)
 	}
 }
+
+func TestCheckFrame(t *testing.T) {
+	t.Parallel()
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	for _, tt := range []struct {
+		name, frame string
+		ok          bool
+	}{
+		{"a call", goodCall, true},
+		{"as deep as allowed", deep(MaxDepth), true},
+		{"one level too deep", deep(MaxDepth + 1), false},
+		{"brackets inside a string do not count", `{"s":"` + strings.Repeat("[", 2*MaxDepth) + `"}`, true},
+		{"an escaped quote does not end the string", `{"s":"\"` + strings.Repeat("[", 2*MaxDepth) + `"}`, true},
+		{"an escaped backslash does", `{"s":"\\",` + `"t":` + deep(MaxDepth+1) + `}`, false},
+		{"too large", `{"s":"` + strings.Repeat("a", MaxFrameBytes) + `"}`, false},
+		{"exactly the bound", `{"s":"` + strings.Repeat("a", MaxFrameBytes-8) + `"}`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := CheckFrame([]byte(tt.frame), refusal.MalformedCall)
+			if (r == nil) != tt.ok {
+				t.Fatalf("CheckFrame = %v, want ok %v", r, tt.ok)
+			}
+			if r != nil && (r.Rule != refusal.MalformedCall || r.Why == "") {
+				t.Fatalf("refusal %v", r)
+			}
+		})
+	}
+}
+
+// FuzzCheckFrameAgreesWithParse: what a sender lets through CheckFrame, a receiver never refuses
+// for its bounds, and what CheckFrame refuses a receiver refuses too.
+func FuzzCheckFrameAgreesWithParse(f *testing.F) {
+	f.Add([]byte(goodCall))
+	f.Add([]byte(`{"s":"\\\"[[["}`))
+	f.Add([]byte(strings.Repeat("[", MaxDepth+1)))
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		_, err := ParseCall(frame)
+		if CheckFrame(frame, refusal.MalformedCall) != nil {
+			if err == nil {
+				t.Fatalf("ParseCall accepted a frame CheckFrame refuses: %q", frame)
+			}
+			return
+		}
+		if pe, ok := err.(*ParseError); ok && (pe.Why == string(faultTooDeep) || pe.Why == string(faultTooLarge)) {
+			t.Fatalf("ParseCall refused for a bound CheckFrame passed: %v", err)
+		}
+	})
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // MaxFrameBytes is the largest envelope frame, in bytes, that ParseCall and ParseAnswer read.
@@ -71,12 +73,53 @@ type scanner struct {
 
 var scanners = sync.Pool{New: func() any { return &scanner{keys: make([]keyRef, 0, 32)} }}
 
+// CheckFrame reports how frame breaks the wire's own bounds, at most MaxFrameBytes and nesting
+// at most MaxDepth, as a refusal of rule, or nil when it keeps them. It is the one check of those
+// bounds: receivers apply it first (ParseCall, ParseAnswer, through scanFrame), and senders apply
+// it to every frame they are about to send (channel.Broker.Ask to calls, with malformed-call;
+// channel.Door to answers), so no frame leaves that the other end would refuse, and one oversized
+// call costs no other call its answer.
+func CheckFrame(frame []byte, rule refusal.Rule) *refusal.Refusal {
+	if fault := boundsFault(frame); fault != "" {
+		return refusal.New(rule, "%s", fault)
+	}
+	return nil
+}
+
+// boundsFault is CheckFrame's verdict: the size, then the depth of brackets outside strings.
+// It reads any bytes, JSON or not, in one pass.
+func boundsFault(frame []byte) frameFault {
+	if len(frame) > MaxFrameBytes {
+		return faultTooLarge
+	}
+	depth, inString := 0, false
+	for i := 0; i < len(frame); i++ {
+		switch c := frame[i]; {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > MaxDepth {
+				return faultTooDeep
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return ""
+}
+
 // scanFrame checks that frame is one JSON object with no duplicate keys and no nesting beyond
 // MaxDepth, and collects its top-level properties against allow.
 func scanFrame(frame []byte, allow []string) (fields, frameFault) {
 	var f fields
-	if len(frame) > MaxFrameBytes {
-		return f, faultTooLarge
+	if fault := boundsFault(frame); fault != "" {
+		return f, fault
 	}
 	if !utf8.Valid(frame) {
 		return f, "the frame is not valid UTF-8"

@@ -123,7 +123,7 @@ func TestMCPHostileCallers(t *testing.T) {
 			t.Fatalf("no answer to a stalled body: %v", err)
 		}
 		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 408 || ruleOf(string(b)) != "body-stalled" {
+		if resp.StatusCode != 408 || ruleOf(string(b)) != "body-timeout" {
 			t.Fatalf("answered %d %s", resp.StatusCode, b)
 		}
 		stillServes(t)
