@@ -130,12 +130,21 @@ func TestMCPOnThePagesOPFS(t *testing.T) {
 	if m, _ := mcpCall(t, s, "read_file", map[string]any{"name": "mcp/note.txt", "tail": 1}); m["content"] != content {
 		t.Errorf("read_file tail answered %v", m)
 	}
+	if m, isErr := mcpCall(t, s, "create_folder", map[string]string{"name": "mcp/made/here"}); isErr || m["created"] != true || m["undoable"] != true {
+		t.Errorf("create_folder in OPFS answered %v", m)
+	}
 	if m, isErr := mcpCall(t, s, "move_file", map[string]string{"from": "mcp/pixel.dat", "to": "pixel.dat"}); isErr || m["kind"] != "file" {
 		t.Errorf("moving a file in OPFS answered %v", m)
 	}
 	if m, isErr := mcpCall(t, s, "move_file", map[string]string{"from": "mcp", "to": "moved"}); !isErr || m["refused"] != "move-unsupported" {
 		t.Errorf("moving a folder in OPFS answered %v; the browser cannot move folders", m)
 	}
+	// The page's History panel says both in words, as the assistant's (the refused move is not
+	// there).
+	harness.WaitFor[bool](tab, `(() => {
+		const said = [...document.querySelectorAll('#history-list li .who-assistant')].map((s) => s.textContent);
+		return said[0] === 'The assistant moved mcp/pixel.dat to pixel.dat' && said[1] === 'The assistant made the folder mcp/made/here';
+	})()`, mcpBound)
 	if m, _ := mcpCall(t, s, "undo_last_action", map[string]string{}); m["undone"] != "move" {
 		t.Errorf("undoing the move answered %v", m)
 	}
@@ -181,7 +190,7 @@ func TestMCPOnThePagesOPFS(t *testing.T) {
 	}
 
 	// The page shows the client's calls in its transcript, and lists the clients with Revoke.
-	harness.WaitFor[bool](tab, `[...document.querySelectorAll('#turns li .badge')].some(b => b.textContent === 'MCP desktop')`, mcpBound)
+	harness.WaitFor[bool](tab, `[...document.querySelectorAll('#turns li[data-turn="mcp"]')].some(li => li.querySelector('.badge').textContent === 'MCP client' && li.querySelector('.said').textContent.endsWith('(desktop)'))`, mcpBound)
 	spare, _ := connectMCP(t, relay, "spare")
 	harness.Eval[bool](tab, `voicebox.mcpClients.reload().then(() => true)`)
 	harness.WaitFor[bool](tab, `document.querySelector('#mcp-clients li[data-name="spare"] button.revoke') !== null`, mcpBound)

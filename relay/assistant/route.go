@@ -31,7 +31,7 @@ func (c *Catalogue) route(ctx context.Context, a commands.Action) (json.RawMessa
 	case commands.ReadMediaFile:
 		return c.onRoot(ctx, executor.ReadMedia, map[string]string{"path": a.String("name")})
 	case commands.MoveFile:
-		return c.onRoot(ctx, executor.MoveFile, map[string]string{"from": a.String("from"), "to": a.String("to")})
+		return c.onRoot(ctx, executor.MoveFile, map[string]string{"path": a.String("from"), "to": a.String("to")})
 	case commands.CreateFolder:
 		return c.onRoot(ctx, executor.CreateFolder, map[string]string{"path": a.String("name")})
 	case commands.FileInfo:

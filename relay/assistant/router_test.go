@@ -327,7 +327,7 @@ func TestEveryRefusalPerTool(t *testing.T) {
 		c{"move_file", map[string]string{"from": "twice.txt"}, refusal.MissingArgument},
 		c{"move_file", map[string]string{"from": "missing.txt", "to": "b.txt"}, refusal.NotFound},
 		c{"move_file", map[string]string{"from": "twice.txt", "to": "folder"}, refusal.FileExists},
-		c{"move_file", map[string]string{"from": "twice.txt", "to": "nowhere/b.txt"}, refusal.NotFound},
+		c{"move_file", map[string]string{"from": "folder", "to": "twice.txt/b.txt"}, refusal.NotADirectory},
 		c{"move_file", map[string]string{"from": "folder", "to": "folder/inner"}, refusal.InvalidArgument},
 		c{"move_file", map[string]string{"from": "twice.txt", "to": "../b.txt"}, refusal.OutsideRoot},
 		c{"move_file", map[string]string{"from": "twice.txt", "to": ".hidden"}, refusal.DotfileRefused},

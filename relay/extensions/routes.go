@@ -40,6 +40,11 @@ type Registry struct {
 	// after every Reload, in order; the relay hands it to the hub (Hub.SetAdmitted), which sends
 	// it to whoever holds the root, so their doors verify extension calls against it.
 	Publish func(frame []byte)
+	// Changed, when set, is told of every change a person or the model makes through the
+	// registry: what ("proposed", "admitted", "denied", "revoked", "dismissed") and the
+	// extension's id. The relay passes it on to the page's event stream, so the Extensions panel
+	// follows. It must not block.
+	Changed func(what, id string)
 
 	reloadMu sync.Mutex // one Reload at a time, so frames are published in order
 
@@ -54,6 +59,22 @@ type Registry struct {
 
 // noParams is the schema of a tool that declares no params: it takes no arguments.
 var noParams = mustSchema(`{"type":"object","additionalProperties":false}`)
+
+// changed tells Changed.
+func (g *Registry) changed(what, id string) {
+	if g.Changed != nil {
+		g.Changed(what, id)
+	}
+}
+
+// Stage stages raw as a proposal (Store.Stage) and says so to Changed.
+func (g *Registry) Stage(raw []byte) (*extensions.Descriptor, error) {
+	d, err := g.Store.Stage(raw)
+	if err == nil {
+		g.changed("proposed", d.ID)
+	}
+	return d, err
+}
 
 func mustSchema(raw string) *toolschema.Schema {
 	s, err := toolschema.Parse([]byte(raw))
@@ -394,6 +415,7 @@ const maxDecisionBody = 4 << 10
 //	POST /api/extensions/approval-request     {id}: print a one-time code on the relay's console
 //	POST /api/extensions/approve              {id, code}
 //	POST /api/extensions/revoke               {id}
+//	POST /api/extensions/dismiss              {id}: remove a waiting proposal (admits nothing)
 //	POST /api/extensions/call                 (host token) {extension, tool, args}
 func (g *Registry) Register(srv *server.Server, check func(string) bool) {
 	srv.Handle("GET /api/extensions", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -434,7 +456,7 @@ func (g *Registry) Register(srv *server.Server, check func(string) bool) {
 		if !server.ReadJSON(w, r, extensions.MaxDescriptorBytes, &raw) {
 			return
 		}
-		d, err := g.Store.Stage(raw)
+		d, err := g.Stage(raw)
 		if err != nil {
 			writeErr(w, err)
 			return
@@ -462,6 +484,7 @@ func (g *Registry) Register(srv *server.Server, check func(string) bool) {
 			writeErr(w, err)
 			return
 		}
+		g.changed("proposed", body.ID)
 		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "staged": body.ID})
 	}))
 	srv.Handle("POST /api/extensions/admit", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -489,6 +512,7 @@ func (g *Registry) Register(srv *server.Server, check func(string) bool) {
 			return
 		}
 		g.Reload()
+		g.changed(map[bool]string{true: "admitted", false: "denied"}[body.Decision == "admit"], body.ID)
 		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": body.ID, "decision": body.Decision, "plan": plan})
 	}))
 	srv.Handle("POST /api/extensions/approval-request", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -525,6 +549,7 @@ func (g *Registry) Register(srv *server.Server, check func(string) bool) {
 			return
 		}
 		g.Reload()
+		g.changed("admitted", body.ID)
 		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": body.ID, "plan": plan})
 	}))
 	// Revocation only takes authority away, so the page may do it without the host token.
@@ -540,7 +565,24 @@ func (g *Registry) Register(srv *server.Server, check func(string) bool) {
 			return
 		}
 		g.Reload()
+		g.changed("revoked", body.ID)
 		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": body.ID, "revoked": true})
+	}))
+	// Dismissing a proposal only takes it away (it admits nothing), so the page may do it
+	// without the host token: a proposal the gate refused, or one nobody wants.
+	srv.Handle("POST /api/extensions/dismiss", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			ID string `json:"id"`
+		}
+		if !server.ReadJSON(w, r, maxDecisionBody, &body) {
+			return
+		}
+		if err := g.Store.Dismiss(body.ID); err != nil {
+			writeErr(w, err)
+			return
+		}
+		g.changed("dismissed", body.ID)
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": body.ID, "dismissed": true})
 	}))
 	srv.Handle("POST /api/extensions/call", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !server.RequireHostToken(w, r, check) {

@@ -536,3 +536,20 @@ func PendingCodes(dir string, now time.Time) ([]PendingCode, error) {
 	}
 	return out, nil
 }
+
+// Dismiss removes the waiting proposal id: nothing is admitted, denied or recorded, the
+// descriptor is gone from proposals/. A proposal that is not there is refused not-found.
+func (s *Store) Dismiss(id string) error {
+	if !extensions.ValidID(id) {
+		return refusal.New(refusal.NotFound, "no proposal is named %q", id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := os.Remove(filepath.Join(s.dir, "proposals", id+".json")); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return refusal.New(refusal.NotFound, "no proposal %q is waiting", id)
+		}
+		return err
+	}
+	return nil
+}

@@ -181,6 +181,12 @@ func New(cfg Config) (*Relay, error) {
 		r.Tools.SetPageTools(o.Tools)
 		r.ExternalApps.SetReport(o.ExternalApps)
 	}))
+	// The page's live panels follow who holds the root and what changes in the extensions, on
+	// the event stream the catalogue serves.
+	r.Hub.AddRootListener(hub.RootFunc(func(root hub.Root) { r.Tools.Publish("root", root) }))
+	r.Extensions.Changed = func(what, id string) {
+		r.Tools.Publish("extensions", map[string]string{"what": what, "id": id})
+	}
 	r.buildLive(vendors)
 	r.buildMCP()
 	// New doors go here, each given the parts it needs; a fleet's shared state would replace the

@@ -74,7 +74,7 @@ var builtins = []builtin{
 		description: "Make a folder, and the folders above it that are missing. A folder that is there already is fine; a file in the way is refused file-exists. undo_last_action removes the folders it made while they are still empty.",
 		parameters:  `{"type":"object","properties":{"name":{"type":"string","description":"The folder's path inside the workspace, such as docs/drafts."}},"required":["name"],"additionalProperties":false}`},
 	{name: MoveFile, changes: true,
-		description: "Move or rename a file or a folder (with everything in it). It never replaces anything: a name that is taken is refused file-exists, and the folder it goes into must exist. undo_last_action moves it back. In the browser's storage only files move; a folder there is refused move-unsupported.",
+		description: "Move or rename a file or a folder (with everything in it). It never replaces anything: a name that is taken is refused file-exists; folders the new path lacks are made. undo_last_action moves it back. In the browser's storage only files move; a folder there is refused move-unsupported.",
 		parameters: `{"type":"object","properties":{"from":{"type":"string","description":"The file or folder to move, relative to the workspace."},` +
 			`"to":{"type":"string","description":"Its new path, relative to the workspace, such as archive/notes.md."}},` +
 			`"required":["from","to"],"additionalProperties":false}`},
@@ -140,7 +140,7 @@ var builtins = []builtin{
 			`"limit":{"type":"integer","minimum":1,"maximum":100,"description":"The most results to return; 25 when left out."}},` +
 			`"required":["query"],"additionalProperties":false}`},
 	{name: UndoLastAction, changes: true,
-		description: "Undo the most recent write, edit or delete made through these tools, putting the file back exactly as it was. Refused when there is nothing to undo, or when the file changed again since.",
+		description: "Undo the most recent change to the workspace's files (a write, edit, delete, move or new folder, made through these tools or by the person in the page), putting it back exactly as it was. Refused when there is nothing to undo, or when what it changed changed again since.",
 		parameters:  `{"type":"object","properties":{},"additionalProperties":false}`},
 }
 

@@ -14,15 +14,16 @@
 //
 //	now         {}
 //	read-file   {"path": string, "head"?: N, "tail"?: N}   (N a decimal string, 1 to MaxLines)
-//	write-file  {"path": string, "content": string, "encoding"?: "utf-8" | "base64"}
+//	write-file  {"path": string, "content": string, "encoding"?: "utf-8" | "base64", "mode"?: "replace" | "create"}
 //	list-files  {"dir"?: string}          ("" or absent is the top of the workspace)
-//
-// and the assistant's (fsinfo.go, edit.go, folder.go): create-folder {"path"}, move-file {"from", "to"}, file-info {"path"}, directory-tree {"dir"?,
-// "depth"?}, read-files {"paths": JSON array as text}, read-media {"path"}, edit-file {"path",
-// "oldText", "newText"} or {"path", "oldTexts", "newTexts"} (JSON arrays as text), "dryRun"?
-// "true"; each is described where it is defined.
-//
 //	diff-file   {"path": string, "content": string}   (writes nothing; see diff.go)
+//
+// and the assistant's and the file browser's (fsinfo.go, edit.go, folder.go, move.go,
+// history.go): create-folder {"path"}, move-file {"path", "to"}, file-info {"path"},
+// directory-tree {"dir"?, "depth"?}, read-files {"paths": JSON array as text}, read-media
+// {"path"}, edit-file {"path", "oldText", "newText"} or {"path", "oldTexts", "newTexts"} (JSON
+// arrays as text), "dryRun"? "true"; undo-last {"resolve"?}, redo-last {}, list-history {};
+// each is described where it is defined.
 //
 // Any other key is refused (invalid-argument), a missing or null required one is
 // missing-argument, a value of the wrong JSON type invalid-argument-type. Paths go through
@@ -98,19 +99,23 @@ const (
 	GrepFiles  Primitive = "grep-files"
 	UndoLast   Primitive = "undo-last"
 	DiffFile   Primitive = "diff-file"
-	// The filesystem-server primitives (see fsinfo.go).
+	// The filesystem-server primitives (see fsinfo.go, folder.go and move.go).
 	FileInfo      Primitive = "file-info"
 	DirectoryTree Primitive = "directory-tree"
 	ReadFiles     Primitive = "read-files"
 	ReadMedia     Primitive = "read-media"
 	CreateFolder  Primitive = "create-folder"
-	MoveFile      Primitive = "move-file"
+	// MoveFile moves or renames a file or a folder, never over anything (see move.go).
+	MoveFile Primitive = "move-file"
+	// The history's own (see history.go): the person's Redo and the list of changes.
+	RedoLast    Primitive = "redo-last"
+	ListHistory Primitive = "list-history"
 )
 
 // Primitives lists the primitives an Executor runs.
 func Primitives() []Primitive {
 	return []Primitive{Now, ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, GrepFiles, UndoLast, DiffFile,
-		FileInfo, DirectoryTree, ReadFiles, ReadMedia, CreateFolder, MoveFile}
+		FileInfo, DirectoryTree, ReadFiles, ReadMedia, CreateFolder, MoveFile, RedoLast, ListHistory}
 }
 
 // Options configures an Executor. The zero value is usable: calls name primitives directly, no
@@ -134,8 +139,12 @@ type Options struct {
 	Log *slog.Logger
 	// History, when set, keeps the earlier version of every file write-file, edit-file and
 	// delete-file replace, for undo-last. Nil keeps none: the changes still happen, their
-	// observations say "undoable" false, and undo-last is refused nothing-to-undo.
+	// observations say "undoable" false, and undo-last is refused nothing-to-undo. Several
+	// Executors may share one History.
 	History *History
+	// Actor is who this Executor's changes are recorded under in the History; zero means
+	// ByAssistant.
+	Actor Actor
 }
 
 // Executor runs primitives on one root. It is safe for concurrent use if its root is.
@@ -213,6 +222,10 @@ func (e *Executor) Execute(ctx context.Context, call wire.Call) (json.RawMessage
 		out, note, err = e.createFolder(ctx, call.Args)
 	case prim == MoveFile:
 		out, note, err = e.moveFile(ctx, call.Args)
+	case prim == RedoLast:
+		out, note, err = e.redoLast(ctx, call.Args)
+	case prim == ListHistory:
+		out, note, err = e.listHistory(ctx, call.Args)
 	default:
 		err = refusal.New(refusal.UnknownTool, "%q is not a primitive; the primitives are %s", string(prim), primitiveList())
 	}
@@ -308,7 +321,8 @@ type writeObserved struct {
 }
 
 func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
-	args, note, err := pathArgs(raw, argSpec{name: "content", required: true}, argSpec{name: "encoding", enum: []string{"utf-8", "base64"}})
+	args, note, err := pathArgs(raw, argSpec{name: "content", required: true}, argSpec{name: "encoding", enum: []string{"utf-8", "base64"}},
+		argSpec{name: "mode", enum: []string{WriteReplace, WriteCreate}})
 	if err != nil {
 		return nil, note, err
 	}
@@ -349,7 +363,7 @@ func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.Raw
 		}
 		return nil
 	}
-	undoable, err := e.change(ctx, actionWrite, name, 0, prepare, apply)
+	undoable, err := e.change(ctx, change{action: actionWrite, name: name, create: args["mode"] == WriteCreate, prepare: prepare, apply: apply})
 	if err != nil {
 		return nil, note, err
 	}
@@ -357,6 +371,13 @@ func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.Raw
 	out, err := marshal(writeObserved{Path: name, Bytes: len(data), Created: created, ParentsCreated: parents, Undoable: undoable})
 	return out, note, err
 }
+
+// write-file's modes: "replace" (the default) writes whether or not the file exists; "create"
+// makes a new file and is refused file-exists when one is there, so it never replaces one.
+const (
+	WriteReplace = "replace"
+	WriteCreate  = "create"
+)
 
 func tooLarge(n, limit int) error {
 	return refusal.New(refusal.WriteTooLarge, "the content is %d bytes, over the bound of %d bytes for one write", n, limit)

@@ -189,10 +189,10 @@ func TestMoveFileAndUndo(t *testing.T) {
 	mkdir(t, root, "docs/sub")
 	write(t, root, "docs/sub/b.txt", "beta")
 	mkdir(t, root, "archive")
-	if got := mustRun(t, e, "move-file", `{"from":"a.txt","to":"archive/a.txt"}`); got["kind"] != "file" || got["undoable"] != true {
+	if got := mustRun(t, e, "move-file", `{"path":"a.txt","to":"archive/a.txt"}`); got["kind"] != "file" || got["undoable"] != true {
 		t.Fatalf("moving a file answered %v", got)
 	}
-	if got := mustRun(t, e, "move-file", `{"from":"docs","to":"archive/docs"}`); got["kind"] != "folder" {
+	if got := mustRun(t, e, "move-file", `{"path":"docs","to":"archive/docs"}`); got["kind"] != "folder" {
 		t.Fatalf("moving a folder answered %v", got)
 	}
 	if b, _ := root.ReadFile(t.Context(), "archive/docs/sub/b.txt"); string(b) != "beta" {
@@ -206,7 +206,7 @@ func TestMoveFileAndUndo(t *testing.T) {
 		}
 	}
 	// Something new in the old place: undo would replace it, so it refuses.
-	mustRun(t, e, "move-file", `{"from":"a.txt","to":"b.txt"}`)
+	mustRun(t, e, "move-file", `{"path":"a.txt","to":"b.txt"}`)
 	write(t, root, "a.txt", "new")
 	if _, err := run(t, e, "undo-last", `{}`); refusal.RuleOf(err) != refusal.UndoConflict {
 		t.Fatalf("undo over a new file answered %v", err)

@@ -203,6 +203,8 @@ const (
 	NothingToUndo    Rule = "nothing-to-undo"
 	UndoConflict     Rule = "undo-conflict"
 	HistoryFailed    Rule = "history-failed"
+	NothingToRedo    Rule = "nothing-to-redo"
+	RedoConflict     Rule = "redo-conflict"
 	ApprovalDenied   Rule = "approval-denied"
 	ApprovalTimedOut Rule = "approval-timed-out"
 	NotUnderstood    Rule = "not-understood"
@@ -242,7 +244,7 @@ const (
 	// whole, and a file read as media that is no image or audio.
 	FileTooLarge    Rule = "file-too-large"
 	NotMedia        Rule = "not-media"
-	MoveUnsupported Rule = "move-unsupported" // the workspace's storage cannot move (the page's, today)
+	MoveUnsupported Rule = "move-unsupported" // the workspace's storage cannot move this (a folder in the browser's)
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
