@@ -24,7 +24,7 @@ import (
 
 // startServe runs the real serve command on a free port with its own state directory and returns
 // the relay's URL and the host token.
-func startServe(t *testing.T, stateDir string, extra ...string) (url string, stdout *bufio.Reader) {
+func startServe(t testing.TB, stateDir string, extra ...string) (url string, stdout *bufio.Reader) {
 	t.Helper()
 	public := t.TempDir()
 	os.WriteFile(filepath.Join(public, "index.html"), []byte("<!doctype html>"), 0o644)
@@ -58,7 +58,7 @@ func startServe(t *testing.T, stateDir string, extra ...string) (url string, std
 	return m[1], br
 }
 
-func hostToken(t *testing.T, stateDir string) string {
+func hostToken(t testing.TB, stateDir string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(stateDir, ".host-token"))
 	if err != nil {
@@ -67,7 +67,7 @@ func hostToken(t *testing.T, stateDir string) string {
 	return strings.TrimSpace(string(b))
 }
 
-func rootCall(t *testing.T, url, token, tool string, args map[string]any) map[string]any {
+func rootCall(t testing.TB, url, token, tool string, args map[string]any) map[string]any {
 	t.Helper()
 	b, _ := json.Marshal(map[string]any{"tool": tool, "args": args})
 	req, _ := http.NewRequest(http.MethodPost, url+"/api/root/call", bytes.NewReader(b))
@@ -86,7 +86,7 @@ func rootCall(t *testing.T, url, token, tool string, args map[string]any) map[st
 	return m
 }
 
-func waitMachine(t *testing.T, url string) {
+func waitMachine(t testing.TB, url string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -155,7 +155,7 @@ func envDirs(t *testing.T) (root, outside string) {
 	return root, outside
 }
 
-func pairBearerFile(t *testing.T, stateDir, name string) string {
+func pairBearerFile(t testing.TB, stateDir, name string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	if code := run([]string{"pair", "--state-dir", stateDir, name}, &out, &errOut); code != 0 {
