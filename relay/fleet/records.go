@@ -224,6 +224,12 @@ func (r *Records) WatchEnds(fn func(id string)) (stop func(), err error) {
 
 // eachValue calls fn with every live key and value in kv.
 func eachValue(ctx context.Context, kv jetstream.KeyValue, fn func(key string, value []byte)) error {
+	return eachEntry(ctx, kv, func(e jetstream.KeyValueEntry) { fn(e.Key(), e.Value()) })
+}
+
+// eachEntry calls fn with every entry of kv (deleted keys left out), until the current ones are
+// done or ctx ends.
+func eachEntry(ctx context.Context, kv jetstream.KeyValue, fn func(jetstream.KeyValueEntry)) error {
 	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
 		return err
@@ -235,7 +241,7 @@ func eachValue(ctx context.Context, kv jetstream.KeyValue, fn func(key string, v
 			if e == nil {
 				return nil // the initial values are done
 			}
-			fn(e.Key(), e.Value())
+			fn(e)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -55,3 +55,15 @@ func TestFilesConformance(t *testing.T) {
 		return join(t, srv, prefix).Files(), join(t, srv, prefix).Files()
 	})
 }
+
+// TestMCPClientsConformance holds the fleet's MCP clients' bearers to the suite the state
+// directory's file passes.
+func TestMCPClientsConformance(t *testing.T) {
+	srv := fleettest.Start(t)
+	n := 0
+	hoststatetest.RunMCPClients(t, func(t *testing.T) (hoststate.MCPClientStore, hoststate.MCPClientStore) {
+		n++
+		prefix := "mcp" + string(rune('a'+n))
+		return join(t, srv, prefix).MCPClients(), join(t, srv, prefix).MCPClients()
+	})
+}

@@ -15,6 +15,7 @@
 //	Tools         the assistant's catalogue, the typed turn and approvals (relay/assistant)
 //	ExternalApps  the open external mini-apps added to the catalogue, their tokens (relay/externalapps)
 //	Live          the /live door, with ExternalApps as the model's tools (relay/voice)
+//	MCP           the /mcp door, ExternalApps to MCP clients with the State's bearers (relay/mcp)
 //
 //	Fleet         with Config.Fleet: the NATS connection, shared sessions and pairings, the
 //	              executor lease and routing (Router, given the Hub), the event fan-out (Events,
@@ -46,6 +47,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/relay/mcp"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/relay/voice"
@@ -127,6 +129,7 @@ type Relay struct {
 	Tools        *assistant.Catalogue
 	ExternalApps *externalapps.Model // the model's tools: Tools with the open external apps
 	Live         *voice.Handler
+	MCP          *mcp.Handler
 
 	// The fleet's parts; nil for a relay alone.
 	Fleet  *fleet.Fleet
@@ -181,6 +184,7 @@ func New(cfg Config) (*Relay, error) {
 		}
 		sessions.Records = r.Fleet.Records()
 		r.State.UsePairings(r.Fleet.Pairings())
+		r.State.UseMCPClients(r.Fleet.MCPClients())
 	}
 	if cfg.Gated {
 		r.Gate = server.NewGateFor(session.NewStore(sessions))
@@ -224,8 +228,8 @@ func New(cfg Config) (*Relay, error) {
 		r.Events = ev
 		r.Tools.UseFleet(ev)
 	}
-	// New doors go here, each given the parts it needs: an MCP server (/mcp) calls r.Tools (or
-	// r.ExternalApps, the model's view) and registers on r.Server.
+	r.buildMCP()
+	// New doors go here, each given the parts it needs.
 	return r, nil
 }
 
@@ -259,6 +263,17 @@ func (r *Relay) closeFleet() {
 	if r.Fleet != nil {
 		r.Fleet.Close()
 	}
+}
+
+// buildMCP serves the model's view of the tools (ExternalApps) to MCP clients at /mcp, admitted
+// by the bearers the host minted (State), with their routes.
+func (r *Relay) buildMCP() {
+	r.MCP = mcp.New(mcp.Options{Catalogue: r.ExternalApps, Clients: r.State, Attribute: assistant.WithMCPClient,
+		PageOrigin: r.Server.PageOrigin, Build: r.cfg.Build, Log: r.log})
+	for _, method := range []string{"GET ", "POST ", "DELETE "} {
+		r.Server.Handle(method+mcp.Path, r.MCP)
+	}
+	r.MCP.RegisterClients(r.Server, r.State, r.State.CheckHostToken)
 }
 
 func (r *Relay) buildServer() error {

@@ -1,5 +1,6 @@
-// Package hoststatetest holds the conformance suites of hoststate's interfaces, PairingStore and
-// Files: the state directory's files and a fleet's shared buckets pass the same cases.
+// Package hoststatetest holds the conformance suites of hoststate's interfaces, PairingStore,
+// MCPClientStore and Files: the state directory's files and a fleet's shared buckets pass the
+// same cases.
 package hoststatetest
 
 import (
@@ -175,6 +176,194 @@ func RunFiles(t *testing.T, open OpenFiles) {
 			if _, err := a.ReadFile(name, 10); err == nil {
 				t.Errorf("ReadFile(%q) succeeded", name)
 			}
+		}
+	})
+}
+
+// OpenMCPClients returns two views of one new, empty store of MCP clients' bearers: two
+// FileMCPClients on one file, or two relays' connections to one fleet.
+type OpenMCPClients func(t *testing.T) (a, b hoststate.MCPClientStore)
+
+// RunMCPClients is the conformance suite of hoststate.MCPClientStore. What one view mints the
+// other admits; what one revokes (or replaces by minting the name again) the other reads as
+// revoked; a name holds at most one live bearer; no view keeps a bearer.
+func RunMCPClients(t *testing.T, open OpenMCPClients) {
+	live := func(t *testing.T, s hoststate.MCPClientStore, bearer, name string) {
+		t.Helper()
+		c, ok, err := s.Lookup(bearer)
+		if err != nil || !ok || c.Name != name || !c.Live() || c.BearerSHA256 != hoststate.HashBearer(bearer) || c.Created.IsZero() {
+			t.Fatalf("Lookup of %s's bearer = %+v %v %v, want it live", name, c, ok, err)
+		}
+	}
+	revoked := func(t *testing.T, s hoststate.MCPClientStore, bearer, name string) {
+		t.Helper()
+		c, ok, err := s.Lookup(bearer)
+		if err != nil || !ok || c.Name != name || c.Live() {
+			t.Fatalf("Lookup of %s's old bearer = %+v %v %v, want it revoked", name, c, ok, err)
+		}
+	}
+
+	t.Run("MintedOnOneAdmittedOnTheOther", func(t *testing.T) {
+		a, b := open(t)
+		bearer, err := a.Mint("desktop")
+		if err != nil || !strings.HasPrefix(bearer, hoststate.MCPBearerPrefix) {
+			t.Fatalf("Mint = %q %v", bearer, err)
+		}
+		live(t, b, bearer, "desktop")
+		pairing := hoststate.NewBearer()
+		for _, bad := range []string{"", hoststate.MCPBearerPrefix, bearer + "0", bearer[:len(bearer)-1] + "x",
+			strings.TrimPrefix(bearer, hoststate.MCPBearerPrefix), hoststate.HashBearer(bearer), pairing, "vbm_*", "vbm_a.b"} {
+			if c, ok, err := b.Lookup(bad); err != nil || ok {
+				t.Errorf("Lookup(%q) = %+v %v %v", bad, c, ok, err)
+			}
+		}
+		list, err := b.List()
+		if err != nil || len(list) != 1 || list[0].Name != "desktop" || list[0].BearerSHA256 != hoststate.HashBearer(bearer) || !list[0].Live() {
+			t.Fatalf("List = %+v %v", list, err)
+		}
+	})
+
+	t.Run("MintingAgainRevokesTheOld", func(t *testing.T) {
+		a, b := open(t)
+		old, _ := a.Mint("agent")
+		fresh, err := b.Mint("agent")
+		if err != nil || fresh == old {
+			t.Fatalf("Mint again = %q %v", fresh, err)
+		}
+		revoked(t, a, old, "agent")
+		live(t, a, fresh, "agent")
+		if list, _ := a.List(); len(list) != 1 || list[0].BearerSHA256 != hoststate.HashBearer(fresh) {
+			t.Fatalf("List = %+v, want the new bearer alone", list)
+		}
+	})
+
+	t.Run("RevokedOnOneRefusedOnTheOther", func(t *testing.T) {
+		a, b := open(t)
+		gone, _ := a.Mint("gone")
+		kept, _ := a.Mint("kept")
+		if err := b.Revoke("gone"); err != nil {
+			t.Fatal(err)
+		}
+		revoked(t, a, gone, "gone")
+		live(t, a, kept, "kept")
+		if err := a.Revoke("gone"); !errors.Is(err, hoststate.ErrNoClient) {
+			t.Fatalf("revoked twice: %v", err)
+		}
+		if err := a.Revoke("never"); !errors.Is(err, hoststate.ErrNoClient) {
+			t.Fatalf("revoking a name never minted: %v", err)
+		}
+		if list, _ := b.List(); len(list) != 1 || list[0].Name != "kept" {
+			t.Fatalf("List = %+v", list)
+		}
+		again, err := b.Mint("gone")
+		if err != nil {
+			t.Fatal(err)
+		}
+		live(t, a, again, "gone")
+		revoked(t, a, gone, "gone")
+	})
+
+	t.Run("BadNames", func(t *testing.T) {
+		a, _ := open(t)
+		for _, name := range []string{"", strings.Repeat("a", hoststate.MaxNameBytes+1), "a b", "a/b", "../x", "é", "a\x00"} {
+			if _, err := a.Mint(name); !errors.Is(err, hoststate.ErrBadName) {
+				t.Errorf("Mint(%q) = %v", name, err)
+			}
+		}
+		for _, name := range []string{".", "a..b", "a.b", "-", strings.Repeat("z", hoststate.MaxNameBytes)} {
+			bearer, err := a.Mint(name)
+			if err != nil {
+				t.Errorf("Mint(%q) = %v", name, err)
+				continue
+			}
+			live(t, a, bearer, name)
+		}
+	})
+
+	t.Run("AtMostMaxMCPClientsLive", func(t *testing.T) {
+		a, b := open(t)
+		for i := range hoststate.MaxMCPClients {
+			if _, err := a.Mint(fmt.Sprintf("c%02d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := b.Mint("one-more"); !errors.Is(err, hoststate.ErrTooManyClients) {
+			t.Fatalf("minting past the bound: %v", err)
+		}
+		if _, err := b.Mint("c00"); err != nil { // minting a name again replaces its bearer
+			t.Fatalf("minting a live name again at the bound: %v", err)
+		}
+		if err := b.Revoke("c01"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Mint("one-more"); err != nil {
+			t.Fatalf("minting after a revocation: %v", err)
+		}
+	})
+
+	t.Run("RevocationsAreRemembered", func(t *testing.T) {
+		a, b := open(t)
+		var prev, last string
+		for range hoststate.MaxRevokedMCPClients + 10 {
+			bearer, err := a.Mint("again")
+			if err != nil {
+				t.Fatal(err)
+			}
+			prev, last = last, bearer
+		}
+		revoked(t, b, prev, "again")
+		live(t, b, last, "again")
+		if list, _ := b.List(); len(list) != 1 {
+			t.Fatalf("List = %d clients, want 1", len(list))
+		}
+	})
+
+	t.Run("OneNameMintedAtOnceThroughBoth", func(t *testing.T) {
+		a, b := open(t)
+		var wg sync.WaitGroup
+		bearers := make([]string, 8)
+		for i := range bearers {
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			wg.Go(func() {
+				var err error
+				if bearers[i], err = s.Mint("raced"); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		n := 0
+		for _, bearer := range bearers {
+			if c, ok, err := a.Lookup(bearer); err == nil && ok && c.Live() {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%d of the raced bearers are live, want exactly 1", n)
+		}
+		if list, _ := b.List(); len(list) != 1 {
+			t.Fatalf("List = %+v, want one client", list)
+		}
+	})
+
+	t.Run("Hammer", func(t *testing.T) {
+		a, _ := open(t)
+		var wg sync.WaitGroup
+		bearers := make([]string, 16)
+		for i := range bearers {
+			wg.Go(func() {
+				var err error
+				if bearers[i], err = a.Mint(fmt.Sprintf("m%02d", i)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for i, bearer := range bearers {
+			live(t, a, bearer, fmt.Sprintf("m%02d", i))
 		}
 	})
 }
