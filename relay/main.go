@@ -18,6 +18,7 @@
 //	relay ticket                                        mint a one-time sign-in address on the running relay
 //	relay check-app URL [--host ORIGIN]                 say which embedding headers an external mini-app lacks
 //	relay mcp-token NAME | --revoke NAME | --list       mint a bearer for an MCP client, revoke or list
+//	                                                    (with --nats: in the fleet's shared bearers)
 //	relay mcp [--relay URL] --bearer-file FILE          serve a stdio MCP client through the relay's /mcp
 //	relay help                                          print the commands, flags and environment variables
 //

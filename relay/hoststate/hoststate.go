@@ -16,7 +16,8 @@
 // Pairings are read from disk at every Lookup, so a `relay pair` run while the relay serves takes
 // effect at the next hello. Changes from one process are serialized; two processes changing the
 // pairings at the same instant may lose one of the two changes (the file is never torn). A fleet
-// keeps them in NATS instead (Dir.UsePairings); the host token stays in the directory.
+// keeps the pairings and the MCP clients' bearers in NATS instead (Dir.UsePairings,
+// Dir.UseMCPClients); the host token stays in the directory.
 package hoststate
 
 import (
