@@ -5,6 +5,8 @@ package hostile
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -215,4 +217,73 @@ func goPage(t *testing.T, relay *harness.Relay) func() {
 		}
 	}()
 	return func() { cancel(); ws.CloseNow() }
+}
+
+// TestForgedMCPBearersPassNoRelayOfTheFleet: bearers nobody was given, in every shape (a
+// pairing's, the hash of a real one, NATS wildcards and subject dots, 100 KB), are refused
+// bearer-refused by every relay's /mcp in a fleet, never passed and never an error of the shared
+// store; a bearer revoked through one relay, tried through all three at once, is refused
+// bearer-revoked every time.
+func TestForgedMCPBearersPassNoRelayOfTheFleet(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	var relays []*harness.Relay
+	for range 3 {
+		relays = append(relays, harness.StartRelay(t, "VOICEBOX_NATS="+nats.URL(), "VOICEBOX_NATS_PREFIX=forgedmcp"))
+	}
+	hostDo := func(r *harness.Relay, method, path, body string) map[string]any {
+		req, _ := http.NewRequest(method, r.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-voicebox-host-token", r.HostToken(t))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, out)
+		}
+		return out
+	}
+	mcpRule := func(r *harness.Relay, bearer string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, r.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+bearer)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct{ Refused string }
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out.Refused
+	}
+	real, _ := hostDo(relays[0], http.MethodPost, "/api/mcp/clients", `{"name":"desktop"}`)["bearer"].(string)
+	sum := sha256.Sum256([]byte(real))
+	forged := []string{"vbm_" + strings.Repeat("0", 64), "vbm_*", "vbm_>", "vbm_a.b.c", "vbm_voicebox_mcpclients.>",
+		"vbx_" + strings.TrimPrefix(real, "vbm_"), "vbm_" + hex.EncodeToString(sum[:]), hex.EncodeToString(sum[:]), "vbm_" + strings.Repeat("f", 100_000)}
+	for _, r := range relays {
+		for _, b := range forged {
+			status, rule := mcpRule(r, b)
+			if status != http.StatusUnauthorized || rule != "bearer-refused" {
+				if len(b) > 64<<10 && status == http.StatusRequestHeaderFieldsTooLarge {
+					continue
+				}
+				t.Fatalf("a forged bearer (%.40q, %d bytes) at %s: %d %q", b, len(b), r.URL, status, rule)
+			}
+		}
+	}
+	hostDo(relays[1], http.MethodDelete, "/api/mcp/clients/desktop", "")
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			if status, rule := mcpRule(relays[i%3], real); status != http.StatusUnauthorized || rule != "bearer-revoked" {
+				t.Errorf("the revoked bearer at %s: %d %q", relays[i%3].URL, status, rule)
+			}
+		})
+	}
+	wg.Wait()
 }
