@@ -217,6 +217,12 @@ type Fleet interface {
 	// Decide offers a decision on an approval this relay does not hold to the others, and
 	// reports whether one of them held it.
 	Decide(id string, approve bool) bool
+	// Watching tells the others whether a page follows this relay's event stream now; it is
+	// called each time that changes.
+	Watching(on bool)
+	// Watched reports whether a page follows the event stream of another relay, so a call
+	// needing the person's approval asks there instead of refusing no-page.
+	Watched() bool
 }
 
 // UseFleet shares the catalogue's events and approvals with a fleet from now on.
@@ -224,10 +230,14 @@ func (c *Catalogue) UseFleet(f Fleet) {
 	c.events.mu.Lock()
 	c.events.fleet = f
 	c.events.mu.Unlock()
+	c.events.announce()
 }
 
 // DeliverEvent hands an event another relay published to this relay's event streams.
-func (c *Catalogue) DeliverEvent(frame []byte) { c.events.deliver(frame) }
+func (c *Catalogue) DeliverEvent(frame []byte) {
+	c.events.deliver(frame)
+	c.events.announce() // delivering may have dropped the last subscriber
+}
 
 // DecideLocal records the person's decision on an approval waiting on this relay, and reports
 // whether one was; a fleet calls it for decisions made through another relay.

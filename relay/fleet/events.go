@@ -3,6 +3,7 @@ package fleet
 import (
 	"bytes"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -34,6 +35,10 @@ type Catalogue interface {
 type Events struct {
 	f    *Fleet
 	subs []*nats.Subscription
+
+	mu       sync.Mutex
+	watching *nats.Subscription // on <prefix>.watching while a page follows this relay's stream
+	closed   bool
 }
 
 var _ assistant.Fleet = (*Events)(nil)
@@ -82,6 +87,52 @@ func (e *Events) Close() {
 	for _, s := range e.subs {
 		s.Unsubscribe()
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	if e.watching != nil {
+		e.watching.Unsubscribe()
+		e.watching = nil
+	}
+}
+
+// WatchedWait bounds how long a relay waits to hear whether a page follows another relay's
+// event stream. Nobody subscribed is known at once (NATS answers no responders); this bound
+// matters only when a relay that subscribed cannot answer.
+const WatchedWait = time.Second
+
+// Watching implements assistant.Fleet: while a page follows this relay's stream, the relay
+// answers on <prefix>.watching. NATS keeps the subscription across reconnects.
+func (e *Events) Watching(on bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.closed:
+	case on && e.watching == nil:
+		sub, err := e.f.nc.Subscribe(e.f.subject("watching"), func(m *nats.Msg) { m.Respond(nil) })
+		if err != nil {
+			e.f.log.Warn("fleet: the other relays cannot hear that a page follows this relay's events", "err", err)
+			return
+		}
+		// Flushed, so once this relay's page has its stream, every relay that asks hears it.
+		if err := e.f.nc.FlushTimeout(OpTimeout); err != nil {
+			e.f.log.Warn("fleet: the other relays may not hear yet that a page follows this relay's events", "err", err)
+		}
+		e.watching = sub
+	case !on && e.watching != nil:
+		e.watching.Unsubscribe()
+		e.watching = nil
+	}
+}
+
+// Watched implements assistant.Fleet: whether any relay answers on <prefix>.watching. With
+// NATS away it is false: nobody can be asked.
+func (e *Events) Watched() bool {
+	if !e.f.Connected() {
+		return false
+	}
+	_, err := e.f.nc.Request(e.f.subject("watching"), nil, WatchedWait)
+	return err == nil
 }
 
 // PublishEvent implements assistant.Fleet.

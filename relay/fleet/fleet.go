@@ -17,6 +17,9 @@
 //	<prefix>.exec.<lease>     request/reply subject of the executor under one lease
 //	<prefix>.events           the page's event stream, every relay's /api/events
 //	<prefix>.approvals        a person's decision on an approval, to the relay whose call waits for it
+//	<prefix>.watching         answered by every relay whose event stream a page follows now
+//	<prefix>_mcpclients       the MCP clients' bearers: records by the bearer's SHA-256, and the
+//	                          live bearer's hash of each name (moved by compare-and-set)
 //
 // Vendor API keys are never written to NATS: in a fleet they come from each relay's environment
 // (or the deployment's secret store, mounted as the environment), as .vendor-keys.json stays in

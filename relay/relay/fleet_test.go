@@ -456,7 +456,8 @@ func TestFleetNATSStoppedAndRestarted(t *testing.T) {
 	waitFor(t, "B routing again once an empty NATS is back", func() bool { return b.call(t, "now", nil)["ok"] == true })
 }
 
-// TestFleetEventsAndApprovals: a page following /api/events on A sees a call made through B;
+// TestFleetEventsAndApprovals: with no page following any relay's /api/events, a delete through
+// B is refused no-page at once; a page following /api/events on A sees a call made through B;
 // a delete made through B waits for the person, whose decision, posted to A, lets it run.
 func TestFleetEventsAndApprovals(t *testing.T) {
 	t.Parallel()
@@ -466,6 +467,11 @@ func TestFleetEventsAndApprovals(t *testing.T) {
 	page.ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
 	waitFor(t, "the root declared on A shown on B", func() bool { return b.root(t)["kind"] == "opfs" })
 	observed(t, a.call(t, "write-file", map[string]any{"path": "old.txt", "content": "bye"}))
+	// Nobody follows any relay's event stream yet: nobody can approve, so the call is refused
+	// no-page at once, as on a relay alone.
+	if _, out := b.do(t, http.MethodPost, "/api/turn", map[string]any{"action": map[string]any{"verb": "delete_file", "name": "old.txt"}}); ruleOf(out) != refusal.NoPage {
+		t.Fatalf("a delete through B with no page following the events anywhere: %v", out)
+	}
 
 	req, _ := http.NewRequest(http.MethodGet, a.url+"/api/events", nil)
 	req.Header.Set("Origin", a.url)
