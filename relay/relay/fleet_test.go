@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -381,28 +381,31 @@ func TestFleetSessionsAndPairings(t *testing.T) {
 	}
 }
 
-// stuckExecutor answers nothing until release is closed, and says on started when a call came.
-func stuckExecutor(started chan<- wire.Call, release <-chan struct{}) channel.Executor {
-	return channel.ExecutorFunc(func(ctx context.Context, call wire.Call) (json.RawMessage, error) {
-		started <- call
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil, errors.New("released")
-	})
-}
-
-// TestFleetRelayKilledMidCall: the relay holding the page dies with a call of B's in flight.
-// B answers that call once, outcome-unknown; the page reconnects (to B, as through the load
-// balancer) and takes the lease; C's calls reach it there.
+// TestFleetRelayKilledMidCall: the relay holding the page dies with a call of B's in flight,
+// after the page wrote the file and before its answer left. B answers that call once,
+// outcome-unknown; the page reconnects (to B, as through the load balancer) and takes the lease;
+// C's calls reach it there, and the page's history shows the write landed.
 func TestFleetRelayKilledMidCall(t *testing.T) {
 	t.Parallel()
 	nats := fleettest.Start(t)
 	a, b, c := startMember(t, nats, "kill", false), startMember(t, nats, "kill", false), startMember(t, nats, "kill", false)
 	started, release := make(chan wire.Call, 1), make(chan struct{})
 	defer close(release)
-	dialPage(t, a, stuckExecutor(started, release), nil)
+	root := fsroot.NewMemory()
+	hist, err := executor.OpenHistory(context.Background(), root, executor.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := executor.New(root, executor.Options{History: hist}) // the page's workspace and history, which outlive its relay
+	dialPage(t, a, channel.ExecutorFunc(func(ctx context.Context, call wire.Call) (json.RawMessage, error) {
+		out, err := mem.Execute(ctx, call) // the write lands...
+		started <- call
+		select { // ...and its answer never leaves
+		case <-release:
+		case <-ctx.Done():
+		}
+		return out, err
+	}), nil)
 	connectedOn(t, b)
 	answer := make(chan map[string]any, 2)
 	go func() {
@@ -423,10 +426,18 @@ func TestFleetRelayKilledMidCall(t *testing.T) {
 	if ruleOf(got) != refusal.OutcomeUnknown {
 		t.Fatalf("the call in flight on the dead relay: %v", got)
 	}
-	dialPage(t, b, memoryExecutor(), nil) // the page, reconnected through the load balancer
+	dialPage(t, b, mem, nil) // the page, reconnected through the load balancer
 	waitFor(t, "C routing to the page now on B", func() bool {
 		return c.call(t, "now", nil)["ok"] == true
 	})
+	// The person (or the caller) looks before trying again: the history says the write landed.
+	history := observed(t, c.call(t, "list-history", nil))
+	if !strings.Contains(fmt.Sprint(history), "maybe.txt") {
+		t.Fatalf("the history does not show the write whose outcome was unknown: %v", history)
+	}
+	if got := observed(t, c.call(t, "read-file", map[string]any{"path": "maybe.txt"})); got["content"] != "did it land?" {
+		t.Fatalf("read through C: %v", got)
+	}
 	select {
 	case extra := <-answer:
 		t.Fatalf("a second answer to one call: %v", extra)
