@@ -115,8 +115,12 @@ func (e *Events) Watching(on bool) {
 			return
 		}
 		// Flushed, so once this relay's page has its stream, every relay that asks hears it.
-		if err := e.f.nc.FlushTimeout(OpTimeout); err != nil {
-			e.f.log.Warn("fleet: the other relays may not hear yet that a page follows this relay's events", "err", err)
+		// With NATS away there is nothing to flush to (and a flush would wait out its bound):
+		// NATS registers the subscription when the connection is back.
+		if e.f.Connected() {
+			if err := e.f.nc.FlushTimeout(OpTimeout); err != nil {
+				e.f.log.Warn("fleet: the other relays may not hear yet that a page follows this relay's events", "err", err)
+			}
 		}
 		e.watching = sub
 	case !on && e.watching != nil:
