@@ -40,7 +40,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/relay/assistant"
 	"github.com/voicebox-go/voicebox/relay/extcheck"
-	"github.com/voicebox-go/voicebox/relay/extensions"
+	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/relay/externalapps"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
@@ -321,7 +321,7 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	hubOpts.OnExternalApps = func(r json.RawMessage) { appsModel.SetReport(r) }
 	hb := hub.New(hubOpts)
 	hub.Register(srv, hb, state)
-	exts := &extensions.Registry{Store: extensions.NewStore(state.Path(), nil), Fetcher: &extensions.Fetcher{}, Ask: hb.Ask, Console: stdout, Log: log,
+	exts := &extensionhost.Runtime{Admissions: extensionhost.NewAdmissions(state.Path(), nil), Fetcher: &extensionhost.Fetcher{}, Ask: hb.Ask, Console: stdout, Log: log,
 		Publish: hb.SetAdmitted}
 	if err := exts.Reload(); err != nil {
 		fmt.Fprintf(stderr, "relay serve: extensions: %v\n", err)

@@ -207,7 +207,7 @@ const (
 	ApprovalTimedOut Rule = "approval-timed-out"
 	NotUnderstood    Rule = "not-understood"
 
-	// Extension approval by console code (relay/extensions): why a code did not admit, and the
+	// Extension approval by console code (relay/extensionhost): why a code did not admit, and the
 	// limit on asking for codes.
 	ApprovalCodeWrong     Rule = "approval-code-wrong"     // not the outstanding code; attempts remain, or this was the last
 	ApprovalCodeExhausted Rule = "approval-code-exhausted" // the code took its five wrong attempts and is void

@@ -1,10 +1,10 @@
-// Package extensions runs admitted extensions' relay-side primitives. This file is http-get, the
-// mediated fetch: every request and every redirect hop is checked against the descriptor's
-// bounds.hosts and counted against its request budget, redirects are followed by hand (at most
-// MaxRedirects), each request and the whole call have a deadline, the body is cut at the response
-// bound, declared secrets go only to their own hosts, and what is logged or audited has its
-// secrets scrubbed.
-package extensions
+package extensionhost
+
+// This file is http-get, the mediated fetch: every request and every redirect hop is checked
+// against the descriptor's bounds.hosts and counted against its request budget, redirects are
+// followed by hand (at most MaxRedirects), each request and the whole call have a deadline, the
+// body is cut at the response bound, declared secrets go only to their own hosts, and what is
+// logged or audited has its secrets scrubbed.
 
 import (
 	"cmp"

@@ -1,4 +1,4 @@
-package extensions
+package extensionhost
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // relay runs it: argument validation, the module read from the extensions directory, its digest,
 // and the wasm call.
 func BenchmarkCallExtensionWasm(b *testing.B) {
-	s := NewStore(b.TempDir(), nil)
+	s := NewAdmissions(b.TempDir(), nil)
 	raw, _ := fs.ReadFile(catalogue.Files, "text-tools.json")
 	if err := s.StageCatalogue(raw, catalogue.Files); err != nil {
 		b.Fatal(err)
@@ -22,7 +22,7 @@ func BenchmarkCallExtensionWasm(b *testing.B) {
 	if _, err := s.Decide("text-tools", true, "host-token", nil); err != nil {
 		b.Fatal(err)
 	}
-	g := &Registry{Store: s, Log: slog.New(slog.DiscardHandler)}
+	g := &Runtime{Admissions: s, Log: slog.New(slog.DiscardHandler)}
 	if err := g.Reload(); err != nil {
 		b.Fatal(err)
 	}

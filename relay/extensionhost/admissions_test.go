@@ -1,4 +1,4 @@
-package extensions
+package extensionhost
 
 import (
 	"fmt"
@@ -32,13 +32,13 @@ func (c *fakeClock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func newStore(t *testing.T) (*Store, *fakeClock, string) {
+func newAdmissions(t *testing.T) (*Admissions, *fakeClock, string) {
 	dir := t.TempDir()
 	c := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	return NewStore(dir, c.now), c, dir
+	return NewAdmissions(dir, c.now), c, dir
 }
 
-func loadedIDs(t *testing.T, s *Store) ([]string, map[string]refusal.Rule) {
+func loadedIDs(t *testing.T, s *Admissions) ([]string, map[string]refusal.Rule) {
 	t.Helper()
 	l, p, err := s.Load()
 	if err != nil {
@@ -57,7 +57,7 @@ func loadedIDs(t *testing.T, s *Store) ([]string, map[string]refusal.Rule) {
 
 func TestStagingNeverLoads(t *testing.T) {
 	t.Parallel()
-	s, _, _ := newStore(t)
+	s, _, _ := newAdmissions(t)
 	if _, err := s.Stage([]byte(notesRaw)); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestStagingNeverLoads(t *testing.T) {
 
 func TestHostTokenAdmissionDenyRevokeAndReload(t *testing.T) {
 	t.Parallel()
-	s, _, dir := newStore(t)
+	s, _, dir := newAdmissions(t)
 	s.Stage([]byte(notesRaw))
 	if _, err := s.Decide("notes", false, "host-token", nil); err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestHostTokenAdmissionDenyRevokeAndReload(t *testing.T) {
 	// A file dropped in by hand, and a corrupt one: reported, never run, never blocking.
 	os.WriteFile(filepath.Join(dir, "sneaky.json"), []byte(`{"id":"sneaky","name":"S","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`), 0o600)
 	os.WriteFile(filepath.Join(dir, "broken.json"), []byte(`{not json`), 0o600)
-	restarted := NewStore(dir, nil)
+	restarted := NewAdmissions(dir, nil)
 	ids, probs := loadedIDs(t, restarted)
 	if len(ids) != 1 || ids[0] != "notes" {
 		t.Fatalf("loaded %v", ids)
@@ -121,7 +121,7 @@ func TestConsoleCode(t *testing.T) {
 		}
 	}
 	t.Run("right code admits once, then is used", func(t *testing.T) {
-		s, _, dir := newStore(t)
+		s, _, dir := newAdmissions(t)
 		s.Stage([]byte(notesRaw))
 		code, err := s.RequestCode("notes", "client 127.0.0.1")
 		if err != nil || len(code) != CodeDigits {
@@ -144,7 +144,7 @@ func TestConsoleCode(t *testing.T) {
 		rule(t, err, refusal.ApprovalCodeUsed)
 	})
 	t.Run("wrong code five times voids it", func(t *testing.T) {
-		s, _, _ := newStore(t)
+		s, _, _ := newAdmissions(t)
 		s.Stage([]byte(notesRaw))
 		code, _ := s.RequestCode("notes", "client 127.0.0.1")
 		for i := range MaxCodeAttempts {
@@ -166,7 +166,7 @@ func TestConsoleCode(t *testing.T) {
 		}
 	})
 	t.Run("expired", func(t *testing.T) {
-		s, c, _ := newStore(t)
+		s, c, _ := newAdmissions(t)
 		s.Stage([]byte(notesRaw))
 		code, _ := s.RequestCode("notes", "client 127.0.0.1")
 		c.add(CodeLifetime + time.Second)
@@ -176,7 +176,7 @@ func TestConsoleCode(t *testing.T) {
 		rule(t, err, refusal.ApprovalCodeExpired)
 	})
 	t.Run("missing", func(t *testing.T) {
-		s, _, _ := newStore(t)
+		s, _, _ := newAdmissions(t)
 		s.Stage([]byte(notesRaw))
 		_, err := s.Approve("notes", "12345678", nil)
 		rule(t, err, refusal.ApprovalCodeMissing)
@@ -186,7 +186,7 @@ func TestConsoleCode(t *testing.T) {
 		rule(t, err, refusal.ApprovalCodeMissing)
 	})
 	t.Run("plan changed", func(t *testing.T) {
-		s, _, _ := newStore(t)
+		s, _, _ := newAdmissions(t)
 		s.Stage([]byte(notesRaw))
 		code, _ := s.RequestCode("notes", "client 127.0.0.1")
 		s.Stage([]byte(`{"id":"notes","name":"Notes","capabilities":["read","write"],"bounds":{},"tools":[{"name":"read_note","primitive":"read-file"},{"name":"w","primitive":"write-file"}]}`))
@@ -197,7 +197,7 @@ func TestConsoleCode(t *testing.T) {
 		}
 	})
 	t.Run("requests are rate limited per requester", func(t *testing.T) {
-		s, c, _ := newStore(t)
+		s, c, _ := newAdmissions(t)
 		s.Stage([]byte(notesRaw))
 		for range MaxCodeRequests {
 			if _, err := s.RequestCode("notes", "client 127.0.0.1"); err != nil {
@@ -216,7 +216,7 @@ func TestConsoleCode(t *testing.T) {
 		}
 	})
 	t.Run("asking again never voids the code a person holds", func(t *testing.T) {
-		s, c, dir := newStore(t)
+		s, c, dir := newAdmissions(t)
 		s.Stage([]byte(notesRaw))
 		held, _ := s.RequestCode("notes", "session person")
 		for i := range MaxCodeRequests {
@@ -238,7 +238,7 @@ func TestConsoleCode(t *testing.T) {
 		}
 	})
 	t.Run("new codes are limited per extension", func(t *testing.T) {
-		s, _, _ := newStore(t)
+		s, _, _ := newAdmissions(t)
 		s.Stage([]byte(notesRaw))
 		for i := range MaxCodesPerExtension {
 			code, err := s.RequestCode("notes", fmt.Sprintf("client 127.0.0.%d", i+2))
@@ -257,7 +257,7 @@ func TestConsoleCode(t *testing.T) {
 		}
 	})
 	t.Run("outstanding codes are bounded", func(t *testing.T) {
-		s, _, _ := newStore(t)
+		s, _, _ := newAdmissions(t)
 		for i := range MaxOutstandingCodes + 1 {
 			id := fmt.Sprintf("x%d", i)
 			s.Stage([]byte(`{"id":"` + id + `","name":"X","capabilities":["clock"],"tools":[{"name":"t` + id + `","primitive":"now"}]}`))

@@ -1,4 +1,4 @@
-package extensions
+package extensionhost
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voicebox-go/voicebox/relay/extensions/wasmtool"
+	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmtool"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
@@ -29,7 +29,7 @@ func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(
 
 type fixture struct {
 	t       *testing.T
-	g       *Registry
+	g       *Runtime
 	dir     string
 	url     string
 	clock   *fakeClock
@@ -46,7 +46,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.dir = t.TempDir()
 	f.clock = &fakeClock{t: time.Now()}
-	g := &Registry{Store: NewStore(f.dir, f.clock.now), Fetcher: &Fetcher{}, Console: f.console, Log: slog.New(slog.NewTextHandler(f.logs, nil)),
+	g := &Runtime{Admissions: NewAdmissions(f.dir, f.clock.now), Fetcher: &Fetcher{}, Console: f.console, Log: slog.New(slog.NewTextHandler(f.logs, nil)),
 		Wasm: wasmtool.New(wasmtool.Limits{Timeout: 2 * time.Second}),
 		Ask: func(ctx context.Context, c wire.Call) wire.Answer {
 			f.asked = append(f.asked, c)

@@ -1,4 +1,4 @@
-package extensions
+package extensionhost
 
 import (
 	"crypto/sha256"

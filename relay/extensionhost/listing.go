@@ -1,0 +1,109 @@
+package extensionhost
+
+import (
+	"encoding/json"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/voicebox-go/voicebox/catalogue"
+	"github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+)
+
+// ToolInfo describes an admitted tool for the model.
+type ToolInfo struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Primitive   string          `json:"primitive"`
+	Params      json.RawMessage `json:"params,omitempty"`
+	// URL is an http-get tool's URL template: where its requests go.
+	URL string `json:"url,omitempty"`
+}
+
+// Entry describes one extension in a listing.
+type Entry struct {
+	ID          string           `json:"id"`
+	Name        string           `json:"name,omitempty"`
+	Description string           `json:"description,omitempty"`
+	Tools       []ToolInfo       `json:"tools,omitempty"`
+	OK          bool             `json:"ok"`
+	Refused     refusal.Rule     `json:"refused,omitempty"`
+	Why         string           `json:"why,omitempty"`
+	Plan        *extensions.Plan `json:"plan,omitempty"`
+}
+
+// Listing is what ListExtensions returns.
+type Listing struct {
+	Admitted           []Entry   `json:"admitted"`
+	Pending            []Entry   `json:"pending"`
+	Catalogue          []Entry   `json:"catalogue"`
+	PresentNotAdmitted []Problem `json:"presentNotAdmitted"`
+}
+
+func entryOf(raw []byte, id string, placement extensions.Placement, existing []string) Entry {
+	d, r := extensions.Parse(raw)
+	if r != nil {
+		return Entry{ID: id, Refused: r.Rule, Why: r.Why}
+	}
+	e := Entry{ID: d.ID, Name: d.Name, Description: d.Description}
+	for _, t := range d.Tools {
+		e.Tools = append(e.Tools, ToolInfo{t.Name, t.Description, string(t.Primitive), t.Params, t.URL})
+	}
+	if r := extensions.Admit(d, placement, existing); r != nil {
+		e.Refused, e.Why = r.Rule, r.Why
+		return e
+	}
+	p := extensions.Disclose(d, placement, raw)
+	e.OK, e.Plan = true, &p
+	return e
+}
+
+// Catalogue returns the shipped descriptors with their gate verdicts.
+func (rt *Runtime) Catalogue() []Entry {
+	var out []Entry
+	names, _ := fs.Glob(catalogue.Files, "*.json")
+	sort.Strings(names)
+	for _, n := range names {
+		raw, _ := fs.ReadFile(catalogue.Files, n)
+		out = append(out, entryOf(raw, strings.TrimSuffix(n, ".json"), extensions.Machine, nil))
+	}
+	return out
+}
+
+func catalogueRaw(id string) ([]byte, bool) {
+	if !extensions.ValidID(id) {
+		return nil, false
+	}
+	raw, err := fs.ReadFile(catalogue.Files, id+".json")
+	return raw, err == nil
+}
+
+// ListExtensions returns the admitted extensions (with their tools), the pending proposals with
+// their verdicts and plans, the catalogue, and the files present but not admitted. It is what the
+// list_extensions tool answers.
+func (rt *Runtime) ListExtensions() Listing {
+	rt.mu.Lock()
+	l := Listing{Admitted: []Entry{}, Pending: []Entry{}, PresentNotAdmitted: append([]Problem{}, rt.problems...)}
+	ids := make([]string, 0, len(rt.loaded))
+	for id := range rt.loaded {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		l.Admitted = append(l.Admitted, entryOf(rt.loaded[id].Raw, id, extensions.Machine, rt.loadedTools(id)))
+	}
+	existing := rt.loadedTools("")
+	rt.mu.Unlock()
+	for _, id := range rt.Admissions.ProposalIDs() {
+		_, raw, err := rt.Admissions.Proposal(id)
+		if err != nil {
+			r, _ := refusal.As(err)
+			l.Pending = append(l.Pending, Entry{ID: id, Refused: r.Rule, Why: r.Why})
+			continue
+		}
+		l.Pending = append(l.Pending, entryOf(raw, id, extensions.Machine, existing))
+	}
+	l.Catalogue = rt.Catalogue()
+	return l
+}
