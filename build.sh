@@ -19,8 +19,12 @@ usage() {
 	cat <<'EOF'
 Usage: ./build.sh COMMAND
 
-  build          build public/voicebox.wasm (+ .gz, .br), public/wasm_exec.js and bin/relay
-  run            build, then serve the page on http://127.0.0.1:8787 (PORT overrides the port)
+  build          build public/voicebox.wasm (+ .gz, .br), public/wasm_exec.js and bin/relay (which
+                 carries public/ inside it and runs alone)
+  run            build, then serve the checkout's public/ on http://127.0.0.1:8787 (PORT overrides
+                 the port; edits to the page's files show on reload without a rebuild)
+  dist           build, then the release binaries dist/relay-OS-ARCH for linux and darwin, amd64
+                 and arm64 (each one file with the page inside), and dist/SHA256SUMS
   test [LAYER]   set up what the tests need, build, then run every layer, or one of:
                    lint     gofmt, go vet (native and GOOS=js), tsc --noEmit of public/
                    native   go test -race of every package but tests/
@@ -49,7 +53,27 @@ cmd_build() {
 
 cmd_run() {
 	cmd_build
+	# The checkout's public/ rather than the copy inside bin/relay: for development.
 	exec bin/relay serve --public "$ROOT/public"
+}
+
+# DIST_TARGETS are the platforms ./build.sh dist builds the relay for.
+DIST_TARGETS="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"
+
+cmd_dist() {
+	cmd_build
+	local v target os arch
+	v=$(version)
+	rm -rf dist
+	mkdir -p dist
+	for target in $DIST_TARGETS; do
+		os=${target%/*}
+		arch=${target#*/}
+		CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "-s -w -X main.build=$v" -o "dist/relay-$os-$arch" ./relay ||
+			die "dist: the relay did not build for $os/$arch"
+	done
+	(cd dist && sha256sum relay-* >SHA256SUMS) || die "dist: could not write dist/SHA256SUMS"
+	say "dist: $(cd dist && echo relay-*) (build $v); the container recipe is Dockerfile (see the README)"
 }
 
 # setup_browser makes sure Chromium and the pinned browser test runner are there, and puts the
@@ -94,9 +118,10 @@ browser_env() {
 		VOICEBOX_CHROMIUM="$CHROMIUM" GOOS=js GOARCH=wasm "$@"
 }
 
-# The packages each layer tests. tests/ is the end-to-end layer; every other package runs natively,
-# and those with GOOS=js builds run in the browser as well.
-native_packages() { go list ./... | grep -v '^github.com/voicebox-go/voicebox/tests'; }
+# The packages each layer tests. tests/ is the end-to-end layer, a module of its own (so chromedp
+# stays out of the product's module); every package of the product runs natively, and those with
+# GOOS=js builds run in the browser as well.
+native_packages() { go list ./...; }
 browser_packages() { GOOS=js GOARCH=wasm go list ./... | grep -E '^github.com/voicebox-go/voicebox/(shared|opfs|browser)(/|$)'; }
 
 PASSED=0
@@ -129,6 +154,7 @@ layer_lint() {
 	go vet ./... || die "lint: go vet (native) found problems"
 	GOOS=js GOARCH=wasm go vet $(browser_packages) || die "lint: go vet (GOOS=js) found problems"
 	(cd tools && go vet ./...) || die "lint: go vet (tools/) found problems"
+	go -C tests vet ./... || die "lint: go vet (tests/) found problems"
 	setup_web
 	local p
 	for p in tools/web/tsconfig*.json; do
@@ -148,7 +174,7 @@ layer_browser() {
 }
 
 layer_e2e() {
-	run_tests e2e go test -count=1 ./tests/...
+	run_tests e2e go -C tests test -count=1 ./...
 }
 
 cmd_test() {
@@ -180,12 +206,13 @@ cmd_bench() {
 	# shellcheck disable=SC2046
 	browser_env go test -run '^$' -bench . -benchmem -exec="$TOOLS_BIN/go_js_wasm_exec" $(browser_packages)
 	say "== end to end"
-	go test -run '^$' -bench . -benchmem ./tests/...
+	go -C tests test -run '^$' -bench . -benchmem ./...
 }
 
 case "${1:-help}" in
 build) cmd_build ;;
 run) cmd_run ;;
+dist) cmd_dist ;;
 test) cmd_test "${2:-all}" ;;
 bench) cmd_bench ;;
 help | -h | --help) usage ;;

@@ -4,8 +4,6 @@ go 1.26.0
 
 require (
 	github.com/aymanbagabas/go-udiff v0.4.2
-	github.com/chromedp/cdproto v0.160.4
-	github.com/chromedp/chromedp v0.23.1
 	github.com/coder/websocket v1.8.15
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/hack-pad/safejs v0.1.0
@@ -15,7 +13,6 @@ require (
 )
 
 require (
-	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect

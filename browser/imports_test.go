@@ -4,6 +4,7 @@ package main
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,7 +15,8 @@ import (
 var forbiddenInPage = []string{"net/http", "crypto/tls", "os/exec", "github.com/voicebox-go/voicebox/relay", "github.com/chromedp/",
 	"github.com/santhosh-tekuri/jsonschema/", "golang.org/x/text/"}
 
-// TestPageImportsStayLean guards the GOOS=js build of the page against heavy or foreign imports.
+// TestPageImportsStayLean guards the GOOS=js build of the page (this command and the engine it
+// starts) against heavy or foreign imports.
 func TestPageImportsStayLean(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command("go", "list", "-deps", "github.com/voicebox-go/voicebox/browser")
@@ -24,8 +26,8 @@ func TestPageImportsStayLean(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	deps := strings.Fields(string(out))
-	if len(deps) < 10 {
-		t.Fatalf("go list returned %d packages; the guard would see nothing", len(deps))
+	if len(deps) < 10 || !slices.Contains(deps, "github.com/voicebox-go/voicebox/browser/engine") {
+		t.Fatalf("go list returned %d packages, without the engine; the guard would see nothing", len(deps))
 	}
 	for _, dep := range deps {
 		for _, bad := range forbiddenInPage {

@@ -21,16 +21,16 @@ import (
 )
 
 type pairConfig struct {
-	stateDir string
-	revoke   bool
-	list     bool
+	state  stateDirFlags
+	revoke bool
+	list   bool
 }
 
 func pairFlags(stderr io.Writer) (*flag.FlagSet, *pairConfig) {
 	cfg := &pairConfig{}
 	fs := flag.NewFlagSet("pair", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	stateDirFlag(fs, &cfg.stateDir)
+	cfg.state.register(fs)
 	fs.BoolVar(&cfg.revoke, "revoke", false, "revoke the pairing NAME (a running relay refuses it at once)")
 	fs.BoolVar(&cfg.list, "list", false, "list the paired environments (names and dates; bearers are never stored)")
 	return fs, cfg
@@ -47,10 +47,10 @@ func runPair(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if cfg.list == (fs.NArg() == 1) || fs.NArg() > 1 || (cfg.list && cfg.revoke) {
-		fmt.Fprintln(stderr, "relay pair: usage: relay pair [--extensions-dir DIR] NAME | --revoke NAME | --list")
+		fmt.Fprintln(stderr, "relay pair: usage: relay pair [--state-dir DIR] NAME | --revoke NAME | --list")
 		return 2
 	}
-	state, err := openState(cfg.stateDir)
+	state, err := cfg.state.open()
 	if err != nil {
 		fmt.Fprintf(stderr, "relay pair: %v\n", err)
 		return 1
@@ -153,14 +153,14 @@ func envUntil(ctx context.Context, args []string, stdout, stderr io.Writer, onCo
 // runApprovalCode prints the outstanding one-time extension approval codes (one per proposal)
 // from the host state directory, for a person who missed them on the relay's console.
 func runApprovalCode(args []string, stdout, stderr io.Writer) int {
-	var dir string
+	var dir stateDirFlags
 	fs := flag.NewFlagSet("approval-code", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	stateDirFlag(fs, &dir)
+	dir.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		return 2
 	}
-	state, err := openState(dir)
+	state, err := dir.open()
 	if err != nil {
 		fmt.Fprintf(stderr, "relay approval-code: %v\n", err)
 		return 1

@@ -28,7 +28,7 @@ func startServe(t *testing.T, stateDir string, extra ...string) (url string, std
 	ctx, cancel := context.WithCancel(context.Background())
 	outR, outW := io.Pipe()
 	exit := make(chan int, 1)
-	args := append([]string{"--addr", "127.0.0.1:0", "--public", public, "--extensions-dir", stateDir}, extra...)
+	args := append([]string{"--addr", "127.0.0.1:0", "--public", public, "--state-dir", stateDir}, extra...)
 	var errOut syncBuffer
 	go func() {
 		exit <- serveUntil(ctx, args, outW, &errOut)
@@ -155,7 +155,7 @@ func envDirs(t *testing.T) (root, outside string) {
 func pairBearerFile(t *testing.T, stateDir, name string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	if code := run([]string{"pair", "--extensions-dir", stateDir, name}, &out, &errOut); code != 0 {
+	if code := run([]string{"pair", "--state-dir", stateDir, name}, &out, &errOut); code != 0 {
 		t.Fatalf("relay pair: exit %d: %s", code, errOut.String())
 	}
 	bearer := strings.TrimSpace(out.String())
@@ -202,7 +202,7 @@ func TestEnvRefusedStops(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	url, _ := startServe(t, stateDir)
 	bearerFile := pairBearerFile(t, stateDir, "box")
-	if code := run([]string{"pair", "--extensions-dir", stateDir, "--revoke", "box"}, io.Discard, io.Discard); code != 0 {
+	if code := run([]string{"pair", "--state-dir", stateDir, "--revoke", "box"}, io.Discard, io.Discard); code != 0 {
 		t.Fatalf("relay pair --revoke exited %d", code)
 	}
 	var envErr bytes.Buffer
@@ -294,7 +294,7 @@ func startServeStoppable(t *testing.T, stateDir, public, addr string) (string, f
 	exit := make(chan int, 1)
 	var errOut syncBuffer
 	go func() {
-		exit <- serveUntil(ctx, []string{"--addr", addr, "--public", public, "--extensions-dir", stateDir}, outW, &errOut)
+		exit <- serveUntil(ctx, []string{"--addr", addr, "--public", public, "--state-dir", stateDir}, outW, &errOut)
 		outW.Close()
 	}()
 	br := bufio.NewReader(outR)
@@ -370,7 +370,7 @@ func TestHelloBoundIsConfigurable(t *testing.T) {
 	}
 	for _, bad := range []struct{ env, flag string }{{"abc", ""}, {"0", ""}, {"", "-5"}} {
 		t.Setenv("VOICEBOX_HELLO_BOUND_MS", bad.env)
-		args := []string{"--addr", "127.0.0.1:0", "--extensions-dir", t.TempDir()}
+		args := []string{"--addr", "127.0.0.1:0", "--state-dir", t.TempDir()}
 		if bad.flag != "" {
 			args = append(args, "--hello-bound-ms", bad.flag)
 		}

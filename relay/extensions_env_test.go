@@ -201,14 +201,14 @@ func TestApprovalCodeCommand(t *testing.T) {
 		t.Fatal("no code on the console")
 	}
 	var out, errOut bytes.Buffer
-	if rc := run([]string{"approval-code", "--extensions-dir", stateDir}, &out, &errOut); rc != 0 || !strings.HasPrefix(out.String(), code+"  (extension notes-reader") {
+	if rc := run([]string{"approval-code", "--state-dir", stateDir}, &out, &errOut); rc != 0 || !strings.HasPrefix(out.String(), code+"  (extension notes-reader") {
 		t.Fatalf("approval-code: exit %d, %q %q", rc, out.String(), errOut.String())
 	}
 	if m := postJSON(t, url, "/api/extensions/approve", "", `{"id":"notes-reader","code":"`+code+`"}`); m["ok"] != true {
 		t.Fatalf("approve: %v", m)
 	}
 	out.Reset()
-	if rc := run([]string{"approval-code", "--extensions-dir", stateDir}, &out, io.Discard); rc != 1 || out.Len() != 0 {
+	if rc := run([]string{"approval-code", "--state-dir", stateDir}, &out, io.Discard); rc != 1 || out.Len() != 0 {
 		t.Fatalf("after use: exit %d, %q", rc, out.String())
 	}
 }

@@ -1,7 +1,11 @@
 // Command relay is Voicebox's server: it serves the page, holds the /channel to whichever executor
-// holds the workspace root (the page, or a paired machine environment), and keeps the host's state
-// (host token, pairings); later the vendor keys too. The same binary runs a paired machine
-// environment (relay env).
+// holds the workspace root (the page, or a paired machine environment), carries live voice
+// sessions to the vendors, and keeps the host's state (host token, pairings, vendor keys,
+// extensions). The same binary runs a paired machine environment (relay env) and the host's
+// commands.
+//
+// This package reads flags and the environment and listens; the serving relay itself is
+// assembled by package relay/relay.
 //
 // Usage:
 //
@@ -19,36 +23,24 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"net/http"
-	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"syscall"
-	"time"
 
-	"github.com/voicebox-go/voicebox/relay/assistant"
 	"github.com/voicebox-go/voicebox/relay/extcheck"
-	"github.com/voicebox-go/voicebox/relay/extensionhost"
-	"github.com/voicebox-go/voicebox/relay/externalapps"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
-	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/relay/relay"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/relay/toolcheck"
-	"github.com/voicebox-go/voicebox/relay/voice"
-	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // build is the version string, set at link time by build.sh (-X main.build=...).
@@ -56,9 +48,6 @@ var build = "dev"
 
 // DefaultPort is the port the relay listens on when neither --addr nor PORT says otherwise.
 const DefaultPort = 8787
-
-// shutdownGrace bounds how long a graceful shutdown waits for requests in flight.
-const shutdownGrace = 5 * time.Second
 
 type command struct {
 	name, summary string
@@ -74,9 +63,9 @@ func init() {
 		{"env", "run a paired machine environment: env --relay URL --bearer-file FILE --root DIR", runEnv},
 		{"tool-check", "check a mini-app tool declaration (and arguments): tool-check DECLARATION.json [ARGUMENTS.json]", toolcheck.Main},
 		{"extension-check", "check an extension descriptor: extension-check DESCRIPTOR.json [--placement page|machine]", extcheck.Main},
-		{"approval-code", "show the outstanding extension approval codes: approval-code [--extensions-dir DIR]", runApprovalCode},
+		{"approval-code", "show the outstanding extension approval codes: approval-code [--state-dir DIR]", runApprovalCode},
 		{"sessions", "list or revoke the sessions of the running relay: sessions [list] | sessions revoke ID | sessions revoke --all", runSessions},
-		{"ticket", "mint a one-time sign-in address on the running relay and print it: ticket [--extensions-dir DIR]", runTicket},
+		{"ticket", "mint a one-time sign-in address on the running relay and print it: ticket [--state-dir DIR]", runTicket},
 		{"check-app", "say which embedding headers an external mini-app lacks: check-app URL [--host ORIGIN]", runCheckApp},
 		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }},
 	}
@@ -130,9 +119,11 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, `
 Environment:
   PORT                     the port to listen on when --addr is not given (default %d; 0 takes a free port)
-  VOICEBOX_PUBLIC_DIR      the directory the page is served from when --public is not given
-  VOICEBOX_EXTENSIONS_DIR  the host state directory (host token, pairings) when --extensions-dir is
-                           not given (default: the user's configuration directory + /voicebox)
+  VOICEBOX_PUBLIC_DIR      the directory the page is served from when --public is not given (default:
+                           the page built into this binary)
+  VOICEBOX_STATE_DIR       the host state directory (host token, pairings, keys, settings, extensions)
+                           when --state-dir is not given (default: the user's configuration
+                           directory + /voicebox); VOICEBOX_EXTENSIONS_DIR is its old name, still taken
   VOICEBOX_HELLO_BOUND_MS  milliseconds a /channel connection that is not the page has to send its
                            hello, when --hello-bound-ms is not given (default %d)
   VOICEBOX_LOOPBACK_AUTH   1 turns the session gate on: the page and /api/* need a session made from
@@ -158,22 +149,22 @@ Environment:
   VOICEBOX_OPENAI_URL      the OpenAI Realtime endpoint, when --openai-url is not given
   VOICEBOX_GEMINI_URL      the Gemini Live endpoint, when --gemini-url is not given
 
-The sessions and ticket commands reach the relay serving the same --extensions-dir through its
+The sessions and ticket commands reach the relay serving the same --state-dir through its
 control socket (%s in that directory) and authenticate with the host token.
-`, DefaultPort, hub.DefaultHelloBound.Milliseconds(), session.DefaultLifetime, ControlSocketFile)
+`, DefaultPort, hub.DefaultHelloBound.Milliseconds(), session.DefaultLifetime, relay.ControlSocketFile)
 }
 
 type serveConfig struct {
 	addr       string
 	public     string
-	stateDir   string
+	state      stateDirFlags
 	helloBound int
 	origin     string
 	tlsCert    string
 	tlsKey     string
 	lifetime   string
 	trusted    string
-	acme       acmeSettings
+	acme       relay.ACME
 	acmeHTTP   string
 	logFormat  string
 	miniApps   string
@@ -189,37 +180,65 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.StringVar(&cfg.origin, "origin", "", "public `origin` the page is opened at, such as https://voicebox.example.com; the page, /channel and /live admit it besides loopback (default $VOICEBOX_ORIGIN)")
 	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate `file` to serve TLS with, together with --tls-key (default $VOICEBOX_TLS_CERT)")
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert (default $VOICEBOX_TLS_KEY)")
-	fs.StringVar(&cfg.acme.host, "acme-host", "", "DNS `name` to obtain TLS certificates for with ACME (Let's Encrypt), instead of --tls-cert; the certificates are cached in the state directory's acme/ (default $VOICEBOX_ACME_HOST)")
-	fs.StringVar(&cfg.acme.email, "acme-email", "", "contact `address` given to the ACME CA (default $VOICEBOX_ACME_EMAIL)")
-	fs.StringVar(&cfg.acme.directory, "acme-directory", "", "ACME directory `URL` (default $VOICEBOX_ACME_DIRECTORY, else Let's Encrypt's production CA)")
+	fs.StringVar(&cfg.acme.Host, "acme-host", "", "DNS `name` to obtain TLS certificates for with ACME (Let's Encrypt), instead of --tls-cert; the certificates are cached in the state directory's acme/ (default $VOICEBOX_ACME_HOST)")
+	fs.StringVar(&cfg.acme.Email, "acme-email", "", "contact `address` given to the ACME CA (default $VOICEBOX_ACME_EMAIL)")
+	fs.StringVar(&cfg.acme.Directory, "acme-directory", "", "ACME directory `URL` (default $VOICEBOX_ACME_DIRECTORY, else Let's Encrypt's production CA)")
 	fs.StringVar(&cfg.acmeHTTP, "acme-http-addr", "", "`host:port` (such as :80) on which to answer ACME HTTP-01 challenges and redirect everything else to https; without it only TLS-ALPN-01 is answered, which needs --addr on port 443 (default $VOICEBOX_ACME_HTTP_ADDR)")
 	fs.StringVar(&cfg.lifetime, "session-lifetime", "", "`duration` a session lasts from its sign-in, such as 8h or 30m (default $VOICEBOX_SESSION_LIFETIME, else 24h)")
 	fs.StringVar(&cfg.trusted, "trusted-proxy", "", "`CIDR[,CIDR...]` of reverse proxies whose Forwarded/X-Forwarded-* headers are believed; from any other peer they are ignored (default $VOICEBOX_TRUSTED_PROXY, else none)")
 	fs.StringVar(&cfg.logFormat, "log-format", "", "`format` of the log on stderr: auto (text on a terminal, JSON otherwise), json or text (default $VOICEBOX_LOG_FORMAT, else auto)")
-	fs.StringVar(&cfg.public, "public", "", "`directory` the page is served from (default $VOICEBOX_PUBLIC_DIR, else ./public)")
-	stateDirFlag(fs, &cfg.stateDir)
+	fs.StringVar(&cfg.public, "public", "", "`directory` the page is served from instead of the page built into this binary, for development (default $VOICEBOX_PUBLIC_DIR, else the built-in page)")
+	cfg.state.register(fs)
 	fs.StringVar(&cfg.miniApps, "mini-apps", "", "JSON `file` of the external mini-app registry (default: the JSON in $MINI_APPS; neither means none)")
 	vendorFlags(fs, cfg)
 	fs.IntVar(&cfg.helloBound, "hello-bound-ms", 0, "`milliseconds` a /channel connection that is not the page has to say hello (default $VOICEBOX_HELLO_BOUND_MS, else 5000)")
 	return fs, cfg
 }
 
-func stateDirFlag(fs *flag.FlagSet, p *string) {
-	fs.StringVar(p, "extensions-dir", "", "host state `directory`: host token, pairings and extensions (default $VOICEBOX_EXTENSIONS_DIR, else the user's config dir + /voicebox)")
+// stateDirFlags name the host state directory: --state-dir, or --extensions-dir, its old name,
+// still taken as an alias (as is VOICEBOX_EXTENSIONS_DIR for VOICEBOX_STATE_DIR).
+type stateDirFlags struct {
+	dir, alias string
 }
 
-// openState opens the host state directory named by the flag, else the environment, else the
-// per-user default.
-func openState(flagDir string) (*hoststate.Dir, error) {
-	dir := flagDir
-	if dir == "" {
-		dir = os.Getenv("VOICEBOX_EXTENSIONS_DIR")
+func (s *stateDirFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.dir, "state-dir", "", "host state `directory`: host token, pairings, vendor keys, agent settings, extensions, ACME certificates and the control socket (default $VOICEBOX_STATE_DIR, else the user's config dir + /voicebox)")
+	fs.StringVar(&s.alias, "extensions-dir", "", "the old name of --state-dir, still taken (as is $VOICEBOX_EXTENSIONS_DIR for $VOICEBOX_STATE_DIR)")
+}
+
+// errStateDirConflict: the new and the old name of the state directory name different ones.
+var errStateDirConflict = errors.New("--state-dir and --extensions-dir (its old name), or VOICEBOX_STATE_DIR and VOICEBOX_EXTENSIONS_DIR, name different directories; give one")
+
+// path is the host state directory the flags name, else the environment, else the per-user
+// default.
+func (s *stateDirFlags) path() (string, error) {
+	flagDir, err := oneOf(s.dir, s.alias)
+	if err != nil {
+		return "", err
 	}
-	if dir == "" {
-		var err error
-		if dir, err = hoststate.DefaultPath(); err != nil {
-			return nil, err
-		}
+	envDir, err := oneOf(os.Getenv("VOICEBOX_STATE_DIR"), os.Getenv("VOICEBOX_EXTENSIONS_DIR"))
+	if err != nil {
+		return "", err
+	}
+	if dir := cmp.Or(flagDir, envDir); dir != "" {
+		return dir, nil
+	}
+	return hoststate.DefaultPath()
+}
+
+// oneOf is the value of a name and its old alias, which may not disagree.
+func oneOf(name, alias string) (string, error) {
+	if name != "" && alias != "" && name != alias {
+		return "", errStateDirConflict
+	}
+	return cmp.Or(name, alias), nil
+}
+
+// open opens the host state directory path names.
+func (s *stateDirFlags) open() (*hoststate.Dir, error) {
+	dir, err := s.path()
+	if err != nil {
+		return nil, err
 	}
 	return hoststate.Open(dir)
 }
@@ -230,7 +249,8 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	return serveUntil(ctx, args, stdout, stderr)
 }
 
-// serveUntil parses the serve flags and serves until ctx ends.
+// serveUntil parses the serve flags, listens, and runs a relay.Relay until ctx ends. It exits 2
+// on a usage error (before it touches anything), 1 when the relay cannot start or stop cleanly.
 func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, cfg := serveFlags(stderr)
 	if err := fs.Parse(args); err != nil {
@@ -248,201 +268,46 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 2
 	}
-	log, tlsConfig := st.log, st.tlsConfig // ACME replaces tlsConfig below
-	state, err := openState(cfg.stateDir)
-	if err != nil {
+	if st.StateDir, err = cfg.state.path(); err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
+		if errors.Is(err, errStateDirConflict) {
+			return 2
+		}
 		return 1
-	}
-	var challenges http.Handler
-	if st.acme.host != "" {
-		m, err := newACMEManager(st.acme, state.Path())
-		if err != nil {
-			fmt.Fprintf(stderr, "relay serve: %v\n", err)
-			return 1
-		}
-		tlsConfig = acmeTLSConfig(m)
-		if st.acmeHTTP != "" {
-			challenges = m.HTTPHandler(nil)
-		}
 	}
 	ln, err := net.Listen("tcp", st.addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 1
 	}
-	ln = server.LimitConns(ln, server.ConnLimits{Exempt: trustedPeer(st.trusted), TLS: tlsConfig != nil, Log: log})
-	listeners := []net.Listener{ln}
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
+	defer ln.Close()
 	scheme := "http"
-	if tlsConfig != nil {
+	if st.TLS != nil || st.ACME.Host != "" {
 		scheme = "https"
-		ln = tls.NewListener(ln, tlsConfig)
-		listeners[0] = ln
 	}
-	base := st.origin
-	if base == "" {
-		base = scheme + "://" + reachableAddr(ln.Addr())
-	}
-	if a, ok := sharesPageOrigin(st.miniApps, pageOrigins(st.origin, scheme, ln)); ok {
+	if a, ok := sharesPageOrigin(st.MiniApps, pageOrigins(st.Origin, scheme, ln)); ok {
 		fmt.Fprintf(stderr, "relay serve: mini-app %q: field \"origin\": %s is the page's own origin; framed there the app would reach everything the page holds\n", a.ID, a.Origin)
 		return 2
 	}
-	var gate *server.Gate
-	hubOpts := hub.Options{HelloBound: st.helloBound, Pairings: state, Log: log}
-	if st.gated {
-		gate = server.NewGateFor(session.NewStore(session.Options{Lifetime: st.lifetime}))
-		hubOpts.PageSession = gate.Session
-		hubOpts.SessionOf = gate.SessionID
-		hubOpts.Sessions = gate.Store()
-	}
-	var stopping atomic.Bool
-	ready := func() error {
-		if stopping.Load() {
-			return refusal.New(refusal.RelayShuttingDown, "the relay is shutting down")
-		}
-		return nil
-	}
-	srv, err := server.New(server.Config{Public: st.public, Build: build, Log: log, HostToken: state.CheckHostToken, Gate: gate,
-		Origin: st.origin, HSTS: tlsConfig != nil || len(st.trusted) > 0, Ready: ready, TrustedProxies: st.trusted, BootstrapBase: base,
-		FrameOrigins: st.miniApps.Origins()})
-	if err != nil {
-		fmt.Fprintf(stderr, "relay serve: %v (run from the checkout, or pass --public)\n", err)
-		return 1
-	}
-	hubOpts.PageOrigin = srv.PageOrigin
-	var tools *assistant.Catalogue
-	hubOpts.OnPageTools = func(t json.RawMessage) { tools.SetPageTools(t) }
-	var appsModel *externalapps.Model // the assistant's catalogue with the open external apps added
-	hubOpts.OnExternalApps = func(r json.RawMessage) { appsModel.SetReport(r) }
-	hb := hub.New(hubOpts)
-	hub.Register(srv, hb, state)
-	exts := &extensionhost.Runtime{Admissions: extensionhost.NewAdmissions(state.Path(), nil), Fetcher: &extensionhost.Fetcher{}, Ask: hb.Ask, Console: stdout, Log: log,
-		Publish: hb.SetAdmitted}
-	if err := exts.Reload(); err != nil {
-		fmt.Fprintf(stderr, "relay serve: extensions: %v\n", err)
-		return 1
-	}
-	exts.Register(srv, state.CheckHostToken)
-	var lv *voice.Handler // made below, with the catalogue as its tools; read once serving
-	tools = assistant.New(assistant.Options{Root: hb, Extensions: assistant.ExtensionsOf(exts), Log: log,
-		Live: func() bool { return lv != nil && lv.Configured() }})
-	tools.Register(srv)
-	var subject func(*http.Request) string
-	if gate != nil {
-		subject = gate.SessionID
-	}
-	externalapps.Register(srv, &externalapps.Minter{Registry: st.miniApps, Issuer: base}, subject)
-	appsModel = externalapps.NewModel(tools, st.miniApps, hb, log)
-	appsModel.Register(srv)
-	lv, err = liveVoice(cfg, state, srv, gate, log, appsModel)
-	if err != nil {
-		fmt.Fprintf(stderr, "relay serve: %v\n", err)
-		return 2
-	}
-	if challenges != nil {
+	if st.acmeHTTP != "" {
 		cl, err := net.Listen("tcp", st.acmeHTTP)
 		if err != nil {
 			fmt.Fprintf(stderr, "relay serve: --acme-http-addr: %v\n", err)
 			return 1
 		}
-		listeners = append(listeners, cl)
-		// Only short GETs come here, so a whole-request bound (ReadTimeout) is safe.
-		go (&http.Server{Handler: challenges, ReadHeaderTimeout: server.HeaderTimeout, ReadTimeout: server.BodyTimeout, IdleTimeout: server.IdleTimeout,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}).Serve(server.LimitConns(cl, server.ConnLimits{Exempt: trustedPeer(st.trusted), Log: log}))
+		defer cl.Close()
+		st.Challenges = cl
 	}
-	if cl, err := listenControl(state.Path()); err != nil {
-		log.Warn("no control socket: `relay sessions` and `relay ticket` cannot reach this relay", "err", err)
-	} else {
-		listeners = append(listeners, cl)
-	}
-	banner := func(w io.Writer) {
-		if gate != nil {
-			fmt.Fprintf(w, "loopback gate on: open %s/?%s=%s once to start a session (single use; `relay ticket` makes another)\n", base, server.BootstrapParam, gate.NewTicket())
-		} else {
-			fmt.Fprintf(stderr, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
-		}
-		if st.acme.host != "" {
-			fmt.Fprintf(w, "certificates for %s come from the ACME CA on first use, cached in %s\n", st.acme.host, filepath.Join(state.Path(), ACMECacheDir))
-		}
-	}
-	code := serve(ctx, ln, listeners[1:], scheme, srv, log, stdout, banner, func() { stopping.Store(true); lv.Close(); tools.Close(); hb.Close() })
-	hb.Close()
-	return code
-}
-
-// reachableAddr is a listener's address as a browser on this machine can open it: an unspecified
-// host (0.0.0.0, ::) becomes 127.0.0.1.
-func reachableAddr(a net.Addr) string {
-	host, port, err := net.SplitHostPort(a.String())
+	st.Listener, st.Console, st.Warnings, st.Build = ln, stdout, stderr, build
+	r, err := relay.New(st.Config)
 	if err != nil {
-		return a.String()
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
-}
-
-// serve runs the HTTP server on ln (and on the extra listeners: the control socket) until ctx
-// ends, then shuts it down gracefully. onStop runs when ctx ends, before the shutdown, so
-// /api/ready turns 503 at once.
-func serve(ctx context.Context, ln net.Listener, extra []net.Listener, scheme string, h *server.Server, log *slog.Logger, stdout io.Writer, banner func(io.Writer), onStop func()) int {
-	fresh := &freshConns{}
-	hs := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: server.HeaderTimeout,
-		IdleTimeout:       server.IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		ConnState:         fresh.track,
-	}
-	hs.RegisterOnShutdown(fresh.closeAll)
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	for _, l := range extra {
-		go hs.Serve(l)
-	}
-	fmt.Fprintf(stdout, "voicebox on %s://%s\n", scheme, ln.Addr())
-	if banner != nil {
-		banner(stdout)
-	}
-	select {
-	case err := <-done:
-		log.Error("server stopped", "err", err)
-		return 1
-	case <-ctx.Done():
-	}
-	if onStop != nil {
-		onStop()
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := hs.Shutdown(shutdownCtx); err != nil {
-		log.Warn("shutdown did not finish in time", "err", err)
+		fmt.Fprintf(stderr, "relay serve: %v\n", err)
 		return 1
 	}
-	if err := h.Drain(shutdownCtx); err != nil {
-		log.Warn("sockets still open when the shutdown's grace ended", "err", err)
+	if err := r.Serve(ctx); err != nil {
 		return 1
 	}
 	return 0
-}
-
-// trustedPeer reports whether a peer is one of the trusted proxies, which carry every client's
-// connections and so are not held to the per-client connection bound.
-func trustedPeer(trusted []netip.Prefix) func(netip.Addr) bool {
-	return func(a netip.Addr) bool {
-		for _, p := range trusted {
-			if p.Contains(a) {
-				return true
-			}
-		}
-		return false
-	}
 }
 
 func orEnv(flagValue, env string) string {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -55,7 +56,7 @@ func TestServeOnAFreePort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PORT", "0")
-	t.Setenv("VOICEBOX_EXTENSIONS_DIR", filepath.Join(t.TempDir(), "state"))
+	t.Setenv("VOICEBOX_STATE_DIR", filepath.Join(t.TempDir(), "state"))
 	t.Setenv("VOICEBOX_LOOPBACK_AUTH", "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -101,7 +102,7 @@ func TestHelpListsEveryFlagAndVariable(t *testing.T) {
 		t.Fatalf("--help exited %d", code)
 	}
 	for _, want := range []string{"serve", "-addr", "-public", "PORT", "VOICEBOX_PUBLIC_DIR",
-		"pair", "-revoke", "-list", "-extensions-dir", "-hello-bound-ms", "VOICEBOX_EXTENSIONS_DIR", "VOICEBOX_HELLO_BOUND_MS", "VOICEBOX_LOOPBACK_AUTH",
+		"pair", "-revoke", "-list", "-state-dir", "-extensions-dir", "-hello-bound-ms", "VOICEBOX_STATE_DIR", "VOICEBOX_EXTENSIONS_DIR", "VOICEBOX_HELLO_BOUND_MS", "VOICEBOX_LOOPBACK_AUTH",
 		"env", "-relay", "-bearer-file", "-root",
 		"sessions", "ticket", "-all", "-session-lifetime", "VOICEBOX_SESSION_LIFETIME", "-trusted-proxy", "VOICEBOX_TRUSTED_PROXY",
 		"-acme-host", "VOICEBOX_ACME_HOST", "-acme-email", "VOICEBOX_ACME_EMAIL", "-acme-directory", "VOICEBOX_ACME_DIRECTORY",
@@ -197,12 +198,12 @@ func TestPairCommand(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "state")
 	var out bytes.Buffer
-	if code := run([]string{"pair", "--extensions-dir", dir, "box"}, &out, io.Discard); code != 0 {
+	if code := run([]string{"pair", "--state-dir", dir, "box"}, &out, io.Discard); code != 0 {
 		t.Fatalf("pair exited %d", code)
 	}
 	bearer := strings.TrimSpace(out.String())
 	out.Reset()
-	if code := run([]string{"pair", "--extensions-dir", dir, "--list"}, &out, io.Discard); code != 0 || !strings.Contains(out.String(), "box") || strings.Contains(out.String(), bearer[4:]) {
+	if code := run([]string{"pair", "--state-dir", dir, "--list"}, &out, io.Discard); code != 0 || !strings.Contains(out.String(), "box") || strings.Contains(out.String(), bearer[4:]) {
 		t.Fatalf("pair --list: exit %d, %q", code, out.String())
 	}
 	tests := []struct {
@@ -219,8 +220,61 @@ func TestPairCommand(t *testing.T) {
 		{"revoke again", []string{"--revoke", "box"}, 1},
 	}
 	for _, tt := range tests {
-		if code := run(append([]string{"pair", "--extensions-dir", dir}, tt.args...), io.Discard, io.Discard); code != tt.code {
+		if code := run(append([]string{"pair", "--state-dir", dir}, tt.args...), io.Discard, io.Discard); code != tt.code {
 			t.Errorf("%s: exit %d, want %d", tt.name, code, tt.code)
 		}
+	}
+}
+
+// TestTheStateDirectoryKeepsItsOldName: --extensions-dir and VOICEBOX_EXTENSIONS_DIR still name
+// the state directory, flags win over the environment, and the old and new names may not name
+// different directories.
+func TestTheStateDirectoryKeepsItsOldName(t *testing.T) {
+	base := t.TempDir()
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+	tests := []struct {
+		name       string
+		flags      stateDirFlags
+		state, old string // the environment
+		want       string // "" for a conflict
+	}{
+		{"--state-dir", stateDirFlags{dir: a}, "", "", a},
+		{"--extensions-dir", stateDirFlags{alias: a}, "", "", a},
+		{"both, the same", stateDirFlags{dir: a, alias: a}, "", "", a},
+		{"both, different", stateDirFlags{dir: a, alias: b}, "", "", ""},
+		{"VOICEBOX_STATE_DIR", stateDirFlags{}, a, "", a},
+		{"VOICEBOX_EXTENSIONS_DIR", stateDirFlags{}, "", a, a},
+		{"both variables, different", stateDirFlags{}, a, b, ""},
+		{"a flag wins over the environment", stateDirFlags{alias: a}, b, "", a},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("VOICEBOX_STATE_DIR", tt.state)
+			t.Setenv("VOICEBOX_EXTENSIONS_DIR", tt.old)
+			got, err := tt.flags.path()
+			if tt.want == "" {
+				if !errors.Is(err, errStateDirConflict) {
+					t.Fatalf("path() = %q, %v; want the conflict refused", got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("path() = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+	t.Setenv("VOICEBOX_STATE_DIR", "")
+	t.Setenv("VOICEBOX_EXTENSIONS_DIR", "")
+	var out bytes.Buffer
+	if code := run([]string{"pair", "--extensions-dir", a, "box"}, &out, io.Discard); code != 0 {
+		t.Fatalf("pair --extensions-dir exited %d", code)
+	}
+	out.Reset()
+	if code := run([]string{"pair", "--state-dir", a, "--list"}, &out, io.Discard); code != 0 || !strings.Contains(out.String(), "box") {
+		t.Fatalf("the pairing made under the old name is not listed under the new one: %q", out.String())
+	}
+	var stderr bytes.Buffer
+	if code := serveUntil(context.Background(), []string{"--addr", "127.0.0.1:0", "--public", base, "--state-dir", a, "--extensions-dir", b}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "name different directories") {
+		t.Fatalf("serve with two state directories: exit %d, %q", code, stderr.String())
 	}
 }

@@ -29,7 +29,7 @@ func TestServeRefusesAMalformedMiniAppRegistry(t *testing.T) {
 	} {
 		t.Setenv("MINI_APPS", tt.registry)
 		var stderr bytes.Buffer
-		code := serveUntil(context.Background(), []string{"--addr", "127.0.0.1:0", "--public", public, "--extensions-dir", filepath.Join(t.TempDir(), "s")}, io.Discard, &stderr)
+		code := serveUntil(context.Background(), []string{"--addr", "127.0.0.1:0", "--public", public, "--state-dir", filepath.Join(t.TempDir(), "s")}, io.Discard, &stderr)
 		if code != 2 || !strings.Contains(stderr.String(), tt.want) {
 			t.Errorf("MINI_APPS=%s: exit %d, stderr %q; want it to say %q", tt.registry, code, stderr.String(), tt.want)
 		}
@@ -43,7 +43,7 @@ func TestServeRefusesAMalformedMiniAppRegistry(t *testing.T) {
 	// An app at the page's own origin would be same-origin with it: refused at start.
 	t.Setenv("MINI_APPS", `{"own": {"name": "Own", "url": "https://vb.example.com/x", "origin": "https://vb.example.com"}}`)
 	stderr.Reset()
-	code = serveUntil(context.Background(), []string{"--addr", "127.0.0.1:0", "--public", public, "--origin", "https://vb.example.com", "--extensions-dir", filepath.Join(t.TempDir(), "s")}, io.Discard, &stderr)
+	code = serveUntil(context.Background(), []string{"--addr", "127.0.0.1:0", "--public", public, "--origin", "https://vb.example.com", "--state-dir", filepath.Join(t.TempDir(), "s")}, io.Discard, &stderr)
 	if code != 2 || !strings.Contains(stderr.String(), `mini-app "own": field "origin"`) {
 		t.Errorf("an app at the page's origin: exit %d, %q", code, stderr.String())
 	}
@@ -112,7 +112,7 @@ func TestShutdownIsNotHeldByAnIdleConnection(t *testing.T) {
 	outR, outW := io.Pipe()
 	exit := make(chan int, 1)
 	go func() {
-		exit <- serveUntil(ctx, []string{"--addr", "127.0.0.1:0", "--public", public, "--extensions-dir", filepath.Join(t.TempDir(), "s")}, outW, io.Discard)
+		exit <- serveUntil(ctx, []string{"--addr", "127.0.0.1:0", "--public", public, "--state-dir", filepath.Join(t.TempDir(), "s")}, outW, io.Discard)
 		outW.Close()
 	}()
 	line, err := bufio.NewReader(outR).ReadString('\n')

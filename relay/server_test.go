@@ -26,7 +26,7 @@ import (
 // TestServeRefusesANetworkAddressWithoutTheGate: the refusal comes before anything listens.
 func TestServeRefusesANetworkAddressWithoutTheGate(t *testing.T) {
 	t.Setenv("VOICEBOX_LOOPBACK_AUTH", "")
-	t.Setenv("VOICEBOX_EXTENSIONS_DIR", filepath.Join(t.TempDir(), "state"))
+	t.Setenv("VOICEBOX_STATE_DIR", filepath.Join(t.TempDir(), "state"))
 	var stdout, stderr bytes.Buffer
 	code := serveUntil(context.Background(), []string{"--addr", "0.0.0.0:0", "--public", t.TempDir()}, &stdout, &stderr)
 	if code != 2 || !strings.Contains(stderr.String(), "VOICEBOX_LOOPBACK_AUTH=1") || stdout.Len() != 0 {
@@ -36,7 +36,7 @@ func TestServeRefusesANetworkAddressWithoutTheGate(t *testing.T) {
 
 // TestServeRefusesABadOrigin checks --origin before listening.
 func TestServeRefusesABadOrigin(t *testing.T) {
-	t.Setenv("VOICEBOX_EXTENSIONS_DIR", filepath.Join(t.TempDir(), "state"))
+	t.Setenv("VOICEBOX_STATE_DIR", filepath.Join(t.TempDir(), "state"))
 	for _, o := range []string{"voicebox.example.com", "https://voicebox.example.com/app", "ftp://x", "https://u@x"} {
 		var stdout, stderr bytes.Buffer
 		if code := serveUntil(context.Background(), []string{"--addr", "127.0.0.1:0", "--origin", o, "--public", t.TempDir()}, &stdout, &stderr); code != 2 {
@@ -85,7 +85,7 @@ func TestServeTLSWithTheGate(t *testing.T) {
 	public := t.TempDir()
 	os.WriteFile(filepath.Join(public, "index.html"), []byte("<!doctype html>"), 0o644)
 	t.Setenv("VOICEBOX_LOOPBACK_AUTH", "1")
-	t.Setenv("VOICEBOX_EXTENSIONS_DIR", filepath.Join(t.TempDir(), "state"))
+	t.Setenv("VOICEBOX_STATE_DIR", filepath.Join(t.TempDir(), "state"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	outR, outW := io.Pipe()

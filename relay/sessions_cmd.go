@@ -13,15 +13,15 @@ import (
 )
 
 type sessionsConfig struct {
-	stateDir string
-	all      bool
+	state stateDirFlags
+	all   bool
 }
 
 func sessionsFlags(stderr io.Writer) (*flag.FlagSet, *sessionsConfig) {
 	cfg := &sessionsConfig{}
 	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	stateDirFlag(fs, &cfg.stateDir)
+	cfg.state.register(fs)
 	fs.BoolVar(&cfg.all, "all", false, "with revoke: revoke every session")
 	return fs, cfg
 }
@@ -42,7 +42,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-const sessionsUsage = "relay sessions: usage: relay sessions [--extensions-dir DIR] [list] | revoke ID | revoke --all"
+const sessionsUsage = "relay sessions: usage: relay sessions [--state-dir DIR] [list] | revoke ID | revoke --all"
 
 // runSessions lists or revokes the sessions of the relay serving the state directory, through
 // its control socket.
@@ -66,7 +66,7 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, sessionsUsage)
 		return 2
 	}
-	state, err := openState(cfg.stateDir)
+	state, err := cfg.state.open()
 	if err != nil {
 		fmt.Fprintf(stderr, "relay sessions: %v\n", err)
 		return 1
@@ -117,18 +117,18 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 // runTicket mints a one-time bootstrap address on the relay serving the state directory and
 // prints it alone on stdout.
 func runTicket(args []string, stdout, stderr io.Writer) int {
-	var dir string
+	var dir stateDirFlags
 	fs := flag.NewFlagSet("ticket", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	stateDirFlag(fs, &dir)
+	dir.register(fs)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintln(stderr, "relay ticket: usage: relay ticket [--extensions-dir DIR]")
+		fmt.Fprintln(stderr, "relay ticket: usage: relay ticket [--state-dir DIR]")
 		return 2
 	}
-	state, err := openState(dir)
+	state, err := dir.open()
 	if err != nil {
 		fmt.Fprintf(stderr, "relay ticket: %v\n", err)
 		return 1

@@ -5,44 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
 	"time"
 
-	"github.com/voicebox-go/voicebox/relay/externalapps"
+	"github.com/voicebox-go/voicebox/relay/relay"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
 )
 
-// serveSettings is what serve runs with once its flags and the environment are read and checked.
+// serveSettings is what serve runs with once its flags and the environment are read and checked:
+// the relay's Config (its listeners and state directory are filled in once they exist) and
+// where to listen.
 type serveSettings struct {
-	public     string
-	helloBound time.Duration
-	gated      bool // VOICEBOX_LOOPBACK_AUTH=1: the session gate is on
-	addr       string
-	origin     string // the public origin, "" for none
-	lifetime   time.Duration
-	trusted    []netip.Prefix
-	log        *slog.Logger
-	tlsConfig  *tls.Config // from --tls-cert/--tls-key; ACME's comes once the state directory is open
-	acme       acmeSettings
-	acmeHTTP   string
-	miniApps   *externalapps.Registry
+	relay.Config
+	addr     string
+	acmeHTTP string
 }
 
 // settle reads the flags, with the environment where a flag is not given, into serve's settings.
 // An error is a usage error: serve says it and exits 2 before it touches anything.
 func (cfg *serveConfig) settle(stderr io.Writer) (*serveSettings, error) {
-	public := cfg.public
-	if public == "" {
-		public = os.Getenv("VOICEBOX_PUBLIC_DIR")
-	}
-	if public == "" {
-		public = "public"
-	}
+	public := orEnv(cfg.public, "VOICEBOX_PUBLIC_DIR") // "": the page embedded in the binary
 	var err error
 	helloMS := cfg.helloBound
 	if helloMS == 0 {
@@ -88,27 +73,27 @@ func (cfg *serveConfig) settle(stderr io.Writer) (*serveSettings, error) {
 		return nil, fmt.Errorf("--log-format: %v", err)
 	}
 	certFile, keyFile := orEnv(cfg.tlsCert, "VOICEBOX_TLS_CERT"), orEnv(cfg.tlsKey, "VOICEBOX_TLS_KEY")
-	acmeCfg := acmeSettings{host: orEnv(cfg.acme.host, "VOICEBOX_ACME_HOST"), email: orEnv(cfg.acme.email, "VOICEBOX_ACME_EMAIL"),
-		directory: orEnv(cfg.acme.directory, "VOICEBOX_ACME_DIRECTORY")}
+	acmeCfg := relay.ACME{Host: orEnv(cfg.acme.Host, "VOICEBOX_ACME_HOST"), Email: orEnv(cfg.acme.Email, "VOICEBOX_ACME_EMAIL"),
+		Directory: orEnv(cfg.acme.Directory, "VOICEBOX_ACME_DIRECTORY")}
 	acmeHTTP := orEnv(cfg.acmeHTTP, "VOICEBOX_ACME_HTTP_ADDR")
-	if acmeCfg.host != "" {
+	if acmeCfg.Host != "" {
 		if certFile != "" || keyFile != "" {
 			return nil, errors.New("--acme-host and --tls-cert/--tls-key both say where the certificate comes from; use one of them")
 		}
-		if acmeCfg.host, err = checkACMEHost(acmeCfg.host); err != nil {
+		if acmeCfg.Host, err = checkACMEHost(acmeCfg.Host); err != nil {
 			return nil, err
 		}
 		if origin == "" {
-			origin = "https://" + acmeCfg.host
-		} else if u, _ := url.Parse(origin); u.Scheme != "https" || u.Hostname() != acmeCfg.host {
-			return nil, fmt.Errorf("--origin %s must be https on the --acme-host %s (the certificate names that host)", origin, acmeCfg.host)
+			origin = "https://" + acmeCfg.Host
+		} else if u, _ := url.Parse(origin); u.Scheme != "https" || u.Hostname() != acmeCfg.Host {
+			return nil, fmt.Errorf("--origin %s must be https on the --acme-host %s (the certificate names that host)", origin, acmeCfg.Host)
 		}
 		if acmeHTTP != "" {
 			if acmeHTTP, err = listenAddr(acmeHTTP, "", gated); err != nil {
 				return nil, fmt.Errorf("--acme-http-addr: %v", err)
 			}
 		}
-	} else if acmeCfg.email != "" || acmeCfg.directory != "" || acmeHTTP != "" {
+	} else if acmeCfg.Email != "" || acmeCfg.Directory != "" || acmeHTTP != "" {
 		return nil, errors.New("--acme-email, --acme-directory and --acme-http-addr need --acme-host")
 	}
 	var tlsConfig *tls.Config
@@ -123,7 +108,11 @@ func (cfg *serveConfig) settle(stderr io.Writer) (*serveSettings, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &serveSettings{public: public, helloBound: time.Duration(helloMS) * time.Millisecond, gated: gated, addr: addr,
-		origin: origin, lifetime: lifetime, trusted: trusted, log: log, tlsConfig: tlsConfig, acme: acmeCfg,
-		acmeHTTP: acmeHTTP, miniApps: miniApps}, nil
+	vendorURLs, err := cfg.vendorURLs()
+	if err != nil {
+		return nil, err
+	}
+	return &serveSettings{addr: addr, acmeHTTP: acmeHTTP, Config: relay.Config{Public: public, HelloBound: time.Duration(helloMS) * time.Millisecond,
+		Gated: gated, Origin: origin, SessionLifetime: lifetime, TrustedProxies: trusted, Log: log, TLS: tlsConfig,
+		ACME: acmeCfg, MiniApps: miniApps, VendorURLs: vendorURLs}}, nil
 }

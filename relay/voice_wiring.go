@@ -3,15 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/url"
 
-	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/live/gemini"
 	"github.com/voicebox-go/voicebox/relay/live/openai"
-	"github.com/voicebox-go/voicebox/relay/server"
-	"github.com/voicebox-go/voicebox/relay/voice"
 )
 
 func vendorFlags(fs *flag.FlagSet, cfg *serveConfig) {
@@ -19,10 +15,9 @@ func vendorFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.StringVar(&cfg.geminiURL, "gemini-url", "", "Gemini Live `endpoint` for live voice (default $VOICEBOX_GEMINI_URL, else the BidiGenerateContent endpoint)")
 }
 
-// liveVoice builds the /live door and its routes: the providers, the key store and the agent
-// settings in the state directory, the vendor endpoints the flags or environment name, and the
-// assistant's catalogue as the model's tools.
-func liveVoice(cfg *serveConfig, state *hoststate.Dir, srv *server.Server, gate *server.Gate, log *slog.Logger, tools voice.Catalogue) (*voice.Handler, error) {
+// vendorURLs reads the vendor endpoints the flags or the environment name, by provider; each
+// is checked (checkVendorURL).
+func (cfg *serveConfig) vendorURLs() (map[string]string, error) {
 	urls := map[string]string{}
 	for _, v := range []struct{ provider, flag, env, value string }{
 		{openai.Name, "--openai-url", "VOICEBOX_OPENAI_URL", orEnv(cfg.openaiURL, "VOICEBOX_OPENAI_URL")},
@@ -36,15 +31,7 @@ func liveVoice(cfg *serveConfig, state *hoststate.Dir, srv *server.Server, gate 
 		}
 		urls[v.provider] = v.value
 	}
-	reg := voice.Providers()
-	opts := voice.Options{Registry: reg, Settings: voice.NewSettings(reg, state), Keys: voice.NewKeys(state, nil, voice.KeyEnvs(reg)),
-		Catalogue: tools, BaseURLs: urls, PageOrigin: srv.PageOrigin, Log: log}
-	if gate != nil {
-		opts.PageSession, opts.SessionOf, opts.Sessions = gate.Session, gate.SessionID, gate.Store()
-	}
-	h := voice.New(opts)
-	voice.Register(srv, h, state.CheckHostToken)
-	return h, nil
+	return urls, nil
 }
 
 // checkVendorURL accepts a wss:// endpoint, or a ws:// one on a loopback host (a local fixture):

@@ -40,7 +40,7 @@ func TestVendorURLs(t *testing.T) {
 
 func TestServeRefusesAPlainVendorURL(t *testing.T) {
 	t.Setenv("PORT", "0")
-	t.Setenv("VOICEBOX_EXTENSIONS_DIR", filepath.Join(t.TempDir(), "state"))
+	t.Setenv("VOICEBOX_STATE_DIR", filepath.Join(t.TempDir(), "state"))
 	t.Setenv("VOICEBOX_LOOPBACK_AUTH", "")
 	t.Setenv("VOICEBOX_GEMINI_URL", "ws://vendor.example/live")
 	var stderr bytes.Buffer

@@ -195,7 +195,7 @@ func TestApprovalReachesThePageWhileAMachineHoldsTheRoot(t *testing.T) {
 	relay := harness.StartRelay(t)
 	tab := openExecutor(t, relay)
 	bin := filepath.Join(harness.RepoRoot(), "bin", "relay")
-	pair := exec.Command(bin, "pair", "--extensions-dir", relay.StateDir, "box")
+	pair := exec.Command(bin, "pair", "--state-dir", relay.StateDir, "box")
 	bearer, err := pair.Output()
 	if err != nil {
 		t.Fatalf("relay pair: %v", err)

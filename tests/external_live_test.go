@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/tests/harness"
-	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 // TestTheLiveModelUsesAnExternalApp is the model's side end to end: with Order Book open, a live

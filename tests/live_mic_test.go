@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/tests/harness"
-	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 // holdMicrophone makes the page's getUserMedia wait until the test calls __mic.release(), and

@@ -16,8 +16,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/tests/harness"
-	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 // liveBound is the hang guard of the live tests' waits (the machine is shared; this is never a

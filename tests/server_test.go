@@ -26,7 +26,7 @@ import (
 func TestARemoteOriginSignsInAndAThirdIsRefused(t *testing.T) {
 	t.Parallel()
 	open := exec.Command(filepath.Join(harness.RepoRoot(), "bin", "relay"), "serve", "--addr", "0.0.0.0:0", "--public", filepath.Join(harness.RepoRoot(), "public"))
-	open.Env = append(os.Environ(), "VOICEBOX_LOOPBACK_AUTH=0", "VOICEBOX_EXTENSIONS_DIR="+filepath.Join(t.TempDir(), "state"))
+	open.Env = append(os.Environ(), "VOICEBOX_LOOPBACK_AUTH=0", "VOICEBOX_STATE_DIR="+filepath.Join(t.TempDir(), "state"))
 	out, err := open.CombinedOutput()
 	if code := open.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "VOICEBOX_LOOPBACK_AUTH=1") {
 		t.Fatalf("serve on 0.0.0.0 without the gate: exit %d (%v), %s", code, err, out)

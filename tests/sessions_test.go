@@ -21,7 +21,7 @@ const sessionLifetime = "45s"
 // standard output.
 func relayCommand(t *testing.T, relay *harness.Relay, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(harness.RepoRoot(), "bin", "relay"), append(args, "--extensions-dir", relay.StateDir)...)
+	cmd := exec.Command(filepath.Join(harness.RepoRoot(), "bin", "relay"), append(args, "--state-dir", relay.StateDir)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

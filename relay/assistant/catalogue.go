@@ -6,7 +6,7 @@
 // # The catalogue
 //
 // A Catalogue offers the built-in tools of shared/commands plus the open mini-apps' tools, which
-// the page's worker reports over /channel (relay/hub's Options.OnPageTools). Call maps a model's
+// the page's worker reports over /channel (it hears relay/hub's offers). Call maps a model's
 // (name, args) through commands.Set.Map and routes the action; every call gets exactly one answer,
 // the observation object or {"refused": rule, "why": sentence}, and never blocks past its
 // context. OnChange listeners run whenever the tool set, and so Instruction, changes.
@@ -51,6 +51,7 @@ import (
 	"github.com/voicebox-go/voicebox/shared/commands"
 	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
@@ -117,7 +118,7 @@ func New(opts Options) *Catalogue {
 
 // Declarations returns every tool the model is offered now: the built-ins, then the open
 // mini-apps' tools.
-func (c *Catalogue) Declarations() []miniapp.FunctionDeclaration { return c.set.Load().Declarations() }
+func (c *Catalogue) Declarations() []tool.Declaration { return c.set.Load().Declarations() }
 
 // Instruction returns the system instruction for a live model, for the current tool set.
 func (c *Catalogue) Instruction() string { return c.set.Load().Instruction() }
@@ -139,8 +140,8 @@ func (c *Catalogue) OnChange(fn func()) (cancel func()) {
 
 // SetPageTools takes the function declarations the page's worker offers (a JSON array of
 // {name, description, parameters}), or nil when the page left. Each declaration is checked as a
-// mini-app tool is at registration; one that fails is left out and logged. It is relay/hub's
-// Options.OnPageTools.
+// mini-app tool is at registration; one that fails is left out and logged. It hears the Tools of
+// relay/hub's offers.
 func (c *Catalogue) SetPageTools(tools json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -171,7 +172,7 @@ func (c *Catalogue) SetPageTools(tools json.RawMessage) {
 // pageDeclarations reads the page's list of declarations one by one, so a bad one costs only
 // itself: one that is not an object is refused invalid-tool-declaration naming its index (as the
 // original's registration does), and so is one whose fields are not of their types.
-func pageDeclarations(tools json.RawMessage) ([]miniapp.FunctionDeclaration, []error) {
+func pageDeclarations(tools json.RawMessage) ([]tool.Declaration, []error) {
 	if len(tools) == 0 {
 		return nil, nil
 	}
@@ -179,10 +180,10 @@ func pageDeclarations(tools json.RawMessage) ([]miniapp.FunctionDeclaration, []e
 	if err := json.Unmarshal(tools, &raws); err != nil {
 		return nil, []error{refusal.New(refusal.InvalidToolDeclaration, "the page's tools are not a list of declarations")}
 	}
-	var decls []miniapp.FunctionDeclaration
+	var decls []tool.Declaration
 	var errs []error
 	for i, raw := range raws {
-		var d miniapp.FunctionDeclaration
+		var d tool.Declaration
 		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 			errs = append(errs, miniapp.AtIndex(i, refusal.New(refusal.InvalidToolDeclaration, "a tool declaration must be a JSON object {name, description, parameters}")))
 			continue

@@ -54,7 +54,7 @@ func newRig(t testing.TB, opts assistant.Options) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{t: t, state: state}
-	r.hub = hub.New(hub.Options{Pairings: state, HelloBound: bound, OnPageTools: func(tools json.RawMessage) { r.cat.SetPageTools(tools) }})
+	r.hub = hub.New(hub.Options{Pairings: state, HelloBound: bound})
 	hub.Register(srv, r.hub, state)
 	r.exts = &extensionhost.Runtime{Admissions: extensionhost.NewAdmissions(t.TempDir(), nil), Fetcher: &extensionhost.Fetcher{}, Ask: r.hub.Ask, Console: io.Discard,
 		Publish: r.hub.SetAdmitted}
@@ -67,6 +67,7 @@ func newRig(t testing.TB, opts assistant.Options) *rig {
 	}
 	r.cat = assistant.New(opts)
 	r.cat.Register(srv)
+	r.hub.AddOfferListener(hub.OfferFunc(func(o hub.Offer) { r.cat.SetPageTools(o.Tools) }))
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		r.cat.Close()

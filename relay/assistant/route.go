@@ -14,7 +14,7 @@ import (
 )
 
 // The calls the page's worker answers besides the executor's primitives: the mini-app store and
-// frames (browser/miniapps.go). Mini-app tools go to it under their model-facing names.
+// frames (browser/engine/miniapps.go). Mini-app tools go to it under their model-facing names.
 const (
 	pageListMiniApps  = "list-mini-apps"
 	pageLaunchMiniApp = "launch-mini-app"

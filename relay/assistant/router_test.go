@@ -16,6 +16,7 @@ import (
 	"github.com/voicebox-go/voicebox/shared/commands"
 	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // rootTools are the built-ins that need a root; with none declared each is refused at once.
@@ -141,17 +142,17 @@ func TestRouterWithAPageRoot(t *testing.T) {
 	}
 
 	// The page reports an open app's tools: they join the catalogue and the instruction.
-	tool := miniapp.ModelName("app_timer", "start")
-	decls, _ := json.Marshal([]miniapp.FunctionDeclaration{{Name: tool, Description: "Start the timer",
+	appTool := miniapp.ModelName("app_timer", "start")
+	decls, _ := json.Marshal([]tool.Declaration{{Name: appTool, Description: "Start the timer",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"seconds":{"type":"integer","minimum":1}},"required":["seconds"]}`)}})
 	p.send(`{"type":"tools","tools":` + string(decls) + `}`)
 	waitChange(t, changed)
-	if !hasDecl(r.cat.Declarations(), tool) || !strings.Contains(r.cat.Instruction(), tool) {
+	if !hasDecl(r.cat.Declarations(), appTool) || !strings.Contains(r.cat.Instruction(), appTool) {
 		t.Fatalf("the page's tool is not offered: %v", names(r.cat.Declarations()))
 	}
-	r.refused(refusal.InvalidArgumentRange, tool, map[string]int{"seconds": 0})
-	r.refused(refusal.MissingArgument, tool, map[string]int{})
-	if got := r.ok(tool, map[string]int{"seconds": 5}); got["page"] != tool {
+	r.refused(refusal.InvalidArgumentRange, appTool, map[string]int{"seconds": 0})
+	r.refused(refusal.MissingArgument, appTool, map[string]int{})
+	if got := r.ok(appTool, map[string]int{"seconds": 5}); got["page"] != appTool {
 		t.Fatalf("the app tool answered %v", got)
 	}
 	if n := len(p.calls()); n != 4 {
@@ -162,10 +163,10 @@ func TestRouterWithAPageRoot(t *testing.T) {
 	p.ws.CloseNow()
 	waitChange(t, changed)
 	r.waitRoot(func(h hub.Root) bool { return !h.Connected })
-	if hasDecl(r.cat.Declarations(), tool) {
+	if hasDecl(r.cat.Declarations(), appTool) {
 		t.Fatalf("the page left and its tool is still offered")
 	}
-	r.refused(refusal.UnknownTool, tool, map[string]int{"seconds": 5})
+	r.refused(refusal.UnknownTool, appTool, map[string]int{"seconds": 5})
 	r.refused(refusal.NoPage, "read_file", map[string]string{"name": "a/b.txt"})
 }
 
@@ -178,7 +179,7 @@ func waitChange(t *testing.T, ch <-chan struct{}) {
 	}
 }
 
-func hasDecl(decls []miniapp.FunctionDeclaration, name string) bool {
+func hasDecl(decls []tool.Declaration, name string) bool {
 	for _, d := range decls {
 		if d.Name == name {
 			return true
@@ -187,7 +188,7 @@ func hasDecl(decls []miniapp.FunctionDeclaration, name string) bool {
 	return false
 }
 
-func names(decls []miniapp.FunctionDeclaration) []string {
+func names(decls []tool.Declaration) []string {
 	var out []string
 	for _, d := range decls {
 		out = append(out, d.Name)

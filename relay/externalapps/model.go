@@ -13,20 +13,11 @@ import (
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/externalapp"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 	"github.com/voicebox-go/voicebox/shared/toolschema"
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
-
-// Catalogue is the assistant's tool catalogue as the live loop takes it (relay/assistant has one;
-// the method set is the project's tools contract). Model is one too, so it wraps another.
-type Catalogue interface {
-	Declarations() []miniapp.FunctionDeclaration
-	Instruction() string
-	Call(ctx context.Context, name string, args json.RawMessage) json.RawMessage
-	OnChange(fn func()) (cancel func())
-}
 
 // Root carries a call to the page, where the apps' frames are (relay/hub's *Hub).
 type Root interface {
@@ -45,7 +36,7 @@ const ViewBound = 6 * time.Second
 // page's report (SetReport); who an app is comes only from the registry. It is safe for
 // concurrent use.
 type Model struct {
-	inner Catalogue
+	inner tool.Catalogue
 	reg   *Registry
 	root  Root
 	log   *slog.Logger
@@ -60,7 +51,7 @@ type Model struct {
 
 // NewModel returns a Model over inner, with no app open until the page reports one. A nil log
 // discards.
-func NewModel(inner Catalogue, reg *Registry, root Root, log *slog.Logger) *Model {
+func NewModel(inner tool.Catalogue, reg *Registry, root Root, log *slog.Logger) *Model {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -141,7 +132,7 @@ func (m *Model) snapshot() []externalapp.App {
 }
 
 // Declarations returns the inner catalogue's tools, then the live apps' tools and get_app_context.
-func (m *Model) Declarations() []miniapp.FunctionDeclaration {
+func (m *Model) Declarations() []tool.Declaration {
 	return append(m.inner.Declarations(), externalapp.Declarations(m.snapshot())...)
 }
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/shared/externalapp"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
@@ -20,8 +20,8 @@ type builtins struct {
 	listeners []func()
 }
 
-func (b *builtins) Declarations() []miniapp.FunctionDeclaration {
-	return []miniapp.FunctionDeclaration{{Name: "read_file", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object"}`)}}
+func (b *builtins) Declarations() []tool.Declaration {
+	return []tool.Declaration{{Name: "read_file", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object"}`)}}
 }
 func (b *builtins) Instruction() string { return "You are Voicebox." }
 func (b *builtins) Call(_ context.Context, name string, _ json.RawMessage) json.RawMessage {

@@ -24,6 +24,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/voicebox-go/voicebox/shared/strictjson"
 )
 
 // Bounds and vocabularies of a registry entry.
@@ -151,17 +153,18 @@ func parseEntry(id string, raw json.RawMessage) (App, error) {
 		return fail("", "the app id must be a lowercase letter followed by up to 23 lowercase letters, digits and dashes")
 	}
 	var e entry
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
-		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return fail(strings.Trim(name, `"`), "is not a field of an entry (name, description, url, origin, icon, capabilities, audience, secret)")
+	if err := strictjson.Decode(raw, &e); err != nil {
+		se, _ := errors.AsType[*strictjson.Error](err)
+		switch {
+		case se.Kind == strictjson.UnknownField:
+			return fail(se.Field, "is not a field of an entry (name, description, url, origin, icon, capabilities, audience, secret)")
+		case se.Kind == strictjson.WrongType && se.Field != "":
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return fail(se.Field, "has the wrong type (%s where %s was expected)", te.Value, te.Type)
+			}
 		}
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return fail(te.Field, "has the wrong type (%s where %s was expected)", te.Value, te.Type)
-		}
-		return fail("", "is not a JSON object: %v", err)
+		return fail("", "is not a JSON object: %s", strictjson.Problem(err))
 	}
 	a := App{ID: id, Icon: "app", Capabilities: []string{}}
 	if e.Name == nil || strings.TrimSpace(*e.Name) == "" {
@@ -305,7 +308,7 @@ func topLevelKeys(raw []byte) ([]string, error) {
 	if _, err := dec.Token(); err != nil {
 		return nil, fmt.Errorf("not a JSON object keyed by app id: %v", err)
 	}
-	if dec.More() {
+	if len(bytes.TrimSpace(raw[dec.InputOffset():])) != 0 {
 		return nil, errors.New("trailing data after the registry object")
 	}
 	return keys, nil

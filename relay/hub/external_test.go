@@ -12,11 +12,12 @@ import (
 )
 
 // TestExternalAppsReportFollowsTheSlot: the tools frame's externalApps member reaches
-// OnExternalApps beside the tools, and the report is dropped (nil) when the page loses the slot.
+// the listeners beside the tools, and the report is dropped (nil) when the page loses the slot.
 func TestExternalAppsReportFollowsTheSlot(t *testing.T) {
 	t.Parallel()
 	tools, apps := &toolsLog{}, &toolsLog{}
-	r := startRelay(t, Options{OnPageTools: tools.add, OnExternalApps: apps.add}, server.Config{})
+	r := startRelay(t, Options{}, server.Config{})
+	r.hub.AddOfferListener(OfferFunc(func(o Offer) { tools.add(o.Tools); apps.add(o.ExternalApps) }))
 	ws := r.dial(t, r.origin("127.0.0.1"), nil)
 	serve(t, ws, nil)
 	sendRoot(t, ws, RootOPFS, "Browser storage")

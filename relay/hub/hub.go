@@ -40,8 +40,8 @@
 // Every call the relay sends is a wire call envelope and every answer it reads a wire answer
 // envelope (both carry "v"). Control frames are JSON objects with a "type" and no "v". The page
 // sends {"type":"root","kind":"opfs"|"handle","name":...} after it connects and whenever its root
-// changes, and {"type":"tools","tools":[...]} (its open mini-apps' tools, see Options.OnPageTools)
-// whenever they change. The relay sends the admitted set ({"type":"admitted",...}, see
+// changes, and {"type":"tools","tools":[...]} (its open mini-apps' tools, heard by every
+// OfferListener) whenever they change. The relay sends the admitted set ({"type":"admitted",...}, see
 // channel.AdmittedType) to an executor before it takes the slot, and again on every change
 // (SetAdmitted), so the executor's door verifies extension calls against its own current copy.
 // No frame may exceed wire.MaxFrameBytes.
@@ -167,17 +167,32 @@ type Options struct {
 	Sessions *session.Store
 	// Log receives connection events; never a secret. Nil discards.
 	Log *slog.Logger
-	// OnPageTools, when set, receives the tools the page's worker offers (its open mini-apps'
-	// function declarations, a JSON array) each time the page holding the slot sends
-	// {"type":"tools","tools":[...]}, and nil whenever the slot changes hands or empties. Calls
-	// are made one at a time, in order; it must not block.
-	OnPageTools func(tools json.RawMessage)
-	// OnExternalApps, when set, receives the page's report of its open external mini-apps (the
-	// tools frame's "externalApps" member, see relay/externalapps.Model.SetReport) with every
-	// tools frame, and nil whenever the slot changes hands or empties; like OnPageTools, in order
-	// and never blocking.
-	OnExternalApps func(report json.RawMessage)
 }
+
+// Offer is what the page holding the slot offers the model, as its tools frame carries it.
+type Offer struct {
+	// Tools are its open mini-apps' function declarations, a JSON array; nil when no page
+	// holds the slot.
+	Tools json.RawMessage
+	// ExternalApps is its report of its open external mini-apps (the frame's "externalApps"
+	// member, see relay/externalapps.Model.SetReport); nil when none is open or no page holds
+	// the slot.
+	ExternalApps json.RawMessage
+}
+
+// OfferListener hears what the page holding the slot offers: the Offer of each tools frame it
+// sends, and the zero Offer whenever the slot changes hands or empties. The parts that build
+// the model's tool set (relay/assistant's Catalogue, relay/externalapps' Model) listen.
+type OfferListener interface {
+	// PageOffered is called one Offer at a time, in order; it must not block.
+	PageOffered(Offer)
+}
+
+// OfferFunc is a function that is an OfferListener.
+type OfferFunc func(Offer)
+
+// PageOffered calls f(o).
+func (f OfferFunc) PageOffered(o Offer) { f(o) }
 
 // Root is the declared root: what kind of executor holds (or last held) it, its name, and whether
 // that executor is connected now. Kind is "" until a page reports its root.
@@ -200,7 +215,8 @@ type Hub struct {
 	all   map[*conn]struct{}
 	close bool
 
-	toolsMu sync.Mutex // orders OnPageTools calls
+	toolsMu   sync.Mutex // orders the offers heard by listeners
+	listeners []OfferListener
 	// admMu orders the admitted frames: a connection gets the current one before it takes the
 	// slot, and SetAdmitted sends to whoever holds it, so no executor misses a change.
 	admMu    sync.Mutex
@@ -261,6 +277,13 @@ func New(opts Options) *Hub {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Hub{opts: opts, log: log, last: channel.Page, all: map[*conn]struct{}{}}
+}
+
+// AddOfferListener makes l hear every Offer from now on.
+func (h *Hub) AddOfferListener(l OfferListener) {
+	h.toolsMu.Lock()
+	defer h.toolsMu.Unlock()
+	h.listeners = append(h.listeners, l)
 }
 
 // Root returns the declared root.
@@ -644,14 +667,14 @@ func (h *Hub) detach(c *conn) {
 // toolsPrefix starts the page's tools frame, which may be larger than other control frames.
 var toolsPrefix = []byte(`{"type":"tools",`)
 
-// pageTools hands the page's tools to Options.OnPageTools: from c when it still holds the slot,
-// or nil (c nil) when the slot changed.
+// pageTools tells the listeners what the page offers: from c when it still holds the slot, or
+// the zero Offer (c nil) when the slot changed.
 func (h *Hub) pageTools(c *conn, tools, external json.RawMessage) {
-	if h.opts.OnPageTools == nil && h.opts.OnExternalApps == nil {
-		return
-	}
 	h.toolsMu.Lock()
 	defer h.toolsMu.Unlock()
+	if len(h.listeners) == 0 {
+		return
+	}
 	if c != nil {
 		h.mu.Lock()
 		current := h.cur == c
@@ -660,11 +683,8 @@ func (h *Hub) pageTools(c *conn, tools, external json.RawMessage) {
 			return
 		}
 	}
-	if h.opts.OnPageTools != nil {
-		h.opts.OnPageTools(tools)
-	}
-	if h.opts.OnExternalApps != nil {
-		h.opts.OnExternalApps(external)
+	for _, l := range h.listeners {
+		l.PageOffered(Offer{Tools: tools, ExternalApps: external})
 	}
 }
 

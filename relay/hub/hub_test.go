@@ -396,7 +396,13 @@ func TestHelloRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := startRelay(t, Options{HelloBound: 300 * time.Millisecond}, server.Config{})
+			// A silent peer meets the bound; one that says something is answered on receipt,
+			// so its bound is only a hang guard (a short one raced the test's own setup).
+			bound := 300 * time.Millisecond
+			if tt.frame != "" {
+				bound = patience
+			}
+			r := startRelay(t, Options{HelloBound: bound}, server.Config{})
 			frame := strings.ReplaceAll(tt.frame, "BEARER", r.pair(t, "box"))
 			if strings.Contains(frame, "REVOKED") {
 				revoked := r.pair(t, "gone")
@@ -432,16 +438,19 @@ func TestHelloRefusals(t *testing.T) {
 func TestRevokedBearerIsClosedAndRefused(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name   string
-		revoke func(t *testing.T, r *testRelay)
+		name string
+		// recheck is how often the hub looks at the pairing again: through the API, so rarely
+		// that only the API can have closed the socket it reports closing.
+		recheck time.Duration
+		revoke  func(t *testing.T, r *testRelay)
 	}{
-		{"through the API", func(t *testing.T, r *testRelay) {
+		{"through the API", time.Hour, func(t *testing.T, r *testRelay) {
 			status, m := r.post(t, http.MethodDelete, "/api/pair", map[string]any{"name": "box"}, true)
 			if status != http.StatusOK || m["disconnected"] != true {
 				t.Fatalf("DELETE /api/pair: %d %v", status, m)
 			}
 		}},
-		{"by another process", func(t *testing.T, r *testRelay) {
+		{"by another process", 20 * time.Millisecond, func(t *testing.T, r *testRelay) {
 			other, err := hoststate.Open(r.state.Path())
 			if err != nil {
 				t.Fatal(err)
@@ -454,7 +463,7 @@ func TestRevokedBearerIsClosedAndRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := startRelay(t, Options{Recheck: 20 * time.Millisecond}, server.Config{})
+			r := startRelay(t, Options{Recheck: tt.recheck}, server.Config{})
 			bearer := r.pair(t, "box")
 			p := r.machine(t, bearer, executor.New(fsroot.NewMemory(), executor.Options{}))
 			if got := r.call(t, "now", nil); got["ok"] != true {

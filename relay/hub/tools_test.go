@@ -15,7 +15,7 @@ import (
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
-// toolsLog records what OnPageTools was given, in order.
+// toolsLog records one member of the offers a listener heard, in order.
 type toolsLog struct {
 	mu  sync.Mutex
 	got []string
@@ -45,7 +45,7 @@ func (l *toolsLog) waitLast(t *testing.T, want string) {
 	deadline := time.Now().Add(patience)
 	for l.last() != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("OnPageTools last got %.80q, want %.80q", l.last(), want)
+			t.Fatalf("the listener last got %.80q, want %.80q", l.last(), want)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -54,7 +54,8 @@ func (l *toolsLog) waitLast(t *testing.T, want string) {
 func TestPageToolsFollowTheSlot(t *testing.T) {
 	t.Parallel()
 	log := &toolsLog{}
-	r := startRelay(t, Options{OnPageTools: log.add}, server.Config{})
+	r := startRelay(t, Options{}, server.Config{})
+	r.hub.AddOfferListener(OfferFunc(func(o Offer) { log.add(o.Tools) }))
 	ws := r.dial(t, r.origin("127.0.0.1"), nil)
 	serve(t, ws, nil)
 	sendRoot(t, ws, RootOPFS, "Browser storage")
@@ -82,6 +83,6 @@ func TestPageToolsFollowTheSlot(t *testing.T) {
 	ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"tools","tools":[{"name":"app_y"}]}`)) // closed, or not heard
 	r.call(t, "now", nil)                                                                                        // the machine's frames were read by now
 	if log.last() != "nil" {
-		t.Fatalf("after the machine took the slot, OnPageTools got %q", log.last())
+		t.Fatalf("after the machine took the slot, the listener got %q", log.last())
 	}
 }

@@ -1,7 +1,7 @@
 // Package live is the relay's live-voice harness: the seam between the /live socket (and any other
 // host) and the vendors' realtime models. It knows no vendor: providers (relay/live/openai,
-// relay/live/gemini) register themselves in a Registry with the audio rate they take, and a
-// Session runs one of them.
+// relay/live/gemini) register themselves in a Providers with the audio rate they take, and a
+// Conversation runs one of them.
 //
 // # What a session promises
 //
@@ -27,8 +27,8 @@ package live
 import (
 	"encoding/json"
 
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // State is what a session reports through Callbacks.OnState.
@@ -181,7 +181,7 @@ type Provider interface {
 	Interrupt(playedMs int) error
 	// UpdateTools offers a new tool set and instruction to the running session, or refuses
 	// live-update-unsupported when the vendor cannot change them mid-session.
-	UpdateTools(tools []miniapp.FunctionDeclaration, instruction string) error
+	UpdateTools(tools []tool.Declaration, instruction string) error
 	// Close closes the vendor connection; idempotent.
 	Close()
 }
@@ -200,7 +200,7 @@ type Env struct {
 	Key                   string
 	Model, Voice          string
 	Thinking              string
-	Tools                 []miniapp.FunctionDeclaration
+	Tools                 []tool.Declaration
 	Instruction           string
 	InputRate, OutputRate int
 	// Log receives what a provider wants to say; never the key. Never nil.

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/strictjson"
 )
 
 // MaxBodyBytes is the largest request body a JSON route reads. A route may pass a smaller bound to
@@ -73,38 +73,37 @@ func writeTooLarge(w http.ResponseWriter, max int64) {
 }
 
 func decodeJSON(w http.ResponseWriter, b []byte, v any) bool {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || b[0] != '{' {
+	err := strictjson.Decode(b, v)
+	if err == nil {
+		return true
+	}
+	e, _ := errors.AsType[*strictjson.Error](err)
+	switch e.Kind {
+	case strictjson.NotObject:
 		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body must be one JSON object"))
-		return false
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body is not the JSON object this route reads: %s", jsonProblem(err)))
-		return false
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	case strictjson.Trailing:
 		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body must be one JSON object with nothing after it"))
-		return false
+	default:
+		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body is not the JSON object this route reads: %s", jsonProblem(e)))
 	}
-	return true
+	return false
 }
 
 // jsonProblem says what was wrong without echoing the body.
-func jsonProblem(err error) string {
-	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return "a syntax error at byte " + strconv.FormatInt(se.Offset, 10)
-	}
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		return "property " + quoteField(te.Field) + " has the wrong type"
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
+func jsonProblem(e *strictjson.Error) string {
+	switch e.Kind {
+	case strictjson.Syntax:
+		if e.Offset > 0 {
+			return "a syntax error at byte " + strconv.FormatInt(e.Offset, 10)
+		}
 		return "it ends early"
-	}
-	const unknown = `json: unknown field `
-	if s := err.Error(); len(s) > len(unknown) && s[:len(unknown)] == unknown {
-		return "it has the property " + s[len(unknown):] + ", which this route does not take"
+	case strictjson.WrongType:
+		return "property " + quoteField(e.Field) + " has the wrong type"
+	case strictjson.UnknownField:
+		if e.Field == "" {
+			return "it has a property this route does not take"
+		}
+		return "it has the property " + strconv.Quote(e.Field) + ", which this route does not take"
 	}
 	return "it does not decode"
 }

@@ -1,5 +1,5 @@
-// Package server is the relay's HTTP side: it serves the page from a public directory, answers the
-// JSON API, and puts the security headers on every response.
+// Package server is the relay's HTTP side: it serves the page's files (embedded or a directory),
+// answers the JSON API, and puts the security headers on every response.
 //
 // Every route answers JSON on failure: an unknown route is 404 {"ok":false,"refused":"not-found"},
 // and a handler that panics answers 500 {"ok":false,"refused":"internal-error"} while the server
@@ -26,11 +26,15 @@ import (
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
-// Config says what the server serves. The zero value is not usable: Public must name a directory.
+// Config says what the server serves. The zero value is not usable: Files must be set, or Public
+// name a directory.
 type Config struct {
 	// Public is the directory the page is served from (index.html, the worker, voicebox.wasm and
-	// its precompressed copies).
+	// its precompressed copies), when Files is nil.
 	Public string
+	// Files, when set, are the page's files instead of Public's (the relay's embedded page,
+	// package public).
+	Files fs.FS
 	// Build is the version string /api/health reports.
 	Build string
 	// Log receives request failures and recovered panics; nil means slog.Default().
@@ -85,14 +89,18 @@ type Server struct {
 
 // New checks cfg and returns a Server for it.
 func New(cfg Config) (*Server, error) {
-	info, err := os.Stat(cfg.Public)
-	if err != nil {
-		return nil, fmt.Errorf("server: public directory: %w", err)
+	files := cfg.Files
+	if files == nil {
+		info, err := os.Stat(cfg.Public)
+		if err != nil {
+			return nil, fmt.Errorf("server: public directory: %w", err)
+		}
+		if !info.IsDir() {
+			return nil, fmt.Errorf("server: public directory %s is not a directory", cfg.Public)
+		}
+		files = os.DirFS(cfg.Public)
 	}
-	if !info.IsDir() {
-		return nil, fmt.Errorf("server: public directory %s is not a directory", cfg.Public)
-	}
-	s := &Server{cfg: cfg, public: os.DirFS(cfg.Public), mux: http.NewServeMux(), log: cfg.Log, publicHost: originHost(cfg.Origin)}
+	s := &Server{cfg: cfg, public: files, mux: http.NewServeMux(), log: cfg.Log, publicHost: originHost(cfg.Origin)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -25,9 +25,9 @@ import (
 
 	"github.com/voicebox-go/voicebox/relay/live"
 	"github.com/voicebox-go/voicebox/relay/live/openai"
+	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/voice"
-	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 // The live benchmarks put the relay's /live door between page clients and the vendor fixture,
@@ -83,7 +83,7 @@ func benchRelay(tb testing.TB, base string, sessions int) (string, *voice.Handle
 	set := voice.NewSettings(reg, nil)
 	set.Set(live.Choice{Provider: openai.Name})
 	keys := voice.NewKeys(nil, func(string) string { return vendorfixture.DefaultKey }, voice.KeyEnvs(reg))
-	h := voice.New(voice.Options{Registry: reg, Settings: set, Keys: keys, BaseURLs: map[string]string{openai.Name: base}, PageOrigin: srv.PageOrigin,
+	h := voice.New(voice.Options{Providers: reg, Settings: set, Keys: keys, BaseURLs: map[string]string{openai.Name: base}, PageOrigin: srv.PageOrigin,
 		MaxSockets: sessions + 1, Log: log})
 	voice.Register(srv, h, nil)
 	ts := httptest.NewServer(srv)

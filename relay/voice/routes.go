@@ -31,7 +31,7 @@ type providerView struct {
 
 // view is the body of GET and PUT /api/agent-settings.
 func (h *Handler) view() map[string]any {
-	reg := h.opts.Registry
+	reg := h.opts.Providers
 	var ps []providerView
 	for _, name := range reg.Names() {
 		o, _ := reg.Offer(name)

@@ -24,7 +24,7 @@ var ProviderEnv = []string{"VOICEBOX_LIVE_PROVIDER", "LIVE_PROVIDER"}
 // defaultChoice is the choice a relay starts from when nothing was saved: the provider the
 // environment names (getenv reads it), or DefaultProvider. A variable naming a provider this
 // relay does not offer is passed over rather than leaving the relay with no provider.
-func defaultChoice(reg *live.Registry, getenv func(string) string) live.Choice {
+func defaultChoice(reg *live.Providers, getenv func(string) string) live.Choice {
 	for _, name := range ProviderEnv {
 		if p := getenv(name); p != "" {
 			if c, err := reg.Resolve(live.Choice{Provider: p}); err == nil {
@@ -43,7 +43,7 @@ const maxSettingsFileBytes = 16 << 10
 // session uses. A change applies to the next session, never to one that runs. It is safe for
 // concurrent use.
 type Settings struct {
-	reg   *live.Registry
+	reg   *live.Providers
 	state *hoststate.Dir
 
 	mu  sync.Mutex
@@ -53,11 +53,11 @@ type Settings struct {
 // NewSettings returns the settings kept in state (nil keeps them in memory only), starting from
 // what was saved when it still resolves, else from the provider the environment names
 // (ProviderEnv), else from DefaultProvider, each with its default model and voice.
-func NewSettings(reg *live.Registry, state *hoststate.Dir) *Settings {
+func NewSettings(reg *live.Providers, state *hoststate.Dir) *Settings {
 	return newSettings(reg, state, os.Getenv)
 }
 
-func newSettings(reg *live.Registry, state *hoststate.Dir, getenv func(string) string) *Settings {
+func newSettings(reg *live.Providers, state *hoststate.Dir, getenv func(string) string) *Settings {
 	s := &Settings{reg: reg, state: state}
 	s.cur = defaultChoice(reg, getenv)
 	if state != nil {
@@ -80,7 +80,7 @@ func (s *Settings) Current() live.Choice {
 	return s.cur
 }
 
-// Set resolves c (see live.Registry.Resolve: a model or voice of another provider is refused),
+// Set resolves c (see live.Providers.Resolve: a model or voice of another provider is refused),
 // keeps it, and returns what was kept.
 func (s *Settings) Set(c live.Choice) (live.Choice, error) {
 	c, err := s.reg.Resolve(c)

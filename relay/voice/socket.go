@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,8 @@ import (
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/strictjson"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // Bounds of the /live socket.
@@ -40,13 +41,13 @@ const (
 
 // Options configure a Handler.
 type Options struct {
-	// Registry holds the providers; Settings say which one the next session uses; Keys hold
+	// Providers are the live providers; Settings say which one the next session uses; Keys hold
 	// their keys. All three are required.
-	Registry *live.Registry
-	Settings *Settings
-	Keys     *Keys
+	Providers *live.Providers
+	Settings  *Settings
+	Keys      *Keys
 	// Catalogue is what the model may call; nil offers no tools (NoTools).
-	Catalogue Catalogue
+	Catalogue tool.Catalogue
 	// BaseURLs overrides a provider's vendor endpoint (a fixture's, in tests).
 	BaseURLs map[string]string
 	// Transport makes the transport of each session; nil means a WebSocketTransport.
@@ -108,11 +109,7 @@ func New(opts Options) *Handler {
 // live sessions and has a key. The assistant reads it to tell the page whether it is in offline
 // mode.
 func (h *Handler) Configured() bool {
-	c := h.opts.Settings.Current()
-	if _, err := h.opts.Registry.InputRate(c.Provider); err != nil {
-		return false
-	}
-	return h.opts.Keys.Key(c.Provider) != ""
+	return Configured(h.opts.Providers, h.opts.Settings, h.opts.Keys)
 }
 
 // Open returns how many /live sockets are open.
@@ -246,7 +243,7 @@ type socket struct {
 	started   chan struct{} // closed once sess is set (or will never be)
 	accepted  chan struct{} // closed once ws is set (nil when the upgrade failed)
 	startOnce sync.Once
-	sess      atomic.Pointer[live.Session]
+	sess      atomic.Pointer[live.Conversation]
 	rate      int
 	outRate   int
 	tools     sync.WaitGroup
@@ -348,14 +345,14 @@ func (s *socket) run() {
 	defer s.markStarted()
 	h := s.h
 	choice := h.opts.Settings.Current()
-	rate, err := h.opts.Registry.InputRate(choice.Provider)
+	rate, err := h.opts.Providers.InputRate(choice.Provider)
 	if err != nil {
 		rf, _ := refusal.As(err)
 		s.refuse(rf)
 		s.drain()
 		return
 	}
-	offer, _ := h.opts.Registry.Offer(choice.Provider)
+	offer, _ := h.opts.Providers.Offer(choice.Provider)
 	key := h.opts.Keys.Key(choice.Provider)
 	if key == "" {
 		s.refuse(refusal.New(refusal.LiveKeyMissing, "no %s key is configured on the relay: set %s (or store one with PUT /api/keys) and start a new session; until then, use the offline mode (typed commands)",
@@ -373,7 +370,7 @@ func (s *socket) run() {
 		transport = h.opts.Transport()
 	}
 	h.log.Info("live: session starting", "provider", choice.Provider, "model", choice.Model)
-	sess, err := h.opts.Registry.Start(s.ctx, live.Config{Choice: choice, Key: key, BaseURL: h.opts.BaseURLs[choice.Provider],
+	sess, err := h.opts.Providers.Start(s.ctx, live.Config{Choice: choice, Key: key, BaseURL: h.opts.BaseURLs[choice.Provider],
 		Tools: cat.Declarations(), Instruction: s.view.start(s.ctx), Transport: transport, Callbacks: s.callbacks(), Log: h.log})
 	if err != nil {
 		// The session reported Failed, which ended the socket; a refusal before it had a
@@ -418,7 +415,7 @@ func (s *socket) drain() {
 }
 
 // read serves the page's frames until the socket ends.
-func (s *socket) read(sess *live.Session) {
+func (s *socket) read(sess *live.Conversation) {
 	// One buffer holds each frame in turn: everything a frame is handed to is done with it
 	// when the call returns, so a steady stream of audio allocates nothing here.
 	buf := make([]byte, 0, 2048)
@@ -456,7 +453,7 @@ func readAll(r io.Reader, b []byte) ([]byte, error) {
 	}
 }
 
-func (s *socket) audio(sess *live.Session, pcm []byte) {
+func (s *socket) audio(sess *live.Conversation, pcm []byte) {
 	if len(pcm) == 0 || len(pcm)%2 != 0 || len(pcm) > MaxAudioFrameBytes {
 		s.send(refusedFrame(refusal.New(refusal.LiveAudioFrameInvalid,
 			"an audio frame is PCM16: an even number of bytes, 2 to %d, at %d Hz; this one had %d bytes", MaxAudioFrameBytes, s.rate, len(pcm))))
@@ -474,15 +471,13 @@ func (s *socket) audio(sess *live.Session, pcm []byte) {
 
 // message handles a JSON frame: {"type":"text","text":...}, {"type":"interrupt","playedMs":N}
 // or {"type":"close"}.
-func (s *socket) message(sess *live.Session, b []byte) {
+func (s *socket) message(sess *live.Conversation, b []byte) {
 	var m struct {
 		Type     string  `json:"type"`
 		Text     *string `json:"text"`
 		PlayedMs *int    `json:"playedMs"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if dec.Decode(&m) != nil {
+	if strictjson.Decode(b, &m) != nil {
 		s.send(refusedFrame(refusal.New(refusal.LiveMessageInvalid, "a text frame is one JSON object: {type: text|interrupt|close, ...}")))
 		return
 	}

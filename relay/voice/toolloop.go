@@ -7,31 +7,16 @@ import (
 	"fmt"
 
 	"github.com/voicebox-go/voicebox/relay/live"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
-// Catalogue is the assistant's tool catalogue as a live session uses it (relay/assistant has
-// one; see the contract in the project notes): what the model is offered, the instruction that
-// goes with it, one answer per call, and a signal when the tool set changes.
-type Catalogue interface {
-	// Declarations returns every tool the model is offered now.
-	Declarations() []miniapp.FunctionDeclaration
-	// Instruction returns the system instruction for the current tool set.
-	Instruction() string
-	// Call runs one tool and returns exactly one answer, never blocking past ctx: the
-	// observation JSON object, or {"refused": RULE, "why": SENTENCE}.
-	Call(ctx context.Context, name string, args json.RawMessage) json.RawMessage
-	// OnChange runs fn whenever the tool set changes, until cancel is called.
-	OnChange(fn func()) (cancel func())
-}
-
-// NoTools is the catalogue of a relay that offers the model no tools: every call is refused
+// NoTools is the tool.Catalogue of a relay that offers the model no tools: every call is refused
 // unknown-tool. It is what a session gets when the relay has no catalogue.
 type NoTools struct{}
 
 // Declarations returns none.
-func (NoTools) Declarations() []miniapp.FunctionDeclaration { return nil }
+func (NoTools) Declarations() []tool.Declaration { return nil }
 
 // Instruction says the model has no tools.
 func (NoTools) Instruction() string {
@@ -54,7 +39,7 @@ const MaxToolResultBytes = 16 << 10
 // answer runs call through cat and returns its one result. A call the provider could not read
 // is refused without running; a catalogue that panics or answers something that is not a JSON
 // object is refused exec-threw.
-func answer(ctx context.Context, cat Catalogue, call live.Call) (res live.ToolResult) {
+func answer(ctx context.Context, cat tool.Catalogue, call live.Call) (res live.ToolResult) {
 	if call.Refused != nil {
 		return live.RefusalResult(call, call.Refused)
 	}

@@ -5,9 +5,10 @@ import (
 	"sync"
 
 	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
-// Viewer is a Catalogue that can also say what the person has on screen now: the open external
+// Viewer is a tool.Catalogue that can also say what the person has on screen now: the open external
 // apps' "current view" note (relay/externalapps.Model). A session's instruction is the catalogue's
 // instruction followed by that note: taken fresh when the session starts and again after every
 // turn of the model, and sent in place of the previous one, so the model always holds exactly one
@@ -18,7 +19,7 @@ type Viewer interface {
 
 // view keeps one session's instruction in step with the catalogue and the current view.
 type view struct {
-	cat  Catalogue
+	cat  tool.Catalogue
 	mu   sync.Mutex // one refresh at a time
 	last string     // the instruction the session was last given
 	busy bool
@@ -48,7 +49,7 @@ func (v *view) start(ctx context.Context) string {
 // them even when the instruction is the same; otherwise (a turn ended) only a changed instruction
 // is sent, and never by a refresh still running for the previous turn. It returns what
 // UpdateTools said, or nil when nothing was sent.
-func (v *view) update(ctx context.Context, sess *live.Session, force bool) error {
+func (v *view) update(ctx context.Context, sess *live.Conversation, force bool) error {
 	v.mu.Lock()
 	if v.busy && !force {
 		v.mu.Unlock()
@@ -71,7 +72,7 @@ func (v *view) update(ctx context.Context, sess *live.Session, force bool) error
 // afterTurn refreshes the note once the model finished a turn; a vendor that cannot change its
 // instruction mid-session keeps the one it started with, silently (the tools-changed notice
 // already tells the person about such vendors).
-func (v *view) afterTurn(ctx context.Context, sess *live.Session) {
+func (v *view) afterTurn(ctx context.Context, sess *live.Conversation) {
 	if _, ok := v.cat.(Viewer); !ok || sess == nil {
 		return
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/voicebox-go/voicebox/relay/live/gemini"
 	"github.com/voicebox-go/voicebox/relay/live/openai"
+	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/relay/voice"
-	"github.com/voicebox-go/voicebox/tests/vendorfixture"
 )
 
 // viewing is a catalogue that also says what is on screen: a new note each time it is asked.

@@ -52,8 +52,8 @@ const ClaudeUnavailable = "Claude has no live voice API, so it cannot hold a spo
 
 // Providers returns the registry of the providers a relay offers: OpenAI Realtime, Gemini Live,
 // and Claude, listed but refusing live sessions.
-func Providers() *live.Registry {
-	r := &live.Registry{}
+func Providers() *live.Providers {
+	r := &live.Providers{}
 	openai.Register(r)
 	gemini.Register(r)
 	r.Register(Claude, nil, live.Offer{Label: "Claude", Unavailable: ClaudeUnavailable})
@@ -61,7 +61,7 @@ func Providers() *live.Registry {
 }
 
 // KeyEnvs maps each provider that takes a key to its environment variable.
-func KeyEnvs(r *live.Registry) map[string]string {
+func KeyEnvs(r *live.Providers) map[string]string {
 	m := map[string]string{}
 	for _, name := range r.Names() {
 		if o, ok := r.Offer(name); ok && o.KeyEnv != "" {
@@ -69,4 +69,15 @@ func KeyEnvs(r *live.Registry) map[string]string {
 		}
 	}
 	return m
+}
+
+// Configured reports whether the next session could start: the provider settings choose runs
+// live sessions and keys hold a key for it. It needs no Handler, so a part built before the
+// /live door (the assistant's offline mode) can ask it too.
+func Configured(reg *live.Providers, settings *Settings, keys *Keys) bool {
+	c := settings.Current()
+	if _, err := reg.InputRate(c.Provider); err != nil {
+		return false
+	}
+	return keys.Key(c.Provider) != ""
 }

@@ -22,11 +22,11 @@ import (
 	"github.com/voicebox-go/voicebox/relay/live/gemini"
 	"github.com/voicebox-go/voicebox/relay/live/livetest"
 	"github.com/voicebox-go/voicebox/relay/live/openai"
+	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/voice"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
-	"github.com/voicebox-go/voicebox/tests/vendorfixture"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // bound is the hang guard of every wait; nothing asserts how long anything took.
@@ -35,19 +35,19 @@ const bound = 20 * time.Second
 // catalogue is a test double of the assistant's catalogue.
 type catalogue struct {
 	mu       sync.Mutex
-	decls    []miniapp.FunctionDeclaration
+	decls    []tool.Declaration
 	calls    []string
 	answers  func(name string, args json.RawMessage) json.RawMessage
 	onChange []func()
 }
 
-var writeFile = miniapp.FunctionDeclaration{Name: "write_file", Description: "Write a file in the workspace",
+var writeFile = tool.Declaration{Name: "write_file", Description: "Write a file in the workspace",
 	Parameters: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"content":{"type":"string"}},"required":["name","content"]}`)}
 
-func (c *catalogue) Declarations() []miniapp.FunctionDeclaration {
+func (c *catalogue) Declarations() []tool.Declaration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]miniapp.FunctionDeclaration(nil), c.decls...)
+	return append([]tool.Declaration(nil), c.decls...)
 }
 func (c *catalogue) Instruction() string {
 	return "Use the tools; never claim what you did not observe."
@@ -68,7 +68,7 @@ func (c *catalogue) OnChange(fn func()) func() {
 	c.mu.Unlock()
 	return func() {}
 }
-func (c *catalogue) change(decls ...miniapp.FunctionDeclaration) {
+func (c *catalogue) change(decls ...tool.Declaration) {
 	c.mu.Lock()
 	c.decls = decls
 	fns := append([]func(){}, c.onChange...)
@@ -100,7 +100,7 @@ type relayOpts struct {
 	max      int
 	provider string
 	// catalogue, when set, is the session's catalogue instead of the test's own.
-	catalogue voice.Catalogue
+	catalogue tool.Catalogue
 }
 
 func startRelay(t *testing.T, o relayOpts) *relay {
@@ -124,12 +124,12 @@ func startRelay(t *testing.T, o relayOpts) *relay {
 			t.Fatal(err)
 		}
 	}
-	cat := &catalogue{decls: []miniapp.FunctionDeclaration{writeFile}}
-	var use voice.Catalogue = cat
+	cat := &catalogue{decls: []tool.Declaration{writeFile}}
+	var use tool.Catalogue = cat
 	if o.catalogue != nil {
 		use = o.catalogue
 	}
-	opts := voice.Options{Registry: reg, Settings: set, Keys: keys, Catalogue: use, PageOrigin: srv.PageOrigin, Log: log, MaxSockets: o.max}
+	opts := voice.Options{Providers: reg, Settings: set, Keys: keys, Catalogue: use, PageOrigin: srv.PageOrigin, Log: log, MaxSockets: o.max}
 	if o.fx != nil {
 		opts.BaseURLs = map[string]string{openai.Name: o.fx.OpenAIURL(), gemini.Name: o.fx.GeminiURL()}
 	}
@@ -524,7 +524,7 @@ func TestToolLoopAnswersEveryCallOnce(t *testing.T) {
 
 func TestToolChangesReachTheSession(t *testing.T) {
 	t.Parallel()
-	listFiles := miniapp.FunctionDeclaration{Name: "list_files", Description: "List files", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}
+	listFiles := tool.Declaration{Name: "list_files", Description: "List files", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}
 	for _, provider := range []string{openai.Name, gemini.Name} {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()

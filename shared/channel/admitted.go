@@ -1,7 +1,6 @@
 package channel
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
@@ -61,13 +61,11 @@ func ParseAdmitted(frame []byte) (map[string]AdmittedEntry, error) {
 	if len(frame) > wire.MaxFrameBytes {
 		return nil, fmt.Errorf("channel: an admitted frame of %d bytes is over the bound of %d", len(frame), wire.MaxFrameBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(frame))
-	dec.DisallowUnknownFields()
 	var f struct {
 		Type       string                   `json:"type"`
 		Extensions map[string]AdmittedEntry `json:"extensions"`
 	}
-	if dec.Decode(&f) != nil || dec.More() || f.Type != AdmittedType || f.Extensions == nil {
+	if strictjson.Decode(frame, &f) != nil || f.Type != AdmittedType || f.Extensions == nil {
 		return nil, errAdmittedFrame
 	}
 	for id, e := range f.Extensions {

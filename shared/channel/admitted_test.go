@@ -35,6 +35,8 @@ func TestAdmittedFrameRoundTrip(t *testing.T) {
 		`{"type":"admitted","extensions":{"":{"bounds":{},"primitives":[]}}}`,
 		`{"type":"replaced","extensions":{}}`,
 		`{"type":"admitted","extensions":{}} {}`,
+		`{"type":"admitted","extensions":{}}]`, // dec.More() once let a closing bracket through
+		`{"type":"admitted","extensions":{}}}`,
 		`{"type":"admitted","extensions":{"a":{"bounds":{"x":"` + strings.Repeat("a", wire.MaxFrameBytes) + `"},"primitives":[]}}}`,
 	} {
 		if _, err := ParseAdmitted([]byte(bad)); err == nil {

@@ -34,6 +34,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
 
@@ -97,7 +98,7 @@ func IsBuiltin(name string) bool {
 // a declaration (name, description, schema subset) and required to carry the app_ prefix and a
 // name no other tool of the set has. A declaration that fails is left out and its refusal is in
 // the returned slice; past MaxExtraTools the rest are left out too.
-func (s *Set) With(extra []miniapp.FunctionDeclaration) (*Set, []error) {
+func (s *Set) With(extra []tool.Declaration) (*Set, []error) {
 	out := &Set{tools: slices.Clone(s.tools), byName: make(map[string]*Tool, len(s.byName)+len(extra))}
 	for k, v := range s.byName {
 		out.byName[k] = v
@@ -124,7 +125,7 @@ func (s *Set) With(extra []miniapp.FunctionDeclaration) (*Set, []error) {
 	return out, errs
 }
 
-func appTool(d miniapp.FunctionDeclaration) (*Tool, error) {
+func appTool(d tool.Declaration) (*Tool, error) {
 	if !strings.HasPrefix(d.Name, AppToolPrefix) {
 		return nil, refusal.New(refusal.InvalidToolName, "tool %q is left out: a mini-app tool's name starts with %s", d.Name, AppToolPrefix)
 	}
@@ -157,10 +158,10 @@ func (s *Set) Lookup(name string) (*Tool, bool) {
 }
 
 // Declarations returns the set as the live model is offered it.
-func (s *Set) Declarations() []miniapp.FunctionDeclaration {
-	out := make([]miniapp.FunctionDeclaration, len(s.tools))
+func (s *Set) Declarations() []tool.Declaration {
+	out := make([]tool.Declaration, len(s.tools))
 	for i, t := range s.tools {
-		out[i] = miniapp.FunctionDeclaration{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+		out[i] = tool.Declaration{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
 	}
 	return out
 }

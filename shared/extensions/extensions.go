@@ -17,7 +17,6 @@
 package extensions
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -28,6 +27,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
 
@@ -157,14 +157,12 @@ func Parse(raw []byte) (*Descriptor, *refusal.Refusal) {
 	if r := toolHeaders(raw); r != nil {
 		return nil, r
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var d Descriptor
-	if err := dec.Decode(&d); err != nil {
-		return nil, refusal.New(refusal.BadDescriptor, "the descriptor is not valid JSON of the descriptor shape: %s", clip(err.Error()))
-	}
-	if dec.More() {
-		return nil, refusal.New(refusal.BadDescriptor, "the descriptor has data after its JSON object")
+	if err := strictjson.Decode(raw, &d); err != nil {
+		if strictjson.KindOf(err) == strictjson.Trailing {
+			return nil, refusal.New(refusal.BadDescriptor, "the descriptor has data after its JSON object")
+		}
+		return nil, refusal.New(refusal.BadDescriptor, "the descriptor is not valid JSON of the descriptor shape: %s", strictjson.Problem(err))
 	}
 	if !ValidID(d.ID) {
 		return nil, refusal.New(refusal.BadDescriptor, "a descriptor id is 1 to 64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, and not starting with %q", ReservedPrefix)

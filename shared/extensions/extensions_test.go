@@ -166,6 +166,7 @@ func TestParseRefusesUnknownFields(t *testing.T) {
 		`{"id":"../x","name":"A","tools":[]}`,
 		`{"id":"voicebox.builtin","name":"A","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`,
 		`{"id":"a"} {}`,
+		`{"id":"a","name":"A","tools":[]}]`, // dec.More() once let a closing bracket through
 		`not json`,
 	} {
 		if _, r := Parse([]byte(raw)); r == nil || r.Rule != refusal.BadDescriptor {

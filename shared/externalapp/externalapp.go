@@ -23,14 +23,13 @@
 // The "x" can never be a hex digit, so no such name is ever a sandboxed mini-app's
 // app_HHHHHHHH__T (see shared/miniapp). App ids are 1 to 24 of [a-z0-9-] (relay/externalapps), tool
 // names 1 to 64 of [A-Za-z0-9_-]; when the whole is over 64 characters the tool's name is cut and
-// followed by "_" and the first 8 hex digits of SHA-256 of the tool's name. The page computes the
-// same names (public/external-apps.js, modelName).
+// followed by "_" and the first 8 hex digits of SHA-256 of the tool's name (tool.ModelName, the
+// rule every model-facing name follows). The page computes the same names
+// (public/external-apps.js, modelName).
 package externalapp
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -38,6 +37,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/tool"
 	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
 
@@ -57,8 +57,8 @@ const (
 	// MaxNoteSelectionChars bounds the selection the per-turn note carries; a larger one is left
 	// to get_app_context.
 	MaxNoteSelectionChars = 2000
-	// MaxModelName is the longest tool name the vendors take.
-	MaxModelName = 64
+	// MaxModelName is the longest tool name the vendors take (tool.MaxModelName).
+	MaxModelName = tool.MaxModelName
 )
 
 // ModelPrefix starts every external app tool's model-facing name.
@@ -67,15 +67,10 @@ const ModelPrefix = "app_x_"
 // ContextTool is the tool that reads what an app shows now, data included.
 const ContextTool = "get_app_context"
 
-// ModelName is the name the model is offered for tool of the app appID (see the package doc).
-func ModelName(appID, tool string) string {
-	whole := ModelPrefix + appID + "__" + tool
-	if len(whole) <= MaxModelName {
-		return whole
-	}
-	h := sha256.Sum256([]byte(tool))
-	keep := max(MaxModelName-len(ModelPrefix)-len(appID)-2-9, 0)
-	return ModelPrefix + appID + "__" + tool[:min(keep, len(tool))] + "_" + hex.EncodeToString(h[:4])
+// ModelName is the name the model is offered for tool of the app appID: tool under the scope
+// app_x_ID__ (see the package doc and tool.ModelName).
+func ModelName(appID, name string) string {
+	return tool.ModelName(ModelPrefix+appID+"__", name)
 }
 
 // Routed reports whether a call of name belongs to the external apps: one of their tools, or
@@ -218,12 +213,12 @@ func Instruction(apps []App) string {
 
 // Declarations are the function declarations for the open apps: every live app's tools, and
 // get_app_context when a live app describes what it shows.
-func Declarations(apps []App) []miniapp.FunctionDeclaration {
-	var out []miniapp.FunctionDeclaration
+func Declarations(apps []App) []tool.Declaration {
+	var out []tool.Declaration
 	var readable []string
 	for _, a := range liveApps(apps) {
 		for _, t := range a.Tools {
-			out = append(out, miniapp.FunctionDeclaration{Name: t.ModelName, Description: t.Description, Parameters: t.Parameters})
+			out = append(out, tool.Declaration{Name: t.ModelName, Description: t.Description, Parameters: t.Parameters})
 		}
 		if a.Context {
 			readable = append(readable, a.ID)
@@ -231,7 +226,7 @@ func Declarations(apps []App) []miniapp.FunctionDeclaration {
 	}
 	if len(readable) > 0 {
 		ids, _ := json.Marshal(readable)
-		out = append(out, miniapp.FunctionDeclaration{
+		out = append(out, tool.Declaration{
 			Name: ContextTool,
 			Description: "Read what an open app shows now: its title, summary and selection, and its full data. " +
 				"Call it again after one of the app's tools changed something.",

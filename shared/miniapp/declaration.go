@@ -1,5 +1,5 @@
 // Package miniapp holds the tools mini-apps declare: the declaration check, a registry of tools per
-// app, the function declarations the live model is offered, and the dispatch of the model's calls
+// app, the declarations the live model is offered (shared/tool), and the dispatch of the model's calls
 // back to the app that owns the tool.
 //
 // Declarations and arguments are untrusted: a declaration is checked field by field (its parameter
@@ -12,9 +12,9 @@
 //
 //	app_HHHHHHHH__T
 //
-// where HHHHHHHH is the first 8 hex digits of SHA-256(A). The name stays within what vendors
-// accept (at most 64 characters of [a-zA-Z0-9_-]); when T is longer than 50 characters, it is cut to
-// 41 and followed by "_" and the first 8 hex digits of SHA-256(T). The registry keeps the map from
+// where HHHHHHHH is tool.Digest(A), the first 8 hex digits of SHA-256(A). The name stays within
+// what vendors accept (tool.ModelName: at most 64 characters of [a-zA-Z0-9_-]); when T is longer
+// than 50 characters, it is cut to 41 and followed by "_" and tool.Digest(T). The registry keeps the map from
 // model-facing names back to (app, tool) and refuses a registration whose name would be taken by
 // another app's tool or by a built-in tool, so a name always resolves to exactly one tool or to
 // unknown-tool. Built-in tools should not start with "app_".

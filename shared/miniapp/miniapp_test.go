@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 const setScore = `{"name":"set_score","description":"Add points to a team on the scoreboard",
@@ -121,7 +122,7 @@ func TestModelName(t *testing.T) {
 		}
 		seen[n] = key
 	}
-	if ModelName("a", "set_score") != "app_"+hash8("a")+"__set_score" {
+	if ModelName("a", "set_score") != "app_"+tool.Digest("a")+"__set_score" {
 		t.Errorf("short names must read app_<hash>__<tool>: %q", ModelName("a", "set_score"))
 	}
 }

@@ -3,8 +3,6 @@ package miniapp
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // Bounds of the registry and of a call.
@@ -60,13 +59,6 @@ type App interface {
 	// done; the registry answers tool-timeout then whether or not it does. A returned
 	// *refusal.Refusal is passed on as it is; any other error becomes exec-threw.
 	CallTool(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error)
-}
-
-// FunctionDeclaration is a tool as the live model is offered it.
-type FunctionDeclaration struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
 }
 
 // Registry holds the tools of the open apps. It is safe for concurrent use.
@@ -241,7 +233,7 @@ func (r *Registry) Tools(appID string) []*Declaration {
 
 // FunctionDeclarations returns the open apps' tools as the live model is offered them, ordered by
 // app id and then by registration, named as the package doc describes.
-func (r *Registry) FunctionDeclarations() []FunctionDeclaration {
+func (r *Registry) FunctionDeclarations() []tool.Declaration {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	ids := make([]string, 0, len(r.apps))
@@ -249,10 +241,10 @@ func (r *Registry) FunctionDeclarations() []FunctionDeclaration {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	var out []FunctionDeclaration
+	var out []tool.Declaration
 	for _, id := range ids {
 		for _, d := range r.apps[id].tools {
-			out = append(out, FunctionDeclaration{Name: ModelName(id, d.Name), Description: d.Description, Parameters: d.Parameters.JSON()})
+			out = append(out, tool.Declaration{Name: ModelName(id, d.Name), Description: d.Description, Parameters: d.Parameters.JSON()})
 		}
 	}
 	return out
@@ -362,19 +354,10 @@ func (r *Registry) call(ctx context.Context, app App, tool string, args json.Raw
 	return res.out, nil
 }
 
-// ModelName is the name the live model is offered for tool of appID (see the package doc).
-func ModelName(appID, tool string) string {
-	const prefix, sep = "app_", "__"
-	const room = 64 - len(prefix) - 8 - len(sep) // 50 characters for the tool
-	if len(tool) > room {
-		tool = tool[:room-9] + "_" + hash8(tool)
-	}
-	return prefix + hash8(appID) + sep + tool
-}
-
-func hash8(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:4])
+// ModelName is the name the live model is offered for tool of appID: tool under the scope
+// app_HHHHHHHH__, HHHHHHHH being tool.Digest(appID) (see the package doc and tool.ModelName).
+func ModelName(appID, name string) string {
+	return tool.ModelName("app_"+tool.Digest(appID)+"__", name)
 }
 
 func checkAppID(id string) error {

@@ -122,7 +122,7 @@ const (
 	RelayShuttingDown Rule = "relay-shutting-down"
 	TooManySockets    Rule = "too-many-sockets"
 
-	// The page's worker API (browser).
+	// The page's worker API (browser/engine).
 	UnknownMethod    Rule = "unknown-method"
 	NoRoot           Rule = "no-root"
 	RootUnavailable  Rule = "root-unavailable"

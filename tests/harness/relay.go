@@ -36,7 +36,7 @@ func RepoRoot() string {
 type Relay struct {
 	// URL is the page's address, http://127.0.0.1:PORT.
 	URL string
-	// StateDir is the relay's host state directory (VOICEBOX_EXTENSIONS_DIR), a fresh one per
+	// StateDir is the relay's host state directory (VOICEBOX_STATE_DIR), a fresh one per
 	// relay unless the environment given names one.
 	StateDir string
 	cmd      *exec.Cmd
@@ -89,12 +89,42 @@ func StartRelayWith(t testing.TB, args []string, env ...string) *Relay {
 	}
 	r := &Relay{StateDir: filepath.Join(t.TempDir(), "state")}
 	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "VOICEBOX_EXTENSIONS_DIR="); ok {
+		if v, ok := strings.CutPrefix(kv, "VOICEBOX_STATE_DIR="); ok {
 			r.StateDir = v
 		}
 	}
 	cmd := exec.Command(bin, append([]string{"serve", "--public", filepath.Join(root, "public")}, args...)...)
-	cmd.Env = append(os.Environ(), append([]string{"PORT=0", "VOICEBOX_EXTENSIONS_DIR=" + r.StateDir}, env...)...)
+	cmd.Env = append(os.Environ(), append([]string{"PORT=0", "VOICEBOX_STATE_DIR=" + r.StateDir}, env...)...)
+	r.start(t, cmd)
+	return r
+}
+
+// StartAlone copies the relay binary bin into an empty temporary folder and starts it there as
+// a host would run a release: `relay serve` with no flags, the folder its working directory and
+// its HOME, nothing beside it, and only PATH, PORT=0 and a fresh VOICEBOX_STATE_DIR in its
+// environment. It stops it when the test ends.
+func StartAlone(t testing.TB, bin string) *Relay {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatalf("harness: %v; run ./build.sh build (or dist) first", err)
+	}
+	alone := filepath.Join(dir, filepath.Base(bin))
+	if err := os.WriteFile(alone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &Relay{StateDir: filepath.Join(t.TempDir(), "state")}
+	cmd := exec.Command(alone, "serve")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "PORT=0", "VOICEBOX_STATE_DIR=" + r.StateDir}
+	r.start(t, cmd)
+	return r
+}
+
+// start runs cmd as r's process, stops it when the test ends, and reads the address it prints.
+func (r *Relay) start(t testing.TB, cmd *exec.Cmd) {
+	t.Helper()
 	cmd.Stderr = lockedWriter{r}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -127,7 +157,6 @@ func StartRelayWith(t testing.TB, args []string, env ...string) *Relay {
 	case <-time.After(relayStartBound):
 		t.Fatalf("harness: relay printed no address within %v; stderr: %s", relayStartBound, r.Stderr())
 	}
-	return r
 }
 
 // NextLine returns the next line the relay prints after its address, waiting up to bound.

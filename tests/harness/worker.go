@@ -54,12 +54,17 @@ func (r WorkerResult) Output() string {
 }
 
 // BuildWorkerTest compiles the tests of pkg (an import path or ./dir relative to the checkout)
-// for GOOS=js with WorkerTag and returns the path of the test binary.
+// for GOOS=js with WorkerTag and returns the path of the test binary. A ./tests/... directory is
+// built in the tests module, where it lives.
 func BuildWorkerTest(t testing.TB, pkg string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "test.wasm")
+	dir := RepoRoot()
+	if rest, ok := strings.CutPrefix(pkg, "./tests/"); ok {
+		dir, pkg = filepath.Join(dir, "tests"), "./"+rest
+	}
 	cmd := exec.Command("go", "test", "-c", "-tags", WorkerTag, "-o", out, pkg)
-	cmd.Dir = RepoRoot()
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("harness: build %s for the worker: %v\n%s", pkg, err, b)

@@ -27,8 +27,8 @@ import (
 	"sync"
 
 	"github.com/voicebox-go/voicebox/relay/live"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // Name is the provider's registry name.
@@ -75,7 +75,7 @@ func Offer() live.Offer {
 }
 
 // Register registers the provider in r.
-func Register(r *live.Registry) { r.Register(Name, New, Offer()) }
+func Register(r *live.Providers) { r.Register(Name, New, Offer()) }
 
 // New is the provider's live.Factory.
 func New(env live.Env) (live.Provider, error) {
@@ -114,7 +114,7 @@ func (p *provider) connect() error {
 func (p *provider) Start() error { return p.connect() }
 
 // Setup is the setup message for model, exported for tests that check the exact frame.
-func Setup(model, voice, thinking, instruction string, decls []miniapp.FunctionDeclaration) []byte {
+func Setup(model, voice, thinking, instruction string, decls []tool.Declaration) []byte {
 	gen := map[string]any{
 		"responseModalities": []string{"AUDIO"},
 		"speechConfig":       map[string]any{"voiceConfig": map[string]any{"prebuiltVoiceConfig": map[string]string{"voiceName": voice}}},
@@ -374,7 +374,7 @@ func (p *provider) Interrupt(int) error {
 	return nil
 }
 
-func (p *provider) UpdateTools([]miniapp.FunctionDeclaration, string) error {
+func (p *provider) UpdateTools([]tool.Declaration, string) error {
 	return refusal.New(refusal.LiveUpdateUnsupported, "Gemini Live fixes its tools when the session starts; the new tools apply from the next session")
 }
 

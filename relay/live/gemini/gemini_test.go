@@ -10,24 +10,24 @@ import (
 	"github.com/voicebox-go/voicebox/relay/live"
 	"github.com/voicebox-go/voicebox/relay/live/gemini"
 	"github.com/voicebox-go/voicebox/relay/live/livetest"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/shared/refusal"
-	"github.com/voicebox-go/voicebox/tests/vendorfixture"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
-var listFiles = miniapp.FunctionDeclaration{Name: "list_files", Description: "List files",
+var listFiles = tool.Declaration{Name: "list_files", Description: "List files",
 	Parameters: json.RawMessage(`{"type":"object","properties":{"dir":{"type":"string"},"at":{"type":"object","properties":{"n":{"type":"number","maximum":6.0000000000000001}},"additionalProperties":false}},"additionalProperties":false}`)}
 
 type rig struct {
 	fx  *vendorfixture.Fixture
 	rec *livetest.Recorder
-	s   *live.Session
+	s   *live.Conversation
 }
 
-func startRig(t *testing.T, opts vendorfixture.Options, choice live.Choice, tools ...miniapp.FunctionDeclaration) *rig {
+func startRig(t *testing.T, opts vendorfixture.Options, choice live.Choice, tools ...tool.Declaration) *rig {
 	t.Helper()
 	fx := vendorfixture.Start(t, opts)
-	reg := &live.Registry{}
+	reg := &live.Providers{}
 	gemini.Register(reg)
 	rec := livetest.NewRecorder()
 	choice.Provider = gemini.Name
@@ -72,11 +72,11 @@ func TestSetupFrames(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		choice   live.Choice
-		tools    []miniapp.FunctionDeclaration
+		tools    []tool.Declaration
 		model    string
 		thinking string
 	}{
-		{"default model, dynamic budget", live.Choice{}, []miniapp.FunctionDeclaration{listFiles}, gemini.DefaultModel, `{"thinkingBudget":-1}`},
+		{"default model, dynamic budget", live.Choice{}, []tool.Declaration{listFiles}, gemini.DefaultModel, `{"thinkingBudget":-1}`},
 		{"extended thinking, a level", live.Choice{Model: gemini.ExtendedModel, Thinking: "high"}, nil, gemini.ExtendedModel, `{"thinkingLevel":"high"}`},
 		{"legacy id normalized", live.Choice{Model: gemini.LegacyThinkingModel}, nil, gemini.ExtendedModel, `{"thinkingLevel":"low"}`},
 	} {
@@ -113,7 +113,7 @@ func TestSetupFrames(t *testing.T) {
 			r.clean(t)
 		})
 	}
-	got := gemini.Setup(gemini.DefaultModel, "Puck", "", "x", []miniapp.FunctionDeclaration{listFiles})
+	got := gemini.Setup(gemini.DefaultModel, "Puck", "", "x", []tool.Declaration{listFiles})
 	want := `{"setup":{"generationConfig":{"responseModalities":["AUDIO"],"speechConfig":{"voiceConfig":{"prebuiltVoiceConfig":{"voiceName":"Puck"}}},"thinkingConfig":{"thinkingBudget":-1}},"inputAudioTranscription":{},"model":"models/gemini-3.8-live","outputAudioTranscription":{},"systemInstruction":{"parts":[{"text":"x"}]},"tools":[{"functionDeclarations":[{"description":"List files","name":"list_files","parameters":{"properties":{"at":{"properties":{"n":{"maximum":6.0000000000000001,"type":"number"}},"type":"object"},"dir":{"type":"string"}},"type":"object"}}]}]}}`
 	if string(got) != want {
 		t.Fatalf("Setup\n got %s\nwant %s", got, want)
@@ -293,7 +293,7 @@ func TestNoFallbackOutsideAToolTurn(t *testing.T) {
 func TestRefusedBeforeDialing(t *testing.T) {
 	t.Parallel()
 	fx := vendorfixture.Start(t, vendorfixture.Options{})
-	reg := &live.Registry{}
+	reg := &live.Providers{}
 	gemini.Register(reg)
 	for _, tc := range []struct {
 		name   string
@@ -317,7 +317,7 @@ func TestRefusedBeforeDialing(t *testing.T) {
 func TestWrongKeyEndsTheSessionWithoutLeakingIt(t *testing.T) {
 	t.Parallel()
 	fx := vendorfixture.Start(t, vendorfixture.Options{})
-	reg := &live.Registry{}
+	reg := &live.Providers{}
 	gemini.Register(reg)
 	const wrong = "AIza-wrong-key-1234567890"
 	rec := livetest.NewRecorder()

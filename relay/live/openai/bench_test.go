@@ -30,8 +30,8 @@ func (d *discard) Send(_ live.SendKind, frame []byte) error {
 }
 func (d *discard) Close(int, string) {}
 
-func benchSession(b *testing.B, cb live.Callbacks) (*live.Session, *discard) {
-	reg := &live.Registry{}
+func benchSession(b *testing.B, cb live.Callbacks) (*live.Conversation, *discard) {
+	reg := &live.Providers{}
 	openai.Register(reg)
 	d := &discard{}
 	s, err := reg.Start(context.Background(), live.Config{Choice: live.Choice{Provider: openai.Name}, Key: "sk-bench-0123456789", Transport: d, Callbacks: cb})

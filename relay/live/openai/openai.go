@@ -22,8 +22,8 @@ import (
 	"sync"
 
 	"github.com/voicebox-go/voicebox/relay/live"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
 // Name is the provider's registry name.
@@ -53,7 +53,7 @@ func Offer() live.Offer {
 }
 
 // Register registers the provider in r.
-func Register(r *live.Registry) { r.Register(Name, New, Offer()) }
+func Register(r *live.Providers) { r.Register(Name, New, Offer()) }
 
 // New is the provider's live.Factory.
 func New(env live.Env) (live.Provider, error) {
@@ -94,22 +94,22 @@ func (p *provider) Start() error {
 	return p.env.Transport.Connect(context.Background(), u.String(), live.ConnectOptions{Headers: h, OnEvent: p.onEvent})
 }
 
-// tool is a function tool in the GA session.
-type tool struct {
+// functionTool is a function tool in the GA session.
+type functionTool struct {
 	Type        string          `json:"type"`
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-func tools(decls []miniapp.FunctionDeclaration) []tool {
-	out := make([]tool, 0, len(decls))
+func tools(decls []tool.Declaration) []functionTool {
+	out := make([]functionTool, 0, len(decls))
 	for _, d := range decls {
 		params := d.Parameters
 		if len(params) == 0 {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		out = append(out, tool{Type: "function", Name: d.Name, Description: d.Description, Parameters: params})
+		out = append(out, functionTool{Type: "function", Name: d.Name, Description: d.Description, Parameters: params})
 	}
 	return out
 }
@@ -121,7 +121,7 @@ type audioFormat struct {
 
 // SessionUpdate is the GA session.update the provider sends first, exported for tests that check
 // the exact frame.
-func SessionUpdate(model, voice, instruction string, decls []miniapp.FunctionDeclaration) []byte {
+func SessionUpdate(model, voice, instruction string, decls []tool.Declaration) []byte {
 	type input struct {
 		Format        audioFormat       `json:"format"`
 		Transcription map[string]string `json:"transcription"`
@@ -140,8 +140,8 @@ func SessionUpdate(model, voice, instruction string, decls []miniapp.FunctionDec
 			Input  input  `json:"input"`
 			Output output `json:"output"`
 		} `json:"audio"`
-		Tools      []tool `json:"tools,omitempty"`
-		ToolChoice string `json:"tool_choice,omitempty"`
+		Tools      []functionTool `json:"tools,omitempty"`
+		ToolChoice string         `json:"tool_choice,omitempty"`
 	}
 	s := session{Type: "realtime", Model: model, Instructions: instruction, OutputModalities: []string{"audio"}}
 	s.Audio.Input = input{Format: audioFormat{"audio/pcm", Rate}, Transcription: map[string]string{"model": TranscriptionModel}, TurnDetection: map[string]string{"type": "server_vad"}}
@@ -358,7 +358,7 @@ func (p *provider) Interrupt(playedMs int) error {
 	return nil
 }
 
-func (p *provider) UpdateTools(decls []miniapp.FunctionDeclaration, instruction string) error {
+func (p *provider) UpdateTools(decls []tool.Declaration, instruction string) error {
 	b, _ := json.Marshal(map[string]any{"type": "session.update", "session": map[string]any{
 		"type": "realtime", "instructions": instruction, "tools": tools(decls), "tool_choice": "auto"}})
 	return p.env.Transport.Send(live.SendControl, b)

@@ -11,31 +11,31 @@ import (
 	"github.com/voicebox-go/voicebox/relay/live"
 	"github.com/voicebox-go/voicebox/relay/live/livetest"
 	"github.com/voicebox-go/voicebox/relay/live/openai"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/shared/refusal"
-	"github.com/voicebox-go/voicebox/tests/vendorfixture"
+	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
-var writeFile = miniapp.FunctionDeclaration{Name: "write_file", Description: "Write a file",
+var writeFile = tool.Declaration{Name: "write_file", Description: "Write a file",
 	Parameters: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"content":{"type":"string"}},"required":["name","content"]}`)}
 
 type rig struct {
 	fx  *vendorfixture.Fixture
 	rec *livetest.Recorder
-	s   *live.Session
+	s   *live.Conversation
 	log *livetest.LogBuffer
 }
 
 func startRig(t *testing.T, opts vendorfixture.Options, choice live.Choice) *rig {
 	t.Helper()
 	fx := vendorfixture.Start(t, opts)
-	reg := &live.Registry{}
+	reg := &live.Providers{}
 	openai.Register(reg)
 	rec := livetest.NewRecorder()
 	buf := &livetest.LogBuffer{}
 	choice.Provider = openai.Name
 	s, err := reg.Start(context.Background(), live.Config{Choice: choice, Key: fx.Key(), BaseURL: fx.OpenAIURL(),
-		Tools: []miniapp.FunctionDeclaration{writeFile}, Instruction: "Be brief.", Callbacks: rec.Callbacks(),
+		Tools: []tool.Declaration{writeFile}, Instruction: "Be brief.", Callbacks: rec.Callbacks(),
 		Log: slog.New(slog.NewTextHandler(buf, nil))})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -75,7 +75,7 @@ func TestSetupIsTheGAShapeAndReadyWaitsForSessionUpdated(t *testing.T) {
 		t.Fatalf("upgrade headers: beta %q, authorization set %v", c.Header.Get("OpenAI-Beta"), c.Header.Get("Authorization") != "")
 	}
 	got := c.Frames()[0].Raw
-	want := openai.SessionUpdate("gpt-4o-mini-realtime-preview", "coral", "Be brief.", []miniapp.FunctionDeclaration{writeFile})
+	want := openai.SessionUpdate("gpt-4o-mini-realtime-preview", "coral", "Be brief.", []tool.Declaration{writeFile})
 	if !bytes.Equal(got, want) {
 		t.Fatalf("first frame\n got %s\nwant %s", got, want)
 	}
@@ -174,7 +174,7 @@ func TestOlderEventNamesAndMalformedFrames(t *testing.T) {
 }
 
 // answer answers every call the recorder delivers with its own name, or its refusal.
-func answer(s *live.Session, calls []live.Call) {
+func answer(s *live.Conversation, calls []live.Call) {
 	for _, call := range calls {
 		res := live.ToolResult{ID: call.ID, Name: call.Name, Result: json.RawMessage(`{"ok":true,"wrote":"` + call.ID + `"}`)}
 		if call.Refused != nil {
@@ -347,7 +347,7 @@ func TestUpdateToolsAndUpstreamClose(t *testing.T) {
 func TestRefusedBeforeDialing(t *testing.T) {
 	t.Parallel()
 	fx := vendorfixture.Start(t, vendorfixture.Options{})
-	reg := &live.Registry{}
+	reg := &live.Providers{}
 	openai.Register(reg)
 	for _, tc := range []struct {
 		name   string
@@ -372,7 +372,7 @@ func TestRefusedBeforeDialing(t *testing.T) {
 func TestWrongKeyFailsWithoutLeakingIt(t *testing.T) {
 	t.Parallel()
 	fx := vendorfixture.Start(t, vendorfixture.Options{})
-	reg := &live.Registry{}
+	reg := &live.Providers{}
 	openai.Register(reg)
 	const wrong = "sk-wrong-key-5555aaaa9999"
 	rec := livetest.NewRecorder()

@@ -1,6 +1,6 @@
 // Command serve runs the sample external mini-app, Order Book, by hand:
 //
-//	go run ./tests/sampleapp/serve [--addr 127.0.0.1:5190] [--host http://127.0.0.1:8787]
+//	go -C tests run ./sampleapp/serve [--addr 127.0.0.1:5190] [--host http://127.0.0.1:8787]
 //
 // It prints the MINI_APPS entry that registers it with a relay at --host; start the relay with
 // that in its environment and open the app from the page's Apps panel.

@@ -1,0 +1,236 @@
+package engine
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"maps"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/miniappstore"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+)
+
+var goVersion = runtime.Version()
+
+// callBound bounds one call from the page; a call still running then is refused, so every call
+// gets an answer.
+const callBound = 2 * time.Minute
+
+// request is one call from the page. Bytes and Object carry what JSON cannot: params.bytes (a
+// Uint8Array or ArrayBuffer) and params.handle (a FileSystemDirectoryHandle), taken out of the
+// params by the js side before they are encoded.
+type request struct {
+	Method string
+	Params json.RawMessage
+	Bytes  []byte
+	Object any
+}
+
+// result is a method's answer: a JSON value and, for downloads, bytes the js side hands over as a
+// Uint8Array in value.bytes.
+type result struct {
+	Value any
+	Bytes []byte
+}
+
+type method func(ctx context.Context, req request) (result, *refusal.Refusal)
+
+// RootOpener opens the workspace root of a kind ("opfs", or "handle" with the handle object).
+type RootOpener func(ctx context.Context, kind string, handle any) (fsroot.Root, RootInfo, error)
+
+// RootInfo describes the open root to the page.
+type RootInfo struct {
+	Kind        string `json:"kind"`
+	Name        string `json:"name"`
+	SyncHandles bool   `json:"syncHandles"`
+}
+
+// Options configure an Engine. All are optional: a missing part refuses what needs it.
+type Options struct {
+	// Build is the version string status and the ready message report.
+	Build string
+	// OpenRoot opens the workspace root root.open asks for; nil refuses root.open.
+	OpenRoot RootOpener
+	// OpenShelf opens the host-owned storage of saved mini-apps, out of every tool's reach; nil
+	// refuses the mini-app store's methods.
+	OpenShelf func(ctx context.Context) (fsroot.Root, error)
+	// Post sends the page a message of the engine's own (a mini-app call, a launch); nil drops
+	// them.
+	Post func(msg []byte)
+}
+
+// Engine answers the page's calls and serves the relay's. It is portable, so that its rules are
+// tested natively and in the browser alike; the js side (Run and its message loop) only moves values across
+// postMessage. Its state is split by concern, each part with its own lock.
+type Engine struct {
+	build   string
+	started time.Time
+	methods map[string]method
+	post    func(msg []byte) // never nil
+
+	ws    workspaceState
+	apps  miniAppState
+	relay relayState
+}
+
+// workspaceState is the open workspace root, its executor, and the uploads in progress on it.
+// One lock, so an upload never outlives the root it writes to.
+type workspaceState struct {
+	openRoot RootOpener
+
+	mu         sync.Mutex
+	root       fsroot.Root
+	info       RootInfo
+	exec       *workspace
+	uploads    map[string]*upload
+	nextUpload int
+}
+
+// miniAppState is the open mini-apps (their tools and frames) and the store over the workspace
+// and the shelf.
+type miniAppState struct {
+	registry  *miniapp.Registry
+	frames    *frames
+	openShelf func(ctx context.Context) (fsroot.Root, error)
+
+	mu        sync.Mutex
+	shelf     fsroot.Root
+	store     *miniappstore.Store
+	storeRoot fsroot.Root // the workspace store was made for
+	seeded    bool
+}
+
+// relayState is the page's connection to /channel and what it last told the relay.
+type relayState struct {
+	// peer, when set, is the connection: each opened root becomes the executor of the relay's
+	// calls there.
+	peer *peer
+
+	mu         sync.Mutex
+	toolsFrame []byte // the last tools frame given to the peer
+	// externalReport is the main thread's last report of its open external mini-apps, passed
+	// on in the tools frame (see externalapps.go).
+	externalReport json.RawMessage
+}
+
+// New returns an Engine with no root open.
+func New(opts Options) *Engine {
+	a := newEngine(time.Now(), opts.OpenRoot)
+	a.build = cmp.Or(opts.Build, a.build)
+	a.apps.openShelf = opts.OpenShelf
+	if opts.Post != nil {
+		a.post = opts.Post
+	}
+	return a
+}
+
+func newEngine(now time.Time, openRoot RootOpener) *Engine {
+	a := &Engine{build: "dev", started: now, post: func([]byte) {}}
+	a.ws = workspaceState{openRoot: openRoot, uploads: map[string]*upload{}}
+	a.apps.registry = miniapp.NewRegistry()
+	a.apps.frames = newFrames(func(msg []byte) { a.post(msg) })
+	a.methods = map[string]method{
+		"status":              a.status,
+		"root.open":           a.rootOpen,
+		"root.info":           a.rootInfo,
+		"files.list":          a.filesList,
+		"files.read":          a.filesRead,
+		"files.write":         a.filesWrite,
+		"files.mkdir":         a.filesMkdir,
+		"files.delete":        a.filesDelete,
+		"files.download":      a.filesDownload,
+		"files.upload.begin":  a.uploadBegin,
+		"files.upload.chunk":  a.uploadChunk,
+		"files.upload.commit": a.uploadCommit,
+		"files.upload.abort":  a.uploadAbort,
+		"channel.connect":     a.channelConnect,
+		"externalapps.result": a.externalAppsResult,
+		"externalapps.report": a.externalAppsReport,
+	}
+	maps.Copy(a.methods, a.miniAppMethods())
+	return a
+}
+
+// message is the JSON shape of a call from the page.
+type message struct {
+	Type   string          `json:"type"`
+	ID     *float64        `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// answer is the JSON shape of the worker's reply; Bytes travel beside it (see result).
+type answer struct {
+	Type    string       `json:"type"`
+	ID      float64      `json:"id"`
+	OK      bool         `json:"ok"`
+	Value   any          `json:"value,omitempty"`
+	Refused refusal.Rule `json:"refused,omitempty"`
+	Why     string       `json:"why,omitempty"`
+}
+
+// readyMessage is what the worker says once Go is running.
+func (a *Engine) readyMessage() []byte {
+	b, _ := json.Marshal(map[string]string{"type": "ready", "build": a.build})
+	return b
+}
+
+// parse reads a call from the page. ok is false when it has no numeric id to answer to.
+func parse(in []byte) (id float64, req request, r *refusal.Refusal, ok bool) {
+	var m message
+	if err := json.NewDecoder(bytes.NewReader(in)).Decode(&m); err != nil || m.ID == nil {
+		return 0, request{}, nil, false
+	}
+	if m.Type != "call" || m.Method == "" {
+		return *m.ID, request{}, refusal.New(refusal.MalformedCall, "a call to the worker needs type \"call\" and a method"), true
+	}
+	return *m.ID, request{Method: m.Method, Params: m.Params}, nil, true
+}
+
+// call runs one request and returns its answer and any bytes that go with it.
+func (a *Engine) call(ctx context.Context, id float64, req request) (answer, []byte) {
+	m, ok := a.methods[req.Method]
+	if !ok {
+		return refused(id, refusal.New(refusal.UnknownMethod, "the worker has no method %q", req.Method)), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, callBound)
+	defer cancel()
+	res, r := m(ctx, req)
+	if r != nil {
+		return refused(id, r), nil
+	}
+	return answer{Type: "result", ID: id, OK: true, Value: res.Value}, res.Bytes
+}
+
+func refused(id float64, r *refusal.Refusal) answer {
+	return answer{Type: "result", ID: id, Refused: r.Rule, Why: r.Why}
+}
+
+func encode(ans answer) []byte {
+	b, err := json.Marshal(ans)
+	if err != nil {
+		b, _ = json.Marshal(refused(ans.ID, refusal.New(refusal.InternalError, "the worker could not encode its answer")))
+	}
+	return b
+}
+
+type statusValue struct {
+	Build    string    `json:"build"`
+	Go       string    `json:"go"`
+	UptimeMs int64     `json:"uptimeMs"`
+	Root     *RootInfo `json:"root,omitempty"`
+}
+
+func (a *Engine) status(context.Context, request) (result, *refusal.Refusal) {
+	v := statusValue{Build: a.build, Go: goVersion, UptimeMs: time.Since(a.started).Milliseconds()}
+	if _, info, ok := a.current(); ok {
+		v.Root = &info
+	}
+	return result{Value: v}, nil
+}

@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/voicebox-go/voicebox/shared/executor"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wire"
+)
+
+// uiMaxWriteBytes bounds what the page's own editor saves in one call. It is larger than what a
+// model may write through a tool (executor.MaxWriteBytes): a person editing a file is no model.
+const uiMaxWriteBytes = 16 << 20
+
+// The audit log is written after the answer, off the call's path: each write rewrites a segment,
+// milliseconds on OPFS. Records wait at most auditFlushDelay and are written in batches of up to
+// auditBatch; past auditQueue waiting records, new ones are dropped and counted.
+const (
+	auditQueue      = 1024
+	auditBatch      = 256
+	auditFlushDelay = 250 * time.Millisecond
+)
+
+// workspace is the executor side of an open root: one executor for the relay's calls (the tool
+// bounds) and one for the page's own UI (a larger write bound), sharing one audit log.
+type workspace struct {
+	tools *executor.Executor
+	ui    *executor.Executor
+	audit *asyncAudit
+	seq   atomic.Uint64
+}
+
+func newExecutor(ctx context.Context, root fsroot.Root) *workspace {
+	w := &workspace{}
+	var audit executor.AuditLog
+	if log, err := executor.OpenRootAudit(ctx, root); err == nil {
+		w.audit = newAsyncAudit(log)
+		audit = w.audit
+	}
+	// The relay's calls (the assistant's tools) keep an undo history; the page's own editor
+	// does not: a person saving a file is no change to undo.
+	toolOpts := executor.Options{Audit: audit}
+	if h, err := executor.OpenHistory(ctx, root, executor.HistoryOptions{}); err == nil {
+		toolOpts.History = h
+	}
+	w.tools = executor.New(root, toolOpts)
+	w.ui = executor.New(root, executor.Options{Audit: audit, MaxWriteBytes: uiMaxWriteBytes})
+	return w
+}
+
+// Execute runs a call from the relay (the door has verified it).
+func (w *workspace) Execute(ctx context.Context, call wire.Call) (json.RawMessage, error) {
+	return w.tools.Execute(ctx, call)
+}
+
+// run runs a primitive for the page's UI, under the built-in descriptor.
+func (w *workspace) run(ctx context.Context, prim executor.Primitive, args any) (json.RawMessage, *refusal.Refusal) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, refusal.New(refusal.InvalidArgument, "the arguments could not be encoded: %v", err)
+	}
+	call := wire.Call{
+		CallID:       "page-" + strconv.FormatUint(w.seq.Add(1), 10),
+		Tool:         string(prim),
+		DescriptorID: executor.BuiltinDescriptor,
+		Args:         raw,
+		BoundsEcho:   json.RawMessage(`{}`),
+	}
+	out, err := w.ui.Execute(ctx, call)
+	if err != nil {
+		return nil, fileRefusal(err)
+	}
+	return out, nil
+}
+
+func (w *workspace) close() {
+	if w != nil && w.audit != nil {
+		w.audit.close()
+	}
+}
+
+// batchLog is an audit log that takes several records in one write (executor.RootAudit).
+type batchLog interface {
+	AppendAll(ctx context.Context, recs []executor.Record) error
+}
+
+// asyncAudit writes audit records in the background, in order, in batches.
+type asyncAudit struct {
+	inner   batchLog
+	queue   chan executor.Record
+	dropped atomic.Uint64
+	once    sync.Once
+}
+
+var errAuditBehind = errors.New("browser: the audit log is behind; a record was dropped")
+
+func newAsyncAudit(inner batchLog) *asyncAudit {
+	a := &asyncAudit{inner: inner, queue: make(chan executor.Record, auditQueue)}
+	go a.run()
+	return a
+}
+
+func (a *asyncAudit) run() {
+	for rec := range a.queue {
+		batch := []executor.Record{rec}
+		timer := time.NewTimer(auditFlushDelay)
+	collect:
+		for len(batch) < auditBatch {
+			select {
+			case rec, ok := <-a.queue:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, rec)
+			case <-timer.C:
+				break collect
+			}
+		}
+		timer.Stop()
+		if err := a.inner.AppendAll(context.Background(), batch); err != nil {
+			a.dropped.Add(uint64(len(batch)))
+		}
+	}
+}
+
+func (a *asyncAudit) Append(_ context.Context, rec executor.Record) error {
+	select {
+	case a.queue <- rec:
+		return nil
+	default:
+		a.dropped.Add(1)
+		return errAuditBehind
+	}
+}
+
+func (a *asyncAudit) close() { a.once.Do(func() { close(a.queue) }) }

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hack-pad/safejs"
+
+	"github.com/voicebox-go/voicebox/internal/jsutil"
+)
+
+// socket is a thin wrapper over the browser's own WebSocket, for text frames. The page uses it
+// instead of coder/websocket, whose GOOS=js build pulls in net/http and crypto/tls (megabytes of
+// wasm and tens of milliseconds of start-up) for the same browser object underneath.
+type socket struct {
+	ws    safejs.Value
+	funcs []safejs.Func
+
+	mu     sync.Mutex
+	queue  []string
+	signal chan struct{} // a receive waiting for the queue
+	closed *closeInfo
+	done   chan struct{}
+}
+
+// dialSocket opens a WebSocket to url and waits until it is open or has failed.
+func dialSocket(ctx context.Context, url string) (*socket, error) {
+	ctor, err := safejs.Global().Get("WebSocket")
+	if err != nil || ctor.IsUndefined() {
+		return nil, errors.New("this context has no WebSocket")
+	}
+	ws, err := ctor.New(url)
+	if err != nil {
+		return nil, jsutil.Thrown(err)
+	}
+	s := &socket{ws: ws, signal: make(chan struct{}, 1), done: make(chan struct{})}
+	opened := make(chan struct{})
+	var openOnce sync.Once
+	on := func(event string, fn func(args []safejs.Value)) error {
+		f, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+			fn(args)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		s.funcs = append(s.funcs, f)
+		return ws.Set(event, f.Value())
+	}
+	errs := []error{
+		on("onopen", func([]safejs.Value) { openOnce.Do(func() { close(opened) }) }),
+		on("onmessage", func(args []safejs.Value) {
+			data, err := args[0].Get("data")
+			if err != nil || data.Type() != safejs.TypeString {
+				return // the protocol is text frames only
+			}
+			text, _ := data.String()
+			s.mu.Lock()
+			s.queue = append(s.queue, text)
+			s.mu.Unlock()
+			s.wake()
+		}),
+		on("onclose", func(args []safejs.Value) {
+			info := &closeInfo{Code: 1006}
+			if code, err := args[0].Get("code"); err == nil {
+				info.Code, _ = code.Int()
+			}
+			if reason, err := args[0].Get("reason"); err == nil {
+				info.Reason, _ = reason.String()
+			}
+			s.mu.Lock()
+			if s.closed == nil {
+				s.closed = info
+				close(s.done)
+			}
+			s.mu.Unlock()
+			s.wake()
+		}),
+		on("onerror", func([]safejs.Value) {}), // a close event always follows
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.release()
+		return nil, err
+	}
+	select {
+	case <-opened:
+		return s, nil
+	case <-s.done:
+		s.release()
+		return nil, fmt.Errorf("connection failed (close %d %s)", s.closed.Code, s.closed.Reason)
+	case <-ctx.Done():
+		s.Close(1000, "gave up connecting")
+		return nil, ctx.Err()
+	}
+}
+
+func (s *socket) wake() {
+	select {
+	case s.signal <- struct{}{}:
+	default:
+	}
+}
+
+// Receive returns the next text frame, or errSocketClosed once the socket has closed and every
+// frame that arrived before has been returned.
+func (s *socket) Receive(ctx context.Context) (string, error) {
+	for {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			text := s.queue[0]
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			return text, nil
+		}
+		closed := s.closed != nil
+		s.mu.Unlock()
+		if closed {
+			return "", errSocketClosed
+		}
+		select {
+		case <-s.signal:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+}
+
+// Send sends a text frame.
+func (s *socket) Send(text string) error {
+	if s.Closed() != nil {
+		return errSocketClosed
+	}
+	if _, err := s.ws.Call("send", text); err != nil {
+		return jsutil.Thrown(err)
+	}
+	return nil
+}
+
+// Closed returns how the socket closed, or nil while it is open.
+func (s *socket) Closed() *closeInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Done is closed when the socket has closed.
+func (s *socket) Done() <-chan struct{} { return s.done }
+
+// Close closes the socket with code and reason.
+func (s *socket) Close(code int, reason string) {
+	s.ws.Call("close", code, reason)
+}
+
+// release drops the JS callbacks once the socket is finished with.
+func (s *socket) release() {
+	for _, f := range s.funcs {
+		f.Release()
+	}
+	s.funcs = nil
+}

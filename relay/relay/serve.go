@@ -1,0 +1,181 @@
+package relay
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/voicebox-go/voicebox/relay/server"
+)
+
+// ShutdownGrace bounds how long a graceful shutdown waits for requests in flight.
+const ShutdownGrace = 5 * time.Second
+
+// ControlSocketFile is the Unix socket, in the host state directory, on which a serving relay
+// also answers its API. `relay sessions` and `relay ticket` reach the running relay through it:
+// no address to know, no certificate to trust, and only the state directory's owner can open it
+// (the directory is 0700, the socket 0600). The commands still send the host token.
+const ControlSocketFile = ".relay.sock"
+
+// Serve serves the page and the API on the Listener (and on the control socket, and ACME's
+// challenges) until ctx ends, then shuts down gracefully: /api/ready turns 503 at once, every
+// /channel and /live socket is closed, and requests in flight get ShutdownGrace to finish. It
+// prints the address and the sign-in banner on the Console first. It returns nil after a clean
+// shutdown, and closes the listeners either way.
+func (r *Relay) Serve(ctx context.Context) error {
+	defer r.Hub.Close()
+	ln := server.LimitConns(r.cfg.Listener, server.ConnLimits{Exempt: trustedPeer(r.cfg.TrustedProxies), TLS: r.tls != nil, Log: r.log})
+	if r.tls != nil {
+		ln = tls.NewListener(ln, r.tls)
+	}
+	extra := []net.Listener{}
+	if cl, err := listenControl(r.State.Path()); err != nil {
+		r.log.Warn("no control socket: `relay sessions` and `relay ticket` cannot reach this relay", "err", err)
+	} else {
+		extra = append(extra, cl)
+	}
+	if r.cfg.Challenges != nil {
+		if r.acme != nil {
+			// Only short GETs come here, so a whole-request bound (ReadTimeout) is safe.
+			go (&http.Server{Handler: r.acme, ReadHeaderTimeout: server.HeaderTimeout, ReadTimeout: server.BodyTimeout, IdleTimeout: server.IdleTimeout,
+				ErrorLog: slog.NewLogLogger(r.log.Handler(), slog.LevelWarn)}).Serve(server.LimitConns(r.cfg.Challenges, server.ConnLimits{Exempt: trustedPeer(r.cfg.TrustedProxies), Log: r.log}))
+		}
+		defer r.cfg.Challenges.Close()
+	}
+	defer func() {
+		ln.Close()
+		for _, l := range extra {
+			l.Close()
+		}
+	}()
+
+	fresh := &freshConns{}
+	hs := &http.Server{
+		Handler:           r.Server,
+		ReadHeaderTimeout: server.HeaderTimeout,
+		IdleTimeout:       server.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
+		ConnState:         fresh.track,
+	}
+	hs.RegisterOnShutdown(fresh.closeAll)
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	for _, l := range extra {
+		go hs.Serve(l)
+	}
+	fmt.Fprintf(r.console, "voicebox on %s://%s\n", r.scheme, ln.Addr())
+	r.banner()
+	select {
+	case err := <-done:
+		r.log.Error("server stopped", "err", err)
+		return fmt.Errorf("the server stopped: %w", err)
+	case <-ctx.Done():
+	}
+	r.stopping.Store(true)
+	r.Live.Close()
+	r.Tools.Close()
+	r.Hub.Close()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		r.log.Warn("shutdown did not finish in time", "err", err)
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := r.Server.Drain(shutdownCtx); err != nil {
+		r.log.Warn("sockets still open when the shutdown's grace ended", "err", err)
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// banner tells the host how to sign in (or warns that there is no gate) and where certificates
+// come from.
+func (r *Relay) banner() {
+	if r.Gate != nil {
+		fmt.Fprintf(r.console, "loopback gate on: open %s/?%s=%s once to start a session (single use; `relay ticket` makes another)\n", r.base, server.BootstrapParam, r.Gate.NewTicket())
+	} else {
+		fmt.Fprintf(r.warnings, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
+	}
+	if r.cfg.ACME.Host != "" {
+		fmt.Fprintf(r.console, "certificates for %s come from the ACME CA on first use, cached in %s\n", r.cfg.ACME.Host, filepath.Join(r.State.Path(), ACMECacheDir))
+	}
+}
+
+// listenControl listens on the state directory's control socket. A socket left by a relay that
+// died is replaced; one that another running relay answers on is left alone, with an error.
+func listenControl(dir string) (net.Listener, error) {
+	p := filepath.Join(dir, ControlSocketFile)
+	if c, err := net.DialTimeout("unix", p, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("another relay serving this state directory answers on %s; `relay sessions` and `relay ticket` will reach that one", p)
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove the stale control socket: %w", err)
+	}
+	ln, err := net.Listen("unix", p)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	return ln, nil
+}
+
+// freshConns tracks the connections that have not begun a request. http.Server.Shutdown waits for
+// those as if they were busy until they are five seconds old, as long as the relay's whole grace:
+// a browser's speculative preconnect, which may never send a request, then makes a clean
+// shutdown fail. Closing them when the shutdown begins loses nothing, since nothing was asked on
+// them.
+type freshConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+// track is an http.Server.ConnState hook.
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conns == nil {
+		f.conns = map[net.Conn]struct{}{}
+	}
+	if st == http.StateNew {
+		f.conns[c] = struct{}{}
+	} else {
+		delete(f.conns, c)
+	}
+}
+
+// closeAll closes every connection that has still not begun a request; for RegisterOnShutdown,
+// which runs once the listeners are closed, so no new one arrives after it.
+func (f *freshConns) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.conns {
+		c.Close()
+		delete(f.conns, c)
+	}
+}
+
+// trustedPeer reports whether a peer is one of the trusted proxies, which carry every client's
+// connections and so are exempt from the per-address connection cap.
+func trustedPeer(trusted []netip.Prefix) func(netip.Addr) bool {
+	return func(a netip.Addr) bool {
+		for _, p := range trusted {
+			if p.Contains(a) {
+				return true
+			}
+		}
+		return false
+	}
+}
