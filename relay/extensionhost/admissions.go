@@ -20,6 +20,7 @@ import (
 	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wasmabi"
 )
 
 // LedgerFile and PendingFile are the store's files in the host state directory.
@@ -160,7 +161,7 @@ func (s *Admissions) checkModules(d *extensions.Descriptor) error {
 			return err
 		}
 		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != t.Wasm.SHA256 {
-			return refusal.New(refusal.DigestMismatch, "the module %s in the extensions directory does not have the sha256 tool %s pins; put the right file there first", t.Wasm.Module, t.Name)
+			return refusal.New(refusal.DigestMismatch, "%s; put the file tool %s pins in the extensions directory first", wasmabi.MismatchWhy("the module "+t.Wasm.Module, hex.EncodeToString(sum[:]), t.Wasm.SHA256), t.Name)
 		}
 	}
 	return nil

@@ -121,7 +121,7 @@ func TestWasmToolsThroughTheRegistry(t *testing.T) {
 		t.Fatalf("a swapped module: %v", m)
 	}
 	os.Remove(module)
-	if m := f.call("text-tools", "crc32", `{"input":"x"}`); m["refused"] != "not-found" {
+	if m := f.call("text-tools", "crc32", `{"input":"x"}`); m["refused"] != "wasm-unreadable" {
 		t.Fatalf("a missing module: %v", m)
 	}
 	os.WriteFile(module, good, 0o600)
@@ -156,9 +156,9 @@ func TestHostileWasmThroughTheRegistry(t *testing.T) {
 			}
 			os.WriteFile(filepath.Join(f.dir, "hostile", c.fixture+".wasm"), b, 0o600)
 			sum := sha256.Sum256(b)
-			f.admit(fmt.Sprintf(`{"id":"h-%s","name":"H","capabilities":["wasm"],"bounds":{},"tools":[{"name":"h_%s","primitive":"wasm","wasm":{"module":"hostile/%s.wasm","sha256":"%s","export":"run"}}]}`,
+			f.admit(fmt.Sprintf(`{"id":"h-%s","name":"H","capabilities":[],"bounds":{},"tools":[{"name":"h_%s","primitive":"wasm","wasm":{"module":"hostile/%s.wasm","sha256":"%s","export":"run"}}]}`,
 				c.fixture, c.fixture, c.fixture, hex.EncodeToString(sum[:])))
-			if m := f.call("h-"+c.fixture, "h_"+c.fixture, `{}`); m["refused"] != string(c.want) {
+			if m := f.call("h-"+c.fixture, "h_"+c.fixture, `{"input":"x"}`); m["refused"] != string(c.want) {
 				t.Fatalf("got %v, want %s", m, c.want)
 			}
 			if m := f.call("text-tools", "crc32", `{"input":"123456789"}`); observedField(m, "text") != "cbf43926" {
@@ -175,7 +175,7 @@ func TestAdmissionNeedsTheModule(t *testing.T) {
 	f := newFixture(t)
 	raw := `{"id":"m","name":"M","capabilities":["wasm"],"bounds":{},"tools":[{"name":"m","primitive":"wasm","wasm":{"module":"m.wasm","sha256":"` + strings.Repeat("ab", 32) + `","export":"run"}}]}`
 	f.do("POST", "/api/extensions/sideload", "", raw)
-	if _, m, _ := f.do("POST", "/api/extensions/admit", "tok", `{"id":"m","decision":"admit","confirm":true}`); m["refused"] != "not-found" {
+	if _, m, _ := f.do("POST", "/api/extensions/admit", "tok", `{"id":"m","decision":"admit","confirm":true}`); m["refused"] != "wasm-unreadable" {
 		t.Fatalf("admit without the module: %v", m)
 	}
 	os.WriteFile(filepath.Join(f.dir, "m.wasm"), []byte("\x00asm\x01\x00\x00\x00"), 0o600)

@@ -39,17 +39,18 @@ type Budget struct {
 // NewBudget returns a budget of max requests.
 func NewBudget(max int) *Budget { return &Budget{max: max} }
 
-func (b *Budget) take() error {
+// take spends one request and says which it is, as the original does: "3/20" is the third of 20.
+func (b *Budget) take() (string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.used >= b.max {
-		return &wire.BudgetError{
+		return "", &wire.BudgetError{
 			Refusal: refusal.New(refusal.BudgetExhausted, "the extension's request budget is spent: %d of %d requests used", b.used, b.max),
 			Budget:  wire.Budget{Used: int64(b.used), Max: int64(b.max)},
 		}
 	}
 	b.used++
-	return nil
+	return fmt.Sprintf("%d/%d", b.used, b.max), nil
 }
 
 // FetchResult is the observation of a mediated fetch.
@@ -59,6 +60,9 @@ type FetchResult struct {
 	Truncated bool     `json:"truncated"`
 	Via       []string `json:"via"`
 	ServedBy  string   `json:"servedBy"`
+	// Request is which request of the extension's budget served the body, such as "3/20"
+	// (redirect hops count too).
+	Request string `json:"request"`
 }
 
 // Fetcher performs mediated fetches. Client's own redirect following is disabled.
@@ -72,11 +76,12 @@ type Fetcher struct {
 	RequestTimeout, CallTimeout time.Duration
 }
 
-// Fetch GETs rawURL for descriptor d, spending from budget. Every request carries the secrets d
-// declares for its host, and only those; a secret that is not set refuses the call secret-unset
-// before that request is sent. A request that outlives RequestTimeout, or a call that outlives
-// CallTimeout, is refused fetch-timeout.
-func (f *Fetcher) Fetch(ctx context.Context, d *extensions.Descriptor, rawURL string, budget *Budget) (*FetchResult, error) {
+// Fetch GETs rawURL for tool t (nil for none in particular) of descriptor d, spending from
+// budget. Every request carries t's literal headers and the secrets d declares for its host (and
+// those t's headers name), and only those; a secret that is not set refuses the call
+// secret-unset before that request is sent. A request that outlives RequestTimeout, or a call
+// that outlives CallTimeout, is refused fetch-timeout.
+func (f *Fetcher) Fetch(ctx context.Context, d *extensions.Descriptor, t *extensions.Tool, rawURL string, budget *Budget) (*FetchResult, error) {
 	client := http.Client{}
 	if f.Client != nil {
 		client = *f.Client
@@ -99,19 +104,20 @@ func (f *Fetcher) Fetch(ctx context.Context, d *extensions.Descriptor, rawURL st
 	}
 	var via []string
 	for hop := 0; ; hop++ {
-		secrets, err := secretHeaders(d, u, getenv)
+		headers, err := requestHeaders(d, t, u, getenv)
 		if err != nil {
 			return nil, err
 		}
-		if err := budget.take(); err != nil {
+		request, err := budget.take()
+		if err != nil {
 			return nil, err
 		}
-		res, next, err := f.hop(ctx, &client, d, u, secrets, perRequest, perCall)
+		res, next, err := f.hop(ctx, &client, d, u, headers, perRequest, perCall)
 		if err != nil {
 			return nil, err
 		}
 		if next == nil {
-			res.Via = append([]string{}, via...)
+			res.Via, res.Request = append([]string{}, via...), request
 			return res, nil
 		}
 		via = append(via, Redact(u.String()))
@@ -173,12 +179,17 @@ func (f *Fetcher) hop(ctx context.Context, client *http.Client, d *extensions.De
 	return res, nil, nil
 }
 
-// secretHeaders returns the headers of the secrets d declares for u's host, with their values
-// from the environment. A reserved variable is refused secret-reserved (the gate refuses such a
-// descriptor; this is the second wall), an unset one secret-unset: nothing is sent either way.
-func secretHeaders(d *extensions.Descriptor, u *url.URL, getenv func(string) string) (http.Header, error) {
+// requestHeaders returns the headers of a request of t to u: t's literal headers, then the
+// secrets that go to u's host, with their values from the environment. A reserved variable is
+// refused secret-reserved (the gate refuses such a descriptor; this is the second wall), an unset
+// one secret-unset: nothing is sent either way.
+func requestHeaders(d *extensions.Descriptor, t *extensions.Tool, u *url.URL, getenv func(string) string) (http.Header, error) {
 	h := http.Header{}
-	for _, s := range extensions.SecretsFor(d.Bounds, u.Host, u.Hostname()) {
+	literal, secrets := extensions.RequestHeaders(d, t, u.Host, u.Hostname())
+	for _, l := range literal {
+		h.Set(l.Name, l.Value)
+	}
+	for _, s := range secrets {
 		if extensions.SecretReserved(s.Name) {
 			return nil, refusal.New(refusal.SecretReserved, "secret %s is one of the relay's own variables; it is never sent", s.Name)
 		}
@@ -221,11 +232,11 @@ func isSecretKey(k string) bool {
 	return false
 }
 
-// SecretNames says which secrets d's requests may carry, by variable and header, never by value:
-// what a log may show of them.
-func SecretNames(d *extensions.Descriptor) string {
-	names := make([]string, len(d.Bounds.Secrets))
-	for i, s := range d.Bounds.Secrets {
+// secretNames says which secrets a descriptor's requests may carry, by variable and header,
+// never by value: what a log may show of them.
+func secretNames(secrets []extensions.Secret) string {
+	names := make([]string, len(secrets))
+	for i, s := range secrets {
 		names[i] = fmt.Sprintf("%s (from $%s)", s.Header, s.Name)
 	}
 	return strings.Join(names, ", ")

@@ -45,7 +45,7 @@ func TestMediatedFetch(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("allowed chain with a relative hop", func(t *testing.T) {
-		res, err := f.Fetch(ctx, d, allowed.URL+"/chain", NewBudget(10))
+		res, err := f.Fetch(ctx, d, nil, allowed.URL+"/chain", NewBudget(10))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestMediatedFetch(t *testing.T) {
 		{"over budget within a chain", "/chain", 2, refusal.BudgetExhausted},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := f.Fetch(ctx, d, allowed.URL+c.path, NewBudget(c.budget))
+			_, err := f.Fetch(ctx, d, nil, allowed.URL+c.path, NewBudget(c.budget))
 			if refusal.RuleOf(err) != c.want {
 				t.Fatalf("err = %v, want %s", err, c.want)
 			}
@@ -77,17 +77,17 @@ func TestMediatedFetch(t *testing.T) {
 	}
 	t.Run("budget states N of M", func(t *testing.T) {
 		b := NewBudget(1)
-		if _, err := f.Fetch(ctx, d, allowed.URL+"/ok", b); err != nil {
+		if _, err := f.Fetch(ctx, d, nil, allowed.URL+"/ok", b); err != nil {
 			t.Fatal(err)
 		}
-		_, err := f.Fetch(ctx, d, allowed.URL+"/ok", b)
+		_, err := f.Fetch(ctx, d, nil, allowed.URL+"/ok", b)
 		be, ok := err.(*wire.BudgetError)
 		if !ok || be.Budget != (wire.Budget{Used: 1, Max: 1}) || !strings.Contains(err.Error(), "1 of 1 requests used") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("foreign host refused before any request", func(t *testing.T) {
-		_, err := f.Fetch(ctx, d, foreign.URL+"/x?api_key=zzz", NewBudget(1))
+		_, err := f.Fetch(ctx, d, nil, foreign.URL+"/x?api_key=zzz", NewBudget(1))
 		if refusal.RuleOf(err) != refusal.HostNotAllowed || strings.Contains(err.Error(), "zzz") {
 			t.Fatalf("err = %v", err)
 		}
@@ -107,8 +107,8 @@ func TestRedact(t *testing.T) {
 		}
 	}
 	d := &extensions.Descriptor{Bounds: extensions.Bounds{Secrets: []extensions.Secret{{Name: "BRAVE_API_KEY", Header: "X-Subscription-Token"}}}}
-	if got := SecretNames(d); got != "X-Subscription-Token (from $BRAVE_API_KEY)" {
-		t.Errorf("SecretNames = %s", got)
+	if got := secretNames(extensions.AllSecrets(d)); got != "X-Subscription-Token (from $BRAVE_API_KEY)" {
+		t.Errorf("secretNames = %s", got)
 	}
 }
 
@@ -135,7 +135,7 @@ func TestFetchSendsASecretOnlyToItsHosts(t *testing.T) {
 		Secrets: []extensions.Secret{{Name: "TEST_TOKEN", Header: "Authorization", Prefix: "Bearer ", Hosts: []string{keyedHost}}}}}
 	env := map[string]string{"TEST_TOKEN": "tok-1"}
 	f := &Fetcher{Getenv: func(k string) string { return env[k] }}
-	if _, err := f.Fetch(context.Background(), d, keyed.URL+"/hop", NewBudget(10)); err != nil {
+	if _, err := f.Fetch(context.Background(), d, nil, keyed.URL+"/hop", NewBudget(10)); err != nil {
 		t.Fatal(err)
 	}
 	if len(keyedSaw) != 1 || keyedSaw[0] != "Bearer tok-1" {
@@ -148,7 +148,7 @@ func TestFetchSendsASecretOnlyToItsHosts(t *testing.T) {
 	// Unset: nothing is sent (no request, no budget spent), never an empty header.
 	delete(env, "TEST_TOKEN")
 	budget := NewBudget(10)
-	_, err := f.Fetch(context.Background(), d, keyed.URL+"/plain", budget)
+	_, err := f.Fetch(context.Background(), d, nil, keyed.URL+"/plain", budget)
 	if refusal.RuleOf(err) != refusal.SecretUnset || !strings.Contains(err.Error(), "$TEST_TOKEN") {
 		t.Fatalf("err = %v, want secret-unset naming the variable", err)
 	}
@@ -156,14 +156,14 @@ func TestFetchSendsASecretOnlyToItsHosts(t *testing.T) {
 		t.Fatalf("an unset secret still sent a request (%d seen, %d spent)", len(keyedSaw), budget.used)
 	}
 	// The host without a secret is reached whatever the environment holds.
-	if _, err := f.Fetch(context.Background(), d, other.URL+"/plain", budget); err != nil {
+	if _, err := f.Fetch(context.Background(), d, nil, other.URL+"/plain", budget); err != nil {
 		t.Fatal(err)
 	}
 
 	// A reserved variable is never read, even if a descriptor got past the gate.
 	d.Bounds.Secrets[0].Name = "OPENAI_API_KEY"
 	env["OPENAI_API_KEY"] = "sk-vendor"
-	if _, err := f.Fetch(context.Background(), d, keyed.URL+"/plain", budget); refusal.RuleOf(err) != refusal.SecretReserved {
+	if _, err := f.Fetch(context.Background(), d, nil, keyed.URL+"/plain", budget); refusal.RuleOf(err) != refusal.SecretReserved {
 		t.Fatalf("err = %v, want secret-reserved", err)
 	}
 }
@@ -212,7 +212,7 @@ func TestFetchTimeBounds(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := &Fetcher{RequestTimeout: c.req, CallTimeout: c.call}
-			_, err := f.Fetch(context.Background(), d, srv.URL+c.path, NewBudget(1000))
+			_, err := f.Fetch(context.Background(), d, nil, srv.URL+c.path, NewBudget(1000))
 			if refusal.RuleOf(err) != refusal.FetchTimeout || !strings.Contains(err.Error(), c.wantInWhy) {
 				t.Fatalf("err = %v, want fetch-timeout saying %q", err, c.wantInWhy)
 			}

@@ -13,12 +13,25 @@ import (
 
 // ToolInfo describes an admitted tool for the model.
 type ToolInfo struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Primitive   string          `json:"primitive"`
-	Params      json.RawMessage `json:"params,omitempty"`
-	// URL is an http-get tool's URL template: where its requests go.
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// PromptSnippet is the descriptor's line for the model about when to use the tool.
+	PromptSnippet string `json:"promptSnippet,omitempty"`
+	Primitive     string `json:"primitive"`
+	// Params is the schema of the arguments the model supplies (extensions.Tool.ArgumentSchema).
+	Params json.RawMessage `json:"params,omitempty"`
+	// URL is an http-get tool's URL template or bound url: where its requests go when the model
+	// names no other.
 	URL string `json:"url,omitempty"`
+}
+
+// toolInfo describes t for a listing.
+func toolInfo(t *extensions.Tool) ToolInfo {
+	info := ToolInfo{Name: t.Name, Description: t.Description, PromptSnippet: t.PromptSnippet, Primitive: string(t.Primitive), Params: t.ArgumentSchema(), URL: t.URL}
+	if b := t.Bound(); info.URL == "" && b != nil && b.URL != nil {
+		info.URL = *b.URL
+	}
+	return info
 }
 
 // Entry describes one extension in a listing.
@@ -47,8 +60,8 @@ func entryOf(raw []byte, id string, placement extensions.Placement, existing []s
 		return Entry{ID: id, Refused: r.Rule, Why: r.Why}
 	}
 	e := Entry{ID: d.ID, Name: d.Name, Description: d.Description}
-	for _, t := range d.Tools {
-		e.Tools = append(e.Tools, ToolInfo{t.Name, t.Description, string(t.Primitive), t.Params, t.URL})
+	for i := range d.Tools {
+		e.Tools = append(e.Tools, toolInfo(&d.Tools[i]))
 	}
 	if r := extensions.Admit(d, placement, existing); r != nil {
 		e.Refused, e.Why = r.Rule, r.Why

@@ -16,6 +16,7 @@ import (
 	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/toolschema"
+	"github.com/voicebox-go/voicebox/shared/wasmabi"
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
@@ -50,29 +51,16 @@ type Runtime struct {
 	wasmOnce sync.Once
 }
 
-// noParams is the schema of a tool that declares no params: it takes no arguments.
-var noParams = mustSchema(`{"type":"object","additionalProperties":false}`)
-
-func mustSchema(raw string) *toolschema.Schema {
-	s, err := toolschema.Parse([]byte(raw))
-	if err != nil {
-		panic(err)
-	}
-	return s
-}
-
-// toolSchemas compiles the params of d's tools (Admit has checked they are in the subset).
+// toolSchemas compiles the argument schemas of d's tools: their own parameter schema, or the one
+// their primitive implies (extensions.Tool.ArgumentSchema). Admit has checked they parse.
 func toolSchemas(d *extensions.Descriptor) (map[string]*toolschema.Schema, error) {
 	out := map[string]*toolschema.Schema{}
-	for _, t := range d.Tools {
-		out[t.Name] = noParams
-		if len(t.Params) > 0 {
-			s, err := toolschema.Parse(t.Params)
-			if err != nil {
-				return nil, err
-			}
-			out[t.Name] = s
+	for i := range d.Tools {
+		s, err := toolschema.Parse(d.Tools[i].ArgumentSchema())
+		if err != nil {
+			return nil, err
 		}
+		out[d.Tools[i].Name] = s
 	}
 	return out, nil
 }
@@ -197,9 +185,9 @@ func (rt *Runtime) loadedTools(except string) []string {
 
 // CallExtension runs tool of admitted extension id with args (a JSON object) and returns its
 // observation or a refusal. Staged, denied or revoked extensions are refused not-admitted; the
-// arguments are validated against the tool's params (toolschema, the same rules as mini-app
-// tools; a tool without params takes no arguments) before the call is routed by primitive. It is
-// what the call_extension tool runs.
+// arguments are validated against the tool's argument schema (toolschema, the same rules as
+// mini-app tools) and laid over what the descriptor binds (extensions.Tool.CallArgs) before the
+// call is routed by primitive. It is what the call_extension tool runs.
 func (rt *Runtime) CallExtension(ctx context.Context, id, tool string, args json.RawMessage) (json.RawMessage, error) {
 	rt.mu.Lock()
 	x, ok := rt.loaded[id]
@@ -224,33 +212,39 @@ func (rt *Runtime) CallExtension(ctx context.Context, id, tool string, args json
 	if err != nil {
 		return nil, err
 	}
-	if args, err = json.Marshal(argMap); err != nil { // hand on exactly what was checked
-		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments cannot be encoded again")
-	}
+	call := t.CallArgs(argMap)
 	log := rt.logger().With("extension", id, "tool", tool)
 	switch t.Primitive {
 	case extensions.HTTPGet:
 		u := t.URL
-		for k, v := range argMap {
-			u = strings.ReplaceAll(u, "{"+k+"}", url.QueryEscape(fmt.Sprint(v)))
+		if u != "" {
+			for k, v := range argMap {
+				u = strings.ReplaceAll(u, "{"+k+"}", url.QueryEscape(fmt.Sprint(v)))
+			}
+		} else {
+			u, _ = call["url"].(string)
 		}
-		if len(x.Descriptor.Bounds.Secrets) > 0 {
-			log = log.With("secrets", SecretNames(x.Descriptor))
+		if secrets := extensions.AllSecrets(x.Descriptor); len(secrets) > 0 {
+			log = log.With("secrets", secretNames(secrets))
 		}
-		res, err := rt.Fetcher.Fetch(ctx, x.Descriptor, u, budget)
+		res, err := rt.Fetcher.Fetch(ctx, x.Descriptor, t, u, budget)
 		if err != nil {
 			log.Info("extension call refused", "url", Redact(u), "refused", refusal.RuleOf(err), "err", err.Error())
 			return nil, err
 		}
-		log.Info("extension call", "url", Redact(u), "status", res.Status, "via", strings.Join(res.Via, " -> "), "servedBy", res.ServedBy)
+		log.Info("extension call", "url", Redact(u), "status", res.Status, "via", strings.Join(res.Via, " -> "), "servedBy", res.ServedBy, "request", res.Request)
 		return json.Marshal(res)
 	case extensions.Wasm:
-		return rt.callWasm(ctx, log, t, argMap)
+		return rt.callWasm(ctx, log, t, call)
 	case extensions.ReadFile, extensions.WriteFile, extensions.ListFiles, extensions.Now:
 		if rt.Ask == nil {
 			return nil, refusal.New(refusal.NoRoot, "no root executor is connected to run %s", t.Primitive)
 		}
-		a := rt.Ask(ctx, wire.Call{CallID: callID, Tool: string(t.Primitive), DescriptorID: id, Args: args, BoundsEcho: extensions.BoundsJSON(x.Descriptor.Bounds)})
+		execArgs, err := executorArgs(x.Descriptor, t, argMap, call)
+		if err != nil {
+			return nil, err
+		}
+		a := rt.Ask(ctx, wire.Call{CallID: callID, Tool: string(t.Primitive), DescriptorID: id, Args: execArgs, BoundsEcho: extensions.BoundsJSON(x.Descriptor.Bounds)})
 		log.Info("extension call", "primitive", t.Primitive, "ok", a.OK, "refused", a.Refused)
 		if !a.OK {
 			r := refusal.New(a.Refused, "%s", a.Why)
@@ -264,29 +258,83 @@ func (rt *Runtime) CallExtension(ctx context.Context, id, tool string, args json
 	return nil, refusal.New(refusal.UnknownPrimitive, "the relay has no primitive %s", t.Primitive)
 }
 
-// WasmInput is the argument whose string value (as UTF-8 bytes) a wasm tool gets as its input.
-const WasmInput = "input"
+// executorArgs are the arguments a file primitive's call carries to the root's executor: a tool
+// with a parameter schema hands on exactly what was checked; the original's form hands on the
+// primitive's own arguments (read-file {path}, write-file {path, content}, list-files {dir},
+// now {}). A write over the descriptor's maxBytes is refused over-budget here, as the original
+// does; without one, the executor's own bound holds.
+func executorArgs(d *extensions.Descriptor, t *extensions.Tool, validated, call map[string]any) (json.RawMessage, error) {
+	if content, ok := call["content"].(string); ok && t.Primitive == extensions.WriteFile && d.Bounds.MaxBytes > 0 && len(content) > d.Bounds.MaxBytes {
+		return nil, refusal.New(refusal.OverBudget, "a write of %d bytes is over the extension's bounds.maxBytes (%d)", len(content), d.Bounds.MaxBytes)
+	}
+	out := validated
+	if t.Bound() != nil || len(t.Params) == 0 {
+		out = map[string]any{}
+		switch t.Primitive {
+		case extensions.ReadFile:
+			out["path"] = call["path"]
+		case extensions.WriteFile:
+			out["path"], out["content"] = call["path"], call["content"]
+		case extensions.ListFiles:
+			if p, ok := call["path"]; ok {
+				out["dir"] = p
+			}
+		}
+	}
+	b, err := json.Marshal(out) // hand on exactly what was checked
+	if err != nil {
+		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments cannot be encoded again")
+	}
+	return b, nil
+}
 
 // callWasm runs a wasm tool in the relay: its module is read afresh from the extensions
 // directory (where the admitted descriptor lives) and its digest checked again on every call.
+// Its inputs are the arguments its ABI names (extensions.Tool.ArgumentSchema), as UTF-8 bytes.
 func (rt *Runtime) callWasm(ctx context.Context, log *slog.Logger, t *extensions.Tool, args map[string]any) (json.RawMessage, error) {
-	input := ""
-	if v, ok := args[WasmInput]; ok {
-		s, isString := v.(string)
-		if !isString {
-			return nil, refusal.New(refusal.InvalidArgumentType, "argument %q of a wasm tool is a string (its input)", WasmInput)
-		}
-		input = s
+	inputs, err := wasmInputs(t.Wasm.Spec().ABI, args)
+	if err != nil {
+		return nil, err
 	}
 	runner := rt.wasm()
 	module, err := wasmtool.ReadModule(rt.Admissions.Dir(), t.Wasm.Module, runner.Limits().MaxModuleBytes)
 	if err == nil {
-		var out *wasmtool.Output
-		if out, err = runner.Call(ctx, module, *t.Wasm, []byte(input)); err == nil {
-			log.Info("extension call", "primitive", extensions.Wasm, "module", t.Wasm.Module, "inputBytes", len(input), "outputBytes", out.Bytes)
+		var out *wasmabi.Output
+		if out, err = runner.Call(ctx, module, *t.Wasm, inputs); err == nil {
+			log.Info("extension call", "primitive", extensions.Wasm, "module", t.Wasm.Module, "inputBytes", inputBytes(inputs), "outputBytes", out.Bytes)
 			return json.Marshal(out)
 		}
 	}
 	log.Info("extension call refused", "primitive", extensions.Wasm, "module", t.Wasm.Module, "refused", refusal.RuleOf(err), "err", err.Error())
 	return nil, err
+}
+
+// wasmInputs are the inputs of a call of abi from its arguments: input for buffer-abi/1, a and b
+// for buffer-abi/diff, each a string (its UTF-8 bytes); one that is missing is empty.
+func wasmInputs(abi string, args map[string]any) ([][]byte, error) {
+	names := []string{"input"}
+	if abi == wasmabi.ABIDiff {
+		names = []string{"a", "b"}
+	}
+	inputs := make([][]byte, len(names))
+	for i, k := range names {
+		v, ok := args[k]
+		if !ok {
+			continue
+		}
+		s, isString := v.(string)
+		if !isString {
+			return nil, refusal.New(refusal.InvalidArgumentType, "argument %q of a wasm tool is a string (an input)", k)
+		}
+		inputs[i] = []byte(s)
+	}
+	return inputs, nil
+}
+
+func inputBytes(inputs [][]byte) int {
+	n := 0
+	for _, in := range inputs {
+		n += len(in)
+	}
+	return n
 }

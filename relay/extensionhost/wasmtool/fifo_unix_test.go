@@ -26,8 +26,8 @@ func TestReadModuleOfAFIFOAnswers(t *testing.T) {
 	}()
 	select {
 	case err := <-got:
-		if refusal.RuleOf(err) != refusal.NotFound {
-			t.Fatalf("ReadModule of a FIFO = %v, want not-found (not a regular file)", err)
+		if refusal.RuleOf(err) != refusal.WasmUnreadable {
+			t.Fatalf("ReadModule of a FIFO = %v, want wasm-unreadable (not a regular file)", err)
 		}
 	case <-time.After(20 * time.Second): // a hang guard, not a measurement
 		t.Fatal("ReadModule of a FIFO never answered")

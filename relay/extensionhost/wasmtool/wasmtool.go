@@ -1,33 +1,15 @@
-// Package wasmtool runs the wasm primitive of admitted extensions in the relay, on wazero, with the
-// calling convention buffer-abi/1 and hard bounds.
+// Package wasmtool runs WebAssembly modules in the relay, on wazero, under the two buffer ABIs
+// and the order of checks that shared/wasmabi describes, with hard bounds: the wasm tools of
+// admitted extensions and the modules of the WASM shelf.
 //
-// # buffer-abi/1
+// # Bounds
 //
-// A module imports nothing and has one linear memory of at least one page. For a call, the relay
-// writes the input bytes (at most MaxInputBytes) at InputOffset and calls the tool's export with
-// their length as its one i32 parameter. The export either returns an i32, the number of output
-// bytes it wrote at OutputOffset (0 to MaxOutputBytes), or returns nothing, and then all
-// MaxOutputBytes bytes at OutputOffset are the output.
-//
-// # Bounds and refusals
-//
-// The caller reads the module's bytes afresh for every call (ReadModule), and Call checks them
-// against the tool's pinned sha256 before anything else. In the order checked:
-//
-//	module larger than Limits.MaxModuleBytes            resource-exceeded
-//	bytes whose sha256 is not the pinned digest          digest-mismatch
-//	input larger than MaxInputBytes                      over-budget
-//	not a WebAssembly module, no memory, no such export,
-//	or an export of another type                         wasm-invalid
-//	any import (function, memory, table or global)      import-undeclared
-//	initial memory over Limits.MaxMemoryPages, or a
-//	memory.grow past it                                  resource-exceeded
-//	a table without a maximum, or tables whose maxima
-//	add up to more than MaxTableElements                 resource-exceeded
-//	still running after Limits.Timeout (start included)  time-exceeded
-//	a trap (unreachable, out-of-bounds access, stack
-//	overflow, division by zero, ...)                     wasm-trapped
-//	an output length over MaxOutputBytes                 over-budget
+// The caller reads the module's bytes afresh for every call (ReadModule) and Call checks them
+// against the pinned sha256 before anything else; the refusals and their order are wasmabi's.
+// The runner's own bounds (Limits): the module's size, its memory (checked when it starts and
+// enforced while it grows: memory.grow past the bound answers -1 and the call is stopped
+// resource-exceeded), the tables' maxima, a wall-clock deadline that includes a start function,
+// and how many calls run at once.
 //
 // Each call gets a fresh instance, so nothing a call leaves behind (a grown memory, a global)
 // reaches the next one, and a hostile call never stops the next from running. The runtime closes
@@ -45,7 +27,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -53,26 +34,16 @@ import (
 
 	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/refusal"
-)
-
-// The buffer-abi/1 layout.
-const (
-	// InputOffset is where the input bytes are written in the module's memory.
-	InputOffset = 0x400
-	// MaxInputBytes bounds the input: it fills the memory from InputOffset up to OutputOffset.
-	MaxInputBytes = 8192
-	// OutputOffset is where the output bytes are read back from.
-	OutputOffset = 0x2400
-	// MaxOutputBytes bounds the output of one call.
-	MaxOutputBytes = 32
+	"github.com/voicebox-go/voicebox/shared/wasmabi"
 )
 
 // Default bounds (see Limits).
 const (
 	// DefaultMaxModuleBytes bounds a module's size: 1 MiB.
 	DefaultMaxModuleBytes = 1 << 20
-	// DefaultMaxMemoryPages bounds a module's memory: 16 pages of 64 KiB, 1 MiB.
-	DefaultMaxMemoryPages = 16
+	// DefaultMaxMemoryPages bounds a module's memory: 64 pages of 64 KiB, 4 MiB (a
+	// buffer-abi/diff module needs 7 for its buffers and room to work in).
+	DefaultMaxMemoryPages = 64
 	// DefaultTimeout bounds one call's wall clock, instantiation (a start function) included.
 	DefaultTimeout = 5000 * time.Millisecond
 	// DefaultMaxConcurrent bounds the calls running at once; a call waits for a slot within its
@@ -80,15 +51,8 @@ const (
 	DefaultMaxConcurrent = 4
 )
 
-// MaxTableElements bounds the elements a module's tables may ever hold, together. The runtime
-// gives each element a machine word and lets table.grow go to 2^32 of them, so a table must
-// declare a maximum (wasm-ld's default) and the maxima must stay under this.
-const MaxTableElements = 1 << 16
-
 // maxCompiled bounds the compiled modules kept (by digest) between calls.
 const maxCompiled = 32
-
-const pageBytes = 65536
 
 // Limits are a Runner's bounds. A zero field takes its default.
 type Limits struct {
@@ -112,13 +76,6 @@ func (l Limits) withDefaults() Limits {
 		l.MaxConcurrent = DefaultMaxConcurrent
 	}
 	return l
-}
-
-// Output is what a call observed: the output bytes in hex, and as text when they are valid UTF-8.
-type Output struct {
-	Bytes int     `json:"bytes"`
-	Hex   string  `json:"hex"`
-	Text  *string `json:"text,omitempty"`
 }
 
 // Runner runs wasm tools. It is safe for concurrent use; Close releases it.
@@ -150,44 +107,50 @@ func (r *Runner) Limits() Limits { return r.limits }
 // Close releases the runtime and every compiled module.
 func (r *Runner) Close(ctx context.Context) error { return r.rt.Close(ctx) }
 
-// Call runs tool's export of module (the bytes read for this very call) on input, and returns
-// its output or a refusal named in the package doc.
-func (r *Runner) Call(ctx context.Context, module []byte, tool extensions.WasmTool, input []byte) (*Output, error) {
+// Call runs tool's export of module (the bytes read for this very call) on inputs, one per input
+// buffer of the tool's ABI, and returns what it observed or a refusal, checked in wasmabi's order.
+func (r *Runner) Call(ctx context.Context, module []byte, tool extensions.WasmTool, inputs [][]byte) (*wasmabi.Output, error) {
 	if len(module) > r.limits.MaxModuleBytes {
-		return nil, refusal.New(refusal.ResourceExceeded, "the module is %d bytes, over the bound of %d", len(module), r.limits.MaxModuleBytes)
+		return nil, refusal.New(refusal.OverBudget, "the module is %d bytes, over the bound of %d", len(module), r.limits.MaxModuleBytes)
 	}
 	sum := sha256.Sum256(module)
 	digest := hex.EncodeToString(sum[:])
 	if digest != tool.SHA256 {
-		return nil, refusal.New(refusal.DigestMismatch, "the module %s has sha256 %s, not the %s it was admitted with; it does not run", tool.Module, digest, tool.SHA256)
+		return nil, refusal.New(refusal.DigestMismatch, "%s", wasmabi.MismatchWhy("the module "+tool.Module, digest, tool.SHA256))
 	}
-	if tool.ABI != "" && tool.ABI != extensions.ABI {
-		return nil, refusal.New(refusal.UnsupportedABI, "the tool asks for ABI %q; only %s runs", tool.ABI, extensions.ABI)
+	layout, ok := wasmabi.LayoutOf(tool.ABI)
+	if !ok {
+		return nil, refusal.New(refusal.UnsupportedABI, "the tool asks for ABI %q; the ABIs are %s and %s", tool.ABI, wasmabi.ABI1, wasmabi.ABIDiff)
 	}
-	if len(input) > MaxInputBytes {
-		return nil, refusal.New(refusal.OverBudget, "the input is %d bytes; %s takes at most %d", len(input), extensions.ABI, MaxInputBytes)
-	}
-	shape, err := scan(module)
+	shape, err := wasmabi.Scan(module)
 	if err != nil {
 		return nil, refusal.New(refusal.WasmInvalid, "the module is not a valid WebAssembly binary: %s", err)
 	}
-	if shape.firstImport != "" {
-		return nil, refusal.New(refusal.ImportUndeclared, "the module imports %s (%d imports); %s modules import nothing", shape.firstImport, shape.imports, extensions.ABI)
+	compiled, err := r.compile(ctx, digest, module)
+	if err != nil {
+		return nil, refusal.New(refusal.WasmInvalid, "the module does not compile: %s", firstLine(err))
 	}
-	if !shape.memory {
-		return nil, refusal.New(refusal.WasmInvalid, "the module has no linear memory; %s needs one of at least one page", extensions.ABI)
+	if shape.FirstImport != "" {
+		return nil, refusal.New(refusal.ImportUndeclared, "the module imports %s (%d imports); %s modules import nothing", shape.FirstImport, shape.Imports, layout.ABI)
 	}
-	if shape.minPages > uint64(r.limits.MaxMemoryPages) {
-		return nil, refusal.New(refusal.ResourceExceeded, "the module starts with %d memory pages, over the bound of %d", shape.minPages, r.limits.MaxMemoryPages)
+	if err := layout.CheckInputs(inputs); err != nil {
+		return nil, err
 	}
-	if shape.minPages < 1 {
-		return nil, refusal.New(refusal.WasmInvalid, "the module's memory starts empty; %s needs at least one page", extensions.ABI)
+	if err := layout.CheckMemory(shape); err != nil {
+		return nil, err
 	}
-	if shape.tableUnbounded {
-		return nil, refusal.New(refusal.ResourceExceeded, "the module has a table without a maximum, which table.grow could take without bound; declare one of at most %d elements", MaxTableElements)
+	if _, ok := compiled.ExportedMemories()["memory"]; !ok {
+		return nil, refusal.New(refusal.UnsupportedABI, "the module does not export its memory as \"memory\", which %s needs", layout.ABI)
 	}
-	if shape.tableElements > MaxTableElements {
-		return nil, refusal.New(refusal.ResourceExceeded, "the module's tables may hold %d elements, over the bound of %d", shape.tableElements, MaxTableElements)
+	def, ok := compiled.ExportedFunctions()[tool.Export]
+	if !ok {
+		return nil, refusal.New(refusal.UnsupportedABI, "the module exports no function %q", tool.Export)
+	}
+	if !signature(def, layout.Params()) {
+		return nil, refusal.New(refusal.UnsupportedABI, "the export %q must take %d i32 (the input lengths) and return one i32 or nothing, as %s calls it", tool.Export, layout.Params(), layout.ABI)
+	}
+	if err := wasmabi.CheckResources(shape, uint64(r.limits.MaxMemoryPages), false); err != nil {
+		return nil, err
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
@@ -198,57 +161,53 @@ func (r *Runner) Call(ctx context.Context, module []byte, tool extensions.WasmTo
 	case <-ctx.Done():
 		return nil, refusal.New(refusal.TimeExceeded, "no wasm slot came free within %d ms (%d calls run at once)", r.limits.Timeout.Milliseconds(), r.limits.MaxConcurrent)
 	}
-	compiled, err := r.compile(ctx, digest, module)
-	if err != nil {
-		return nil, refusal.New(refusal.WasmInvalid, "the module does not compile: %s", firstLine(err))
-	}
-	def, ok := compiled.ExportedFunctions()[tool.Export]
-	if !ok {
-		return nil, refusal.New(refusal.WasmInvalid, "the module exports no function %q", tool.Export)
-	}
-	results := def.ResultTypes()
-	if p := def.ParamTypes(); len(p) != 1 || p[0] != api.ValueTypeI32 || len(results) > 1 || len(results) == 1 && results[0] != api.ValueTypeI32 {
-		return nil, refusal.New(refusal.WasmInvalid, "the export %q must take one i32 (the input length) and return one i32 or nothing", tool.Export)
-	}
 
-	mem := &boundedMemory{max: uint64(r.limits.MaxMemoryPages) * pageBytes, over: cancel}
+	mem := &boundedMemory{max: uint64(r.limits.MaxMemoryPages) * wasmabi.PageBytes, over: cancel}
 	mod, err := r.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), compiled,
 		wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
 		return nil, r.failed(ctx, mem, err, "starting the module")
 	}
 	defer mod.Close(context.Background())
-	if !mod.Memory().Write(InputOffset, input) {
-		return nil, refusal.New(refusal.WasmInvalid, "the module's memory cannot hold the input at 0x%x", InputOffset)
+	params := make([]uint64, len(inputs))
+	for i, in := range inputs {
+		if !mod.Memory().Write(layout.Inputs[i].Offset, in) {
+			return nil, refusal.New(refusal.UnsupportedABI, "the module's memory cannot hold input %d at 0x%x", i+1, layout.Inputs[i].Offset)
+		}
+		params[i] = uint64(len(in))
 	}
-	out, err := mod.ExportedFunction(tool.Export).Call(ctx, uint64(len(input)))
+	res, err := mod.ExportedFunction(tool.Export).Call(ctx, params...)
 	if err != nil {
 		return nil, r.failed(ctx, mem, err, "running "+tool.Export)
 	}
-	n := uint64(MaxOutputBytes)
-	if len(out) == 1 {
-		n = uint64(uint32(out[0]))
+	size := min(uint64(layout.Output.MaxBytes), uint64(mod.Memory().Size())-min(uint64(mod.Memory().Size()), uint64(layout.Output.Offset)))
+	out, _ := mod.Memory().Read(layout.Output.Offset, uint32(size))
+	var returned uint64
+	if len(res) == 1 {
+		returned = res[0]
 	}
-	if n > MaxOutputBytes {
-		return nil, refusal.New(refusal.OverBudget, "the module reports %d output bytes; %s returns at most %d", int32(n), extensions.ABI, MaxOutputBytes)
+	return layout.Result(int64(returned), len(res) == 1, out)
+}
+
+// signature reports whether def takes params i32s and returns one i32 or nothing.
+func signature(def api.FunctionDefinition, params int) bool {
+	p, results := def.ParamTypes(), def.ResultTypes()
+	if len(p) != params || len(results) > 1 || len(results) == 1 && results[0] != api.ValueTypeI32 {
+		return false
 	}
-	b, ok := mod.Memory().Read(OutputOffset, uint32(n))
-	if !ok {
-		return nil, refusal.New(refusal.WasmInvalid, "the module's memory does not reach the output at 0x%x", OutputOffset)
+	for _, t := range p {
+		if t != api.ValueTypeI32 {
+			return false
+		}
 	}
-	res := &Output{Bytes: int(n), Hex: hex.EncodeToString(b)}
-	if utf8.Valid(b) {
-		s := string(b)
-		res.Text = &s
-	}
-	return res, nil
+	return true
 }
 
 // failed names why instantiating or calling stopped.
 func (r *Runner) failed(ctx context.Context, mem *boundedMemory, err error, doing string) error {
 	switch {
 	case mem.exceeded.Load():
-		return refusal.New(refusal.ResourceExceeded, "the module grew its memory past the bound of %d pages (%d KiB) while %s", r.limits.MaxMemoryPages, r.limits.MaxMemoryPages*pageBytes>>10, doing)
+		return refusal.New(refusal.ResourceExceeded, "the module grew its memory past the bound of %d pages (%d KiB) while %s", r.limits.MaxMemoryPages, r.limits.MaxMemoryPages*wasmabi.PageBytes>>10, doing)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return refusal.New(refusal.TimeExceeded, "the module was still %s after %d ms; it was stopped", doing, r.limits.Timeout.Milliseconds())
 	case ctx.Err() != nil:
@@ -330,6 +289,5 @@ func firstLine(err error) string {
 // String describes the limits, for logs and the disclosure.
 func (l Limits) String() string {
 	l = l.withDefaults()
-	return fmt.Sprintf("module <= %d bytes, memory <= %d pages, %d ms, input <= %d bytes, output <= %d bytes",
-		l.MaxModuleBytes, l.MaxMemoryPages, l.Timeout.Milliseconds(), MaxInputBytes, MaxOutputBytes)
+	return fmt.Sprintf("module <= %d bytes, memory <= %d pages, %d ms", l.MaxModuleBytes, l.MaxMemoryPages, l.Timeout.Milliseconds())
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/voicebox-go/voicebox/catalogue"
 	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wasmabi"
 )
 
 //go:embed testdata/*.wasm
@@ -46,14 +47,14 @@ func sample(t testing.TB) []byte {
 
 func pin(module []byte, export string) extensions.WasmTool {
 	sum := sha256.Sum256(module)
-	return extensions.WasmTool{Module: "m.wasm", SHA256: hex.EncodeToString(sum[:]), Export: export, ABI: extensions.ABI}
+	return extensions.WasmTool{Module: "m.wasm", SHA256: hex.EncodeToString(sum[:]), Export: export, ABI: wasmabi.ABI1}
 }
 
-func call(t testing.TB, r *Runner, module []byte, export string, input []byte) (*Output, error) {
+func call(t testing.TB, r *Runner, module []byte, export string, input []byte) (*wasmabi.Output, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard only
 	defer cancel()
-	return r.Call(ctx, module, pin(module, export), input)
+	return r.Call(ctx, module, pin(module, export), [][]byte{input})
 }
 
 // run calls and returns the output as text.
@@ -63,7 +64,7 @@ func run(t testing.TB, r *Runner, module []byte, export string, input []byte) st
 	return text(t, out, err)
 }
 
-func text(t testing.TB, out *Output, err error) string {
+func text(t testing.TB, out *wasmabi.Output, err error) string {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("call refused: %v", err)
@@ -115,7 +116,7 @@ func TestSampleAgreesWithGo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	alphabet := []byte("ab \t\n\r\v\fé\xe2\x82\xac.")
 	for i := range 200 {
-		in := make([]byte, rng.IntN(MaxInputBytes+1))
+		in := make([]byte, rng.IntN(wasmabi.MaxInputBytes+1))
 		for j := range in {
 			if i%2 == 0 {
 				in[j] = byte(rng.Uint32())
@@ -152,8 +153,8 @@ func TestHostileModulesAreStoppedAndTheNextCallRuns(t *testing.T) {
 		{"trap", refusal.WasmTrapped},
 		{"import", refusal.ImportUndeclared},
 		{"overflow", refusal.OverBudget},
-		{"nomemory", refusal.WasmInvalid},
-		{"signature", refusal.WasmInvalid},
+		{"nomemory", refusal.UnsupportedABI},
+		{"signature", refusal.UnsupportedABI},
 		{"garbage", refusal.WasmInvalid},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -204,19 +205,23 @@ func TestCallBounds(t *testing.T) {
 	t.Run("digest re-checked", func(t *testing.T) {
 		tool := pin(echo, "run")
 		tampered := append(bytes.Clone(echo), 0) // one byte more than the pinned module
-		_, err := r.Call(context.Background(), tampered, tool, nil)
+		_, err := r.Call(context.Background(), tampered, tool, [][]byte{nil})
 		if refusal.RuleOf(err) != refusal.DigestMismatch {
 			t.Fatalf("err = %v", err)
 		}
+		sum := sha256.Sum256(tampered)
+		if r, _ := refusal.As(err); !strings.Contains(r.Why, hex.EncodeToString(sum[:])[:16]) || !strings.Contains(r.Why, tool.SHA256[:16]) {
+			t.Fatalf("a digest-mismatch names both digests' prefixes: %q", r.Why)
+		}
 	})
 	t.Run("input at the bound", func(t *testing.T) {
-		in := bytes.Repeat([]byte("z"), MaxInputBytes)
+		in := bytes.Repeat([]byte("z"), wasmabi.MaxInputBytes)
 		if got := run(t, r, echo, "run", in); got != strings.Repeat("z", 32) {
 			t.Fatalf("got %q", got)
 		}
 	})
 	t.Run("input over the bound", func(t *testing.T) {
-		if _, err := call(t, r, echo, "run", make([]byte, MaxInputBytes+1)); refusal.RuleOf(err) != refusal.OverBudget {
+		if _, err := call(t, r, echo, "run", make([]byte, wasmabi.MaxInputBytes+1)); refusal.RuleOf(err) != refusal.OverBudget {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -233,21 +238,21 @@ func TestCallBounds(t *testing.T) {
 		}
 	})
 	t.Run("missing export", func(t *testing.T) {
-		if _, err := call(t, r, echo, "nope", nil); refusal.RuleOf(err) != refusal.WasmInvalid {
+		if _, err := call(t, r, echo, "nope", nil); refusal.RuleOf(err) != refusal.UnsupportedABI {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("module size", func(t *testing.T) {
 		small := New(Limits{MaxModuleBytes: 64})
 		defer small.Close(context.Background())
-		if _, err := call(t, small, sample(t), "crc32", nil); refusal.RuleOf(err) != refusal.ResourceExceeded {
+		if _, err := call(t, small, sample(t), "crc32", nil); refusal.RuleOf(err) != refusal.OverBudget {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("unsupported abi", func(t *testing.T) {
 		tool := pin(echo, "run")
 		tool.ABI = "wasi"
-		if _, err := r.Call(context.Background(), echo, tool, nil); refusal.RuleOf(err) != refusal.UnsupportedABI {
+		if _, err := r.Call(context.Background(), echo, tool, [][]byte{nil}); refusal.RuleOf(err) != refusal.UnsupportedABI {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -304,9 +309,9 @@ func TestReadModule(t *testing.T) {
 		"/etc/passwd":   refusal.OutsideRoot,
 		".hidden.wasm":  refusal.DotfileRefused,
 		"link.wasm":     refusal.OutsideRoot,
-		"missing.wasm":  refusal.NotFound,
-		"wasm":          refusal.NotFound,
-		"big.wasm":      refusal.ResourceExceeded,
+		"missing.wasm":  refusal.WasmUnreadable,
+		"wasm":          refusal.WasmUnreadable,
+		"big.wasm":      refusal.OverBudget,
 		"wasm/../m.x":   refusal.OutsideRoot,
 		"":              refusal.OutsideRoot,
 		"wasm//m.wasm":  refusal.OutsideRoot,
@@ -340,31 +345,6 @@ func TestCommittedModulesMatchTheirSource(t *testing.T) {
 	}
 }
 
-func TestScanFindsImportsAndMemory(t *testing.T) {
-	t.Parallel()
-	s, err := scan(fixture(t, "import"))
-	if err != nil || s.imports != 1 || s.firstImport != "env.leak" {
-		t.Fatalf("import: %+v, %v", s, err)
-	}
-	s, err = scan(fixture(t, "bigmem"))
-	if err != nil || !s.memory || s.minPages != 64 || s.imports != 0 {
-		t.Fatalf("bigmem: %+v, %v", s, err)
-	}
-	good := sample(t)
-	for n := range len(good) {
-		scan(good[:n]) // must not panic on any truncation
-	}
-	if _, err := scan(good[:len(good)-1]); err == nil {
-		t.Fatal("a truncated module scanned clean")
-	}
-}
-
-func FuzzScan(f *testing.F) {
-	f.Add([]byte("\x00asm\x01\x00\x00\x00"))
-	f.Add(fixture(f, "import"))
-	f.Fuzz(func(t *testing.T, b []byte) { scan(b) })
-}
-
 // BenchmarkCall is one call on a warm runner (compiled module cached): digest check, scan,
 // instantiate, write the input, call, read the output. The inputs: "123456789" (the fixed cost)
 // and 1 KiB and 8 KiB (crc32 goes bit by bit, about 8 loop turns a byte).
@@ -379,14 +359,14 @@ func BenchmarkCall(b *testing.B) {
 	}{
 		{"crc32/9B", "crc32", []byte("123456789")},
 		{"crc32/1KiB", "crc32", bytes.Repeat([]byte("voicebox "), 1024/9)},
-		{"crc32/8KiB", "crc32", bytes.Repeat([]byte("voicebox "), MaxInputBytes/9)},
-		{"word_count/8KiB", "word_count", bytes.Repeat([]byte("voicebox "), MaxInputBytes/9)},
+		{"crc32/8KiB", "crc32", bytes.Repeat([]byte("voicebox "), wasmabi.MaxInputBytes/9)},
+		{"word_count/8KiB", "word_count", bytes.Repeat([]byte("voicebox "), wasmabi.MaxInputBytes/9)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			tool := pin(m, c.export)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := r.Call(ctx, m, tool, c.input); err != nil {
+				if _, err := r.Call(ctx, m, tool, [][]byte{c.input}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -402,7 +382,7 @@ func BenchmarkCallCold(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r := New(Limits{})
-		if _, err := r.Call(ctx, m, tool, []byte("123456789")); err != nil {
+		if _, err := r.Call(ctx, m, tool, [][]byte{[]byte("123456789")}); err != nil {
 			b.Fatal(err)
 		}
 		r.Close(ctx)
