@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -48,6 +50,7 @@ type Admissions struct {
 	spent map[string]*spentCode  // how a proposal's last code ended, so a late attempt is told why
 	asked map[string][]time.Time // when each requester asked, within CodeRequestWindow
 	mints map[string][]time.Time // when each proposal was given a new code, within the window
+	audit *auditLog
 }
 
 // spentCode is a code that no longer admits, and the rule a later attempt with it gets.
@@ -71,7 +74,7 @@ func NewAdmissions(dir string, clock func() time.Time) *Admissions {
 		clock = time.Now
 	}
 	return &Admissions{dir: dir, clock: clock, codes: map[string]*pending{}, spent: map[string]*spentCode{},
-		asked: map[string][]time.Time{}, mints: map[string][]time.Time{}}
+		asked: map[string][]time.Time{}, mints: map[string][]time.Time{}, audit: &auditLog{path: filepath.Join(dir, AuditFile), clock: clock}}
 }
 
 // Dir returns the directory the store keeps its files in. Admitted descriptors live there, so
@@ -82,16 +85,41 @@ func (s *Admissions) Dir() string { return s.dir }
 // descriptor the gate refuses on its own (any rule but duplicate-tool, which depends on what is
 // loaded when it is admitted) is refused with that rule and not staged, so nothing waits for a
 // decision that could only be no; an earlier proposal of the same id stays as it was.
+// Every staging, and every refusal to stage, is audited.
 func (s *Admissions) Stage(raw []byte) (*extensions.Descriptor, error) {
+	d, err := s.stage(raw)
+	rec := AuditRecord{Act: ActStage}
+	if d != nil {
+		rec.ID = d.ID
+		rec.Hash = extensions.Disclose(d, extensions.Machine, raw).Hash
+	}
+	if err != nil {
+		rec.Rule, rec.Why = ruleWhy(err)
+	}
+	s.Audit(rec)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// refuseStage audits a refusal to stage id and returns it.
+func (s *Admissions) refuseStage(id string, err error) error {
+	rule, why := ruleWhy(err)
+	s.Audit(AuditRecord{Act: ActStage, ID: id, Rule: rule, Why: why})
+	return err
+}
+
+func (s *Admissions) stage(raw []byte) (*extensions.Descriptor, error) {
 	d, r := extensions.Parse(raw)
 	if r != nil {
 		return nil, r
 	}
 	if r := extensions.Admit(d, extensions.Machine, nil); r != nil {
-		return nil, r
+		return d, r
 	}
 	if err := os.MkdirAll(filepath.Join(s.dir, "proposals"), 0o700); err != nil {
-		return nil, err
+		return d, err
 	}
 	return d, os.WriteFile(filepath.Join(s.dir, "proposals", d.ID+".json"), raw, 0o600)
 }
@@ -102,24 +130,24 @@ func (s *Admissions) Stage(raw []byte) (*extensions.Descriptor, error) {
 func (s *Admissions) StageCatalogue(raw []byte, fsys fs.FS) error {
 	d, r := extensions.Parse(raw)
 	if r != nil {
-		return r
+		return s.refuseStage("", r)
 	}
 	if r := extensions.Admit(d, extensions.Machine, nil); r != nil {
-		return r // before any module is copied
+		return s.refuseStage(d.ID, r) // before any module is copied
 	}
 	for _, t := range d.Tools {
 		if t.Primitive != extensions.Wasm || t.Wasm == nil {
 			continue
 		}
 		if err := fsroot.Check(t.Wasm.Module); err != nil {
-			return err
+			return s.refuseStage(d.ID, err)
 		}
 		b, err := fs.ReadFile(fsys, t.Wasm.Module)
 		if err != nil {
-			return refusal.New(refusal.NotFound, "the catalogue does not ship the module %s", t.Wasm.Module)
+			return s.refuseStage(d.ID, refusal.New(refusal.NotFound, "the catalogue does not ship the module %s", t.Wasm.Module))
 		}
 		if err := s.putModule(t.Wasm.Module, b); err != nil {
-			return err
+			return s.refuseStage(d.ID, err)
 		}
 	}
 	_, err := s.Stage(raw)
@@ -167,6 +195,27 @@ func (s *Admissions) checkModules(d *extensions.Descriptor) error {
 	return nil
 }
 
+// Candidate returns what a decision on id is about, and whether it is a file present in the
+// directory rather than a proposal: the proposal id, or else the descriptor file <id>.json lying
+// beside the ledger (dropped there by hand, or admitted before), which is admitted where it lies.
+func (s *Admissions) Candidate(id string) (d *extensions.Descriptor, raw []byte, present bool, err error) {
+	d, raw, err = s.Proposal(id)
+	if refusal.RuleOf(err) != refusal.NotFound {
+		return d, raw, false, err
+	}
+	if raw, rerr := os.ReadFile(filepath.Join(s.dir, id+".json")); rerr == nil {
+		d, r := extensions.Parse(raw)
+		if r != nil {
+			return nil, nil, true, r
+		}
+		if d.ID != id {
+			return nil, nil, true, refusal.New(refusal.BadDescriptor, "the file %s.json holds the descriptor %q; a descriptor lies in the file of its own id", id, d.ID)
+		}
+		return d, raw, true, nil
+	}
+	return nil, nil, false, refusal.New(refusal.NotFound, "no proposal or descriptor file is named %q", id)
+}
+
 // Proposal returns the staged descriptor id and its raw bytes.
 func (s *Admissions) Proposal(id string) (*extensions.Descriptor, []byte, error) {
 	if !extensions.ValidID(id) {
@@ -194,8 +243,10 @@ func (s *Admissions) appendLedger(e LedgerEntry) error {
 	return err
 }
 
-// Decide records a host's decision on proposal id: admit moves it beside the ledger and writes an
-// admission line bound to its hash; deny writes a deny line and leaves it staged.
+// Decide records a host's decision on id (see Candidate): admit moves a proposal beside the
+// ledger, or takes a present file where it lies, and writes an admission line bound to its hash;
+// deny writes a deny line and leaves it as it was. Each decision, and each refusal to admit, is
+// audited.
 func (s *Admissions) Decide(id string, admit bool, by string, existingTools []string) (extensions.Plan, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -203,7 +254,23 @@ func (s *Admissions) Decide(id string, admit bool, by string, existingTools []st
 }
 
 func (s *Admissions) decideLocked(id string, admit bool, by string, existingTools []string) (extensions.Plan, error) {
-	d, raw, err := s.Proposal(id)
+	act := ActAdmit
+	if !admit {
+		act = ActDeny
+	}
+	plan, err := s.decide(id, admit, by, existingTools)
+	rec := AuditRecord{Act: act, ID: id, By: by, Hash: plan.Hash}
+	if err != nil {
+		rec.Rule, rec.Why = ruleWhy(err)
+	} else if !admit {
+		rec.Decision, rec.Why = Refuse, "denied by the host: the person read the plan and refused it"
+	}
+	s.Audit(rec)
+	return plan, err
+}
+
+func (s *Admissions) decide(id string, admit bool, by string, existingTools []string) (extensions.Plan, error) {
+	d, raw, present, err := s.Candidate(id)
 	if err != nil {
 		return extensions.Plan{}, err
 	}
@@ -217,13 +284,17 @@ func (s *Admissions) decideLocked(id string, admit bool, by string, existingTool
 	if err := s.checkModules(d); err != nil {
 		return plan, err
 	}
-	if err := os.WriteFile(filepath.Join(s.dir, id+".json"), raw, 0o600); err != nil {
-		return plan, err
+	if !present {
+		if err := os.WriteFile(filepath.Join(s.dir, id+".json"), raw, 0o600); err != nil {
+			return plan, err
+		}
 	}
 	if err := s.appendLedger(LedgerEntry{Action: "admit", ID: id, Hash: plan.Hash, By: by, At: s.clock()}); err != nil {
 		return plan, err
 	}
-	os.Remove(filepath.Join(s.dir, "proposals", id+".json"))
+	if !present {
+		os.Remove(filepath.Join(s.dir, "proposals", id+".json"))
+	}
 	return plan, nil
 }
 
@@ -231,7 +302,13 @@ func (s *Admissions) decideLocked(id string, admit bool, by string, existingTool
 func (s *Admissions) Revoke(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.appendLedger(LedgerEntry{Action: "revoke", ID: id, At: s.clock()})
+	err := s.appendLedger(LedgerEntry{Action: "revoke", ID: id, At: s.clock()})
+	rec := AuditRecord{Act: ActRevoke, ID: id}
+	if err != nil {
+		rec.Rule, rec.Why = ruleWhy(err)
+	}
+	s.Audit(rec)
+	return err
 }
 
 // Loaded is an admitted descriptor the registry runs.
@@ -249,7 +326,8 @@ type Problem struct {
 
 // Load reads the directory: only descriptors whose latest ledger line is an admission of their
 // exact hash, and that pass Admit again, are loaded. Others are reported (present-not-admitted,
-// or their refusal) and never block the rest.
+// or their refusal) and never block the rest, and so is an admission whose descriptor file is
+// gone (descriptor-missing).
 func (s *Admissions) Load() ([]Loaded, []Problem, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -270,11 +348,13 @@ func (s *Admissions) Load() ([]Loaded, []Problem, error) {
 	var loaded []Loaded
 	var problems []Problem
 	var tools []string
+	present := map[string]bool{}
 	for _, f := range files {
 		id := strings.TrimSuffix(filepath.Base(f), ".json")
 		if strings.HasPrefix(id, ".") {
 			continue
 		}
+		present[id] = true
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			problems = append(problems, Problem{id, refusal.FileError, "the file could not be read"})
@@ -298,6 +378,11 @@ func (s *Admissions) Load() ([]Loaded, []Problem, error) {
 			tools = append(tools, t.Name)
 		}
 		loaded = append(loaded, Loaded{d, raw})
+	}
+	for _, id := range slices.Sorted(maps.Keys(latest)) {
+		if latest[id].Action == "admit" && !present[id] {
+			problems = append(problems, Problem{id, refusal.DescriptorMissing, "the ledger admits it, but its descriptor file is gone from the state directory; put the file back as it was admitted, or revoke it"})
+		}
 	}
 	return loaded, problems, nil
 }

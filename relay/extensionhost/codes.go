@@ -54,7 +54,7 @@ const (
 func (s *Admissions) RequestCode(id, requester string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d, raw, err := s.Proposal(id)
+	d, raw, _, err := s.Candidate(id)
 	if err != nil {
 		return "", err
 	}
@@ -156,34 +156,47 @@ func (s *Admissions) writePendingLocked() error {
 // attempts, and the proposal is unchanged since the code was issued. Each way a code can fail has
 // its own rule: approval-code-missing (none was asked for this proposal), approval-code-wrong,
 // approval-code-exhausted (after MaxCodeAttempts wrong ones), approval-code-expired,
-// approval-code-used and approval-plan-changed. Attempts count against id's code only.
+// approval-code-used and approval-plan-changed. Attempts count against id's code only. A code's
+// refusal is audited; an admission it makes is audited as the decision.
 func (s *Admissions) Approve(id, code string, existingTools []string) (extensions.Plan, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	plan, decided, err := s.approveLocked(id, code, existingTools)
+	if err != nil && !decided {
+		rule, why := ruleWhy(err)
+		s.Audit(AuditRecord{Act: ActApprove, ID: id, By: "console-code", Rule: rule, Why: why})
+	}
+	return plan, err
+}
+
+// approveLocked is Approve with s.mu held; decided reports that the code was taken and the
+// decision made (and audited by decideLocked), whatever it answered.
+func (s *Admissions) approveLocked(id, code string, existingTools []string) (plan extensions.Plan, decided bool, err error) {
 	s.pruneLocked(s.clock())
 	p := s.codes[id]
 	if p == nil {
-		return extensions.Plan{}, s.spentLocked(id, code)
+		return extensions.Plan{}, false, s.spentLocked(id, code)
 	}
 	p.Attempts++
 	if subtle.ConstantTimeCompare([]byte(code), []byte(p.Code)) != 1 {
 		if p.Attempts >= MaxCodeAttempts {
 			s.endLocked(id, refusal.ApprovalCodeExhausted)
-			return extensions.Plan{}, refusal.New(refusal.ApprovalCodeWrong, "wrong approval code; that was attempt %d of %d, so the code is void now: ask for a new one", p.Attempts, MaxCodeAttempts)
+			return extensions.Plan{}, false, refusal.New(refusal.ApprovalCodeWrong, "wrong approval code; that was attempt %d of %d, so the code is void now: ask for a new one", p.Attempts, MaxCodeAttempts)
 		}
-		return extensions.Plan{}, refusal.New(refusal.ApprovalCodeWrong, "wrong approval code (%d of %d attempts used)", p.Attempts, MaxCodeAttempts)
+		return extensions.Plan{}, false, refusal.New(refusal.ApprovalCodeWrong, "wrong approval code (%d of %d attempts used)", p.Attempts, MaxCodeAttempts)
 	}
-	d, raw, err := s.Proposal(id)
+	d, raw, _, err := s.Candidate(id)
 	if err != nil {
-		return extensions.Plan{}, err
+		return extensions.Plan{}, false, err
 	}
 	if extensions.Disclose(d, extensions.Machine, raw).Hash != p.Hash {
 		delete(s.codes, id)
 		s.writePendingLocked()
-		return extensions.Plan{}, refusal.New(refusal.ApprovalPlanChanged, "the proposal changed after the code was issued; review the new plan and ask for a new code")
+		return extensions.Plan{}, false, refusal.New(refusal.ApprovalPlanChanged, "the proposal changed after the code was issued; review the new plan and ask for a new code")
 	}
 	s.endLocked(id, refusal.ApprovalCodeUsed)
-	return s.decideLocked(id, true, "console-code", existingTools)
+	plan, err = s.decideLocked(id, true, "console-code", existingTools)
+	return plan, true, err
 }
 
 // endLocked retires id's outstanding code, remembering why for later attempts.

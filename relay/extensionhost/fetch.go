@@ -204,22 +204,59 @@ func requestHeaders(d *extensions.Descriptor, t *extensions.Tool, u *url.URL, ge
 
 var secretKeys = []string{"token", "key", "api_key", "apikey", "access_token", "secret", "password", "auth", "sig", "signature", "bearer"}
 
-// Redact returns s, a URL, with the values of credential-like query parameters replaced by
-// [redacted]. A string that is not a URL is returned with any such key=value pair scrubbed.
+// Redact returns s, a URL, with the values of credential-like query parameters (and such pairs
+// in its fragment) and any password in it replaced by [redacted]. A string that does not parse as a URL (a bad escape, a
+// control character, an unclosed bracket) is scrubbed as text the same way, so it is never
+// logged or answered as it came.
 func Redact(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.RawQuery == "" {
+	if err != nil {
+		return redactText(s)
+	}
+	if _, hasPassword := u.User.Password(); hasPassword {
+		u.User = url.UserPassword(u.User.Username(), "[redacted]")
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = redactPairs(u.RawQuery, "&")
+	}
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = redactPairs(u.Fragment, "&"), ""
+	}
+	return u.String()
+}
+
+// redactText scrubs a string that is not a URL: a user:password@ after the scheme, and the value
+// of every credential-like key=value pair after the first '?' (pairs split at '&', ';' or '#').
+func redactText(s string) string {
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		if at := strings.IndexByte(rest, '@'); at >= 0 && !strings.ContainsAny(rest[:at], "/?#") {
+			rest = "[redacted]" + rest[at:]
+		}
+		s = scheme + "://" + rest
+	}
+	head, query, ok := strings.Cut(s, "?")
+	if !ok {
 		return s
 	}
-	parts := strings.Split(u.RawQuery, "&")
+	query = strings.Map(func(r rune) rune {
+		if r == ';' || r == '#' {
+			return '&'
+		}
+		return r
+	}, query)
+	return head + "?" + redactPairs(query, "&")
+}
+
+// redactPairs replaces the value of each credential-like key=value pair of query, split at sep.
+func redactPairs(query, sep string) string {
+	parts := strings.Split(query, sep)
 	for i, p := range parts {
 		k, _, ok := strings.Cut(p, "=")
 		if ok && isSecretKey(k) {
 			parts[i] = k + "=[redacted]"
 		}
 	}
-	u.RawQuery = strings.Join(parts, "&")
-	return u.String()
+	return strings.Join(parts, sep)
 }
 
 func isSecretKey(k string) bool {

@@ -93,11 +93,16 @@ func catalogueRaw(id string) ([]byte, bool) {
 }
 
 // ListExtensions returns the admitted extensions (with their tools), the pending proposals with
-// their verdicts and plans, the catalogue, and the files present but not admitted. It is what the
-// list_extensions tool answers.
+// their verdicts and plans, the catalogue, and what is in the directory but not running, read
+// afresh (a descriptor dropped there a moment ago is listed present-not-admitted, an admission
+// whose file is gone descriptor-missing). It is what the list_extensions tool answers.
 func (rt *Runtime) ListExtensions() Listing {
+	_, problems, err := rt.Admissions.Load()
 	rt.mu.Lock()
-	l := Listing{Admitted: []Entry{}, Pending: []Entry{}, PresentNotAdmitted: append([]Problem{}, rt.problems...)}
+	if err != nil {
+		problems = rt.problems // the directory could not be read now; say what the last reload saw
+	}
+	l := Listing{Admitted: []Entry{}, Pending: []Entry{}, PresentNotAdmitted: append([]Problem{}, problems...)}
 	ids := make([]string, 0, len(rt.loaded))
 	for id := range rt.loaded {
 		ids = append(ids, id)

@@ -23,7 +23,8 @@ const maxDecisionBody = 4 << 10
 //	GET  /api/extensions/{proposals|catalogue}/{id}/plan
 //	POST /api/extensions/sideload, /local     stage a descriptor (the body) as a proposal
 //	POST /api/extensions/stage-catalogue      {id}: stage a catalogue descriptor as a proposal
-//	POST /api/extensions/admit                (host token) {id, decision: "admit"|"deny", confirm: true}
+//	POST /api/extensions/admit                (host token) {id, decision: "admit"|"deny", confirm: true};
+//	                                          id is a proposal, or a file present in the directory
 //	POST /api/extensions/approval-request     {id}: print a one-time code on the relay's console
 //	POST /api/extensions/approve              {id, code}
 //	POST /api/extensions/revoke               {id}
@@ -62,13 +63,14 @@ func (h *handlers) catalogue(w http.ResponseWriter, r *http.Request) {
 	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "catalogue": h.rt.Catalogue()})
 }
 
-// plan answers the disclosure of a proposal or of a catalogue descriptor.
+// plan answers the disclosure of a proposal (or of a descriptor file present in the state
+// directory, which is admitted where it lies) or of a catalogue descriptor.
 func (h *handlers) plan(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var raw []byte
 	switch r.PathValue("kind") {
 	case "proposals":
-		_, b, err := h.rt.Admissions.Proposal(id)
+		_, b, _, err := h.rt.Admissions.Candidate(id)
 		if err != nil {
 			writeErr(w, err)
 			return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -187,8 +188,26 @@ func (rt *Runtime) loadedTools(except string) []string {
 // observation or a refusal. Staged, denied or revoked extensions are refused not-admitted; the
 // arguments are validated against the tool's argument schema (toolschema, the same rules as
 // mini-app tools) and laid over what the descriptor binds (extensions.Tool.CallArgs) before the
-// call is routed by primitive. It is what the call_extension tool runs.
+// call is routed by primitive. Every call, answered or refused, is audited. It is what the
+// call_extension tool runs.
 func (rt *Runtime) CallExtension(ctx context.Context, id, tool string, args json.RawMessage) (json.RawMessage, error) {
+	var note callNote
+	out, err := rt.call(ctx, id, tool, args, &note)
+	rec := AuditRecord{Act: ActCall, ID: id, Tool: tool, Primitive: string(note.primitive), Observed: note.observed}
+	if err != nil {
+		rec.Rule, rec.Why = ruleWhy(err)
+	}
+	rt.Admissions.Audit(rec)
+	return out, err
+}
+
+// callNote is what a call tells the audit about itself.
+type callNote struct {
+	primitive extensions.Primitive
+	observed  map[string]any
+}
+
+func (rt *Runtime) call(ctx context.Context, id, tool string, args json.RawMessage, note *callNote) (json.RawMessage, error) {
 	rt.mu.Lock()
 	x, ok := rt.loaded[id]
 	budget := rt.budgets[id]
@@ -208,6 +227,7 @@ func (rt *Runtime) CallExtension(ctx context.Context, id, tool string, args json
 	if t == nil || schema == nil {
 		return nil, refusal.New(refusal.UnknownTool, "extension %s has no tool %q", id, tool)
 	}
+	note.primitive = t.Primitive
 	argMap, err := schema.Validate(args)
 	if err != nil {
 		return nil, err
@@ -227,15 +247,17 @@ func (rt *Runtime) CallExtension(ctx context.Context, id, tool string, args json
 		if secrets := extensions.AllSecrets(x.Descriptor); len(secrets) > 0 {
 			log = log.With("secrets", secretNames(secrets))
 		}
+		note.observed = map[string]any{"url": Redact(u)}
 		res, err := rt.Fetcher.Fetch(ctx, x.Descriptor, t, u, budget)
 		if err != nil {
 			log.Info("extension call refused", "url", Redact(u), "refused", refusal.RuleOf(err), "err", err.Error())
 			return nil, err
 		}
+		maps.Copy(note.observed, map[string]any{"status": res.Status, "servedBy": res.ServedBy, "via": res.Via, "request": res.Request, "bytes": len(res.Body)})
 		log.Info("extension call", "url", Redact(u), "status", res.Status, "via", strings.Join(res.Via, " -> "), "servedBy", res.ServedBy, "request", res.Request)
 		return json.Marshal(res)
 	case extensions.Wasm:
-		return rt.callWasm(ctx, log, t, call)
+		return rt.callWasm(ctx, log, t, call, note)
 	case extensions.ReadFile, extensions.WriteFile, extensions.ListFiles, extensions.Now:
 		if rt.Ask == nil {
 			return nil, refusal.New(refusal.NoRoot, "no root executor is connected to run %s", t.Primitive)
@@ -243,6 +265,9 @@ func (rt *Runtime) CallExtension(ctx context.Context, id, tool string, args json
 		execArgs, err := executorArgs(x.Descriptor, t, argMap, call)
 		if err != nil {
 			return nil, err
+		}
+		if p, ok := call["path"].(string); ok {
+			note.observed = map[string]any{"path": p}
 		}
 		a := rt.Ask(ctx, wire.Call{CallID: callID, Tool: string(t.Primitive), DescriptorID: id, Args: execArgs, BoundsEcho: extensions.BoundsJSON(x.Descriptor.Bounds)})
 		log.Info("extension call", "primitive", t.Primitive, "ok", a.OK, "refused", a.Refused)
@@ -291,16 +316,18 @@ func executorArgs(d *extensions.Descriptor, t *extensions.Tool, validated, call 
 // callWasm runs a wasm tool in the relay: its module is read afresh from the extensions
 // directory (where the admitted descriptor lives) and its digest checked again on every call.
 // Its inputs are the arguments its ABI names (extensions.Tool.ArgumentSchema), as UTF-8 bytes.
-func (rt *Runtime) callWasm(ctx context.Context, log *slog.Logger, t *extensions.Tool, args map[string]any) (json.RawMessage, error) {
+func (rt *Runtime) callWasm(ctx context.Context, log *slog.Logger, t *extensions.Tool, args map[string]any, note *callNote) (json.RawMessage, error) {
 	inputs, err := wasmInputs(t.Wasm.Spec().ABI, args)
 	if err != nil {
 		return nil, err
 	}
+	note.observed = map[string]any{"module": t.Wasm.Module, "digest": t.Wasm.SHA256, "abi": t.Wasm.Spec().ABI, "inputBytes": inputBytes(inputs)}
 	runner := rt.wasm()
 	module, err := wasmtool.ReadModule(rt.Admissions.Dir(), t.Wasm.Module, runner.Limits().MaxModuleBytes)
 	if err == nil {
 		var out *wasmabi.Output
 		if out, err = runner.Call(ctx, module, *t.Wasm, inputs); err == nil {
+			note.observed["returned"], note.observed["outputBytes"] = out.Returned, out.Bytes
 			log.Info("extension call", "primitive", extensions.Wasm, "module", t.Wasm.Module, "inputBytes", inputBytes(inputs), "outputBytes", out.Bytes)
 			return json.Marshal(out)
 		}
