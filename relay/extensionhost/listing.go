@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/voicebox-go/voicebox/catalogue"
+	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmshelf"
 	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -48,10 +49,13 @@ type Entry struct {
 
 // Listing is what ListExtensions returns.
 type Listing struct {
+	// Admitted are the loaded extensions, then the WASM shelf's offered tools (wasm-shelf-ID).
 	Admitted           []Entry   `json:"admitted"`
 	Pending            []Entry   `json:"pending"`
 	Catalogue          []Entry   `json:"catalogue"`
 	PresentNotAdmitted []Problem `json:"presentNotAdmitted"`
+	// Shelf is the WASM shelf as read now: its verdict and every tool's.
+	Shelf wasmshelf.Shelf `json:"shelf"`
 }
 
 func entryOf(raw []byte, id string, placement extensions.Placement, existing []string) Entry {
@@ -123,5 +127,7 @@ func (rt *Runtime) ListExtensions() Listing {
 		l.Pending = append(l.Pending, entryOf(raw, id, extensions.Machine, existing))
 	}
 	l.Catalogue = rt.Catalogue()
+	l.Shelf = rt.Shelf()
+	l.Admitted = append(l.Admitted, shelfEntries(l.Shelf)...)
 	return l
 }

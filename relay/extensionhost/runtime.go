@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmshelf"
 	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmtool"
 	"github.com/voicebox-go/voicebox/shared/channel"
 	"github.com/voicebox-go/voicebox/shared/extensions"
@@ -36,6 +37,12 @@ type Runtime struct {
 	Log *slog.Logger
 	// Wasm runs wasm tools; nil means a runner with the default limits, made at the first call.
 	Wasm *wasmtool.Runner
+	// ShelfDir is the WASM shelf's directory (wasmshelf); "" means there is no shelf.
+	ShelfDir string
+	// WasmPlacement is where modules run: WasmInRelay ("" too) on wazero, or WasmInPage, in a
+	// Worker of the page that holds the root (through Ask), which the page terminates at the
+	// deadline.
+	WasmPlacement string
 	// Publish, when set, gets the admitted set as a control frame (channel.MarshalAdmitted)
 	// after every Reload, in order; the relay hands it to the hub (Hub.SetAdmitted), which sends
 	// it to whoever holds the root, so their doors verify extension calls against it.
@@ -141,23 +148,29 @@ func (rt *Runtime) Admitted() wire.AdmittedMap {
 }
 
 // AdmittedFrame returns the admitted set as the control frame executors read: each loaded
-// descriptor's bounds and the primitives of its tools that run on the root's executor (http-get
-// and wasm run in the relay, so an executor never runs them for an extension).
+// descriptor's bounds and the primitives of its tools that run on the root's executor. http-get
+// always runs in the relay; wasm runs there too unless WasmPlacement is WasmInPage, and then the
+// set also holds the shelf's descriptor (wasmshelf.DescriptorID) with wasm.
 func (rt *Runtime) AdmittedFrame() []byte {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	inPage := rt.WasmPlacement == WasmInPage
 	set := map[string]channel.AdmittedEntry{}
 	for id, x := range rt.loaded {
 		e := channel.AdmittedEntry{Bounds: extensions.BoundsJSON(x.Descriptor.Bounds), Primitives: []string{}}
 		for _, t := range x.Descriptor.Tools {
-			switch t.Primitive {
-			case extensions.Now, extensions.ReadFile, extensions.WriteFile, extensions.ListFiles:
-				if !slices.Contains(e.Primitives, string(t.Primitive)) {
-					e.Primitives = append(e.Primitives, string(t.Primitive))
+			switch p := t.Primitive; {
+			case p == extensions.Now || p == extensions.ReadFile || p == extensions.WriteFile || p == extensions.ListFiles,
+				p == extensions.Wasm && inPage:
+				if !slices.Contains(e.Primitives, string(p)) {
+					e.Primitives = append(e.Primitives, string(p))
 				}
 			}
 		}
 		set[id] = e
+	}
+	if inPage {
+		set[wasmshelf.DescriptorID] = channel.AdmittedEntry{Bounds: json.RawMessage(`{}`), Primitives: []string{string(extensions.Wasm)}}
 	}
 	return channel.MarshalAdmitted(set)
 }
@@ -208,6 +221,9 @@ type callNote struct {
 }
 
 func (rt *Runtime) call(ctx context.Context, id, tool string, args json.RawMessage, note *callNote) (json.RawMessage, error) {
+	if strings.HasPrefix(id, wasmshelf.DescriptorPrefix) {
+		return rt.callShelf(ctx, rt.logger().With("extension", id, "tool", tool), id, tool, args, note)
+	}
 	rt.mu.Lock()
 	x, ok := rt.loaded[id]
 	budget := rt.budgets[id]
@@ -257,7 +273,7 @@ func (rt *Runtime) call(ctx context.Context, id, tool string, args json.RawMessa
 		log.Info("extension call", "url", Redact(u), "status", res.Status, "via", strings.Join(res.Via, " -> "), "servedBy", res.ServedBy, "request", res.Request)
 		return json.Marshal(res)
 	case extensions.Wasm:
-		return rt.callWasm(ctx, log, t, call, note)
+		return rt.callWasm(ctx, log, x.Descriptor, t, call, note)
 	case extensions.ReadFile, extensions.WriteFile, extensions.ListFiles, extensions.Now:
 		if rt.Ask == nil {
 			return nil, refusal.New(refusal.NoRoot, "no root executor is connected to run %s", t.Primitive)
@@ -313,27 +329,21 @@ func executorArgs(d *extensions.Descriptor, t *extensions.Tool, validated, call 
 	return b, nil
 }
 
-// callWasm runs a wasm tool in the relay: its module is read afresh from the extensions
+// callWasm runs a wasm tool of descriptor d: its module is read afresh from the extensions
 // directory (where the admitted descriptor lives) and its digest checked again on every call.
 // Its inputs are the arguments its ABI names (extensions.Tool.ArgumentSchema), as UTF-8 bytes.
-func (rt *Runtime) callWasm(ctx context.Context, log *slog.Logger, t *extensions.Tool, args map[string]any, note *callNote) (json.RawMessage, error) {
+func (rt *Runtime) callWasm(ctx context.Context, log *slog.Logger, d *extensions.Descriptor, t *extensions.Tool, args map[string]any, note *callNote) (json.RawMessage, error) {
 	inputs, err := wasmInputs(t.Wasm.Spec().ABI, args)
 	if err != nil {
 		return nil, err
 	}
 	note.observed = map[string]any{"module": t.Wasm.Module, "digest": t.Wasm.SHA256, "abi": t.Wasm.Spec().ABI, "inputBytes": inputBytes(inputs)}
-	runner := rt.wasm()
-	module, err := wasmtool.ReadModule(rt.Admissions.Dir(), t.Wasm.Module, runner.Limits().MaxModuleBytes)
-	if err == nil {
-		var out *wasmabi.Output
-		if out, err = runner.Call(ctx, module, *t.Wasm, inputs); err == nil {
-			note.observed["returned"], note.observed["outputBytes"] = out.Returned, out.Bytes
-			log.Info("extension call", "primitive", extensions.Wasm, "module", t.Wasm.Module, "inputBytes", inputBytes(inputs), "outputBytes", out.Bytes)
-			return json.Marshal(out)
-		}
+	module, err := wasmtool.ReadModule(rt.Admissions.Dir(), t.Wasm.Module, rt.wasm().Limits().MaxModuleBytes)
+	if err != nil {
+		log.Info("extension call refused", "primitive", extensions.Wasm, "module", t.Wasm.Module, "refused", refusal.RuleOf(err), "err", err.Error())
+		return nil, err
 	}
-	log.Info("extension call refused", "primitive", extensions.Wasm, "module", t.Wasm.Module, "refused", refusal.RuleOf(err), "err", err.Error())
-	return nil, err
+	return rt.runWasm(ctx, log, d.ID, extensions.BoundsJSON(d.Bounds), *t.Wasm, module, inputs, note)
 }
 
 // wasmInputs are the inputs of a call of abi from its arguments: input for buffer-abi/1, a and b

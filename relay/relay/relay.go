@@ -38,6 +38,7 @@ import (
 	"github.com/voicebox-go/voicebox/public"
 	"github.com/voicebox-go/voicebox/relay/assistant"
 	"github.com/voicebox-go/voicebox/relay/extensionhost"
+	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmshelf"
 	"github.com/voicebox-go/voicebox/relay/externalapps"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
@@ -80,6 +81,11 @@ type Config struct {
 	// ACME, when its Host is set, serves TLS with certificates from an ACME CA, cached in the
 	// state directory's ACMECacheDir.
 	ACME ACME
+	// WasmShelfDir is the WASM shelf's directory; "" means wasm-shelf in the state directory.
+	WasmShelfDir string
+	// WasmPlacement is where WebAssembly modules run: extensionhost.WasmInRelay ("" too) or
+	// extensionhost.WasmInPage.
+	WasmPlacement string
 	// MiniApps is the external mini-app registry; nil means none. No app may share the page's
 	// origin (SharesPageOrigin): the caller checks that before New.
 	MiniApps *externalapps.Registry
@@ -218,8 +224,12 @@ func (r *Relay) buildHub() {
 }
 
 func (r *Relay) buildExtensions() error {
+	shelf := r.cfg.WasmShelfDir
+	if shelf == "" {
+		shelf = wasmshelf.DefaultDir(r.State.Path())
+	}
 	r.Extensions = &extensionhost.Runtime{Admissions: extensionhost.NewAdmissions(r.State.Path(), nil), Fetcher: &extensionhost.Fetcher{},
-		Ask: r.Hub.Ask, Console: r.console, Log: r.log, Publish: r.Hub.SetAdmitted}
+		Ask: r.Hub.Ask, Console: r.console, Log: r.log, Publish: r.Hub.SetAdmitted, ShelfDir: shelf, WasmPlacement: r.cfg.WasmPlacement}
 	if err := r.Extensions.Reload(); err != nil {
 		return fmt.Errorf("extensions: %w", err)
 	}

@@ -175,9 +175,13 @@ var (
 // primitives, "voicebox.builtin", which every executor admits); no extension may take one.
 const ReservedPrefix = "voicebox."
 
+// ShelfPrefix starts the ids the WASM shelf's tools are listed and called as (wasm-shelf-hash);
+// no extension may take one.
+const ShelfPrefix = "wasm-shelf"
+
 // ValidID reports whether id can name a descriptor (and its proposals/<id>.json file).
 func ValidID(id string) bool {
-	return idPattern.MatchString(id) && !strings.HasPrefix(id, ReservedPrefix)
+	return idPattern.MatchString(id) && !strings.HasPrefix(id, ReservedPrefix) && !strings.HasPrefix(id, ShelfPrefix)
 }
 
 // Parse decodes a descriptor strictly: unknown fields, trailing data, a bad id, a source or
@@ -198,7 +202,7 @@ func Parse(raw []byte) (*Descriptor, *refusal.Refusal) {
 		return nil, refusal.New(refusal.BadDescriptor, "the descriptor is not valid JSON of the descriptor shape: %s", strictjson.Problem(err))
 	}
 	if !ValidID(d.ID) {
-		return nil, refusal.New(refusal.BadDescriptor, "a descriptor id is 1 to 64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, and not starting with %q", ReservedPrefix)
+		return nil, refusal.New(refusal.BadDescriptor, "a descriptor id is 1 to 64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, and not starting with %q or %q", ReservedPrefix, ShelfPrefix)
 	}
 	if d.Source != "" && !slices.Contains(Sources, d.Source) {
 		return nil, refusal.New(refusal.BadDescriptor, "source is one of %s, not %q", strings.Join(Sources, ", "), clip(d.Source))

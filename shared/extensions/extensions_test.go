@@ -166,6 +166,7 @@ func TestParseRefusesUnknownFields(t *testing.T) {
 		`{"id":"a","name":"A","grant":"everything","tools":[]}`,
 		`{"id":"../x","name":"A","tools":[]}`,
 		`{"id":"voicebox.builtin","name":"A","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`,
+		`{"id":"wasm-shelf-hash","name":"A","capabilities":[],"tools":[{"name":"hash","primitive":"now"}]}`,
 		`{"id":"a"} {}`,
 		`{"id":"a","name":"A","tools":[]}]`, // dec.More() once let a closing bracket through
 		`not json`,

@@ -50,6 +50,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"slices"
+	"time"
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -303,3 +305,37 @@ func CheckResources(s Shape, maxPages uint64, needMax bool) error {
 	}
 	return nil
 }
+
+// CheckExports is the export half of the unsupported-abi check: the memory exported as "memory",
+// and spec's export a function that takes one i32 per input and returns one i32 or nothing.
+func (l Layout) CheckExports(s Shape, export string) error {
+	if e, ok := s.Exports["memory"]; !ok || e.Kind != KindMemory {
+		return refusal.New(refusal.UnsupportedABI, "the module does not export its memory as \"memory\", which %s needs", l.ABI)
+	}
+	sig, ok := s.Signature(export)
+	if !ok {
+		return refusal.New(refusal.UnsupportedABI, "the module exports no function %q", export)
+	}
+	good := len(sig.Params) == l.Params() && len(sig.Results) <= 1
+	for _, t := range slices.Concat(sig.Params, sig.Results) {
+		good = good && t == ValI32
+	}
+	if !good {
+		return refusal.New(refusal.UnsupportedABI, "the export %q must take %d i32 (the input lengths) and return one i32 or nothing, as %s calls it", export, l.Params(), l.ABI)
+	}
+	return nil
+}
+
+// The host's bounds of a run, the same wherever it runs. No descriptor or manifest can raise
+// them: the digest binds a module's bytes, never what they do.
+const (
+	// Deadline bounds one call's wall clock, starting the module included; past it the run is
+	// stopped (the page terminates its Worker) and the call refused time-exceeded.
+	Deadline = 5 * time.Second
+	// MaxMemoryPages bounds a module's memory: 64 pages of 64 KiB, 4 MiB (a buffer-abi/diff
+	// module needs 7 for its buffers, and room to work in).
+	MaxMemoryPages = 64
+	// MaxPageModuleBytes bounds a module sent to the page to run: with its inputs it must fit
+	// one /channel frame (wire.MaxFrameBytes) once base64-encoded.
+	MaxPageModuleBytes = 512 << 10
+)

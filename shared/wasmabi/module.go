@@ -1,13 +1,14 @@
 package wasmabi
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
 )
 
-// Shape is what a runner needs to know of a module before it compiles it: its imports, its
-// memory and its tables.
+// Shape is what a runner needs to know of a module before it runs it: its imports, its memory,
+// its tables and its exports with their signatures.
 type Shape struct {
 	Imports     uint64
 	FirstImport string // "module.name" of the first import, "" for none
@@ -20,13 +21,53 @@ type Shape struct {
 	// declared maxima), and TableUnbounded reports a table declared without a maximum.
 	TableElements  uint64
 	TableUnbounded bool
+	// Exports are the module's exports by name.
+	Exports map[string]Export
+
+	types         []FuncType
+	funcTypes     []uint64 // the type index of each function the module defines
+	importedFuncs uint64
+}
+
+// Export is one export: its kind (0 function, 1 table, 2 memory, 3 global) and index.
+type Export struct {
+	Kind  byte
+	Index uint64
+}
+
+// The export kinds.
+const (
+	KindFunc   = 0
+	KindMemory = 2
+)
+
+// ValI32 is the value type byte of i32.
+const ValI32 = 0x7f
+
+// FuncType is a function's signature: its parameters' and results' value types.
+type FuncType struct {
+	Params, Results []byte
+}
+
+// Signature returns the signature of the function exported as name, or false when there is no
+// such function.
+func (s Shape) Signature(name string) (FuncType, bool) {
+	e, ok := s.Exports[name]
+	if !ok || e.Kind != KindFunc || e.Index < s.importedFuncs {
+		return FuncType{}, false
+	}
+	i := e.Index - s.importedFuncs
+	if i >= uint64(len(s.funcTypes)) || s.funcTypes[i] >= uint64(len(s.types)) {
+		return FuncType{}, false
+	}
+	return s.types[s.funcTypes[i]], true
 }
 
 // Scan walks the sections of a WebAssembly binary far enough to find its imports, the size of
-// its memory and the bounds of its tables. It checks only the framing; a compiler validates the
-// rest.
+// its memory, the bounds of its tables and its exports with their signatures. It checks only the
+// framing; a compiler validates the rest.
 func Scan(b []byte) (Shape, error) {
-	var s Shape
+	s := Shape{Exports: map[string]Export{}}
 	if len(b) < 8 || string(b[:4]) != "\x00asm" {
 		return s, errors.New("it does not start with the \\0asm magic")
 	}
@@ -43,19 +84,49 @@ func Scan(b []byte) (Shape, error) {
 		}
 		sec := reader{b: body}
 		switch id {
-		case 2: // imports
-			s.Imports = sec.uleb()
-			if s.Imports > 0 {
-				mod, name := sec.name(), sec.name()
-				s.FirstImport = fmt.Sprintf("%s.%s", mod, name)
+		case 1: // types: 0x60, the parameters' and the results' value types
+			for n := sec.uleb(); n > 0 && sec.err == nil; n-- {
+				if sec.byte() != 0x60 {
+					sec.fail(errors.New("a type is not a function type"))
+					break
+				}
+				params := bytes.Clone(sec.take(sec.uleb())) // a Shape never aliases the module
+				results := bytes.Clone(sec.take(sec.uleb()))
+				s.types = append(s.types, FuncType{Params: params, Results: results})
 			}
-		case 4: // tables: a reference type, then limits (flags, min, and max when flags&1)
+		case 2: // imports: module, name, then what is imported
+			for n := sec.uleb(); n > 0 && sec.err == nil; n-- {
+				mod, name := sec.name(), sec.name()
+				if s.Imports == 0 {
+					s.FirstImport = fmt.Sprintf("%s.%s", mod, name)
+				}
+				s.Imports++
+				switch sec.byte() {
+				case 0: // a function: its type
+					sec.uleb()
+					s.importedFuncs++
+				case 1: // a table: a reference type and limits
+					sec.byte()
+					sec.limits()
+				case 2: // a memory: limits
+					sec.limits()
+				case 3: // a global: a value type and mutability
+					sec.byte()
+					sec.byte()
+				default:
+					sec.fail(errors.New("an import of an unknown kind"))
+				}
+			}
+		case 3: // functions: each one's type
+			for n := sec.uleb(); n > 0 && sec.err == nil; n-- {
+				s.funcTypes = append(s.funcTypes, sec.uleb())
+			}
+		case 4: // tables: a reference type, then limits
 			for n := sec.uleb(); n > 0 && sec.err == nil; n-- {
 				sec.byte()
-				flags := sec.byte()
-				limit := sec.uleb()
-				if flags&1 != 0 {
-					limit = sec.uleb()
+				limit, max, hasMax := sec.limits()
+				if hasMax {
+					limit = max
 				} else {
 					s.TableUnbounded = true
 				}
@@ -64,11 +135,13 @@ func Scan(b []byte) (Shape, error) {
 		case 5: // memories
 			if sec.uleb() > 0 {
 				s.Memory = true
-				flags := sec.byte() // the limits: whether a maximum (or sharing) follows
-				s.MinPages = sec.uleb()
-				if flags&1 != 0 {
-					s.MaxPages, s.HasMax = sec.uleb(), true
-				}
+				s.MinPages, s.MaxPages, s.HasMax = sec.limits()
+			}
+		case 7: // exports: name, kind, index
+			for n := sec.uleb(); n > 0 && sec.err == nil; n-- {
+				name := string(sec.take(sec.uleb()))
+				kind := sec.byte()
+				s.Exports[name] = Export{Kind: kind, Index: sec.uleb()}
 			}
 		}
 		if sec.err != nil {
@@ -126,6 +199,16 @@ func (r *reader) take(n uint64) []byte {
 	out := r.b[:n]
 	r.b = r.b[n:]
 	return out
+}
+
+// limits reads limits: flags, the minimum, and the maximum when flags&1.
+func (r *reader) limits() (min, max uint64, hasMax bool) {
+	flags := r.byte()
+	min = r.uleb()
+	if flags&1 != 0 {
+		max, hasMax = r.uleb(), true
+	}
+	return min, max, hasMax
 }
 
 func (r *reader) name() string {

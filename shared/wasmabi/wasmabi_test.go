@@ -3,6 +3,7 @@ package wasmabi
 import (
 	"bytes"
 	"encoding/binary"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -50,10 +51,58 @@ func TestScan(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got != c.want {
+			got = Shape{Imports: got.Imports, FirstImport: got.FirstImport, Memory: got.Memory, MinPages: got.MinPages,
+				MaxPages: got.MaxPages, HasMax: got.HasMax, TableElements: got.TableElements, TableUnbounded: got.TableUnbounded}
+			if err != nil || !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("Scan = %+v, %v; want %+v", got, err, c.want)
 			}
 		})
+	}
+}
+
+// runModule is a module with one type (i32) -> i32, one function of it exported as "run", and
+// an exported memory of one page.
+var runModule = module(
+	section(1, 1, 0x60, 1, ValI32, 1, ValI32),
+	section(3, 1, 0),
+	section(5, 1, 0, 1),
+	section(7, 2, 3, 'r', 'u', 'n', KindFunc, 0, 6, 'm', 'e', 'm', 'o', 'r', 'y', KindMemory, 0),
+	section(10, 1, 4, 0, 0x20, 0, 0x0b),
+)
+
+func TestScanReadsExportsAndSignatures(t *testing.T) {
+	t.Parallel()
+	before := bytes.Clone(runModule)
+	s, err := Scan(runModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if !bytes.Equal(runModule, before) {
+			t.Fatal("reading the shape changed the module's bytes")
+		}
+	}()
+	sig, ok := s.Signature("run")
+	if !ok || !bytes.Equal(sig.Params, []byte{ValI32}) || !bytes.Equal(sig.Results, []byte{ValI32}) {
+		t.Fatalf("run: %+v %v", sig, ok)
+	}
+	if _, ok := s.Signature("memory"); ok {
+		t.Fatal("a memory has a signature")
+	}
+	one, _ := LayoutOf(ABI1)
+	diff, _ := LayoutOf(ABIDiff)
+	if err := one.CheckExports(s, "run"); err != nil {
+		t.Fatalf("buffer-abi/1 run: %v", err)
+	}
+	for name, err := range map[string]error{
+		"two inputs for one":  diff.CheckExports(s, "run"),
+		"no such export":      one.CheckExports(s, "nope"),
+		"the memory unnamed":  one.CheckExports(Shape{Exports: map[string]Export{}}, "run"),
+		"a memory as the run": one.CheckExports(s, "memory"),
+	} {
+		if refusal.RuleOf(err) != refusal.UnsupportedABI {
+			t.Errorf("%s: %v, want unsupported-abi", name, err)
+		}
 	}
 }
 
@@ -71,7 +120,15 @@ func TestScanNeverPanicsOnATruncation(t *testing.T) {
 func FuzzScan(f *testing.F) {
 	f.Add(module(section(5, 1, 1, 1, 2)))
 	f.Add(module(section(2, 1, 3, 'e', 'n', 'v', 4, 'l', 'e', 'a', 'k', 0, 0)))
-	f.Fuzz(func(t *testing.T, b []byte) { Scan(b) })
+	f.Add(runModule)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := Scan(b)
+		if err == nil {
+			for name := range s.Exports {
+				s.Signature(name)
+			}
+		}
+	})
 }
 
 func TestLayouts(t *testing.T) {

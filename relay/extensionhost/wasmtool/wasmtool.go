@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/voicebox-go/voicebox/shared/extensions"
@@ -41,11 +40,12 @@ import (
 const (
 	// DefaultMaxModuleBytes bounds a module's size: 1 MiB.
 	DefaultMaxModuleBytes = 1 << 20
-	// DefaultMaxMemoryPages bounds a module's memory: 64 pages of 64 KiB, 4 MiB (a
-	// buffer-abi/diff module needs 7 for its buffers and room to work in).
-	DefaultMaxMemoryPages = 64
-	// DefaultTimeout bounds one call's wall clock, instantiation (a start function) included.
-	DefaultTimeout = 5000 * time.Millisecond
+	// DefaultMaxMemoryPages bounds a module's memory: wasmabi.MaxMemoryPages, the bound the
+	// page holds modules to as well.
+	DefaultMaxMemoryPages = wasmabi.MaxMemoryPages
+	// DefaultTimeout bounds one call's wall clock, instantiation (a start function) included:
+	// wasmabi.Deadline.
+	DefaultTimeout = wasmabi.Deadline
 	// DefaultMaxConcurrent bounds the calls running at once; a call waits for a slot within its
 	// own time bound.
 	DefaultMaxConcurrent = 4
@@ -139,15 +139,8 @@ func (r *Runner) Call(ctx context.Context, module []byte, tool extensions.WasmTo
 	if err := layout.CheckMemory(shape); err != nil {
 		return nil, err
 	}
-	if _, ok := compiled.ExportedMemories()["memory"]; !ok {
-		return nil, refusal.New(refusal.UnsupportedABI, "the module does not export its memory as \"memory\", which %s needs", layout.ABI)
-	}
-	def, ok := compiled.ExportedFunctions()[tool.Export]
-	if !ok {
-		return nil, refusal.New(refusal.UnsupportedABI, "the module exports no function %q", tool.Export)
-	}
-	if !signature(def, layout.Params()) {
-		return nil, refusal.New(refusal.UnsupportedABI, "the export %q must take %d i32 (the input lengths) and return one i32 or nothing, as %s calls it", tool.Export, layout.Params(), layout.ABI)
+	if err := layout.CheckExports(shape, tool.Export); err != nil {
+		return nil, err
 	}
 	if err := wasmabi.CheckResources(shape, uint64(r.limits.MaxMemoryPages), false); err != nil {
 		return nil, err
@@ -187,20 +180,6 @@ func (r *Runner) Call(ctx context.Context, module []byte, tool extensions.WasmTo
 		returned = res[0]
 	}
 	return layout.Result(int64(returned), len(res) == 1, out)
-}
-
-// signature reports whether def takes params i32s and returns one i32 or nothing.
-func signature(def api.FunctionDefinition, params int) bool {
-	p, results := def.ParamTypes(), def.ResultTypes()
-	if len(p) != params || len(results) > 1 || len(results) == 1 && results[0] != api.ValueTypeI32 {
-		return false
-	}
-	for _, t := range p {
-		if t != api.ValueTypeI32 {
-			return false
-		}
-	}
-	return true
 }
 
 // failed names why instantiating or calling stopped.

@@ -332,6 +332,8 @@ func TestCommittedModulesMatchTheirSource(t *testing.T) {
 	}
 	sources, _ := filepath.Glob("testdata/*.wat")
 	sources = append(sources, filepath.Join("..", "..", "..", "catalogue", "wasm", "text-tools.wat"))
+	shelf, _ := filepath.Glob(filepath.Join("..", "..", "..", "catalogue", "shelf", "*.wat"))
+	sources = append(sources, shelf...)
 	for _, src := range sources {
 		out := filepath.Join(t.TempDir(), "m.wasm")
 		if b, err := exec.Command(wat2wasm, src, "-o", out).CombinedOutput(); err != nil {
