@@ -37,7 +37,8 @@ type workspace struct {
 	seq   atomic.Uint64
 }
 
-func newExecutor(ctx context.Context, root fsroot.Root) *workspace {
+// newExecutor opens the executors of root; wasm, when set, runs the modules the relay sends.
+func newExecutor(ctx context.Context, root fsroot.Root, wasm executor.WasmRunner) *workspace {
 	w := &workspace{}
 	var audit executor.AuditLog
 	if log, err := executor.OpenRootAudit(ctx, root); err == nil {
@@ -46,7 +47,7 @@ func newExecutor(ctx context.Context, root fsroot.Root) *workspace {
 	}
 	// The relay's calls (the assistant's tools) keep an undo history; the page's own editor
 	// does not: a person saving a file is no change to undo.
-	toolOpts := executor.Options{Audit: audit}
+	toolOpts := executor.Options{Audit: audit, Wasm: wasm}
 	if h, err := executor.OpenHistory(ctx, root, executor.HistoryOptions{}); err == nil {
 		toolOpts.History = h
 	}

@@ -1,6 +1,6 @@
 ;; A table with a small maximum and an indirect call through it: within the bounds, it runs.
 (module
-  (memory (export "memory") 1)
+  (memory (export "memory") 1 1)
   (type $len (func (param i32) (result i32)))
   (table 2 2 funcref)
   (elem (i32.const 0) $copy)
