@@ -20,7 +20,7 @@ declare function registerProcessor(name: string, processor: new (options: any) =
 // wasm-runner.js: the call the engine posts (see browser/engine's wasm runner).
 interface WasmRunnerCall {
   id: number;
-  module: Uint8Array;
+  module: Uint8Array<ArrayBuffer>;
   export: string;
   inputs: Uint8Array[];
   offsets: number[];
