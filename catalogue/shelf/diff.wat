@@ -113,9 +113,12 @@
     (global.set $out (i32.add (global.get $out) (i32.const 17))))
 
   ;; forward returns a row F with F[j] the length of a longest common subsequence of A[a0, a1)
-  ;; and B[b0, b0 + j), for j from 0 to b1 - b0.
+  ;; and B[b0, b0 + j), for j from 0 to b1 - b0. A line of B is compared in full only when its
+  ;; hash is the line of A's.
   (func $forward (param $a0 i32) (param $a1 i32) (param $b0 i32) (param $b1 i32) (result i32)
-    (local $m i32) (local $prev i32) (local $cur i32) (local $t i32) (local $i i32) (local $j i32) (local $v i32) (local $w i32)
+    (local $m i32) (local $prev i32) (local $cur i32) (local $t i32) (local $i i32)
+    (local $ha i32) (local $jb i32) (local $pb i32) (local $pp i32) (local $cp i32)
+    (local $up i32) (local $left i32) (local $diag i32) (local $v i32)
     (local.set $m (i32.sub (local.get $b1) (local.get $b0)))
     (local.set $prev (global.get $f0))
     (local.set $cur (global.get $f1))
@@ -124,20 +127,30 @@
     (block $rows
       (loop $row
         (br_if $rows (i32.ge_u (local.get $i) (local.get $a1)))
+        (local.set $ha (i32.load offset=8 (i32.add (global.get $recA) (i32.mul (local.get $i) (i32.const 12)))))
+        (local.set $jb (local.get $b0))
+        (local.set $pb (i32.add (global.get $recB) (i32.mul (local.get $b0) (i32.const 12))))
+        (local.set $pp (i32.add (local.get $prev) (i32.const 4)))
+        (local.set $cp (i32.add (local.get $cur) (i32.const 4)))
+        (local.set $left (i32.const 0))
+        (local.set $diag (i32.const 0))
         (i32.store (local.get $cur) (i32.const 0))
-        (local.set $j (i32.const 1))
         (block $cols
           (loop $col
-            (br_if $cols (i32.gt_u (local.get $j) (local.get $m)))
-            (if (call $eq (local.get $i) (i32.sub (i32.add (local.get $b0) (local.get $j)) (i32.const 1)))
+            (br_if $cols (i32.ge_u (local.get $jb) (local.get $b1)))
+            (local.set $up (i32.load (local.get $pp)))
+            (local.set $v (select (local.get $up) (local.get $left) (i32.gt_u (local.get $up) (local.get $left))))
+            (if (i32.eq (i32.load offset=8 (local.get $pb)) (local.get $ha))
               (then
-                (local.set $v (i32.add (i32.load (i32.add (local.get $prev) (i32.shl (i32.sub (local.get $j) (i32.const 1)) (i32.const 2)))) (i32.const 1))))
-              (else
-                (local.set $v (i32.load (i32.add (local.get $prev) (i32.shl (local.get $j) (i32.const 2)))))
-                (local.set $w (i32.load (i32.add (local.get $cur) (i32.shl (i32.sub (local.get $j) (i32.const 1)) (i32.const 2)))))
-                (if (i32.gt_u (local.get $w) (local.get $v)) (then (local.set $v (local.get $w))))))
-            (i32.store (i32.add (local.get $cur) (i32.shl (local.get $j) (i32.const 2))) (local.get $v))
-            (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                (if (call $eq (local.get $i) (local.get $jb))
+                  (then (local.set $v (i32.add (local.get $diag) (i32.const 1)))))))
+            (i32.store (local.get $cp) (local.get $v))
+            (local.set $left (local.get $v))
+            (local.set $diag (local.get $up))
+            (local.set $jb (i32.add (local.get $jb) (i32.const 1)))
+            (local.set $pb (i32.add (local.get $pb) (i32.const 12)))
+            (local.set $pp (i32.add (local.get $pp) (i32.const 4)))
+            (local.set $cp (i32.add (local.get $cp) (i32.const 4)))
             (br $col)))
         (local.set $t (local.get $prev)) (local.set $prev (local.get $cur)) (local.set $cur (local.get $t))
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
@@ -145,9 +158,11 @@
     (local.get $prev))
 
   ;; backward returns a row R with R[j] the length of a longest common subsequence of A[a0, a1)
-  ;; and B[b1 - j, b1), for j from 0 to b1 - b0.
+  ;; and B[b1 - j, b1), for j from 0 to b1 - b0: forward's sweep over both ranges reversed.
   (func $backward (param $a0 i32) (param $a1 i32) (param $b0 i32) (param $b1 i32) (result i32)
-    (local $m i32) (local $prev i32) (local $cur i32) (local $t i32) (local $i i32) (local $j i32) (local $v i32) (local $w i32)
+    (local $m i32) (local $prev i32) (local $cur i32) (local $t i32) (local $i i32)
+    (local $ha i32) (local $jb i32) (local $pb i32) (local $pp i32) (local $cp i32)
+    (local $up i32) (local $left i32) (local $diag i32) (local $v i32)
     (local.set $m (i32.sub (local.get $b1) (local.get $b0)))
     (local.set $prev (global.get $r0))
     (local.set $cur (global.get $r1))
@@ -157,20 +172,30 @@
       (loop $row
         (br_if $rows (i32.le_u (local.get $i) (local.get $a0)))
         (local.set $i (i32.sub (local.get $i) (i32.const 1)))
+        (local.set $ha (i32.load offset=8 (i32.add (global.get $recA) (i32.mul (local.get $i) (i32.const 12)))))
+        (local.set $jb (local.get $b1))
+        (local.set $pb (i32.add (global.get $recB) (i32.mul (local.get $b1) (i32.const 12))))
+        (local.set $pp (i32.add (local.get $prev) (i32.const 4)))
+        (local.set $cp (i32.add (local.get $cur) (i32.const 4)))
+        (local.set $left (i32.const 0))
+        (local.set $diag (i32.const 0))
         (i32.store (local.get $cur) (i32.const 0))
-        (local.set $j (i32.const 1))
         (block $cols
           (loop $col
-            (br_if $cols (i32.gt_u (local.get $j) (local.get $m)))
-            (if (call $eq (local.get $i) (i32.sub (local.get $b1) (local.get $j)))
+            (br_if $cols (i32.le_u (local.get $jb) (local.get $b0)))
+            (local.set $jb (i32.sub (local.get $jb) (i32.const 1)))
+            (local.set $pb (i32.sub (local.get $pb) (i32.const 12)))
+            (local.set $up (i32.load (local.get $pp)))
+            (local.set $v (select (local.get $up) (local.get $left) (i32.gt_u (local.get $up) (local.get $left))))
+            (if (i32.eq (i32.load offset=8 (local.get $pb)) (local.get $ha))
               (then
-                (local.set $v (i32.add (i32.load (i32.add (local.get $prev) (i32.shl (i32.sub (local.get $j) (i32.const 1)) (i32.const 2)))) (i32.const 1))))
-              (else
-                (local.set $v (i32.load (i32.add (local.get $prev) (i32.shl (local.get $j) (i32.const 2)))))
-                (local.set $w (i32.load (i32.add (local.get $cur) (i32.shl (i32.sub (local.get $j) (i32.const 1)) (i32.const 2)))))
-                (if (i32.gt_u (local.get $w) (local.get $v)) (then (local.set $v (local.get $w))))))
-            (i32.store (i32.add (local.get $cur) (i32.shl (local.get $j) (i32.const 2))) (local.get $v))
-            (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                (if (call $eq (local.get $i) (local.get $jb))
+                  (then (local.set $v (i32.add (local.get $diag) (i32.const 1)))))))
+            (i32.store (local.get $cp) (local.get $v))
+            (local.set $left (local.get $v))
+            (local.set $diag (local.get $up))
+            (local.set $pp (i32.add (local.get $pp) (i32.const 4)))
+            (local.set $cp (i32.add (local.get $cp) (i32.const 4)))
             (br $col)))
         (local.set $t (local.get $prev)) (local.set $prev (local.get $cur)) (local.set $cur (local.get $t))
         (br $row)))

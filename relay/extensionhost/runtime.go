@@ -244,7 +244,11 @@ func (rt *Runtime) call(ctx context.Context, id, tool string, args json.RawMessa
 		return nil, refusal.New(refusal.UnknownTool, "extension %s has no tool %q", id, tool)
 	}
 	note.primitive = t.Primitive
-	argMap, err := schema.Validate(args)
+	maxArgs := toolschema.MaxArgumentBytes
+	if t.Primitive == extensions.Wasm {
+		maxArgs = MaxWasmArgumentBytes
+	}
+	argMap, err := schema.ValidateWithin(args, maxArgs)
 	if err != nil {
 		return nil, err
 	}

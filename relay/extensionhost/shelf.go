@@ -16,6 +16,12 @@ import (
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
+// MaxWasmArgumentBytes bounds the arguments of a wasm tool (the shelf's or an extension's) as
+// JSON, in place of toolschema.MaxArgumentBytes: their inputs' buffers (wasmabi) bound the bytes
+// that reach the module, two of 64 KiB for a diff, which JSON's escaping can make several times
+// longer.
+const MaxWasmArgumentBytes = 1 << 20
+
 // Shelf reads the WASM shelf (ShelfDir) afresh, every module hashed: each tool with its verdict.
 func (rt *Runtime) Shelf() wasmshelf.Shelf {
 	return wasmshelf.Read(rt.ShelfDir, rt.wasm().Limits().MaxModuleBytes)
@@ -60,7 +66,7 @@ func (rt *Runtime) callShelf(ctx context.Context, log *slog.Logger, id, tool str
 	if err != nil {
 		return nil, refusal.New(refusal.InternalError, "the relay could not build the arguments of %s", t.ID)
 	}
-	argMap, err := schema.Validate(args)
+	argMap, err := schema.ValidateWithin(args, MaxWasmArgumentBytes)
 	if err != nil {
 		return nil, err
 	}

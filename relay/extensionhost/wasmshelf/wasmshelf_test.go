@@ -1,7 +1,6 @@
 package wasmshelf
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -218,31 +217,6 @@ func TestDiffOfTwo64KiBTexts(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkDiff(t, string(a), string(b), out.Blocks)
-}
-
-// BigTexts are two texts of at most 64 KiB that differ in every tenth line or so.
-func BigTexts() (a, b []byte) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	var sa, sb bytes.Buffer
-	for i := 0; ; i++ {
-		line := fmt.Sprintf("line %05d of a text about the shelf and its tools, %d\n", i, rng.IntN(1000))
-		if sa.Len()+len(line) > wasmabi.DiffMaxInputBytes || sb.Len()+len(line)+12 > wasmabi.DiffMaxInputBytes {
-			break
-		}
-		switch rng.IntN(10) {
-		case 0:
-			sa.WriteString(line)
-		case 1:
-			sb.WriteString(line)
-		case 2:
-			sa.WriteString(line)
-			sb.WriteString("changed: " + line)
-		default:
-			sa.WriteString(line)
-			sb.WriteString(line)
-		}
-	}
-	return sa.Bytes(), sb.Bytes()
 }
 
 // shelfWith writes a shelf of the sample's modules and manifest into a new directory.
