@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/catalogue"
-	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmshelf"
+	"github.com/voicebox-go/voicebox/shared/wasmabi/wasmabitest"
 )
 
 // BenchmarkCallExtensionWasm is one call_extension of the catalogue's crc32 tool on 1 KiB, as the
@@ -60,7 +60,7 @@ func BenchmarkShelfCall(b *testing.B) {
 	}
 	g := &Runtime{Admissions: NewAdmissions(b.TempDir(), nil), Log: slog.New(slog.DiscardHandler), ShelfDir: dir}
 	defer g.wasm().Close(context.Background())
-	a, bb := wasmshelf.BigTexts()
+	a, bb := wasmabitest.BigTexts()
 	hashArgs, _ := json.Marshal(map[string]string{"input": string(bytes.Repeat([]byte("voicebox "), 1024/9+1)[:1024])})
 	diffArgs, _ := json.Marshal(map[string]string{"a": string(a), "b": string(bb)})
 	ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmtool"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/wasmabi"
+	"github.com/voicebox-go/voicebox/shared/wasmabi/wasmabitest"
 )
 
 // sampleDir is the sample shelf that ships in catalogue/shelf.
@@ -211,7 +212,7 @@ func TestDiffIsAMinimalLineDiff(t *testing.T) {
 func TestDiffOfTwo64KiBTexts(t *testing.T) {
 	t.Parallel()
 	tool, m := sampleTool(t, "diff")
-	a, b := BigTexts()
+	a, b := wasmabitest.BigTexts()
 	out, err := call(t, runner(t), tool, m, a, b)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,5 @@
-package wasmshelf
+// Package wasmabitest holds what the tests and benchmarks of the WASM modules share.
+package wasmabitest
 
 import (
 	"bytes"
