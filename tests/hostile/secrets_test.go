@@ -61,7 +61,7 @@ func TestExtensionsCannotTakeTheRelaysSecrets(t *testing.T) {
 	up := newRecorder(t)
 	host := strings.TrimPrefix(up.URL, "http://")
 	state := filepath.Join(t.TempDir(), "state")
-	relay := harness.StartRelay(t, "VOICEBOX_EXTENSIONS_DIR="+state, "OPENAI_API_KEY="+vendorKey, "GEMINI_API_KEY="+vendorKey)
+	relay := harness.StartRelay(t, "VOICEBOX_STATE_DIR="+state, "OPENAI_API_KEY="+vendorKey, "GEMINI_API_KEY="+vendorKey)
 
 	// The relay's own secrets, in the declared form and in the earlier env-header form.
 	for _, name := range []string{"OPENAI_API_KEY", "GEMINI_API_KEY", "MINI_APPS", "VOICEBOX_EXTENSIONS_DIR", "HOME", "HTTPS_PROXY"} {
@@ -106,7 +106,7 @@ func TestExtensionsCannotTakeTheRelaysSecrets(t *testing.T) {
 
 	// Set: the host gets it, and never a vendor key.
 	relay.Stop(t)
-	relay = harness.StartRelay(t, "VOICEBOX_EXTENSIONS_DIR="+state, "OPENAI_API_KEY="+vendorKey, "GEMINI_API_KEY="+vendorKey, "HOSTILE_TEST_TOKEN=tok-123")
+	relay = harness.StartRelay(t, "VOICEBOX_STATE_DIR="+state, "OPENAI_API_KEY="+vendorKey, "GEMINI_API_KEY="+vendorKey, "HOSTILE_TEST_TOKEN=tok-123")
 	if r := postJSON(t, relay, "/api/extensions/call", call, true); r.m["ok"] != true {
 		t.Fatalf("the call with its secret set answered %s", r.body)
 	}
@@ -132,7 +132,7 @@ func TestExtensionsCannotTakeTheRelaysSecrets(t *testing.T) {
 	if err := os.WriteFile(admitted, []byte(strings.Replace(string(raw), "HOSTILE_TEST_TOKEN", "HOSTILE_OTHER_TOKEN", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	relay = harness.StartRelay(t, "VOICEBOX_EXTENSIONS_DIR="+state, "HOSTILE_OTHER_TOKEN=other")
+	relay = harness.StartRelay(t, "VOICEBOX_STATE_DIR="+state, "HOSTILE_OTHER_TOKEN=other")
 	r := send(t, nil, http.MethodGet, relay.URL+"/api/extensions", nil, "")
 	var listing struct {
 		Extensions struct {
