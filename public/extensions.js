@@ -62,7 +62,14 @@ export function startExtensions() {
   const pendingItem = (entry) => {
     const li = item(entry);
     li.append(planWords(entry));
-    if (!entry.ok) return li;
+    if (entry.ok) li.append(approveForm(entry.id));
+    return li;
+  };
+
+  // approveForm asks for a one-time code for id (a proposal, or a file present in the state
+  // directory, admitted where it lies) and takes the code the person reads on the console.
+  /** @param {string} id */
+  const approveForm = (id) => {
     const form = node('div', 'ext-approve');
     const input = node('input');
     input.inputMode = 'numeric';
@@ -72,8 +79,8 @@ export function startExtensions() {
     input.className = 'ext-code';
     input.hidden = true;
     const approve = button('Approve', async () => {
-      const r = await api('/approve', { id: entry.id, code: input.value });
-      say(r.ok ? entry.id + ' is admitted.' : 'Not admitted (' + r.refused + '): ' + r.why);
+      const r = await api('/approve', { id: id, code: input.value });
+      say(r.ok ? id + ' is admitted.' : 'Not admitted (' + r.refused + '): ' + r.why);
       // A mistyped code may be tried again (the relay counts the attempts); any other answer
       // ends this code, so the listing is read again.
       if (r.refused === 'approval-code-wrong') { input.select(); return; }
@@ -82,17 +89,16 @@ export function startExtensions() {
     approve.className = 'ext-approve-button';
     approve.hidden = true;
     const request = button('Request approval code', async () => {
-      const r = await api('/approval-request', { id: entry.id });
+      const r = await api('/approval-request', { id: id });
       if (!r.ok) { say('No code (' + r.refused + '): ' + r.why); return; }
-      say('A one-time code for ' + entry.id + ' is on the relay\'s console (or run `relay approval-code`). Enter it within 2 minutes.');
+      say('A one-time code for ' + id + ' is on the relay\'s console (or run `relay approval-code`). Enter it within 2 minutes.');
       input.hidden = false;
       approve.hidden = false;
       input.focus();
     });
     request.className = 'ext-request';
     form.append(request, input, approve);
-    li.append(form);
-    return li;
+    return form;
   };
 
   /** @param {Entry} entry */
@@ -100,6 +106,11 @@ export function startExtensions() {
     const li = item(entry);
     const tools = (entry.tools || []).map((t) => t.name + ' (' + t.primitive + ')').join(', ');
     li.append(node('div', 'hint', 'Tools: ' + tools));
+    // The WASM shelf's tools are admitted by their manifest's digests: they leave with it.
+    if (entry.id.startsWith('wasm-shelf-')) {
+      li.append(node('div', 'hint', 'From the WASM shelf: remove it from the shelf\'s manifest.json to withdraw it.'));
+      return li;
+    }
     const revoke = button('Revoke', async () => {
       const r = await api('/revoke', { id: entry.id });
       say(r.ok ? entry.id + ' is revoked.' : 'Not revoked (' + r.refused + '): ' + r.why);
@@ -148,6 +159,8 @@ export function startExtensions() {
     fill(el.present, x.presentNotAdmitted, (/** @type {{id: string, refused: string, why: string}} */ p) => {
       const li = node('li', 'ext-item ext-flagged', p.id + ': ' + p.refused + ' - ' + p.why);
       li.dataset.id = p.id;
+      // A descriptor put into the directory by hand is admitted where it lies, by a person.
+      if (p.refused === 'present-not-admitted') li.append(approveForm(p.id));
       return li;
     }, 'None.');
     fill(el.catalogue, x.catalogue, catalogueItem, 'The catalogue is empty.');
