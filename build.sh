@@ -93,15 +93,17 @@ setup_browser() {
 	mkdir -p "$CACHE/tmp"
 }
 
-# setup_web installs the pinned TypeScript compiler (tools/web/package-lock.json) into .cache/web,
-# again whenever the lock file changes. It needs Node.js and npm; nothing is installed globally.
+# setup_web installs the pinned npm packages (tools/web/package-lock.json: the TypeScript compiler,
+# axe-core, which the Chromium tests inject to check accessibility, and the WebMCP polyfills the
+# end-to-end tests load into mini-apps) into .cache/web, again whenever the lock file changes. It
+# needs Node.js and npm; nothing is installed globally.
 setup_web() {
 	command -v npm >/dev/null || die "setup: npm is not on PATH; install Node.js 18 or newer (Debian: apt-get install nodejs npm)"
 	local web=$CACHE/web
 	if [ -x "$web/node_modules/.bin/tsc" ] && cmp -s tools/web/package-lock.json "$web/package-lock.json"; then
 		return
 	fi
-	say "setup: installing the pinned TypeScript compiler (tools/web) into .cache/web"
+	say "setup: installing the pinned npm packages (tools/web) into .cache/web"
 	rm -rf "$web"
 	mkdir -p "$web"
 	cp tools/web/package.json tools/web/package-lock.json "$web/"
@@ -174,6 +176,7 @@ layer_browser() {
 }
 
 layer_e2e() {
+	setup_web # the accessibility tests inject axe-core from .cache/web
 	run_tests e2e go -C tests test -count=1 ./...
 }
 
@@ -181,6 +184,7 @@ cmd_test() {
 	START=$(date +%s)
 	mkdir -p "$CACHE"
 	setup_browser
+	setup_web
 	cmd_build
 	case "${1:-all}" in
 	all)

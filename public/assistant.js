@@ -1,15 +1,16 @@
 // @ts-check
 // The assistant panel: the command box (typed turns, POST /api/turn), each turn's action and
-// result, the calls a live model makes, the approval prompts with their deadline, the Undo
-// button, and the "offline mode" label while no voice model is configured. It listens to the
-// relay's event stream (GET /api/events), which reaches this page whoever holds the workspace,
-// even a paired machine environment.
+// result in words, the calls a live model (or an MCP client) makes, the approval prompts with
+// their countdown, and what kind of model answers ("typed commands" while no voice model is
+// configured). It follows the relay's event stream (stream.js), which reaches this page whoever
+// holds the workspace, even a paired machine environment.
 //
-// startAssistant returns turn(text), undo() and pending(): what the page and the tests use.
+// startAssistant returns turn(text), action(action) and pending(): what the page and the tests use.
 import { notify } from './dialogs.js';
 import { byId, node } from './dom.js';
 import { emit, listen } from './events.js';
-import { relay } from './http.js';
+import { RelayDownError, relay } from './http.js';
+import { describeResult } from './results.js';
 import { FILE_CHANGING_TOOLS } from './rules.js';
 
 /** MAX_TURNS bounds the turns the panel keeps on screen; older ones are dropped. */
@@ -18,8 +19,6 @@ const MAX_TURNS = 100;
 const CHANGES = new Set(FILE_CHANGING_TOOLS);
 /** TICK_MS is how often an approval's countdown is redrawn. */
 const TICK_MS = 1000;
-/** STREAM_RETRY_MS is the pause before the event stream opens again while the workspace is elsewhere. */
-const STREAM_RETRY_MS = 15000;
 
 /**
  * Turn is the relay's account of one turn or one model call: what it understood, the action,
@@ -27,26 +26,19 @@ const STREAM_RETRY_MS = 15000;
  * @typedef {{ok: boolean, understood?: string, action?: {verb?: string, [key: string]: unknown},
  *   result?: any, help?: string, refused?: string, why?: string}} Turn
  */
-/** @typedef {{id: string, tool: string, summary: string, deadline: string}} Approval */
+/** @typedef {{id: string, tool: string, summary: string, deadline: string, timeoutMs?: number, client?: string}} Approval */
 
 /** startAssistant runs the Assistant panel. */
 export function startAssistant() {
   const el = {
     form: byId('command-form'), input: byId('command', HTMLInputElement), turns: byId('turns'), approvals: byId('approvals'),
-    undo: byId('undo'), mode: byId('assistant-mode'), help: byId('command-help'),
+    mode: byId('assistant-mode'), help: byId('command-help'),
   };
-
-  /**
-   * @param {string} path
-   * @param {unknown} body
-   * @returns {Promise<any>}
-   */
-  const post = (path, body) => relay(path, { body });
 
   // ---- the record of turns and calls ----
 
   /**
-   * @param {string} kind
+   * @param {string} kind you, model or mcp
    * @param {string} said
    */
   function entry(kind, said) {
@@ -54,58 +46,86 @@ export function startAssistant() {
     li.dataset.turn = kind;
     li.dataset.state = 'pending';
     const head = node('div', 'turn-head');
-    head.append(node('span', 'badge', kind === 'model' ? 'assistant' : kind), node('span', 'said', said));
-    li.append(head);
+    head.append(node('span', 'badge', kind === 'you' ? 'you' : kind === 'mcp' ? 'MCP client' : 'assistant'), node('span', 'said', said));
+    li.append(head, node('p', 'result pending', 'working…'));
     el.turns.prepend(li);
     while (el.turns.children.length > MAX_TURNS) el.turns.lastElementChild?.remove();
     return li;
   }
 
-  /** @param {any} result */
-  function describe(result) {
-    if (!result) return '';
-    if (result.refused) return `${result.refused}: ${result.why}`;
-    return JSON.stringify(result, null, 2);
-  }
-
   /**
-   * fill shows a turn's (or a call's) understanding, action and result.
+   * fill shows a turn's (or a call's) understanding, action and result, for people: the result
+   * in words (a refusal as its sentence with the rule id small beside it), the JSON only behind
+   * "Details".
    * @param {HTMLElement} li
    * @param {Turn} turn
    */
   function fill(li, { understood, action, result, ok, help }) {
     li.dataset.state = ok ? 'ok' : 'refused';
     if (action && action.verb) li.dataset.verb = action.verb;
+    li.querySelector('.result.pending')?.remove();
     if (understood) li.append(node('p', 'understood', understood));
-    if (action) {
-      const shown = { ...action };
+    if (result) li.append(describeResult(action && action.verb ? String(action.verb) : '', result));
+    if (help) li.append(node('pre', 'help', help));
+    if (action || result) {
+      const details = node('details', 'result-json');
+      details.append(node('summary', '', 'Details'));
+      const shown = { ...(action || {}) };
       for (const key of ['content', 'html']) {
         if (typeof shown[key] === 'string' && shown[key].length > 200) shown[key] = shown[key].slice(0, 200) + `… (${shown[key].length} characters)`;
       }
-      li.append(node('code', 'action', JSON.stringify(shown)));
+      if (action) details.append(node('code', 'action', JSON.stringify(shown)));
+      if (result) details.append(node('pre', '', JSON.stringify(result, null, 2)));
+      li.append(details);
     }
-    if (result) li.append(node('pre', 'result', describe(result)));
-    if (help) li.append(node('pre', 'help', help));
     if (ok && action && CHANGES.has(String(action.verb))) emit('files-changed');
   }
 
   /**
+   * failed ends a turn that got no answer: the relay was not there, or something broke.
+   * @param {HTMLElement} li
+   * @param {unknown} err
+   */
+  function failed(li, err) {
+    li.dataset.state = 'failed';
+    const p = li.querySelector('.result.pending') || li.appendChild(node('p', 'result'));
+    p.className = 'result failed';
+    p.textContent = err instanceof RelayDownError ? 'Not sent: the relay is not answering. Try again once it is back.' : `Failed: ${err instanceof Error ? err.message : String(err)}`;
+  }
+
+  /**
+   * send posts one turn and shows it in li; it never rejects.
+   * @param {HTMLElement} li
+   * @param {object} body
+   * @returns {Promise<Turn>}
+   */
+  async function send(li, body) {
+    try {
+      const t = /** @type {Turn} */ (await relay('/api/turn', { body }));
+      fill(li, { ...t, result: t.result || (t.refused ? { refused: t.refused, why: t.why } : null) });
+      return t;
+    } catch (err) {
+      failed(li, err);
+      return { ok: false, refused: 'relay-unreachable', why: err instanceof Error ? err.message : String(err) };
+    }
+  }
+
+  /**
+   * turn runs a transcript through the relay's resolver.
    * @param {string} text
    * @returns {Promise<Turn>}
    */
-  async function turn(text) {
-    const li = entry('you', text);
-    const t = await post('/api/turn', { transcript: text });
-    fill(li, { ...t, result: t.result || (t.refused ? { refused: t.refused, why: t.why } : null) });
-    return t;
+  function turn(text) {
+    return send(entry('you', text), { transcript: text });
   }
 
-  /** @returns {Promise<Turn>} */
-  async function undo() {
-    const li = entry('you', 'Undo');
-    const t = await post('/api/turn', { action: { verb: 'undo_last_action' } });
-    fill(li, t);
-    return t;
+  /**
+   * action runs one action as given ({verb, ...arguments}).
+   * @param {{verb: string, [key: string]: unknown}} a
+   * @param {string} [said] what the record shows for it
+   */
+  function action(a, said) {
+    return send(entry('you', said || a.verb), { action: a });
   }
 
   el.form.addEventListener('submit', (event) => {
@@ -113,10 +133,9 @@ export function startAssistant() {
     const text = el.input.value.trim();
     if (!text) return;
     el.input.value = '';
-    turn(text).catch(notify);
+    turn(text);
   });
-  el.undo.addEventListener('click', () => undo().catch(notify));
-  el.help.addEventListener('click', () => turn('help').catch(notify));
+  el.help.addEventListener('click', () => { turn('help'); });
 
   // ---- approvals ----
 
@@ -130,26 +149,44 @@ export function startAssistant() {
     li.dataset.approvalId = a.id;
     li.dataset.tool = a.tool;
     const left = node('span', 'deadline');
+    const bar = node('progress', 'countdown');
+    const total = a.timeoutMs || Math.max(1000, Date.parse(a.deadline) - Date.now());
+    bar.max = total;
+    bar.setAttribute('aria-hidden', 'true');
     const tick = () => {
-      const s = Math.max(0, Math.round((Date.parse(a.deadline) - Date.now()) / 1000));
-      left.textContent = `${s} s left`;
+      const ms = Math.max(0, Date.parse(a.deadline) - Date.now());
+      left.textContent = `${Math.round(ms / 1000)} s left`;
+      bar.value = ms;
     };
     tick();
+    const summary = node('span', 'summary', a.summary);
+    summary.id = `approval-${a.id}`;
     const yes = node('button', 'approve', 'Approve');
     const no = node('button', 'deny danger', 'Deny');
     for (const [b, approve] of /** @type {[HTMLButtonElement, boolean][]} */ ([[yes, true], [no, false]])) {
       b.type = 'button';
+      b.setAttribute('aria-label', `${approve ? 'Approve' : 'Deny'}: ${a.summary}`);
       b.addEventListener('click', async () => {
         yes.disabled = no.disabled = true;
-        const answer = await post(`/api/approvals/${encodeURIComponent(a.id)}`, { approve });
-        if (!answer.ok) notify(new Error(answer.why || 'the request is no longer waiting'));
-        settle(a.id);
+        try {
+          const answer = await relay(`/api/approvals/${encodeURIComponent(a.id)}`, { body: { approve } });
+          if (!answer.ok) notify(new Error(answer.why || 'the request is no longer waiting'));
+          settle(a.id);
+        } catch (err) {
+          yes.disabled = no.disabled = false;
+          notify(err);
+        }
       });
     }
-    li.append(node('span', 'summary', a.summary), left, yes, no);
+    li.append(summary, left, bar, yes, no);
     el.approvals.append(li);
     el.approvals.hidden = false;
     waiting.set(a.id, { li, timer: setInterval(tick, TICK_MS) });
+    // A request is what the person must act on now: it is shown, and announced (role=alert).
+    li.scrollIntoView({ block: 'nearest', behavior: 'instant' });
+    const alert = node('span', 'visually-hidden', `The assistant asks: ${a.summary}`);
+    alert.setAttribute('role', 'alert');
+    li.append(alert);
   }
 
   /** @param {string} id */
@@ -167,54 +204,32 @@ export function startAssistant() {
   /** @param {string} mode */
   function showMode(mode) {
     const offline = mode !== 'live';
-    el.mode.textContent = offline ? 'offline mode' : 'live';
+    el.mode.textContent = offline ? 'typed commands' : 'voice model ready';
     el.mode.dataset.mode = offline ? 'offline' : 'live';
     el.mode.title = offline
-      ? 'No voice model is configured: type commands here; the built-in resolver understands them.'
-      : 'A live voice model is configured.';
+      ? 'No voice model is configured (offline mode): type commands here; the built-in resolver understands them.'
+      : 'A live voice model is configured: talk in the Talk panel, or type here.';
   }
 
-  /** @type {EventSource | null} */
-  let stream = null;
-  let retry = 0;
-  /** The page's channel to the relay, as the workspace last said. */
-  let channelState = 'idle';
-
-  // listenStream opens the stream. When it fails it is closed rather than left to retry by itself:
-  // it opens again once the page's channel to the relay is back (or, while another tab or a
-  // machine holds the workspace, after a pause).
-  function listenStream() {
-    clearTimeout(retry);
-    if (stream) return;
-    stream = new EventSource('/api/events');
-    stream.addEventListener('hello', (e) => {
-      const hello = JSON.parse(e.data);
-      showMode(hello.mode);
-      const live = new Set((hello.approvals || []).map((/** @type {Approval} */ a) => a.id));
-      for (const id of [...waiting.keys()]) if (!live.has(id)) settle(id);
-      for (const a of hello.approvals || []) ask(a);
-    });
-    stream.addEventListener('approval', (e) => ask(JSON.parse(e.data)));
-    stream.addEventListener('approval-settled', (e) => settle(JSON.parse(e.data).id));
-    stream.addEventListener('call', (e) => {
-      const c = JSON.parse(e.data);
-      if (c.source !== 'model') return; // typed turns are shown by the turn itself
-      fill(entry('model', c.tool), { action: c.action, result: c.result, ok: c.ok });
-    });
-    stream.onerror = () => {
-      stream?.close();
-      stream = null;
-      const state = channelState;
-      if (state === 'replaced' || state === 'refused' || state === 'idle') retry = setTimeout(listenStream, STREAM_RETRY_MS);
-    };
-  }
-
-  listen('channel', ({ state }) => {
-    channelState = state;
-    if (state === 'connected') listenStream();
+  listen('relay:hello', (hello) => {
+    showMode(hello.mode);
+    const live = new Set((hello.approvals || []).map((/** @type {Approval} */ a) => a.id));
+    for (const id of [...waiting.keys()]) if (!live.has(id)) settle(id);
+    for (const a of hello.approvals || []) ask(a);
+  });
+  listen('relay:approval', (a) => ask(a));
+  listen('relay:approval-settled', (s) => settle(s.id));
+  listen('relay:call', (c) => {
+    if (c.source === 'turn') {
+      // Typed turns are shown by the turn itself; a change made through one in another tab
+      // still changes the files shown here.
+      if (c.ok && CHANGES.has(c.tool)) emit('files-changed');
+      return;
+    }
+    const kind = c.source === 'mcp' ? 'mcp' : 'model';
+    fill(entry(kind, c.client ? `${c.tool} (${c.client})` : c.tool), { action: c.action, result: c.result, ok: c.ok });
   });
   showMode('offline');
-  listenStream();
 
-  return Object.freeze({ turn, undo, pending: () => [...waiting.keys()] });
+  return Object.freeze({ turn, action, pending: () => [...waiting.keys()] });
 }

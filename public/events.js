@@ -3,12 +3,37 @@
 // document, so who says what is visible in the imports.
 
 /**
- * PageEvents maps each event to its detail.
+ * RelayRoot is who holds the workspace the relay's tools act on (GET /api/root, the event
+ * stream's root event): kind "" while nobody declared one, "opfs" or "handle" for a page, and
+ * "machine" for a paired machine environment.
+ * @typedef {{kind: '' | 'opfs' | 'handle' | 'machine', name: string, connected: boolean}} RelayRoot
+ */
+
+/**
+ * Where says where the assistant's tools act now (where.js): this tab's own workspace, another
+ * tab's, a paired machine's folder, or nowhere (no workspace, or no relay).
+ * @typedef {{holder: 'none' | 'this-tab' | 'other-tab' | 'machine' | 'offline', kind: string, name: string,
+ *   connected: boolean, text: string}} Where
+ */
+
+/**
+ * PageEvents maps each event to its detail. The relay:* events are the relay's event stream
+ * (GET /api/events, stream.js), one per kind it sends.
  * @typedef {{
  *   'root': import('./worker-client.js').RootInfo,
- *   'channel': {state: import('./worker-client.js').ChannelState},
+ *   'channel': {state: import('./worker-client.js').ChannelState | 'idle'},
  *   'files-changed': undefined,
  *   'external-apps': {apps: unknown[]},
+ *   'relay': {up: boolean},
+ *   'where': Where,
+ *   'history': undefined,
+ *   'relay:hello': {mode: string, tools: string[], approvals: any[], root?: RelayRoot},
+ *   'relay:call': {id: string, source: string, tool: string, action?: any, ok: boolean, result: any, client?: string},
+ *   'relay:approval': any,
+ *   'relay:approval-settled': {id: string, outcome: string},
+ *   'relay:tools': {tools: string[]},
+ *   'relay:root': RelayRoot,
+ *   'relay:extensions': {what: string, id?: string},
  * }} PageEvents
  */
 

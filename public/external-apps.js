@@ -13,6 +13,15 @@
 //                         ui/notifications/error, ui/notifications/selection-changed,
 //                         ui/notifications/initialized
 //
+// Each registry entry names the protocol its app speaks (protocol: voicebox, the default;
+// thunderbolt, Thunderbolt's guest SDK at protocol version 3; jsonrpc, plain JSON-RPC 2.0 with no
+// marker). The protocol changes only how an envelope is read and written: an adapter per
+// protocol (ADAPTERS) in front of this one host, with its one set of clamps, deadlines, origin
+// pins and approvals. A message of the app's frame the host does not take is counted by why
+// (wrong origin, wrong marker, not JSON-RPC, unknown method, invalid params, an answer to nothing)
+// and the first few are kept and shown in the app's card ("n messages ignored: why"); a request
+// it cannot serve is answered -32601 (no such method) or -32602 (invalid params), never dropped.
+//
 // Every request the page sends has a deadline. What an app sends is clamped, not rejected:
 // descriptions to 300 characters, 64 tools, each tool parsed on its own (a dropped one is logged),
 // context title and summary cut, a context data payload over 20,000 characters withheld with a
@@ -31,9 +40,92 @@ import { emit } from './events.js';
 import { relay } from './http.js';
 import { externalModelName as modelName, validToolName } from './names.js';
 import * as rules from './rules.js';
+import { toolForm as schemaToolForm } from './schema-form.js';
 
-/** PROTOCOL is the marker every message of the guest protocol carries (mini-app-guest.js says the same). */
+/** PROTOCOL is the marker every message of our guest protocol carries (mini-app-guest.js says the same). */
 const PROTOCOL = 'voicebox-mini-app/1';
+/** THUNDERBOLT_MARKER is the marker every message of Thunderbolt's guest SDK carries. */
+const THUNDERBOLT_MARKER = 'thunderbolt-miniapp';
+/** THUNDERBOLT_VERSIONS are the protocol versions of Thunderbolt's guest SDK the host speaks. */
+const THUNDERBOLT_VERSIONS = [3];
+/** MAX_IGNORED_SAMPLES is how many ignored messages an app's card describes; the rest are counted. */
+const MAX_IGNORED_SAMPLES = 5;
+
+/**
+ * Init is what an adapter reads of ui/initialize: the document, what the app says it can do,
+ * and who it is; or, for params the protocol does not take, why (answered -32602).
+ * @typedef {{documentId: string | null, caps: {tools: boolean, context: boolean, auth: boolean},
+ *   appInfo: {name: string, version: string}} | {invalid: string}} Init
+ */
+/**
+ * Adapter is how one protocol's envelopes are read and written. marker is the protocol field its
+ * messages carry (null: none); init reads ui/initialize's params, initResult writes its answer
+ * from the host's, context reads ui/get-context's answer as {title, summary, selection, data},
+ * callResult reads tools/call's answer as an MCP result {content, isError}.
+ * @typedef {{name: string, marker: string | null, init: (params: any) => Init,
+ *   initResult: (base: Record<string, any>) => object, context: (r: any) => any, callResult: (r: any) => any}} Adapter
+ */
+
+/**
+ * mcpInit reads ui/initialize as the MCP Apps names it (our protocol and plain JSON-RPC):
+ * {appInfo: {name, version}, appCapabilities: {tools, context, auth}, documentId}.
+ * @param {any} params
+ * @returns {Init}
+ */
+function mcpInit(params) {
+  const caps = params.appCapabilities && typeof params.appCapabilities === 'object' ? params.appCapabilities : {};
+  const info = params.appInfo && typeof params.appInfo === 'object' ? params.appInfo : {};
+  return {
+    documentId: typeof params.documentId === 'string' ? params.documentId.slice(0, 200) : null,
+    caps: { tools: !!caps.tools, context: !!caps.context, auth: !!caps.auth },
+    appInfo: { name: String(info.name ?? ''), version: String(info.version ?? '') },
+  };
+}
+
+/** @type {Record<string, Adapter>} protocol -> its adapter */
+const ADAPTERS = {
+  voicebox: {
+    name: 'voicebox', marker: PROTOCOL, init: mcpInit, initResult: (base) => base, context: (r) => r, callResult: (r) => r,
+  },
+  jsonrpc: {
+    name: 'jsonrpc', marker: null, init: mcpInit, initResult: (base) => base, context: (r) => r, callResult: (r) => r,
+  },
+  // Thunderbolt's guest SDK (its miniapps/sdk): ui/initialize {protocolVersion, appName,
+  // documentId, capabilities: {context, selection, tools, auth}} answered {hostContext, auth?};
+  // ui/get-context answered {context: {...} | null}; tools/call answered {content: text, isError?}.
+  thunderbolt: {
+    name: 'thunderbolt',
+    marker: THUNDERBOLT_MARKER,
+    init: (params) => {
+      if (!THUNDERBOLT_VERSIONS.includes(params.protocolVersion)) {
+        return { invalid: `protocolVersion ${JSON.stringify(params.protocolVersion)} is not one this host speaks (${THUNDERBOLT_VERSIONS.join(', ')})` };
+      }
+      const caps = params.capabilities && typeof params.capabilities === 'object' ? params.capabilities : {};
+      return {
+        documentId: typeof params.documentId === 'string' ? params.documentId.slice(0, 200) : null,
+        caps: { tools: !!caps.tools, context: !!caps.context, auth: !!caps.auth },
+        appInfo: { name: String(params.appName ?? ''), version: String(params.protocolVersion) },
+      };
+    },
+    initResult: (base) => ({
+      hostContext: { theme: base.hostContext.theme, locale: base.hostContext.locale, platform: base.hostContext.platform },
+      ...(base.auth ? { auth: base.auth } : {}),
+    }),
+    context: (r) => (r && typeof r === 'object' ? r.context : null),
+    callResult: (r) => ({
+      content: [{ type: 'text', text: r && typeof r.content === 'string' ? r.content : '' }],
+      ...(r && r.isError ? { isError: true } : {}),
+    }),
+  },
+};
+
+/**
+ * adapterOf is the adapter of an entry's protocol (ours when it names none).
+ * @param {RegistryEntry} entry
+ */
+function adapterOf(entry) {
+  return ADAPTERS[entry.protocol || 'voicebox'] || ADAPTERS.voicebox;
+}
 /** MAX_STRAY_ORIGINS bounds the origins strays are counted by; the others count in the total only. */
 const MAX_STRAY_ORIGINS = 64;
 /**
@@ -51,7 +143,7 @@ const ICONS = { app: '▣', calendar: '◴', cart: '⊞', chart: '▲', chat: '�
 /**
  * RegistryEntry is an app the operator registered (GET /mini-apps).
  * @typedef {{id: string, name: string, description?: string, url: string, origin: string, icon?: string,
- *   capabilities: string[]}} RegistryEntry
+ *   capabilities: string[], protocol?: string}} RegistryEntry
  */
 /** @typedef {{name: string, modelName: string, description: string, inputSchema: unknown, readOnly: boolean}} AppTool */
 /** @typedef {{ok: false, refused: string, why: string}} Refusal */
@@ -63,7 +155,7 @@ const ICONS = { app: '▣', calendar: '◴', cart: '⊞', chart: '▲', chat: '�
 /**
  * XApp is an open external app: its frame, the handshake with the document in it, and its stats.
  * @typedef {{
- *   id: string, entry: RegistryEntry, documentId: string | null, live: boolean,
+ *   id: string, entry: RegistryEntry, adapter: Adapter, documentId: string | null, live: boolean,
  *   caps: {tools?: boolean, context?: boolean, auth?: boolean},
  *   appInfo: {name: string, version: string} | null, initResult: object | null,
  *   tools: AppTool[], selection: any, toolsChanged: number, initSinceLoad: boolean,
@@ -73,7 +165,7 @@ const ICONS = { app: '▣', calendar: '◴', cart: '⊞', chart: '▲', chat: '�
  *   stats: ReturnType<typeof newStats>, state: () => ReturnType<typeof stateOf>,
  *   frame: HTMLIFrameElement, budget: {windowStart: number, spent: number},
  *   view: {section: HTMLElement, status: HTMLElement, approvals: HTMLElement, selection: HTMLElement,
- *     errors: HTMLElement, tools: HTMLElement, stopped: HTMLElement, stoppedText: HTMLElement},
+ *     errors: HTMLElement, tools: HTMLElement, stopped: HTMLElement, stoppedText: HTMLElement, ignored: HTMLElement},
  * }} XApp
  */
 
@@ -85,6 +177,9 @@ function newStats() {
     // dropped counts the messages of the app's frame dropped: from another origin (the frame went
     // elsewhere; lastOrigin says where), or marked ours but not JSON-RPC 2.0 (protocol).
     dropped: { origin: 0, protocol: 0, lastOrigin: '' },
+    // ignored counts every message of the app's frame the host did not take, by why, and keeps
+    // the first MAX_IGNORED_SAMPLES (what it was, and why).
+    ignored: { total: 0, byWhy: /** @type {Record<string, number>} */ ({}), samples: /** @type {{why: string, what: string}[]} */ ([]) },
     errors: /** @type {string[]} */ ([]), openChats: 0,
     approvals: { approved: 0, denied: 0, timedOut: 0 },
     starts: 1, stopped: /** @type {{rule: string, why: string} | null} */ (null),
@@ -109,7 +204,9 @@ function stateOf(app) {
  */
 export function startExternalApps(vb) {
   /** @type {Record<string, number>} */
-  const DEADLINES = { 'ui/identify': 500, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': 10000, approval: 15000 };
+  // The approval's is every approval's (rules.APPROVAL_TIMEOUT_MS, the relay's too); tools/call's
+  // is what the relay allows an app's answer after it (rules.EXTERNAL_CALL_TIMEOUT_MS).
+  const DEADLINES = { 'ui/identify': 500, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': rules.EXTERNAL_CALL_TIMEOUT_MS, approval: rules.APPROVAL_TIMEOUT_MS };
   // The composer is the assistant's command box (assistant.js): an app's suggestion goes
   // there, and only the person sends it.
   const el = { list: byId('xa-list'), open: byId('xa-open'), composer: byId('command', HTMLInputElement), note: byId('xa-note') };
@@ -229,7 +326,7 @@ export function startExternalApps(vb) {
     }
     // card() gives the app its frame and view.
     const opened = /** @type {XApp} */ (/** @type {unknown} */ ({
-      id: appId, entry, documentId: null, live: false, caps: {}, appInfo: null, initResult: null,
+      id: appId, entry, adapter: adapterOf(entry), documentId: null, live: false, caps: {}, appInfo: null, initResult: null,
       tools: [], selection: null, toolsChanged: 0, initSinceLoad: false,
       pending: new Map(), nextId: 1, identifySeq: 0, approvals: new Map(), stats: newStats(),
       budget: { windowStart: 0, spent: 0 },
@@ -249,19 +346,33 @@ export function startExternalApps(vb) {
     section.dataset.appId = app.id;
     const title = node('h3', { textContent: `${ICONS[app.entry.icon || 'app'] || ICONS.app} ${app.entry.name}` });
     const status = node('span', { className: 'badge xa-status' });
-    const head = node('div', { className: 'panel-head' }, title, status,
-      node('div', { className: 'tools' }, button('Reload', () => reload(app.id)), button('Close', () => closeApp(app.id))));
+    const reloadBtn = button('Reload', () => reload(app.id));
+    reloadBtn.setAttribute('aria-label', `Reload ${app.entry.name}`);
+    const closeBtn = button('Close', () => closeApp(app.id));
+    closeBtn.setAttribute('aria-label', `Close ${app.entry.name}`);
+    title.id = `xa-title-${app.id}`;
+    title.tabIndex = -1;
+    section.setAttribute('aria-labelledby', title.id);
+    const head = node('div', { className: 'panel-head' }, title, status, node('div', { className: 'tools' }, reloadBtn, closeBtn));
     const approvals = node('div', { className: 'xa-approvals' });
     const stoppedText = node('p');
-    const stopped = node('div', { className: 'app-stopped', hidden: true }, stoppedText, button('Start again', () => startAgain(app)));
+    const again = button('Start again', () => startAgain(app));
+    again.setAttribute('aria-label', `Start ${app.entry.name} again`);
+    const stopped = node('div', { className: 'app-stopped', hidden: true }, stoppedText, again);
     stopped.setAttribute('role', 'alert');
     const frame = newFrame(app);
     const selection = node('div', { className: 'xa-selection', hidden: true });
     const errors = node('ul', { className: 'xa-errors' });
+    const ignored = node('details', { className: 'app-ignored hint', hidden: true });
     const tools = node('div', { className: 'app-tools xa-tools' });
-    section.append(head, approvals, stopped, frame, selection, errors, tools);
+    section.append(head, approvals, stopped, frame, selection, errors, ignored, tools);
     app.frame = frame;
-    app.view = { section, status, approvals, selection, errors, tools, stopped, stoppedText };
+    app.view = { section, status, approvals, selection, errors, tools, stopped, stoppedText, ignored };
+    // What the person opened is shown, and its heading takes focus.
+    requestAnimationFrame(() => {
+      section.scrollIntoView({ block: 'nearest', behavior: 'instant' });
+      title.focus({ preventScroll: true });
+    });
     return section;
   }
 
@@ -364,7 +475,52 @@ export function startExternalApps(vb) {
    */
   function post(app, msg) {
     // Only the declared origin receives it: if the frame has navigated elsewhere, nothing does.
-    app.frame.contentWindow?.postMessage({ jsonrpc: '2.0', protocol: PROTOCOL, ...msg }, app.entry.origin);
+    const marker = app.adapter.marker;
+    app.frame.contentWindow?.postMessage(marker ? { jsonrpc: '2.0', protocol: marker, ...msg } : { jsonrpc: '2.0', ...msg }, app.entry.origin);
+  }
+
+  /**
+   * ignore counts one message of app's frame the host did not take, by why, and keeps the first
+   * few: a guest speaking something else is told apart from a silent one.
+   * @param {XApp} app
+   * @param {string} why
+   * @param {unknown} msg
+   */
+  function ignore(app, why, msg) {
+    const g = app.stats.ignored;
+    g.total++;
+    if (why in g.byWhy || Object.keys(g.byWhy).length < 16) g.byWhy[why] = (g.byWhy[why] || 0) + 1;
+    if (g.samples.length < MAX_IGNORED_SAMPLES) {
+      g.samples.push({ why, what: describe(msg) });
+    }
+    showIgnored(app);
+  }
+
+  /**
+   * describe names a message in a few words: its marker and method, or what it is.
+   * @param {unknown} msg
+   */
+  function describe(msg) {
+    if (!msg || typeof msg !== 'object') return typeof msg;
+    const m = /** @type {Record<string, unknown>} */ (msg);
+    const parts = [];
+    if (typeof m.protocol === 'string') parts.push(`protocol ${JSON.stringify(clamp(m.protocol, 40))}`);
+    if (typeof m.method === 'string') parts.push(`method ${JSON.stringify(clamp(m.method, 60))}`);
+    else if ('id' in m) parts.push(`an answer to id ${clamp(JSON.stringify(m.id) ?? '', 20)}`);
+    if (typeof m.type === 'string') parts.push(`type ${JSON.stringify(clamp(m.type, 40))}`);
+    return parts.join(', ') || `an object with ${Object.keys(m).slice(0, 4).join(', ') || 'no fields'}`;
+  }
+
+  /** @param {XApp} app */
+  function showIgnored(app) {
+    if (!app.view) return;
+    const g = app.stats.ignored;
+    const box = app.view.ignored;
+    box.hidden = g.total === 0;
+    if (g.total === 0) return;
+    box.replaceChildren(
+      node('summary', { textContent: `${g.total} message${g.total === 1 ? '' : 's'} ignored: ${g.samples[0] ? g.samples[0].why : ''}` }),
+      node('ul', {}, ...g.samples.map((x) => node('li', { textContent: `${x.what}: ${x.why}` }))));
   }
 
   /**
@@ -382,6 +538,19 @@ export function startExternalApps(vb) {
    */
   function replyError(app, id, code, message, rule) {
     post(app, { id, error: { code, message, data: rule ? { refused: rule } : undefined } });
+  }
+
+  /**
+   * refuse answers a request the host cannot serve with a JSON-RPC error, and counts it among
+   * the ignored messages: -32601 for a method it does not have, -32602 for params it cannot take.
+   * @param {XApp} app
+   * @param {any} msg
+   * @param {-32601 | -32602} code
+   * @param {string} why
+   */
+  function refuse(app, msg, code, why) {
+    ignore(app, why, msg);
+    if (msg.id !== undefined && msg.id !== null) replyError(app, msg.id, code, why);
   }
 
   // request sends one request to the app and settles with its result, or rejects with a refusal
@@ -418,16 +587,39 @@ export function startExternalApps(vb) {
     if (event.origin !== app.entry.origin) {
       app.stats.dropped.origin++;
       app.stats.dropped.lastOrigin = event.origin;
+      ignore(app, `wrong origin: ${clamp(event.origin, 80)} (the app is registered at ${app.entry.origin})`, undefined);
       return;
     }
     const msg = event.data;
-    if (!msg || typeof msg !== 'object' || msg.protocol !== PROTOCOL) return; // the app's own traffic, none of ours
-    if (msg.jsonrpc !== '2.0') {
-      app.stats.dropped.protocol++;
+    const why = unacceptable(app, msg);
+    if (why) {
+      ignore(app, why, msg);
       return;
     }
     fromApp(app, msg);
   });
+
+  /**
+   * unacceptable says why msg is not an envelope of app's protocol, or '' when it is.
+   * @param {XApp} app
+   * @param {any} msg
+   */
+  function unacceptable(app, msg) {
+    const ad = app.adapter;
+    if (!msg || typeof msg !== 'object' || Array.isArray(msg)) return 'not a JSON-RPC message (not an object)';
+    const marker = typeof msg.protocol === 'string' ? msg.protocol : null;
+    if (marker !== ad.marker) {
+      const known = Object.values(ADAPTERS).find((a) => a.marker !== null && a.marker === marker);
+      if (known) return `wrong marker: "${known.marker}" is the ${known.name} protocol; this app is registered as ${ad.name} (set "protocol": "${known.name}" in its registry entry)`;
+      if (ad.marker && marker === null) return `no marker: the ${ad.name} protocol stamps every message "protocol": "${ad.marker}"`;
+      if (ad.marker) return `wrong marker: "${clamp(marker, 40)}"; the ${ad.name} protocol stamps "${ad.marker}"`;
+    }
+    if (msg.jsonrpc !== '2.0') {
+      app.stats.dropped.protocol++;
+      return 'not JSON-RPC 2.0 (no "jsonrpc": "2.0")';
+    }
+    return '';
+  }
 
   /**
    * @param {XApp} app
@@ -436,7 +628,10 @@ export function startExternalApps(vb) {
   function fromApp(app, msg) {
     if (typeof msg.method !== 'string') {
       const p = app.pending.get(msg.id);
-      if (!p) return; // late, or never asked
+      if (!p) {
+        ignore(app, 'an answer to no request the host is waiting on (late, or never asked)', msg);
+        return;
+      }
       app.pending.delete(msg.id);
       clearTimeout(p.timer);
       if (msg.error && typeof msg.error === 'object') {
@@ -446,17 +641,35 @@ export function startExternalApps(vb) {
       }
       return;
     }
+    if (msg.params !== undefined && (msg.params === null || typeof msg.params !== 'object')) {
+      refuse(app, msg, -32602, `invalid params for ${clamp(msg.method, 60)}: params must be an object or an array`);
+      return;
+    }
     const params = msg.params && typeof msg.params === 'object' ? msg.params : {};
     switch (msg.method) {
-      case 'ui/initialize':
-        if (msg.id !== undefined) initialize(app, msg.id, params);
+      case 'ui/initialize': {
+        if (msg.id === undefined) {
+          ignore(app, 'ui/initialize sent as a notification (it is a request: it needs an id)', msg);
+          return;
+        }
+        const init = app.adapter.init(params);
+        if ('invalid' in init) {
+          refuse(app, msg, -32602, `invalid params for ui/initialize: ${init.invalid}`);
+          return;
+        }
+        initialize(app, msg.id, init);
         return;
+      }
       case 'ui/notifications/initialized':
         return;
       case 'ui/request-auth-token':
         if (msg.id !== undefined) authToken(app, msg.id);
         return;
       case 'ui/open-chat':
+        if (params.prompt !== undefined && typeof params.prompt !== 'string') {
+          refuse(app, msg, -32602, 'invalid params for ui/open-chat: prompt must be text');
+          return;
+        }
         openChat(app, params);
         if (msg.id !== undefined) reply(app, msg.id, {});
         return;
@@ -475,7 +688,7 @@ export function startExternalApps(vb) {
         render(app);
         return;
       default:
-        if (msg.id !== undefined) replyError(app, msg.id, -32601, `the host has no method ${clamp(msg.method, 60)}`);
+        refuse(app, msg, -32601, `unknown method ${clamp(msg.method, 60)}: the host has no such method`);
     }
   }
 
@@ -493,10 +706,10 @@ export function startExternalApps(vb) {
   /**
    * @param {XApp} app
    * @param {unknown} id
-   * @param {any} params
+   * @param {Exclude<Init, {invalid: string}>} init
    */
-  async function initialize(app, id, params) {
-    const documentId = typeof params.documentId === 'string' ? params.documentId.slice(0, 200) : null;
+  async function initialize(app, id, init) {
+    const documentId = init.documentId;
     if (documentId !== null && documentId === app.documentId && app.live && app.initResult) {
       // The same document asking again (a React effect run twice): answered, nothing torn down.
       app.stats.repeats++;
@@ -504,10 +717,8 @@ export function startExternalApps(vb) {
       return;
     }
     reset(app, 'a new document began a handshake', true);
-    const caps = params.appCapabilities && typeof params.appCapabilities === 'object' ? params.appCapabilities : {};
-    app.caps = { tools: !!caps.tools, context: !!caps.context, auth: !!caps.auth };
-    const info = params.appInfo && typeof params.appInfo === 'object' ? params.appInfo : {};
-    app.appInfo = { name: clamp(info.name ?? '', LIMITS.appName), version: clamp(info.version ?? '', 40) };
+    app.caps = { ...init.caps };
+    app.appInfo = { name: clamp(init.appInfo.name, LIMITS.appName), version: clamp(init.appInfo.version, 40) };
     app.documentId = documentId;
     app.live = true;
     app.initSinceLoad = true;
@@ -526,8 +737,8 @@ export function startExternalApps(vb) {
       else result.authError = { refused: t.refused, why: t.why };
     }
     if (app.stats.handshakes !== generation || !app.live) return; // superseded while minting
-    app.initResult = result;
-    reply(app, id, result);
+    app.initResult = app.adapter.initResult(result);
+    reply(app, id, app.initResult);
     render(app);
     changed();
     if (app.caps.tools) listTools(app);
@@ -706,7 +917,7 @@ export function startExternalApps(vb) {
       if (!app.live || app.documentId !== documentId) return refusal('external-app-navigated', `${app.entry.name} loaded another document; ${tool.name} did not run`);
     }
     try {
-      const r = await request(app, 'tools/call', { name: tool.name, arguments: args });
+      const r = app.adapter.callResult(await request(app, 'tools/call', { name: tool.name, arguments: args }));
       // A write tool's caller is told it ran because the person approved it.
       return { ok: true, value: tool.readOnly ? resultText(r) : { ...resultText(r), approval: 'approved' } };
     } catch (err) {
@@ -760,8 +971,13 @@ export function startExternalApps(vb) {
         resolve(outcome);
       };
       const approve = button('Approve', () => settle('approved'), 'xa-approve');
+      approve.setAttribute('aria-label', `Approve running ${tool.name} in ${app.entry.name}`);
       const deny = button('Deny', () => settle('denied'), 'danger xa-deny');
-      box.append(node('p', { textContent: `${who} to run ${tool.name} in ${app.entry.name}, which may change something there.` }), args_,
+      deny.setAttribute('aria-label', `Deny running ${tool.name} in ${app.entry.name}`);
+      const ask = node('p', { textContent: `${who} to run ${tool.name} in ${app.entry.name}, which may change something there.` });
+      ask.id = `xa-ask-${callId}`;
+      box.setAttribute('aria-labelledby', ask.id);
+      box.append(ask, args_,
         node('div', { className: 'tools' }, approve, deny, left));
       const ends = Date.now() + DEADLINES.approval;
       const tick = () => { left.textContent = `${Math.max(0, Math.ceil((ends - Date.now()) / 1000))} s left`; };
@@ -770,6 +986,7 @@ export function startExternalApps(vb) {
       timer = setTimeout(() => settle('timedOut'), DEADLINES.approval);
       app.approvals.set(callId, { settle, tool: tool.name, by, modelCallId });
       app.view.approvals.append(box);
+      box.scrollIntoView({ block: 'nearest', behavior: 'instant' });
       approve.focus({ preventScroll: true });
     });
   }
@@ -800,11 +1017,13 @@ export function startExternalApps(vb) {
     if (!app.caps.context) return refusal('context-unavailable', `${app.entry.name} does not describe what it shows`);
     let c;
     try {
-      c = await request(app, 'ui/get-context', {});
+      c = app.adapter.context(await request(app, 'ui/get-context', {}));
     } catch (err) {
       return refusal('context-unavailable', /** @type {Refusal} */ (err).why || String(err));
     }
-    if (!c || typeof c !== 'object') c = {};
+    // null is the app saying it has nothing to report now: unavailable, never an empty view.
+    if (c === null) return refusal('context-unavailable', `${app.entry.name} has nothing to report right now`);
+    if (typeof c !== 'object') c = {};
     return {
       ok: true,
       value: {
@@ -894,34 +1113,20 @@ export function startExternalApps(vb) {
   }
 
   /**
+   * toolForm is the same schema form sandboxed apps' tools get (schema-form.js); a tool that
+   * changes something asks for approval first, whoever calls it.
    * @param {XApp} app
    * @param {AppTool} tool
    */
   function toolForm(app, tool) {
-    const details = node('details', { className: 'tool' });
-    details.dataset.tool = tool.name;
-    details.append(node('summary', {}, node('code', { textContent: tool.name }), node('span', { textContent: ` ${tool.readOnly ? '' : '(asks first) '}${tool.description}` })));
-    const args = node('textarea', { name: 'args', placeholder: 'arguments as JSON, e.g. {}', rows: 2 });
-    const out = node('pre', { className: 'tool-result' });
-    const form = node('form', {}, args, node('button', { type: 'submit', textContent: 'Call' }), out);
-    form.addEventListener('submit', async (event) => {
-      event.preventDefault();
-      let parsed = {};
-      try {
-        if (args.value.trim() !== '') parsed = JSON.parse(args.value);
-      } catch {
-        out.dataset.state = 'refused';
-        out.textContent = 'The arguments are not JSON.';
-        return;
-      }
-      out.textContent = '…';
-      delete out.dataset.state;
-      const answer = await callTool(app.id, tool.name, parsed, 'user');
-      out.dataset.state = answer.ok ? 'ok' : 'refused';
-      out.textContent = answer.ok ? answer.value.text : `${answer.refused}: ${answer.why}`;
+    return schemaToolForm({
+      name: tool.name, description: tool.description, app: app.entry.name, note: tool.readOnly ? '' : '(asks first)',
+      schema: /** @type {import('./worker-client.js').JSONSchema} */ (tool.inputSchema),
+      run: async (args) => {
+        const answer = await callTool(app.id, tool.name, args, 'user');
+        return answer.ok ? { ok: true, text: answer.value.text } : answer;
+      },
     });
-    details.append(form);
-    return details;
   }
 
   // ---- what the assistant gets ----

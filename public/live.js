@@ -5,17 +5,32 @@
 // once when the person barges in. Captions show both sides as they come, and every tool call and
 // its result is written into the transcript. The settings (provider, model, voice, thinking
 // depth) apply to the next session; the relay never sends a vendor key here, only whether one is
-// configured. startLive returns what tests read (state, stats).
+// configured. The button says what can happen now: a provider without a live voice API, or one
+// whose key the relay lacks, cannot start a session, and the panel says why once; text typed
+// while no session runs goes to the assistant as a typed command instead of being dropped.
+// startLive returns what tests read (state, stats).
 import { byId, node } from './dom.js';
+import { listen } from './events.js';
 import { relay } from './http.js';
+import { describeResult } from './results.js';
 
+/** IDLE_NOTE is what the status line says while a session can start. */
+const IDLE_NOTE = 'Press “Start talking” and speak; the model hears you and acts through the tools.';
 /** LEAD is the buffer before the first chunk of a reply plays (seconds). */
 const LEAD = 0.1;
 /** CLOSE_GRACE_MS is how long a stopped session waits for the relay to close the socket. */
 const CLOSE_GRACE_MS = 2000;
-/** @typedef {'idle' | 'connecting' | 'listening' | 'speaking' | 'error'} MicState */
+/**
+ * MicState is the Talk panel's state: no-key and unavailable (the chosen provider has no live
+ * voice API) cannot start; idle can; connecting, listening and speaking are a session; error is
+ * a session that ended for a reason the status line gives.
+ * @typedef {'idle' | 'no-key' | 'unavailable' | 'connecting' | 'listening' | 'speaking' | 'error'} MicState
+ */
 /** @type {Record<MicState, string>} */
-const MIC_LABELS = { idle: 'Start talking', connecting: 'Connecting…', listening: 'Listening — stop', speaking: 'Speaking — stop', error: 'Try again' };
+const MIC_LABELS = {
+  idle: 'Start talking', 'no-key': 'Voice needs a key', unavailable: 'No live voice', connecting: 'Connecting… (stop)',
+  listening: 'Listening — stop', speaking: 'Speaking — stop', error: 'Try again',
+};
 
 /**
  * Provider is what GET /api/agent-settings says of one provider.
@@ -29,8 +44,12 @@ const MIC_LABELS = { idle: 'Start talking', connecting: 'Connecting…', listeni
  * @typedef {{type: string, [key: string]: any}} Frame
  */
 
-/** startLive runs the Talk panel. */
-export function startLive() {
+/**
+ * startLive runs the Talk panel. typed sends text as a typed command to the assistant (when no
+ * session runs); firstSteps is told what the voice step of the first screen is.
+ * @param {{typed: (text: string) => Promise<unknown>, firstSteps?: {voice: (text: string) => void}}} deps
+ */
+export function startLive({ typed, firstSteps }) {
   const el = {
     mic: byId('mic'), stopReply: byId('live-stop-reply'), status: byId('live-status'), userCaption: byId('caption-user'),
     modelCaption: byId('caption-model'), transcript: byId('live-transcript'), settingsToggle: byId('live-settings-toggle'),
@@ -57,8 +76,31 @@ export function startLive() {
     el.mic.dataset.state = s;
     el.mic.textContent = MIC_LABELS[s];
     el.mic.setAttribute('aria-pressed', String(s === 'listening' || s === 'speaking' || s === 'connecting'));
+    el.mic.toggleAttribute('disabled', s === 'no-key' || s === 'unavailable');
     el.stopReply.hidden = s !== 'speaking';
+    el.text.placeholder = session ? 'Type to the model' : 'Type to the assistant (no voice session)';
     if (note !== undefined) el.status.textContent = note;
+  }
+
+  /** blocked says why no session can start with the provider chosen, or '' when one can. */
+  function blocked() {
+    const p = settings && providerOf(settings.settings.provider);
+    if (!p) return '';
+    if (!p.live) return `${p.why}. Choose another provider in Voice settings, or type commands to the assistant below.`;
+    if (!p.keyConfigured) {
+      return `Voice needs a ${p.label} key on the relay: its operator sets ${p.keyEnv} where it runs (or stores one with PUT /api/keys and the host token). Until then, type commands to the assistant below (offline mode).`;
+    }
+    return '';
+  }
+
+  // showAvailability puts the panel in the state the settings allow, when no session runs.
+  function showAvailability() {
+    if (session) return;
+    const why = blocked();
+    const p = settings && providerOf(settings.settings.provider);
+    if (why) setState(p && !p.live ? 'unavailable' : 'no-key', why);
+    else if (state === 'no-key' || state === 'unavailable') setState('idle', IDLE_NOTE);
+    if (firstSteps) firstSteps.voice(why ? 'Voice is not set up on this relay yet; typed commands do everything voice does.' : 'To talk instead, press “Start talking” in the Talk panel and allow the microphone.');
   }
 
   // ---- settings ----
@@ -84,7 +126,12 @@ export function startLive() {
     if (!settings) return;
     const cur = settings.settings;
     fill(el.provider, settings.providers.map((p) => p.name), cur.provider);
-    for (const o of el.provider.options) o.textContent = (providerOf(o.value)?.label || o.value);
+    for (const o of el.provider.options) {
+      const p = providerOf(o.value);
+      o.textContent = (p?.label || o.value) + (p && !p.live ? ' (no live voice API)' : '');
+      // A provider without a live API is not offered as a choice (unless it is the one chosen).
+      o.disabled = !!p && !p.live && o.value !== cur.provider;
+    }
     const p = providerOf(cur.provider);
     if (!p) return;
     fill(el.model, p.models, cur.model);
@@ -95,14 +142,15 @@ export function startLive() {
     el.model.disabled = el.voice.disabled = !p.live;
     el.keyNote.textContent = keyNote(p);
     el.keyNote.dataset.state = p.live && p.keyConfigured ? 'ok' : 'attention';
+    showAvailability();
   }
 
+  // keyNote is the settings' short fact about the key; the Talk panel's status line says what
+  // to do about it, once.
   /** @param {Provider} p */
   function keyNote(p) {
-    if (!p.live) return p.why + '. Until you switch, use the offline mode: typed commands.';
-    if (!p.keyConfigured) {
-      return `No ${p.label} key is configured on the relay: set ${p.keyEnv} where it runs, or store one with PUT /api/keys and the host token. Until then, use the offline mode: typed commands.`;
-    }
+    if (!p.live) return `${p.label} has no live voice API.`;
+    if (!p.keyConfigured) return `No ${p.label} key is configured on the relay (${p.keyEnv}).`;
     return `${p.label} key configured (${p.keySource === 'store' ? 'stored on the relay' : 'from ' + p.keyEnv}).`;
   }
 
@@ -114,6 +162,7 @@ export function startLive() {
       renderSettings();
     } catch (err) {
       el.keyNote.textContent = 'The voice settings could not be read: ' + (err instanceof Error ? err.message : String(err));
+      if (!session) setState('idle', 'The voice settings could not be read, so the relay may not answer; try again once it does.');
     }
   }
 
@@ -123,7 +172,14 @@ export function startLive() {
     const next = Object.assign({}, settings.settings, change);
     if (change.provider) Object.assign(next, { model: '', voice: '', thinking: '' });
     if (change.model !== undefined) next.thinking = '';
-    const data = await relay('/api/agent-settings', { method: 'PUT', body: next });
+    let data;
+    try {
+      data = await relay('/api/agent-settings', { method: 'PUT', body: next });
+    } catch (err) {
+      el.keyNote.textContent = `Not saved: ${err instanceof Error ? err.message : String(err)}`;
+      renderSettings();
+      return;
+    }
     if (!data.ok) {
       el.keyNote.textContent = `Not saved (${data.refused}): ${data.why}`;
       el.keyNote.dataset.state = 'attention';
@@ -184,6 +240,7 @@ export function startLive() {
     stats.toolCalls++;
     const li = el.transcript.appendChild(node('li', 'tool'));
     li.append(node('span', 'who', 'Tool: '), node('code', 'call', `${f.name}(${JSON.stringify(f.args)})`), node('span', 'result pending', ' … running'));
+    li.dataset.tool = f.name;
     toolItems.set(f.id, li);
     endTurn();
   }
@@ -195,12 +252,13 @@ export function startLive() {
     const res = li?.querySelector('.result');
     if (!res) return;
     res.classList.remove('pending');
+    // In words, as the Assistant panel says results; a refusal with its rule id.
     if (f.refused) {
       res.classList.add('refused');
-      res.textContent = ` → refused (${f.refused}): ${f.result.why || ''}`;
+      res.textContent = ` → ${f.result.why || 'refused'} (${f.refused})`;
     } else {
       res.classList.add('ok');
-      res.textContent = ' → ' + JSON.stringify(f.result);
+      res.textContent = ' → ' + describeResult(li?.dataset.tool || '', f.result).textContent;
     }
   }
 
@@ -453,6 +511,11 @@ export function startLive() {
 
     cleanup() {
       this.over = true;
+      // A tool call the session did not answer ends here, said so.
+      for (const res of el.transcript.querySelectorAll('.result.pending')) {
+        res.className = 'result refused';
+        res.textContent = ' → no answer: the session ended first';
+      }
       if (this.capture) this.capture.stop();
       if (this.player) this.player.close();
       this.capture = this.player = null;
@@ -470,23 +533,38 @@ export function startLive() {
       session.stop();
       return;
     }
+    if (blocked()) {
+      showAvailability();
+      return;
+    }
     endTurn();
+    byId('captions').hidden = false; // shown from the first session on
     setState('connecting', 'Connecting…');
     session = new Session();
+    setState('connecting');
   });
   el.stopReply.addEventListener('click', () => { if (session) session.bargeIn(); });
   el.textForm.addEventListener('submit', (e) => {
     e.preventDefault();
     const text = el.text.value.trim();
-    if (!text || !session) return;
+    if (!text) return;
+    if (!session) {
+      // No session: the text is not dropped; it goes to the assistant as a typed command.
+      el.text.value = '';
+      el.status.textContent = `No voice session is running, so “${text.length > 60 ? text.slice(0, 60) + '…' : text}” went to the assistant as a typed command (see the Assistant panel).`;
+      typed(text);
+      return;
+    }
     session.send({ type: 'text', text });
     appendText('user', text);
     endTurn();
     el.text.value = '';
   });
 
-  setState('idle', 'Press the button and talk; the model hears you and acts through the tools.');
+  setState('idle', IDLE_NOTE);
   loadSettings();
+  // The relay came back: its settings may have changed meanwhile.
+  listen('relay', ({ up }) => { if (up && !settings) loadSettings(); });
 
   return Object.freeze({
     state: () => state,

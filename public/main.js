@@ -1,7 +1,9 @@
 // @ts-check
 // The page's entry module. It starts the worker that runs the Go engine and each panel of the
 // page, giving every panel what it needs explicitly: the worker client (calls, answers, the
-// worker's own messages) and the page's dialogs. Panels never reach each other through a global.
+// worker's own messages) and the page's dialogs. Panels never reach each other through a global;
+// they follow the page's typed events (events.js), among them the relay's event stream
+// (stream.js).
 //
 // window.voicebox is the page's deliberate test-and-debug handle, set here and nowhere else: the
 // end-to-end tests (tests/) and a person at the console drive the page through it. No module of
@@ -11,13 +13,17 @@
 //   must(method, params, transfer)  the same, returning the value or throwing (err.rule, err.message)
 //   on(type, fn)                    listen to the worker's messages of one type; returns what stops it
 //   notify(err), confirmAction(text, verb)  the page's notice line and confirmation dialog
-//   miniApps, externalApps, assistant, live  the panels' APIs (see their modules)
+//   miniApps, externalApps, assistant, live, history, workspace, where  the panels' APIs (see their modules)
 import { confirmAction, notify } from './dialogs.js';
 import { startAssistant } from './assistant.js';
 import { startExtensions } from './extensions.js';
 import { startExternalApps } from './external-apps.js';
+import { startHistory } from './history.js';
 import { startLive } from './live.js';
 import { startMiniApps } from './mini-apps.js';
+import { startFirstSteps } from './start.js';
+import { startRelayBanner, startStream } from './stream.js';
+import { startWhere } from './where.js';
 import { WorkerClient } from './worker-client.js';
 import { startWorkspace } from './workspace.js';
 
@@ -32,18 +38,24 @@ const services = Object.freeze({
   confirmAction,
 });
 
+const firstSteps = startFirstSteps();
+startRelayBanner();
+const where = startWhere();
 // miniApps is set below; the viewer's "Open as mini-app" is pressed only after start-up.
 /** @type {ReturnType<typeof startMiniApps> | null} */
 let miniApps = null;
-startWorkspace(engine, { openAsApp: (path) => (miniApps ? miniApps.launch({ path }) : Promise.resolve()) });
+const workspace = startWorkspace(engine, { openAsApp: (path) => (miniApps ? miniApps.launch({ path }) : Promise.resolve()) });
+const history = startHistory(services);
 miniApps = startMiniApps(services);
 startExtensions();
-const live = startLive();
 const assistant = startAssistant();
+const live = startLive({ typed: assistant.turn, firstSteps });
 const externalApps = startExternalApps(services);
+// The stream opens last, so every panel hears its first hello.
+startStream();
 
 /** The page's test-and-debug handle (see the top of this file). */
-const handle = Object.freeze({ ...services, miniApps, externalApps, assistant, live });
+const handle = Object.freeze({ ...services, miniApps, externalApps, assistant, live, history, workspace, where });
 
 /** @typedef {typeof handle} VoiceboxHandle */
 

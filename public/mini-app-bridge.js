@@ -18,15 +18,28 @@
 // against MESSAGE_BUDGET; an answer to a call the bridge sent does not. An app over its budget is
 // stopped here at once (its frame removed, its calls answered) and the host is told, once. A
 // message that is not the app's one handshake is dropped without being read; the host learns how
-// many at most every DROP_REPORT_MS. The bounds and the tool name rule come from rules.js,
-// generated from the Go constants.
+// many at most every DROP_REPORT_MS, with what the first MAX_SAMPLES of them were and why they
+// were not taken (a message over the port of a type the bridge does not know is dropped the
+// same way). The bounds and the tool name rule come from rules.js, generated from the Go
+// constants; the SDK is given the name rule on its script element (data-tool-name).
+//
+// Besides registering tools and answering calls, the app may ask the host to check the
+// arguments of a call its own agent makes (validate_args, WebMCP executeTool); the host's cancel
+// of a call is passed on to the app (cancel_call), which aborts the tool's signal.
 import {
   MAX_DECLARATION_BYTES, MAX_OUTPUT_BYTES, MAX_TOOLS_PER_APP as MAX_TOOLS, MESSAGE_BUDGET, MESSAGE_WINDOW_MS, TOOL_TIMEOUT_MS,
+  WEBMCP_TOOL_NAME,
 } from './rules.js';
-import { validToolName } from './names.js';
 
 /** DROP_REPORT_MS is how often at most the bridge tells the host how many messages it dropped. */
 const DROP_REPORT_MS = 250;
+/** MAX_SAMPLES is how many dropped messages the bridge describes to the host; the rest are counted. */
+const MAX_SAMPLES = 5;
+/** NOT_ON_PORT is why a message the app posted to the bridge's window is dropped. */
+const NOT_ON_PORT = 'posted to the bridge\'s window, not over the app\'s port (only one mini_app_ready per document is taken there)';
+
+/** BUNDLE is a folder app's base: where the relay serves its files (relay/server AppFilesPath). */
+const BUNDLE = /^\/app-files\/[0-9a-f]{32}\/$/;
 
 /** DOCTYPE finds the app's doctype (after a BOM, spaces and comments): the SDK goes right after it. */
 const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
@@ -67,6 +80,8 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   let credits = 0; // answers the app owes: one per call sent to it, not charged
   let stopped = false; // the app went over its budget: nothing of it is read again
   let dropped = 0; // messages dropped, in all
+  /** @type {{why: string, what: string}[]} the first MAX_SAMPLES dropped */
+  const samples = [];
   let reportQueued = false;
 
   /** @param {object} msg */
@@ -95,15 +110,34 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     toHost({ type: 'over_budget' });
   }
 
-  // drop counts a message dropped, and tells the host the count at most every DROP_REPORT_MS.
-  function drop() {
+  // drop counts a message dropped (describing the first MAX_SAMPLES: why, and its type), and
+  // tells the host the count at most every DROP_REPORT_MS.
+  /**
+   * @param {string} why
+   * @param {unknown} data
+   */
+  function drop(why, data) {
     dropped++;
+    if (samples.length < MAX_SAMPLES) samples.push({ why, what: describe(data) });
     if (reportQueued || stopped) return;
     reportQueued = true;
     setTimeout(() => {
       reportQueued = false;
-      toHost({ type: 'dropped', count: dropped });
+      toHost({ type: 'dropped', count: dropped, samples });
     }, DROP_REPORT_MS);
+  }
+
+  /**
+   * describe names a dropped message in a few words: its type, method or channel field.
+   * @param {unknown} data
+   */
+  function describe(data) {
+    if (!data || typeof data !== 'object') return typeof data;
+    const d = /** @type {Record<string, unknown>} */ (data);
+    for (const key of ['type', 'method', 'channel']) {
+      if (typeof d[key] === 'string') return `${key} ${JSON.stringify(String(d[key]).slice(0, 60))}`;
+    }
+    return `an object with ${Object.keys(d).slice(0, 4).join(', ') || 'no fields'}`;
   }
 
   /**
@@ -138,7 +172,8 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
    * @param {string} sdk
    */
   function inject(html, sdk) {
-    const script = `<script>${sdk}\n</` + 'script>';
+    const rule = WEBMCP_TOOL_NAME.source.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
+    const script = `<script data-tool-name="${rule}">${sdk}\n</` + 'script>';
     const m = DOCTYPE.exec(html);
     return m ? m[1] + script + html.slice(m[1].length) : script + html;
   }
@@ -146,9 +181,13 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   /**
    * @param {string} html
    * @param {string} sdk
+   * @param {string} base a folder app's bundle, '' for a single-file app
    */
-  function load(html, sdk) {
+  function load(html, sdk, base) {
     if (stopped) return;
+    // The app's document is a srcdoc, whose relative URLs resolve against this document's URL:
+    // for a folder app, that is put in its bundle, so they resolve inside its folder only.
+    if (BUNDLE.test(base)) history.replaceState(null, '', base);
     retire('the mini-app was reloaded before it answered');
     if (inner) inner.remove();
     loads = 0;
@@ -204,7 +243,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       case 'register_tool': {
         const tool = msg.tool;
         const name = tool && typeof tool.name === 'string' ? tool.name : '';
-        if (!validToolName(name)) return refuseRegistration(String(name).slice(0, 80), 'invalid-tool-name', 'a tool name is 1 to 64 of a-z, A-Z, 0-9, _ and -');
+        if (!WEBMCP_TOOL_NAME.test(name)) return refuseRegistration(String(name).slice(0, 80), 'invalid-tool-name', 'a tool name is 1 to 128 of a-z, A-Z, 0-9, _, - and .');
         if (names.has(name)) return refuseRegistration(name, 'invalid-tool-name', `the app already has a tool named ${name}`);
         if (names.size >= MAX_TOOLS) return refuseRegistration(name, 'too-many-tools', `an app may register at most ${MAX_TOOLS} tools`);
         let text;
@@ -222,6 +261,15 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       case 'ready':
         toHost({ type: 'app_ready', generation });
         break;
+      case 'validate_args': {
+        const name = String(msg.name);
+        if (!names.has(name)) {
+          port?.postMessage({ type: 'validated', checkId: msg.checkId, ok: false, refused: 'unknown-tool', why: `the app has no tool named ${name.slice(0, 80)}` });
+          return;
+        }
+        toHost({ type: 'validate_args', generation, checkId: msg.checkId, name, args: msg.args });
+        break;
+      }
       case 'tool_result': {
         if (!calls.has(msg.callId)) return; // late, or never asked: dropped
         if (msg.ok !== true) {
@@ -240,6 +288,8 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
         answer(msg.callId, { result: text });
         break;
       }
+      default:
+        drop(`a message type the bridge does not know (${describe(msg)})`, msg);
     }
   }
 
@@ -248,7 +298,11 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     if (!msg || typeof msg !== 'object') return;
     switch (msg.type) {
       case 'load':
-        load(String(msg.html), String(msg.sdk));
+        load(String(msg.html), String(msg.sdk), String(msg.base || ''));
+        break;
+      case 'validated':
+        if (msg.generation !== generation || !port) return;
+        port.postMessage({ type: 'validated', checkId: msg.checkId, ok: !!msg.ok, args: msg.args, refused: msg.refused, why: msg.why });
         break;
       case 'registered':
         if (msg.generation !== generation || !port) return;
@@ -265,13 +319,15 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
           toHost({ type: 'tool_result', callId, refused: 'unknown-tool', why: `the app has no tool named ${name}` });
           return;
         }
-        calls.set(callId, setTimeout(() => answer(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` }), TOOL_TIMEOUT_MS));
+        calls.set(callId, setTimeout(() => {
+          if (answer(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` })) port?.postMessage({ type: 'cancel_call', callId });
+        }, TOOL_TIMEOUT_MS));
         credits++;
         port.postMessage({ type: 'call_tool', callId, name, args });
         break;
       }
       case 'cancel':
-        answer(msg.callId, { refused: 'tool-timeout', why: 'the host stopped waiting for this call' });
+        if (answer(msg.callId, { refused: 'tool-timeout', why: 'the host stopped waiting for this call' })) port?.postMessage({ type: 'cancel_call', callId: msg.callId });
         break;
     }
   }
@@ -294,7 +350,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
         return;
       }
     }
-    drop();
+    drop(NOT_ON_PORT, samples.length < MAX_SAMPLES ? event.data : undefined);
   });
 
   toHost({ type: 'bridge_ready' });

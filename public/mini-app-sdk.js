@@ -1,34 +1,48 @@
 // @ts-check
 // The mini-app SDK. The bridge puts this script first in every mini-app, right after its
 // <!doctype html>, where it runs in the inner frame: sandbox="allow-scripts", an opaque origin,
-// no network. It gives the app two ways to offer tools to the assistant:
+// no network. It is the app's WebMCP: document.modelContext as the WebMCP draft defines it
+// (webmachinelearning.github.io/webmcp), with the spellings apps already use:
 //
-//   window.webMcp.registerTool({name, description, parameters, execute}); window.webMcp.ready();
-//   document.modelContext.registerTool({name, description, inputSchema, execute, annotations});
+//   document.modelContext.registerTool({name, title, description, inputSchema, annotations, execute}, {signal})
+//     -> a promise, settled once the host took or refused the tool; aborting signal unregisters it
+//   document.modelContext.getTools(), .executeTool(tool, input, {signal})   for the app's own agents
+//   toolchange, toolactivated, toolcancel (and their on* handlers)
+//   navigator.modelContext                      the same object (the draft's deprecated alias)
+//   window.webMcp.registerTool({name, description, parameters, execute}); window.webMcp.ready()
+//   window.voicebox                             the same as webMcp (the original Voicebox's apps)
 //
-// (navigator.modelContext is the same object). When the browser, or a script of the app, already
-// provides document.modelContext, the SDK leaves it alone and reads its tools back instead.
+// All of them reach one registry, and every declaration goes to the host as the app wrote it:
+// parameters and inputSchema are one schema under two names, checked by the worker's registry,
+// the one validator, which also checks every call's arguments (executeTool's too) before the tool
+// runs. Where the draft cannot hold here it says so: every sandboxed document has an opaque
+// origin, so executeTool runs this document's own tools instead of refusing them
+// (NotSupportedError), and an invalid argument is a DataError whose message is the host's
+// refusal {refused, why}.
+//
+// Coexistence. When the browser, or a library the app loads (a WebMCP polyfill, @mcp-b/global),
+// installs its own document.modelContext, before this script or after it, the SDK never replaces
+// it: it reads that registry's tools back through its getTools() and follows its toolchange, and
+// offers them to the host, calling them through its executeTool(). Its own object carries the
+// Symbol.for('voicebox.modelContext') brand, so the two are never confused. The host has given
+// this frame the "tools" feature, so document.permissionsPolicy says so (libraries check it).
 //
 // The SDK talks to the bridge only over the MessagePort the bridge hands it: it says
-// mini_app_ready to its parent and takes a port only from its parent. Every declaration is
-// checked again by the host; a refused one is reported here (webMcp.refusals, and a
-// "webmcp-refused" event on window) and is not offered to the assistant.
+// mini_app_ready to its parent and takes a port only from its parent. A refused declaration is
+// reported here too (webMcp.refusals, a "webmcp-refused" event on window, a console warning).
 'use strict';
 
 (() => {
   if (window.webMcp && window.webMcp.sdk === 'voicebox') return;
+  const BRAND = Symbol.for('voicebox.modelContext');
   const parentWindow = window.parent;
-  /** @typedef {(args: any, client: object) => unknown} Execute */
-  /** @type {Map<string, {execute: Execute}>} name -> the app's tool */
-  const tools = new Map();
-  /** @type {object[]} messages said before the port arrived */
-  const outbox = [];
-  /** @type {{name: string, refused: string, why: string}[]} */
-  const refusals = [];
-  /** @type {Map<string, (result: {ok: boolean, refused?: string, why?: string}) => void>} tool name -> its registration's result */
-  const waiting = new Map();
-  /** @type {MessagePort | null} */
-  let port = null;
+  // The host's name rule, given by the bridge on this script's element (rules.js): the draft's.
+  const namePattern = readPattern(document.currentScript?.dataset.toolName);
+
+  /** @param {string | undefined} source */
+  function readPattern(source) {
+    try { return source ? new RegExp(source) : null; } catch { return null; }
+  }
 
   // ---- storage: an opaque origin has none, so apps get a document-local stand-in ----
 
@@ -59,29 +73,506 @@
 
   // ---- the port ----
 
+  /** @type {MessagePort | null} */
+  let port = null;
+  /** @type {object[]} messages said before the port arrived */
+  const outbox = [];
+
   /** @param {object} msg */
   function say(msg) {
     if (port) port.postMessage(msg);
     else outbox.push(msg);
   }
 
-  /** @param {unknown} value */
-  function plain(value) {
-    // A tool's result crosses as JSON text, so what the assistant reads is what JSON can say.
+  // ---- the registry ----
+
+  /**
+   * Entry is a tool in the registry. source is 'ours' for a tool registered through one of the
+   * SDK's spellings, 'mirror' for one read back from another model context (from).
+   * @typedef {{name: string, title?: string, description: string, schema?: string,
+   *   annotations?: Record<string, boolean>, execute: Function, source: 'ours' | 'mirror', from?: object,
+   *   registered: boolean, settle: (error?: unknown) => void}} Entry
+   */
+  /** @type {Map<string, Entry>} name -> tool */
+  const tools = new Map();
+  /** @type {{name: string, refused: string, why: string}[]} */
+  const refusals = [];
+  /** @type {Map<unknown, {controller: AbortController, name: string}>} host call id -> the run */
+  const running = new Map();
+  /** @type {Map<number, (answer: any) => void>} check id -> waiting executeTool */
+  const checks = new Map();
+  let nextCheck = 1;
+
+  /**
+   * @param {string} name
+   * @param {string} message
+   */
+  const domError = (name, message) => new DOMException(message, name);
+
+  /**
+   * refusedError is what a registration's promise rejects with when the host refused the tool:
+   * a TypeError for a schema it does not take (as the draft's tests expect), else a DOMException;
+   * either carries {refused, why}.
+   * @param {string} refused
+   * @param {string} why
+   */
+  function refusedError(refused, why) {
+    const message = `${refused}: ${why}`;
+    const err = refused === 'invalid-tool-parameters' ? new TypeError(message)
+      : domError(refused === 'too-many-tools' || refused === 'body-too-large' ? 'QuotaExceededError' : 'InvalidStateError', message);
+    Object.defineProperties(err, { refused: { value: refused }, why: { value: why } });
+    return err;
+  }
+
+  /**
+   * serialize is the draft's "serialize a JavaScript value to a JSON string": a value JSON cannot
+   * say is a TypeError; what JSON.stringify throws is thrown.
+   * @param {unknown} value
+   * @param {string} what
+   */
+  function serialize(value, what) {
+    if (value === null || (typeof value !== 'object' && typeof value !== 'function')) throw new TypeError(`${what} must be an object`);
+    const text = JSON.stringify(value);
+    if (text === undefined) throw new TypeError(`${what} cannot be written as JSON`);
+    return text;
+  }
+
+  /** @param {unknown} origin */
+  function trustworthy(origin) {
+    let u;
+    try { u = new URL(String(origin)); } catch { return false; }
+    const h = u.hostname;
+    return u.protocol === 'https:' || u.protocol === 'wss:' || h === 'localhost' || h.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '[::1]';
+  }
+
+  /**
+   * @param {unknown} list
+   * @param {string} what
+   */
+  function checkOrigins(list, what) {
+    if (list === undefined) return;
+    if (list === null || typeof list !== 'object' || !(Symbol.iterator in list)) throw new TypeError(`${what} must be a list of origins`);
+    for (const o of /** @type {Iterable<unknown>} */ (list)) {
+      if (!trustworthy(o)) throw domError('SecurityError', `${what}: ${String(o).slice(0, 80)} is not a potentially trustworthy origin`);
+    }
+  }
+
+  /**
+   * register takes one tool, converting and checking it as the draft's registerTool does (a
+   * TypeError for a dictionary out of shape, InvalidStateError for a taken or invalid name or an
+   * empty description, the serializer's error for a schema JSON cannot say, the signal's reason
+   * for an aborted signal, SecurityError for an untrustworthy exposedTo origin), then sends it to
+   * the host. It throws those errors; the promise it returns settles with the host's answer.
+   * @param {any} tool
+   * @param {any} options
+   * @param {'ours' | 'mirror'} source
+   * @param {object} [from]
+   * @returns {Promise<void>}
+   */
+  function register(tool, options, source, from) {
+    if (tool === undefined || tool === null) tool = {};
+    if (typeof tool !== 'object' && typeof tool !== 'function') throw new TypeError('registerTool needs a tool object');
+    if (tool.name === undefined) throw new TypeError('registerTool: the tool needs a name');
+    if (tool.description === undefined) throw new TypeError('registerTool: the tool needs a description');
+    const name = String(tool.name);
+    const description = String(tool.description);
+    const execute = tool.execute;
+    if (typeof execute !== 'function') throw new TypeError(`registerTool: tool ${name.slice(0, 80)} needs an execute function`);
+    /** @type {Record<string, boolean> | undefined} */
+    let annotations;
+    if (tool.annotations !== undefined && tool.annotations !== null) {
+      if (typeof tool.annotations !== 'object') throw new TypeError('registerTool: annotations must be an object');
+      annotations = {};
+      for (const k of ['readOnlyHint', 'untrustedContentHint', 'consequentialHint', 'debugging']) annotations[k] = !!tool.annotations[k];
+    }
+    const title = tool.title === undefined ? undefined : String(tool.title);
+    if (options === undefined || options === null) options = {};
+    if (typeof options !== 'object') throw new TypeError('registerTool: options must be an object');
+    const signal = options.signal;
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('registerTool: options.signal must be an AbortSignal');
+
+    if (tools.has(name)) throw domError('InvalidStateError', `a tool named ${name.slice(0, 80)} is registered already`);
+    if (name === '' || (namePattern && !namePattern.test(name))) {
+      throw domError('InvalidStateError', `tool name ${JSON.stringify(name.slice(0, 80))} must be 1 to 128 of A-Z, a-z, 0-9, _, - and .`);
+    }
+    if (description === '') throw domError('InvalidStateError', `tool ${name} needs a description that is not empty`);
+    /** @type {Record<string, unknown>} what the host is sent: the declaration as the app wrote it */
+    const decl = { name, description };
+    let schema;
+    for (const key of /** @type {const} */ (['inputSchema', 'parameters', 'outputSchema'])) {
+      if (tool[key] === undefined) continue;
+      const text = serialize(tool[key], key);
+      decl[key] = JSON.parse(text);
+      if (key !== 'outputSchema') schema = text;
+    }
+    if (signal && signal.aborted) throw signal.reason;
+    checkOrigins(options.exposedTo, 'exposedTo');
+    if (title !== undefined) decl.title = title;
+    if (annotations) decl.annotations = annotations;
+
+    /** @type {Entry} */
+    const entry = { name, title, description, schema, annotations, execute, source, from, registered: false, settle: () => {} };
+    const settled = new Promise((resolve, reject) => {
+      entry.settle = (error) => {
+        entry.settle = () => {};
+        if (error === undefined) resolve(undefined);
+        else reject(error);
+      };
+    });
+    tools.set(name, entry);
+    if (signal) {
+      signal.addEventListener('abort', () => {
+        if (tools.get(name) === entry) unregister(name);
+        entry.settle(signal.reason);
+      }, { once: true });
+    }
+    say({ type: 'register_tool', tool: decl });
+    changed();
+    return /** @type {Promise<void>} */ (settled);
+  }
+
+  /** @param {unknown} name */
+  function unregister(name) {
+    const key = String(name);
+    if (!tools.delete(key)) return;
+    say({ type: 'unregister_tool', name: key });
+    changed();
+  }
+
+  let changeQueued = false;
+  // changed fires toolchange once for the changes of one task, as the draft queues it.
+  function changed() {
+    if (changeQueued) return;
+    changeQueued = true;
+    setTimeout(() => {
+      changeQueued = false;
+      ours.dispatchEvent(new Event('toolchange'));
+    }, 0);
+  }
+
+  // ---- the events ----
+
+  // ToolActivatedEvent and ToolCancelEvent are the draft's two event interfaces, each an Event
+  // with the tool's name. They are put on window where the browser has none.
+  /** @param {string} label */
+  function toolEventClass(label) {
+    const cls = class extends Event {
+      #toolName;
+      /**
+       * @param {string} type
+       * @param {EventInit & {toolName?: string}} [init]
+       */
+      constructor(type, init = {}) {
+        super(type, init);
+        this.#toolName = String(init.toolName ?? '');
+      }
+      get toolName() { return this.#toolName; }
+    };
+    Object.defineProperty(cls, 'name', { value: label });
+    return cls;
+  }
+  const ToolActivatedEvent = toolEventClass('ToolActivatedEvent');
+  const ToolCancelEvent = toolEventClass('ToolCancelEvent');
+  for (const [name, value] of /** @type {const} */ ([['ToolActivatedEvent', ToolActivatedEvent], ['ToolCancelEvent', ToolCancelEvent]])) {
+    if (!(name in window)) Object.defineProperty(window, name, { value, configurable: true, writable: true });
+  }
+
+  /**
+   * fire dispatches toolactivated or toolcancel at the model context and at the window, as
+   * browsers do.
+   * @param {'toolactivated' | 'toolcancel'} type
+   * @param {string} toolName
+   */
+  function fire(type, toolName) {
+    const Kind = type === 'toolactivated' ? ToolActivatedEvent : ToolCancelEvent;
+    ours.dispatchEvent(new Kind(type, { toolName }));
+    window.dispatchEvent(new Kind(type, { toolName }));
+  }
+
+  // ---- running a tool ----
+
+  /**
+   * runTool runs entry with args (already checked by the host) and resolves with its result as
+   * JSON text; it rejects with what the tool threw. toolactivated fires first; aborting the run
+   * (the host cancelled the call, or executeTool's signal) aborts the tool's signal and fires
+   * toolcancel.
+   * @param {Entry} entry
+   * @param {unknown} args
+   * @param {AbortController} controller
+   */
+  async function runTool(entry, args, controller) {
+    fire('toolactivated', entry.name);
+    const options = Object.freeze({
+      signal: controller.signal,
+      requestUserInteraction: async (/** @type {() => unknown} */ callback) => callback(),
+    });
+    const value = await entry.execute(args ?? {}, options);
     return value === undefined ? 'null' : JSON.stringify(value);
   }
 
   /** @param {{callId: unknown, name: string, args: unknown}} call */
   async function run({ callId, name, args }) {
-    const tool = tools.get(name);
+    watch();
+    const entry = tools.get(name);
+    if (!entry) {
+      say({ type: 'tool_result', callId, ok: false, error: `this app has no tool named ${name}` });
+      return;
+    }
+    const controller = new AbortController();
+    running.set(callId, { controller, name });
     try {
-      if (!tool) throw new Error(`this app has no tool named ${name}`);
-      const value = await tool.execute(args ?? {}, client);
-      say({ type: 'tool_result', callId, ok: true, result: plain(value) });
+      const result = await runTool(entry, args, controller);
+      if (running.delete(callId)) say({ type: 'tool_result', callId, ok: true, result });
     } catch (err) {
-      say({ type: 'tool_result', callId, ok: false, error: String((err instanceof Error && err.message) || err) });
+      if (running.delete(callId)) say({ type: 'tool_result', callId, ok: false, error: String((err instanceof Error && err.message) || err) });
     }
   }
+
+  /** @param {unknown} callId */
+  function cancel(callId) {
+    const r = running.get(callId);
+    if (!r) return;
+    running.delete(callId);
+    r.controller.abort(domError('AbortError', 'the host stopped waiting for this call'));
+    fire('toolcancel', r.name);
+  }
+
+  /**
+   * check asks the host to validate args for the tool name, as a call's arguments are.
+   * @param {string} name
+   * @param {unknown} args
+   * @returns {Promise<{ok: true, args: unknown} | {ok: false, refused: string, why: string}>}
+   */
+  function check(name, args) {
+    const checkId = nextCheck++;
+    return new Promise((resolve) => {
+      checks.set(checkId, resolve);
+      say({ type: 'validate_args', checkId, name, args });
+    });
+  }
+
+  // ---- the model context ----
+
+  const secret = Symbol('voicebox.modelContext.construct');
+  /** @type {Map<string, EventListener | null>} event type -> its on* handler */
+  const handlers = new Map();
+
+  class ModelContext extends EventTarget {
+    /** @param {symbol} key */
+    constructor(key) {
+      if (key !== secret) throw new TypeError('Illegal constructor');
+      super();
+    }
+
+    /**
+     * registerTool registers a tool; see the draft and register above.
+     * @param {any} tool
+     * @param {any} [options]
+     * @returns {Promise<void>}
+     */
+    registerTool(tool, options) {
+      try {
+        watch();
+        return register(tool, options, 'ours');
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+
+    /**
+     * getTools lists the tools registered here, sorted by name, as RegisteredTool dictionaries.
+     * @param {any} [options]
+     */
+    getTools(options) {
+      try {
+        watch();
+        if (options !== undefined && options !== null && typeof options !== 'object') throw new TypeError('getTools: options must be an object');
+        checkOrigins(options && options.fromOrigins, 'fromOrigins');
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      const list = [...tools.values()].filter((e) => e.source === 'ours').map((e) => ({
+        name: e.name,
+        title: e.title ?? '',
+        description: e.description,
+        ...(e.schema !== undefined ? { inputSchema: JSON.parse(e.schema) } : {}),
+        window,
+        origin: self.origin,
+        ...(e.annotations ? { annotations: { ...e.annotations } } : {}),
+      })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      return new Promise((resolve) => setTimeout(() => resolve(list), 0));
+    }
+
+    /**
+     * executeTool runs one of this document's tools for an agent in the app: the host checks the
+     * input first, as it checks a model's call. It resolves with the result as JSON text.
+     * @param {any} tool
+     * @param {unknown} [input]
+     * @param {any} [options]
+     * @returns {Promise<string | null>}
+     */
+    executeTool(tool, input, options) {
+      return execute(tool, input, options);
+    }
+
+    /**
+     * unregisterTool removes a tool by name: the API Chromium shipped before the draft moved to
+     * registerTool's signal, kept for the apps written against it.
+     * @param {unknown} name
+     */
+    unregisterTool(name) { unregister(name); }
+
+    get ontoolchange() { return handlers.get('toolchange') ?? null; }
+    set ontoolchange(fn) { setHandler('toolchange', fn); }
+    get ontoolactivated() { return handlers.get('toolactivated') ?? null; }
+    set ontoolactivated(fn) { setHandler('toolactivated', fn); }
+    get ontoolcancel() { return handlers.get('toolcancel') ?? null; }
+    set ontoolcancel(fn) { setHandler('toolcancel', fn); }
+  }
+  Object.defineProperty(ModelContext.prototype, Symbol.toStringTag, { value: 'ModelContext', configurable: true });
+
+  /**
+   * @param {string} type
+   * @param {unknown} fn
+   */
+  function setHandler(type, fn) {
+    const old = handlers.get(type);
+    if (old) EventTarget.prototype.removeEventListener.call(ours, type, old);
+    const next = typeof fn === 'function' ? /** @type {EventListener} */ (fn) : null;
+    handlers.set(type, next);
+    if (next) EventTarget.prototype.addEventListener.call(ours, type, next);
+  }
+
+  /**
+   * @param {any} tool
+   * @param {unknown} input
+   * @param {any} options
+   * @returns {Promise<string | null>}
+   */
+  async function execute(tool, input, options) {
+    watch();
+    if (tool === null || typeof tool !== 'object') throw new TypeError('executeTool needs a RegisteredTool');
+    for (const key of ['name', 'description', 'window', 'origin']) {
+      if (!(key in tool)) throw new TypeError(`executeTool: the RegisteredTool has no ${key}`);
+    }
+    if (options !== undefined && options !== null && typeof options !== 'object') throw new TypeError('executeTool: options must be an object');
+    const signal = options ? options.signal : undefined;
+    if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('executeTool: options.signal must be an AbortSignal');
+    if (signal && signal.aborted) throw signal.reason;
+    let args = input;
+    if (args === undefined) args = {};
+    else if (typeof args === 'string') {
+      try { args = JSON.parse(args); } catch { throw domError('UnknownError', 'executeTool: the input is not JSON'); }
+    }
+    if (args === null || typeof args !== 'object') throw domError('UnknownError', 'executeTool: the input must be an object');
+    serialize(args, 'the input');
+    const entry = tools.get(String(tool.name));
+    if (tool.window !== window || !entry || entry.source !== 'ours') throw domError('UnknownError', `executeTool: this document has no tool named ${String(tool.name).slice(0, 80)}`);
+    const checked = await check(entry.name, args);
+    if (!checked.ok) {
+      const err = checked.refused === 'unknown-tool' ? domError('UnknownError', checked.why) : domError('DataError', JSON.stringify({ refused: checked.refused, why: checked.why }));
+      Object.defineProperties(err, { refused: { value: checked.refused }, why: { value: checked.why } });
+      throw err;
+    }
+    if (signal && signal.aborted) throw signal.reason;
+    const controller = new AbortController();
+    return new Promise((resolve, reject) => {
+      let done = false;
+      const onAbort = () => {
+        if (done) return;
+        done = true;
+        controller.abort(signal && signal.reason);
+        fire('toolcancel', entry.name);
+        reject(signal && signal.reason);
+      };
+      if (signal) signal.addEventListener('abort', onAbort, { once: true });
+      runTool(entry, checked.args, controller).then((result) => {
+        if (done) return;
+        done = true;
+        if (signal) signal.removeEventListener('abort', onAbort);
+        resolve(result);
+      }, (err) => {
+        if (done) return;
+        done = true;
+        if (signal) signal.removeEventListener('abort', onAbort);
+        console.warn(`voicebox: tool ${entry.name} failed:`, err);
+        reject(domError('UnknownError', `the tool ${entry.name} failed: ${String((err instanceof Error && err.message) || err)}`));
+      });
+    });
+  }
+
+  const ours = new ModelContext(secret);
+  Object.defineProperty(ours, BRAND, { value: true });
+  if (!('ModelContext' in window)) Object.defineProperty(window, 'ModelContext', { value: ModelContext, configurable: true, writable: true });
+
+  // ---- another model context: read its tools back, never replace it ----
+
+  /** @type {WeakSet<object>} */
+  const followed = new WeakSet();
+  /** @type {unknown} */
+  let lastSeen;
+
+  // watch looks at what document.modelContext is now; a context the SDK did not make is followed.
+  function watch() {
+    let now;
+    try { now = document.modelContext; } catch { return; }
+    if (now === lastSeen) return;
+    lastSeen = now;
+    adopt(now);
+  }
+
+  /** @param {any} context */
+  function adopt(context) {
+    if (!context || typeof context !== 'object' || context === ours || context[BRAND] || followed.has(context)) return;
+    followed.add(context);
+    if (typeof context.getTools !== 'function' && typeof context.listTools !== 'function') {
+      console.warn('voicebox: document.modelContext was replaced by something without getTools(); tools registered through it do not reach the assistant');
+      return;
+    }
+    if (typeof context.addEventListener === 'function') {
+      try { context.addEventListener('toolchange', () => sync(context)); } catch { /* it has no events */ }
+    }
+    sync(context);
+  }
+
+  // sync offers context's tools to the host (those this registry does not hold already) and
+  // withdraws the ones it no longer lists.
+  /** @param {any} context */
+  function sync(context) {
+    const get = typeof context.getTools === 'function' ? context.getTools : context.listTools;
+    Promise.resolve().then(() => get.call(context)).then((/** @type {unknown} */ found) => {
+      /** @type {Set<string>} */
+      const seen = new Set();
+      for (const t of Array.isArray(found) ? found : []) {
+        if (!t || typeof t !== 'object' || typeof t.name !== 'string') continue;
+        seen.add(t.name);
+        if (tools.has(t.name)) continue; // its own, or one registered here (a library mirroring into this one)
+        let schema = t.inputSchema;
+        if (typeof schema === 'string') { try { schema = JSON.parse(schema); } catch { continue; } }
+        const callable = typeof context.executeTool === 'function'
+          ? (/** @type {unknown} */ args) => Promise.resolve(context.executeTool(t, JSON.stringify(args))).then(parseResult)
+          : typeof t.execute === 'function' ? t.execute.bind(t) : null;
+        if (!callable) continue;
+        try {
+          register({ name: t.name, title: t.title || undefined, description: t.description, inputSchema: schema, annotations: t.annotations, execute: callable }, {}, 'mirror', context)
+            .catch(() => { /* refused: reported by the host's answer */ });
+        } catch (err) {
+          console.warn(`voicebox: the tool ${t.name} of another model context could not be offered:`, err);
+        }
+      }
+      for (const e of [...tools.values()]) {
+        if (e.source === 'mirror' && e.from === context && !seen.has(e.name)) unregister(e.name);
+      }
+    }, (/** @type {unknown} */ err) => console.warn('voicebox: another model context did not list its tools:', err));
+  }
+
+  /** @param {unknown} text */
+  function parseResult(text) {
+    if (typeof text !== 'string') return text;
+    try { return JSON.parse(text); } catch { return text; }
+  }
+
+  // ---- what the host says ----
 
   /** @param {MessageEvent} event */
   function onPortMessage(event) {
@@ -91,18 +582,34 @@
       case 'call_tool':
         run(msg);
         break;
+      case 'cancel_call':
+        cancel(msg.callId);
+        break;
+      case 'validated': {
+        const resolve = checks.get(msg.checkId);
+        checks.delete(msg.checkId);
+        if (resolve) resolve(msg.ok ? { ok: true, args: msg.args } : { ok: false, refused: String(msg.refused), why: String(msg.why) });
+        break;
+      }
       case 'tool_registered':
       case 'tool_refused': {
-        const ok = msg.type === 'tool_registered';
-        if (!ok) {
-          refusals.push({ name: msg.name, refused: msg.refused, why: msg.why });
-          tools.delete(msg.name);
-          console.warn(`voicebox: tool ${msg.name} was refused (${msg.refused}): ${msg.why}`);
-          window.dispatchEvent(new CustomEvent('webmcp-refused', { detail: { name: msg.name, refused: msg.refused, why: msg.why } }));
+        watch();
+        const entry = tools.get(msg.name);
+        if (msg.type === 'tool_registered') {
+          if (entry) {
+            entry.registered = true;
+            entry.settle();
+          }
+          break;
         }
-        const resolve = waiting.get(msg.name);
-        waiting.delete(msg.name);
-        if (resolve) resolve(ok ? { ok } : { ok, refused: msg.refused, why: msg.why });
+        refusals.push({ name: msg.name, refused: msg.refused, why: msg.why });
+        console.warn(`voicebox: tool ${msg.name} was refused (${msg.refused}): ${msg.why}`);
+        window.dispatchEvent(new CustomEvent('webmcp-refused', { detail: { name: msg.name, refused: msg.refused, why: msg.why } }));
+        if (entry && !entry.registered) {
+          tools.delete(msg.name);
+          changed();
+          entry.settle(refusedError(String(msg.refused), String(msg.why)));
+        }
         break;
       }
     }
@@ -121,91 +628,67 @@
     for (const m of outbox.splice(0)) port.postMessage(m);
   });
 
-  // ---- registration ----
-
-  const client = Object.freeze({ requestUserInteraction: async (/** @type {() => unknown} */ callback) => callback() });
+  // ---- the spellings ----
 
   /**
-   * register sends one of the app's tools to the bridge. tool is whatever the app passed.
+   * webMcp.registerTool is the original Voicebox's spelling: it throws a malformed tool at once
+   * and returns {name, result, unregister}, result resolving to {ok} or {ok: false, refused, why}.
    * @param {any} tool
-   * @param {'parameters' | 'inputSchema'} schemaKey
    */
-  function register(tool, schemaKey) {
-    if (!tool || typeof tool !== 'object') throw new TypeError('registerTool needs a tool object');
-    if (typeof tool.execute !== 'function') throw new TypeError(`tool ${tool.name} needs an execute function`);
+  function webMcpRegister(tool) {
+    watch();
+    const settled = register(tool, {}, 'ours');
     const name = String(tool.name);
-    /** @type {Record<string, unknown>} */
-    const decl = { name, description: tool.description };
-    const schema = tool[schemaKey];
-    if (schema !== undefined) decl[schemaKey] = schema;
-    if (tool.annotations !== undefined) decl.annotations = tool.annotations;
-    tools.set(name, { execute: tool.execute });
-    /** @type {Promise<{ok: boolean, refused?: string, why?: string}>} */
-    const result = new Promise((resolve) => waiting.set(name, resolve));
-    let sent;
-    try {
-      sent = JSON.parse(JSON.stringify(decl));
-    } catch (err) {
-      tools.delete(name);
-      throw new TypeError(`tool ${name} cannot be declared: ${err instanceof Error ? err.message : err}`);
-    }
-    say({ type: 'register_tool', tool: sent });
+    const result = settled.then(() => ({ ok: true }), (/** @type {any} */ err) => ({ ok: false, refused: String(err && err.refused || err && err.name), why: String(err && err.why || err && err.message) }));
     return { name, result, unregister: () => unregister(name) };
-  }
-
-  /** @param {unknown} name */
-  function unregister(name) {
-    if (tools.delete(String(name))) say({ type: 'unregister_tool', name: String(name) });
   }
 
   const webMcp = Object.freeze({
     sdk: 'voicebox',
-    registerTool: (/** @type {any} */ tool) => register(tool, 'parameters'),
+    registerTool: webMcpRegister,
     unregisterTool: unregister,
     ready: () => say({ type: 'ready' }),
     tools: () => [...tools.keys()],
     refusals,
+    modelContext: ours,
   });
   Object.defineProperty(window, 'webMcp', { value: webMcp, configurable: false, writable: false });
+  Object.defineProperty(window, 'voicebox', { value: webMcp, configurable: false, writable: false });
 
-  const ours = Object.freeze({
-    registerTool: (/** @type {any} */ tool) => { register(tool, 'inputSchema'); },
-    unregisterTool: unregister,
-  });
-
-  // readBack offers the tools of a model context the SDK did not make (the browser's, or another
-  // script's), calling them through it. It never changes that object.
-  /** @param {any} context */
-  function readBack(context) {
-    /** @type {unknown} */
-    let list = [];
-    try {
-      const get = context.getTools || context.listTools;
-      list = typeof get === 'function' ? get.call(context) : [];
-    } catch { list = []; }
-    Promise.resolve(list).then((found) => {
-      for (const t of Array.isArray(found) ? found : []) {
-        if (!t || tools.has(String(t.name))) continue;
-        let schema = t.inputSchema;
-        if (typeof schema === 'string') { try { schema = JSON.parse(schema); } catch { continue; } }
-        const execute = typeof t.execute === 'function' ? t.execute.bind(t)
-          : typeof context.executeTool === 'function' ? (/** @type {unknown} */ args) => context.executeTool(t.name, args) : null;
-        if (execute) register({ name: t.name, description: t.description, inputSchema: schema, annotations: t.annotations, execute }, 'inputSchema');
-      }
-    });
-  }
-
-  const existing = document.modelContext;
+  let existing;
+  try { existing = document.modelContext; } catch { existing = undefined; }
   if (existing) {
-    readBack(existing);
+    watch(); // the browser's own, or a script's: left as it is, and read back
   } else {
-    Object.defineProperty(document, 'modelContext', { value: ours, configurable: true, enumerable: true });
-    try { Object.defineProperty(navigator, 'modelContext', { get: () => document.modelContext, configurable: true }); } catch { /* the browser's own stays */ }
-    // A script of the app may bring its own model context after this one; read its tools then.
-    window.addEventListener('load', () => {
-      if (document.modelContext && document.modelContext !== ours) readBack(document.modelContext);
-    });
+    Object.defineProperty(document, 'modelContext', { get: () => ours, configurable: true, enumerable: true });
+    lastSeen = ours;
   }
+  if (!('modelContext' in navigator)) {
+    try { Object.defineProperty(navigator, 'modelContext', { get: () => document.modelContext, configurable: true, enumerable: true }); } catch { /* the browser's own stays */ }
+  }
+  // A library may install its own model context while the document loads.
+  document.addEventListener('DOMContentLoaded', watch);
+  window.addEventListener('load', watch);
+
+  // The host delegates the "tools" feature to this frame (its WebMCP is this SDK), and libraries
+  // ask the document's permissions policy before they offer WebMCP: say so where the browser's
+  // policy does not know the feature.
+  try {
+    const policy = /** @type {any} */ (document).permissionsPolicy || /** @type {any} */ (document).featurePolicy;
+    const knows = policy && typeof policy.features === 'function' && policy.features().includes('tools');
+    if (!knows && !('permissionsPolicy' in document)) {
+      const base = policy && typeof policy.allowsFeature === 'function' ? policy : null;
+      Object.defineProperty(document, 'permissionsPolicy', {
+        configurable: true,
+        value: Object.freeze({
+          features: () => [...(base ? base.features() : []), 'tools'],
+          allowedFeatures: () => [...(base ? base.allowedFeatures() : []), 'tools'],
+          allowsFeature: (/** @type {string} */ f, /** @type {string} */ o) => f === 'tools' || (base ? base.allowsFeature(f, o) : false),
+          getAllowlistForFeature: (/** @type {string} */ f) => (f === 'tools' ? ['*'] : base ? base.getAllowlistForFeature(f) : []),
+        }),
+      });
+    }
+  } catch { /* no policy to speak of */ }
 
   parentWindow.postMessage({ type: 'mini_app_ready' }, '*');
 })();

@@ -17,10 +17,18 @@
 // looks at a message's source before anything else and reads nothing of a message that is not
 // from a bridge; what it drops, it counts (see counters), never logs.
 //
+// A folder app (an index.html beside its modules, styles and images) has its files copied to the
+// relay when it starts, into a bundle under a random token (POST/PUT /api/app-files); its bridge
+// is framed with ?files=<token>, which lets its policy load that bundle and nothing more, and puts
+// its base URL in the bundle, so the app's relative URLs resolve inside its folder only. The
+// bundle is dropped when the app closes, stops or starts again.
+//
 // startMiniApps returns the API the page and the tests use (see launch, call, tools, stats).
-import { byId } from './dom.js';
+import { byId, node } from './dom.js';
 import { listen } from './events.js';
+import { relay } from './http.js';
 import { MESSAGE_BUDGET, MESSAGE_BUDGET_EXCEEDED, MESSAGE_WINDOW_MS, TOOL_TIMEOUT_MS } from './rules.js';
+import { toolForm } from './schema-form.js';
 
 /** MAX_FRAME_DEPTH bounds the walk from a message's source window up to the bridge it is in. */
 const MAX_FRAME_DEPTH = 8;
@@ -31,15 +39,18 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
 /** @typedef {import('./worker-client.js').RegisteredTool} RegisteredTool */
 /** @typedef {import('./worker-client.js').JSONSchema} JSONSchema */
 /** @typedef {{name: string} | {path: string}} Target */
+/** @typedef {{path: string, size: number}} FolderFile */
+/** @typedef {{token: string, base: string}} Bundle */
 /** @typedef {{rule: string, why: string}} StopReason */
 /**
  * Stats is what an open app's frames have done, for the tests. dropped is the bridge's count of
- * the app's messages it dropped, foreign the page's count of messages from the app's frames other
- * than its bridge, stopped what stopped it last (null while it runs).
+ * the app's messages it dropped and ignored what the first few of them were and why, foreign the
+ * page's count of messages from the app's frames other than its bridge, validated the arguments
+ * its own agent had checked, stopped what stopped it last (null while it runs).
  * @typedef {{handshakes: number, reloads: number, loads: number, registered: string[],
  *   refusals: {name: string, refused: string, why: string, by?: string}[],
- *   dropped: number, foreign: number, late: number, ready: boolean, starts: number,
- *   stopped: StopReason | null}} Stats
+ *   dropped: number, ignored: {why: string, what: string}[], foreign: number, late: number, ready: boolean,
+ *   starts: number, validated: number, stopped: StopReason | null}} Stats
  */
 /**
  * Running is one start of an app: its bridge's window and origin, whether it still runs, and its
@@ -49,10 +60,10 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
 /**
  * OpenApp is an app shown in a card, with its bridge frame (none while it is stopped).
  * @typedef {{appId: string, entry: StoreEntry, html: string, target: Target, generation: number,
- *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string,
+ *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string, waited?: boolean, bundle: Bundle | null,
  *   frame: HTMLIFrameElement | null, running: Running, view: {section: HTMLElement, h: HTMLElement, badge: HTMLElement,
- *   saveBtn: HTMLButtonElement, toolList: HTMLElement, slot: HTMLElement, stopped: HTMLElement,
- *   stoppedText: HTMLElement}}} OpenApp
+ *   saveBtn: HTMLButtonElement, reload: HTMLButtonElement, closer: HTMLButtonElement, toolList: HTMLElement, slot: HTMLElement,
+ *   stopped: HTMLElement, stoppedText: HTMLElement, again: HTMLButtonElement, ignored: HTMLElement}}} OpenApp
  */
 
 /**
@@ -99,25 +110,31 @@ export function startMiniApps(vb) {
       vb.notify(err);
       return;
     }
+    // Two entries of one title are told apart by their file (and where it is kept).
+    /** @type {Map<string, number>} */
+    const titles = new Map();
+    for (const e of entries) titles.set(e.title || e.fileName, (titles.get(e.title || e.fileName) || 0) + 1);
     const items = entries.map((e) => {
       const kind = e.kind || 'app'; // an entry without a kind is an app, as older lists were
       const li = document.createElement('li');
       li.dataset.appId = e.appId;
       li.dataset.kind = kind;
+      const name = (titles.get(e.title || e.fileName) || 0) > 1 ? `${e.title || e.fileName} (${e.fileName}, ${e.source === 'workspace' ? 'workspace' : 'shelf'})` : (e.title || e.fileName);
       const title = document.createElement('button');
       title.type = 'button';
       title.className = 'app-launch';
-      title.textContent = e.title || e.fileName;
+      title.textContent = name;
       title.title = `Open ${e.fileName} (${e.source})`;
+      title.setAttribute('aria-label', `Open ${name}`);
       title.addEventListener('click', () => launch({ name: e.appId }).catch(vb.notify));
       const badge = document.createElement('span');
       badge.className = 'badge';
       badge.textContent = kind === 'page' ? 'page' : 'app';
       li.append(title, badge);
       if (kind === 'page' && e.source === 'workspace') {
-        li.append(button('Save as app', () => save(e.storagePath)));
+        li.append(button('Save as app', () => save(e.storagePath), `Save as app: ${name}`));
       } else if (kind === 'app') {
-        const del = button('Delete', () => remove(e));
+        const del = button('Delete', () => remove(e), `Delete the app ${name}`);
         del.className = 'danger';
         li.append(del);
       }
@@ -135,14 +152,19 @@ export function startMiniApps(vb) {
   /**
    * @param {string} text
    * @param {() => void} onClick
+   * @param {string} [label] the accessible name, saying what the button acts on
    */
-  function button(text, onClick) {
+  function button(text, onClick, label) {
     const b = document.createElement('button');
     b.type = 'button';
     b.textContent = text;
+    if (label) b.setAttribute('aria-label', label);
     b.addEventListener('click', onClick);
     return b;
   }
+
+  /** @param {StoreEntry} entry */
+  const appTitle = (entry) => entry.title || entry.fileName;
 
   /** @param {string} name */
   async function save(name) {
@@ -173,7 +195,7 @@ export function startMiniApps(vb) {
 
   /** @returns {Stats} */
   function newStats() {
-    return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, foreign: 0, late: 0, ready: false, starts: 0, stopped: null };
+    return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, ignored: [], foreign: 0, late: 0, ready: false, starts: 0, validated: 0, stopped: null };
   }
 
   /** @param {OpenApp} app */
@@ -189,25 +211,31 @@ export function startMiniApps(vb) {
     const tools = document.createElement('div');
     tools.className = 'tools';
     const saveBtn = button('Save as app', () => save(app.entry.storagePath));
-    tools.append(
-      saveBtn,
-      button('Reload', () => launch(app.target, app).catch(vb.notify)),
-      button('Close', () => close(app.appId)),
-    );
+    const reload = button('Reload', () => launch(app.target, app).catch(vb.notify));
+    const closer = button('Close', () => close(app.appId));
+    tools.append(saveBtn, reload, closer);
+    app.view = /** @type {OpenApp['view']} */ ({ reload, closer });
     head.append(h, badge, tools);
     const stopped = document.createElement('div');
     stopped.className = 'app-stopped';
     stopped.setAttribute('role', 'alert');
     stopped.hidden = true;
     const stoppedText = document.createElement('p');
-    stopped.append(stoppedText, button('Start again', () => { launch(app.target, app).catch(vb.notify); }));
+    const again = button('Start again', () => { launch(app.target, app).catch(vb.notify); });
+    stopped.append(stoppedText, again);
     const slot = document.createElement('div');
     slot.className = 'bridge-slot';
     const toolList = document.createElement('div');
     toolList.className = 'app-tools';
-    section.append(head, stopped, slot, toolList);
-    app.view = { section, h, badge, saveBtn, toolList, slot, stopped, stoppedText };
+    const ignored = document.createElement('details');
+    ignored.className = 'app-ignored hint';
+    ignored.hidden = true;
+    section.append(head, stopped, slot, ignored, toolList);
+    section.setAttribute('aria-labelledby', h.id = `app-title-${app.appId}`);
+    h.tabIndex = -1;
+    app.view = { ...app.view, section, h, badge, saveBtn, toolList, slot, stopped, stoppedText, again, ignored };
     showHead(app);
+    showTools(app);
     return section;
   }
 
@@ -216,6 +244,40 @@ export function startMiniApps(vb) {
     const bytes = crypto.getRandomValues(new Uint8Array(8));
     const hex = [...bytes].map((b) => b.toString(16).padStart(2, '0')).join('');
     return `app-${hex}.localhost${location.port ? ':' + location.port : ''}`;
+  }
+
+  /**
+   * upload copies a folder app's files to the relay, each read from the worker under the file
+   * tools' containment, and returns the bundle they are served from.
+   * @param {string} appId
+   * @param {FolderFile[]} files
+   * @returns {Promise<Bundle>}
+   */
+  async function upload(appId, files) {
+    const made = await relay('/api/app-files', { method: 'POST' });
+    if (!made.ok) throw new Error(`the folder app's files could not be served: ${made.why}`);
+    /** @type {Bundle} */
+    const bundle = { token: made.token, base: made.base };
+    try {
+      for (const f of files) {
+        const { bytes } = await vb.must('miniapps.file', { appId, path: f.path });
+        const address = `/api/app-files/${bundle.token}/${f.path.split('/').map(encodeURIComponent).join('/')}`;
+        const resp = await fetch(address, { method: 'PUT', body: bytes });
+        if (!resp.ok) {
+          const body = await resp.json().catch(() => ({}));
+          throw new Error(`${f.path} could not be served: ${body.why || resp.status}`);
+        }
+      }
+    } catch (err) {
+      dropBundle(bundle);
+      throw err;
+    }
+    return bundle;
+  }
+
+  /** @param {Bundle | null} bundle */
+  function dropBundle(bundle) {
+    if (bundle) relay(`/api/app-files/${bundle.token}`, { method: 'DELETE' }).catch(() => {});
   }
 
   /**
@@ -228,8 +290,9 @@ export function startMiniApps(vb) {
     const origin = APP_HOSTS ? `http://${randomHost()}` : location.origin;
     const frame = document.createElement('iframe');
     frame.className = 'bridge';
-    frame.title = `mini-app ${app.entry.title}`;
-    frame.src = `${origin}/mini-app-bridge.html?host=${encodeURIComponent(location.origin)}`;
+    frame.title = `mini-app ${appTitle(app.entry)}`;
+    const files = app.bundle ? `&files=${app.bundle.token}` : '';
+    frame.src = `${origin}/mini-app-bridge.html?host=${encodeURIComponent(location.origin)}${files}`;
     app.view.slot.replaceChildren(frame);
     app.view.stopped.hidden = true;
     app.frame = frame;
@@ -242,9 +305,15 @@ export function startMiniApps(vb) {
 
   /** @param {OpenApp} app */
   function showHead(app) {
-    app.view.h.textContent = app.entry.title || app.entry.fileName;
+    const title = appTitle(app.entry);
+    app.view.h.textContent = title;
     app.view.badge.textContent = app.entry.kind === 'page' ? 'page' : 'app';
     app.view.saveBtn.hidden = !(app.entry.kind === 'page' && app.entry.source === 'workspace');
+    app.view.saveBtn.setAttribute('aria-label', `Save as app: ${title}`);
+    app.view.reload.setAttribute('aria-label', `Reload ${title}`);
+    app.view.closer.setAttribute('aria-label', `Close ${title}`);
+    app.view.again.setAttribute('aria-label', `Start ${title} again`);
+    if (app.frame) app.frame.title = `mini-app ${title}`;
   }
 
   // launch opens {name} (through the store) or the workspace file {path}; an app already open
@@ -254,8 +323,8 @@ export function startMiniApps(vb) {
    * @param {OpenApp} [reuse]
    */
   async function launch(target, reuse) {
-    const { entry, html } = await vb.must('miniapps.launch', target);
-    return show(entry, html, target, reuse);
+    const { entry, html, folder } = await vb.must('miniapps.launch', target);
+    return show(entry, html, target, reuse, folder);
   }
 
   /**
@@ -264,22 +333,30 @@ export function startMiniApps(vb) {
    * @param {string} html
    * @param {Target} target
    * @param {OpenApp} [reuse]
+   * @param {FolderFile[]} [folder] a folder app's files
+   * @param {boolean} [focus] whether the app's heading takes focus (the person opened it)
    * @returns {Promise<{appId: string, entry: StoreEntry}>}
    */
-  async function show(entry, html, target, reuse) {
+  async function show(entry, html, target, reuse, folder, focus = true) {
     let app = apps.get(entry.appId) || reuse;
     if (app && app.appId !== entry.appId) {
       close(app.appId);
       app = undefined;
     }
     const code = await sdk();
+    const bundle = folder && folder.length > 0 ? await upload(entry.appId, folder) : null;
     if (!app) {
       // card() gives the app its view, startFrame its frame and its Running.
-      app = /** @type {OpenApp} */ (/** @type {unknown} */ ({ appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame: null }));
+      app = /** @type {OpenApp} */ (/** @type {unknown} */ ({ appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame: null, bundle }));
       apps.set(app.appId, app);
       el.open.prepend(card(app));
       startFrame(app);
     } else {
+      const old = app.bundle;
+      app.bundle = bundle;
+      dropBundle(old);
+      // A folder app's bridge is framed for its bundle: a new bundle needs a new frame.
+      if (bundle || old) startFrame(app);
       app.entry = entry;
       app.html = html;
       app.target = target;
@@ -295,13 +372,25 @@ export function startMiniApps(vb) {
       shown.loaded = () => resolve(undefined);
       if (shown.bridgeReady) sendLoad(shown);
     });
+    // What the action opened is shown, and its heading takes focus.
+    shown.view.section.scrollIntoView({ block: 'nearest', behavior: 'instant' });
+    if (focus) shown.view.h.focus({ preventScroll: true });
     return { appId: app.appId, entry: app.entry };
   }
 
   /** @param {OpenApp} app */
   function sendLoad(app) {
     app.stats.loads++;
-    post(app, { type: 'load', html: app.html, sdk: app.sdk });
+    post(app, { type: 'load', html: app.html, sdk: app.sdk, base: app.bundle ? app.bundle.base : '' });
+    // An app that neither registers a tool nor says it is ready within a tool call's time is
+    // said to have none, rather than to be loading for ever.
+    app.waited = false;
+    const loads = app.stats.loads;
+    setTimeout(() => {
+      if (apps.get(app.appId) !== app || app.stats.loads !== loads) return;
+      app.waited = true;
+      showTools(app);
+    }, TOOL_TIMEOUT_MS);
     if (app.loaded) {
       app.loaded();
       app.loaded = null;
@@ -315,6 +404,8 @@ export function startMiniApps(vb) {
     apps.delete(appId);
     app.running.live = false;
     app.view.section.remove();
+    dropBundle(app.bundle);
+    app.bundle = null;
     for (const [callId, c] of calls) {
       if (c.app === app) settle(callId, { refused: 'mini-app-closed', why: 'the mini-app was closed before it answered' });
     }
@@ -481,7 +572,10 @@ export function startMiniApps(vb) {
         showTools(app);
         break;
       case 'app_ready':
-        if (msg.generation === app.generation) stats.ready = true;
+        if (msg.generation === app.generation) {
+          stats.ready = true;
+          showTools(app);
+        }
         break;
       case 'tool_result': {
         const c = calls.get(msg.callId);
@@ -496,11 +590,45 @@ export function startMiniApps(vb) {
       }
       case 'dropped':
         if (Number.isSafeInteger(msg.count)) stats.dropped = msg.count;
+        if (Array.isArray(msg.samples)) stats.ignored = msg.samples.slice(0, 5).map((/** @type {any} */ x) => ({ why: String(x && x.why).slice(0, 300), what: String(x && x.what).slice(0, 100) }));
+        showIgnored(app);
         break;
+      case 'validate_args': {
+        // The app's own agent asks whether a call's arguments pass: the worker's validator says.
+        if (msg.generation !== app.generation) return;
+        const answer = await vb.call('miniapps.validate', { appId: app.appId, tool: String(msg.name), args: msg.args });
+        if (!current() || msg.generation !== app.generation) return;
+        stats.validated++;
+        post(app, answer.ok
+          ? { type: 'validated', generation: msg.generation, checkId: msg.checkId, ok: true, args: answer.value.args }
+          : { type: 'validated', generation: msg.generation, checkId: msg.checkId, ok: false, refused: answer.refused, why: answer.why });
+        break;
+      }
       case 'over_budget':
         stop(app, overBudget());
         break;
     }
+  }
+
+  /**
+   * showIgnored says in app's card how many of its messages were ignored, and why, with the first
+   * few: a guest speaking something the host does not understand is told apart from a silent one.
+   * @param {OpenApp} app
+   */
+  function showIgnored(app) {
+    const { dropped, ignored } = app.stats;
+    const box = app.view.ignored;
+    box.hidden = dropped === 0;
+    if (dropped === 0) return;
+    const summary = document.createElement('summary');
+    summary.textContent = `${dropped} message${dropped === 1 ? '' : 's'} ignored: ${ignored[0] ? ignored[0].why : 'not part of the protocol'}`;
+    const list = document.createElement('ul');
+    for (const x of ignored) {
+      const li = document.createElement('li');
+      li.textContent = `${x.what}: ${x.why}`;
+      list.append(li);
+    }
+    box.replaceChildren(summary, list);
   }
 
   /**
@@ -542,9 +670,9 @@ export function startMiniApps(vb) {
   });
 
   // The assistant opened an app (launch_mini_app, create_mini_app): the worker has launched it.
-  vb.on('miniapp.open', ({ entry, html }) => {
+  vb.on('miniapp.open', ({ entry, html, folder }) => {
     const target = entry.kind === 'page' && entry.source === 'workspace' ? { path: entry.storagePath } : { name: entry.appId };
-    show(entry, html, target).then(refreshTray).catch(vb.notify);
+    show(entry, html, target, undefined, folder, false).then(refreshTray).catch(vb.notify);
   });
 
   // The worker stopped waiting: its deadline passed (expired), which stops the app, or its caller
@@ -564,124 +692,42 @@ export function startMiniApps(vb) {
   function showTools(app) {
     const list = app.view.toolList;
     if (app.tools.length === 0) {
-      const p = document.createElement('p');
-      p.className = 'hint';
-      p.textContent = 'This app has registered no tools.';
+      // Why the assistant cannot drive this app, in words: it is still loading, it is a page
+      // that offers no tools, or it loaded and registered none.
+      const p = node('p', 'hint no-tools', !app.stats.ready && !app.waited && app.entry.kind !== 'page'
+        ? 'Waiting for the app to register its tools…'
+        : `${app.entry.kind === 'page' ? 'This page' : 'This app'} registered no tools, so the assistant cannot use it; you can still use it here. An app offers tools with webMcp.registerTool (or document.modelContext.registerTool).`);
       list.replaceChildren(p);
       return;
     }
-    list.replaceChildren(...app.tools.map((t) => toolForm(app, t)));
+    list.replaceChildren(...app.tools.map((t) => appToolForm(app, t)));
   }
 
   /**
    * @param {OpenApp} app
    * @param {RegisteredTool} tool
    */
-  function toolForm(app, tool) {
-    const details = document.createElement('details');
-    details.className = 'tool';
-    details.dataset.tool = tool.name;
-    const summary = document.createElement('summary');
-    const code = document.createElement('code');
-    code.textContent = tool.name;
-    const desc = document.createElement('span');
-    desc.textContent = ' ' + tool.description;
-    summary.append(code, desc);
-    const form = document.createElement('form');
-    const schema = tool.parameters || {};
-    const props = schema.properties || {};
-    const required = new Set(schema.required || []);
-    /** @type {[string, JSONSchema, HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement][]} */
-    const readers = [];
-    for (const [key, prop] of Object.entries(props)) {
-      const label = document.createElement('label');
-      label.textContent = key + (required.has(key) ? ' *' : '');
-      const input = fieldFor(prop);
-      input.name = key;
-      if (required.has(key) && input.type !== 'checkbox') input.required = true;
-      label.append(input);
-      form.append(label);
-      readers.push([key, prop, input]);
-    }
-    const out = document.createElement('pre');
-    out.className = 'tool-result';
-    const run = document.createElement('button');
-    run.type = 'submit';
-    run.textContent = 'Call';
-    form.append(run, out);
-    form.addEventListener('submit', async (event) => {
-      event.preventDefault();
-      /** @type {Record<string, unknown>} */
-      const args = {};
-      try {
-        for (const [key, prop, input] of readers) {
-          const v = readField(prop, input);
-          if (v !== undefined) args[key] = v;
-        }
-      } catch (err) {
-        out.textContent = err instanceof Error ? err.message : String(err);
-        out.dataset.state = 'refused';
-        return;
-      }
-      out.textContent = '…';
-      const answer = await vb.call('miniapps.call', { appId: app.appId, tool: tool.name, args });
-      out.dataset.state = answer.ok ? 'ok' : 'refused';
-      out.textContent = answer.ok ? JSON.stringify(answer.value.result, null, 2) : `${answer.refused}: ${answer.why}`;
+  function appToolForm(app, tool) {
+    return toolForm({
+      name: tool.name, description: tool.description, schema: tool.parameters, app: appTitle(app.entry),
+      run: async (args) => {
+        const answer = await vb.call('miniapps.call', { appId: app.appId, tool: tool.name, args });
+        return answer.ok ? { ok: true, text: JSON.stringify(answer.value.result, null, 2) } : answer;
+      },
     });
-    details.append(summary, form);
-    return details;
-  }
-
-  /**
-   * fieldFor makes the form field for one property of a tool's parameters.
-   * @param {JSONSchema} prop
-   * @returns {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement}
-   */
-  function fieldFor(prop) {
-    if (Array.isArray(prop.enum)) {
-      const select = document.createElement('select');
-      select.append(new Option('', ''));
-      for (const v of prop.enum) select.append(new Option(String(v), JSON.stringify(v)));
-      return select;
-    }
-    if (prop.type === 'array' || prop.type === 'object') {
-      const area = document.createElement('textarea');
-      area.placeholder = 'JSON';
-      if (prop.maxLength !== undefined) area.maxLength = prop.maxLength;
-      return area;
-    }
-    const input = document.createElement('input');
-    switch (prop.type) {
-      case 'boolean': input.type = 'checkbox'; break;
-      case 'number': input.type = 'number'; input.step = 'any'; break;
-      case 'integer': input.type = 'number'; input.step = '1'; break;
-      default: input.type = 'text';
-    }
-    if (prop.minimum !== undefined) input.min = String(prop.minimum);
-    if (prop.maximum !== undefined) input.max = String(prop.maximum);
-    if (prop.maxLength !== undefined) input.maxLength = prop.maxLength;
-    return input;
-  }
-
-  /**
-   * readField reads one field back as the value the tool gets; undefined leaves it out.
-   * @param {JSONSchema} prop
-   * @param {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} input
-   * @returns {unknown}
-   */
-  function readField(prop, input) {
-    if (Array.isArray(prop.enum)) return input.value === '' ? undefined : JSON.parse(input.value);
-    if (prop.type === 'boolean') return input instanceof HTMLInputElement && input.checked;
-    if (input.value === '') return undefined;
-    if (prop.type === 'number' || prop.type === 'integer') return Number(input.value);
-    if (prop.type === 'array' || prop.type === 'object') {
-      try { return JSON.parse(input.value); } catch { throw new Error(`${input.name} must be JSON`); }
-    }
-    return input.value;
   }
 
   el.refresh.addEventListener('click', refreshTray);
-  listen('root', refreshTray);
+  // The tray follows the workspace: a page written or removed there (by anyone) shows at once.
+  let trayQueued = false;
+  const trayLater = () => {
+    if (trayQueued) return;
+    trayQueued = true;
+    queueMicrotask(() => { trayQueued = false; refreshTray(); });
+  };
+  listen('root', trayLater);
+  listen('files-changed', trayLater);
+  listen('history', trayLater);
 
   return Object.freeze({
     launch,

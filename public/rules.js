@@ -12,6 +12,9 @@ export const MAX_TOOL_NAME_LENGTH = 64;
 /** TOOL_NAME is a tool name: 1 to MAX_TOOL_NAME_LENGTH of A-Z, a-z, 0-9, _ and - (shared/miniapp.ValidToolName). */
 export const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** WEBMCP_TOOL_NAME is the name a sandboxed mini-app registers a tool under (the WebMCP rule): 1 to 128 of A-Z, a-z, 0-9, _, - and . (shared/miniapp.ValidWebMCPToolName). */
+export const WEBMCP_TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+
 /** MAX_DECLARATION_BYTES is the largest tool declaration, as UTF-8 JSON (shared/miniapp.MaxDeclarationBytes). */
 export const MAX_DECLARATION_BYTES = 65536;
 
@@ -56,6 +59,12 @@ export const EXTERNAL_MODEL_PREFIX = "app_x_";
 
 /** CONTEXT_TOOL is the tool that reads what an external app shows (shared/externalapp.ContextTool). */
 export const CONTEXT_TOOL = "get_app_context";
+
+/** APPROVAL_TIMEOUT_MS is how long every request for the person's approval waits (shared/approval.Timeout). */
+export const APPROVAL_TIMEOUT_MS = 60000;
+
+/** EXTERNAL_CALL_TIMEOUT_MS is how long an external app has to answer a tool call once it may run (shared/externalapp.CallTimeout). */
+export const EXTERNAL_CALL_TIMEOUT_MS = 10000;
 
 /** FILE_CHANGING_TOOLS is the built-in tools whose success changes the workspace's files (shared/commands Tool.ChangesFiles). */
 export const FILE_CHANGING_TOOLS = Object.freeze(["write_file","delete_file","edit_file","create_mini_app","undo_last_action"]);

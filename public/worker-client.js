@@ -25,6 +25,22 @@
  * @typedef {{type?: string, properties?: Record<string, JSONSchema>, required?: string[],
  *   enum?: unknown[], minimum?: number, maximum?: number, maxLength?: number}} JSONSchema
  */
+/**
+ * HistoryEntry is one change of the undo history (shared/executor.HistoryEntry): who made it
+ * ("person" is this page's file browser, "assistant" any call through the relay).
+ * @typedef {{seq: number, time: string, action: 'write' | 'edit' | 'delete' | 'move', path: string, to?: string,
+ *   by: 'person' | 'assistant', created: boolean, undone: boolean}} HistoryEntry
+ */
+/** @typedef {{entries: HistoryEntry[], undo: number, redo: number}} HistoryList */
+/** @typedef {'keep-current' | 'restore-earlier' | 'keep-both'} Resolution */
+/**
+ * UndoDone is undo-last's observation.
+ * @typedef {{undone: string, path: string, to?: string, by?: string, restored: boolean, removed: boolean, bytes: number,
+ *   resolved?: Resolution, keptAs?: string, remaining: number, redo: number}} UndoDone
+ */
+/** @typedef {{redone: string, path: string, to?: string, by?: string, written: boolean, removed: boolean, bytes: number, remaining: number, redo: number}} RedoDone */
+/** @typedef {{exists: boolean, size: number, text: string, binary: boolean, truncated: boolean}} Version */
+/** @typedef {{inConflict: boolean, change: HistoryEntry, current: Version, earlier: Version, resolutions: Resolution[]}} Conflict */
 /** @typedef {{callId: string, result: unknown} | {callId: string, refused: string, why: string}} CallAnswer */
 
 /**
@@ -35,23 +51,30 @@
  *   'root.info': [undefined, RootInfo],
  *   'files.list': [{dir?: string}, Listing],
  *   'files.read': [{path: string}, FileView],
- *   'files.write': [{path: string, content: string}, unknown],
+ *   'files.write': [{path: string, content: string, mode?: 'replace' | 'create'}, {path: string, bytes: number, created: boolean, undoable?: boolean}],
+ *   'files.move': [{path: string, to: string}, {path: string, to: string, bytes: number, undoable: boolean}],
  *   'files.mkdir': [{path: string}, {path: string}],
  *   'files.delete': [{path: string}, {path: string, deleted: boolean}],
  *   'files.download': [{path: string}, {path: string, size: number, bytes: Uint8Array<ArrayBuffer>}],
- *   'files.upload.begin': [{path: string}, {uploadId: string}],
+ *   'files.upload.begin': [{path: string, mode?: 'replace' | 'create'}, {uploadId: string}],
  *   'files.upload.chunk': [{uploadId: string, bytes: ArrayBuffer | Uint8Array}, {written: number}],
- *   'files.upload.commit': [{uploadId: string}, {path: string, size: number}],
+ *   'files.upload.commit': [{uploadId: string}, {path: string, size: number, created: boolean, undoable: boolean}],
  *   'files.upload.abort': [{uploadId: string}, {path: string, aborted: boolean}],
+ *   'history.list': [undefined, HistoryList],
+ *   'history.undo': [{resolve?: Resolution}, UndoDone],
+ *   'history.redo': [undefined, RedoDone],
+ *   'history.conflict': [undefined, Conflict],
  *   'channel.connect': [undefined, {resumed: boolean}],
  *   'miniapps.list': [undefined, {entries: StoreEntry[]}],
- *   'miniapps.launch': [{name: string} | {path: string}, {entry: StoreEntry, html: string}],
+ *   'miniapps.launch': [{name: string} | {path: string}, {entry: StoreEntry, html: string, folder?: {path: string, size: number}[]}],
+ *   'miniapps.file': [{appId: string, path: string}, {path: string, size: number, bytes: Uint8Array<ArrayBuffer>}],
  *   'miniapps.reset': [{appId: string}, {reset: boolean}],
  *   'miniapps.close': [{appId: string, why?: string}, {closed: boolean}],
  *   'miniapps.register': [{appId: string, tool: unknown}, RegisteredTool],
  *   'miniapps.unregister': [{appId: string, name: string}, {removed: boolean}],
  *   'miniapps.tools': [{appId?: string}, {tools: RegisteredTool[]}],
  *   'miniapps.call': [{appId: string, tool: string, args: unknown} | {name: string, args: unknown}, {result: unknown}],
+ *   'miniapps.validate': [{appId: string, tool: string, args: unknown}, {args: unknown}],
  *   'miniapps.result': [CallAnswer, {accepted: boolean}],
  *   'miniapps.save': [{name: string, title?: string}, StoreEntry],
  *   'miniapps.delete': [{id: string}, StoreEntry],
@@ -75,8 +98,9 @@
  *   'ready': {type: 'ready', build: string},
  *   'failed': {type: 'failed', message: string},
  *   'channel': {type: 'channel', state: ChannelState, why?: string, retryMs?: number},
+ *   'history': {type: 'history'},
  *   'miniapp.call': {type: 'miniapp.call', callId: string, appId: string, tool: string, args: unknown},
- *   'miniapp.open': {type: 'miniapp.open', entry: StoreEntry, html: string},
+ *   'miniapp.open': {type: 'miniapp.open', entry: StoreEntry, html: string, folder?: {path: string, size: number}[]},
  *   'miniapp.cancel': {type: 'miniapp.cancel', callId: string, expired: boolean},
  *   'externalapp.call': {type: 'externalapp.call', callId: string, name: string, args: unknown},
  *   'externalapp.cancel': {type: 'externalapp.cancel', callId: string},

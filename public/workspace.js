@@ -2,19 +2,29 @@
 // The workspace on the page's main thread: the engine's status, the person's choice of workspace
 // (browser storage, or a folder they granted) kept across reloads, the connection to the relay,
 // and the file browser. Every file operation is a call into the worker, which applies the same
-// path rules the assistant's tools meet.
-import { confirmAction, notify } from './dialogs.js';
-import { byId } from './dom.js';
+// path rules the assistant's tools meet, and every change (save, new file, upload, delete,
+// rename or move) goes through the worker's executor into the undo history, as the person's.
+//
+// While a paired machine environment holds the workspace, the Files panel shows that machine's
+// folder instead, read through the relay (read_file and list_files as typed actions), because
+// that is where the assistant's tools act; changing it is left to the assistant there.
+import { askName, choose, confirmAction, notify, say } from './dialogs.js';
+import { byId, node } from './dom.js';
 import { emit, listen } from './events.js';
+import { relay } from './http.js';
+import { formatSize } from './results.js';
 
 /** UPLOAD_CHUNK is the size of one piece of an upload sent to the worker. */
 const UPLOAD_CHUNK = 1 << 20;
 /** ROOT_CHOICE_KEY is the localStorage key of the person's choice of workspace. */
 const ROOT_CHOICE_KEY = 'voicebox.root';
+/** UPLOAD_SHOWN_MS is how long a finished upload stays in the list. */
+const UPLOAD_SHOWN_MS = 4000;
 
 /** @typedef {import('./worker-client.js').WorkerClient} WorkerClient */
 /** @typedef {import('./worker-client.js').RootInfo} RootInfo */
 /** @typedef {import('./worker-client.js').RootKind} RootKind */
+/** @typedef {import('./worker-client.js').ListEntry} ListEntry */
 
 /**
  * startWorkspace shows the engine's status and the file browser, and opens the workspace once the
@@ -26,15 +36,14 @@ export function startWorkspace(engine, { openAsApp }) {
   const el = {
     status: byId('status'), channel: byId('channel'), channelResume: byId('channel-resume'),
     rootKind: byId('root-kind', HTMLSelectElement), reconnect: byId('root-reconnect'),
-    files: byId('files'), crumbs: byId('crumbs'), list: byId('file-list'), uploads: byId('uploads'),
+    files: byId('files'), filesNote: byId('files-note'), crumbs: byId('crumbs'), list: byId('file-list'), uploads: byId('uploads'),
     newFile: byId('new-file', HTMLButtonElement), newFolder: byId('new-folder', HTMLButtonElement),
     upload: byId('upload', HTMLButtonElement), uploadInput: byId('upload-input', HTMLInputElement),
-    refresh: byId('refresh', HTMLButtonElement), viewerTitle: byId('viewer-title'), viewerNote: byId('viewer-note'),
-    editor: byId('editor', HTMLTextAreaElement), save: byId('save', HTMLButtonElement),
+    refresh: byId('refresh', HTMLButtonElement), dropHint: byId('drop-hint'),
+    viewer: byId('viewer'), viewerTitle: byId('viewer-title'), viewerNote: byId('viewer-note'), unsaved: byId('unsaved'),
+    editor: byId('editor', HTMLTextAreaElement), save: byId('save', HTMLButtonElement), rename: byId('rename', HTMLButtonElement),
     download: byId('download', HTMLButtonElement), openApp: byId('open-app', HTMLButtonElement),
-    del: byId('delete', HTMLButtonElement),
-    name: byId('name-dialog', HTMLDialogElement), nameLabel: byId('name-label'),
-    nameInput: byId('name-input', HTMLInputElement), nameOK: byId('name-ok'),
+    del: byId('delete', HTMLButtonElement), closeBtn: byId('close-file', HTMLButtonElement),
   };
   const call = engine.call.bind(engine);
   const must = engine.must.bind(engine);
@@ -60,6 +69,7 @@ export function startWorkspace(engine, { openAsApp }) {
   });
   engine.on('failed', (msg) => showStatus('failed', msg.message));
   engine.on('channel', showChannel);
+  engine.on('history', () => emit('history'));
 
   // showChannel shows the worker's connection to the relay, where it runs the relay's calls on
   // the workspace.
@@ -145,10 +155,9 @@ export function startWorkspace(engine, { openAsApp }) {
     el.rootKind.disabled = false;
     el.reconnect.hidden = true;
     showStatus('ready', `ready · build ${engineBuild} · ${info.name}`);
-    for (const b of [el.newFile, el.newFolder, el.upload, el.refresh]) b.disabled = false;
     closeFile();
-    await showDir('');
     emit('root', info);
+    await showDir('');
   }
 
   async function restoreRoot() {
@@ -194,6 +203,10 @@ export function startWorkspace(engine, { openAsApp }) {
   el.rootKind.addEventListener('change', async () => {
     const previous = root ? root.kind : 'opfs';
     try {
+      if (dirty && !await leaveFile()) {
+        el.rootKind.value = previous;
+        return;
+      }
       if (el.rootKind.value === 'opfs') {
         await openRoot('opfs');
         return;
@@ -209,25 +222,79 @@ export function startWorkspace(engine, { openAsApp }) {
     }
   });
 
+  // ---- which folder the panel shows: this tab's, or the machine's the tools act on ----
+
+  /** @type {import('./events.js').Where | null} */
+  let where = null;
+  /** machine is the machine whose folder the panel shows, or '' for this tab's workspace. */
+  let machine = '';
+
+  listen('where', (w) => {
+    where = w;
+    const next = w.holder === 'machine' ? w.name : '';
+    if (next === machine) return;
+    machine = next;
+    // Unsaved edits of this tab's file are never dropped: the file stays open, and Save still
+    // saves it in this tab's workspace.
+    if (!dirty) closeFile(true);
+    el.filesNote.hidden = !machine;
+    el.filesNote.textContent = machine
+      ? `The machine “${machine}” holds the workspace, so this is its folder, read through the relay. Ask the assistant to change files there, or press “Use this tab” to work on this tab's workspace again.`
+      : '';
+    el.files.dataset.source = machine ? 'machine' : 'page';
+    showDir('');
+  });
+
+  /** writable reports whether the panel may change the files it shows (this tab's own). */
+  const writable = () => !!root && !machine;
+
+  function showControls() {
+    for (const b of [el.newFile, el.newFolder, el.upload]) b.disabled = !writable();
+    el.refresh.disabled = !root && !machine;
+    el.dropHint.hidden = !writable();
+  }
+
+  /**
+   * onMachine runs one action on the machine's folder through the relay and returns its
+   * observation, or throws its refusal.
+   * @param {Record<string, string>} action
+   */
+  async function onMachine(action) {
+    const t = await relay('/api/turn', { body: { action } });
+    if (!t.ok) throw Object.assign(new Error(t.why || 'the relay refused'), { rule: t.refused || '' });
+    return typeof t.result === 'string' ? JSON.parse(t.result) : t.result;
+  }
+
+  /**
+   * list reads a folder of what the panel shows.
+   * @param {string} dir
+   * @returns {Promise<ListEntry[]>}
+   */
+  async function list(dir) {
+    if (!machine) return (await must('files.list', { dir })).entries;
+    const obs = await onMachine(dir ? { verb: 'list_files', dir } : { verb: 'list_files' });
+    return obs.entries || [];
+  }
+
   // ---- the file browser ----
 
   let currentDir = '';
+  let listings = 0;
   let openPath = '';
+  /** openFrom is the machine the open file was read from, or '' for this tab's workspace. */
+  let openFrom = '';
   let dirty = false;
+  /** @type {ListEntry[]} the entries of the folder shown */
+  let shown = [];
 
   /**
    * @param {string} dir
    * @param {string} name
    */
   const join = (dir, name) => (dir ? `${dir}/${name}` : name);
+  /** @param {string} p */
+  const baseName = (p) => p.slice(p.lastIndexOf('/') + 1);
 
-  /** @param {number} n */
-  function formatSize(n) {
-    if (n < 1024) return `${n} B`;
-    if (n < 1 << 20) return `${(n / 1024).toFixed(1)} KiB`;
-    if (n < 1 << 30) return `${(n / (1 << 20)).toFixed(1)} MiB`;
-    return `${(n / (1 << 30)).toFixed(2)} GiB`;
-  }
 
   /**
    * @param {string} text
@@ -236,11 +303,12 @@ export function startWorkspace(engine, { openAsApp }) {
    * @param {string} [label]
    */
   function button(text, className, onClick, label) {
-    const b = document.createElement('button');
+    const b = node('button', className, text);
     b.type = 'button';
-    b.className = className;
-    b.textContent = text;
-    if (label) b.setAttribute('aria-label', label);
+    if (label) {
+      b.setAttribute('aria-label', label);
+      b.title = label;
+    }
     b.addEventListener('click', onClick);
     return b;
   }
@@ -248,85 +316,122 @@ export function startWorkspace(engine, { openAsApp }) {
   function renderCrumbs() {
     el.crumbs.replaceChildren();
     const parts = currentDir ? currentDir.split('/') : [];
-    el.crumbs.append(button(root ? root.name : 'Workspace', 'crumb', () => showDir('')));
+    const top = machine ? `machine “${machine}”` : root ? root.name : 'Workspace';
+    el.crumbs.append(button(top, 'crumb', () => showDir(''), `Go to the top folder, ${top}`));
     parts.forEach((part, i) => {
-      const sep = document.createElement('span');
-      sep.textContent = '/';
-      el.crumbs.append(sep, button(part, 'crumb', () => showDir(parts.slice(0, i + 1).join('/'))));
+      el.crumbs.append(node('span', '', '/'), button(part, 'crumb', () => showDir(parts.slice(0, i + 1).join('/')), `Go to the folder ${parts.slice(0, i + 1).join('/')}`));
     });
   }
 
   /** @param {string} dir */
   async function showDir(dir) {
-    let listing;
+    showControls();
+    if (!root && !machine) return;
+    // Only the newest listing is drawn: one asked earlier and answered later is stale.
+    const mine = ++listings;
+    let entries;
     try {
-      listing = await must('files.list', { dir });
+      entries = await list(dir);
     } catch (err) {
-      notify(err);
+      if (mine === listings) notify(err);
       return;
     }
+    if (mine !== listings) return;
     currentDir = dir;
+    shown = entries;
     renderCrumbs();
     el.list.replaceChildren();
-    const entries = [...listing.entries].sort((a, b) => (Number(b.dir) - Number(a.dir)) || a.name.localeCompare(b.name));
-    if (entries.length === 0) {
-      const li = document.createElement('li');
-      li.className = 'empty';
-      li.textContent = 'This folder is empty.';
-      el.list.append(li);
-    }
-    for (const entry of entries) {
+    const sorted = [...entries].sort((a, b) => (Number(b.dir) - Number(a.dir)) || a.name.localeCompare(b.name));
+    if (sorted.length === 0) el.list.append(node('li', 'empty', 'This folder is empty.'));
+    for (const entry of sorted) {
       const path = join(dir, entry.name);
-      const li = document.createElement('li');
+      const li = node('li');
       li.dataset.path = path;
       li.dataset.kind = entry.dir ? 'dir' : 'file';
       if (path === openPath) li.classList.add('current');
+      // The button's name is what it shows, said as an action: "Open notes.txt 12 B".
       const open = button('', 'open', () => (entry.dir ? showDir(path) : openFile(path)));
-      const icon = document.createElement('span');
-      icon.className = entry.dir ? 'icon icon-dir' : 'icon icon-file';
+      const icon = node('span', entry.dir ? 'icon icon-dir' : 'icon icon-file');
       icon.setAttribute('aria-hidden', 'true');
-      const name = document.createElement('span');
-      name.className = 'name';
-      name.textContent = entry.name;
-      open.append(icon, name);
-      if (!entry.dir) {
-        const size = document.createElement('span');
-        size.className = 'size';
-        size.textContent = formatSize(entry.size);
-        open.append(size);
+      open.append(node('span', 'visually-hidden', entry.dir ? 'Open the folder ' : 'Open '), icon, node('span', 'name', entry.name));
+      if (!entry.dir) open.append(node('span', 'visually-hidden', ' '), node('span', 'size', formatSize(entry.size)));
+      li.append(open);
+      if (writable()) {
+        if (!entry.dir) li.append(button('✎', 'rename', () => renamePath(path), `Rename ${entry.name}`));
+        li.append(button('✕', 'remove', () => removePath(path, entry.dir), `Delete ${entry.dir ? 'the folder ' : ''}${entry.name}`));
       }
-      li.append(open, button('✕', 'remove', () => removePath(path, entry.dir), `Delete ${entry.name}`));
       el.list.append(li);
     }
   }
 
-  function closeFile() {
+  /** @param {boolean} [force] close whatever the editor holds, unsaved or not */
+  function closeFile(force) {
+    if (!force && dirty) return;
     openPath = '';
-    dirty = false;
+    openFrom = '';
+    setDirty(false);
     el.viewerTitle.textContent = 'No file open';
     el.editor.value = '';
     el.editor.disabled = true;
+    el.editor.readOnly = false;
     el.viewerNote.hidden = true;
-    for (const b of [el.save, el.download, el.del, el.openApp]) b.disabled = true;
+    for (const b of [el.save, el.rename, el.download, el.del, el.openApp, el.closeBtn]) b.disabled = true;
+    for (const li of el.list.children) li.classList.remove('current');
+  }
+
+  /** @param {boolean} on */
+  function setDirty(on) {
+    dirty = on;
+    el.unsaved.hidden = !on;
+    el.save.disabled = !on;
+    el.viewer.dataset.dirty = String(on);
+  }
+
+  /**
+   * leaveFile asks before unsaved edits are dropped; it resolves true when the editor may be
+   * left (nothing unsaved, saved, or discarded).
+   * @returns {Promise<boolean>}
+   */
+  async function leaveFile() {
+    if (!dirty) return true;
+    const { value } = await choose({
+      title: 'Unsaved changes',
+      text: `“${openPath}” has changes that are not saved.`,
+      choices: [{ value: 'save', label: 'Save them', default: true }, { value: 'discard', label: 'Discard them', danger: true }, { value: '', label: 'Keep editing' }],
+    });
+    if (value === 'save') return save();
+    if (value === 'discard') {
+      setDirty(false);
+      return true;
+    }
+    el.editor.focus();
+    return false;
   }
 
   /** @param {string} path */
   async function openFile(path) {
-    if (dirty && !await confirmAction(`Discard your changes to “${openPath}”?`, 'Discard')) return;
+    if (dirty && path !== openPath && !await leaveFile()) return;
     let view;
     try {
-      view = await must('files.read', { path });
+      if (machine) {
+        const obs = await onMachine({ verb: 'read_file', name: path });
+        const binary = obs.encoding === 'base64';
+        view = { path, size: obs.size, text: binary ? '' : obs.content, binary, truncated: !!obs.truncated };
+      } else {
+        view = await must('files.read', { path });
+      }
     } catch (err) {
       notify(err);
       return;
     }
     openPath = path;
-    dirty = false;
+    openFrom = machine;
+    setDirty(false);
     el.viewerTitle.textContent = path;
-    el.download.disabled = false;
-    el.del.disabled = false;
-    el.openApp.disabled = !/\.html?$/i.test(path);
-    el.save.disabled = true;
+    el.download.disabled = !!machine;
+    el.del.disabled = el.rename.disabled = !writable();
+    el.openApp.disabled = !!machine || !/\.html?$/i.test(path);
+    el.closeBtn.disabled = false;
     if (view.binary) {
       el.editor.value = '';
       el.editor.disabled = true;
@@ -334,29 +439,49 @@ export function startWorkspace(engine, { openAsApp }) {
       el.viewerNote.hidden = false;
     } else {
       el.editor.value = view.text;
-      el.editor.disabled = view.truncated;
-      el.viewerNote.textContent = `Showing the first ${formatSize(view.text.length)} of ${formatSize(view.size)}; download the file to see it whole.`;
-      el.viewerNote.hidden = !view.truncated;
+      el.editor.disabled = false;
+      el.editor.readOnly = view.truncated || !!machine;
+      el.viewerNote.textContent = machine
+        ? `Read from the machine “${machine}”; ask the assistant to change it.`
+        : `Showing the first ${formatSize(view.text.length)} of ${formatSize(view.size)}; download the file to see it whole.`;
+      el.viewerNote.hidden = !view.truncated && !machine;
     }
     for (const li of el.list.children) {
       if (li instanceof HTMLElement) li.classList.toggle('current', li.dataset.path === path);
     }
+    // What the action opened is shown and takes focus.
+    el.viewer.scrollIntoView({ block: 'nearest', behavior: 'instant' });
+    (el.editor.disabled ? el.closeBtn : el.editor).focus({ preventScroll: true });
   }
 
-  el.editor.addEventListener('input', () => {
-    dirty = true;
-    el.save.disabled = false;
-  });
+  el.editor.addEventListener('input', () => { if (!el.editor.readOnly) setDirty(true); });
 
-  el.save.addEventListener('click', async () => {
+  /**
+   * save writes the editor's text; it resolves false (having said why) when it could not.
+   * @returns {Promise<boolean>}
+   */
+  async function save() {
+    if (!openPath || openFrom || !root) return false;
     try {
       await must('files.write', { path: openPath, content: el.editor.value });
-      dirty = false;
-      el.save.disabled = true;
+      setDirty(false);
       await showDir(currentDir);
+      return true;
     } catch (err) {
       notify(err);
+      return false;
     }
+  }
+
+  el.save.addEventListener('click', () => { save(); });
+  el.viewer.addEventListener('keydown', (event) => {
+    if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === 's') {
+      event.preventDefault();
+      if (dirty) save();
+    }
+  });
+  el.closeBtn.addEventListener('click', async () => {
+    if (await leaveFile()) closeFile(true);
   });
 
   el.download.addEventListener('click', async () => {
@@ -365,7 +490,7 @@ export function startWorkspace(engine, { openAsApp }) {
       const url = URL.createObjectURL(new Blob([value.bytes]));
       const a = document.createElement('a');
       a.href = url;
-      a.download = openPath.split('/').pop() || openPath;
+      a.download = baseName(openPath);
       a.click();
       setTimeout(() => URL.revokeObjectURL(url), 30000);
     } catch (err) {
@@ -374,6 +499,7 @@ export function startWorkspace(engine, { openAsApp }) {
   });
 
   el.del.addEventListener('click', () => removePath(openPath, false));
+  el.rename.addEventListener('click', () => renamePath(openPath));
   el.openApp.addEventListener('click', () => { openAsApp(openPath).catch(notify); });
 
   /**
@@ -381,46 +507,64 @@ export function startWorkspace(engine, { openAsApp }) {
    * @param {boolean} isDir
    */
   async function removePath(path, isDir) {
-    const what = isDir ? `the folder “${path}” (it must be empty)` : `“${path}”`;
-    if (!await confirmAction(`Delete ${what}? This cannot be undone.`, 'Delete')) return;
+    const what = isDir ? `the folder “${path}” (it must be empty)` : `“${path}”? Undo in the History panel brings it back`;
+    if (!await confirmAction(`Delete ${what}${isDir ? '?' : '.'}`, 'Delete')) return;
     try {
       await must('files.delete', { path });
-      if (path === openPath) closeFile();
+      if (path === openPath) closeFile(true);
       await showDir(currentDir);
     } catch (err) {
       notify(err);
     }
   }
 
-  /**
-   * askName asks for a name; it resolves '' when the person cancelled.
-   * @param {string} label
-   * @param {string} verb
-   * @returns {Promise<string>}
-   */
-  function askName(label, verb) {
-    el.nameLabel.textContent = label;
-    el.nameOK.textContent = verb;
-    el.nameInput.value = '';
-    el.name.returnValue = '';
-    el.name.showModal();
-    return new Promise((resolve) => {
-      el.name.addEventListener('close', () => {
-        resolve(el.name.returnValue === 'ok' ? el.nameInput.value.trim() : '');
-      }, { once: true });
-    });
+  /** @param {string} path */
+  async function renamePath(path) {
+    if (dirty && path === openPath && !await leaveFile()) return;
+    const to = await askName(`Rename or move “${path}” to`, 'Rename', path);
+    if (!to || to === path) return;
+    try {
+      await must('files.move', { path, to });
+      if (path === openPath) {
+        closeFile(true);
+        await showDir(currentDir);
+        await openFile(to);
+      } else {
+        await showDir(currentDir);
+      }
+    } catch (err) {
+      notify(err);
+    }
   }
 
   el.newFile.addEventListener('click', async () => {
-    const name = await askName('New file name', 'Create');
-    if (!name) return;
-    const path = join(currentDir, name);
-    try {
-      await must('files.write', { path, content: '' });
-      await showDir(currentDir);
-      await openFile(path);
-    } catch (err) {
-      notify(err);
+    // Asked only when there is something to lose, so the dialog opens at once otherwise.
+    if (dirty && !await leaveFile()) return;
+    let name = await askName('New file name', 'Create');
+    while (name) {
+      const path = join(currentDir, name);
+      try {
+        await must('files.write', { path, content: '', mode: 'create' });
+        await showDir(currentDir);
+        await openFile(path);
+        return;
+      } catch (err) {
+        if (!(err && typeof err === 'object' && 'rule' in err && err.rule === 'file-exists')) {
+          notify(err);
+          return;
+        }
+        // Never replace: offer the file that is there, or another name.
+        const { value } = await choose({
+          title: 'That file exists',
+          text: `“${path}” already exists. Creating a file never replaces one.`,
+          choices: [{ value: 'open', label: `Open ${name}`, default: true }, { value: 'rename', label: 'Choose another name' }, { value: '', label: 'Cancel' }],
+        });
+        if (value === 'open') {
+          await openFile(path);
+          return;
+        }
+        name = value === 'rename' ? await askName('New file name', 'Create', freeName(name)) : '';
+      }
     }
   });
 
@@ -436,23 +580,63 @@ export function startWorkspace(engine, { openAsApp }) {
   });
 
   el.refresh.addEventListener('click', () => showDir(currentDir));
-  // The assistant changed the workspace (assistant.js).
-  listen('files-changed', () => { if (root) showDir(currentDir); });
+  // refreshOpen shows the open file as it is now, when something else changed it (an undo, the
+  // assistant) and it holds no unsaved edit; a file that is gone is closed, saying so.
+  async function refreshOpen() {
+    if (!openPath || dirty || openFrom || !root) return;
+    const path = openPath;
+    const answer = await call('files.read', { path });
+    if (path !== openPath || dirty) return;
+    if (!answer.ok) {
+      closeFile(true);
+      say(`“${path}” is gone (${answer.why}); it was closed.`);
+      return;
+    }
+    if (!answer.value.binary && !answer.value.truncated && answer.value.text !== el.editor.value) el.editor.value = answer.value.text;
+  }
+
+  // The assistant changed the workspace (assistant.js), or an undo or redo did (history.js).
+  listen('files-changed', () => {
+    if (root || machine) showDir(currentDir);
+    refreshOpen();
+  });
+  listen('history', () => {
+    if (root && !machine) showDir(currentDir);
+    refreshOpen();
+  });
+
+  /**
+   * freeName is a name like name that the folder shown does not hold: "notes (2).txt".
+   * @param {string} name
+   */
+  function freeName(name) {
+    const taken = new Set(shown.map((e) => e.name));
+    const dot = name.lastIndexOf('.');
+    const stem = dot > 0 ? name.slice(0, dot) : name;
+    const ext = dot > 0 ? name.slice(dot) : '';
+    for (let i = 2; ; i++) {
+      const next = `${stem} (${i})${ext}`;
+      if (!taken.has(next)) return next;
+    }
+  }
 
   // ---- uploads: chunked, atomic (the file appears only when complete), with progress ----
 
-  /** @param {File} file */
-  async function uploadFile(file) {
-    const path = join(currentDir, file.name);
-    const li = document.createElement('li');
-    const label = document.createElement('span');
-    label.textContent = file.name;
-    const figures = document.createElement('span');
-    const bar = document.createElement('progress');
+  /**
+   * @param {File} file
+   * @param {string} name the name it is stored under in the folder shown
+   * @param {'create' | 'replace'} mode
+   */
+  async function uploadFile(file, name, mode) {
+    const path = join(currentDir, name);
+    const li = node('li');
+    const figures = node('span');
+    const bar = node('progress');
     bar.max = file.size || 1;
     bar.value = 0;
+    bar.setAttribute('aria-label', `Uploading ${name}`);
     li.dataset.path = path;
-    li.append(label, figures, bar);
+    li.append(node('span', '', name), figures, bar);
     el.uploads.append(li);
     /** @param {number} sent */
     const show = (sent) => {
@@ -462,29 +646,57 @@ export function startWorkspace(engine, { openAsApp }) {
     show(0);
     let uploadId = '';
     try {
-      ({ uploadId } = await must('files.upload.begin', { path }));
+      ({ uploadId } = await must('files.upload.begin', { path, mode }));
       for (let at = 0; at < file.size; at += UPLOAD_CHUNK) {
         const bytes = await file.slice(at, at + UPLOAD_CHUNK).arrayBuffer();
         const { written } = await must('files.upload.chunk', { uploadId, bytes }, [bytes]);
         show(written);
       }
-      await must('files.upload.commit', { uploadId });
-      show(file.size);
-      li.dataset.state = 'done';
-      setTimeout(() => li.remove(), 4000);
-      await showDir(currentDir);
+      const id = uploadId;
+      uploadId = ''; // committed or not, the worker has finished with it
+      await must('files.upload.commit', { uploadId: id });
     } catch (err) {
       if (uploadId) call('files.upload.abort', { uploadId });
       li.dataset.state = 'failed';
       figures.textContent = 'failed';
       figures.className = 'failed';
       notify(err);
+      return;
     }
+    show(file.size);
+    li.dataset.state = 'done';
+    setTimeout(() => li.remove(), UPLOAD_SHOWN_MS);
   }
 
-  /** @param {File[]} files */
+  /**
+   * uploadAll uploads files into the folder shown; a name that is taken asks first: replace
+   * it, keep both (under a free name), or skip it, for this file or for all that remain.
+   * @param {File[]} files
+   */
   async function uploadAll(files) {
-    for (const file of files) await uploadFile(file);
+    if (!writable()) return;
+    /** @type {string} */
+    let forAll = '';
+    for (let i = 0; i < files.length; i++) {
+      const file = files[i];
+      const taken = shown.some((e) => e.name === file.name);
+      let decision = taken ? forAll : 'create';
+      if (taken && !decision) {
+        const left = files.length - i - 1;
+        const asked = await choose({
+          title: 'A file of that name exists',
+          text: `“${join(currentDir, file.name)}” already exists.`,
+          choices: [{ value: 'replace', label: 'Replace it', danger: true }, { value: 'both', label: 'Keep both', default: true }, { value: 'skip', label: 'Skip' }],
+          forAll: left > 0 ? `Do the same for the ${left} other ${left === 1 ? 'file' : 'files'} whose names are taken` : undefined,
+        });
+        decision = asked.value || 'skip';
+        if (asked.forAll) forAll = decision;
+      }
+      if (decision === 'skip') continue;
+      const name = decision === 'both' ? freeName(file.name) : file.name;
+      await uploadFile(file, name, decision === 'replace' ? 'replace' : 'create');
+      await showDir(currentDir);
+    }
   }
 
   el.upload.addEventListener('click', () => el.uploadInput.click());
@@ -494,7 +706,7 @@ export function startWorkspace(engine, { openAsApp }) {
     uploadAll(files);
   });
   el.files.addEventListener('dragover', (event) => {
-    if (!root || !event.dataTransfer || !event.dataTransfer.types.includes('Files')) return;
+    if (!writable() || !event.dataTransfer || !event.dataTransfer.types.includes('Files')) return;
     event.preventDefault();
     el.files.classList.add('dragging');
   });
@@ -503,12 +715,21 @@ export function startWorkspace(engine, { openAsApp }) {
   });
   el.files.addEventListener('drop', (event) => {
     el.files.classList.remove('dragging');
-    if (!root) return;
+    if (!writable()) return;
     event.preventDefault();
     uploadAll([...(event.dataTransfer ? event.dataTransfer.files : [])]);
   });
 
   window.addEventListener('beforeunload', (event) => {
     if (dirty) event.preventDefault();
+  });
+
+  return Object.freeze({
+    /** dirty reports unsaved edits in the editor. */
+    dirty: () => dirty,
+    /** where says what the Files panel shows: '' for this tab's workspace, or the machine's name. */
+    machine: () => machine,
+    say,
+    where: () => where,
   });
 }

@@ -37,14 +37,16 @@ func typed(t *testing.T, tab *harness.Tab, command string) (state, result string
 	return lastTurn(t, tab)
 }
 
-// lastTurn waits until the newest turn is settled and returns its state and result text.
+// lastTurn waits until the newest turn is settled and returns its state and result: the words
+// shown, then the JSON behind its Details.
 func lastTurn(t *testing.T, tab *harness.Tab) (state, result string) {
 	t.Helper()
 	got := harness.WaitFor[[]string](tab, `(() => {
 		const li = document.querySelector('#turns li');
 		if (!li || li.dataset.state === 'pending') return null;
 		const r = li.querySelector('.result');
-		return [li.dataset.state, r ? r.textContent : ''];
+		const j = li.querySelector('.result-json');
+		return [li.dataset.state, (r ? r.textContent : '') + '\n' + (j ? j.textContent : '')];
 	})()`, turnBound)
 	return got[0], got[1]
 }
@@ -81,7 +83,7 @@ func TestTypedCommandsCreateEditListDeleteAndUndo(t *testing.T) {
 	if mode := harness.WaitFor[string](tab, `document.querySelector('#assistant-mode').dataset.mode`, readyBound); mode != "offline" {
 		t.Fatalf("with no vendor key the page shows mode %q", mode)
 	}
-	if label := harness.Eval[string](tab, `document.querySelector('#assistant-mode').textContent`); label != "offline mode" {
+	if label := harness.Eval[string](tab, `document.querySelector('#assistant-mode').textContent`); label != "typed commands" {
 		t.Fatalf("the mode label reads %q", label)
 	}
 
@@ -126,9 +128,10 @@ func TestTypedCommandsCreateEditListDeleteAndUndo(t *testing.T) {
 	if _, ok := fileBytes(t, tab, "todo.txt"); ok {
 		t.Fatal("todo.txt is still there after the approved delete")
 	}
+	// The History panel's Undo takes back the newest change, whoever made it.
 	harness.Eval[bool](tab, `(document.querySelector('#undo').click(), true)`)
-	if state, res := lastTurn(t, tab); state != "ok" || !strings.Contains(res, `"undone": "delete"`) {
-		t.Fatalf("undo answered %s %s", state, res)
+	if note := harness.WaitFor[string](tab, `document.querySelector('#history-note').textContent`, turnBound); !strings.Contains(note, "Undone: The assistant deleted todo.txt") {
+		t.Fatalf("undo says %q", note)
 	}
 	if b, ok := fileBytes(t, tab, "todo.txt"); !ok || !bytes.Equal(b, edited) {
 		t.Fatalf("after undo todo.txt holds %q, want %q", b, edited)
@@ -231,9 +234,10 @@ func TestApprovalReachesThePageWhileAMachineHoldsTheRoot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "notes.bin")); !os.IsNotExist(err) {
 		t.Fatalf("notes.bin is still on the machine: %v", err)
 	}
+	// Undo asks the machine, which holds the workspace, through the assistant.
 	harness.Eval[bool](tab, `(document.querySelector('#undo').click(), true)`)
-	if state, res := lastTurn(t, tab); state != "ok" {
-		t.Fatalf("undo answered %s %s", state, res)
+	if note := harness.WaitFor[string](tab, `document.querySelector('#history-note').textContent`, turnBound); !strings.Contains(note, "Undone on the machine") {
+		t.Fatalf("undo says %q", note)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "notes.bin")); err != nil || !bytes.Equal(b, want) {
 		t.Fatalf("after undo the machine holds %q, %v", b, err)

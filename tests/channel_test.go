@@ -220,9 +220,11 @@ func TestThePageReconnectsWhenTheRelayRestarts(t *testing.T) {
 	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := openExecutor(t, relay)
-	// The failed attempts while the relay is down are expected; allowed before it stops, since
-	// the first may come before the page says it is offline.
+	// The failed attempts while the relay is down are expected, allowed before it stops (the
+	// first may come before the page says it is offline): the channel's, and the page's asking
+	// whether the relay is back.
 	tab.Allow(`WebSocket connection to .*/channel' failed`)
+	tab.Allow(`ERR_CONNECTION_REFUSED`)
 	relay.Stop(t)
 	harness.WaitFor[bool](tab, `document.querySelector('#channel').dataset.state === 'offline'`, channelBound)
 

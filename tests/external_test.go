@@ -282,6 +282,11 @@ func TestExternalAppOrderBook(t *testing.T) {
 	if got := inFrame(t, tab, frame, `document.querySelector('tr[data-id="A-1001"] td[data-status]').textContent`); got != "open" {
 		t.Fatalf("the order changed before approval: %q", got)
 	}
+	// One deadline for every approval (60 s, the assistant's too), counted down.
+	if left := harness.Eval[int](tab, `parseInt(document.querySelector('.xa-approval[data-tool="set_order_status"] .xa-deadline').textContent)`); left <= 15 || left > 60 {
+		t.Fatalf("the app's approval shows %d s left, want the one deadline of 60 s", left)
+	}
+	checkAccessibility(t, tab, "an external app asking for approval")
 	harness.Eval[bool](tab, `(document.querySelector('.xa-approval[data-tool="set_order_status"] .xa-approve').click(), true)`)
 	var approved harness.Answer
 	select {
@@ -296,11 +301,13 @@ func TestExternalAppOrderBook(t *testing.T) {
 		t.Fatalf("after approval the app shows %q", got)
 	}
 
-	// Called by hand from the tool's form, denied: the form says so and nothing changes.
+	// Called by hand from the tool's form (made from its schema, as a sandboxed app's is),
+	// denied: the form says so and nothing changes.
 	harness.Eval[bool](tab, `(() => {
 		const d = document.querySelector('.xa-card[data-app-id="orders"] details[data-tool="set_order_status"]');
 		d.open = true;
-		d.querySelector('textarea').value = '{"id": "A-1002", "status": "cancelled"}';
+		d.querySelector('input[name="id"]').value = 'A-1002';
+		d.querySelector('select[name="status"]').value = '"cancelled"';
 		d.querySelector('button[type="submit"]').click();
 		return true;
 	})()`)
@@ -310,7 +317,7 @@ func TestExternalAppOrderBook(t *testing.T) {
 	}
 	harness.Eval[bool](tab, `(document.querySelector('.xa-approval[data-tool="set_order_status"] .xa-deny').click(), true)`)
 	shown := harness.WaitFor[string](tab, `(() => { const o = document.querySelector('details[data-tool="set_order_status"] .tool-result'); return o.dataset.state && o.textContent; })()`, externalBound)
-	if !strings.HasPrefix(shown, "approval-denied: ") {
+	if !strings.Contains(shown, "the person denied running set_order_status") || !strings.HasSuffix(shown, "approval-denied") {
 		t.Fatalf("the form shows %q", shown)
 	}
 

@@ -11,7 +11,7 @@ import (
 )
 
 // openWorkspace loads the page and waits until the file browser shows browser storage.
-func openWorkspace(t *testing.T, tab *harness.Tab, url string) {
+func openWorkspace(t testing.TB, tab *harness.Tab, url string) {
 	t.Helper()
 	tab.Navigate(url)
 	harness.WaitFor[bool](tab, `document.querySelector('#status').dataset.state === 'ready' &&

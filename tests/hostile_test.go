@@ -75,6 +75,10 @@ window.done = (async () => {
   await attempt('opfs', async () => (await navigator.storage.getDirectory()).name);
   await attempt('fetchHealth', async () => (await fetch('/api/health')).status);
   await attempt('fetchRoot', async () => (await fetch('/api/root')).status);
+  // The doors the page itself uses to change what the person decides on: none is the app's.
+  await attempt('fetchDismiss', async () => (await fetch('/api/extensions/dismiss', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: '{"id":"x"}'})).status);
+  await attempt('fetchUndo', async () => (await fetch('/api/turn', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: '{"action":{"verb":"undo_last_action"}}'})).status);
+  await attempt('eventStream', () => new Promise((ok, bad) => { const e = new EventSource('/api/events'); e.onopen = () => { e.close(); ok('opened'); }; e.onerror = () => { e.close(); bad(new Error('blocked by the policy')); }; }));
   await attempt('topNavigation', () => { top.location.href = '/api/health'; return 'assigned'; });
   await attempt('popup', () => window.open('/api/health') === null ? null : 'opened');
   await attempt('alert', () => { alert('hi'); return 'returned'; });
@@ -82,7 +86,7 @@ window.done = (async () => {
 webMcp.registerTool({name: 'patterned', description: 'a forbidden keyword', parameters: {type: 'object', properties: {s: {type: 'string', pattern: '^a'}}}, execute: () => 1});`), 1)
 		got := callApp(tab, id, "report", "{}")
 		seen, _ := got["value"].(map[string]any)["result"].(map[string]any)
-		for _, k := range []string{"parentDocument", "topDocument", "cookie", "indexedDB", "opfs", "fetchHealth", "fetchRoot", "topNavigation"} {
+		for _, k := range []string{"parentDocument", "topDocument", "cookie", "indexedDB", "opfs", "fetchHealth", "fetchRoot", "fetchDismiss", "fetchUndo", "eventStream", "topNavigation"} {
 			if s, _ := seen[k].(string); !strings.HasPrefix(s, "blocked") {
 				t.Errorf("%s: %v", k, seen[k])
 			}

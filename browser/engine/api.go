@@ -109,6 +109,9 @@ type miniAppState struct {
 	store     *miniappstore.Store
 	storeRoot fsroot.Root // the workspace store was made for
 	seeded    bool
+	// folders maps a launched folder app's id to where its files are (Entry.Folder);
+	// miniapps.file reads only there.
+	folders map[string]folderRef
 }
 
 // relayState is the page's connection to /channel and what it last told the relay.
@@ -140,6 +143,7 @@ func newEngine(now time.Time, openRoot RootOpener) *Engine {
 	a := &Engine{build: "dev", started: now, post: func([]byte) {}}
 	a.ws = workspaceState{openRoot: openRoot, uploads: map[string]*upload{}}
 	a.apps.registry = miniapp.NewRegistry()
+	a.apps.folders = map[string]folderRef{}
 	a.apps.frames = newFrames(func(msg []byte) { a.post(msg) })
 	a.methods = map[string]method{
 		"status":              a.status,
@@ -150,6 +154,11 @@ func newEngine(now time.Time, openRoot RootOpener) *Engine {
 		"files.write":         a.filesWrite,
 		"files.mkdir":         a.filesMkdir,
 		"files.delete":        a.filesDelete,
+		"files.move":          a.filesMove,
+		"history.list":        a.historyList,
+		"history.undo":        a.historyUndo,
+		"history.redo":        a.historyRedo,
+		"history.conflict":    a.historyConflict,
 		"files.download":      a.filesDownload,
 		"files.upload.begin":  a.uploadBegin,
 		"files.upload.chunk":  a.uploadChunk,

@@ -15,6 +15,7 @@
 //	worker -> page  {type: "result", id, ok: true, value}          exactly one answer per call
 //	worker -> page  {type: "result", id, ok: false, refused, why}  a refusal with a rule id
 //	worker -> page  {type: "channel", state, why, retryMs}         the connection to the relay
+//	worker -> page  {type: "history"}                              the undo history changed
 //	worker -> page  {type: "failed", message}                      from worker.js when loading fails
 //
 // params may carry two things JSON cannot: params.bytes (a Uint8Array or ArrayBuffer, for upload
@@ -28,27 +29,43 @@
 //	root.info                     -> the same, for the open root
 //	files.list {dir?}             -> the executor's list-files observation
 //	files.read {path}             -> {path, size, text, binary, truncated}   at most MaxViewBytes
-//	files.write {path, content}   -> the executor's write-file observation
+//	files.write {path, content, mode?} -> the executor's write-file observation; mode "create"
+//	                                     never replaces a file (file-exists)
+//	files.move {path, to}         -> the executor's move-file observation (never over a file)
 //	files.mkdir {path}            -> {path}
-//	files.delete {path}           -> {path, deleted}     a file, or an empty folder
+//	files.delete {path}           -> {path, deleted}     a file (kept in the history), or an empty folder
 //	files.download {path}         -> {path, size} and value.bytes
-//	files.upload.begin {path}     -> {uploadId}          an atomic replacement, visible on commit
+//	files.upload.begin {path, mode?}     -> {uploadId}   an atomic replacement, visible on commit;
+//	                                     mode "create" refuses file-exists (at begin and at commit)
 //	files.upload.chunk {uploadId, bytes} -> {written}
-//	files.upload.commit {uploadId}       -> {path, size}
+//	files.upload.commit {uploadId}       -> {path, size, created, undoable}   a change of the history
 //	files.upload.abort {uploadId}        -> {path, aborted}
+//	history.list                  -> the executor's list-history observation: {entries, undo, redo}
+//	history.undo {resolve?}       -> undo-last's observation; resolve: keep-current, restore-earlier,
+//	                                 keep-both (for an undo-conflict)
+//	history.redo                  -> redo-last's observation
+//	history.conflict              -> {inConflict, change, current, earlier, resolutions}: the two
+//	                                 versions an undo weighs, each at most 64 KiB
 //	channel.connect               -> {resumed}           reconnect after "replaced" or "refused"
+//
+// Every change the page makes (files.write, files.move, files.delete of a file, an upload's
+// commit) runs through the executor with the undo history the relay's calls use too: the page's
+// are recorded as the person's (executor.ByPerson), the relay's as the assistant's.
 //
 // The mini-apps (see miniapps.go; the frames and their bridge live on the main thread, in
 // public/mini-apps.js):
 //
 //	miniapps.list                 -> {entries}           the store's discovery: apps and pages, with kind
-//	miniapps.launch {name}|{path} -> {entry, html}       resolve through the store, or a workspace .html file
+//	miniapps.launch {name}|{path} -> {entry, html, folder?}  resolve through the store, or a workspace .html file;
+//	                                 folder lists a folder app's files [{path, size}]
+//	miniapps.file {appId, path}   -> {path, size} and value.bytes  one file of a launched folder app
 //	miniapps.reset {appId}        -> {reset}             the frame loaded a new document: forget its tools
 //	miniapps.close {appId, why?}  -> {closed}            why: what calls still waiting are told
 //	miniapps.register {appId, tool} -> {appId, name, modelName, description, parameters}
 //	miniapps.unregister {appId, name} -> {removed}
 //	miniapps.tools {appId?}       -> {tools}
 //	miniapps.call {appId, tool, args} | {name, args} -> {result}
+//	miniapps.validate {appId, tool, args} -> {args}        the check a call makes, calling nothing
 //	miniapps.result {callId, result} | {callId, refused, why} -> {accepted}
 //	miniapps.save {name, title?}  -> entry               promote a page to an app on the shelf
 //	miniapps.delete {id}          -> entry               per-artifact ownership, see miniappstore

@@ -29,7 +29,9 @@ const (
 )
 
 // workspace is the executor side of an open root: one executor for the relay's calls (the tool
-// bounds) and one for the page's own UI (a larger write bound), sharing one audit log.
+// bounds, recorded as the assistant's changes) and one for the page's own UI (a larger write
+// bound, recorded as the person's), sharing one audit log and one undo history, so Undo and
+// Redo take back either's changes in the order they were made.
 type workspace struct {
 	tools *executor.Executor
 	ui    *executor.Executor
@@ -37,22 +39,23 @@ type workspace struct {
 	seq   atomic.Uint64
 }
 
-// newExecutor opens the executors of root; wasm, when set, runs the modules the relay sends.
-func newExecutor(ctx context.Context, root fsroot.Root, wasm executor.WasmRunner) *workspace {
+// newExecutor opens root's executors; onHistory, when set, is called whenever the undo history
+// changes (the worker tells the page, whose History panel reads it again); wasm, when set, runs
+// the WebAssembly modules the relay sends.
+func newExecutor(ctx context.Context, root fsroot.Root, onHistory func(), wasm executor.WasmRunner) *workspace {
 	w := &workspace{}
 	var audit executor.AuditLog
 	if log, err := executor.OpenRootAudit(ctx, root); err == nil {
 		w.audit = newAsyncAudit(log)
 		audit = w.audit
 	}
-	// The relay's calls (the assistant's tools) keep an undo history; the page's own editor
-	// does not: a person saving a file is no change to undo.
-	toolOpts := executor.Options{Audit: audit, Wasm: wasm}
-	if h, err := executor.OpenHistory(ctx, root, executor.HistoryOptions{}); err == nil {
-		toolOpts.History = h
+	toolOpts := executor.Options{Audit: audit, Actor: executor.ByAssistant, Wasm: wasm}
+	uiOpts := executor.Options{Audit: audit, MaxWriteBytes: uiMaxWriteBytes, Actor: executor.ByPerson}
+	if h, err := executor.OpenHistory(ctx, root, executor.HistoryOptions{OnChange: onHistory}); err == nil {
+		toolOpts.History, uiOpts.History = h, h
 	}
 	w.tools = executor.New(root, toolOpts)
-	w.ui = executor.New(root, executor.Options{Audit: audit, MaxWriteBytes: uiMaxWriteBytes})
+	w.ui = executor.New(root, uiOpts)
 	return w
 }
 

@@ -3,8 +3,11 @@ package engine
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"hash"
 	"io/fs"
 	"strconv"
 	"unicode/utf8"
@@ -82,7 +85,7 @@ func (a *Engine) rootOpen(ctx context.Context, req request) (result, *refusal.Re
 	if err != nil {
 		return result{}, refusal.New(refusal.RootUnavailable, "the %s root could not be opened: %v", p.Kind, err)
 	}
-	exec := newExecutor(ctx, root, a.ws.wasm)
+	exec := newExecutor(ctx, root, a.historyChanged, a.ws.wasm)
 	a.ws.mu.Lock()
 	old, oldExec := a.ws.root, a.ws.exec
 	a.ws.root, a.ws.info, a.ws.exec = root, info, exec
@@ -165,11 +168,28 @@ func (a *Engine) filesRead(ctx context.Context, req request) (result, *refusal.R
 type writeParam struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`
+	// Mode is write-file's: "" or "replace" writes whatever is there, "create" makes a new file
+	// and is refused file-exists when one is there.
+	Mode string `json:"mode,omitempty"`
 }
 
+// filesWrite saves a file (the editor's Save, New file) through the executor, so the change is
+// in the undo history as the person's.
 func (a *Engine) filesWrite(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p writeParam) (result, *refusal.Refusal) {
 		return observed(w.run(ctx, executor.WriteFile, p))
+	})
+}
+
+type moveParam struct {
+	Path string `json:"path"`
+	To   string `json:"to"`
+}
+
+// filesMove renames or moves a file, never over another (file-exists), in the undo history.
+func (a *Engine) filesMove(ctx context.Context, req request) (result, *refusal.Refusal) {
+	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p moveParam) (result, *refusal.Refusal) {
+		return observed(w.run(ctx, executor.MoveFile, p))
 	})
 }
 
@@ -182,12 +202,64 @@ func (a *Engine) filesMkdir(ctx context.Context, req request) (result, *refusal.
 	})
 }
 
+// filesDelete deletes a file through the executor (kept in the undo history), or an empty
+// folder (which holds nothing to keep).
 func (a *Engine) filesDelete(ctx context.Context, req request) (result, *refusal.Refusal) {
-	return onRoot(a, req, func(root fsroot.Root, _ *workspace, p pathParam) (result, *refusal.Refusal) {
+	return onRoot(a, req, func(root fsroot.Root, w *workspace, p pathParam) (result, *refusal.Refusal) {
+		st, err := root.Stat(ctx, p.Path)
+		if err != nil {
+			return result{}, fileRefusal(err)
+		}
+		if !st.Dir {
+			return observed(w.run(ctx, executor.DeleteFile, p))
+		}
 		if err := root.Remove(ctx, p.Path); err != nil {
 			return result{}, fileRefusal(err)
 		}
 		return result{Value: map[string]any{"path": p.Path, "deleted": true}}, nil
+	})
+}
+
+// historyChanged tells the page the undo history changed.
+func (a *Engine) historyChanged() { a.post([]byte(`{"type":"history"}`)) }
+
+// historyList lists the undo history's changes, newest first, with who made each.
+func (a *Engine) historyList(ctx context.Context, req request) (result, *refusal.Refusal) {
+	return onRoot(a, req, func(_ fsroot.Root, w *workspace, _ struct{}) (result, *refusal.Refusal) {
+		return observed(w.run(ctx, executor.ListHistory, struct{}{}))
+	})
+}
+
+type undoParam struct {
+	// Resolve says how to resolve a conflict (executor.ResolveKeepCurrent and the others).
+	Resolve string `json:"resolve,omitempty"`
+}
+
+// historyUndo takes back the newest change, whoever made it.
+func (a *Engine) historyUndo(ctx context.Context, req request) (result, *refusal.Refusal) {
+	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p undoParam) (result, *refusal.Refusal) {
+		return observed(w.run(ctx, executor.UndoLast, p))
+	})
+}
+
+// historyRedo puts back the change undone last.
+func (a *Engine) historyRedo(ctx context.Context, req request) (result, *refusal.Refusal) {
+	return onRoot(a, req, func(_ fsroot.Root, w *workspace, _ struct{}) (result, *refusal.Refusal) {
+		return observed(w.run(ctx, executor.RedoLast, struct{}{}))
+	})
+}
+
+// maxConflictViewBytes bounds each version history.conflict shows.
+const maxConflictViewBytes = 64 << 10
+
+// historyConflict describes the change an undo would take back and the two versions of its file.
+func (a *Engine) historyConflict(ctx context.Context, req request) (result, *refusal.Refusal) {
+	return onRoot(a, req, func(_ fsroot.Root, w *workspace, _ struct{}) (result, *refusal.Refusal) {
+		c, err := w.ui.UndoConflict(ctx, maxConflictViewBytes)
+		if err != nil {
+			return result{}, fileRefusal(err)
+		}
+		return result{Value: c}, nil
 	})
 }
 
@@ -202,21 +274,40 @@ func (a *Engine) filesDownload(ctx context.Context, req request) (result, *refus
 }
 
 // upload is a file arriving in chunks, written through an atomic replacement that becomes
-// visible only when committed.
+// visible only when committed, as a change of the undo history (its digest is taken as the
+// chunks arrive).
 type upload struct {
 	id      string
 	path    string
+	create  bool
+	exec    *workspace
 	w       fsroot.Writer
+	sum     hash.Hash
 	written int64
 }
 
+type uploadBeginParam struct {
+	Path string `json:"path"`
+	// Mode is "replace" (or "") to replace a file that is there, "create" to be refused
+	// file-exists at commit when one is.
+	Mode string `json:"mode,omitempty"`
+}
+
 func (a *Engine) uploadBegin(ctx context.Context, req request) (result, *refusal.Refusal) {
-	return onRoot(a, req, func(root fsroot.Root, _ *workspace, p pathParam) (result, *refusal.Refusal) {
-		return a.beginUpload(ctx, root, p.Path)
+	return onRoot(a, req, func(root fsroot.Root, w *workspace, p uploadBeginParam) (result, *refusal.Refusal) {
+		if p.Mode != "" && p.Mode != executor.WriteReplace && p.Mode != executor.WriteCreate {
+			return result{}, refusal.New(refusal.InvalidArgumentEnum, "mode must be %q or %q, not %q", executor.WriteReplace, executor.WriteCreate, p.Mode)
+		}
+		if p.Mode == executor.WriteCreate {
+			if _, err := root.Stat(ctx, p.Path); err == nil {
+				return result{}, refusal.New(refusal.FileExists, "%q already exists; replace it, keep both, or skip it", p.Path)
+			}
+		}
+		return a.beginUpload(ctx, root, w, p.Path, p.Mode == executor.WriteCreate)
 	})
 }
 
-func (a *Engine) beginUpload(ctx context.Context, root fsroot.Root, path string) (result, *refusal.Refusal) {
+func (a *Engine) beginUpload(ctx context.Context, root fsroot.Root, exec *workspace, path string, create bool) (result, *refusal.Refusal) {
 	a.ws.mu.Lock()
 	full := len(a.ws.uploads) >= MaxUploads
 	a.ws.mu.Unlock()
@@ -231,7 +322,7 @@ func (a *Engine) beginUpload(ctx context.Context, root fsroot.Root, path string)
 	a.ws.mu.Lock()
 	a.ws.nextUpload++
 	id := "up" + strconv.Itoa(a.ws.nextUpload)
-	a.ws.uploads[id] = &upload{id: id, path: path, w: w}
+	a.ws.uploads[id] = &upload{id: id, path: path, create: create, exec: exec, w: w, sum: sha256.New()}
 	a.ws.mu.Unlock()
 	return result{Value: map[string]any{"uploadId": id}}, nil
 }
@@ -269,17 +360,21 @@ func (a *Engine) uploadChunk(_ context.Context, req request) (result, *refusal.R
 			up.w.Abort()
 			return result{}, fileRefusal(err)
 		}
+		up.sum.Write(req.Bytes)
 		up.written += int64(len(req.Bytes))
 		return result{Value: map[string]any{"written": up.written}}, nil
 	})
 }
 
-func (a *Engine) uploadCommit(_ context.Context, req request) (result, *refusal.Refusal) {
+// uploadCommit makes the upload the file's content, as the person's change in the undo history.
+func (a *Engine) uploadCommit(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return a.onUpload(req, true, func(up *upload) (result, *refusal.Refusal) {
-		if err := up.w.Commit(); err != nil {
+		created, undoable, err := up.exec.ui.Commit(ctx, up.path, hex.EncodeToString(up.sum.Sum(nil)), up.create, up.w.Commit)
+		if err != nil {
+			up.w.Abort()
 			return result{}, fileRefusal(err)
 		}
-		return result{Value: map[string]any{"path": up.path, "size": up.written}}, nil
+		return result{Value: map[string]any{"path": up.path, "size": up.written, "created": created, "undoable": undoable}}, nil
 	})
 }
 

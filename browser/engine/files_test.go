@@ -211,3 +211,116 @@ func TestAFailedChunkEndsTheUploadAndKeepsTheOldContent(t *testing.T) {
 		t.Fatalf("keep.bin = %q after a failed upload, want the old content", b)
 	}
 }
+
+// TestThePersonsWritesAreInTheHistory holds the file browser's writes to the undo history: each
+// is the person's change, Undo and Redo take them back and forth, a new file never replaces one
+// and an upload onto a name in create mode is refused before anything is written.
+func TestThePersonsWritesAreInTheHistory(t *testing.T) {
+	t.Parallel()
+	a, mem := memoryAPI(t)
+	ctx := context.Background()
+	var told int
+	a.post = func(msg []byte) {
+		if string(msg) == `{"type":"history"}` {
+			told++
+		}
+	}
+	mustDo(t, a, "root.open", `{"kind":"opfs"}`, nil)
+	mustDo(t, a, "files.write", `{"path":"a.txt","content":"one","mode":"create"}`, nil)
+	if _, r, _ := do(t, a, "files.write", `{"path":"a.txt","content":"","mode":"create"}`, nil); r == nil || r.Rule != refusal.FileExists {
+		t.Fatalf("a second new file a.txt: %v, want file-exists", r)
+	}
+	mustDo(t, a, "files.write", `{"path":"a.txt","content":"two"}`, nil)
+	mustDo(t, a, "files.move", `{"path":"a.txt","to":"b.txt"}`, nil)
+	if _, r, _ := do(t, a, "files.upload.begin", `{"path":"b.txt","mode":"create"}`, nil); r == nil || r.Rule != refusal.FileExists {
+		t.Fatalf("an upload in create mode onto b.txt: %v, want file-exists", r)
+	}
+	up, _ := mustDo(t, a, "files.upload.begin", `{"path":"b.txt","mode":"replace"}`, nil)
+	id := up["uploadId"].(string)
+	mustDo(t, a, "files.upload.chunk", `{"uploadId":"`+id+`"}`, []byte("three"))
+	if v, _ := mustDo(t, a, "files.upload.commit", `{"uploadId":"`+id+`"}`, nil); v["undoable"] != true {
+		t.Fatalf("the upload's commit = %v, want undoable", v)
+	}
+	mustDo(t, a, "files.delete", `{"path":"b.txt"}`, nil)
+
+	v, _ := mustDo(t, a, "history.list", `{}`, nil)
+	var got []string
+	for _, e := range v["entries"].([]any) {
+		m := e.(map[string]any)
+		got = append(got, m["by"].(string)+" "+m["action"].(string)+" "+m["path"].(string))
+	}
+	want := []string{"person delete b.txt", "person write b.txt", "person move a.txt", "person write a.txt", "person write a.txt"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("history.list = %v\nwant %v", got, want)
+	}
+	for range 3 {
+		mustDo(t, a, "history.undo", `{}`, nil)
+	}
+	if b, err := mem.ReadFile(ctx, "a.txt"); err != nil || string(b) != "two" {
+		t.Fatalf("after three undos a.txt holds %q, %v", b, err)
+	}
+	mustDo(t, a, "history.redo", `{}`, nil)
+	if b, err := mem.ReadFile(ctx, "b.txt"); err != nil || string(b) != "two" {
+		t.Fatalf("after a redo b.txt holds %q, %v", b, err)
+	}
+	if told < 9 {
+		t.Fatalf("the page was told of %d history changes, want one per change, undo and redo (9)", told)
+	}
+
+	// A conflict: the file changes behind the history's back; the page reads both versions.
+	mem.WriteFile(ctx, "b.txt", []byte("changed elsewhere"))
+	if _, r, _ := do(t, a, "history.undo", `{}`, nil); r == nil || r.Rule != refusal.UndoConflict {
+		t.Fatalf("undo after an outside change: %v, want undo-conflict", r)
+	}
+	c, _ := mustDo(t, a, "history.conflict", `{}`, nil)
+	if c["inConflict"] != true || c["current"].(map[string]any)["text"] != "changed elsewhere" || c["change"].(map[string]any)["action"] != "move" {
+		t.Fatalf("history.conflict = %v", c)
+	}
+	mustDo(t, a, "history.undo", `{"resolve":"keep-current"}`, nil)
+	if v, _ := mustDo(t, a, "history.list", `{}`, nil); v["undo"] != 2.0 {
+		t.Fatalf("after keep-current the history = %v, want 2 changes left to undo", v)
+	}
+}
+
+// TestTheHistoryDoorsRefuseBadInput holds the page's new doors (move, create, the history's
+// methods, upload modes) to the same rules as every other: a path outside the root or to a dot
+// name, an unknown key or value, each refused by name and changing nothing.
+func TestTheHistoryDoorsRefuseBadInput(t *testing.T) {
+	t.Parallel()
+	a, mem := memoryAPI(t)
+	ctx := context.Background()
+	mustDo(t, a, "root.open", `{"kind":"opfs"}`, nil)
+	mustDo(t, a, "files.write", `{"path":"a.txt","content":"a"}`, nil)
+	tests := []struct {
+		name, method, params string
+		rule                 refusal.Rule
+	}{
+		{"move out of the root", "files.move", `{"path":"a.txt","to":"../a.txt"}`, refusal.OutsideRoot},
+		{"move to a dot name", "files.move", `{"path":"a.txt","to":".voicebox/history/x"}`, refusal.DotfileRefused},
+		{"move from a dot name", "files.move", `{"path":".voicebox/audit","to":"x"}`, refusal.DotfileRefused},
+		{"move onto itself", "files.move", `{"path":"a.txt","to":"a.txt"}`, refusal.FileExists},
+		{"move without a target", "files.move", `{"path":"a.txt"}`, refusal.OutsideRoot},
+		{"move with an unknown key", "files.move", `{"path":"a.txt","to":"b.txt","force":true}`, refusal.InvalidArgument},
+		{"a write mode that is none", "files.write", `{"path":"b.txt","content":"","mode":"append"}`, refusal.InvalidArgumentEnum},
+		{"an upload mode that is none", "files.upload.begin", `{"path":"b.txt","mode":"append"}`, refusal.InvalidArgumentEnum},
+		{"an upload to a dot name", "files.upload.begin", `{"path":".env","mode":"create"}`, refusal.DotfileRefused},
+		{"a resolution that is none", "history.undo", `{"resolve":"keep-mine"}`, refusal.InvalidArgumentEnum},
+		{"undo with an unknown key", "history.undo", `{"steps":5}`, refusal.InvalidArgument},
+		{"redo with arguments", "history.redo", `{"steps":5}`, refusal.InvalidArgument},
+		{"a history list with arguments", "history.list", `{"all":true}`, refusal.InvalidArgument},
+	}
+	for _, tt := range tests {
+		if _, r, _ := do(t, a, tt.method, tt.params, nil); r == nil || r.Rule != tt.rule {
+			t.Errorf("%s: %s %s answered %v, want %s", tt.name, tt.method, tt.params, r, tt.rule)
+		}
+	}
+	if b, err := mem.ReadFile(ctx, "a.txt"); err != nil || string(b) != "a" {
+		t.Fatalf("after the refusals a.txt holds %q, %v", b, err)
+	}
+	if _, err := mem.Stat(ctx, "b.txt"); err == nil {
+		t.Fatal("a refused write made b.txt")
+	}
+	if v, _ := mustDo(t, a, "history.list", `{}`, nil); v["undo"] != 1.0 {
+		t.Fatalf("after the refusals the history is %v, want the one write", v)
+	}
+}

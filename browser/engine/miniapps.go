@@ -34,6 +34,8 @@ func (a *Engine) miniAppMethods() map[string]method {
 		"miniapps.unregister": a.miniAppsUnregister,
 		"miniapps.tools":      a.miniAppsTools,
 		"miniapps.call":       a.miniAppsCall,
+		"miniapps.validate":   a.miniAppsValidate,
+		"miniapps.file":       a.miniAppsFile,
 		"miniapps.result":     a.miniAppsResult,
 		"miniapps.save":       a.miniAppsSave,
 		"miniapps.delete":     a.miniAppsDelete,
@@ -112,10 +114,18 @@ func (a *Engine) miniAppsList(ctx context.Context, req request) (result, *refusa
 	return result{Value: map[string]any{"entries": entries}}, nil
 }
 
-// launched is what the page needs to show an app: its entry and its HTML.
+// launched is what the page needs to show an app: its entry and its HTML, and for a folder app
+// the files beside it (the page reads each with miniapps.file).
 type launched struct {
-	Entry miniappstore.Entry `json:"entry"`
-	HTML  string             `json:"html"`
+	Entry  miniappstore.Entry        `json:"entry"`
+	HTML   string                    `json:"html"`
+	Folder []miniappstore.FolderFile `json:"folder,omitempty"`
+}
+
+// folderRef is where a launched folder app's files are: a folder of the workspace or the shelf.
+type folderRef struct {
+	root fsroot.Root
+	dir  string
 }
 
 // miniAppsLaunch resolves {name} through the store, or takes the workspace file {path} ("Open as
@@ -148,8 +158,59 @@ func (a *Engine) miniAppsLaunch(ctx context.Context, req request) (result, *refu
 	if err != nil {
 		return result{}, storeRefusal(err)
 	}
+	var files []miniappstore.FolderFile
+	a.apps.mu.Lock()
+	delete(a.apps.folders, e.AppID)
+	a.apps.mu.Unlock()
+	if e.Folder != "" {
+		if root := a.sourceRoot(e); root != nil {
+			if files, err = miniappstore.FolderFiles(ctx, root, e.Folder); err != nil {
+				return result{}, storeRefusal(err)
+			}
+			a.apps.mu.Lock()
+			a.apps.folders[e.AppID] = folderRef{root, e.Folder}
+			a.apps.mu.Unlock()
+		}
+	}
 	a.openApp(e.AppID)
-	return result{Value: launched{Entry: e, HTML: string(html)}}, nil
+	return result{Value: launched{Entry: e, HTML: string(html), Folder: files}}, nil
+}
+
+// sourceRoot is the root an entry's file is in: the workspace, or the shelf; nil for a sandbox.
+func (a *Engine) sourceRoot(e miniappstore.Entry) fsroot.Root {
+	switch e.Source {
+	case miniappstore.SourceWorkspace:
+		root, _, _ := a.current()
+		return root
+	case miniappstore.SourceShelf:
+		a.apps.mu.Lock()
+		defer a.apps.mu.Unlock()
+		return a.apps.shelf
+	}
+	return nil
+}
+
+// miniAppsFile reads one file of a launched folder app, {appId, path} with path relative to its
+// folder and held to the file tools' containment (miniappstore.ReadFolderFile), as bytes.
+func (a *Engine) miniAppsFile(ctx context.Context, req request) (result, *refusal.Refusal) {
+	var p struct {
+		AppID string `json:"appId"`
+		Path  string `json:"path"`
+	}
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	a.apps.mu.Lock()
+	ref, ok := a.apps.folders[p.AppID]
+	a.apps.mu.Unlock()
+	if !ok {
+		return result{}, refusal.New(refusal.InvalidAppID, "no folder app %q is open", p.AppID)
+	}
+	data, err := miniappstore.ReadFolderFile(ctx, ref.root, ref.dir, p.Path)
+	if err != nil {
+		return result{}, storeRefusal(err)
+	}
+	return result{Value: map[string]any{"path": p.Path, "size": len(data)}, Bytes: data}, nil
 }
 
 // fileEntry is the entry of the workspace file at p: the store's own when discovery lists it,
@@ -169,6 +230,7 @@ func (a *Engine) fileEntry(ctx context.Context, st *miniappstore.Store, p string
 		AppID: "page_" + miniappstore.Slug(path.Base(p)), Slug: miniappstore.Slug(path.Base(p)),
 		FileName: path.Base(p), Source: miniappstore.SourceWorkspace, Kind: miniappstore.KindPage, StoragePath: p,
 	}
+	e.Folder, _ = miniappstore.FolderOf(p)
 	taken := false
 	for _, d := range entries {
 		if d.Source == miniappstore.SourceWorkspace && d.StoragePath == p {
@@ -329,6 +391,29 @@ func (a *Engine) miniAppsCall(ctx context.Context, req request) (result, *refusa
 		return result{}, asRefusal(err)
 	}
 	return result{Value: map[string]json.RawMessage{"result": out}}, nil
+}
+
+// miniAppsValidate checks {appId, tool, args} against the tool's schema as a call would be, and
+// answers {args} re-encoded from the validated value; nothing is called. The page asks it for an
+// app's own in-page agent (document.modelContext.executeTool), which runs the tool in the app.
+func (a *Engine) miniAppsValidate(_ context.Context, req request) (result, *refusal.Refusal) {
+	var p struct {
+		AppID string          `json:"appId"`
+		Tool  string          `json:"tool"`
+		Args  json.RawMessage `json:"args"`
+	}
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	args := p.Args
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	valid, err := a.apps.registry.Validate(p.AppID, p.Tool, args)
+	if err != nil {
+		return result{}, asRefusal(err)
+	}
+	return result{Value: map[string]json.RawMessage{"args": valid}}, nil
 }
 
 // miniAppsResult is a frame's answer to a miniapp.call: {callId, result} or {callId, refused, why}.

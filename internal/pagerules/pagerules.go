@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/voicebox-go/voicebox/shared/approval"
 	"github.com/voicebox-go/voicebox/shared/commands"
 	"github.com/voicebox-go/voicebox/shared/externalapp"
 	"github.com/voicebox-go/voicebox/shared/miniapp"
@@ -41,6 +42,11 @@ type Pattern string
 // and - (miniapp.ValidToolName).
 var ToolNamePattern = Pattern(fmt.Sprintf("^[A-Za-z0-9_-]{1,%d}$", miniapp.MaxToolNameLength))
 
+// WebMCPToolNamePattern is the name a sandboxed mini-app registers a tool under, the WebMCP
+// draft's rule: 1 to miniapp.MaxWebMCPToolNameLength of A-Z, a-z, 0-9, _, - and .
+// (miniapp.ValidWebMCPToolName).
+var WebMCPToolNamePattern = Pattern(fmt.Sprintf("^[A-Za-z0-9_.-]{1,%d}$", miniapp.MaxWebMCPToolNameLength))
+
 // Rules returns the module's values in the order it exports them.
 func Rules() []Rule {
 	var changing []string
@@ -53,6 +59,7 @@ func Rules() []Rule {
 		{"MAX_TOOLS_PER_APP", "shared/miniapp.MaxToolsPerApp", "the tools one sandboxed mini-app may have registered at a time", miniapp.MaxToolsPerApp},
 		{"MAX_TOOL_NAME_LENGTH", "shared/miniapp.MaxToolNameLength", "the longest tool name", miniapp.MaxToolNameLength},
 		{"TOOL_NAME", "shared/miniapp.ValidToolName", "a tool name: 1 to MAX_TOOL_NAME_LENGTH of A-Z, a-z, 0-9, _ and -", ToolNamePattern},
+		{"WEBMCP_TOOL_NAME", "shared/miniapp.ValidWebMCPToolName", "the name a sandboxed mini-app registers a tool under (the WebMCP rule): 1 to 128 of A-Z, a-z, 0-9, _, - and .", WebMCPToolNamePattern},
 		{"MAX_DECLARATION_BYTES", "shared/miniapp.MaxDeclarationBytes", "the largest tool declaration, as UTF-8 JSON", miniapp.MaxDeclarationBytes},
 		{"MAX_OUTPUT_BYTES", "shared/miniapp.MaxOutputBytes", "the largest result of one mini-app call, as UTF-8 JSON", miniapp.MaxOutputBytes},
 		{"TOOL_TIMEOUT_MS", "shared/miniapp.ToolTimeout", "how long a mini-app may take to answer one call", miniapp.ToolTimeout.Milliseconds()},
@@ -68,6 +75,8 @@ func Rules() []Rule {
 		{"MAX_MODEL_NAME", "shared/externalapp.MaxModelName", "the longest tool name the vendors take", externalapp.MaxModelName},
 		{"EXTERNAL_MODEL_PREFIX", "shared/externalapp.ModelPrefix", "what starts every external app tool's model-facing name", externalapp.ModelPrefix},
 		{"CONTEXT_TOOL", "shared/externalapp.ContextTool", "the tool that reads what an external app shows", externalapp.ContextTool},
+		{"APPROVAL_TIMEOUT_MS", "shared/approval.Timeout", "how long every request for the person's approval waits", approval.Timeout.Milliseconds()},
+		{"EXTERNAL_CALL_TIMEOUT_MS", "shared/externalapp.CallTimeout", "how long an external app has to answer a tool call once it may run", externalapp.CallTimeout.Milliseconds()},
 		{"FILE_CHANGING_TOOLS", "shared/commands Tool.ChangesFiles", "the built-in tools whose success changes the workspace's files", changing},
 	}
 }

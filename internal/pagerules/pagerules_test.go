@@ -114,6 +114,17 @@ func TestToolNamePatternIsValidToolName(t *testing.T) {
 	}
 }
 
+func TestWebMCPToolNamePatternIsValidWebMCPToolName(t *testing.T) {
+	t.Parallel()
+	re := regexp.MustCompile(string(WebMCPToolNamePattern))
+	cases := append(nameCases(), nameCase{"a", strings.Repeat("a.", 64)}, nameCase{"a", strings.Repeat("a", 129)})
+	for _, c := range cases {
+		if got, want := re.MatchString(c.Tool), miniapp.ValidWebMCPToolName(c.Tool); got != want {
+			t.Errorf("tool %q: the pattern says %v, ValidWebMCPToolName %v", c.Tool, got, want)
+		}
+	}
+}
+
 // nodeDriver runs the page's name functions on the cases read from stdin.
 const nodeDriver = `import { readFileSync } from 'node:fs';
 import { externalModelName, validToolName } from './names.js';

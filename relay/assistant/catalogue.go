@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/shared/approval"
 	"github.com/voicebox-go/voicebox/shared/commands"
 	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -56,8 +57,9 @@ import (
 )
 
 // DefaultApprovalTimeout is how long a call waits for the user's approval when Options says
-// nothing else.
-const DefaultApprovalTimeout = 60 * time.Second
+// nothing else: every approval's deadline (shared/approval), the one the page's external apps
+// hold to as well.
+const DefaultApprovalTimeout = approval.Timeout
 
 // Root is the executor slot root and page actions go to (relay/hub's *Hub).
 type Root interface {
@@ -203,6 +205,12 @@ func sameTools(a, b *commands.Set) bool {
 		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.Parameters, y.Parameters)
 	})
 }
+
+// Publish sends an event of kind to every page on the event stream (GET /api/events), for a
+// change the page follows that the catalogue did not make: "root" (who holds the workspace,
+// hub.Root) and "extensions" ({what, id}: a proposal, admission, revocation or dismissal). v is
+// encoded as JSON.
+func (c *Catalogue) Publish(kind string, v any) { c.events.publish(kind, v) }
 
 // Close ends every event stream and settles the approvals still waiting as timed out; for
 // shutdown. Calls made afterwards still get their one answer.

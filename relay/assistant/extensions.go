@@ -35,7 +35,7 @@ func (r registryExtensions) CallExtension(ctx context.Context, id, tool string, 
 }
 
 func (r registryExtensions) Propose(raw []byte) (string, error) {
-	d, err := r.g.Admissions.Stage(raw)
+	d, err := r.g.Stage(raw)
 	if err != nil {
 		return "", err
 	}

@@ -41,7 +41,8 @@ func (c *Catalogue) mode() string {
 //
 //	GET  /api/assistant        {ok, mode, tools, instruction}: mode "offline" or "live"
 //	POST /api/turn             {transcript} or {action: {verb, ...}}: one typed turn (see Turn)
-//	GET  /api/events           server-sent events: hello, call, approval, approval-settled, tools
+//	GET  /api/events           server-sent events: hello, call, approval, approval-settled, tools,
+//	                           and what the relay publishes (Publish): root, extensions
 //	GET  /api/approvals        {ok, approvals}: the requests waiting for the user
 //	POST /api/approvals/{id}   {approve: bool}: decide one; 404 not-found when none waits
 func (c *Catalogue) Register(srv *server.Server) {
@@ -99,8 +100,8 @@ func (c *Catalogue) Register(srv *server.Server) {
 }
 
 // serveEvents streams the catalogue's events to one page until it goes away or the relay stops.
-// The first event, hello, carries the state a page needs to start: the mode, the tools and the
-// approvals already waiting.
+// The first event, hello, carries the state a page needs to start: the mode, the tools, the
+// approvals already waiting and who holds the workspace (root).
 func (c *Catalogue) serveEvents(w http.ResponseWriter, r *http.Request) {
 	ch, ok := c.events.subscribe()
 	if !ok {
@@ -119,7 +120,7 @@ func (c *Catalogue) serveEvents(w http.ResponseWriter, r *http.Request) {
 	for _, t := range c.set.Load().Tools() {
 		names = append(names, t.Name)
 	}
-	w.Write(frame("hello", map[string]any{"mode": c.mode(), "tools": names, "approvals": c.approvals.pending()}))
+	w.Write(frame("hello", map[string]any{"mode": c.mode(), "tools": names, "approvals": c.approvals.pending(), "root": c.opts.Root.Root()}))
 	if rc.Flush() != nil {
 		return
 	}

@@ -397,3 +397,22 @@ func (s *Admissions) ProposalIDs() []string {
 	sort.Strings(ids)
 	return ids
 }
+
+// Dismiss removes the waiting proposal id: nothing is admitted, denied or recorded in the
+// ledger, the descriptor is gone from proposals/ (the audit says so). A proposal that is not
+// there is refused not-found.
+func (s *Admissions) Dismiss(id string) error {
+	if !extensions.ValidID(id) {
+		return refusal.New(refusal.NotFound, "no proposal is named %q", id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := os.Remove(filepath.Join(s.dir, "proposals", id+".json")); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return refusal.New(refusal.NotFound, "no proposal %q is waiting", id)
+		}
+		return err
+	}
+	s.Audit(AuditRecord{Act: ActDismiss, ID: id})
+	return nil
+}

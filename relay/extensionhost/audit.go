@@ -31,6 +31,7 @@ const (
 	ActDeny    = "deny"
 	ActApprove = "approve"
 	ActRevoke  = "revoke"
+	ActDismiss = "dismiss"
 	ActCall    = "call"
 )
 

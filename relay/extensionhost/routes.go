@@ -28,6 +28,7 @@ const maxDecisionBody = 4 << 10
 //	POST /api/extensions/approval-request     {id}: print a one-time code on the relay's console
 //	POST /api/extensions/approve              {id, code}
 //	POST /api/extensions/revoke               {id}
+//	POST /api/extensions/dismiss              {id}: remove a waiting proposal (admits nothing)
 //	POST /api/extensions/call                 (host token) {extension, tool, args}
 func (rt *Runtime) Register(srv *server.Server, check func(string) bool) {
 	h := &handlers{rt: rt, check: check}
@@ -41,6 +42,7 @@ func (rt *Runtime) Register(srv *server.Server, check func(string) bool) {
 	srv.Handle("POST /api/extensions/approval-request", http.HandlerFunc(h.approvalRequest))
 	srv.Handle("POST /api/extensions/approve", http.HandlerFunc(h.approve))
 	srv.Handle("POST /api/extensions/revoke", http.HandlerFunc(h.revoke))
+	srv.Handle("POST /api/extensions/dismiss", http.HandlerFunc(h.dismiss))
 	srv.Handle("POST /api/extensions/call", http.HandlerFunc(h.call))
 }
 
@@ -96,7 +98,7 @@ func (h *handlers) stage(w http.ResponseWriter, r *http.Request) {
 	if !server.ReadJSON(w, r, extensions.MaxDescriptorBytes, &raw) {
 		return
 	}
-	d, err := h.rt.Admissions.Stage(raw)
+	d, err := h.rt.Stage(raw)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -119,6 +121,7 @@ func (h *handlers) stageCatalogue(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	h.rt.changed("proposed", body.ID)
 	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "staged": body.ID})
 }
 
@@ -145,6 +148,7 @@ func (h *handlers) admit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.rt.Reload()
+	h.rt.changed(map[bool]string{true: "admitted", false: "denied"}[body.Decision == "admit"], body.ID)
 	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": body.ID, "decision": body.Decision, "plan": plan})
 }
 
@@ -180,6 +184,7 @@ func (h *handlers) approve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.rt.Reload()
+	h.rt.changed("admitted", body.ID)
 	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": body.ID, "plan": plan})
 }
 
@@ -195,7 +200,23 @@ func (h *handlers) revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.rt.Reload()
+	h.rt.changed("revoked", body.ID)
 	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": body.ID, "revoked": true})
+}
+
+// dismiss removes a waiting proposal. Dismissing only takes it away (it admits nothing), so the
+// page may do it without the host token: a proposal the gate refused, or one nobody wants.
+func (h *handlers) dismiss(w http.ResponseWriter, r *http.Request) {
+	var body idBody
+	if !server.ReadJSON(w, r, maxDecisionBody, &body) {
+		return
+	}
+	if err := h.rt.Admissions.Dismiss(body.ID); err != nil {
+		writeErr(w, err)
+		return
+	}
+	h.rt.changed("dismissed", body.ID)
+	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": body.ID, "dismissed": true})
 }
 
 // call runs an admitted extension's tool for the host (the host token), answering 200 with the

@@ -208,6 +208,61 @@ func TestRoutesConsoleCodeRefusals(t *testing.T) {
 	}
 }
 
+// Every change a person makes through the routes is told to Changed, so the page's Extensions
+// panel follows; a dismissed proposal is gone and admits nothing, and dismissing one that is not
+// waiting is refused.
+func TestRoutesTellEveryChangeAndDismiss(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var mu sync.Mutex
+	var heard []string
+	f.g.Changed = func(what, id string) {
+		mu.Lock()
+		defer mu.Unlock()
+		heard = append(heard, what+" "+id)
+	}
+	f.do("POST", "/api/extensions/sideload", "", notesRaw)
+	f.do("POST", "/api/extensions/admit", "tok", `{"id":"notes","decision":"admit","confirm":true}`)
+	f.do("POST", "/api/extensions/revoke", "", `{"id":"notes"}`)
+	f.do("POST", "/api/extensions/sideload", "", notesRaw)
+	if _, _, body := f.do("GET", "/api/extensions", "", ""); !strings.Contains(body, `"pending":[{"id":"notes"`) {
+		t.Fatalf("the proposal is not listed as waiting: %s", body)
+	}
+	if code, m, body := f.do("POST", "/api/extensions/dismiss", "", `{"id":"notes"}`); code != 200 || m["dismissed"] != true {
+		t.Fatalf("dismiss: %d %s", code, body)
+	}
+	if _, _, body := f.do("GET", "/api/extensions", "", ""); strings.Contains(body, `"pending":[{`) {
+		t.Fatalf("the dismissed proposal is still listed: %s", body)
+	}
+	if code, m, _ := f.do("POST", "/api/extensions/dismiss", "", `{"id":"notes"}`); code != 404 || m["refused"] != "not-found" {
+		t.Fatalf("dismissing it again: %d %v", code, m)
+	}
+	if code, _, _ := f.do("POST", "/api/extensions/dismiss", "", `{"id":"../ledger"}`); code != 404 {
+		t.Fatalf("dismissing a name that is no id: %d", code)
+	}
+	// Another site's page cannot dismiss what waits for the person.
+	f.do("POST", "/api/extensions/sideload", "", notesRaw)
+	req, _ := http.NewRequest("POST", f.url+"/api/extensions/dismiss", strings.NewReader(`{"id":"notes"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a dismiss from another origin answered %d", resp.StatusCode)
+	}
+	if _, _, body := f.do("GET", "/api/extensions", "", ""); !strings.Contains(body, `"pending":[{"id":"notes"`) {
+		t.Fatalf("a dismiss from another origin took the proposal: %s", body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got, want := strings.Join(heard, ", "), "proposed notes, admitted notes, revoked notes, proposed notes, dismissed notes, proposed notes"; got != want {
+		t.Fatalf("Changed heard %q, want %q", got, want)
+	}
+}
+
 // TestListingDisclosesSecrets: the catalogue, the pending proposals and the plan route say which
 // variable goes in which header to which host, and a descriptor naming the relay's own key is
 // refused at the gate, never staged.

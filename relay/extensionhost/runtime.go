@@ -39,6 +39,11 @@ type Runtime struct {
 	Wasm *wasmtool.Runner
 	// ShelfDir is the WASM shelf's directory (wasmshelf); "" means there is no shelf.
 	ShelfDir string
+	// Changed, when set, is told of every change a person or the model makes through the
+	// runtime: what ("proposed", "admitted", "denied", "revoked", "dismissed") and the
+	// extension's id. The relay passes it on to the page's event stream, so the Extensions panel
+	// follows. It must not block.
+	Changed func(what, id string)
 	// WasmPlacement is where modules run: WasmInRelay ("" too) on wazero, or WasmInPage, in a
 	// Worker of the page that holds the root (through Ask), which the page terminates at the
 	// deadline.
@@ -57,6 +62,22 @@ type Runtime struct {
 	problems []Problem
 	seq      uint64
 	wasmOnce sync.Once
+}
+
+// changed tells Changed.
+func (rt *Runtime) changed(what, id string) {
+	if rt.Changed != nil {
+		rt.Changed(what, id)
+	}
+}
+
+// Stage stages raw as a proposal (Admissions.Stage) and says so to Changed.
+func (rt *Runtime) Stage(raw []byte) (*extensions.Descriptor, error) {
+	d, err := rt.Admissions.Stage(raw)
+	if err == nil {
+		rt.changed("proposed", d.ID)
+	}
+	return d, err
 }
 
 // toolSchemas compiles the argument schemas of d's tools: their own parameter schema, or the one

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/approval"
+	"github.com/voicebox-go/voicebox/shared/channel"
 	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/externalapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -201,7 +203,15 @@ func (m *Model) Call(ctx context.Context, name string, args json.RawMessage) jso
 	return a.Observed
 }
 
+// callWait is how long the relay waits for the page's answer to an external app's tool call: the
+// person's approval (every approval's deadline), then the app's answer, then the page's own
+// passing it back.
+const callWait = approval.Timeout + externalapp.CallTimeout + 5*time.Second
+
 func (m *Model) ask(ctx context.Context, name string, args json.RawMessage) wire.Answer {
+	if name != externalapp.ContextTool {
+		ctx = channel.WithWait(ctx, callWait)
+	}
 	return m.root.Ask(ctx, wire.Call{CallID: m.root.NewCallID(), Tool: name, DescriptorID: executor.BuiltinDescriptor, Args: args, BoundsEcho: json.RawMessage(`{}`)})
 }
 

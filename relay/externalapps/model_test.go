@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voicebox-go/voicebox/shared/channel"
 	"github.com/voicebox-go/voicebox/shared/externalapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/tool"
@@ -190,5 +191,51 @@ func TestCurrentViewSaysWhatCouldNotBeRead(t *testing.T) {
 	note := m.CurrentView(context.Background())
 	if !strings.Contains(note, "Order Book: what it shows is unavailable right now (the app loaded another document).") {
 		t.Fatalf("the note:\n%s", note)
+	}
+}
+
+// brokerPage is the page behind a real channel.Broker whose own timeout is far shorter than an
+// approval: it answers each call late, as a person deciding would make it.
+type brokerPage struct {
+	broker *channel.Broker
+	late   time.Duration
+}
+
+func (p *brokerPage) Connected() bool { return true }
+func (p *brokerPage) Send(frame []byte) error {
+	c, err := wire.ParseCall(frame)
+	if err != nil {
+		return err
+	}
+	go func() {
+		time.Sleep(p.late)
+		b, _ := wire.OK(c.CallID, json.RawMessage(`{"text":"done","approval":"approved"}`)).MarshalJSON()
+		p.broker.Answer(b)
+	}()
+	return nil
+}
+func (p *brokerPage) Ask(ctx context.Context, c wire.Call) wire.Answer { return p.broker.Ask(ctx, c) }
+func (p *brokerPage) NewCallID() string                                { return "call-" + time.Now().Format("150405.000000000") }
+
+// An app's tool call may wait for the person's approval (every approval's deadline) and then
+// the app: the relay waits that long for it, whatever its broker's own timeout, while a call
+// that never waits for a person (get_app_context) keeps the broker's timeout.
+func TestAnAppToolCallOutlivesTheBrokersTimeout(t *testing.T) {
+	t.Parallel()
+	reg, err := Parse([]byte(goodRegistry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &brokerPage{late: 50 * time.Millisecond}
+	p.broker = channel.New(channel.Page, p, channel.Options{Timeout: time.Millisecond})
+	m := NewModel(&builtins{}, reg, p, nil)
+	m.SetReport(json.RawMessage(ordersReport))
+	if got := string(m.Call(context.Background(), "app_x_orders__set_order_status", json.RawMessage(`{"id":"A-1","status":"shipped"}`))); got != `{"text":"done","approval":"approved"}` {
+		t.Fatalf("the call waiting for a person answered %s", got)
+	}
+	var r refusal.Refusal
+	json.Unmarshal(m.Call(context.Background(), externalapp.ContextTool, json.RawMessage(`{"app":"orders"}`)), &r)
+	if r.Rule != refusal.PageTimeout {
+		t.Fatalf("get_app_context past the broker's timeout answered %+v", r)
 	}
 }

@@ -45,6 +45,23 @@ const (
 // CapabilityAuth is the capability an app declares to be given identity tokens.
 const CapabilityAuth = "auth"
 
+// The protocols an external app may speak (an entry's protocol field). They differ only in how
+// the page reads and writes an envelope (public/external-apps.js has one adapter for each): the
+// same host, walls, clamps, deadlines, origin pins and approvals serve all three.
+const (
+	// ProtocolVoicebox is ours, the default: JSON-RPC 2.0 stamped "protocol": "voicebox-mini-app/1"
+	// (public/mini-app-guest.js).
+	ProtocolVoicebox = "voicebox"
+	// ProtocolThunderbolt is Thunderbolt's guest SDK: JSON-RPC 2.0 stamped
+	// "protocol": "thunderbolt-miniapp", protocol version 3 handshake, context and result shapes.
+	ProtocolThunderbolt = "thunderbolt"
+	// ProtocolJSONRPC is plain JSON-RPC 2.0 with no marker and the MCP Apps method names.
+	ProtocolJSONRPC = "jsonrpc"
+)
+
+// Protocols lists the values of an entry's protocol field.
+var Protocols = []string{ProtocolVoicebox, ProtocolThunderbolt, ProtocolJSONRPC}
+
 // Icons is the allowlist an entry's icon is chosen from; the page draws each as a glyph of its own.
 var Icons = []string{"app", "calendar", "cart", "chart", "chat", "document", "folder", "mail", "map", "table", "users"}
 
@@ -61,8 +78,11 @@ type App struct {
 	Origin       string   `json:"origin"`
 	Icon         string   `json:"icon"`
 	Capabilities []string `json:"capabilities"`
-	Audience     string   `json:"audience,omitempty"`
-	Secret       string   `json:"-"`
+	// Protocol is how the app's messages are written: one of Protocols (ProtocolVoicebox when
+	// the entry says nothing).
+	Protocol string `json:"protocol"`
+	Audience string `json:"audience,omitempty"`
+	Secret   string `json:"-"`
 }
 
 // HasAuth reports whether the app declared the auth capability.
@@ -86,6 +106,7 @@ type entry struct {
 	Origin       *string   `json:"origin"`
 	Icon         *string   `json:"icon"`
 	Capabilities *[]string `json:"capabilities"`
+	Protocol     *string   `json:"protocol"`
 	Audience     *string   `json:"audience"`
 	Secret       *string   `json:"secret"`
 }
@@ -104,7 +125,7 @@ func (e *FieldError) Error() string {
 
 // Parse reads a registry: one JSON object keyed by app id, each value an object with name, url,
 // origin (required), description, icon (from Icons, default "app"), capabilities (a list; only
-// "auth" exists), and, for an app with the auth capability, audience and secret (required,
+// "auth" exists), protocol (from Protocols, default "voicebox"), and, for an app with the auth capability, audience and secret (required,
 // the secret at least MinSecretBytes and used by no other app). The origin is the app's own
 // declaration and is never derived from url: a redirect may move url, while the origin is what
 // every message from the app is checked against. Unknown fields, repeated ids and anything else
@@ -157,7 +178,7 @@ func parseEntry(id string, raw json.RawMessage) (App, error) {
 		se, _ := errors.AsType[*strictjson.Error](err)
 		switch {
 		case se.Kind == strictjson.UnknownField:
-			return fail(se.Field, "is not a field of an entry (name, description, url, origin, icon, capabilities, audience, secret)")
+			return fail(se.Field, "is not a field of an entry (name, description, url, origin, icon, capabilities, protocol, audience, secret)")
 		case se.Kind == strictjson.WrongType && se.Field != "":
 			var te *json.UnmarshalTypeError
 			if errors.As(err, &te) {
@@ -166,7 +187,7 @@ func parseEntry(id string, raw json.RawMessage) (App, error) {
 		}
 		return fail("", "is not a JSON object: %s", strictjson.Problem(err))
 	}
-	a := App{ID: id, Icon: "app", Capabilities: []string{}}
+	a := App{ID: id, Icon: "app", Capabilities: []string{}, Protocol: ProtocolVoicebox}
 	if e.Name == nil || strings.TrimSpace(*e.Name) == "" {
 		return fail("name", "is required")
 	}
@@ -211,6 +232,12 @@ func parseEntry(id string, raw json.RawMessage) (App, error) {
 				a.Capabilities = append(a.Capabilities, c)
 			}
 		}
+	}
+	if e.Protocol != nil {
+		if !slices.Contains(Protocols, *e.Protocol) {
+			return fail("protocol", "%q is not one of %s", *e.Protocol, strings.Join(Protocols, ", "))
+		}
+		a.Protocol = *e.Protocol
 	}
 	if e.Audience != nil {
 		a.Audience = strings.TrimSpace(*e.Audience)

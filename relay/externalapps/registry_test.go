@@ -79,6 +79,8 @@ func TestParseNamesTheEntryAndFieldOfEveryProblem(t *testing.T) {
 		{"origin with a port that is no number", `{"a": {"name": "A", "url": "https://a.example.com/", "origin": "https://a.example.com:*"}}`, "a", "origin"},
 		{"unknown icon", `{"a": {` + ok + `, "icon": "rocket"}}`, "a", "icon"},
 		{"unknown capability", `{"a": {` + ok + `, "capabilities": ["camera"]}}`, "a", "capabilities"},
+		{"unknown protocol", `{"a": {` + ok + `, "protocol": "mcp-apps"}}`, "a", "protocol"},
+		{"protocol not a string", `{"a": {` + ok + `, "protocol": 3}}`, "a", "protocol"},
 		{"unknown field", `{"a": {` + ok + `, "colour": "red"}}`, "a", "colour"},
 		{"wrong type", `{"a": {"name": 7, "url": "https://a.example.com/", "origin": "https://a.example.com"}}`, "a", "name"},
 		{"auth without audience", `{"a": {` + ok + `, "capabilities": ["auth"], "secret": "` + secretA + `"}}`, "a", "audience"},
@@ -165,4 +167,23 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestProtocolDefaultsToOursAndTakesTheOthers(t *testing.T) {
+	t.Parallel()
+	const ok = `"name": "A", "url": "https://a.example.com/", "origin": "https://a.example.com"`
+	for doc, want := range map[string]string{
+		`{"a": {` + ok + `}}`:                            ProtocolVoicebox,
+		`{"a": {` + ok + `, "protocol": "voicebox"}}`:    ProtocolVoicebox,
+		`{"a": {` + ok + `, "protocol": "thunderbolt"}}`: ProtocolThunderbolt,
+		`{"a": {` + ok + `, "protocol": "jsonrpc"}}`:     ProtocolJSONRPC,
+	} {
+		reg, err := Parse([]byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if a, _ := reg.Get("a"); a.Protocol != want {
+			t.Errorf("%s: protocol %q, want %q", doc, a.Protocol, want)
+		}
+	}
 }

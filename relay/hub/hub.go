@@ -194,6 +194,21 @@ type OfferFunc func(Offer)
 // PageOffered calls f(o).
 func (f OfferFunc) PageOffered(o Offer) { f(o) }
 
+// RootListener hears who holds the root (Root) each time that changes: an executor takes the
+// slot or leaves it, or the page holding it reports another root. The relay passes it on to the
+// page's event stream, so the page says where the tools act.
+type RootListener interface {
+	// RootChanged is called one change at a time, in order, on the goroutine that made the
+	// change; it must not block.
+	RootChanged(Root)
+}
+
+// RootFunc is a function that is a RootListener.
+type RootFunc func(Root)
+
+// RootChanged calls f(r).
+func (f RootFunc) RootChanged(r Root) { f(r) }
+
 // Root is the declared root: what kind of executor holds (or last held) it, its name, and whether
 // that executor is connected now. Kind is "" until a page reports its root.
 type Root struct {
@@ -217,6 +232,9 @@ type Hub struct {
 
 	toolsMu   sync.Mutex // orders the offers heard by listeners
 	listeners []OfferListener
+
+	rootMu        sync.Mutex // orders what the root listeners hear
+	rootListeners []RootListener
 	// admMu orders the admitted frames: a connection gets the current one before it takes the
 	// slot, and SetAdmitted sends to whoever holds it, so no executor misses a change.
 	admMu    sync.Mutex
@@ -277,6 +295,26 @@ func New(opts Options) *Hub {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Hub{opts: opts, log: log, last: channel.Page, all: map[*conn]struct{}{}}
+}
+
+// AddRootListener makes l hear every change of who holds the root from now on.
+func (h *Hub) AddRootListener(l RootListener) {
+	h.rootMu.Lock()
+	defer h.rootMu.Unlock()
+	h.rootListeners = append(h.rootListeners, l)
+}
+
+// rootChanged tells the root listeners who holds the root now.
+func (h *Hub) rootChanged() {
+	h.rootMu.Lock()
+	defer h.rootMu.Unlock()
+	if len(h.rootListeners) == 0 {
+		return
+	}
+	r := h.Root()
+	for _, l := range h.rootListeners {
+		l.RootChanged(r)
+	}
 }
 
 // AddOfferListener makes l hear every Offer from now on.
@@ -639,6 +677,7 @@ func (h *Hub) attach(c *conn) bool {
 	}
 	h.mu.Unlock()
 	h.pageTools(nil, nil, nil)
+	h.rootChanged()
 	if old != nil {
 		h.log.Info("channel: executor replaced", "kind", old.kind.String(), "by", c.kind.String())
 		old.settle()
@@ -660,6 +699,7 @@ func (h *Hub) detach(c *conn) {
 	h.mu.Unlock()
 	if held {
 		h.pageTools(nil, nil, nil)
+		h.rootChanged()
 	}
 	c.settle()
 }
@@ -736,10 +776,14 @@ func (h *Hub) controlFrom(c *conn, typ, kind, name string) {
 		return
 	}
 	h.mu.Lock()
+	changed := h.cur == c && h.root != Root{Kind: kind, Name: name}
 	if h.cur == c {
 		h.root = Root{Kind: kind, Name: name}
 	}
 	h.mu.Unlock()
+	if changed {
+		h.rootChanged()
+	}
 }
 
 // watchPairing closes c once its pairing is revoked, whoever revoked it.

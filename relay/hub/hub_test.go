@@ -851,3 +851,33 @@ func admitted(t *testing.T, r *testRelay, current *peer, header http.Header, exe
 		}
 	}
 }
+
+// The root listeners hear every change of who holds the root, in order: a page declaring its
+// root, a machine taking the slot, and the machine leaving it.
+func TestRootListenersHearEveryChange(t *testing.T) {
+	t.Parallel()
+	r := startRelay(t, Options{}, server.Config{})
+	heard := make(chan Root, 16)
+	r.hub.AddRootListener(RootFunc(func(root Root) { heard <- root }))
+	next := func(want Root) {
+		t.Helper()
+		for {
+			select {
+			case got := <-heard:
+				if got == want {
+					return
+				}
+			case <-time.After(patience):
+				t.Fatalf("no root change to %+v was heard", want)
+			}
+		}
+	}
+	ws := r.dial(t, r.origin("127.0.0.1"), nil)
+	serve(t, ws, executor.New(fsroot.NewMemory(), executor.Options{}))
+	sendRoot(t, ws, RootOPFS, "Browser storage")
+	next(Root{Kind: RootOPFS, Name: "Browser storage", Connected: true})
+	m := r.machine(t, r.pair(t, "box"), executor.New(fsroot.NewMemory(), executor.Options{}))
+	next(Root{Kind: RootMachine, Name: "box", Connected: true})
+	m.ws.Close(websocket.StatusNormalClosure, "the machine stops")
+	next(Root{Kind: RootMachine, Name: "box", Connected: false})
+}

@@ -184,6 +184,12 @@ func New(cfg Config) (*Relay, error) {
 		r.Tools.SetPageTools(o.Tools)
 		r.ExternalApps.SetReport(o.ExternalApps)
 	}))
+	// The page's live panels follow who holds the root and what changes in the extensions, on
+	// the event stream the catalogue serves.
+	r.Hub.AddRootListener(hub.RootFunc(func(root hub.Root) { r.Tools.Publish("root", root) }))
+	r.Extensions.Changed = func(what, id string) {
+		r.Tools.Publish("extensions", map[string]string{"what": what, "id": id})
+	}
 	r.buildLive(vendors)
 	// New doors go here, each given the parts it needs: an MCP server (/mcp) calls r.Tools (or
 	// r.ExternalApps, the model's view) and registers on r.Server; a fleet's shared state would

@@ -54,11 +54,15 @@ func AppHost(host string) bool {
 	return true
 }
 
-// serveAppHost answers a request to an app host. Such a host serves AppHostFiles and nothing
-// else, without a session: they hold no secret, and the page's session cookie is never sent to
+// serveAppHost answers a request to an app host. Such a host serves AppHostFiles, and the files
+// of folder apps under AppFilesPath, and nothing else, without a session: they hold no secret, and the page's session cookie is never sent to
 // another site. Everything else is 404 not-found, so the page, the API and the sockets are never
 // reachable under an app's origin.
 func (s *Server) serveAppHost(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, AppFilesPath) {
+		s.serveAppFile(w, r) // a folder app's own files (see AppFilesPath)
+		return
+	}
 	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || !slices.Contains(AppHostFiles, r.URL.Path) {
 		WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound,
 			"a mini-app's host serves only the mini-app bridge (%s)", strings.Join(AppHostFiles, ", ")))

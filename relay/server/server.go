@@ -82,6 +82,8 @@ type Server struct {
 	log    *slog.Logger
 	// publicHost is the host name of Config.Origin, which Host headers may name besides loopback.
 	publicHost string
+	// appFiles holds folder apps' files (see AppFilesPath).
+	appFiles *appFiles
 	// busy counts the requests being served, WebSockets included, which http.Server.Shutdown
 	// does not wait for once they are hijacked.
 	busy sync.WaitGroup
@@ -100,13 +102,14 @@ func New(cfg Config) (*Server, error) {
 		}
 		files = os.DirFS(cfg.Public)
 	}
-	s := &Server{cfg: cfg, public: files, mux: http.NewServeMux(), log: cfg.Log, publicHost: originHost(cfg.Origin)}
+	s := &Server{cfg: cfg, public: files, mux: http.NewServeMux(), log: cfg.Log, publicHost: originHost(cfg.Origin), appFiles: newAppFiles()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	s.mux.HandleFunc("GET /api/health", s.health)
 	s.mux.HandleFunc("GET /api/ready", s.ready)
 	s.registerSessionRoutes()
+	s.registerAppFileRoutes()
 	s.mux.HandleFunc("GET /{path...}", s.static)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { NotFound(w) })
 	return s, nil
@@ -130,6 +133,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 	w.Header().Set(RequestIDHeader, info.id)
 	setSecurityHeaders(w.Header(), r.Host, r.URL.Path, s.cfg.FrameOrigins, s.cfg.Origin)
+	if r.URL.Path == BridgePath {
+		widenBridgePolicy(w.Header(), appFilesSource(r))
+	}
 	if info.https && s.cfg.HSTS {
 		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
 	}
@@ -155,7 +161,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveAppHost(rw, r)
 		return
 	}
-	if s.originRefused(rw, r) || s.gate(rw, r) {
+	if s.originRefused(rw, r) {
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, AppFilesPath) {
+		// A folder app's files: no session (its sandboxed frame sends no cookie), the token is
+		// the key.
+		s.serveAppFile(rw, r)
+		return
+	}
+	if s.gate(rw, r) {
 		return
 	}
 	s.mux.ServeHTTP(rw, r)

@@ -72,6 +72,16 @@ type Peer interface {
 // has no earlier deadline.
 const DefaultTimeout = 30 * time.Second
 
+type waitKey struct{}
+
+// WithWait returns ctx marked so that a Broker's Ask with it waits up to d for the answer when d
+// is longer than the Broker's Timeout: for a call that waits for a person before it runs (an
+// approval asked in the page), whose executor holds its own, shorter, deadlines. A context
+// deadline that comes sooner still wins.
+func WithWait(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, waitKey{}, d)
+}
+
 // Options configures a Broker. The zero value is usable.
 type Options struct {
 	// Timeout bounds each Ask; a context deadline that comes sooner wins. Zero means
@@ -157,13 +167,17 @@ func (b *Broker) Ask(ctx context.Context, call wire.Call) wire.Answer {
 		return <-ch // settled while sending
 	}
 
-	timer := time.NewTimer(b.timeout)
+	timeout := b.timeout
+	if d, ok := ctx.Value(waitKey{}).(time.Duration); ok && d > timeout {
+		timeout = d
+	}
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case a := <-ch:
 		return a
 	case <-timer.C:
-		return b.expire(call.CallID, ch, fmt.Sprintf("did not answer within %v", b.timeout))
+		return b.expire(call.CallID, ch, fmt.Sprintf("did not answer within %v", timeout))
 	case <-ctx.Done():
 		why := "did not answer before the caller's deadline"
 		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {

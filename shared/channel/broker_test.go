@@ -289,6 +289,27 @@ func TestBrokerLateAnswerIsUnmatched(t *testing.T) {
 	}
 }
 
+// A call marked WithWait outlives the Broker's Timeout (it waits for a person first); one
+// without the mark does not, and a shorter wait never shortens the Timeout.
+func TestBrokerWithWaitOutlivesTheTimeout(t *testing.T) {
+	t.Parallel()
+	p := newPeer()
+	b := New(Page, p, Options{Timeout: time.Millisecond})
+	if a := b.Ask(WithWait(context.Background(), time.Nanosecond), testCall("short")); a.Refused != refusal.PageTimeout {
+		t.Fatalf("a shorter wait: %+v, want page-timeout", a)
+	}
+	ch := askAsync(b, WithWait(context.Background(), time.Hour), testCall("long"))
+	waitFor(t, "the call to be sent", func() bool { return p.sentCount() == 2 })
+	// Well past the Broker's Timeout, the call still waits.
+	time.Sleep(20 * time.Millisecond)
+	if err := b.Answer(observedFrame("long")); err != nil {
+		t.Fatalf("the answer to a call waiting longer: %v", err)
+	}
+	if a := receive(t, ch); !a.OK {
+		t.Fatalf("answer = %+v", a)
+	}
+}
+
 func TestKindNames(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

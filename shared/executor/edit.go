@@ -70,7 +70,7 @@ func (e *Executor) deleteFile(ctx context.Context, raw json.RawMessage) (json.Ra
 		}
 		return nil
 	}
-	undoable, err := e.change(ctx, actionDelete, name, 0, prepare, apply)
+	undoable, err := e.change(ctx, change{action: actionDelete, name: name, prepare: prepare, apply: apply})
 	if err != nil {
 		return nil, note, err
 	}
@@ -131,7 +131,7 @@ func (e *Executor) editFile(ctx context.Context, raw json.RawMessage) (json.RawM
 		}
 		return nil
 	}
-	undoable, err := e.change(ctx, actionEdit, name, int64(limit), prepare, apply)
+	undoable, err := e.change(ctx, change{action: actionEdit, name: name, readLimit: int64(limit), prepare: prepare, apply: apply})
 	if err != nil {
 		return nil, note, err
 	}

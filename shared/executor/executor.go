@@ -14,7 +14,7 @@
 //
 //	now         {}
 //	read-file   {"path": string}
-//	write-file  {"path": string, "content": string, "encoding"?: "utf-8" | "base64"}
+//	write-file  {"path": string, "content": string, "encoding"?: "utf-8" | "base64", "mode"?: "replace" | "create"}
 //	list-files  {"dir"?: string}          ("" or absent is the top of the workspace)
 //	diff-file   {"path": string, "content": string}   (writes nothing; see diff.go)
 //
@@ -92,11 +92,16 @@ const (
 	GrepFiles  Primitive = "grep-files"
 	UndoLast   Primitive = "undo-last"
 	DiffFile   Primitive = "diff-file"
+	// The history's own (see history.go): the person's Redo and the list of changes.
+	RedoLast    Primitive = "redo-last"
+	ListHistory Primitive = "list-history"
+	// MoveFile renames or moves one file, never over another (see move.go).
+	MoveFile Primitive = "move-file"
 )
 
 // Primitives lists the primitives an Executor runs.
 func Primitives() []Primitive {
-	return []Primitive{Now, ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, GrepFiles, UndoLast, DiffFile}
+	return []Primitive{Now, ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, GrepFiles, UndoLast, DiffFile, RedoLast, ListHistory, MoveFile}
 }
 
 // Options configures an Executor. The zero value is usable: calls name primitives directly, no
@@ -122,8 +127,12 @@ type Options struct {
 	Wasm WasmRunner
 	// History, when set, keeps the earlier version of every file write-file, edit-file and
 	// delete-file replace, for undo-last. Nil keeps none: the changes still happen, their
-	// observations say "undoable" false, and undo-last is refused nothing-to-undo.
+	// observations say "undoable" false, and undo-last is refused nothing-to-undo. Several
+	// Executors may share one History.
 	History *History
+	// Actor is who this Executor's changes are recorded under in the History; zero means
+	// ByAssistant.
+	Actor Actor
 }
 
 // Executor runs primitives on one root. It is safe for concurrent use if its root is.
@@ -189,6 +198,12 @@ func (e *Executor) Execute(ctx context.Context, call wire.Call) (json.RawMessage
 		out, note, err = e.undoLast(ctx, call.Args)
 	case prim == DiffFile:
 		out, note, err = e.diffFile(ctx, call.Args)
+	case prim == RedoLast:
+		out, note, err = e.redoLast(ctx, call.Args)
+	case prim == ListHistory:
+		out, note, err = e.listHistory(ctx, call.Args)
+	case prim == MoveFile:
+		out, note, err = e.moveFilePrim(ctx, call.Args)
 	case prim == Wasm:
 		out, note, err = e.wasm(ctx, call.Args)
 	default:
@@ -276,7 +291,8 @@ type writeObserved struct {
 }
 
 func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
-	args, note, err := pathArgs(raw, argSpec{name: "content", required: true}, argSpec{name: "encoding", enum: []string{"utf-8", "base64"}})
+	args, note, err := pathArgs(raw, argSpec{name: "content", required: true}, argSpec{name: "encoding", enum: []string{"utf-8", "base64"}},
+		argSpec{name: "mode", enum: []string{WriteReplace, WriteCreate}})
 	if err != nil {
 		return nil, note, err
 	}
@@ -317,7 +333,7 @@ func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.Raw
 		}
 		return nil
 	}
-	undoable, err := e.change(ctx, actionWrite, name, 0, prepare, apply)
+	undoable, err := e.change(ctx, change{action: actionWrite, name: name, create: args["mode"] == WriteCreate, prepare: prepare, apply: apply})
 	if err != nil {
 		return nil, note, err
 	}
@@ -325,6 +341,13 @@ func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.Raw
 	out, err := marshal(writeObserved{Path: name, Bytes: len(data), Created: created, ParentsCreated: parents, Undoable: undoable})
 	return out, note, err
 }
+
+// write-file's modes: "replace" (the default) writes whether or not the file exists; "create"
+// makes a new file and is refused file-exists when one is there, so it never replaces one.
+const (
+	WriteReplace = "replace"
+	WriteCreate  = "create"
+)
 
 func tooLarge(n, limit int) error {
 	return refusal.New(refusal.WriteTooLarge, "the content is %d bytes, over the bound of %d bytes for one write", n, limit)

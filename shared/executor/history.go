@@ -24,12 +24,15 @@ import (
 const (
 	// MaxHistoryEntries is how many changes the history keeps; past it the oldest go first.
 	MaxHistoryEntries = 100
-	// MaxHistoryBytes bounds the earlier versions kept, all together; past it the oldest go
-	// first (the newest is always kept).
+	// MaxHistoryBytes bounds the versions kept (earlier ones for undo, later ones for redo), all
+	// together; past it the oldest changes go first (the newest is always kept).
 	MaxHistoryBytes = 64 << 20
 	// MaxHistoryFileBytes is the largest earlier version kept. A write, edit or delete that would
 	// replace a larger file is refused history-failed and changes nothing.
 	MaxHistoryFileBytes = 16 << 20
+	// MaxKeepBothTries bounds the names tried for the earlier version an undo conflict keeps
+	// beside the current one ("notes (earlier).txt", "notes (earlier 2).txt", ...).
+	MaxKeepBothTries = 100
 )
 
 // historyDir is the history's folder inside the root's metadata area.
@@ -40,29 +43,65 @@ const (
 	actionWrite  = "write"
 	actionEdit   = "edit"
 	actionDelete = "delete"
+	actionMove   = "move"
 )
 
-// History keeps the earlier version of every file a write-file, edit-file or delete-file of its
-// Executor replaces, so that undo-last can put the newest change back byte for byte. It lives in
-// the root's hidden metadata area (fsroot.MetaDir, folder history/), which fsroot.Check keeps
-// every tool out of. Each change is two files there: NNNNNNNNNNNN.json, the record, and
-// NNNNNNNNNNNN.bin, the earlier content when there was a file.
+// Actor says who made a change, as the history records it (and list-history shows it).
+type Actor string
+
+// The actors. An Executor's Options.Actor names the one its changes are recorded under.
+const (
+	// ByAssistant is a change made through the relay: a live model, a typed turn, an MCP
+	// client, an extension. It is the default.
+	ByAssistant Actor = "assistant"
+	// ByPerson is a change the person made in the page's own file browser.
+	ByPerson Actor = "person"
+)
+
+// The ways an undo that meets a conflict (the file changed after the change) may be resolved:
+// undo-last's "resolve" argument. Without one, a conflict is refused undo-conflict and nothing
+// changes.
+const (
+	// ResolveKeepCurrent keeps the file as it is now and drops the change from the history, so
+	// the next undo reaches the change before it.
+	ResolveKeepCurrent = "keep-current"
+	// ResolveRestoreEarlier puts the earlier version back over the current one; the current one
+	// is kept for redo, so nothing is lost.
+	ResolveRestoreEarlier = "restore-earlier"
+	// ResolveKeepBoth writes the earlier version beside the current one under a new name (a
+	// change of its own, which can be undone) and drops the change from the history.
+	ResolveKeepBoth = "keep-both"
+)
+
+// History keeps the earlier version of every file a changing primitive of its Executors
+// replaces (write-file, edit-file, delete-file, move-file), so that undo-last can put the newest
+// change back byte for byte, and the version an undo replaced, so that redo-last can put the
+// change back again. It lives in the root's hidden metadata area (fsroot.MetaDir, folder
+// history/), which fsroot.Check keeps every tool out of. Each change is a record,
+// NNNNNNNNNNNN.json, with NNNNNNNNNNNN.bin, the earlier content when there was a file, and,
+// while the change is undone, NNNNNNNNNNNN.after, the content the undo replaced.
 //
-// The history is bounded (MaxHistoryEntries, MaxHistoryBytes) and pruned oldest first. Undo
-// checks that the file is still what the change left (by SHA-256), so it never overwrites a
-// later change, made by the user or anyone else: that is refused undo-conflict.
+// The history is bounded (MaxHistoryEntries, MaxHistoryBytes) and pruned oldest first. A new
+// change drops the changes waiting for redo. Undo checks that the file is still what the change
+// left (by SHA-256), so it never overwrites a later change, made by the user or anyone else:
+// that is refused undo-conflict, unless the caller says how to resolve it (see ResolveKeepCurrent
+// and the others); redo checks the same of what the undo left (redo-conflict).
 //
-// A History is safe for concurrent use; the changes of one History happen one at a time. Two
-// Histories over one area (two tabs on one folder) do not coordinate.
+// One History may serve several Executors over the same root (the page's file browser and the
+// assistant's calls), each recording its changes under its own Actor. A History is safe for
+// concurrent use; the changes of one History happen one at a time. Two Histories over one area
+// (two tabs on one folder) do not coordinate.
 type History struct {
 	area       fsroot.Root
 	clock      func() time.Time
 	maxEntries int
 	maxBytes   int64
+	onChange   func()
 
 	mu      sync.Mutex
 	loaded  bool
-	entries []historyRecord // oldest first
+	entries []historyRecord // in effect, oldest first
+	redo    []historyRecord // undone, the next to redo first
 	next    uint64
 }
 
@@ -73,6 +112,9 @@ type HistoryOptions struct {
 	MaxEntries int
 	MaxBytes   int64
 	Clock      func() time.Time
+	// OnChange, when set, is called (with no lock held) after every change the history takes
+	// in, undoes, redoes or drops, so a view of it can be refreshed.
+	OnChange func()
 }
 
 // historyRecord is one change as the history keeps it.
@@ -81,15 +123,25 @@ type historyRecord struct {
 	Time   time.Time `json:"time"`
 	Action string    `json:"action"`
 	Path   string    `json:"path"`
+	// To is where a move put the file.
+	To string `json:"to,omitempty"`
+	By Actor  `json:"by,omitempty"`
 	// Existed reports that the file was there before; its content is the .bin beside the record.
 	Existed bool  `json:"existed"`
 	Size    int64 `json:"size"`
-	// After is the SHA-256 (hex) of what the change left; "" when it deleted the file.
+	// After is the SHA-256 (hex) of what the change left; "" when it left no file.
 	After string `json:"after,omitempty"`
 	// Before is the SHA-256 (hex) of the earlier content, when there was a file. Undo restores
 	// the .bin only when it still hashes to this.
 	Before string `json:"before,omitempty"`
+	// Undone reports a change undone and waiting for redo; the content it left (After) is the
+	// .after beside the record, AfterSize bytes, unless it left no file or is a move.
+	Undone    bool  `json:"undone,omitempty"`
+	AfterSize int64 `json:"afterSize,omitempty"`
 }
+
+// keepsAfter reports whether an undone record keeps the content its change left.
+func (r historyRecord) keepsAfter() bool { return r.After != "" && r.Action != actionMove }
 
 // OpenHistory returns the History of root, kept in its metadata area, which root must have
 // (fsroot.Metadata); every root of this project has one.
@@ -107,7 +159,7 @@ func OpenHistory(ctx context.Context, root fsroot.Root, opts HistoryOptions) (*H
 
 // NewHistory returns a History kept in area, a root no tool reaches (a metadata area).
 func NewHistory(area fsroot.Root, opts HistoryOptions) *History {
-	h := &History{area: area, clock: opts.Clock, maxEntries: opts.MaxEntries, maxBytes: opts.MaxBytes}
+	h := &History{area: area, clock: opts.Clock, maxEntries: opts.MaxEntries, maxBytes: opts.MaxBytes, onChange: opts.OnChange}
 	if h.clock == nil {
 		h.clock = time.Now
 	}
@@ -122,9 +174,18 @@ func NewHistory(area fsroot.Root, opts HistoryOptions) *History {
 
 func recordName(seq uint64) string  { return fmt.Sprintf("%s/%012d.json", historyDir, seq) }
 func contentName(seq uint64) string { return fmt.Sprintf("%s/%012d.bin", historyDir, seq) }
+func afterName(seq uint64) string   { return fmt.Sprintf("%s/%012d.after", historyDir, seq) }
 
-// load reads the records once. Half-written changes (content without a record, or a record of
-// an earlier version whose content is missing) are removed. The caller holds mu.
+// changed tells OnChange; the caller holds no lock.
+func (h *History) changed() {
+	if h.onChange != nil {
+		h.onChange()
+	}
+}
+
+// load reads the records once. Half-written changes (content without a record, a record of an
+// earlier version whose content is missing, an undone record whose later content is missing)
+// are removed. The caller holds mu.
 func (h *History) load(ctx context.Context) error {
 	if h.loaded {
 		return nil
@@ -137,7 +198,7 @@ func (h *History) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	records, contents := map[uint64]bool{}, map[uint64]bool{}
+	records, contents, afters := map[uint64]bool{}, map[uint64]bool{}, map[uint64]bool{}
 	for _, en := range list {
 		stem, ext, _ := strings.Cut(en.Name, ".")
 		seq, err := strconv.ParseUint(stem, 10, 64)
@@ -149,6 +210,8 @@ func (h *History) load(ctx context.Context) error {
 			records[seq] = true
 		case "bin":
 			contents[seq] = true
+		case "after":
+			afters[seq] = true
 		}
 		h.next = max(h.next, seq)
 	}
@@ -158,17 +221,31 @@ func (h *History) load(ctx context.Context) error {
 			h.area.Remove(ctx, contentName(seq))
 		}
 	}
+	for seq := range afters {
+		if !records[seq] {
+			h.area.Remove(ctx, afterName(seq))
+		}
+	}
 	for seq := range records {
 		data, err := h.area.ReadFile(ctx, recordName(seq))
 		var rec historyRecord
-		if err != nil || json.Unmarshal(data, &rec) != nil || rec.Seq != seq || (rec.Existed && !contents[seq]) {
-			h.area.Remove(ctx, recordName(seq))
-			h.area.Remove(ctx, contentName(seq))
+		if err != nil || json.Unmarshal(data, &rec) != nil || rec.Seq != seq || (rec.Existed && rec.Action != actionMove && !contents[seq]) ||
+			(rec.Undone && rec.keepsAfter() && !afters[seq]) {
+			h.forget(ctx, historyRecord{Seq: seq, Existed: true, Undone: true, After: "x"})
 			continue
 		}
-		h.entries = append(h.entries, rec)
+		if !rec.Undone && afters[seq] {
+			h.area.Remove(ctx, afterName(seq)) // a redo that stopped after writing the record
+		}
+		if rec.Undone {
+			h.redo = append(h.redo, rec)
+		} else {
+			h.entries = append(h.entries, rec)
+		}
 	}
 	slices.SortFunc(h.entries, func(a, b historyRecord) int { return cmp.Compare(a.Seq, b.Seq) })
+	// The next to redo is the one undone last: the oldest of the undone changes.
+	slices.SortFunc(h.redo, func(a, b historyRecord) int { return cmp.Compare(a.Seq, b.Seq) })
 	h.loaded = true
 	return nil
 }
@@ -188,22 +265,27 @@ func (h *History) keep(ctx context.Context, rec historyRecord, before []byte) (h
 	if err := h.area.MkdirAll(ctx, historyDir); err != nil {
 		return rec, err
 	}
-	if rec.Existed {
+	if rec.Existed && rec.Action != actionMove {
 		if err := h.area.WriteFile(ctx, contentName(rec.Seq), before); err != nil {
 			return rec, err
 		}
 	}
-	data, _ := json.Marshal(rec)
-	if err := h.area.WriteFile(ctx, recordName(rec.Seq), data); err != nil {
+	if err := h.write(ctx, rec); err != nil {
 		h.area.Remove(ctx, contentName(rec.Seq))
 		return rec, err
 	}
 	return rec, nil
 }
 
+// write writes rec's record file.
+func (h *History) write(ctx context.Context, rec historyRecord) error {
+	data, _ := json.Marshal(rec)
+	return h.area.WriteFile(ctx, recordName(rec.Seq), data)
+}
+
 // taken reports whether a record or a content file numbered seq is already in the area.
 func (h *History) taken(ctx context.Context, seq uint64) bool {
-	for _, name := range []string{recordName(seq), contentName(seq)} {
+	for _, name := range []string{recordName(seq), contentName(seq), afterName(seq)} {
 		if _, err := h.area.Stat(ctx, name); !errors.Is(err, fs.ErrNotExist) {
 			return true
 		}
@@ -211,14 +293,27 @@ func (h *History) taken(ctx context.Context, seq uint64) bool {
 	return false
 }
 
-// commit adds a kept record once its change happened, and prunes.
+// commit adds a kept record once its change happened, drops the changes waiting for redo (the
+// new change is where the history goes on from), and prunes.
 func (h *History) commit(ctx context.Context, rec historyRecord) {
+	for _, r := range h.redo {
+		h.forget(ctx, r)
+	}
+	h.redo = nil
 	h.entries = append(h.entries, rec)
+	h.prune(ctx)
+}
+
+// prune drops the oldest changes past the bounds; the newest in effect is always kept.
+func (h *History) prune(ctx context.Context) {
 	var total int64
 	for _, r := range h.entries {
 		total += r.Size
 	}
-	for len(h.entries) > 1 && (len(h.entries) > h.maxEntries || total > h.maxBytes) {
+	for _, r := range h.redo {
+		total += r.Size + r.AfterSize
+	}
+	for len(h.entries) > 1 && (len(h.entries)+len(h.redo) > h.maxEntries || total > h.maxBytes) {
 		old := h.entries[0]
 		h.forget(ctx, old)
 		h.entries = h.entries[1:]
@@ -233,6 +328,9 @@ func (h *History) forget(ctx context.Context, rec historyRecord) {
 	if rec.Existed {
 		h.area.Remove(ctx, contentName(rec.Seq))
 	}
+	if rec.Undone {
+		h.area.Remove(ctx, afterName(rec.Seq))
+	}
 }
 
 // drop forgets the newest record, rec, whose change is not in effect, and says so. The caller
@@ -243,7 +341,7 @@ func (h *History) drop(ctx context.Context, rec historyRecord) error {
 	return refusal.New(refusal.UndoConflict, "the last %s of %q is not in effect (the file is as it was before it), so nothing was done and it was dropped from the history; undo again for the change before it", rec.Action, rec.Path)
 }
 
-// Len returns how many changes the history holds.
+// Len returns how many changes the history holds that can be undone.
 func (h *History) Len(ctx context.Context) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -258,17 +356,40 @@ func digest(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// change is how every changing primitive runs: it reads the earlier version of name (when the
-// history or prepare needs it), lets prepare compute what the change leaves (nil for a delete),
-// keeps the earlier version in the history, then applies the change. A change that fails takes
-// its record back. It returns whether the change can be undone.
-func (e *Executor) change(ctx context.Context, action, name string, readLimit int64,
-	prepare func(before []byte, existed bool) (after []byte, err error), apply func(after []byte) error) (undoable bool, err error) {
+// change describes one change of a file, run by Executor.change.
+type change struct {
+	action string
+	name   string
+	// readLimit refuses a file larger than it (write-too-large) when positive.
+	readLimit int64
+	// create refuses file-exists when the file is there: a change that makes a new file never
+	// replaces one.
+	create bool
+	// prepare computes what the change leaves (nil for a delete) from the earlier content.
+	prepare func(before []byte, existed bool) (after []byte, err error)
+	// apply makes the change.
+	apply func(after []byte) error
+	// afterSum, when set, is the SHA-256 (hex) of what apply leaves, for a change whose content
+	// prepare does not hold (a streamed upload).
+	afterSum func() string
+}
+
+// change is how every changing primitive runs: it reads the earlier version of the file (when
+// the history or prepare needs it), lets prepare compute what the change leaves, keeps the
+// earlier version in the history, then applies the change. A change that fails takes its record
+// back. It returns whether the change can be undone.
+func (e *Executor) change(ctx context.Context, c change) (undoable bool, err error) {
 	h := e.opts.History
 	if h != nil {
 		h.mu.Lock()
-		defer h.mu.Unlock()
+		defer func() {
+			h.mu.Unlock()
+			if undoable {
+				h.changed()
+			}
+		}()
 	}
+	name := c.name
 	existed := false
 	switch st, err := e.root.Stat(ctx, name); {
 	case errors.Is(err, fs.ErrNotExist):
@@ -276,30 +397,35 @@ func (e *Executor) change(ctx context.Context, action, name string, readLimit in
 		return false, FileRefusal(err, name)
 	case st.Dir:
 		return false, refusal.New(refusal.IsADirectory, "%q is a folder, not a file", name)
+	case c.create:
+		return false, refusal.New(refusal.FileExists, "%q already exists, and this makes a new file; open it, or choose another name", name)
 	default:
 		existed = true
-		if readLimit > 0 && st.Size > readLimit {
-			return false, tooLarge(int(st.Size), int(readLimit))
+		if c.readLimit > 0 && st.Size > c.readLimit {
+			return false, tooLarge(int(st.Size), int(c.readLimit))
 		}
 		if h != nil && st.Size > MaxHistoryFileBytes {
 			return false, refusal.New(refusal.HistoryFailed, "%q is %d bytes, more than the undo history keeps (%d), so it was left unchanged", name, st.Size, MaxHistoryFileBytes)
 		}
 	}
 	var before []byte
-	if existed && (h != nil || readLimit > 0) {
+	if existed && (h != nil || c.readLimit > 0) {
 		if before, err = e.root.ReadFile(ctx, name); err != nil {
 			return false, FileRefusal(err, name)
 		}
 	}
-	after, err := prepare(before, existed)
+	after, err := c.prepare(before, existed)
 	if err != nil {
 		return false, err
 	}
 	if h == nil {
-		return false, apply(after)
+		return false, c.apply(after)
 	}
-	rec := historyRecord{Action: action, Path: name, Existed: existed, Size: int64(len(before))}
-	if action != actionDelete {
+	rec := historyRecord{Action: c.action, Path: name, By: e.actor(), Existed: existed, Size: int64(len(before))}
+	switch {
+	case c.afterSum != nil:
+		rec.After = c.afterSum()
+	case c.action != actionDelete:
 		rec.After = digest(after)
 	}
 	if existed {
@@ -309,7 +435,7 @@ func (e *Executor) change(ctx context.Context, action, name string, readLimit in
 	if err != nil {
 		return false, refusal.New(refusal.HistoryFailed, "the earlier version of %q could not be kept for undo (%v), so it was left unchanged", name, err)
 	}
-	if err := apply(after); err != nil {
+	if err := c.apply(after); err != nil {
 		h.forget(ctx, rec)
 		return false, err
 	}
@@ -317,20 +443,49 @@ func (e *Executor) change(ctx context.Context, action, name string, readLimit in
 	return true, nil
 }
 
+func (e *Executor) actor() Actor { return cmp.Or(e.opts.Actor, ByAssistant) }
+
+// fileState is a file as an undo or redo finds it.
+type fileState struct {
+	exists bool
+	data   []byte
+	sum    string // "" when absent
+}
+
+func (e *Executor) stateOf(ctx context.Context, name string) (fileState, error) {
+	data, err := e.root.ReadFile(ctx, name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fileState{}, nil
+	case err != nil:
+		return fileState{}, FileRefusal(err, name)
+	}
+	return fileState{exists: true, data: data, sum: digest(data)}, nil
+}
+
 type undoObserved struct {
-	Undone    string `json:"undone"`
-	Path      string `json:"path"`
-	Restored  bool   `json:"restored"`
-	Removed   bool   `json:"removed"`
-	Bytes     int64  `json:"bytes"`
+	Undone   string `json:"undone"`
+	Path     string `json:"path"`
+	To       string `json:"to,omitempty"`
+	By       Actor  `json:"by,omitempty"`
+	Restored bool   `json:"restored"`
+	Removed  bool   `json:"removed"`
+	Bytes    int64  `json:"bytes"`
+	// Resolved names how a conflict was resolved; KeptAs is where keep-both put the earlier
+	// version.
+	Resolved  string `json:"resolved,omitempty"`
+	KeptAs    string `json:"keptAs,omitempty"`
 	Remaining int    `json:"remaining"`
+	Redo      int    `json:"redo"`
 }
 
 // undoLast puts back the newest change: the earlier content, or no file when the change created
-// it. It is refused nothing-to-undo when the history is empty (or there is none), and
-// undo-conflict when the file is no longer what the change left.
+// it (for a move, the file back where it was). The version it replaces is kept for redo-last.
+// It is refused nothing-to-undo when the history is empty (or there is none), and undo-conflict
+// when the file is no longer what the change left, unless args.resolve says how to resolve that.
 func (e *Executor) undoLast(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
-	if _, err := parseArgs(raw, nil); err != nil {
+	args, err := parseArgs(raw, []argSpec{{name: "resolve", enum: []string{ResolveKeepCurrent, ResolveRestoreEarlier, ResolveKeepBoth}}})
+	if err != nil {
 		return nil, auditNote{}, err
 	}
 	h := e.opts.History
@@ -338,78 +493,492 @@ func (e *Executor) undoLast(ctx context.Context, raw json.RawMessage) (json.RawM
 		return nil, auditNote{}, refusal.New(refusal.NothingToUndo, "this workspace keeps no undo history")
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	obs, note, changed, err := e.undoLocked(ctx, h, args["resolve"])
+	h.mu.Unlock()
+	if changed {
+		h.changed()
+	}
+	if err != nil {
+		return nil, note, err
+	}
+	obs.Remaining, obs.Redo = len(h.entries), len(h.redo)
+	note.Bytes = obs.Bytes
+	out, err := marshal(obs)
+	return out, note, err
+}
+
+// undoLocked undoes the newest change; changed reports that the history changed (even when it
+// answers a refusal, having dropped a change). The caller holds h.mu.
+func (e *Executor) undoLocked(ctx context.Context, h *History, resolve string) (obs undoObserved, note auditNote, changed bool, err error) {
 	if err := h.load(ctx); err != nil {
-		return nil, auditNote{}, refusal.New(refusal.HistoryFailed, "the undo history could not be read: %v", err)
+		return obs, note, false, refusal.New(refusal.HistoryFailed, "the undo history could not be read: %v", err)
 	}
 	if len(h.entries) == 0 {
-		return nil, auditNote{}, refusal.New(refusal.NothingToUndo, "there is no change left to undo")
+		return obs, note, false, refusal.New(refusal.NothingToUndo, "there is no change left to undo")
 	}
 	rec := h.entries[len(h.entries)-1]
-	note := auditNote{Path: rec.Path}
-	now, err := e.root.ReadFile(ctx, rec.Path)
+	note = auditNote{Path: rec.Path}
+	obs = undoObserved{Undone: rec.Action, Path: rec.Path, To: rec.To, By: rec.By}
+	if rec.Action == actionMove {
+		return obs, note, true, e.undoMove(ctx, h, rec, resolve, &obs)
+	}
+	now, err := e.stateOf(ctx, rec.Path)
+	if err != nil {
+		return obs, note, false, err
+	}
 	// asBefore: the file is what it was before the change, so the change is not in effect (it
 	// never completed, the relay or page stopping between its record and the change, or it was
 	// put back by hand). Such a record is dropped, or it would stand in front of every older
 	// change for good.
-	asBefore := false
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		asBefore = !rec.Existed
-	case err == nil:
-		asBefore = rec.Existed && digest(now) == rec.Before
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if rec.After != "" {
-			if asBefore {
-				return nil, note, h.drop(ctx, rec)
-			}
-			return nil, note, refusal.New(refusal.UndoConflict, "%q was removed after the last %s; undo would bring back the version before it, so nothing was done", rec.Path, rec.Action)
-		}
-	case err != nil:
-		return nil, note, FileRefusal(err, rec.Path)
-	case rec.After == "" || digest(now) != rec.After:
+	asBefore := now.exists == rec.Existed && now.sum == rec.Before
+	if now.sum != rec.After {
 		if asBefore {
-			return nil, note, h.drop(ctx, rec)
+			return obs, note, true, h.drop(ctx, rec)
 		}
-		if rec.After == "" {
-			return nil, note, refusal.New(refusal.UndoConflict, "%q was created again after it was deleted; undo would replace it, so nothing was done", rec.Path)
+		if resolve == "" {
+			return obs, note, false, conflictRefusal(rec, now.exists)
 		}
-		return nil, note, refusal.New(refusal.UndoConflict, "%q changed after the last %s; undo would lose that change, so nothing was done", rec.Path, rec.Action)
+		obs.Resolved = resolve
+		switch resolve {
+		case ResolveKeepCurrent:
+			h.forget(ctx, rec)
+			h.entries = h.entries[:len(h.entries)-1]
+			return obs, note, true, nil
+		case ResolveKeepBoth:
+			if !rec.Existed {
+				// The earlier version is no file at all: keeping both is keeping the current one.
+				h.forget(ctx, rec)
+				h.entries = h.entries[:len(h.entries)-1]
+				obs.Resolved = ResolveKeepCurrent
+				return obs, note, true, nil
+			}
+			return obs, note, true, e.keepBoth(ctx, h, rec, &obs)
+		}
+		// ResolveRestoreEarlier: an undo whose "later" version is what the file holds now.
+		rec.After = now.sum
 	}
-	obs := undoObserved{Undone: rec.Action, Path: rec.Path}
+	return obs, note, true, e.restoreEarlier(ctx, h, rec, now, &obs)
+}
+
+// conflictRefusal says why an undo of rec would lose a later change, and how to resolve it.
+func conflictRefusal(rec historyRecord, exists bool) *refusal.Refusal {
+	const how = "; nothing was done. Resolve it: keep the current version (keep-current), restore the earlier one (restore-earlier, the current one is kept for redo) or keep both (keep-both)"
+	switch {
+	case !exists:
+		return refusal.New(refusal.UndoConflict, "%q was removed after the last %s; undo would bring back the version before it%s", rec.Path, rec.Action, how)
+	case rec.After == "":
+		return refusal.New(refusal.UndoConflict, "%q was created again after it was deleted; undo would replace it%s", rec.Path, how)
+	}
+	return refusal.New(refusal.UndoConflict, "%q changed after the last %s; undo would lose that change%s", rec.Path, rec.Action, how)
+}
+
+// readKept reads a version the history keeps and checks it is the one the record names.
+func (h *History) readKept(ctx context.Context, name, sum, path string) ([]byte, error) {
+	data, err := h.area.ReadFile(ctx, name)
+	if err != nil {
+		return nil, refusal.New(refusal.HistoryFailed, "a kept version of %q could not be read from the history: %v", path, err)
+	}
+	if digest(data) != sum {
+		return nil, refusal.New(refusal.HistoryFailed, "the kept version of %q is not the one this change recorded", path)
+	}
+	return data, nil
+}
+
+// restoreEarlier puts rec's earlier version in place of now (which hashes to rec.After), keeps
+// now for redo and moves rec from the undo list to the redo list. The caller holds h.mu.
+func (e *Executor) restoreEarlier(ctx context.Context, h *History, rec historyRecord, now fileState, obs *undoObserved) error {
+	var before []byte
 	if rec.Existed {
-		before, err := h.area.ReadFile(ctx, contentName(rec.Seq))
-		if err != nil {
-			return nil, note, refusal.New(refusal.HistoryFailed, "the earlier version of %q could not be read from the history: %v", rec.Path, err)
-		}
-		if digest(before) != rec.Before {
+		var err error
+		if before, err = h.readKept(ctx, contentName(rec.Seq), rec.Before, rec.Path); err != nil {
 			// The content file is not the one this record kept (written over by another
 			// History, or damaged). It can never be undone: drop the record here, leaving the
 			// files, which may be another History's, to the next load.
 			h.entries = h.entries[:len(h.entries)-1]
-			return nil, note, refusal.New(refusal.HistoryFailed, "the kept earlier version of %q is not the one this change replaced, so nothing was restored and the change was dropped from the history", rec.Path)
+			return refusal.New(refusal.HistoryFailed, "the kept earlier version of %q is not the one this change replaced, so nothing was restored and the change was dropped from the history", rec.Path)
 		}
-		if dir := path.Dir(rec.Path); dir != "." {
-			if err := e.root.MkdirAll(ctx, dir); err != nil {
-				return nil, note, FileRefusal(err, dir)
-			}
+	}
+	rec.Undone, rec.AfterSize = true, 0
+	if rec.keepsAfter() {
+		if err := h.area.WriteFile(ctx, afterName(rec.Seq), now.data); err != nil {
+			return refusal.New(refusal.HistoryFailed, "the current version of %q could not be kept for redo (%v), so nothing was done", rec.Path, err)
 		}
-		if err := e.root.WriteFile(ctx, rec.Path, before); err != nil {
-			return nil, note, FileRefusal(err, rec.Path)
+		rec.AfterSize = int64(len(now.data))
+	}
+	if err := h.write(ctx, rec); err != nil {
+		h.area.Remove(ctx, afterName(rec.Seq))
+		return refusal.New(refusal.HistoryFailed, "the history could not record the undo (%v), so nothing was done", err)
+	}
+	var err error
+	if rec.Existed {
+		if err = e.putFile(ctx, rec.Path, before); err == nil {
+			obs.Restored, obs.Bytes = true, int64(len(before))
 		}
-		obs.Restored, obs.Bytes = true, int64(len(before))
-	} else {
-		if err := e.root.Remove(ctx, rec.Path); err != nil {
-			return nil, note, FileRefusal(err, rec.Path)
+	} else if now.exists {
+		if err = e.root.Remove(ctx, rec.Path); err != nil {
+			err = FileRefusal(err, rec.Path)
 		}
-		obs.Removed = true
+		obs.Removed = err == nil
+	}
+	if err != nil {
+		// Nothing changed on the file: the record goes back to how it was.
+		rec.Undone, rec.AfterSize = false, 0
+		h.write(ctx, rec)
+		h.area.Remove(ctx, afterName(rec.Seq))
+		return err
+	}
+	h.entries = h.entries[:len(h.entries)-1]
+	h.redo = slices.Insert(h.redo, 0, rec)
+	h.prune(ctx)
+	return nil
+}
+
+// putFile writes data to name, making its folder when it is gone.
+func (e *Executor) putFile(ctx context.Context, name string, data []byte) error {
+	if dir := path.Dir(name); dir != "." {
+		if err := e.root.MkdirAll(ctx, dir); err != nil {
+			return FileRefusal(err, dir)
+		}
+	}
+	if err := e.root.WriteFile(ctx, name, data); err != nil {
+		return FileRefusal(err, name)
+	}
+	return nil
+}
+
+// keepBoth writes rec's earlier version under a free name beside rec.Path, as a change of its
+// own, and drops rec. The caller holds h.mu.
+func (e *Executor) keepBoth(ctx context.Context, h *History, rec historyRecord, obs *undoObserved) error {
+	before, err := h.readKept(ctx, contentName(rec.Seq), rec.Before, rec.Path)
+	if err != nil {
+		return err
+	}
+	name, err := e.freeName(ctx, rec.Path, "earlier")
+	if err != nil {
+		return err
+	}
+	kept := historyRecord{Action: actionWrite, Path: name, By: e.actor(), After: digest(before)}
+	if kept, err = h.keep(ctx, kept, nil); err != nil {
+		return refusal.New(refusal.HistoryFailed, "the history could not record keeping both versions (%v), so nothing was done", err)
+	}
+	if err := e.putFile(ctx, name, before); err != nil {
+		h.forget(ctx, kept)
+		return err
 	}
 	h.forget(ctx, rec)
 	h.entries = h.entries[:len(h.entries)-1]
-	obs.Remaining = len(h.entries)
+	h.commit(ctx, kept)
+	obs.KeptAs, obs.Bytes = name, int64(len(before))
+	return nil
+}
+
+// freeName returns a name beside p that nothing holds: "notes (word).txt", then
+// "notes (word 2).txt", up to MaxKeepBothTries.
+func (e *Executor) freeName(ctx context.Context, p, word string) (string, error) {
+	dir, base := path.Split(p)
+	ext := path.Ext(base)
+	stem := strings.TrimSuffix(base, ext)
+	if stem == "" {
+		stem, ext = base, ""
+	}
+	for i := 1; i <= MaxKeepBothTries; i++ {
+		tag := word
+		if i > 1 {
+			tag = word + " " + strconv.Itoa(i)
+		}
+		name := dir + stem + " (" + tag + ")" + ext
+		if fsroot.Check(name) != nil {
+			break
+		}
+		if _, err := e.root.Stat(ctx, name); errors.Is(err, fs.ErrNotExist) {
+			return name, nil
+		}
+	}
+	return "", refusal.New(refusal.FileExists, "no free name was found beside %q to keep the earlier version under", p)
+}
+
+// undoMove moves a moved file back, when it is still where the move put it and nothing took
+// its old place. In a conflict only keep-current can resolve it. The caller holds h.mu.
+func (e *Executor) undoMove(ctx context.Context, h *History, rec historyRecord, resolve string, obs *undoObserved) error {
+	there, err := e.stateOf(ctx, rec.To)
+	if err != nil {
+		return err
+	}
+	back, err := e.stateOf(ctx, rec.Path)
+	if err != nil {
+		return err
+	}
+	switch {
+	case back.exists && back.sum == rec.Before && !there.exists:
+		return h.drop(ctx, rec)
+	case there.sum != rec.After || back.exists:
+		if resolve == ResolveKeepCurrent {
+			obs.Resolved = resolve
+			h.forget(ctx, rec)
+			h.entries = h.entries[:len(h.entries)-1]
+			return nil
+		}
+		what := fmt.Sprintf("%q changed after it was moved there from %q", rec.To, rec.Path)
+		if back.exists {
+			what = fmt.Sprintf("something new is at %q, where %q was moved from", rec.Path, rec.To)
+		}
+		return refusal.New(refusal.UndoConflict, "%s; undo would lose it, so nothing was done. Keep things as they are (keep-current) to go on to the change before", what)
+	}
+	if err := e.moveFile(ctx, rec.To, rec.Path, there.data); err != nil {
+		return err
+	}
+	rec.Undone = true
+	h.write(ctx, rec)
+	h.entries = h.entries[:len(h.entries)-1]
+	h.redo = slices.Insert(h.redo, 0, rec)
+	obs.Restored, obs.Bytes = true, int64(len(there.data))
+	return nil
+}
+
+type redoObserved struct {
+	Redone    string `json:"redone"`
+	Path      string `json:"path"`
+	To        string `json:"to,omitempty"`
+	By        Actor  `json:"by,omitempty"`
+	Written   bool   `json:"written"`
+	Removed   bool   `json:"removed"`
+	Bytes     int64  `json:"bytes"`
+	Remaining int    `json:"remaining"`
+	Redo      int    `json:"redo"`
+}
+
+// redoLast puts back the change undone last, when the file is still what the undo left. A file
+// changed since is refused redo-conflict, and that redo is dropped (the file stays as it is, and
+// nothing is lost); a redo whose change is already in effect is dropped too. It is refused
+// nothing-to-redo when no change waits.
+func (e *Executor) redoLast(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
+	if _, err := parseArgs(raw, nil); err != nil {
+		return nil, auditNote{}, err
+	}
+	h := e.opts.History
+	if h == nil {
+		return nil, auditNote{}, refusal.New(refusal.NothingToRedo, "this workspace keeps no undo history")
+	}
+	h.mu.Lock()
+	obs, note, changed, err := e.redoLocked(ctx, h)
+	h.mu.Unlock()
+	if changed {
+		h.changed()
+	}
+	if err != nil {
+		return nil, note, err
+	}
+	obs.Remaining, obs.Redo = len(h.entries), len(h.redo)
 	note.Bytes = obs.Bytes
 	out, err := marshal(obs)
 	return out, note, err
+}
+
+func (e *Executor) redoLocked(ctx context.Context, h *History) (obs redoObserved, note auditNote, changed bool, err error) {
+	if err := h.load(ctx); err != nil {
+		return obs, note, false, refusal.New(refusal.HistoryFailed, "the undo history could not be read: %v", err)
+	}
+	if len(h.redo) == 0 {
+		return obs, note, false, refusal.New(refusal.NothingToRedo, "there is no undone change to redo")
+	}
+	rec := h.redo[0]
+	note = auditNote{Path: rec.Path}
+	obs = redoObserved{Redone: rec.Action, Path: rec.Path, To: rec.To, By: rec.By}
+	dropRedo := func(format string, a ...any) error {
+		h.forget(ctx, rec)
+		h.redo = h.redo[1:]
+		return refusal.New(refusal.RedoConflict, format, a...)
+	}
+	if rec.Action == actionMove {
+		from, err := e.stateOf(ctx, rec.Path)
+		if err != nil {
+			return obs, note, false, err
+		}
+		to, err := e.stateOf(ctx, rec.To)
+		if err != nil {
+			return obs, note, false, err
+		}
+		if from.sum != rec.Before || to.exists {
+			return obs, note, true, dropRedo("%q or %q changed after the move was undone; redo would lose that, so nothing was done and the redo was dropped", rec.Path, rec.To)
+		}
+		if err := e.moveFile(ctx, rec.Path, rec.To, from.data); err != nil {
+			return obs, note, false, err
+		}
+		obs.Written, obs.Bytes = true, int64(len(from.data))
+	} else {
+		now, err := e.stateOf(ctx, rec.Path)
+		if err != nil {
+			return obs, note, false, err
+		}
+		switch {
+		case now.sum == rec.After && rec.Before != rec.After:
+			return obs, note, true, dropRedo("the %s of %q is in effect already (the file is as it left it), so nothing was done and the redo was dropped", rec.Action, rec.Path)
+		case now.exists != rec.Existed || now.sum != rec.Before:
+			return obs, note, true, dropRedo("%q changed after the %s was undone; redo would lose that change, so nothing was done and the redo was dropped", rec.Path, rec.Action)
+		}
+		if rec.keepsAfter() {
+			after, err := h.readKept(ctx, afterName(rec.Seq), rec.After, rec.Path)
+			if err != nil {
+				h.forget(ctx, rec)
+				h.redo = h.redo[1:]
+				return obs, note, true, err
+			}
+			if err := e.putFile(ctx, rec.Path, after); err != nil {
+				return obs, note, false, err
+			}
+			obs.Written, obs.Bytes = true, int64(len(after))
+		} else if now.exists {
+			if err := e.root.Remove(ctx, rec.Path); err != nil {
+				return obs, note, false, FileRefusal(err, rec.Path)
+			}
+			obs.Removed = true
+		}
+	}
+	h.redo = h.redo[1:]
+	rec.Undone, rec.AfterSize = false, 0
+	h.write(ctx, rec)
+	h.area.Remove(ctx, afterName(rec.Seq))
+	h.entries = append(h.entries, rec)
+	return obs, note, true, nil
+}
+
+// HistoryEntry is one change as list-history shows it.
+type HistoryEntry struct {
+	Seq    uint64    `json:"seq"`
+	Time   time.Time `json:"time"`
+	Action string    `json:"action"`
+	Path   string    `json:"path"`
+	To     string    `json:"to,omitempty"`
+	By     Actor     `json:"by"`
+	// Created reports a change that made a new file.
+	Created bool `json:"created"`
+	// Undone reports a change undone and waiting for redo.
+	Undone bool `json:"undone"`
+}
+
+type historyObserved struct {
+	// Entries are the changes, newest first: those waiting for redo, then those in effect.
+	Entries []HistoryEntry `json:"entries"`
+	Undo    int            `json:"undo"`
+	Redo    int            `json:"redo"`
+}
+
+// listHistory lists the history's changes, newest first.
+func (e *Executor) listHistory(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
+	if _, err := parseArgs(raw, nil); err != nil {
+		return nil, auditNote{}, err
+	}
+	obs := historyObserved{Entries: []HistoryEntry{}}
+	if h := e.opts.History; h != nil {
+		h.mu.Lock()
+		err := h.load(ctx)
+		if err == nil {
+			view := func(r historyRecord) HistoryEntry {
+				return HistoryEntry{Seq: r.Seq, Time: r.Time, Action: r.Action, Path: r.Path, To: r.To, By: cmp.Or(r.By, ByAssistant),
+					Created: !r.Existed && r.Action != actionDelete, Undone: r.Undone}
+			}
+			for i := len(h.redo) - 1; i >= 0; i-- {
+				obs.Entries = append(obs.Entries, view(h.redo[i]))
+			}
+			for i := len(h.entries) - 1; i >= 0; i-- {
+				obs.Entries = append(obs.Entries, view(h.entries[i]))
+			}
+			obs.Undo, obs.Redo = len(h.entries), len(h.redo)
+		}
+		h.mu.Unlock()
+		if err != nil {
+			return nil, auditNote{}, refusal.New(refusal.HistoryFailed, "the undo history could not be read: %v", err)
+		}
+	}
+	out, err := marshal(obs)
+	return out, auditNote{Bytes: int64(len(obs.Entries))}, err
+}
+
+// Version is one side of an undo conflict, as UndoConflict shows it: the file's content (the
+// first limit bytes of it), or that there is none.
+type Version struct {
+	Exists    bool   `json:"exists"`
+	Size      int64  `json:"size"`
+	Text      string `json:"text"`
+	Binary    bool   `json:"binary"`
+	Truncated bool   `json:"truncated"`
+}
+
+// Conflict is the newest change of a history and the two versions of its file an undo weighs:
+// Current, what the file holds now, and Earlier, what undo would bring back.
+type Conflict struct {
+	// InConflict reports that the file is no longer what the change left, so a plain undo is
+	// refused undo-conflict.
+	InConflict bool         `json:"inConflict"`
+	Change     HistoryEntry `json:"change"`
+	Current    Version      `json:"current"`
+	Earlier    Version      `json:"earlier"`
+	// Resolutions are the resolve values undo-last takes for this change.
+	Resolutions []string `json:"resolutions"`
+}
+
+// UndoConflict describes the change an undo would take back now and the two versions of its
+// file (each cut to limit bytes), so a person can choose how to resolve a conflict. It is
+// refused nothing-to-undo when there is no change.
+func (e *Executor) UndoConflict(ctx context.Context, limit int) (Conflict, error) {
+	h := e.opts.History
+	if h == nil {
+		return Conflict{}, refusal.New(refusal.NothingToUndo, "this workspace keeps no undo history")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.load(ctx); err != nil {
+		return Conflict{}, refusal.New(refusal.HistoryFailed, "the undo history could not be read: %v", err)
+	}
+	if len(h.entries) == 0 {
+		return Conflict{}, refusal.New(refusal.NothingToUndo, "there is no change left to undo")
+	}
+	rec := h.entries[len(h.entries)-1]
+	c := Conflict{Change: HistoryEntry{Seq: rec.Seq, Time: rec.Time, Action: rec.Action, Path: rec.Path, To: rec.To, By: cmp.Or(rec.By, ByAssistant),
+		Created: !rec.Existed && rec.Action != actionDelete}}
+	at := rec.Path
+	if rec.Action == actionMove {
+		at = rec.To
+	}
+	now, err := e.stateOf(ctx, at)
+	if err != nil {
+		return Conflict{}, err
+	}
+	c.Current = versionOf(now, limit)
+	if rec.Action == actionMove {
+		c.Earlier = c.Current
+		back, _ := e.stateOf(ctx, rec.Path)
+		c.InConflict = now.sum != rec.After || back.exists
+		c.Resolutions = []string{ResolveKeepCurrent}
+		return c, nil
+	}
+	c.InConflict = now.sum != rec.After
+	c.Resolutions = []string{ResolveKeepCurrent, ResolveRestoreEarlier}
+	if rec.Existed {
+		c.Resolutions = append(c.Resolutions, ResolveKeepBoth)
+		before, err := h.readKept(ctx, contentName(rec.Seq), rec.Before, rec.Path)
+		if err != nil {
+			return Conflict{}, err
+		}
+		c.Earlier = versionOf(fileState{exists: true, data: before}, limit)
+	}
+	return c, nil
+}
+
+func versionOf(s fileState, limit int) Version {
+	v := Version{Exists: s.exists, Size: int64(len(s.data))}
+	if !s.exists {
+		return v
+	}
+	data := s.data
+	if limit >= 0 && len(data) > limit {
+		data, v.Truncated = data[:limit], true
+	}
+	text, ok := cutUTF8(data, v.Truncated)
+	if !ok || strings.IndexByte(string(text), 0) >= 0 {
+		v.Binary = true
+		return v
+	}
+	v.Text = string(text)
+	return v
 }

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/shared/miniapp"
@@ -60,6 +61,11 @@ const (
 	// MaxModelName is the longest tool name the vendors take (tool.MaxModelName).
 	MaxModelName = tool.MaxModelName
 )
+
+// CallTimeout is how long the page waits for an app to answer tools/call once the call may run
+// (after the person's approval, for a tool that asks first). The relay waits for an external
+// app's call at most that long, plus approval.Timeout for a tool that asks first.
+const CallTimeout = 10 * time.Second
 
 // ModelPrefix starts every external app tool's model-facing name.
 const ModelPrefix = "app_x_"

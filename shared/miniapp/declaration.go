@@ -14,7 +14,9 @@
 //
 // where HHHHHHHH is tool.Digest(A), the first 8 hex digits of SHA-256(A). The name stays within
 // what vendors accept (tool.ModelName: at most 64 characters of [a-zA-Z0-9_-]); when T is longer
-// than 50 characters, it is cut to 41 and followed by "_" and tool.Digest(T). The registry keeps the map from
+// than 50 characters, it is cut to 41 and followed by "_" and tool.Digest(T); a T with a dot (the
+// WebMCP name rule allows one) keeps at most its first 41 characters, each dot spelled _, followed
+// by "_" and tool.Digest(T). The registry keeps the map from
 // model-facing names back to (app, tool) and refuses a registration whose name would be taken by
 // another app's tool or by a built-in tool, so a name always resolves to exactly one tool or to
 // unknown-tool. Built-in tools should not start with "app_".
@@ -37,8 +39,13 @@ import (
 
 // Bounds on a declaration.
 const (
-	// MaxToolNameLength bounds a tool name, which is 1 to 64 of [a-zA-Z0-9_-].
+	// MaxToolNameLength bounds a tool name of the host's own vocabulary (external apps' tools, the
+	// built-ins): 1 to 64 of [a-zA-Z0-9_-], what the live vendors take as a function name.
 	MaxToolNameLength = 64
+	// MaxWebMCPToolNameLength bounds the name a sandboxed mini-app registers, which follows the
+	// WebMCP draft's name rule: 1 to 128 of [a-zA-Z0-9_.-]. ModelName turns such a name into one
+	// the vendors take.
+	MaxWebMCPToolNameLength = 128
 	// MaxDescriptionLength bounds a tool description, counted in code points; it must not be empty.
 	MaxDescriptionLength = 1024
 	// MaxDeclarationBytes bounds one encoded declaration.
@@ -51,17 +58,22 @@ type Declaration struct {
 	Description string
 	// ReadOnly is the WebMCP annotations.readOnlyHint: the app says the tool changes nothing. It is
 	// a hint from untrusted code, never a grant.
-	ReadOnly   bool
-	Parameters *toolschema.Schema
+	ReadOnly bool
+	// UntrustedContent is the WebMCP annotations.untrustedContentHint: the app says the tool's
+	// output carries content it does not vouch for.
+	UntrustedContent bool
+	Parameters       *toolschema.Schema
 }
 
 // noParameters is the schema of a tool that declares none.
 var noParameters = []byte(`{"type":"object"}`)
 
 // ParseDeclaration checks one declaration, {name, description, parameters} or the WebMCP spelling
-// {name, description, inputSchema, annotations: {readOnlyHint}}. The checks run: a JSON object
-// (invalid-tool-declaration), name (invalid-tool-name), description (invalid-tool-description),
-// then parameters (invalid-tool-parameters); a declaration without a schema takes no arguments.
+// {name, description, inputSchema, annotations: {readOnlyHint, untrustedContentHint}}: parameters
+// and inputSchema are the same schema under two names, and a declaration may give one of them.
+// The checks run: a JSON object (invalid-tool-declaration), name (invalid-tool-name, the WebMCP
+// rule: ValidWebMCPToolName), description (invalid-tool-description), then parameters
+// (invalid-tool-parameters); a declaration without a schema takes no arguments.
 func ParseDeclaration(raw []byte) (*Declaration, error) {
 	if len(raw) > MaxDeclarationBytes {
 		return nil, refusal.New(refusal.InvalidToolParameters,
@@ -77,9 +89,9 @@ func ParseDeclaration(raw []byte) (*Declaration, error) {
 	if err := stringField(fields, "name", &name); err != nil {
 		return nil, refusal.New(refusal.InvalidToolName, "the declaration %s", err)
 	}
-	if !validToolName(name) {
+	if !ValidWebMCPToolName(name) {
 		return nil, refusal.New(refusal.InvalidToolName,
-			"tool name %q must be 1 to %d of a-z, A-Z, 0-9, _ and -", clip(name), MaxToolNameLength)
+			"tool name %q must be 1 to %d of a-z, A-Z, 0-9, _, - and . (the WebMCP name rule)", clip(name), MaxWebMCPToolNameLength)
 	}
 	if err := stringField(fields, "description", &description); err != nil {
 		return nil, refusal.New(refusal.InvalidToolDescription, "tool %q: the declaration %s", name, err)
@@ -109,15 +121,23 @@ func ParseDeclaration(raw []byte) (*Declaration, error) {
 	d := &Declaration{Name: name, Description: description, Parameters: schema}
 	if dj.Annotations != nil {
 		var ann struct {
-			ReadOnlyHint *json.RawMessage `json:"readOnlyHint"`
+			ReadOnlyHint         *json.RawMessage `json:"readOnlyHint"`
+			UntrustedContentHint *json.RawMessage `json:"untrustedContentHint"`
 		}
 		if err := json.Unmarshal(dj.Annotations, &ann); err != nil {
 			return nil, refusal.New(refusal.InvalidToolParameters, "tool %q: annotations must be an object", name)
 		}
-		if ann.ReadOnlyHint != nil {
-			if err := json.Unmarshal(*ann.ReadOnlyHint, &d.ReadOnly); err != nil {
+		for _, h := range []struct {
+			key string
+			raw *json.RawMessage
+			out *bool
+		}{{"readOnlyHint", ann.ReadOnlyHint, &d.ReadOnly}, {"untrustedContentHint", ann.UntrustedContentHint, &d.UntrustedContent}} {
+			if h.raw == nil {
+				continue
+			}
+			if err := json.Unmarshal(*h.raw, h.out); err != nil {
 				return nil, refusal.New(refusal.InvalidToolParameters,
-					"tool %q: annotations.readOnlyHint must be true or false", name)
+					"tool %q: annotations.%s must be true or false", name, h.key)
 			}
 		}
 	}
@@ -134,10 +154,11 @@ func AtIndex(i int, err error) error {
 }
 
 // JSON returns the declaration in normal form: {name, description, parameters} with the schema in
-// its normal form, and annotations only when readOnlyHint is true.
+// its normal form, and annotations only when a hint is true.
 func (d *Declaration) JSON() json.RawMessage {
 	type annotations struct {
-		ReadOnlyHint bool `json:"readOnlyHint"`
+		ReadOnlyHint         bool `json:"readOnlyHint,omitempty"`
+		UntrustedContentHint bool `json:"untrustedContentHint,omitempty"`
 	}
 	out := struct {
 		Name        string          `json:"name"`
@@ -145,8 +166,8 @@ func (d *Declaration) JSON() json.RawMessage {
 		Parameters  json.RawMessage `json:"parameters"`
 		Annotations *annotations    `json:"annotations,omitempty"`
 	}{Name: d.Name, Description: d.Description, Parameters: d.Parameters.JSON()}
-	if d.ReadOnly {
-		out.Annotations = &annotations{true}
+	if d.ReadOnly || d.UntrustedContent {
+		out.Annotations = &annotations{d.ReadOnly, d.UntrustedContent}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -170,13 +191,19 @@ func stringField(fields map[string]json.RawMessage, key string, out *string) err
 // ValidToolName reports whether s is a tool name: 1 to MaxToolNameLength of a-z, A-Z, 0-9, _ and -.
 func ValidToolName(s string) bool { return validToolName(s) }
 
-func validToolName(s string) bool {
-	if len(s) == 0 || len(s) > MaxToolNameLength {
+func validToolName(s string) bool { return nameOf(s, MaxToolNameLength, false) }
+
+// ValidWebMCPToolName reports whether s is a tool name by the WebMCP draft's rule, the one a
+// sandboxed mini-app registers under: 1 to MaxWebMCPToolNameLength of a-z, A-Z, 0-9, _, - and ..
+func ValidWebMCPToolName(s string) bool { return nameOf(s, MaxWebMCPToolNameLength, true) }
+
+func nameOf(s string, max int, dot bool) bool {
+	if len(s) == 0 || len(s) > max {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+		if !(c == '_' || c == '-' || c == '.' && dot || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
 			return false
 		}
 	}

@@ -52,9 +52,14 @@ func TestParseDeclaration(t *testing.T) {
 		{name: "name case matters", decl: `{"NAME":"t","description":"d"}`, rule: refusal.InvalidToolName},
 		{name: "name empty", decl: `{"name":"","description":"d"}`, rule: refusal.InvalidToolName},
 		{name: "name 64", decl: `{"name":"` + strings.Repeat("a", 64) + `","description":"d"}`},
-		{name: "name 65", decl: `{"name":"` + strings.Repeat("a", 65) + `","description":"d"}`, rule: refusal.InvalidToolName},
+		{name: "name 65", decl: `{"name":"` + strings.Repeat("a", 65) + `","description":"d"}`},
+		{name: "name 128", decl: `{"name":"` + strings.Repeat("a", 128) + `","description":"d"}`},
+		{name: "name 129", decl: `{"name":"` + strings.Repeat("a", 129) + `","description":"d"}`, rule: refusal.InvalidToolName},
 		{name: "name with space", decl: `{"name":"set score","description":"d"}`, rule: refusal.InvalidToolName},
-		{name: "name with dot", decl: `{"name":"a.b","description":"d"}`, rule: refusal.InvalidToolName},
+		{name: "name with dot", decl: `{"name":"a.b","description":"d"}`},
+		{name: "name with slash", decl: `{"name":"a/b","description":"d"}`, rule: refusal.InvalidToolName},
+		{name: "untrusted content hint", decl: `{"name":"t","description":"d","annotations":{"untrustedContentHint":true}}`},
+		{name: "untrusted content hint not a bool", decl: `{"name":"t","description":"d","annotations":{"untrustedContentHint":"yes"}}`, rule: refusal.InvalidToolParameters},
 		{name: "name non-ASCII", decl: `{"name":"é","description":"d"}`, rule: refusal.InvalidToolName},
 		{name: "no description", decl: `{"name":"t"}`, rule: refusal.InvalidToolDescription},
 		{name: "description empty", decl: `{"name":"t","description":""}`, rule: refusal.InvalidToolDescription},
@@ -106,6 +111,12 @@ func TestModelName(t *testing.T) {
 		{strings.Repeat("a", MaxAppIDLength), long},
 		{"a", "b__c"},
 		{"a__b", "c"},
+		{"a", "cart.add"},
+		{"a", "cart_add"},
+		{"a", "cart.add_"},
+		{"a", "."},
+		{"a", strings.Repeat("t.", MaxWebMCPToolNameLength/2)},
+		{"a", strings.Repeat("t", MaxWebMCPToolNameLength)},
 	}
 	seen := map[string]string{}
 	for _, tt := range tests {
@@ -572,5 +583,45 @@ func TestRegistryHammer(t *testing.T) {
 		if _, _, err := r.Resolve(fd.Name); err != nil {
 			t.Fatalf("offered name %q does not resolve: %v", fd.Name, err)
 		}
+	}
+}
+
+func TestValidateChecksWithoutCalling(t *testing.T) {
+	t.Parallel()
+	r := NewRegistry()
+	app := &fakeApp{}
+	if err := r.Open("a", app); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Register("a", []byte(`{"name":"cart.add","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}}`)); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, app, tool, args string
+		rule                  refusal.Rule
+		want                  string
+	}{
+		{name: "valid", app: "a", tool: "cart.add", args: `{"n":2}`, want: `{"n":2}`},
+		{name: "missing", app: "a", tool: "cart.add", args: `{}`, rule: refusal.MissingArgument},
+		{name: "wrong type", app: "a", tool: "cart.add", args: `{"n":"two"}`, rule: refusal.InvalidArgumentType},
+		{name: "no such tool", app: "a", tool: "cart.remove", args: `{}`, rule: refusal.UnknownTool},
+		{name: "no such app", app: "b", tool: "cart.add", args: `{"n":1}`, rule: refusal.UnknownTool},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := r.Validate(tt.app, tt.tool, json.RawMessage(tt.args))
+			if tt.rule != "" {
+				if rf, ok := refusal.As(err); !ok || rf.Rule != tt.rule {
+					t.Fatalf("Validate = %s, %v; want rule %s", got, err, tt.rule)
+				}
+				return
+			}
+			if err != nil || string(got) != tt.want {
+				t.Fatalf("Validate = %s, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
+	if n := app.calls.Load(); n != 0 {
+		t.Fatalf("Validate called the app %d times", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -309,6 +310,34 @@ func (r *Registry) Dispatch(ctx context.Context, name string, args json.RawMessa
 	return r.call(ctx, app, ref.decl.Name, bytes.TrimRight(buf.Bytes(), "\n"))
 }
 
+// Validate checks args against the schema of tool of appID, the check Dispatch makes, and returns
+// them re-encoded from the validated value, without calling the app: the page's in-app agents
+// (WebMCP executeTool) are held to the one validator too. unknown-tool when appID has no such tool.
+func (r *Registry) Validate(appID, tool string, args json.RawMessage) (json.RawMessage, error) {
+	r.mu.RLock()
+	var decl *Declaration
+	if e, ok := r.apps[appID]; ok {
+		if i := slices.IndexFunc(e.tools, func(t *Declaration) bool { return t.Name == tool }); i >= 0 {
+			decl = e.tools[i]
+		}
+	}
+	r.mu.RUnlock()
+	if decl == nil {
+		return nil, refusal.New(refusal.UnknownTool, "app %q has no tool named %q", clip(appID), clip(tool))
+	}
+	valid, err := decl.Parameters.Validate(args)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(valid); err != nil {
+		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments do not encode: %v", err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
 type result struct {
 	out json.RawMessage
 	err error
@@ -357,7 +386,14 @@ func (r *Registry) call(ctx context.Context, app App, tool string, args json.Raw
 // ModelName is the name the live model is offered for tool of appID: tool under the scope
 // app_HHHHHHHH__, HHHHHHHH being tool.Digest(appID) (see the package doc and tool.ModelName).
 func ModelName(appID, name string) string {
-	return tool.ModelName("app_"+tool.Digest(appID)+"__", name)
+	scope := "app_" + tool.Digest(appID) + "__"
+	if strings.Contains(name, ".") {
+		// The vendors take no dots: a WebMCP name with one keeps its start with each dot as _,
+		// and the digest of the name as written keeps it apart from the name spelled with _.
+		keep := min(len(name), tool.MaxModelName-len(scope)-tool.DigestLength-1)
+		return scope + strings.ReplaceAll(name[:keep], ".", "_") + "_" + tool.Digest(name)
+	}
+	return tool.ModelName(scope, name)
 }
 
 func checkAppID(id string) error {

@@ -44,6 +44,8 @@ package miniappstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,10 +133,13 @@ type Entry struct {
 	Sandbox string `json:"sandbox,omitempty"`
 	Kind    Kind   `json:"kind"`
 	// StoragePath is the file's path inside its source root.
-	StoragePath string    `json:"storagePath"`
-	Size        int64     `json:"size"`
-	CreatedAt   time.Time `json:"createdAt,omitzero"`
-	UpdatedAt   time.Time `json:"updatedAt,omitzero"`
+	StoragePath string `json:"storagePath"`
+	// Folder, for a folder app, is the folder of its files in its source root: the index.html's
+	// folder in the workspace, or the folder its shelf record names. Empty for a one-file app.
+	Folder    string    `json:"folder,omitempty"`
+	Size      int64     `json:"size"`
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 
 	// stem is the shelf name (<stem>.html, <stem>.meta.json) of an app's copy; "" for a page.
 	stem string
@@ -147,9 +152,12 @@ type Record struct {
 	Title string `json:"title"`
 	// WorkspacePath is the workspace file the app was saved from; it is the only proof that
 	// the file is this app. Empty for an app saved from HTML alone or from a sandbox.
-	WorkspacePath string    `json:"workspacePath,omitempty"`
-	CreatedAt     time.Time `json:"createdAt,omitzero"`
-	UpdatedAt     time.Time `json:"updatedAt,omitzero"`
+	WorkspacePath string `json:"workspacePath,omitempty"`
+	// Folder names the shelf folder holding a folder app's files besides its index.html, saved
+	// with the app and deleted with it; empty for a one-file app.
+	Folder    string    `json:"folder,omitempty"`
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 }
 
 // Store discovers, resolves, deletes and saves mini-apps over its roots. It is safe for
@@ -261,12 +269,16 @@ func (s *Store) Discover(ctx context.Context) ([]Entry, error) {
 			if !r.UpdatedAt.IsZero() {
 				e.UpdatedAt = r.UpdatedAt
 			}
+			if shelfFolder(r.Folder) {
+				e.Folder = r.Folder
+			}
 		}
 		if it.proves != "" {
 			e.Source = SourceWorkspace
 			e.StoragePath = it.proves
 			e.FileName = path.Base(it.proves)
 			e.Size = it.file.Size
+			e.Folder, _ = FolderOf(it.proves)
 		}
 		e.AppID = unique(ids, want)
 		out = append(out, e)
@@ -276,6 +288,11 @@ func (s *Store) Discover(ctx context.Context) ([]Entry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// shelfFolder reports whether name may be a record's folder: one element at the top of the shelf.
+func shelfFolder(name string) bool {
+	return name != "" && fsroot.ValidName(name)
 }
 
 func pageEntry(source, sandbox, p string, f fsroot.Entry, title string) Entry {
@@ -288,10 +305,20 @@ func pageEntry(source, sandbox, p string, f fsroot.Entry, title string) Entry {
 		Sandbox:     sandbox,
 		Kind:        KindPage,
 		StoragePath: p,
+		Folder:      workspaceFolder(source, p),
 		Size:        f.Size,
 		CreatedAt:   f.ModTime,
 		UpdatedAt:   f.ModTime,
 	}
+}
+
+// workspaceFolder is the folder of a workspace folder app at p; "" for anything else.
+func workspaceFolder(source, p string) string {
+	if source != SourceWorkspace {
+		return ""
+	}
+	dir, _ := FolderOf(p)
+	return dir
 }
 
 // unique returns id, or id with the first free numeric suffix, and marks it taken.
@@ -498,7 +525,75 @@ func (s *Store) Delete(ctx context.Context, name string) (Entry, error) {
 			return Entry{}, fmt.Errorf("miniappstore: delete %s: %w", e.AppID, err)
 		}
 	}
+	if shelfFolder(rec.Folder) {
+		// A folder app goes as one unit: its files with its copy and record.
+		if err := removeAll(ctx, s.cfg.Shelf, rec.Folder); err != nil {
+			return Entry{}, fmt.Errorf("miniappstore: delete %s: %w", e.AppID, err)
+		}
+	}
 	return e, nil
+}
+
+// copyFolder copies the files of the folder app in dir of from (but its index.html, which the
+// shelf keeps as <slug>.html) to a new shelf folder, and returns that folder's name. On failure
+// it removes what it wrote.
+func (s *Store) copyFolder(ctx context.Context, slug string, from fsroot.Root, dir string) (string, error) {
+	files, err := FolderFiles(ctx, from, dir)
+	if err != nil {
+		return "", err
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	folder := slug + "-files-" + hex.EncodeToString(b)
+	shelf := s.cfg.Shelf
+	if err := shelf.MkdirAll(ctx, folder); err != nil {
+		return "", fmt.Errorf("miniappstore: save %s: %w", slug, err)
+	}
+	for _, f := range files {
+		if f.Path == FolderIndex {
+			continue
+		}
+		data, err := ReadFolderFile(ctx, from, dir, f.Path)
+		if err == nil {
+			if d := path.Dir(f.Path); d != "." {
+				err = shelf.MkdirAll(ctx, path.Join(folder, d))
+			}
+		}
+		if err == nil {
+			err = shelf.WriteFile(ctx, path.Join(folder, f.Path), data)
+		}
+		if err != nil {
+			removeAll(ctx, shelf, folder)
+			return "", fmt.Errorf("miniappstore: save %s: %s: %w", slug, f.Path, err)
+		}
+	}
+	return folder, nil
+}
+
+// removeAll removes the folder name of r and everything in it.
+func removeAll(ctx context.Context, r fsroot.Root, name string) error {
+	list, err := r.ReadDir(ctx, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range list {
+		p := path.Join(name, e.Name)
+		if e.Dir {
+			err = removeAll(ctx, r, p)
+		} else {
+			err = r.Remove(ctx, p)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if err := r.Remove(ctx, name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // ReadHTML returns the content of e's file, read from e's own source root. A file over
@@ -541,6 +636,10 @@ type SaveOptions struct {
 	// WorkspacePath is the workspace file the app comes from, when it does. It is written into
 	// the record and proves that file is this app.
 	WorkspacePath string
+	// FolderFrom and FolderDir, for a folder app, are where its files are (FolderFiles): they
+	// are copied to a shelf folder of their own, which the record names.
+	FolderFrom fsroot.Root
+	FolderDir  string
 }
 
 // Save writes the shelf copy <slug>.html and the record <slug>.meta.json, and returns the
@@ -552,6 +651,10 @@ type SaveOptions struct {
 // Each file is replaced atomically, the record first; when the copy then fails to write, the
 // previous record is put back. A record without its copy proves nothing, so even a save cut
 // off between the two writes adds no entry and leaves the previous copy.
+//
+// A folder app is saved as one unit: its files go to a new shelf folder first, the record then
+// names that folder, and only once the copy is written is the previous folder removed; a save
+// that fails on the way removes what it wrote and leaves the previous app whole.
 func (s *Store) Save(ctx context.Context, opts SaveOptions) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -607,6 +710,19 @@ func (s *Store) save(ctx context.Context, opts SaveOptions, slug string) (Entry,
 
 	now := s.cfg.Now().UTC()
 	next := Record{AppID: appPrefix + slug, Slug: slug, Title: title, WorkspacePath: opts.WorkspacePath, CreatedAt: now, UpdatedAt: now}
+	if opts.FolderFrom != nil {
+		folder, err := s.copyFolder(ctx, slug, opts.FolderFrom, opts.FolderDir)
+		if err != nil {
+			return Entry{}, err
+		}
+		next.Folder = folder
+	}
+	// undoFolder removes the folder this save wrote, when the save does not finish.
+	undoFolder := func() {
+		if next.Folder != "" {
+			removeAll(ctx, shelf, next.Folder)
+		}
+	}
 	if prev != nil {
 		next.AppID = recordID(prev, slug)
 		if !prev.CreatedAt.IsZero() {
@@ -615,9 +731,11 @@ func (s *Store) save(ctx context.Context, opts SaveOptions, slug string) (Entry,
 	}
 	data, err := json.MarshalIndent(next, "", "  ")
 	if err != nil {
+		undoFolder()
 		return Entry{}, err
 	}
 	if err := shelf.WriteFile(ctx, recName, append(data, '\n')); err != nil {
+		undoFolder()
 		return Entry{}, fmt.Errorf("miniappstore: save %s: %w", slug, err)
 	}
 	if err := shelf.WriteFile(ctx, htmlName, opts.HTML); err != nil {
@@ -627,7 +745,11 @@ func (s *Store) save(ctx context.Context, opts SaveOptions, slug string) (Entry,
 		} else {
 			shelf.Remove(ctx, recName)
 		}
+		undoFolder()
 		return Entry{}, fmt.Errorf("miniappstore: save %s: %w", slug, err)
+	}
+	if prev != nil && shelfFolder(prev.Folder) && prev.Folder != next.Folder {
+		removeAll(ctx, shelf, prev.Folder)
 	}
 	entries, err := s.Discover(ctx)
 	if err != nil {
@@ -701,6 +823,9 @@ func (s *Store) SavePage(ctx context.Context, name, title string) (Entry, error)
 	opts := SaveOptions{Title: title, HTML: html}
 	if root == ws {
 		opts.WorkspacePath = p
+		if dir, ok := FolderOf(p); ok {
+			opts.FolderFrom, opts.FolderDir = ws, dir
+		}
 	}
 	slug := ""
 	if strings.TrimSpace(title) == "" {

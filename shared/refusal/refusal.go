@@ -214,6 +214,8 @@ const (
 	NothingToUndo    Rule = "nothing-to-undo"
 	UndoConflict     Rule = "undo-conflict"
 	HistoryFailed    Rule = "history-failed"
+	NothingToRedo    Rule = "nothing-to-redo"
+	RedoConflict     Rule = "redo-conflict"
 	ApprovalDenied   Rule = "approval-denied"
 	ApprovalTimedOut Rule = "approval-timed-out"
 	NotUnderstood    Rule = "not-understood"

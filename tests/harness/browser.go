@@ -384,3 +384,25 @@ func findFrame(tree *page.FrameTree, url string) *cdp.Frame {
 	}
 	return nil
 }
+
+// Viewport makes the tab's window width by height CSS pixels, as a narrow phone or a wide screen
+// would show the page (device scale 1, no touch).
+func (tab *Tab) Viewport(width, height int64) {
+	tab.t.Helper()
+	if err := chromedp.Do(tab.Ctx, chromedp.EmulateViewport(width, height)); err != nil {
+		tab.t.Fatalf("harness: set the viewport to %dx%d: %v", width, height, err)
+	}
+}
+
+// ScreenshotTo saves a PNG of what the tab's window shows now (not the whole page) as file, for
+// pictures a person reads (the README's); its parent folder must exist.
+func (tab *Tab) ScreenshotTo(file string) {
+	tab.t.Helper()
+	png, err := chromedp.Run(tab.Ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		tab.t.Fatalf("harness: screenshot %s: %v", file, err)
+	}
+	if err := os.WriteFile(file, png, 0o644); err != nil {
+		tab.t.Fatalf("harness: screenshot %s: %v", file, err)
+	}
+}

@@ -1,13 +1,16 @@
 // Package executortest is the suite the assistant's file primitives (delete-file, edit-file,
-// grep-files, undo-last) and the undo history pass on every kind of root: memory and the OS
+// grep-files, move-file, undo-last, redo-last, list-history) and the undo history pass on every kind of root: memory and the OS
 // natively, OPFS and directory handles in Chromium (on the main thread and in the page's worker).
 package executortest
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path"
 	"strings"
 	"testing"
 
@@ -72,9 +75,14 @@ func (f *fixture) refused(rule refusal.Rule, tool string, args map[string]string
 	}
 }
 
-// put writes a file directly on the root, as the user would.
+// put writes a file directly on the root, as the user would, making its folder.
 func (f *fixture) put(name string, data []byte) {
 	f.t.Helper()
+	if dir := path.Dir(name); dir != "." {
+		if err := f.root.MkdirAll(context.Background(), dir); err != nil {
+			f.t.Fatal(err)
+		}
+	}
 	if err := f.root.WriteFile(context.Background(), name, data); err != nil {
 		f.t.Fatal(err)
 	}
@@ -220,6 +228,177 @@ var cases = []struct {
 			t.Fatal(err)
 		}
 		again := &fixture{t: t, root: f.root, h: h, e: executor.New(f.root, executor.Options{History: h})}
+		again.must("undo-last", nil)
+		again.holds("p.txt", []byte("before"))
+	}},
+	{"RedoPutsAnUndoneChangeBack", func(t *testing.T, f *fixture) {
+		f.put("r.txt", []byte("one"))
+		f.must("write-file", map[string]string{"path": "r.txt", "content": "two"})
+		f.must("delete-file", map[string]string{"path": "r.txt"})
+		f.refused(refusal.NothingToRedo, "redo-last", nil)
+		f.must("undo-last", nil)
+		f.holds("r.txt", []byte("two"))
+		u := f.must("undo-last", nil)
+		if u["redo"] != 2.0 || u["remaining"] != 0.0 {
+			t.Fatalf("the second undo observed %v, want 2 to redo and none to undo", u)
+		}
+		f.holds("r.txt", []byte("one"))
+		r := f.must("redo-last", nil)
+		if r["redone"] != "write" || r["written"] != true || r["redo"] != 1.0 {
+			t.Fatalf("redo observed %v", r)
+		}
+		f.holds("r.txt", []byte("two"))
+		if r := f.must("redo-last", nil); r["redone"] != "delete" || r["removed"] != true {
+			t.Fatalf("the second redo observed %v", r)
+		}
+		f.absent("r.txt")
+		f.refused(refusal.NothingToRedo, "redo-last", nil)
+		// And back again, so undo and redo alternate as long as nobody else changes the file.
+		f.must("undo-last", nil)
+		f.holds("r.txt", []byte("two"))
+	}},
+	{"ANewChangeEndsTheRedos", func(t *testing.T, f *fixture) {
+		f.must("write-file", map[string]string{"path": "a.txt", "content": "a"})
+		f.must("undo-last", nil)
+		f.must("write-file", map[string]string{"path": "b.txt", "content": "b"})
+		f.refused(refusal.NothingToRedo, "redo-last", nil)
+		f.absent("a.txt")
+	}},
+	{"RedoNeverOverwritesALaterChange", func(t *testing.T, f *fixture) {
+		f.put("c.txt", []byte("before"))
+		f.must("write-file", map[string]string{"path": "c.txt", "content": "model"})
+		f.must("undo-last", nil)
+		f.put("c.txt", []byte("mine, typed after the undo"))
+		f.refused(refusal.RedoConflict, "redo-last", nil)
+		f.holds("c.txt", []byte("mine, typed after the undo"))
+		// The redo that could not be made was dropped: redo does not stay stuck on it.
+		f.refused(refusal.NothingToRedo, "redo-last", nil)
+	}},
+	{"AConflictIsResolvedAndTheHistoryMovesOn", func(t *testing.T, f *fixture) {
+		f.put("k.txt", []byte("v1"))
+		f.must("write-file", map[string]string{"path": "k.txt", "content": "v2"})
+		f.must("write-file", map[string]string{"path": "k.txt", "content": "v3"})
+		f.put("k.txt", []byte("theirs"))
+		f.refused(refusal.UndoConflict, "undo-last", nil)
+		f.refused(refusal.UndoConflict, "undo-last", nil) // asking again changes nothing
+		c, err := f.e.UndoConflict(context.Background(), 1<<10)
+		if err != nil || !c.InConflict || c.Current.Text != "theirs" || c.Earlier.Text != "v2" || len(c.Resolutions) != 3 {
+			t.Fatalf("UndoConflict = %+v, %v", c, err)
+		}
+		u := f.must("undo-last", map[string]string{"resolve": executor.ResolveKeepCurrent})
+		if u["resolved"] != executor.ResolveKeepCurrent || u["remaining"] != 1.0 {
+			t.Fatalf("keep-current observed %v", u)
+		}
+		f.holds("k.txt", []byte("theirs"))
+		// The next undo reaches the change before, which now meets the same later change.
+		f.refused(refusal.UndoConflict, "undo-last", nil)
+		u = f.must("undo-last", map[string]string{"resolve": executor.ResolveRestoreEarlier})
+		if u["restored"] != true || u["redo"] != 1.0 {
+			t.Fatalf("restore-earlier observed %v", u)
+		}
+		f.holds("k.txt", []byte("v1"))
+		// The version restore-earlier replaced is not lost: redo brings it back.
+		f.must("redo-last", nil)
+		f.holds("k.txt", []byte("theirs"))
+	}},
+	{"KeepBothWritesTheEarlierVersionBeside", func(t *testing.T, f *fixture) {
+		f.put("docs/plan.md", []byte("mine"))
+		f.must("edit-file", map[string]string{"path": "docs/plan.md", "oldText": "mine", "newText": "model's"})
+		f.put("docs/plan.md", []byte("theirs"))
+		f.put("docs/plan (earlier).md", []byte("in the way"))
+		u := f.must("undo-last", map[string]string{"resolve": executor.ResolveKeepBoth})
+		if u["keptAs"] != "docs/plan (earlier 2).md" {
+			t.Fatalf("keep-both observed %v", u)
+		}
+		f.holds("docs/plan.md", []byte("theirs"))
+		f.holds("docs/plan (earlier 2).md", []byte("mine"))
+		f.holds("docs/plan (earlier).md", []byte("in the way"))
+		// Keeping both is a change of its own: undo takes the copy away again.
+		f.must("undo-last", nil)
+		f.absent("docs/plan (earlier 2).md")
+		f.refused(refusal.NothingToUndo, "undo-last", nil)
+	}},
+	{"MoveNeverReplacesAndUndoMovesBack", func(t *testing.T, f *fixture) {
+		old := everyByte()
+		f.put("a.bin", old)
+		f.put("b.bin", []byte("b"))
+		f.refused(refusal.FileExists, "move-file", map[string]string{"path": "a.bin", "to": "b.bin"})
+		f.refused(refusal.NotFound, "move-file", map[string]string{"path": "none.bin", "to": "c.bin"})
+		f.refused(refusal.DotfileRefused, "move-file", map[string]string{"path": "a.bin", "to": ".hidden"})
+		if err := f.root.MkdirAll(context.Background(), "dir"); err != nil {
+			t.Fatal(err)
+		}
+		f.refused(refusal.IsADirectory, "move-file", map[string]string{"path": "dir", "to": "dir2"})
+		obs := f.must("move-file", map[string]string{"path": "a.bin", "to": "sub/c.bin"})
+		if obs["undoable"] != true || obs["parentsCreated"] != true || obs["bytes"] != float64(len(old)) {
+			t.Fatalf("move-file observed %v", obs)
+		}
+		f.absent("a.bin")
+		f.holds("sub/c.bin", old)
+		f.must("undo-last", nil)
+		f.holds("a.bin", old)
+		f.absent("sub/c.bin")
+		f.must("redo-last", nil)
+		f.holds("sub/c.bin", old)
+		f.put("a.bin", []byte("new a"))
+		f.refused(refusal.UndoConflict, "undo-last", nil)
+		f.must("undo-last", map[string]string{"resolve": executor.ResolveKeepCurrent})
+		f.holds("a.bin", []byte("new a"))
+		f.holds("sub/c.bin", old)
+	}},
+	{"CreateModeNeverReplaces", func(t *testing.T, f *fixture) {
+		f.put("exists.txt", []byte("keep me"))
+		f.refused(refusal.FileExists, "write-file", map[string]string{"path": "exists.txt", "content": "", "mode": "create"})
+		f.holds("exists.txt", []byte("keep me"))
+		f.refused(refusal.NothingToUndo, "undo-last", nil)
+		if obs := f.must("write-file", map[string]string{"path": "fresh.txt", "content": "", "mode": "create"}); obs["created"] != true {
+			t.Fatalf("a create observed %v", obs)
+		}
+	}},
+	{"TheHistorySaysWhoDidWhat", func(t *testing.T, f *fixture) {
+		person := executor.New(f.root, executor.Options{History: f.h, Actor: executor.ByPerson})
+		f.must("write-file", map[string]string{"path": "a.txt", "content": "by the model"})
+		them := &fixture{t: t, root: f.root, h: f.h, e: person}
+		them.must("write-file", map[string]string{"path": "b.txt", "content": "by the person"})
+		them.must("undo-last", nil)
+		list := f.must("list-history", nil)
+		got, _ := json.Marshal(list["entries"])
+		var entries []executor.HistoryEntry
+		json.Unmarshal(got, &entries)
+		if len(entries) != 2 || entries[0].Path != "b.txt" || entries[0].By != executor.ByPerson || !entries[0].Undone || !entries[0].Created ||
+			entries[1].Path != "a.txt" || entries[1].By != executor.ByAssistant || entries[1].Undone || list["undo"] != 1.0 || list["redo"] != 1.0 {
+			t.Fatalf("list-history observed %v", list)
+		}
+	}},
+	{"AStreamedWriteIsUndoable", func(t *testing.T, f *fixture) {
+		f.put("up.bin", []byte("old"))
+		content := []byte("streamed in pieces")
+		sum := sha256.Sum256(content)
+		created, undoable, err := f.e.Commit(context.Background(), "up.bin", hex.EncodeToString(sum[:]), false, func() error {
+			return f.root.WriteFile(context.Background(), "up.bin", content)
+		})
+		if err != nil || created || !undoable {
+			t.Fatalf("Commit = %v, %v, %v", created, undoable, err)
+		}
+		if _, _, err := f.e.Commit(context.Background(), "up.bin", "", true, func() error { t.Fatal("a refused commit applied"); return nil }); refusal.RuleOf(err) != refusal.FileExists {
+			t.Fatalf("a create commit onto a file answered %v", err)
+		}
+		f.must("undo-last", nil)
+		f.holds("up.bin", []byte("old"))
+		f.must("redo-last", nil)
+		f.holds("up.bin", content)
+	}},
+	{"RedoOutlivesItsExecutor", func(t *testing.T, f *fixture) {
+		f.put("p.txt", []byte("before"))
+		f.must("write-file", map[string]string{"path": "p.txt", "content": "after"})
+		f.must("undo-last", nil)
+		h, err := executor.OpenHistory(context.Background(), f.root, executor.HistoryOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again := &fixture{t: t, root: f.root, h: h, e: executor.New(f.root, executor.Options{History: h})}
+		again.must("redo-last", nil)
+		again.holds("p.txt", []byte("after"))
 		again.must("undo-last", nil)
 		again.holds("p.txt", []byte("before"))
 	}},
