@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	mathrand "math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -256,7 +259,7 @@ func TestEnvReconnectsAndIsReplaced(t *testing.T) {
 	public := t.TempDir()
 	bearerFile := pairBearerFile(t, stateDir, "box")
 
-	url, stopFirst := startServeStoppable(t, stateDir, public, "127.0.0.1:0")
+	url, stopFirst := startServeStoppable(t, stateDir, public, restartableAddr(t))
 	addr := strings.TrimPrefix(url, "http://")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -283,6 +286,23 @@ func TestEnvReconnectsAndIsReplaced(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the replaced environment kept running")
 	}
+}
+
+// restartableAddr is a loopback address for a relay that a test stops and starts again on the same
+// port. It lies below Linux's ephemeral range (32768 and up), so that while the relay is stopped no
+// outgoing connection of another process can be given that port as its own and keep the second
+// start from listening there (seen under load: "bind: address already in use").
+func restartableAddr(t *testing.T) string {
+	t.Helper()
+	for range 200 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+mathrand.IntN(12000))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 // startServeStoppable is startServe on a given address, with a function that stops it.

@@ -218,7 +218,7 @@ func getJSON(t *testing.T, url string, v any) {
 // new one on the same port and state: the page's worker reconnects by itself and serves calls.
 func TestThePageReconnectsWhenTheRelayRestarts(t *testing.T) {
 	t.Parallel()
-	relay := harness.StartRelay(t)
+	relay := harness.StartRelay(t, "PORT="+harness.RestartablePort(t))
 	tab := openExecutor(t, relay)
 	// The failed attempts while the relay is down are expected, allowed before it stops (the
 	// first may come before the page says it is offline): the channel's, and the page's asking
