@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/relay"
 	"github.com/voicebox-go/voicebox/relay/server"
@@ -117,9 +118,13 @@ func (cfg *serveConfig) settle(stderr io.Writer) (*serveSettings, error) {
 	if err != nil {
 		return nil, err
 	}
+	placement := orEnv(cfg.wasmPlace, "VOICEBOX_WASM_PLACEMENT")
+	if placement != "" && placement != extensionhost.WasmInRelay && placement != extensionhost.WasmInPage {
+		return nil, fmt.Errorf("--wasm-placement %q: say relay or page", placement)
+	}
 	return &serveSettings{addr: addr, acmeHTTP: acmeHTTP, Config: relay.Config{Public: public, HelloBound: time.Duration(helloMS) * time.Millisecond,
 		Gated: gated, Origin: origin, SessionLifetime: lifetime, TrustedProxies: trusted, Log: log, TLS: tlsConfig,
-		ACME: acmeCfg, MiniApps: miniApps, VendorURLs: vendorURLs, Fleet: nats}}, nil
+		ACME: acmeCfg, MiniApps: miniApps, VendorURLs: vendorURLs, WasmShelfDir: orEnv(cfg.wasmShelf, "VOICEBOX_WASM_SHELF_DIR"), WasmPlacement: placement, Fleet: nats}}, nil
 }
 
 // settleNATS reads the fleet's flags, with the environment where a flag is not given. A relay id
