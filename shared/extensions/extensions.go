@@ -134,6 +134,8 @@ type Descriptor struct {
 	Capabilities []string `json:"capabilities"`
 	Bounds       Bounds   `json:"bounds"`
 	Tools        []Tool   `json:"tools"`
+	// MCP, when set, makes this a remote MCP extension: its tools are the server's (MCPServer).
+	MCP *MCPServer `json:"mcp,omitempty"`
 }
 
 // Bounds are what a descriptor is admitted with; calls echo them unchanged.
@@ -213,6 +215,9 @@ func Parse(raw []byte) (*Descriptor, *refusal.Refusal) {
 	if r := checkSecrets(d.Bounds.Secrets); r != nil {
 		return nil, r
 	}
+	if r := parseMCP(&d); r != nil {
+		return nil, r
+	}
 	for i := range d.Tools {
 		t := &d.Tools[i]
 		if len(t.PromptSnippet) > MaxPromptSnippetBytes {
@@ -289,7 +294,10 @@ func Admit(d *Descriptor, placement Placement, existingTools []string) *refusal.
 	if r := admitSecrets(d); r != nil {
 		return r
 	}
-	if len(d.Tools) == 0 {
+	if r := admitMCP(d, caps); r != nil {
+		return r
+	}
+	if len(d.Tools) == 0 && d.MCP == nil {
 		return refusal.New(refusal.NoTools, "the descriptor declares no tools, so there is nothing to admit")
 	}
 	if len(d.Tools) > MaxTools {
