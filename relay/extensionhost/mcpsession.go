@@ -75,13 +75,15 @@ type mcpTool struct {
 // mcpConn is the client session of one loaded remote MCP extension. It is safe for concurrent use.
 type mcpConn struct {
 	rt        *Runtime
-	d         *extensions.Descriptor
-	hash      string
+	id, url   string // the extension and its server, which no plan c is given changes
+	bounds    extensions.Bounds
 	transport *mediatedTransport
 	ready     chan struct{} // closed once the first connection attempt ended
 	listMu    sync.Mutex    // one listing at a time
 
 	mu      sync.Mutex
+	d       *extensions.Descriptor // the admitted plan
+	hash    string                 // its hash
 	session *mcp.ClientSession
 	tools   []mcpTool
 	err     *refusal.Refusal
@@ -94,7 +96,7 @@ func (rt *Runtime) newMCPConn(x Loaded, budget *Budget) *mcpConn {
 	if rt.Fetcher != nil && rt.Fetcher.Getenv != nil {
 		getenv = rt.Fetcher.Getenv
 	}
-	c := &mcpConn{rt: rt, d: x.Descriptor, hash: extensions.Disclose(x.Descriptor, extensions.Machine, x.Raw).Hash, ready: make(chan struct{})}
+	c := &mcpConn{rt: rt, id: x.Descriptor.ID, url: x.Descriptor.MCP.URL, bounds: x.Descriptor.Bounds, d: x.Descriptor, hash: extensions.Disclose(x.Descriptor, extensions.Machine, x.Raw).Hash, ready: make(chan struct{})}
 	log := rt.logger().With("extension", x.Descriptor.ID)
 	c.transport = &mediatedTransport{d: x.Descriptor, budget: budget, base: rt.Fetcher.baseTransport(), getenv: getenv, requestTimeout: rt.Fetcher.requestTimeout(),
 		log: func(method, url, request string, err error) {
@@ -115,8 +117,8 @@ func (c *mcpConn) connect() {
 	client := mcp.NewClient(&mcp.Implementation{Name: "voicebox", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { go c.list() },
 	})
-	transport := &mcp.StreamableClientTransport{Endpoint: c.d.MCP.URL, HTTPClient: mediatedClient(c.transport), MaxRetries: mcpConnectRetries,
-		MaxEventSize: extensions.ResponseBound(c.d.Bounds)}
+	transport := &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: mediatedClient(c.transport), MaxRetries: mcpConnectRetries,
+		MaxEventSize: extensions.ResponseBound(c.bounds)}
 	c.transport.last.Store(nil)
 	session, err := client.Connect(ctx, transport, nil)
 	if err != nil {
@@ -139,7 +141,7 @@ func (c *mcpConn) fail(r *refusal.Refusal) {
 	c.mu.Lock()
 	c.err = r
 	c.mu.Unlock()
-	c.rt.logger().Warn("mcp session", "extension", c.d.ID, "refused", r.Rule, "why", r.Why)
+	c.rt.logger().Warn("mcp session", "extension", c.id, "refused", r.Rule, "why", r.Why)
 }
 
 // refusalOf names the failure err of an exchange with the server: the transport's own refusal
@@ -153,9 +155,9 @@ func (c *mcpConn) refusalOf(ctx context.Context, err error, doing string) *refus
 		return r
 	}
 	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-		return refusal.New(refusal.ToolTimeout, "%s did not answer within %s", Redact(c.d.MCP.URL), extensions.MCPCallTimeout)
+		return refusal.New(refusal.ToolTimeout, "%s did not answer within %s", Redact(c.url), extensions.MCPCallTimeout)
 	}
-	return refusal.New(refusal.MCPUnreachable, "%s %s failed: %s", doing, Redact(c.d.MCP.URL), clipWhy(err.Error()))
+	return refusal.New(refusal.MCPUnreachable, "%s %s failed: %s", doing, Redact(c.url), clipWhy(err.Error()))
 }
 
 func clipWhy(s string) string {
@@ -276,6 +278,21 @@ func viewURI(t *mcp.Tool) string {
 	return uri
 }
 
+// sameServer reports whether d is a plan of c's server with c's bounds: only its admitted tools
+// may differ, so the session can stay.
+func (c *mcpConn) sameServer(d *extensions.Descriptor) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return d.MCP != nil && d.MCP.URL == c.url && string(extensions.BoundsJSON(d.Bounds)) == string(extensions.BoundsJSON(c.bounds))
+}
+
+// admit makes x, a new plan of c's server (sameServer), the one c offers tools by.
+func (c *mcpConn) admit(x Loaded) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.d, c.hash = x.Descriptor, extensions.Disclose(x.Descriptor, extensions.Machine, x.Raw).Hash
+}
+
 // close ends the session.
 func (c *mcpConn) close() {
 	c.mu.Lock()
@@ -297,6 +314,7 @@ func (rt *Runtime) mcpListed(c *mcpConn) {
 		c.mu.Unlock()
 		return
 	}
+	d := c.d
 	var tools []string
 	added := false
 	for _, t := range c.tools {
@@ -304,26 +322,26 @@ func (rt *Runtime) mcpListed(c *mcpConn) {
 			continue
 		}
 		tools = append(tools, t.tool.Name)
-		if !slices.Contains(c.d.MCP.Tools, t.tool.Name) {
+		if !slices.Contains(d.MCP.Tools, t.tool.Name) {
 			added = true
 		}
 	}
 	c.mu.Unlock()
-	rt.changed("tools-changed", c.d.ID)
+	rt.changed("tools-changed", d.ID)
 	if !added {
 		return
 	}
-	next := *c.d
-	next.MCP = &extensions.MCPServer{URL: c.d.MCP.URL, Tools: tools}
+	next := *d
+	next.MCP = &extensions.MCPServer{URL: d.MCP.URL, Tools: tools}
 	raw, err := json.Marshal(&next)
 	if err != nil {
 		return
 	}
-	if _, staged, err := rt.Admissions.Proposal(c.d.ID); err == nil && string(staged) == string(raw) {
+	if _, staged, err := rt.Admissions.Proposal(d.ID); err == nil && string(staged) == string(raw) {
 		return
 	}
 	if _, err := rt.Stage(raw); err != nil {
-		rt.logger().Warn("mcp new plan not staged", "extension", c.d.ID, "err", err.Error())
+		rt.logger().Warn("mcp new plan not staged", "extension", d.ID, "err", err.Error())
 	}
 }
 

@@ -154,7 +154,11 @@ func (rt *Runtime) reloadLocked(l []Loaded, p []Problem) (stale []*mcpConn) {
 	}
 	for id, c := range rt.mcp {
 		x, ok := rt.loaded[id]
-		if !ok || x.Descriptor.MCP == nil || extensions.Disclose(x.Descriptor, extensions.Machine, x.Raw).Hash != c.hash {
+		switch {
+		case ok && x.Descriptor.MCP != nil && extensions.Disclose(x.Descriptor, extensions.Machine, x.Raw).Hash == c.hash:
+		case ok && c.sameServer(x.Descriptor):
+			c.admit(x) // a new plan of the same server and bounds: the session stays, its tools change
+		default:
 			stale = append(stale, c)
 			delete(rt.mcp, id)
 		}

@@ -1,0 +1,208 @@
+//go:build !js
+
+package tests
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voicebox-go/voicebox/tests/harness"
+)
+
+// basicServer is where ./build.sh test installs the pinned MCP Apps example server
+// (tools/web/package.json).
+var basicServer = filepath.Join(harness.RepoRoot(), ".cache", "web", "node_modules", "@modelcontextprotocol", "server-basic-vanillajs", "dist", "index.js")
+
+// startBasicServer starts the real MCP Apps server from npm on a loopback port over Streamable
+// HTTP and returns its host:port; it is stopped (by its PID) when the test ends.
+func startBasicServer(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat(basicServer); err != nil {
+		t.Fatalf("the MCP Apps example server is not installed (%v): ./build.sh test installs it into .cache/web", err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not on PATH: %v", err)
+	}
+	port := harness.RestartablePort(t)
+	cmd := exec.Command(node, basicServer)
+	cmd.Env = append(os.Environ(), "PORT="+port, "NODE_ENV=production")
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	listening := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "listening") {
+				listening <- true
+			}
+		}
+		close(listening)
+	}()
+	select {
+	case ok := <-listening:
+		if !ok {
+			t.Fatal("the MCP Apps server ended before it listened")
+		}
+	case <-time.After(readyBound):
+		t.Fatal("the MCP Apps server did not say it listens")
+	}
+	return "127.0.0.1:" + port
+}
+
+// getListing reads GET /api/extensions: the listing.
+func getListing(t *testing.T, relay string) map[string]any {
+	t.Helper()
+	resp, err := http.Get(relay + "/api/extensions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m struct {
+		Extensions map[string]any `json:"extensions"`
+	}
+	json.NewDecoder(resp.Body).Decode(&m)
+	return m.Extensions
+}
+
+// planTools returns the tools the plan of waiting proposal id admits, or nil.
+func planTools(l map[string]any, id string) []string {
+	pending, _ := l["pending"].([]any)
+	for _, p := range pending {
+		e, _ := p.(map[string]any)
+		plan, _ := e["plan"].(map[string]any)
+		m, _ := plan["mcp"].(map[string]any)
+		if e["id"] != id || m == nil {
+			continue
+		}
+		var out []string
+		tools, _ := m["tools"].([]any)
+		for _, x := range tools {
+			out = append(out, fmt.Sprint(x))
+		}
+		return out
+	}
+	return nil
+}
+
+// offeredTools returns the tools admitted extension id offers now.
+func offeredTools(l map[string]any, id string) []string {
+	admitted, _ := l["admitted"].([]any)
+	var out []string
+	for _, a := range admitted {
+		e, _ := a.(map[string]any)
+		if e["id"] != id {
+			continue
+		}
+		tools, _ := e["tools"].([]any)
+		for _, x := range tools {
+			out = append(out, fmt.Sprint(x.(map[string]any)["name"]))
+		}
+	}
+	return out
+}
+
+// waitListing polls the relay's listing until cond holds (the bound is generous, no assertion
+// of speed).
+func waitListing(t *testing.T, relay, what string, cond func(map[string]any) bool) map[string]any {
+	t.Helper()
+	for deadline := time.Now().Add(readyBound); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if l := getListing(t, relay); cond(l) {
+			return l
+		}
+	}
+	b, _ := json.Marshal(getListing(t, relay))
+	t.Fatalf("never: %s\n%s", what, b)
+	return nil
+}
+
+// admitRemote sideloads a remote MCP descriptor, admits it, waits for the server's tools to be
+// staged as a new plan, and admits that.
+func admitRemote(t *testing.T, relay *harness.Relay, token, raw, id string) []string {
+	t.Helper()
+	if m := postAPI(t, relay.URL, "/api/extensions/sideload", "", raw); m["staged"] != id {
+		t.Fatalf("sideload: %v", m)
+	}
+	decide := `{"id":"` + id + `","decision":"admit","confirm":true}`
+	if m := postAPI(t, relay.URL, "/api/extensions/admit", token, decide); m["ok"] != true {
+		t.Fatalf("admit: %v", m)
+	}
+	l := waitListing(t, relay.URL, "the server's tools staged", func(l map[string]any) bool { return len(planTools(l, id)) > 0 })
+	tools := planTools(l, id)
+	if m := postAPI(t, relay.URL, "/api/extensions/admit", token, decide); m["ok"] != true {
+		t.Fatalf("admit the tools: %v", m)
+	}
+	waitListing(t, relay.URL, "the tools offered", func(l map[string]any) bool { return len(offeredTools(l, id)) == len(tools) })
+	return tools
+}
+
+// TestRealMCPAppsServerAsExtension: the MCP Apps example server from npm
+// (@modelcontextprotocol/server-basic-vanillajs, pinned), started on loopback over Streamable
+// HTTP, admitted as a remote MCP extension: its tool called through the relay, its view named,
+// a budget exhausted, and a server outside the plan's hosts refused at the gate.
+func TestRealMCPAppsServerAsExtension(t *testing.T) {
+	t.Parallel()
+	host := startBasicServer(t)
+	relay := harness.StartRelay(t)
+	token := relay.HostToken(t)
+	descriptor := func(id, url string, maxRequests int) string {
+		return fmt.Sprintf(`{"id":%q,"name":"Basic MCP App","runsIn":"remote","capabilities":["network"],"bounds":{"hosts":[%q],"maxRequests":%d},"tools":[],"mcp":{"url":%q}}`,
+			id, host, maxRequests, url)
+	}
+
+	tools := admitRemote(t, relay, token, descriptor("basic", "http://"+host+"/mcp", 100), "basic")
+	if !slices.Contains(tools, "basic__get-time") {
+		t.Fatalf("the plan admits %v, want basic__get-time", tools)
+	}
+	l := getListing(t, relay.URL)
+	admitted, _ := l["admitted"].([]any)
+	var view string
+	for _, a := range admitted {
+		if e := a.(map[string]any); e["id"] == "basic" {
+			view = fmt.Sprint(e["tools"].([]any)[0].(map[string]any)["view"])
+		}
+	}
+	if view != "ui://get-time/mcp-app.html" {
+		t.Fatalf("the tool's view is %q", view)
+	}
+	m := postAPI(t, relay.URL, "/api/extensions/call", token, `{"extension":"basic","tool":"basic__get-time","args":{}}`)
+	obs, _ := m["observed"].(map[string]any)
+	structured, _ := obs["structuredContent"].(map[string]any)
+	if stamp, _ := structured["time"].(string); m["ok"] != true || !strings.Contains(stamp, "T") {
+		t.Fatalf("get-time: %v", m)
+	}
+	if m := postAPI(t, relay.URL, "/api/extensions/call", token, `{"extension":"basic","tool":"basic__get-time","args":[1]}`); m["refused"] != "invalid-tool-arguments" {
+		t.Fatalf("arguments that are no object: %v", m)
+	}
+
+	// A small budget runs out, and says so.
+	admitRemote(t, relay, token, descriptor("tight", "http://"+host+"/mcp", 10), "tight")
+	var last map[string]any
+	for range 10 {
+		if last = postAPI(t, relay.URL, "/api/extensions/call", token, `{"extension":"tight","tool":"tight__get-time","args":{}}`); last["refused"] == "budget-exhausted" {
+			break
+		}
+	}
+	if last["refused"] != "budget-exhausted" {
+		t.Fatalf("10 requests never ran out: %v", last)
+	}
+
+	// The server under a name the plan does not list is refused before anything is sent.
+	if m := postAPI(t, relay.URL, "/api/extensions/sideload", "", descriptor("aside", strings.Replace("http://"+host+"/mcp", "127.0.0.1", "localhost", 1), 10)); m["refused"] != "under-declared" {
+		t.Fatalf("a server outside bounds.hosts: %v", m)
+	}
+}
