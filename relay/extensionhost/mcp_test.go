@@ -55,6 +55,15 @@ func newMCPServer(t *testing.T) *mcpServer {
 			s.calls.Add(1)
 			return &mcp.CallToolResult{}, nil
 		})
+	// A tool with an MCP Apps view, and its ui:// resource.
+	s.srv.AddTool(&mcp.Tool{Name: "show", Meta: mcp.Meta{"ui": map[string]any{"resourceUri": "ui://show/view.html"}}, InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "shown"}}}, nil
+		})
+	s.srv.AddResource(&mcp.Resource{URI: "ui://show/view.html", Name: "view", MIMEType: ViewMIMEType},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: ViewMIMEType, Text: "<!doctype html><p>view</p>"}}}, nil
+		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, nil)
 	s.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.auth.Store(r.Header.Get("Authorization"))
@@ -137,7 +146,7 @@ func TestRemoteMCPExtension(t *testing.T) {
 	f.admit(mcpDescriptor("remote", s.host(), s.ts.URL, 100, ""))
 
 	l := f.waitFor("the server's tools staged as a new plan", func(l Listing) bool { return len(pendingTools(l, "remote")) > 0 })
-	if got, want := pendingTools(l, "remote"), []string{"remote__echo", "remote__fail", "remote__huge"}; !slices.Equal(got, want) {
+	if got, want := pendingTools(l, "remote"), []string{"remote__echo", "remote__fail", "remote__huge", "remote__show"}; !slices.Equal(got, want) {
 		t.Fatalf("the new plan admits %v, want %v (wide is outside the subset)", got, want)
 	}
 	e := admittedEntry(l, "remote")
@@ -156,7 +165,19 @@ func TestRemoteMCPExtension(t *testing.T) {
 	}
 
 	f.admitPending("remote")
-	f.waitFor("three tools offered", func(l Listing) bool { return len(offered(admittedEntry(l, "remote"))) == 3 })
+	l = f.waitFor("four tools offered", func(l Listing) bool { return len(offered(admittedEntry(l, "remote"))) == 4 })
+	for _, tool := range admittedEntry(l, "remote").Tools {
+		if want := map[bool]string{true: "ui://show/view.html"}[tool.Name == "remote__show"]; tool.View != want {
+			t.Fatalf("%s has view %q, want %q", tool.Name, tool.View, want)
+		}
+	}
+	code, m, body := f.do("GET", "/api/extensions/view?extension=remote&tool=remote__show", "", "")
+	if view, _ := m["view"].(map[string]any); code != 200 || view["html"] != "<!doctype html><p>view</p>" || view["serverTool"] != "show" {
+		t.Fatalf("the view: %d %s", code, body)
+	}
+	if code, m, _ := f.do("GET", "/api/extensions/view?extension=remote&tool=remote__echo", "", ""); code != 404 || m["refused"] != string(refusal.NotFound) {
+		t.Fatalf("a tool without a view: %d %v", code, m)
+	}
 
 	for _, c := range []struct {
 		name, tool, args string
@@ -180,7 +201,7 @@ func TestRemoteMCPExtension(t *testing.T) {
 	if n := s.calls.Load(); n != 0 {
 		t.Fatalf("%d refused calls reached the server", n)
 	}
-	m := f.call("remote", "remote__echo", `{"text":"hi"}`)
+	m = f.call("remote", "remote__echo", `{"text":"hi"}`)
 	obs, _ := m["observed"].(map[string]any)
 	media, _ := obs["media"].([]any)
 	if m["ok"] != true || obs["text"] != "echo: hi" || len(media) != 1 || media[0].(map[string]any)["kind"] != "image" || obs["tool"] != "echo" {

@@ -464,3 +464,70 @@ func mcpResult(res *mcp.CallToolResult) (*MCPResult, *refusal.Refusal) {
 	}
 	return out, nil
 }
+
+// ViewMIMEType is the MIME type of an MCP Apps view (a ui:// resource of HTML).
+const ViewMIMEType = "text/html;profile=mcp-app"
+
+// View is an MCP Apps view of a remote MCP tool, as the page shows it in the mini-app sandbox.
+type View struct {
+	Extension string `json:"extension"`
+	// Tool is the name the model calls the tool by; Server the server's own name of it.
+	Tool   string `json:"tool"`
+	Server string `json:"serverTool"`
+	URI    string `json:"uri"`
+	HTML   string `json:"html"`
+	// Description and InputSchema are the tool's, for the view's host context (toolInfo).
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+}
+
+// ReadView reads the view of tool (the model's name of it) of admitted remote MCP extension id:
+// resources/read of its ui:// resource through the session, which must answer one text item of
+// ViewMIMEType, within the descriptor's response bound. Only a tool that is offered has a view.
+func (rt *Runtime) ReadView(ctx context.Context, id, tool string) (*View, error) {
+	rt.mu.Lock()
+	x, ok := rt.loaded[id]
+	c := rt.mcp[id]
+	rt.mu.Unlock()
+	if !ok || c == nil {
+		return nil, refusal.New(refusal.NotAdmitted, "extension %q is not an admitted remote MCP extension", id)
+	}
+	name, _ := strings.CutPrefix(tool, id+extensions.MCPToolSeparator)
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return nil, refusal.New(refusal.ToolTimeout, "the session with %s was not ready", Redact(c.url))
+	}
+	t, session, err := c.callable(name)
+	if err != nil {
+		return nil, err
+	}
+	uri := viewURI(t.tool)
+	if uri == "" {
+		return nil, refusal.New(refusal.NotFound, "%s has no MCP Apps view (no ui:// resource in its _meta.ui.resourceUri)", tool)
+	}
+	ctx, cancel := context.WithTimeout(ctx, extensions.MCPCallTimeout)
+	defer cancel()
+	c.transport.last.Store(nil)
+	res, err := session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	rec := AuditRecord{Act: ActCall, ID: id, Tool: tool, Primitive: MCPPrimitive, Observed: map[string]any{"view": uri, "requests": c.transport.budget.spent()}}
+	defer func() { rt.Admissions.Audit(rec) }()
+	if err != nil {
+		r := c.refusalOf(ctx, err, "reading the view of "+name+" from")
+		rec.Rule, rec.Why = r.Rule, r.Why
+		return nil, r
+	}
+	var html *mcp.ResourceContents
+	for _, item := range res.Contents {
+		if item != nil && item.URI == uri && strings.EqualFold(strings.ReplaceAll(item.MIMEType, " ", ""), ViewMIMEType) && item.Text != "" {
+			html = item
+			break
+		}
+	}
+	if html == nil {
+		r := refusal.New(refusal.UnsupportedContentType, "the server answered no %s text for %s", ViewMIMEType, uri)
+		rec.Rule, rec.Why = r.Rule, r.Why
+		return nil, r
+	}
+	return &View{Extension: x.Descriptor.ID, Tool: tool, Server: name, URI: uri, HTML: html.Text, Description: t.tool.Description, InputSchema: t.params}, nil
+}
