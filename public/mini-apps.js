@@ -687,7 +687,9 @@ export function startMiniApps(vb) {
         stop(app, overBudget());
         break;
       case 'mcp_initialize':
-        if (msg.generation === app.generation) stats.handshakes++;
+        // A view's handshake, as WebMCP's is an app's: the document it names is the current one.
+        stats.handshakes++;
+        app.generation = msg.generation;
         break;
       case 'mcp_initialized':
         if (msg.generation !== app.generation) return;

@@ -4,10 +4,12 @@ package tests
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -201,8 +204,119 @@ func TestRealMCPAppsServerAsExtension(t *testing.T) {
 		t.Fatalf("10 requests never ran out: %v", last)
 	}
 
+	// Its view, in the sandbox: initialised, sized, and its own tools/call through approval.
+	tab := harness.NewTab(t)
+	openWorkspace(t, tab, relay.URL)
+	appID := harness.Eval[string](tab, `voicebox.miniApps.openView('basic', 'basic__get-time').then(r => r.appId)`)
+	harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).mcp.initialized`, appID), readyBound)
+	harness.EvalInFrame[bool](tab, "about:srcdoc", `(document.getElementById('get-time-btn').click(), true)`)
+	if summary := pendingApproval(t, tab); !strings.Contains(summary, "basic__get-time") {
+		t.Fatalf("the view's call asks %q", summary)
+	}
+	clickApproval(t, tab, "approve")
+	shown := ""
+	for deadline := time.Now().Add(readyBound); time.Now().Before(deadline) && !strings.Contains(shown, "T"); time.Sleep(50 * time.Millisecond) {
+		shown = harness.EvalInFrame[string](tab, "about:srcdoc", `document.getElementById('server-time').textContent`)
+	}
+	if !strings.Contains(shown, "T") || strings.Contains(shown, "ERROR") {
+		t.Fatalf("the view shows %q after its call", shown)
+	}
+	if stats := harness.Eval[map[string]any](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).mcp`, appID)); stats["calls"] != float64(1) {
+		t.Fatalf("the view's stats: %v", stats)
+	}
+
 	// The server under a name the plan does not list is refused before anything is sent.
 	if m := postAPI(t, relay.URL, "/api/extensions/sideload", "", descriptor("aside", strings.Replace("http://"+host+"/mcp", "127.0.0.1", "localhost", 1), 10)); m["refused"] != "under-declared" {
 		t.Fatalf("a server outside bounds.hosts: %v", m)
+	}
+}
+
+// extAppsView is the test view (guests/mcp-apps-view.html) with the pinned ext-apps SDK inlined:
+// its bundle's closing export becomes the object ExtApps, so the view is one self-contained
+// document, as a ui:// resource must be.
+func extAppsView(t *testing.T) string {
+	t.Helper()
+	bundle, err := os.ReadFile(filepath.Join(harness.RepoRoot(), ".cache", "web", "node_modules", "@modelcontextprotocol", "ext-apps", "dist", "src", "app-with-deps.js"))
+	if err != nil {
+		t.Fatalf("the ext-apps SDK is not installed (%v): ./build.sh test installs it into .cache/web", err)
+	}
+	js := string(bundle)
+	at := strings.LastIndex(js, "export{")
+	if at < 0 {
+		t.Fatal("the ext-apps bundle has no closing export")
+	}
+	list := strings.TrimSuffix(strings.TrimSpace(js[at+len("export{"):]), ";")
+	var fields []string
+	for _, pair := range strings.Split(strings.TrimSuffix(list, "}"), ",") {
+		local, name, ok := strings.Cut(strings.TrimSpace(pair), " as ")
+		if !ok {
+			name = local
+		}
+		fields = append(fields, name+":"+local)
+	}
+	page, err := guests.ReadFile("guests/mcp-apps-view.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Replace(string(page), "/*EXT_APPS*/", js[:at]+"\nconst ExtApps={"+strings.Join(fields, ",")+"};\n", 1)
+}
+
+// TestMCPAppsViewWrittenHere: a view written with @modelcontextprotocol/ext-apps (pinned), served
+// as the ui:// resource of a go-sdk server's tool and admitted as a remote MCP extension, shown in
+// the sandbox: the handshake, the host context, the tool's input and result, a tools/call to its
+// own server through approval, one to another server's tool refused, -32601 for a method the host
+// does not have, and a teardown when closed. The same document opened as a workspace mini-app
+// gets the same host, its tools/call going to the assistant's catalogue.
+func TestMCPAppsViewWrittenHere(t *testing.T) {
+	t.Parallel()
+	view := extAppsView(t)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "views", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct{ Text string }
+			json.Unmarshal(req.Params.Arguments, &args)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + args.Text}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "show", Meta: mcp.Meta{"ui": map[string]any{"resourceUri": "ui://show/view.html"}}, InputSchema: map[string]any{"type": "object"},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sunny"}}}, nil
+		})
+	srv.AddResource(&mcp.Resource{URI: "ui://show/view.html", Name: "view", MIMEType: "text/html;profile=mcp-app"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/html;profile=mcp-app", Text: view}}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	host := strings.TrimPrefix(ts.URL, "http://")
+
+	relay := harness.StartRelay(t)
+	token := relay.HostToken(t)
+	admitRemote(t, relay, token, fmt.Sprintf(`{"id":"local","name":"Views","runsIn":"remote","capabilities":["network"],"bounds":{"hosts":[%q],"maxRequests":100,"maxBytes":2097152},"tools":[],"mcp":{"url":%q}}`, host, ts.URL), "local")
+
+	tab := harness.NewTab(t)
+	openWorkspace(t, tab, relay.URL)
+	appID := harness.Eval[string](tab, `voicebox.miniApps.openView('local', 'local__show', {input: {city: 'Paris'}, result: {content: [{type: 'text', text: 'sunny'}]}}).then(r => r.appId)`)
+	if summary := pendingApproval(t, tab); !strings.Contains(summary, "local__echo") {
+		t.Fatalf("the view's call asks %q", summary)
+	}
+	clickApproval(t, tab, "approve")
+	checkResults(t, appResults(t, tab), 9)
+	stats := harness.Eval[map[string]any](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q)`, appID))
+	if m := stats["mcp"].(map[string]any); m["initialized"] != true || m["calls"] != float64(2) || stats["dropped"] != float64(0) {
+		t.Fatalf("the view's stats: %v", stats)
+	}
+	harness.Eval[bool](tab, fmt.Sprintf(`(voicebox.miniApps.close(%q), true)`, appID))
+
+	// The same document as a mini-app of the workspace.
+	local := harness.NewTab(t)
+	openWorkspace(t, local, relay.URL)
+	content, _ := json.Marshal(view)
+	harness.Eval[bool](local, fmt.Sprintf(`voicebox.must('files.write', {path: 'view.html', content: %s}).then(() => true)`, content))
+	id := harness.Eval[string](local, `voicebox.miniApps.launch({path: 'view.html'}).then(r => r.appId)`)
+	harness.WaitFor[bool](local, fmt.Sprintf(`voicebox.miniApps.stats(%q).mcp.initialized`, id), readyBound)
+	checkResults(t, appResults(t, local), 5)
+	if m := harness.Eval[map[string]any](local, fmt.Sprintf(`voicebox.miniApps.stats(%q).mcp`, id)); m["initialized"] != true || m["calls"] != float64(1) {
+		t.Fatalf("the mini-app's stats: %v", m)
 	}
 }
