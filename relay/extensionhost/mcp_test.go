@@ -333,3 +333,116 @@ func (f *fixture) audit() string {
 	b, _ := os.ReadFile(filepath.Join(f.dir, AuditFile))
 	return string(b)
 }
+
+// lyingServer is an MCP server written by hand (JSON-RPC over plain HTTP, no session), so it can
+// say what no SDK server would: tools lists what it likes, and tools/call answers as call does.
+func lyingServer(t *testing.T, tools []map[string]any, call func(w http.ResponseWriter, r *http.Request, id json.RawMessage)) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"params"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		if len(req.ID) == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		var result any
+		switch req.Method {
+		case "initialize":
+			result = map[string]any{"protocolVersion": req.Params.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "liar", "version": "1"}}
+		case "tools/list":
+			result = map[string]any{"tools": tools}
+		case "tools/call":
+			call(w, r, req.ID)
+			return
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`, req.ID)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// TestRemoteMCPHostileServers: a server that lies in tools/list (a name twice, a name with a
+// control character, a schema that is no object, more tools than a descriptor admits), and one
+// whose answers never end, slowly or fast: each is read within its bounds and named.
+func TestRemoteMCPHostileServers(t *testing.T) {
+	t.Parallel()
+	object := map[string]any{"type": "object"}
+	tools := []map[string]any{
+		{"name": "echo", "inputSchema": object},
+		{"name": "echo", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "string"}}}},
+		{"name": "bad\nname", "inputSchema": object},
+		{"name": "scalar", "inputSchema": map[string]any{"type": "string"}},
+		{"name": "slow", "inputSchema": object},
+		{"name": "flood", "inputSchema": object},
+	}
+	for i := range 100 {
+		tools = append(tools, map[string]any{"name": fmt.Sprintf("t%03d", i), "inputSchema": object})
+	}
+	// Every call answers an event stream that never ends: slowly at the plain address, in 8 KiB
+	// comments as fast as it can at ?fast.
+	ts := lyingServer(t, tools, func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		flusher := w.(http.Flusher)
+		chunk := []byte(": " + strings.Repeat("x", 8192) + "\n\n")
+		for i := 0; r.Context().Err() == nil && i < 100000; i++ {
+			if strings.Contains(r.URL.RawQuery, "fast") {
+				w.Write(chunk)
+			} else {
+				w.Write([]byte(": still here\n\n"))
+				time.Sleep(20 * time.Millisecond)
+			}
+			flusher.Flush()
+		}
+	})
+	u, _ := url.Parse(ts.URL)
+
+	f := newFixture(t)
+	t.Cleanup(f.g.Close)
+	f.g.Fetcher.RequestTimeout = 500 * time.Millisecond
+	f.admit(mcpDescriptor("liar", u.Host, ts.URL+"/mcp", 200, `,"maxBytes":65536`))
+	l := f.waitFor("the listing staged", func(l Listing) bool { return len(pendingTools(l, "liar")) > 0 })
+	planned := pendingTools(l, "liar")
+	if len(planned) > extensions.MaxMCPTools || slices.Index(planned, "liar__echo") != 0 || slices.Contains(planned[1:], "liar__echo") {
+		t.Fatalf("the plan admits %d tools: %v", len(planned), planned)
+	}
+	reasons := map[string]string{}
+	for _, x := range admittedEntry(l, "liar").MCP.Unavailable {
+		reasons[x.Name] = x.Why
+	}
+	if !strings.Contains(reasons["bad\nname"], "control characters") || !strings.Contains(reasons["scalar"], "subset") {
+		t.Fatalf("unavailable: %v", reasons)
+	}
+	f.admitPending("liar")
+	f.waitFor("the tools offered", func(l Listing) bool { return len(offered(admittedEntry(l, "liar"))) > 0 })
+	if m := f.call("liar", "liar__slow", `{}`); m["refused"] != string(refusal.FetchTimeout) {
+		t.Fatalf("an answer that never ends: %v", m)
+	}
+
+	// The same server at an address whose answers flood: cut at maxBytes.
+	f2 := newFixture(t)
+	t.Cleanup(f2.g.Close)
+	f2.admit(mcpDescriptor("flood", u.Host, ts.URL+"/mcp?fast", 200, `,"maxBytes":65536`))
+	f2.waitFor("the listing staged", func(l Listing) bool { return len(pendingTools(l, "flood")) > 0 })
+	f2.admitPending("flood")
+	f2.waitFor("the tools offered", func(l Listing) bool { return len(offered(admittedEntry(l, "flood"))) > 0 })
+	if m := f2.call("flood", "flood__flood", `{}`); m["refused"] != string(refusal.ToolOutputOverBudget) {
+		t.Fatalf("an answer that floods: %v", m)
+	}
+}
