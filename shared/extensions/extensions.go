@@ -13,11 +13,14 @@
 //	secrets.go     declared secrets (bounds.secrets and a header's $NAME), ReservedSecrets
 //	wasm.go        a wasm tool's module, digest, export and ABI, in either form
 //	plan.go        Disclose: the plan a person admits, and its hash
+//	mcp.go         a remote MCP server (mcp.url, the admitted tool names), its rules and its
+//	               disclosure
 //
 // # The descriptor
 //
 // A descriptor is JSON over a closed set of host primitives (now, read-file, write-file,
-// list-files, http-get, wasm); it never carries code the model wrote. Descriptors in the original
+// list-files, http-get, wasm), or names a remote MCP server whose tools it admits by name (mcp);
+// it never carries code the model wrote. Descriptors in the original
 // Voicebox's format load unchanged: a tool's params may hold the primitive's bound arguments
 // (such as {"path": "notes.md"} or {"url": ..., "headers": {"X-Subscription-Token":
 // "$BRAVE_API_KEY"}}), where a header's $NAME names a secret the plan discloses like any other.
