@@ -360,9 +360,11 @@ export function startMiniApps(vb) {
    * @param {string} extension
    * @param {string} tool
    * @param {{input?: object, result?: object}} [call]
+   * @param {OpenApp} [reuse] the card already showing this view
+   * @param {boolean} [focus] whether its heading takes focus (the person opened it)
    * @returns {Promise<{appId: string, entry: StoreEntry}>}
    */
-  async function openView(extension, tool, call = {}) {
+  async function openView(extension, tool, call = {}, reuse, focus = true) {
     const q = `extension=${encodeURIComponent(extension)}&tool=${encodeURIComponent(tool)}`;
     const r = await relay(`/api/extensions/view?${q}`);
     if (!r.ok) throw Object.assign(new Error(`The view of ${tool} could not be read (${r.refused}): ${r.why}`), { rule: r.refused || '' });
@@ -371,7 +373,7 @@ export function startMiniApps(vb) {
     const entry = /** @type {StoreEntry} */ (/** @type {unknown} */ ({ appId, title: `${v.serverTool} (${extension})`, fileName: v.uri, kind: 'view', source: 'extension', storagePath: '' }));
     /** @type {ViewInfo} */
     const info = { extension, tool, serverTool: v.serverTool, uri: v.uri, description: v.description, inputSchema: v.inputSchema, input: call.input, result: call.result };
-    return show(entry, v.html, { view: { extension, tool, input: call.input, result: call.result } }, undefined, undefined, true, info);
+    return show(entry, v.html, { view: { extension, tool, input: call.input, result: call.result } }, reuse, undefined, focus, info);
   }
 
   /**
@@ -916,6 +918,39 @@ export function startMiniApps(vb) {
   listen('root', trayLater);
   listen('files-changed', trayLater);
   listen('history', trayLater);
+
+  // The model (or an MCP client) called a remote MCP tool that has a view: the view shows that
+  // call, its input and its result, as MCP Apps hosts do. A call typed here, or a view's own
+  // (both typed turns), opens nothing, so a view calling its own tool does not reload itself.
+  listen('relay:call', async (c) => {
+    if (c.source === 'turn' || !c.ok || c.tool !== 'call_extension' || !c.action) return;
+    const { extension, name } = c.action;
+    if (typeof extension !== 'string' || typeof name !== 'string' || !c.result || typeof c.result.server !== 'string') return;
+    const tool = await viewOf(extension, name);
+    if (!tool) return;
+    /** @type {object} */
+    let input = {};
+    try { input = JSON.parse(c.action.arguments || '{}'); } catch { /* the relay checked them; show none */ }
+    const result = typeof c.result.text === 'string' ? toolResult(c.result) : undefined;
+    // A view already open shows the new call in its own card.
+    openView(extension, name, { input, result }, undefined, false).catch(vb.notify);
+  });
+
+  /**
+   * viewOf says whether tool of admitted extension has an MCP Apps view, from the listing.
+   * @param {string} extension
+   * @param {string} tool
+   */
+  async function viewOf(extension, tool) {
+    try {
+      const r = await relay('/api/extensions');
+      const entry = r.ok ? (r.extensions.admitted || []).find((/** @type {any} */ e) => e.id === extension) : null;
+      const t = entry ? (entry.tools || []).find((/** @type {any} */ x) => x.name === tool) : null;
+      return t && t.view ? t : null;
+    } catch {
+      return null;
+    }
+  }
 
   return Object.freeze({
     launch,

@@ -158,7 +158,7 @@ func admitRemote(t *testing.T, relay *harness.Relay, token, raw, id string) []st
 // HTTP, admitted as a remote MCP extension: its tool called through the relay, its view named,
 // a budget exhausted, and a server outside the plan's hosts refused at the gate.
 func TestRealMCPAppsServerAsExtension(t *testing.T) {
-	t.Parallel()
+	// Not parallel: EvalInFrame finds "about:srcdoc" among every tab of the shared browser.
 	host := startBasicServer(t)
 	relay := harness.StartRelay(t)
 	token := relay.HostToken(t)
@@ -225,6 +225,41 @@ func TestRealMCPAppsServerAsExtension(t *testing.T) {
 		t.Fatalf("the view's stats: %v", stats)
 	}
 
+	// An MCP client (as a model would) calls the tool: once the person approves, the page shows
+	// that call's result in the view.
+	loads := harness.Eval[int](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).loads`, appID))
+	client, _ := connectMCP(t, relay, "desk")
+	answered := make(chan map[string]any, 1)
+	go func() { // the call waits for the approval below; t.Fatal belongs to the test's goroutine
+		got := map[string]any{}
+		ctx, cancel := context.WithTimeout(context.Background(), readyBound)
+		defer cancel()
+		res, err := client.CallTool(ctx, &mcp.CallToolParams{Name: "call_extension", Arguments: map[string]any{"extension": "basic", "name": "basic__get-time", "arguments": "{}"}})
+		if err == nil && len(res.Content) > 0 {
+			if text, ok := res.Content[0].(*mcp.TextContent); ok {
+				json.Unmarshal([]byte(text.Text), &got)
+			}
+		}
+		answered <- got
+	}()
+	if summary := pendingApproval(t, tab); !strings.Contains(summary, "basic__get-time") {
+		t.Fatalf("the client's call asks %q", summary)
+	}
+	clickApproval(t, tab, "approve")
+	got := <-answered
+	structured, _ = got["structuredContent"].(map[string]any)
+	stamp, _ := structured["time"].(string)
+	if stamp == "" {
+		t.Fatalf("the client's call answered %v", got)
+	}
+	harness.WaitFor[bool](tab, fmt.Sprintf(`(s => s.loads > %d && s.mcp.initialized)(voicebox.miniApps.stats(%q))`, loads, appID), readyBound)
+	for deadline := time.Now().Add(readyBound); time.Now().Before(deadline) && shown != stamp; time.Sleep(50 * time.Millisecond) {
+		shown = harness.EvalInFrame[string](tab, "about:srcdoc", `document.getElementById('server-time').textContent`)
+	}
+	if shown != stamp {
+		t.Fatalf("the view shows %q, not the client's call's result %q", shown, stamp)
+	}
+
 	// The server under a name the plan does not list is refused before anything is sent.
 	if m := postAPI(t, relay.URL, "/api/extensions/sideload", "", descriptor("aside", strings.Replace("http://"+host+"/mcp", "127.0.0.1", "localhost", 1), 10)); m["refused"] != "under-declared" {
 		t.Fatalf("a server outside bounds.hosts: %v", m)
@@ -268,7 +303,7 @@ func extAppsView(t *testing.T) string {
 // does not have, and a teardown when closed. The same document opened as a workspace mini-app
 // gets the same host, its tools/call going to the assistant's catalogue.
 func TestMCPAppsViewWrittenHere(t *testing.T) {
-	t.Parallel()
+	// Not parallel: EvalInFrame finds "about:srcdoc" among every tab of the shared browser.
 	view := extAppsView(t)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "views", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}},
@@ -307,6 +342,11 @@ func TestMCPAppsViewWrittenHere(t *testing.T) {
 		t.Fatalf("the view's stats: %v", stats)
 	}
 	harness.Eval[bool](tab, fmt.Sprintf(`(voicebox.miniApps.close(%q), true)`, appID))
+	if n := harness.Eval[float64](tab, fmt.Sprintf(`voicebox.miniApps.open().includes(%q) ? -1 : document.querySelectorAll('iframe.bridge').length`, appID)); n < 0 {
+		t.Fatal("the closed view is still open")
+	}
+	// Its frame goes after its teardown; the next tab's frame must be the only srcdoc.
+	harness.WaitFor[bool](tab, `document.querySelectorAll('iframe.bridge').length === 0`, readyBound)
 
 	// The same document as a mini-app of the workspace.
 	local := harness.NewTab(t)
@@ -327,7 +367,7 @@ func TestMCPAppsViewWrittenHere(t *testing.T) {
 // (nothing is sent), and a flood of size changes that stops it (message-budget-exceeded) while
 // the page keeps working.
 func TestHostileMCPAppsView(t *testing.T) {
-	t.Parallel()
+	// Not parallel: EvalInFrame finds "about:srcdoc" among every tab of the shared browser.
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)
