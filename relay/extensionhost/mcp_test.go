@@ -446,3 +446,47 @@ func TestRemoteMCPHostileServers(t *testing.T) {
 		t.Fatalf("an answer that floods: %v", m)
 	}
 }
+
+// TestRemoteMCPSessionComesBack: a server that is down when the extension is admitted, and one
+// that restarts and forgets the session: a later call makes the session again (no more often than
+// the retry interval), and the calls after it are answered.
+func TestRemoteMCPSessionComesBack(t *testing.T) {
+	t.Parallel()
+	s := newMCPServer(t)
+	var current atomic.Pointer[http.Handler]
+	down := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) }))
+	current.Store(&down)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	serve := func() { // a fresh handler: the server as if it had restarted, knowing no session
+		h := http.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, nil))
+		current.Store(&h)
+	}
+	u, _ := url.Parse(ts.URL)
+
+	f := newFixture(t)
+	t.Cleanup(f.g.Close)
+	f.g.MCPRetryInterval = time.Millisecond
+	f.admit(mcpDescriptor("back", u.Host, ts.URL, 100, ""))
+	l := f.waitFor("the session refused", func(l Listing) bool { e := admittedEntry(l, "back"); return e != nil && e.MCP != nil && e.MCP.Refused != "" })
+	if e := admittedEntry(l, "back"); e.MCP.Connected {
+		t.Fatalf("connected to a server that is down: %+v", e.MCP)
+	}
+	serve()
+	if m := f.call("back", "back__echo", `{"text":"x"}`); m["refused"] != string(refusal.ToolUnavailable) {
+		t.Fatalf("the first call after the server came up: %v", m)
+	}
+	f.waitFor("the tools staged", func(l Listing) bool { return len(pendingTools(l, "back")) > 0 })
+	f.admitPending("back")
+	f.waitFor("the tools offered", func(l Listing) bool { return len(offered(admittedEntry(l, "back"))) > 0 })
+	if m := f.call("back", "back__echo", `{"text":"x"}`); m["ok"] != true {
+		t.Fatalf("a call on the session: %v", m)
+	}
+	serve()
+	if m := f.call("back", "back__echo", `{"text":"y"}`); m["refused"] != string(refusal.MCPUnreachable) {
+		t.Fatalf("a call the restarted server does not know the session of: %v", m)
+	}
+	if m := f.call("back", "back__echo", `{"text":"z"}`); m["ok"] != true {
+		t.Fatalf("the call after: %v", m)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/voicebox-go/voicebox/shared/extensions"
@@ -28,6 +29,10 @@ const MCPPrimitive = "mcp"
 // MaxMCPResultText bounds the text of a remote MCP tool's result the model is given; the rest
 // is cut, and the answer says so.
 const MaxMCPResultText = 64 << 10
+
+// MCPRetryInterval is how long a remote MCP extension without a session waits before a call
+// tries to make one again (Runtime.MCPRetryInterval, when set, replaces it).
+const MCPRetryInterval = 5 * time.Second
 
 // mcpConnectRetries is how often the SDK tries the notification stream again before it gives
 // up; each try spends a request of the budget.
@@ -80,6 +85,7 @@ type mcpConn struct {
 	transport *mediatedTransport
 	ready     chan struct{} // closed once the first connection attempt ended
 	listMu    sync.Mutex    // one listing at a time
+	dialMu    sync.Mutex    // one attempt to make the session at a time
 
 	mu      sync.Mutex
 	d       *extensions.Descriptor // the admitted plan
@@ -88,6 +94,7 @@ type mcpConn struct {
 	tools   []mcpTool
 	err     *refusal.Refusal
 	closed  bool
+	tried   time.Time // when the session was last made, or tried
 }
 
 // newMCPConn returns the session of loaded descriptor x, not yet connected.
@@ -112,6 +119,45 @@ func (rt *Runtime) newMCPConn(x Loaded, budget *Budget) *mcpConn {
 // connect makes the session and lists the server's tools; it runs once, in its own goroutine.
 func (c *mcpConn) connect() {
 	defer close(c.ready)
+	c.dial()
+}
+
+// revive makes the session again when there is none (the first attempt failed, or a call found
+// it broken), at most once every retry interval: each attempt spends requests of the budget, so
+// a server that is down is not asked again on every call. It returns once the attempt ended.
+func (c *mcpConn) revive() {
+	c.dialMu.Lock()
+	defer c.dialMu.Unlock()
+	c.mu.Lock()
+	wait := c.rt.MCPRetryInterval
+	if wait <= 0 {
+		wait = MCPRetryInterval
+	}
+	skip := c.session != nil || c.closed || time.Since(c.tried) < wait
+	c.mu.Unlock()
+	if !skip {
+		c.dial()
+	}
+}
+
+// broke drops session, which failed a call with no answer from the server, so the next call
+// makes a new one (revive).
+func (c *mcpConn) broke(session *mcp.ClientSession, r *refusal.Refusal) {
+	c.mu.Lock()
+	if c.session != session {
+		c.mu.Unlock()
+		return
+	}
+	c.session, c.err = nil, r
+	c.mu.Unlock()
+	session.Close()
+}
+
+// dial makes the session and lists the server's tools, or records why it could not.
+func (c *mcpConn) dial() {
+	c.mu.Lock()
+	c.tried = time.Now()
+	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), extensions.MCPConnectTimeout)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "voicebox", Version: "1"}, &mcp.ClientOptions{
@@ -131,7 +177,7 @@ func (c *mcpConn) connect() {
 		session.Close()
 		return
 	}
-	c.session = session
+	c.session, c.err = session, nil
 	c.mu.Unlock()
 	c.list()
 }
@@ -361,6 +407,7 @@ func (rt *Runtime) callMCP(ctx context.Context, d *extensions.Descriptor, tool s
 	case <-ctx.Done():
 		return nil, refusal.New(refusal.ToolTimeout, "the session with %s was not ready before the call's deadline", Redact(d.MCP.URL))
 	}
+	c.revive()
 	t, session, err := c.callable(name)
 	if err != nil {
 		return nil, err
@@ -376,6 +423,9 @@ func (rt *Runtime) callMCP(ctx context.Context, d *extensions.Descriptor, tool s
 	note.observed["requests"] = c.transport.budget.spent()
 	if err != nil {
 		r := c.refusalOf(ctx, err, "calling "+name+" of")
+		if r.Rule == refusal.MCPUnreachable {
+			c.broke(session, r) // the server is gone or forgot the session: the next call makes one
+		}
 		rt.logger().Info("extension call refused", "extension", d.ID, "tool", name, "refused", r.Rule, "why", r.Why)
 		return nil, r
 	}
@@ -498,6 +548,7 @@ func (rt *Runtime) ReadView(ctx context.Context, id, tool string) (*View, error)
 	case <-ctx.Done():
 		return nil, refusal.New(refusal.ToolTimeout, "the session with %s was not ready", Redact(c.url))
 	}
+	c.revive()
 	t, session, err := c.callable(name)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmshelf"
 	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmtool"
@@ -52,6 +53,9 @@ type Runtime struct {
 	// after every Reload, in order; the relay hands it to the hub (Hub.SetAdmitted), which sends
 	// it to whoever holds the root, so their doors verify extension calls against it.
 	Publish func(frame []byte)
+	// MCPRetryInterval is how long a remote MCP extension without a session waits before a call
+	// tries to make one again; zero means MCPRetryInterval.
+	MCPRetryInterval time.Duration
 
 	reloadMu sync.Mutex // one Reload at a time, so frames are published in order
 
