@@ -468,7 +468,10 @@ func TestRemoteMCPSessionComesBack(t *testing.T) {
 	t.Cleanup(f.g.Close)
 	f.g.MCPRetryInterval = time.Millisecond
 	f.admit(mcpDescriptor("back", u.Host, ts.URL, 100, ""))
-	l := f.waitFor("the session refused", func(l Listing) bool { e := admittedEntry(l, "back"); return e != nil && e.MCP != nil && e.MCP.Refused != "" })
+	l := f.waitFor("the session refused", func(l Listing) bool {
+		e := admittedEntry(l, "back")
+		return e != nil && e.MCP != nil && e.MCP.Refused != ""
+	})
 	if e := admittedEntry(l, "back"); e.MCP.Connected {
 		t.Fatalf("connected to a server that is down: %+v", e.MCP)
 	}
