@@ -145,7 +145,12 @@ func TestRemoteMCPExtension(t *testing.T) {
 	t.Cleanup(f.g.Close)
 	f.admit(mcpDescriptor("remote", s.host(), s.ts.URL, 100, ""))
 
-	l := f.waitFor("the server's tools staged as a new plan", func(l Listing) bool { return len(pendingTools(l, "remote")) > 0 })
+	// The listing is read until the session's own view of the tools is there too: a listing
+	// between a session's connection and its tools/list shows it connected with no tools yet.
+	l := f.waitFor("the server's tools staged as a new plan", func(l Listing) bool {
+		e := admittedEntry(l, "remote")
+		return len(pendingTools(l, "remote")) > 0 && e != nil && e.MCP != nil && len(e.MCP.Unavailable) > 0
+	})
 	if got, want := pendingTools(l, "remote"), []string{"remote__echo", "remote__fail", "remote__huge", "remote__show"}; !slices.Equal(got, want) {
 		t.Fatalf("the new plan admits %v, want %v (wide is outside the subset)", got, want)
 	}
