@@ -268,6 +268,13 @@ const (
 	ToolUnavailable Rule = "tool-unavailable"
 	MCPUnreachable  Rule = "mcp-unreachable"
 	MCPToolError    Rule = "mcp-tool-error"
+
+	// An MCP Apps view's declared CSP domains (shared/extensions.ViewPolicy): each domain the
+	// view is not given is dropped with one of these, and the view runs without it.
+	ViewDomainOutsideHosts Rule = "view-domain-outside-hosts" // a well-formed origin on a host bounds.hosts does not name
+	ViewDomainMalformed    Rule = "view-domain-malformed"     // not scheme://host[:port]: a keyword, a path, another scheme
+	ViewDomainWildcard     Rule = "view-domain-wildcard"      // "*" or *.example.com: wider than any exact host
+	ViewDomainsTooMany     Rule = "view-domains-too-many"     // past MaxViewDomains, the rest are not read
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
