@@ -529,6 +529,13 @@ type View struct {
 	// Description and InputSchema are the tool's, for the view's host context (toolInfo).
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	// CSP is what of the view's declared domains (_meta.ui.csp) it is given: those within the
+	// extension's bounds.hosts (extensions.ViewPolicy). Policy is the token the page frames the
+	// view's bridge with (?view=) for them, "" when nothing is given. Dropped are the declared
+	// domains it is not given, each with why, for the view's card.
+	CSP     extensions.ViewCSP         `json:"csp"`
+	Policy  string                     `json:"policy,omitempty"`
+	Dropped []extensions.DroppedDomain `json:"dropped,omitempty"`
 }
 
 // ReadView reads the view of tool (the model's name of it) of admitted remote MCP extension id:
@@ -580,5 +587,15 @@ func (rt *Runtime) ReadView(ctx context.Context, id, tool string) (*View, error)
 		rec.Rule, rec.Why = r.Rule, r.Why
 		return nil, r
 	}
-	return &View{Extension: x.Descriptor.ID, Tool: tool, Server: name, URI: uri, HTML: html.Text, Description: t.tool.Description, InputSchema: t.params}, nil
+	v := &View{Extension: x.Descriptor.ID, Tool: tool, Server: name, URI: uri, HTML: html.Text, Description: t.tool.Description, InputSchema: t.params}
+	declared, dropped := extensions.DeclaredViewCSP(html.Meta)
+	v.CSP, v.Dropped = extensions.ViewPolicy(x.Descriptor.Bounds.Hosts, declared)
+	v.Dropped = append(dropped, v.Dropped...)
+	if len(v.CSP.Directives()) > 0 {
+		v.Policy = rt.views.issue(viewGrant{extension: x.Descriptor.ID, serverTool: name, declared: declared})
+	}
+	if len(v.Dropped) > 0 {
+		rec.Observed["viewDomainsDropped"] = len(v.Dropped)
+	}
+	return v, nil
 }

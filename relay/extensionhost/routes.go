@@ -33,6 +33,7 @@ const maxDecisionBody = 4 << 10
 //	GET  /api/extensions/view?extension=&tool= a remote MCP tool's MCP Apps view (ReadView)
 func (rt *Runtime) Register(srv *server.Server, check func(string) bool) {
 	h := &handlers{rt: rt, check: check}
+	srv.SetViewPolicies(rt) // a view's bridge gains what its token grants (viewpolicy.go)
 	srv.Handle("GET /api/extensions", http.HandlerFunc(h.list))
 	srv.Handle("GET /api/extensions/catalogue", http.HandlerFunc(h.catalogue))
 	srv.Handle("GET /api/extensions/{kind}/{id}/plan", http.HandlerFunc(h.plan))

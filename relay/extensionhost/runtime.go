@@ -65,6 +65,7 @@ type Runtime struct {
 	budgets  map[string]*Budget
 	problems []Problem
 	mcp      map[string]*mcpConn // the sessions of loaded remote MCP extensions, by id
+	views    viewGrants          // views' CSP grants, by token (viewpolicy.go)
 	seq      uint64
 	wasmOnce sync.Once
 }

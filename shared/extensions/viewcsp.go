@@ -175,3 +175,38 @@ func clipDomain(s string) string {
 	}
 	return s
 }
+
+// DeclaredViewCSP reads a view resource's _meta (a resources/read content item's) for its
+// declared CSP domains, _meta.ui.csp. What is there but not a list of strings is in dropped
+// (view-domain-malformed), never read as something else; no _meta.ui.csp is an empty ViewCSP.
+func DeclaredViewCSP(meta map[string]any) (declared ViewCSP, dropped []DroppedDomain) {
+	ui, _ := meta["ui"].(map[string]any)
+	csp, ok := ui["csp"].(map[string]any)
+	if !ok {
+		if ui["csp"] != nil {
+			dropped = append(dropped, DroppedDomain{Field: "csp", Rule: refusal.ViewDomainMalformed, Why: "_meta.ui.csp is an object of domain lists; this one is not, so none of it is read"})
+		}
+		return declared, dropped
+	}
+	for _, f := range viewFields {
+		v, ok := csp[f.name]
+		if !ok || v == nil {
+			continue
+		}
+		list, ok := v.([]any)
+		if !ok {
+			dropped = append(dropped, DroppedDomain{Field: f.name, Rule: refusal.ViewDomainMalformed, Why: f.name + " is a list of origins; this one is not, so none of it is read"})
+			continue
+		}
+		out := f.get(&declared)
+		for _, item := range list {
+			s, ok := item.(string)
+			if !ok {
+				dropped = append(dropped, DroppedDomain{Field: f.name, Domain: clipDomain(fmt.Sprint(item)), Rule: refusal.ViewDomainMalformed, Why: "a domain is a string such as https://api.example.com"})
+				continue
+			}
+			*out = append(*out, s)
+		}
+	}
+	return declared, dropped
+}

@@ -156,3 +156,34 @@ func FuzzViewPolicy(f *testing.F) {
 		}
 	})
 }
+
+func TestDeclaredViewCSPReadsOnlyListsOfStrings(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		meta    map[string]any
+		want    ViewCSP
+		dropped int
+	}{
+		{"none", nil, ViewCSP{}, 0},
+		{"no csp", map[string]any{"ui": map[string]any{"prefersBorder": true}}, ViewCSP{}, 0},
+		{"csp not an object", map[string]any{"ui": map[string]any{"csp": "connect-src *"}}, ViewCSP{}, 1},
+		{"lists", map[string]any{"ui": map[string]any{"csp": map[string]any{
+			"connectDomains": []any{"https://a.example"}, "resourceDomains": []any{"https://b.example", 7.0}, "frameDomains": "https://c.example", "other": []any{"x"}}}},
+			ViewCSP{ConnectDomains: []string{"https://a.example"}, ResourceDomains: []string{"https://b.example"}}, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got, dropped := DeclaredViewCSP(c.meta)
+			if fmt.Sprint(got) != fmt.Sprint(c.want) || len(dropped) != c.dropped {
+				t.Fatalf("got %+v, dropped %+v", got, dropped)
+			}
+			for _, d := range dropped {
+				if d.Rule != refusal.ViewDomainMalformed {
+					t.Fatalf("dropped %+v", d)
+				}
+			}
+		})
+	}
+}
