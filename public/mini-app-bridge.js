@@ -96,7 +96,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   const calls = new Map(); // callId -> timer, for calls sent to the current document
   // The MCP Apps adapter: what the page gave for the view (its host context, the tool's input
   // and result), whether the current document initialised, and its requests the page serves.
-  /** @type {{hostContext?: object, input?: object, result?: object}} */
+  /** @type {{hostContext?: object, input?: object, result?: object, csp?: object}} */
   let mcpView = {};
   let mcpInitialized = false;
   /** @type {Map<string | number, number>} request id -> timer */
@@ -392,7 +392,9 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
           jsonrpc: '2.0', id, result: {
             protocolVersion: MCP_APPS_VERSION,
             hostInfo: { name: 'Voicebox', version: '1' },
-            hostCapabilities: { openLinks: {}, serverTools: {}, logging: {}, message: { text: {} } },
+            // sandbox.csp: the origins of the view's declaration it is given (the relay's
+            // intersection with the extension's hosts), which this bridge's policy already holds.
+            hostCapabilities: { openLinks: {}, serverTools: {}, logging: {}, message: { text: {} }, sandbox: { csp: mcpView.csp && typeof mcpView.csp === 'object' ? mcpView.csp : {} } },
             hostContext: mcpView.hostContext || {},
           },
         });

@@ -43,6 +43,8 @@ import { toolForm } from './schema-form.js';
 const MAX_FRAME_DEPTH = 8;
 /** MAX_VIEW_HEIGHT bounds the height (px) an MCP Apps view may ask its frame for. */
 const MAX_VIEW_HEIGHT = 1200;
+/** MAX_DROPPED_SHOWN bounds the dropped domains a view's card lists (the relay says how many were not read). */
+const MAX_DROPPED_SHOWN = 20;
 /** MIN_VIEW_HEIGHT is the least height (px) a view's frame keeps. */
 const MIN_VIEW_HEIGHT = 80;
 /** TEARDOWN_WAIT_MS is how long a closed view's frame stays for its ui/resource-teardown (the
@@ -57,9 +59,14 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
 /**
  * ViewInfo is what an MCP Apps view shows: the tool it belongs to (by the model's name and the
  * server's), its resource, and the call's input and result when it shows one.
+ * policy is the relay's token for the origins the view declared that it is given (those within the
+ * extension's bounds.hosts: csp), which its bridge is framed with (?view=); dropped the declared
+ * domains it is not given, each with why, shown in its card.
  * @typedef {{extension: string, tool: string, serverTool: string, uri: string, description?: string,
- *   inputSchema?: unknown, input?: object, result?: object}} ViewInfo
+ *   inputSchema?: unknown, input?: object, result?: object, policy?: string, csp?: ViewCSP, dropped?: DroppedDomain[]}} ViewInfo
  */
+/** @typedef {{connectDomains?: string[], resourceDomains?: string[], frameDomains?: string[], baseUriDomains?: string[]}} ViewCSP */
+/** @typedef {{field: string, domain: string, refused: string, why: string}} DroppedDomain */
 /** @typedef {{name: string} | {path: string} | {view: {extension: string, tool: string, input?: object, result?: object}}} Target */
 /** @typedef {{path: string, size: number}} FolderFile */
 /** @typedef {{token: string, base: string}} Bundle */
@@ -317,7 +324,8 @@ export function startMiniApps(vb) {
     frame.className = 'bridge';
     frame.title = `mini-app ${appTitle(app.entry)}`;
     const files = app.bundle ? `&files=${app.bundle.token}` : '';
-    frame.src = `${origin}/mini-app-bridge.html?host=${encodeURIComponent(location.origin)}${files}`;
+    const policy = app.mcp && app.mcp.policy ? `&view=${encodeURIComponent(app.mcp.policy)}` : '';
+    frame.src = `${origin}/mini-app-bridge.html?host=${encodeURIComponent(location.origin)}${files}${policy}`;
     app.view.slot.replaceChildren(frame);
     app.view.stopped.hidden = true;
     app.frame = frame;
@@ -372,7 +380,8 @@ export function startMiniApps(vb) {
     const appId = `view-${extension}-${v.serverTool}`.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 100);
     const entry = /** @type {StoreEntry} */ (/** @type {unknown} */ ({ appId, title: `${v.serverTool} (${extension})`, fileName: v.uri, kind: 'view', source: 'extension', storagePath: '' }));
     /** @type {ViewInfo} */
-    const info = { extension, tool, serverTool: v.serverTool, uri: v.uri, description: v.description, inputSchema: v.inputSchema, input: call.input, result: call.result };
+    const info = { extension, tool, serverTool: v.serverTool, uri: v.uri, description: v.description, inputSchema: v.inputSchema, input: call.input, result: call.result,
+      policy: typeof v.policy === 'string' ? v.policy : '', csp: v.csp || {}, dropped: Array.isArray(v.dropped) ? v.dropped : [] };
     return show(entry, v.html, { view: { extension, tool, input: call.input, result: call.result } }, reuse, undefined, focus, info);
   }
 
@@ -410,7 +419,10 @@ export function startMiniApps(vb) {
       app.entry = entry;
       app.html = html;
       app.target = target;
+      const oldPolicy = app.mcp ? app.mcp.policy || '' : '';
       app.mcp = view || null;
+      // A view's bridge is framed for its policy: a new one needs a new frame.
+      if ((view && view.policy || '') !== oldPolicy && app.running.live) startFrame(app);
       app.tools = [];
       app.stats.ready = false;
       showHead(app);
@@ -433,7 +445,7 @@ export function startMiniApps(vb) {
   function sendLoad(app) {
     app.stats.loads++;
     app.stats.mcp.initialized = false;
-    const view = app.mcp ? { hostContext: hostContext(app), input: app.mcp.input, result: app.mcp.result } : { hostContext: hostContext(app) };
+    const view = app.mcp ? { hostContext: hostContext(app), input: app.mcp.input, result: app.mcp.result, csp: app.mcp.csp || {} } : { hostContext: hostContext(app) };
     post(app, { type: 'load', html: app.html, sdk: app.mcp ? '' : app.sdk, base: app.bundle ? app.bundle.base : '', view });
     // An app that neither registers a tool nor says it is ready within a tool call's time is
     // said to have none, rather than to be loading for ever.
@@ -879,6 +891,24 @@ export function startMiniApps(vb) {
     const list = app.view.toolList;
     if (app.mcp) {
       list.replaceChildren(node('p', 'hint', `The view of ${app.mcp.serverTool}, a tool of the extension ${app.mcp.extension}. What it asks its server to do goes through the assistant, which asks you first unless the tool only reads.`));
+      const csp = app.mcp.csp || {};
+      const given = [...new Set([...(csp.connectDomains || []), ...(csp.resourceDomains || []), ...(csp.frameDomains || []), ...(csp.baseUriDomains || [])])];
+      if (given.length > 0) {
+        list.append(node('p', 'hint view-csp-given', `It may reach ${given.join(', ')} itself, as it declared: within the hosts the extension was admitted for.`));
+      }
+      const dropped = app.mcp.dropped || [];
+      if (dropped.length > 0) {
+        const d = document.createElement('details');
+        d.className = 'hint view-csp-dropped';
+        d.append(node('summary', '', `It declared ${dropped.length === 1 ? 'a domain' : `${dropped.length} domains`} it may not reach (outside the extension's hosts, or not an origin); it runs without ${dropped.length === 1 ? 'it' : 'them'}.`));
+        const ul = document.createElement('ul');
+        for (const x of dropped.slice(0, MAX_DROPPED_SHOWN)) {
+          ul.append(node('li', '', `${x.domain || '(none)'} in ${x.field}: ${x.why} (${x.refused})`));
+        }
+        if (dropped.length > MAX_DROPPED_SHOWN) ul.append(node('li', '', `and ${dropped.length - MAX_DROPPED_SHOWN} more`));
+        d.append(ul);
+        list.append(d);
+      }
       return;
     }
     if (app.tools.length === 0) {
