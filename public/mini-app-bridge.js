@@ -102,6 +102,14 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   /** @type {Map<string | number, number>} request id -> timer */
   const mcpPending = new Map();
   let teardownSeq = 0;
+  // A view's own tools (ext-apps onlisttools/oncalltool): whether it declared them
+  // (appCapabilities.tools), the names it listed (also in names, for the same limits), and the
+  // requests the bridge sent it: request id -> the host's callId (tools/call) or null (tools/list).
+  let viewTools = false;
+  let viewNames = new Set();
+  /** @type {Map<string, unknown>} */
+  const viewRequests = new Map();
+  let viewSeq = 0;
 
   // The message budget.
   let windowStart = 0;
@@ -192,6 +200,9 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     }
     for (const callId of [...calls.keys()]) answer(callId, { refused: 'mini-app-closed', why });
     names = new Set();
+    viewNames = new Set();
+    viewTools = false;
+    viewRequests.clear();
     shaken = false;
     credits = 0;
     mcpInitialized = false;
@@ -273,25 +284,51 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     toHost({ type: 'bridge_refused', name, refused, why });
   }
 
+  /**
+   * registerTool checks a tool's declaration (its name, the app's count, its size) and passes it
+   * to the host, whose registry checks the rest; it reports whether it passed it on.
+   * @param {any} tool
+   */
+  function registerTool(tool) {
+    const name = tool && typeof tool.name === 'string' ? tool.name : '';
+    if (!WEBMCP_TOOL_NAME.test(name)) return refuseRegistration(String(name).slice(0, 80), 'invalid-tool-name', 'a tool name is 1 to 128 of a-z, A-Z, 0-9, _, - and .'), false;
+    if (names.has(name)) return refuseRegistration(name, 'invalid-tool-name', `the app already has a tool named ${name}`), false;
+    if (names.size >= MAX_TOOLS) return refuseRegistration(name, 'too-many-tools', `an app may register at most ${MAX_TOOLS} tools`), false;
+    let text;
+    try { text = JSON.stringify(tool); } catch { text = undefined; }
+    if (text === undefined || encoder.encode(text).length > MAX_DECLARATION_BYTES) {
+      return refuseRegistration(name, 'invalid-tool-parameters', `a declaration is JSON of at most ${MAX_DECLARATION_BYTES} bytes`), false;
+    }
+    names.add(name);
+    toHost({ type: 'register_tool', generation, tool: JSON.parse(text) });
+    return true;
+  }
+
+  /**
+   * finish answers the host's call callId with a tool's result value, within the output bound.
+   * @param {unknown} callId
+   * @param {unknown} result
+   */
+  function finish(callId, result) {
+    const text = typeof result === 'string' ? result : JSON.stringify(result ?? null);
+    if (text.length > MAX_OUTPUT_BYTES || encoder.encode(text).length > MAX_OUTPUT_BYTES) {
+      answer(callId, { refused: 'tool-output-over-budget', why: `output over budget (max ${MAX_OUTPUT_BYTES / 1024}KB)` });
+      return;
+    }
+    try { JSON.parse(text); } catch {
+      answer(callId, { refused: 'exec-threw', why: 'the tool answered with something that is not JSON' });
+      return;
+    }
+    answer(callId, { result: text });
+  }
+
   /** @param {any} msg */
   function fromApp(msg) {
     if (!msg || typeof msg !== 'object') return;
     switch (msg.type) {
-      case 'register_tool': {
-        const tool = msg.tool;
-        const name = tool && typeof tool.name === 'string' ? tool.name : '';
-        if (!WEBMCP_TOOL_NAME.test(name)) return refuseRegistration(String(name).slice(0, 80), 'invalid-tool-name', 'a tool name is 1 to 128 of a-z, A-Z, 0-9, _, - and .');
-        if (names.has(name)) return refuseRegistration(name, 'invalid-tool-name', `the app already has a tool named ${name}`);
-        if (names.size >= MAX_TOOLS) return refuseRegistration(name, 'too-many-tools', `an app may register at most ${MAX_TOOLS} tools`);
-        let text;
-        try { text = JSON.stringify(tool); } catch { text = undefined; }
-        if (text === undefined || encoder.encode(text).length > MAX_DECLARATION_BYTES) {
-          return refuseRegistration(name, 'invalid-tool-parameters', `a declaration is JSON of at most ${MAX_DECLARATION_BYTES} bytes`);
-        }
-        names.add(name);
-        toHost({ type: 'register_tool', generation, tool: JSON.parse(text) });
+      case 'register_tool':
+        registerTool(msg.tool);
         break;
-      }
       case 'unregister_tool':
         if (names.delete(String(msg.name))) toHost({ type: 'unregister_tool', generation, name: String(msg.name) });
         break;
@@ -313,16 +350,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
           answer(msg.callId, { refused: 'exec-threw', why: `the tool failed: ${String(msg.error).slice(0, 1000)}` });
           return;
         }
-        const text = typeof msg.result === 'string' ? msg.result : JSON.stringify(msg.result ?? null);
-        if (text.length > MAX_OUTPUT_BYTES || encoder.encode(text).length > MAX_OUTPUT_BYTES) {
-          answer(msg.callId, { refused: 'tool-output-over-budget', why: `output over budget (max ${MAX_OUTPUT_BYTES / 1024}KB)` });
-          return;
-        }
-        try { JSON.parse(text); } catch {
-          answer(msg.callId, { refused: 'exec-threw', why: 'the tool answered with something that is not JSON' });
-          return;
-        }
-        answer(msg.callId, { result: text });
+        finish(msg.callId, msg.result);
         break;
       }
       default:
@@ -344,6 +372,73 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     toView({ jsonrpc: '2.0', id, error: { code, message } });
   }
 
+  /** listViewTools asks the view for its tools (tools/list); listed takes the answer. */
+  function listViewTools() {
+    const id = `voicebox-tools-${++viewSeq}`;
+    viewRequests.set(id, null);
+    toView({ jsonrpc: '2.0', id, method: 'tools/list', params: {} });
+  }
+
+  /**
+   * listed makes the view's tools those of its tools/list answer: the ones gone are unregistered,
+   * the new ones registered as a mini-app's are (the same checks, the host's registry after them),
+   * as {name, description, inputSchema} and readOnlyHint alone of their annotations.
+   * @param {any} msg
+   */
+  function listed(msg) {
+    const tools = msg.result && Array.isArray(msg.result.tools) ? msg.result.tools.slice(0, MAX_TOOLS + 1) : [];
+    /** @type {Map<string, any>} */
+    const next = new Map();
+    for (const t of tools) if (t && typeof t.name === 'string' && !next.has(t.name)) next.set(t.name, t);
+    for (const name of [...viewNames]) {
+      if (next.has(name)) continue;
+      viewNames.delete(name);
+      names.delete(name);
+      toHost({ type: 'unregister_tool', generation, name });
+    }
+    for (const [name, t] of next) {
+      if (viewNames.has(name)) continue;
+      /** @type {Record<string, unknown>} */
+      const decl = { name };
+      if (typeof t.description === 'string') decl.description = t.description;
+      if (t.inputSchema !== undefined) decl.inputSchema = t.inputSchema;
+      if (t.annotations && t.annotations.readOnlyHint === true) decl.annotations = { readOnlyHint: true };
+      if (registerTool(decl)) viewNames.add(name);
+    }
+  }
+
+  /**
+   * called answers the host's call callId with the view's tools/call answer: an error or an
+   * isError result is a refusal (exec-threw) with its text, a result the CallToolResult itself.
+   * @param {unknown} callId
+   * @param {any} msg
+   */
+  function called(callId, msg) {
+    if (msg.error) {
+      answer(callId, { refused: 'exec-threw', why: `the view's tool failed: ${String(msg.error.message).slice(0, 1000)}` });
+      return;
+    }
+    const r = msg.result && typeof msg.result === 'object' ? msg.result : {};
+    if (r.isError) {
+      const text = Array.isArray(r.content) ? r.content.map((/** @type {any} */ c) => (c && c.type === 'text' ? String(c.text) : '')).join(' ') : '';
+      answer(callId, { refused: 'exec-threw', why: `the view's tool failed: ${text.slice(0, 1000)}` });
+      return;
+    }
+    finish(callId, r);
+  }
+
+  /**
+   * cancelView tells the view the host no longer waits for its answer to callId.
+   * @param {unknown} callId
+   */
+  function cancelView(callId) {
+    for (const [id, c] of viewRequests) {
+      if (c !== callId || c === null) continue;
+      viewRequests.delete(id);
+      toView({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'the host stopped waiting' } });
+    }
+  }
+
   /**
    * fromView serves a JSON-RPC message of the view in the inner frame (charged already).
    * @param {any} msg
@@ -352,7 +447,14 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     const method = typeof msg.method === 'string' ? msg.method : '';
     const isRequest = method !== '' && (typeof msg.id === 'string' || typeof msg.id === 'number');
     if (!method) {
-      // An answer: to ui/resource-teardown, the only request the bridge sends.
+      // An answer: to tools/list or tools/call of the view's own tools, or ui/resource-teardown.
+      if (viewRequests.has(msg.id)) {
+        const callId = viewRequests.get(msg.id);
+        viewRequests.delete(msg.id);
+        if (callId === null) listed(msg);
+        else called(callId, msg);
+        return;
+      }
       if (mcpPending.has(msg.id) && String(msg.id).startsWith('voicebox-teardown-')) {
         clearTimeout(mcpPending.get(msg.id));
         mcpPending.delete(msg.id);
@@ -368,6 +470,10 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
           toHost({ type: 'mcp_initialized', generation });
           if (mcpView.input) toView({ jsonrpc: '2.0', method: 'ui/notifications/tool-input', params: { arguments: mcpView.input } });
           if (mcpView.result) toView({ jsonrpc: '2.0', method: 'ui/notifications/tool-result', params: mcpView.result });
+          if (viewTools) listViewTools();
+          return;
+        case 'notifications/tools/list_changed':
+          if (viewTools && mcpInitialized) listViewTools();
           return;
         case 'ui/notifications/size-changed': {
           const p = msg.params || {};
@@ -387,6 +493,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     const id = msg.id;
     switch (method) {
       case 'ui/initialize':
+        viewTools = !!(msg.params && msg.params.appCapabilities && msg.params.appCapabilities.tools);
         toHost({ type: 'mcp_initialize', generation, appInfo: msg.params && msg.params.appInfo });
         toView({
           jsonrpc: '2.0', id, result: {
@@ -458,16 +565,28 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
         port.postMessage({ type: 'validated', checkId: msg.checkId, ok: !!msg.ok, args: msg.args, refused: msg.refused, why: msg.why });
         break;
       case 'registered':
-        if (msg.generation !== generation || !port) return;
-        if (msg.ok) port.postMessage({ type: 'tool_registered', name: msg.name });
-        else {
+        if (msg.generation !== generation) return;
+        if (!msg.ok) {
           names.delete(msg.name);
-          port.postMessage({ type: 'tool_refused', name: msg.name, refused: msg.refused, why: msg.why });
+          viewNames.delete(msg.name);
         }
+        if (!port) return;
+        if (msg.ok) port.postMessage({ type: 'tool_registered', name: msg.name });
+        else port.postMessage({ type: 'tool_refused', name: msg.name, refused: msg.refused, why: msg.why });
         break;
       case 'call_tool': {
         const { callId, name, args } = msg;
         if (calls.has(callId)) return;
+        if (viewNames.has(name) && mcpInitialized) {
+          // One of the view's own tools: asked as tools/call, within the same deadline.
+          const id = `voicebox-call-${++viewSeq}`;
+          viewRequests.set(id, callId);
+          calls.set(callId, setTimeout(() => {
+            if (answer(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` })) cancelView(callId);
+          }, TOOL_TIMEOUT_MS));
+          toView({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args && typeof args === 'object' ? args : {} } });
+          return;
+        }
         if (!port || !names.has(name)) {
           toHost({ type: 'tool_result', callId, refused: 'unknown-tool', why: `the app has no tool named ${name}` });
           return;
@@ -480,7 +599,10 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
         break;
       }
       case 'cancel':
-        if (answer(msg.callId, { refused: 'tool-timeout', why: 'the host stopped waiting for this call' })) port?.postMessage({ type: 'cancel_call', callId: msg.callId });
+        if (answer(msg.callId, { refused: 'tool-timeout', why: 'the host stopped waiting for this call' })) {
+          port?.postMessage({ type: 'cancel_call', callId: msg.callId });
+          cancelView(msg.callId);
+        }
         break;
     }
   }
@@ -492,7 +614,10 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       if (event.origin === hostOrigin) fromHost(event.data);
       return;
     }
-    if (!charge()) {
+    // The view's answer to a request the bridge sent it (its own tools) is owed, not charged.
+    const owed = inner && event.source === inner.contentWindow && event.data && typeof event.data === 'object' &&
+      event.data.jsonrpc === '2.0' && event.data.method === undefined && viewRequests.has(event.data.id);
+    if (!owed && !charge()) {
       dropped++;
       return;
     }

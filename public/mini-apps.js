@@ -909,6 +909,8 @@ export function startMiniApps(vb) {
         d.append(ul);
         list.append(d);
       }
+      // Tools the view lists itself (ext-apps onlisttools) are the assistant's as an app's are.
+      list.append(...app.tools.map((t) => appToolForm(app, t)));
       return;
     }
     if (app.tools.length === 0) {

@@ -271,6 +271,12 @@ func TestRealMCPAppsServerAsExtension(t *testing.T) {
 // document, as a ui:// resource must be.
 func extAppsView(t *testing.T) string {
 	t.Helper()
+	return extAppsPage(t, "guests/mcp-apps-view.html")
+}
+
+// extAppsPage is the guest page name with the pinned ext-apps SDK inlined at its /*EXT_APPS*/.
+func extAppsPage(t *testing.T, name string) string {
+	t.Helper()
 	bundle, err := os.ReadFile(filepath.Join(harness.RepoRoot(), ".cache", "web", "node_modules", "@modelcontextprotocol", "ext-apps", "dist", "src", "app-with-deps.js"))
 	if err != nil {
 		t.Fatalf("the ext-apps SDK is not installed (%v): ./build.sh test installs it into .cache/web", err)
@@ -289,7 +295,7 @@ func extAppsView(t *testing.T) string {
 		}
 		fields = append(fields, name+":"+local)
 	}
-	page, err := guests.ReadFile("guests/mcp-apps-view.html")
+	page, err := guests.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
