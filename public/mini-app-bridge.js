@@ -56,6 +56,9 @@ const MCP_APPS_VERSION = '2026-01-26';
 const MCP_CALL_MS = 100_000;
 /** MCP_TEARDOWN_MS is how long a view has to answer ui/resource-teardown before it is removed. */
 const MCP_TEARDOWN_MS = 500;
+/** MAX_LISTED bounds the entries of a view's tools/list answer the bridge reads: one answer is
+ * one message, and each entry past the app's tools could cost the host a refusal message. */
+const MAX_LISTED = 32;
 /** MCP_PAGE_METHODS are the view's requests the page serves (the rest the bridge answers). */
 const MCP_PAGE_METHODS = new Set(['tools/call', 'ui/open-link', 'ui/message']);
 
@@ -386,7 +389,9 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
    * @param {any} msg
    */
   function listed(msg) {
-    const tools = msg.result && Array.isArray(msg.result.tools) ? msg.result.tools.slice(0, MAX_TOOLS + 1) : [];
+    const all = msg.result && Array.isArray(msg.result.tools) ? msg.result.tools : [];
+    if (all.length > MAX_LISTED) refuseRegistration(`${all.length} tools`, 'too-many-tools', `a view's tools/list is read up to ${MAX_LISTED} tools; an app may have at most ${MAX_TOOLS}`);
+    const tools = all.slice(0, MAX_LISTED);
     /** @type {Map<string, any>} */
     const next = new Map();
     for (const t of tools) if (t && typeof t.name === 'string' && !next.has(t.name)) next.set(t.name, t);
