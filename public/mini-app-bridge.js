@@ -31,7 +31,9 @@
 // tools/call, ui/open-link, ui/message, size changes and a teardown request to the page (which
 // routes a call to the view's own server through the approval gate, and asks the person before a
 // link opens), asks the view ui/resource-teardown before the page removes it, and answers every
-// other request -32601.
+// other request -32601. A view that declares appCapabilities.tools is asked tools/list once it is
+// initialized (and on its list_changed): its tools are registered as an app's are, and the host's
+// calls of them go to it as tools/call.
 //
 // Besides registering tools and answering calls, the app may ask the host to check the
 // arguments of a call its own agent makes (validate_args, WebMCP executeTool); the host's cancel
