@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/hack-pad/safejs"
+
+	"github.com/voicebox-go/voicebox/internal/jsutil"
 )
 
 // handlePool keeps up to max sync access handles open, by path, closing the least recently used
@@ -16,7 +18,17 @@ type handlePool struct {
 	mu    sync.Mutex
 	open  map[string]safejs.Value
 	order []string // least recently used first
+
+	readMu  sync.Mutex
+	scratch safejs.Value // a Uint8Array of readScratchBytes, once a read made it
+	at0     safejs.Value // the read options {at: 0}
+	ready   bool         // scratch and at0 are made
 }
+
+// readScratchBytes is the size of the buffer the pool reads files of up to that size into, kept
+// from read to read: a read then makes no JS object (each one costs Go's js bridge a finalizer
+// and the browser a garbage collection later). A tool's read-file returns at most 64 KiB.
+const readScratchBytes = 64 << 10
 
 func newHandlePool(max int) *handlePool {
 	return &handlePool{max: max, open: map[string]safejs.Value{}}
@@ -57,6 +69,40 @@ func (p *handlePool) get(name string, opener func() (safejs.Value, error)) (safe
 		}
 	}
 	return h, nil
+}
+
+// read returns the first n bytes of the file open as h (fewer when the file is shorter). It
+// calls h synchronously and never yields, like every use of a pooled handle.
+func (p *handlePool) read(h safejs.Value, n int) ([]byte, error) {
+	p.readMu.Lock()
+	defer p.readMu.Unlock()
+	if !p.ready {
+		scratch, err := newUint8Array(readScratchBytes)
+		if err != nil {
+			return nil, err
+		}
+		p.scratch, p.at0, p.ready = scratch, jsutil.Object(map[string]any{"at": 0}), true
+	}
+	buf := p.scratch
+	if n > readScratchBytes {
+		var err error
+		if buf, err = newUint8Array(n); err != nil {
+			return nil, err
+		}
+	}
+	got, err := h.Call("read", buf, p.at0)
+	if err != nil {
+		return nil, jsutil.Thrown(err)
+	}
+	m, err := got.Int()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, min(m, n))
+	if _, err := safejs.CopyBytesToGo(b, buf); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func (p *handlePool) touch(name string) {

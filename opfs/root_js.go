@@ -276,15 +276,11 @@ func (r *Root) readSync(ctx context.Context, op, name string, limit int) ([]byte
 	if limit >= 0 && limit < n {
 		n = limit
 	}
-	buf, err := newUint8Array(n)
+	b, err := r.pool.read(h, n)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, pathError(op, name, err, false)
 	}
-	if _, err := h.Call("read", buf, jsutil.Object(map[string]any{"at": 0})); err != nil {
-		return nil, 0, pathError(op, name, jsutil.Thrown(err), false)
-	}
-	b, err := jsutil.BytesToGo(buf)
-	return b, size, err
+	return b, size, nil
 }
 
 func (r *Root) readAsync(ctx context.Context, op, name string, limit int) ([]byte, int64, error) {
