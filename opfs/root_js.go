@@ -2,11 +2,11 @@ package opfs
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"path"
 	"slices"
 	"strings"
@@ -424,9 +424,16 @@ func (w *writer) open() error {
 	return nil
 }
 
+// tempName is the name of the temporary file an atomic write of base fills before it is moved into
+// place. Its random part only keeps concurrent writes apart, so math/rand/v2 (seeded by the
+// runtime from the browser's crypto.getRandomValues) serves: crypto/rand would link the FIPS DRBG,
+// AES and math/big into the page.
 func tempName(base string) string {
 	var b [6]byte
-	rand.Read(b[:])
+	r := rand.Uint64()
+	for i := range b {
+		b[i] = byte(r >> (8 * i))
+	}
 	return ".vbx-" + hex.EncodeToString(b[:]) + "-" + base
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -31,7 +30,7 @@ func (f ExecutorFunc) Execute(ctx context.Context, call wire.Call) (json.RawMess
 // DoorOptions configures a Door. The zero value is usable.
 type DoorOptions struct {
 	// Log receives a record for each frame that gets no answer and each exec-threw. Nil discards.
-	Log *slog.Logger
+	Log Logger
 }
 
 // Door is the executing side of the channel: it turns call frames into answer frames. A result
@@ -42,7 +41,7 @@ type DoorOptions struct {
 type Door struct {
 	exec       Executor
 	admitted   wire.Admitted
-	log        *slog.Logger
+	log        Logger
 	unanswered atomic.Uint64
 }
 
@@ -53,7 +52,7 @@ type Door struct {
 func NewDoor(exec Executor, admitted wire.Admitted, opts DoorOptions) *Door {
 	d := &Door{exec: exec, admitted: admitted, log: opts.Log}
 	if d.log == nil {
-		d.log = slog.New(slog.DiscardHandler)
+		d.log = discard{}
 	}
 	return d
 }

@@ -50,7 +50,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"path"
 	"sync/atomic"
 	"time"
@@ -122,7 +121,7 @@ type Options struct {
 	// Location is the zone now reports its time in. Nil means time.Local.
 	Location *time.Location
 	// Log receives audit failures. Nil discards them.
-	Log *slog.Logger
+	Log Logger
 	// History, when set, keeps the earlier version of every file write-file, edit-file and
 	// delete-file replace, for undo-last. Nil keeps none: the changes still happen, their
 	// observations say "undoable" false, and undo-last is refused nothing-to-undo. Several
@@ -137,7 +136,7 @@ type Options struct {
 type Executor struct {
 	root      fsroot.Root
 	opts      Options
-	log       *slog.Logger
+	log       Logger
 	auditFail atomic.Uint64
 }
 
@@ -154,7 +153,7 @@ func New(root fsroot.Root, opts Options) *Executor {
 	}
 	e := &Executor{root: root, opts: opts, log: opts.Log}
 	if e.log == nil {
-		e.log = slog.New(slog.DiscardHandler)
+		e.log = discard{}
 	}
 	return e
 }
