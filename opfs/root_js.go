@@ -637,6 +637,56 @@ func (r *Root) Remove(ctx context.Context, name string) error {
 	return nil
 }
 
+// Rename moves the file from to to with the browser's move() (see fsroot.Renamer). A folder is
+// refused errors.ErrUnsupported: the browser cannot move one.
+// Open sync handles under from are closed first: the browser refuses to move a file one holds.
+func (r *Root) Rename(ctx context.Context, from, to string) error {
+	for _, n := range []string{from, to} {
+		if err := fsroot.Check(n); err != nil {
+			return fsroot.WithOp(err, "rename")
+		}
+	}
+	if to == from || strings.HasPrefix(to, from+"/") {
+		return fsroot.Err("rename", to, fs.ErrInvalid)
+	}
+	fparent, fbase := split(from)
+	fdh, err := r.dirHandle(ctx, fparent, false)
+	if err != nil {
+		return pathError("rename", from, err, true)
+	}
+	h, err := jsutil.Call(ctx, fdh, "getFileHandle", fbase)
+	if jsutil.Name(err) == "TypeMismatchError" {
+		h, err = jsutil.Call(ctx, fdh, "getDirectoryHandle", fbase)
+	}
+	if err != nil {
+		return pathError("rename", from, err, false)
+	}
+	if stringProp(h, "kind") == "directory" {
+		// Chromium's directory handles have no move() (checked on 156): only files move.
+		return fsroot.Err("rename", from, errors.ErrUnsupported)
+	}
+	tparent, tbase := split(to)
+	tdh, err := r.dirHandle(ctx, tparent, false)
+	if err != nil {
+		return pathError("rename", to, err, true)
+	}
+	switch _, err := r.Stat(ctx, to); {
+	case err == nil:
+		return fsroot.Err("rename", to, fs.ErrExist)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if r.pool != nil {
+		r.pool.close(r.poolKey + from)
+	}
+	if _, err := jsutil.Call(ctx, h, "move", tdh, tbase); err != nil {
+		return pathError("rename", to, err, false)
+	}
+	r.forget(from)
+	r.forget(to)
+	return nil
+}
+
 func truthy(v safejs.Value) bool {
 	b, err := v.Truthy()
 	return err == nil && b

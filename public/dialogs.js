@@ -40,6 +40,13 @@ export function say(text) {
 }
 
 /**
+ * settling holds, for each dialog whose showing has closed but whose close event has not yet been
+ * dispatched, what answers that showing.
+ * @type {WeakMap<HTMLDialogElement, () => void>}
+ */
+const settling = new WeakMap();
+
+/**
  * showModal opens dialog and resolves with its returnValue when it closes ('' when Escape or a
  * cancel closed it), putting focus back where it was.
  * @param {HTMLDialogElement} dialog
@@ -47,15 +54,26 @@ export function say(text) {
  * @returns {Promise<string>}
  */
 function showModal(dialog, focus) {
+  // A dialog's close event is queued, not dispatched at once. When the next showing opens before
+  // the last one's event arrived (a fast second click), the last one is answered now, with the
+  // value it closed with; its late event then finds this showing open and answers nothing.
+  if (!dialog.open) settling.get(dialog)?.();
   const back = document.activeElement;
   dialog.returnValue = '';
   dialog.showModal();
   if (focus) focus.focus();
   return new Promise((resolve) => {
-    dialog.addEventListener('close', () => {
+    const settle = () => {
+      dialog.removeEventListener('close', closed);
+      settling.delete(dialog);
       if (back instanceof HTMLElement && back.isConnected) back.focus({ preventScroll: true });
       resolve(dialog.returnValue);
-    }, { once: true });
+    };
+    const closed = () => {
+      if (!dialog.open) settle();
+    };
+    settling.set(dialog, settle);
+    dialog.addEventListener('close', closed);
   });
 }
 

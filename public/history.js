@@ -15,7 +15,7 @@ import { relay } from './http.js';
 /** @typedef {import('./worker-client.js').Resolution} Resolution */
 
 /** VERBS are the past tense of each action, as the list says them. */
-const VERBS = { write: 'wrote', edit: 'edited', delete: 'deleted', move: 'moved' };
+const VERBS = { write: 'wrote', edit: 'edited', delete: 'deleted', move: 'moved', mkdir: 'made the folder' };
 
 /**
  * describe says a change in words: "You wrote notes.txt (a new file)".
@@ -161,13 +161,15 @@ export function startHistory(vb) {
       return;
     }
     const c = answer.value;
-    el.conflictText.textContent = `${describeChange(c.change)}, and the file changed after that. Which version do you want?`;
+    const folders = c.change.action === 'mkdir' || c.current.folder;
+    el.conflictText.textContent = `${describeChange(c.change)}, and ${folders ? 'the folder' : 'the file'} changed after that. Which version do you want?`;
     /**
      * @param {HTMLElement} pre
      * @param {import('./worker-client.js').Version} v
      */
     const show = (pre, v) => {
-      pre.textContent = !v.exists ? '(no file)' : v.binary ? `(binary content, ${v.size} bytes)` : v.text + (v.truncated ? '\n…' : '');
+      pre.textContent = !v.exists ? (folders ? '(no folder)' : '(no file)') : v.folder ? '(a folder)'
+        : v.binary ? `(binary content, ${v.size} bytes)` : v.text + (v.truncated ? '\n…' : '');
     };
     show(el.current, c.current);
     show(el.earlier, c.earlier);

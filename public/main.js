@@ -13,13 +13,14 @@
 //   must(method, params, transfer)  the same, returning the value or throwing (err.rule, err.message)
 //   on(type, fn)                    listen to the worker's messages of one type; returns what stops it
 //   notify(err), confirmAction(text, verb)  the page's notice line and confirmation dialog
-//   miniApps, externalApps, assistant, live, history, workspace, where  the panels' APIs (see their modules)
+//   miniApps, externalApps, assistant, live, history, workspace, where, mcpClients  the panels' APIs (see their modules)
 import { confirmAction, notify } from './dialogs.js';
 import { startAssistant } from './assistant.js';
 import { startExtensions } from './extensions.js';
 import { startExternalApps } from './external-apps.js';
 import { startHistory } from './history.js';
 import { startLive } from './live.js';
+import { startMCPClients } from './mcp-clients.js';
 import { startMiniApps } from './mini-apps.js';
 import { startFirstSteps } from './start.js';
 import { startRelayBanner, startStream } from './stream.js';
@@ -51,11 +52,12 @@ startExtensions();
 const assistant = startAssistant();
 const live = startLive({ typed: assistant.turn, firstSteps });
 const externalApps = startExternalApps(services);
+const mcpClients = startMCPClients(services);
 // The stream opens last, so every panel hears its first hello.
 startStream();
 
 /** The page's test-and-debug handle (see the top of this file). */
-const handle = Object.freeze({ ...services, miniApps, externalApps, assistant, live, history, workspace, where });
+const handle = Object.freeze({ ...services, miniApps, externalApps, assistant, live, history, workspace, where, mcpClients });
 
 /** @typedef {typeof handle} VoiceboxHandle */
 

@@ -82,8 +82,16 @@ export function describeResult(verb, r) {
     case 'delete_file':
       say(`Deleted ${r.path}${approved}.${r.undoable ? ' Undo brings it back.' : ''}`);
       break;
+    case 'create_folder':
+      say(r.created ? `Made the folder ${r.path}.${r.undoable ? ' Undo takes it back.' : ''}` : `The folder ${r.path} was there already.`);
+      break;
+    case 'move_file':
+      say(`Moved the ${r.kind === 'folder' ? 'folder' : 'file'} ${r.path} to ${r.to}.${r.undoable ? ' Undo moves it back.' : ''}`);
+      break;
     case 'undo_last_action':
-      say(`Undid the ${r.undone} of ${r.path}${r.removed ? ' (the file it made is gone again)' : ''}.`);
+      if (r.undone === 'mkdir') say(`Undid making the folder ${r.path}.`);
+      else if (r.undone === 'move') say(`Moved ${r.to} back to ${r.path}.`);
+      else say(`Undid the ${r.undone} of ${r.path}${r.removed ? ' (the file it made is gone again)' : ''}.`);
       break;
     case 'grep_files': {
       const matches = Array.isArray(r.matches) ? r.matches : [];

@@ -67,4 +67,4 @@ export const APPROVAL_TIMEOUT_MS = 60000;
 export const EXTERNAL_CALL_TIMEOUT_MS = 10000;
 
 /** FILE_CHANGING_TOOLS is the built-in tools whose success changes the workspace's files (shared/commands Tool.ChangesFiles). */
-export const FILE_CHANGING_TOOLS = Object.freeze(["write_file","delete_file","edit_file","create_mini_app","undo_last_action"]);
+export const FILE_CHANGING_TOOLS = Object.freeze(["write_file","create_folder","move_file","delete_file","edit_file","create_mini_app","undo_last_action"]);

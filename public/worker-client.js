@@ -28,7 +28,7 @@
 /**
  * HistoryEntry is one change of the undo history (shared/executor.HistoryEntry): who made it
  * ("person" is this page's file browser, "assistant" any call through the relay).
- * @typedef {{seq: number, time: string, action: 'write' | 'edit' | 'delete' | 'move', path: string, to?: string,
+ * @typedef {{seq: number, time: string, action: 'write' | 'edit' | 'delete' | 'move' | 'mkdir', path: string, to?: string,
  *   by: 'person' | 'assistant', created: boolean, undone: boolean}} HistoryEntry
  */
 /** @typedef {{entries: HistoryEntry[], undo: number, redo: number}} HistoryList */
@@ -39,7 +39,7 @@
  *   resolved?: Resolution, keptAs?: string, remaining: number, redo: number}} UndoDone
  */
 /** @typedef {{redone: string, path: string, to?: string, by?: string, written: boolean, removed: boolean, bytes: number, remaining: number, redo: number}} RedoDone */
-/** @typedef {{exists: boolean, size: number, text: string, binary: boolean, truncated: boolean}} Version */
+/** @typedef {{exists: boolean, folder?: boolean, size: number, text: string, binary: boolean, truncated: boolean}} Version */
 /** @typedef {{inConflict: boolean, change: HistoryEntry, current: Version, earlier: Version, resolutions: Resolution[]}} Conflict */
 /** @typedef {{callId: string, result: unknown} | {callId: string, refused: string, why: string}} CallAnswer */
 
@@ -52,8 +52,8 @@
  *   'files.list': [{dir?: string}, Listing],
  *   'files.read': [{path: string}, FileView],
  *   'files.write': [{path: string, content: string, mode?: 'replace' | 'create'}, {path: string, bytes: number, created: boolean, undoable?: boolean}],
- *   'files.move': [{path: string, to: string}, {path: string, to: string, bytes: number, undoable: boolean}],
- *   'files.mkdir': [{path: string}, {path: string}],
+ *   'files.move': [{path: string, to: string}, {path: string, to: string, kind: 'file' | 'folder', bytes: number, parentsCreated: boolean, undoable: boolean}],
+ *   'files.mkdir': [{path: string}, {path: string, created: boolean, undoable: boolean}],
  *   'files.delete': [{path: string}, {path: string, deleted: boolean}],
  *   'files.download': [{path: string}, {path: string, size: number, bytes: Uint8Array<ArrayBuffer>}],
  *   'files.upload.begin': [{path: string, mode?: 'replace' | 'create'}, {uploadId: string}],

@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	mathrand "math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,7 +24,7 @@ import (
 
 // startServe runs the real serve command on a free port with its own state directory and returns
 // the relay's URL and the host token.
-func startServe(t *testing.T, stateDir string, extra ...string) (url string, stdout *bufio.Reader) {
+func startServe(t testing.TB, stateDir string, extra ...string) (url string, stdout *bufio.Reader) {
 	t.Helper()
 	public := t.TempDir()
 	os.WriteFile(filepath.Join(public, "index.html"), []byte("<!doctype html>"), 0o644)
@@ -55,7 +58,7 @@ func startServe(t *testing.T, stateDir string, extra ...string) (url string, std
 	return m[1], br
 }
 
-func hostToken(t *testing.T, stateDir string) string {
+func hostToken(t testing.TB, stateDir string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(stateDir, ".host-token"))
 	if err != nil {
@@ -64,7 +67,7 @@ func hostToken(t *testing.T, stateDir string) string {
 	return strings.TrimSpace(string(b))
 }
 
-func rootCall(t *testing.T, url, token, tool string, args map[string]any) map[string]any {
+func rootCall(t testing.TB, url, token, tool string, args map[string]any) map[string]any {
 	t.Helper()
 	b, _ := json.Marshal(map[string]any{"tool": tool, "args": args})
 	req, _ := http.NewRequest(http.MethodPost, url+"/api/root/call", bytes.NewReader(b))
@@ -83,7 +86,7 @@ func rootCall(t *testing.T, url, token, tool string, args map[string]any) map[st
 	return m
 }
 
-func waitMachine(t *testing.T, url string) {
+func waitMachine(t testing.TB, url string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -152,7 +155,7 @@ func envDirs(t *testing.T) (root, outside string) {
 	return root, outside
 }
 
-func pairBearerFile(t *testing.T, stateDir, name string) string {
+func pairBearerFile(t testing.TB, stateDir, name string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	if code := run([]string{"pair", "--state-dir", stateDir, name}, &out, &errOut); code != 0 {
@@ -256,7 +259,7 @@ func TestEnvReconnectsAndIsReplaced(t *testing.T) {
 	public := t.TempDir()
 	bearerFile := pairBearerFile(t, stateDir, "box")
 
-	url, stopFirst := startServeStoppable(t, stateDir, public, "127.0.0.1:0")
+	url, stopFirst := startServeStoppable(t, stateDir, public, restartableAddr(t))
 	addr := strings.TrimPrefix(url, "http://")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -283,6 +286,23 @@ func TestEnvReconnectsAndIsReplaced(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the replaced environment kept running")
 	}
+}
+
+// restartableAddr is a loopback address for a relay that a test stops and starts again on the same
+// port. It lies below Linux's ephemeral range (32768 and up), so that while the relay is stopped no
+// outgoing connection of another process can be given that port as its own and keep the second
+// start from listening there (seen under load: "bind: address already in use").
+func restartableAddr(t *testing.T) string {
+	t.Helper()
+	for range 200 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+mathrand.IntN(12000))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 // startServeStoppable is startServe on a given address, with a function that stops it.

@@ -73,7 +73,7 @@ func TestExtensionCallsOnAMachineEnvironment(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "notes"), 0o755)
 	os.WriteFile(filepath.Join(root, "notes", "todo.md"), []byte("water the plants"), 0o644)
 
-	url, stopFirst := startServeStoppable(t, stateDir, public, "127.0.0.1:0")
+	url, stopFirst := startServeStoppable(t, stateDir, public, restartableAddr(t))
 	token := hostToken(t, stateDir)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -123,7 +123,7 @@ func TestRestartLoadsOnlyLedgerBackedDescriptors(t *testing.T) {
 	t.Parallel()
 	stateDir := filepath.Join(t.TempDir(), "state")
 	public := t.TempDir()
-	url, stop := startServeStoppable(t, stateDir, public, "127.0.0.1:0")
+	url, stop := startServeStoppable(t, stateDir, public, restartableAddr(t))
 	token := hostToken(t, stateDir)
 	admitCatalogue(t, url, token, "text-tools")
 	admitCatalogue(t, url, token, "web-search")
@@ -134,7 +134,7 @@ func TestRestartLoadsOnlyLedgerBackedDescriptors(t *testing.T) {
 	web, _ := os.ReadFile(filepath.Join(stateDir, "web-search.json"))
 	os.WriteFile(filepath.Join(stateDir, "web-search.json"), bytes.Replace(web, []byte(`"maxRequests":20`), []byte(`"maxRequests":999`), 1), 0o600)
 
-	url2, _ := startServeStoppable(t, stateDir, public, "127.0.0.1:0")
+	url2, _ := startServeStoppable(t, stateDir, public, restartableAddr(t))
 	resp, err := http.Get(url2 + "/api/extensions")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,8 @@
 //	relay sessions [list] | revoke ID | revoke --all    list or revoke the running relay's sessions
 //	relay ticket                                        mint a one-time sign-in address on the running relay
 //	relay check-app URL [--host ORIGIN]                 say which embedding headers an external mini-app lacks
+//	relay mcp-token NAME | --revoke NAME | --list       mint a bearer for an MCP client, revoke or list
+//	relay mcp [--relay URL] --bearer-file FILE          serve a stdio MCP client through the relay's /mcp
 //	relay help                                          print the commands, flags and environment variables
 //
 // Run `relay --help` for the flags and environment variables.
@@ -66,6 +68,8 @@ func init() {
 		{"approval-code", "show the outstanding extension approval codes: approval-code [--state-dir DIR]", runApprovalCode},
 		{"sessions", "list or revoke the sessions of the running relay: sessions [list] | sessions revoke ID | sessions revoke --all", runSessions},
 		{"ticket", "mint a one-time sign-in address on the running relay and print it: ticket [--state-dir DIR]", runTicket},
+		{"mcp-token", "mint a bearer for an MCP client and print it once: mcp-token NAME | mcp-token --revoke NAME | mcp-token --list", runMCPToken},
+		{"mcp", "serve a stdio MCP client through the running relay's /mcp: mcp [--relay URL] --bearer-file FILE", runMCP},
 		{"check-app", "say which embedding headers an external mini-app lacks: check-app URL [--host ORIGIN]", runCheckApp},
 		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }},
 	}
@@ -116,6 +120,14 @@ func usage(w io.Writer) {
 	efs, _ := envFlags(io.Discard)
 	efs.SetOutput(w)
 	efs.PrintDefaults()
+	fmt.Fprintf(w, "\nFlags of mcp-token:\n")
+	tfs, _ := mcpTokenFlags(io.Discard)
+	tfs.SetOutput(w)
+	tfs.PrintDefaults()
+	fmt.Fprintf(w, "\nFlags of mcp:\n")
+	mfs, _ := mcpBridgeFlags(io.Discard)
+	mfs.SetOutput(w)
+	mfs.PrintDefaults()
 	fmt.Fprintf(w, `
 Environment:
   PORT                     the port to listen on when --addr is not given (default %d; 0 takes a free port)
@@ -148,6 +160,7 @@ Environment:
                            starts with; LIVE_PROVIDER is read when it is unset (default gemini)
   VOICEBOX_OPENAI_URL      the OpenAI Realtime endpoint, when --openai-url is not given
   VOICEBOX_GEMINI_URL      the Gemini Live endpoint, when --gemini-url is not given
+  VOICEBOX_MCP_BEARER_FILE the MCP client's bearer file for relay mcp, when --bearer-file is not given
 
 The sessions and ticket commands reach the relay serving the same --state-dir through its
 control socket (%s in that directory) and authenticate with the host token.

@@ -107,7 +107,8 @@ func TestHelpListsEveryFlagAndVariable(t *testing.T) {
 		"sessions", "ticket", "-all", "-session-lifetime", "VOICEBOX_SESSION_LIFETIME", "-trusted-proxy", "VOICEBOX_TRUSTED_PROXY",
 		"-acme-host", "VOICEBOX_ACME_HOST", "-acme-email", "VOICEBOX_ACME_EMAIL", "-acme-directory", "VOICEBOX_ACME_DIRECTORY",
 		"-acme-http-addr", "VOICEBOX_ACME_HTTP_ADDR", "-log-format", "VOICEBOX_LOG_FORMAT", "-origin", "VOICEBOX_ORIGIN",
-		"-tls-cert", "VOICEBOX_TLS_CERT", "-tls-key", "VOICEBOX_TLS_KEY", ".relay.sock", "VOICEBOX_LIVE_PROVIDER", "LIVE_PROVIDER"} {
+		"-tls-cert", "VOICEBOX_TLS_CERT", "-tls-key", "VOICEBOX_TLS_KEY", ".relay.sock", "VOICEBOX_LIVE_PROVIDER", "LIVE_PROVIDER",
+		"mcp-token", "Flags of mcp:", "VOICEBOX_MCP_BEARER_FILE"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, out.String())
 		}

@@ -31,8 +31,9 @@
 //	files.read {path}             -> {path, size, text, binary, truncated}   at most MaxViewBytes
 //	files.write {path, content, mode?} -> the executor's write-file observation; mode "create"
 //	                                     never replaces a file (file-exists)
-//	files.move {path, to}         -> the executor's move-file observation (never over a file)
-//	files.mkdir {path}            -> {path}
+//	files.move {path, to}         -> the executor's move-file observation: a file or a folder,
+//	                                 never over anything (a folder on OPFS: move-unsupported)
+//	files.mkdir {path}            -> the executor's create-folder observation {path, created, undoable}
 //	files.delete {path}           -> {path, deleted}     a file (kept in the history), or an empty folder
 //	files.download {path}         -> {path, size} and value.bytes
 //	files.upload.begin {path, mode?}     -> {uploadId}   an atomic replacement, visible on commit;
@@ -48,8 +49,8 @@
 //	                                 versions an undo weighs, each at most 64 KiB
 //	channel.connect               -> {resumed}           reconnect after "replaced" or "refused"
 //
-// Every change the page makes (files.write, files.move, files.delete of a file, an upload's
-// commit) runs through the executor with the undo history the relay's calls use too: the page's
+// Every change the page makes (files.write, files.move, files.mkdir, files.delete of a file, an
+// upload's commit) runs through the executor with the undo history the relay's calls use too: the page's
 // are recorded as the person's (executor.ByPerson), the relay's as the assistant's.
 //
 // The mini-apps (see miniapps.go; the frames and their bridge live on the main thread, in

@@ -186,19 +186,19 @@ type moveParam struct {
 	To   string `json:"to"`
 }
 
-// filesMove renames or moves a file, never over another (file-exists), in the undo history.
+// filesMove renames or moves a file or a folder, never over anything (file-exists), in the undo
+// history.
 func (a *Engine) filesMove(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p moveParam) (result, *refusal.Refusal) {
 		return observed(w.run(ctx, executor.MoveFile, p))
 	})
 }
 
+// filesMkdir makes a folder (and those above it that are missing) through the executor's
+// create-folder, in the undo history like the assistant's.
 func (a *Engine) filesMkdir(ctx context.Context, req request) (result, *refusal.Refusal) {
-	return onRoot(a, req, func(root fsroot.Root, _ *workspace, p pathParam) (result, *refusal.Refusal) {
-		if err := root.MkdirAll(ctx, p.Path); err != nil {
-			return result{}, fileRefusal(err)
-		}
-		return result{Value: map[string]any{"path": p.Path}}, nil
+	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p pathParam) (result, *refusal.Refusal) {
+		return observed(w.run(ctx, executor.CreateFolder, p))
 	})
 }
 

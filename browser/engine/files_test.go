@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -267,18 +268,50 @@ func TestThePersonsWritesAreInTheHistory(t *testing.T) {
 		t.Fatalf("the page was told of %d history changes, want one per change, undo and redo (9)", told)
 	}
 
-	// A conflict: the file changes behind the history's back; the page reads both versions.
-	mem.WriteFile(ctx, "b.txt", []byte("changed elsewhere"))
+	// A conflict: a file takes the moved one's old place behind the history's back (moving back
+	// would replace it); the page reads what undo would move back.
+	mem.WriteFile(ctx, "a.txt", []byte("made elsewhere"))
 	if _, r, _ := do(t, a, "history.undo", `{}`, nil); r == nil || r.Rule != refusal.UndoConflict {
 		t.Fatalf("undo after an outside change: %v, want undo-conflict", r)
 	}
 	c, _ := mustDo(t, a, "history.conflict", `{}`, nil)
-	if c["inConflict"] != true || c["current"].(map[string]any)["text"] != "changed elsewhere" || c["change"].(map[string]any)["action"] != "move" {
+	if c["inConflict"] != true || c["current"].(map[string]any)["text"] != "two" || c["change"].(map[string]any)["action"] != "move" {
 		t.Fatalf("history.conflict = %v", c)
 	}
 	mustDo(t, a, "history.undo", `{"resolve":"keep-current"}`, nil)
 	if v, _ := mustDo(t, a, "history.list", `{}`, nil); v["undo"] != 2.0 {
 		t.Fatalf("after keep-current the history = %v, want 2 changes left to undo", v)
+	}
+}
+
+// TestThePersonsFoldersAreInTheHistory: the file browser's New folder and a folder's move run
+// through the executor's create-folder and move-file, recorded as the person's beside the
+// assistant's, and undo takes them back.
+func TestThePersonsFoldersAreInTheHistory(t *testing.T) {
+	t.Parallel()
+	a, mem := memoryAPI(t)
+	ctx := context.Background()
+	mustDo(t, a, "root.open", `{"kind":"opfs"}`, nil)
+	if v, _ := mustDo(t, a, "files.mkdir", `{"path":"docs/drafts"}`, nil); v["created"] != true || v["undoable"] != true {
+		t.Fatalf("files.mkdir = %v", v)
+	}
+	mustDo(t, a, "files.write", `{"path":"docs/drafts/a.txt","content":"a"}`, nil)
+	if v, _ := mustDo(t, a, "files.move", `{"path":"docs","to":"archive/docs"}`, nil); v["kind"] != "folder" || v["undoable"] != true {
+		t.Fatalf("files.move of a folder = %v", v)
+	}
+	v, _ := mustDo(t, a, "history.list", `{}`, nil)
+	var got []string
+	for _, e := range v["entries"].([]any) {
+		m := e.(map[string]any)
+		got = append(got, fmt.Sprint(m["by"], " ", m["action"], " ", m["path"], " ", m["to"], " ", m["created"]))
+	}
+	want := []string{"person move docs archive/docs false", "person write docs/drafts/a.txt <nil> true", "person mkdir docs/drafts <nil> false"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("history.list = %v\nwant %v", got, want)
+	}
+	mustDo(t, a, "history.undo", `{}`, nil)
+	if b, err := mem.ReadFile(ctx, "docs/drafts/a.txt"); err != nil || string(b) != "a" {
+		t.Fatalf("after undoing the move docs/drafts/a.txt holds %q, %v", b, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -16,6 +17,8 @@ type Approval struct {
 	ID string `json:"id"`
 	// Tool is the tool waiting, such as delete_file.
 	Tool string `json:"tool"`
+	// Client is the MCP client that made the call, or "" for the page's own model and turns.
+	Client string `json:"client,omitempty"`
 	// Summary says what will happen if the user approves, in a sentence.
 	Summary string `json:"summary"`
 	// Deadline is when the request times out.
@@ -55,23 +58,33 @@ func newApprovals(ev *events) *approvals {
 }
 
 // wait asks the user to approve summary and returns nil once they did, or approval-denied, or
-// approval-timed-out when timeout passed (or ctx ended) with no decision.
+// approval-timed-out when timeout passed (or ctx ended) with no decision. With no page on the
+// event stream to ask, it returns no-page at once. A call from an MCP client (WithMCPClient)
+// names the client in the request.
 func (p *approvals) wait(ctx context.Context, tool, summary string, timeout time.Duration) error {
 	var id [12]byte
 	rand.Read(id[:])
+	client := mcpClient(ctx)
+	asked := summary
+	if client != "" {
+		asked = fmt.Sprintf("MCP client %q asks: %s", client, summary)
+	}
 	req := &request{
-		Approval: Approval{ID: "ap-" + hex.EncodeToString(id[:]), Tool: tool, Summary: summary,
+		Approval: Approval{ID: "ap-" + hex.EncodeToString(id[:]), Tool: tool, Client: client, Summary: asked,
 			Deadline: time.Now().Add(timeout).UTC(), TimeoutMs: timeout.Milliseconds()},
 		decided: make(chan bool, 1),
 	}
 	p.mu.Lock()
-	closed, full := p.closed, len(p.waiting) >= MaxPendingApprovals
-	if !closed && !full {
+	closed, full, watched := p.closed, len(p.waiting) >= MaxPendingApprovals, p.events.watched()
+	if !closed && !full && watched {
 		p.waiting[req.ID] = req
 	}
 	p.mu.Unlock()
 	if closed {
 		return refusal.New(refusal.ApprovalTimedOut, "the relay is shutting down, so nothing was done: %s", summary)
+	}
+	if !watched {
+		return refusal.New(refusal.NoPage, "nobody is there to approve it: open the Voicebox page, where the person decides, and call again; nothing was done: %s", summary)
 	}
 	if full {
 		return refusal.New(refusal.TooManyApprovals, "%d requests already wait for the user's decision, so nothing was done and nobody was asked: %s", MaxPendingApprovals, summary)

@@ -17,7 +17,9 @@ func TestADecisionAtTheDeadlineStands(t *testing.T) {
 		if attempt == 20 {
 			t.Fatal("the test never took the lock before the request's deadline")
 		}
-		p := newApprovals(newEvents(slog.New(slog.DiscardHandler)))
+		ev := newEvents(slog.New(slog.DiscardHandler))
+		ev.subscribe() // a page listens, so the request waits for it
+		p := newApprovals(ev)
 		done := make(chan error, 1)
 		go func() { done <- p.wait(context.Background(), "delete_file", "Delete a.txt", timeout) }()
 		// Hold the lock from while the request waits until past its deadline, so the timer fires

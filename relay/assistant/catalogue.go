@@ -31,7 +31,9 @@
 // reaches the page even when a machine environment holds the root, and the page answers with
 // POST /api/approvals/{id}. The call then runs and its observation carries "approval":
 // "approved", or it is refused approval-denied, or approval-timed-out when no decision came
-// within Options.ApprovalTimeout (or the caller stopped waiting). A delete of something that
+// within Options.ApprovalTimeout (or the caller stopped waiting). With no page listening on the
+// event stream nobody could answer, so the call is refused no-page at once. A request for an
+// MCP client's call names the client (Approval.Client, and the summary). A delete of something that
 // cannot be deleted (missing, a folder, a hidden name) is refused before anyone is asked. When
 // another executor took the root while the person was asked, the approved call is refused
 // root-changed: the approval was about the other folder.
@@ -226,13 +228,33 @@ type Source string
 const (
 	FromModel Source = "model" // a live model, through Call
 	FromTurn  Source = "turn"  // a typed turn (POST /api/turn), or the page's Undo button
+	FromMCP   Source = "mcp"   // an MCP client at /mcp, through Call with a context from WithMCPClient
 )
+
+type callerKey struct{}
+
+// WithMCPClient returns ctx marked as carrying a call from the MCP client name (the name the
+// host minted its bearer for): Call records it as FromMCP, and an approval it waits for names
+// the client to the person.
+func WithMCPClient(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, callerKey{}, name)
+}
+
+// mcpClient returns the MCP client ctx carries a call from, or "".
+func mcpClient(ctx context.Context) string {
+	name, _ := ctx.Value(callerKey{}).(string)
+	return name
+}
 
 // Call runs the tool name with args and returns its one answer: the observation object, or
 // {"refused": rule, "why": sentence}. It waits for the user's approval when the tool needs it,
 // and never past ctx.
 func (c *Catalogue) Call(ctx context.Context, name string, args json.RawMessage) json.RawMessage {
-	return c.run(ctx, FromModel, "", name, args).JSON()
+	src := FromModel
+	if mcpClient(ctx) != "" {
+		src = FromMCP
+	}
+	return c.run(ctx, src, "", name, args).JSON()
 }
 
 // Outcome is how one call ended: Observed, or Err (a *refusal.Refusal, or a *wire.BudgetError
@@ -264,6 +286,7 @@ func (o Outcome) JSON() json.RawMessage {
 type callEvent struct {
 	ID     string          `json:"id"`
 	Source Source          `json:"source"`
+	Client string          `json:"client,omitempty"` // the MCP client, for Source FromMCP
 	TurnID string          `json:"turnId,omitempty"`
 	Tool   string          `json:"tool"`
 	Action json.RawMessage `json:"action,omitempty"`
@@ -288,7 +311,7 @@ func (c *Catalogue) run(ctx context.Context, src Source, turnID, name string, ar
 			o.Observed, o.Err = nil, refusal.New(refusal.ExecThrew, "the tool answered with something that is not a JSON object")
 		}
 	}
-	ev := callEvent{ID: "call-" + itoa(c.seq.Add(1)), Source: src, TurnID: turnID, Tool: name, OK: o.Err == nil, Result: o.JSON(), At: time.Now().UTC()}
+	ev := callEvent{ID: "call-" + itoa(c.seq.Add(1)), Source: src, Client: mcpClient(ctx), TurnID: turnID, Tool: name, OK: o.Err == nil, Result: o.JSON(), At: time.Now().UTC()}
 	if o.Action != nil {
 		ev.Action, _ = o.Action.MarshalJSON()
 	}

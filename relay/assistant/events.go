@@ -72,6 +72,13 @@ func (e *events) subscribe() (chan []byte, bool) {
 	return ch, true
 }
 
+// watched reports whether any subscriber (a page) listens now.
+func (e *events) watched() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.subs) > 0
+}
+
 func (e *events) unsubscribe(ch chan []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

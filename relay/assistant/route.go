@@ -25,13 +25,25 @@ const (
 func (c *Catalogue) route(ctx context.Context, a commands.Action) (json.RawMessage, error) {
 	switch a.Verb() {
 	case commands.ReadFile:
-		return c.onRoot(ctx, executor.ReadFile, map[string]string{"path": a.String("name")})
+		return c.onRoot(ctx, executor.ReadFile, texts(map[string]string{"path": a.String("name")}, a, "head", "tail"))
+	case commands.ReadFiles:
+		return c.onRoot(ctx, executor.ReadFiles, map[string]string{"paths": a.Text("names")})
+	case commands.ReadMediaFile:
+		return c.onRoot(ctx, executor.ReadMedia, map[string]string{"path": a.String("name")})
+	case commands.MoveFile:
+		return c.onRoot(ctx, executor.MoveFile, map[string]string{"path": a.String("from"), "to": a.String("to")})
+	case commands.CreateFolder:
+		return c.onRoot(ctx, executor.CreateFolder, map[string]string{"path": a.String("name")})
+	case commands.FileInfo:
+		return c.onRoot(ctx, executor.FileInfo, map[string]string{"path": a.String("name")})
+	case commands.DirectoryTree:
+		return c.onRoot(ctx, executor.DirectoryTree, texts(optional(map[string]string{}, "dir", a), a, "depth"))
 	case commands.WriteFile:
 		return c.onRoot(ctx, executor.WriteFile, map[string]string{"path": a.String("name"), "content": a.String("content")})
 	case commands.ListFiles:
 		return c.onRoot(ctx, executor.ListFiles, optional(map[string]string{}, "dir", a))
 	case commands.EditFile:
-		return c.onRoot(ctx, executor.EditFile, map[string]string{"path": a.String("name"), "oldText": a.String("oldText"), "newText": a.String("newText")})
+		return c.onRoot(ctx, executor.EditFile, texts(optional(optional(map[string]string{"path": a.String("name")}, "oldText", a), "newText", a), a, "oldTexts", "newTexts", "dryRun"))
 	case commands.GrepFiles:
 		return c.onRoot(ctx, executor.GrepFiles, optional(map[string]string{"query": a.String("query")}, "dir", a))
 	case commands.UndoLastAction:
@@ -56,6 +68,17 @@ func (c *Catalogue) route(ctx context.Context, a commands.Action) (json.RawMessa
 		return c.onPage(ctx, a.Verb(), a.Args)
 	}
 	return nil, refusal.New(refusal.UnknownTool, "the relay has no route for %q", a.Verb())
+}
+
+// texts adds each of keys that a has to m as JSON text (numbers, booleans and arrays travel to
+// the primitives as strings).
+func texts(m map[string]string, a commands.Action, keys ...string) map[string]string {
+	for _, k := range keys {
+		if a.Has(k) {
+			m[k] = a.Text(k)
+		}
+	}
+	return m
 }
 
 func optional(m map[string]string, key string, a commands.Action) map[string]string {

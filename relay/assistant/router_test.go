@@ -241,6 +241,7 @@ func TestApprovalOutcomes(t *testing.T) {
 	slow := assistant.Options{ApprovalTimeout: bound}
 	r2 := newRig(t, slow)
 	dir2 := r2.machine()
+	r2.events() // one page listens, so the request waits
 	os.WriteFile(filepath.Join(dir2, "x.txt"), []byte("x"), 0o644)
 	answer = r2.async("delete_file", map[string]string{"name": "x.txt"})
 	var pending []any
@@ -314,6 +315,34 @@ func TestEveryRefusalPerTool(t *testing.T) {
 		}
 	}
 	cases = append(cases,
+		c{"read_file", map[string]any{"name": "twice.txt", "head": 1, "tail": 1}, refusal.InvalidArgument},
+		c{"read_file", map[string]any{"name": "twice.txt", "head": 0}, refusal.InvalidArgumentRange},
+		c{"read_files", map[string]any{}, refusal.MissingArgument},
+		c{"read_files", map[string]any{"names": "twice.txt"}, refusal.InvalidArgumentType},
+		c{"read_files", map[string]any{"names": []string{}}, refusal.InvalidArgumentRange},
+		c{"read_files", map[string]any{"names": strings.Split("a,b,c,d,e,f,g,h,i", ",")}, refusal.InvalidArgumentRange},
+		c{"read_media_file", map[string]string{"name": "twice.txt"}, refusal.NotMedia},
+		c{"read_media_file", map[string]string{"name": "missing.png"}, refusal.NotFound},
+		c{"read_media_file", map[string]string{"name": "../x.png"}, refusal.OutsideRoot},
+		c{"move_file", map[string]string{"from": "twice.txt"}, refusal.MissingArgument},
+		c{"move_file", map[string]string{"from": "missing.txt", "to": "b.txt"}, refusal.NotFound},
+		c{"move_file", map[string]string{"from": "twice.txt", "to": "folder"}, refusal.FileExists},
+		c{"move_file", map[string]string{"from": "folder", "to": "twice.txt/b.txt"}, refusal.NotADirectory},
+		c{"move_file", map[string]string{"from": "folder", "to": "folder/inner"}, refusal.InvalidArgument},
+		c{"move_file", map[string]string{"from": "twice.txt", "to": "../b.txt"}, refusal.OutsideRoot},
+		c{"move_file", map[string]string{"from": "twice.txt", "to": ".hidden"}, refusal.DotfileRefused},
+		c{"create_folder", map[string]string{}, refusal.MissingArgument},
+		c{"create_folder", map[string]string{"name": "twice.txt/sub"}, refusal.FileExists},
+		c{"create_folder", map[string]string{"name": "../up"}, refusal.OutsideRoot},
+		c{"create_folder", map[string]string{"name": "a/.git"}, refusal.DotfileRefused},
+		c{"file_info", map[string]string{}, refusal.MissingArgument},
+		c{"file_info", map[string]string{"name": "missing"}, refusal.NotFound},
+		c{"file_info", map[string]string{"name": ".voicebox"}, refusal.DotfileRefused},
+		c{"directory_tree", map[string]any{"depth": 0}, refusal.InvalidArgumentRange},
+		c{"directory_tree", map[string]string{"dir": "missing"}, refusal.NotFound},
+		c{"directory_tree", map[string]string{"dir": "twice.txt"}, refusal.NotADirectory},
+		c{"edit_file", map[string]any{"name": "twice.txt", "oldText": "ab", "newText": "x", "dryRun": "yes"}, refusal.InvalidArgumentType},
+		c{"edit_file", map[string]any{"name": "twice.txt", "oldTexts": []string{"abab", "zz"}, "newTexts": []string{"b", "c"}}, refusal.OldTextNotFound},
 		c{"write_file", map[string]string{"name": "twice.txt/x", "content": "x"}, refusal.NotADirectory},
 		c{"write_file", map[string]string{"name": "big.txt", "content": strings.Repeat("x", 70<<10)}, refusal.InvalidToolArguments},
 		c{"list_files", map[string]string{"dir": "missing"}, refusal.NotFound},
@@ -327,7 +356,7 @@ func TestEveryRefusalPerTool(t *testing.T) {
 		c{"grep_files", map[string]string{}, refusal.MissingArgument},
 		c{"grep_files", map[string]string{"query": "a", "dir": "missing"}, refusal.NotFound},
 		c{"grep_files", map[string]string{"query": "a", "dir": ".voicebox"}, refusal.DotfileRefused},
-		c{"delete_file", map[string]string{"name": "twice.txt"}, refusal.ApprovalTimedOut},
+		c{"delete_file", map[string]string{"name": "twice.txt"}, refusal.NoPage}, // no page listens to ask
 		c{"undo_last_action", map[string]string{"force": "yes"}, refusal.InvalidArgument},
 		c{"launch_mini_app", map[string]string{}, refusal.MissingArgument},
 		c{"launch_mini_app", map[string]string{"name": "timer"}, refusal.NoPage},
@@ -585,6 +614,50 @@ func TestPendingApprovalsAreBounded(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "extra.txt")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAnMCPClientsApprovalNamesIt: a delete from an MCP client asks the page in a request that
+// names the client, and the call event says where it came from; with no page listening, the same
+// delete is refused no-page at once and nothing is deleted.
+func TestAnMCPClientsApprovalNamesIt(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{ApprovalTimeout: bound})
+	dir := r.machine()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644)
+	ctx, cancel := context.WithTimeout(assistant.WithMCPClient(context.Background(), "desktop"), bound)
+	defer cancel()
+	var nobody map[string]any
+	json.Unmarshal(r.cat.Call(ctx, "delete_file", json.RawMessage(`{"name":"a.txt"}`)), &nobody)
+	if nobody["refused"] != string(refusal.NoPage) {
+		t.Fatalf("with no page listening the delete answered %v", nobody)
+	}
+	ev := r.events()
+	answer := make(chan map[string]any, 1)
+	go func() {
+		var m map[string]any
+		json.Unmarshal(r.cat.Call(ctx, "delete_file", json.RawMessage(`{"name":"a.txt"}`)), &m)
+		answer <- m
+	}()
+	asked := next(t, ev, "approval")
+	if asked.Data["client"] != "desktop" || !strings.Contains(asked.Data["summary"].(string), `MCP client "desktop"`) {
+		t.Fatalf("the request does not name the client: %v", asked.Data)
+	}
+	r.post("/api/approvals/"+asked.Data["id"].(string), map[string]bool{"approve": false})
+	if d := wait(t, answer); d["refused"] != string(refusal.ApprovalDenied) {
+		t.Fatalf("a denied delete answered %v", d)
+	}
+	for {
+		call := next(t, ev, "call")
+		if call.Data["tool"] == "delete_file" {
+			if call.Data["source"] != "mcp" || call.Data["client"] != "desktop" {
+				t.Fatalf("the call event says %v", call.Data)
+			}
+			break
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.txt")); err != nil {
+		t.Fatalf("a.txt is gone: %v", err)
 	}
 }
 

@@ -6,6 +6,8 @@
 //	.host-token      the host token: 32 random bytes as hex, 0600, made on first start
 //	.pairings.json   one record per paired environment: its name, the SHA-256 of its bearer and
 //	                 when it was paired, 0600; the bearer itself is never stored
+//	.mcp-clients.json  one record per bearer minted for an MCP client (relay/mcp): its name, the
+//	                 SHA-256 of the bearer, when it was minted and when revoked, 0600
 //
 // Every file is written to a temporary file beside it and renamed into place, so a reader sees the
 // old content or the new, never half of one. Secrets are compared in constant time. Nothing in

@@ -15,6 +15,7 @@
 //	Tools         the assistant's catalogue, the typed turn and approvals (relay/assistant)
 //	ExternalApps  the open external mini-apps added to the catalogue, their tokens (relay/externalapps)
 //	Live          the /live door, with ExternalApps as the model's tools (relay/voice)
+//	MCP           the /mcp door, ExternalApps to MCP clients with the State's bearers (relay/mcp)
 //
 // Each part is given the parts before it. Where a part must tell one built after it, it does so
 // through a small listener interface registered once both exist: the hub tells the catalogue and
@@ -41,6 +42,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/externalapps"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/relay/mcp"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/relay/voice"
@@ -117,6 +119,7 @@ type Relay struct {
 	Tools        *assistant.Catalogue
 	ExternalApps *externalapps.Model // the model's tools: Tools with the open external apps
 	Live         *voice.Handler
+	MCP          *mcp.Handler
 }
 
 // New builds a relay's parts in dependency order, registering their routes on Server. It
@@ -185,10 +188,21 @@ func New(cfg Config) (*Relay, error) {
 		r.Tools.Publish("extensions", map[string]string{"what": what, "id": id})
 	}
 	r.buildLive(vendors)
-	// New doors go here, each given the parts it needs: an MCP server (/mcp) calls r.Tools (or
-	// r.ExternalApps, the model's view) and registers on r.Server; a fleet's shared state would
-	// replace the stores the gate and the hub are given above.
+	r.buildMCP()
+	// New doors go here, each given the parts it needs; a fleet's shared state would replace the
+	// stores the gate and the hub are given above.
 	return r, nil
+}
+
+// buildMCP serves the model's view of the tools (ExternalApps) to MCP clients at /mcp, admitted
+// by the bearers the host minted (State), with their routes.
+func (r *Relay) buildMCP() {
+	r.MCP = mcp.New(mcp.Options{Catalogue: r.ExternalApps, Clients: r.State, Attribute: assistant.WithMCPClient,
+		PageOrigin: r.Server.PageOrigin, Build: r.cfg.Build, Log: r.log})
+	for _, method := range []string{"GET ", "POST ", "DELETE "} {
+		r.Server.Handle(method+mcp.Path, r.MCP)
+	}
+	r.MCP.RegisterClients(r.Server, r.State, r.State.CheckHostToken)
 }
 
 func (r *Relay) buildServer() error {

@@ -82,6 +82,7 @@ func (r *Relay) Serve(ctx context.Context) error {
 	}
 	r.stopping.Store(true)
 	r.Live.Close()
+	r.MCP.Close()
 	r.Tools.Close()
 	r.Hub.Close()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)

@@ -19,8 +19,8 @@ const BootstrapParam = "bootstrap"
 // Gate is the session gate: it keeps the page and /api/* from anyone without a session (other
 // local users on a laptop, everyone on a network). A request passes with a session cookie made by
 // redeeming a one-time ticket, or with the host token. /api/health, /api/ready, the external
-// mini-apps' guest library and /channel are not gated here (/channel admits a page only with a
-// session; see relay/hub).
+// mini-apps' guest library, /channel and /mcp are not gated here (/channel admits a page only
+// with a session, see relay/hub; /mcp admits MCP clients by their bearers, see relay/mcp).
 //
 // Tickets and sessions live in a session.Store, in memory: a restart ends every session. The zero
 // value is not usable; call NewGate or NewGateFor.
@@ -66,8 +66,8 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	switch r.URL.Path {
-	case "/api/health", "/api/ready", "/channel", GuestPath, OldGuestPath:
-		return false
+	case "/api/health", "/api/ready", "/channel", "/mcp", GuestPath, OldGuestPath:
+		return false // /channel and /mcp admit by bearer (relay/hub, relay/mcp)
 	}
 	if r.URL.Path == "/" && r.URL.Query().Has(BootstrapParam) {
 		if tok, info, ok := g.store.Redeem(r.URL.Query().Get(BootstrapParam), ClientAddr(r)); ok {

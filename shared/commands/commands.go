@@ -187,6 +187,20 @@ func (a Action) String(key string) string {
 
 // Int returns the integer argument key, or 0 when it is absent or not an integer that fits an
 // int (the schemas bound the ones the tools read).
+// Text returns the argument key as JSON text (a number as written, true or false, an array as
+// [...]), or "" when it is absent; for passing a value to a primitive whose arguments are strings.
+func (a Action) Text(key string) string {
+	v, ok := a.vals[key]
+	if !ok {
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
 func (a Action) Int(key string) int {
 	n, _ := a.vals[key].(json.Number)
 	i, err := strconv.Atoi(string(n))

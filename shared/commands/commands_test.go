@@ -14,7 +14,8 @@ import (
 
 // The issue names these tools; the catalogue offers exactly them, in this order.
 var wantBuiltins = []string{
-	"read_file", "write_file", "list_files", "delete_file", "edit_file", "grep_files",
+	"read_file", "read_files", "read_media_file", "file_info", "directory_tree",
+	"write_file", "create_folder", "move_file", "list_files", "delete_file", "edit_file", "grep_files",
 	"launch_mini_app", "create_mini_app", "list_mini_apps", "list_extensions", "call_extension",
 	"propose_extension", "diff_file", "list_tools", "search_tools", "undo_last_action",
 }
@@ -59,11 +60,17 @@ func TestBuiltinDeclarationsPassTheSubset(t *testing.T) {
 
 // required lists each built-in's required arguments, and a valid call of it.
 var valid = map[string]string{
-	"read_file":         `{"name":"a.txt"}`,
+	"read_file":         `{"name":"a.txt","head":3}`,
+	"read_files":        `{"names":["a.txt","b.txt"]}`,
+	"read_media_file":   `{"name":"a.png"}`,
+	"file_info":         `{"name":"a.txt"}`,
+	"create_folder":     `{"name":"docs/drafts"}`,
+	"move_file":         `{"from":"a.txt","to":"b.txt"}`,
+	"directory_tree":    `{"depth":2}`,
 	"write_file":        `{"name":"a.txt","content":"x"}`,
 	"list_files":        `{}`,
 	"delete_file":       `{"name":"a.txt"}`,
-	"edit_file":         `{"name":"a.txt","oldText":"x","newText":"y"}`,
+	"edit_file":         `{"name":"a.txt","oldTexts":["x"],"newTexts":["y"],"dryRun":true}`,
 	"grep_files":        `{"query":"x"}`,
 	"launch_mini_app":   `{"name":"timer"}`,
 	"create_mini_app":   `{"title":"T","html":"<p>"}`,

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
+
+	"github.com/aymanbagabas/go-udiff"
 
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -83,46 +87,125 @@ func (e *Executor) deleteFile(ctx context.Context, raw json.RawMessage) (json.Ra
 }
 
 type editObserved struct {
-	Path     string `json:"path"`
-	Bytes    int    `json:"bytes"`
-	Line     int    `json:"line"`
+	Path  string `json:"path"`
+	Bytes int    `json:"bytes"`
+	// Line is where the first edit begins, counted from 1.
+	Line int `json:"line"`
+	// Edits is how many replacements were made (or, in a dry run, would be).
+	Edits int `json:"edits"`
+	// DryRun reports that nothing was written: Diff says what the edits would change.
+	DryRun   bool   `json:"dryRun,omitempty"`
+	Diff     string `json:"diff,omitempty"`
+	Clipped  bool   `json:"diffTruncated,omitempty"`
 	Undoable bool   `json:"undoable"`
 }
 
-// editFile replaces the one occurrence of oldText in a file with newText. Nothing changes when
-// oldText occurs nowhere (old-text-not-found) or more than once, or is empty
-// (old-text-ambiguous).
+// MaxEdits bounds the replacements one edit-file makes.
+const MaxEdits = 32
+
+// textEdit is one replacement of edit-file.
+type textEdit struct{ old, new string }
+
+// editArgs reads edit-file's replacements: oldText and newText for one, or oldTexts and
+// newTexts (JSON arrays of strings, as text, of one length) for several, not both.
+func editArgs(args map[string]string) ([]textEdit, error) {
+	_, one := args["oldText"]
+	_, many := args["oldTexts"]
+	switch {
+	case one && many:
+		return nil, refusal.New(refusal.InvalidArgument, "give oldText and newText for one replacement or oldTexts and newTexts for several, not both")
+	case one:
+		nt, ok := args["newText"]
+		if !ok {
+			return nil, refusal.New(refusal.MissingArgument, "missing required argument \"newText\" (the text to put in oldText's place)")
+		}
+		return []textEdit{{args["oldText"], nt}}, nil
+	case many:
+		var olds, news []string
+		if json.Unmarshal([]byte(args["oldTexts"]), &olds) != nil || json.Unmarshal([]byte(args["newTexts"]), &news) != nil {
+			return nil, refusal.New(refusal.InvalidArgumentType, "oldTexts and newTexts must be JSON arrays of strings, as text")
+		}
+		if len(olds) != len(news) {
+			return nil, refusal.New(refusal.InvalidArgument, "oldTexts has %d entries and newTexts %d; each replacement needs both", len(olds), len(news))
+		}
+		if len(olds) == 0 || len(olds) > MaxEdits {
+			return nil, refusal.New(refusal.InvalidArgumentRange, "edit-file makes 1 to %d replacements at once, not %d", MaxEdits, len(olds))
+		}
+		edits := make([]textEdit, len(olds))
+		for i := range olds {
+			edits[i] = textEdit{olds[i], news[i]}
+		}
+		return edits, nil
+	}
+	return nil, refusal.New(refusal.MissingArgument, "missing required argument \"oldText\" (or oldTexts for several replacements)")
+}
+
+// applyEdits makes each replacement in turn, on the text as the previous ones left it: each
+// oldText must occur exactly once then. It returns the result and the line of the first edit.
+func applyEdits(name string, before []byte, edits []textEdit) ([]byte, int, error) {
+	text, line := before, 0
+	for i, ed := range edits {
+		which := ""
+		if len(edits) > 1 {
+			which = fmt.Sprintf(" (replacement %d of %d)", i+1, len(edits))
+		}
+		if ed.old == "" {
+			return nil, 0, refusal.New(refusal.OldTextAmbiguous, "oldText%s is empty, which is everywhere in %q; give the exact text to replace", which, name)
+		}
+		old := []byte(ed.old)
+		at := bytes.Index(text, old)
+		if at < 0 {
+			return nil, 0, refusal.New(refusal.OldTextNotFound, "oldText%s does not occur in %q; read the file and copy the text exactly", which, name)
+		}
+		// A second occurrence may overlap the first ("aa" in "aaa"), which bytes.Count does not
+		// see; either way the text names more than one place.
+		if bytes.Contains(text[at+1:], old) {
+			return nil, 0, refusal.New(refusal.OldTextAmbiguous, "oldText%s occurs %d times in %q; include more of its surroundings so it occurs once", which, max(bytes.Count(text, old), 2), name)
+		}
+		if i == 0 {
+			line = bytes.Count(text[:at], []byte{'\n'}) + 1
+		}
+		next := make([]byte, 0, len(text)-len(old)+len(ed.new))
+		text = append(append(append(next, text[:at]...), ed.new...), text[at+len(old):]...)
+	}
+	return text, line, nil
+}
+
+// editFile replaces text in a file: each oldText must occur exactly once (in the text as the
+// replacements before it left it), or nothing changes (old-text-not-found, old-text-ambiguous
+// for one that repeats or is empty). With dryRun "true" it writes nothing and returns the
+// unified diff of what it would change; a real edit returns it too.
 func (e *Executor) editFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
-	args, note, err := pathArgs(raw, argSpec{name: "oldText", required: true}, argSpec{name: "newText", required: true})
+	args, note, err := pathArgs(raw, argSpec{name: "oldText"}, argSpec{name: "newText"}, argSpec{name: "oldTexts"},
+		argSpec{name: "newTexts"}, argSpec{name: "dryRun", enum: []string{"true", "false"}})
 	if err != nil {
 		return nil, note, err
 	}
-	name, oldText, newText := args["path"], args["oldText"], args["newText"]
-	if oldText == "" {
-		return nil, note, refusal.New(refusal.OldTextAmbiguous, "oldText is empty, which is everywhere in %q; give the exact text to replace", name)
+	name := args["path"]
+	edits, err := editArgs(args)
+	if err != nil {
+		return nil, note, err
 	}
 	limit := e.opts.MaxWriteBytes
-	var line, size int
+	obs := editObserved{Path: name, Edits: len(edits), DryRun: args["dryRun"] == "true"}
 	prepare := func(before []byte, existed bool) ([]byte, error) {
 		if !existed {
 			return nil, refusal.New(refusal.NotFound, "there is no file %q", name)
 		}
-		old := []byte(oldText)
-		at := bytes.Index(before, old)
-		if at < 0 {
-			return nil, refusal.New(refusal.OldTextNotFound, "oldText does not occur in %q; read the file and copy the text exactly", name)
+		after, line, err := applyEdits(name, before, edits)
+		if err != nil {
+			return nil, err
 		}
-		// A second occurrence may overlap the first ("aa" in "aaa"), which bytes.Count does not
-		// see; either way the text names more than one place.
-		if bytes.Contains(before[at+1:], old) {
-			return nil, refusal.New(refusal.OldTextAmbiguous, "oldText occurs %d times in %q; include more of its surroundings so it occurs once", max(bytes.Count(before, old), 2), name)
-		}
-		after := make([]byte, 0, len(before)-len(old)+len(newText))
-		after = append(append(append(after, before[:at]...), newText...), before[at+len(old):]...)
 		if len(after) > limit {
 			return nil, tooLarge(len(after), limit)
 		}
-		line, size = bytes.Count(before[:at], []byte{'\n'})+1, len(after)
+		obs.Line, obs.Bytes = line, len(after)
+		if len(before) <= MaxDiffInputBytes && len(after) <= MaxDiffInputBytes {
+			obs.Diff, obs.Clipped = clipLines(udiff.Unified("a/"+name, "b/"+name, string(before), string(after)), MaxDiffBytes)
+		}
+		if obs.DryRun {
+			return nil, errDryRun
+		}
 		return after, nil
 	}
 	apply := func(after []byte) error {
@@ -132,13 +215,17 @@ func (e *Executor) editFile(ctx context.Context, raw json.RawMessage) (json.RawM
 		return nil
 	}
 	undoable, err := e.change(ctx, change{action: actionEdit, name: name, readLimit: int64(limit), prepare: prepare, apply: apply})
-	if err != nil {
+	if err != nil && err != errDryRun {
 		return nil, note, err
 	}
-	note.Bytes = int64(size)
-	out, err := marshal(editObserved{Path: name, Bytes: size, Line: line, Undoable: undoable})
+	obs.Undoable = undoable
+	note.Bytes = int64(obs.Bytes)
+	out, err := marshal(obs)
 	return out, note, err
 }
+
+// errDryRun stops a change after prepare: a dry run computes the edit and keeps nothing.
+var errDryRun = errors.New("executor: dry run")
 
 type grepMatch struct {
 	Path string `json:"path"`

@@ -13,10 +13,17 @@
 // # Arguments
 //
 //	now         {}
-//	read-file   {"path": string}
+//	read-file   {"path": string, "head"?: N, "tail"?: N}   (N a decimal string, 1 to MaxLines)
 //	write-file  {"path": string, "content": string, "encoding"?: "utf-8" | "base64", "mode"?: "replace" | "create"}
 //	list-files  {"dir"?: string}          ("" or absent is the top of the workspace)
 //	diff-file   {"path": string, "content": string}   (writes nothing; see diff.go)
+//
+// and the assistant's and the file browser's (fsinfo.go, edit.go, folder.go, move.go,
+// history.go): create-folder {"path"}, move-file {"path", "to"}, file-info {"path"},
+// directory-tree {"dir"?, "depth"?}, read-files {"paths": JSON array as text}, read-media
+// {"path"}, edit-file {"path", "oldText", "newText"} or {"path", "oldTexts", "newTexts"} (JSON
+// arrays as text), "dryRun"? "true"; undo-last {"resolve"?}, redo-last {}, list-history {};
+// each is described where it is defined.
 //
 // Any other key is refused (invalid-argument), a missing or null required one is
 // missing-argument, a value of the wrong JSON type invalid-argument-type. Paths go through
@@ -91,16 +98,23 @@ const (
 	GrepFiles  Primitive = "grep-files"
 	UndoLast   Primitive = "undo-last"
 	DiffFile   Primitive = "diff-file"
+	// The filesystem-server primitives (see fsinfo.go, folder.go and move.go).
+	FileInfo      Primitive = "file-info"
+	DirectoryTree Primitive = "directory-tree"
+	ReadFiles     Primitive = "read-files"
+	ReadMedia     Primitive = "read-media"
+	CreateFolder  Primitive = "create-folder"
+	// MoveFile moves or renames a file or a folder, never over anything (see move.go).
+	MoveFile Primitive = "move-file"
 	// The history's own (see history.go): the person's Redo and the list of changes.
 	RedoLast    Primitive = "redo-last"
 	ListHistory Primitive = "list-history"
-	// MoveFile renames or moves one file, never over another (see move.go).
-	MoveFile Primitive = "move-file"
 )
 
 // Primitives lists the primitives an Executor runs.
 func Primitives() []Primitive {
-	return []Primitive{Now, ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, GrepFiles, UndoLast, DiffFile, RedoLast, ListHistory, MoveFile}
+	return []Primitive{Now, ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, GrepFiles, UndoLast, DiffFile,
+		FileInfo, DirectoryTree, ReadFiles, ReadMedia, CreateFolder, MoveFile, RedoLast, ListHistory}
 }
 
 // Options configures an Executor. The zero value is usable: calls name primitives directly, no
@@ -195,12 +209,22 @@ func (e *Executor) Execute(ctx context.Context, call wire.Call) (json.RawMessage
 		out, note, err = e.undoLast(ctx, call.Args)
 	case prim == DiffFile:
 		out, note, err = e.diffFile(ctx, call.Args)
+	case prim == FileInfo:
+		out, note, err = e.fileInfo(ctx, call.Args)
+	case prim == DirectoryTree:
+		out, note, err = e.directoryTree(ctx, call.Args)
+	case prim == ReadFiles:
+		out, note, err = e.readFiles(ctx, call.Args)
+	case prim == ReadMedia:
+		out, note, err = e.readMedia(ctx, call.Args)
+	case prim == CreateFolder:
+		out, note, err = e.createFolder(ctx, call.Args)
+	case prim == MoveFile:
+		out, note, err = e.moveFile(ctx, call.Args)
 	case prim == RedoLast:
 		out, note, err = e.redoLast(ctx, call.Args)
 	case prim == ListHistory:
 		out, note, err = e.listHistory(ctx, call.Args)
-	case prim == MoveFile:
-		out, note, err = e.moveFilePrim(ctx, call.Args)
 	default:
 		err = refusal.New(refusal.UnknownTool, "%q is not a primitive; the primitives are %s", string(prim), primitiveList())
 	}
@@ -233,22 +257,32 @@ type readObserved struct {
 }
 
 func (e *Executor) readFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
-	args, note, err := pathArgs(raw)
+	args, note, err := pathArgs(raw, argSpec{name: "head"}, argSpec{name: "tail"})
 	if err != nil {
 		return nil, note, err
 	}
 	name := args["path"]
-	data, size, err := fsroot.ReadPrefix(ctx, e.root, name, MaxReadBytes)
+	head, err := intArg(args, "head", 0, 1, MaxLines)
 	if err != nil {
-		return nil, note, FileRefusal(err, name)
+		return nil, note, err
 	}
-	truncated := size > int64(len(data))
-	obs := readObserved{Path: name, Size: size, Truncated: truncated, Encoding: "utf-8"}
-	switch text, ok := cutUTF8(data, truncated); {
-	case ok:
-		obs.Bytes, obs.Content = len(text), string(text)
+	tail, err := intArg(args, "tail", 0, 1, MaxLines)
+	if err != nil {
+		return nil, note, err
+	}
+	var obs *readObserved
+	switch {
+	case head > 0 && tail > 0:
+		return nil, note, refusal.New(refusal.InvalidArgument, "give head or tail, not both")
+	case head > 0:
+		obs, err = e.readLines(ctx, name, head, false)
+	case tail > 0:
+		obs, err = e.readLines(ctx, name, tail, true)
 	default:
-		obs.Bytes, obs.Encoding, obs.Content = len(data), "base64", base64.StdEncoding.EncodeToString(data)
+		obs, err = e.read(ctx, name, MaxReadBytes)
+	}
+	if err != nil {
+		return nil, note, err
 	}
 	note.Bytes = int64(obs.Bytes)
 	out, err := marshal(obs)

@@ -39,12 +39,15 @@ const (
 // historyDir is the history's folder inside the root's metadata area.
 const historyDir = "history"
 
-// The changes the history records.
+// The changes the history records. A move's record has Path, where the file or folder was, and
+// To, where it went; a create-folder's (mkdir) has Path, the folder asked for, and Folders, the
+// ones it made.
 const (
 	actionWrite  = "write"
 	actionEdit   = "edit"
 	actionDelete = "delete"
 	actionMove   = "move"
+	actionMkdir  = "mkdir"
 )
 
 // Actor says who made a change, as the history records it (and list-history shows it).
@@ -75,9 +78,10 @@ const (
 )
 
 // History keeps the earlier version of every file a changing primitive of its Executors
-// replaces (write-file, edit-file, delete-file, move-file), so that undo-last can put the newest
-// change back byte for byte, and the version an undo replaced, so that redo-last can put the
-// change back again. It lives in the root's hidden metadata area (fsroot.MetaDir, folder
+// replaces (write-file, edit-file, delete-file), so that undo-last can put the newest change back
+// byte for byte, and the version an undo replaced, so that redo-last can put the change back
+// again; the moves of move-file and the folders of create-folder are recorded too (they keep no
+// content: undo moves back or removes the empty folders, redo does it again). It lives in the root's hidden metadata area (fsroot.MetaDir, folder
 // history/), which fsroot.Check keeps every tool out of. Each change is a record,
 // NNNNNNNNNNNN.json, with NNNNNNNNNNNN.bin, the earlier content when there was a file, and,
 // while the change is undone, NNNNNNNNNNNN.after, the content the undo replaced.
@@ -124,7 +128,7 @@ type historyRecord struct {
 	Time   time.Time `json:"time"`
 	Action string    `json:"action"`
 	Path   string    `json:"path"`
-	// To is where a move put the file.
+	// To is where a move put the file or folder.
 	To string `json:"to,omitempty"`
 	By Actor  `json:"by,omitempty"`
 	// Existed reports that the file was there before; its content is the .bin beside the record.
@@ -139,6 +143,8 @@ type historyRecord struct {
 	// .after beside the record, AfterSize bytes, unless it left no file or is a move.
 	Undone    bool  `json:"undone,omitempty"`
 	AfterSize int64 `json:"afterSize,omitempty"`
+	// Folders are the folders a create-folder made, deepest first (action mkdir).
+	Folders []string `json:"folders,omitempty"`
 }
 
 // keepsAfter reports whether an undone record keeps the content its change left.
@@ -446,6 +452,26 @@ func (e *Executor) change(ctx context.Context, c change) (undoable bool, err err
 	return true, nil
 }
 
+// Commit runs a change of the file name whose new content was streamed elsewhere (the page's
+// upload, written through fsroot.Root.Create): apply makes it visible (the writer's Commit), and
+// sum is the SHA-256 (hex) of that content. With a history the change is recorded as a write,
+// like write-file's, so undo-last takes it back; with create it is refused file-exists when the
+// file is there. It reports whether the file was created and whether the change can be undone.
+func (e *Executor) Commit(ctx context.Context, name, sum string, create bool, apply func() error) (created, undoable bool, err error) {
+	if err := fsroot.Check(name); err != nil {
+		return false, false, err
+	}
+	undoable, err = e.change(ctx, change{action: actionWrite, name: name, create: create,
+		prepare: func(_ []byte, existed bool) ([]byte, error) {
+			created = !existed
+			return nil, nil
+		},
+		apply:    func([]byte) error { return apply() },
+		afterSum: func() string { return sum },
+	})
+	return created, undoable, err
+}
+
 func (e *Executor) actor() Actor { return cmp.Or(e.opts.Actor, ByAssistant) }
 
 // fileState is a file as an undo or redo finds it.
@@ -522,8 +548,11 @@ func (e *Executor) undoLocked(ctx context.Context, h *History, resolve string) (
 	rec := h.entries[len(h.entries)-1]
 	note = auditNote{Path: rec.Path}
 	obs = undoObserved{Undone: rec.Action, Path: rec.Path, To: rec.To, By: rec.By}
-	if rec.Action == actionMove {
+	switch rec.Action {
+	case actionMove:
 		return obs, note, true, e.undoMove(ctx, h, rec, resolve, &obs)
+	case actionMkdir:
+		return obs, note, true, e.undoFolders(ctx, h, rec, resolve, &obs)
 	}
 	now, err := e.stateOf(ctx, rec.Path)
 	if err != nil {
@@ -700,44 +729,6 @@ func (e *Executor) freeName(ctx context.Context, p, word string) (string, error)
 	return "", refusal.New(refusal.FileExists, "no free name was found beside %q to keep the earlier version under", p)
 }
 
-// undoMove moves a moved file back, when it is still where the move put it and nothing took
-// its old place. In a conflict only keep-current can resolve it. The caller holds h.mu.
-func (e *Executor) undoMove(ctx context.Context, h *History, rec historyRecord, resolve string, obs *undoObserved) error {
-	there, err := e.stateOf(ctx, rec.To)
-	if err != nil {
-		return err
-	}
-	back, err := e.stateOf(ctx, rec.Path)
-	if err != nil {
-		return err
-	}
-	switch {
-	case back.exists && back.sum == rec.Before && !there.exists:
-		return h.drop(ctx, rec)
-	case there.sum != rec.After || back.exists:
-		if resolve == ResolveKeepCurrent {
-			obs.Resolved = resolve
-			h.forget(ctx, rec)
-			h.entries = h.entries[:len(h.entries)-1]
-			return nil
-		}
-		what := fmt.Sprintf("%q changed after it was moved there from %q", rec.To, rec.Path)
-		if back.exists {
-			what = fmt.Sprintf("something new is at %q, where %q was moved from", rec.Path, rec.To)
-		}
-		return refusal.New(refusal.UndoConflict, "%s; undo would lose it, so nothing was done. Keep things as they are (keep-current) to go on to the change before", what)
-	}
-	if err := e.moveFile(ctx, rec.To, rec.Path, there.data); err != nil {
-		return err
-	}
-	rec.Undone = true
-	h.write(ctx, rec)
-	h.entries = h.entries[:len(h.entries)-1]
-	h.redo = slices.Insert(h.redo, 0, rec)
-	obs.Restored, obs.Bytes = true, int64(len(there.data))
-	return nil
-}
-
 type redoObserved struct {
 	Redone    string `json:"redone"`
 	Path      string `json:"path"`
@@ -792,23 +783,16 @@ func (e *Executor) redoLocked(ctx context.Context, h *History) (obs redoObserved
 		h.redo = h.redo[1:]
 		return refusal.New(refusal.RedoConflict, format, a...)
 	}
-	if rec.Action == actionMove {
-		from, err := e.stateOf(ctx, rec.Path)
-		if err != nil {
-			return obs, note, false, err
+	switch rec.Action {
+	case actionMove, actionMkdir:
+		redo := e.redoMove
+		if rec.Action == actionMkdir {
+			redo = e.redoFolders
 		}
-		to, err := e.stateOf(ctx, rec.To)
-		if err != nil {
-			return obs, note, false, err
+		if changed, err := redo(ctx, rec, &obs, dropRedo); err != nil {
+			return obs, note, changed, err
 		}
-		if from.sum != rec.Before || to.exists {
-			return obs, note, true, dropRedo("%q or %q changed after the move was undone; redo would lose that, so nothing was done and the redo was dropped", rec.Path, rec.To)
-		}
-		if err := e.moveFile(ctx, rec.Path, rec.To, from.data); err != nil {
-			return obs, note, false, err
-		}
-		obs.Written, obs.Bytes = true, int64(len(from.data))
-	} else {
+	default:
 		now, err := e.stateOf(ctx, rec.Path)
 		if err != nil {
 			return obs, note, false, err
@@ -845,7 +829,8 @@ func (e *Executor) redoLocked(ctx context.Context, h *History) (obs redoObserved
 	return obs, note, true, nil
 }
 
-// HistoryEntry is one change as list-history shows it.
+// HistoryEntry is one change as list-history shows it. Action is "write", "edit", "delete",
+// "move" (Path went to To) or "mkdir" (the folder Path was made).
 type HistoryEntry struct {
 	Seq    uint64    `json:"seq"`
 	Time   time.Time `json:"time"`
@@ -853,10 +838,16 @@ type HistoryEntry struct {
 	Path   string    `json:"path"`
 	To     string    `json:"to,omitempty"`
 	By     Actor     `json:"by"`
-	// Created reports a change that made a new file.
+	// Created reports a write that made a new file.
 	Created bool `json:"created"`
 	// Undone reports a change undone and waiting for redo.
 	Undone bool `json:"undone"`
+}
+
+// entry is r as list-history shows it.
+func (r historyRecord) entry() HistoryEntry {
+	return HistoryEntry{Seq: r.Seq, Time: r.Time, Action: r.Action, Path: r.Path, To: r.To, By: cmp.Or(r.By, ByAssistant),
+		Created: r.Action == actionWrite && !r.Existed, Undone: r.Undone}
 }
 
 type historyObserved struct {
@@ -876,15 +867,11 @@ func (e *Executor) listHistory(ctx context.Context, raw json.RawMessage) (json.R
 		h.mu.Lock()
 		err := h.load(ctx)
 		if err == nil {
-			view := func(r historyRecord) HistoryEntry {
-				return HistoryEntry{Seq: r.Seq, Time: r.Time, Action: r.Action, Path: r.Path, To: r.To, By: cmp.Or(r.By, ByAssistant),
-					Created: !r.Existed && r.Action != actionDelete, Undone: r.Undone}
-			}
 			for i := len(h.redo) - 1; i >= 0; i-- {
-				obs.Entries = append(obs.Entries, view(h.redo[i]))
+				obs.Entries = append(obs.Entries, h.redo[i].entry())
 			}
 			for i := len(h.entries) - 1; i >= 0; i-- {
-				obs.Entries = append(obs.Entries, view(h.entries[i]))
+				obs.Entries = append(obs.Entries, h.entries[i].entry())
 			}
 			obs.Undo, obs.Redo = len(h.entries), len(h.redo)
 		}
@@ -898,9 +885,10 @@ func (e *Executor) listHistory(ctx context.Context, raw json.RawMessage) (json.R
 }
 
 // Version is one side of an undo conflict, as UndoConflict shows it: the file's content (the
-// first limit bytes of it), or that there is none.
+// first limit bytes of it), a folder (of a move or a create-folder), or that there is none.
 type Version struct {
 	Exists    bool   `json:"exists"`
+	Folder    bool   `json:"folder,omitempty"`
 	Size      int64  `json:"size"`
 	Text      string `json:"text"`
 	Binary    bool   `json:"binary"`
@@ -937,24 +925,39 @@ func (e *Executor) UndoConflict(ctx context.Context, limit int) (Conflict, error
 		return Conflict{}, refusal.New(refusal.NothingToUndo, "there is no change left to undo")
 	}
 	rec := h.entries[len(h.entries)-1]
-	c := Conflict{Change: HistoryEntry{Seq: rec.Seq, Time: rec.Time, Action: rec.Action, Path: rec.Path, To: rec.To, By: cmp.Or(rec.By, ByAssistant),
-		Created: !rec.Existed && rec.Action != actionDelete}}
-	at := rec.Path
-	if rec.Action == actionMove {
-		at = rec.To
+	c := Conflict{Change: rec.entry()}
+	switch rec.Action {
+	case actionMove:
+		// What undo would move back is what is there now; the conflict is that it is gone or
+		// that something took its old place.
+		there, back, err := e.moveState(ctx, rec)
+		if err != nil {
+			return Conflict{}, err
+		}
+		if c.Current, err = e.versionAt(ctx, rec.To, limit); err != nil {
+			return Conflict{}, err
+		}
+		c.Earlier = c.Current
+		c.InConflict = back || !there
+		c.Resolutions = []string{ResolveKeepCurrent}
+		return c, nil
+	case actionMkdir:
+		made, foreign, err := e.foldersState(ctx, rec)
+		if err != nil {
+			return Conflict{}, err
+		}
+		if c.Current, err = e.versionAt(ctx, rec.Path, limit); err != nil {
+			return Conflict{}, err
+		}
+		c.InConflict = made && foreign != ""
+		c.Resolutions = []string{ResolveKeepCurrent}
+		return c, nil
 	}
-	now, err := e.stateOf(ctx, at)
+	now, err := e.stateOf(ctx, rec.Path)
 	if err != nil {
 		return Conflict{}, err
 	}
 	c.Current = versionOf(now, limit)
-	if rec.Action == actionMove {
-		c.Earlier = c.Current
-		back, _ := e.stateOf(ctx, rec.Path)
-		c.InConflict = now.sum != rec.After || back.exists
-		c.Resolutions = []string{ResolveKeepCurrent}
-		return c, nil
-	}
 	c.InConflict = now.sum != rec.After
 	c.Resolutions = []string{ResolveKeepCurrent, ResolveRestoreEarlier}
 	if rec.Existed {
@@ -966,6 +969,21 @@ func (e *Executor) UndoConflict(ctx context.Context, limit int) (Conflict, error
 		c.Earlier = versionOf(fileState{exists: true, data: before}, limit)
 	}
 	return c, nil
+}
+
+// versionAt is what name is now, as a Version: a folder, a file's content, or nothing.
+func (e *Executor) versionAt(ctx context.Context, name string, limit int) (Version, error) {
+	switch st, err := e.root.Stat(ctx, name); {
+	case err == nil && st.Dir:
+		return Version{Exists: true, Folder: true}, nil
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fsroot.ErrNotDir):
+		return Version{}, nil
+	}
+	now, err := e.stateOf(ctx, name)
+	if err != nil {
+		return Version{}, err
+	}
+	return versionOf(now, limit), nil
 }
 
 func versionOf(s fileState, limit int) Version {

@@ -13,7 +13,7 @@ import (
 
 func TestAssistantPrimitivesOnMemory(t *testing.T) {
 	t.Parallel()
-	executortest.Run(t, func(t *testing.T) fsroot.Root { return fsroot.NewMemory() })
+	executortest.Run(t, func(t *testing.T) fsroot.Root { return fsroot.NewMemory() }, executortest.Options{})
 }
 
 // FuzzHistoryRecords feeds the history whatever its record files might hold (a half-written

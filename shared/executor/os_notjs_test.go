@@ -85,7 +85,7 @@ func TestOSSymlinkEscapeThroughExecutor(t *testing.T) {
 // folder's .voicebox directory on disk.
 func TestAssistantPrimitivesOnOS(t *testing.T) {
 	t.Parallel()
-	executortest.Run(t, func(t *testing.T) fsroot.Root { return openOS(t) })
+	executortest.Run(t, func(t *testing.T) fsroot.Root { return openOS(t) }, executortest.Options{})
 }
 
 // TestOSGrepThroughFolderLinksThatLoop: links in a folder that lead back to it make every depth

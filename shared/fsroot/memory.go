@@ -33,6 +33,7 @@ var (
 	_ Root         = (*MemRoot)(nil)
 	_ Metadata     = (*MemRoot)(nil)
 	_ PrefixReader = (*MemRoot)(nil)
+	_ Renamer      = (*MemRoot)(nil)
 )
 
 // NewMemory returns an empty MemRoot.
@@ -341,5 +342,48 @@ func (m *MemRoot) Remove(ctx context.Context, name string) error {
 	}
 	delete(parent.kids, base)
 	parent.mod = m.now()
+	return nil
+}
+
+// Rename moves the file or folder from to to (see Renamer).
+func (m *MemRoot) Rename(ctx context.Context, from, to string) error {
+	if err := Check(from); err != nil {
+		return WithOp(err, "rename")
+	}
+	if err := Check(to); err != nil {
+		return WithOp(err, "rename")
+	}
+	if to == from || strings.HasPrefix(to, from+"/") {
+		return Err("rename", to, fs.ErrInvalid)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fdir, fbase := splitName(from)
+	fparent, err := m.find(fdir)
+	if err == nil && !fparent.dir {
+		err = ErrNotDir
+	}
+	if err != nil {
+		return Err("rename", from, err)
+	}
+	n, ok := fparent.kids[fbase]
+	if !ok {
+		return Err("rename", from, fs.ErrNotExist)
+	}
+	tdir, tbase := splitName(to)
+	tparent, err := m.find(tdir)
+	if err == nil && !tparent.dir {
+		err = ErrNotDir
+	}
+	if err != nil {
+		return Err("rename", to, err)
+	}
+	if _, taken := tparent.kids[tbase]; taken {
+		return Err("rename", to, fs.ErrExist)
+	}
+	delete(fparent.kids, fbase)
+	tparent.kids[tbase] = n
+	now := m.now()
+	fparent.mod, tparent.mod = now, now
 	return nil
 }

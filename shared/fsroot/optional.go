@@ -34,3 +34,12 @@ func ReadPrefix(ctx context.Context, r Root, name string, n int) ([]byte, int64,
 	}
 	return data, size, nil
 }
+
+// Renamer is a Root that can move a file or a folder (with everything in it) to another name in
+// the root, in one step. Both names have passed Check; the parent of to must exist and to must
+// not (fs.ErrExist), so a move never replaces anything; from missing is fs.ErrNotExist; a folder
+// moved into itself is fs.ErrInvalid. Roots that cannot move (a browser that cannot move a
+// folder) do not implement it, and the executor refuses the move.
+type Renamer interface {
+	Rename(ctx context.Context, from, to string) error
+}

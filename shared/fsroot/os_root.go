@@ -46,6 +46,7 @@ var (
 	_ Root         = (*OSRoot)(nil)
 	_ Metadata     = (*OSRoot)(nil)
 	_ PrefixReader = (*OSRoot)(nil)
+	_ Renamer      = (*OSRoot)(nil)
 )
 
 // OpenOS returns a root over the existing directory dir. Close releases it.
@@ -419,6 +420,34 @@ func (r *OSRoot) Remove(ctx context.Context, name string) error {
 	}
 	if err := r.root.Remove(name); err != nil {
 		return osErr("remove", name, err)
+	}
+	return nil
+}
+
+// Rename moves the file or folder from to to (see Renamer). A link moves as the link; no dot
+// name is reached through one.
+func (r *OSRoot) Rename(ctx context.Context, from, to string) error {
+	for _, n := range []string{from, to} {
+		if err := Check(n); err != nil {
+			return WithOp(err, "rename")
+		}
+		if err := r.viaDot("rename", n, false); err != nil {
+			return err
+		}
+	}
+	if to == from || strings.HasPrefix(to, from+"/") {
+		return Err("rename", to, fs.ErrInvalid)
+	}
+	if _, err := r.root.Lstat(from); err != nil {
+		return osErr("rename", from, err)
+	}
+	if _, err := r.root.Lstat(to); err == nil {
+		return Err("rename", to, fs.ErrExist)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return osErr("rename", to, err)
+	}
+	if err := r.root.Rename(from, to); err != nil {
+		return osErr("rename", to, err)
 	}
 	return nil
 }

@@ -232,6 +232,19 @@ const (
 	// would run, and the bound on requests waiting.
 	RootChanged      Rule = "root-changed"       // another executor took the workspace root while the person was asked
 	TooManyApprovals Rule = "too-many-approvals" // as many requests as the page shows already wait for the person
+
+	// MCP clients at /mcp (relay/mcp): who may connect, and how many calls at once. A wrong
+	// Origin is origin-refused, a bearer the host never minted bearer-refused, a foreign Host
+	// host-refused, a slow body body-timeout.
+	BearerMissing Rule = "bearer-missing" // no Authorization: Bearer header
+	BearerRevoked Rule = "bearer-revoked" // the host revoked this client's bearer (or minted a newer one for its name)
+	TooManyCalls  Rule = "too-many-calls" // a client has as many tool calls running as it may
+
+	// The filesystem-server primitives (shared/executor): a file larger than the primitive reads
+	// whole, and a file read as media that is no image or audio.
+	FileTooLarge    Rule = "file-too-large"
+	NotMedia        Rule = "not-media"
+	MoveUnsupported Rule = "move-unsupported" // the workspace's storage cannot move this (a folder in the browser's)
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope

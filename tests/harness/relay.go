@@ -9,7 +9,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	mathrand "math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -68,6 +71,23 @@ const relayStartBound = 15 * time.Second
 // addrLine is the relay's first line; a relay bound to every address ([::] or 0.0.0.0) is reached
 // on 127.0.0.1.
 var addrLine = regexp.MustCompile(`^voicebox on http://(?:127\.0\.0\.1|0\.0\.0\.0|\[::\]):(\d+)$`)
+
+// RestartablePort is a free loopback port for a relay that a test stops and starts again on the
+// same port (pass "PORT="+port to both starts). It lies below Linux's ephemeral range (32768 and
+// up), so that while the relay is down no outgoing connection of another process can be given
+// that port as its own and keep the second start from listening there.
+func RestartablePort(t testing.TB) string {
+	t.Helper()
+	for range 200 {
+		port := fmt.Sprint(20000 + mathrand.IntN(12000))
+		if ln, err := net.Listen("tcp", "127.0.0.1:"+port); err == nil {
+			ln.Close()
+			return port
+		}
+	}
+	t.Fatal("harness: no free port below the ephemeral range")
+	return ""
+}
 
 // StartRelay starts bin/relay (built by ./build.sh build) with PORT=0 and the extra environment
 // given, serving the checkout's public/, and stops it when the test ends.

@@ -1,6 +1,7 @@
 // Package executortest is the suite the assistant's file primitives (delete-file, edit-file,
-// grep-files, move-file, undo-last, redo-last, list-history) and the undo history pass on every kind of root: memory and the OS
-// natively, OPFS and directory handles in Chromium (on the main thread and in the page's worker).
+// grep-files, create-folder, move-file, undo-last, redo-last, list-history) and the undo history
+// pass on every kind of root: memory and the OS natively, OPFS and directory handles in Chromium
+// (on the main thread and in the page's worker).
 package executortest
 
 import (
@@ -20,9 +21,17 @@ import (
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
+// Options declares what a root cannot do, so the suite checks the refusal instead.
+type Options struct {
+	// FilesOnlyMove declares a root that moves files but not folders (fsroot.Renamer answers
+	// errors.ErrUnsupported for one: the browser's directory handles have no move), so moving a
+	// folder is refused move-unsupported.
+	FilesOnlyMove bool
+}
+
 // Run runs the suite; newRoot returns a fresh, empty root for each case (it must have a metadata
-// area, fsroot.Metadata).
-func Run(t *testing.T, newRoot func(t *testing.T) fsroot.Root) {
+// area, fsroot.Metadata, and be an fsroot.Renamer).
+func Run(t *testing.T, newRoot func(t *testing.T) fsroot.Root, opts Options) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			root := newRoot(t)
@@ -30,7 +39,7 @@ func Run(t *testing.T, newRoot func(t *testing.T) fsroot.Root) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.fn(t, &fixture{t: t, root: root, h: h, e: executor.New(root, executor.Options{History: h})})
+			c.fn(t, &fixture{t: t, root: root, h: h, e: executor.New(root, executor.Options{History: h}), opts: opts})
 		})
 	}
 }
@@ -40,6 +49,7 @@ type fixture struct {
 	root fsroot.Root
 	h    *executor.History
 	e    *executor.Executor
+	opts Options
 }
 
 func (f *fixture) call(tool string, args map[string]string) (map[string]any, error) {
@@ -328,9 +338,10 @@ var cases = []struct {
 		if err := f.root.MkdirAll(context.Background(), "dir"); err != nil {
 			t.Fatal(err)
 		}
-		f.refused(refusal.IsADirectory, "move-file", map[string]string{"path": "dir", "to": "dir2"})
+		f.refused(refusal.InvalidArgument, "move-file", map[string]string{"path": "dir", "to": "dir/inner"})
+		f.refused(refusal.FileExists, "move-file", map[string]string{"path": "a.bin", "to": "a.bin"})
 		obs := f.must("move-file", map[string]string{"path": "a.bin", "to": "sub/c.bin"})
-		if obs["undoable"] != true || obs["parentsCreated"] != true || obs["bytes"] != float64(len(old)) {
+		if obs["undoable"] != true || obs["parentsCreated"] != true || obs["bytes"] != float64(len(old)) || obs["kind"] != "file" {
 			t.Fatalf("move-file observed %v", obs)
 		}
 		f.absent("a.bin")
@@ -345,6 +356,81 @@ var cases = []struct {
 		f.must("undo-last", map[string]string{"resolve": executor.ResolveKeepCurrent})
 		f.holds("a.bin", []byte("new a"))
 		f.holds("sub/c.bin", old)
+	}},
+	{"FoldersAreMadeAndMovedUndoably", func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		if obs := f.must("create-folder", map[string]string{"path": "a/b"}); obs["created"] != true || obs["undoable"] != true {
+			t.Fatalf("create-folder observed %v", obs)
+		}
+		f.put("file.txt", []byte("f"))
+		f.refused(refusal.FileExists, "create-folder", map[string]string{"path": "file.txt/sub"})
+		// A file put in the folder since: undo would remove it, so it is a conflict that only
+		// keep-current resolves, and the file stays.
+		f.put("a/b/n.txt", []byte("n"))
+		f.refused(refusal.UndoConflict, "undo-last", nil)
+		c, err := f.e.UndoConflict(ctx, 100)
+		if err != nil || !c.InConflict || c.Change.Action != "mkdir" || !c.Current.Folder || c.Earlier.Exists || len(c.Resolutions) != 1 || c.Resolutions[0] != executor.ResolveKeepCurrent {
+			t.Fatalf("UndoConflict = %+v, %v", c, err)
+		}
+		f.refused(refusal.UndoConflict, "undo-last", map[string]string{"resolve": executor.ResolveRestoreEarlier})
+		if u := f.must("undo-last", map[string]string{"resolve": executor.ResolveKeepCurrent}); u["resolved"] != executor.ResolveKeepCurrent {
+			t.Fatalf("undo keep-current observed %v", u)
+		}
+		f.holds("a/b/n.txt", []byte("n"))
+		f.refused(refusal.NothingToUndo, "undo-last", nil)
+		// Empty folders go and come back.
+		f.must("create-folder", map[string]string{"path": "c/d"})
+		if u := f.must("undo-last", nil); u["undone"] != "mkdir" || u["removed"] != true {
+			t.Fatalf("undo of create-folder observed %v", u)
+		}
+		if _, err := f.root.Stat(ctx, "c"); err == nil {
+			t.Fatal("undo left the folders create-folder made")
+		}
+		if r := f.must("redo-last", nil); r["redone"] != "mkdir" {
+			t.Fatalf("redo of create-folder observed %v", r)
+		}
+		if st, err := f.root.Stat(ctx, "c/d"); err != nil || !st.Dir {
+			t.Fatalf("redo made c/d: %v, %v", st, err)
+		}
+		// A folder moves with all it holds, where the root can move one.
+		f.put("c/d/e.txt", []byte("e"))
+		if f.opts.FilesOnlyMove {
+			f.refused(refusal.MoveUnsupported, "move-file", map[string]string{"path": "c", "to": "m/c"})
+			f.holds("c/d/e.txt", []byte("e"))
+			if u := f.must("undo-last", map[string]string{"resolve": executor.ResolveKeepCurrent}); u["undone"] != "mkdir" {
+				t.Fatalf("the refused move was recorded: undo observed %v", u)
+			}
+			return
+		}
+		obs := f.must("move-file", map[string]string{"path": "c", "to": "m/c"})
+		if obs["kind"] != "folder" || obs["parentsCreated"] != true || obs["undoable"] != true {
+			t.Fatalf("move-file of a folder observed %v", obs)
+		}
+		f.holds("m/c/d/e.txt", []byte("e"))
+		f.absent("c/d/e.txt")
+		list := f.must("list-history", nil)
+		got, _ := json.Marshal(list["entries"])
+		var entries []executor.HistoryEntry
+		json.Unmarshal(got, &entries)
+		if len(entries) != 2 || entries[0].Action != "move" || entries[0].Path != "c" || entries[0].To != "m/c" || entries[0].Created ||
+			entries[1].Action != "mkdir" || entries[1].Path != "c/d" || entries[1].Created {
+			t.Fatalf("list-history observed %s", got)
+		}
+		if u := f.must("undo-last", nil); u["undone"] != "move" || u["restored"] != true {
+			t.Fatalf("undo of a folder's move observed %v", u)
+		}
+		f.holds("c/d/e.txt", []byte("e"))
+		f.must("redo-last", nil)
+		f.holds("m/c/d/e.txt", []byte("e"))
+		// Something new in the folder's old place: moving back would replace it.
+		f.put("c/new.txt", []byte("new"))
+		f.refused(refusal.UndoConflict, "undo-last", nil)
+		if c, err := f.e.UndoConflict(ctx, 100); err != nil || !c.InConflict || !c.Current.Folder {
+			t.Fatalf("UndoConflict of the move = %+v, %v", c, err)
+		}
+		f.must("undo-last", map[string]string{"resolve": executor.ResolveKeepCurrent})
+		f.holds("m/c/d/e.txt", []byte("e"))
+		f.holds("c/new.txt", []byte("new"))
 	}},
 	{"CreateModeNeverReplaces", func(t *testing.T, f *fixture) {
 		f.put("exists.txt", []byte("keep me"))

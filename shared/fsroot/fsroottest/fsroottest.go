@@ -52,6 +52,12 @@ type Options struct {
 	// It returns a function that reads the outside directory back as file name -> content, so
 	// the suite can check that nothing there changed. Nil skips the symlink cases.
 	Escapes func(t *testing.T, root fsroot.Root) (outside func(t *testing.T) map[string]string)
+	// NoRename declares that the root is no fsroot.Renamer (it cannot move files and folders);
+	// without it the root must be one, and the Rename case runs.
+	NoRename bool
+	// FilesOnlyRename declares that the root moves files but refuses to move a folder, with
+	// errors.ErrUnsupported and nothing changed (the browser's directory handles have no move).
+	FilesOnlyRename bool
 }
 
 // Run runs the suite against the roots newRoot returns. newRoot is called once per case and must
@@ -78,6 +84,7 @@ func Run(t *testing.T, newRoot func(t *testing.T) fsroot.Root, opts Options) {
 		{"Atomicity", s.atomicity},
 		{"SymlinkEscapes", s.symlinkEscapes},
 		{"ConcurrentReplace", s.concurrentReplace},
+		{"Rename", s.rename},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -901,4 +908,58 @@ func (s suite) concurrentReplace(t *testing.T) {
 		t.Errorf("after the replaces h holds %d bytes", len(got))
 	}
 	wantNames(t, r, "", "h")
+}
+
+// rename moves a file and a folder with its content, and refuses what a move must not do:
+// replace, move a missing name, move a folder into itself, reach outside or a dot name.
+func (s suite) rename(t *testing.T) {
+	r := s.root(t)
+	mv, can := r.(fsroot.Renamer)
+	if !can {
+		if !s.opts.NoRename {
+			t.Fatal("the root is no fsroot.Renamer; declare NoRename if it cannot move")
+		}
+		t.Skip("declared: the root cannot move")
+	}
+	if s.opts.NoRename {
+		t.Fatal("the root is a Renamer but declares NoRename")
+	}
+	ctx := context.Background()
+	write(t, r, "a.txt", []byte("alpha"))
+	mkdir(t, r, "dir/sub")
+	write(t, r, "dir/sub/b.txt", []byte("beta"))
+	write(t, r, "dir/c.txt", []byte("gamma"))
+	mkdir(t, r, "other")
+	ok(t, "Rename(a.txt, other/a2.txt)", mv.Rename(ctx, "a.txt", "other/a2.txt"))
+	wantContent(t, r, "other/a2.txt", []byte("alpha"))
+	_, err := r.Stat(ctx, "a.txt")
+	WantErr(t, "Stat after the move", err, "a.txt", fs.ErrNotExist)
+	if s.opts.FilesOnlyRename {
+		if err := mv.Rename(ctx, "dir", "other/moved"); !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("moving a folder, declared unsupported: %v", err)
+		}
+		wantContent(t, r, "dir/sub/b.txt", []byte("beta"))
+		mkdir(t, r, "other/moved")
+		ok(t, "Rename(dir/c.txt, other/moved/c.txt)", mv.Rename(ctx, "dir/c.txt", "other/moved/c.txt"))
+		ok(t, "Remove(dir/sub/b.txt)", r.Remove(ctx, "dir/sub/b.txt"))
+		ok(t, "Remove(dir/sub)", r.Remove(ctx, "dir/sub"))
+		ok(t, "Remove(dir)", r.Remove(ctx, "dir"))
+	} else {
+		ok(t, "Rename(dir, other/moved)", mv.Rename(ctx, "dir", "other/moved"))
+		wantContent(t, r, "other/moved/sub/b.txt", []byte("beta"))
+	}
+	wantContent(t, r, "other/moved/c.txt", []byte("gamma"))
+	wantNames(t, r, "", "other")
+	write(t, r, "x.txt", []byte("x"))
+	err = mv.Rename(ctx, "x.txt", "other/a2.txt")
+	WantErr(t, "Rename onto a file", err, "other/a2.txt", fs.ErrExist)
+	wantContent(t, r, "other/a2.txt", []byte("alpha"))
+	err = mv.Rename(ctx, "missing.txt", "y.txt")
+	WantErr(t, "Rename of a missing file", err, "missing.txt", fs.ErrNotExist)
+	err = mv.Rename(ctx, "other", "other/moved/inside")
+	WantErr(t, "Rename of a folder into itself", err, "other/moved/inside", fs.ErrInvalid)
+	WantRefused(t, "Rename to outside", mv.Rename(ctx, "x.txt", "../x.txt"), "../x.txt", refusal.OutsideRoot)
+	WantRefused(t, "Rename to a dot name", mv.Rename(ctx, "x.txt", ".env"), ".env", refusal.DotfileRefused)
+	WantRefused(t, "Rename from a dot name", mv.Rename(ctx, ".env", "y.txt"), ".env", refusal.DotfileRefused)
+	wantContent(t, r, "x.txt", []byte("x"))
 }
