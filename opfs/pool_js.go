@@ -71,38 +71,69 @@ func (p *handlePool) get(name string, opener func() (safejs.Value, error)) (safe
 	return h, nil
 }
 
-// read returns the first n bytes of the file open as h (fewer when the file is shorter). It
-// calls h synchronously and never yields, like every use of a pooled handle.
-func (p *handlePool) read(h safejs.Value, n int) ([]byte, error) {
+// readPrefix returns the first limit bytes of the file open as h (all of it when limit < 0) and
+// the file's size. It calls h synchronously and never yields, like every use of a pooled handle.
+// It reads into the kept scratch buffer first: a file shorter than the buffer, the common case,
+// then needs no getSize (one call across the wasm boundary fewer per read; the size is what the
+// read returned).
+func (p *handlePool) readPrefix(h safejs.Value, limit int) ([]byte, int64, error) {
 	p.readMu.Lock()
 	defer p.readMu.Unlock()
 	if !p.ready {
 		scratch, err := newUint8Array(readScratchBytes)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		p.scratch, p.at0, p.ready = scratch, jsutil.Object(map[string]any{"at": 0}), true
 	}
-	buf := p.scratch
-	if n > readScratchBytes {
-		var err error
-		if buf, err = newUint8Array(n); err != nil {
-			return nil, err
+	m, err := readInto(h, p.scratch, p.at0)
+	if err != nil {
+		return nil, 0, err
+	}
+	size := int64(m)
+	if m == readScratchBytes {
+		if size, err = handleSize(h); err != nil {
+			return nil, 0, err
 		}
 	}
-	got, err := h.Call("read", buf, p.at0)
-	if err != nil {
-		return nil, jsutil.Thrown(err)
+	n := int(size)
+	if limit >= 0 && limit < n {
+		n = limit
 	}
-	m, err := got.Int()
-	if err != nil {
-		return nil, err
+	buf := p.scratch
+	if n > m {
+		// Longer than the buffer: read again, into one of the length wanted.
+		if buf, err = newUint8Array(n); err != nil {
+			return nil, 0, err
+		}
+		if m, err = readInto(h, buf, p.at0); err != nil {
+			return nil, 0, err
+		}
 	}
 	b := make([]byte, min(m, n))
 	if _, err := safejs.CopyBytesToGo(b, buf); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return b, nil
+	return b, size, nil
+}
+
+// readInto reads the file open as h from its start into buf, and returns how many bytes it read.
+func readInto(h, buf, at0 safejs.Value) (int, error) {
+	got, err := h.Call("read", buf, at0)
+	if err != nil {
+		return 0, jsutil.Thrown(err)
+	}
+	return got.Int()
+}
+
+// handleSize is the size of the file open as h.
+func handleSize(h safejs.Value) (int64, error) {
+	v, err := h.Call("getSize")
+	if err != nil {
+		return 0, jsutil.Thrown(err)
+	}
+	f, err := v.Float()
+	return int64(f), err
 }
 
 func (p *handlePool) touch(name string) {

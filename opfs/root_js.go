@@ -263,20 +263,7 @@ func (r *Root) readSync(ctx context.Context, op, name string, limit int) ([]byte
 	if err != nil {
 		return nil, 0, pathError(op, name, err, false)
 	}
-	sizeV, err := h.Call("getSize")
-	if err != nil {
-		return nil, 0, pathError(op, name, jsutil.Thrown(err), false)
-	}
-	sizeF, err := sizeV.Float()
-	if err != nil {
-		return nil, 0, err
-	}
-	size := int64(sizeF)
-	n := int(size)
-	if limit >= 0 && limit < n {
-		n = limit
-	}
-	b, err := r.pool.read(h, n)
+	b, size, err := r.pool.readPrefix(h, limit)
 	if err != nil {
 		return nil, 0, pathError(op, name, err, false)
 	}
