@@ -50,7 +50,7 @@ export function startExtensions() {
     b.addEventListener('click', () => { Promise.resolve(onClick()).catch((err) => say(`The relay did not answer: ${err instanceof Error ? err.message : err}`)); });
     return b;
   };
-  /** @param {Entry} entry */
+  /** @param {{id: string, name?: string}} entry */
   const title = (entry) => entry.name || entry.id;
 
   // planWords lists the plan's grants as sentences a person can judge.
@@ -88,6 +88,16 @@ export function startExtensions() {
       li.append(dismiss);
       return li;
     }
+    const form = approveForm(entry);
+    form.append(dismiss);
+    li.append(form);
+    return li;
+  };
+
+  // approveForm asks for a one-time code for entry (a proposal, or a file present in the state
+  // directory, admitted where it lies) and takes the code the person reads on the console.
+  /** @param {{id: string, name?: string}} entry */
+  const approveForm = (entry) => {
     const form = node('div', 'ext-approve');
     const input = node('input');
     input.inputMode = 'numeric';
@@ -116,9 +126,8 @@ export function startExtensions() {
       input.focus();
     }, `Request approval code for ${title(entry)}`);
     request.className = 'ext-request';
-    form.append(request, input, approve, dismiss);
-    li.append(form);
-    return li;
+    form.append(request, input, approve);
+    return form;
   };
 
   /** @param {Entry} entry */
@@ -126,6 +135,11 @@ export function startExtensions() {
     const li = item(entry);
     const tools = (entry.tools || []).map((t) => t.name + ' (' + t.primitive + ')').join(', ');
     li.append(node('div', 'hint', 'Tools: ' + tools));
+    // The WASM shelf's tools are admitted by their manifest's digests: they leave with it.
+    if (entry.id.startsWith('wasm-shelf-')) {
+      li.append(node('div', 'hint', 'From the WASM shelf: remove it from the shelf\'s manifest.json to withdraw it.'));
+      return li;
+    }
     const revoke = button('Revoke', async () => {
       const r = await api('/revoke', { id: entry.id });
       say(r.ok ? entry.id + ' is revoked.' : 'Not revoked (' + r.refused + '): ' + r.why);
@@ -187,6 +201,8 @@ export function startExtensions() {
     fill(el.present, x.presentNotAdmitted, (/** @type {{id: string, refused: string, why: string}} */ p) => {
       const li = node('li', 'ext-item ext-flagged', p.id + ': ' + p.refused + ' - ' + p.why);
       li.dataset.id = p.id;
+      // A descriptor put into the directory by hand is admitted where it lies, by a person.
+      if (p.refused === 'present-not-admitted') li.append(approveForm({ id: p.id }));
       return li;
     }, 'None.');
     fill(el.catalogue, x.catalogue, catalogueItem, 'The catalogue is empty.');

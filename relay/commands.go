@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/voicebox-go/voicebox/relay/extensions"
+	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/machine"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
@@ -165,7 +165,7 @@ func runApprovalCode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "relay approval-code: %v\n", err)
 		return 1
 	}
-	codes, err := extensions.PendingCodes(state.Path(), time.Now())
+	codes, err := extensionhost.PendingCodes(state.Path(), time.Now())
 	if err != nil || len(codes) == 0 {
 		fmt.Fprintln(stderr, "relay approval-code: no approval code is outstanding")
 		return 1

@@ -158,6 +158,8 @@ Environment:
   GEMINI_API_KEY           the Gemini key for live voice (a key stored with PUT /api/keys wins)
   VOICEBOX_LIVE_PROVIDER   the live provider (gemini or openai) a relay with no saved voice settings
                            starts with; LIVE_PROVIDER is read when it is unset (default gemini)
+  VOICEBOX_WASM_SHELF_DIR  the WASM shelf's directory, when --wasm-shelf-dir is not given
+  VOICEBOX_WASM_PLACEMENT  relay or page: where modules run, when --wasm-placement is not given
   VOICEBOX_OPENAI_URL      the OpenAI Realtime endpoint, when --openai-url is not given
   VOICEBOX_GEMINI_URL      the Gemini Live endpoint, when --gemini-url is not given
   VOICEBOX_MCP_BEARER_FILE the MCP client's bearer file for relay mcp, when --bearer-file is not given
@@ -183,6 +185,8 @@ type serveConfig struct {
 	miniApps   string
 	openaiURL  string
 	geminiURL  string
+	wasmShelf  string
+	wasmPlace  string
 }
 
 func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
@@ -204,6 +208,8 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	cfg.state.register(fs)
 	fs.StringVar(&cfg.miniApps, "mini-apps", "", "JSON `file` of the external mini-app registry (default: the JSON in $MINI_APPS; neither means none)")
 	vendorFlags(fs, cfg)
+	fs.StringVar(&cfg.wasmShelf, "wasm-shelf-dir", "", "`directory` of the WASM shelf: a manifest.json of digest-pinned modules (default $VOICEBOX_WASM_SHELF_DIR, else wasm-shelf in the state directory)")
+	fs.StringVar(&cfg.wasmPlace, "wasm-placement", "", "where WebAssembly modules run: relay (on wazero) or page (in a Worker of the page that holds the workspace) (default $VOICEBOX_WASM_PLACEMENT, else relay)")
 	fs.IntVar(&cfg.helloBound, "hello-bound-ms", 0, "`milliseconds` a /channel connection that is not the page has to say hello (default $VOICEBOX_HELLO_BOUND_MS, else 5000)")
 	return fs, cfg
 }

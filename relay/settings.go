@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/relay/relay"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
@@ -112,7 +113,11 @@ func (cfg *serveConfig) settle(stderr io.Writer) (*serveSettings, error) {
 	if err != nil {
 		return nil, err
 	}
+	placement := orEnv(cfg.wasmPlace, "VOICEBOX_WASM_PLACEMENT")
+	if placement != "" && placement != extensionhost.WasmInRelay && placement != extensionhost.WasmInPage {
+		return nil, fmt.Errorf("--wasm-placement %q: say relay or page", placement)
+	}
 	return &serveSettings{addr: addr, acmeHTTP: acmeHTTP, Config: relay.Config{Public: public, HelloBound: time.Duration(helloMS) * time.Millisecond,
 		Gated: gated, Origin: origin, SessionLifetime: lifetime, TrustedProxies: trusted, Log: log, TLS: tlsConfig,
-		ACME: acmeCfg, MiniApps: miniApps, VendorURLs: vendorURLs}}, nil
+		ACME: acmeCfg, MiniApps: miniApps, VendorURLs: vendorURLs, WasmShelfDir: orEnv(cfg.wasmShelf, "VOICEBOX_WASM_SHELF_DIR"), WasmPlacement: placement}}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -188,5 +190,48 @@ func TestAdmittedExtensionRunsOnThePagesRoot(t *testing.T) {
 	}
 	if a := relay.Call(t, "read-file", map[string]string{"path": "notes/shopping.md"}); !a.OK {
 		t.Fatalf("the built-in tools stopped working: %s", a.Raw)
+	}
+}
+
+// TestADroppedDescriptorIsAdmittedFromThePanel: a descriptor put straight into the state
+// directory shows in the panel as present but not admitted, and a person admits it where it lies
+// with a console code; it then runs, and the shelf's tools are listed without a Revoke.
+func TestADroppedDescriptorIsAdmittedFromThePanel(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t, "VOICEBOX_WASM_SHELF_DIR="+shelfIn(t))
+	desc := `{"id":"dropped-clock","name":"Dropped clock","source":"local","runsIn":"host","capabilities":[],"bounds":{},"tools":[{"name":"dropped_now","primitive":"now","params":{}}]}`
+	if err := os.WriteFile(filepath.Join(relay.StateDir, "dropped-clock.json"), []byte(desc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tab := harness.NewTab(t)
+	tab.Navigate(relay.URL)
+	li := `document.querySelector('#ext-present li[data-id="dropped-clock"]')`
+	harness.WaitFor[bool](tab, li+` !== null && `+li+`.textContent.includes('present-not-admitted') && `+li+`.querySelector('.ext-request') !== null`, readyBound)
+	if m := postAPI(t, relay.URL, "/api/extensions/call", relay.HostToken(t), `{"extension":"dropped-clock","tool":"dropped_now","args":{}}`); m["refused"] != "not-admitted" {
+		t.Fatalf("a dropped descriptor ran: %v", m)
+	}
+	harness.Eval[bool](tab, `(`+li+`.querySelector('.ext-request').click(), true)`)
+	var code string
+	for code == "" {
+		if m := codeLine.FindStringSubmatch(relay.NextLine(t, readyBound)); m != nil && m[1] == "dropped-clock" {
+			code = m[2]
+		}
+	}
+	harness.WaitFor[bool](tab, `!`+li+`.querySelector('.ext-code').hidden`, readyBound)
+	harness.Eval[bool](tab, `(() => {
+		const li = `+li+`;
+		li.querySelector('.ext-code').value = '`+code+`';
+		li.querySelector('.ext-approve-button').click();
+		return true;
+	})()`)
+	harness.WaitFor[bool](tab, `document.querySelector('#ext-admitted li[data-id="dropped-clock"] .ext-revoke') !== null &&
+		document.querySelector('#ext-admitted li[data-id="wasm-shelf-hash"]') !== null &&
+		document.querySelector('#ext-admitted li[data-id="wasm-shelf-hash"] .ext-revoke') === null`, readyBound)
+	ledger, _ := os.ReadFile(filepath.Join(relay.StateDir, ".ledger.jsonl"))
+	if !strings.Contains(string(ledger), `"action":"admit","id":"dropped-clock"`) || !strings.Contains(string(ledger), `"by":"console-code"`) {
+		t.Fatalf("the ledger: %s", ledger)
+	}
+	if _, err := os.Stat(filepath.Join(relay.StateDir, "proposals", "dropped-clock.json")); err == nil {
+		t.Fatal("the dropped descriptor was copied into the proposals")
 	}
 }

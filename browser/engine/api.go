@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/miniappstore"
@@ -63,6 +64,9 @@ type Options struct {
 	// Post sends the page a message of the engine's own (a mini-app call, a launch); nil drops
 	// them.
 	Post func(msg []byte)
+	// Wasm runs the WebAssembly modules the relay sends the workspace's executor (the wasm
+	// primitive); nil refuses them.
+	Wasm executor.WasmRunner
 }
 
 // Engine answers the page's calls and serves the relay's. It is portable, so that its rules are
@@ -83,6 +87,7 @@ type Engine struct {
 // One lock, so an upload never outlives the root it writes to.
 type workspaceState struct {
 	openRoot RootOpener
+	wasm     executor.WasmRunner // the workspace executor's runner of modules (Options.Wasm)
 
 	mu         sync.Mutex
 	root       fsroot.Root
@@ -127,6 +132,7 @@ func New(opts Options) *Engine {
 	a := newEngine(time.Now(), opts.OpenRoot)
 	a.build = cmp.Or(opts.Build, a.build)
 	a.apps.openShelf = opts.OpenShelf
+	a.ws.wasm = opts.Wasm
 	if opts.Post != nil {
 		a.post = opts.Post
 	}

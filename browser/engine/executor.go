@@ -40,15 +40,16 @@ type workspace struct {
 }
 
 // newExecutor opens root's executors; onHistory, when set, is called whenever the undo history
-// changes (the worker tells the page, whose History panel reads it again).
-func newExecutor(ctx context.Context, root fsroot.Root, onHistory func()) *workspace {
+// changes (the worker tells the page, whose History panel reads it again); wasm, when set, runs
+// the WebAssembly modules the relay sends.
+func newExecutor(ctx context.Context, root fsroot.Root, onHistory func(), wasm executor.WasmRunner) *workspace {
 	w := &workspace{}
 	var audit executor.AuditLog
 	if log, err := executor.OpenRootAudit(ctx, root); err == nil {
 		w.audit = newAsyncAudit(log)
 		audit = w.audit
 	}
-	toolOpts := executor.Options{Audit: audit, Actor: executor.ByAssistant}
+	toolOpts := executor.Options{Audit: audit, Actor: executor.ByAssistant, Wasm: wasm}
 	uiOpts := executor.Options{Audit: audit, MaxWriteBytes: uiMaxWriteBytes, Actor: executor.ByPerson}
 	if h, err := executor.OpenHistory(ctx, root, executor.HistoryOptions{OnChange: onHistory}); err == nil {
 		toolOpts.History, uiOpts.History = h, h

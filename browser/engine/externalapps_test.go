@@ -27,7 +27,7 @@ func TestExternalAppCallsGoToTheMainThread(t *testing.T) {
 		json.Unmarshal(msg, &m)
 		posted <- m
 	}
-	r := routed{a, newExecutor(context.Background(), fsroot.NewMemory(), nil)}
+	r := routed{a, newExecutor(context.Background(), fsroot.NewMemory(), nil, nil)}
 
 	answer := func(m map[string]any, result string) {
 		in := fmt.Sprintf(`{"type":"call","id":1,"method":"externalapps.result","params":{"callId":%q,%s}}`, m["callId"], result)

@@ -85,7 +85,7 @@ func (a *Engine) rootOpen(ctx context.Context, req request) (result, *refusal.Re
 	if err != nil {
 		return result{}, refusal.New(refusal.RootUnavailable, "the %s root could not be opened: %v", p.Kind, err)
 	}
-	exec := newExecutor(ctx, root, a.historyChanged)
+	exec := newExecutor(ctx, root, a.historyChanged, a.ws.wasm)
 	a.ws.mu.Lock()
 	old, oldExec := a.ws.root, a.ws.exec
 	a.ws.root, a.ws.info, a.ws.exec = root, info, exec

@@ -144,7 +144,7 @@ func next(t *testing.T, c *fakeConn) string {
 func memoryDoor(t *testing.T) (*channel.Door, *fsroot.MemRoot) {
 	mem := fsroot.NewMemory()
 	mem.WriteFile(context.Background(), "hello.txt", []byte("hi there"))
-	return channel.NewDoor(newExecutor(context.Background(), mem, nil), executor.BuiltinAdmitted(), channel.DoorOptions{}), mem
+	return channel.NewDoor(newExecutor(context.Background(), mem, nil, nil), executor.BuiltinAdmitted(), channel.DoorOptions{}), mem
 }
 
 const readCall = `{"v":1,"callId":"c1","tool":"read-file","descriptorId":"voicebox.builtin","args":{"path":"hello.txt"},"boundsEcho":{}}`
@@ -259,7 +259,7 @@ func TestPeerDoorFollowsTheAdmittedSet(t *testing.T) {
 	h.dialer.conns <- c
 	mem := fsroot.NewMemory()
 	mem.WriteFile(context.Background(), "note.md", []byte("remember the milk"))
-	door := channel.NewDoor(newExecutor(context.Background(), mem, nil), h.peer.Admitted(), channel.DoorOptions{})
+	door := channel.NewDoor(newExecutor(context.Background(), mem, nil, nil), h.peer.Admitted(), channel.DoorOptions{})
 	h.peer.SetRoot(door, RootInfo{Kind: "opfs"})
 	h.wantState(t, "connected")
 	next(t, c) // the root frame

@@ -30,7 +30,7 @@ func Run(build string) error {
 	if err != nil {
 		return err
 	}
-	a := New(Options{Build: build, OpenRoot: openRoot, Post: func(msg []byte) { out.post(msg, nil) },
+	a := New(Options{Build: build, OpenRoot: openRoot, Post: func(msg []byte) { out.post(msg, nil) }, Wasm: newWorkerRunner(wasmRunnerScript),
 		OpenShelf: func(ctx context.Context) (fsroot.Root, error) { return opfs.OpenOPFS(ctx, opfsShelf) }})
 	if url, err := channelURL(global); err == nil {
 		a.relay.peer = newPeer(url, dialConn, func(st PeerState) {

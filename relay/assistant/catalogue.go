@@ -18,7 +18,7 @@
 //	undo_last_action                  environment; primitives of shared/executor
 //	list_mini_apps launch_mini_app    the page's worker over /channel (it holds the mini-app store
 //	create_mini_app, app_… tools      and the frames); refused no-page while a machine holds the root
-//	list_extensions call_extension    the relay's extension registry (relay/extensions)
+//	list_extensions call_extension    the relay's extension registry (relay/extensionhost)
 //	propose_extension
 //
 // With no root declared (no page has opened a folder and no machine is paired in), root and page

@@ -7,16 +7,16 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/voicebox-go/voicebox/relay/extensions"
+	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/shared/commands"
-	extdesc "github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // Extensions is what the extension tools need of the relay's extension registry.
 type Extensions interface {
 	// ListExtensions lists admitted extensions (with their tools), proposals and the catalogue.
-	ListExtensions() extensions.Listing
+	ListExtensions() extensionhost.Listing
 	// CallExtension runs an admitted extension's tool.
 	CallExtension(ctx context.Context, id, tool string, args json.RawMessage) (json.RawMessage, error)
 	// Propose stages a descriptor as a proposal and returns its id; nothing in it runs.
@@ -24,11 +24,11 @@ type Extensions interface {
 }
 
 // ExtensionsOf adapts the relay's extension registry to Extensions.
-func ExtensionsOf(g *extensions.Registry) Extensions { return registryExtensions{g} }
+func ExtensionsOf(g *extensionhost.Runtime) Extensions { return registryExtensions{g} }
 
-type registryExtensions struct{ g *extensions.Registry }
+type registryExtensions struct{ g *extensionhost.Runtime }
 
-func (r registryExtensions) ListExtensions() extensions.Listing { return r.g.ListExtensions() }
+func (r registryExtensions) ListExtensions() extensionhost.Listing { return r.g.ListExtensions() }
 
 func (r registryExtensions) CallExtension(ctx context.Context, id, tool string, args json.RawMessage) (json.RawMessage, error) {
 	return r.g.CallExtension(ctx, id, tool, args)
@@ -43,7 +43,7 @@ func (r registryExtensions) Propose(raw []byte) (string, error) {
 }
 
 // writePrimitives are the extension primitives whose calls wait for the user's approval.
-var writePrimitives = map[string]bool{string(extdesc.WriteFile): true}
+var writePrimitives = map[string]bool{string(extensions.WriteFile): true}
 
 func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawMessage, error) {
 	x := c.opts.Extensions

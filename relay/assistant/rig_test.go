@@ -17,7 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voicebox-go/voicebox/relay/assistant"
-	"github.com/voicebox-go/voicebox/relay/extensions"
+	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
 	"github.com/voicebox-go/voicebox/relay/machine"
@@ -40,7 +40,7 @@ type rig struct {
 	hub   *hub.Hub
 	cat   *assistant.Catalogue
 	state *hoststate.Dir
-	exts  *extensions.Registry
+	exts  *extensionhost.Runtime
 }
 
 func newRig(t testing.TB, opts assistant.Options) *rig {
@@ -56,7 +56,7 @@ func newRig(t testing.TB, opts assistant.Options) *rig {
 	r := &rig{t: t, state: state}
 	r.hub = hub.New(hub.Options{Pairings: state, HelloBound: bound})
 	hub.Register(srv, r.hub, state)
-	r.exts = &extensions.Registry{Store: extensions.NewStore(t.TempDir(), nil), Fetcher: &extensions.Fetcher{}, Ask: r.hub.Ask, Console: io.Discard,
+	r.exts = &extensionhost.Runtime{Admissions: extensionhost.NewAdmissions(t.TempDir(), nil), Fetcher: &extensionhost.Fetcher{}, Ask: r.hub.Ask, Console: io.Discard,
 		Publish: r.hub.SetAdmitted}
 	if err := r.exts.Reload(); err != nil {
 		t.Fatal(err)

@@ -427,7 +427,7 @@ func TestExtensionTools(t *testing.T) {
 	}
 	// Staged is not admitted.
 	r.refused(refusal.UnknownTool, "call_extension", map[string]string{"name": "write_note"})
-	if _, err := r.exts.Store.Decide("scribe", true, "host-token", nil); err != nil {
+	if _, err := r.exts.Admissions.Decide("scribe", true, "host-token", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.exts.Reload(); err != nil {

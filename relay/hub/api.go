@@ -27,102 +27,125 @@ const maxPairBodyBytes = 4 << 10
 //
 // Pairing needs state; without it (nil) /api/pair is not served.
 func Register(srv *server.Server, h *Hub, state *hoststate.Dir) {
-	srv.Handle("GET /channel", h)
-	srv.Handle("GET /api/root", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		root := h.Root()
-		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "kind": root.Kind, "name": root.Name, "connected": root.Connected})
-	}))
-	var check func(string) bool
+	a := &api{hub: h, state: state}
 	if state != nil {
-		check = state.CheckHostToken
+		a.check = state.CheckHostToken
 	}
-	srv.Handle("POST /api/root/call", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !server.RequireHostToken(w, r, check) {
-			return
-		}
-		var body struct {
-			Tool         string          `json:"tool"`
-			Args         json.RawMessage `json:"args"`
-			DescriptorID string          `json:"descriptorId"`
-			BoundsEcho   json.RawMessage `json:"boundsEcho"`
-		}
-		if !server.ReadJSON(w, r, 0, &body) {
-			return
-		}
-		call := wire.Call{CallID: h.NewCallID(), Tool: body.Tool, DescriptorID: body.DescriptorID, Args: body.Args, BoundsEcho: body.BoundsEcho}
-		if call.DescriptorID == "" {
-			call.DescriptorID = executor.BuiltinDescriptor
-		}
-		if len(call.BoundsEcho) == 0 || string(call.BoundsEcho) == "null" {
-			call.BoundsEcho = json.RawMessage(`{}`)
-		}
-		if len(call.Args) == 0 || string(call.Args) == "null" {
-			call.Args = json.RawMessage(`{}`)
-		}
-		if _, err := call.MarshalJSON(); err != nil {
-			server.WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedCall,
-				"a call needs a tool name (1 to %d bytes), and args and boundsEcho must be JSON objects", wire.MaxIDBytes))
-			return
-		}
-		a := h.Ask(r.Context(), call)
-		b, err := a.MarshalJSON()
-		if err != nil {
-			server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not encode the answer"))
-			return
-		}
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusOK)
-		w.Write(append(b, '\n'))
-	}))
+	srv.Handle("GET /channel", h)
+	srv.Handle("GET /api/root", http.HandlerFunc(a.root))
+	srv.Handle("POST /api/root/call", http.HandlerFunc(a.rootCall))
 	if state == nil {
 		return
 	}
-	readName := func(w http.ResponseWriter, r *http.Request) (string, bool) {
-		if !server.RequireHostToken(w, r, check) {
-			return "", false
-		}
-		var body struct {
-			Name string `json:"name"`
-		}
-		if !server.ReadJSON(w, r, maxPairBodyBytes, &body) {
-			return "", false
-		}
-		if !hoststate.ValidName(body.Name) {
-			server.WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.InvalidArgument,
-				"name an environment with 1 to %d letters, digits, '.', '_' or '-'", hoststate.MaxNameBytes))
-			return "", false
-		}
-		return body.Name, true
+	srv.Handle("POST /api/pair", http.HandlerFunc(a.pair))
+	srv.Handle("DELETE /api/pair", http.HandlerFunc(a.unpair))
+}
+
+// api holds what the hub's HTTP handlers share.
+type api struct {
+	hub   *Hub
+	state *hoststate.Dir
+	check func(string) bool // the host-token check; nil refuses every token
+}
+
+// root answers GET /api/root.
+func (a *api) root(w http.ResponseWriter, r *http.Request) {
+	root := a.hub.Root()
+	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "kind": root.Kind, "name": root.Name, "connected": root.Connected})
+}
+
+// rootCall answers POST /api/root/call: the call goes to the root's executor and its answer
+// envelope is the body.
+func (a *api) rootCall(w http.ResponseWriter, r *http.Request) {
+	if !server.RequireHostToken(w, r, a.check) {
+		return
 	}
-	srv.Handle("POST /api/pair", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name, ok := readName(w, r)
-		if !ok {
-			return
-		}
-		bearer, err := state.Pair(name)
-		if err != nil {
-			server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not record the pairing"))
-			return
-		}
-		h.Disconnect(name) // an earlier bearer of this name no longer works
-		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "name": name, "bearer": bearer})
-	}))
-	srv.Handle("DELETE /api/pair", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name, ok := readName(w, r)
-		if !ok {
-			return
-		}
-		err := state.Revoke(name)
-		if errors.Is(err, hoststate.ErrNotPaired) {
-			server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "no environment is paired as %q", name))
-			return
-		}
-		if err != nil {
-			server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not record the revocation"))
-			return
-		}
-		closed := h.Disconnect(name)
-		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "name": name, "disconnected": closed})
-	}))
+	var body struct {
+		Tool         string          `json:"tool"`
+		Args         json.RawMessage `json:"args"`
+		DescriptorID string          `json:"descriptorId"`
+		BoundsEcho   json.RawMessage `json:"boundsEcho"`
+	}
+	if !server.ReadJSON(w, r, 0, &body) {
+		return
+	}
+	call := wire.Call{CallID: a.hub.NewCallID(), Tool: body.Tool, DescriptorID: body.DescriptorID, Args: body.Args, BoundsEcho: body.BoundsEcho}
+	if call.DescriptorID == "" {
+		call.DescriptorID = executor.BuiltinDescriptor
+	}
+	if len(call.BoundsEcho) == 0 || string(call.BoundsEcho) == "null" {
+		call.BoundsEcho = json.RawMessage(`{}`)
+	}
+	if len(call.Args) == 0 || string(call.Args) == "null" {
+		call.Args = json.RawMessage(`{}`)
+	}
+	if _, err := call.MarshalJSON(); err != nil {
+		server.WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedCall,
+			"a call needs a tool name (1 to %d bytes), and args and boundsEcho must be JSON objects", wire.MaxIDBytes))
+		return
+	}
+	answer := a.hub.Ask(r.Context(), call)
+	b, err := answer.MarshalJSON()
+	if err != nil {
+		server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not encode the answer"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	w.Write(append(b, '\n'))
+}
+
+// pair answers POST /api/pair: a new bearer for the named environment, returned once.
+func (a *api) pair(w http.ResponseWriter, r *http.Request) {
+	name, ok := a.readName(w, r)
+	if !ok {
+		return
+	}
+	bearer, err := a.state.Pair(name)
+	if err != nil {
+		server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not record the pairing"))
+		return
+	}
+	a.hub.Disconnect(name) // an earlier bearer of this name no longer works
+	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "name": name, "bearer": bearer})
+}
+
+// unpair answers DELETE /api/pair: the bearer is revoked and its socket closed.
+func (a *api) unpair(w http.ResponseWriter, r *http.Request) {
+	name, ok := a.readName(w, r)
+	if !ok {
+		return
+	}
+	err := a.state.Revoke(name)
+	if errors.Is(err, hoststate.ErrNotPaired) {
+		server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "no environment is paired as %q", name))
+		return
+	}
+	if err != nil {
+		server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not record the revocation"))
+		return
+	}
+	closed := a.hub.Disconnect(name)
+	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "name": name, "disconnected": closed})
+}
+
+// readName checks the host token and reads the body's environment name; on false it has
+// answered.
+func (a *api) readName(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if !server.RequireHostToken(w, r, a.check) {
+		return "", false
+	}
+	var body struct {
+		Name string `json:"name"`
+	}
+	if !server.ReadJSON(w, r, maxPairBodyBytes, &body) {
+		return "", false
+	}
+	if !hoststate.ValidName(body.Name) {
+		server.WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.InvalidArgument,
+			"name an environment with 1 to %d letters, digits, '.', '_' or '-'", hoststate.MaxNameBytes))
+		return "", false
+	}
+	return body.Name, true
 }

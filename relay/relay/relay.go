@@ -10,7 +10,7 @@
 //	Server        the HTTP handler: the page's files (embedded, package public, or a directory),
 //	              health, sessions (relay/server)
 //	Hub           /channel and the executor slot (relay/hub)
-//	Extensions    the extension registry and its routes (relay/extensions)
+//	Extensions    the extension runtime and its routes (relay/extensionhost)
 //	Voice parts   the providers, agent settings and key store (relay/voice)
 //	Tools         the assistant's catalogue, the typed turn and approvals (relay/assistant)
 //	ExternalApps  the open external mini-apps added to the catalogue, their tokens (relay/externalapps)
@@ -38,7 +38,8 @@ import (
 
 	"github.com/voicebox-go/voicebox/public"
 	"github.com/voicebox-go/voicebox/relay/assistant"
-	"github.com/voicebox-go/voicebox/relay/extensions"
+	"github.com/voicebox-go/voicebox/relay/extensionhost"
+	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmshelf"
 	"github.com/voicebox-go/voicebox/relay/externalapps"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
@@ -82,6 +83,11 @@ type Config struct {
 	// ACME, when its Host is set, serves TLS with certificates from an ACME CA, cached in the
 	// state directory's ACMECacheDir.
 	ACME ACME
+	// WasmShelfDir is the WASM shelf's directory; "" means wasm-shelf in the state directory.
+	WasmShelfDir string
+	// WasmPlacement is where WebAssembly modules run: extensionhost.WasmInRelay ("" too) or
+	// extensionhost.WasmInPage.
+	WasmPlacement string
 	// MiniApps is the external mini-app registry; nil means none. No app may share the page's
 	// origin (SharesPageOrigin): the caller checks that before New.
 	MiniApps *externalapps.Registry
@@ -115,7 +121,7 @@ type Relay struct {
 	Gate         *server.Gate // nil when the gate is off
 	Server       *server.Server
 	Hub          *hub.Hub
-	Extensions   *extensions.Registry
+	Extensions   *extensionhost.Runtime
 	Tools        *assistant.Catalogue
 	ExternalApps *externalapps.Model // the model's tools: Tools with the open external apps
 	Live         *voice.Handler
@@ -238,8 +244,12 @@ func (r *Relay) buildHub() {
 }
 
 func (r *Relay) buildExtensions() error {
-	r.Extensions = &extensions.Registry{Store: extensions.NewStore(r.State.Path(), nil), Fetcher: &extensions.Fetcher{},
-		Ask: r.Hub.Ask, Console: r.console, Log: r.log, Publish: r.Hub.SetAdmitted}
+	shelf := r.cfg.WasmShelfDir
+	if shelf == "" {
+		shelf = wasmshelf.DefaultDir(r.State.Path())
+	}
+	r.Extensions = &extensionhost.Runtime{Admissions: extensionhost.NewAdmissions(r.State.Path(), nil), Fetcher: &extensionhost.Fetcher{},
+		Ask: r.Hub.Ask, Console: r.console, Log: r.log, Publish: r.Hub.SetAdmitted, ShelfDir: shelf, WasmPlacement: r.cfg.WasmPlacement}
 	if err := r.Extensions.Reload(); err != nil {
 		return fmt.Errorf("extensions: %w", err)
 	}

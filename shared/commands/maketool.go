@@ -42,7 +42,6 @@ func resolveMakeTool(transcript string) (Resolution, bool) {
 		Description string          `json:"description"`
 		Primitive   string          `json:"primitive"`
 		Params      json.RawMessage `json:"params,omitempty"`
-		URL         string          `json:"url,omitempty"`
 	}
 	d := struct {
 		ID           string         `json:"id"`
@@ -53,7 +52,7 @@ func resolveMakeTool(transcript string) (Resolution, bool) {
 		Capabilities []string       `json:"capabilities"`
 		Bounds       map[string]any `json:"bounds"`
 		Tools        []tool         `json:"tools"`
-	}{ID: name + "-tool", Name: name, Description: text, Source: "model", RunsIn: "host", Bounds: map[string]any{}}
+	}{ID: name + "-tool", Name: name, Description: text, Source: "model", RunsIn: "host", Capabilities: []string{}, Bounds: map[string]any{}}
 	t := tool{Name: name, Description: text}
 	params := func(kv ...string) json.RawMessage {
 		m := map[string]string{}
@@ -66,8 +65,8 @@ func resolveMakeTool(transcript string) (Resolution, bool) {
 	var what string
 	switch {
 	case makeToolTime.MatchString(rest):
-		// The original declares no capability for now; this gate still asks for clock.
-		t.Primitive, d.Capabilities, what = "now", []string{"clock"}, "tells the time"
+		t.Primitive, what = "now", "tells the time" // now consumes no capability
+
 	case makeToolList.MatchString(rest):
 		t.Primitive, d.Capabilities, what = "list-files", []string{"read"}, "lists the files"
 	case makeToolRead.MatchString(rest):
@@ -84,7 +83,7 @@ func resolveMakeTool(transcript string) (Resolution, bool) {
 		if err != nil || parsed.Hostname() == "" {
 			return notUnderstood(fmt.Sprintf("%q is not an address a tool can fetch", clip(u))), true
 		}
-		t.Primitive, d.Capabilities, t.URL, what = "http-get", []string{"network"}, u, "fetches "+u
+		t.Primitive, d.Capabilities, t.Params, what = "http-get", []string{"network"}, params("url", u), "fetches "+u
 		d.Bounds["hosts"], d.Bounds["maxRequests"] = []string{parsed.Hostname()}, makeToolRequests
 	default:
 		return notUnderstood(fmt.Sprintf("I make tools that tell the time, list files, read PATH, write PATH with TEXT or get URL, not %q", clip(rest))), true

@@ -158,8 +158,8 @@ func TestResolveAToolProposal(t *testing.T) {
 		caps      []string
 		check     func(d map[string]any, tool map[string]any) bool
 	}{
-		{"create a tool called clock that tells the time", "now", []string{"clock"}, nil},
-		{"Create a tool called clock that tells me the date.", "now", []string{"clock"}, nil},
+		{"create a tool called clock that tells the time", "now", []string{}, nil},
+		{"Create a tool called clock that tells me the date.", "now", []string{}, nil},
 		{"create a tool called lister that lists the files", "list-files", []string{"read"}, nil},
 		{"create a tool called notes that reads docs/notes.md", "read-file", []string{"read"},
 			func(d, tool map[string]any) bool { return tool["params"].(map[string]any)["path"] == "docs/notes.md" }},
@@ -171,7 +171,7 @@ func TestResolveAToolProposal(t *testing.T) {
 		{"create a tool called weather that gets https://api.example.com/now?city=x", "http-get", []string{"network"},
 			func(d, tool map[string]any) bool {
 				b := d["bounds"].(map[string]any)
-				return tool["url"] == "https://api.example.com/now?city=x" && b["hosts"].([]any)[0] == "api.example.com" && b["maxRequests"] == 5.0
+				return tool["params"].(map[string]any)["url"] == "https://api.example.com/now?city=x" && b["hosts"].([]any)[0] == "api.example.com" && b["maxRequests"] == 5.0
 			}},
 	}
 	for _, c := range cases {
@@ -202,16 +202,13 @@ func TestResolveAToolProposal(t *testing.T) {
 		if c.check != nil && !c.check(d, tool) {
 			t.Errorf("%q: descriptor %s", c.in, args.Descriptor)
 		}
-		// The gate reads it, and admits the forms this relay's descriptors can say today (a path
-		// bound in params waits for the original's descriptor format).
+		// The gate reads it in the original's format and admits it.
 		parsed, bad := extensions.Parse([]byte(args.Descriptor))
 		if bad != nil {
 			t.Fatalf("%q: the gate cannot read the descriptor: %v", c.in, bad)
 		}
-		if c.primitive == "now" || c.primitive == "list-files" || c.primitive == "http-get" {
-			if bad := extensions.Admit(parsed, extensions.Page, nil); bad != nil {
-				t.Errorf("%q: the gate refuses it: %v", c.in, bad)
-			}
+		if bad := extensions.Admit(parsed, extensions.Page, nil); bad != nil {
+			t.Errorf("%q: the gate refuses it: %v", c.in, bad)
 		}
 	}
 	if r := Resolve("create a tool called x that sings"); refusal.RuleOf(r.Err) != refusal.NotUnderstood || !strings.Contains(r.Err.Error(), "tell the time") {

@@ -136,6 +136,8 @@ type Options struct {
 	Location *time.Location
 	// Log receives audit failures. Nil discards them.
 	Log Logger
+	// Wasm runs the wasm primitive's modules (see Wasm); nil refuses it.
+	Wasm WasmRunner
 	// History, when set, keeps the earlier version of every file write-file, edit-file and
 	// delete-file replace, for undo-last. Nil keeps none: the changes still happen, their
 	// observations say "undoable" false, and undo-last is refused nothing-to-undo. Several
@@ -225,6 +227,8 @@ func (e *Executor) Execute(ctx context.Context, call wire.Call) (json.RawMessage
 		out, note, err = e.redoLast(ctx, call.Args)
 	case prim == ListHistory:
 		out, note, err = e.listHistory(ctx, call.Args)
+	case prim == Wasm:
+		out, note, err = e.wasm(ctx, call.Args)
 	default:
 		err = refusal.New(refusal.UnknownTool, "%q is not a primitive; the primitives are %s", string(prim), primitiveList())
 	}

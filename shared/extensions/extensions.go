@@ -1,24 +1,45 @@
-// Package extensions is the capability gate: it decides whether an extension descriptor may be
-// admitted on a placement, and says what an admitted one gets (its disclosure plan).
+// Package extensions says what an extension is and decides whether one may be admitted: the
+// descriptor format, the capability gate, and the disclosure plan a person reads before
+// admitting. It never runs anything; the relay's side of extensions (relay/extensionhost) keeps
+// the admission state and runs the calls.
+//
+// # Where to look
+//
+//	extensions.go  Descriptor, Bounds and Tool; Parse (the strict decode, bad-descriptor) and
+//	               Admit (the gate's rules, in order)
+//	params.go      a tool's params in their two forms: the original Voicebox's bound arguments
+//	               (path, content, url, headers) and a parameter schema; the arguments a model
+//	               supplies (ArgumentSchema) and what a call runs with (CallArgs)
+//	secrets.go     declared secrets (bounds.secrets and a header's $NAME), ReservedSecrets
+//	wasm.go        a wasm tool's module, digest, export and ABI, in either form
+//	plan.go        Disclose: the plan a person admits, and its hash
+//
+// # The descriptor
 //
 // A descriptor is JSON over a closed set of host primitives (now, read-file, write-file,
-// list-files, http-get, wasm); it never carries code the model wrote. Admit checks the rules in a
-// fixed order and the first failing rule is the refusal:
+// list-files, http-get, wasm); it never carries code the model wrote. Descriptors in the original
+// Voicebox's format load unchanged: a tool's params may hold the primitive's bound arguments
+// (such as {"path": "notes.md"} or {"url": ..., "headers": {"X-Subscription-Token":
+// "$BRAVE_API_KEY"}}), where a header's $NAME names a secret the plan discloses like any other.
+// Our richer form, a parameter schema for the arguments the model supplies, is the same type
+// and passes the same gate.
+//
+// # The gate
+//
+// Admit checks the rules in a fixed order and the first failing rule is the refusal:
 //
 //	unknown-capability, eval-not-a-tool-path, exec-absent, capability-unmediated,
 //	network-unbounded, secret-reserved, no-tools, bad-tool-name, unknown-primitive,
 //	under-declared, unsupported-abi, duplicate-tool
 //
-// A network extension may declare secrets (bounds.secrets, see Secret): environment variables
-// of the relay it sends in a request header to hosts it names. The plan discloses each one in
-// words; the relay's own variables (ReservedSecrets) are never admitted.
+// A capability is needed only by a primitive that consumes it: read-file and list-files need
+// read, write-file write, http-get network; now and wasm need none (a wasm tool declares its
+// module and digest, which is what it is given).
 //
 // The package is portable (no net/http, no syscall/js): the relay and the page compile it alike.
 package extensions
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -67,8 +88,13 @@ const (
 	CapDelete  = "delete"
 )
 
-// ABI is the only WASM calling convention supported.
-const ABI = "buffer-abi/1"
+// Sources are the values a descriptor's source may take (or none), as the original documents
+// them: who proposed it.
+var Sources = []string{"model", "catalogue", "builtin", "local", "sideload"}
+
+// RunsIn are the values a descriptor's runsIn may take (or none): where its tools' work happens.
+// "process" means starting a program, which the gate refuses exec-absent.
+var RunsIn = []string{"host", "process", "remote"}
 
 // Bounds of a descriptor.
 const (
@@ -78,7 +104,8 @@ const (
 	MaxTools = 32
 	// MaxRequestsLimit is the largest maxRequests a network descriptor may declare.
 	MaxRequestsLimit = 1000
-	// MaxBytesLimit is the largest maxBytes (response size bound) a descriptor may declare.
+	// MaxBytesLimit is the largest maxBytes a descriptor may declare: the bound of an http-get
+	// response, and of the content a write-file call writes.
 	MaxBytesLimit = 4 << 20
 	// DefaultMaxBytes is the response bound when a descriptor declares none.
 	DefaultMaxBytes = 256 << 10
@@ -88,10 +115,13 @@ const (
 	// FetchCallTimeout bounds a whole http-get call, every redirect hop included; past it the
 	// call is refused fetch-timeout.
 	FetchCallTimeout = 20 * time.Second
+	// MaxPromptSnippetBytes bounds a tool's promptSnippet.
+	MaxPromptSnippetBytes = 1024
 )
 
+// primitiveCap is the capability each primitive consumes; "" is none.
 var primitiveCap = map[Primitive]string{
-	Now: CapClock, ReadFile: CapRead, WriteFile: CapWrite, ListFiles: CapRead, HTTPGet: CapNetwork, Wasm: CapWasm,
+	Now: "", ReadFile: CapRead, WriteFile: CapWrite, ListFiles: CapRead, HTTPGet: CapNetwork, Wasm: "",
 }
 
 // Descriptor is an extension descriptor.
@@ -113,24 +143,26 @@ type Bounds struct {
 	MaxBytes    int      `json:"maxBytes,omitempty"`
 	// Secrets are the relay's environment variables the extension's requests carry (see Secret).
 	Secrets []Secret `json:"secrets,omitempty"`
+	// Command is the original's launch command of a process extension (a local MCP server). It
+	// is read only so that such a descriptor meets its rule: one that names a command is refused
+	// exec-absent, and nothing ever runs it.
+	Command string `json:"command,omitempty"`
 }
 
 // Tool is one tool of a descriptor.
 type Tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Primitive   Primitive       `json:"primitive"`
-	Params      json.RawMessage `json:"params,omitempty"`
-	URL         string          `json:"url,omitempty"` // http-get: template, {name} replaced by an argument
-	Wasm        *WasmTool       `json:"wasm,omitempty"`
-}
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// PromptSnippet is the original's one line for the model about when to use the tool.
+	PromptSnippet string    `json:"promptSnippet,omitempty"`
+	Primitive     Primitive `json:"primitive"`
+	// Params is a parameter schema for the arguments the model supplies (a JSON object with a
+	// "type"), or the original's bound arguments (see BoundArgs).
+	Params json.RawMessage `json:"params,omitempty"`
+	URL    string          `json:"url,omitempty"` // http-get: template, {name} replaced by an argument
+	Wasm   *WasmTool       `json:"wasm,omitempty"`
 
-// WasmTool names a WASM module by digest and its call export.
-type WasmTool struct {
-	Module string `json:"module"`
-	SHA256 string `json:"sha256"`
-	Export string `json:"export"`
-	ABI    string `json:"abi,omitempty"`
+	bound *BoundArgs // Params in the original's form, read by Parse
 }
 
 var (
@@ -143,13 +175,18 @@ var (
 // primitives, "voicebox.builtin", which every executor admits); no extension may take one.
 const ReservedPrefix = "voicebox."
 
+// ShelfPrefix starts the ids the WASM shelf's tools are listed and called as (wasm-shelf-hash);
+// no extension may take one.
+const ShelfPrefix = "wasm-shelf"
+
 // ValidID reports whether id can name a descriptor (and its proposals/<id>.json file).
 func ValidID(id string) bool {
-	return idPattern.MatchString(id) && !strings.HasPrefix(id, ReservedPrefix)
+	return idPattern.MatchString(id) && !strings.HasPrefix(id, ReservedPrefix) && !strings.HasPrefix(id, ShelfPrefix)
 }
 
-// Parse decodes a descriptor strictly: unknown fields, trailing data, a bad id, malformed
-// secrets or an oversized document are refused bad-descriptor.
+// Parse decodes a descriptor strictly: unknown fields, trailing data, a bad id, a source or
+// runsIn outside their documented values, malformed params, headers, secrets or wasm fields, or
+// an oversized document are refused bad-descriptor.
 func Parse(raw []byte) (*Descriptor, *refusal.Refusal) {
 	if len(raw) > MaxDescriptorBytes {
 		return nil, refusal.New(refusal.BadDescriptor, "a descriptor is at most %d bytes; this one is %d", MaxDescriptorBytes, len(raw))
@@ -165,9 +202,30 @@ func Parse(raw []byte) (*Descriptor, *refusal.Refusal) {
 		return nil, refusal.New(refusal.BadDescriptor, "the descriptor is not valid JSON of the descriptor shape: %s", strictjson.Problem(err))
 	}
 	if !ValidID(d.ID) {
-		return nil, refusal.New(refusal.BadDescriptor, "a descriptor id is 1 to 64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, and not starting with %q", ReservedPrefix)
+		return nil, refusal.New(refusal.BadDescriptor, "a descriptor id is 1 to 64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, and not starting with %q or %q", ReservedPrefix, ShelfPrefix)
+	}
+	if d.Source != "" && !slices.Contains(Sources, d.Source) {
+		return nil, refusal.New(refusal.BadDescriptor, "source is one of %s, not %q", strings.Join(Sources, ", "), clip(d.Source))
+	}
+	if d.RunsIn != "" && !slices.Contains(RunsIn, d.RunsIn) {
+		return nil, refusal.New(refusal.BadDescriptor, "runsIn is one of %s, not %q", strings.Join(RunsIn, ", "), clip(d.RunsIn))
 	}
 	if r := checkSecrets(d.Bounds.Secrets); r != nil {
+		return nil, r
+	}
+	for i := range d.Tools {
+		t := &d.Tools[i]
+		if len(t.PromptSnippet) > MaxPromptSnippetBytes {
+			return nil, refusal.New(refusal.BadDescriptor, "tool %s has a promptSnippet of %d bytes; at most %d", clip(t.Name), len(t.PromptSnippet), MaxPromptSnippetBytes)
+		}
+		if r := parseParams(t); r != nil {
+			return nil, r
+		}
+		if r := parseWasm(t); r != nil {
+			return nil, r
+		}
+	}
+	if r := checkHeaderSecrets(&d); r != nil {
 		return nil, r
 	}
 	return &d, nil
@@ -184,7 +242,7 @@ func toolHeaders(raw []byte) *refusal.Refusal {
 	}
 	for _, t := range peek.Tools {
 		if _, ok := t["headers"]; ok {
-			return refusal.New(refusal.BadDescriptor, "a tool no longer fills headers from the environment; declare the secret in bounds.secrets as {\"name\": VARIABLE, \"header\": HEADER, \"hosts\": [...]}, so the plan discloses it")
+			return refusal.New(refusal.BadDescriptor, "a tool no longer fills headers from the environment; declare the secret in bounds.secrets as {\"name\": VARIABLE, \"header\": HEADER, \"hosts\": [...]}, or as the original does, in params.headers as {HEADER: \"$VARIABLE\"}, so the plan discloses it")
 		}
 	}
 	return nil
@@ -208,8 +266,8 @@ func Admit(d *Descriptor, placement Placement, existingTools []string) *refusal.
 	if caps[CapEval] {
 		return refusal.New(refusal.EvalNotAToolPath, "the descriptor declares eval; evaluating code would bypass every host primitive, so no tool may run that way")
 	}
-	if caps[CapExec] || d.RunsIn == "process" {
-		return refusal.New(refusal.ExecAbsent, "the descriptor needs to start a process (exec or runsIn \"process\"); Voicebox has no primitive that runs programs, on the %s placement or any other", placement)
+	if caps[CapExec] || d.RunsIn == "process" || d.Bounds.Command != "" {
+		return refusal.New(refusal.ExecAbsent, "the descriptor needs to start a process (exec, runsIn \"process\" or a command); Voicebox has no primitive that runs programs, on the %s placement or any other, and no container here bounds a child process", placement)
 	}
 	if caps[CapImport] || caps[CapDelete] {
 		return refusal.New(refusal.CapabilityUnmediated, "the descriptor declares import or delete; no host primitive mediates loading modules or deleting files")
@@ -217,7 +275,7 @@ func Admit(d *Descriptor, placement Placement, existingTools []string) *refusal.
 	if caps[CapNetwork] {
 		b := d.Bounds
 		if len(b.Hosts) == 0 || b.MaxRequests <= 0 || b.MaxRequests > MaxRequestsLimit {
-			return refusal.New(refusal.NetworkUnbounded, "a network extension must list bounds.hosts and a maxRequests from 1 to %d", MaxRequestsLimit)
+			return refusal.New(refusal.NetworkUnbounded, "a network extension must say where (bounds.hosts) and how much (bounds.maxRequests, from 1 to %d)", MaxRequestsLimit)
 		}
 		for _, h := range b.Hosts {
 			if !validHost(h) {
@@ -247,31 +305,17 @@ func Admit(d *Descriptor, placement Placement, existingTools []string) *refusal.
 			return refusal.New(refusal.UnknownPrimitive, "tool %s names %q; the primitives are now, read-file, write-file, list-files, http-get and wasm", t.Name, clip(string(t.Primitive)))
 		}
 	}
-	for _, t := range d.Tools {
-		need := primitiveCap[t.Primitive]
-		if !caps[need] {
-			return refusal.New(refusal.UnderDeclared, "tool %s uses %s, which needs the %s capability the descriptor does not declare", t.Name, t.Primitive, need)
-		}
-		if t.Primitive == HTTPGet && t.URL == "" {
-			return refusal.New(refusal.UnderDeclared, "tool %s uses http-get but declares no url", t.Name)
-		}
-		if t.Primitive == Wasm {
-			if t.Wasm == nil || !hexDigest.MatchString(t.Wasm.SHA256) || t.Wasm.Export == "" || t.Wasm.Module == "" {
-				return refusal.New(refusal.UnderDeclared, "wasm tool %s must name its module, its sha256 digest (64 lower-case hex digits) and its call export", t.Name)
-			}
-		}
-		if len(t.Params) > 0 {
-			if _, err := toolschema.Parse(t.Params); err != nil {
-				return refusal.New(refusal.UnderDeclared, "tool %s has parameters outside the supported schema subset: %s", t.Name, clip(err.Error()))
-			}
+	for i := range d.Tools {
+		if r := underDeclared(&d.Tools[i], caps); r != nil {
+			return r
 		}
 	}
 	if r := underDeclaredSecret(d, caps[CapNetwork]); r != nil {
 		return r
 	}
-	for _, t := range d.Tools {
-		if t.Primitive == Wasm && t.Wasm.ABI != "" && t.Wasm.ABI != ABI {
-			return refusal.New(refusal.UnsupportedABI, "wasm tool %s asks for ABI %q; only %s is supported", t.Name, clip(t.Wasm.ABI), ABI)
+	for i := range d.Tools {
+		if r := wasmABI(&d.Tools[i]); r != nil {
+			return r
 		}
 	}
 	seen := map[string]bool{}
@@ -280,6 +324,34 @@ func Admit(d *Descriptor, placement Placement, existingTools []string) *refusal.
 			return refusal.New(refusal.DuplicateTool, "a tool named %s is already declared or loaded", t.Name)
 		}
 		seen[t.Name] = true
+	}
+	return nil
+}
+
+// underDeclared is the gate's under-declared rule for one tool: the capability its primitive
+// consumes, what it must name (an http-get its address, a wasm tool its module), and params the
+// primitive can take.
+func underDeclared(t *Tool, caps map[string]bool) *refusal.Refusal {
+	if need := primitiveCap[t.Primitive]; need != "" && !caps[need] {
+		return refusal.New(refusal.UnderDeclared, "tool %s uses %s, which consumes the %s capability the descriptor does not declare; an undeclared need cannot be granted", t.Name, t.Primitive, need)
+	}
+	if t.bound != nil {
+		if r := t.bound.fits(t); r != nil {
+			return r
+		}
+	} else if len(t.Params) > 0 {
+		if _, err := toolschema.Parse(t.Params); err != nil {
+			return refusal.New(refusal.UnderDeclared, "tool %s has parameters outside the supported schema subset: %s", t.Name, clip(err.Error()))
+		}
+		if t.Primitive == HTTPGet && t.URL == "" {
+			return refusal.New(refusal.UnderDeclared, "tool %s uses http-get with a parameter schema but declares no url template for them", t.Name)
+		}
+	}
+	if t.Primitive == Wasm {
+		w := t.Wasm
+		if w == nil || w.Module == "" || !hexDigest.MatchString(w.SHA256) || w.Export == "" {
+			return refusal.New(refusal.UnderDeclared, "wasm tool %s must name its module, its sha256 digest (64 lower-case hex digits) and its call export; a module nobody can verify is a module nobody admitted", t.Name)
+		}
 	}
 	return nil
 }
@@ -297,83 +369,6 @@ func validHost(h string) bool {
 	return true
 }
 
-// Grant is one capability of a disclosure plan.
-type Grant struct {
-	Capability  string   `json:"capability"`
-	Enforcement string   `json:"enforcement"`
-	Gets        string   `json:"gets"`
-	Tools       []string `json:"tools"`
-}
-
-// Plan is the disclosure of an admissible descriptor: what each capability gets and how it is
-// enforced, and what it can never have. Hash identifies the exact descriptor the plan is of, so an
-// approval bound to it fails when the proposal changes.
-type Plan struct {
-	ID        string  `json:"id"`
-	Name      string  `json:"name"`
-	Placement string  `json:"placement"`
-	Grants    []Grant `json:"grants"`
-	Bounds    Bounds  `json:"bounds"`
-	// Secrets says, for each declared secret, which variable goes in which header to which hosts,
-	// with which tools' requests; the Summary has the same in words.
-	Secrets []SecretDisclosure `json:"secrets"`
-	Never   []string           `json:"never"`
-	Summary []string           `json:"summary"`
-	Hash    string             `json:"hash"`
-}
-
-// Disclose returns the plan of d on placement. It describes; it does not admit (call Admit).
-func Disclose(d *Descriptor, placement Placement, raw []byte) Plan {
-	p := Plan{ID: d.ID, Name: d.Name, Placement: string(placement), Bounds: d.Bounds, Secrets: discloseSecrets(d), Never: []string{CapExec, CapEval, CapImport}}
-	if p.Secrets == nil {
-		p.Secrets = []SecretDisclosure{}
-	}
-	byCap := map[string][]string{}
-	for _, t := range d.Tools {
-		c := primitiveCap[t.Primitive]
-		byCap[c] = append(byCap[c], t.Name)
-	}
-	for _, c := range []string{CapClock, CapRead, CapWrite, CapNetwork, CapWasm} {
-		tools, ok := byCap[c]
-		if !ok && !slices.Contains(d.Capabilities, c) {
-			continue
-		}
-		g := Grant{Capability: c, Tools: tools}
-		switch c {
-		case CapClock:
-			g.Enforcement, g.Gets = "host-primitive-scope", "the current time"
-		case CapRead:
-			g.Enforcement, g.Gets = "host-primitive-scope", "reading and listing files inside the chosen folder (no dotfiles, no path outside it)"
-		case CapWrite:
-			g.Enforcement, g.Gets = "host-primitive-scope", "writing files inside the chosen folder (no dotfiles, no path outside it)"
-		case CapNetwork:
-			g.Enforcement = "mediated-fetch"
-			g.Gets = fmt.Sprintf("GET requests through the relay to %s only, at most %d requests, responses cut at %d bytes, each request at most %s and a call at most %s", strings.Join(d.Bounds.Hosts, ", "), d.Bounds.MaxRequests, maxBytes(d.Bounds), FetchRequestTimeout, FetchCallTimeout)
-		case CapWasm:
-			g.Enforcement, g.Gets = "host-primitive-scope", "running its digest-pinned WASM module with no imports, bounded memory, time and output"
-		}
-		p.Grants = append(p.Grants, g)
-		p.Summary = append(p.Summary, fmt.Sprintf("%s: %s (enforced by %s)", c, g.Gets, g.Enforcement))
-	}
-	for _, sd := range p.Secrets {
-		p.Summary = append(p.Summary, "secret: "+sd.Says)
-	}
-	p.Summary = append(p.Summary, "never: running programs (exec), evaluating code (eval), loading modules (import)")
-	sum := sha256.Sum256(raw)
-	p.Hash = hex.EncodeToString(sum[:])
-	return p
-}
-
-func maxBytes(b Bounds) int {
-	if b.MaxBytes > 0 {
-		return b.MaxBytes
-	}
-	return DefaultMaxBytes
-}
-
-// ResponseBound returns the response size bound of b.
-func ResponseBound(b Bounds) int { return maxBytes(b) }
-
 // BoundsJSON returns the bounds as the JSON object calls echo.
 func BoundsJSON(b Bounds) json.RawMessage {
 	out, _ := json.Marshal(b)
@@ -385,4 +380,13 @@ func clip(s string) string {
 		return s[:120] + "..."
 	}
 	return s
+}
+
+// quoted joins names as "a", "b" and "c" for a sentence.
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
 
 const digest = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -165,6 +166,7 @@ func TestParseRefusesUnknownFields(t *testing.T) {
 		`{"id":"a","name":"A","grant":"everything","tools":[]}`,
 		`{"id":"../x","name":"A","tools":[]}`,
 		`{"id":"voicebox.builtin","name":"A","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`,
+		`{"id":"wasm-shelf-hash","name":"A","capabilities":[],"tools":[{"name":"hash","primitive":"now"}]}`,
 		`{"id":"a"} {}`,
 		`{"id":"a","name":"A","tools":[]}]`, // dec.More() once let a closing bracket through
 		`not json`,
@@ -203,16 +205,24 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"id":"a","name":"A","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`))
 	f.Add([]byte(secretDesc("BRAVE_API_KEY", "api.example.org")))
 	f.Add([]byte(secretDesc("OPENAI_API_KEY", "api.example.org")))
+	for _, id := range []string{"brave-search", "mcp-server-local", "mcp-server-remote", "notes", "web-search"} {
+		f.Add(original(f, id))
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		d, r := Parse(raw)
 		if r == nil {
 			if Admit(d, Page, nil) == nil {
-				for _, s := range d.Bounds.Secrets {
+				for _, s := range AllSecrets(d) {
 					if SecretReserved(s.Name) {
 						t.Fatalf("admitted a reserved secret %s", s.Name)
 					}
 				}
 				_ = Disclose(d, Page, raw)
+				for i := range d.Tools {
+					if _, err := toolschema.Parse(d.Tools[i].ArgumentSchema()); err != nil {
+						t.Fatalf("tool %s: the argument schema of an admitted tool does not parse: %v", d.Tools[i].Name, err)
+					}
+				}
 			}
 		}
 	})

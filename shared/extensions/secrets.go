@@ -16,6 +16,11 @@ import (
 // those hosts, and never sends an empty header: a secret that is not set is refused secret-unset
 // at call time.
 //
+// The original Voicebox's form declares a secret in an http-get tool's params.headers instead:
+// {"X-Subscription-Token": "$BRAVE_API_KEY"}. That is the same Secret (Name BRAVE_API_KEY, Header
+// X-Subscription-Token, Hosts every host of bounds.hosts), sent with that tool's requests only,
+// under the same rules.
+//
 // The set of secrets is part of the descriptor, so it is part of the plan a person admits (hash
 // included): a descriptor whose secrets change needs admission again.
 type Secret struct {
@@ -114,9 +119,69 @@ func checkSecrets(ss []Secret) *refusal.Refusal {
 	return nil
 }
 
+// checkHeaderSecrets is what Parse checks of the secrets tools name in their headers, with
+// bounds.secrets: at most MaxSecrets in all, and one secret per header on any request.
+func checkHeaderSecrets(d *Descriptor) *refusal.Refusal {
+	if n := len(AllSecrets(d)); n > MaxSecrets {
+		return refusal.New(refusal.BadDescriptor, "a descriptor declares at most %d secrets; this one declares %d", MaxSecrets, n)
+	}
+	for i := range d.Tools {
+		for _, h := range d.Tools[i].Headers() {
+			for _, s := range d.Bounds.Secrets {
+				if strings.EqualFold(s.Header, h.Name) {
+					return refusal.New(refusal.BadDescriptor, "tool %s fills header %s, which bounds.secrets fills with %s too; each header takes one value", d.Tools[i].Name, h.Name, s.Name)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// toolSecrets returns the secrets t's params.headers name, each going to every host of b.
+func toolSecrets(t *Tool, b Bounds) []Secret {
+	var out []Secret
+	for _, h := range t.Headers() {
+		if h.Secret != "" {
+			out = append(out, Secret{Name: h.Secret, Header: h.Name, Prefix: h.Prefix, Hosts: b.Hosts})
+		}
+	}
+	return out
+}
+
+// AllSecrets returns every secret d declares: bounds.secrets, then those its tools' headers name.
+func AllSecrets(d *Descriptor) []Secret {
+	out := slices.Clone(d.Bounds.Secrets)
+	for i := range d.Tools {
+		out = append(out, toolSecrets(&d.Tools[i], d.Bounds)...)
+	}
+	return out
+}
+
+// RequestHeaders returns what a request of tool t (nil for none in particular) of d to host
+// (with its port, if it has one) carries: the literal headers of t's params.headers, and the
+// secrets that go to that host, those of bounds.secrets and those t's headers name, in that
+// order.
+func RequestHeaders(d *Descriptor, t *Tool, host, hostname string) (literal []ToolHeader, secrets []Secret) {
+	secrets = SecretsFor(d.Bounds, host, hostname)
+	if t == nil {
+		return nil, secrets
+	}
+	for _, h := range t.Headers() {
+		if h.Secret == "" {
+			literal = append(literal, h)
+		}
+	}
+	for _, s := range toolSecrets(t, d.Bounds) {
+		if slices.Contains(s.Hosts, host) || slices.Contains(s.Hosts, hostname) {
+			secrets = append(secrets, s)
+		}
+	}
+	return literal, secrets
+}
+
 // admitSecrets is the gate's secret-reserved rule: no declared secret names one of the relay's own.
 func admitSecrets(d *Descriptor) *refusal.Refusal {
-	for _, s := range d.Bounds.Secrets {
+	for _, s := range AllSecrets(d) {
 		if SecretReserved(s.Name) {
 			return refusal.New(refusal.SecretReserved, "secret %s is one of the relay's own variables (its keys, settings, paths and runtime settings never go to an extension); put the extension's key in a variable that holds only that key", s.Name)
 		}
@@ -168,17 +233,23 @@ type ToolURL struct {
 	URL  string `json:"url"`
 }
 
-// discloseSecrets says what each declared secret is sent with.
+// discloseSecrets says what each declared secret is sent with: a secret of bounds.secrets with
+// the requests of every http-get tool, one a tool's header names with that tool's only.
 func discloseSecrets(d *Descriptor) []SecretDisclosure {
 	var out []SecretDisclosure
-	for _, s := range d.Bounds.Secrets {
+	disclose := func(s Secret, tools []*Tool) {
 		sd := SecretDisclosure{Secret: s, Tools: []ToolURL{}}
 		var urls []string
-		for _, t := range d.Tools {
-			if t.Primitive == HTTPGet {
-				sd.Tools = append(sd.Tools, ToolURL{t.Name, t.URL})
-				urls = append(urls, t.Name+": "+t.URL)
+		for _, t := range tools {
+			u := t.URL
+			if b := t.Bound(); u == "" && b != nil && b.URL != nil {
+				u = *b.URL
 			}
+			if u == "" {
+				u = "a URL the model names"
+			}
+			sd.Tools = append(sd.Tools, ToolURL{t.Name, u})
+			urls = append(urls, t.Name+": "+u)
 		}
 		value := "$" + s.Name
 		if s.Prefix != "" {
@@ -189,6 +260,20 @@ func discloseSecrets(d *Descriptor) []SecretDisclosure {
 			sd.Says += " (with the requests of " + strings.Join(urls, "; ") + ")"
 		}
 		out = append(out, sd)
+	}
+	var fetching []*Tool
+	for i := range d.Tools {
+		if d.Tools[i].Primitive == HTTPGet {
+			fetching = append(fetching, &d.Tools[i])
+		}
+	}
+	for _, s := range d.Bounds.Secrets {
+		disclose(s, fetching)
+	}
+	for i := range d.Tools {
+		for _, s := range toolSecrets(&d.Tools[i], d.Bounds) {
+			disclose(s, []*Tool{&d.Tools[i]})
+		}
 	}
 	return out
 }

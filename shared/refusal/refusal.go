@@ -169,6 +169,17 @@ const (
 	ResourceExceeded       Rule = "resource-exceeded"
 	WasmTrapped            Rule = "wasm-trapped"
 	WasmInvalid            Rule = "wasm-invalid"
+	// DescriptorMissing reports a ledger admission whose descriptor file is gone.
+	DescriptorMissing Rule = "descriptor-missing"
+	// WasmUnreadable refuses a call (or lists a shelf tool) whose module file cannot be read.
+	WasmUnreadable Rule = "wasm-unreadable"
+	// DiffFailed refuses a buffer-abi/diff call whose module could not diff (shared/wasmabi).
+	DiffFailed Rule = "diff-failed"
+
+	// The WASM shelf (relay/extensionhost/wasmshelf): a directory of digest-pinned modules named
+	// by its manifest.json.
+	ShelfUnavailable Rule = "shelf-unavailable" // no manifest where the shelf should be
+	ShelfUnreadable  Rule = "shelf-unreadable"  // a manifest that is not the manifest's JSON
 
 	// Sessions of the relay's gate (relay/session): why a session's sockets were closed, and
 	// session commands on a relay that runs without the gate.
@@ -209,7 +220,7 @@ const (
 	ApprovalTimedOut Rule = "approval-timed-out"
 	NotUnderstood    Rule = "not-understood"
 
-	// Extension approval by console code (relay/extensions): why a code did not admit, and the
+	// Extension approval by console code (relay/extensionhost): why a code did not admit, and the
 	// limit on asking for codes.
 	ApprovalCodeWrong     Rule = "approval-code-wrong"     // not the outstanding code; attempts remain, or this was the last
 	ApprovalCodeExhausted Rule = "approval-code-exhausted" // the code took its five wrong attempts and is void

@@ -38,13 +38,20 @@ import (
 // Every failure of step 4 is collected (see node.check) and its position in that walk decides
 // which one names the refusal.
 func (s *Schema) Validate(raw []byte) (map[string]any, error) {
-	return s.validate(raw, func(args map[string]any, found []failure) []failure { return s.root.check(args, nil, found) })
+	return s.ValidateWithin(raw, MaxArgumentBytes)
+}
+
+// ValidateWithin is Validate with maxBytes in place of MaxArgumentBytes, for a tool whose
+// arguments are bounded more closely after they are read (the texts a WASM diff takes are two
+// buffers of 64 KiB each, which their ABI bounds as bytes).
+func (s *Schema) ValidateWithin(raw []byte, maxBytes int) (map[string]any, error) {
+	return s.validate(raw, maxBytes, func(args map[string]any, found []failure) []failure { return s.root.check(args, nil, found) })
 }
 
 // validate is Validate with the step that decides the schema's keywords given as check, which
 // appends the failures of the decoded, in-bounds arguments to found. The tests pass the reference
 // library's verdict as check, so everything else is the same code on both sides.
-func (s *Schema) validate(raw []byte, check func(args map[string]any, found []failure) []failure) (map[string]any, error) {
+func (s *Schema) validate(raw []byte, maxBytes int, check func(args map[string]any, found []failure) []failure) (map[string]any, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
@@ -67,15 +74,15 @@ func (s *Schema) validate(raw []byte, check func(args map[string]any, found []fa
 			return nil, err
 		}
 	}
-	if len(raw) > MaxArgumentBytes {
+	if len(raw) > maxBytes {
 		// Only a payload over the bound as received can be within it once compacted.
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, raw); err != nil {
 			return nil, notJSON(err)
 		}
-		if buf.Len() > MaxArgumentBytes {
+		if buf.Len() > maxBytes {
 			return nil, refusal.New(refusal.InvalidToolArguments,
-				"the arguments are %d bytes encoded, over the bound of %d bytes", buf.Len(), MaxArgumentBytes)
+				"the arguments are %d bytes encoded, over the bound of %d bytes", buf.Len(), maxBytes)
 		}
 	}
 	var found []failure

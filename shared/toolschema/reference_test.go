@@ -98,7 +98,7 @@ func collect(ve *jsonschema.ValidationError, found []failure) []failure {
 // validateReference is Validate with the library deciding steps 6 to 9 in place of the package's
 // own check: every other step is the same code, so the two must answer alike on every input.
 func validateReference(ref *jsonschema.Schema, s *Schema, raw []byte) (map[string]any, error) {
-	return s.validate(raw, func(args map[string]any, found []failure) []failure {
+	return s.validate(raw, MaxArgumentBytes, func(args map[string]any, found []failure) []failure {
 		verr := ref.Validate(args)
 		var ve *jsonschema.ValidationError
 		if errors.As(verr, &ve) {

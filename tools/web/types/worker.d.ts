@@ -16,3 +16,14 @@ declare class AudioWorkletProcessor {
   readonly port: MessagePort;
 }
 declare function registerProcessor(name: string, processor: new (options: any) => AudioWorkletProcessor): void;
+
+// wasm-runner.js: the call the engine posts (see browser/engine's wasm runner).
+interface WasmRunnerCall {
+  id: number;
+  module: Uint8Array<ArrayBuffer>;
+  export: string;
+  inputs: Uint8Array[];
+  offsets: number[];
+  output: { offset: number; maxBytes: number };
+  refuse: { rule: string; why: string } | null;
+}

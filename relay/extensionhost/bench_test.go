@@ -1,0 +1,90 @@
+package extensionhost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/voicebox-go/voicebox/catalogue"
+	"github.com/voicebox-go/voicebox/shared/wasmabi/wasmabitest"
+)
+
+// BenchmarkCallExtensionWasm is one call_extension of the catalogue's crc32 tool on 1 KiB, as the
+// relay runs it: argument validation, the module read from the extensions directory, its digest,
+// and the wasm call.
+func BenchmarkCallExtensionWasm(b *testing.B) {
+	s := NewAdmissions(b.TempDir(), nil)
+	raw, _ := fs.ReadFile(catalogue.Files, "text-tools.json")
+	if err := s.StageCatalogue(raw, catalogue.Files); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Decide("text-tools", true, "host-token", nil); err != nil {
+		b.Fatal(err)
+	}
+	g := &Runtime{Admissions: s, Log: slog.New(slog.DiscardHandler)}
+	if err := g.Reload(); err != nil {
+		b.Fatal(err)
+	}
+	defer g.wasm().Close(context.Background())
+	text := make([]byte, 1024)
+	for i := range text {
+		text[i] = "voicebox "[i%9]
+	}
+	args, _ := json.Marshal(map[string]string{"input": string(text)})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := g.CallExtension(ctx, "text-tools", "crc32", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkShelfCall is one call of the WASM shelf's tools as the relay runs them in the relay
+// (wazero): the manifest read, the arguments checked, the module read and hashed, the call, the
+// observation encoded, the audit line written. hash/1KiB is sha256 of 1 KiB (buffer-abi/1),
+// diff/2x64KiB a line diff of two 64 KiB texts (buffer-abi/diff). It reports each call's p50
+// and p99.
+func BenchmarkShelfCall(b *testing.B) {
+	dir := b.TempDir()
+	for _, name := range []string{"manifest.json", "hash.wasm", "diff.wasm"} {
+		raw, _ := fs.ReadFile(catalogue.Files, "shelf/"+name)
+		os.WriteFile(filepath.Join(dir, name), raw, 0o600)
+	}
+	g := &Runtime{Admissions: NewAdmissions(b.TempDir(), nil), Log: slog.New(slog.DiscardHandler), ShelfDir: dir}
+	defer g.wasm().Close(context.Background())
+	a, bb := wasmabitest.BigTexts()
+	hashArgs, _ := json.Marshal(map[string]string{"input": string(bytes.Repeat([]byte("voicebox "), 1024/9+1)[:1024])})
+	diffArgs, _ := json.Marshal(map[string]string{"a": string(a), "b": string(bb)})
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, id string
+		args     []byte
+	}{{"hash/1KiB", "hash", hashArgs}, {"diff/2x64KiB", "diff", diffArgs}} {
+		b.Run(c.name, func(b *testing.B) {
+			var samples []float64
+			for b.Loop() {
+				start := time.Now()
+				if _, err := g.CallExtension(ctx, "wasm-shelf-"+c.id, c.id, c.args); err != nil {
+					b.Fatal(err)
+				}
+				samples = append(samples, float64(time.Since(start).Microseconds()))
+			}
+			reportPercentiles(b, samples, "us")
+		})
+	}
+}
+
+// reportPercentiles reports the p50 and p99 of samples as metrics unit-p50 and unit-p99.
+func reportPercentiles(b *testing.B, samples []float64, unit string) {
+	slices.Sort(samples)
+	b.ReportMetric(samples[len(samples)/2], unit+"-p50")
+	b.ReportMetric(samples[min(len(samples)-1, len(samples)*99/100)], unit+"-p99")
+}

@@ -1,0 +1,5 @@
+;; Hostile: the call export traps.
+(module
+  (memory (export "memory") 1 1)
+  (func (export "run") (param i32) (result i32)
+    unreachable))

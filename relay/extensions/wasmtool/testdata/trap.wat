@@ -1,5 +1,0 @@
-;; Hostile: the call export traps.
-(module
-  (memory (export "memory") 1)
-  (func (export "run") (param i32) (result i32)
-    unreachable))
