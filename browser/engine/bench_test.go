@@ -39,7 +39,7 @@ func BenchmarkPeerAnswersARead(b *testing.B) {
 	if err := mem.WriteFile(ctx, "note.txt", []byte(strings.Repeat("x", 4<<10))); err != nil {
 		b.Fatal(err)
 	}
-	ws := newExecutor(ctx, mem, nil)
+	ws := newExecutor(ctx, mem, nil, nil)
 	defer ws.close()
 	p := newPeer("ws://relay/channel", nil, func(PeerState) {})
 	p.SetRoot(channel.NewDoor(ws, p.Admitted(), channel.DoorOptions{}), RootInfo{Kind: "opfs", Name: "Memory"})
