@@ -18,6 +18,7 @@
 //	relay ticket                                        mint a one-time sign-in address on the running relay
 //	relay check-app URL [--host ORIGIN]                 say which embedding headers an external mini-app lacks
 //	relay mcp-token NAME | --revoke NAME | --list       mint a bearer for an MCP client, revoke or list
+//	                                                    (with --nats: in the fleet's shared bearers)
 //	relay mcp [--relay URL] --bearer-file FILE          serve a stdio MCP client through the relay's /mcp
 //	relay help                                          print the commands, flags and environment variables
 //
@@ -38,6 +39,7 @@ import (
 	"syscall"
 
 	"github.com/voicebox-go/voicebox/relay/extcheck"
+	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
 	"github.com/voicebox-go/voicebox/relay/relay"
@@ -109,7 +111,7 @@ func usage(w io.Writer) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprintf(w, "\nFlags of pair:\n")
-	pfs, _ := pairFlags(io.Discard)
+	pfs, _ := pairCommand.flags(io.Discard)
 	pfs.SetOutput(w)
 	pfs.PrintDefaults()
 	fmt.Fprintf(w, "\nFlags of sessions:\n")
@@ -121,7 +123,7 @@ func usage(w io.Writer) {
 	efs.SetOutput(w)
 	efs.PrintDefaults()
 	fmt.Fprintf(w, "\nFlags of mcp-token:\n")
-	tfs, _ := mcpTokenFlags(io.Discard)
+	tfs, _ := mcpTokenCommand.flags(io.Discard)
 	tfs.SetOutput(w)
 	tfs.PrintDefaults()
 	fmt.Fprintf(w, "\nFlags of mcp:\n")
@@ -162,6 +164,12 @@ Environment:
   VOICEBOX_WASM_PLACEMENT  relay or page: where modules run, when --wasm-placement is not given
   VOICEBOX_OPENAI_URL      the OpenAI Realtime endpoint, when --openai-url is not given
   VOICEBOX_GEMINI_URL      the Gemini Live endpoint, when --gemini-url is not given
+  VOICEBOX_NATS            the fleet's NATS server URLs, when --nats is not given (docs/scaling.md)
+  VOICEBOX_NATS_CREDS      the NATS credentials file, when --nats-creds is not given
+  VOICEBOX_NATS_CA, VOICEBOX_NATS_CERT, VOICEBOX_NATS_KEY
+                           NATS TLS files, when --nats-ca, --nats-cert, --nats-key are not given
+  VOICEBOX_NATS_PREFIX     the fleet's bucket and subject prefix, when --nats-prefix is not given
+  VOICEBOX_RELAY_ID        this relay's name in the fleet, when --relay-id is not given
   VOICEBOX_MCP_BEARER_FILE the MCP client's bearer file for relay mcp, when --bearer-file is not given
 
 The sessions and ticket commands reach the relay serving the same --state-dir through its
@@ -185,6 +193,7 @@ type serveConfig struct {
 	miniApps   string
 	openaiURL  string
 	geminiURL  string
+	nats       fleet.Config
 	wasmShelf  string
 	wasmPlace  string
 }
@@ -211,7 +220,19 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.StringVar(&cfg.wasmShelf, "wasm-shelf-dir", "", "`directory` of the WASM shelf: a manifest.json of digest-pinned modules (default $VOICEBOX_WASM_SHELF_DIR, else wasm-shelf in the state directory)")
 	fs.StringVar(&cfg.wasmPlace, "wasm-placement", "", "where WebAssembly modules run: relay (on wazero) or page (in a Worker of the page that holds the workspace) (default $VOICEBOX_WASM_PLACEMENT, else relay)")
 	fs.IntVar(&cfg.helloBound, "hello-bound-ms", 0, "`milliseconds` a /channel connection that is not the page has to say hello (default $VOICEBOX_HELLO_BOUND_MS, else 5000)")
+	registerNATS(fs, &cfg.nats)
 	return fs, cfg
+}
+
+// registerNATS adds the flags that join a fleet (serve) or reach its pairings (pair).
+func registerNATS(fs *flag.FlagSet, c *fleet.Config) {
+	fs.StringVar(&c.URL, "nats", "", "NATS server `URL`s (comma-separated) of the fleet this relay is one of: sessions, pairings and settings shared in JetStream, calls routed to the executor's relay, events fanned out (default $VOICEBOX_NATS, else alone; see docs/scaling.md)")
+	fs.StringVar(&c.Credentials, "nats-creds", "", "NATS credentials `file` (a user JWT and its seed) for --nats (default $VOICEBOX_NATS_CREDS)")
+	fs.StringVar(&c.CA, "nats-ca", "", "PEM `file` of the CAs the NATS server's certificate is checked against (default $VOICEBOX_NATS_CA, else the system's)")
+	fs.StringVar(&c.Cert, "nats-cert", "", "PEM client certificate `file` for a NATS server that verifies clients, with --nats-key (default $VOICEBOX_NATS_CERT)")
+	fs.StringVar(&c.Key, "nats-key", "", "PEM private key `file` of --nats-cert (default $VOICEBOX_NATS_KEY)")
+	fs.StringVar(&c.Prefix, "nats-prefix", "", "`name` starting the fleet's buckets and subjects, so fleets can share a NATS account (default $VOICEBOX_NATS_PREFIX, else voicebox)")
+	fs.StringVar(&c.RelayID, "relay-id", "", "`name` of this relay in its fleet, in leases and logs (default $VOICEBOX_RELAY_ID, else the host name and a random suffix)")
 }
 
 // stateDirFlags name the host state directory: --state-dir, or --extensions-dir, its old name,

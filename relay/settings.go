@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/relay/extensionhost"
+	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/relay"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
@@ -113,11 +114,34 @@ func (cfg *serveConfig) settle(stderr io.Writer) (*serveSettings, error) {
 	if err != nil {
 		return nil, err
 	}
+	nats, err := settleNATS(cfg.nats)
+	if err != nil {
+		return nil, err
+	}
 	placement := orEnv(cfg.wasmPlace, "VOICEBOX_WASM_PLACEMENT")
 	if placement != "" && placement != extensionhost.WasmInRelay && placement != extensionhost.WasmInPage {
 		return nil, fmt.Errorf("--wasm-placement %q: say relay or page", placement)
 	}
 	return &serveSettings{addr: addr, acmeHTTP: acmeHTTP, Config: relay.Config{Public: public, HelloBound: time.Duration(helloMS) * time.Millisecond,
 		Gated: gated, Origin: origin, SessionLifetime: lifetime, TrustedProxies: trusted, Log: log, TLS: tlsConfig,
-		ACME: acmeCfg, MiniApps: miniApps, VendorURLs: vendorURLs, WasmShelfDir: orEnv(cfg.wasmShelf, "VOICEBOX_WASM_SHELF_DIR"), WasmPlacement: placement}}, nil
+		ACME: acmeCfg, MiniApps: miniApps, VendorURLs: vendorURLs, WasmShelfDir: orEnv(cfg.wasmShelf, "VOICEBOX_WASM_SHELF_DIR"), WasmPlacement: placement, Fleet: nats}}, nil
+}
+
+// settleNATS reads the fleet's flags, with the environment where a flag is not given. A relay id
+// not given is the host name and a random suffix.
+func settleNATS(c fleet.Config) (fleet.Config, error) {
+	nats := fleet.Config{URL: orEnv(c.URL, "VOICEBOX_NATS"), Credentials: orEnv(c.Credentials, "VOICEBOX_NATS_CREDS"),
+		CA: orEnv(c.CA, "VOICEBOX_NATS_CA"), Cert: orEnv(c.Cert, "VOICEBOX_NATS_CERT"), Key: orEnv(c.Key, "VOICEBOX_NATS_KEY"),
+		Prefix: orEnv(c.Prefix, "VOICEBOX_NATS_PREFIX"), RelayID: orEnv(c.RelayID, "VOICEBOX_RELAY_ID")}
+	if nats.URL == "" && (nats.Credentials != "" || nats.CA != "" || nats.Cert != "" || nats.Key != "" || nats.Prefix != "" || nats.RelayID != "") {
+		return fleet.Config{}, errors.New("--nats-creds, --nats-ca, --nats-cert, --nats-key, --nats-prefix and --relay-id need --nats (or VOICEBOX_NATS)")
+	}
+	if (nats.Cert == "") != (nats.Key == "") {
+		return fleet.Config{}, errors.New("a NATS client certificate needs both --nats-cert and --nats-key")
+	}
+	if nats.RelayID == "" && nats.URL != "" {
+		host, _ := os.Hostname()
+		nats.RelayID = fleet.SafeName(host) + "-" + fleet.RandomSuffix()
+	}
+	return nats, nil
 }

@@ -34,7 +34,7 @@ func TestApprovalsAndEventsAreAdmittedLikeThePage(t *testing.T) {
 
 	// A session, as the page gets one: redeem a ticket.
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noRedirect.Get(ts.URL + "/?" + server.BootstrapParam + "=" + url.QueryEscape(gate.NewTicket()))
+	resp, err := noRedirect.Get(ts.URL + "/?" + server.BootstrapParam + "=" + url.QueryEscape(newTicket(t, gate)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,4 +87,14 @@ func TestApprovalsAndEventsAreAdmittedLikeThePage(t *testing.T) {
 			t.Errorf("%s %s from the page with its session answered %d", r.method, r.path, code)
 		}
 	}
+}
+
+// newTicket mints a ticket on gate or fails the test.
+func newTicket(t testing.TB, gate *server.Gate) string {
+	t.Helper()
+	tk, err := gate.NewTicket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
 }

@@ -59,7 +59,7 @@ func newApprovals(ev *events) *approvals {
 
 // wait asks the user to approve summary and returns nil once they did, or approval-denied, or
 // approval-timed-out when timeout passed (or ctx ended) with no decision. With no page on the
-// event stream to ask, it returns no-page at once. A call from an MCP client (WithMCPClient)
+// event stream to ask (this relay's, or in a fleet any relay's), it returns no-page at once. A call from an MCP client (WithMCPClient)
 // names the client in the request.
 func (p *approvals) wait(ctx context.Context, tool, summary string, timeout time.Duration) error {
 	var id [12]byte
@@ -74,8 +74,9 @@ func (p *approvals) wait(ctx context.Context, tool, summary string, timeout time
 			Deadline: time.Now().Add(timeout).UTC(), TimeoutMs: timeout.Milliseconds()},
 		decided: make(chan bool, 1),
 	}
+	watched := p.events.watched() // outside p.mu: in a fleet it asks the other relays
 	p.mu.Lock()
-	closed, full, watched := p.closed, len(p.waiting) >= MaxPendingApprovals, p.events.watched()
+	closed, full := p.closed, len(p.waiting) >= MaxPendingApprovals
 	if !closed && !full && watched {
 		p.waiting[req.ID] = req
 	}

@@ -208,6 +208,49 @@ func sameTools(a, b *commands.Set) bool {
 	})
 }
 
+// Fleet carries what a catalogue shares with the other relays of a fleet (relay/fleet): its
+// events, so a page following /api/events on one relay sees the calls and approval requests made
+// through another, and the person's decisions on approvals that wait on another relay.
+type Fleet interface {
+	// PublishEvent sends an encoded event of this relay to the others; it must not block.
+	PublishEvent(frame []byte)
+	// Decide offers a decision on an approval this relay does not hold to the others, and
+	// reports whether one of them held it.
+	Decide(id string, approve bool) bool
+	// Watching tells the others whether a page follows this relay's event stream now; it is
+	// called each time that changes.
+	Watching(on bool)
+	// Watched reports whether a page follows the event stream of another relay, so a call
+	// needing the person's approval asks there instead of refusing no-page.
+	Watched() bool
+}
+
+// UseFleet shares the catalogue's events and approvals with a fleet from now on.
+func (c *Catalogue) UseFleet(f Fleet) {
+	c.events.mu.Lock()
+	c.events.fleet = f
+	c.events.mu.Unlock()
+	c.events.announce()
+}
+
+// DeliverEvent hands an event another relay published to this relay's event streams.
+func (c *Catalogue) DeliverEvent(frame []byte) {
+	c.events.deliver(frame)
+	c.events.announce() // delivering may have dropped the last subscriber
+}
+
+// DecideLocal records the person's decision on an approval waiting on this relay, and reports
+// whether one was; a fleet calls it for decisions made through another relay.
+func (c *Catalogue) DecideLocal(id string, approve bool) bool { return c.approvals.decide(id, approve) }
+
+// decideElsewhere offers a decision to the fleet's other relays; false for a relay alone.
+func (c *Catalogue) decideElsewhere(id string, approve bool) bool {
+	c.events.mu.Lock()
+	f := c.events.fleet
+	c.events.mu.Unlock()
+	return f != nil && f.Decide(id, approve)
+}
+
 // Publish sends an event of kind to every page on the event stream (GET /api/events), for a
 // change the page follows that the catalogue did not make: "root" (who holds the workspace,
 // hub.Root) and "extensions" ({what, id}: a proposal, admission, revocation or dismissal). v is

@@ -16,13 +16,20 @@ const (
 	subscriberQueue = 256
 )
 
-// events fans the catalogue's events out to the page's streams.
+// events fans the catalogue's events out to the page's streams, and in a fleet to the other
+// relays' (Fleet.PublishEvent).
 type events struct {
 	log *slog.Logger
 
 	mu     sync.Mutex
 	subs   map[chan []byte]struct{}
 	closed bool
+	fleet  Fleet
+
+	// announceMu serializes telling the fleet whether this relay's stream is followed;
+	// announced is what it was told last.
+	announceMu sync.Mutex
+	announced  bool
 }
 
 func newEvents(log *slog.Logger) *events {
@@ -43,9 +50,21 @@ func frame(kind string, v any) []byte {
 	return append(b, "\n\n"...)
 }
 
-// publish sends an event to every subscriber.
+// publish sends an event to every subscriber, here and on the fleet's other relays.
 func (e *events) publish(kind string, v any) {
 	f := frame(kind, v)
+	e.deliver(f)
+	e.mu.Lock()
+	fl := e.fleet
+	e.mu.Unlock()
+	if fl != nil {
+		fl.PublishEvent(f)
+		e.announce() // delivering may have dropped the last subscriber
+	}
+}
+
+// deliver sends an encoded event to this relay's subscribers.
+func (e *events) deliver(f []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for ch := range e.subs {
@@ -63,37 +82,59 @@ func (e *events) publish(kind string, v any) {
 // closes, or false when there are MaxSubscribers already.
 func (e *events) subscribe() (chan []byte, bool) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed || len(e.subs) >= MaxSubscribers {
+		e.mu.Unlock()
 		return nil, false
 	}
 	ch := make(chan []byte, subscriberQueue)
 	e.subs[ch] = struct{}{}
+	e.mu.Unlock()
+	e.announce()
 	return ch, true
 }
 
-// watched reports whether any subscriber (a page) listens now.
+// watched reports whether any subscriber (a page) listens now, on this relay or, in a fleet, on
+// another (Fleet.Watched).
 func (e *events) watched() bool {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.subs) > 0
+	here, fl := len(e.subs) > 0, e.fleet
+	e.mu.Unlock()
+	return here || fl != nil && fl.Watched()
+}
+
+// announce tells the fleet whether this relay's stream has a subscriber now, when that changed
+// since it last told it. It is called after every change, outside e.mu, so the fleet hears the
+// latest state last.
+func (e *events) announce() {
+	e.announceMu.Lock()
+	defer e.announceMu.Unlock()
+	e.mu.Lock()
+	on, fl := len(e.subs) > 0 && !e.closed, e.fleet
+	e.mu.Unlock()
+	if fl == nil || on == e.announced {
+		return
+	}
+	e.announced = on
+	fl.Watching(on)
 }
 
 func (e *events) unsubscribe(ch chan []byte) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if _, ok := e.subs[ch]; ok {
 		delete(e.subs, ch)
 		close(ch)
 	}
+	e.mu.Unlock()
+	e.announce()
 }
 
 func (e *events) close() {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.closed = true
 	for ch := range e.subs {
 		delete(e.subs, ch)
 		close(ch)
 	}
+	e.mu.Unlock()
+	e.announce()
 }

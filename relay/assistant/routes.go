@@ -90,7 +90,7 @@ func (c *Catalogue) Register(srv *server.Server) {
 			return
 		}
 		id := r.PathValue("id")
-		if !c.approvals.decide(id, *body.Approve) {
+		if !c.approvals.decide(id, *body.Approve) && !c.decideElsewhere(id, *body.Approve) {
 			server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "no request %q is waiting: it was decided already, or it timed out", id))
 			return
 		}

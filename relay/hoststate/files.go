@@ -8,10 +8,29 @@ import (
 	"path/filepath"
 )
 
+// Files are small state files by name (".agent-settings.json"): the state directory's (Dir), or
+// a fleet's shared bucket (relay/fleet), so a setting changed through one relay holds on all.
+// Both are held to one conformance suite (hoststatetest.RunFiles). Vendor keys are never kept in
+// a shared Files: they stay in each relay's Dir or environment.
+type Files interface {
+	// ReadFile returns the file name, reading at most max bytes; a missing file reads as
+	// (nil, nil), a larger one is an error.
+	ReadFile(name string, max int64) ([]byte, error)
+	// WriteFile replaces the file name with data; a reader sees the old content or the new.
+	WriteFile(name string, data []byte) error
+}
+
+var _ Files = (*Dir)(nil)
+
+// ValidFileName reports whether name can name a state file: a base name, not "." or "..".
+func ValidFileName(name string) bool {
+	return name != "" && name == filepath.Base(name) && name != "." && name != ".."
+}
+
 // WriteFile replaces the state file name (a base name, such as ".vendor-keys.json") with data,
 // 0600, atomically: a reader sees the old content or the new.
 func (d *Dir) WriteFile(name string, data []byte) error {
-	if name != filepath.Base(name) || name == "." || name == ".." {
+	if !ValidFileName(name) {
 		return fmt.Errorf("hoststate: %q is not a file name", name)
 	}
 	return writeAtomic(filepath.Join(d.path, name), data)
@@ -20,7 +39,7 @@ func (d *Dir) WriteFile(name string, data []byte) error {
 // ReadFile returns the state file name, reading at most max bytes; a missing file reads as
 // (nil, nil), a larger one is an error.
 func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
-	if name != filepath.Base(name) || name == "." || name == ".." {
+	if !ValidFileName(name) {
 		return nil, fmt.Errorf("hoststate: %q is not a file name", name)
 	}
 	f, err := os.Open(filepath.Join(d.path, name))

@@ -15,7 +15,9 @@
 //
 // Pairings are read from disk at every Lookup, so a `relay pair` run while the relay serves takes
 // effect at the next hello. Changes from one process are serialized; two processes changing the
-// pairings at the same instant may lose one of the two changes (the file is never torn).
+// pairings at the same instant may lose one of the two changes (the file is never torn). A fleet
+// keeps the pairings and the MCP clients' bearers in NATS instead (Dir.UsePairings,
+// Dir.UseMCPClients); the host token stays in the directory.
 package hoststate
 
 import (
@@ -68,11 +70,32 @@ type Pairing struct {
 	Created      time.Time `json:"created"`
 }
 
+// PairingStore keeps the pairings: the pairings file of the state directory by default
+// (FilePairings), or a fleet's shared bucket (relay/fleet), so a machine paired through one relay
+// is admitted by every relay and a revocation through one is seen by all. Both are held to one
+// conformance suite (hoststatetest.RunPairings). Implementations are safe for concurrent use
+// and keep only the SHA-256 of a bearer.
+type PairingStore interface {
+	// Pair mints a bearer for name (ErrBadName when the name is not ValidName) and records its
+	// hash, replacing any earlier pairing of that name.
+	Pair(name string) (bearer string, err error)
+	// Revoke removes name's pairing; ErrNotPaired when there is none.
+	Revoke(name string) error
+	// List returns the pairings, oldest first.
+	List() ([]Pairing, error)
+	// Lookup returns the name paired with bearer, comparing hashes in constant time.
+	Lookup(bearer string) (name string, ok bool, err error)
+	// Paired reports whether name has a pairing now.
+	Paired(name string) (bool, error)
+}
+
 // Dir is an open state directory. It is safe for concurrent use.
 type Dir struct {
-	path  string
-	token []byte
-	mu    sync.Mutex // serializes changes to the pairings file
+	path     string
+	token    []byte
+	pairings PairingStore
+	// mcpClients keeps the MCP clients' bearers (FileMCPClients by default).
+	mcpClients MCPClientStore
 }
 
 // DefaultPath returns the per-user default state directory: the user's configuration directory
@@ -104,6 +127,8 @@ func Open(path string) (*Dir, error) {
 		}
 	}
 	d := &Dir{path: path}
+	d.pairings = &FilePairings{path: filepath.Join(path, PairingsFile)}
+	d.mcpClients = &FileMCPClients{path: filepath.Join(path, MCPClientsFile)}
 	if d.token, err = d.loadOrMakeToken(); err != nil {
 		return nil, err
 	}
@@ -138,9 +163,49 @@ func (d *Dir) CheckHostToken(s string) bool {
 	return s != "" && subtle.ConstantTimeCompare([]byte(s), d.token) == 1
 }
 
+// UsePairings makes p the store of the pairings from now on (a fleet's); call it before the
+// relay serves.
+func (d *Dir) UsePairings(p PairingStore) { d.pairings = p }
+
 // Pair mints a bearer for name and records its hash, replacing any earlier pairing of that name
 // (whose bearer then stops working). The bearer is returned once and kept nowhere.
-func (d *Dir) Pair(name string) (bearer string, err error) {
+func (d *Dir) Pair(name string) (bearer string, err error) { return d.pairings.Pair(name) }
+
+// Revoke removes name's pairing; ErrNotPaired when there is none.
+func (d *Dir) Revoke(name string) error { return d.pairings.Revoke(name) }
+
+// List returns the pairings, oldest first.
+func (d *Dir) List() ([]Pairing, error) { return d.pairings.List() }
+
+// Lookup returns the name paired with bearer, reading the pairings afresh.
+func (d *Dir) Lookup(bearer string) (name string, ok bool, err error) {
+	return d.pairings.Lookup(bearer)
+}
+
+// Paired reports whether name has a pairing now.
+func (d *Dir) Paired(name string) (bool, error) { return d.pairings.Paired(name) }
+
+// FilePairings are the pairings in the state directory's .pairings.json, read afresh at every
+// call, so a `relay pair` run by another process takes effect at the next hello. Changes from one
+// process are serialized; two processes changing the file at the same instant may lose one of
+// the two changes (the file is never torn).
+type FilePairings struct {
+	path string
+	mu   sync.Mutex // serializes changes to the file
+}
+
+// NewFilePairings returns the pairings kept in the file at path.
+func NewFilePairings(path string) *FilePairings { return &FilePairings{path: path} }
+
+// NewBearer mints a bearer: BearerPrefix and 32 random bytes in hex. HashBearer is what a store
+// keeps of it.
+func NewBearer() string { return BearerPrefix + randomHex() }
+
+// HashBearer returns the hex SHA-256 of bearer, the form every PairingStore keeps.
+func HashBearer(bearer string) string { return hashHex(bearer) }
+
+// Pair implements PairingStore.
+func (d *FilePairings) Pair(name string) (bearer string, err error) {
 	if !ValidName(name) {
 		return "", ErrBadName
 	}
@@ -150,7 +215,7 @@ func (d *Dir) Pair(name string) (bearer string, err error) {
 	if err != nil {
 		return "", err
 	}
-	bearer = BearerPrefix + randomHex()
+	bearer = NewBearer()
 	ps = slices.DeleteFunc(ps, func(p Pairing) bool { return p.Name == name })
 	ps = append(ps, Pairing{Name: name, BearerSHA256: hashHex(bearer), Created: time.Now().UTC().Truncate(time.Second)})
 	if err := d.write(ps); err != nil {
@@ -159,8 +224,8 @@ func (d *Dir) Pair(name string) (bearer string, err error) {
 	return bearer, nil
 }
 
-// Revoke removes name's pairing; ErrNotPaired when there is none.
-func (d *Dir) Revoke(name string) error {
+// Revoke implements PairingStore.
+func (d *FilePairings) Revoke(name string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ps, err := d.read()
@@ -175,18 +240,24 @@ func (d *Dir) Revoke(name string) error {
 	return d.write(ps)
 }
 
-// List returns the pairings, oldest first.
-func (d *Dir) List() ([]Pairing, error) { return d.read() }
+// List implements PairingStore.
+func (d *FilePairings) List() ([]Pairing, error) { return d.read() }
 
-// Lookup returns the name paired with bearer, reading the pairings file afresh. Every stored hash
-// is compared in constant time.
-func (d *Dir) Lookup(bearer string) (name string, ok bool, err error) {
-	if !strings.HasPrefix(bearer, BearerPrefix) {
-		return "", false, nil
-	}
+// Lookup implements PairingStore.
+func (d *FilePairings) Lookup(bearer string) (name string, ok bool, err error) {
 	ps, err := d.read()
 	if err != nil {
 		return "", false, err
+	}
+	name, ok = MatchBearer(ps, bearer)
+	return name, ok, nil
+}
+
+// MatchBearer returns the name of the pairing in ps whose hash is bearer's, comparing every
+// stored hash in constant time; a string that is not a bearer matches nothing.
+func MatchBearer(ps []Pairing, bearer string) (name string, ok bool) {
+	if !strings.HasPrefix(bearer, BearerPrefix) {
+		return "", false
 	}
 	h := []byte(hashHex(bearer))
 	for _, p := range ps {
@@ -194,11 +265,11 @@ func (d *Dir) Lookup(bearer string) (name string, ok bool, err error) {
 			name, ok = p.Name, true
 		}
 	}
-	return name, ok, nil
+	return name, ok
 }
 
-// Paired reports whether name has a pairing now.
-func (d *Dir) Paired(name string) (bool, error) {
+// Paired implements PairingStore.
+func (d *FilePairings) Paired(name string) (bool, error) {
 	ps, err := d.read()
 	if err != nil {
 		return false, err
@@ -206,8 +277,8 @@ func (d *Dir) Paired(name string) (bool, error) {
 	return slices.ContainsFunc(ps, func(p Pairing) bool { return p.Name == name }), nil
 }
 
-func (d *Dir) read() ([]Pairing, error) {
-	f, err := os.Open(filepath.Join(d.path, PairingsFile))
+func (d *FilePairings) read() ([]Pairing, error) {
+	f, err := os.Open(d.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -231,7 +302,7 @@ func (d *Dir) read() ([]Pairing, error) {
 	return file.Pairings, nil
 }
 
-func (d *Dir) write(ps []Pairing) error {
+func (d *FilePairings) write(ps []Pairing) error {
 	if ps == nil {
 		ps = []Pairing{}
 	}
@@ -241,7 +312,7 @@ func (d *Dir) write(ps []Pairing) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(d.path, PairingsFile), append(b, '\n')); err != nil {
+	if err := writeAtomic(d.path, append(b, '\n')); err != nil {
 		return fmt.Errorf("hoststate: write the pairings: %w", err)
 	}
 	return nil

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -48,9 +48,67 @@ type MCPClient struct {
 // Live reports whether the bearer still admits its client.
 func (c MCPClient) Live() bool { return c.Revoked.IsZero() }
 
+// MCPClientStore keeps the MCP clients' bearers: the state directory's .mcp-clients.json by
+// default (FileMCPClients), or a fleet's shared bucket (relay/fleet), so a bearer minted through
+// one relay is admitted by every relay and one revoked through any is refused by all at its next
+// request. Both are held to one conformance suite (hoststatetest.RunMCPClients).
+// Implementations are safe for concurrent use and keep only the SHA-256 of a bearer.
+type MCPClientStore interface {
+	// Mint mints a bearer for name (ErrBadName when it is not ValidName), revoking the live
+	// bearer the name held before; ErrTooManyClients past MaxMCPClients live ones. The bearer is
+	// returned once and kept nowhere.
+	Mint(name string) (bearer string, err error)
+	// Revoke revokes the live bearer of name; ErrNoClient when it holds none.
+	Revoke(name string) error
+	// List returns the clients with a live bearer, oldest first.
+	List() ([]MCPClient, error)
+	// Lookup finds the record of bearer: ok is false for a bearer never minted (or whose
+	// revocation was forgotten past MaxRevokedMCPClients); a revoked one comes back with ok and
+	// its Revoked time set.
+	Lookup(bearer string) (c MCPClient, ok bool, err error)
+}
+
+// UseMCPClients makes s the store of the MCP clients' bearers from now on (a fleet's); call it
+// before the relay serves.
+func (d *Dir) UseMCPClients(s MCPClientStore) { d.mcpClients = s }
+
 // MintMCPClient mints a bearer for the MCP client name and records its hash. A live bearer the
 // name held before is revoked. The bearer is returned once and kept nowhere.
-func (d *Dir) MintMCPClient(name string) (bearer string, err error) {
+func (d *Dir) MintMCPClient(name string) (bearer string, err error) { return d.mcpClients.Mint(name) }
+
+// RevokeMCPClient revokes the live bearer of name; ErrNoClient when it holds none.
+func (d *Dir) RevokeMCPClient(name string) error { return d.mcpClients.Revoke(name) }
+
+// MCPClients returns the clients with a live bearer, oldest first.
+func (d *Dir) MCPClients() ([]MCPClient, error) { return d.mcpClients.List() }
+
+// LookupMCPClient finds the record of bearer, reading the store afresh, so a revocation by
+// `relay mcp-token --revoke` (or through another relay of a fleet) takes effect at the next
+// request. ok is false for a bearer the host never minted (or whose revocation was forgotten);
+// a revoked one comes back with ok and its Revoked time set.
+func (d *Dir) LookupMCPClient(bearer string) (c MCPClient, ok bool, err error) {
+	return d.mcpClients.Lookup(bearer)
+}
+
+// NewMCPBearer mints an MCP client's bearer: MCPBearerPrefix and 32 random bytes in hex.
+// HashBearer is what a store keeps of it.
+func NewMCPBearer() string { return MCPBearerPrefix + randomHex() }
+
+// FileMCPClients are the MCP clients in the state directory's .mcp-clients.json, read afresh at
+// every call, so `relay mcp-token` run by another process takes effect at the next request.
+// Changes from one process are serialized; the file is never torn.
+type FileMCPClients struct {
+	path string
+	mu   sync.Mutex // serializes changes to the file
+}
+
+// NewFileMCPClients returns the MCP clients kept in the file at path.
+func NewFileMCPClients(path string) *FileMCPClients { return &FileMCPClients{path: path} }
+
+var _ MCPClientStore = (*FileMCPClients)(nil)
+
+// Mint implements MCPClientStore.
+func (d *FileMCPClients) Mint(name string) (bearer string, err error) {
 	if !ValidName(name) {
 		return "", ErrBadName
 	}
@@ -73,13 +131,13 @@ func (d *Dir) MintMCPClient(name string) (bearer string, err error) {
 	if live >= MaxMCPClients {
 		return "", ErrTooManyClients
 	}
-	bearer = MCPBearerPrefix + randomHex()
+	bearer = NewMCPBearer()
 	cs = append(cs, MCPClient{Name: name, BearerSHA256: hashHex(bearer), Created: now})
 	return bearer, d.writeClients(cs)
 }
 
-// RevokeMCPClient revokes the live bearer of name; ErrNoClient when it holds none.
-func (d *Dir) RevokeMCPClient(name string) error {
+// Revoke implements MCPClientStore.
+func (d *FileMCPClients) Revoke(name string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cs, err := d.readClients()
@@ -99,8 +157,8 @@ func (d *Dir) RevokeMCPClient(name string) error {
 	return d.writeClients(cs)
 }
 
-// MCPClients returns the clients with a live bearer, oldest first.
-func (d *Dir) MCPClients() ([]MCPClient, error) {
+// List implements MCPClientStore.
+func (d *FileMCPClients) List() ([]MCPClient, error) {
 	cs, err := d.readClients()
 	if err != nil {
 		return nil, err
@@ -108,11 +166,8 @@ func (d *Dir) MCPClients() ([]MCPClient, error) {
 	return slices.DeleteFunc(cs, func(c MCPClient) bool { return !c.Live() }), nil
 }
 
-// LookupMCPClient finds the record of bearer, reading the clients file afresh, so a revocation
-// by `relay mcp-token --revoke` takes effect at the next request. ok is false for a bearer the
-// host never minted (or whose revocation was forgotten); a revoked one comes back with ok and
-// its Revoked time set. Every stored hash is compared in constant time.
-func (d *Dir) LookupMCPClient(bearer string) (c MCPClient, ok bool, err error) {
+// Lookup implements MCPClientStore. Every stored hash is compared in constant time.
+func (d *FileMCPClients) Lookup(bearer string) (c MCPClient, ok bool, err error) {
 	if !strings.HasPrefix(bearer, MCPBearerPrefix) {
 		return MCPClient{}, false, nil
 	}
@@ -129,8 +184,8 @@ func (d *Dir) LookupMCPClient(bearer string) (c MCPClient, ok bool, err error) {
 	return c, ok, nil
 }
 
-func (d *Dir) readClients() ([]MCPClient, error) {
-	f, err := os.Open(filepath.Join(d.path, MCPClientsFile))
+func (d *FileMCPClients) readClients() ([]MCPClient, error) {
+	f, err := os.Open(d.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -155,7 +210,7 @@ func (d *Dir) readClients() ([]MCPClient, error) {
 }
 
 // writeClients writes cs, forgetting the oldest revocations past MaxRevokedMCPClients.
-func (d *Dir) writeClients(cs []MCPClient) error {
+func (d *FileMCPClients) writeClients(cs []MCPClient) error {
 	revoked := 0
 	for i := len(cs) - 1; i >= 0; i-- {
 		if cs[i].Live() {
@@ -174,7 +229,7 @@ func (d *Dir) writeClients(cs []MCPClient) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(d.path, MCPClientsFile), append(b, '\n')); err != nil {
+	if err := writeAtomic(d.path, append(b, '\n')); err != nil {
 		return fmt.Errorf("hoststate: write the MCP clients: %w", err)
 	}
 	return nil

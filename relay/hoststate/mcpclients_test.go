@@ -90,7 +90,7 @@ func TestMCPClientBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cs, _ := d2.readClients()
+	cs, _ := NewFileMCPClients(filepath.Join(d2.Path(), MCPClientsFile)).readClients()
 	if len(cs) != MaxRevokedMCPClients+1 {
 		t.Fatalf("%d records kept, want %d", len(cs), MaxRevokedMCPClients+1)
 	}

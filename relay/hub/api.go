@@ -104,7 +104,7 @@ func (a *api) pair(w http.ResponseWriter, r *http.Request) {
 	}
 	bearer, err := a.state.Pair(name)
 	if err != nil {
-		server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not record the pairing"))
+		writeStateError(w, err, "the relay could not record the pairing")
 		return
 	}
 	a.hub.Disconnect(name) // an earlier bearer of this name no longer works
@@ -123,7 +123,7 @@ func (a *api) unpair(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not record the revocation"))
+		writeStateError(w, err, "the relay could not record the revocation")
 		return
 	}
 	closed := a.hub.Disconnect(name)
@@ -148,4 +148,14 @@ func (a *api) readName(w http.ResponseWriter, r *http.Request) (string, bool) {
 		return "", false
 	}
 	return body.Name, true
+}
+
+// writeStateError answers a pairing change the state could not record: the refusal the store
+// gave (a fleet's fleet-unavailable, 503), else internal-error.
+func writeStateError(w http.ResponseWriter, err error, why string) {
+	if rf, ok := refusal.As(err); ok {
+		server.WriteRefusal(w, http.StatusServiceUnavailable, rf)
+		return
+	}
+	server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "%s", why))
 }

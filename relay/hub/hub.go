@@ -35,6 +35,10 @@
 // its kind's closed rule (page-closed, machine-closed). A paired machine whose pairing is revoked
 // is sent a bearer-refused frame and closed with 1008 at once.
 //
+// In a fleet of relays (UseFleet, relay/fleet) the slot is the fleet's: an executor attached to
+// any relay takes it from one attached to another (Displace), and a call made on a relay without
+// the executor is routed to the one with it (Fleet.Ask).
+//
 // # Frames
 //
 // Every call the relay sends is a wire call envelope and every answer it reads a wire answer
@@ -88,6 +92,11 @@ const closeBound = 5 * time.Second
 // receives it does not reconnect: another tab or machine holds the root now.
 const CloseReplaced websocket.StatusCode = 4001
 
+// CloseTryAgain is the close code of a page whose session, or a machine whose pairing, cannot be
+// checked now (1013, try again later): it reconnects by itself, where a refusal (1008) would make
+// the page wait for its person and a machine stop for good.
+const CloseTryAgain = websocket.StatusTryAgainLater
+
 // MaxControlBytes bounds a control frame; a larger frame is read as an answer envelope.
 const MaxControlBytes = 4 << 10
 
@@ -138,6 +147,11 @@ type Options struct {
 	// PageSession, when set, must accept a page's upgrade request (the loopback gate's session
 	// cookie) before the page is admitted. Nil admits any connection with our loopback Origin.
 	PageSession func(r *http.Request) bool
+	// PageSessionUnavailable, when set, says why a page's session cannot be checked now (a
+	// fleet's shared sessions out of reach); such a page is closed with CloseTryAgain and the
+	// rule as the reason, never refused, so it keeps reconnecting and gets in once the sessions
+	// are back. Nil means sessions can always be checked.
+	PageSessionUnavailable func(r *http.Request) error
 	// PageOrigin, when set, decides whether an upgrade's Origin is the page's (the server's
 	// PageOrigin: loopback or the configured public origin). Nil admits only our own loopback
 	// origin.
@@ -194,6 +208,34 @@ type OfferFunc func(Offer)
 // PageOffered calls f(o).
 func (f OfferFunc) PageOffered(o Offer) { f(o) }
 
+// Slot is this hub's executor slot as a fleet sees it: held or empty, and by what.
+type Slot struct {
+	// Gen counts the executors attached to this hub: a new Gen is a new executor, the same Gen
+	// with another Root is the one executor's root changing.
+	Gen  uint64
+	Held bool
+	Kind channel.Kind
+	// Pairing names a machine executor's pairing.
+	Pairing string
+	Root    Root
+}
+
+// Fleet shares the executor slot with other relays (relay/fleet's Router). A hub given one with
+// UseFleet routes a call it has no executor for to the relay whose executor holds the fleet's
+// slot, reports the fleet's root when it has none of its own, and tells the fleet every change of
+// its own slot. The fleet displaces this hub's executor (Displace) when one attached elsewhere
+// takes the slot.
+type Fleet interface {
+	// Ask sends call to the executor another relay holds and returns its one answer, or the
+	// refusal naming why there is none (the single relay's rules, fleet-unavailable,
+	// outcome-unknown).
+	Ask(ctx context.Context, call wire.Call) wire.Answer
+	// Root returns the fleet's root, held elsewhere; ok false when nobody holds it.
+	Root() (r Root, ok bool)
+	// SlotChanged hears every change of this hub's slot, in order; it must not block.
+	SlotChanged(Slot)
+}
+
 // RootListener hears who holds the root (Root) each time that changes: an executor takes the
 // slot or leaves it, or the page holding it reports another root. The relay passes it on to the
 // page's event stream, so the page says where the tools act.
@@ -230,8 +272,12 @@ type Hub struct {
 	all   map[*conn]struct{}
 	close bool
 
+	gen   uint64 // executors attached so far (Slot.Gen)
+	fleet Fleet  // nil for a relay alone
+
 	toolsMu   sync.Mutex // orders the offers heard by listeners
 	listeners []OfferListener
+	slotMu    sync.Mutex // orders the slots the fleet hears
 
 	rootMu        sync.Mutex // orders what the root listeners hear
 	rootListeners []RootListener
@@ -324,13 +370,68 @@ func (h *Hub) AddOfferListener(l OfferListener) {
 	h.listeners = append(h.listeners, l)
 }
 
-// Root returns the declared root.
+// Root returns the declared root: this hub's, or in a fleet the one another relay's executor
+// holds when this hub has none.
 func (h *Hub) Root() Root {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	r := h.root
 	r.Connected = h.cur != nil
+	f := h.fleet
+	h.mu.Unlock()
+	if !r.Connected && f != nil {
+		if fr, ok := f.Root(); ok {
+			return fr
+		}
+	}
 	return r
+}
+
+// UseFleet makes h share its slot with a fleet of relays from now on; call it before serving.
+func (h *Hub) UseFleet(f Fleet) {
+	h.mu.Lock()
+	h.fleet = f
+	h.mu.Unlock()
+	h.slotChanged()
+}
+
+// slotChanged tells the fleet what the slot is now.
+func (h *Hub) slotChanged() {
+	h.slotMu.Lock()
+	defer h.slotMu.Unlock()
+	h.mu.Lock()
+	f := h.fleet
+	s := Slot{Gen: h.gen, Held: h.cur != nil}
+	if h.cur != nil {
+		s.Kind, s.Pairing, s.Root = h.cur.kind, h.cur.pairing, h.root
+		s.Root.Connected = true
+	}
+	h.mu.Unlock()
+	if f != nil {
+		f.SlotChanged(s)
+	}
+}
+
+// Displace closes this hub's executor as a newer one elsewhere does (the "replaced" frame and
+// CloseReplaced), settling its calls with its closed rule; for a fleet whose slot another relay's
+// executor took. It reports whether there was one.
+func (h *Hub) Displace(why string) bool {
+	h.mu.Lock()
+	c := h.cur
+	h.cur = nil
+	h.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	h.log.Info("channel: executor replaced by one on another relay", "kind", c.kind.String())
+	h.pageTools(nil, nil, nil)
+	h.slotChanged()
+	h.rootChanged()
+	c.settle()
+	go func() {
+		c.control(controlFrame{Type: "replaced", Why: why})
+		c.ws.Close(CloseReplaced, "replaced")
+	}()
+	return true
 }
 
 // NewCallID returns a callId no other call of this relay has used.
@@ -339,7 +440,21 @@ func (h *Hub) NewCallID() string { return "relay-" + strconv.FormatUint(h.seq.Ad
 // Ask sends call to the executor that holds the root and returns its one answer: the executor's,
 // or a refusal naming why there is none (no-page or machine-unreachable at once when the slot is
 // empty, after the last executor's kind; the timeout and closed rules of channel.Broker).
+//
+// In a fleet (UseFleet), a call this hub has no executor for goes to the fleet's.
 func (h *Hub) Ask(ctx context.Context, call wire.Call) wire.Answer {
+	h.mu.Lock()
+	c, f := h.cur, h.fleet
+	h.mu.Unlock()
+	if c == nil && f != nil {
+		return f.Ask(ctx, call)
+	}
+	return h.AskLocal(ctx, call)
+}
+
+// AskLocal is Ask with this hub's own executor only: a fleet serves the calls routed to this
+// relay with it.
+func (h *Hub) AskLocal(ctx context.Context, call wire.Call) wire.Answer {
 	h.mu.Lock()
 	c, last := h.cur, h.last
 	h.mu.Unlock()
@@ -365,6 +480,7 @@ func (h *Hub) Disconnect(name string) bool {
 	h.cur = nil
 	h.mu.Unlock()
 	h.log.Info("channel: revoked machine disconnected", "pairing", name)
+	h.slotChanged()
 	c.settle()
 	go c.refuse(refusal.New(refusal.BearerRefused, "the pairing of this environment was revoked"))
 	return true
@@ -380,6 +496,7 @@ func (h *Hub) Close() {
 		conns = append(conns, c)
 	}
 	h.mu.Unlock()
+	h.slotChanged()
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		c.settle()
@@ -530,6 +647,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	if page {
+		if h.opts.PageSessionUnavailable != nil {
+			if err := h.opts.PageSessionUnavailable(r); err != nil {
+				log.Info("channel: the page's session cannot be checked now; closed to try again", "err", err)
+				ws.Close(CloseTryAgain, string(session.Unavailable(err).Rule))
+				return
+			}
+		}
 		if h.opts.PageSession != nil && !h.opts.PageSession(r) {
 			if c.gone.Load() {
 				return // the session ended while the socket opened: its hook says so
@@ -555,6 +679,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if unlimit, rf = h.opts.Limiter.Acquire(""); rf == nil {
 				releases = append(releases, unlimit)
 			}
+		}
+		if rf != nil && rf.Rule == refusal.FleetUnavailable {
+			// The pairings cannot be read now: not a refusal of this machine, which is told to
+			// try again (it reconnects by itself) instead of to stop for good.
+			log.Info("channel: a machine's hello cannot be checked now; closed to try again", "origin", r.Header.Get("Origin"))
+			ws.Close(CloseTryAgain, string(rf.Rule))
+			return
 		}
 		if rf != nil {
 			log.Info("channel: connection refused", "refused", rf.Rule, "origin", r.Header.Get("Origin"))
@@ -636,6 +767,9 @@ func (h *Hub) hello(ctx context.Context, ws *websocket.Conn, bound time.Duration
 	name, ok, err := h.opts.Pairings.Lookup(bearer)
 	if err != nil {
 		h.log.Error("channel: reading the pairings failed", "err", err)
+		if rf, ok := refusal.As(err); ok {
+			return "", rf // a fleet's pairings out of reach: fleet-unavailable
+		}
 		return "", refusal.New(refusal.BearerRefused, "the relay could not read its pairings; its log says why")
 	}
 	if !ok {
@@ -670,12 +804,14 @@ func (h *Hub) attach(c *conn) bool {
 	}
 	old := h.cur
 	h.cur, h.last = c, c.kind
+	h.gen++
 	if c.kind == channel.Machine {
 		h.root = Root{Kind: RootMachine, Name: c.pairing}
 	} else {
 		h.root = Root{}
 	}
 	h.mu.Unlock()
+	h.slotChanged()
 	h.pageTools(nil, nil, nil)
 	h.rootChanged()
 	if old != nil {
@@ -698,6 +834,7 @@ func (h *Hub) detach(c *conn) {
 	}
 	h.mu.Unlock()
 	if held {
+		h.slotChanged()
 		h.pageTools(nil, nil, nil)
 		h.rootChanged()
 	}
@@ -782,6 +919,7 @@ func (h *Hub) controlFrom(c *conn, typ, kind, name string) {
 	}
 	h.mu.Unlock()
 	if changed {
+		h.slotChanged()
 		h.rootChanged()
 	}
 }

@@ -644,7 +644,7 @@ func TestGatedPageNeedsASession(t *testing.T) {
 	p := serve(t, r.dial(t, r.origin("127.0.0.1"), nil), executor.New(fsroot.NewMemory(), executor.Options{}))
 	checkRefused(t, p, refusal.LoopbackUnauthenticated)
 
-	resp, err := (&http.Transport{}).RoundTrip(mustRequest(t, r.url+"/?bootstrap="+gate.NewTicket()))
+	resp, err := (&http.Transport{}).RoundTrip(mustRequest(t, r.url+"/?bootstrap="+newTicket(t, gate)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func liveLike(gate *server.Gate, limiter *session.Limiter) http.Handler {
 // signIn redeems a fresh ticket over HTTP and returns the Cookie header of the session.
 func signIn(t *testing.T, r *testRelay, gate *server.Gate) http.Header {
 	t.Helper()
-	resp, err := (&http.Transport{}).RoundTrip(mustRequest(t, r.url+"/?bootstrap="+gate.NewTicket()))
+	resp, err := (&http.Transport{}).RoundTrip(mustRequest(t, r.url+"/?bootstrap="+newTicket(t, gate)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,4 +234,14 @@ func TestSocketsWithoutASessionCannotStarveSignedInPages(t *testing.T) {
 	a := signIn(t, r, gate)
 	serve(t, r.dial(t, r.origin("127.0.0.1"), a), nil)
 	r.waitRootWith(t, a, connected)
+}
+
+// newTicket mints a ticket on gate or fails the test.
+func newTicket(t testing.TB, gate *server.Gate) string {
+	t.Helper()
+	tk, err := gate.NewTicket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
 }

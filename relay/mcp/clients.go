@@ -40,6 +40,9 @@ type clientView struct {
 func (h *Handler) RegisterClients(srv *server.Server, store Store, hostToken func(string) bool) {
 	srv.Handle("GET /api/mcp/clients", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cs, err := store.MCPClients()
+		if unavailable(w, err) {
+			return
+		}
 		if err != nil {
 			h.log.Error("mcp: the client records could not be read", "err", err)
 			server.WriteRefusal(w, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay could not read its MCP clients"))
@@ -67,6 +70,9 @@ func (h *Handler) RegisterClients(srv *server.Server, store Store, hostToken fun
 			return
 		}
 		bearer, err := store.MintMCPClient(body.Name)
+		if unavailable(w, err) {
+			return
+		}
 		if errors.Is(err, hoststate.ErrTooManyClients) {
 			server.WriteRefusal(w, http.StatusConflict, refusal.New(refusal.TooManySockets, "%d MCP clients hold a bearer already; revoke one first", hoststate.MaxMCPClients))
 			return
@@ -82,6 +88,9 @@ func (h *Handler) RegisterClients(srv *server.Server, store Store, hostToken fun
 	srv.Handle("DELETE /api/mcp/clients/{name}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		err := store.RevokeMCPClient(name)
+		if unavailable(w, err) {
+			return
+		}
 		if errors.Is(err, hoststate.ErrNoClient) {
 			server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "no MCP client %q holds a bearer", name))
 			return
@@ -94,6 +103,17 @@ func (h *Handler) RegisterClients(srv *server.Server, store Store, hostToken fun
 		closed := h.Disconnect(name)
 		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "name": name, "sessionsClosed": closed})
 	}))
+}
+
+// unavailable answers 503 with err when it is a fleet's refusal for shared state out of reach
+// (relay/fleet, NATS away), and reports whether it did.
+func unavailable(w http.ResponseWriter, err error) bool {
+	if refusal.RuleOf(err) != refusal.FleetUnavailable {
+		return false
+	}
+	rf, _ := refusal.As(err)
+	server.WriteRefusal(w, http.StatusServiceUnavailable, rf)
+	return true
 }
 
 // Disconnect closes the open sessions of the client name and returns how many there were. Its

@@ -239,6 +239,11 @@ func (h *Handler) admit(r *http.Request) (string, *refusal.Refusal, int) {
 	}
 	c, ok, err := h.opts.Clients.LookupMCPClient(fields[1])
 	switch {
+	case refusal.RuleOf(err) == refusal.FleetUnavailable:
+		// A fleet's bearers out of reach (NATS away): nobody is refused for good; the client
+		// tries again.
+		rf, _ := refusal.As(err)
+		return "", rf, http.StatusServiceUnavailable
 	case err != nil:
 		h.log.Error("mcp: the client records could not be read", "err", err)
 		return "", refusal.New(refusal.InternalError, "the relay could not read its MCP clients; its log says why"), http.StatusInternalServerError

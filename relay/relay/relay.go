@@ -17,6 +17,10 @@
 //	Live          the /live door, with ExternalApps as the model's tools (relay/voice)
 //	MCP           the /mcp door, ExternalApps to MCP clients with the State's bearers (relay/mcp)
 //
+//	Fleet         with Config.Fleet: the NATS connection, shared sessions and pairings, the
+//	              executor lease and routing (Router, given the Hub), the event fan-out (Events,
+//	              given Tools) (relay/fleet)
+//
 // Each part is given the parts before it. Where a part must tell one built after it, it does so
 // through a small listener interface registered once both exist: the hub tells the catalogue and
 // the external apps what the page offers (hub.OfferListener). A new door (an MCP server at /mcp,
@@ -41,6 +45,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmshelf"
 	"github.com/voicebox-go/voicebox/relay/externalapps"
+	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
 	"github.com/voicebox-go/voicebox/relay/mcp"
@@ -102,6 +107,11 @@ type Config struct {
 	// Warnings receives what the host must be warned of at start (the gate is off), apart from
 	// the Console's output; nil discards.
 	Warnings io.Writer
+	// Fleet, when its URL is set, makes this relay one of a fleet on NATS (relay/fleet): the
+	// gate's sessions and tickets and the pairings are shared, calls reach the executor on
+	// whichever relay holds it, and the event stream fans out. Its Log defaults to Log. Without
+	// it the relay keeps everything in its state directory and memory, as alone.
+	Fleet fleet.Config
 }
 
 // Relay is a relay's running parts, built by New. Its fields are for the doors New builds and
@@ -126,6 +136,11 @@ type Relay struct {
 	ExternalApps *externalapps.Model // the model's tools: Tools with the open external apps
 	Live         *voice.Handler
 	MCP          *mcp.Handler
+
+	// The fleet's parts; nil for a relay alone.
+	Fleet  *fleet.Fleet
+	Router *fleet.Router
+	Events *fleet.Events
 }
 
 // New builds a relay's parts in dependency order, registering their routes on Server. It
@@ -168,14 +183,25 @@ func New(cfg Config) (*Relay, error) {
 	if r.base == "" {
 		r.base = r.scheme + "://" + ReachableAddr(cfg.Listener.Addr())
 	}
+	sessions := session.Options{Lifetime: cfg.SessionLifetime}
+	if cfg.Fleet.URL != "" {
+		if err := r.joinFleet(); err != nil {
+			return nil, err
+		}
+		sessions.Records = r.Fleet.Records()
+		r.State.UsePairings(r.Fleet.Pairings())
+		r.State.UseMCPClients(r.Fleet.MCPClients())
+	}
 	if cfg.Gated {
-		r.Gate = server.NewGateFor(session.NewStore(session.Options{Lifetime: cfg.SessionLifetime}))
+		r.Gate = server.NewGateFor(session.NewStore(sessions))
 	}
 	if err := r.buildServer(); err != nil {
+		r.closeFleet()
 		return nil, err
 	}
 	r.buildHub()
 	if err := r.buildExtensions(); err != nil {
+		r.closeFleet()
 		return nil, err
 	}
 	vendors := r.voiceParts()
@@ -183,21 +209,66 @@ func New(cfg Config) (*Relay, error) {
 		Live: func() bool { return voice.Configured(vendors.Providers, vendors.Settings, vendors.Keys) }})
 	r.Tools.Register(r.Server)
 	r.buildExternalApps()
-	r.Hub.AddOfferListener(hub.OfferFunc(func(o hub.Offer) {
+	offered := hub.OfferFunc(func(o hub.Offer) {
 		r.Tools.SetPageTools(o.Tools)
 		r.ExternalApps.SetReport(o.ExternalApps)
-	}))
+	})
+	r.Hub.AddOfferListener(offered)
 	// The page's live panels follow who holds the root and what changes in the extensions, on
-	// the event stream the catalogue serves.
+	// the event stream the catalogue serves (in a fleet, every relay's: Events carries them).
 	r.Hub.AddRootListener(hub.RootFunc(func(root hub.Root) { r.Tools.Publish("root", root) }))
 	r.Extensions.Changed = func(what, id string) {
 		r.Tools.Publish("extensions", map[string]string{"what": what, "id": id})
 	}
 	r.buildLive(vendors)
+	if r.Fleet != nil {
+		r.Router = r.Fleet.NewRouter(r.Hub)
+		r.Router.AddOfferListener(offered) // the page's offer when it is on another relay
+		r.Hub.AddOfferListener(r.Router)   // and this relay's page's, for the others
+		r.Hub.UseFleet(r.Router)
+		ev, err := r.Fleet.NewEvents(r.Tools)
+		if err != nil {
+			r.closeFleet()
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		r.Events = ev
+		r.Tools.UseFleet(ev)
+	}
 	r.buildMCP()
-	// New doors go here, each given the parts it needs; a fleet's shared state would replace the
-	// stores the gate and the hub are given above.
+	// New doors go here, each given the parts it needs.
 	return r, nil
+}
+
+// joinFleet connects to the fleet's NATS; it returns at once even when NATS is away.
+func (r *Relay) joinFleet() error {
+	fc := r.cfg.Fleet
+	if fc.Log == nil {
+		fc.Log = r.log
+	}
+	f, err := fleet.Connect(fc)
+	if err != nil {
+		return err
+	}
+	r.Fleet = f
+	r.log.Info("fleet: joining", "relay", f.ID())
+	return nil
+}
+
+// closeFleet leaves the fleet: the lease is released (another relay's page may take it at once),
+// the watches and subscriptions end, and the connection closes.
+func (r *Relay) closeFleet() {
+	if r.Router != nil {
+		r.Router.Close()
+	}
+	if r.Events != nil {
+		r.Events.Close()
+	}
+	if r.Gate != nil {
+		r.Gate.Store().Close()
+	}
+	if r.Fleet != nil {
+		r.Fleet.Close()
+	}
 }
 
 // buildMCP serves the model's view of the tools (ExternalApps) to MCP clients at /mcp, admitted
@@ -238,6 +309,9 @@ func (r *Relay) buildHub() {
 	opts := hub.Options{HelloBound: r.cfg.HelloBound, Pairings: r.State, Log: r.log, PageOrigin: r.Server.PageOrigin}
 	if r.Gate != nil {
 		opts.PageSession, opts.SessionOf, opts.Sessions = r.Gate.Session, r.Gate.SessionID, r.Gate.Store()
+		if r.Fleet != nil {
+			opts.PageSessionUnavailable = func(req *http.Request) error { _, err := r.Gate.Check(req); return err }
+		}
 	}
 	r.Hub = hub.New(opts)
 	hub.Register(r.Server, r.Hub, r.State)
@@ -272,7 +346,13 @@ func (r *Relay) buildExternalApps() {
 // in the Options the door is built with.
 func (r *Relay) voiceParts() voice.Options {
 	reg := voice.Providers()
-	return voice.Options{Providers: reg, Settings: voice.NewSettings(reg, r.State), Keys: voice.NewKeys(r.State, nil, voice.KeyEnvs(reg))}
+	settings := voice.NewSettings(reg, r.State)
+	if r.Fleet != nil {
+		settings = voice.NewSharedSettings(reg, r.Fleet.Files())
+	}
+	// The vendor keys stay in this relay's state directory and environment, in a fleet too:
+	// they never go to NATS.
+	return voice.Options{Providers: reg, Settings: settings, Keys: voice.NewKeys(r.State, nil, voice.KeyEnvs(reg))}
 }
 
 func (r *Relay) buildLive(opts voice.Options) {

@@ -152,7 +152,7 @@ func TestThePagesOfferReachesTheModel(t *testing.T) {
 	waitFor(t, "the offer gone with the page", func() bool { p, e := offered(); return !p && !e })
 }
 
-func waitFor(t *testing.T, what string, ok func() bool) {
+func waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(patience)
 	for !ok() {

@@ -32,6 +32,7 @@ const ControlSocketFile = ".relay.sock"
 // prints the address and the sign-in banner on the Console first. It returns nil after a clean
 // shutdown, and closes the listeners either way.
 func (r *Relay) Serve(ctx context.Context) error {
+	defer r.closeFleet()
 	defer r.Hub.Close()
 	ln := server.LimitConns(r.cfg.Listener, server.ConnLimits{Exempt: trustedPeer(r.cfg.TrustedProxies), TLS: r.tls != nil, Log: r.log})
 	if r.tls != nil {
@@ -102,7 +103,11 @@ func (r *Relay) Serve(ctx context.Context) error {
 // come from.
 func (r *Relay) banner() {
 	if r.Gate != nil {
-		fmt.Fprintf(r.console, "loopback gate on: open %s/?%s=%s once to start a session (single use; `relay ticket` makes another)\n", r.base, server.BootstrapParam, r.Gate.NewTicket())
+		if ticket, err := r.Gate.NewTicket(); err != nil {
+			fmt.Fprintf(r.warnings, "loopback gate on, but no sign-in address could be made (%v): use `relay ticket` once the sessions can be reached\n", err)
+		} else {
+			fmt.Fprintf(r.console, "loopback gate on: open %s/?%s=%s once to start a session (single use; `relay ticket` makes another)\n", r.base, server.BootstrapParam, ticket)
+		}
 	} else {
 		fmt.Fprintf(r.warnings, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
 	}

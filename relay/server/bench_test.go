@@ -32,7 +32,7 @@ func BenchmarkRequest(b *testing.B) {
 			}))
 			req := httptest.NewRequest("GET", "/api/bench", nil)
 			if bc.gate != nil {
-				tok, _, _ := gate.store.Redeem(gate.NewTicket(), "")
+				tok, _, _, _ := gate.store.Redeem(newTicket(b, gate), "")
 				req.Header.Set("Cookie", SessionCookie+"="+tok)
 			}
 			b.ReportAllocs()

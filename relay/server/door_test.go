@@ -126,7 +126,7 @@ func TestLoopbackGate(t *testing.T) {
 	const token = "the-host-token"
 	gate := NewGate()
 	ts := echoServer(t, 0, Config{Gate: gate, HostToken: func(s string) bool { return s == token }})
-	ticket := gate.NewTicket()
+	ticket := newTicket(t, gate)
 	if len(ticket) != 64 || strings.Trim(ticket, "0123456789abcdef") != "" {
 		t.Fatalf("ticket %q is not 64 hex digits", ticket)
 	}
@@ -213,7 +213,7 @@ func TestBootstrapKeepsTheOtherParameters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ticket := gate.NewTicket()
+			ticket := newTicket(t, gate)
 			query := strings.Replace(tt.query, "%s", ticket, 1)
 			query = strings.ReplaceAll(query, "%%", "%")
 			resp, _ := do(t, http.MethodGet, ts.URL+"/?"+query, nil, "")
@@ -236,4 +236,14 @@ func TestBootstrapKeepsTheOtherParameters(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newTicket mints a ticket on gate or fails the test.
+func newTicket(t testing.TB, gate *Gate) string {
+	t.Helper()
+	tk, err := gate.NewTicket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
 }

@@ -40,23 +40,30 @@ func (g *Gate) Store() *session.Store { return g.store }
 
 // NewTicket returns a fresh single-use ticket (64 hex digits) that lasts until it is redeemed, to
 // print on the relay's console.
-func (g *Gate) NewTicket() string {
-	t, _ := g.store.NewTicket(0)
-	return t
+func (g *Gate) NewTicket() (string, error) {
+	t, _, err := g.store.NewTicket(0)
+	return t, err
 }
 
 // Session reports whether r carries a live session cookie.
 func (g *Gate) Session(r *http.Request) bool { return g.SessionID(r) != "" }
 
 // SessionID returns the ID of r's live session (see session.ID; never its secret), or "" when
-// r has none.
+// r has none or the sessions cannot be read (it fails closed; Check says which).
 func (g *Gate) SessionID(r *http.Request) string {
+	id, _ := g.Check(r)
+	return id
+}
+
+// Check returns the ID of r's live session, "" when it has none, and an error when the sessions
+// cannot be read (a fleet's shared store out of reach).
+func (g *Gate) Check(r *http.Request) (string, error) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil {
-		return ""
+		return "", nil
 	}
-	id, _ := g.store.Lookup(c.Value)
-	return id
+	id, _, err := g.store.Lookup(c.Value)
+	return id, err
 }
 
 // gate answers r itself and reports true when the loopback gate stops it or redeems a ticket.
@@ -70,7 +77,12 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 		return false // /channel and /mcp admit by bearer (relay/hub, relay/mcp)
 	}
 	if r.URL.Path == "/" && r.URL.Query().Has(BootstrapParam) {
-		if tok, info, ok := g.store.Redeem(r.URL.Query().Get(BootstrapParam), ClientAddr(r)); ok {
+		tok, info, ok, err := g.store.Redeem(r.URL.Query().Get(BootstrapParam), ClientAddr(r))
+		if err != nil {
+			s.sessionsUnavailable(w, r, err)
+			return true
+		}
+		if ok {
 			s.log.Info("session started", "session", info.ID, "client", info.Client, "expires", info.Expires.UTC().Format(time.RFC3339), "request_id", RequestID(r.Context()))
 			http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", MaxAge: int(g.store.Lifetime().Seconds()),
 				HttpOnly: true, Secure: HTTPS(r), SameSite: http.SameSiteStrictMode})
@@ -88,11 +100,27 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 		s.unauthenticated(w, r, "that bootstrap address was already used or is not one this relay printed")
 		return true
 	}
-	if g.Session(r) || (s.cfg.HostToken != nil && s.cfg.HostToken(r.Header.Get(HostTokenHeader))) {
+	if s.cfg.HostToken != nil && s.cfg.HostToken(r.Header.Get(HostTokenHeader)) {
+		return false
+	}
+	id, err := g.Check(r)
+	if err != nil {
+		s.sessionsUnavailable(w, r, err)
+		return true
+	}
+	if id != "" {
 		return false
 	}
 	s.unauthenticated(w, r, "this relay requires a session")
 	return true
+}
+
+// sessionsUnavailable answers a request whose session could not be checked because the
+// sessions' records are out of reach (a fleet's NATS): 503 with the records' refusal, so the
+// browser keeps its cookie and the request can be retried.
+func (s *Server) sessionsUnavailable(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.Warn("sessions unavailable", "err", err, "request_id", RequestID(r.Context()))
+	WriteRefusal(w, http.StatusServiceUnavailable, session.Unavailable(err))
 }
 
 func (s *Server) unauthenticated(w http.ResponseWriter, r *http.Request, why string) {

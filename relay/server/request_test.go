@@ -146,7 +146,7 @@ func TestForwardedHeadersCountOnlyFromATrustedProxy(t *testing.T) {
 				{"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"},
 				{"Forwarded": "for=203.0.113.9;proto=https"},
 			} {
-				resp, _ := do(t, "GET", ts.URL+"/?bootstrap="+gate.NewTicket(), header, "")
+				resp, _ := do(t, "GET", ts.URL+"/?bootstrap="+newTicket(t, gate), header, "")
 				cookies := resp.Cookies()
 				if resp.StatusCode != http.StatusSeeOther || len(cookies) != 1 {
 					t.Fatalf("redeem: %d %v", resp.StatusCode, cookies)
@@ -189,7 +189,7 @@ func TestSessionRoutes(t *testing.T) {
 	host := map[string]string{HostTokenHeader: token}
 	gate := NewGate()
 	ts := echoServer(t, 0, Config{Gate: gate, HostToken: func(s string) bool { return s == token }, BootstrapBase: "https://voicebox.example.com"})
-	resp, _ := do(t, "GET", ts.URL+"/?bootstrap="+gate.NewTicket(), nil, "")
+	resp, _ := do(t, "GET", ts.URL+"/?bootstrap="+newTicket(t, gate), nil, "")
 	cookie := resp.Cookies()[0]
 	withSession := map[string]string{"Cookie": SessionCookie + "=" + cookie.Value}
 	if cookie.MaxAge <= 0 {

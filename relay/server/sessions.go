@@ -16,7 +16,8 @@ import (
 //	DELETE /api/sessions       end every session: {ok, revoked}
 //	POST   /api/bootstrap      mint a one-time ticket: {ok, url, expires}
 //
-// A session is listed by its ID, never its secret. Without the gate there are no sessions: the
+// Sockets count this relay's own (in a fleet, each relay its own). A session is listed by its ID,
+// never its secret. Without the gate there are no sessions: the
 // listing is empty with gate false, and minting is refused gate-off.
 func (s *Server) registerSessionRoutes() {
 	host := func(h func(http.ResponseWriter, *http.Request, *Gate)) http.HandlerFunc {
@@ -32,7 +33,12 @@ func (s *Server) registerSessionRoutes() {
 			WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "gate": false, "sessions": []session.Info{}})
 			return
 		}
-		WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "gate": true, "lifetimeMs": g.store.Lifetime().Milliseconds(), "sessions": g.store.List()})
+		list, err := g.store.List()
+		if err != nil {
+			s.sessionsUnavailable(w, r, err)
+			return
+		}
+		WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "gate": true, "lifetimeMs": g.store.Lifetime().Milliseconds(), "sessions": list})
 	}))
 	s.mux.Handle("DELETE /api/sessions/{id}", host(func(w http.ResponseWriter, r *http.Request, g *Gate) {
 		id := r.PathValue("id")
@@ -40,7 +46,11 @@ func (s *Server) registerSessionRoutes() {
 			writeGateOff(w)
 			return
 		}
-		n, ok := g.store.Revoke(id)
+		n, ok, err := g.store.Revoke(id)
+		if err != nil {
+			s.sessionsUnavailable(w, r, err)
+			return
+		}
 		if !ok {
 			WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "no live session has the id %q (GET /api/sessions lists them)", clip(id, session.IDHexLen)))
 			return
@@ -53,7 +63,11 @@ func (s *Server) registerSessionRoutes() {
 			writeGateOff(w)
 			return
 		}
-		n := g.store.RevokeAll()
+		n, err := g.store.RevokeAll()
+		if err != nil {
+			s.sessionsUnavailable(w, r, err)
+			return
+		}
 		s.log.Info("every session revoked", "sessions", n, "request_id", RequestID(r.Context()))
 		WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "revoked": n})
 	}))
@@ -62,7 +76,11 @@ func (s *Server) registerSessionRoutes() {
 			writeGateOff(w)
 			return
 		}
-		ticket, deadline := g.store.NewTicket(session.TicketLifetime)
+		ticket, deadline, err := g.store.NewTicket(session.TicketLifetime)
+		if err != nil {
+			s.sessionsUnavailable(w, r, err)
+			return
+		}
 		base := s.cfg.BootstrapBase
 		if base == "" {
 			scheme := "http"

@@ -22,8 +22,8 @@ func newStore(lifetime time.Duration) (*session.Store, *sessiontest.Clock) {
 // signIn mints a ticket and redeems it.
 func signIn(t *testing.T, s *session.Store) (token string, info session.Info) {
 	t.Helper()
-	ticket, _ := s.NewTicket(0)
-	token, info, ok := s.Redeem(ticket, "192.0.2.7")
+	ticket, _, _ := s.NewTicket(0)
+	token, info, ok, _ := s.Redeem(ticket, "192.0.2.7")
 	if !ok {
 		t.Fatal("a fresh ticket was not redeemed")
 	}
@@ -33,11 +33,11 @@ func signIn(t *testing.T, s *session.Store) (token string, info session.Info) {
 func TestTicketsAreSingleUseAndMintedOnesRunOut(t *testing.T) {
 	t.Parallel()
 	s, clock := newStore(time.Hour)
-	ticket, deadline := s.NewTicket(0)
+	ticket, deadline, _ := s.NewTicket(0)
 	if len(ticket) != session.TokenHexLen || strings.Trim(ticket, "0123456789abcdef") != "" || !deadline.IsZero() {
 		t.Fatalf("ticket %q deadline %v", ticket, deadline)
 	}
-	token, info, ok := s.Redeem(ticket, "192.0.2.7")
+	token, info, ok, _ := s.Redeem(ticket, "192.0.2.7")
 	if !ok || token == ticket || len(token) != session.TokenHexLen {
 		t.Fatalf("redeem: %q %v", token, ok)
 	}
@@ -47,27 +47,27 @@ func TestTicketsAreSingleUseAndMintedOnesRunOut(t *testing.T) {
 	if info.Client != "192.0.2.7" || !info.Created.Equal(start) || !info.Expires.Equal(start.Add(time.Hour)) {
 		t.Fatalf("info %+v", info)
 	}
-	if _, _, ok := s.Redeem(ticket, ""); ok {
+	if _, _, ok, _ := s.Redeem(ticket, ""); ok {
 		t.Fatal("a ticket was redeemed twice")
 	}
-	if _, _, ok := s.Redeem(strings.Repeat("ab", 32), ""); ok {
+	if _, _, ok, _ := s.Redeem(strings.Repeat("ab", 32), ""); ok {
 		t.Fatal("an invented ticket was redeemed")
 	}
-	if _, _, ok := s.Redeem("short", ""); ok {
+	if _, _, ok, _ := s.Redeem("short", ""); ok {
 		t.Fatal("a short ticket was redeemed")
 	}
 
-	minted, deadline := s.NewTicket(session.TicketLifetime)
+	minted, deadline, _ := s.NewTicket(session.TicketLifetime)
 	if !deadline.Equal(start.Add(session.TicketLifetime)) {
 		t.Fatalf("minted ticket deadline %v", deadline)
 	}
 	clock.Advance(session.TicketLifetime)
-	if _, _, ok := s.Redeem(minted, ""); ok {
+	if _, _, ok, _ := s.Redeem(minted, ""); ok {
 		t.Fatal("a minted ticket was redeemed after its deadline")
 	}
-	early, _ := s.NewTicket(session.TicketLifetime)
+	early, _, _ := s.NewTicket(session.TicketLifetime)
 	clock.Advance(session.TicketLifetime - time.Second)
-	if _, _, ok := s.Redeem(early, ""); !ok {
+	if _, _, ok, _ := s.Redeem(early, ""); !ok {
 		t.Fatal("a minted ticket was refused before its deadline")
 	}
 }
@@ -88,20 +88,20 @@ func TestLookupAndList(t *testing.T) {
 		{"an invented token", strings.Repeat("0", 64), "", false},
 		{"a token sharing nothing", strings.Repeat("f", 63), "", false},
 	} {
-		if id, ok := s.Lookup(tt.token); id != tt.id || ok != tt.ok {
+		if id, ok, _ := s.Lookup(tt.token); id != tt.id || ok != tt.ok {
 			t.Errorf("%s: Lookup = %q %v, want %q %v", tt.name, id, ok, tt.id, tt.ok)
 		}
 	}
-	cancel, ok := s.OnEnd(ib.ID, func(*refusal.Refusal) {})
+	cancel, ok, _ := s.OnEnd(ib.ID, func(*refusal.Refusal) {})
 	if !ok {
 		t.Fatal("OnEnd of a live session")
 	}
-	list := s.List()
+	list, _ := s.List()
 	if len(list) != 2 || list[0].ID != ia.ID || list[1].ID != ib.ID || list[0].Sockets != 0 || list[1].Sockets != 1 {
 		t.Fatalf("List = %+v", list)
 	}
 	cancel()
-	if list := s.List(); list[1].Sockets != 0 {
+	if list, _ := s.List(); list[1].Sockets != 0 {
 		t.Fatalf("after cancel List = %+v", list)
 	}
 }
@@ -125,31 +125,31 @@ func TestExpiryAndRevocationCloseTheSessionsSockets(t *testing.T) {
 	late, il := signIn(t, s)
 	third, it := signIn(t, s)
 	for _, h := range []struct{ name, id string }{{"early-1", ie.ID}, {"early-2", ie.ID}, {"late", il.ID}, {"third", it.ID}} {
-		if _, ok := s.OnEnd(h.id, hook(h.name)); !ok {
+		if _, ok, _ := s.OnEnd(h.id, hook(h.name)); !ok {
 			t.Fatalf("OnEnd %s", h.name)
 		}
 	}
-	cancelled, _ := s.OnEnd(il.ID, hook("cancelled"))
+	cancelled, _, _ := s.OnEnd(il.ID, hook("cancelled"))
 	cancelled()
 
 	clock.Advance(30 * time.Minute) // the early session's lifetime is over
-	if _, ok := s.Lookup(early); ok {
+	if _, ok, _ := s.Lookup(early); ok {
 		t.Fatal("an expired session still passes")
 	}
-	if _, ok := s.Lookup(late); !ok {
+	if _, ok, _ := s.Lookup(late); !ok {
 		t.Fatal("a younger session ended with the older one")
 	}
-	n, ok := s.Revoke(il.ID)
+	n, ok, _ := s.Revoke(il.ID)
 	if !ok || n != 1 {
 		t.Fatalf("Revoke = %d %v, want 1 socket", n, ok)
 	}
-	if _, ok := s.Lookup(late); ok {
+	if _, ok, _ := s.Lookup(late); ok {
 		t.Fatal("a revoked session still passes")
 	}
-	if _, ok := s.Revoke(il.ID); ok {
+	if _, ok, _ := s.Revoke(il.ID); ok {
 		t.Fatal("revoked twice")
 	}
-	if _, ok := s.OnEnd(il.ID, hook("too-late")); ok {
+	if _, ok, _ := s.OnEnd(il.ID, hook("too-late")); ok {
 		t.Fatal("OnEnd of a revoked session")
 	}
 	clock.Advance(2 * time.Hour) // the revoked session's timer must not fire again
@@ -169,7 +169,7 @@ func TestExpiryAndRevocationCloseTheSessionsSockets(t *testing.T) {
 			t.Errorf("%s ran: %v", name, got[name])
 		}
 	}
-	if _, ok := s.Lookup(third); ok {
+	if _, ok, _ := s.Lookup(third); ok {
 		t.Fatal("the third session outlived its lifetime")
 	}
 }
@@ -185,15 +185,18 @@ func TestRevokeAll(t *testing.T) {
 		tok, _ := signIn(t, s)
 		tokens = append(tokens, tok)
 	}
-	if n := s.RevokeAll(); n != 3 {
+	if n, _ := s.RevokeAll(); n != 3 {
 		t.Fatalf("RevokeAll = %d", n)
 	}
 	for _, tok := range tokens {
-		if _, ok := s.Lookup(tok); ok {
+		if _, ok, _ := s.Lookup(tok); ok {
 			t.Fatal("a session outlived RevokeAll")
 		}
 	}
-	if len(s.List()) != 0 || s.RevokeAll() != 0 {
+	if l, _ := s.List(); len(l) != 0 {
+		t.Fatal("sessions left")
+	}
+	if n, _ := s.RevokeAll(); n != 0 {
 		t.Fatal("sessions left")
 	}
 }
@@ -203,10 +206,10 @@ func TestRevokeAll(t *testing.T) {
 func TestTheWallClockEndsASession(t *testing.T) {
 	t.Parallel()
 	s := session.NewStore(session.Options{Lifetime: 50 * time.Millisecond})
-	ticket, _ := s.NewTicket(0)
-	_, info, _ := s.Redeem(ticket, "")
+	ticket, _, _ := s.NewTicket(0)
+	_, info, _, _ := s.Redeem(ticket, "")
 	ended := make(chan refusal.Rule, 1)
-	if _, ok := s.OnEnd(info.ID, func(why *refusal.Refusal) { ended <- why.Rule }); !ok {
+	if _, ok, _ := s.OnEnd(info.ID, func(why *refusal.Refusal) { ended <- why.Rule }); !ok {
 		// The machine was slow enough for the session to end first: that is the same outcome.
 		return
 	}
@@ -271,7 +274,7 @@ func TestSocketsAdmit(t *testing.T) {
 	if _, rf := socks.Admit("", nil); refusal.RuleOf(rf) != refusal.TooManySockets {
 		t.Fatalf("over the bound: %v", rf)
 	}
-	if n, _ := s.Revoke(info.ID); n != 1 || <-closed != refusal.SessionRevoked {
+	if n, _, _ := s.Revoke(info.ID); n != 1 || <-closed != refusal.SessionRevoked {
 		t.Fatalf("revoke closed %d", n)
 	}
 	release()
@@ -317,8 +320,8 @@ func TestHammer(t *testing.T) {
 	})
 	wg.Go(func() { clock.Advance(2 * time.Hour) })
 	wg.Wait()
-	if len(s.List()) != 0 {
-		t.Fatalf("sessions left: %+v", s.List())
+	if l, _ := s.List(); len(l) != 0 {
+		t.Fatalf("sessions left: %+v", l)
 	}
 	// Every place was given back.
 	var rel []func()
@@ -363,5 +366,58 @@ func TestLimiterSessionless(t *testing.T) {
 	}
 	if got := session.NewLimiterWith(session.Bounds{Max: 2, Sessionless: 9}); got == nil {
 		t.Fatal("no limiter")
+	}
+}
+
+// TestMemoryRecords holds the single relay's records to the conformance suite.
+func TestMemoryRecords(t *testing.T) {
+	sessiontest.RunRecords(t, func(t *testing.T) (session.Records, session.Records) {
+		r := session.NewMemoryRecords()
+		return r, r
+	})
+}
+
+// watchedRecords are memory records whose watch the test drives, standing for a shared store.
+type watchedRecords struct {
+	*session.MemoryRecords
+	fn func(id string)
+}
+
+func (w *watchedRecords) WatchEnds(fn func(id string)) (func(), error) {
+	w.fn = fn
+	return func() {}, nil
+}
+
+// TestEndsHeardFromSharedRecords: a session removed by another process closes this process's
+// sockets of it when the watch says so, and, when removals may have been missed (the watch made
+// again), when the store checks its sessions afresh.
+func TestEndsHeardFromSharedRecords(t *testing.T) {
+	t.Parallel()
+	recs := &watchedRecords{MemoryRecords: session.NewMemoryRecords()}
+	s := session.NewStore(session.Options{Lifetime: time.Hour, Clock: sessiontest.NewClock(start), Records: recs})
+	defer s.Close()
+	_, one := signIn(t, s)
+	_, two := signIn(t, s)
+	_, three := signIn(t, s)
+	ended := make(chan string, 3)
+	for _, info := range []session.Info{one, two, three} {
+		if _, ok, err := s.OnEnd(info.ID, func(why *refusal.Refusal) { ended <- info.ID + " " + string(why.Rule) }); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	}
+	recs.RemoveSession(one.ID) // another relay revoked it, and the watch says so
+	recs.fn(one.ID)
+	if got := <-ended; got != one.ID+" session-revoked" {
+		t.Fatalf("heard %q", got)
+	}
+	recs.RemoveSession(two.ID) // revoked while the watch was down: nobody said so
+	recs.fn("")
+	if got := <-ended; got != two.ID+" session-revoked" {
+		t.Fatalf("after the resync heard %q", got)
+	}
+	select {
+	case got := <-ended:
+		t.Fatalf("a live session's socket was closed: %q", got)
+	default:
 	}
 }

@@ -110,7 +110,8 @@ type Sockets struct {
 // Admit admits one socket of session ("" when it has none) and registers closeFn to run when the
 // session ends (expires or is revoked), with the reason to tell the peer. It returns the release
 // function to call once when the socket ends, or a refusal to answer the socket with: over a
-// bound, too-many-sockets; a session that ended meanwhile, loopback-unauthenticated.
+// bound, too-many-sockets; a session that ended meanwhile, loopback-unauthenticated; records that
+// cannot be reached, their refusal (Unavailable).
 func (s Sockets) Admit(session string, closeFn func(why *refusal.Refusal)) (release func(), r *refusal.Refusal) {
 	unlimit := func() {}
 	if s.Limiter != nil {
@@ -122,7 +123,11 @@ func (s Sockets) Admit(session string, closeFn func(why *refusal.Refusal)) (rele
 	if session == "" || s.Store == nil {
 		return unlimit, nil
 	}
-	cancel, ok := s.Store.OnEnd(session, closeFn)
+	cancel, ok, err := s.Store.OnEnd(session, closeFn)
+	if err != nil {
+		unlimit()
+		return nil, Unavailable(err)
+	}
 	if !ok {
 		unlimit()
 		return nil, refusal.New(refusal.LoopbackUnauthenticated, "this session has ended (expired or revoked): open a new bootstrap address")
@@ -210,4 +215,13 @@ func (l *HelloLimiter) Acquire(client, origin string) (release func(), r *refusa
 			}
 		})
 	}, nil
+}
+
+// Unavailable is the refusal to answer with when the Records failed: the refusal err is or wraps
+// (shared records say fleet-unavailable), else internal-error.
+func Unavailable(err error) *refusal.Refusal {
+	if r, ok := refusal.As(err); ok {
+		return r
+	}
+	return refusal.New(refusal.InternalError, "the relay could not read its sessions: its log says why")
 }

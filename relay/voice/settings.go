@@ -43,8 +43,10 @@ const maxSettingsFileBytes = 16 << 10
 // session uses. A change applies to the next session, never to one that runs. It is safe for
 // concurrent use.
 type Settings struct {
-	reg   *live.Providers
-	state *hoststate.Dir
+	reg    *live.Providers
+	state  hoststate.Files // nil: memory only
+	shared bool            // others change state too: read it at every Current
+	getenv func(string) string
 
 	mu  sync.Mutex
 	cur live.Choice
@@ -58,23 +60,57 @@ func NewSettings(reg *live.Providers, state *hoststate.Dir) *Settings {
 }
 
 func newSettings(reg *live.Providers, state *hoststate.Dir, getenv func(string) string) *Settings {
-	s := &Settings{reg: reg, state: state}
-	s.cur = defaultChoice(reg, getenv)
+	s := &Settings{reg: reg, getenv: getenv}
 	if state != nil {
-		if b, err := state.ReadFile(SettingsFile, maxSettingsFileBytes); err == nil && b != nil {
-			var c live.Choice
-			if json.Unmarshal(b, &c) == nil {
-				if c, err := reg.Resolve(c); err == nil {
-					s.cur = c
-				}
+		s.state = state
+	}
+	s.cur, _ = s.load()
+	return s
+}
+
+// NewSharedSettings returns the settings kept in files that other relays change too (a fleet's,
+// relay/fleet.Files): they are read afresh for every Current, so a change made through any relay
+// is the one the next session here starts with. While files cannot be read, Current keeps the
+// last settings read.
+func NewSharedSettings(reg *live.Providers, files hoststate.Files) *Settings {
+	s := &Settings{reg: reg, state: files, shared: true, getenv: os.Getenv}
+	s.cur, _ = s.load()
+	return s
+}
+
+// load returns what was saved when it still resolves, else the environment's default; err says
+// the saved settings could not be read.
+func (s *Settings) load() (live.Choice, error) {
+	c := defaultChoice(s.reg, s.getenv)
+	if s.state == nil {
+		return c, nil
+	}
+	b, err := s.state.ReadFile(SettingsFile, maxSettingsFileBytes)
+	if err != nil {
+		return c, err
+	}
+	if b != nil {
+		var saved live.Choice
+		if json.Unmarshal(b, &saved) == nil {
+			if saved, err := s.reg.Resolve(saved); err == nil {
+				c = saved
 			}
 		}
 	}
-	return s
+	return c, nil
 }
 
 // Current returns the settings the next session starts with.
 func (s *Settings) Current() live.Choice {
+	if s.shared {
+		c, err := s.load()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err == nil {
+			s.cur = c
+		}
+		return s.cur
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cur

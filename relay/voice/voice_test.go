@@ -558,7 +558,7 @@ func TestShutdownAndRevocationCloseSockets(t *testing.T) {
 	p.frame("state", "ready", 1)
 	req, _ := http.NewRequest("GET", r.url+"/", nil)
 	req.Header.Set("Cookie", cookie)
-	if n, ok := gate.Store().Revoke(gate.SessionID(req)); !ok || n != 1 {
+	if n, ok, err := gate.Store().Revoke(gate.SessionID(req)); err != nil || !ok || n != 1 {
 		t.Fatalf("Revoke closed %d sockets (%v); want the one /live socket", n, ok)
 	}
 	if f := p.frame("refused", "", 1); f["refused"] != string(refusal.SessionRevoked) {
@@ -593,7 +593,7 @@ func TestShutdownAndRevocationCloseSockets(t *testing.T) {
 func signIn(t *testing.T, r *relay, gate *server.Gate) string {
 	t.Helper()
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Get(r.url + "/?" + server.BootstrapParam + "=" + gate.NewTicket())
+	resp, err := client.Get(r.url + "/?" + server.BootstrapParam + "=" + newTicket(t, gate))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -760,4 +760,14 @@ func TestConfiguredFollowsTheSettingsAndKeys(t *testing.T) {
 	if !r.h.Configured() {
 		t.Fatal("openai with a stored key: not configured")
 	}
+}
+
+// newTicket mints a ticket on gate or fails the test.
+func newTicket(t testing.TB, gate *server.Gate) string {
+	t.Helper()
+	tk, err := gate.NewTicket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
 }

@@ -122,6 +122,11 @@ const (
 	RelayShuttingDown Rule = "relay-shutting-down"
 	TooManySockets    Rule = "too-many-sockets"
 
+	// A fleet of relays on NATS (relay/fleet): the shared state cannot be reached, and a call
+	// whose executor's relay went away before it answered.
+	FleetUnavailable Rule = "fleet-unavailable" // NATS (the fleet's shared state and routing) is unreachable from this relay
+	OutcomeUnknown   Rule = "outcome-unknown"   // the relay holding the executor went away mid-call: the call may or may not have run
+
 	// The page's worker API (browser/engine).
 	UnknownMethod    Rule = "unknown-method"
 	NoRoot           Rule = "no-root"

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/voicebox-go/voicebox/relay/fleet"
+	"github.com/voicebox-go/voicebox/relay/fleet/fleettest"
+)
+
+// TestPairInAFleet: `relay pair --nats` pairs, lists and revokes in the fleet's shared
+// pairings, which every relay of the fleet reads, not in the state directory's file.
+func TestPairInAFleet(t *testing.T) {
+	t.Parallel()
+	srv := fleettest.Start(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	pair := func(args ...string) (string, int) {
+		var out, errs bytes.Buffer
+		code := runPair(append([]string{"--state-dir", dir, "--nats", srv.URL(), "--nats-prefix", "cli"}, args...), &out, &errs)
+		return out.String() + errs.String(), code
+	}
+	out, code := pair("build-box")
+	if code != 0 {
+		t.Fatalf("pair: %d %s", code, out)
+	}
+	bearer := strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
+	f, err := fleet.Connect(fleet.Config{URL: srv.URL(), Prefix: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if name, ok, err := f.Pairings().Lookup(bearer); err != nil || !ok || name != "build-box" {
+		t.Fatalf("the fleet's pairings: %q %v %v", name, ok, err)
+	}
+	if out, code := pair("--list"); code != 0 || !strings.Contains(out, "build-box") {
+		t.Fatalf("list: %d %s", code, out)
+	}
+	if out, code := pair("--revoke", "build-box"); code != 0 {
+		t.Fatalf("revoke: %d %s", code, out)
+	}
+	if _, ok, _ := f.Pairings().Lookup(bearer); ok {
+		t.Fatal("the revoked bearer still passes in the fleet")
+	}
+}

@@ -1,0 +1,289 @@
+//go:build !js
+
+package hostile
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voicebox-go/voicebox/relay/fleet/fleettest"
+	"github.com/voicebox-go/voicebox/tests/harness"
+)
+
+// TestForgedSessionsPassNoRelayOfTheFleet: cookies nobody was given, in every shape (hex of the
+// right length, NATS wildcards and subject dots, megabytes), are refused
+// loopback-unauthenticated by every relay of a gated fleet, never passed and never an error of
+// the shared store; one ticket redeemed at once through three relays starts one session.
+func TestForgedSessionsPassNoRelayOfTheFleet(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	var relays []*harness.Relay
+	for range 3 {
+		relays = append(relays, harness.StartRelay(t, "VOICEBOX_NATS="+nats.URL(), "VOICEBOX_NATS_PREFIX=forged", "VOICEBOX_LOOPBACK_AUTH=1"))
+	}
+	forged := []string{strings.Repeat("ab", 32), strings.Repeat("0", 64), "*", ">", "a.b.c", "voicebox_sessions.>", strings.Repeat("f", 100_000)}
+	for _, r := range relays {
+		for _, c := range forged {
+			req, _ := http.NewRequest(http.MethodGet, r.URL+"/api/root", nil)
+			req.Header.Set("Cookie", "vb_session="+c)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized && !(len(c) > 64<<10 && resp.StatusCode == http.StatusRequestHeaderFieldsTooLarge) {
+				t.Fatalf("a forged cookie (%d bytes) on %s: %d", len(c), r.URL, resp.StatusCode)
+			}
+		}
+	}
+
+	req, _ := http.NewRequest(http.MethodPost, relays[0].URL+"/api/bootstrap", nil)
+	req.Header.Set("x-voicebox-host-token", relays[0].HostToken(t))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var minted struct{ URL string }
+	json.NewDecoder(resp.Body).Decode(&minted)
+	resp.Body.Close()
+	ticket := minted.URL[strings.Index(minted.URL, "bootstrap=")+len("bootstrap="):]
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	var started atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			resp, err := noRedirect.Get(relays[i%3].URL + "/?bootstrap=" + ticket)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusSeeOther {
+				started.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if started.Load() != 1 {
+		t.Fatalf("one ticket redeemed through three relays at once started %d sessions", started.Load())
+	}
+}
+
+// TestForgedFleetMessagesReachNoPage: a client of the fleet's NATS that is no relay (a leaked
+// credential, a side service gone wrong) publishes forged events (two in one message, a retry
+// directive, a comment, half a frame) and sends junk to the executor's subject. The page
+// following /api/events sees none of the forged events but sees the genuine one after them; each
+// junk call is refused by the wire's rules (bad-version, malformed-call, ...) and the page keeps
+// executing.
+func TestForgedFleetMessagesReachNoPage(t *testing.T) {
+	t.Parallel()
+	srv := fleettest.Start(t)
+	a := harness.StartRelay(t, "VOICEBOX_NATS="+srv.URL(), "VOICEBOX_NATS_PREFIX=insider")
+	b := harness.StartRelay(t, "VOICEBOX_NATS="+srv.URL(), "VOICEBOX_NATS_PREFIX=insider")
+	stopPage := goPage(t, a)
+	defer stopPage()
+	waitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
+
+	req, _ := http.NewRequest(http.MethodGet, a.URL+"/api/events", nil)
+	req.Header.Set("Origin", a.URL)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string, 256)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	for _, f := range []string{
+		"event: call\ndata: {\"forged\":1}\n\nevent: approval\ndata: {\"forged\":2}\n\n",
+		"retry: 1\nevent: call\ndata: {\"forged\":3}\n\n",
+		": a comment\nevent: call\ndata: {\"forged\":4}\n\n",
+		"event: call\ndata: {\"forged\":5}",
+		"event: call\ndata: {\"forged\":6}\ndata: {\"forged\":7}\n\n",
+	} {
+		nc.Publish("insider.events", []byte(f))
+	}
+	if err := nc.Flush(); err != nil { // the forgeries reach NATS before the genuine event is made
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, "insider_executor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, err := kv.Get(ctx, "slot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lease struct{ ID string }
+	json.Unmarshal(slot.Value(), &lease)
+	for _, junk := range []string{"", "{}", "not json", `{"v":1,"callId":"x","tool":"write-file","args":{"path":"../../etc/passwd","content":"x"}}`} {
+		m, err := nc.Request("insider.exec."+lease.ID, []byte(junk), 10*time.Second)
+		if err != nil {
+			t.Fatalf("junk %q got no answer: %v", junk, err)
+		}
+		var ans struct {
+			OK      bool
+			Refused string
+		}
+		if json.Unmarshal(m.Data, &ans) != nil || ans.OK || ans.Refused == "" {
+			t.Fatalf("junk %q answered %s", junk, m.Data)
+		}
+	}
+	// A genuine event: a call through B's catalogue.
+	if a := b.Call(t, "now", map[string]string{}); !a.OK {
+		t.Fatalf("the page stopped executing: %s", a.Raw)
+	}
+	turn, _ := http.NewRequest(http.MethodPost, b.URL+"/api/turn", strings.NewReader(`{"action":{"verb":"list_files"}}`))
+	turn.Header.Set("Content-Type", "application/json")
+	turn.Header.Set("x-voicebox-host-token", b.HostToken(t))
+	if r, err := http.DefaultClient.Do(turn); err == nil {
+		r.Body.Close()
+	}
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the event stream ended")
+			}
+			if strings.Contains(l, "forged") || strings.HasPrefix(l, "retry") || strings.HasPrefix(l, ":") {
+				t.Fatalf("a forged line reached the page: %q", l)
+			}
+			if l == "event: call" {
+				return // the genuine event, after every forgery
+			}
+		case <-deadline:
+			t.Fatal("the genuine event never came")
+		}
+	}
+}
+
+// goPage attaches a Go page to relay (its own origin) whose executor answers "now" and refuses
+// the rest; it returns the function that detaches it.
+func goPage(t *testing.T, relay *harness.Relay) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(relay.URL, "http")+"/channel", &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {relay.URL}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.Write(ctx, websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
+	go func() {
+		for {
+			_, b, err := ws.Read(ctx)
+			if err != nil {
+				return
+			}
+			var c struct {
+				CallID string `json:"callId"`
+				Tool   string `json:"tool"`
+			}
+			if json.Unmarshal(b, &c) != nil || c.CallID == "" {
+				continue
+			}
+			answer := fmt.Sprintf(`{"v":1,"callId":%q,"ok":true,"observed":{"iso":"2026-01-01T00:00:00Z"}}`, c.CallID)
+			if c.Tool != "now" {
+				answer = fmt.Sprintf(`{"v":1,"callId":%q,"ok":false,"refused":"outside-root","why":"this test page runs only now"}`, c.CallID)
+			}
+			ws.Write(ctx, websocket.MessageText, []byte(answer))
+		}
+	}()
+	return func() { cancel(); ws.CloseNow() }
+}
+
+// TestForgedMCPBearersPassNoRelayOfTheFleet: bearers nobody was given, in every shape (a
+// pairing's, the hash of a real one, NATS wildcards and subject dots, 100 KB), are refused
+// bearer-refused by every relay's /mcp in a fleet, never passed and never an error of the shared
+// store; a bearer revoked through one relay, tried through all three at once, is refused
+// bearer-revoked every time.
+func TestForgedMCPBearersPassNoRelayOfTheFleet(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	var relays []*harness.Relay
+	for range 3 {
+		relays = append(relays, harness.StartRelay(t, "VOICEBOX_NATS="+nats.URL(), "VOICEBOX_NATS_PREFIX=forgedmcp"))
+	}
+	hostDo := func(r *harness.Relay, method, path, body string) map[string]any {
+		req, _ := http.NewRequest(method, r.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-voicebox-host-token", r.HostToken(t))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, out)
+		}
+		return out
+	}
+	mcpRule := func(r *harness.Relay, bearer string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, r.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+bearer)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct{ Refused string }
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out.Refused
+	}
+	real, _ := hostDo(relays[0], http.MethodPost, "/api/mcp/clients", `{"name":"desktop"}`)["bearer"].(string)
+	sum := sha256.Sum256([]byte(real))
+	forged := []string{"vbm_" + strings.Repeat("0", 64), "vbm_*", "vbm_>", "vbm_a.b.c", "vbm_voicebox_mcpclients.>",
+		"vbx_" + strings.TrimPrefix(real, "vbm_"), "vbm_" + hex.EncodeToString(sum[:]), hex.EncodeToString(sum[:]), "vbm_" + strings.Repeat("f", 100_000)}
+	for _, r := range relays {
+		for _, b := range forged {
+			status, rule := mcpRule(r, b)
+			if status != http.StatusUnauthorized || rule != "bearer-refused" {
+				if len(b) > 64<<10 && status == http.StatusRequestHeaderFieldsTooLarge {
+					continue
+				}
+				t.Fatalf("a forged bearer (%.40q, %d bytes) at %s: %d %q", b, len(b), r.URL, status, rule)
+			}
+		}
+	}
+	hostDo(relays[1], http.MethodDelete, "/api/mcp/clients/desktop", "")
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			if status, rule := mcpRule(relays[i%3], real); status != http.StatusUnauthorized || rule != "bearer-revoked" {
+				t.Errorf("the revoked bearer at %s: %d %q", relays[i%3].URL, status, rule)
+			}
+		})
+	}
+	wg.Wait()
+}
