@@ -8,6 +8,7 @@ package tests
 // key) TestWithoutAKeyTheTalkPanelSaysSoOnce in live_test.go.
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,7 +43,11 @@ func content(t *testing.T, tab *harness.Tab, name string) (string, bool) {
 // click clicks what selector names in the page, as a mouse would.
 func click(t *testing.T, tab *harness.Tab, selector string) {
 	t.Helper()
-	if _, err := chromedp.Run(tab.Ctx, chromedp.Click(chromedp.CSS(selector))); err != nil {
+	// A click waits for what it clicks to be visible: bounded, so one that never shows fails
+	// here rather than at the test's deadline.
+	ctx, cancel := context.WithTimeout(tab.Ctx, useBound)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.CSS(selector))); err != nil {
 		t.Fatalf("click %s: %v", selector, err)
 	}
 }
