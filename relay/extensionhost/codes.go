@@ -310,6 +310,16 @@ func PendingCodes(dir string, now time.Time) ([]PendingCode, error) {
 	return pendingCodes(decodeCodes(b), now), nil
 }
 
+// PendingCodesIn reads the outstanding codes of st (a fleet's store, for `relay approval-code
+// --nats`), expired ones left out, in order of proposal id.
+func PendingCodesIn(st Store, now time.Time) ([]PendingCode, error) {
+	b, _, err := st.Codes()
+	if err != nil {
+		return nil, err
+	}
+	return pendingCodes(decodeCodes(b), now), nil
+}
+
 func pendingCodes(st *codeState, now time.Time) []PendingCode {
 	var out []PendingCode
 	for _, p := range st.Codes {
