@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 
 	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmtool"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
@@ -84,11 +85,15 @@ func (s *DirStore) ReadFile(name string, max int64) ([]byte, error) {
 	if err := checkStoreName(name); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(filepath.Join(s.dir, filepath.FromSlash(name)))
+	// O_NONBLOCK: a FIFO in a descriptor's place must not hold a reload waiting for a writer.
+	f, err := os.OpenFile(filepath.Join(s.dir, filepath.FromSlash(name)), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("extensionhost: %s is not a regular file", name)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
