@@ -680,12 +680,14 @@ export function startExternalApps(vb) {
         const text = clamp(String(params.message ?? 'an error'), LIMITS.error);
         keepLast(app.stats.errors, text, 20);
         console.warn(`voicebox: the app ${app.id} reported an error: ${text}`);
-        render(app);
+        renderErrors(app);
         return;
       }
       case 'ui/notifications/selection-changed':
+        // Only the selection's line is drawn again: an app may send these as fast as a person
+        // drags, and drawing the whole card (its tool forms too) for each cost milliseconds.
         app.selection = boundPayload(params.selection);
-        render(app);
+        renderSelection(app);
         return;
       default:
         refuse(app, msg, -32601, `unknown method ${clamp(msg.method, 60)}: the host has no such method`);
@@ -1092,24 +1094,45 @@ export function startExternalApps(vb) {
 
   // ---- showing an app ----
 
-  /** @param {XApp} app */
+  /**
+   * render draws app's card: its status, selection, reported errors and tool forms.
+   * @param {XApp} app
+   */
   function render(app) {
     if (!app.view) return;
     const v = app.view;
     v.status.textContent = app.live ? 'connected' : 'not connected';
     v.status.dataset.state = app.live ? 'connected' : 'waiting';
-    v.selection.hidden = !app.selection;
-    if (app.selection) {
-      const text = app.selection.text !== undefined ? String(app.selection.text) : JSON.stringify(app.selection);
-      v.selection.replaceChildren(node('span', { className: 'hint', textContent: `Selected: “${clamp(text, 120)}”` }),
-        button('Ask about this', () => seedComposer(`About this, in ${app.entry.name}: “${clamp(text, LIMITS.prompt - 60)}”`, app)));
-    }
-    v.errors.replaceChildren(...app.stats.errors.slice(-3).map((e) => node('li', { className: 'hint', textContent: `The app reported: ${e}` })));
+    renderSelection(app);
+    renderErrors(app);
     if (app.tools.length === 0) {
       v.tools.replaceChildren(node('p', { className: 'hint', textContent: app.live ? 'This app offers no tools.' : 'Waiting for the app to connect…' }));
       return;
     }
     v.tools.replaceChildren(...app.tools.map((t) => toolForm(app, t)));
+  }
+
+  /**
+   * renderSelection draws the line of app's card that shows what is selected in it.
+   * @param {XApp} app
+   */
+  function renderSelection(app) {
+    if (!app.view) return;
+    const v = app.view;
+    v.selection.hidden = !app.selection;
+    if (!app.selection) return;
+    const text = app.selection.text !== undefined ? String(app.selection.text) : JSON.stringify(app.selection);
+    v.selection.replaceChildren(node('span', { className: 'hint', textContent: `Selected: “${clamp(text, 120)}”` }),
+      button('Ask about this', () => seedComposer(`About this, in ${app.entry.name}: “${clamp(text, LIMITS.prompt - 60)}”`, app)));
+  }
+
+  /**
+   * renderErrors draws the last errors app reported.
+   * @param {XApp} app
+   */
+  function renderErrors(app) {
+    if (!app.view) return;
+    app.view.errors.replaceChildren(...app.stats.errors.slice(-3).map((e) => node('li', { className: 'hint', textContent: `The app reported: ${e}` })));
   }
 
   /**

@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/voicebox-go/voicebox/relay/extensionhost"
@@ -21,91 +20,32 @@ import (
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
-type pairConfig struct {
-	state  stateDirFlags
-	nats   fleet.Config
-	revoke bool
-	list   bool
-}
-
-func pairFlags(stderr io.Writer) (*flag.FlagSet, *pairConfig) {
-	cfg := &pairConfig{}
-	fs := flag.NewFlagSet("pair", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg.state.register(fs)
-	fs.BoolVar(&cfg.revoke, "revoke", false, "revoke the pairing NAME (a running relay refuses it at once)")
-	fs.BoolVar(&cfg.list, "list", false, "list the paired environments (names and dates; bearers are never stored)")
-	registerNATS(fs, &cfg.nats)
-	return fs, cfg
-}
-
-// runPair pairs, revokes or lists machine environments in the host state directory, or with
+// pairCommand pairs, revokes or lists machine environments in the host state directory, or with
 // --nats (VOICEBOX_NATS) in the fleet's shared pairings, which every relay of the fleet reads. A
 // relay serving from the same directory (or in the same fleet) reads the change at the next hello.
-func runPair(args []string, stdout, stderr io.Writer) int {
-	fs, cfg := pairFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if cfg.list == (fs.NArg() == 1) || fs.NArg() > 1 || (cfg.list && cfg.revoke) {
-		fmt.Fprintln(stderr, "relay pair: usage: relay pair [--state-dir DIR] [--nats URL] NAME | --revoke NAME | --list")
-		return 2
-	}
-	state, err := cfg.state.open()
-	if err != nil {
-		fmt.Fprintf(stderr, "relay pair: %v\n", err)
-		return 1
-	}
-	nats, err := settleNATS(cfg.nats)
-	if err != nil {
-		fmt.Fprintf(stderr, "relay pair: %v\n", err)
-		return 2
-	}
-	if nats.URL != "" {
-		f, err := fleet.Connect(nats)
-		if err != nil {
-			fmt.Fprintf(stderr, "relay pair: %v\n", err)
-			return 1
-		}
-		defer f.Close()
-		state.UsePairings(f.Pairings())
-	}
-	switch {
-	case cfg.list:
+var pairCommand = bearerCommand{
+	name:       "pair",
+	revokeHelp: "revoke the pairing NAME (a running relay refuses it at once)",
+	listHelp:   "list the paired environments (names and dates; bearers are never stored)",
+	created:    "PAIRED",
+	useFleet:   func(state *hoststate.Dir, f *fleet.Fleet) { state.UsePairings(f.Pairings()) },
+	list: func(state *hoststate.Dir) ([]bearerHolder, error) {
 		ps, err := state.List()
-		if err != nil {
-			fmt.Fprintf(stderr, "relay pair: %v\n", err)
-			return 1
+		hs := make([]bearerHolder, len(ps))
+		for i, p := range ps {
+			hs[i] = bearerHolder{p.Name, p.Created}
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tPAIRED")
-		for _, p := range ps {
-			fmt.Fprintf(tw, "%s\t%s\n", p.Name, p.Created.Format(time.RFC3339))
-		}
-		tw.Flush()
-		return 0
-	case cfg.revoke:
-		name := fs.Arg(0)
-		if err := state.Revoke(name); err != nil {
-			fmt.Fprintf(stderr, "relay pair: %q: %v\n", name, err)
-			return 1
-		}
-		fmt.Fprintf(stdout, "revoked %s\n", name)
-		return 0
-	}
-	name := fs.Arg(0)
-	bearer, err := state.Pair(name)
-	if err != nil {
-		fmt.Fprintf(stderr, "relay pair: %q: %v\n", name, err)
-		return 1
-	}
-	// The bearer goes to stdout alone, so `relay pair NAME > FILE` makes the bearer file.
-	fmt.Fprintln(stdout, bearer)
-	fmt.Fprintf(stderr, "paired %s: keep the bearer above secret; it is shown only this once (run `relay env --bearer-file FILE` with it)\n", name)
-	return 0
+		return hs, err
+	},
+	revoke: (*hoststate.Dir).Revoke,
+	mint:   (*hoststate.Dir).Pair,
+	minted: func(name string) string {
+		return fmt.Sprintf("paired %s: keep the bearer above secret; it is shown only this once (run `relay env --bearer-file FILE` with it)", name)
+	},
+}
+
+func runPair(args []string, stdout, stderr io.Writer) int {
+	return pairCommand.run(args, stdout, stderr)
 }
 
 type envConfig struct {

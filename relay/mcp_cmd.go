@@ -11,8 +11,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"text/tabwriter"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,92 +19,33 @@ import (
 	"github.com/voicebox-go/voicebox/relay/mcp"
 )
 
-type mcpTokenConfig struct {
-	state  stateDirFlags
-	nats   fleet.Config
-	revoke bool
-	list   bool
-}
-
-func mcpTokenFlags(stderr io.Writer) (*flag.FlagSet, *mcpTokenConfig) {
-	cfg := &mcpTokenConfig{}
-	fs := flag.NewFlagSet("mcp-token", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg.state.register(fs)
-	fs.BoolVar(&cfg.revoke, "revoke", false, "revoke the bearer of the MCP client NAME (a running relay refuses it at the next request)")
-	fs.BoolVar(&cfg.list, "list", false, "list the MCP clients holding a bearer (names and dates; bearers are never stored)")
-	registerNATS(fs, &cfg.nats)
-	return fs, cfg
-}
-
-// runMCPToken mints, revokes or lists the bearers of MCP clients in the host state directory, or
-// with --nats (VOICEBOX_NATS) in the fleet's shared bearers, which every relay of the fleet
-// reads. A relay serving from the same directory (or in the same fleet) reads the change at the
-// client's next request.
-func runMCPToken(args []string, stdout, stderr io.Writer) int {
-	fs, cfg := mcpTokenFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if cfg.list == (fs.NArg() == 1) || fs.NArg() > 1 || (cfg.list && cfg.revoke) {
-		fmt.Fprintln(stderr, "relay mcp-token: usage: relay mcp-token [--state-dir DIR] [--nats URL] NAME | --revoke NAME | --list")
-		return 2
-	}
-	state, err := cfg.state.open()
-	if err != nil {
-		fmt.Fprintf(stderr, "relay mcp-token: %v\n", err)
-		return 1
-	}
-	nats, err := settleNATS(cfg.nats)
-	if err != nil {
-		fmt.Fprintf(stderr, "relay mcp-token: %v\n", err)
-		return 2
-	}
-	if nats.URL != "" {
-		f, err := fleet.Connect(nats)
-		if err != nil {
-			fmt.Fprintf(stderr, "relay mcp-token: %v\n", err)
-			return 1
-		}
-		defer f.Close()
-		state.UseMCPClients(f.MCPClients())
-	}
-	switch {
-	case cfg.list:
+// mcpTokenCommand mints, revokes or lists the bearers of MCP clients in the host state
+// directory, or with --nats (VOICEBOX_NATS) in the fleet's shared bearers, which every relay of
+// the fleet reads. A relay serving from the same directory (or in the same fleet) reads the change
+// at the client's next request.
+var mcpTokenCommand = bearerCommand{
+	name:       "mcp-token",
+	revokeHelp: "revoke the bearer of the MCP client NAME (a running relay refuses it at the next request)",
+	listHelp:   "list the MCP clients holding a bearer (names and dates; bearers are never stored)",
+	created:    "MINTED",
+	useFleet:   func(state *hoststate.Dir, f *fleet.Fleet) { state.UseMCPClients(f.MCPClients()) },
+	list: func(state *hoststate.Dir) ([]bearerHolder, error) {
 		cs, err := state.MCPClients()
-		if err != nil {
-			fmt.Fprintf(stderr, "relay mcp-token: %v\n", err)
-			return 1
+		hs := make([]bearerHolder, len(cs))
+		for i, c := range cs {
+			hs[i] = bearerHolder{c.Name, c.Created}
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tMINTED")
-		for _, c := range cs {
-			fmt.Fprintf(tw, "%s\t%s\n", c.Name, c.Created.Format(time.RFC3339))
-		}
-		tw.Flush()
-		return 0
-	case cfg.revoke:
-		name := fs.Arg(0)
-		if err := state.RevokeMCPClient(name); err != nil {
-			fmt.Fprintf(stderr, "relay mcp-token: %q: %v\n", name, err)
-			return 1
-		}
-		fmt.Fprintf(stdout, "revoked %s\n", name)
-		return 0
-	}
-	name := fs.Arg(0)
-	bearer, err := state.MintMCPClient(name)
-	if err != nil {
-		fmt.Fprintf(stderr, "relay mcp-token: %q: %v\n", name, err)
-		return 1
-	}
-	// The bearer goes to stdout alone, so `relay mcp-token NAME > FILE` makes the bearer file.
-	fmt.Fprintln(stdout, bearer)
-	fmt.Fprintf(stderr, "minted a bearer for MCP client %s: keep it secret, it is shown only this once; send it as Authorization: Bearer to %s, or run `relay mcp --bearer-file FILE`\n", name, mcp.Path)
-	return 0
+		return hs, err
+	},
+	revoke: (*hoststate.Dir).RevokeMCPClient,
+	mint:   (*hoststate.Dir).MintMCPClient,
+	minted: func(name string) string {
+		return fmt.Sprintf("minted a bearer for MCP client %s: keep it secret, it is shown only this once; send it as Authorization: Bearer to %s, or run `relay mcp --bearer-file FILE`", name, mcp.Path)
+	},
+}
+
+func runMCPToken(args []string, stdout, stderr io.Writer) int {
+	return mcpTokenCommand.run(args, stdout, stderr)
 }
 
 type mcpBridgeConfig struct {

@@ -336,9 +336,17 @@ func TestExternalAppOrderBook(t *testing.T) {
 		t.Fatalf("approvals %+v", a)
 	}
 
-	// A selection and "ask about it": the app seeds the composer, and nothing is sent.
+	// A selection and "ask about it": the app seeds the composer, and nothing is sent. What the
+	// person typed into a tool's form meanwhile stays there (drawing the selection once drew the
+	// whole card again).
+	const typedField = `document.querySelector('.xa-card[data-app-id="orders"] form input')`
+	harness.Eval[bool](tab, `(`+typedField+`.value = 'typed by hand', true)`)
 	harness.EvalInFrame[bool](tab, frame, `(document.querySelector('tr[data-id="A-1003"]').click(), true)`)
 	s.waitState(t, "orders", `s.selection && s.selection.order && s.selection.order.id === 'A-1003'`)
+	harness.WaitFor[bool](tab, `document.querySelector('.xa-card[data-app-id="orders"] .xa-selection').textContent.includes('A-1003')`, externalBound)
+	if got := harness.Eval[string](tab, typedField+`.value`); got != "typed by hand" {
+		t.Fatalf("after the app's selection changed, the tool form's field holds %q", got)
+	}
 	harness.EvalInFrame[bool](tab, frame, `(document.getElementById('ask').click(), true)`)
 	if got := harness.WaitFor[string](tab, `voicebox.externalApps.composer()`, externalBound); got != "What should happen next with order A-1003?" {
 		t.Fatalf("the composer holds %q", got)

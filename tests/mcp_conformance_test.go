@@ -4,9 +4,7 @@ package tests
 
 import (
 	"bytes"
-	"encoding/json"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -22,26 +20,6 @@ import (
 
 // conformanceBound bounds one run of the MCP conformance suite against /mcp.
 const conformanceBound = 5 * time.Minute
-
-// mintMCPBearer mints a bearer for an MCP client through the host-token route.
-func mintMCPBearer(t testing.TB, r *harness.Relay, name string) string {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, r.URL+"/api/mcp/clients", strings.NewReader(`{"name":"`+name+`"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Voicebox-Host-Token", r.HostToken(t))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var m struct {
-		Bearer string `json:"bearer"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&m); resp.StatusCode != 200 || m.Bearer == "" {
-		t.Fatalf("minting an MCP bearer answered %d", resp.StatusCode)
-	}
-	return m.Bearer
-}
 
 // bearerProxy serves the relay's /mcp on a port of its own, adding the client's bearer to every
 // request: the conformance suite has no way to send one. It forwards Host and Origin as they
@@ -99,7 +77,7 @@ func TestMCPConformance(t *testing.T) {
 		}
 	}
 	r := harness.StartRelay(t)
-	endpoint := strings.Replace(bearerProxy(t, r.URL, mintMCPBearer(t, r, "conformance")), "127.0.0.1", "localhost", 1) + "/mcp"
+	endpoint := strings.Replace(bearerProxy(t, r.URL, r.MintMCPBearer(t, "conformance")), "127.0.0.1", "localhost", 1) + "/mcp"
 	out := t.TempDir()
 	baseline := filepath.Join(harness.RepoRoot(), "tools", "mcp-conformance", "baseline.yml")
 	cmd := exec.Command(node, suite, "server", "--url", endpoint, "--spec-version", "2025-11-25", "--expected-failures", baseline, "-o", out)

@@ -43,7 +43,7 @@ func connectMCP(t testing.TB, r *harness.Relay, name string) (s *sdk.ClientSessi
 	ctx, cancel := context.WithTimeout(context.Background(), mcpBound)
 	defer cancel()
 	s, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: r.URL + "/mcp",
-		HTTPClient: &http.Client{Transport: withBearer{mintMCPBearer(t, r, name)}}}, nil)
+		HTTPClient: &http.Client{Transport: withBearer{r.MintMCPBearer(t, name)}}}, nil)
 	if err != nil {
 		t.Fatalf("connect to /mcp: %v", err)
 	}

@@ -201,6 +201,27 @@ func (r *Relay) HostToken(t testing.TB) string {
 	return strings.TrimSpace(string(b))
 }
 
+// MintMCPBearer mints a bearer for the MCP client name through the host-token route.
+func (r *Relay) MintMCPBearer(t testing.TB, name string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"name": name})
+	req, _ := http.NewRequest(http.MethodPost, r.URL+"/api/mcp/clients", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Voicebox-Host-Token", r.HostToken(t))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m struct {
+		Bearer string `json:"bearer"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != http.StatusOK || m.Bearer == "" {
+		t.Fatalf("harness: minting an MCP bearer answered %d (%v)", resp.StatusCode, err)
+	}
+	return m.Bearer
+}
+
 // Call runs a call on whichever executor holds the relay's root (POST /api/root/call with the
 // host token) and returns the answer envelope's fields.
 func (r *Relay) Call(t testing.TB, tool string, args any) Answer {

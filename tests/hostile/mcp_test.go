@@ -24,26 +24,6 @@ import (
 // mcpBound is the hang guard of one answer in these cases.
 const mcpBound = 30 * time.Second
 
-// mintBearer mints a bearer for an MCP client through the host-token route.
-func mintBearer(t testing.TB, r *harness.Relay, name string) string {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, r.URL+"/api/mcp/clients", strings.NewReader(`{"name":"`+name+`"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Voicebox-Host-Token", r.HostToken(t))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var m struct {
-		Bearer string `json:"bearer"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&m); resp.StatusCode != 200 || m.Bearer == "" {
-		t.Fatalf("minting an MCP bearer answered %d", resp.StatusCode)
-	}
-	return m.Bearer
-}
-
 const mcpInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hostile","version":"1"}}}`
 
 // rawMCP posts body to /mcp with bearer ("" for none) and returns the status and the body.
@@ -78,7 +58,7 @@ func ruleOf(body string) string {
 func TestMCPHostileCallers(t *testing.T) {
 	t.Parallel()
 	r := harness.StartRelay(t)
-	bearer := mintBearer(t, r, "honest")
+	bearer := r.MintMCPBearer(t, "honest")
 	stillServes := func(t *testing.T) {
 		t.Helper()
 		if code, body := rawMCP(t, r, bearer, strings.NewReader(mcpInit), -1); code != 200 || !strings.Contains(body, `"serverInfo"`) {
