@@ -143,3 +143,39 @@ func TestFleetExtensionsAreShared(t *testing.T) {
 	}
 	waitFor(t, "the page on B told of the revocation", func() bool { return !page.admitted.Allows("clock", "now") })
 }
+
+// TestFleetExtensionsWhileNATSIsAway: with NATS away a relay refuses what needs the shared
+// extension store (staging, deciding) fleet-unavailable, 503, and keeps the admitted set it last
+// loaded; once NATS is back, a revocation through one relay reaches the other.
+func TestFleetExtensionsWhileNATSIsAway(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "extaway", false), startMember(t, nats, "extaway", false)
+	if status, out := a.do(t, http.MethodPost, "/api/extensions/sideload", json.RawMessage(clockRaw)); status != http.StatusOK {
+		t.Fatalf("staging: %d %v", status, out)
+	}
+	if status, out := a.do(t, http.MethodPost, "/api/extensions/admit", map[string]any{"id": "clock", "decision": "admit", "confirm": true}); status != http.StatusOK {
+		t.Fatalf("admitting with A's host token: %d %v", status, out)
+	}
+	waitFor(t, "B loads what A admitted", func() bool { return admittedOn(t, b, "clock") })
+
+	nats.Stop()
+	waitFor(t, "both relays see NATS gone", func() bool { return !a.Fleet.Connected() && !b.Fleet.Connected() })
+	if status, out := b.do(t, http.MethodPost, "/api/extensions/revoke", map[string]any{"id": "clock"}); status != http.StatusServiceUnavailable || ruleOf(out) != refusal.FleetUnavailable {
+		t.Fatalf("revoking with NATS away: %d %v, want 503 fleet-unavailable", status, out)
+	}
+	if status, out := b.do(t, http.MethodPost, "/api/extensions/sideload", json.RawMessage(clockRaw)); status != http.StatusServiceUnavailable || ruleOf(out) != refusal.FleetUnavailable {
+		t.Fatalf("staging with NATS away: %d %v, want 503 fleet-unavailable", status, out)
+	}
+	if !admittedOn(t, b, "clock") {
+		t.Fatal("B dropped its admitted set while NATS was away")
+	}
+
+	nats.Restart()
+	waitFor(t, "both relays back on NATS", func() bool { return a.Fleet.Connected() && b.Fleet.Connected() })
+	waitFor(t, "the revocation through B taken once NATS is back", func() bool {
+		status, _ := b.do(t, http.MethodPost, "/api/extensions/revoke", map[string]any{"id": "clock"})
+		return status == http.StatusOK
+	})
+	waitFor(t, "A drops what B revoked", func() bool { return !admittedOn(t, a, "clock") })
+}
