@@ -95,7 +95,8 @@ setup_browser() {
 
 # setup_web installs the pinned npm packages (tools/web/package-lock.json: the TypeScript compiler,
 # axe-core, which the Chromium tests inject to check accessibility, and the WebMCP polyfills the
-# end-to-end tests load into mini-apps) into .cache/web, again whenever the lock file changes. It
+# end-to-end tests load into mini-apps, and the MCP Apps example server and SDK the remote MCP
+# tests run) into .cache/web, again whenever the lock file changes. It
 # needs Node.js and npm; nothing is installed globally.
 setup_web() {
 	command -v npm >/dev/null || die "setup: npm is not on PATH; install Node.js 18 or newer (Debian: apt-get install nodejs npm)"

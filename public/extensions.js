@@ -15,12 +15,20 @@ const NOTE_MS = 8000;
 
 /**
  * Entry is one extension of the listing, with the gate's verdict and its disclosure plan.
+ * A remote MCP extension's entry says how its session is (mcp) and which of its tools have an
+ * MCP Apps view.
  * @typedef {{id: string, name?: string, description?: string, ok: boolean, refused?: string, why?: string,
- *   plan: {summary: string[]}, tools?: {name: string, primitive: string}[]}} Entry
+ *   plan: {summary: string[]}, tools?: {name: string, primitive: string, view?: string}[],
+ *   mcp?: {url: string, connected: boolean, refused?: string, why?: string, requests: string,
+ *   unavailable: {name: string, refused: string, why: string}[]}}} Entry
  */
 
-/** startExtensions runs the Extensions panel. */
-export function startExtensions() {
+/**
+ * startExtensions runs the Extensions panel; openView shows a remote MCP tool's view in the
+ * mini-app sandbox (mini-apps.js).
+ * @param {{openView: (extension: string, tool: string) => Promise<unknown>}} hooks
+ */
+export function startExtensions(hooks) {
   const el = {
     note: byId('ext-note'), pending: byId('ext-pending'), admitted: byId('ext-admitted'),
     present: byId('ext-present'), catalogue: byId('ext-catalogue'), refresh: byId('ext-refresh'),
@@ -134,7 +142,18 @@ export function startExtensions() {
   const admittedItem = (entry) => {
     const li = item(entry);
     const tools = (entry.tools || []).map((t) => t.name + ' (' + t.primitive + ')').join(', ');
-    li.append(node('div', 'hint', 'Tools: ' + tools));
+    li.append(node('div', 'hint', 'Tools: ' + (tools || 'none offered')));
+    if (entry.mcp) {
+      const m = entry.mcp;
+      li.append(node('div', 'hint ext-mcp', `Server ${m.url}: ${m.connected ? 'connected' : `not connected (${m.refused || 'connecting'}${m.why ? ': ' + m.why : ''})`}; requests used ${m.requests}.`));
+      for (const u of m.unavailable) li.append(node('div', 'hint ext-unavailable', `${u.name} is not offered (${u.refused}): ${u.why}`));
+      for (const t of entry.tools || []) {
+        if (!t.view) continue;
+        const open = button(`Open view: ${t.name}`, () => hooks.openView(entry.id, t.name), `Open the view of ${t.name}`);
+        open.className = 'ext-open-view';
+        li.append(open);
+      }
+    }
     // The WASM shelf's tools are admitted by their manifest's digests: they leave with it.
     if (entry.id.startsWith('wasm-shelf-')) {
       li.append(node('div', 'hint', 'From the WASM shelf: remove it from the shelf\'s manifest.json to withdraw it.'));

@@ -48,7 +48,7 @@ let miniApps = null;
 const workspace = startWorkspace(engine, { openAsApp: (path) => (miniApps ? miniApps.launch({ path }) : Promise.resolve()) });
 const history = startHistory(services);
 miniApps = startMiniApps(services);
-startExtensions();
+startExtensions({ openView: (extension, tool) => (miniApps ? miniApps.openView(extension, tool) : Promise.resolve()) });
 const assistant = startAssistant();
 const live = startLive({ typed: assistant.turn, firstSteps });
 const externalApps = startExternalApps(services);

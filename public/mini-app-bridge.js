@@ -23,6 +23,16 @@
 // same way). The bounds and the tool name rule come from rules.js, generated from the Go
 // constants; the SDK is given the name rule on its script element (data-tool-name).
 //
+// An MCP Apps view (a ui:// resource of a remote MCP tool, or a mini-app written with the
+// ext-apps SDK) speaks JSON-RPC 2.0 with this window as its parent, with no port: the bridge is
+// its host here, one more adapter on the same budget (every message is charged first). It answers
+// ui/initialize (MCP_APPS_VERSION, hostInfo, hostCapabilities, the hostContext the page gave),
+// sends the tool's input and result once the view says ui/notifications/initialized, hands
+// tools/call, ui/open-link, ui/message, size changes and a teardown request to the page (which
+// routes a call to the view's own server through the approval gate, and asks the person before a
+// link opens), asks the view ui/resource-teardown before the page removes it, and answers every
+// other request -32601.
+//
 // Besides registering tools and answering calls, the app may ask the host to check the
 // arguments of a call its own agent makes (validate_args, WebMCP executeTool); the host's cancel
 // of a call is passed on to the app (cancel_call), which aborts the tool's signal.
@@ -37,6 +47,17 @@ const DROP_REPORT_MS = 250;
 const MAX_SAMPLES = 5;
 /** NOT_ON_PORT is why a message the app posted to the bridge's window is dropped. */
 const NOT_ON_PORT = 'posted to the bridge\'s window, not over the app\'s port (only one mini_app_ready per document is taken there)';
+
+/** MCP_APPS_VERSION is the MCP Apps protocol version the bridge answers ui/initialize with (the
+ * ext-apps SDK's LATEST_PROTOCOL_VERSION). */
+const MCP_APPS_VERSION = '2026-01-26';
+/** MCP_CALL_MS bounds a view's request the page serves (tools/call waits for the person's
+ * approval, 60 s, then the call, 30 s); past it the view is answered -32603. */
+const MCP_CALL_MS = 100_000;
+/** MCP_TEARDOWN_MS is how long a view has to answer ui/resource-teardown before it is removed. */
+const MCP_TEARDOWN_MS = 500;
+/** MCP_PAGE_METHODS are the view's requests the page serves (the rest the bridge answers). */
+const MCP_PAGE_METHODS = new Set(['tools/call', 'ui/open-link', 'ui/message']);
 
 /** BUNDLE is a folder app's base: where the relay serves its files (relay/server AppFilesPath). */
 const BUNDLE = /^\/app-files\/[0-9a-f]{32}\/$/;
@@ -73,6 +94,14 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   let names = new Set(); // tools of the current document, offered or registered
   /** @type {Map<unknown, number>} */
   const calls = new Map(); // callId -> timer, for calls sent to the current document
+  // The MCP Apps adapter: what the page gave for the view (its host context, the tool's input
+  // and result), whether the current document initialised, and its requests the page serves.
+  /** @type {{hostContext?: object, input?: object, result?: object}} */
+  let mcpView = {};
+  let mcpInitialized = false;
+  /** @type {Map<string | number, number>} request id -> timer */
+  const mcpPending = new Map();
+  let teardownSeq = 0;
 
   // The message budget.
   let windowStart = 0;
@@ -165,6 +194,11 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     names = new Set();
     shaken = false;
     credits = 0;
+    mcpInitialized = false;
+    for (const [id, timer] of mcpPending) {
+      clearTimeout(timer);
+      mcpPending.delete(id);
+    }
   }
 
   /**
@@ -182,9 +216,11 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
    * @param {string} html
    * @param {string} sdk
    * @param {string} base a folder app's bundle, '' for a single-file app
+   * @param {any} [view] an MCP Apps view's host context, tool input and result
    */
-  function load(html, sdk, base) {
+  function load(html, sdk, base, view) {
     if (stopped) return;
+    mcpView = view && typeof view === 'object' ? view : {};
     // The app's document is a srcdoc, whose relative URLs resolve against this document's URL:
     // for a folder app, that is put in its bundle, so they resolve inside its folder only.
     if (BUNDLE.test(base)) history.replaceState(null, '', base);
@@ -209,7 +245,8 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       toHost({ type: 'reloaded', generation });
       inner?.contentWindow?.postMessage({ type: 'mini_app_hello' }, '*');
     });
-    inner.srcdoc = inject(html, sdk);
+    // A view is no WebMCP app: it gets no SDK, only the MCP Apps host below.
+    inner.srcdoc = sdk ? inject(html, sdk) : html;
     document.body.replaceChildren(inner);
   }
 
@@ -293,12 +330,126 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     }
   }
 
+  // ---- the MCP Apps adapter ----
+
+  /** @param {object} msg */
+  const toView = (msg) => inner?.contentWindow?.postMessage(msg, '*');
+
+  /**
+   * @param {string | number} id
+   * @param {number} code
+   * @param {string} message
+   */
+  function mcpError(id, code, message) {
+    toView({ jsonrpc: '2.0', id, error: { code, message } });
+  }
+
+  /**
+   * fromView serves a JSON-RPC message of the view in the inner frame (charged already).
+   * @param {any} msg
+   */
+  function fromView(msg) {
+    const method = typeof msg.method === 'string' ? msg.method : '';
+    const isRequest = method !== '' && (typeof msg.id === 'string' || typeof msg.id === 'number');
+    if (!method) {
+      // An answer: to ui/resource-teardown, the only request the bridge sends.
+      if (mcpPending.has(msg.id) && String(msg.id).startsWith('voicebox-teardown-')) {
+        clearTimeout(mcpPending.get(msg.id));
+        mcpPending.delete(msg.id);
+        toHost({ type: 'torn_down', generation });
+      } else drop('an answer to nothing the bridge asked', msg);
+      return;
+    }
+    if (!isRequest) {
+      switch (method) {
+        case 'ui/notifications/initialized':
+          if (mcpInitialized) return;
+          mcpInitialized = true;
+          toHost({ type: 'mcp_initialized', generation });
+          if (mcpView.input) toView({ jsonrpc: '2.0', method: 'ui/notifications/tool-input', params: { arguments: mcpView.input } });
+          if (mcpView.result) toView({ jsonrpc: '2.0', method: 'ui/notifications/tool-result', params: mcpView.result });
+          return;
+        case 'ui/notifications/size-changed': {
+          const p = msg.params || {};
+          toHost({ type: 'mcp_size', generation, width: Number(p.width) || 0, height: Number(p.height) || 0 });
+          return;
+        }
+        case 'ui/notifications/request-teardown':
+          toHost({ type: 'mcp_request_teardown', generation });
+          return;
+        case 'notifications/message':
+          return; // the view's log: taken, not shown
+        default:
+          drop(`a notification the MCP Apps host does not take (${method.slice(0, 60)})`, msg);
+          return;
+      }
+    }
+    const id = msg.id;
+    switch (method) {
+      case 'ui/initialize':
+        toHost({ type: 'mcp_initialize', generation, appInfo: msg.params && msg.params.appInfo });
+        toView({
+          jsonrpc: '2.0', id, result: {
+            protocolVersion: MCP_APPS_VERSION,
+            hostInfo: { name: 'Voicebox', version: '1' },
+            hostCapabilities: { openLinks: {}, serverTools: {}, logging: {}, message: { text: {} } },
+            hostContext: mcpView.hostContext || {},
+          },
+        });
+        return;
+      case 'ping':
+        toView({ jsonrpc: '2.0', id, result: {} });
+        return;
+      case 'ui/request-display-mode':
+        toView({ jsonrpc: '2.0', id, result: { mode: 'inline' } });
+        return;
+    }
+    if (!MCP_PAGE_METHODS.has(method)) {
+      mcpError(id, -32601, `Method not found: ${method.slice(0, 80)}`);
+      return;
+    }
+    if (!mcpInitialized) {
+      mcpError(id, -32600, `${method} before ui/notifications/initialized`);
+      return;
+    }
+    if (mcpPending.has(id)) {
+      mcpError(id, -32600, 'a request id already waiting');
+      return;
+    }
+    mcpPending.set(id, setTimeout(() => {
+      if (mcpPending.delete(id)) mcpError(id, -32603, `the host did not answer ${method} within ${MCP_CALL_MS} ms`);
+    }, MCP_CALL_MS));
+    toHost({ type: 'mcp_request', generation, id, method, params: msg.params && typeof msg.params === 'object' ? msg.params : {} });
+  }
+
   /** @param {any} msg */
   function fromHost(msg) {
     if (!msg || typeof msg !== 'object') return;
     switch (msg.type) {
       case 'load':
-        load(String(msg.html), String(msg.sdk), String(msg.base || ''));
+        load(String(msg.html), String(msg.sdk || ''), String(msg.base || ''), msg.view);
+        break;
+      case 'mcp_answer': {
+        if (msg.generation !== generation) return;
+        const timer = mcpPending.get(msg.id);
+        if (timer === undefined) return;
+        clearTimeout(timer);
+        mcpPending.delete(msg.id);
+        if (msg.error) mcpError(msg.id, Number(msg.error.code) || -32603, String(msg.error.message || 'the host could not serve this'));
+        else toView({ jsonrpc: '2.0', id: msg.id, result: msg.result ?? {} });
+        break;
+      }
+      case 'teardown': {
+        // Ask the view to tear down, then tell the page, whatever the view does.
+        const id = `voicebox-teardown-${++teardownSeq}`;
+        const done = () => { if (mcpPending.delete(id)) toHost({ type: 'torn_down', generation }); };
+        if (!mcpInitialized || !inner) { toHost({ type: 'torn_down', generation }); return; }
+        mcpPending.set(id, setTimeout(done, MCP_TEARDOWN_MS));
+        toView({ jsonrpc: '2.0', id, method: 'ui/resource-teardown', params: {} });
+        break;
+      }
+      case 'host_context':
+        if (mcpInitialized && msg.hostContext) toView({ jsonrpc: '2.0', method: 'ui/notifications/host-context-changed', params: msg.hostContext });
         break;
       case 'validated':
         if (msg.generation !== generation || !port) return;
@@ -343,10 +494,14 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       dropped++;
       return;
     }
-    if (!shaken && inner && event.source === inner.contentWindow) {
+    if (inner && event.source === inner.contentWindow) {
       const msg = event.data;
-      if (msg && msg.type === 'mini_app_ready') {
+      if (!shaken && msg && msg.type === 'mini_app_ready') {
         handshake();
+        return;
+      }
+      if (msg && typeof msg === 'object' && msg.jsonrpc === '2.0') {
+        fromView(msg);
         return;
       }
     }

@@ -23,6 +23,15 @@
 // its base URL in the bundle, so the app's relative URLs resolve inside its folder only. The
 // bundle is dropped when the app closes, stops or starts again.
 //
+// An MCP Apps view (a remote MCP tool's ui:// resource, read by the relay: openView) is shown the
+// same way, in the same sandbox with the same budgets: the bridge speaks the MCP Apps protocol to
+// it, and this file serves what the bridge hands on: a view's tools/call goes to its own
+// extension's server through the assistant's gate (POST /api/turn, call_extension, which asks
+// the person first unless the tool declares readOnlyHint), a mini-app's to the assistant's
+// catalogue; ui/open-link asks the person; ui/message only fills the assistant's command box;
+// size changes set the frame's height (within MAX_VIEW_HEIGHT); closing asks the view to tear
+// down first.
+//
 // startMiniApps returns the API the page and the tests use (see launch, call, tools, stats).
 import { byId, node } from './dom.js';
 import { listen } from './events.js';
@@ -32,13 +41,26 @@ import { toolForm } from './schema-form.js';
 
 /** MAX_FRAME_DEPTH bounds the walk from a message's source window up to the bridge it is in. */
 const MAX_FRAME_DEPTH = 8;
+/** MAX_VIEW_HEIGHT bounds the height (px) an MCP Apps view may ask its frame for. */
+const MAX_VIEW_HEIGHT = 1200;
+/** MIN_VIEW_HEIGHT is the least height (px) a view's frame keeps. */
+const MIN_VIEW_HEIGHT = 80;
+/** TEARDOWN_WAIT_MS is how long a closed view's frame stays for its ui/resource-teardown (the
+ * bridge answers within 500 ms whatever the view does). */
+const TEARDOWN_WAIT_MS = 600;
 /** APP_HOSTS says whether each app gets a host of its own (see above). */
 const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0.0.1' || location.hostname === 'localhost');
 
 /** @typedef {import('./worker-client.js').StoreEntry} StoreEntry */
 /** @typedef {import('./worker-client.js').RegisteredTool} RegisteredTool */
 /** @typedef {import('./worker-client.js').JSONSchema} JSONSchema */
-/** @typedef {{name: string} | {path: string}} Target */
+/**
+ * ViewInfo is what an MCP Apps view shows: the tool it belongs to (by the model's name and the
+ * server's), its resource, and the call's input and result when it shows one.
+ * @typedef {{extension: string, tool: string, serverTool: string, uri: string, description?: string,
+ *   inputSchema?: unknown, input?: object, result?: object}} ViewInfo
+ */
+/** @typedef {{name: string} | {path: string} | {view: {extension: string, tool: string, input?: object, result?: object}}} Target */
 /** @typedef {{path: string, size: number}} FolderFile */
 /** @typedef {{token: string, base: string}} Bundle */
 /** @typedef {{rule: string, why: string}} StopReason */
@@ -50,7 +72,8 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
  * @typedef {{handshakes: number, reloads: number, loads: number, registered: string[],
  *   refusals: {name: string, refused: string, why: string, by?: string}[],
  *   dropped: number, ignored: {why: string, what: string}[], foreign: number, late: number, ready: boolean,
- *   starts: number, validated: number, stopped: StopReason | null}} Stats
+ *   starts: number, validated: number, stopped: StopReason | null,
+ *   mcp: {initialized: boolean, calls: number, links: number, messages: number, height: number, teardowns: number}}} Stats
  */
 /**
  * Running is one start of an app: its bridge's window and origin, whether it still runs, and its
@@ -61,6 +84,7 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
  * OpenApp is an app shown in a card, with its bridge frame (none while it is stopped).
  * @typedef {{appId: string, entry: StoreEntry, html: string, target: Target, generation: number,
  *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string, waited?: boolean, bundle: Bundle | null,
+ *   mcp?: ViewInfo | null,
  *   frame: HTMLIFrameElement | null, running: Running, view: {section: HTMLElement, h: HTMLElement, badge: HTMLElement,
  *   saveBtn: HTMLButtonElement, reload: HTMLButtonElement, closer: HTMLButtonElement, toolList: HTMLElement, slot: HTMLElement,
  *   stopped: HTMLElement, stoppedText: HTMLElement, again: HTMLButtonElement, ignored: HTMLElement}}} OpenApp
@@ -195,7 +219,8 @@ export function startMiniApps(vb) {
 
   /** @returns {Stats} */
   function newStats() {
-    return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, ignored: [], foreign: 0, late: 0, ready: false, starts: 0, validated: 0, stopped: null };
+    return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, ignored: [], foreign: 0, late: 0, ready: false, starts: 0, validated: 0, stopped: null,
+      mcp: { initialized: false, calls: 0, links: 0, messages: 0, height: 0, teardowns: 0 } };
   }
 
   /** @param {OpenApp} app */
@@ -323,8 +348,32 @@ export function startMiniApps(vb) {
    * @param {OpenApp} [reuse]
    */
   async function launch(target, reuse) {
+    if ('view' in target) return openView(target.view.extension, target.view.tool, target.view);
     const { entry, html, folder } = await vb.must('miniapps.launch', target);
     return show(entry, html, target, reuse, folder);
+  }
+
+  /**
+   * openView shows the MCP Apps view of tool (the model's name of it, id__tool) of admitted remote
+   * MCP extension extension, with a call's input and result when given. The relay reads it from
+   * the server (GET /api/extensions/view); it runs in the sandbox as any mini-app does.
+   * @param {string} extension
+   * @param {string} tool
+   * @param {{input?: object, result?: object}} [call]
+   * @param {OpenApp} [reuse] the card already showing this view
+   * @param {boolean} [focus] whether its heading takes focus (the person opened it)
+   * @returns {Promise<{appId: string, entry: StoreEntry}>}
+   */
+  async function openView(extension, tool, call = {}, reuse, focus = true) {
+    const q = `extension=${encodeURIComponent(extension)}&tool=${encodeURIComponent(tool)}`;
+    const r = await relay(`/api/extensions/view?${q}`);
+    if (!r.ok) throw Object.assign(new Error(`The view of ${tool} could not be read (${r.refused}): ${r.why}`), { rule: r.refused || '' });
+    const v = r.view;
+    const appId = `view-${extension}-${v.serverTool}`.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 100);
+    const entry = /** @type {StoreEntry} */ (/** @type {unknown} */ ({ appId, title: `${v.serverTool} (${extension})`, fileName: v.uri, kind: 'view', source: 'extension', storagePath: '' }));
+    /** @type {ViewInfo} */
+    const info = { extension, tool, serverTool: v.serverTool, uri: v.uri, description: v.description, inputSchema: v.inputSchema, input: call.input, result: call.result };
+    return show(entry, v.html, { view: { extension, tool, input: call.input, result: call.result } }, reuse, undefined, focus, info);
   }
 
   /**
@@ -335,9 +384,10 @@ export function startMiniApps(vb) {
    * @param {OpenApp} [reuse]
    * @param {FolderFile[]} [folder] a folder app's files
    * @param {boolean} [focus] whether the app's heading takes focus (the person opened it)
+   * @param {ViewInfo} [view] an MCP Apps view's tool and call
    * @returns {Promise<{appId: string, entry: StoreEntry}>}
    */
-  async function show(entry, html, target, reuse, folder, focus = true) {
+  async function show(entry, html, target, reuse, folder, focus = true, view) {
     let app = apps.get(entry.appId) || reuse;
     if (app && app.appId !== entry.appId) {
       close(app.appId);
@@ -347,7 +397,7 @@ export function startMiniApps(vb) {
     const bundle = folder && folder.length > 0 ? await upload(entry.appId, folder) : null;
     if (!app) {
       // card() gives the app its view, startFrame its frame and its Running.
-      app = /** @type {OpenApp} */ (/** @type {unknown} */ ({ appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame: null, bundle }));
+      app = /** @type {OpenApp} */ (/** @type {unknown} */ ({ appId: entry.appId, entry, html, target, generation: 0, tools: [], stats: newStats(), loaded: null, frame: null, bundle, mcp: view || null }));
       apps.set(app.appId, app);
       el.open.prepend(card(app));
       startFrame(app);
@@ -360,6 +410,7 @@ export function startMiniApps(vb) {
       app.entry = entry;
       app.html = html;
       app.target = target;
+      app.mcp = view || null;
       app.tools = [];
       app.stats.ready = false;
       showHead(app);
@@ -381,7 +432,9 @@ export function startMiniApps(vb) {
   /** @param {OpenApp} app */
   function sendLoad(app) {
     app.stats.loads++;
-    post(app, { type: 'load', html: app.html, sdk: app.sdk, base: app.bundle ? app.bundle.base : '' });
+    app.stats.mcp.initialized = false;
+    const view = app.mcp ? { hostContext: hostContext(app), input: app.mcp.input, result: app.mcp.result } : { hostContext: hostContext(app) };
+    post(app, { type: 'load', html: app.html, sdk: app.mcp ? '' : app.sdk, base: app.bundle ? app.bundle.base : '', view });
     // An app that neither registers a tool nor says it is ready within a tool call's time is
     // said to have none, rather than to be loading for ever.
     app.waited = false;
@@ -397,13 +450,41 @@ export function startMiniApps(vb) {
     }
   }
 
+  /**
+   * hostContext is what an MCP Apps view is told of where it is shown (ui/initialize).
+   * @param {OpenApp} app
+   */
+  function hostContext(app) {
+    /** @type {Record<string, unknown>} */
+    const ctx = {
+      theme: matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light',
+      locale: navigator.language,
+      timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+      displayMode: 'inline',
+      availableDisplayModes: ['inline'],
+      containerDimensions: { width: app.view.slot.clientWidth || 600, maxHeight: MAX_VIEW_HEIGHT },
+      platform: 'web',
+      userAgent: 'Voicebox',
+    };
+    if (app.mcp) ctx.toolInfo = { tool: { name: app.mcp.serverTool, description: app.mcp.description || '', inputSchema: app.mcp.inputSchema || { type: 'object' } } };
+    return ctx;
+  }
+
   /** @param {string} appId */
   function close(appId) {
     const app = apps.get(appId);
     if (!app) return;
     apps.delete(appId);
+    if (app.stats.mcp.initialized && app.frame) {
+      // A view is asked to tear down first; its frame goes once the bridge had its answer (or
+      // gave up on it), and the card is hidden meanwhile.
+      post(app, { type: 'teardown' });
+      app.stats.mcp.teardowns++;
+      const section = app.view.section;
+      section.hidden = true;
+      setTimeout(() => section.remove(), TEARDOWN_WAIT_MS);
+    } else app.view.section.remove();
     app.running.live = false;
-    app.view.section.remove();
     dropBundle(app.bundle);
     app.bundle = null;
     for (const [callId, c] of calls) {
@@ -607,7 +688,112 @@ export function startMiniApps(vb) {
       case 'over_budget':
         stop(app, overBudget());
         break;
+      case 'mcp_initialize':
+        // A view's handshake, as WebMCP's is an app's: the document it names is the current one.
+        stats.handshakes++;
+        app.generation = msg.generation;
+        break;
+      case 'mcp_initialized':
+        if (msg.generation !== app.generation) return;
+        stats.mcp.initialized = true;
+        stats.ready = true;
+        showTools(app);
+        break;
+      case 'mcp_size': {
+        const height = Math.round(Number(msg.height));
+        if (msg.generation !== app.generation || !app.frame || !(height > 0)) return;
+        stats.mcp.height = Math.min(MAX_VIEW_HEIGHT, Math.max(MIN_VIEW_HEIGHT, height));
+        app.frame.style.height = `${stats.mcp.height}px`;
+        break;
+      }
+      case 'mcp_request_teardown':
+        if (msg.generation === app.generation) close(app.appId);
+        break;
+      case 'mcp_request': {
+        if (msg.generation !== app.generation) return;
+        const answer = await serveView(app, String(msg.method), msg.params || {});
+        if (!current() || msg.generation !== app.generation) return;
+        post(app, { type: 'mcp_answer', generation: msg.generation, id: msg.id, ...answer });
+        break;
+      }
     }
+  }
+
+  /**
+   * serveView serves a view's request the bridge handed on: tools/call through the assistant's
+   * gate (a view to its own extension's server only; a mini-app to the assistant's catalogue),
+   * ui/open-link once the person agrees, ui/message into the command box.
+   * @param {OpenApp} app
+   * @param {string} method
+   * @param {any} params
+   * @returns {Promise<{result: object} | {error: {code: number, message: string}}>}
+   */
+  async function serveView(app, method, params) {
+    const stats = app.stats.mcp;
+    switch (method) {
+      case 'tools/call': {
+        const name = typeof params.name === 'string' ? params.name : '';
+        const args = params.arguments && typeof params.arguments === 'object' && !Array.isArray(params.arguments) ? params.arguments : {};
+        if (!name) return { error: { code: -32602, message: 'tools/call needs a tool name' } };
+        stats.calls++;
+        // A view's call goes to its own extension: the prefix is the page's, never the view's.
+        const action = app.mcp
+          ? { verb: 'call_extension', extension: app.mcp.extension, name: `${app.mcp.extension}__${name}`, arguments: JSON.stringify(args) }
+          : { verb: name, ...args };
+        /** @type {any} */
+        let t;
+        try {
+          t = await relay('/api/turn', { body: { action } });
+        } catch (err) {
+          return { result: { content: [{ type: 'text', text: err instanceof Error ? err.message : String(err) }], isError: true } };
+        }
+        if (!t.ok) return { result: { content: [{ type: 'text', text: `${t.refused}: ${t.why}` }], isError: true } };
+        return { result: toolResult(t.result) };
+      }
+      case 'ui/open-link': {
+        let url;
+        try { url = new URL(String(params.url)); } catch { return { error: { code: -32602, message: 'ui/open-link needs an absolute URL' } }; }
+        if (url.protocol !== 'https:' && url.protocol !== 'http:') return { error: { code: -32602, message: 'ui/open-link opens http and https links only' } };
+        stats.links++;
+        if (!await vb.confirmAction(`${appTitle(app.entry)} asks to open ${url.href} in a new tab.`, 'Open')) return { result: { isError: true } };
+        window.open(url.href, '_blank', 'noopener,noreferrer');
+        return { result: {} };
+      }
+      case 'ui/message': {
+        /** @type {any[]} */
+        const blocks = Array.isArray(params.content) ? params.content : [];
+        const text = blocks.filter((b) => b && b.type === 'text' && typeof b.text === 'string').map((b) => b.text).join('\n').slice(0, 2000);
+        stats.messages++;
+        // Only the command box: nothing is sent until the person sends it.
+        const box = /** @type {HTMLInputElement | null} */ (document.getElementById('command'));
+        if (!box) return { result: { isError: true } };
+        box.value = text;
+        box.dataset.from = app.appId;
+        box.focus({ preventScroll: true });
+        return { result: {} };
+      }
+    }
+    return { error: { code: -32601, message: `Method not found: ${method}` } };
+  }
+
+  /**
+   * toolResult turns a relay turn's result into an MCP CallToolResult: a remote MCP tool's text,
+   * media and structured content as they came, anything else as its JSON text.
+   * @param {unknown} result
+   */
+  function toolResult(result) {
+    /** @type {any} */
+    let r = result;
+    if (typeof r === 'string') {
+      try { r = JSON.parse(r); } catch { return { content: [{ type: 'text', text: r }] }; }
+    }
+    if (r && typeof r === 'object' && typeof r.text === 'string' && typeof r.server === 'string') {
+      /** @type {object[]} */
+      const content = [{ type: 'text', text: r.text }];
+      for (const m of Array.isArray(r.media) ? r.media : []) content.push({ type: m.kind === 'audio' ? 'audio' : 'image', mimeType: m.mimeType, data: m.data });
+      return r.structuredContent === undefined ? { content } : { content, structuredContent: r.structuredContent };
+    }
+    return { content: [{ type: 'text', text: JSON.stringify(r) }] };
   }
 
   /**
@@ -691,6 +877,10 @@ export function startMiniApps(vb) {
   /** @param {OpenApp} app */
   function showTools(app) {
     const list = app.view.toolList;
+    if (app.mcp) {
+      list.replaceChildren(node('p', 'hint', `The view of ${app.mcp.serverTool}, a tool of the extension ${app.mcp.extension}. What it asks its server to do goes through the assistant, which asks you first unless the tool only reads.`));
+      return;
+    }
     if (app.tools.length === 0) {
       // Why the assistant cannot drive this app, in words: it is still loading, it is a page
       // that offers no tools, or it loaded and registered none.
@@ -729,8 +919,42 @@ export function startMiniApps(vb) {
   listen('files-changed', trayLater);
   listen('history', trayLater);
 
+  // The model (or an MCP client) called a remote MCP tool that has a view: the view shows that
+  // call, its input and its result, as MCP Apps hosts do. A call typed here, or a view's own
+  // (both typed turns), opens nothing, so a view calling its own tool does not reload itself.
+  listen('relay:call', async (c) => {
+    if (c.source === 'turn' || !c.ok || c.tool !== 'call_extension' || !c.action) return;
+    const { extension, name } = c.action;
+    if (typeof extension !== 'string' || typeof name !== 'string' || !c.result || typeof c.result.server !== 'string') return;
+    const tool = await viewOf(extension, name);
+    if (!tool) return;
+    /** @type {object} */
+    let input = {};
+    try { input = JSON.parse(c.action.arguments || '{}'); } catch { /* the relay checked them; show none */ }
+    const result = typeof c.result.text === 'string' ? toolResult(c.result) : undefined;
+    // A view already open shows the new call in its own card.
+    openView(extension, name, { input, result }, undefined, false).catch(vb.notify);
+  });
+
+  /**
+   * viewOf says whether tool of admitted extension has an MCP Apps view, from the listing.
+   * @param {string} extension
+   * @param {string} tool
+   */
+  async function viewOf(extension, tool) {
+    try {
+      const r = await relay('/api/extensions');
+      const entry = r.ok ? (r.extensions.admitted || []).find((/** @type {any} */ e) => e.id === extension) : null;
+      const t = entry ? (entry.tools || []).find((/** @type {any} */ x) => x.name === tool) : null;
+      return t && t.view ? t : null;
+    } catch {
+      return null;
+    }
+  }
+
   return Object.freeze({
     launch,
+    openView,
     close,
     refreshTray,
     list: async () => (await vb.must('miniapps.list')).entries,

@@ -26,7 +26,8 @@
 //
 // # Approval
 //
-// delete_file, and call_extension of a tool whose primitive writes files, wait for the user's
+// delete_file, call_extension of a tool whose primitive writes files, and of a remote MCP tool that
+// does not declare readOnlyHint, wait for the user's
 // decision in the page: the request goes out on the event stream (GET /api/events), so it
 // reaches the page even when a machine environment holds the root, and the page answers with
 // POST /api/approvals/{id}. The call then runs and its observation carries "approval":

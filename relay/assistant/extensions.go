@@ -42,7 +42,8 @@ func (r registryExtensions) Propose(raw []byte) (string, error) {
 	return d.ID, nil
 }
 
-// writePrimitives are the extension primitives whose calls wait for the user's approval.
+// writePrimitives are the extension primitives whose calls wait for the user's approval (and a
+// remote MCP tool that does not declare readOnlyHint).
 var writePrimitives = map[string]bool{string(extensions.WriteFile): true}
 
 func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawMessage, error) {
@@ -65,14 +66,18 @@ func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawM
 			return nil, refusal.New(refusal.InvalidArgumentType, "call_extension: arguments is a JSON object written as text, such as {\"query\":\"weather\"}")
 		}
 	}
-	var found []struct{ id, primitive string }
+	type found1 struct {
+		id, primitive string
+		readOnly      bool
+	}
+	var found []found1
 	for _, e := range x.ListExtensions().Admitted {
 		if !e.OK || (id != "" && e.ID != id) {
 			continue
 		}
 		for _, t := range e.Tools {
 			if t.Name == name {
-				found = append(found, struct{ id, primitive string }{e.ID, t.Primitive})
+				found = append(found, found1{e.ID, t.Primitive, t.ReadOnly})
 			}
 		}
 	}
@@ -99,6 +104,15 @@ func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawM
 		}
 		if r := c.sameRoot(asked); r != nil {
 			return nil, r
+		}
+		approved = true
+	}
+	if t.primitive == extensionhost.MCPPrimitive && !t.readOnly {
+		// A remote server's tool may change anything the server reaches; only one that declares
+		// readOnlyHint runs without asking, as a mini-app's tools do.
+		summary := fmt.Sprintf("Let extension %s run %s on its MCP server (%s)?", t.id, name, clipText(string(args), 200))
+		if err := c.approvals.wait(ctx, commands.CallExtension, summary, c.opts.ApprovalTimeout); err != nil {
+			return nil, err
 		}
 		approved = true
 	}

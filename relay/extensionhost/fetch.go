@@ -53,6 +53,13 @@ func (b *Budget) take() (string, error) {
 	return fmt.Sprintf("%d/%d", b.used, b.max), nil
 }
 
+// spent says how much of the budget is spent, as "7/50".
+func (b *Budget) spent() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return fmt.Sprintf("%d/%d", b.used, b.max)
+}
+
 // FetchResult is the observation of a mediated fetch.
 type FetchResult struct {
 	Status    int      `json:"status"`

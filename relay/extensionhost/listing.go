@@ -24,6 +24,11 @@ type ToolInfo struct {
 	// URL is an http-get tool's URL template or bound url: where its requests go when the model
 	// names no other.
 	URL string `json:"url,omitempty"`
+	// ReadOnly says the tool declares it changes nothing (a remote MCP tool's readOnlyHint); the
+	// assistant asks the person before any other remote MCP tool runs.
+	ReadOnly bool `json:"readOnly,omitempty"`
+	// View is a remote MCP tool's MCP Apps view, its ui:// resource.
+	View string `json:"view,omitempty"`
 }
 
 // toolInfo describes t for a listing.
@@ -45,6 +50,9 @@ type Entry struct {
 	Refused     refusal.Rule     `json:"refused,omitempty"`
 	Why         string           `json:"why,omitempty"`
 	Plan        *extensions.Plan `json:"plan,omitempty"`
+	// MCP is a remote MCP extension's session: its server, whether it is up, the server's tools
+	// that are not offered and why, and the budget spent.
+	MCP *MCPStatus `json:"mcp,omitempty"`
 }
 
 // Listing is what ListExtensions returns.
@@ -113,7 +121,12 @@ func (rt *Runtime) ListExtensions() Listing {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		l.Admitted = append(l.Admitted, entryOf(rt.loaded[id].Raw, id, extensions.Machine, rt.loadedTools(id)))
+		e := entryOf(rt.loaded[id].Raw, id, extensions.Machine, rt.loadedTools(id))
+		if c := rt.mcp[id]; c != nil {
+			st, tools := c.status()
+			e.MCP, e.Tools = &st, tools
+		}
+		l.Admitted = append(l.Admitted, e)
 	}
 	existing := rt.loadedTools("")
 	rt.mu.Unlock()

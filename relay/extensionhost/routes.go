@@ -30,6 +30,7 @@ const maxDecisionBody = 4 << 10
 //	POST /api/extensions/revoke               {id}
 //	POST /api/extensions/dismiss              {id}: remove a waiting proposal (admits nothing)
 //	POST /api/extensions/call                 (host token) {extension, tool, args}
+//	GET  /api/extensions/view?extension=&tool= a remote MCP tool's MCP Apps view (ReadView)
 func (rt *Runtime) Register(srv *server.Server, check func(string) bool) {
 	h := &handlers{rt: rt, check: check}
 	srv.Handle("GET /api/extensions", http.HandlerFunc(h.list))
@@ -44,6 +45,18 @@ func (rt *Runtime) Register(srv *server.Server, check func(string) bool) {
 	srv.Handle("POST /api/extensions/revoke", http.HandlerFunc(h.revoke))
 	srv.Handle("POST /api/extensions/dismiss", http.HandlerFunc(h.dismiss))
 	srv.Handle("POST /api/extensions/call", http.HandlerFunc(h.call))
+	srv.Handle("GET /api/extensions/view", http.HandlerFunc(h.view))
+}
+
+// view answers a remote MCP tool's view, for the page's mini-app sandbox. Like the listing it is
+// a page route: a view is shown, never run here, and its calls go through the assistant's gate.
+func (h *handlers) view(w http.ResponseWriter, r *http.Request) {
+	v, err := h.rt.ReadView(r.Context(), r.URL.Query().Get("extension"), r.URL.Query().Get("tool"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "view": v})
 }
 
 // handlers are the extension routes, each a method.

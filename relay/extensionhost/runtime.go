@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmshelf"
 	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmtool"
@@ -52,6 +53,9 @@ type Runtime struct {
 	// after every Reload, in order; the relay hands it to the hub (Hub.SetAdmitted), which sends
 	// it to whoever holds the root, so their doors verify extension calls against it.
 	Publish func(frame []byte)
+	// MCPRetryInterval is how long a remote MCP extension without a session waits before a call
+	// tries to make one again; zero means MCPRetryInterval.
+	MCPRetryInterval time.Duration
 
 	reloadMu sync.Mutex // one Reload at a time, so frames are published in order
 
@@ -60,6 +64,7 @@ type Runtime struct {
 	schemas  map[string]map[string]*toolschema.Schema // by descriptor id, then tool name
 	budgets  map[string]*Budget
 	problems []Problem
+	mcp      map[string]*mcpConn // the sessions of loaded remote MCP extensions, by id
 	seq      uint64
 	wasmOnce sync.Once
 }
@@ -113,7 +118,18 @@ func (rt *Runtime) reload() error {
 		return err
 	}
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
+	stale := rt.reloadLocked(l, p)
+	rt.mu.Unlock()
+	for _, c := range stale {
+		c.close()
+	}
+	return nil
+}
+
+// reloadLocked loads l and records p with rt.mu held, starts a session for every loaded remote
+// MCP extension that has none for its exact descriptor, and returns the sessions to close (of
+// revoked or changed descriptors).
+func (rt *Runtime) reloadLocked(l []Loaded, p []Problem) (stale []*mcpConn) {
 	rt.loaded, rt.schemas, rt.problems = map[string]Loaded{}, map[string]map[string]*toolschema.Schema{}, p
 	if rt.budgets == nil {
 		rt.budgets = map[string]*Budget{}
@@ -137,7 +153,40 @@ func (rt *Runtime) reload() error {
 	for _, x := range rt.problems {
 		rt.logger().Warn("extension not loaded", "id", x.ID, "refused", x.Rule, "why", x.Why)
 	}
-	return nil
+	if rt.mcp == nil {
+		rt.mcp = map[string]*mcpConn{}
+	}
+	for id, c := range rt.mcp {
+		x, ok := rt.loaded[id]
+		switch {
+		case ok && x.Descriptor.MCP != nil && extensions.Disclose(x.Descriptor, extensions.Machine, x.Raw).Hash == c.hash:
+		case ok && c.sameServer(x.Descriptor):
+			c.admit(x) // a new plan of the same server and bounds: the session stays, its tools change
+		default:
+			stale = append(stale, c)
+			delete(rt.mcp, id)
+		}
+	}
+	for id, x := range rt.loaded {
+		if x.Descriptor.MCP != nil && rt.mcp[id] == nil {
+			c := rt.newMCPConn(x, rt.budgets[id])
+			rt.mcp[id] = c
+			go c.connect()
+		}
+	}
+	return stale
+}
+
+// Close ends the sessions of remote MCP extensions. The runtime may be reloaded afterwards, which
+// starts them again.
+func (rt *Runtime) Close() {
+	rt.mu.Lock()
+	conns := rt.mcp
+	rt.mcp = nil
+	rt.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
 }
 
 func (rt *Runtime) wasm() *wasmtool.Runner {
@@ -254,6 +303,9 @@ func (rt *Runtime) call(ctx context.Context, id, tool string, args json.RawMessa
 	rt.mu.Unlock()
 	if !ok {
 		return nil, refusal.New(refusal.NotAdmitted, "extension %q is not admitted; a human must admit it in the Extensions panel first", id)
+	}
+	if x.Descriptor.MCP != nil {
+		return rt.callMCP(ctx, x.Descriptor, tool, args, note)
 	}
 	var t *extensions.Tool
 	for i := range x.Descriptor.Tools {

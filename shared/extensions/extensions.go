@@ -13,11 +13,14 @@
 //	secrets.go     declared secrets (bounds.secrets and a header's $NAME), ReservedSecrets
 //	wasm.go        a wasm tool's module, digest, export and ABI, in either form
 //	plan.go        Disclose: the plan a person admits, and its hash
+//	mcp.go         a remote MCP server (mcp.url, the admitted tool names), its rules and its
+//	               disclosure
 //
 // # The descriptor
 //
 // A descriptor is JSON over a closed set of host primitives (now, read-file, write-file,
-// list-files, http-get, wasm); it never carries code the model wrote. Descriptors in the original
+// list-files, http-get, wasm), or names a remote MCP server whose tools it admits by name (mcp);
+// it never carries code the model wrote. Descriptors in the original
 // Voicebox's format load unchanged: a tool's params may hold the primitive's bound arguments
 // (such as {"path": "notes.md"} or {"url": ..., "headers": {"X-Subscription-Token":
 // "$BRAVE_API_KEY"}}), where a header's $NAME names a secret the plan discloses like any other.
@@ -134,6 +137,8 @@ type Descriptor struct {
 	Capabilities []string `json:"capabilities"`
 	Bounds       Bounds   `json:"bounds"`
 	Tools        []Tool   `json:"tools"`
+	// MCP, when set, makes this a remote MCP extension: its tools are the server's (MCPServer).
+	MCP *MCPServer `json:"mcp,omitempty"`
 }
 
 // Bounds are what a descriptor is admitted with; calls echo them unchanged.
@@ -213,6 +218,9 @@ func Parse(raw []byte) (*Descriptor, *refusal.Refusal) {
 	if r := checkSecrets(d.Bounds.Secrets); r != nil {
 		return nil, r
 	}
+	if r := parseMCP(&d); r != nil {
+		return nil, r
+	}
 	for i := range d.Tools {
 		t := &d.Tools[i]
 		if len(t.PromptSnippet) > MaxPromptSnippetBytes {
@@ -289,7 +297,10 @@ func Admit(d *Descriptor, placement Placement, existingTools []string) *refusal.
 	if r := admitSecrets(d); r != nil {
 		return r
 	}
-	if len(d.Tools) == 0 {
+	if r := admitMCP(d, caps); r != nil {
+		return r
+	}
+	if len(d.Tools) == 0 && d.MCP == nil {
 		return refusal.New(refusal.NoTools, "the descriptor declares no tools, so there is nothing to admit")
 	}
 	if len(d.Tools) > MaxTools {

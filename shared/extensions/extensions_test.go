@@ -205,6 +205,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"id":"a","name":"A","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`))
 	f.Add([]byte(secretDesc("BRAVE_API_KEY", "api.example.org")))
 	f.Add([]byte(secretDesc("OPENAI_API_KEY", "api.example.org")))
+	f.Add([]byte(`{"id":"r","name":"R","capabilities":["network"],"bounds":{"hosts":["mcp.example.com"],"maxRequests":10},"mcp":{"url":"https://mcp.example.com/mcp","tools":["get-time"]}}`))
 	for _, id := range []string{"brave-search", "mcp-server-local", "mcp-server-remote", "notes", "web-search"} {
 		f.Add(original(f, id))
 	}

@@ -29,9 +29,11 @@ type Plan struct {
 	// variable goes in which header to which hosts, with which tools' requests; the Summary has
 	// the same in words.
 	Secrets []SecretDisclosure `json:"secrets"`
-	Never   []string           `json:"never"`
-	Summary []string           `json:"summary"`
-	Hash    string             `json:"hash"`
+	// MCP is what the plan says of a remote MCP server: its URL and the admitted tools.
+	MCP     *MCPDisclosure `json:"mcp,omitempty"`
+	Never   []string       `json:"never"`
+	Summary []string       `json:"summary"`
+	Hash    string         `json:"hash"`
 }
 
 // disclosedCap is the grant a primitive's tools are listed under: the capability it consumes,
@@ -48,7 +50,7 @@ func disclosedCap(p Primitive) string {
 
 // Disclose returns the plan of d on placement. It describes; it does not admit (call Admit).
 func Disclose(d *Descriptor, placement Placement, raw []byte) Plan {
-	p := Plan{ID: d.ID, Name: d.Name, Placement: string(placement), Bounds: d.Bounds, Secrets: discloseSecrets(d), Never: []string{CapExec, CapEval, CapImport}}
+	p := Plan{ID: d.ID, Name: d.Name, Placement: string(placement), Bounds: d.Bounds, Secrets: discloseSecrets(d), MCP: discloseMCP(d), Never: []string{CapExec, CapEval, CapImport}}
 	if p.Secrets == nil {
 		p.Secrets = []SecretDisclosure{}
 	}
@@ -75,6 +77,11 @@ func Disclose(d *Descriptor, placement Placement, raw []byte) Plan {
 			}
 		case CapNetwork:
 			g.Enforcement = "mediated-fetch"
+			if d.MCP != nil {
+				g.Tools = p.MCP.Tools
+				g.Gets = fmt.Sprintf("an MCP session (Streamable HTTP: POST, DELETE, and a GET stream for the server's notifications) with %s through the relay, to %s only (every redirect hop too), at most %d requests in all, each response cut at %d bytes, each request but the stream at most %s and a tool call at most %s", d.MCP.URL, strings.Join(d.Bounds.Hosts, ", "), d.Bounds.MaxRequests, maxBytes(d.Bounds), FetchRequestTimeout, MCPCallTimeout)
+				break
+			}
 			g.Gets = fmt.Sprintf("GET requests through the relay to %s only (every redirect hop too), at most %d requests, responses cut at %d bytes, each request at most %s and a call at most %s", strings.Join(d.Bounds.Hosts, ", "), d.Bounds.MaxRequests, maxBytes(d.Bounds), FetchRequestTimeout, FetchCallTimeout)
 		case CapWasm:
 			g.Enforcement, g.Gets = "host-primitive-scope", "running its digest-pinned WASM module with no imports; the digest binds the bytes, not what they do, so the host bounds their memory, time and output"
@@ -86,6 +93,9 @@ func Disclose(d *Descriptor, placement Placement, raw []byte) Plan {
 		if s := t.bound.says(); s != "" {
 			p.Summary = append(p.Summary, fmt.Sprintf("tool %s: %s", t.Name, s))
 		}
+	}
+	if p.MCP != nil {
+		p.Summary = append(p.Summary, p.MCP.Says)
 	}
 	for _, sd := range p.Secrets {
 		p.Summary = append(p.Summary, "secret: "+sd.Says)

@@ -259,6 +259,9 @@ func discloseSecrets(d *Descriptor) []SecretDisclosure {
 		if len(urls) > 0 {
 			sd.Says += " (with the requests of " + strings.Join(urls, "; ") + ")"
 		}
+		if d.MCP != nil {
+			sd.Says += " (with every request of the MCP session with " + d.MCP.URL + ")"
+		}
 		out = append(out, sd)
 	}
 	var fetching []*Tool

@@ -261,6 +261,13 @@ const (
 	FileTooLarge    Rule = "file-too-large"
 	NotMedia        Rule = "not-media"
 	MoveUnsupported Rule = "move-unsupported" // the workspace's storage cannot move this (a folder in the browser's)
+
+	// A remote MCP extension (relay/extensionhost): a tool the server lists that cannot be offered
+	// (outside the schema subset, or not admitted yet), a session that could not be made or
+	// broke, and a tool result the server marked isError.
+	ToolUnavailable Rule = "tool-unavailable"
+	MCPUnreachable  Rule = "mcp-unreachable"
+	MCPToolError    Rule = "mcp-tool-error"
 )
 
 // Refusal is a named "no". It is an error, and it marshals to the fields an answer envelope
