@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/hack-pad/safejs"
+
+	"github.com/voicebox-go/voicebox/internal/jsutil"
 )
 
 // handlePool keeps up to max sync access handles open, by path, closing the least recently used
@@ -16,7 +18,17 @@ type handlePool struct {
 	mu    sync.Mutex
 	open  map[string]safejs.Value
 	order []string // least recently used first
+
+	readMu  sync.Mutex
+	scratch safejs.Value // a Uint8Array of readScratchBytes, once a read made it
+	at0     safejs.Value // the read options {at: 0}
+	ready   bool         // scratch and at0 are made
 }
+
+// readScratchBytes is the size of the buffer the pool reads files of up to that size into, kept
+// from read to read: a read then makes no JS object (each one costs Go's js bridge a finalizer
+// and the browser a garbage collection later). A tool's read-file returns at most 64 KiB.
+const readScratchBytes = 64 << 10
 
 func newHandlePool(max int) *handlePool {
 	return &handlePool{max: max, open: map[string]safejs.Value{}}
@@ -57,6 +69,71 @@ func (p *handlePool) get(name string, opener func() (safejs.Value, error)) (safe
 		}
 	}
 	return h, nil
+}
+
+// readPrefix returns the first limit bytes of the file open as h (all of it when limit < 0) and
+// the file's size. It calls h synchronously and never yields, like every use of a pooled handle.
+// It reads into the kept scratch buffer first: a file shorter than the buffer, the common case,
+// then needs no getSize (one call across the wasm boundary fewer per read; the size is what the
+// read returned).
+func (p *handlePool) readPrefix(h safejs.Value, limit int) ([]byte, int64, error) {
+	p.readMu.Lock()
+	defer p.readMu.Unlock()
+	if !p.ready {
+		scratch, err := newUint8Array(readScratchBytes)
+		if err != nil {
+			return nil, 0, err
+		}
+		p.scratch, p.at0, p.ready = scratch, jsutil.Object(map[string]any{"at": 0}), true
+	}
+	m, err := readInto(h, p.scratch, p.at0)
+	if err != nil {
+		return nil, 0, err
+	}
+	size := int64(m)
+	if m == readScratchBytes {
+		if size, err = handleSize(h); err != nil {
+			return nil, 0, err
+		}
+	}
+	n := int(size)
+	if limit >= 0 && limit < n {
+		n = limit
+	}
+	buf := p.scratch
+	if n > m {
+		// Longer than the buffer: read again, into one of the length wanted.
+		if buf, err = newUint8Array(n); err != nil {
+			return nil, 0, err
+		}
+		if m, err = readInto(h, buf, p.at0); err != nil {
+			return nil, 0, err
+		}
+	}
+	b := make([]byte, min(m, n))
+	if _, err := safejs.CopyBytesToGo(b, buf); err != nil {
+		return nil, 0, err
+	}
+	return b, size, nil
+}
+
+// readInto reads the file open as h from its start into buf, and returns how many bytes it read.
+func readInto(h, buf, at0 safejs.Value) (int, error) {
+	got, err := h.Call("read", buf, at0)
+	if err != nil {
+		return 0, jsutil.Thrown(err)
+	}
+	return got.Int()
+}
+
+// handleSize is the size of the file open as h.
+func handleSize(h safejs.Value) (int64, error) {
+	v, err := h.Call("getSize")
+	if err != nil {
+		return 0, jsutil.Thrown(err)
+	}
+	f, err := v.Float()
+	return int64(f), err
 }
 
 func (p *handlePool) touch(name string) {

@@ -2,13 +2,13 @@ package opfs
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"path"
-	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -263,28 +263,11 @@ func (r *Root) readSync(ctx context.Context, op, name string, limit int) ([]byte
 	if err != nil {
 		return nil, 0, pathError(op, name, err, false)
 	}
-	sizeV, err := h.Call("getSize")
+	b, size, err := r.pool.readPrefix(h, limit)
 	if err != nil {
-		return nil, 0, pathError(op, name, jsutil.Thrown(err), false)
+		return nil, 0, pathError(op, name, err, false)
 	}
-	sizeF, err := sizeV.Float()
-	if err != nil {
-		return nil, 0, err
-	}
-	size := int64(sizeF)
-	n := int(size)
-	if limit >= 0 && limit < n {
-		n = limit
-	}
-	buf, err := newUint8Array(n)
-	if err != nil {
-		return nil, 0, err
-	}
-	if _, err := h.Call("read", buf, jsutil.Object(map[string]any{"at": 0})); err != nil {
-		return nil, 0, pathError(op, name, jsutil.Thrown(err), false)
-	}
-	b, err := jsutil.BytesToGo(buf)
-	return b, size, err
+	return b, size, nil
 }
 
 func (r *Root) readAsync(ctx context.Context, op, name string, limit int) ([]byte, int64, error) {
@@ -428,9 +411,16 @@ func (w *writer) open() error {
 	return nil
 }
 
+// tempName is the name of the temporary file an atomic write of base fills before it is moved into
+// place. Its random part only keeps concurrent writes apart, so math/rand/v2 (seeded by the
+// runtime from the browser's crypto.getRandomValues) serves: crypto/rand would link the FIPS DRBG,
+// AES and math/big into the page.
 func tempName(base string) string {
 	var b [6]byte
-	rand.Read(b[:])
+	r := rand.Uint64()
+	for i := range b {
+		b[i] = byte(r >> (8 * i))
+	}
 	return ".vbx-" + hex.EncodeToString(b[:]) + "-" + base
 }
 
@@ -555,7 +545,9 @@ func (r *Root) ReadDir(ctx context.Context, name string) ([]fsroot.Entry, error)
 		}
 		entries = append(entries, e)
 	}
-	slices.SortFunc(entries, func(a, b fsroot.Entry) int { return strings.Compare(a.Name, b.Name) })
+	// sort.Slice rather than slices.SortFunc: a generic sort of a struct type is a separate copy of
+	// pdqsort (about 25 KB of wasm code per type); sort.Slice is one copy for every type.
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
 	return entries, nil
 }
 

@@ -3,7 +3,9 @@
 package opfs
 
 import (
+	"bytes"
 	"context"
+	"strconv"
 	"testing"
 )
 
@@ -19,5 +21,45 @@ func TestWorkerRootsReadThroughSyncHandles(t *testing.T) {
 	}
 	if FromHandle(r.Handle()).UsesSyncHandles() {
 		t.Fatal("a handle root uses sync access handles, which only OPFS offers")
+	}
+}
+
+// TestWorkerPrefixReadsAroundTheScratchBuffer: a pooled read of every size around the kept
+// scratch buffer's (where the pool stops trusting the read's count as the size and asks for it),
+// with every kind of limit, returns the file's first bytes and its whole size.
+func TestWorkerPrefixReadsAroundTheScratchBuffer(t *testing.T) {
+	ctx := context.Background()
+	r, err := OpenOPFS(ctx, testArea)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := make([]byte, 3*readScratchBytes)
+	for i := range content {
+		content[i] = byte(i*7 + i/251)
+	}
+	for _, size := range []int{0, 1, 4096, readScratchBytes - 1, readScratchBytes, readScratchBytes + 1, 3 * readScratchBytes} {
+		name := "prefix-" + strconv.Itoa(size) + ".bin"
+		if err := r.WriteFile(ctx, name, content[:size]); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := r.ReadFile(ctx, name); err != nil || !bytes.Equal(got, content[:size]) {
+			t.Fatalf("size %d: ReadFile read %d bytes, %v", size, len(got), err)
+		}
+		for _, limit := range []int{0, 10, readScratchBytes - 1, readScratchBytes, readScratchBytes + 1, 4 * readScratchBytes} {
+			got, gotSize, err := r.ReadFilePrefix(ctx, name, limit)
+			if err != nil {
+				t.Fatalf("size %d, limit %d: %v", size, limit, err)
+			}
+			want := content[:size]
+			if limit < size {
+				want = want[:limit]
+			}
+			if gotSize != int64(size) || !bytes.Equal(got, want) {
+				t.Fatalf("size %d, limit %d: read %d bytes (equal %v) and size %d", size, limit, len(got), bytes.Equal(got, want), gotSize)
+			}
+		}
+		if err := r.Remove(ctx, name); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

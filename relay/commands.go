@@ -112,9 +112,11 @@ func envUntil(ctx context.Context, args []string, stdout, stderr io.Writer, onCo
 // from the host state directory, for a person who missed them on the relay's console.
 func runApprovalCode(args []string, stdout, stderr io.Writer) int {
 	var dir stateDirFlags
+	var natsCfg fleet.Config
 	fs := flag.NewFlagSet("approval-code", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir.register(fs)
+	registerNATS(fs, &natsCfg)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		return 2
 	}
@@ -123,7 +125,27 @@ func runApprovalCode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "relay approval-code: %v\n", err)
 		return 1
 	}
-	codes, err := extensionhost.PendingCodes(state.Path(), time.Now())
+	nats, err := settleNATS(natsCfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "relay approval-code: %v\n", err)
+		return 2
+	}
+	var codes []extensionhost.PendingCode
+	if nats.URL != "" { // a fleet's codes, whichever relay printed them
+		f, cerr := fleet.Connect(nats)
+		if cerr != nil {
+			fmt.Fprintf(stderr, "relay approval-code: %v\n", cerr)
+			return 1
+		}
+		defer f.Close()
+		codes, err = extensionhost.PendingCodesIn(f.Extensions(), time.Now())
+	} else {
+		codes, err = extensionhost.PendingCodes(state.Path(), time.Now())
+	}
+	if err != nil && fleet.Unavailable(err) {
+		fmt.Fprintf(stderr, "relay approval-code: %v\n", err)
+		return 1
+	}
 	if err != nil || len(codes) == 0 {
 		fmt.Fprintln(stderr, "relay approval-code: no approval code is outstanding")
 		return 1

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/fleet/fleettest"
 )
@@ -42,5 +43,34 @@ func TestPairInAFleet(t *testing.T) {
 	}
 	if _, ok, _ := f.Pairings().Lookup(bearer); ok {
 		t.Fatal("the revoked bearer still passes in the fleet")
+	}
+}
+
+// TestApprovalCodeInAFleet: `relay approval-code --nats` shows the code a relay of the fleet
+// printed, read from the fleet's store, not from the state directory (where there is none).
+func TestApprovalCodeInAFleet(t *testing.T) {
+	t.Parallel()
+	srv := fleettest.Start(t)
+	f, err := fleet.Connect(fleet.Config{URL: srv.URL(), Prefix: "clicodes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	adm := extensionhost.NewAdmissionsIn(t.TempDir(), f.Extensions(), nil)
+	if _, err := adm.Stage([]byte(`{"id":"clock","name":"Clock","capabilities":["clock"],"tools":[{"name":"clock_now","primitive":"now"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	code, err := adm.RequestCode("clock", "client 127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	var out, errs bytes.Buffer
+	if rc := runApprovalCode([]string{"--state-dir", dir, "--nats", srv.URL(), "--nats-prefix", "clicodes"}, &out, &errs); rc != 0 || !strings.Contains(out.String(), code+"  (extension clock") {
+		t.Fatalf("approval-code --nats: %d %q %q", rc, out.String(), errs.String())
+	}
+	out.Reset()
+	if rc := runApprovalCode([]string{"--state-dir", dir}, &out, &errs); rc == 0 {
+		t.Fatalf("the state directory alone shows a fleet's code: %q", out.String())
 	}
 }

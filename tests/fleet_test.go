@@ -113,6 +113,18 @@ func TestFleetRoutesToTheRealPage(t *testing.T) {
 	relays := startFleet(t, 3, "e2e")
 	a, b, c := relays[0], relays[1], relays[2]
 	first := openExecutor(t, a)
+	// B hears of the lease A took by a watch, a moment after the page on A is connected.
+	for deadline := time.Now().Add(channelBound); ; time.Sleep(20 * time.Millisecond) {
+		var root struct {
+			Connected bool `json:"connected"`
+		}
+		if getJSON(t, b.URL+"/api/root", &root); root.Connected {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("B never saw the page on A connected")
+		}
+	}
 
 	content := "written through relay B, executed by the page on relay A ✓"
 	if ans := b.Call(t, "write-file", map[string]string{"path": "fleet/note.txt", "content": content}); !ans.OK {

@@ -8,6 +8,7 @@ package tests
 // key) TestWithoutAKeyTheTalkPanelSaysSoOnce in live_test.go.
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,7 +43,11 @@ func content(t *testing.T, tab *harness.Tab, name string) (string, bool) {
 // click clicks what selector names in the page, as a mouse would.
 func click(t *testing.T, tab *harness.Tab, selector string) {
 	t.Helper()
-	if _, err := chromedp.Run(tab.Ctx, chromedp.Click(chromedp.CSS(selector))); err != nil {
+	// A click waits for what it clicks to be visible: bounded, so one that never shows fails
+	// here rather than at the test's deadline.
+	ctx, cancel := context.WithTimeout(tab.Ctx, useBound)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Click(chromedp.CSS(selector))); err != nil {
 		t.Fatalf("click %s: %v", selector, err)
 	}
 }
@@ -523,7 +528,20 @@ func TestErrorsAreSaidInWords(t *testing.T) {
 		t.Fatalf("the page says the relay is down %d times", n)
 	}
 	harness.StartRelay(t, "PORT="+relay.Port(), "VOICEBOX_STATE_DIR="+relay.StateDir)
-	click(t, tab, "#relay-retry")
+	// Retry is pressed while the banner shows; the page's own reconnection may find the relay
+	// first, and either way the banner goes (a click that waited for a banner already gone hung).
+	// A failed Retry hides the banner for a frame, so hidden counts only once the relay answers.
+	harness.WaitFor[bool](tab, `(async () => {
+		if (!document.querySelector('#relay-down').hidden) {
+			document.querySelector('#relay-retry').click();
+			return false;
+		}
+		try {
+			return (await fetch('/api/health')).ok;
+		} catch {
+			return false;
+		}
+	})()`, useBound)
 	harness.WaitFor[bool](tab, `document.querySelector('#relay-down').hidden`, useBound)
 }
 

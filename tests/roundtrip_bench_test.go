@@ -76,9 +76,18 @@ func timeRoundTrips(b *testing.B, h *hub.Hub, path string, n int) []float64 {
 	return samples
 }
 
+// profileTop is how many functions a worker profile lists, by self and by total time.
+const profileTop = 60
+
 // BenchmarkRoundTripRelayPageRelay times a 4 KiB read-file from the relay's hub to the page and
-// back: the page's Go in its worker (the product) and a plain JavaScript peer on the main thread,
-// in the same browser, alternating. Both tabs are quiet (no Network or Log domain).
+// back: the page's Go in its worker (the product), a plain JavaScript peer on the main thread (what
+// the design is measured against) and a plain JavaScript peer in a dedicated worker reading
+// through a sync access handle (the floor: the same socket, thread and storage without Go), in
+// the same browser, alternating. The tabs are quiet (no Network or Log domain).
+//
+// With VOICEBOX_PROFILE set, the worker's CPU is sampled during the first round of the Go peer and
+// its heaviest functions printed; build the page's wasm with its names for that (see
+// BENCHMARKS.md).
 func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 	h, url := benchRelay(b)
 	const path = "bench-4k.txt"
@@ -96,24 +105,41 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 	jsPage.Quiet()
 	jsPage.Allow(`.`) // the JavaScript peer is only measured; the Go page's tab keeps its checks
 
-	var goSamples, jsSamples []float64
+	var goSamples, jsSamples, jsWorkerSamples []float64
+	var prof *harness.WorkerProfiler
+	if os.Getenv("VOICEBOX_PROFILE") != "" {
+		prof = harness.ProfileWorker(b, goPage, "/worker.js")
+	}
 	for b.Loop() {
-		for range rounds {
+		for round := range rounds {
 			jsPage.Navigate(url + "/jspeer.html")
 			harness.Eval[bool](jsPage, `window.peerReady`)
 			timeRoundTrips(b, h, path, 20) // warm up
 			jsSamples = append(jsSamples, timeRoundTrips(b, h, path, perRound)...)
 
+			jsPage.Navigate(url + "/jsworker.html")
+			harness.Eval[bool](jsPage, `window.peerReady`)
+			waitForRoot(b, h, "JavaScript worker peer")
+			timeRoundTrips(b, h, path, 20)
+			jsWorkerSamples = append(jsWorkerSamples, timeRoundTrips(b, h, path, perRound)...)
+
 			harness.Eval[bool](goPage, `voicebox.call('channel.connect').then(() => true)`)
 			harness.WaitFor[bool](goPage, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
 			waitForRoot(b, h, "Browser storage")
 			timeRoundTrips(b, h, path, 20)
+			if prof != nil && round == 0 {
+				prof.Start(b)
+			}
 			goSamples = append(goSamples, timeRoundTrips(b, h, path, perRound)...)
+			if prof != nil && round == 0 {
+				prof.Stop(b, os.Stdout, profileTop)
+			}
 		}
 	}
 	b.StopTimer()
 	harness.ReportPercentiles(b, goSamples, "go-worker-us")
 	harness.ReportPercentiles(b, jsSamples, "js-main-us")
+	harness.ReportPercentiles(b, jsWorkerSamples, "js-worker-us")
 }
 
 // waitForRoot waits until the hub's executor is the one that named its root name.

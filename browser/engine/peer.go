@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -228,6 +229,10 @@ func (p *peer) serve(ctx context.Context, c conn) PeerState {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	calls := make(chan call)
+	for range callServers {
+		go serveCalls(ctx, c, calls)
+	}
 	var control struct {
 		Type string `json:"type"`
 		Why  string `json:"why"`
@@ -249,11 +254,12 @@ func (p *peer) serve(ctx context.Context, c conn) PeerState {
 		p.mu.Lock()
 		door := p.door
 		p.mu.Unlock()
-		go func() {
-			if answer := door.Serve(ctx, []byte(frame)); answer != nil {
-				c.Send(string(answer))
-			}
-		}()
+		job := call{door, frame}
+		select {
+		case calls <- job: // a waiting server takes it
+		default:
+			go job.serve(ctx, c)
+		}
 	}
 	info := c.Closed()
 	if info == nil {
@@ -269,9 +275,45 @@ func (p *peer) serve(ctx context.Context, c conn) PeerState {
 	return PeerState{State: "offline", Why: firstOf(info.Reason, "the relay closed the connection")}
 }
 
+// callServers is how many goroutines of a connection wait for calls between them. A call runs on
+// one of them, whose stack has already grown to what a call needs, rather than on a new goroutine
+// that grows its stack again (copying it each time it doubles: a tenth of a call's time in the
+// worker when measured). When all are busy, a call gets a goroutine of its own, so a slow call
+// (a mini-app waiting for a person) never holds up another.
+const callServers = 4
+
+// call is one call frame for door.
+type call struct {
+	door  *channel.Door
+	frame string
+}
+
+func (j call) serve(ctx context.Context, c conn) {
+	if answer := j.door.Serve(ctx, []byte(j.frame)); answer != nil {
+		c.Send(string(answer))
+	}
+}
+
+// serveCalls serves the calls handed to it until ctx ends.
+func serveCalls(ctx context.Context, c conn, calls <-chan call) {
+	for {
+		select {
+		case j := <-calls:
+			j.serve(ctx, c)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // isControl reports whether a frame is a control frame (an object with "type") rather than a
-// call envelope. A frame that is neither goes to the door, which refuses or drops it.
+// call envelope. A frame that is neither goes to the door, which refuses or drops it. A frame that
+// starts as the relay writes every call, with "v", is no control frame whatever follows, so the
+// common case costs no decoding.
 func isControl(frame string) bool {
+	if strings.HasPrefix(frame, `{"v":`) {
+		return false
+	}
 	var probe struct {
 		Type *string         `json:"type"`
 		V    json.RawMessage `json:"v"`

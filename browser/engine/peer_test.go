@@ -13,6 +13,7 @@ import (
 	"github.com/voicebox-go/voicebox/shared/channel"
 	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
 // fakeConn is one relay-side socket: the test pushes frames in and reads what the peer sent.
@@ -302,5 +303,67 @@ func TestPeerDoorFollowsTheAdmittedSet(t *testing.T) {
 	next(t, c2)
 	if a := ask(c2, "read-file", `{}`); a["refused"] != "unattributed-call" {
 		t.Fatalf("a new connection kept the old set: %v", a)
+	}
+}
+
+func TestIsControl(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		frame string
+		want  bool
+	}{
+		{readCall, false},
+		{`{"type":"welcome"}`, true},
+		{` {"type":"admitted","extensions":{}}`, true},
+		{`{"v":1,"type":"admitted"}`, false},
+		{`{"type":"admitted","v":1}`, false},
+		{`{"v":null,"type":"admitted"}`, false},
+		{`{"type":null}`, false},
+		{`{"type":"x"} trailing`, true}, // a control frame that does not parse is ignored as one
+		{`not json`, false},
+		{`["type"]`, false},
+	}
+	for _, tt := range tests {
+		if got := isControl(tt.frame); got != tt.want {
+			t.Errorf("isControl(%s) = %v, want %v", tt.frame, got, tt.want)
+		}
+	}
+}
+
+// TestPeerSlowCallsHoldUpNoOther: calls waiting on something slow (a mini-app, a person) take
+// every waiting server and more, and a later call is still answered at once.
+func TestPeerSlowCallsHoldUpNoOther(t *testing.T) {
+	t.Parallel()
+	h := startPeer(t)
+	c := newFakeConn()
+	h.dialer.conns <- c
+	release := make(chan struct{})
+	exec := channel.ExecutorFunc(func(ctx context.Context, call wire.Call) (json.RawMessage, error) {
+		if strings.Contains(string(call.Args), "slow") {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return json.RawMessage(`{"path":"x"}`), nil
+	})
+	h.peer.SetRoot(channel.NewDoor(exec, executor.BuiltinAdmitted(), channel.DoorOptions{}), RootInfo{Kind: "opfs"})
+	h.wantState(t, "connected")
+	next(t, c) // the root frame
+	frame := func(id, path string) string {
+		return `{"v":1,"callId":"` + id + `","tool":"read-file","descriptorId":"voicebox.builtin","args":{"path":"` + path + `"},"boundsEcho":{}}`
+	}
+	for i := range callServers + 2 {
+		c.in <- frame(fmt.Sprint("slow", i), "slow.txt")
+	}
+	c.in <- frame("fast", "fast.txt")
+	if got := next(t, c); !strings.Contains(got, `"callId":"fast"`) {
+		t.Fatalf("first answer %s, want the fast call's", got)
+	}
+	close(release)
+	for range callServers + 2 {
+		if got := next(t, c); !strings.Contains(got, `"callId":"slow`) {
+			t.Fatalf("answer %s, want a slow call's", got)
+		}
 	}
 }

@@ -9,11 +9,8 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
-	"os"
-	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -40,24 +37,23 @@ type LedgerEntry struct {
 	At     time.Time `json:"at"`
 }
 
-// Admissions keeps proposals (proposals/<id>.json), admitted descriptors (<id>.json beside the ledger)
-// and the ledger in one directory. It is safe for concurrent use.
+// Admissions keeps proposals (proposals/<id>.json), admitted descriptors (<id>.json beside the ledger),
+// the modules they name, the ledger and the approval codes in a Store: the host state directory
+// (NewAdmissions), or a fleet's shared store (NewAdmissionsIn). The audit log stays in the
+// directory. It is safe for concurrent use.
 type Admissions struct {
 	dir   string
+	store Store
 	clock func() time.Time
 	mu    sync.Mutex
-	codes map[string]*pending    // the outstanding code of each proposal id
-	spent map[string]*spentCode  // how a proposal's last code ended, so a late attempt is told why
-	asked map[string][]time.Time // when each requester asked, within CodeRequestWindow
-	mints map[string][]time.Time // when each proposal was given a new code, within the window
 	audit *auditLog
 }
 
 // spentCode is a code that no longer admits, and the rule a later attempt with it gets.
 type spentCode struct {
-	code string
-	rule refusal.Rule
-	at   time.Time
+	Code string       `json:"code"`
+	Rule refusal.Rule `json:"rule"`
+	At   time.Time    `json:"at"`
 }
 
 type pending struct {
@@ -68,18 +64,28 @@ type pending struct {
 	Attempts int       `json:"attempts"`
 }
 
-// NewAdmissions returns a store over dir; clock nil means time.Now.
+// NewAdmissions returns the admissions kept in dir (a DirStore); clock nil means time.Now.
 func NewAdmissions(dir string, clock func() time.Time) *Admissions {
+	return NewAdmissionsIn(dir, NewDirStore(dir), clock)
+}
+
+// NewAdmissionsIn returns the admissions kept in st, with the audit log in dir; clock nil means
+// time.Now.
+func NewAdmissionsIn(dir string, st Store, clock func() time.Time) *Admissions {
 	if clock == nil {
 		clock = time.Now
 	}
-	return &Admissions{dir: dir, clock: clock, codes: map[string]*pending{}, spent: map[string]*spentCode{},
-		asked: map[string][]time.Time{}, mints: map[string][]time.Time{}, audit: &auditLog{path: filepath.Join(dir, AuditFile), clock: clock}}
+	return &Admissions{dir: dir, store: st, clock: clock, audit: &auditLog{path: filepath.Join(dir, AuditFile), clock: clock}}
 }
 
-// Dir returns the directory the store keeps its files in. Admitted descriptors live there, so
-// the modules their wasm tools name are found there too.
+// Dir returns the directory of the audit log (and, with a DirStore, of everything else).
 func (s *Admissions) Dir() string { return s.dir }
+
+// ReadModule reads the module name an admitted descriptor's wasm tool names from the store, at
+// most limit bytes; the caller checks its digest.
+func (s *Admissions) ReadModule(name string, limit int) ([]byte, error) {
+	return readModule(s.store, name, limit)
+}
 
 // Stage validates raw and writes it to proposals/<id>.json. It never loads or runs it. A
 // descriptor the gate refuses on its own (any rule but duplicate-tool, which depends on what is
@@ -118,11 +124,12 @@ func (s *Admissions) stage(raw []byte) (*extensions.Descriptor, error) {
 	if r := extensions.Admit(d, extensions.Machine, nil); r != nil {
 		return d, r
 	}
-	if err := os.MkdirAll(filepath.Join(s.dir, "proposals"), 0o700); err != nil {
-		return d, err
-	}
-	return d, os.WriteFile(filepath.Join(s.dir, "proposals", d.ID+".json"), raw, 0o600)
+	return d, s.store.WriteFile(proposalName(d.ID), raw)
 }
+
+// proposalName is the store's name of proposal id, and descriptorName of admitted descriptor id.
+func proposalName(id string) string   { return "proposals/" + id + ".json" }
+func descriptorName(id string) string { return id + ".json" }
 
 // StageCatalogue stages raw, a descriptor shipped in fsys (the catalogue), and copies the WASM
 // modules its tools name from fsys into the store's directory at the same relative paths, where
@@ -146,35 +153,12 @@ func (s *Admissions) StageCatalogue(raw []byte, fsys fs.FS) error {
 		if err != nil {
 			return s.refuseStage(d.ID, refusal.New(refusal.NotFound, "the catalogue does not ship the module %s", t.Wasm.Module))
 		}
-		if err := s.putModule(t.Wasm.Module, b); err != nil {
+		if err := s.store.WriteFile(t.Wasm.Module, b); err != nil {
 			return s.refuseStage(d.ID, err)
 		}
 	}
 	_, err := s.Stage(raw)
 	return err
-}
-
-// putModule writes b to name inside the store's directory (through os.Root, by a temporary file
-// and a rename, so a reader never sees half a module).
-func (s *Admissions) putModule(name string, b []byte) error {
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return err
-	}
-	root, err := os.OpenRoot(s.dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	if dir := path.Dir(name); dir != "." {
-		if err := root.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-	}
-	tmp := path.Join(path.Dir(name), "."+path.Base(name)+".tmp")
-	if err := root.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return root.Rename(tmp, name)
 }
 
 // checkModules refuses to admit d when a wasm tool's module is not in the store's directory
@@ -184,7 +168,7 @@ func (s *Admissions) checkModules(d *extensions.Descriptor) error {
 		if t.Primitive != extensions.Wasm || t.Wasm == nil {
 			continue
 		}
-		b, err := wasmtool.ReadModule(s.dir, t.Wasm.Module, wasmtool.DefaultMaxModuleBytes)
+		b, err := s.ReadModule(t.Wasm.Module, wasmtool.DefaultMaxModuleBytes)
 		if err != nil {
 			return err
 		}
@@ -203,7 +187,11 @@ func (s *Admissions) Candidate(id string) (d *extensions.Descriptor, raw []byte,
 	if refusal.RuleOf(err) != refusal.NotFound {
 		return d, raw, false, err
 	}
-	if raw, rerr := os.ReadFile(filepath.Join(s.dir, id+".json")); rerr == nil {
+	if !extensions.ValidID(id) {
+		return nil, nil, false, refusal.New(refusal.NotFound, "no proposal or descriptor file is named %q", id)
+	}
+	raw, rerr := s.store.ReadFile(descriptorName(id), extensions.MaxDescriptorBytes)
+	if rerr == nil {
 		d, r := extensions.Parse(raw)
 		if r != nil {
 			return nil, nil, true, r
@@ -213,6 +201,9 @@ func (s *Admissions) Candidate(id string) (d *extensions.Descriptor, raw []byte,
 		}
 		return d, raw, true, nil
 	}
+	if refusal.RuleOf(rerr) == refusal.FleetUnavailable {
+		return nil, nil, false, rerr
+	}
 	return nil, nil, false, refusal.New(refusal.NotFound, "no proposal or descriptor file is named %q", id)
 }
 
@@ -221,7 +212,10 @@ func (s *Admissions) Proposal(id string) (*extensions.Descriptor, []byte, error)
 	if !extensions.ValidID(id) {
 		return nil, nil, refusal.New(refusal.NotFound, "no proposal is named %q", id)
 	}
-	raw, err := os.ReadFile(filepath.Join(s.dir, "proposals", id+".json"))
+	raw, err := s.store.ReadFile(proposalName(id), extensions.MaxDescriptorBytes)
+	if refusal.RuleOf(err) == refusal.FleetUnavailable {
+		return nil, nil, err
+	}
 	if err != nil {
 		return nil, nil, refusal.New(refusal.NotFound, "no proposal is named %q", id)
 	}
@@ -233,14 +227,8 @@ func (s *Admissions) Proposal(id string) (*extensions.Descriptor, []byte, error)
 }
 
 func (s *Admissions) appendLedger(e LedgerEntry) error {
-	f, err := os.OpenFile(filepath.Join(s.dir, LedgerFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	b, _ := json.Marshal(e)
-	_, err = f.Write(append(b, '\n'))
-	return err
+	return s.store.AppendLedger(b)
 }
 
 // Decide records a host's decision on id (see Candidate): admit moves a proposal beside the
@@ -285,7 +273,7 @@ func (s *Admissions) decide(id string, admit bool, by string, existingTools []st
 		return plan, err
 	}
 	if !present {
-		if err := os.WriteFile(filepath.Join(s.dir, id+".json"), raw, 0o600); err != nil {
+		if err := s.store.WriteFile(descriptorName(id), raw); err != nil {
 			return plan, err
 		}
 	}
@@ -293,7 +281,7 @@ func (s *Admissions) decide(id string, admit bool, by string, existingTools []st
 		return plan, err
 	}
 	if !present {
-		os.Remove(filepath.Join(s.dir, "proposals", id+".json"))
+		s.store.Remove(proposalName(id))
 	}
 	return plan, nil
 }
@@ -332,30 +320,35 @@ func (s *Admissions) Load() ([]Loaded, []Problem, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	latest := map[string]LedgerEntry{}
-	if b, err := os.ReadFile(filepath.Join(s.dir, LedgerFile)); err == nil {
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			var e LedgerEntry
-			if json.Unmarshal(sc.Bytes(), &e) == nil && e.Action != "deny" {
-				latest[e.ID] = e
-			}
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	b, err := s.store.ReadLedger()
+	if err != nil {
 		return nil, nil, err
 	}
-	files, _ := filepath.Glob(filepath.Join(s.dir, "*.json"))
-	sort.Strings(files)
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		var e LedgerEntry
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Action != "deny" {
+			latest[e.ID] = e
+		}
+	}
+	files, err := s.store.List("")
+	if err != nil {
+		return nil, nil, err
+	}
 	var loaded []Loaded
 	var problems []Problem
 	var tools []string
 	present := map[string]bool{}
 	for _, f := range files {
-		id := strings.TrimSuffix(filepath.Base(f), ".json")
-		if strings.HasPrefix(id, ".") {
+		id, ok := strings.CutSuffix(f, ".json")
+		if !ok {
 			continue
 		}
 		present[id] = true
-		raw, err := os.ReadFile(f)
+		raw, err := s.store.ReadFile(f, extensions.MaxDescriptorBytes)
+		if refusal.RuleOf(err) == refusal.FleetUnavailable {
+			return nil, nil, err
+		}
 		if err != nil {
 			problems = append(problems, Problem{id, refusal.FileError, "the file could not be read"})
 			continue
@@ -389,12 +382,13 @@ func (s *Admissions) Load() ([]Loaded, []Problem, error) {
 
 // ProposalIDs lists the staged proposals.
 func (s *Admissions) ProposalIDs() []string {
-	files, _ := filepath.Glob(filepath.Join(s.dir, "proposals", "*.json"))
+	files, _ := s.store.List("proposals")
 	ids := make([]string, 0, len(files))
 	for _, f := range files {
-		ids = append(ids, strings.TrimSuffix(filepath.Base(f), ".json"))
+		if id, ok := strings.CutSuffix(f, ".json"); ok {
+			ids = append(ids, id)
+		}
 	}
-	sort.Strings(ids)
 	return ids
 }
 
@@ -407,7 +401,7 @@ func (s *Admissions) Dismiss(id string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := os.Remove(filepath.Join(s.dir, "proposals", id+".json")); err != nil {
+	if err := s.store.Remove(proposalName(id)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return refusal.New(refusal.NotFound, "no proposal %q is waiting", id)
 		}

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/big"
 	"os"
@@ -44,13 +43,98 @@ const (
 	maxRequesters = 1024
 )
 
+// maxCodeSwaps bounds how often one code operation reads the codes' document again after
+// another relay (or another store on the same directory) changed it first; past it the operation
+// is refused fleet-unavailable (the store is too busy to agree with).
+const maxCodeSwaps = 16
+
+// codeState is the approval codes' document (Store.Codes): the outstanding code of each proposal
+// id, how each proposal's last code ended (so a late attempt is told why), and when each
+// requester asked and each proposal was given a new code, within CodeRequestWindow. It is one
+// document so that every relay on the store counts the same attempts and limits.
+type codeState struct {
+	Codes map[string]*pending    `json:"codes,omitempty"`
+	Spent map[string]*spentCode  `json:"spent,omitempty"`
+	Asked map[string][]time.Time `json:"asked,omitempty"`
+	Mints map[string][]time.Time `json:"mints,omitempty"`
+}
+
+// decodeCodes reads the document; the list of outstanding codes earlier relays wrote is read as
+// such, and a document that does not parse reads as empty (no code is outstanding).
+func decodeCodes(b []byte) *codeState {
+	st := &codeState{}
+	if len(b) > 0 && b[0] == '[' {
+		var list []*pending
+		if json.Unmarshal(b, &list) == nil {
+			st.Codes = map[string]*pending{}
+			for _, p := range list {
+				if p != nil {
+					st.Codes[p.ID] = p
+				}
+			}
+		}
+	} else if len(b) > 0 {
+		if json.Unmarshal(b, st) != nil {
+			st = &codeState{}
+		}
+	}
+	if st.Codes == nil {
+		st.Codes = map[string]*pending{}
+	}
+	if st.Spent == nil {
+		st.Spent = map[string]*spentCode{}
+	}
+	if st.Asked == nil {
+		st.Asked = map[string][]time.Time{}
+	}
+	if st.Mints == nil {
+		st.Mints = map[string][]time.Time{}
+	}
+	return st
+}
+
+// encode is the document to store; empty when nothing is left to remember.
+func (st *codeState) encode() []byte {
+	if len(st.Codes) == 0 && len(st.Spent) == 0 && len(st.Asked) == 0 && len(st.Mints) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(st)
+	return b
+}
+
+// withCodes runs fn on the codes' document and stores what it changed (dirty) by compare-and-set;
+// when another writer changed the document first, fn runs again on the new one. It returns fn's
+// error once its change is stored.
+func (s *Admissions) withCodes(fn func(st *codeState) (dirty bool, err error)) error {
+	for range maxCodeSwaps {
+		b, rev, err := s.store.Codes()
+		if err != nil {
+			return err
+		}
+		st := decodeCodes(b)
+		dirty, ferr := fn(st)
+		if !dirty {
+			return ferr
+		}
+		ok, err := s.store.SwapCodes(st.encode(), rev)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return ferr
+		}
+	}
+	return refusal.New(refusal.FleetUnavailable, "the approval codes changed %d times while this request was made; try again in a moment", maxCodeSwaps)
+}
+
 // RequestCode returns the single-use console code for proposal id, bound to its current plan
-// hash, for requester (see server.Requester), and writes the outstanding codes to
-// .pending-approval.json (0600). The caller prints it on the console; it must never go into an
-// HTTP response. While a code for id is outstanding, unexpired and of the same plan, asking again
-// returns that same code: no request voids a code someone holds. A requester past MaxCodeRequests
-// within CodeRequestWindow, a proposal past MaxCodesPerExtension new codes, or a new code past
-// MaxOutstandingCodes open ones, is refused approval-rate-limited.
+// hash, for requester (see server.Requester), and writes the outstanding codes to the store's
+// codes document (.pending-approval.json, 0600, in a state directory). The caller prints it on
+// the console; it must never go into an HTTP response. While a code for id is outstanding,
+// unexpired and of the same plan, asking again returns that same code: no request voids a code
+// someone holds. A requester past MaxCodeRequests within CodeRequestWindow, a proposal past
+// MaxCodesPerExtension new codes, or a new code past MaxOutstandingCodes open ones, is refused
+// approval-rate-limited. The limits count across every relay on the store.
 func (s *Admissions) RequestCode(id, requester string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -58,55 +142,60 @@ func (s *Admissions) RequestCode(id, requester string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	now := s.clock()
-	s.pruneLocked(now)
-	if asked := s.asked[requester]; len(asked) >= MaxCodeRequests {
-		return "", refusal.New(refusal.ApprovalRateLimited, "you asked for %d approval codes in the last %s; you can ask again in %s", len(asked), CodeRequestWindow, asked[0].Add(CodeRequestWindow).Sub(now).Round(time.Second))
-	}
-	if _, known := s.asked[requester]; !known && len(s.asked) >= maxRequesters {
-		return "", refusal.New(refusal.ApprovalRateLimited, "too many others asked for approval codes in the last %s; ask again later", CodeRequestWindow)
-	}
 	hash := extensions.Disclose(d, extensions.Machine, raw).Hash
-	if p := s.codes[id]; p != nil && p.Hash == hash {
-		s.asked[requester] = append(s.asked[requester], now)
-		return p.Code, nil
-	}
-	if mints := s.mints[id]; len(mints) >= MaxCodesPerExtension {
-		return "", refusal.New(refusal.ApprovalRateLimited, "%s was given %d approval codes in the last %s; the next can be asked for in %s", id, len(mints), CodeRequestWindow, mints[0].Add(CodeRequestWindow).Sub(now).Round(time.Second))
-	}
-	if _, replacing := s.codes[id]; !replacing && len(s.codes) >= MaxOutstandingCodes {
-		return "", refusal.New(refusal.ApprovalRateLimited, "%d approval codes are outstanding already; use one, or wait until they expire (%s)", len(s.codes), CodeLifetime)
-	}
-	n, err := rand.Int(rand.Reader, big.NewInt(100_000_000))
+	var code string
+	err = s.withCodes(func(st *codeState) (bool, error) {
+		now := s.clock()
+		dirty := st.prune(now)
+		if asked := st.Asked[requester]; len(asked) >= MaxCodeRequests {
+			return dirty, refusal.New(refusal.ApprovalRateLimited, "you asked for %d approval codes in the last %s; you can ask again in %s", len(asked), CodeRequestWindow, asked[0].Add(CodeRequestWindow).Sub(now).Round(time.Second))
+		}
+		if _, known := st.Asked[requester]; !known && len(st.Asked) >= maxRequesters {
+			return dirty, refusal.New(refusal.ApprovalRateLimited, "too many others asked for approval codes in the last %s; ask again later", CodeRequestWindow)
+		}
+		if p := st.Codes[id]; p != nil && p.Hash == hash {
+			st.Asked[requester] = append(st.Asked[requester], now)
+			code = p.Code
+			return true, nil
+		}
+		if mints := st.Mints[id]; len(mints) >= MaxCodesPerExtension {
+			return dirty, refusal.New(refusal.ApprovalRateLimited, "%s was given %d approval codes in the last %s; the next can be asked for in %s", id, len(mints), CodeRequestWindow, mints[0].Add(CodeRequestWindow).Sub(now).Round(time.Second))
+		}
+		if _, replacing := st.Codes[id]; !replacing && len(st.Codes) >= MaxOutstandingCodes {
+			return dirty, refusal.New(refusal.ApprovalRateLimited, "%d approval codes are outstanding already; use one, or wait until they expire (%s)", len(st.Codes), CodeLifetime)
+		}
+		n, err := rand.Int(rand.Reader, big.NewInt(100_000_000))
+		if err != nil {
+			return false, err
+		}
+		// An earlier plan's code, which could never admit the new one, is replaced.
+		st.Codes[id] = &pending{Code: fmt.Sprintf("%08d", n.Int64()), ID: id, Hash: hash, Expires: now.Add(CodeLifetime)}
+		delete(st.Spent, id)
+		st.Asked[requester] = append(st.Asked[requester], now)
+		st.Mints[id] = append(st.Mints[id], now)
+		code = st.Codes[id].Code
+		return true, nil
+	})
 	if err != nil {
 		return "", err
 	}
-	p := &pending{Code: fmt.Sprintf("%08d", n.Int64()), ID: id, Hash: hash, Expires: now.Add(CodeLifetime)}
-	prev := s.codes[id] // an earlier plan's code, which could never admit the new one
-	s.codes[id] = p
-	if err := s.writePendingLocked(); err != nil {
-		if prev != nil {
-			s.codes[id] = prev
-		} else {
-			delete(s.codes, id)
-		}
-		return "", err
-	}
-	delete(s.spent, id)
-	s.asked[requester] = append(s.asked[requester], now)
-	s.mints[id] = append(s.mints[id], now)
-	return p.Code, nil
+	return code, nil
 }
 
-// pruneLocked forgets what fell out of the window: requests, mints, expired codes (remembered as
-// expired) and the endings of codes.
-func (s *Admissions) pruneLocked(now time.Time) {
-	for _, m := range []map[string][]time.Time{s.asked, s.mints} {
+// prune forgets what fell out of the window: requests, mints, expired codes (remembered as
+// expired) and the endings of codes. It reports whether anything changed.
+func (st *codeState) prune(now time.Time) bool {
+	changed := false
+	for _, m := range []map[string][]time.Time{st.Asked, st.Mints} {
 		for k, ts := range m {
 			i := 0
 			for i < len(ts) && now.Sub(ts[i]) >= CodeRequestWindow {
 				i++
 			}
+			if i == 0 {
+				continue
+			}
+			changed = true
 			if i == len(ts) {
 				delete(m, k)
 			} else {
@@ -114,109 +203,90 @@ func (s *Admissions) pruneLocked(now time.Time) {
 			}
 		}
 	}
-	changed := false
-	for id, p := range s.codes {
+	for id, p := range st.Codes {
 		if now.After(p.Expires) {
-			s.spent[id] = &spentCode{code: p.Code, rule: refusal.ApprovalCodeExpired, at: now}
-			delete(s.codes, id)
+			st.Spent[id] = &spentCode{Code: p.Code, Rule: refusal.ApprovalCodeExpired, At: now}
+			delete(st.Codes, id)
 			changed = true
 		}
 	}
-	for id, sp := range s.spent {
-		if now.Sub(sp.at) >= CodeRequestWindow {
-			delete(s.spent, id)
+	for id, sp := range st.Spent {
+		if now.Sub(sp.At) >= CodeRequestWindow {
+			delete(st.Spent, id)
+			changed = true
 		}
 	}
-	if changed {
-		s.writePendingLocked()
-	}
-}
-
-// writePendingLocked writes the outstanding codes to PendingFile (0600), or removes it when none
-// is outstanding.
-func (s *Admissions) writePendingLocked() error {
-	path := filepath.Join(s.dir, PendingFile)
-	if len(s.codes) == 0 {
-		err := os.Remove(path)
-		if errors.Is(err, os.ErrNotExist) {
-			err = nil
-		}
-		return err
-	}
-	list := make([]*pending, 0, len(s.codes))
-	for _, p := range s.codes {
-		list = append(list, p)
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	b, _ := json.Marshal(list)
-	return os.WriteFile(path, b, 0o600)
+	return changed
 }
 
 // Approve admits proposal id when code is the outstanding code for it, unexpired, within its
 // attempts, and the proposal is unchanged since the code was issued. Each way a code can fail has
 // its own rule: approval-code-missing (none was asked for this proposal), approval-code-wrong,
 // approval-code-exhausted (after MaxCodeAttempts wrong ones), approval-code-expired,
-// approval-code-used and approval-plan-changed. Attempts count against id's code only. A code's
-// refusal is audited; an admission it makes is audited as the decision.
+// approval-code-used and approval-plan-changed. Attempts count against id's code only, on every
+// relay on the store together, and a code is taken by one attempt only (compare-and-set on the
+// codes' document) before its admission is decided. A code's refusal is audited; an admission it
+// makes is audited as the decision.
 func (s *Admissions) Approve(id, code string, existingTools []string) (extensions.Plan, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	plan, decided, err := s.approveLocked(id, code, existingTools)
-	if err != nil && !decided {
+	err := s.takeCode(id, code)
+	if err != nil {
 		rule, why := ruleWhy(err)
 		s.Audit(AuditRecord{Act: ActApprove, ID: id, By: "console-code", Rule: rule, Why: why})
+		return extensions.Plan{}, err
 	}
-	return plan, err
+	return s.decideLocked(id, true, "console-code", existingTools)
 }
 
-// approveLocked is Approve with s.mu held; decided reports that the code was taken and the
-// decision made (and audited by decideLocked), whatever it answered.
-func (s *Admissions) approveLocked(id, code string, existingTools []string) (plan extensions.Plan, decided bool, err error) {
-	s.pruneLocked(s.clock())
-	p := s.codes[id]
-	if p == nil {
-		return extensions.Plan{}, false, s.spentLocked(id, code)
-	}
-	p.Attempts++
-	if subtle.ConstantTimeCompare([]byte(code), []byte(p.Code)) != 1 {
-		if p.Attempts >= MaxCodeAttempts {
-			s.endLocked(id, refusal.ApprovalCodeExhausted)
-			return extensions.Plan{}, false, refusal.New(refusal.ApprovalCodeWrong, "wrong approval code; that was attempt %d of %d, so the code is void now: ask for a new one", p.Attempts, MaxCodeAttempts)
+// takeCode spends id's outstanding code when code is it and the plan is the one it was issued
+// for, or counts the attempt and says why not.
+func (s *Admissions) takeCode(id, code string) error {
+	d, raw, _, cerr := s.Candidate(id)
+	return s.withCodes(func(st *codeState) (bool, error) {
+		now := s.clock()
+		dirty := st.prune(now)
+		p := st.Codes[id]
+		if p == nil {
+			return dirty, st.spentRefusal(id, code)
 		}
-		return extensions.Plan{}, false, refusal.New(refusal.ApprovalCodeWrong, "wrong approval code (%d of %d attempts used)", p.Attempts, MaxCodeAttempts)
-	}
-	d, raw, _, err := s.Candidate(id)
-	if err != nil {
-		return extensions.Plan{}, false, err
-	}
-	if extensions.Disclose(d, extensions.Machine, raw).Hash != p.Hash {
-		delete(s.codes, id)
-		s.writePendingLocked()
-		return extensions.Plan{}, false, refusal.New(refusal.ApprovalPlanChanged, "the proposal changed after the code was issued; review the new plan and ask for a new code")
-	}
-	s.endLocked(id, refusal.ApprovalCodeUsed)
-	plan, err = s.decideLocked(id, true, "console-code", existingTools)
-	return plan, true, err
+		p.Attempts++
+		if subtle.ConstantTimeCompare([]byte(code), []byte(p.Code)) != 1 {
+			if p.Attempts >= MaxCodeAttempts {
+				st.end(id, refusal.ApprovalCodeExhausted, now)
+				return true, refusal.New(refusal.ApprovalCodeWrong, "wrong approval code; that was attempt %d of %d, so the code is void now: ask for a new one", p.Attempts, MaxCodeAttempts)
+			}
+			return true, refusal.New(refusal.ApprovalCodeWrong, "wrong approval code (%d of %d attempts used)", p.Attempts, MaxCodeAttempts)
+		}
+		if cerr != nil {
+			return true, cerr
+		}
+		if extensions.Disclose(d, extensions.Machine, raw).Hash != p.Hash {
+			delete(st.Codes, id)
+			return true, refusal.New(refusal.ApprovalPlanChanged, "the proposal changed after the code was issued; review the new plan and ask for a new code")
+		}
+		st.end(id, refusal.ApprovalCodeUsed, now)
+		return true, nil
+	})
 }
 
-// endLocked retires id's outstanding code, remembering why for later attempts.
-func (s *Admissions) endLocked(id string, why refusal.Rule) {
-	s.spent[id] = &spentCode{code: s.codes[id].Code, rule: why, at: s.clock()}
-	delete(s.codes, id)
-	s.writePendingLocked()
+// end retires id's outstanding code, remembering why for later attempts.
+func (st *codeState) end(id string, why refusal.Rule, now time.Time) {
+	st.Spent[id] = &spentCode{Code: st.Codes[id].Code, Rule: why, At: now}
+	delete(st.Codes, id)
 }
 
-// spentLocked is the refusal for an attempt when no code is outstanding for id.
-func (s *Admissions) spentLocked(id, code string) error {
-	if sp := s.spent[id]; sp != nil {
-		switch sp.rule {
+// spentRefusal is the refusal for an attempt when no code is outstanding for id.
+func (st *codeState) spentRefusal(id, code string) error {
+	if sp := st.Spent[id]; sp != nil {
+		switch sp.Rule {
 		case refusal.ApprovalCodeExpired:
-			return refusal.New(sp.rule, "the approval code for %s expired (codes last %s); ask for a new one", id, CodeLifetime)
+			return refusal.New(sp.Rule, "the approval code for %s expired (codes last %s); ask for a new one", id, CodeLifetime)
 		case refusal.ApprovalCodeExhausted:
-			return refusal.New(sp.rule, "the approval code for %s took %d wrong attempts and is void; ask for a new one", id, MaxCodeAttempts)
+			return refusal.New(sp.Rule, "the approval code for %s took %d wrong attempts and is void; ask for a new one", id, MaxCodeAttempts)
 		case refusal.ApprovalCodeUsed:
-			if subtle.ConstantTimeCompare([]byte(code), []byte(sp.code)) == 1 {
-				return refusal.New(sp.rule, "that code already admitted %s; a code works once", id)
+			if subtle.ConstantTimeCompare([]byte(code), []byte(sp.Code)) == 1 {
+				return refusal.New(sp.Rule, "that code already admitted %s; a code works once", id)
 			}
 		}
 	}
@@ -237,15 +307,26 @@ func PendingCodes(dir string, now time.Time) ([]PendingCode, error) {
 	if err != nil {
 		return nil, err
 	}
-	var list []pending
-	if err := json.Unmarshal(b, &list); err != nil {
+	return pendingCodes(decodeCodes(b), now), nil
+}
+
+// PendingCodesIn reads the outstanding codes of st (a fleet's store, for `relay approval-code
+// --nats`), expired ones left out, in order of proposal id.
+func PendingCodesIn(st Store, now time.Time) ([]PendingCode, error) {
+	b, _, err := st.Codes()
+	if err != nil {
 		return nil, err
 	}
+	return pendingCodes(decodeCodes(b), now), nil
+}
+
+func pendingCodes(st *codeState, now time.Time) []PendingCode {
 	var out []PendingCode
-	for _, p := range list {
+	for _, p := range st.Codes {
 		if !now.After(p.Expires) {
 			out = append(out, PendingCode{p.ID, p.Code, p.Expires})
 		}
 	}
-	return out, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }

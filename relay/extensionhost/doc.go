@@ -5,7 +5,7 @@
 //
 // # Where to look
 //
-//	admissions.go  Admissions: the host state directory's extension files. Proposals wait in
+//	admissions.go  Admissions: the extension files, in a Store. Proposals wait in
 //	               proposals/<id>.json (Stage, StageCatalogue); a host-token decision (Decide)
 //	               or a console code (codes.go) moves one beside the ledger, .ledger.jsonl, with
 //	               a line bound to its plan's hash; Load reads back only what the ledger admits
@@ -13,7 +13,11 @@
 //	               A descriptor file put into the directory by hand is admitted where it lies
 //	               (Candidate); an admission whose file is gone is descriptor-missing.
 //	codes.go       one-time console approval codes: RequestCode, Approve, their bounds, and
-//	               PendingCodes for `relay approval-code`.
+//	               PendingCodes for `relay approval-code`. The codes, their attempts and the
+//	               limits on asking are one document changed by compare-and-set (withCodes).
+//	store.go       Store, where Admissions keeps all of the above but the audit log: DirStore,
+//	               the state directory, by default; relay/fleet's JetStream store in a fleet.
+//	               storetest/ is the conformance suite both pass.
 //	audit.go       the audit log, .extensions-audit.jsonl: every staging, decision, code
 //	               refusal, revocation and call, allowed or refused.
 //	runtime.go     Runtime: the loaded set (Reload), what executors verify calls against

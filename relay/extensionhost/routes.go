@@ -275,6 +275,8 @@ func writeErr(w http.ResponseWriter, err error) {
 			status = http.StatusForbidden
 		case refusal.ApprovalRateLimited:
 			status = http.StatusTooManyRequests
+		case refusal.FleetUnavailable: // a fleet's store, while NATS is away
+			status = http.StatusServiceUnavailable
 		}
 		server.WriteRefusal(w, status, r)
 		return

@@ -416,7 +416,7 @@ func (rt *Runtime) callWasm(ctx context.Context, log *slog.Logger, d *extensions
 		return nil, err
 	}
 	note.observed = map[string]any{"module": t.Wasm.Module, "digest": t.Wasm.SHA256, "abi": t.Wasm.Spec().ABI, "inputBytes": inputBytes(inputs)}
-	module, err := wasmtool.ReadModule(rt.Admissions.Dir(), t.Wasm.Module, rt.wasm().Limits().MaxModuleBytes)
+	module, err := rt.Admissions.ReadModule(t.Wasm.Module, rt.wasm().Limits().MaxModuleBytes)
 	if err != nil {
 		log.Info("extension call refused", "primitive", extensions.Wasm, "module", t.Wasm.Module, "refused", refusal.RuleOf(err), "err", err.Error())
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/relay/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/session"
@@ -65,6 +66,52 @@ func BenchmarkMCPBearerLookup(b *testing.B) {
 			for b.Loop() {
 				if c, ok, err := s.Lookup(bearer); !ok || err != nil || !c.Live() {
 					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkExtensionStore: what the extension store costs where it is read, the state
+// directory (a relay alone) against the fleet's store on an embedded NATS: a wasm tool's 64 KiB
+// module, read afresh at every call of the tool, and a reload of the admitted set (the ledger
+// and every descriptor; each relay does it after an admission, denial or revocation anywhere,
+// and GET /api/extensions does it for its problems), 8 extensions admitted.
+func BenchmarkExtensionStore(b *testing.B) {
+	module := make([]byte, 64<<10)
+	for _, bc := range []struct {
+		name string
+		open func(b *testing.B) extensionhost.Store
+	}{
+		{"file", func(b *testing.B) extensionhost.Store { return extensionhost.NewDirStore(b.TempDir()) }},
+		{"nats", func(b *testing.B) extensionhost.Store { return join(b, fleettest.Start(b), "bench").Extensions() }},
+	} {
+		b.Run(bc.name+"/module", func(b *testing.B) {
+			st := bc.open(b)
+			s := extensionhost.NewAdmissionsIn(b.TempDir(), st, nil)
+			if err := st.WriteFile("mods/tool.wasm", module); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if m, err := s.ReadModule("mods/tool.wasm", 1<<20); err != nil || len(m) != len(module) {
+					b.Fatal(len(m), err)
+				}
+			}
+		})
+		b.Run(bc.name+"/reload", func(b *testing.B) {
+			s := extensionhost.NewAdmissionsIn(b.TempDir(), bc.open(b), nil)
+			for i := range 8 {
+				id := fmt.Sprintf("ext-%d", i)
+				if _, err := s.Stage(fmt.Appendf(nil, `{"id":%q,"name":"E","capabilities":["clock"],"tools":[{"name":"t%d","primitive":"now"}]}`, id, i)); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Decide(id, true, "host-token", nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				if l, _, err := s.Load(); err != nil || len(l) != 8 {
+					b.Fatal(len(l), err)
 				}
 			}
 		})

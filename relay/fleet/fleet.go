@@ -20,6 +20,10 @@
 //	<prefix>.watching         answered by every relay whose event stream a page follows now
 //	<prefix>_mcpclients       the MCP clients' bearers: records by the bearer's SHA-256, and the
 //	                          live bearer's hash of each name (moved by compare-and-set)
+//	<prefix>_extfiles   (object store) extension proposals, admitted descriptors, WASM modules
+//	<prefix>_ledger     (stream on <prefix>.ledger) the extension ledger, append only
+//	<prefix>_extcodes   "codes": the console approval codes' document, by compare-and-set
+//	<prefix>.extensions       after each ledger line: every other relay reloads its extensions
 //
 // Vendor API keys are never written to NATS: in a fleet they come from each relay's environment
 // (or the deployment's secret store, mounted as the environment), as .vendor-keys.json stays in

@@ -45,6 +45,7 @@ type member struct {
 	cancel     func()
 	served     chan error
 	killed     bool
+	console    *lockedBuffer // what the relay printed on its console
 }
 
 // startMember starts a relay of the fleet on nats (prefix names the fleet) and stops it when the
@@ -58,7 +59,7 @@ func startMember(t testing.TB, nats *fleettest.Server, prefix string, gated bool
 	public := t.TempDir()
 	os.WriteFile(filepath.Join(public, "index.html"), []byte("<!doctype html>"), 0o644)
 	cfg := Config{Listener: ln, StateDir: filepath.Join(t.TempDir(), "state"), Public: public, Gated: gated,
-		Fleet: fleet.Config{URL: nats.URL(), Prefix: prefix, LeaseTTL: testLeaseTTL}}
+		Fleet: fleet.Config{URL: nats.URL(), Prefix: prefix, LeaseTTL: testLeaseTTL}, Console: &lockedBuffer{}}
 	r, err := New(cfg)
 	if err != nil {
 		ln.Close()
@@ -69,7 +70,7 @@ func startMember(t testing.TB, nats *fleettest.Server, prefix string, gated bool
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &member{Relay: r, url: r.URL(), token: strings.TrimSpace(string(tok)), cancel: cancel, served: make(chan error, 1)}
+	m := &member{Relay: r, url: r.URL(), token: strings.TrimSpace(string(tok)), cancel: cancel, served: make(chan error, 1), console: cfg.Console.(*lockedBuffer)}
 	go func() { m.served <- r.Serve(ctx) }()
 	t.Cleanup(func() {
 		cancel()

@@ -141,6 +141,8 @@ type Relay struct {
 	Fleet  *fleet.Fleet
 	Router *fleet.Router
 	Events *fleet.Events
+
+	stopExtWatch func() // ends the fleet's extension reloads (Fleet.WatchExtensions)
 }
 
 // New builds a relay's parts in dependency order, registering their routes on Server. It
@@ -257,6 +259,9 @@ func (r *Relay) joinFleet() error {
 // closeFleet leaves the fleet: the lease is released (another relay's page may take it at once),
 // the watches and subscriptions end, and the connection closes.
 func (r *Relay) closeFleet() {
+	if r.stopExtWatch != nil {
+		r.stopExtWatch()
+	}
 	if r.Router != nil {
 		r.Router.Close()
 	}
@@ -322,10 +327,29 @@ func (r *Relay) buildExtensions() error {
 	if shelf == "" {
 		shelf = wasmshelf.DefaultDir(r.State.Path())
 	}
-	r.Extensions = &extensionhost.Runtime{Admissions: extensionhost.NewAdmissions(r.State.Path(), nil), Fetcher: &extensionhost.Fetcher{},
+	var store extensionhost.Store = extensionhost.NewDirStore(r.State.Path())
+	if r.Fleet != nil {
+		store = r.Fleet.Extensions()
+	}
+	r.Extensions = &extensionhost.Runtime{Admissions: extensionhost.NewAdmissionsIn(r.State.Path(), store, nil), Fetcher: &extensionhost.Fetcher{},
 		Ask: r.Hub.Ask, Console: r.console, Log: r.log, Publish: r.Hub.SetAdmitted, ShelfDir: shelf, WasmPlacement: r.cfg.WasmPlacement}
 	if err := r.Extensions.Reload(); err != nil {
-		return fmt.Errorf("extensions: %w", err)
+		if r.Fleet == nil || !fleet.Unavailable(err) {
+			return fmt.Errorf("extensions: %w", err)
+		}
+		// NATS is away: nothing is loaded until it is back (WatchExtensions reloads then).
+		r.log.Warn("extensions: the fleet's extension store is unreachable; none is loaded until NATS is back")
+	}
+	if r.Fleet != nil {
+		stop, err := r.Fleet.WatchExtensions(func() {
+			if err := r.Extensions.Reload(); err != nil {
+				r.log.Warn("extensions: a reload after a change on another relay failed; the last admitted set stays", "err", err)
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("fleet: %w", err)
+		}
+		r.stopExtWatch = stop
 	}
 	r.Extensions.Register(r.Server, r.State.CheckHostToken)
 	return nil

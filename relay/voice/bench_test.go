@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -308,26 +309,40 @@ func BenchmarkLiveAudioThroughput(b *testing.B) {
 // them). One measurement whatever b.N is: it is a size, not a speed.
 func BenchmarkLiveIdleSessionMemory(b *testing.B) {
 	const sessions = 100
+	if os.Getenv("VOICEBOX_HEAPPROFILE") != "" {
+		runtime.MemProfileRate = 1 // every allocation, so the profile adds up per session
+	}
 	runtime.GC()
-	before, goBefore := heapAndStacks(), runtime.NumGoroutine()
+	heapBefore, stackBefore := heapAndStacks()
+	goBefore := runtime.NumGoroutine()
 	p := startPeers(b, "idle", sessions, 0)
 	p.line("READY")
 	for p.relay.Open() < sessions {
 		time.Sleep(time.Millisecond)
 	}
-	after := heapAndStacks()
-	b.ReportMetric(float64(after-before)/sessions/1024, "KiB/session")
+	heapAfter, stackAfter := heapAndStacks()
+	if name := os.Getenv("VOICEBOX_HEAPPROFILE"); name != "" {
+		if f, err := os.Create(name); err == nil {
+			pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
+	perSession := func(n int64) float64 { return float64(n) / sessions / 1024 }
+	b.ReportMetric(perSession(heapAfter+stackAfter-heapBefore-stackBefore), "KiB/session")
+	b.ReportMetric(perSession(heapAfter-heapBefore), "heap-KiB/session")
+	b.ReportMetric(perSession(stackAfter-stackBefore), "stack-KiB/session")
 	b.ReportMetric(float64(runtime.NumGoroutine()-goBefore)/sessions, "goroutines/session")
 	b.ReportMetric(0, "ns/op")
 }
 
-func heapAndStacks() int64 {
+// heapAndStacks returns the bytes of heap spans and goroutine stacks in use after two collections.
+func heapAndStacks() (heap, stacks int64) {
 	var m runtime.MemStats
 	for range 2 {
 		runtime.GC()
 	}
 	runtime.ReadMemStats(&m)
-	return int64(m.HeapInuse + m.StackInuse)
+	return int64(m.HeapInuse), int64(m.StackInuse)
 }
 
 // TestLivePeerProcess is not a test: the live benchmarks run it in a child process (see

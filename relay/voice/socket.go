@@ -153,7 +153,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	s := &socket{h: h, ctx: ctx, session: sid, out: make(chan outFrame, outQueue), done: make(chan struct{}),
+	s := &socket{h: h, ctx: ctx, session: sid, out: newFrameQueue(), done: make(chan struct{}),
 		started: make(chan struct{}), accepted: make(chan struct{})}
 	// The socket counts from its upgrade request (as /channel's do); a refusal is written once
 	// the socket is open, so the page learns why.
@@ -238,7 +238,7 @@ type socket struct {
 	ws        *websocket.Conn
 	ctx       context.Context
 	session   string
-	out       chan outFrame
+	out       *frameQueue
 	done      chan struct{} // closed when the writer has stopped
 	started   chan struct{} // closed once sess is set (or will never be)
 	accepted  chan struct{} // closed once ws is set (nil when the upgrade failed)
@@ -258,10 +258,8 @@ type socket struct {
 func (s *socket) writeLoop() {
 	defer close(s.done)
 	for {
-		var f outFrame
-		select {
-		case f = <-s.out:
-		case <-s.ctx.Done():
+		f, ok := s.out.pop(s.ctx.Done())
+		if !ok {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
@@ -291,10 +289,7 @@ func (s *socket) send(v any) {
 	if err != nil {
 		return
 	}
-	select {
-	case s.out <- outFrame{data: b}:
-	case <-s.done:
-	}
+	s.out.push(outFrame{data: b}, s.done)
 }
 
 // end queues the last frame (v, if any) and the close; only the first call counts.
@@ -304,10 +299,7 @@ func (s *socket) end(v any, code websocket.StatusCode, reason string) {
 		if v != nil {
 			b, _ = json.Marshal(v)
 		}
-		select {
-		case s.out <- outFrame{data: b, closeCode: code, closeReason: reason}:
-		case <-s.done:
-		}
+		s.out.push(outFrame{data: b, closeCode: code, closeReason: reason}, s.done)
 	})
 }
 
@@ -525,9 +517,7 @@ func (s *socket) callbacks() live.Callbacks {
 				s.h.log.Warn("live: output audio at an unannounced rate dropped", "rate", rate, "announced", s.outRate)
 				return
 			}
-			select {
-			case s.out <- outFrame{binary: true, data: pcm}:
-			default:
+			if !s.out.tryPush(outFrame{binary: true, data: pcm}) {
 				s.audioDropped.Add(1)
 			}
 		},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,7 +87,7 @@ type Options struct {
 	// DefaultTimeout.
 	Timeout time.Duration
 	// Log receives a record for each answer frame that settles nothing. Nil discards them.
-	Log *slog.Logger
+	Log Logger
 }
 
 // Stats counts answer frames that settled nothing.
@@ -105,7 +104,7 @@ type Broker struct {
 	kind    Kind
 	peer    Peer
 	timeout time.Duration
-	log     *slog.Logger
+	log     Logger
 
 	mu      sync.Mutex
 	pending map[string]chan wire.Answer // settled by whoever removes the entry
@@ -125,7 +124,7 @@ func New(kind Kind, peer Peer, opts Options) *Broker {
 		b.timeout = DefaultTimeout
 	}
 	if b.log == nil {
-		b.log = slog.New(slog.DiscardHandler)
+		b.log = discard{}
 	}
 	return b
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -31,7 +30,7 @@ func (f ExecutorFunc) Execute(ctx context.Context, call wire.Call) (json.RawMess
 // DoorOptions configures a Door. The zero value is usable.
 type DoorOptions struct {
 	// Log receives a record for each frame that gets no answer and each exec-threw. Nil discards.
-	Log *slog.Logger
+	Log Logger
 }
 
 // Door is the executing side of the channel: it turns call frames into answer frames. A result
@@ -42,7 +41,7 @@ type DoorOptions struct {
 type Door struct {
 	exec       Executor
 	admitted   wire.Admitted
-	log        *slog.Logger
+	log        Logger
 	unanswered atomic.Uint64
 }
 
@@ -53,7 +52,7 @@ type Door struct {
 func NewDoor(exec Executor, admitted wire.Admitted, opts DoorOptions) *Door {
 	d := &Door{exec: exec, admitted: admitted, log: opts.Log}
 	if d.log == nil {
-		d.log = slog.New(slog.DiscardHandler)
+		d.log = discard{}
 	}
 	return d
 }
@@ -88,20 +87,26 @@ func (d *Door) handle(ctx context.Context, frame []byte) (wire.Answer, []byte) {
 			d.log.Warn("channel: call frame refused without an answer", "rule", string(pe.Rule), "why", pe.Why, "bytes", len(frame))
 			return wire.Answer{}, nil
 		}
-		return d.finish(wire.Refuse(pe.CallID, pe.Refusal))
+		return d.finish(wire.Refuse(pe.CallID, pe.Refusal), "")
 	}
 	if r := wire.Verify(call, d.admitted); r != nil {
-		return d.finish(wire.Refuse(call.CallID, r))
+		return d.finish(wire.Refuse(call.CallID, r), call.Tool)
 	}
 	if scope, ok := d.admitted.(ToolScope); ok && !scope.Allows(call.DescriptorID, call.Tool) {
-		return d.finish(wire.Refuse(call.CallID, refuseScope(call)))
+		return d.finish(wire.Refuse(call.CallID, refuseScope(call)), call.Tool)
 	}
-	return d.finish(d.run(ctx, call))
+	return d.finish(d.run(ctx, call), call.Tool)
 }
 
-// finish marshals a; an answer that cannot cross the wire becomes exec-threw.
-func (d *Door) finish(a wire.Answer) (wire.Answer, []byte) {
+// finish marshals a, the answer to a call of tool; an answer that cannot cross the wire becomes
+// exec-threw. Marshalling is where an observation is checked to be one JSON object: the library's
+// validator reads it once, however large it is.
+func (d *Door) finish(a wire.Answer, tool string) (wire.Answer, []byte) {
 	out, err := a.MarshalJSON()
+	if errors.Is(err, wire.ErrObservedNotObject) {
+		a = d.threw(a.CallID, "the executor's result for %q is not a JSON object", tool)
+		out, err = a.MarshalJSON()
+	}
 	if err == nil {
 		if r := wire.CheckFrame(out, refusal.MalformedAnswer); r != nil {
 			err = fmt.Errorf("%s", r.Why)
@@ -128,10 +133,7 @@ func (d *Door) run(ctx context.Context, call wire.Call) (a wire.Answer) {
 	}()
 	observed, err := d.exec.Execute(ctx, call)
 	if err == nil {
-		if !json.Valid(observed) || len(observed) == 0 || firstByte(observed) != '{' {
-			return d.threw(call.CallID, "the executor's result for %q is not a JSON object", call.Tool)
-		}
-		return wire.OK(call.CallID, observed)
+		return wire.OK(call.CallID, observed) // finish checks that it is one JSON object
 	}
 	var be *wire.BudgetError
 	if errors.As(err, &be) && be.Refusal != nil {
@@ -158,15 +160,6 @@ func (d *Door) passOn(call wire.Call, r *refusal.Refusal) wire.Answer {
 		return d.threw(call.CallID, "the executor refused %q with %q, which is not a rule id", call.Tool, clip(string(r.Rule)))
 	}
 	return a
-}
-
-func firstByte(b []byte) byte {
-	for _, c := range b {
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return c
-		}
-	}
-	return 0
 }
 
 func clip(s string) string {

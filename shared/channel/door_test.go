@@ -30,6 +30,7 @@ func TestDoorRules(t *testing.T) {
 		rule   refusal.Rule // the answer's rule, "" for an observation
 		ran    bool         // whether the executor must have run
 		budget *wire.Budget
+		why    string // a part of the answer's why, when set
 	}{
 		// No callId can be read: no answer.
 		{name: "not JSON", frame: `hello`},
@@ -62,12 +63,18 @@ func TestDoorRules(t *testing.T) {
 			exec: func(wire.Call) (json.RawMessage, error) { return nil, errors.New("disk on fire") }},
 		{name: "context error", frame: doorCall, answer: true, rule: refusal.ExecThrew, ran: true,
 			exec: func(wire.Call) (json.RawMessage, error) { return nil, context.DeadlineExceeded }},
-		{name: "result not object", frame: doorCall, answer: true, rule: refusal.ExecThrew, ran: true,
+		{name: "result not object", frame: doorCall, answer: true, rule: refusal.ExecThrew, ran: true, why: `result for "read_notes" is not a JSON object`,
 			exec: func(wire.Call) (json.RawMessage, error) { return json.RawMessage(`"done"`), nil }},
-		{name: "result nil", frame: doorCall, answer: true, rule: refusal.ExecThrew, ran: true,
+		{name: "result nil", frame: doorCall, answer: true, rule: refusal.ExecThrew, ran: true, why: `result for "read_notes" is not a JSON object`,
 			exec: func(wire.Call) (json.RawMessage, error) { return nil, nil }},
-		{name: "result broken", frame: doorCall, answer: true, rule: refusal.ExecThrew, ran: true,
+		{name: "result broken", frame: doorCall, answer: true, rule: refusal.ExecThrew, ran: true, why: `result for "read_notes" is not a JSON object`,
 			exec: func(wire.Call) (json.RawMessage, error) { return json.RawMessage(`{"a":`), nil }},
+		{name: "result with trailing data", frame: doorCall, answer: true, rule: refusal.ExecThrew, ran: true, why: `result for "read_notes" is not a JSON object`,
+			exec: func(wire.Call) (json.RawMessage, error) { return json.RawMessage(`{"a":1} {"b":2}`), nil }},
+		{name: "result spaced", frame: doorCall, answer: true, ran: true,
+			exec: func(wire.Call) (json.RawMessage, error) {
+				return json.RawMessage(" {\n \"a\" : [1, \"x y\"]\t}\n"), nil
+			}},
 		{name: "result too large", frame: doorCall, answer: true, rule: refusal.ExecThrew, ran: true,
 			exec: func(wire.Call) (json.RawMessage, error) {
 				return json.RawMessage(`{"text":"` + strings.Repeat("x", wire.MaxFrameBytes) + `"}`), nil
@@ -131,6 +138,12 @@ func TestDoorRules(t *testing.T) {
 				}
 			} else if a.OK || a.Refused != tt.rule || a.Why == "" {
 				t.Fatalf("answer = %s, want %s", out, tt.rule)
+			}
+			if !strings.Contains(a.Why, tt.why) {
+				t.Errorf("why = %q, want it to say %q", a.Why, tt.why)
+			}
+			if a.OK && strings.ContainsAny(string(a.Observed), " \t\n") && !strings.Contains(string(a.Observed), "x y") {
+				t.Errorf("observed = %s, not compact", a.Observed)
 			}
 			if (a.Budget == nil) != (tt.budget == nil) || a.Budget != nil && *a.Budget != *tt.budget {
 				t.Fatalf("budget = %+v, want %+v", a.Budget, tt.budget)

@@ -184,19 +184,40 @@ func (a *RootAudit) Append(ctx context.Context, rec Record) error {
 // AppendAll adds recs, in order, with one rewrite of the current segment (one more for each
 // segment the batch starts), so a caller that queues records pays for the batch, not per record.
 func (a *RootAudit) AppendAll(ctx context.Context, recs []Record) error {
-	lines := make([][]byte, 0, len(recs))
+	lines := make([]AuditLine, 0, len(recs))
 	for _, rec := range recs {
-		line, err := json.Marshal(rec)
+		line, err := EncodeRecord(rec)
 		if err != nil {
-			return fmt.Errorf("executor: encode the audit record: %w", err)
+			return err
 		}
-		lines = append(lines, append(line, '\n'))
+		lines = append(lines, line)
 	}
+	return a.AppendLines(ctx, lines)
+}
+
+// AuditLine is one record as a RootAudit keeps it: its JSON and a newline. Only EncodeRecord
+// makes one.
+type AuditLine struct{ b []byte }
+
+// EncodeRecord encodes rec for AppendLines. A caller that batches records encodes each as it
+// comes, so the cost is spread over the calls rather than paid at once when the batch is written.
+func EncodeRecord(rec Record) (AuditLine, error) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return AuditLine{}, fmt.Errorf("executor: encode the audit record: %w", err)
+	}
+	return AuditLine{append(b, '\n')}, nil
+}
+
+// AppendLines appends encoded records in order, with one rewrite of the current segment (or one
+// per segment they fill).
+func (a *RootAudit) AppendLines(ctx context.Context, recs []AuditLine) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	seq, cur := a.seq, a.cur[:len(a.cur):len(a.cur)]
 	dirty := false
-	for _, line := range lines {
+	for _, rec := range recs {
+		line := rec.b
 		if len(cur) > 0 && len(cur)+len(line) > a.segBytes {
 			if dirty {
 				if err := a.writeSegment(ctx, seq, cur); err != nil {

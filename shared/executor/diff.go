@@ -6,8 +6,6 @@ import (
 	"errors"
 	"io/fs"
 
-	"github.com/aymanbagabas/go-udiff"
-
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -56,7 +54,7 @@ func (e *Executor) diffFile(ctx context.Context, raw json.RawMessage) (json.RawM
 	}
 	obs := diffObserved{Path: name, Existed: existed, Changed: string(current) != proposed || !existed && proposed != ""}
 	if string(current) != proposed {
-		d := udiff.Unified("a/"+name, "b/"+name, string(current), proposed)
+		d := unifiedDiff("a/"+name, "b/"+name, string(current), proposed)
 		obs.Diff, obs.Truncated = clipLines(d, MaxDiffBytes)
 	}
 	note.Bytes = int64(len(proposed))

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aymanbagabas/go-udiff"
-
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -201,7 +199,7 @@ func (e *Executor) editFile(ctx context.Context, raw json.RawMessage) (json.RawM
 		}
 		obs.Line, obs.Bytes = line, len(after)
 		if len(before) <= MaxDiffInputBytes && len(after) <= MaxDiffInputBytes {
-			obs.Diff, obs.Clipped = clipLines(udiff.Unified("a/"+name, "b/"+name, string(before), string(after)), MaxDiffBytes)
+			obs.Diff, obs.Clipped = clipLines(unifiedDiff("a/"+name, "b/"+name, string(before), string(after)), MaxDiffBytes)
 		}
 		if obs.DryRun {
 			return nil, errDryRun

@@ -57,7 +57,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"path"
 	"sync/atomic"
 	"time"
@@ -136,7 +135,7 @@ type Options struct {
 	// Location is the zone now reports its time in. Nil means time.Local.
 	Location *time.Location
 	// Log receives audit failures. Nil discards them.
-	Log *slog.Logger
+	Log Logger
 	// Wasm runs the wasm primitive's modules (see Wasm); nil refuses it.
 	Wasm WasmRunner
 	// History, when set, keeps the earlier version of every file write-file, edit-file and
@@ -153,7 +152,7 @@ type Options struct {
 type Executor struct {
 	root      fsroot.Root
 	opts      Options
-	log       *slog.Logger
+	log       Logger
 	auditFail atomic.Uint64
 }
 
@@ -170,7 +169,7 @@ func New(root fsroot.Root, opts Options) *Executor {
 	}
 	e := &Executor{root: root, opts: opts, log: opts.Log}
 	if e.log == nil {
-		e.log = slog.New(slog.DiscardHandler)
+		e.log = discard{}
 	}
 	return e
 }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"path"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -249,9 +250,11 @@ func (h *History) load(ctx context.Context) error {
 			h.entries = append(h.entries, rec)
 		}
 	}
-	slices.SortFunc(h.entries, func(a, b historyRecord) int { return cmp.Compare(a.Seq, b.Seq) })
+	// sort.Slice rather than slices.SortFunc: a generic sort of a struct type is a separate copy of
+	// pdqsort (about 25 KB of wasm code per type); sort.Slice is one copy for every type.
+	sort.Slice(h.entries, func(i, j int) bool { return h.entries[i].Seq < h.entries[j].Seq })
 	// The next to redo is the one undone last: the oldest of the undone changes.
-	slices.SortFunc(h.redo, func(a, b historyRecord) int { return cmp.Compare(a.Seq, b.Seq) })
+	sort.Slice(h.redo, func(i, j int) bool { return h.redo[i].Seq < h.redo[j].Seq })
 	h.loaded = true
 	return nil
 }

@@ -32,7 +32,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -249,7 +249,9 @@ func liveApps(apps []App) []App {
 			out = append(out, a)
 		}
 	}
-	slices.SortFunc(out, func(a, b App) int { return strings.Compare(a.ID, b.ID) })
+	// sort.Slice rather than slices.SortFunc: a generic sort of a struct type is a separate copy of
+	// pdqsort (about 25 KB of wasm code per type); sort.Slice is one copy for every type.
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 

@@ -44,12 +44,12 @@ package miniappstore
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"path"
 	"strconv"
 	"strings"
@@ -542,9 +542,14 @@ func (s *Store) copyFolder(ctx context.Context, slug string, from fsroot.Root, d
 	if err != nil {
 		return "", err
 	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	folder := slug + "-files-" + hex.EncodeToString(b)
+	// The suffix only keeps this copy apart from an earlier one of the same slug: math/rand/v2
+	// serves, and keeps crypto/rand (the FIPS DRBG, AES, math/big) out of the page's wasm.
+	var b [4]byte
+	r := rand.Uint32()
+	for i := range b {
+		b[i] = byte(r >> (8 * i))
+	}
+	folder := slug + "-files-" + hex.EncodeToString(b[:])
 	shelf := s.cfg.Shelf
 	if err := shelf.MkdirAll(ctx, folder); err != nil {
 		return "", fmt.Errorf("miniappstore: save %s: %w", slug, err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -194,7 +193,7 @@ func boundsBesideEnum(doc map[string]any, args map[string]any, found []failure) 
 		}
 		var probe []failure
 		n := compileNode(schema)
-		n.enum, n.enumRats = nil, nil
+		n.enum, n.enumNums = nil, nil
 		probe = n.check(v, nil, probe)
 		for _, b := range probe {
 			if b.rank == rankBounds {
@@ -447,20 +446,6 @@ func quoteLoc(loc string) string {
 		return "(the whole object)"
 	}
 	return `"` + loc + `"`
-}
-
-// ratString writes a decimal number exactly: every JSON number is a finite decimal.
-func ratString(r *big.Rat) string {
-	if r.IsInt() {
-		return r.Num().String()
-	}
-	for prec := 1; prec <= MaxNumberLiteralBytes+MaxNumberExponent; prec++ {
-		s := r.FloatString(prec)
-		if back, ok := new(big.Rat).SetString(s); ok && back.Cmp(r) == 0 {
-			return s
-		}
-	}
-	return r.FloatString(MaxNumberLiteralBytes)
 }
 
 // typeName puts an article before a JSON type name.

@@ -3,6 +3,7 @@ package toolschema
 import (
 	"errors"
 	"fmt"
+	"math/big"
 	"reflect"
 	"slices"
 	"strings"
@@ -134,4 +135,19 @@ func agreesWithReference(t testing.TB, s *Schema, raw []byte) {
 	case err.Error() != wantErr.Error():
 		t.Fatalf("on %.200q against %s: Validate refuses %q, the reference %q", raw, s.JSON(), err, wantErr)
 	}
+}
+
+// ratString writes a decimal number exactly, as the package's decimal does: every JSON number is a
+// finite decimal. The reference's bounds come as math/big's Rat.
+func ratString(r *big.Rat) string {
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	for prec := 1; prec <= MaxNumberLiteralBytes+MaxNumberExponent; prec++ {
+		s := r.FloatString(prec)
+		if back, ok := new(big.Rat).SetString(s); ok && back.Cmp(r) == 0 {
+			return s
+		}
+	}
+	return r.FloatString(MaxNumberLiteralBytes)
 }

@@ -3,7 +3,6 @@ package toolschema
 import (
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -250,8 +249,8 @@ func memberOf(m any, typ string) bool {
 		if !ok {
 			return false
 		}
-		r, ok := new(big.Rat).SetString(string(n))
-		return ok && r.IsInt()
+		d, ok := parseDecimal(string(n))
+		return ok && d.isInt()
 	}
 	return false
 }
@@ -291,17 +290,18 @@ func lengthOf(obj map[string]any, loc, key string) (int, bool, error) {
 	if !ok {
 		return 0, false, bad(kloc, "%s must be a non-negative integer, got %s", key, show(v))
 	}
-	r, ok := new(big.Rat).SetString(string(n))
-	if !ok || !r.IsInt() || r.Sign() < 0 {
+	d, ok := parseDecimal(string(n))
+	if !ok || !d.isInt() || d.sign() < 0 {
 		return 0, false, bad(kloc, "%s must be a non-negative integer, got %s", key, n)
 	}
-	if !r.Num().IsInt64() || r.Num().Int64() > MaxLengthKeyword {
+	x, fits := d.int64()
+	if !fits || x > MaxLengthKeyword {
 		return 0, false, bad(kloc, "%s %s is over the bound of %d", key, n, MaxLengthKeyword)
 	}
-	return int(r.Num().Int64()), true, nil
+	return int(x), true, nil
 }
 
-func boundOf(obj map[string]any, loc, key, typ string) (*big.Rat, error) {
+func boundOf(obj map[string]any, loc, key, typ string) (*decimal, error) {
 	v, ok := obj[key]
 	if !ok {
 		return nil, nil
@@ -311,14 +311,14 @@ func boundOf(obj map[string]any, loc, key, typ string) (*big.Rat, error) {
 	if !ok {
 		return nil, bad(kloc, "%s must be a number, got %s", key, show(v))
 	}
-	r, ok := new(big.Rat).SetString(string(n))
+	d, ok := parseDecimal(string(n))
 	if !ok {
 		return nil, bad(kloc, "%s must be a number, got %s", key, n)
 	}
-	if typ == "integer" && !r.IsInt() {
+	if typ == "integer" && !d.isInt() {
 		return nil, bad(kloc, "%s of an integer must be an integer, got %s", key, n)
 	}
-	return r, nil
+	return &d, nil
 }
 
 func checkNumber(obj map[string]any, loc, typ string) error {
@@ -330,7 +330,7 @@ func checkNumber(obj map[string]any, loc, typ string) error {
 	if err != nil {
 		return err
 	}
-	if minV != nil && maxV != nil && minV.Cmp(maxV) > 0 {
+	if minV != nil && maxV != nil && minV.cmp(*maxV) > 0 {
 		return bad(join(loc, "minimum"), "minimum %s is greater than maximum %s", obj["minimum"], obj["maximum"])
 	}
 	enum, err := enumOf(obj, loc, typ)
@@ -338,8 +338,8 @@ func checkNumber(obj map[string]any, loc, typ string) error {
 		return err
 	}
 	for _, m := range enum {
-		r, ok := new(big.Rat).SetString(string(m.(json.Number)))
-		if ok && (minV == nil || r.Cmp(minV) >= 0) && (maxV == nil || r.Cmp(maxV) <= 0) {
+		d, ok := parseDecimal(string(m.(json.Number)))
+		if ok && (minV == nil || d.cmp(*minV) >= 0) && (maxV == nil || d.cmp(*maxV) <= 0) {
 			return nil
 		}
 	}

@@ -3,7 +3,6 @@ package toolschema
 import (
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -20,13 +19,13 @@ import (
 // further; then every type-specific keyword, each failure collected.
 type node struct {
 	typ            string
-	enum           []any      // string, bool or json.Number members; nil for none
-	enumRats       []*big.Rat // the numeric members, exactly, for a number or integer enum
-	minLen, maxLen int        // -1 when absent
-	minimum        *big.Rat   // nil when absent
-	maximum        *big.Rat   // nil when absent
-	intBounds      bool       // every bound present is an integer that fits an int64
-	minInt, maxInt int64      // the bounds as int64, when intBounds
+	enum           []any     // string, bool or json.Number members; nil for none
+	enumNums       []decimal // the numeric members, exactly, for a number or integer enum
+	minLen, maxLen int       // -1 when absent
+	minimum        *decimal  // nil when absent
+	maximum        *decimal  // nil when absent
+	intBounds      bool      // every bound present is an integer that fits an int64
+	minInt, maxInt int64     // the bounds as int64, when intBounds
 	props          map[string]*node
 	required       []string
 	closed         bool // additionalProperties is false
@@ -40,8 +39,8 @@ func compileNode(obj map[string]any) *node {
 		n.enum = e
 		if n.typ == "number" || n.typ == "integer" {
 			for _, m := range e {
-				r, _ := new(big.Rat).SetString(string(m.(json.Number)))
-				n.enumRats = append(n.enumRats, r)
+				d, _ := parseDecimal(string(m.(json.Number)))
+				n.enumNums = append(n.enumNums, d)
 			}
 		}
 	}
@@ -54,21 +53,23 @@ func compileNode(obj map[string]any) *node {
 		n.maxLen = x
 	}
 	if v, ok := obj["minimum"].(json.Number); ok {
-		n.minimum, _ = new(big.Rat).SetString(string(v))
+		d, _ := parseDecimal(string(v))
+		n.minimum = &d
 	}
 	if v, ok := obj["maximum"].(json.Number); ok {
-		n.maximum, _ = new(big.Rat).SetString(string(v))
+		d, _ := parseDecimal(string(v))
+		n.maximum = &d
 	}
 	n.intBounds = n.minimum != nil || n.maximum != nil
 	for _, b := range []struct {
-		r *big.Rat
+		d *decimal
 		i *int64
 	}{{n.minimum, &n.minInt}, {n.maximum, &n.maxInt}} {
-		if b.r == nil {
+		if b.d == nil {
 			continue
 		}
-		if b.r.IsInt() && b.r.Num().IsInt64() {
-			*b.i = b.r.Num().Int64()
+		if x, ok := b.d.int64(); ok {
+			*b.i = x
 		} else {
 			n.intBounds = false
 		}
@@ -162,14 +163,14 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 		below, above := n.outside(v)
 		if below || above {
 			loc := at.String()
-			r, _ := new(big.Rat).SetString(string(v))
+			d, _ := parseDecimal(string(v))
 			if below {
 				found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc, path: at.tokens(),
-					why: fmt.Sprintf("argument %s is %s, under the minimum of %s", quoteLoc(loc), ratString(r), ratString(n.minimum))})
+					why: fmt.Sprintf("argument %s is %s, under the minimum of %s", quoteLoc(loc), d.String(), n.minimum.String())})
 			}
 			if above {
 				found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc, path: at.tokens(),
-					why: fmt.Sprintf("argument %s is %s, over the maximum of %s", quoteLoc(loc), ratString(r), ratString(n.maximum))})
+					why: fmt.Sprintf("argument %s is %s, over the maximum of %s", quoteLoc(loc), d.String(), n.maximum.String())})
 			}
 		}
 	case []any:
@@ -209,8 +210,8 @@ func (n *node) outside(num json.Number) (below, above bool) {
 			return n.minimum != nil && x < n.minInt, n.maximum != nil && x > n.maxInt
 		}
 	}
-	r, _ := new(big.Rat).SetString(string(num))
-	return n.minimum != nil && r.Cmp(n.minimum) < 0, n.maximum != nil && r.Cmp(n.maximum) > 0
+	d, _ := parseDecimal(string(num))
+	return n.minimum != nil && d.cmp(*n.minimum) < 0, n.maximum != nil && d.cmp(*n.maximum) > 0
 }
 
 // hasType reports whether v is of n's type; an integer is a number with no fractional part, however
@@ -248,12 +249,12 @@ func (n *node) inEnum(v any) bool {
 			return true
 		}
 	}
-	r, ok := new(big.Rat).SetString(string(num))
+	d, ok := parseDecimal(string(num))
 	if !ok {
 		return false
 	}
-	for _, m := range n.enumRats {
-		if r.Cmp(m) == 0 {
+	for _, m := range n.enumNums {
+		if d.cmp(m) == 0 {
 			return true
 		}
 	}
@@ -266,8 +267,8 @@ func isInteger(n json.Number) bool {
 	if !strings.ContainsAny(string(n), ".eE") {
 		return true
 	}
-	r, ok := new(big.Rat).SetString(string(n))
-	return ok && r.IsInt()
+	d, ok := parseDecimal(string(n))
+	return ok && d.isInt()
 }
 
 // valueType names the JSON type of a decoded argument value; every number is "number".

@@ -191,10 +191,15 @@ func parseBudget(raw []byte, callID string) (Budget, *ParseError) {
 	return b, nil
 }
 
-var errBadAnswer = errors.New("wire: answer is not valid: empty or overlong callId, ok without an observed object, or a refusal without a kebab-case rule and a why")
+var errBadAnswer = errors.New("wire: answer is not valid: empty or overlong callId, ok with a refused, why or budget, or a refusal without a kebab-case rule and a why")
+
+// ErrObservedNotObject is what Answer.MarshalJSON returns for an answer with ok whose Observed is
+// not one JSON object, so a sender can name the executor that produced it.
+var ErrObservedNotObject = errors.New("wire: an answer's observed value is not one JSON object")
 
 // MarshalJSON writes the answer as a compact version-1 answer frame, with no HTML escaping. It
-// fails for an answer ParseAnswer would refuse.
+// fails for an answer ParseAnswer would refuse: with ErrObservedNotObject when that is because
+// Observed is not one JSON object.
 func (a Answer) MarshalJSON() ([]byte, error) {
 	if !validID(a.CallID) {
 		return nil, errBadAnswer
@@ -203,11 +208,14 @@ func (a Answer) MarshalJSON() ([]byte, error) {
 	b = append(b, `{"v":1,"callId":`...)
 	b = appendString(b, a.CallID)
 	if a.OK {
-		if !validObject(a.Observed) || a.Refused != "" || a.Why != "" || a.Budget != nil {
+		if a.Refused != "" || a.Why != "" || a.Budget != nil {
 			return nil, errBadAnswer
 		}
 		b = append(b, `,"ok":true,"observed":`...)
-		b = appendCompact(b, a.Observed)
+		var ok bool
+		if b, ok = appendObject(b, a.Observed); !ok {
+			return nil, ErrObservedNotObject
+		}
 		return append(b, '}'), nil
 	}
 	if !validRule(string(a.Refused)) || a.Why == "" || a.Observed != nil {

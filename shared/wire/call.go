@@ -157,8 +157,7 @@ var errBadCall = errors.New("wire: call is not valid: callId, tool or descriptor
 // for a call that could not have been parsed: empty or overlong identifiers, or Args (when set) or BoundsEcho
 // not a JSON object.
 func (c Call) MarshalJSON() ([]byte, error) {
-	if !validID(c.CallID) || !validID(c.Tool) || !validID(c.DescriptorID) || !validObject(c.BoundsEcho) ||
-		len(c.Args) > 0 && !validObject(c.Args) {
+	if !validID(c.CallID) || !validID(c.Tool) || !validID(c.DescriptorID) {
 		return nil, errBadCall
 	}
 	args := c.Args
@@ -173,8 +172,13 @@ func (c Call) MarshalJSON() ([]byte, error) {
 	b = append(b, `,"descriptorId":`...)
 	b = appendString(b, c.DescriptorID)
 	b = append(b, `,"args":`...)
-	b = appendCompact(b, args)
+	var ok bool
+	if b, ok = appendObject(b, args); !ok {
+		return nil, errBadCall
+	}
 	b = append(b, `,"boundsEcho":`...)
-	b = appendCompact(b, c.BoundsEcho)
+	if b, ok = appendObject(b, c.BoundsEcho); !ok {
+		return nil, errBadCall
+	}
 	return append(b, '}'), nil
 }

@@ -135,3 +135,34 @@ func FuzzParseAnswer(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendObject holds appendObject, the one check of an object set by code before it crosses,
+// to the library: it takes exactly what encoding/json holds to be one JSON object, and writes what
+// json.Compact would, after whatever dst held.
+func FuzzAppendObject(f *testing.F) {
+	for _, seed := range []string{`{}`, ` {"a" : [1, "x y"] }`, "{\"a\":\"\\\"\\\\ \"}\n", `{"a":`, `[1]`, `"s"`, `{} {}`, ``, `{"a":1}x`, "{\"\xff\":1}"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		out, ok := appendObject([]byte("prefix"), raw)
+		trimmed := bytes.TrimLeft(raw, " \t\r\n")
+		want := json.Valid(raw) && len(trimmed) > 0 && trimmed[0] == '{'
+		if ok != want {
+			t.Fatalf("appendObject(%q) ok = %v, want %v", raw, ok, want)
+		}
+		if !ok {
+			if string(out) != "prefix" {
+				t.Fatalf("a refused object changed dst to %q", out)
+			}
+			return
+		}
+		var compact bytes.Buffer
+		compact.WriteString("prefix")
+		if err := json.Compact(&compact, raw); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out, compact.Bytes()) {
+			t.Fatalf("appendObject(%q) = %q, want %q", raw, out, compact.Bytes())
+		}
+	})
+}

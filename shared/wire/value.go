@@ -43,15 +43,6 @@ func compactObject(raw []byte, spaced bool) (json.RawMessage, bool) {
 	return buf.Bytes(), true
 }
 
-// validObject reports whether raw is one JSON object (used when marshalling values set by code).
-func validObject(raw []byte) bool {
-	i := 0
-	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
-		i++
-	}
-	return i < len(raw) && raw[i] == '{' && json.Valid(raw)
-}
-
 // canonNum is a JSON number reduced to sign, significant digits and a power of ten, so that two
 // spellings of one value compare equal.
 type canonNum struct {
@@ -190,11 +181,49 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// appendCompact appends raw (valid JSON) without insignificant whitespace.
-func appendCompact(dst []byte, raw []byte) []byte {
+// appendObject appends raw, which must be one JSON object, without insignificant whitespace, and
+// reports whether it was one. The library's validator reads raw once; raw with no whitespace
+// outside its strings (what encoding/json and this package write) is then copied as it is, so an
+// answer carrying a large observation costs one validating pass rather than three.
+func appendObject(dst, raw []byte) ([]byte, bool) {
+	i := 0
+	for i < len(raw) && isSpace(raw[i]) {
+		i++
+	}
+	if i == len(raw) || raw[i] != '{' {
+		return dst, false
+	}
+	if !spaced(raw) {
+		if !json.Valid(raw) {
+			return dst, false
+		}
+		return append(dst, raw...), true
+	}
 	buf := bytes.NewBuffer(dst)
 	if json.Compact(buf, raw) != nil {
-		return append(dst, raw...) // unreachable for valid input
+		return dst, false
 	}
-	return buf.Bytes()
+	return buf.Bytes(), true
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// spaced reports whether raw holds whitespace outside its strings, for raw that is valid JSON.
+func spaced(raw []byte) bool {
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case isSpace(c):
+			return true
+		}
+	}
+	return false
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -286,4 +287,99 @@ func TestForgedMCPBearersPassNoRelayOfTheFleet(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// fleetCodeLine is the console line an approval code is printed on.
+var fleetCodeLine = regexp.MustCompile(`approval code for extension (\S+): (\d{8})`)
+
+// consoleCode asks relay for a code for id and reads it off the relay's console, as the person
+// at that console would.
+func consoleCode(t *testing.T, relay *harness.Relay, id string) string {
+	t.Helper()
+	if r := postJSON(t, relay, "/api/extensions/approval-request", map[string]string{"id": id}, false); r.status != http.StatusOK {
+		t.Fatalf("approval-request %s: %d %s", id, r.status, r.body)
+	}
+	for {
+		if m := fleetCodeLine.FindStringSubmatch(relay.NextLine(t, patience)); m != nil && m[1] == id {
+			return m[2]
+		}
+	}
+}
+
+// TestAnApprovalCodeIsRedeemedOnceAcrossTheFleet: one console code, redeemed at once through
+// three relays twelve times, admits once; every other attempt is refused approval-code-used and
+// nothing is admitted twice. Wrong guesses spread over the relays count against one budget: the
+// code is void after MaxCodeAttempts of them in all, not per relay. A flood of forged reload
+// messages on the fleet's subject changes nothing and the relays keep serving.
+func TestAnApprovalCodeIsRedeemedOnceAcrossTheFleet(t *testing.T) {
+	t.Parallel()
+	srv := fleettest.Start(t)
+	var relays []*harness.Relay
+	for range 3 {
+		relays = append(relays, harness.StartRelay(t, "VOICEBOX_NATS="+srv.URL(), "VOICEBOX_NATS_PREFIX=codes"))
+	}
+	stage := func(id string) {
+		raw := json.RawMessage(`{"id":"` + id + `","name":"N","capabilities":["clock"],"tools":[{"name":"` + strings.ReplaceAll(id, "-", "_") + `_now","primitive":"now"}]}`)
+		if r := postJSON(t, relays[0], "/api/extensions/sideload", raw, false); r.status != http.StatusOK {
+			t.Fatalf("staging %s: %d %s", id, r.status, r.body)
+		}
+	}
+	approve := func(r *harness.Relay, id, code string) reply {
+		return postJSON(t, r, "/api/extensions/approve", map[string]string{"id": id, "code": code}, false)
+	}
+
+	stage("raced")
+	code := consoleCode(t, relays[0], "raced")
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			r := approve(relays[i%3], "raced", code)
+			switch {
+			case r.status == http.StatusOK:
+				wins.Add(1)
+			case r.status != http.StatusForbidden || r.m["refused"] != "approval-code-used":
+				t.Errorf("a losing redemption through relay %d: %d %s", i%3, r.status, r.body)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d of 12 redemptions of one code through three relays admitted", wins.Load())
+	}
+
+	stage("guessed")
+	code = consoleCode(t, relays[1], "guessed")
+	wrong := "00000000"
+	if code == wrong {
+		wrong = "99999999"
+	}
+	for i := range 5 { // MaxCodeAttempts
+		if r := approve(relays[i%3], "guessed", wrong); r.m["refused"] != "approval-code-wrong" {
+			t.Fatalf("wrong guess %d: %d %s", i+1, r.status, r.body)
+		}
+	}
+	if r := approve(relays[2], "guessed", code); r.m["refused"] != "approval-code-exhausted" {
+		t.Fatalf("the right code after five wrong guesses over three relays: %d %s", r.status, r.body)
+	}
+
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	for range 2000 {
+		nc.Publish("codes.extensions", []byte("reload, and again"))
+	}
+	nc.Flush()
+	for _, r := range relays {
+		served(t, r)
+		waitFor(t, r.URL+" admitting raced once", func() bool {
+			var list struct {
+				Extensions struct{ Admitted []struct{ ID string } }
+			}
+			json.Unmarshal([]byte(send(t, nil, http.MethodGet, r.URL+"/api/extensions", nil, "").body), &list)
+			return len(list.Extensions.Admitted) == 1 && list.Extensions.Admitted[0].ID == "raced"
+		})
+	}
 }
