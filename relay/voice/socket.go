@@ -15,6 +15,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/live"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/relay/wsbound"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/tool"
@@ -153,7 +154,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	s := &socket{h: h, ctx: ctx, session: sid, out: newFrameQueue(), done: make(chan struct{}),
+	s := &socket{h: h, ctx: ctx, session: sid, out: newFrameQueue(),
 		started: make(chan struct{}), accepted: make(chan struct{})}
 	// The socket counts from its upgrade request (as /channel's do); a refusal is written once
 	// the socket is open, so the page learns why.
@@ -177,9 +178,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(maxReadBytes)
-	s.ws = ws
+	s.ws, s.page = ws, wsbound.New(ws, writeTimeout)
 	close(s.accepted)
-	go s.writeLoop()
 	if rf == nil {
 		rf = h.track(s)
 	}
@@ -187,7 +187,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(rf)
 		s.drain()
 		cancel()
-		<-s.done
+		s.stopWriting()
 		ws.CloseNow()
 		return
 	}
@@ -195,7 +195,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.run()
 	cancel()
 	s.tools.Wait()
-	<-s.done
+	s.stopWriting()
 	ws.CloseNow()
 }
 
@@ -236,12 +236,13 @@ type outFrame struct {
 type socket struct {
 	h         *Handler
 	ws        *websocket.Conn
+	page      *wsbound.Conn // ws's writes, each bounded by writeTimeout
 	ctx       context.Context
 	session   string
-	out       *frameQueue
-	done      chan struct{} // closed when the writer has stopped
-	started   chan struct{} // closed once sess is set (or will never be)
-	accepted  chan struct{} // closed once ws is set (nil when the upgrade failed)
+	out       *frameQueue    // the page's frames; whoever queues one while none is written writes it
+	closing   sync.WaitGroup // the close handshake a closing frame started
+	started   chan struct{}  // closed once sess is set (or will never be)
+	accepted  chan struct{}  // closed once ws is set (nil when the upgrade failed)
 	startOnce sync.Once
 	sess      atomic.Pointer[live.Conversation]
 	rate      int
@@ -253,43 +254,58 @@ type socket struct {
 	endOnce      sync.Once
 }
 
-// writeLoop writes the page's frames in order until a closing frame, a failed write, or the end
-// of the socket's context.
-func (s *socket) writeLoop() {
-	defer close(s.done)
-	for {
-		f, ok := s.out.pop(s.ctx.Done())
-		if !ok {
-			return
+// write writes one frame to the page (see frameQueue.deliver); false once writing is over: the
+// frame closed the socket, or the write failed (the socket is then closed at once). The close
+// handshake runs on its own, so the caller that wrote the closing frame does not wait for it.
+func (s *socket) write(f outFrame) bool {
+	var err error
+	if f.data != nil {
+		typ := websocket.MessageText
+		if f.binary {
+			typ = websocket.MessageBinary
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		var err error
-		if f.data != nil {
-			typ := websocket.MessageText
-			if f.binary {
-				typ = websocket.MessageBinary
-			}
-			err = s.ws.Write(ctx, typ, f.data)
-		}
-		cancel()
-		if f.closeCode != 0 {
-			s.ws.Close(f.closeCode, f.closeReason)
-			return
-		}
-		if err != nil {
-			s.ws.CloseNow()
-			return
-		}
+		err = s.page.Write(typ, f.data)
 	}
+	if f.closeCode != 0 {
+		s.closing.Go(func() { s.ws.Close(f.closeCode, f.closeReason) })
+		return false
+	}
+	if err != nil {
+		s.ws.CloseNow()
+		return false
+	}
+	return true
 }
 
-// send queues a JSON frame for the page; it gives up when the writer has stopped.
+// post queues f for the page, waiting for room when wait is set (audio is dropped instead), and
+// writes what waits unless another goroutine is writing it already; false when f was not queued.
+func (s *socket) post(f outFrame, wait bool) bool {
+	var queued bool
+	if wait {
+		queued = s.out.push(f, nil)
+	} else {
+		queued = s.out.tryPush(f)
+	}
+	if queued {
+		s.out.deliver(s.write)
+	}
+	return queued
+}
+
+// stopWriting closes the page's queue after the frames under way, and waits for a close
+// handshake a closing frame started.
+func (s *socket) stopWriting() {
+	s.out.close()
+	s.closing.Wait()
+}
+
+// send queues a JSON frame for the page; it gives up once writing is over.
 func (s *socket) send(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return
 	}
-	s.out.push(outFrame{data: b}, s.done)
+	s.post(outFrame{data: b}, true)
 }
 
 // end queues the last frame (v, if any) and the close; only the first call counts.
@@ -299,7 +315,7 @@ func (s *socket) end(v any, code websocket.StatusCode, reason string) {
 		if v != nil {
 			b, _ = json.Marshal(v)
 		}
-		s.out.push(outFrame{data: b, closeCode: code, closeReason: reason}, s.done)
+		s.post(outFrame{data: b, closeCode: code, closeReason: reason}, true)
 	})
 }
 
@@ -412,7 +428,9 @@ func (s *socket) read(sess *live.Conversation) {
 	// when the call returns, so a steady stream of audio allocates nothing here.
 	buf := make([]byte, 0, 2048)
 	for {
-		typ, r, err := s.ws.Reader(s.ctx)
+		// Background, not s.ctx (which does not end before this loop does): coder/websocket
+		// starts a context.AfterFunc per frame for a context that can end.
+		typ, r, err := s.ws.Reader(context.Background())
 		if err != nil {
 			return
 		}
@@ -517,7 +535,7 @@ func (s *socket) callbacks() live.Callbacks {
 				s.h.log.Warn("live: output audio at an unannounced rate dropped", "rate", rate, "announced", s.outRate)
 				return
 			}
-			if !s.out.tryPush(outFrame{binary: true, data: pcm}) {
+			if !s.post(outFrame{binary: true, data: pcm}, false) {
 				s.audioDropped.Add(1)
 			}
 		},
