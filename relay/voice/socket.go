@@ -3,9 +3,11 @@ package voice
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,7 +155,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sid = h.opts.SessionOf(r)
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	defer cancel()
 	s := &socket{h: h, ctx: ctx, session: sid, out: newFrameQueue(),
 		started: make(chan struct{}), accepted: make(chan struct{})}
 	// The socket counts from its upgrade request (as /channel's do); a refusal is written once
@@ -167,36 +168,65 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}()
 	})
-	if release != nil {
-		defer release()
-	}
 	// The origin was checked above, more strictly than Accept's own check would.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		close(s.accepted)
+		cancel()
+		if release != nil {
+			release()
+		}
 		h.log.Info("live: upgrade failed", "err", err)
 		return
 	}
 	ws.SetReadLimit(maxReadBytes)
 	s.ws, s.page = ws, wsbound.New(ws, writeTimeout)
 	close(s.accepted)
+	// The session runs on a goroutine of its own, and the handler returns: net/http's goroutine
+	// (its stack grown by the upgrade) and the request's state are let go (BENCHMARKS.md, idle
+	// memory). Until done, the request still counts for the server's drain.
+	done := server.Detach(r)
+	go func() {
+		defer done()
+		if release != nil {
+			defer release()
+		}
+		defer cancel()
+		defer s.recover()
+		s.serve(rf, cancel)
+	}()
+}
+
+// serve runs the socket's session, or tells the page rf, until the socket ends.
+func (s *socket) serve(rf *refusal.Refusal, cancel context.CancelFunc) {
 	if rf == nil {
-		rf = h.track(s)
+		rf = s.h.track(s)
 	}
 	if rf != nil {
 		s.refuse(rf)
 		s.drain()
 		cancel()
 		s.stopWriting()
-		ws.CloseNow()
+		s.ws.CloseNow()
 		return
 	}
-	defer h.untrack(s)
+	defer s.h.untrack(s)
 	s.run()
 	cancel()
 	s.tools.Wait()
 	s.stopWriting()
-	ws.CloseNow()
+	s.ws.CloseNow()
+}
+
+// recover logs a panic of the session's goroutine, which the server's own recovery no longer
+// covers once the handler has returned, and closes the socket.
+func (s *socket) recover() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	s.h.log.Error("live: the session panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	s.ws.CloseNow()
 }
 
 func (h *Handler) pageOrigin(r *http.Request) bool {
@@ -424,9 +454,6 @@ func (s *socket) drain() {
 
 // read serves the page's frames until the socket ends.
 func (s *socket) read(sess *live.Conversation) {
-	// One buffer holds each frame in turn: everything a frame is handed to is done with it
-	// when the call returns, so a steady stream of audio allocates nothing here.
-	buf := make([]byte, 0, 2048)
 	for {
 		// Background, not s.ctx (which does not end before this loop does): coder/websocket
 		// starts a context.AfterFunc per frame for a context that can end.
@@ -434,16 +461,34 @@ func (s *socket) read(sess *live.Conversation) {
 		if err != nil {
 			return
 		}
-		if buf, err = readAll(r, buf[:0]); err != nil {
+		if !s.frame(sess, typ, r) {
 			return
 		}
-		b := buf
-		if typ == websocket.MessageBinary {
-			s.audio(sess, b)
-			continue
-		}
+	}
+}
+
+// readBuffers hold page frames while they are read and handed on: everything a frame is handed
+// to is done with it when the call returns, so a steady stream of audio allocates nothing, and
+// an idle session holds no buffer.
+var readBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// frame reads one frame from r and handles it; false when the read failed.
+func (s *socket) frame(sess *live.Conversation, typ websocket.MessageType, r io.Reader) bool {
+	bp := readBuffers.Get().(*[]byte)
+	defer readBuffers.Put(bp)
+	b, err := readAll(r, (*bp)[:0])
+	if cap(b) <= MaxAudioFrameBytes+1024 {
+		*bp = b[:0] // keep a buffer that grew for a large frame, up to the read limit
+	}
+	if err != nil {
+		return false
+	}
+	if typ == websocket.MessageBinary {
+		s.audio(sess, b)
+	} else {
 		s.message(sess, b)
 	}
+	return true
 }
 
 // readAll appends what r holds to b, growing it only when it is full.
