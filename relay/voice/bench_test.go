@@ -383,7 +383,7 @@ func TestLivePeerProcess(t *testing.T) {
 	fmt.Printf("FIXTURE %s\n", fx.OpenAIURL())
 	in := bufio.NewScanner(os.Stdin)
 	if os.Getenv(peerModeEnv) == "capacity" {
-		capacitySteps(t, in, viaRelay)
+		capacitySteps(t, in, fx, viaRelay)
 		return
 	}
 	in.Scan()

@@ -2,12 +2,15 @@ package voice_test
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,53 +51,89 @@ var capacitySessions = []int{1, 25, 50, 100, 150, 200, 300, 400, 500, 600}
 // further (one miss can be the machine's noise).
 const capacityMisses = 2
 
+// capacityBaseline bounds the direct baseline's p99 at a step: past it the load generator and the
+// fixture themselves no longer keep time on this machine, the baseline's own noise between runs
+// exceeds capacityBound, a step measures the machine and not the relays, and the stepping stops.
+const capacityBaseline = 5 * time.Millisecond
+
 // capacityRelay is one relay under measure.
 type capacityRelay struct {
 	name   string
 	url    string
-	misses int // steps missed in a row
-	best   int // the largest step within the bound
+	cpu    func() time.Duration // the relay process's CPU time so far; nil for the baseline
+	misses int                  // steps missed in a row
+	best   int                  // the largest step within the bound
 }
 
-// BenchmarkLiveRelayCapacity steps the sessions through our /live and through the Node relay,
-// interleaved (which relay goes first alternates by step), and reports each step's added p50/p99
-// per relay, then each relay's capacity and their ratio. It measures once whatever b.N is; it
-// fails when the Node relay is not installed.
+// BenchmarkLiveRelayCapacity steps the sessions through our /live and through the Node relay.
+// Each step measures three runs of the same frames, one after the other, in an order that turns
+// by step: the sessions straight to the fixture (the baseline), through our relay, through the
+// Node relay; "added" is a relay's figure minus the baseline's of the same step. It reports each
+// step's figures, then each relay's capacity (the largest step within capacityBound) and their
+// ratio, and the step where the baseline itself passed capacityBaseline, if it did. It measures
+// once whatever b.N is; it fails when the Node relay is not installed.
 func BenchmarkLiveRelayCapacity(b *testing.B) {
 	maxSessions := capacitySessions[len(capacitySessions)-1]
 	p := spawnPeers(b, "capacity", maxSessions, capacityFrames)
 	goURL, h := benchRelay(b, p.fixture, maxSessions)
-	relays := []*capacityRelay{{name: "go", url: goURL}, {name: "node", url: startNodeRelay(b, p.fixture)}}
-	for i, n := range capacitySessions {
-		order := relays
-		if i%2 == 1 {
-			order = []*capacityRelay{relays[1], relays[0]}
+	direct := &capacityRelay{name: "direct", url: "direct"}
+	nodeURL, nodeCPU := startNodeRelay(b, p.fixture)
+	relays := []*capacityRelay{{name: "go", url: goURL, cpu: ownCPU}, {name: "node", url: nodeURL, cpu: nodeCPU}}
+	// measure runs one step of r and returns its p50, p99 (us) and the relay's CPU per frame (us).
+	measure := func(r *capacityRelay, n int) (p50, p99, cpu float64) {
+		var before time.Duration
+		if r.cpu != nil {
+			before = r.cpu()
 		}
-		for _, r := range order {
-			if r.misses >= capacityMisses {
+		p.say(fmt.Sprintf("STEP %s %d", r.url, n))
+		var frames float64
+		if _, err := fmt.Sscan(p.line("RESULT "), &p50, &p99, &frames); err != nil {
+			b.Fatal(err)
+		}
+		for r.url == goURL && h.Open() > 0 {
+			time.Sleep(time.Millisecond) // the step's sessions end before the next run
+		}
+		if r.cpu != nil {
+			cpu = float64((r.cpu() - before).Microseconds()) / frames
+		}
+		return p50, p99, cpu
+	}
+	saturated := 0
+	for i, n := range capacitySessions {
+		runs := []*capacityRelay{direct, relays[0], relays[1]}
+		runs = append(runs[i%3:], runs[:i%3]...)
+		got := map[*capacityRelay][3]float64{}
+		for _, r := range runs {
+			if r != direct && r.misses >= capacityMisses {
 				continue
 			}
+			p50, p99, cpu := measure(r, n)
+			got[r] = [3]float64{p50, p99, cpu}
+		}
+		base := got[direct]
+		for _, r := range relays {
+			res, ok := got[r]
+			if !ok {
+				continue
+			}
+			added50, added99 := res[0]-base[0], res[1]-base[1]
 			b.Run(fmt.Sprintf("sessions=%d/relay=%s", n, r.name), func(b *testing.B) {
-				p.say(fmt.Sprintf("STEP %s %d", r.url, n))
-				var res [4]float64
-				if _, err := fmt.Sscan(p.line("RESULT "), &res[0], &res[1], &res[2], &res[3]); err != nil {
-					b.Fatal(err)
-				}
-				added50, added99 := res[0]-res[2], res[1]-res[3]
 				b.ReportMetric(added50, "added-p50-us")
 				b.ReportMetric(added99, "added-p99-us")
 				b.ReportMetric(res[1], "relay-p99-us")
-				b.ReportMetric(res[3], "direct-p99-us")
+				b.ReportMetric(base[1], "direct-p99-us")
+				b.ReportMetric(res[2], "relay-cpu-us/frame")
 				b.ReportMetric(0, "ns/op")
-				if added99 <= float64(capacityBound.Microseconds()) {
-					r.misses, r.best = 0, max(r.best, n)
-				} else {
-					r.misses++
-				}
 			})
-			for r.name == "go" && h.Open() > 0 {
-				time.Sleep(time.Millisecond) // the step's sessions end before the next one
+			if added99 <= float64(capacityBound.Microseconds()) {
+				r.misses, r.best = 0, max(r.best, n)
+			} else {
+				r.misses++
 			}
+		}
+		if base[1] > float64(capacityBaseline.Microseconds()) {
+			saturated = n
+			break
 		}
 		if relays[0].misses >= capacityMisses && relays[1].misses >= capacityMisses {
 			break
@@ -106,14 +145,16 @@ func BenchmarkLiveRelayCapacity(b *testing.B) {
 		if relays[1].best > 0 {
 			b.ReportMetric(float64(relays[0].best)/float64(relays[1].best), "go/node")
 		}
+		b.ReportMetric(float64(saturated), "baseline-saturated-at")
 		b.ReportMetric(0, "ns/op")
 	})
 }
 
 // startNodeRelay runs tools/noderelay/relay.mjs on the Node and the ws package ./build.sh bench
 // installs (VOICEBOX_NODE, VOICEBOX_NODE_RELAY; the checkout's .cache when unset), forwarding to
-// the fixture at vendor, and returns its /live URL. It fails the benchmark when they are missing.
-func startNodeRelay(tb testing.TB, vendor string) string {
+// the fixture at vendor, and returns its /live URL and a function that reads its process's CPU
+// time. It fails the benchmark when they are missing.
+func startNodeRelay(tb testing.TB, vendor string) (string, func() time.Duration) {
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
 	node := os.Getenv("VOICEBOX_NODE")
 	if node == "" {
@@ -142,46 +183,66 @@ func startNodeRelay(tb testing.TB, vendor string) string {
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		if port, ok := strings.CutPrefix(sc.Text(), "LISTEN "); ok {
-			return "ws://127.0.0.1:" + strings.TrimSpace(port) + "/live"
+			pid := cmd.Process.Pid
+			return "ws://127.0.0.1:" + strings.TrimSpace(port) + "/live", func() time.Duration { return processCPU(tb, pid) }
 		}
 	}
 	tb.Fatalf("the Node relay said no LISTEN line")
-	return ""
+	return "", nil
 }
 
-// capacitySteps is the child's side of the capacity benchmark: for each line "STEP URL N" it
-// opens N page sessions on the relay at URL and N direct clients to a second fixture, sends
-// capacityWarmup paced frames from all of them at once, then the step's measured frames, prints RESULT (relay p50 and p99, direct
-// p50 and p99, in microseconds) and closes the sessions; it ends when its input closes.
-func capacitySteps(t *testing.T, in *bufio.Scanner, viaRelay *latencies) {
-	direct := &latencies{}
-	fxDirect := fixtureFor(t, direct)
+// ownCPU is this process's CPU time (user and system): the Go relay's, as the peers run in the
+// child process.
+func ownCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// processCPU is the CPU time (user and system) of the process pid, from /proc (clock ticks, 100
+// a second on Linux).
+func processCPU(tb testing.TB, pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatalf("the Node relay's CPU time: %v", err)
+	}
+	// The fields after the command's closing parenthesis: state is field 3, utime 14, stime 15.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// capacitySteps is the child's side of the capacity benchmark: for each line "STEP TARGET N" it
+// opens N sessions, on the relay at the URL TARGET or, for "direct", straight to the fixture as
+// the relay would, sends capacityWarmup paced frames from all of them at once, then the step's
+// measured frames, prints RESULT (p50 and p99 in microseconds, and the frames sent) and closes the sessions; it ends
+// when its input closes.
+func capacitySteps(t *testing.T, in *bufio.Scanner, fx *vendorfixture.Fixture, got *latencies) {
 	for in.Scan() {
-		var url string
+		var target string
 		var n int
-		if _, err := fmt.Sscanf(in.Text(), "STEP %s %d", &url, &n); err != nil {
+		if _, err := fmt.Sscanf(in.Text(), "STEP %s %d", &target, &n); err != nil {
 			t.Fatalf("the benchmark said %q: %v", in.Text(), err)
 		}
-		pages := make([]*client, n)
-		directs := make([]*client, n)
+		clients := make([]*client, n)
 		for i := range n {
-			pages[i] = dialPageClient(t, url)
-			directs[i] = dialDirect(t, fxDirect)
+			if target == "direct" {
+				clients[i] = dialDirect(t, fx)
+			} else {
+				clients[i] = dialPageClient(t, target)
+			}
 		}
 		for _, frames := range []int{capacityWarmup, max(capacityFrames, (capacitySamples+n-1)/n)} {
-			viaRelay.reset()
-			direct.reset()
-			var both sync.WaitGroup
-			both.Go(func() { run(t, pages, frames, true, false, viaRelay) })
-			both.Go(func() { run(t, directs, frames, true, true, direct) })
-			both.Wait()
+			got.reset()
+			run(t, clients, frames, true, target == "direct", got)
 		}
 		us := func(d time.Duration) float64 { return float64(d.Microseconds()) }
 		var closing sync.WaitGroup
-		for _, c := range append(pages, directs...) {
+		for _, c := range clients {
 			closing.Go(func() { c.ws.Close(websocket.StatusNormalClosure, "") })
 		}
 		closing.Wait()
-		fmt.Printf("RESULT %v %v %v %v\n", us(viaRelay.percentile(0.5)), us(viaRelay.percentile(0.99)), us(direct.percentile(0.5)), us(direct.percentile(0.99)))
+		fmt.Printf("RESULT %v %v %d\n", us(got.percentile(0.5)), us(got.percentile(0.99)), n*(capacityWarmup+max(capacityFrames, (capacitySamples+n-1)/n)))
 	}
 }
