@@ -30,7 +30,8 @@ Usage: ./build.sh COMMAND
                    native   go test -race of every package but tests/
                    browser  GOOS=js tests in headless Chromium (wasmbrowsertest)
                    e2e      end-to-end tests in tests/ (the page in Chromium, the worker harness)
-  bench          run the benchmarks, natively and in Chromium
+  bench          run the benchmarks, natively and in Chromium (installs the Node relay the live
+                 capacity benchmark measures ours against, tools/noderelay, into .cache/)
 EOF
 }
 

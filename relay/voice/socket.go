@@ -192,7 +192,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer release()
 		}
 		defer cancel()
-		defer s.recover()
+		defer s.recoverPanic()
 		s.serve(rf, cancel)
 	}()
 }
@@ -218,9 +218,9 @@ func (s *socket) serve(rf *refusal.Refusal, cancel context.CancelFunc) {
 	s.ws.CloseNow()
 }
 
-// recover logs a panic of the session's goroutine, which the server's own recovery no longer
+// recoverPanic logs a panic of the session's goroutine, which the server's own recovery no longer
 // covers once the handler has returned, and closes the socket.
-func (s *socket) recover() {
+func (s *socket) recoverPanic() {
 	v := recover()
 	if v == nil {
 		return
