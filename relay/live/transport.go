@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voicebox-go/voicebox/relay/wsbound"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -144,7 +145,8 @@ type WebSocketTransport struct {
 
 	mu   sync.Mutex
 	conn *websocket.Conn
-	dial *dialing // the dial under way, which Close abandons
+	out  *wsbound.Conn // conn's writes, each bounded by writeBound
+	dial *dialing      // the dial under way, which Close abandons
 }
 
 // dialing is one Connect under way.
@@ -182,7 +184,7 @@ func (t *WebSocketTransport) Connect(ctx context.Context, url string, opts Conne
 	}
 	abandoned := d.abandoned
 	if err == nil && !abandoned {
-		t.conn = c
+		t.conn, t.out = c, wsbound.New(c, writeBound)
 	}
 	t.mu.Unlock()
 	if err == nil && abandoned {
@@ -235,7 +237,7 @@ func (t *WebSocketTransport) read(c *websocket.Conn, onEvent func(TransportEvent
 			}
 			t.mu.Lock()
 			if t.conn == c {
-				t.conn = nil
+				t.conn, t.out = nil, nil
 			}
 			t.mu.Unlock()
 			c.CloseNow()
@@ -246,24 +248,22 @@ func (t *WebSocketTransport) read(c *websocket.Conn, onEvent func(TransportEvent
 	}
 }
 
-// Send writes frame as a text message.
+// Send writes frame as a text message; it allocates nothing (see wsbound).
 func (t *WebSocketTransport) Send(_ SendKind, frame []byte) error {
 	t.mu.Lock()
-	c := t.conn
+	out := t.out
 	t.mu.Unlock()
-	if c == nil {
+	if out == nil {
 		return ErrNotConnected
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeBound)
-	defer cancel()
-	return c.Write(ctx, websocket.MessageText, frame)
+	return out.Write(websocket.MessageText, frame)
 }
 
 // Close closes the connection with code and reason.
 func (t *WebSocketTransport) Close(code int, reason string) {
 	t.mu.Lock()
 	c := t.conn
-	t.conn = nil
+	t.conn, t.out = nil, nil
 	if t.dial != nil {
 		t.dial.abandoned = true
 		t.dial.cancel()

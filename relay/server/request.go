@@ -31,6 +31,31 @@ type requestInfo struct {
 	client string // the client's address: the peer's, or what trusted proxies report
 	https  bool   // served over TLS, to the relay or (trusted) to the proxy
 	gate   *Gate  // the server's session gate, nil when it runs without one
+	// held, when set, is the request's count in busy once its handler has handed the hijacked
+	// connection to a goroutine of its own (Detach).
+	held *heldRequest
+}
+
+// heldRequest is a request that outlives its handler (see Detach).
+type heldRequest struct {
+	detached bool // set by the handler's goroutine, read by ServeHTTP's after the handler
+	done     func()
+}
+
+// Detach lets the handler of a hijacked connection (a WebSocket) return while a goroutine of its
+// own serves the connection on, so that net/http's goroutine, its stack and the request's state
+// are let go. It returns done, which that goroutine must call once when the connection has
+// ended: until then the request counts as being served (Server.Drain waits for it). The request's
+// log line is written when the handler returns (status 101, the upgrade's time). The handler's
+// goroutine must call Detach; a request that did not come through a Server gets a done that does
+// nothing. Panics in the detached goroutine are its own to recover.
+func Detach(r *http.Request) (done func()) {
+	info, ok := r.Context().Value(infoKey{}).(requestInfo)
+	if !ok || info.held == nil || info.held.detached {
+		return func() {}
+	}
+	info.held.detached = true
+	return info.held.done
 }
 
 type infoKey struct{}

@@ -129,10 +129,18 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // gate.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.busy.Add(1)
-	defer s.busy.Done() // last, after the request's log line
+	held := &heldRequest{}
+	var doneOnce sync.Once
+	held.done = func() { doneOnce.Do(s.busy.Done) }
+	defer func() { // last, after the request's log line
+		if !held.detached {
+			held.done()
+		}
+	}()
 	start := time.Now()
 	s.boundBody(w, r)
 	info := s.requestInfo(r)
+	info.held = held
 	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 	w.Header().Set(RequestIDHeader, info.id)
 	setSecurityHeaders(w.Header(), r.Host, r.URL.Path, s.cfg.FrameOrigins, s.cfg.Origin)

@@ -62,6 +62,13 @@ func (l *latencies) add(d time.Duration) {
 	l.n.Add(1)
 }
 
+// reset forgets the durations collected so far (the count goes on).
+func (l *latencies) reset() {
+	l.mu.Lock()
+	l.d = l.d[:0]
+	l.mu.Unlock()
+}
+
 func (l *latencies) percentile(p float64) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -233,11 +240,22 @@ type peer struct {
 	in    io.WriteCloser
 	out   *bufio.Scanner
 	relay *voice.Handler
+	// fixture is the URL of the child's vendor fixture (OpenAI's protocol).
+	fixture string
 }
 
 // startPeers starts the child process, builds the relay on the fixture it announces, and hands
 // it the relay's address: the child then opens its sessions.
 func startPeers(tb testing.TB, mode string, sessions, frames int) *peer {
+	p := spawnPeers(tb, mode, sessions, frames)
+	url, h := benchRelay(tb, p.fixture, sessions)
+	p.relay = h
+	p.say(url)
+	return p
+}
+
+// spawnPeers starts the child process and reads the fixture's URL it announces.
+func spawnPeers(tb testing.TB, mode string, sessions, frames int) *peer {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLivePeerProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), peerEnv+"="+strconv.Itoa(sessions), peerModeEnv+"="+mode, peerFramesEnv+"="+strconv.Itoa(frames))
 	in, _ := cmd.StdinPipe()
@@ -248,10 +266,15 @@ func startPeers(tb testing.TB, mode string, sessions, frames int) *peer {
 	}
 	p := &peer{tb: tb, cmd: cmd, in: in, out: bufio.NewScanner(out)}
 	tb.Cleanup(func() { in.Close(); cmd.Wait() })
-	url, h := benchRelay(tb, strings.TrimSpace(p.line("FIXTURE ")), sessions)
-	p.relay = h
-	io.WriteString(in, url+"\n")
+	p.fixture = strings.TrimSpace(p.line("FIXTURE "))
 	return p
+}
+
+// say writes one line to the child.
+func (p *peer) say(line string) {
+	if _, err := io.WriteString(p.in, line+"\n"); err != nil {
+		p.tb.Fatalf("the peer process: %v", err)
+	}
 }
 
 // line waits for the child's line that starts with prefix and returns the rest.
@@ -359,6 +382,10 @@ func TestLivePeerProcess(t *testing.T) {
 	fx := fixtureFor(t, viaRelay)
 	fmt.Printf("FIXTURE %s\n", fx.OpenAIURL())
 	in := bufio.NewScanner(os.Stdin)
+	if os.Getenv(peerModeEnv) == "capacity" {
+		capacitySteps(t, in, fx, viaRelay)
+		return
+	}
 	in.Scan()
 	url := strings.TrimSpace(in.Text())
 	pages := make([]*client, n)

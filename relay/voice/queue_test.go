@@ -1,8 +1,10 @@
 package voice
 
 import (
+	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -11,7 +13,7 @@ func frameOf(i int) outFrame { return outFrame{data: []byte(strconv.Itoa(i))} }
 // popInOrder pops a frame and checks that it is frame *next, then counts it.
 func popInOrder(t *testing.T, q *frameQueue, next *int) {
 	t.Helper()
-	f, ok := q.pop(nil)
+	f, ok := q.take()
 	if !ok || string(f.data) != strconv.Itoa(*next) {
 		t.Fatalf("pop = %q, %v; want frame %d", f.data, ok, *next)
 	}
@@ -19,7 +21,8 @@ func popInOrder(t *testing.T, q *frameQueue, next *int) {
 }
 
 // TestFrameQueue: frames come out in the order they went in, at most outQueue wait, audio past
-// that is refused, a full queue holds pushers until a pop makes room, and stop ends every wait.
+// that is refused, a full queue holds pushers until a take makes room, stop and close end a
+// waiting push, and a write that ends the socket closes the queue.
 func TestFrameQueue(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -52,7 +55,7 @@ func TestFrameQueue(t *testing.T) {
 				t.Fatal("a push past outQueue was queued")
 			}
 			for i := range outQueue {
-				f, _ := q.pop(nil)
+				f, _ := q.take()
 				if string(f.data) != strconv.Itoa(i) {
 					t.Fatalf("frame %d is %s", i, f.data)
 				}
@@ -71,17 +74,22 @@ func TestFrameQueue(t *testing.T) {
 					}
 				})
 			}
-			for range outQueue + waiting {
-				if _, ok := q.pop(nil); !ok {
-					t.Fatal("pop failed")
+			for range outQueue {
+				if _, ok := q.take(); !ok {
+					t.Fatal("take failed")
 				}
 			}
-			pushed.Wait()
+			pushed.Wait() // each take made room for one of them
+			for range waiting {
+				if _, ok := q.take(); !ok {
+					t.Fatal("a waiting pusher's frame is missing")
+				}
+			}
 			if q.n != 0 {
 				t.Fatalf("%d frames left", q.n)
 			}
 		}},
-		{"stop ends a waiting push and a waiting pop", func(t *testing.T, q *frameQueue) {
+		{"stop ends a waiting push", func(t *testing.T, q *frameQueue) {
 			stop := make(chan struct{})
 			for i := range outQueue {
 				q.tryPush(frameOf(i))
@@ -92,11 +100,39 @@ func TestFrameQueue(t *testing.T) {
 			if <-gave {
 				t.Fatal("a push into a full queue succeeded after stop")
 			}
-			for q.n > 0 {
-				q.pop(nil)
+			if _, ok := q.take(); !ok {
+				t.Fatal("the waiting frames went with the stop")
 			}
-			if _, ok := q.pop(stop); ok {
-				t.Fatal("a pop from an empty queue succeeded after stop")
+		}},
+		{"close ends a waiting push and refuses later frames", func(t *testing.T, q *frameQueue) {
+			for i := range outQueue {
+				q.tryPush(frameOf(i))
+			}
+			gave := make(chan bool)
+			go func() { gave <- q.push(frameOf(-1), nil) }()
+			q.close()
+			if <-gave {
+				t.Fatal("a push into a full queue succeeded after close")
+			}
+			if q.tryPush(frameOf(0)) {
+				t.Fatal("a closed queue took a frame")
+			}
+			if _, ok := q.take(); ok {
+				t.Fatal("a closed queue kept its frames")
+			}
+			q.deliver(func(outFrame) bool { t.Fatal("a closed queue wrote"); return true })
+		}},
+		{"a write that ends the socket closes the queue", func(t *testing.T, q *frameQueue) {
+			for i := range 3 {
+				q.tryPush(frameOf(i))
+			}
+			var wrote []string
+			q.deliver(func(f outFrame) bool { wrote = append(wrote, string(f.data)); return len(wrote) < 2 })
+			if len(wrote) != 2 || q.n != 0 || !q.closed {
+				t.Fatalf("wrote %q, %d left, closed %v; want 2 written, none left, closed", wrote, q.n, q.closed)
+			}
+			if q.push(frameOf(9), nil) {
+				t.Fatal("a push after the end succeeded")
 			}
 		}},
 		{"a drained backlog lets its ring go", func(t *testing.T, q *frameQueue) {
@@ -104,13 +140,13 @@ func TestFrameQueue(t *testing.T) {
 				q.tryPush(frameOf(i))
 			}
 			for range 100 {
-				q.pop(nil)
+				q.take()
 			}
 			if q.ring != nil {
 				t.Fatalf("an empty queue keeps a ring of %d", len(q.ring))
 			}
 			q.tryPush(frameOf(0))
-			q.pop(nil)
+			q.take()
 			if len(q.ring) != minQueueRing {
 				t.Fatalf("a small ring (%d) was not kept", len(q.ring))
 			}
@@ -121,5 +157,54 @@ func TestFrameQueue(t *testing.T) {
 			t.Parallel()
 			tt.run(t, newFrameQueue())
 		})
+	}
+}
+
+// TestFrameQueueDeliverHammer: many goroutines queue and deliver at once, as the vendor's reader,
+// the page's reader and tool calls do; every frame is written once, one write at a time, each
+// goroutine's frames in the order it queued them, and none is left waiting. Run with -race.
+func TestFrameQueueDeliverHammer(t *testing.T) {
+	t.Parallel()
+	const pushers, frames = 8, 2000
+	q := newFrameQueue()
+	var (
+		writing atomic.Bool
+		mu      sync.Mutex
+		last    = make(map[int]int) // pusher -> its last frame written
+		written int
+	)
+	write := func(f outFrame) bool {
+		if !writing.CompareAndSwap(false, true) {
+			t.Error("two writes at once")
+		}
+		var p, i int
+		fmt.Sscanf(string(f.data), "%d/%d", &p, &i)
+		mu.Lock()
+		if prev, ok := last[p]; ok && i <= prev {
+			t.Errorf("pusher %d: frame %d after %d", p, i, prev)
+		}
+		last[p] = i
+		written++
+		mu.Unlock()
+		writing.Store(false)
+		return true
+	}
+	var wg sync.WaitGroup
+	for p := range pushers {
+		wg.Go(func() {
+			for i := range frames {
+				f := outFrame{data: []byte(fmt.Sprintf("%d/%d", p, i))}
+				if !q.push(f, nil) {
+					t.Error("push gave up")
+					return
+				}
+				q.deliver(write)
+			}
+		})
+	}
+	wg.Wait()
+	q.close()
+	if written != pushers*frames {
+		t.Fatalf("%d frames written of %d", written, pushers*frames)
 	}
 }

@@ -3,9 +3,11 @@ package voice
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/live"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/relay/wsbound"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/tool"
@@ -152,8 +155,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sid = h.opts.SessionOf(r)
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	defer cancel()
-	s := &socket{h: h, ctx: ctx, session: sid, out: newFrameQueue(), done: make(chan struct{}),
+	s := &socket{h: h, ctx: ctx, session: sid, out: newFrameQueue(),
 		started: make(chan struct{}), accepted: make(chan struct{})}
 	// The socket counts from its upgrade request (as /channel's do); a refusal is written once
 	// the socket is open, so the page learns why.
@@ -166,37 +168,65 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}()
 	})
-	if release != nil {
-		defer release()
-	}
 	// The origin was checked above, more strictly than Accept's own check would.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		close(s.accepted)
+		cancel()
+		if release != nil {
+			release()
+		}
 		h.log.Info("live: upgrade failed", "err", err)
 		return
 	}
 	ws.SetReadLimit(maxReadBytes)
-	s.ws = ws
+	s.ws, s.page = ws, wsbound.New(ws, writeTimeout)
 	close(s.accepted)
-	go s.writeLoop()
+	// The session runs on a goroutine of its own, and the handler returns: net/http's goroutine
+	// (its stack grown by the upgrade) and the request's state are let go (BENCHMARKS.md, idle
+	// memory). Until done, the request still counts for the server's drain.
+	done := server.Detach(r)
+	go func() {
+		defer done()
+		if release != nil {
+			defer release()
+		}
+		defer cancel()
+		defer s.recoverPanic()
+		s.serve(rf, cancel)
+	}()
+}
+
+// serve runs the socket's session, or tells the page rf, until the socket ends.
+func (s *socket) serve(rf *refusal.Refusal, cancel context.CancelFunc) {
 	if rf == nil {
-		rf = h.track(s)
+		rf = s.h.track(s)
 	}
 	if rf != nil {
 		s.refuse(rf)
 		s.drain()
 		cancel()
-		<-s.done
-		ws.CloseNow()
+		s.stopWriting()
+		s.ws.CloseNow()
 		return
 	}
-	defer h.untrack(s)
+	defer s.h.untrack(s)
 	s.run()
 	cancel()
 	s.tools.Wait()
-	<-s.done
-	ws.CloseNow()
+	s.stopWriting()
+	s.ws.CloseNow()
+}
+
+// recoverPanic logs a panic of the session's goroutine, which the server's own recovery no longer
+// covers once the handler has returned, and closes the socket.
+func (s *socket) recoverPanic() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	s.h.log.Error("live: the session panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	s.ws.CloseNow()
 }
 
 func (h *Handler) pageOrigin(r *http.Request) bool {
@@ -236,12 +266,13 @@ type outFrame struct {
 type socket struct {
 	h         *Handler
 	ws        *websocket.Conn
+	page      *wsbound.Conn // ws's writes, each bounded by writeTimeout
 	ctx       context.Context
 	session   string
-	out       *frameQueue
-	done      chan struct{} // closed when the writer has stopped
-	started   chan struct{} // closed once sess is set (or will never be)
-	accepted  chan struct{} // closed once ws is set (nil when the upgrade failed)
+	out       *frameQueue    // the page's frames; whoever queues one while none is written writes it
+	closing   sync.WaitGroup // the close handshake a closing frame started
+	started   chan struct{}  // closed once sess is set (or will never be)
+	accepted  chan struct{}  // closed once ws is set (nil when the upgrade failed)
 	startOnce sync.Once
 	sess      atomic.Pointer[live.Conversation]
 	rate      int
@@ -253,43 +284,58 @@ type socket struct {
 	endOnce      sync.Once
 }
 
-// writeLoop writes the page's frames in order until a closing frame, a failed write, or the end
-// of the socket's context.
-func (s *socket) writeLoop() {
-	defer close(s.done)
-	for {
-		f, ok := s.out.pop(s.ctx.Done())
-		if !ok {
-			return
+// write writes one frame to the page (see frameQueue.deliver); false once writing is over: the
+// frame closed the socket, or the write failed (the socket is then closed at once). The close
+// handshake runs on its own, so the caller that wrote the closing frame does not wait for it.
+func (s *socket) write(f outFrame) bool {
+	var err error
+	if f.data != nil {
+		typ := websocket.MessageText
+		if f.binary {
+			typ = websocket.MessageBinary
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		var err error
-		if f.data != nil {
-			typ := websocket.MessageText
-			if f.binary {
-				typ = websocket.MessageBinary
-			}
-			err = s.ws.Write(ctx, typ, f.data)
-		}
-		cancel()
-		if f.closeCode != 0 {
-			s.ws.Close(f.closeCode, f.closeReason)
-			return
-		}
-		if err != nil {
-			s.ws.CloseNow()
-			return
-		}
+		err = s.page.Write(typ, f.data)
 	}
+	if f.closeCode != 0 {
+		s.closing.Go(func() { s.ws.Close(f.closeCode, f.closeReason) })
+		return false
+	}
+	if err != nil {
+		s.ws.CloseNow()
+		return false
+	}
+	return true
 }
 
-// send queues a JSON frame for the page; it gives up when the writer has stopped.
+// post queues f for the page, waiting for room when wait is set (audio is dropped instead), and
+// writes what waits unless another goroutine is writing it already; false when f was not queued.
+func (s *socket) post(f outFrame, wait bool) bool {
+	var queued bool
+	if wait {
+		queued = s.out.push(f, nil)
+	} else {
+		queued = s.out.tryPush(f)
+	}
+	if queued {
+		s.out.deliver(s.write)
+	}
+	return queued
+}
+
+// stopWriting closes the page's queue after the frames under way, and waits for a close
+// handshake a closing frame started.
+func (s *socket) stopWriting() {
+	s.out.close()
+	s.closing.Wait()
+}
+
+// send queues a JSON frame for the page; it gives up once writing is over.
 func (s *socket) send(v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return
 	}
-	s.out.push(outFrame{data: b}, s.done)
+	s.post(outFrame{data: b}, true)
 }
 
 // end queues the last frame (v, if any) and the close; only the first call counts.
@@ -299,7 +345,7 @@ func (s *socket) end(v any, code websocket.StatusCode, reason string) {
 		if v != nil {
 			b, _ = json.Marshal(v)
 		}
-		s.out.push(outFrame{data: b, closeCode: code, closeReason: reason}, s.done)
+		s.post(outFrame{data: b, closeCode: code, closeReason: reason}, true)
 	})
 }
 
@@ -408,24 +454,41 @@ func (s *socket) drain() {
 
 // read serves the page's frames until the socket ends.
 func (s *socket) read(sess *live.Conversation) {
-	// One buffer holds each frame in turn: everything a frame is handed to is done with it
-	// when the call returns, so a steady stream of audio allocates nothing here.
-	buf := make([]byte, 0, 2048)
 	for {
-		typ, r, err := s.ws.Reader(s.ctx)
+		// Background, not s.ctx (which does not end before this loop does): coder/websocket
+		// starts a context.AfterFunc per frame for a context that can end.
+		typ, r, err := s.ws.Reader(context.Background())
 		if err != nil {
 			return
 		}
-		if buf, err = readAll(r, buf[:0]); err != nil {
+		if !s.frame(sess, typ, r) {
 			return
 		}
-		b := buf
-		if typ == websocket.MessageBinary {
-			s.audio(sess, b)
-			continue
-		}
+	}
+}
+
+// readBuffers hold page frames while they are read and handed on: everything a frame is handed
+// to is done with it when the call returns, so a steady stream of audio allocates nothing, and
+// an idle session holds no buffer.
+var readBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// frame reads one frame from r and handles it; false when the read failed.
+func (s *socket) frame(sess *live.Conversation, typ websocket.MessageType, r io.Reader) bool {
+	bp := readBuffers.Get().(*[]byte)
+	defer readBuffers.Put(bp)
+	b, err := readAll(r, (*bp)[:0])
+	if cap(b) <= MaxAudioFrameBytes+1024 {
+		*bp = b[:0] // keep a buffer that grew for a large frame, up to the read limit
+	}
+	if err != nil {
+		return false
+	}
+	if typ == websocket.MessageBinary {
+		s.audio(sess, b)
+	} else {
 		s.message(sess, b)
 	}
+	return true
 }
 
 // readAll appends what r holds to b, growing it only when it is full.
@@ -517,7 +580,7 @@ func (s *socket) callbacks() live.Callbacks {
 				s.h.log.Warn("live: output audio at an unannounced rate dropped", "rate", rate, "announced", s.outRate)
 				return
 			}
-			if !s.out.tryPush(outFrame{binary: true, data: pcm}) {
+			if !s.post(outFrame{binary: true, data: pcm}, false) {
 				s.audioDropped.Add(1)
 			}
 		},

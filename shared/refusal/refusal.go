@@ -304,6 +304,9 @@ func Of(rule Rule) *Refusal { return &Refusal{Rule: rule} }
 
 // As returns the refusal err is or wraps, if any.
 func As(err error) (*Refusal, bool) {
+	if err == nil {
+		return nil, false // before r escapes to errors.As: the audio path asks on every frame
+	}
 	var r *Refusal
 	if errors.As(err, &r) {
 		return r, true
