@@ -150,7 +150,7 @@ func TestFramesPortTakesOnlyItsOwnAnswers(t *testing.T) {
 	}
 	xID, yID := xCall["callId"].(string), yCall["callId"].(string)
 	for _, forged := range []string{
-		`{"type":"tool_result","callId":"mc-999","result":"1"}`,             // no such call
+		`{"type":"tool_result","callId":"mc-999","result":"1"}`,               // no such call
 		`{"type":"tool_result","callId":"` + yID + `","result":"\"forged\""}`, // another app's call
 		`{"type":"tool_result","callId":"` + xID + `","result":"1","refused":"exec-threw"}`,
 		`{"type":"tool_result","callId":"` + xID + `"}`,
