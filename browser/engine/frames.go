@@ -14,7 +14,7 @@ import (
 // frames carries the registry's calls to the mini-app frames. An app whose bridge handed the
 // worker a port (miniapps.port, once per document) is called over that port: the call goes
 // worker -> bridge -> app and back without the page's main thread, which only hears a short
-// notice for display ({"type":"miniapp.call", ..., onPort: true}, posted after the call). Any
+// notice for display ({"type":"miniapp.call", ..., onPort: true}, posted once the call ended). Any
 // other app (an MCP Apps view, or an app whose port has not arrived yet) is called through the
 // main thread: a {"type":"miniapp.call"} message, answered by the miniapps.result method. Each
 // call is answered once; an answer for a call that has already been answered (it timed out, or
@@ -31,7 +31,6 @@ type frames struct {
 
 type pendingCall struct {
 	appID string
-	tool  string
 	via   *appPort         // the port the call went out on; nil through the main thread
 	done  chan frameAnswer // buffered: settling never blocks
 }
@@ -208,7 +207,7 @@ func (f *frames) askPort(ctx context.Context, appID, tool string, args json.RawM
 	}
 	f.next++
 	id := "mc-" + strconv.FormatUint(f.next, 10)
-	p := pendingCall{appID: appID, tool: tool, via: ap, done: make(chan frameAnswer, 1)}
+	p := pendingCall{appID: appID, via: ap, done: make(chan frameAnswer, 1)}
 	f.pending[id] = p
 	ap.sent++
 	f.mu.Unlock()
@@ -221,11 +220,16 @@ func (f *frames) askPort(ctx context.Context, appID, tool string, args json.RawM
 		return nil, refusal.New(refusal.MiniAppClosed, "the call could not be sent to the mini-app: %v", err), true
 	}
 	notice, _ := json.Marshal(portNotice{"miniapp.call", id, appID, tool, true})
-	f.post(notice)
 	select {
 	case ans := <-p.done:
+		// The page hears of the call once it is answered: its main thread wakes off the path.
+		f.post(notice)
+		if r, ok := refusal.As(ans.err); ok && r.Rule == refusal.ToolTimeout {
+			f.expired(id, ap, tool) // the bridge's own deadline passed: the page stops the app
+		}
 		return ans.out, ans.err, true
 	case <-ctx.Done():
+		f.post(notice)
 		if f.take(id) {
 			cancel, _ := json.Marshal(map[string]string{"type": "cancel", "callId": id})
 			_ = ap.port.Post(cancel)
@@ -353,9 +357,6 @@ func (f *frames) fromPort(ap *appPort, msg []byte) {
 		return
 	}
 	p.done <- frameAnswer{err: refusal.New(refusal.Rule(m.Refused), "%s", clipWhy(m.Why))}
-	if refusal.Rule(m.Refused) == refusal.ToolTimeout {
-		f.expired(m.CallID, ap, p.tool) // the bridge's own deadline passed: the page stops the app
-	}
 }
 
 // portStats reports appID's port, if it has one.

@@ -143,11 +143,6 @@ func TestFramesPortTakesOnlyItsOwnAnswers(t *testing.T) {
 	if xCall["type"] != "call_tool" || xCall["name"] != "echo" || yCall["type"] != "call_tool" {
 		t.Fatalf("the ports carried %v and %v", xCall, yCall)
 	}
-	for range 2 {
-		if n := <-page; n["type"] != "miniapp.call" || n["onPort"] != true || n["args"] != nil {
-			t.Fatalf("the page was told %v, want a notice without the arguments", n)
-		}
-	}
 	xID, yID := xCall["callId"].(string), yCall["callId"].(string)
 	for _, forged := range []string{
 		`{"type":"tool_result","callId":"mc-999","result":"1"}`,               // no such call
@@ -171,6 +166,11 @@ func TestFramesPortTakesOnlyItsOwnAnswers(t *testing.T) {
 		t.Fatalf("app_y's call answered %s, want its own refusal", g.out)
 	} else if r, ok := refusal.As(g.err); !ok || r.Rule != refusal.ExecThrew {
 		t.Fatalf("app_y's call answered %v", g.err)
+	}
+	for range 2 { // once each call ended
+		if n := <-page; n["type"] != "miniapp.call" || n["onPort"] != true || n["args"] != nil {
+			t.Fatalf("the page was told %v, want a notice without the arguments", n)
+		}
 	}
 	st, _ := f.portStats("app_x")
 	if st.Sent != 1 || st.Answered != 1 || st.Dropped != 9 {
@@ -275,11 +275,13 @@ func TestFramesPortDeadlines(t *testing.T) {
 				done <- err
 			}()
 			call := <-p.sent
-			<-page // the notice
 			if tt.answer != "" {
 				p.receive([]byte(`{"type":"tool_result","callId":"` + call["callId"].(string) + `",` + tt.answer + `}`))
 			}
 			err = <-done
+			if n := <-page; n["type"] != "miniapp.call" || n["onPort"] != true {
+				t.Fatalf("the page was told %v, want the call's notice", n)
+			}
 			if tt.rule != "" && !isRule(err, tt.rule) {
 				t.Fatalf("the call answered %v, want %s", err, tt.rule)
 			}
