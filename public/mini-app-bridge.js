@@ -35,6 +35,18 @@
 // initialized (and on its list_changed): its tools are registered as an app's are, and the host's
 // calls of them go to it as tools/call.
 //
+// The worker's port: with each document's port to the app, the bridge makes a second
+// MessageChannel and hands one end to the page with its handshake message; the page hands it to
+// the worker (miniapps.port), once per document. The worker then sends its calls on it
+// ({type: call_tool, callId, name, args} and {type: cancel, callId}) and takes their answers
+// ({type: tool_result, callId, result | refused, why}) there, so a call crosses neither the
+// page's main thread nor its message listener: worker -> bridge -> app and back. The walls are
+// the same as for a call the page sends: the bridge's names, deadline, output bound and budget
+// (an answer is credited, anything else the app sends is charged), one answer per call. Only
+// the bridge writes on that port; it is closed when its document goes, after the document's
+// calls on it were answered mini-app-closed. A view has no handshake, so no such port: its
+// tools are called through the page.
+//
 // Besides registering tools and answering calls, the app may ask the host to check the
 // arguments of a call its own agent makes (validate_args, WebMCP executeTool); the host's cancel
 // of a call is passed on to the app (cancel_call), which aborts the tool's signal.
@@ -95,10 +107,12 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   let shaken = false; // the current document has its port
   /** @type {MessagePort | null} */
   let port = null;
+  /** @type {MessagePort | null} the worker's port of the current document (see above) */
+  let wport = null;
   /** @type {Set<string>} */
   let names = new Set(); // tools of the current document, offered or registered
-  /** @type {Map<unknown, number>} */
-  const calls = new Map(); // callId -> timer, for calls sent to the current document
+  /** @type {Map<unknown, {timer: number, via: MessagePort | null}>} */
+  const calls = new Map(); // callId -> its timer and the port it came on (null: the host), for calls sent to the current document
   // The MCP Apps adapter: what the page gave for the view (its host context, the tool's input
   // and result), whether the current document initialised, and its requests the page serves.
   /** @type {{hostContext?: object, input?: object, result?: object, csp?: object}} */
@@ -126,8 +140,11 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   const samples = [];
   let reportQueued = false;
 
-  /** @param {object} msg */
-  const toHost = (msg) => host.postMessage(msg, hostOrigin);
+  /**
+   * @param {object} msg
+   * @param {Transferable[]} [transfer]
+   */
+  const toHost = (msg, transfer) => host.postMessage(msg, hostOrigin, transfer || []);
 
   // charge counts one message of the app and reports whether it is within the budget; the one
   // over it stops the app.
@@ -187,11 +204,12 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
    * @param {object} msg
    */
   function answer(callId, msg) {
-    const timer = calls.get(callId);
-    if (timer === undefined) return false; // answered already, or never sent here
-    clearTimeout(timer);
+    const c = calls.get(callId);
+    if (c === undefined) return false; // answered already, or never sent here
+    clearTimeout(c.timer);
     calls.delete(callId);
-    toHost({ type: 'tool_result', callId, ...msg });
+    if (c.via) c.via.postMessage({ type: 'tool_result', callId, ...msg });
+    else toHost({ type: 'tool_result', callId, ...msg });
     return true;
   }
 
@@ -204,6 +222,11 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       port = null;
     }
     for (const callId of [...calls.keys()]) answer(callId, { refused: 'mini-app-closed', why });
+    if (wport) {
+      wport.onmessage = null;
+      wport.close();
+      wport = null;
+    }
     names = new Set();
     viewNames = new Set();
     viewTools = false;
@@ -276,7 +299,64 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       fromApp(event.data);
     };
     inner?.contentWindow?.postMessage({ type: 'mini_app_port' }, '*', [channel.port2]);
-    toHost({ type: 'handshake', generation });
+    const toWorker = new MessageChannel();
+    wport = toWorker.port1;
+    const mine = wport;
+    wport.onmessage = (event) => fromWorker(mine, event.data);
+    toHost({ type: 'handshake', generation }, [toWorker.port2]);
+  }
+
+  /**
+   * fromWorker serves a message the worker sent on via, the current document's port to it.
+   * @param {MessagePort} via
+   * @param {any} msg
+   */
+  function fromWorker(via, msg) {
+    if (via !== wport || !msg || typeof msg !== 'object') return;
+    if (msg.type === 'call_tool') callTool(msg.callId, msg.name, msg.args, via);
+    else if (msg.type === 'cancel') {
+      // The worker stopped waiting: it takes no answer, the app is told.
+      const c = calls.get(msg.callId);
+      if (!c || c.via !== via) return;
+      clearTimeout(c.timer);
+      calls.delete(msg.callId);
+      port?.postMessage({ type: 'cancel_call', callId: msg.callId });
+      cancelView(msg.callId);
+    }
+  }
+
+  /**
+   * callTool sends the app (or the view) the call callId of its tool name, within the deadline,
+   * to be answered on via (the worker's port) or to the host (null).
+   * @param {unknown} callId
+   * @param {unknown} name
+   * @param {unknown} args
+   * @param {MessagePort | null} via
+   */
+  function callTool(callId, name, args, via) {
+    if (calls.has(callId)) return;
+    const tool = String(name);
+    if (viewNames.has(tool) && mcpInitialized) {
+      // One of the view's own tools: asked as tools/call, within the same deadline.
+      const id = `voicebox-call-${++viewSeq}`;
+      viewRequests.set(id, callId);
+      calls.set(callId, { via, timer: setTimeout(() => {
+        if (answer(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` })) cancelView(callId);
+      }, TOOL_TIMEOUT_MS) });
+      toView({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: tool, arguments: args && typeof args === 'object' ? args : {} } });
+      return;
+    }
+    if (!port || !names.has(tool)) {
+      const refusal = { type: 'tool_result', callId, refused: 'unknown-tool', why: `the app has no tool named ${tool}` };
+      if (via) via.postMessage(refusal);
+      else toHost(refusal);
+      return;
+    }
+    calls.set(callId, { via, timer: setTimeout(() => {
+      if (answer(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` })) port?.postMessage({ type: 'cancel_call', callId });
+    }, TOOL_TIMEOUT_MS) });
+    credits++;
+    port.postMessage({ type: 'call_tool', callId, name: tool, args });
   }
 
   /**
@@ -581,30 +661,9 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
         if (msg.ok) port.postMessage({ type: 'tool_registered', name: msg.name });
         else port.postMessage({ type: 'tool_refused', name: msg.name, refused: msg.refused, why: msg.why });
         break;
-      case 'call_tool': {
-        const { callId, name, args } = msg;
-        if (calls.has(callId)) return;
-        if (viewNames.has(name) && mcpInitialized) {
-          // One of the view's own tools: asked as tools/call, within the same deadline.
-          const id = `voicebox-call-${++viewSeq}`;
-          viewRequests.set(id, callId);
-          calls.set(callId, setTimeout(() => {
-            if (answer(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` })) cancelView(callId);
-          }, TOOL_TIMEOUT_MS));
-          toView({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args && typeof args === 'object' ? args : {} } });
-          return;
-        }
-        if (!port || !names.has(name)) {
-          toHost({ type: 'tool_result', callId, refused: 'unknown-tool', why: `the app has no tool named ${name}` });
-          return;
-        }
-        calls.set(callId, setTimeout(() => {
-          if (answer(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` })) port?.postMessage({ type: 'cancel_call', callId });
-        }, TOOL_TIMEOUT_MS));
-        credits++;
-        port.postMessage({ type: 'call_tool', callId, name, args });
+      case 'call_tool':
+        callTool(msg.callId, msg.name, msg.args, null);
         break;
-      }
       case 'cancel':
         if (answer(msg.callId, { refused: 'tool-timeout', why: 'the host stopped waiting for this call' })) {
           port?.postMessage({ type: 'cancel_call', callId: msg.callId });

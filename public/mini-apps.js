@@ -2,8 +2,15 @@
 // Mini-apps on the page's main thread: the tray, the open apps, and the messages between their
 // bridge frames and the worker. The frames live here because they need the DOM; the rules live in
 // the worker: the store says what a name means, the registry checks every declaration and every
-// call's arguments. A call from the worker (miniapp.call) goes to the app's bridge, and its answer
-// goes back as miniapps.result, once; the host gives up after 5,000 ms whatever the bridge does.
+// call's arguments. A call does not pass through here: each document of an app gets a port to
+// the worker from its bridge (with the bridge's handshake message, from the bridge's own window
+// and origin only, one per document, numbered as it is handed on: miniapps.port {appId, doc}),
+// and the worker calls the app's tools over it; this file hears of each such call only for
+// display (miniapp.call with onPort), and of one that passed its deadline (miniapp.cancel with
+// the app and its document), which stops the app. An app without such a port (an MCP Apps view)
+// is called through here: a call from the worker (miniapp.call) goes to the app's bridge, and its
+// answer goes back as miniapps.result, once; the host gives up after 5,000 ms whatever the
+// bridge does.
 //
 // Each app's bridge is framed on a host of its own, app-<16 hex>.localhost on the page's port, a
 // new one each time the app starts, when the page is opened on 127.0.0.1 or localhost over http:
@@ -75,8 +82,10 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
  * Stats is what an open app's frames have done, for the tests. dropped is the bridge's count of
  * the app's messages it dropped and ignored what the first few of them were and why, foreign the
  * page's count of messages from the app's frames other than its bridge, validated the arguments
- * its own agent had checked, stopped what stopped it last (null while it runs).
- * @typedef {{handshakes: number, reloads: number, loads: number, registered: string[],
+ * its own agent had checked, stopped what stopped it last (null while it runs), onPort the
+ * calls the worker made over its port, portsRefused the ports of its bridge not handed on (a
+ * second for one document) or refused by the worker.
+ * @typedef {{handshakes: number, onPort: number, portsRefused: number, reloads: number, loads: number, registered: string[],
  *   refusals: {name: string, refused: string, why: string, by?: string}[],
  *   dropped: number, ignored: {why: string, what: string}[], foreign: number, late: number, ready: boolean,
  *   starts: number, validated: number, stopped: StopReason | null,
@@ -85,7 +94,10 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
 /**
  * Running is one start of an app: its bridge's window and origin, whether it still runs, and its
  * message budget's count. Messages from a window of an earlier one are never charged to this.
- * @typedef {{app: OpenApp, window: Window | null, origin: string, live: boolean, windowStart: number, spent: number}} Running
+ * doc is the number of the document whose port was last handed to the worker (0: none yet),
+ * portGeneration the bridge's generation of that document.
+ * @typedef {{app: OpenApp, window: Window | null, origin: string, live: boolean, windowStart: number, spent: number,
+ *   doc: number, portGeneration: number}} Running
  */
 /**
  * OpenApp is an app shown in a card, with its bridge frame (none while it is stopped).
@@ -119,6 +131,8 @@ export function startMiniApps(vb) {
   const counters = { strays: 0, afterStop: 0 };
   /** @type {Promise<string> | null} */
   let sdkText = null;
+  // docs numbers the documents whose port is handed to the worker, across apps and starts.
+  let docs = 0;
 
   function sdk() {
     if (!sdkText) {
@@ -226,7 +240,7 @@ export function startMiniApps(vb) {
 
   /** @returns {Stats} */
   function newStats() {
-    return { handshakes: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, ignored: [], foreign: 0, late: 0, ready: false, starts: 0, validated: 0, stopped: null,
+    return { handshakes: 0, onPort: 0, portsRefused: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, ignored: [], foreign: 0, late: 0, ready: false, starts: 0, validated: 0, stopped: null,
       mcp: { initialized: false, calls: 0, links: 0, messages: 0, height: 0, teardowns: 0 } };
   }
 
@@ -332,7 +346,7 @@ export function startMiniApps(vb) {
     app.bridgeReady = false;
     app.stats.starts++;
     app.stats.stopped = null;
-    app.running = { app, window: frame.contentWindow, origin, live: true, windowStart: 0, spent: 0 };
+    app.running = { app, window: frame.contentWindow, origin, live: true, windowStart: 0, spent: 0, doc: 0, portGeneration: -1 };
     if (frame.contentWindow) owners.set(frame.contentWindow, app.running);
   }
 
@@ -502,7 +516,7 @@ export function startMiniApps(vb) {
     for (const [callId, c] of calls) {
       if (c.app === app) settle(callId, { refused: 'mini-app-closed', why: 'the mini-app was closed before it answered' });
     }
-    vb.call('miniapps.close', { appId });
+    vb.call('miniapps.close', { appId, doc: app.running.doc });
   }
 
   /**
@@ -526,7 +540,7 @@ export function startMiniApps(vb) {
     for (const [callId, c] of calls) {
       if (c.app === app) settle(callId, { refused: 'mini-app-closed', why });
     }
-    vb.call('miniapps.close', { appId: app.appId, why });
+    vb.call('miniapps.close', { appId: app.appId, why, doc: running.doc });
     app.view.stoppedText.textContent = `Stopped (${reason.rule}): ${reason.why}`;
     app.view.stopped.hidden = false;
     showTools(app);
@@ -608,7 +622,7 @@ export function startMiniApps(vb) {
       charge(running);
       return;
     }
-    fromBridge(app, running, event.data || {});
+    fromBridge(app, running, event.data || {}, event.ports);
   });
 
   /**
@@ -617,8 +631,9 @@ export function startMiniApps(vb) {
    * @param {OpenApp} app
    * @param {Running} running
    * @param {any} msg
+   * @param {readonly MessagePort[]} ports what the bridge transferred with it
    */
-  async function fromBridge(app, running, msg) {
+  async function fromBridge(app, running, msg, ports) {
     const stats = app.stats;
     const current = () => apps.get(app.appId) === app && app.running === running && running.live;
     switch (msg.type) {
@@ -626,10 +641,23 @@ export function startMiniApps(vb) {
         app.bridgeReady = true;
         if (app.loaded) sendLoad(app);
         break;
-      case 'handshake':
+      case 'handshake': {
         stats.handshakes++;
         app.generation = msg.generation;
+        // The document's port to the worker: handed on once per document, numbered.
+        const given = ports[0];
+        if (!given) break;
+        if (running.portGeneration === msg.generation) {
+          stats.portsRefused++;
+          given.close();
+          break;
+        }
+        running.portGeneration = msg.generation;
+        running.doc = ++docs;
+        const bound = await vb.call('miniapps.port', { appId: app.appId, doc: running.doc, port: given }, [given]);
+        if (!bound.ok) stats.portsRefused++;
         break;
+      }
       case 'reloaded':
         stats.reloads++;
         app.generation = msg.generation;
@@ -852,8 +880,13 @@ export function startMiniApps(vb) {
     vb.call('miniapps.result', { callId, ...answer });
   }
 
-  vb.on('miniapp.call', ({ callId, appId, tool, args }) => {
+  vb.on('miniapp.call', ({ callId, appId, tool, args, onPort }) => {
     const app = apps.get(appId);
+    if (onPort) {
+      // The worker called the app over its port: this is only the news of it.
+      if (app) app.stats.onPort++;
+      return;
+    }
     if (!app || !app.running.live) {
       const why = app ? `mini-app ${appId} was stopped: ${app.stats.stopped?.why}` : `mini-app ${appId} is not open`;
       vb.call('miniapps.result', { callId, refused: 'mini-app-closed', why });
@@ -875,9 +908,15 @@ export function startMiniApps(vb) {
 
   // The worker stopped waiting: its deadline passed (expired), which stops the app, or its caller
   // went away, which only cancels the call.
-  vb.on('miniapp.cancel', ({ callId, expired }) => {
+  vb.on('miniapp.cancel', ({ callId, expired, appId, tool, doc }) => {
     const c = calls.get(callId);
-    if (!c) return;
+    if (!c) {
+      // A call over an app's port passed its deadline (in the worker or in the bridge): the
+      // document it went to is stopped, never a newer one.
+      const app = appId ? apps.get(appId) : undefined;
+      if (expired && app && doc && app.running.doc === doc) stop(app, timedOut(String(tool)));
+      return;
+    }
     clearTimeout(c.timer);
     calls.delete(callId);
     if (expired) stop(c.app, timedOut(c.tool));

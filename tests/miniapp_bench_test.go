@@ -11,9 +11,9 @@ import (
 )
 
 // BenchmarkMiniAppToolCall measures one mini-app tool call end to end, twice: from the page's
-// own API (main thread -> worker: validation -> main thread -> bridge -> port -> the app's
-// execute, and back), and from the relay (POST /api/root/call -> /channel -> the worker -> the
-// same path -> the relay's answer).
+// own API (main thread -> worker: validation -> the worker's port to the app's bridge -> the
+// app's port -> the app's execute, and back), and from the relay (POST /api/root/call -> /channel
+// -> the worker -> the same path -> the relay's answer).
 func BenchmarkMiniAppToolCall(b *testing.B) {
 	relay := harness.StartRelay(b)
 	tab := harness.NewTab(b)

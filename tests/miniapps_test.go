@@ -5,6 +5,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,59 @@ webMcp.registerTool({name: 'greet', description: 'Greet someone', parameters: {t
 	}
 	if dom := harness.EvalInFrame[string](tab, "about:srcdoc", `document.getElementById('out').textContent`); dom != "Hello, Ada" {
 		t.Fatalf("the page shows %q", dom)
+	}
+}
+
+// A mini-app's calls, from the page's API and from the relay, go worker -> bridge -> app over the
+// port its bridge made for its document: the bridge posts the page nothing for them, and the page
+// hears each only as the worker's notice. A reload gives the new document a new port (numbered
+// higher), and calls go over that one.
+func TestMiniAppCallsGoOverTheWorkersPort(t *testing.T) {
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	openWorkspace(t, tab, relay.URL)
+	id := launchApp(t, tab, `{name: 'Scoreboard'}`, 4)
+	// What reaches the page's main thread: messages from the app's bridge, and the worker's
+	// notices of calls.
+	harness.Eval[bool](tab, `(() => {
+		window.heard = {bridge: 0, notices: 0, routed: 0};
+		const bridge = document.querySelector('.app-card[data-app-id="app_scoreboard"] iframe').contentWindow;
+		addEventListener('message', (e) => { if (e.source === bridge) heard.bridge++; });
+		voicebox.on('miniapp.call', (m) => { if (m.onPort) heard.notices++; else heard.routed++; });
+		return true;
+	})()`)
+	first := harness.Eval[[]map[string]any](tab, `voicebox.call('miniapps.ports', {}).then(a => a.value.ports)`)
+	if len(first) != 1 || first[0]["appId"] != id {
+		t.Fatalf("the worker's ports: %v", first)
+	}
+	const calls = 20
+	for range calls {
+		if got := harness.Eval[map[string]any](tab, `voicebox.miniApps.call('app_scoreboard', 'add_points', {team: 'home', points: 1})`); got["home"] == nil {
+			t.Fatalf("add_points answered %v", got)
+		}
+	}
+	if a := relay.Call(t, miniapp.ModelName(id, "get_scores"), map[string]any{}); !a.OK || !strings.Contains(string(a.Observed), `"score":20`) {
+		t.Fatalf("the relay's call answered %s", a.Raw)
+	}
+	heard := harness.WaitFor[map[string]float64](tab, fmt.Sprintf(`heard.notices >= %d && heard`, calls+1), appBound)
+	if heard["bridge"] != 0 || heard["routed"] != 0 || heard["notices"] != calls+1 {
+		t.Fatalf("the page's main thread heard %v for %d calls, want only the %[2]d notices", heard, calls+1)
+	}
+	p := harness.Eval[[]map[string]any](tab, `voicebox.call('miniapps.ports', {}).then(a => a.value.ports)`)[0]
+	if p["doc"] != first[0]["doc"] || p["sent"] != float64(calls+1) || p["answered"] != float64(calls+1) || p["dropped"] != 0.0 {
+		t.Fatalf("the port after %d calls: %v", calls+1, p)
+	}
+	if st := harness.Eval[map[string]any](tab, `voicebox.miniApps.stats('app_scoreboard')`); st["onPort"] != float64(calls+1) {
+		t.Fatalf("the page counted %v calls over the port", st["onPort"])
+	}
+
+	// Reloaded, the app's new document has a new port.
+	harness.Eval[bool](tab, `(document.querySelector('.app-card[data-app-id="app_scoreboard"] .panel-head button[aria-label^="Reload"]').click(), true)`)
+	harness.WaitFor[bool](tab, `(async () => { const a = await voicebox.call('miniapps.ports', {}); const p = a.value.ports[0]; return !!p && p.doc > `+fmt.Sprint(first[0]["doc"])+` && voicebox.miniApps.tools('app_scoreboard').length === 4; })()`, appBound)
+	if got := harness.Eval[map[string]any](tab, `voicebox.miniApps.call('app_scoreboard', 'get_scores', {})`); got["home"] == nil {
+		t.Fatalf("after the reload get_scores answered %v", got)
+	}
+	if p := harness.Eval[[]map[string]any](tab, `voicebox.call('miniapps.ports', {}).then(a => a.value.ports)`)[0]; p["sent"] != 1.0 || p["answered"] != 1.0 {
+		t.Fatalf("the new document's port: %v", p)
 	}
 }

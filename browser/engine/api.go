@@ -67,6 +67,9 @@ type Options struct {
 	// Wasm runs the WebAssembly modules the relay sends the workspace's executor (the wasm
 	// primitive); nil refuses them.
 	Wasm executor.WasmRunner
+	// Ports starts the port a mini-app's bridge handed the worker (miniapps.port); nil refuses
+	// them, and every mini-app call then goes through the page's main thread.
+	Ports PortOpener
 }
 
 // Engine answers the page's calls and serves the relay's. It is portable, so that its rules are
@@ -103,6 +106,7 @@ type miniAppState struct {
 	registry  *miniapp.Registry
 	frames    *frames
 	openShelf func(ctx context.Context) (fsroot.Root, error)
+	ports     PortOpener // Options.Ports
 
 	mu        sync.Mutex
 	shelf     fsroot.Root
@@ -132,6 +136,7 @@ func New(opts Options) *Engine {
 	a := newEngine(time.Now(), opts.OpenRoot)
 	a.build = cmp.Or(opts.Build, a.build)
 	a.apps.openShelf = opts.OpenShelf
+	a.apps.ports = opts.Ports
 	a.ws.wasm = opts.Wasm
 	if opts.Post != nil {
 		a.post = opts.Post

@@ -61,7 +61,11 @@
 //	                                 folder lists a folder app's files [{path, size}]
 //	miniapps.file {appId, path}   -> {path, size} and value.bytes  one file of a launched folder app
 //	miniapps.reset {appId}        -> {reset}             the frame loaded a new document: forget its tools
-//	miniapps.close {appId, why?}  -> {closed}            why: what calls still waiting are told
+//	miniapps.close {appId, why?, doc?} -> {closed}       why: what calls still waiting are told;
+//	                                 the app's port is closed if of document doc or older (any, without)
+//	miniapps.port {appId, doc} + params.port -> {bound, doc}  the port the app's bridge made for its
+//	                                 document doc (the page numbers them, growing); served as it arrives
+//	miniapps.ports {appId?}       -> {ports: [{appId, doc, sent, answered, dropped}]}
 //	miniapps.register {appId, tool} -> {appId, name, modelName, description, parameters}
 //	miniapps.unregister {appId, name} -> {removed}
 //	miniapps.tools {appId?}       -> {tools}
@@ -72,10 +76,21 @@
 //	miniapps.delete {id}          -> entry               per-artifact ownership, see miniappstore
 //
 // A call to a mini-app tool (from miniapps.call, or from the relay over /channel under its
-// model-facing name app_HHHHHHHH__tool) is validated by the registry, then sent to the page as
-// {"type":"miniapp.call", callId, appId, tool, args}; the page answers it with miniapps.result.
-// A {"type":"miniapp.cancel", callId, expired} tells the page the worker stopped waiting;
-// expired is true when a deadline passed, and the page then stops the app.
+// model-facing name app_HHHHHHHH__tool) is validated by the registry, then sent over the app's
+// port, when its bridge handed one over (miniapps.port, once per document, see frames.go):
+//
+//	worker -> bridge {type: "call_tool", callId, name, args}
+//	worker -> bridge {type: "cancel", callId}            the worker stopped waiting
+//	bridge -> worker {type: "tool_result", callId, result} | {type: "tool_result", callId, refused, why}
+//	                                                     result: the tool's JSON as text
+//
+// and the page hears {"type":"miniapp.call", callId, appId, tool, onPort: true} for display only
+// (no args; nothing is asked of it), and {"type":"miniapp.cancel", callId, appId, tool, doc,
+// expired: true} when the call passed its deadline in the worker or in the bridge: the page then
+// stops that document of the app. An app with no port (an MCP Apps view) is called through the
+// page: {"type":"miniapp.call", callId, appId, tool, args}, answered with miniapps.result; a
+// {"type":"miniapp.cancel", callId, expired} tells the page the worker stopped waiting; expired
+// is true when a deadline passed, and the page then stops the app.
 //
 // The assistant's mini-app tools reach the worker over /channel as list-mini-apps,
 // launch-mini-app {name} and create-mini-app {title, html} (see assistant.go). A launch the

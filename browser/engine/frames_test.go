@@ -3,8 +3,11 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // The page stops an app whose call passed a deadline, and only then: the cancel the worker posts
@@ -49,4 +52,262 @@ func TestFramesCancelSaysWhetherADeadlinePassed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fakePort is an AppPort whose other end is the test: what the worker posts is kept, and the test
+// answers with receive.
+type fakePort struct {
+	mu      sync.Mutex
+	posted  []map[string]any
+	closed  bool
+	receive func([]byte)
+	sent    chan map[string]any
+}
+
+func (p *fakePort) Post(msg []byte) error {
+	var m map[string]any
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.posted = append(p.posted, m)
+	p.mu.Unlock()
+	p.sent <- m
+	return nil
+}
+
+func (p *fakePort) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+}
+
+func (p *fakePort) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// bindFake binds a fakePort for appID's document doc.
+func bindFake(t *testing.T, f *frames, appID string, doc uint64) (*fakePort, error) {
+	t.Helper()
+	p := &fakePort{sent: make(chan map[string]any, 16)}
+	if r := f.bind(appID, doc, func(receive func([]byte)) (AppPort, error) {
+		p.receive = receive
+		return p, nil
+	}); r != nil {
+		return p, r
+	}
+	return p, nil
+}
+
+// pagePosts collects what the frames post to the page.
+func pagePosts() (func([]byte), chan map[string]any) {
+	ch := make(chan map[string]any, 16)
+	return func(b []byte) {
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		ch <- m
+	}, ch
+}
+
+// A call to an app with a port goes out on the port, never to the page (which hears a notice
+// only), and takes only its own answer: one that names no waiting call, another app's call, a
+// call already answered, or that is malformed is dropped and counted.
+func TestFramesPortTakesOnlyItsOwnAnswers(t *testing.T) {
+	t.Parallel()
+	post, page := pagePosts()
+	f := newFrames(post)
+	x, err := bindFake(t, f, "app_x", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := bindFake(t, f, "app_y", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		out json.RawMessage
+		err error
+	}
+	call := func(appID string) chan got {
+		ch := make(chan got, 1)
+		go func() {
+			out, err := f.app(appID).CallTool(context.Background(), "echo", json.RawMessage(`{"s":1}`))
+			ch <- got{out, err}
+		}()
+		return ch
+	}
+	xDone, yDone := call("app_x"), call("app_y")
+	xCall, yCall := <-x.sent, <-y.sent
+	if xCall["type"] != "call_tool" || xCall["name"] != "echo" || yCall["type"] != "call_tool" {
+		t.Fatalf("the ports carried %v and %v", xCall, yCall)
+	}
+	xID, yID := xCall["callId"].(string), yCall["callId"].(string)
+	for _, forged := range []string{
+		`{"type":"tool_result","callId":"mc-999","result":"1"}`,               // no such call
+		`{"type":"tool_result","callId":"` + yID + `","result":"\"forged\""}`, // another app's call
+		`{"type":"tool_result","callId":"` + xID + `","result":"1","refused":"exec-threw"}`,
+		`{"type":"tool_result","callId":"` + xID + `"}`,
+		`{"type":"register_tool","callId":"` + xID + `","result":"1"}`,
+		`["tool_result"]`,
+		``,
+	} {
+		x.receive([]byte(forged))
+	}
+	x.receive(nil) // what JSON.stringify could not take
+	x.receive([]byte(`{"type":"tool_result","callId":"` + xID + `","result":"\"first\""}`))
+	x.receive([]byte(`{"type":"tool_result","callId":"` + xID + `","result":"\"second\""}`))
+	if g := <-xDone; g.err != nil || string(g.out) != `"first"` {
+		t.Fatalf("app_x's call answered %s, %v; want its first answer", g.out, g.err)
+	}
+	y.receive([]byte(`{"type":"tool_result","callId":"` + yID + `","refused":"exec-threw","why":"it failed"}`))
+	if g := <-yDone; g.err == nil || g.err.Error() == "" {
+		t.Fatalf("app_y's call answered %s, want its own refusal", g.out)
+	} else if r, ok := refusal.As(g.err); !ok || r.Rule != refusal.ExecThrew {
+		t.Fatalf("app_y's call answered %v", g.err)
+	}
+	for range 2 { // once each call ended
+		if n := <-page; n["type"] != "miniapp.call" || n["onPort"] != true || n["args"] != nil {
+			t.Fatalf("the page was told %v, want a notice without the arguments", n)
+		}
+	}
+	st, _ := f.portStats("app_x")
+	if st.Sent != 1 || st.Answered != 1 || st.Dropped != 9 {
+		t.Fatalf("app_x's port: %+v, want 1 sent, 1 answered, 9 dropped", st)
+	}
+	select {
+	case m := <-page:
+		t.Fatalf("the page was told %v", m)
+	default:
+	}
+}
+
+// A port is taken once per document, for a newer one; a newer one closes the old port and answers
+// the calls waiting on it mini-app-closed; a close names the document it closes, so a newer port
+// survives a late close of an older one.
+func TestFramesBindsOnePortPerDocument(t *testing.T) {
+	t.Parallel()
+	post, _ := pagePosts()
+	f := newFrames(post)
+	first, err := bindFake(t, f, "app_x", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []uint64{5, 4, 0} {
+		again, err := bindFake(t, f, "app_x", doc)
+		if r, ok := refusal.As(err); !ok || r.Rule != refusal.MiniAppPortRefused {
+			t.Fatalf("a port for document %d after 5 answered %v", doc, err)
+		}
+		if !again.isClosed() {
+			t.Fatalf("the refused port of document %d was left open", doc)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.app("app_x").CallTool(context.Background(), "slow", json.RawMessage(`{}`))
+		done <- err
+	}()
+	<-first.sent
+	second, err := bindFake(t, f, "app_x", 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !isRule(err, refusal.MiniAppClosed) {
+		t.Fatalf("the call waiting on the old port answered %v", err)
+	}
+	if !first.isClosed() {
+		t.Fatal("the old port was left open")
+	}
+	five := uint64(5)
+	f.unbind("app_x", &five) // a late close of document 5
+	if second.isClosed() {
+		t.Fatal("closing document 5 closed the port of document 6")
+	}
+	six := uint64(6)
+	f.unbind("app_x", &six)
+	if !second.isClosed() {
+		t.Fatal("closing document 6 left its port open")
+	}
+	if _, ok := f.portStats("app_x"); ok {
+		t.Fatal("a closed app still has a port")
+	}
+}
+
+// A call over a port whose deadline passes is cancelled on the port and the page is told which
+// app and document, to stop it; a caller going away cancels the call only; the bridge's own
+// deadline (its tool-timeout answer) tells the page too.
+func TestFramesPortDeadlines(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		ctx      func() (context.Context, context.CancelFunc)
+		answer   string // what the bridge answers, if anything
+		rule     refusal.Rule
+		expired  bool
+		canceled bool
+	}{
+		{"the worker's deadline passed", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 20*time.Millisecond)
+		}, "", "", true, true},
+		{"the caller went away", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(20*time.Millisecond, cancel)
+			return ctx, cancel
+		}, "", "", false, true},
+		{"the bridge's deadline passed", func() (context.Context, context.CancelFunc) {
+			return context.WithCancel(context.Background())
+		}, `"refused":"tool-timeout","why":"tool execution timed out after 5000ms"`, refusal.ToolTimeout, true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			post, page := pagePosts()
+			f := newFrames(post)
+			p, err := bindFake(t, f, "app_x", 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := tt.ctx()
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := f.app("app_x").CallTool(ctx, "spin", json.RawMessage(`{}`))
+				done <- err
+			}()
+			call := <-p.sent
+			if tt.answer != "" {
+				p.receive([]byte(`{"type":"tool_result","callId":"` + call["callId"].(string) + `",` + tt.answer + `}`))
+			}
+			err = <-done
+			if n := <-page; n["type"] != "miniapp.call" || n["onPort"] != true {
+				t.Fatalf("the page was told %v, want the call's notice", n)
+			}
+			if tt.rule != "" && !isRule(err, tt.rule) {
+				t.Fatalf("the call answered %v, want %s", err, tt.rule)
+			}
+			if tt.canceled {
+				if c := <-p.sent; c["type"] != "cancel" || c["callId"] != call["callId"] {
+					t.Fatalf("the port carried %v, want the call's cancel", c)
+				}
+			}
+			if tt.expired {
+				n := <-page
+				if n["type"] != "miniapp.cancel" || n["expired"] != true || n["appId"] != "app_x" || n["doc"] != 3.0 || n["tool"] != "spin" {
+					t.Fatalf("the page was told %v", n)
+				}
+			}
+			select {
+			case m := <-page:
+				t.Fatalf("the page was also told %v", m)
+			case m := <-p.sent:
+				t.Fatalf("the port also carried %v", m)
+			default:
+			}
+		})
+	}
+}
+
+func isRule(err error, rule refusal.Rule) bool {
+	r, ok := refusal.As(err)
+	return ok && r.Rule == rule
 }

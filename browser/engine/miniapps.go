@@ -37,6 +37,8 @@ func (a *Engine) miniAppMethods() map[string]method {
 		"miniapps.validate":   a.miniAppsValidate,
 		"miniapps.file":       a.miniAppsFile,
 		"miniapps.result":     a.miniAppsResult,
+		PortMethod:            a.miniAppsPort,
+		"miniapps.ports":      a.miniAppsPorts,
 		"miniapps.save":       a.miniAppsSave,
 		"miniapps.delete":     a.miniAppsDelete,
 	}
@@ -282,11 +284,13 @@ func (a *Engine) miniAppsReset(_ context.Context, req request) (result, *refusal
 }
 
 // miniAppsClose forgets appID's tools and answers its calls still waiting with mini-app-closed,
-// saying why (the page's reason when it stopped the app, {why}).
+// saying why (the page's reason when it stopped the app, {why}). Its port is closed when it is
+// of document {doc} or an earlier one (any, without doc).
 func (a *Engine) miniAppsClose(_ context.Context, req request) (result, *refusal.Refusal) {
 	var p struct {
-		AppID string `json:"appId"`
-		Why   string `json:"why"`
+		AppID string  `json:"appId"`
+		Why   string  `json:"why"`
+		Doc   *uint64 `json:"doc"`
 	}
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
@@ -295,6 +299,7 @@ func (a *Engine) miniAppsClose(_ context.Context, req request) (result, *refusal
 	if p.Why != "" {
 		why = clipWhy(p.Why)
 	}
+	a.apps.frames.unbind(p.AppID, p.Doc)
 	a.apps.frames.closeApp(p.AppID, why)
 	a.apps.registry.Close(p.AppID)
 	a.toolsChanged()
@@ -434,6 +439,57 @@ func (a *Engine) miniAppsResult(_ context.Context, req request) (result, *refusa
 	return result{Value: map[string]bool{"accepted": a.apps.frames.settle(p.CallID, ans)}}, nil
 }
 
+// PortMethod is the method that hands the worker an app's port: {appId, doc} with the port
+// transferred as params.port. The worker's message loop serves it as it arrives, before any
+// message after it, so a call never goes to an older port once a newer one was handed over.
+const PortMethod = "miniapps.port"
+
+// miniAppsPort binds the port the page transferred for appId's document doc (a number the page
+// gives each document, growing): calls to the app go over it from now on. Refused
+// invalid-app-id for an app that is not open, mini-app-port-refused for a document not newer
+// than the one bound.
+func (a *Engine) miniAppsPort(_ context.Context, req request) (result, *refusal.Refusal) {
+	var p struct {
+		AppID string `json:"appId"`
+		Doc   uint64 `json:"doc"`
+	}
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	if a.apps.ports == nil {
+		return result{}, refusal.New(refusal.MiniAppPortRefused, "this worker takes no ports; calls go through the page")
+	}
+	if req.Object == nil {
+		return result{}, refusal.New(refusal.MissingArgument, "%s carries the bridge's port as params.port", PortMethod)
+	}
+	open := func(receive func([]byte)) (AppPort, error) { return a.apps.ports(req.Object, receive) }
+	if !a.apps.registry.IsOpen(p.AppID) {
+		if port, err := open(func([]byte) {}); err == nil {
+			port.Close()
+		}
+		return result{}, refusal.New(refusal.InvalidAppID, "no app %q is open", clip(p.AppID))
+	}
+	if r := a.apps.frames.bind(p.AppID, p.Doc, open); r != nil {
+		return result{}, r
+	}
+	return result{Value: map[string]any{"bound": true, "doc": p.Doc}}, nil
+}
+
+// miniAppsPorts reports the open apps' ports ({appId} for one): for the tests and the console.
+func (a *Engine) miniAppsPorts(_ context.Context, req request) (result, *refusal.Refusal) {
+	var p appParam
+	if r := decodeParams(req, &p); r != nil {
+		return result{}, r
+	}
+	ports := []PortStats{}
+	for _, id := range a.apps.registry.Apps() {
+		if st, ok := a.apps.frames.portStats(id); ok && (p.AppID == "" || id == p.AppID) {
+			ports = append(ports, st)
+		}
+	}
+	return result{Value: map[string]any{"ports": ports}}, nil
+}
+
 func (a *Engine) miniAppsSave(ctx context.Context, req request) (result, *refusal.Refusal) {
 	var p struct {
 		Name  string `json:"name"`
@@ -468,6 +524,7 @@ func (a *Engine) miniAppsDelete(ctx context.Context, req request) (result, *refu
 	if err != nil {
 		return result{}, storeRefusal(err)
 	}
+	a.apps.frames.unbind(e.AppID, nil)
 	a.apps.frames.closeApp(e.AppID, "the mini-app was deleted before it answered")
 	a.apps.registry.Close(e.AppID)
 	a.toolsChanged()

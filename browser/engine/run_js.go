@@ -30,7 +30,7 @@ func Run(build string) error {
 	if err != nil {
 		return err
 	}
-	a := New(Options{Build: build, OpenRoot: openRoot, Post: func(msg []byte) { out.post(msg, nil) }, Wasm: newWorkerRunner(wasmRunnerScript),
+	a := New(Options{Build: build, OpenRoot: openRoot, Post: func(msg []byte) { out.post(msg, nil) }, Wasm: newWorkerRunner(wasmRunnerScript), Ports: openPort,
 		OpenShelf: func(ctx context.Context) (fsroot.Root, error) { return opfs.OpenOPFS(ctx, opfsShelf) }})
 	if url, err := channelURL(global); err == nil {
 		a.relay.peer = newPeer(url, dialConn, func(st PeerState) {
@@ -187,27 +187,33 @@ func receive(jsonObj safejs.Value, a *Engine, post func([]byte, []byte), data sa
 		return
 	}
 	s, _ := text.String()
-	go func() {
-		id, r, ref, ok := parse([]byte(s))
-		if !ok {
-			fmt.Println("voicebox worker: dropped a message with no numeric id")
-			return
-		}
-		if ref != nil {
-			post(encode(refused(id, ref)), nil)
-			return
-		}
-		r.Bytes, r.Object = bytes, object
+	id, r, ref, ok := parse([]byte(s))
+	if !ok {
+		fmt.Println("voicebox worker: dropped a message with no numeric id")
+		return
+	}
+	if ref != nil {
+		post(encode(refused(id, ref)), nil)
+		return
+	}
+	r.Bytes, r.Object = bytes, object
+	serveOne := func() {
 		ans, out := a.call(context.Background(), id, r)
 		if !ans.OK {
 			out = nil
 		}
 		post(encode(ans), out)
-	}()
+	}
+	if r.Method == PortMethod {
+		// In the order it came: a register or a call sent after it must find the port bound.
+		serveOne()
+		return
+	}
+	go serveOne()
 }
 
-// splitMessage takes params.bytes (a Uint8Array or ArrayBuffer) and params.handle (a JS object)
-// out of a message, returning a shallow copy without them for JSON encoding.
+// splitMessage takes params.bytes (a Uint8Array or ArrayBuffer) and params.handle or params.port
+// (a JS object) out of a message, returning a shallow copy without them for JSON encoding.
 func splitMessage(data safejs.Value) (msg safejs.Value, bytes []byte, object any, err error) {
 	if data.Type() != safejs.TypeObject {
 		return data, nil, nil, nil
@@ -242,6 +248,10 @@ func splitMessage(data safejs.Value) (msg safejs.Value, bytes []byte, object any
 	if h, err := params.Get("handle"); err == nil && h.Type() == safejs.TypeObject {
 		object = h
 		rest.Delete("handle")
+	}
+	if p, err := params.Get("port"); err == nil && p.Type() == safejs.TypeObject {
+		object = p
+		rest.Delete("port")
 	}
 	if err := msg.Set("params", rest); err != nil {
 		return safejs.Value{}, nil, nil, err

@@ -71,6 +71,9 @@ const (
 	ToolOutputOverBudget Rule = "tool-output-over-budget"
 	// MiniAppClosed answers a call whose app closed or reloaded before it answered.
 	MiniAppClosed Rule = "mini-app-closed"
+	// MiniAppPortRefused answers a port handed to the page's worker for an app's document that
+	// already has one, or for an older document: a port is taken once per document.
+	MiniAppPortRefused Rule = "mini-app-port-refused"
 	// MessageBudgetExceeded is why the page stopped a mini-app (sandboxed or external) that sent
 	// more messages than its budget allows (public/mini-apps.js, public/external-apps.js); a
 	// stopped app's card shows it, and its calls waiting are answered MiniAppClosed.
