@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/voicebox-go/voicebox/catalogue"
+	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/wasmabi/wasmabitest"
 )
 
@@ -107,23 +108,38 @@ func BenchmarkRemoteMCPCall(b *testing.B) {
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	defer ts.Close()
 	host := strings.TrimPrefix(ts.URL, "http://")
-	s := NewAdmissions(b.TempDir(), nil)
-	g := &Runtime{Admissions: s, Fetcher: &Fetcher{}, Log: slog.New(slog.DiscardHandler)}
-	defer g.Close()
-	raw := fmt.Sprintf(`{"id":"bench","name":"B","capabilities":["network"],"bounds":{"hosts":[%q],"maxRequests":1000},"mcp":{"url":%q,"tools":["echo"]}}`, host, ts.URL)
-	if _, err := s.Stage([]byte(raw)); err != nil {
-		b.Fatal(err)
+	raw := fmt.Sprintf(`{"id":"bench","name":"B","capabilities":["network"],"bounds":{"hosts":[%q],"maxRequests":%d},"mcp":{"url":%q,"tools":["echo"]}}`, host, extensions.MaxRequestsLimit, ts.URL)
+	// admitted is a runtime with the extension admitted afresh: a session's request budget is at
+	// most MaxRequestsLimit, so the loop takes a new one (untimed) before the budget runs out.
+	admitted := func() *Runtime {
+		s := NewAdmissions(b.TempDir(), nil)
+		g := &Runtime{Admissions: s, Fetcher: &Fetcher{}, Log: slog.New(slog.DiscardHandler)}
+		if _, err := s.Stage([]byte(raw)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Decide("bench", true, "host-token", nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := g.Reload(); err != nil {
+			b.Fatal(err)
+		}
+		return g
 	}
-	if _, err := s.Decide("bench", true, "host-token", nil); err != nil {
-		b.Fatal(err)
-	}
-	if err := g.Reload(); err != nil {
-		b.Fatal(err)
-	}
+	// callsPerSession leaves the session's own requests (initialize, tools/list, the
+	// notification stream) room in its budget.
+	const callsPerSession = extensions.MaxRequestsLimit - 100
+	g := admitted()
+	defer func() { g.Close() }()
 	args := json.RawMessage(`{"text":"voicebox"}`)
 	ctx := context.Background()
 	var samples []float64
 	for b.Loop() {
+		if len(samples) > 0 && len(samples)%callsPerSession == 0 {
+			b.StopTimer()
+			g.Close()
+			g = admitted()
+			b.StartTimer()
+		}
 		start := time.Now()
 		if _, err := g.CallExtension(ctx, "bench", "bench__echo", args); err != nil {
 			b.Fatal(err)

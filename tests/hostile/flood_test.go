@@ -151,9 +151,7 @@ func keysThrough(t testing.TB, tab *harness.Tab, start func()) ([]probeKey, int)
 // arrives, other apps keep working, and nothing forged gets in.
 func TestFloodingMiniAppIsStopped(t *testing.T) {
 	relay := harness.StartRelay(t)
-	tab := harness.NewTab(t)
-	openPage(t, tab, relay.URL)
-	launch(t, tab, `{name: 'Scoreboard'}`, 4)
+	tab := pageWithScoreboard(t, relay.URL)
 	id := writeAndLaunch(t, tab, "hostile/flood.html", floodApp, 2)
 	harness.Eval[bool](tab, fmt.Sprintf(probeJS, id))
 
@@ -223,9 +221,7 @@ func TestFloodingExternalAppIsStopped(t *testing.T) {
 		"name": "Post flood", "url": appOrigin.URL + "/fixtures/postflood.html", "origin": appOrigin.URL}})
 	relay := harness.StartRelay(t, "MINI_APPS="+string(reg))
 	appOrigin.serve(t, sampleapp.Handler(sampleapp.Options{Host: relay.URL, Fixtures: true}))
-	tab := harness.NewTab(t)
-	openPage(t, tab, relay.URL)
-	launch(t, tab, `{name: 'Scoreboard'}`, 4)
+	tab := pageWithScoreboard(t, relay.URL)
 	harness.Eval[int](tab, `voicebox.externalApps.refresh().then((r) => r.length)`)
 	harness.Eval[bool](tab, `(voicebox.externalApps.open('flooder'), true)`)
 	harness.WaitFor[bool](tab, `(() => { const s = voicebox.externalApps.state('flooder'); return s.live && s.tools.length === 2; })()`, appBound)

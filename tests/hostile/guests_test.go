@@ -18,9 +18,7 @@ import (
 
 func TestMiniAppAbusesTheArgumentCheck(t *testing.T) {
 	relay := harness.StartRelay(t)
-	tab := harness.NewTab(t)
-	openPage(t, tab, relay.URL)
-	launch(t, tab, `{name: 'Scoreboard'}`, 4)
+	tab := pageWithScoreboard(t, relay.URL)
 	// The app asks the host to check arguments for a tool it does not have, for a tool of
 	// another app, and with arguments far over the bound; then it posts markup to the bridge's
 	// window to see whether the card renders it.
@@ -68,9 +66,7 @@ webMcp.registerTool({ name: 'results', description: 'what the attempts answered'
 
 func TestMiniAppWithALyingModelContext(t *testing.T) {
 	relay := harness.StartRelay(t)
-	tab := harness.NewTab(t)
-	openPage(t, tab, relay.URL)
-	launch(t, tab, `{name: 'Scoreboard'}`, 4)
+	tab := pageWithScoreboard(t, relay.URL)
 	// The app replaces document.modelContext with one whose getTools lists a hundred tools, some
 	// malformed, one with a getter that throws, and whose executeTool answers what it likes.
 	id := writeAndLaunch(t, tab, "liar.html", `<!doctype html><script>
@@ -116,9 +112,7 @@ func TestExternalAppSendsWhatTheHostCannotServe(t *testing.T) {
 		w.Header().Set("Cross-Origin-Resource-Policy", "cross-origin")
 		fmt.Fprint(w, strings.ReplaceAll(hostileExternal, "HOST", relay.URL))
 	}))
-	tab := harness.NewTab(t)
-	openPage(t, tab, relay.URL)
-	launch(t, tab, `{name: 'Scoreboard'}`, 4)
+	tab := pageWithScoreboard(t, relay.URL)
 	harness.Eval[int](tab, `voicebox.externalApps.refresh().then((r) => r.length)`)
 	harness.Eval[bool](tab, `(voicebox.externalApps.open('noise'), true)`)
 	why := harness.WaitFor[string](tab, `document.querySelector('.xa-card[data-app-id="noise"] .app-stopped:not([hidden])')?.textContent`, appBound)

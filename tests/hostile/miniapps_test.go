@@ -84,6 +84,16 @@ func startAgain(t testing.TB, tab *harness.Tab, appID string, tools int) {
 	harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.tools(%q).length >= %d && !voicebox.miniApps.stats(%[1]q).stopped`, appID, tools), appBound)
 }
 
+// pageWithScoreboard opens the relay's page at url in a new tab with the sample Scoreboard
+// running: the app stillServes asks after an attack.
+func pageWithScoreboard(t testing.TB, url string) *harness.Tab {
+	t.Helper()
+	tab := harness.NewTab(t)
+	openPage(t, tab, url)
+	launch(t, tab, `{name: 'Scoreboard'}`, 4)
+	return tab
+}
+
 // stillServes checks the next legitimate requests: the worker lists files, and the scoreboard
 // (opened before the attack) answers its tools.
 func stillServes(t testing.TB, tab *harness.Tab) {

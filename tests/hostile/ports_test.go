@@ -57,9 +57,7 @@ webMcp.registerTool({name: 'seen', description: 'what reached the forged ports',
 // over its bridge's one port.
 func TestForgedPortsReachNoCall(t *testing.T) {
 	relay := harness.StartRelay(t)
-	tab := harness.NewTab(t)
-	openPage(t, tab, relay.URL)
-	launch(t, tab, `{name: 'Scoreboard'}`, 4)
+	tab := pageWithScoreboard(t, relay.URL)
 	id := writeAndLaunch(t, tab, "hostile/port-forger.html", forgerApp, 2)
 	before, ok := portOf(tab, id)
 	if !ok {
@@ -122,9 +120,7 @@ webMcp.registerTool({name: 'echo', description: 'never answers', execute: () => 
 // bridge's, so the test can write on them what a bridge never would.
 func TestForgedAnswersOnAPortAreDropped(t *testing.T) {
 	relay := harness.StartRelay(t)
-	tab := harness.NewTab(t)
-	openPage(t, tab, relay.URL)
-	launch(t, tab, `{name: 'Scoreboard'}`, 4)
+	tab := pageWithScoreboard(t, relay.URL)
 	x := writeAndLaunch(t, tab, "hostile/pending-x.html", pendingApp, 1)
 	y := writeAndLaunch(t, tab, "hostile/pending-y.html", pendingApp, 1)
 	harness.Eval[bool](tab, fmt.Sprintf(`(async () => {
@@ -208,9 +204,7 @@ webMcp.registerTool({name: 'ping', description: 'pong', execute: () => 'pong'});
 // is answered once, mini-app-closed.
 func TestFloodingItsPortStopsTheApp(t *testing.T) {
 	relay := harness.StartRelay(t)
-	tab := harness.NewTab(t)
-	openPage(t, tab, relay.URL)
-	launch(t, tab, `{name: 'Scoreboard'}`, 4)
+	tab := pageWithScoreboard(t, relay.URL)
 	id := writeAndLaunch(t, tab, "hostile/port-flood.html", portFloodApp, 3)
 	if a := callTool(tab, id, "ping", "{}"); !a.OK {
 		t.Fatalf("ping answered %+v", a)

@@ -31,9 +31,7 @@ webMcp.ready();
 // The call that passes its deadline stops the spinning app, which starts again in a new process.
 func TestSpinningMiniAppStallsNoOther(t *testing.T) {
 	relay := harness.StartRelay(t)
-	tab := harness.NewTab(t)
-	openPage(t, tab, relay.URL)
-	launch(t, tab, `{name: 'Scoreboard'}`, 4)
+	tab := pageWithScoreboard(t, relay.URL)
 	id := writeAndLaunch(t, tab, "hostile/spin.html", spinApp, 3)
 
 	// Each app's bridge is on a host of its own, none on the page's.
