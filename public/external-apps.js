@@ -31,8 +31,9 @@
 //
 // The message listener looks at a message's source before anything else: a message from a window
 // that is no open app's frame is counted (strays) and never read. An app's frame may send at most
-// MESSAGE_BUDGET messages within MESSAGE_WINDOW_MS (rules.js); the first one over stops it (its
-// frame removed, its tools withdrawn, the reason in its card with Start again).
+// MESSAGE_BUDGET messages within MESSAGE_WINDOW_MS (rules.js), besides one answer to each request
+// the page sent it; the first one over stops it (its frame removed, its tools withdrawn, the
+// reason in its card with Start again).
 //
 // startExternalApps returns the API the page and the tests use (see the end of the file).
 import { byId } from './dom.js';
@@ -437,6 +438,20 @@ export function startExternalApps(vb) {
     return false;
   }
 
+  /**
+   * owedAnswer reports whether event is app's answer to a request the page is waiting on. Each
+   * request earns its one answer free of the budget (the request is settled by it, so a second
+   * answer is charged), as a mini-app's answers to its calls are: an app answering as fast as it
+   * is asked is never stopped for it.
+   * @param {XApp} app
+   * @param {MessageEvent} event
+   */
+  function owedAnswer(app, event) {
+    const msg = event.data;
+    return event.origin === app.entry.origin && msg !== null && typeof msg === 'object' &&
+      typeof msg.method !== 'string' && app.pending.has(msg.id);
+  }
+
   /** @param {string} origin */
   function countStray(origin) {
     strays.total++;
@@ -583,7 +598,7 @@ export function startExternalApps(vb) {
       countStray(event.origin);
       return;
     }
-    if (!charge(app)) return;
+    if (!owedAnswer(app, event) && !charge(app)) return;
     if (event.origin !== app.entry.origin) {
       app.stats.dropped.origin++;
       app.stats.dropped.lastOrigin = event.origin;

@@ -19,6 +19,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/voicebox-go/voicebox/shared/externalapp"
+	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/tests/harness"
 	"github.com/voicebox-go/voicebox/tests/sampleapp"
 )
@@ -627,5 +628,24 @@ func TestExternalAppLimitsForgeriesAndNavigation(t *testing.T) {
 	st = s.waitState(t, "deferred", `s.stats.repeats === 1`)
 	if st.Stats.Handshakes != 2 || !st.Live || len(st.Tools) != 1 {
 		t.Fatalf("after a repeat initialize: %+v", st.Stats)
+	}
+}
+
+// TestExternalAppAnsweringFastIsNotStopped: each request the page sends earns its one answer free
+// of the message budget, so an app asked more than the budget's worth of calls at once, and
+// answering each, keeps running (it was stopped message-budget-exceeded at the 501st answer).
+func TestExternalAppAnsweringFastIsNotStopped(t *testing.T) {
+	t.Parallel()
+	s := startExternal(t)
+	harness.Eval[bool](s.tab, `(voicebox.externalApps.open('orders'), true)`)
+	s.waitState(t, "orders", `s.live && s.tools.length === 2`)
+	calls := 2 * miniapp.MessageBudget
+	answered := harness.Eval[int](s.tab, fmt.Sprintf(`Promise.all(Array.from({length: %d}, () =>
+		voicebox.externalApps.callTool('orders', 'list_orders', {status: 'open'}))).then((all) => all.filter((a) => a.ok).length)`, calls))
+	if answered != calls {
+		t.Fatalf("%d of %d calls answered", answered, calls)
+	}
+	if !harness.Eval[bool](s.tab, `voicebox.externalApps.state('orders').live`) {
+		t.Fatalf("the app was stopped: %s", harness.Eval[string](s.tab, `JSON.stringify(voicebox.externalApps.state('orders').stopped || null)`))
 	}
 }
