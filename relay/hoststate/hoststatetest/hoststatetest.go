@@ -116,20 +116,9 @@ func RunPairings(t *testing.T, open OpenPairings) {
 
 	t.Run("Hammer", func(t *testing.T) {
 		a, _ := open(t)
-		var wg sync.WaitGroup
-		bearers := make([]string, 16)
-		for i := range bearers {
-			wg.Go(func() {
-				var err error
-				if bearers[i], err = a.Pair(fmt.Sprintf("m%02d", i)); err != nil {
-					t.Error(err)
-				}
-			})
-		}
-		wg.Wait()
-		for i, bearer := range bearers {
-			if name, ok, err := a.Lookup(bearer); err != nil || !ok || name != fmt.Sprintf("m%02d", i) {
-				t.Fatalf("pairing %d lost: %q %v %v", i, name, ok, err)
+		for name, bearer := range hammer(t, a.Pair) {
+			if got, ok, err := a.Lookup(bearer); err != nil || !ok || got != name {
+				t.Fatalf("pairing %s lost: %q %v %v", name, got, ok, err)
 			}
 		}
 	})
@@ -351,19 +340,37 @@ func RunMCPClients(t *testing.T, open OpenMCPClients) {
 
 	t.Run("Hammer", func(t *testing.T) {
 		a, _ := open(t)
-		var wg sync.WaitGroup
-		bearers := make([]string, 16)
-		for i := range bearers {
-			wg.Go(func() {
-				var err error
-				if bearers[i], err = a.Mint(fmt.Sprintf("m%02d", i)); err != nil {
-					t.Error(err)
-				}
-			})
-		}
-		wg.Wait()
-		for i, bearer := range bearers {
-			live(t, a, bearer, fmt.Sprintf("m%02d", i))
+		for name, bearer := range hammer(t, a.Mint) {
+			live(t, a, bearer, name)
 		}
 	})
+}
+
+// hammer issues bearers for 16 names at once through issue (a store's Pair or Mint) and returns
+// each name's bearer; a failed issue fails the test.
+func hammer(t *testing.T, issue func(name string) (string, error)) map[string]string {
+	t.Helper()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		bearers = map[string]string{}
+	)
+	for i := range 16 {
+		name := fmt.Sprintf("m%02d", i)
+		wg.Go(func() {
+			bearer, err := issue(name)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			bearers[name] = bearer
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(bearers) != 16 {
+		t.Fatalf("%d of 16 bearers issued", len(bearers))
+	}
+	return bearers
 }
