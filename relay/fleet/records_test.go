@@ -22,48 +22,36 @@ func join(t testing.TB, srv *fleettest.Server, prefix string) *fleet.Fleet {
 	return f
 }
 
+// twoRelays returns the open function of a store conformance suite: each call joins two fresh
+// relays to the fleet on srv (a prefix of their own per call) and returns what store takes from
+// each, so the suite sees one shared store through two connections.
+func twoRelays[S any](srv *fleettest.Server, prefix string, store func(*fleet.Fleet) S) func(*testing.T) (S, S) {
+	n := 0
+	return func(t *testing.T) (S, S) {
+		n++
+		p := prefix + string(rune('a'+n))
+		return store(join(t, srv, p)), store(join(t, srv, p))
+	}
+}
+
 // TestRecordsConformance holds the fleet's session records to the suite the memory records
 // pass, two relays (two connections) on one embedded NATS.
 func TestRecordsConformance(t *testing.T) {
-	srv := fleettest.Start(t)
-	n := 0
-	sessiontest.RunRecords(t, func(t *testing.T) (session.Records, session.Records) {
-		n++
-		prefix := "rec" + string(rune('a'+n))
-		return join(t, srv, prefix).Records(), join(t, srv, prefix).Records()
-	})
+	sessiontest.RunRecords(t, twoRelays(fleettest.Start(t), "rec", func(f *fleet.Fleet) session.Records { return f.Records() }))
 }
 
 // TestPairingsConformance holds the fleet's pairings to the suite the pairings file passes.
 func TestPairingsConformance(t *testing.T) {
-	srv := fleettest.Start(t)
-	n := 0
-	hoststatetest.RunPairings(t, func(t *testing.T) (hoststate.PairingStore, hoststate.PairingStore) {
-		n++
-		prefix := "pair" + string(rune('a'+n))
-		return join(t, srv, prefix).Pairings(), join(t, srv, prefix).Pairings()
-	})
+	hoststatetest.RunPairings(t, twoRelays(fleettest.Start(t), "pair", func(f *fleet.Fleet) hoststate.PairingStore { return f.Pairings() }))
 }
 
 // TestFilesConformance holds the fleet's shared files to the suite the state directory passes.
 func TestFilesConformance(t *testing.T) {
-	srv := fleettest.Start(t)
-	n := 0
-	hoststatetest.RunFiles(t, func(t *testing.T) (hoststate.Files, hoststate.Files) {
-		n++
-		prefix := "files" + string(rune('a'+n))
-		return join(t, srv, prefix).Files(), join(t, srv, prefix).Files()
-	})
+	hoststatetest.RunFiles(t, twoRelays(fleettest.Start(t), "files", func(f *fleet.Fleet) hoststate.Files { return f.Files() }))
 }
 
 // TestMCPClientsConformance holds the fleet's MCP clients' bearers to the suite the state
 // directory's file passes.
 func TestMCPClientsConformance(t *testing.T) {
-	srv := fleettest.Start(t)
-	n := 0
-	hoststatetest.RunMCPClients(t, func(t *testing.T) (hoststate.MCPClientStore, hoststate.MCPClientStore) {
-		n++
-		prefix := "mcp" + string(rune('a'+n))
-		return join(t, srv, prefix).MCPClients(), join(t, srv, prefix).MCPClients()
-	})
+	hoststatetest.RunMCPClients(t, twoRelays(fleettest.Start(t), "mcp", func(f *fleet.Fleet) hoststate.MCPClientStore { return f.MCPClients() }))
 }
