@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voicebox-go/voicebox/relay/hub/hubtest"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/shared/channel"
 	"github.com/voicebox-go/voicebox/shared/executor"
@@ -51,7 +52,7 @@ func askRead(b *testing.B, ask func(context.Context, wire.Call) wire.Answer, id 
 // memory root, and reads the answer back.
 func BenchmarkRelayRoundTripInProcess(b *testing.B) {
 	r := startRelay(b, Options{}, server.Config{})
-	serve(b, r.dial(b, r.origin("127.0.0.1"), nil), executor.New(benchRoot(b), executor.Options{}))
+	hubtest.Serve(r.dial(b, r.origin("127.0.0.1"), nil), executor.New(benchRoot(b), executor.Options{}))
 	r.waitRoot(b, connected)
 	for i := range 200 { // warm up the socket and the allocator
 		askRead(b, r.hub.Ask, "warm-"+itoa(i))

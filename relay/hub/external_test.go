@@ -6,6 +6,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voicebox-go/voicebox/relay/hub/hubtest"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
@@ -19,7 +20,7 @@ func TestExternalAppsReportFollowsTheSlot(t *testing.T) {
 	r := startRelay(t, Options{}, server.Config{})
 	r.hub.AddOfferListener(OfferFunc(func(o Offer) { tools.add(o.Tools); apps.add(o.ExternalApps) }))
 	ws := r.dial(t, r.origin("127.0.0.1"), nil)
-	serve(t, ws, nil)
+	hubtest.Serve(ws, nil)
 	sendRoot(t, ws, RootOPFS, "Browser storage")
 	r.waitRoot(t, connected)
 

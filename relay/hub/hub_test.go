@@ -13,13 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/hub/hubtest"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/shared/channel"
@@ -82,82 +82,11 @@ func (r *testRelay) dial(t testing.TB, origin string, header http.Header) *webso
 	if origin != "" {
 		header.Set("Origin", origin)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), patience)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.url, "http")+"/channel", &websocket.DialOptions{HTTPHeader: header})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws.SetReadLimit(wire.MaxFrameBytes)
-	t.Cleanup(func() { ws.CloseNow() })
-	return ws
+	return hubtest.Dial(t, r.url, header, patience)
 }
 
-// peer is a test executor on a socket: it answers call frames with a door and records what else
-// it saw.
-type peer struct {
-	ws    *websocket.Conn
-	calls chan wire.Call // every call frame that arrived
-	ended chan error     // the read error, with its close status
-	mu    sync.Mutex
-	ctl   []map[string]any
-}
-
-// serve runs exec behind a door on ws (exec nil: calls are recorded, never answered).
-func serve(t testing.TB, ws *websocket.Conn, exec channel.Executor) *peer {
-	p := &peer{ws: ws, calls: make(chan wire.Call, 64), ended: make(chan error, 1)}
-	var door *channel.Door
-	if exec != nil {
-		door = channel.NewDoor(exec, executor.BuiltinAdmitted(), channel.DoorOptions{})
-	}
-	go func() {
-		for {
-			_, b, err := ws.Read(context.Background())
-			if err != nil {
-				p.ended <- err
-				return
-			}
-			if c, err := wire.ParseCall(b); err == nil {
-				select {
-				case p.calls <- c:
-				default:
-				}
-				if door != nil {
-					go func() {
-						if a := door.Serve(context.Background(), b); a != nil {
-							ws.Write(context.Background(), websocket.MessageText, a)
-						}
-					}()
-				}
-				continue
-			}
-			var m map[string]any
-			json.Unmarshal(b, &m)
-			p.mu.Lock()
-			p.ctl = append(p.ctl, m)
-			p.mu.Unlock()
-		}
-	}()
-	return p
-}
-
-func (p *peer) controls() []map[string]any {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]map[string]any(nil), p.ctl...)
-}
-
-// end waits for the socket to end and returns its close status.
-func (p *peer) end(t testing.TB) websocket.StatusCode {
-	t.Helper()
-	select {
-	case err := <-p.ended:
-		return websocket.CloseStatus(err)
-	case <-time.After(patience):
-		t.Fatal("the socket was not closed")
-		return 0
-	}
-}
+// peer is a test executor on a socket (hubtest.Peer).
+type peer = hubtest.Peer
 
 func sendRoot(t testing.TB, ws *websocket.Conn, kind, name string) {
 	t.Helper()
@@ -243,8 +172,8 @@ func TestPageOriginsAreAdmitted(t *testing.T) {
 			t.Parallel()
 			r := startRelay(t, Options{}, server.Config{})
 			root := fsroot.NewMemory()
-			p := serve(t, r.dial(t, r.origin(host), nil), executor.New(root, executor.Options{}))
-			sendRoot(t, p.ws, RootOPFS, "my workspace")
+			p := hubtest.Serve(r.dial(t, r.origin(host), nil), executor.New(root, executor.Options{}))
+			sendRoot(t, p.WS, RootOPFS, "my workspace")
 			r.waitRoot(t, func(m map[string]any) bool {
 				return connected(m) && m["kind"] == RootOPFS && m["name"] == "my workspace"
 			})
@@ -347,7 +276,7 @@ func (r *testRelay) machine(t testing.TB, bearer string, exec channel.Executor) 
 	t.Helper()
 	ws := r.dial(t, "", nil)
 	hello(t, ws, helloFrame(bearer))
-	p := serve(t, ws, exec)
+	p := hubtest.Serve(ws, exec)
 	r.waitRoot(t, func(m map[string]any) bool { return connected(m) && m["kind"] == RootMachine })
 	return p
 }
@@ -356,15 +285,15 @@ func (r *testRelay) machine(t testing.TB, bearer string, exec channel.Executor) 
 // never a call.
 func checkRefused(t *testing.T, p *peer, rule refusal.Rule) {
 	t.Helper()
-	if code := p.end(t); code != websocket.StatusPolicyViolation {
+	if code := p.End(t, patience); code != websocket.StatusPolicyViolation {
 		t.Fatalf("closed with %v, want 1008", code)
 	}
-	ctl := p.controls()
+	ctl := p.Controls()
 	if len(ctl) != 1 || ctl[0]["type"] != "refused" || ctl[0]["refused"] != string(rule) || ctl[0]["why"] == "" || ctl[0]["v"] != nil || len(ctl[0]) != 3 {
 		t.Fatalf("control frames %v, want one refused %s", ctl, rule)
 	}
-	if len(p.calls) != 0 {
-		t.Fatalf("a refused socket received a call: %v", <-p.calls)
+	if len(p.Calls) != 0 {
+		t.Fatalf("a refused socket received a call: %v", <-p.Calls)
 	}
 }
 
@@ -419,7 +348,7 @@ func TestHelloRefusals(t *testing.T) {
 				origin = "https://127.0.0.1:" + r.port
 			}
 			ws := r.dial(t, origin, nil)
-			p := serve(t, ws, executor.New(fsroot.NewMemory(), executor.Options{}))
+			p := hubtest.Serve(ws, executor.New(fsroot.NewMemory(), executor.Options{}))
 			// Not yet admitted: a call must not reach it.
 			if got := r.call(t, "now", nil); refused(got) != refusal.NoPage {
 				t.Fatalf("a call before the hello answered %v", got)
@@ -469,14 +398,14 @@ func TestRevokedBearerIsClosedAndRefused(t *testing.T) {
 			if got := r.call(t, "now", nil); got["ok"] != true {
 				t.Fatalf("the paired machine answered %v", got)
 			}
-			<-p.calls // the call above reached it while it was paired
+			<-p.Calls // the call above reached it while it was paired
 			tt.revoke(t, r)
 			checkRefused(t, p, refusal.BearerRefused)
 			if got := r.call(t, "now", nil); refused(got) != refusal.MachineUnreachable {
 				t.Fatalf("after the revocation: %v", got)
 			}
-			again := serve(t, r.dial(t, "", nil), nil)
-			hello(t, again.ws, helloFrame(bearer))
+			again := hubtest.Serve(r.dial(t, "", nil), nil)
+			hello(t, again.WS, helloFrame(bearer))
 			checkRefused(t, again, refusal.BearerRefused)
 		})
 	}
@@ -528,7 +457,7 @@ func await(t testing.TB, ch <-chan map[string]any) map[string]any {
 func awaitCall(t testing.TB, p *peer) {
 	t.Helper()
 	select {
-	case <-p.calls:
+	case <-p.Calls:
 	case <-time.After(patience):
 		t.Fatal("the call never reached the executor")
 	}
@@ -558,7 +487,7 @@ func TestNewestExecutorWins(t *testing.T) {
 					machines++
 					return r.machine(t, r.pair(t, fmt.Sprintf("box-%d", machines)), exec)
 				}
-				p := serve(t, r.dial(t, r.origin("127.0.0.1"), nil), exec)
+				p := hubtest.Serve(r.dial(t, r.origin("127.0.0.1"), nil), exec)
 				r.waitRoot(t, connected)
 				return p
 			}
@@ -569,10 +498,10 @@ func TestNewestExecutorWins(t *testing.T) {
 			if got := await(t, pending); refused(got) != tt.closed {
 				t.Fatalf("the displaced executor's call settled %v, want %s", got, tt.closed)
 			}
-			if code := first.end(t); code != CloseReplaced {
+			if code := first.End(t, patience); code != CloseReplaced {
 				t.Fatalf("the displaced executor was closed with %v, want 4001", code)
 			}
-			if ctl := first.controls(); len(ctl) != 1 || ctl[0]["type"] != "replaced" || ctl[0]["why"] == "" {
+			if ctl := first.Controls(); len(ctl) != 1 || ctl[0]["type"] != "replaced" || ctl[0]["why"] == "" {
 				t.Fatalf("the displaced executor's control frames: %v", ctl)
 			}
 			if got := r.call(t, "now", nil); got["ok"] != true {
@@ -607,7 +536,7 @@ func TestAbsenceRules(t *testing.T) {
 			if tt.kind == "machine" {
 				p = r.machine(t, r.pair(t, "box"), stuck(release))
 			} else {
-				p = serve(t, r.dial(t, r.origin("localhost"), nil), stuck(release))
+				p = hubtest.Serve(r.dial(t, r.origin("localhost"), nil), stuck(release))
 				r.waitRoot(t, connected)
 			}
 			switch tt.happen {
@@ -618,12 +547,12 @@ func TestAbsenceRules(t *testing.T) {
 			case "disconnect":
 				pending := r.asyncCall(t, "now")
 				awaitCall(t, p)
-				p.ws.Close(websocket.StatusNormalClosure, "bye")
+				p.WS.Close(websocket.StatusNormalClosure, "bye")
 				if got := await(t, pending); refused(got) != tt.want {
 					t.Fatalf("answered %v, want %s", got, tt.want)
 				}
 			case "gone":
-				p.ws.Close(websocket.StatusNormalClosure, "bye")
+				p.WS.Close(websocket.StatusNormalClosure, "bye")
 				r.waitRoot(t, func(m map[string]any) bool { return !connected(m) })
 				start := time.Now()
 				if got := r.call(t, "now", nil); refused(got) != tt.want {
@@ -641,7 +570,7 @@ func TestGatedPageNeedsASession(t *testing.T) {
 	t.Parallel()
 	gate := server.NewGate()
 	r := startRelay(t, Options{PageSession: gate.Session}, server.Config{Gate: gate})
-	p := serve(t, r.dial(t, r.origin("127.0.0.1"), nil), executor.New(fsroot.NewMemory(), executor.Options{}))
+	p := hubtest.Serve(r.dial(t, r.origin("127.0.0.1"), nil), executor.New(fsroot.NewMemory(), executor.Options{}))
 	checkRefused(t, p, refusal.LoopbackUnauthenticated)
 
 	resp, err := (&http.Transport{}).RoundTrip(mustRequest(t, r.url+"/?bootstrap="+newTicket(t, gate)))
@@ -654,7 +583,7 @@ func TestGatedPageNeedsASession(t *testing.T) {
 		t.Fatalf("redeem: %d %v", resp.StatusCode, cookies)
 	}
 	header := http.Header{"Cookie": {cookies[0].Name + "=" + cookies[0].Value}}
-	serve(t, r.dial(t, r.origin("127.0.0.1"), header), executor.New(fsroot.NewMemory(), executor.Options{}))
+	hubtest.Serve(r.dial(t, r.origin("127.0.0.1"), header), executor.New(fsroot.NewMemory(), executor.Options{}))
 	r.waitRootWith(t, header, connected)
 	// The API behind the gate takes the host token too.
 	if got := r.call(t, "now", nil); got["ok"] != true {
@@ -715,9 +644,9 @@ func TestSocketLimitsRefuseAndTheRelayKeepsServing(t *testing.T) {
 				return h
 			}
 			exec := executor.New(fsroot.NewMemory(), executor.Options{})
-			current := serve(t, r.dial(t, r.origin("127.0.0.1"), header("s1")), exec)
+			current := hubtest.Serve(r.dial(t, r.origin("127.0.0.1"), header("s1")), exec)
 			r.waitRoot(t, connected)
-			over := serve(t, r.dial(t, r.origin("127.0.0.1"), header("s1")), nil)
+			over := hubtest.Serve(r.dial(t, r.origin("127.0.0.1"), header("s1")), nil)
 			checkRefused(t, over, refusal.TooManySockets)
 			if got := r.call(t, "now", nil); got["ok"] != true {
 				t.Fatalf("with the bound reached the executor answered %v", got)
@@ -727,13 +656,13 @@ func TestSocketLimitsRefuseAndTheRelayKeepsServing(t *testing.T) {
 				admitted(t, r, current, header("s2"), exec)
 				return
 			}
-			current.ws.Close(websocket.StatusNormalClosure, "")
+			current.WS.Close(websocket.StatusNormalClosure, "")
 			// Once it is gone the relay admits again.
-			p := serve(t, r.dial(t, r.origin("127.0.0.1"), header("s1")), exec)
+			p := hubtest.Serve(r.dial(t, r.origin("127.0.0.1"), header("s1")), exec)
 			for got := r.call(t, "now", nil); got["ok"] != true; got = r.call(t, "now", nil) {
 				select {
-				case <-p.ended:
-					p = serve(t, r.dial(t, r.origin("127.0.0.1"), header("s1")), exec) // its place was not given back yet
+				case <-p.Ended:
+					p = hubtest.Serve(r.dial(t, r.origin("127.0.0.1"), header("s1")), exec) // its place was not given back yet
 				case <-time.After(5 * time.Millisecond):
 				}
 			}
@@ -771,36 +700,36 @@ func TestSocketsSayingHelloHaveTheirOwnPool(t *testing.T) {
 	// Two silent sockets from 127.0.0.1 fill its share; the third is refused at once.
 	r.dial(t, "", nil)
 	r.dial(t, "", nil)
-	checkRefused(t, serve(t, r.dial(t, "", nil), nil), refusal.TooManySockets)
+	checkRefused(t, hubtest.Serve(r.dial(t, "", nil), nil), refusal.TooManySockets)
 	// One foreign page's socket from another address; a second of that origin is refused.
-	foreign := serve(t, r.dialFrom(t, "127.0.0.3", "http://evil.example"), nil)
-	checkRefused(t, serve(t, r.dialFrom(t, "127.0.0.4", "http://evil.example"), nil), refusal.TooManySockets)
+	foreign := hubtest.Serve(r.dialFrom(t, "127.0.0.3", "http://evil.example"), nil)
+	checkRefused(t, hubtest.Serve(r.dialFrom(t, "127.0.0.4", "http://evil.example"), nil), refusal.TooManySockets)
 	// The pool is full (three waiting): the page is admitted all the same.
 	exec := executor.New(fsroot.NewMemory(), executor.Options{})
-	page := serve(t, r.dial(t, r.origin("127.0.0.1"), nil), exec)
+	page := hubtest.Serve(r.dial(t, r.origin("127.0.0.1"), nil), exec)
 	r.waitRoot(t, connected)
 	// The foreign page is refused at its own, shorter bound, and says so.
-	foreign.end(t)
-	if ctl := foreign.controls(); len(ctl) != 1 || ctl[0]["refused"] != string(refusal.ExecutorUnauthenticated) || !strings.Contains(ctl[0]["why"].(string), "within "+ForeignHelloBound.String()) {
+	foreign.End(t, patience)
+	if ctl := foreign.Controls(); len(ctl) != 1 || ctl[0]["refused"] != string(refusal.ExecutorUnauthenticated) || !strings.Contains(ctl[0]["why"].(string), "within "+ForeignHelloBound.String()) {
 		t.Fatalf("the foreign page was told %v", ctl)
 	}
 	// A machine with its bearer, from an address with no waiting sockets, is admitted and takes
 	// the slot from the page.
 	ws := r.dialFrom(t, "127.0.0.2", "")
 	hello(t, ws, helloFrame(bearer))
-	machine := serve(t, ws, exec)
+	machine := hubtest.Serve(ws, exec)
 	r.waitRoot(t, func(m map[string]any) bool { return connected(m) && m["kind"] == RootMachine })
-	if page.end(t) != CloseReplaced {
+	if page.End(t, patience) != CloseReplaced {
 		t.Fatal("the page was not replaced by the machine")
 	}
 	// Fill the pool again; a machine that shows its bearer in the upgrade passes it by, even from
 	// the address whose share is full, while one that does not is refused.
 	r.dialFrom(t, "127.0.0.5", "") // the third waiting socket (127.0.0.1 has two)
-	checkRefused(t, serve(t, r.dialFrom(t, "127.0.0.2", ""), nil), refusal.TooManySockets)
+	checkRefused(t, hubtest.Serve(r.dialFrom(t, "127.0.0.2", ""), nil), refusal.TooManySockets)
 	ws = r.dial(t, "", http.Header{"Authorization": {"Bearer " + bearer}})
 	hello(t, ws, helloFrame(bearer))
-	serve(t, ws, exec)
-	if machine.end(t) != CloseReplaced {
+	hubtest.Serve(ws, exec)
+	if machine.End(t, patience) != CloseReplaced {
 		t.Fatal("the machine that showed its bearer did not take the slot")
 	}
 }
@@ -812,16 +741,16 @@ func TestAnOversizedFirstFrameIsARefusedHello(t *testing.T) {
 	r := startRelay(t, Options{}, server.Config{})
 	for _, size := range []int{MaxControlBytes + 1, wire.MaxFrameBytes + 1} {
 		ws := r.dial(t, "", nil)
-		p := serve(t, ws, nil)
+		p := hubtest.Serve(ws, nil)
 		go ws.Write(context.Background(), websocket.MessageText, []byte(strings.Repeat("a", size))) // the relay may stop reading first
 		checkRefused(t, p, refusal.ExecutorUnauthenticated)
-		if why := p.controls()[0]["why"].(string); !strings.Contains(why, "over the hello's bound") {
+		if why := p.Controls()[0]["why"].(string); !strings.Contains(why, "over the hello's bound") {
 			t.Fatalf("a %d-byte first frame was told %q", size, why)
 		}
 	}
 	// The relay serves the next peer.
 	exec := executor.New(fsroot.NewMemory(), executor.Options{})
-	serve(t, r.dial(t, r.origin("127.0.0.1"), nil), exec)
+	hubtest.Serve(r.dial(t, r.origin("127.0.0.1"), nil), exec)
 	r.waitRoot(t, connected)
 }
 
@@ -831,13 +760,13 @@ func admitted(t *testing.T, r *testRelay, current *peer, header http.Header, exe
 	t.Helper()
 	deadline := time.Now().Add(patience)
 	for {
-		p := serve(t, r.dial(t, r.origin("127.0.0.1"), header.Clone()), exec)
+		p := hubtest.Serve(r.dial(t, r.origin("127.0.0.1"), header.Clone()), exec)
 		for {
-			if ctl := current.controls(); len(ctl) > 0 && ctl[0]["type"] == "replaced" {
+			if ctl := current.Controls(); len(ctl) > 0 && ctl[0]["type"] == "replaced" {
 				return p
 			}
 			select {
-			case <-p.ended:
+			case <-p.Ended:
 			case <-time.After(5 * time.Millisecond):
 				if time.Now().After(deadline) {
 					t.Fatal("the relay never admitted a page again")
@@ -873,11 +802,11 @@ func TestRootListenersHearEveryChange(t *testing.T) {
 		}
 	}
 	ws := r.dial(t, r.origin("127.0.0.1"), nil)
-	serve(t, ws, executor.New(fsroot.NewMemory(), executor.Options{}))
+	hubtest.Serve(ws, executor.New(fsroot.NewMemory(), executor.Options{}))
 	sendRoot(t, ws, RootOPFS, "Browser storage")
 	next(Root{Kind: RootOPFS, Name: "Browser storage", Connected: true})
 	m := r.machine(t, r.pair(t, "box"), executor.New(fsroot.NewMemory(), executor.Options{}))
 	next(Root{Kind: RootMachine, Name: "box", Connected: true})
-	m.ws.Close(websocket.StatusNormalClosure, "the machine stops")
+	m.WS.Close(websocket.StatusNormalClosure, "the machine stops")
 	next(Root{Kind: RootMachine, Name: "box", Connected: false})
 }

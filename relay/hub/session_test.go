@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voicebox-go/voicebox/relay/hub/hubtest"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/relay/session/sessiontest"
@@ -122,7 +123,7 @@ func TestSessionEndClosesItsSockets(t *testing.T) {
 			a := signIn(t, r, gate)
 			clock.Advance(30 * time.Minute)
 			b := signIn(t, r, gate)
-			page := serve(t, r.dial(t, own, a.Clone()), nil)
+			page := hubtest.Serve(r.dial(t, own, a.Clone()), nil)
 			r.waitRootWith(t, a, connected)
 			liveA := dialPath(t, r, "/test-live", own, a)
 			liveB := dialPath(t, r, "/test-live", own, b)
@@ -144,10 +145,10 @@ func TestSessionEndClosesItsSockets(t *testing.T) {
 					t.Fatalf("DELETE /api/sessions/ID: %d %v", status, m)
 				}
 			}
-			if code := page.end(t); code != websocket.StatusPolicyViolation {
+			if code := page.End(t, patience); code != websocket.StatusPolicyViolation {
 				t.Fatalf("the executor closed %v, want 1008", code)
 			}
-			if ctl := page.controls(); len(ctl) != 1 || ctl[0]["refused"] != string(tt.rule) {
+			if ctl := page.Controls(); len(ctl) != 1 || ctl[0]["refused"] != string(tt.rule) {
 				t.Fatalf("the executor was told %v, want %s", ctl, tt.rule)
 			}
 			if got := await(t, pending); refused(got) != refusal.PageClosed {
@@ -171,7 +172,7 @@ func TestSessionEndClosesItsSockets(t *testing.T) {
 			if resp.StatusCode != http.StatusUnauthorized {
 				t.Fatalf("the ended session's cookie got %d", resp.StatusCode)
 			}
-			checkRefused(t, serve(t, r.dial(t, own, a.Clone()), nil), refusal.LoopbackUnauthenticated)
+			checkRefused(t, hubtest.Serve(r.dial(t, own, a.Clone()), nil), refusal.LoopbackUnauthenticated)
 			h := a.Clone()
 			h.Set("Origin", own)
 			if _, resp, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(r.url, "http")+"/test-live", &websocket.DialOptions{HTTPHeader: h}); err == nil || resp.StatusCode != http.StatusUnauthorized {
@@ -232,7 +233,7 @@ func TestSocketsWithoutASessionCannotStarveSignedInPages(t *testing.T) {
 		t.Fatalf("the third socket without a session read %s, %v; want too-many-sockets", frame, err)
 	}
 	a := signIn(t, r, gate)
-	serve(t, r.dial(t, r.origin("127.0.0.1"), a), nil)
+	hubtest.Serve(r.dial(t, r.origin("127.0.0.1"), a), nil)
 	r.waitRootWith(t, a, connected)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voicebox-go/voicebox/relay/hub/hubtest"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
@@ -57,7 +58,7 @@ func TestPageToolsFollowTheSlot(t *testing.T) {
 	r := startRelay(t, Options{}, server.Config{})
 	r.hub.AddOfferListener(OfferFunc(func(o Offer) { log.add(o.Tools) }))
 	ws := r.dial(t, r.origin("127.0.0.1"), nil)
-	serve(t, ws, nil)
+	hubtest.Serve(ws, nil)
 	sendRoot(t, ws, RootOPFS, "Browser storage")
 	r.waitRoot(t, connected)
 
@@ -79,7 +80,7 @@ func TestPageToolsFollowTheSlot(t *testing.T) {
 	bearer := r.pair(t, "box")
 	m := r.machine(t, bearer, executor.New(fsroot.NewMemory(), executor.Options{}))
 	log.waitLast(t, "nil")
-	send(m.ws, `{"type":"tools","tools":[{"name":"app_x"}]}`)
+	send(m.WS, `{"type":"tools","tools":[{"name":"app_x"}]}`)
 	ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"tools","tools":[{"name":"app_y"}]}`)) // closed, or not heard
 	r.call(t, "now", nil)                                                                                        // the machine's frames were read by now
 	if log.last() != "nil" {

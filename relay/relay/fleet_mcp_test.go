@@ -69,7 +69,7 @@ func TestFleetMCPBearers(t *testing.T) {
 	}
 
 	page := dialPage(t, c, memoryExecutor(), nil)
-	page.ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
+	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
 	waitFor(t, "the root declared on C shown on B", func() bool { return b.root(t)["name"] == "Browser storage" })
 	client := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil)
 	s, err := client.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: b.url + mcp.Path,

@@ -25,6 +25,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/relay/hub/hubtest"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/shared/channel"
 	"github.com/voicebox-go/voicebox/shared/executor"
@@ -144,13 +145,7 @@ func (m *member) root(t testing.TB) map[string]any {
 }
 
 // goPage is a page in Go: /channel from the relay's own origin, a door over an executor.
-type goPage struct {
-	ws    *websocket.Conn
-	calls chan wire.Call
-	ended chan error
-	mu    sync.Mutex
-	ctl   []map[string]any
-}
+type goPage = hubtest.Peer
 
 // dialPage attaches a page executing with exec to m.
 func dialPage(t testing.TB, m *member, exec channel.Executor, header http.Header) *goPage {
@@ -159,66 +154,7 @@ func dialPage(t testing.TB, m *member, exec channel.Executor, header http.Header
 		header = http.Header{}
 	}
 	header.Set("Origin", m.url)
-	ctx, cancel := context.WithTimeout(context.Background(), patience)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(m.url, "http")+"/channel", &websocket.DialOptions{HTTPHeader: header})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws.SetReadLimit(wire.MaxFrameBytes)
-	t.Cleanup(func() { ws.CloseNow() })
-	p := &goPage{ws: ws, calls: make(chan wire.Call, 64), ended: make(chan error, 1)}
-	door := channel.NewDoor(exec, executor.BuiltinAdmitted(), channel.DoorOptions{})
-	go func() {
-		for {
-			_, b, err := ws.Read(context.Background())
-			if err != nil {
-				p.ended <- err
-				return
-			}
-			if c, err := wire.ParseCall(b); err == nil {
-				select {
-				case p.calls <- c:
-				default:
-				}
-				go func() {
-					if a := door.Serve(context.Background(), b); a != nil {
-						ws.Write(context.Background(), websocket.MessageText, a)
-					}
-				}()
-				continue
-			}
-			var ctl map[string]any
-			json.Unmarshal(b, &ctl)
-			p.mu.Lock()
-			p.ctl = append(p.ctl, ctl)
-			p.mu.Unlock()
-		}
-	}()
-	return p
-}
-
-// end waits for the page's socket to end and returns its close status.
-func (p *goPage) end(t testing.TB) websocket.StatusCode {
-	t.Helper()
-	select {
-	case err := <-p.ended:
-		return websocket.CloseStatus(err)
-	case <-time.After(patience):
-		t.Fatal("the page's socket was not closed")
-		return 0
-	}
-}
-
-func (p *goPage) sawControl(typ string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.ctl {
-		if c["type"] == typ {
-			return true
-		}
-	}
-	return false
+	return hubtest.Serve(hubtest.Dial(t, m.url, header, patience), exec)
 }
 
 func memoryExecutor() channel.Executor { return executor.New(fsroot.NewMemory(), executor.Options{}) }
@@ -255,7 +191,7 @@ func TestFleetRoutesCallsToTheExecutorsRelay(t *testing.T) {
 		t.Fatalf("with no executor anywhere: %v", got)
 	}
 	page := dialPage(t, a, memoryExecutor(), nil)
-	page.ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
+	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
 	waitFor(t, "the root declared on A shown on C", func() bool { return c.root(t)["name"] == "Browser storage" })
 	observed(t, b.call(t, "write-file", map[string]any{"path": "notes.txt", "content": "written through B"}))
 	got := observed(t, c.call(t, "read-file", map[string]any{"path": "notes.txt"}))
@@ -267,7 +203,7 @@ func TestFleetRoutesCallsToTheExecutorsRelay(t *testing.T) {
 			observed(t, m.call(t, "now", nil))
 		}
 	}
-	page.ws.Close(websocket.StatusNormalClosure, "")
+	page.WS.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, "the lease released when the page left", func() bool { return b.root(t)["connected"] == false })
 	if got := b.call(t, "now", nil); ruleOf(got) != refusal.NoPage {
 		t.Fatalf("after the page left: %v", got)
@@ -284,15 +220,15 @@ func TestFleetTakeoverAcrossRelays(t *testing.T) {
 	first := dialPage(t, a, memoryExecutor(), nil)
 	connectedOn(t, b)
 	second := dialPage(t, b, memoryExecutor(), nil)
-	if code := first.end(t); code != hub.CloseReplaced {
+	if code := first.End(t, patience); code != hub.CloseReplaced {
 		t.Fatalf("the displaced page was closed %v, want %v", code, hub.CloseReplaced)
 	}
-	if !first.sawControl("replaced") {
+	if !first.SawControl("replaced") {
 		t.Fatal("the displaced page was not told it was replaced")
 	}
 	observed(t, a.call(t, "write-file", map[string]any{"path": "x.txt", "content": "to the second page"}))
 	select {
-	case c := <-second.calls:
+	case c := <-second.Calls:
 		if c.Tool != "write-file" {
 			t.Fatalf("the second page got %s", c.Tool)
 		}
@@ -476,7 +412,7 @@ func TestFleetEventsAndApprovals(t *testing.T) {
 	nats := fleettest.Start(t)
 	a, b := startMember(t, nats, "events", false), startMember(t, nats, "events", false)
 	page := dialPage(t, a, memoryExecutor(), nil)
-	page.ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
+	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
 	waitFor(t, "the root declared on A shown on B", func() bool { return b.root(t)["kind"] == "opfs" })
 	observed(t, a.call(t, "write-file", map[string]any{"path": "old.txt", "content": "bye"}))
 	// Nobody follows any relay's event stream yet: nobody can approve, so the call is refused
@@ -584,7 +520,7 @@ func TestFleetThePagesOfferReachesEveryRelay(t *testing.T) {
 	page := dialPage(t, a, memoryExecutor(), nil)
 	appTool := miniapp.ModelName("app_timer", "start")
 	decls, _ := json.Marshal([]tool.Declaration{{Name: appTool, Description: "Start the timer", Parameters: json.RawMessage(`{"type":"object"}`)}})
-	page.ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"tools","tools":`+string(decls)+`}`))
+	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"tools","tools":`+string(decls)+`}`))
 	offered := func(m *member) bool {
 		for _, d := range m.ExternalApps.Declarations() {
 			if d.Name == appTool {
@@ -594,7 +530,7 @@ func TestFleetThePagesOfferReachesEveryRelay(t *testing.T) {
 		return false
 	}
 	waitFor(t, "the page's tool offered on B", func() bool { return offered(b) })
-	page.ws.Close(websocket.StatusNormalClosure, "")
+	page.WS.Close(websocket.StatusNormalClosure, "")
 	waitFor(t, "the tool gone from B with the page", func() bool { return !offered(b) })
 }
 
@@ -694,12 +630,12 @@ func TestFleetHammer(t *testing.T) {
 		// at nearly the same moment are ordered by NATS, so either may win; never both, never
 		// neither.
 		select {
-		case err := <-last.ended:
+		case err := <-last.Ended:
 			if code := websocket.CloseStatus(err); code != hub.CloseReplaced {
 				t.Fatalf("page %d was closed %v, want replaced", i-1, code)
 			}
 			last = next
-		case err := <-next.ended:
+		case err := <-next.Ended:
 			if code := websocket.CloseStatus(err); code != hub.CloseReplaced {
 				t.Fatalf("page %d was closed %v, want replaced", i, code)
 			}
@@ -718,7 +654,7 @@ func TestFleetHammer(t *testing.T) {
 		waitFor(t, "every relay routing to the last page", func() bool { return m.call(t, "now", nil)["ok"] == true })
 	}
 	select {
-	case err := <-last.ended:
+	case err := <-last.Ended:
 		t.Fatalf("the last page was closed: %v", err)
 	default:
 	}
@@ -748,8 +684,8 @@ func TestFleetAGatedPageWaitsOutNATS(t *testing.T) {
 	nats.Stop()
 	waitFor(t, "A noticing NATS is gone", func() bool { return !a.Fleet.Connected() })
 	p := dialPage(t, a, memoryExecutor(), http.Header{"Cookie": {cookie}})
-	if code := p.end(t); code != websocket.StatusTryAgainLater || p.sawControl("refused") {
-		t.Fatalf("the page was closed %v (refused frame: %v), want 1013 and no refusal", code, p.sawControl("refused"))
+	if code := p.End(t, patience); code != websocket.StatusTryAgainLater || p.SawControl("refused") {
+		t.Fatalf("the page was closed %v (refused frame: %v), want 1013 and no refusal", code, p.SawControl("refused"))
 	}
 	nats.Restart()
 	waitFor(t, "A back on NATS", func() bool { return a.Fleet.Connected() })
@@ -823,7 +759,7 @@ func TestFleetRootEventsReachEveryRelay(t *testing.T) {
 		close(lines)
 	}()
 	page := dialPage(t, a, memoryExecutor(), nil)
-	page.ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"handle","name":"Projects"}`))
+	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"handle","name":"Projects"}`))
 	deadline := time.After(patience)
 	for {
 		select {
