@@ -193,6 +193,8 @@ func TestFleetRoutesCallsToTheExecutorsRelay(t *testing.T) {
 	page := dialPage(t, a, memoryExecutor(), nil)
 	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
 	waitFor(t, "the root declared on A shown on C", func() bool { return c.root(t)["name"] == "Browser storage" })
+	// Each relay learns of the page's lease on its own: B may hear it after C.
+	connectedOn(t, b)
 	observed(t, b.call(t, "write-file", map[string]any{"path": "notes.txt", "content": "written through B"}))
 	got := observed(t, c.call(t, "read-file", map[string]any{"path": "notes.txt"}))
 	if got["content"] != "written through B" {

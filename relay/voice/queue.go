@@ -74,17 +74,6 @@ func (q *frameQueue) push(f outFrame, stop <-chan struct{}) bool {
 	return true
 }
 
-// take takes the oldest frame without waiting; false when none waits.
-func (q *frameQueue) take() (outFrame, bool) {
-	q.mu.Lock()
-	f, ok := q.takeLocked()
-	q.mu.Unlock()
-	if ok {
-		wake(q.space)
-	}
-	return f, ok
-}
-
 func (q *frameQueue) takeLocked() (outFrame, bool) {
 	if q.n == 0 {
 		return outFrame{}, false

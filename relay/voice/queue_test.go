@@ -208,3 +208,15 @@ func TestFrameQueueDeliverHammer(t *testing.T) {
 		t.Fatalf("%d frames written of %d", written, pushers*frames)
 	}
 }
+
+// take takes the oldest frame without waiting, as deliver does for each frame it writes; false
+// when none waits. The tests take frames one by one with it.
+func (q *frameQueue) take() (outFrame, bool) {
+	q.mu.Lock()
+	f, ok := q.takeLocked()
+	q.mu.Unlock()
+	if ok {
+		wake(q.space)
+	}
+	return f, ok
+}
