@@ -34,6 +34,10 @@ const (
 	// MaxKeepBothTries bounds the names tried for the earlier version an undo conflict keeps
 	// beside the current one ("notes (earlier).txt", "notes (earlier 2).txt", ...).
 	MaxKeepBothTries = 100
+	// MaxHistorySkips bounds the history numbers a change passes over because another History
+	// over the same area (a second tab on the folder) took them. Past it the change is refused
+	// history-failed: so many numbers taken at once is damage, not a neighbour.
+	MaxHistorySkips = 1 << 12
 )
 
 // historyDir is the history's folder inside the root's metadata area.
@@ -265,8 +269,20 @@ func (h *History) keep(ctx context.Context, rec historyRecord, before []byte) (h
 		return rec, err
 	}
 	// Another History over this area (a second tab on the folder) may have taken the numbers
-	// this one would use next; never write over its files.
-	for h.taken(ctx, h.next) {
+	// this one would use next; never write over its files. A number whose files cannot be
+	// looked at (the area failed, or ctx ended) is no number to pass over: that error ends the
+	// change, so a cancelled write answers once instead of spinning.
+	for skips := 0; ; skips++ {
+		taken, err := h.taken(ctx, h.next)
+		if err != nil {
+			return rec, err
+		}
+		if !taken {
+			break
+		}
+		if skips == MaxHistorySkips {
+			return rec, fmt.Errorf("executor: the %d history numbers from %d on are all taken", MaxHistorySkips, h.next-uint64(skips))
+		}
 		h.next++
 	}
 	rec.Seq, rec.Time = h.next, h.clock().UTC()
@@ -292,14 +308,18 @@ func (h *History) write(ctx context.Context, rec historyRecord) error {
 	return h.area.WriteFile(ctx, recordName(rec.Seq), data)
 }
 
-// taken reports whether a record or a content file numbered seq is already in the area.
-func (h *History) taken(ctx context.Context, seq uint64) bool {
+// taken reports whether a record or a content file numbered seq is already in the area, or the
+// error that kept it from looking (never "taken" for an error: see keep).
+func (h *History) taken(ctx context.Context, seq uint64) (bool, error) {
 	for _, name := range []string{recordName(seq), contentName(seq), afterName(seq)} {
-		if _, err := h.area.Stat(ctx, name); !errors.Is(err, fs.ErrNotExist) {
-			return true
+		switch _, err := h.area.Stat(ctx, name); {
+		case err == nil:
+			return true, nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return false, err
 		}
 	}
-	return false
+	return false, nil
 }
 
 // commit adds a kept record once its change happened, drops the changes waiting for redo (the

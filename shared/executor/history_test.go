@@ -3,11 +3,16 @@ package executor_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/executor/executortest"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
@@ -58,4 +63,67 @@ func FuzzHistoryRecords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// blindArea is a history area whose Stat fails with err while err is set: the state of an OPFS
+// area whose calls were cancelled when the page's relay went away.
+type blindArea struct {
+	fsroot.Root
+	err atomic.Pointer[error]
+}
+
+func (a *blindArea) Stat(ctx context.Context, name string) (fsroot.Entry, error) {
+	if err := a.err.Load(); err != nil {
+		return fsroot.Entry{}, *err
+	}
+	return a.Root.Stat(ctx, name)
+}
+
+// TestAHistoryThatCannotLookAnswersOnce holds keep to its loop rule: a history number whose
+// files cannot be looked at is no number to pass over, so a write whose area fails (a cancelled
+// context, a disk error) answers once, history-failed, and leaves the file and the history as
+// they were; once the area works again the next write is kept and undone as usual. It spun for
+// ever before (each failed Stat read as "taken").
+func TestAHistoryThatCannotLookAnswersOnce(t *testing.T) {
+	t.Parallel()
+	for _, cause := range []error{context.Canceled, errors.New("input/output error")} {
+		t.Run(cause.Error(), func(t *testing.T) {
+			t.Parallel()
+			root := fsroot.NewMemory()
+			write(t, root, "notes.md", "kept")
+			meta, err := root.Meta(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			area := &blindArea{Root: meta}
+			h := executor.NewHistory(area, executor.HistoryOptions{})
+			e := executor.New(root, executor.Options{History: h})
+			mustRun(t, e, "write-file", `{"path":"notes.md","content":"first"}`)
+
+			area.err.Store(&cause)
+			answered := make(chan error, 1)
+			go func() {
+				_, err := run(t, e, "write-file", `{"path":"notes.md","content":"lost"}`)
+				answered <- err
+			}()
+			select {
+			case err := <-answered:
+				if refusal.RuleOf(err) != refusal.HistoryFailed || !strings.Contains(err.Error(), cause.Error()) {
+					t.Fatalf("a write whose history cannot look answered %v; want history-failed saying %v", err, cause)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("a write whose history cannot look never answered")
+			}
+			if b, _ := root.ReadFile(t.Context(), "notes.md"); string(b) != "first" {
+				t.Fatalf("notes.md holds %q after the refused write; want first", b)
+			}
+
+			area.err.Store(nil)
+			mustRun(t, e, "write-file", `{"path":"notes.md","content":"second"}`)
+			mustRun(t, e, "undo-last", `{}`)
+			if b, _ := root.ReadFile(t.Context(), "notes.md"); string(b) != "first" {
+				t.Fatalf("undo after the area healed left %q; want first", b)
+			}
+		})
+	}
 }
