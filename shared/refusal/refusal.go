@@ -230,12 +230,12 @@ const (
 
 	// Extension approval by console code (relay/extensionhost): why a code did not admit, and the
 	// limit on asking for codes.
-	ApprovalCodeWrong     Rule = "approval-code-wrong"     // not the outstanding code; attempts remain, or this was the last
-	ApprovalCodeExhausted Rule = "approval-code-exhausted" // the code took its five wrong attempts and is void
-	ApprovalCodeExpired   Rule = "approval-code-expired"   // the code outlived its two minutes
-	ApprovalCodeUsed      Rule = "approval-code-used"      // the code already admitted its proposal
-	ApprovalCodeMissing   Rule = "approval-code-missing"   // no code was asked for this proposal
-	ApprovalRateLimited   Rule = "approval-rate-limited"   // too many codes asked for in the window
+	ApprovalCodeWrong        Rule = "approval-code-wrong"        // not the outstanding code; the asker's attempts remain, or this was its last
+	ApprovalGuessesExhausted Rule = "approval-guesses-exhausted" // this requester made its five wrong attempts at the code, which still admits for others
+	ApprovalCodeExpired      Rule = "approval-code-expired"      // the code outlived its two minutes
+	ApprovalCodeUsed         Rule = "approval-code-used"         // the code already admitted its proposal
+	ApprovalCodeMissing      Rule = "approval-code-missing"      // no code was asked for this proposal
+	ApprovalRateLimited      Rule = "approval-rate-limited"      // too many codes asked for, open or guessed wrong in the window
 
 	// External mini-apps (relay/externalapps, shared/externalapp, public/external-apps.js): the
 	// registry, identity tokens, the host bridge and the write-approval gate. The gate answers
