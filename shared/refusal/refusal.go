@@ -258,6 +258,12 @@ const (
 	BearerMissing Rule = "bearer-missing" // no Authorization: Bearer header
 	BearerRevoked Rule = "bearer-revoked" // the host revoked this client's bearer (or minted a newer one for its name)
 	TooManyCalls  Rule = "too-many-calls" // a client has as many tool calls running as it may
+	// MCPSessionUnknown answers an Mcp-Session-Id that names no open session: never opened,
+	// closed, or idle past mcp.SessionIdle (404). The client opens a new one.
+	MCPSessionUnknown Rule = "mcp-session-unknown"
+	// MCPSessionForeign answers a request on a session another MCP client opened (403): a
+	// session belongs to the bearer's client that opened it.
+	MCPSessionForeign Rule = "mcp-session-foreign"
 
 	// The filesystem-server primitives (shared/executor): a file larger than the primitive reads
 	// whole, and a file read as media that is no image or audio.

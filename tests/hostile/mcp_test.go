@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -137,4 +139,95 @@ func TestMCPHostileCallers(t *testing.T) {
 			t.Fatalf("past the bound a new session answered %d %s", code, body)
 		}
 	})
+}
+
+// mcpRequest sends one request to /mcp with bearer and the session id ("" for none), and
+// returns the status, the Content-Type and the body.
+func mcpRequest(t *testing.T, r *harness.Relay, method, bearer, session, accept, body string) (int, string, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, r.URL+"/mcp", strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", accept)
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	client := &http.Client{Timeout: mcpBound}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s /mcp: %v", method, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+}
+
+// TestMCPErrorsAreRefusalsNeverPlainText is issue 32's "also found": a client on a session
+// another client opened, a revoked client, and requests the SDK's transport turns away were
+// answered in plain text. Every error of /mcp is now a refusal {refused, why}, the way a missing
+// bearer is; the session's own client is still served.
+func TestMCPErrorsAreRefusalsNeverPlainText(t *testing.T) {
+	t.Parallel()
+	r := harness.StartRelay(t)
+	alice, bob := r.MintMCPBearer(t, "alice"), r.MintMCPBearer(t, "bob")
+	const both = "application/json, text/event-stream"
+	open := func(bearer string) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, r.URL+"/mcp", strings.NewReader(mcpInit))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", both)
+		req.Header.Set("Authorization", "Bearer "+bearer)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if id := resp.Header.Get("Mcp-Session-Id"); resp.StatusCode == 200 && id != "" {
+			return id
+		}
+		t.Fatalf("initialize answered %d with no session", resp.StatusCode)
+		return ""
+	}
+	aliceSession, bobSession := open(alice), open(bob)
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	cases := []struct {
+		name                          string
+		method, bearer, session, body string
+		accept                        string
+		status                        int
+		rule                          string
+	}{
+		{"bob on alice's session", http.MethodPost, bob, aliceSession, list, both, 403, "mcp-session-foreign"},
+		{"bob's stream of alice's session", http.MethodGet, bob, aliceSession, "", "text/event-stream", 403, "mcp-session-foreign"},
+		{"bob closing alice's session", http.MethodDelete, bob, aliceSession, "", both, 403, "mcp-session-foreign"},
+		{"a session nobody opened", http.MethodPost, bob, "NOSUCHSESSION", list, both, 404, "mcp-session-unknown"},
+		{"no event stream in Accept", http.MethodPost, bob, bobSession, list, "application/json", 400, "malformed-call"},
+		{"a body that is no JSON-RPC", http.MethodPost, bob, bobSession, `{"jsonrpc":"2.0","id":3,"method":42}`, both, 400, "malformed-call"},
+		{"a close that names no session", http.MethodDelete, bob, "", "", both, 400, "malformed-call"},
+		{"a stream that names no session", http.MethodGet, bob, "", "", "text/event-stream", 400, "malformed-call"},
+	}
+	for _, c := range cases {
+		status, ctype, body := mcpRequest(t, r, c.method, c.bearer, c.session, c.accept, c.body)
+		if status != c.status || !strings.HasPrefix(ctype, "application/json") || ruleOf(body) != c.rule || !strings.Contains(body, `"why":"`) {
+			t.Errorf("%s: %d %s %.300s; want %d %s as JSON", c.name, status, ctype, body, c.status, c.rule)
+		}
+	}
+	// A revoked client on another's session, and on its own: a refusal each, never text.
+	if out, err := exec.Command(filepath.Join(harness.RepoRoot(), "bin", "relay"), "mcp-token", "--extensions-dir", r.StateDir, "--revoke", "alice").CombinedOutput(); err != nil {
+		t.Fatalf("revoking alice: %v %s", err, out)
+	}
+	for _, session := range []string{bobSession, aliceSession} {
+		status, ctype, body := mcpRequest(t, r, http.MethodPost, alice, session, both, list)
+		if status != 401 || !strings.HasPrefix(ctype, "application/json") || ruleOf(body) != "bearer-revoked" {
+			t.Errorf("revoked alice on a session: %d %s %.300s", status, ctype, body)
+		}
+	}
+	// The session's own client is served.
+	if status, _, body := mcpRequest(t, r, http.MethodPost, bob, bobSession, both, list); status != 200 || !strings.Contains(body, `"tools"`) {
+		t.Fatalf("bob on his own session: %d %.300s", status, body)
+	}
 }
