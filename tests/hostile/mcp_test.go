@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -229,5 +230,101 @@ func TestMCPErrorsAreRefusalsNeverPlainText(t *testing.T) {
 	// The session's own client is served.
 	if status, _, body := mcpRequest(t, r, http.MethodPost, bob, bobSession, both, list); status != 200 || !strings.Contains(body, `"tools"`) {
 		t.Fatalf("bob on his own session: %d %.300s", status, body)
+	}
+}
+
+// TestABadLineCannotEndTheStdioBridge is issue 32's "also found": one malformed line on its stdin
+// ended `relay mcp`, so whatever could write to a client's pipe could cut it off from the relay.
+// Now a line that is not JSON is answered with a JSON-RPC parse error (-32700, id null), a line
+// past mcp.MaxStdioLineBytes and one that is no single message with an invalid-request error
+// (-32600), each with data {refused, why}, and the bridge answers the next request.
+func TestABadLineCannotEndTheStdioBridge(t *testing.T) {
+	t.Parallel()
+	r := harness.StartRelay(t)
+	bearerFile := filepath.Join(t.TempDir(), "bearer")
+	if err := os.WriteFile(bearerFile, []byte(r.MintMCPBearer(t, "stdio")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(harness.RepoRoot(), "bin", "relay"), "mcp", "--relay", r.URL, "--bearer-file", bearerFile)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		stdin.Close()
+		select {
+		case <-exited:
+		case <-time.After(mcpBound):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	answers := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 4<<20)
+		for sc.Scan() {
+			var m map[string]any
+			json.Unmarshal(sc.Bytes(), &m)
+			if _, answer := m["id"]; answer {
+				answers <- m // notifications carry no id
+			}
+		}
+		close(answers)
+	}()
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			t.Fatalf("writing to the bridge: %v", err)
+		}
+	}
+	next := func(what string) map[string]any {
+		t.Helper()
+		select {
+		case m, ok := <-answers:
+			if !ok {
+				t.Fatalf("the bridge ended after %s", what)
+			}
+			return m
+		case <-time.After(mcpBound):
+			t.Fatalf("no answer to %s", what)
+		}
+		return nil
+	}
+	send(mcpInit)
+	if m := next("initialize"); m["result"] == nil {
+		t.Fatalf("initialize answered %v", m)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, c := range []struct {
+		what, line string
+		code       float64
+		rule       string
+	}{
+		{"a line that is not JSON", `{"jsonrpc":"2.0","id":2,"method":`, -32700, "malformed-json"},
+		{"NUL bytes", "\x00\xff\x00", -32700, "malformed-json"},
+		{"a line past the bound", `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", mcp.MaxStdioLineBytes) + `"}}`, -32600, "body-too-large"},
+		{"a batch", `[{"jsonrpc":"2.0","id":4,"method":"ping"}]`, -32600, "malformed-call"},
+		{"JSON that is no message", `{"jsonrpc":"2.0","id":5,"method":42}`, -32600, "malformed-call"},
+	} {
+		send(c.line)
+		m := next(c.what)
+		e, _ := m["error"].(map[string]any)
+		data, _ := e["data"].(map[string]any)
+		if m["id"] != nil || e["code"] != c.code || data["refused"] != c.rule || data["why"] == "" {
+			t.Fatalf("%s answered %v; want error %v with %s, id null", c.what, m, c.code, c.rule)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`)
+	if m := next("tools/list"); m["id"] != float64(6) || m["result"] == nil {
+		t.Fatalf("tools/list after the bad lines answered %v", m)
+	}
+	if strings.Contains(stderr.String(), "vbm_") {
+		t.Fatal("the bridge logged its bearer")
 	}
 }
