@@ -2,9 +2,14 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -131,4 +136,40 @@ func withRefusalData(text string, rf *refusal.Refusal) ([]byte, bool) {
 	}
 	b, err := json.Marshal(resp)
 	return append(b, '\n'), err == nil
+}
+
+// withRefusalErrors is the receiving middleware that gives every JSON-RPC error a session
+// answers (an unknown method, parameters that do not fit, a tool or resource the SDK refuses)
+// data {refused, why}, keeping its code; an error that carries data of its own keeps it. Tool
+// refusals are not errors: they come back as results with isError set.
+func withRefusalErrors(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if err == nil {
+			return res, nil
+		}
+		we := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		if wrapped := (*jsonrpc.Error)(nil); errors.As(err, &wrapped) {
+			we.Code, we.Data = wrapped.Code, wrapped.Data
+		}
+		if len(we.Data) == 0 {
+			rule := refusal.InternalError
+			switch we.Code {
+			case jsonrpc.CodeMethodNotFound:
+				rule = refusal.UnknownMethod
+			case jsonrpc.CodeInvalidParams:
+				rule = refusal.InvalidArgument
+			case jsonrpc.CodeInvalidRequest:
+				rule = refusal.MalformedCall
+			case jsonrpc.CodeParseError:
+				rule = refusal.MalformedJSON
+			}
+			rf, ok := refusal.As(err)
+			if !ok {
+				rf = refusal.New(rule, "%s", err.Error())
+			}
+			we.Data, _ = json.Marshal(rf)
+		}
+		return res, we
+	}
 }

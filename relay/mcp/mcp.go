@@ -39,8 +39,8 @@
 //
 // Every other error of the SDK's transport (a wrong Accept header, a body that is no JSON-RPC
 // message, a method it does not take) is refused the same way, malformed-call with the
-// transport's reason; one it answers as a JSON-RPC error keeps that shape and carries
-// {"refused", "why"} as the error's data. No error of /mcp is plain text.
+// transport's reason; a JSON-RPC error, the transport's or a method's (an unknown tool), keeps
+// that shape and carries {"refused", "why"} as the error's data. No error of /mcp is plain text.
 //
 // A DNS-rebound Host is refused host-refused (421) by relay/server before any handler.
 //
@@ -144,6 +144,7 @@ func New(opts Options) *Handler {
 	})
 	h.tools = &toolSync{server: h.server, handler: h.callTool, have: map[string]string{}}
 	h.addResources()
+	h.server.AddReceivingMiddleware(withRefusalErrors) // outermost: it sees every method's error
 	h.tools.sync(opts.Catalogue.Declarations())
 	h.cancel = opts.Catalogue.OnChange(func() { h.tools.sync(opts.Catalogue.Declarations()) })
 	stream := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return h.server }, &sdk.StreamableHTTPOptions{

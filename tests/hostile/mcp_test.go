@@ -227,6 +227,15 @@ func TestMCPErrorsAreRefusalsNeverPlainText(t *testing.T) {
 			t.Errorf("revoked alice on a session: %d %s %.300s", status, ctype, body)
 		}
 	}
+	// A method the transport does not know is refused before JSON-RPC; inside JSON-RPC, an error
+	// carries the refusal as its data.
+	if status, ctype, body := mcpRequest(t, r, http.MethodPost, bob, bobSession, both, `{"jsonrpc":"2.0","id":7,"method":"no/such-method"}`); status != 400 || !strings.HasPrefix(ctype, "application/json") || ruleOf(body) != "malformed-call" {
+		t.Errorf("a method nobody serves: %d %s %.300s", status, ctype, body)
+	}
+	status, _, body := mcpRequest(t, r, http.MethodPost, bob, bobSession, both, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`)
+	if status != 200 || !strings.Contains(body, `"code":-32602`) || !strings.Contains(body, `"data":{"refused":"invalid-argument","why":"unknown tool`) {
+		t.Errorf("a tool nobody offers: %d %.300s", status, body)
+	}
 	// The session's own client is served.
 	if status, _, body := mcpRequest(t, r, http.MethodPost, bob, bobSession, both, list); status != 200 || !strings.Contains(body, `"tools"`) {
 		t.Fatalf("bob on his own session: %d %.300s", status, body)
