@@ -64,7 +64,7 @@ func mcpBridgeFlags(stderr io.Writer) (*flag.FlagSet, *mcpBridgeConfig) {
 func runMCP(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return mcpUntil(ctx, args, &sdk.StdioTransport{}, stderr)
+	return mcpUntil(ctx, args, &mcp.LineTransport{In: os.Stdin, Out: os.Stdout}, stderr)
 }
 
 // mcpUntil runs the stdio bridge on local until the local client leaves or ctx ends.

@@ -18,6 +18,8 @@ import (
 
 	"github.com/coder/websocket"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voicebox-go/voicebox/relay/mcp"
 )
 
 // mintMCP runs `relay mcp-token NAME` and returns the bearer it printed.
@@ -559,3 +561,94 @@ var pngPixel, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAA
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// TestMCPStdioBridgeReadsOnPastABadLine: a line that is not JSON, one longer than
+// mcp.MaxStdioLineBytes and a batch each get a JSON-RPC error with id null, and the bridge
+// answers the next message; the SDK's own stdio transport ended `relay mcp` at the first.
+func TestMCPStdioBridgeReadsOnPastABadLine(t *testing.T) {
+	t.Parallel()
+	stateDir := filepath.Join(t.TempDir(), "state")
+	url, stdout := startServe(t, stateDir)
+	go io.Copy(io.Discard, stdout)
+	bearerFile := filepath.Join(t.TempDir(), "bearer")
+	os.WriteFile(bearerFile, []byte(mintMCP(t, stateDir, "lines")), 0o600)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr syncBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- mcpUntil(context.Background(), []string{"--relay", url, "--bearer-file", bearerFile}, &mcp.LineTransport{In: inR, Out: outW}, &stderr)
+		outW.Close()
+	}()
+	answers := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 4<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				m = map[string]any{"unreadable": sc.Text()}
+			}
+			if _, answer := m["id"]; answer || m["unreadable"] != nil {
+				answers <- m // notifications carry no id
+			}
+		}
+		close(answers)
+	}()
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatalf("writing to the bridge: %v; stderr: %s", err, stderr.String())
+		}
+	}
+	next := func() map[string]any {
+		t.Helper()
+		select {
+		case m, ok := <-answers:
+			if !ok {
+				t.Fatalf("the bridge ended; stderr: %s", stderr.String())
+			}
+			return m
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no answer from the bridge; stderr: %s", stderr.String())
+		}
+		return nil
+	}
+	refused := func(what string, code float64, rule string) {
+		t.Helper()
+		m := next()
+		e, _ := m["error"].(map[string]any)
+		data, _ := e["data"].(map[string]any)
+		if m["id"] != nil || e["code"] != code || data["refused"] != rule || data["why"] == "" {
+			t.Fatalf("%s answered %v; want error %v, %s, id null", what, m, code, rule)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"lines","version":"1"}}}`)
+	if m := next(); m["result"] == nil {
+		t.Fatalf("initialize answered %v", m)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":`)
+	refused("a line that is not JSON", -32700, "malformed-json")
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", mcp.MaxStdioLineBytes) + `"}}`)
+	refused("a line past the bound", -32600, "body-too-large")
+	send(`[{"jsonrpc":"2.0","id":4,"method":"ping"}]`)
+	refused("a batch", -32600, "malformed-call")
+	send(`{"jsonrpc":"2.0","id":5,"method":42}`)
+	refused("JSON that is no message", -32600, "malformed-call")
+	send("")
+	send(`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`)
+	m := next()
+	if res, _ := m["result"].(map[string]any); m["id"] != float64(6) || res["tools"] == nil {
+		t.Fatalf("tools/list after the bad lines answered %v", m)
+	}
+	inW.Close()
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("the bridge exited %d; stderr: %s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the bridge did not end with its input")
+	}
+}

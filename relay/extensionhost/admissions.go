@@ -56,12 +56,15 @@ type spentCode struct {
 	At   time.Time    `json:"at"`
 }
 
+// pending is a proposal's outstanding code: By is the requester whose request minted it (its
+// open codes are counted against that requester), Wrong the wrong attempts at it per requester.
 type pending struct {
-	Code     string    `json:"code"`
-	ID       string    `json:"id"`
-	Hash     string    `json:"hash"`
-	Expires  time.Time `json:"expires"`
-	Attempts int       `json:"attempts"`
+	Code    string         `json:"code"`
+	ID      string         `json:"id"`
+	Hash    string         `json:"hash"`
+	Expires time.Time      `json:"expires"`
+	By      string         `json:"by,omitempty"`
+	Wrong   map[string]int `json:"wrong,omitempty"`
 }
 
 // NewAdmissions returns the admissions kept in dir (a DirStore); clock nil means time.Now.

@@ -131,7 +131,7 @@ func TestConsoleCode(t *testing.T) {
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("pending file: %v %v", fi, err)
 		}
-		if _, err := s.Approve("notes", code, nil); err != nil {
+		if _, err := s.Approve("notes", code, "client 127.0.0.1", nil); err != nil {
 			t.Fatal(err)
 		}
 		if ids, _ := loadedIDs(t, s); len(ids) != 1 {
@@ -140,29 +140,69 @@ func TestConsoleCode(t *testing.T) {
 		if codes, _ := PendingCodes(dir, time.Now()); len(codes) != 0 {
 			t.Fatalf("the pending file still offers a used code: %+v", codes)
 		}
-		_, err = s.Approve("notes", code, nil)
+		_, err = s.Approve("notes", code, "client 127.0.0.1", nil)
 		rule(t, err, refusal.ApprovalCodeUsed)
 	})
-	t.Run("wrong code five times voids it", func(t *testing.T) {
-		s, _, _ := newAdmissions(t)
+	t.Run("wrong attempts lock out their requester, never the code", func(t *testing.T) {
+		s, c, _ := newAdmissions(t)
 		s.Stage([]byte(notesRaw))
 		code, _ := s.RequestCode("notes", "client 127.0.0.1")
 		for i := range MaxCodeAttempts {
-			_, err := s.Approve("notes", wrongCode(code), nil)
+			_, err := s.Approve("notes", wrongCode(code), "client 127.0.0.2", nil)
 			rule(t, err, refusal.ApprovalCodeWrong)
-			if i == MaxCodeAttempts-1 && !strings.Contains(err.Error(), "void") {
-				t.Fatalf("the last wrong attempt does not say the code is void: %v", err)
+			if i == MaxCodeAttempts-1 && !strings.Contains(err.Error(), "no more from you") {
+				t.Fatalf("the last wrong attempt does not say the code takes no more: %v", err)
 			}
 		}
-		_, err := s.Approve("notes", code, nil)
-		rule(t, err, refusal.ApprovalCodeExhausted)
+		_, err := s.Approve("notes", code, "client 127.0.0.2", nil)
+		rule(t, err, refusal.ApprovalGuessesExhausted)
 		if ids, _ := loadedIDs(t, s); len(ids) != 0 {
-			t.Fatal("admitted after five wrong attempts")
+			t.Fatal("admitted after five wrong attempts, to the one who made them")
 		}
-		if fresh, err := s.RequestCode("notes", "client 127.0.0.1"); err != nil {
+		if again, err := s.RequestCode("notes", "client 127.0.0.2"); err != nil || again != code {
+			t.Fatalf("the guesser asking again got %q, %v; want the same code", again, err)
+		}
+		if _, err := s.Approve("notes", code, "client 127.0.0.1", nil); err != nil {
+			t.Fatalf("the person's code after another's wrong attempts: %v", err)
+		}
+		// The locked-out requester gets a fresh code of its own once the old one is gone.
+		s.Stage([]byte(`{"id":"other","name":"O","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`))
+		code, _ = s.RequestCode("other", "client 127.0.0.2")
+		for range MaxCodeAttempts {
+			s.Approve("other", wrongCode(code), "client 127.0.0.2", nil)
+		}
+		c.add(CodeLifetime + time.Second)
+		if fresh, err := s.RequestCode("other", "client 127.0.0.2"); err != nil || fresh == "" {
+			t.Fatalf("a new code after the old one expired: %q, %v", fresh, err)
+		} else if _, err := s.Approve("other", fresh, "client 127.0.0.2", nil); err != nil {
+			t.Fatalf("the new code: %v", err)
+		}
+	})
+	t.Run("wrong attempts from everyone throttle at the ceiling, never void", func(t *testing.T) {
+		s, c, _ := newAdmissions(t)
+		s.Stage([]byte(notesRaw))
+		code, _ := s.RequestCode("notes", "session person")
+		for i := range MaxWrongGuesses {
+			_, err := s.Approve("notes", wrongCode(code), fmt.Sprintf("client 127.0.2.%d", i), nil)
+			rule(t, err, refusal.ApprovalCodeWrong)
+		}
+		// Past the ceiling nothing is compared, the right code included, from anyone new.
+		_, err := s.Approve("notes", code, "session person", nil)
+		rule(t, err, refusal.ApprovalRateLimited)
+		_, err = s.Approve("notes", wrongCode(code), "client 127.0.3.1", nil)
+		rule(t, err, refusal.ApprovalRateLimited)
+		c.add(CodeLifetime / 2)
+		if again, err := s.RequestCode("notes", "session person"); err != nil || again != code {
+			t.Fatalf("the throttled code asked for again: %q, %v; want it, standing", again, err)
+		}
+		// Once the wrong attempts leave the window, the person is compared again.
+		c.add(CodeRequestWindow - CodeLifetime/2)
+		fresh, err := s.RequestCode("notes", "session person")
+		if err != nil {
 			t.Fatal(err)
-		} else if _, err := s.Approve("notes", fresh, nil); err != nil {
-			t.Fatalf("a new code after the void one: %v", err)
+		}
+		if _, err := s.Approve("notes", fresh, "session person", nil); err != nil {
+			t.Fatalf("once the window has room: %v", err)
 		}
 	})
 	t.Run("expired", func(t *testing.T) {
@@ -170,19 +210,19 @@ func TestConsoleCode(t *testing.T) {
 		s.Stage([]byte(notesRaw))
 		code, _ := s.RequestCode("notes", "client 127.0.0.1")
 		c.add(CodeLifetime + time.Second)
-		_, err := s.Approve("notes", code, nil)
+		_, err := s.Approve("notes", code, "client 127.0.0.1", nil)
 		rule(t, err, refusal.ApprovalCodeExpired)
-		_, err = s.Approve("notes", code, nil)
+		_, err = s.Approve("notes", code, "client 127.0.0.1", nil)
 		rule(t, err, refusal.ApprovalCodeExpired)
 	})
 	t.Run("missing", func(t *testing.T) {
 		s, _, _ := newAdmissions(t)
 		s.Stage([]byte(notesRaw))
-		_, err := s.Approve("notes", "12345678", nil)
+		_, err := s.Approve("notes", "12345678", "client 127.0.0.1", nil)
 		rule(t, err, refusal.ApprovalCodeMissing)
 		s.Stage([]byte(`{"id":"other","name":"O","capabilities":["clock"],"tools":[{"name":"t","primitive":"now"}]}`))
 		code, _ := s.RequestCode("other", "client 127.0.0.1")
-		_, err = s.Approve("notes", code, nil) // a code is bound to its proposal
+		_, err = s.Approve("notes", code, "client 127.0.0.1", nil) // a code is bound to its proposal
 		rule(t, err, refusal.ApprovalCodeMissing)
 	})
 	t.Run("plan changed", func(t *testing.T) {
@@ -190,7 +230,7 @@ func TestConsoleCode(t *testing.T) {
 		s.Stage([]byte(notesRaw))
 		code, _ := s.RequestCode("notes", "client 127.0.0.1")
 		s.Stage([]byte(`{"id":"notes","name":"Notes","capabilities":["read","write"],"bounds":{},"tools":[{"name":"read_note","primitive":"read-file"},{"name":"w","primitive":"write-file"}]}`))
-		_, err := s.Approve("notes", code, nil)
+		_, err := s.Approve("notes", code, "client 127.0.0.1", nil)
 		rule(t, err, refusal.ApprovalPlanChanged)
 		if ids, _ := loadedIDs(t, s); len(ids) != 0 {
 			t.Fatal("the changed proposal was admitted")
@@ -233,21 +273,20 @@ func TestConsoleCode(t *testing.T) {
 		if err != nil || len(codes) != 2 || codes[0].ID != "notes" || codes[0].Code != held || codes[1].ID != "other" {
 			t.Fatalf("pending codes %+v, %v", codes, err)
 		}
-		if _, err := s.Approve("notes", held, nil); err != nil {
+		if _, err := s.Approve("notes", held, "client 127.0.0.1", nil); err != nil {
 			t.Fatalf("the held code after others asked: %v", err)
 		}
 	})
 	t.Run("new codes are limited per extension", func(t *testing.T) {
-		s, _, _ := newAdmissions(t)
+		s, c, _ := newAdmissions(t)
 		s.Stage([]byte(notesRaw))
 		for i := range MaxCodesPerExtension {
-			code, err := s.RequestCode("notes", fmt.Sprintf("client 127.0.0.%d", i+2))
-			if err != nil {
+			if _, err := s.RequestCode("notes", fmt.Sprintf("client 127.0.0.%d", i+2)); err != nil {
 				t.Fatal(err)
 			}
-			for range MaxCodeAttempts { // void it, so the next request mints a new one
-				s.Approve("notes", wrongCode(code), nil)
-			}
+			// A plan that changes replaces its code with a new one.
+			s.Stage([]byte(fmt.Sprintf(`{"id":"notes","name":"Notes %d","capabilities":["clock"],"tools":[{"name":"notes_now","primitive":"now"}]}`, i)))
+			c.add(time.Second)
 		}
 		_, err := s.RequestCode("notes", "client 127.0.0.99")
 		rule(t, err, refusal.ApprovalRateLimited)
@@ -256,18 +295,60 @@ func TestConsoleCode(t *testing.T) {
 			t.Fatalf("another extension was held to the first one's limit: %v", err)
 		}
 	})
-	t.Run("outstanding codes are bounded", func(t *testing.T) {
+	t.Run("codes expiring one after another never reach the extension's limit", func(t *testing.T) {
+		s, c, _ := newAdmissions(t)
+		s.Stage([]byte(notesRaw))
+		for i := range 3 * MaxCodesPerExtension {
+			if _, err := s.RequestCode("notes", fmt.Sprintf("client 127.0.4.%d", i)); err != nil {
+				t.Fatalf("code %d: %v", i+1, err)
+			}
+			c.add(CodeLifetime + time.Second)
+		}
+	})
+	t.Run("open codes are bounded per requester, and never lock out one with none", func(t *testing.T) {
 		s, _, _ := newAdmissions(t)
-		for i := range MaxOutstandingCodes + 1 {
-			id := fmt.Sprintf("x%d", i)
+		stage := func(id string) {
 			s.Stage([]byte(`{"id":"` + id + `","name":"X","capabilities":["clock"],"tools":[{"name":"t` + id + `","primitive":"now"}]}`))
-			_, err := s.RequestCode(id, fmt.Sprintf("client 127.0.1.%d", i))
-			if i < MaxOutstandingCodes && err != nil {
+		}
+		for i := range MaxOpenCodesPerRequester + 1 {
+			id := fmt.Sprintf("m%d", i)
+			stage(id)
+			_, err := s.RequestCode(id, "client 127.0.0.2")
+			if i < MaxOpenCodesPerRequester && err != nil {
 				t.Fatal(err)
 			}
-			if i == MaxOutstandingCodes {
+			if i == MaxOpenCodesPerRequester {
 				rule(t, err, refusal.ApprovalRateLimited)
 			}
 		}
+		// Others fill the relay's open codes; each of them asks once.
+		for i := MaxOpenCodesPerRequester; len(pendingIDs(t, s)) < MaxOutstandingCodes; i++ {
+			id := fmt.Sprintf("x%d", i)
+			stage(id)
+			if _, err := s.RequestCode(id, fmt.Sprintf("client 127.0.1.%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stage("mine")
+		stage("more")
+		if _, err := s.RequestCode("mine", "session person"); err != nil {
+			t.Fatalf("a requester with no code open, past the relay's %d: %v", MaxOutstandingCodes, err)
+		}
+		_, err := s.RequestCode("more", "session person")
+		rule(t, err, refusal.ApprovalRateLimited)
 	})
+}
+
+// pendingIDs is the proposals with an outstanding code.
+func pendingIDs(t *testing.T, s *Admissions) []string {
+	t.Helper()
+	codes, err := PendingCodes(s.dir, s.clock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range codes {
+		ids = append(ids, c.ID)
+	}
+	return ids
 }

@@ -192,7 +192,7 @@ func (h *handlers) approve(w http.ResponseWriter, r *http.Request) {
 	if !server.ReadJSON(w, r, maxDecisionBody, &body) {
 		return
 	}
-	plan, err := h.rt.Admissions.Approve(body.ID, strings.TrimSpace(body.Code), h.rt.existingTools(body.ID))
+	plan, err := h.rt.Admissions.Approve(body.ID, strings.TrimSpace(body.Code), server.Requester(r), h.rt.existingTools(body.ID))
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -270,7 +270,7 @@ func writeErr(w http.ResponseWriter, err error) {
 		switch r.Rule {
 		case refusal.NotFound:
 			status = http.StatusNotFound
-		case refusal.PermissionDenied, refusal.ApprovalPlanChanged, refusal.ApprovalCodeWrong, refusal.ApprovalCodeExhausted,
+		case refusal.PermissionDenied, refusal.ApprovalPlanChanged, refusal.ApprovalCodeWrong, refusal.ApprovalGuessesExhausted,
 			refusal.ApprovalCodeExpired, refusal.ApprovalCodeUsed, refusal.ApprovalCodeMissing:
 			status = http.StatusForbidden
 		case refusal.ApprovalRateLimited:

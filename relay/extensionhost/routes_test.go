@@ -176,7 +176,7 @@ func TestRoutesConsoleCodeRefusals(t *testing.T) {
 	for range MaxCodeAttempts {
 		approve(wrongCode(code), 403, "approval-code-wrong")
 	}
-	approve(code, 403, "approval-code-exhausted")
+	approve(code, 403, "approval-guesses-exhausted")
 
 	code = request()
 	f.clock.add(CodeLifetime + time.Second)

@@ -122,6 +122,7 @@ func (b *Bridge) Run(ctx context.Context, local sdk.Transport) error {
 			return next(ctx, method, req)
 		}
 	})
+	srv.AddReceivingMiddleware(withRefusalErrors) // the local client's errors read as the relay's do
 	if err := b.syncTools(ctx, remote, tools); err != nil {
 		ready.Done()
 		return fmt.Errorf("mcp bridge: the relay's tools could not be listed: %w", err)

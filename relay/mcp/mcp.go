@@ -34,6 +34,13 @@
 //	413 body-too-large   a body over MaxBodyBytes
 //	408 body-timeout     a body that did not arrive within BodyReadBound
 //	503 too-many-sockets MaxSessions sessions are open; a new one is refused
+//	404 mcp-session-unknown  an Mcp-Session-Id that names no open session
+//	403 mcp-session-foreign  a session another client opened
+//
+// Every other error of the SDK's transport (a wrong Accept header, a body that is no JSON-RPC
+// message, a method it does not take) is refused the same way, malformed-call with the
+// transport's reason; a JSON-RPC error, the transport's or a method's (an unknown tool), keeps
+// that shape and carries {"refused", "why"} as the error's data. No error of /mcp is plain text.
 //
 // A DNS-rebound Host is refused host-refused (421) by relay/server before any handler.
 //
@@ -137,6 +144,7 @@ func New(opts Options) *Handler {
 	})
 	h.tools = &toolSync{server: h.server, handler: h.callTool, have: map[string]string{}}
 	h.addResources()
+	h.server.AddReceivingMiddleware(withRefusalErrors) // outermost: it sees every method's error
 	h.tools.sync(opts.Catalogue.Declarations())
 	h.cancel = opts.Catalogue.OnChange(func() { h.tools.sync(opts.Catalogue.Declarations()) })
 	stream := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return h.server }, &sdk.StreamableHTTPOptions{
@@ -189,7 +197,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		server.WriteRefusal(w, status, rf)
 		return
 	}
-	h.stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientKey{}, name)))
+	rw := &refusalWriter{ResponseWriter: w}
+	h.stream.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), clientKey{}, name)))
+	if rule := rw.finish(); rule != "" {
+		h.log.Info("mcp: request refused", "rule", rule, "client", name, "method", r.Method)
+	}
 	if opening {
 		h.settle(w.Header().Get("Mcp-Session-Id"), name)
 	}

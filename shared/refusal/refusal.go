@@ -230,12 +230,12 @@ const (
 
 	// Extension approval by console code (relay/extensionhost): why a code did not admit, and the
 	// limit on asking for codes.
-	ApprovalCodeWrong     Rule = "approval-code-wrong"     // not the outstanding code; attempts remain, or this was the last
-	ApprovalCodeExhausted Rule = "approval-code-exhausted" // the code took its five wrong attempts and is void
-	ApprovalCodeExpired   Rule = "approval-code-expired"   // the code outlived its two minutes
-	ApprovalCodeUsed      Rule = "approval-code-used"      // the code already admitted its proposal
-	ApprovalCodeMissing   Rule = "approval-code-missing"   // no code was asked for this proposal
-	ApprovalRateLimited   Rule = "approval-rate-limited"   // too many codes asked for in the window
+	ApprovalCodeWrong        Rule = "approval-code-wrong"        // not the outstanding code; the asker's attempts remain, or this was its last
+	ApprovalGuessesExhausted Rule = "approval-guesses-exhausted" // this requester made its five wrong attempts at the code, which still admits for others
+	ApprovalCodeExpired      Rule = "approval-code-expired"      // the code outlived its two minutes
+	ApprovalCodeUsed         Rule = "approval-code-used"         // the code already admitted its proposal
+	ApprovalCodeMissing      Rule = "approval-code-missing"      // no code was asked for this proposal
+	ApprovalRateLimited      Rule = "approval-rate-limited"      // too many codes asked for, open or guessed wrong in the window
 
 	// External mini-apps (relay/externalapps, shared/externalapp, public/external-apps.js): the
 	// registry, identity tokens, the host bridge and the write-approval gate. The gate answers
@@ -258,6 +258,12 @@ const (
 	BearerMissing Rule = "bearer-missing" // no Authorization: Bearer header
 	BearerRevoked Rule = "bearer-revoked" // the host revoked this client's bearer (or minted a newer one for its name)
 	TooManyCalls  Rule = "too-many-calls" // a client has as many tool calls running as it may
+	// MCPSessionUnknown answers an Mcp-Session-Id that names no open session: never opened,
+	// closed, or idle past mcp.SessionIdle (404). The client opens a new one.
+	MCPSessionUnknown Rule = "mcp-session-unknown"
+	// MCPSessionForeign answers a request on a session another MCP client opened (403): a
+	// session belongs to the bearer's client that opened it.
+	MCPSessionForeign Rule = "mcp-session-foreign"
 
 	// The filesystem-server primitives (shared/executor): a file larger than the primitive reads
 	// whole, and a file read as media that is no image or audio.

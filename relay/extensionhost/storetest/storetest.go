@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -235,7 +236,7 @@ func Run(t *testing.T, open Open) {
 				s = onB
 			}
 			wg.Go(func() {
-				_, err := s.Approve("notes", code, nil)
+				_, err := s.Approve("notes", code, "client 127.0.0.1", nil)
 				switch refusal.RuleOf(err) {
 				case "":
 					wins.Add(1)
@@ -254,14 +255,18 @@ func Run(t *testing.T, open Open) {
 				t.Fatalf("loaded %+v %v", l, err)
 			}
 		}
-		if _, err := onB.Approve("notes", code, nil); refusal.RuleOf(err) != refusal.ApprovalCodeUsed {
+		if _, err := onB.Approve("notes", code, "client 127.0.0.1", nil); refusal.RuleOf(err) != refusal.ApprovalCodeUsed {
 			t.Fatalf("a spent code later: %v", err)
 		}
 	})
 
 	t.Run("AttemptsCountAcrossViews", func(t *testing.T) {
+		// One requester's wrong attempts, spread over the views, count against it alone; the
+		// attempts of all requesters together reach the proposal's ceiling on every view at
+		// once, and the code stands.
 		a, b := open(t)
 		onA, onB := extensionhost.NewAdmissionsIn(t.TempDir(), a, nil), extensionhost.NewAdmissionsIn(t.TempDir(), b, nil)
+		views := []*extensionhost.Admissions{onA, onB}
 		onA.Stage([]byte(notesRaw))
 		code, err := onA.RequestCode("notes", "client 127.0.0.1")
 		if err != nil {
@@ -272,16 +277,26 @@ func Run(t *testing.T, open Open) {
 			wrong = "11111111"
 		}
 		for i := range extensionhost.MaxCodeAttempts {
-			s := onA
-			if i%2 == 1 {
-				s = onB
-			}
-			if _, err := s.Approve("notes", wrong, nil); refusal.RuleOf(err) != refusal.ApprovalCodeWrong {
+			if _, err := views[i%2].Approve("notes", wrong, "client 127.0.0.2", nil); refusal.RuleOf(err) != refusal.ApprovalCodeWrong {
 				t.Fatalf("wrong attempt %d: %v", i+1, err)
 			}
 		}
-		if _, err := onB.Approve("notes", code, nil); refusal.RuleOf(err) != refusal.ApprovalCodeExhausted {
-			t.Fatalf("the right code after %d wrong ones on two views: %v", extensionhost.MaxCodeAttempts, err)
+		if _, err := onA.Approve("notes", code, "client 127.0.0.2", nil); refusal.RuleOf(err) != refusal.ApprovalGuessesExhausted {
+			t.Fatalf("the guesser's attempt after its %d wrong ones on two views: %v", extensionhost.MaxCodeAttempts, err)
+		}
+		for i := extensionhost.MaxCodeAttempts; i < extensionhost.MaxWrongGuesses; i++ {
+			guesser := fmt.Sprintf("client 127.0.1.%d", i/extensionhost.MaxCodeAttempts)
+			if _, err := views[i%2].Approve("notes", wrong, guesser, nil); refusal.RuleOf(err) != refusal.ApprovalCodeWrong {
+				t.Fatalf("wrong attempt %d (%s): %v", i+1, guesser, err)
+			}
+		}
+		for _, v := range views {
+			if _, err := v.Approve("notes", code, "client 127.0.0.1", nil); refusal.RuleOf(err) != refusal.ApprovalRateLimited {
+				t.Fatalf("an attempt past the proposal's %d wrong ones: %v", extensionhost.MaxWrongGuesses, err)
+			}
+		}
+		if codes, err := extensionhost.PendingCodesIn(b, time.Now()); err != nil || len(codes) != 1 || codes[0].Code != code {
+			t.Fatalf("after the guessing the outstanding codes are %+v, %v; want the code, standing", codes, err)
 		}
 	})
 }

@@ -1,0 +1,82 @@
+package mcp
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestTransportErrorsBecomeRefusals: whatever the SDK's transport answers with an error status
+// is answered as a refusal; a JSON-RPC error keeps its shape and gains {refused, why} as data
+// (or keeps data of its own); a success passes through as it was written.
+func TestTransportErrorsBecomeRefusals(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		write  func(w http.ResponseWriter)
+		status int
+		want   func(t *testing.T, body string)
+	}{
+		{"plain text", func(w http.ResponseWriter) { http.Error(w, "session user mismatch", http.StatusForbidden) }, 403, func(t *testing.T, body string) {
+			var m map[string]any
+			if json.Unmarshal([]byte(body), &m) != nil || m["ok"] != false || m["refused"] != "mcp-session-foreign" || m["why"] == "" {
+				t.Fatalf("answered %s", body)
+			}
+		}},
+		{"plain text of another status", func(w http.ResponseWriter) { http.Error(w, "Accept must contain both", http.StatusBadRequest) }, 400, func(t *testing.T, body string) {
+			if !strings.Contains(body, `"refused":"malformed-call"`) || !strings.Contains(body, "Accept must contain both") {
+				t.Fatalf("answered %s", body)
+			}
+		}},
+		{"a JSON-RPC error", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":"header mismatch"}}`))
+		}, 400, func(t *testing.T, body string) {
+			var m struct {
+				ID    int
+				Error struct {
+					Code    int
+					Message string
+					Data    struct{ Refused, Why string }
+				}
+			}
+			if json.Unmarshal([]byte(body), &m) != nil || m.ID != 7 || m.Error.Code != -32001 || m.Error.Data.Refused != "malformed-call" || !strings.Contains(m.Error.Data.Why, "header mismatch") {
+				t.Fatalf("answered %s", body)
+			}
+		}},
+		{"a JSON-RPC error with data", func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"unsupported","data":{"supported":["x"]}}}`))
+		}, 400, func(t *testing.T, body string) {
+			if !strings.Contains(body, `"supported":["x"]`) {
+				t.Fatalf("answered %s", body)
+			}
+		}},
+		{"a success", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte("event: message\ndata: {}\n\n"))
+		}, 200, func(t *testing.T, body string) {
+			if body != "event: message\ndata: {}\n\n" {
+				t.Fatalf("answered %q", body)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			rw := &refusalWriter{ResponseWriter: rec}
+			c.write(rw)
+			rw.finish()
+			if rec.Code != c.status {
+				t.Fatalf("status %d, want %d", rec.Code, c.status)
+			}
+			if c.status >= 400 && !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+				t.Fatalf("Content-Type %q", rec.Header().Get("Content-Type"))
+			}
+			c.want(t, rec.Body.String())
+		})
+	}
+}
