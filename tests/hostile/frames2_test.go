@@ -3,6 +3,7 @@
 package hostile
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voicebox-go/voicebox/relay/hub"
 	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/relay/voice"
 	"github.com/voicebox-go/voicebox/shared/channel"
@@ -147,6 +149,82 @@ func TestMalformedLiveFramesAreRefusedByName(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the text typed after the malformed frames never reached the vendor")
+	}
+	served(t, relay)
+}
+
+// TestAPagesMalformedFramesChangeNothing: the page's socket (its own origin, no hello) sends the
+// control frames only a page may send, malformed: a root of another kind, with a name over
+// hub.MaxRootNameBytes or of the wrong type, tools that are no list or nested past any bound, a
+// hello, and no envelope at all. The root it declared stays as it was, no forged tool reaches the
+// catalogue, the socket stays open, and the relay serves on.
+func TestAPagesMalformedFramesChangeNothing(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	ws := dialChannel(t, relay, "127.0.0.1", relay.URL)
+	if err := ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"workspace"}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the page to hold the root", func() bool { return rootKind(t, relay) == "opfs" })
+	// Every root the relay takes is published on the event stream: read it from here on.
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, relay.URL+"/api/events", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	roots := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		event := ""
+		for sc.Scan() {
+			line := sc.Text()
+			if e, ok := strings.CutPrefix(line, "event: "); ok {
+				event = e
+			} else if d, ok := strings.CutPrefix(line, "data: "); ok && event == "root" {
+				roots <- d
+			}
+		}
+		close(roots)
+	}()
+	big := strings.Repeat("x", hub.MaxRootNameBytes+1)
+	for _, f := range []string{
+		`{"type":"root","kind":"evil","name":"x"}`,
+		`{"type":"root","kind":"handle","name":"` + big + `"}`,
+		`{"type":"root","kind":"handle","name":["x"]}`,
+		`{"type":"root","kind":7}`,
+		`{"type":"tools","tools":"all"}`,
+		`{"type":"tools","tools":{"name":"forged"}}`,
+		`{"type":"tools",` + strings.Repeat("[", 100000),
+		`{"type":"hello","role":"environment","bearer":"vbx_forged"}`,
+		`not json`, `[]`, `null`,
+	} {
+		if err := ws.Write(context.Background(), websocket.MessageText, []byte(f)); err != nil {
+			t.Fatalf("the relay closed the page's socket at %.60q: %v", f, err)
+		}
+	}
+	// A frame the hub takes in order after the malformed ones: once the root it names is seen,
+	// every frame before it was read.
+	ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"after"}`))
+	for seen := false; !seen; {
+		select {
+		case d, ok := <-roots:
+			if !ok {
+				t.Fatal("the event stream ended before the page's next root")
+			}
+			if !strings.Contains(d, `"after"`) {
+				t.Fatalf("a malformed frame changed the root: %.200s", d)
+			}
+			seen = true
+		case <-ctx.Done():
+			t.Fatal("the page's next root was never published")
+		}
+	}
+	if r := send(t, nil, http.MethodGet, relay.URL+"/api/assistant", nil, ""); strings.Contains(r.body, "forged") {
+		t.Fatalf("a malformed tools frame reached the catalogue: %s", r.body)
 	}
 	served(t, relay)
 }
