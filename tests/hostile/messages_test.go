@@ -216,9 +216,22 @@ func TestEveryExternalAppMethodIsRefusedOrIgnored(t *testing.T) {
 	harness.Eval[bool](tab, `(voicebox.externalApps.open('sweep'), true)`)
 	// The app says in its title when it has posted every round (read from its frame's DOM, not
 	// its scripts); a round the page is still reading is then read before the next call below.
-	waitFor(t, "the external app to post every round", func() bool {
+	// An app stopped at its budget (by count or by bytes) is a named end too; its frame is gone.
+	stoppedCard := `document.querySelector('.xa-card[data-app-id="sweep"] .app-stopped:not([hidden])') !== null`
+	waitFor(t, "the external app to post every round, or be stopped", func() bool {
+		if harness.Eval[bool](tab, stoppedCard) {
+			return true
+		}
+		// The frame is made, then loaded, once the panel opens the app; until then there is nothing
+		// to read.
+		if !harness.Eval[bool](tab, fmt.Sprintf(`[...document.querySelectorAll('iframe')].some((f) => f.src === %q) && voicebox.externalApps.state('sweep')?.stats.loads > 0`, app.URL+"/")) {
+			return false
+		}
 		return strings.HasPrefix(harness.EvalInFrame[string](tab, app.URL+"/", `document.title`), "swept")
 	})
+	if harness.Eval[bool](tab, stoppedCard) {
+		t.Logf("the sweeping app was stopped: %s", harness.Eval[string](tab, `document.querySelector('.xa-card[data-app-id="sweep"] .app-stopped').textContent`))
+	}
 	harness.Eval[bool](tab, `new Promise((r) => setTimeout(() => r(true), 0))`)
 	g := harness.Eval[struct {
 		Total int
