@@ -38,6 +38,7 @@ func doors(t *testing.T) []string {
 	all = append(all, routeDoors(t)...)
 	all = append(all, workerDoors()...)
 	all = append(all, scannedDoors(t)...)
+	all = append(all, mcpDoors(t)...)
 	all = append(all, descriptorDoors(t)...)
 	slices.Sort(all)
 	return slices.Compact(all)
