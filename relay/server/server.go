@@ -18,6 +18,7 @@ import (
 	"os"
 	"path"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,7 +80,7 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	public fs.FS
-	mux    *http.ServeMux
+	mux    *routes
 	log    *slog.Logger
 	// publicHost is the host name of Config.Origin, which Host headers may name besides loopback.
 	publicHost string
@@ -105,7 +106,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		files = os.DirFS(cfg.Public)
 	}
-	s := &Server{cfg: cfg, public: files, mux: http.NewServeMux(), log: cfg.Log, publicHost: originHost(cfg.Origin), appFiles: newAppFiles()}
+	s := &Server{cfg: cfg, public: files, mux: &routes{ServeMux: http.NewServeMux()}, log: cfg.Log, publicHost: originHost(cfg.Origin), appFiles: newAppFiles()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -120,6 +121,40 @@ func New(cfg Config) (*Server, error) {
 
 // Handle registers h for pattern, for the routes other packages add (the channel, the live socket).
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Patterns returns every pattern registered on the server's mux, in the order they were
+// registered: the relay's routes, which the hostile suite checks each have a case (its doors).
+// The app hosts (AppHostFiles) and folder apps' files (AppFilesPath) are served before the mux.
+func (s *Server) Patterns() []string { return s.mux.list() }
+
+// routes is the server's mux, which keeps the patterns registered on it.
+type routes struct {
+	*http.ServeMux
+	mu       sync.Mutex
+	patterns []string
+}
+
+func (m *routes) Handle(pattern string, h http.Handler) {
+	m.record(pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+func (m *routes) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.record(pattern)
+	m.ServeMux.HandleFunc(pattern, h)
+}
+
+func (m *routes) record(pattern string) {
+	m.mu.Lock()
+	m.patterns = append(m.patterns, pattern)
+	m.mu.Unlock()
+}
+
+func (m *routes) list() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.patterns)
+}
 
 // ServeHTTP gives the request its id, puts the security headers on the response, turns a panic
 // into a JSON 500, and logs one line when the request ends (for a WebSocket, when it closes). No

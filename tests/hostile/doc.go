@@ -23,4 +23,12 @@
 //	./build.sh build && go test -count=1 ./tests/hostile/ -run TestName
 //
 // `./build.sh test` runs the package with the end-to-end layer.
+//
+// # Doors
+//
+// Every door the project has (a route, a socket frame, a worker method, a message type a page
+// script dispatches on, a descriptor field) is enumerated from the code by doors_test.go, and
+// TestEveryDoorHasAHostileCase fails for one without a row in SECURITY.md's Doors table naming the
+// case(s) that attack it. The sweeps (sweep_test.go, messages_test.go, fields_test.go) take the
+// same enumeration, so a new door of a kind they know is attacked the day it is written.
 package hostile
