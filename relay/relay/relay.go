@@ -48,6 +48,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/relay/internal/durable"
 	"github.com/voicebox-go/voicebox/relay/mcp"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
@@ -163,6 +164,9 @@ func New(cfg Config) (*Relay, error) {
 	}
 	if r.cfg.MiniApps == nil {
 		r.cfg.MiniApps = externalapps.Empty()
+	}
+	if cfg.Log != nil {
+		durable.SetLog(cfg.Log) // a torn record cut from the state directory is said in the relay's log
 	}
 	var err error
 	if r.State, err = hoststate.Open(cfg.StateDir); err != nil {
