@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/strictjson"
@@ -79,12 +80,14 @@ func tooLarge(max int64) *refusal.Refusal {
 }
 
 // refuseUnread answers a refusal given before any of the body was read, at once, and closes the
-// connection after it. Without the close, net/http would first read what is left of the body
-// (up to 256 KiB, under the body's idle bound) to keep the connection, so a client that sent
-// only headers would wait BodyIdleTimeout for its answer.
+// connection after it: nothing more is read from it. Otherwise net/http would read what is
+// left of the body (up to 256 KiB, under the body's idle bound), first to keep the connection
+// (holding the answer) and then to close the body, so a client that sent only headers would
+// wait BodyIdleTimeout for its answer, or for the connection to end.
 func refuseUnread(w http.ResponseWriter, status int, rf *refusal.Refusal) {
 	w.Header().Set("Connection", "close")
 	WriteRefusal(w, status, rf)
+	http.NewResponseController(w).SetReadDeadline(time.Now()) // not supported by a test's recorder: no matter
 }
 
 func decodeJSON(w http.ResponseWriter, b []byte, v any) bool {
