@@ -40,7 +40,8 @@ type Store interface {
 	// List returns the base names of the files directly in the folder dir ("" for the top),
 	// sorted; a missing folder lists nothing.
 	List(dir string) ([]string, error)
-	// AppendLedger appends one line (without its newline) to the ledger.
+	// AppendLedger appends one line (without its newline) to the ledger; nil means the line is
+	// kept durably (a DirStore syncs it, and cuts back the part of a failed append).
 	AppendLedger(line []byte) error
 	// ReadLedger returns the ledger's lines, oldest first, each ended by a newline.
 	ReadLedger() ([]byte, error)
@@ -121,7 +122,7 @@ func (s *DirStore) WriteFile(name string, data []byte) error {
 	defer root.Close()
 	if dir := path.Dir(name); dir != "." {
 		if err := root.MkdirAll(dir, 0o700); err != nil {
-			return err
+			return durable.Classify(name, err)
 		}
 	}
 	return durable.WriteFileIn(root, name, data, 0o600)

@@ -52,8 +52,11 @@ func DiskFull(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
-// classify returns err as it is, or, when it is a full disk, a state-disk-full refusal that
-// wraps it. what names the record for the sentence ("the extension ledger").
+// Classify returns err as it is, or, when it is a full disk, a state-disk-full refusal that
+// wraps it; what names the record for the sentence ("the extension ledger"). For the steps a
+// caller takes itself before a write (making a folder).
+func Classify(what string, err error) error { return classify(what, err) }
+
 func classify(what string, err error) error {
 	if err == nil || !DiskFull(err) {
 		return err
