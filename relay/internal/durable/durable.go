@@ -77,6 +77,9 @@ func WriteFile(p string, data []byte, perm fs.FileMode) error {
 	return WriteFileIn(root, filepath.Base(p), data, perm)
 }
 
+// write is f.Write; a test puts a full disk in its place where it cannot mount one.
+var write = (*os.File).Write
+
 // WriteFileIn replaces the file name (slash-separated, in an existing folder of root) with data:
 // it writes a temporary file beside it (a dot name ending in ".tmp"), syncs it, renames it over
 // name and syncs the folders from name's up to root's, so a reader sees the old content or the
@@ -97,7 +100,7 @@ func WriteFileIn(root *os.Root, name string, data []byte, perm fs.FileMode) erro
 			root.Remove(tmp)
 		}
 	}()
-	_, err = f.Write(data)
+	_, err = write(f, data)
 	if err == nil {
 		err = f.Chmod(perm) // the umask may have narrowed or (0) kept what OpenFile made
 	}

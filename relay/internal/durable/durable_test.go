@@ -171,7 +171,9 @@ func fill(t *testing.T, dir string) string {
 	}
 }
 
-// TestAFullDiskIsStateDiskFull: on a full disk (a real tmpfs), a whole-file write and an append
+// TestAFullDiskIsStateDiskFull: on a full disk (a real tmpfs, so it needs root and is skipped
+// elsewhere; TestAFullDiskIsStateDiskFullByFaultInjection checks the same on every machine with
+// an injected ENOSPC), a whole-file write and an append
 // that is cut off part way are refused state-disk-full (wrapping ENOSPC), leave no temporary file
 // and no torn line, and the old content stands; once there is space again the same append lands
 // on a line of its own.
@@ -228,5 +230,74 @@ func TestAFullDiskIsStateDiskFull(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(keys); string(b) != `{"a":"new"}` {
 		t.Fatalf("the file is %q", b)
+	}
+}
+
+// fullDisk puts a disk with room bytes left in place of the package's writes until the test
+// ends: a write takes what fits and then fails ENOSPC, as a full file system does.
+func fullDisk(t *testing.T, room int) {
+	t.Helper()
+	left := room
+	take := func(n int) (int, error) {
+		if n <= left {
+			left -= n
+			return n, nil
+		}
+		k := left
+		left = 0
+		return k, &os.PathError{Op: "write", Path: "disk", Err: syscall.ENOSPC}
+	}
+	writeAt = func(f *os.File, b []byte, off int64) (int, error) {
+		k, err := take(len(b))
+		f.WriteAt(b[:k], off)
+		return k, err
+	}
+	write = func(f *os.File, b []byte) (int, error) {
+		k, err := take(len(b))
+		f.Write(b[:k])
+		return k, err
+	}
+	t.Cleanup(func() { writeAt, write = (*os.File).WriteAt, (*os.File).Write })
+}
+
+// TestAFullDiskIsStateDiskFullByFaultInjection is TestAFullDiskIsStateDiskFull where no tmpfs
+// can be mounted: the package's own writes are given a disk with 20 bytes left (fullDisk), so the
+// same refusals, the cut-back of the torn append and its log line are checked on every machine.
+func TestAFullDiskIsStateDiskFullByFaultInjection(t *testing.T) {
+	logs := captureLog(t)
+	dir := t.TempDir()
+	keys := filepath.Join(dir, ".vendor-keys.json")
+	if err := WriteFile(keys, []byte(`{"a":"old"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ledger := filepath.Join(dir, ".ledger.jsonl")
+	os.WriteFile(ledger, []byte(admitLine+"\n"), 0o600)
+	fullDisk(t, 20)
+	l := NewLog(ledger, "the extension ledger", nil)
+	if err := l.Append([]byte(revokeLine), true); refusal.RuleOf(err) != refusal.StateDiskFull || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("an append on a full disk: %v", err)
+	}
+	if b, _ := os.ReadFile(ledger); string(b) != admitLine+"\n" {
+		t.Fatalf("the ledger after the failed append is %q", b)
+	}
+	if got := logs.String(); !strings.Contains(got, "file="+ledger) || !strings.Contains(got, "bytes=20") {
+		t.Fatalf("the cut of the failed append is not in the log: %q", got)
+	}
+	if err := WriteFile(keys, []byte(`{"a":"new, longer than the room"}`), 0o600); refusal.RuleOf(err) != refusal.StateDiskFull {
+		t.Fatalf("a whole-file write on a full disk: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Fatalf("the folder holds %d entries; a temporary file was left", len(entries))
+	}
+	if b, _ := os.ReadFile(keys); string(b) != `{"a":"old"}` {
+		t.Fatalf("the old file is now %q", b)
+	}
+	writeAt, write = (*os.File).WriteAt, (*os.File).Write // space again
+	if err := l.Append([]byte(revokeLine), true); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := l.Read(); string(b) != admitLine+"\n"+revokeLine+"\n" {
+		t.Fatalf("the ledger is %q", b)
 	}
 }

@@ -47,6 +47,9 @@ func (l *Log) lock() *sync.Mutex {
 	return m.(*sync.Mutex)
 }
 
+// writeAt is f.WriteAt; a test puts a full disk in its place where it cannot mount one.
+var writeAt = (*os.File).WriteAt
+
 // ErrLineBreak is returned by Append for a line that holds a newline: it would read as two.
 var ErrLineBreak = errors.New("durable: a record line cannot hold a newline")
 
@@ -77,7 +80,7 @@ func (l *Log) Append(line []byte, sync bool) error {
 		return classify(l.what, err)
 	}
 	rec := append(line[:len(line):len(line)], '\n')
-	_, err = f.WriteAt(rec, end)
+	_, err = writeAt(f, rec, end)
 	if err == nil && sync {
 		err = f.Sync()
 	}
