@@ -43,12 +43,12 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
 		return decodeJSON(w, []byte("{}"), v)
 	}
 	if !isJSONType(ctype) {
-		refuseUnread(w, http.StatusUnsupportedMediaType, refusal.New(refusal.UnsupportedContentType,
+		refuseUnread(w, r, http.StatusUnsupportedMediaType, refusal.New(refusal.UnsupportedContentType,
 			"this route reads JSON in UTF-8; send the body with Content-Type: application/json (and no charset but utf-8)"))
 		return false
 	}
 	if r.ContentLength > max {
-		refuseUnread(w, http.StatusRequestEntityTooLarge, tooLarge(max))
+		refuseUnread(w, r, http.StatusRequestEntityTooLarge, tooLarge(max))
 		return false
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
@@ -79,12 +79,16 @@ func tooLarge(max int64) *refusal.Refusal {
 	return refusal.New(refusal.BodyTooLarge, "the request body is over this route's bound of %d bytes", max)
 }
 
-// refuseUnread answers a refusal given before any of the body was read, at once, and closes the
-// connection after it: nothing more is read from it. Otherwise net/http would read what is
-// left of the body (up to 256 KiB, under the body's idle bound), first to keep the connection
-// (holding the answer) and then to close the body, so a client that sent only headers would
-// wait BodyIdleTimeout for its answer, or for the connection to end.
-func refuseUnread(w http.ResponseWriter, status int, rf *refusal.Refusal) {
+// refuseUnread answers a refusal given before any of r's body was read, at once, and when r has
+// a body closes the connection after it: nothing more is read from it. Otherwise net/http would
+// read what is left of the body (up to 256 KiB, under the body's idle bound), first to keep the
+// connection (holding the answer) and then to close the body, so a client that sent only
+// headers would wait BodyIdleTimeout for its answer, or for the connection to end.
+func refuseUnread(w http.ResponseWriter, r *http.Request, status int, rf *refusal.Refusal) {
+	if r.ContentLength == 0 {
+		WriteRefusal(w, status, rf)
+		return
+	}
 	w.Header().Set("Connection", "close")
 	WriteRefusal(w, status, rf)
 	http.NewResponseController(w).SetReadDeadline(time.Now()) // not supported by a test's recorder: no matter
@@ -159,7 +163,7 @@ func RequireHostToken(w http.ResponseWriter, r *http.Request, check func(string)
 	if check != nil && check(r.Header.Get(HostTokenHeader)) {
 		return true
 	}
-	refuseUnread(w, http.StatusForbidden, refusal.New(refusal.HostTokenRequired,
+	refuseUnread(w, r, http.StatusForbidden, refusal.New(refusal.HostTokenRequired,
 		"this route needs the host token in the x-voicebox-host-token header; it is in the .host-token file of the relay's state directory"))
 	return false
 }

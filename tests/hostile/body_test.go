@@ -22,9 +22,10 @@ import (
 // answer takes milliseconds.
 const headersOnlyWait = 5 * time.Second
 
-// TestABodyRefusedByItsHeadersIsRefusedAtOnce: a request whose headers already say its body
-// will be refused (a Content-Length over the route's bound, or a type that is not JSON) is
-// answered 413 body-too-large or 415 unsupported-content-type before a single body byte is sent,
+// TestABodyRefusedByItsHeadersIsRefusedAtOnce: a request whose headers already say it will be
+// refused (a Content-Length over the route's bound, a type that is not JSON, no host token) is
+// answered 413 body-too-large, 415 unsupported-content-type or 403 host-token-required before a
+// single body byte is sent,
 // and its connection is closed, instead of the relay waiting out the body's idle bound for a
 // body the client never sends.
 func TestABodyRefusedByItsHeadersIsRefusedAtOnce(t *testing.T) {
@@ -33,12 +34,13 @@ func TestABodyRefusedByItsHeadersIsRefusedAtOnce(t *testing.T) {
 	token := relay.HostToken(t)
 	host := strings.TrimPrefix(relay.URL, "http://")
 	cases := []struct {
-		name, ctype, length string
-		status              int
-		rule                string
+		name, path, token, ctype, length string
+		status                           int
+		rule                             string
 	}{
-		{"over the bound", "application/json", "10000000", http.StatusRequestEntityTooLarge, "body-too-large"},
-		{"not JSON", "text/plain", "1000", http.StatusUnsupportedMediaType, "unsupported-content-type"},
+		{"over the bound", "/api/extensions/revoke", token, "application/json", "10000000", http.StatusRequestEntityTooLarge, "body-too-large"},
+		{"not JSON", "/api/extensions/revoke", token, "text/plain", "1000", http.StatusUnsupportedMediaType, "unsupported-content-type"},
+		{"no host token", "/api/extensions/admit", "", "application/json", "1000", http.StatusForbidden, "host-token-required"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -47,7 +49,7 @@ func TestABodyRefusedByItsHeadersIsRefusedAtOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Close()
-			head := "POST /api/extensions/revoke HTTP/1.1\r\nHost: " + host + "\r\nX-Voicebox-Host-Token: " + token +
+			head := "POST " + c.path + " HTTP/1.1\r\nHost: " + host + "\r\nX-Voicebox-Host-Token: " + c.token +
 				"\r\nContent-Type: " + c.ctype + "\r\nContent-Length: " + c.length + "\r\n\r\n"
 			if _, err := io.WriteString(conn, head); err != nil {
 				t.Fatal(err)
