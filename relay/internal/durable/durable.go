@@ -81,10 +81,10 @@ func WriteFile(p string, data []byte, perm fs.FileMode) error {
 var write = (*os.File).Write
 
 // WriteFileIn replaces the file name (slash-separated, in an existing folder of root) with data:
-// it writes a temporary file beside it (a dot name ending in ".tmp"), syncs it, renames it over
-// name and syncs the folders from name's up to root's, so a reader sees the old content or the
-// new and, once it returns nil, the new survives a crash. On any failure the temporary file is
-// removed and the old content stays; a full disk is a state-disk-full refusal.
+// it writes a temporary file beside it (".tmp-<base>-<16 hex digits>", a dot name), syncs it,
+// renames it over name and syncs the folders from name's up to root's, so a reader sees the old
+// content or the new and, once it returns nil, the new survives a crash. On any failure the
+// temporary file is removed and the old content stays; a full disk is a state-disk-full refusal.
 func WriteFileIn(root *os.Root, name string, data []byte, perm fs.FileMode) error {
 	dir, base := path.Split(name)
 	var rnd [8]byte
@@ -102,7 +102,7 @@ func WriteFileIn(root *os.Root, name string, data []byte, perm fs.FileMode) erro
 	}()
 	_, err = write(f, data)
 	if err == nil {
-		err = f.Chmod(perm) // the umask may have narrowed or (0) kept what OpenFile made
+		err = f.Chmod(perm) // OpenFile's mode went through the umask
 	}
 	if err == nil {
 		err = f.Sync()
