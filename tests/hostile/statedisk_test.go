@@ -126,7 +126,8 @@ func wholeLedger(t *testing.T, ledger string) {
 }
 
 // TestAFullStateDiskLosesNoRevocation: on a full state disk (a real tmpfs) an admission and a
-// revocation are refused 507 state-disk-full, not 500 internal-error, and change nothing: the
+// revocation (and a pairing, an MCP client's bearer, a vendor key: the state files written whole)
+// are refused 507 state-disk-full, not 500 internal-error, and change nothing: the
 // ledger keeps only whole lines (the revocation's line, cut off part way by the disk, is cut
 // back). Once there is space the same revocation and admission are served, and hold across a
 // restart: the revoked extension is never admitted again, as it was when its line was glued
@@ -160,6 +161,20 @@ func TestAFullStateDiskLosesNoRevocation(t *testing.T) {
 	if ids := admittedIDs(t, relay); !slices.Equal(ids, []string{"notes-reader"}) {
 		t.Fatalf("after the refusals the relay runs %v; want notes-reader alone, as before", ids)
 	}
+	// The state files the relay writes whole are refused the same way.
+	token := map[string]string{"X-Voicebox-Host-Token": relay.HostToken(t)}
+	for _, w := range []struct{ method, path, body string }{
+		{http.MethodPost, "/api/pair", `{"name":"box"}`},
+		{http.MethodPost, "/api/mcp/clients", `{"name":"agent"}`},
+		{http.MethodPut, "/api/keys", `{"provider":"gemini","key":"not-a-real-key-0123"}`},
+	} {
+		if r := send(t, nil, w.method, relay.URL+w.path, token, w.body); !r.refused(http.StatusInsufficientStorage, "state-disk-full") {
+			t.Fatalf("%s %s on a full state disk answered %d %s; want 507 state-disk-full", w.method, w.path, r.status, r.body)
+		}
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(dir, ".tmp-*")); len(leftovers) != 0 {
+		t.Fatalf("refused writes left temporary files: %v", leftovers)
+	}
 
 	free()
 	if r := postJSON(t, relay, "/api/extensions/revoke", revoke, false); r.status != http.StatusOK || r.m["revoked"] != true {
@@ -167,6 +182,9 @@ func TestAFullStateDiskLosesNoRevocation(t *testing.T) {
 	}
 	if r := postJSON(t, relay, "/api/extensions/admit", admitText, true); r.status != http.StatusOK {
 		t.Fatalf("the admission with space again: %d %s", r.status, r.body)
+	}
+	if r := send(t, nil, http.MethodPost, relay.URL+"/api/pair", token, `{"name":"box"}`); r.status != http.StatusOK || r.m["bearer"] == nil {
+		t.Fatalf("a pairing with space again: %d %s", r.status, r.body)
 	}
 	wholeLedger(t, ledger)
 	if ids := admittedIDs(t, relay); !slices.Equal(ids, []string{"text-tools"}) {
