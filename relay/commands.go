@@ -16,6 +16,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/internal/durable"
 	"github.com/voicebox-go/voicebox/relay/machine"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
@@ -99,7 +100,7 @@ func envUntil(ctx context.Context, args []string, stdout, stderr io.Writer, onCo
 	}
 	defer root.Close()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	sweepTemps(root, log)
+	durable.SweepTemps(root, "the workspace", log) // what an environment killed mid-write left
 	fmt.Fprintf(stdout, "voicebox environment serving %s for %s\n", cfg.root, cfg.relay)
 	err = machine.Run(ctx, machine.Config{Relay: cfg.relay, Bearer: bearer, Root: root, Log: log, OnConnect: onConnect})
 	if err != nil {
@@ -107,21 +108,6 @@ func envUntil(ctx context.Context, args []string, stdout, stderr io.Writer, onCo
 		return 1
 	}
 	return 0
-}
-
-// sweepTemps removes the temporary files of writes an earlier environment never finished (it
-// was killed mid-write) from the workspace, and says in the log how many and how large.
-func sweepTemps(root *fsroot.OSRoot, log *slog.Logger) {
-	sw, err := root.SweepTemps(time.Now())
-	if err != nil {
-		log.Warn("relay env: the workspace could not be swept of unfinished writes' temporary files", "error", err)
-	}
-	if sw.Files > 0 {
-		log.Info("relay env: removed temporary files of writes that never finished", "files", sw.Files, "bytes", sw.Bytes, "older_than", fsroot.StaleTempAge)
-	}
-	if sw.Cut {
-		log.Info("relay env: the sweep of temporary files stopped at its bound; entries past it were not looked at", "entries", fsroot.MaxSweepEntries)
-	}
 }
 
 // runApprovalCode prints the outstanding one-time extension approval codes (one per proposal)

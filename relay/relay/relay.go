@@ -53,6 +53,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/relay/voice"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -171,6 +172,10 @@ func New(cfg Config) (*Relay, error) {
 	var err error
 	if r.State, err = hoststate.Open(cfg.StateDir); err != nil {
 		return nil, err
+	}
+	if root, err := fsroot.OpenOS(r.State.Path()); err == nil {
+		durable.SweepTemps(root, "the state directory", r.log) // what a relay killed mid-write left
+		root.Close()
 	}
 	if cfg.ACME.Host != "" {
 		m, err := newACMEManager(cfg.ACME, r.State.Path())

@@ -244,9 +244,7 @@ func (r *OSRoot) create(ctx context.Context, op, name string) (*osWriter, error)
 		return nil, osErr(op, name, err)
 	}
 	dir, _ := splitName(name)
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	temp := path.Join(dir, tempPrefix+hex.EncodeToString(rnd[:])+tempSuffix)
+	temp := path.Join(dir, TempName())
 	f, err := r.root.OpenFile(temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return nil, osErr(op, name, err)
@@ -518,6 +516,15 @@ const StaleTempAge = 10 * time.Minute
 // MaxSweepEntries bounds the folder entries one SweepTemps looks at, so a sweep of a huge tree
 // ends; what it did not reach is swept by the next.
 const MaxSweepEntries = 200_000
+
+// TempName returns a new name for a write's temporary file, to be put beside its target: a dot
+// name, so no listing shows it and no tool can name it, that SweepTemps recognises. The relay's
+// own state files are written under such names too (relay/internal/durable).
+func TempName() string {
+	var rnd [tempHexDigits / 2]byte
+	rand.Read(rnd[:])
+	return tempPrefix + hex.EncodeToString(rnd[:]) + tempSuffix
+}
 
 // isTempName reports whether name is exactly a write's temporary file name.
 func isTempName(name string) bool {

@@ -18,8 +18,6 @@
 package durable
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -29,7 +27,9 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
+	"time"
 
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -81,15 +81,13 @@ func WriteFile(p string, data []byte, perm fs.FileMode) error {
 var write = (*os.File).Write
 
 // WriteFileIn replaces the file name (slash-separated, in an existing folder of root) with data:
-// it writes a temporary file beside it (".tmp-<base>-<16 hex digits>", a dot name), syncs it,
+// it writes a temporary file beside it (fsroot.TempName, which SweepTemps knows), syncs it,
 // renames it over name and syncs the folders from name's up to root's, so a reader sees the old
 // content or the new and, once it returns nil, the new survives a crash. On any failure the
 // temporary file is removed and the old content stays; a full disk is a state-disk-full refusal.
 func WriteFileIn(root *os.Root, name string, data []byte, perm fs.FileMode) error {
-	dir, base := path.Split(name)
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := dir + ".tmp-" + base + "-" + hex.EncodeToString(rnd[:])
+	dir, _ := path.Split(name)
+	tmp := dir + fsroot.TempName()
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return classify(name, err)
@@ -161,4 +159,21 @@ func SyncDir(p string) error {
 	}
 	defer root.Close()
 	return syncDir(root, ".")
+}
+
+// SweepTemps removes from root the temporary files of writes that never finished (a process
+// killed mid-write; fsroot.OSRoot.SweepTemps: only their exact names, only ones unchanged for
+// fsroot.StaleTempAge) and says in log how many and how many bytes. where names the tree in the
+// log ("the workspace", "the state directory").
+func SweepTemps(root *fsroot.OSRoot, where string, log *slog.Logger) {
+	sw, err := root.SweepTemps(time.Now())
+	if err != nil {
+		log.Warn("could not sweep the temporary files of unfinished writes", "where", where, "error", err)
+	}
+	if sw.Files > 0 {
+		log.Info("removed temporary files of writes that never finished", "where", where, "files", sw.Files, "bytes", sw.Bytes, "older_than", fsroot.StaleTempAge)
+	}
+	if sw.Cut {
+		log.Info("the sweep of temporary files stopped at its bound; entries past it were not looked at", "where", where, "entries", fsroot.MaxSweepEntries)
+	}
 }
