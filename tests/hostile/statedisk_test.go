@@ -172,7 +172,7 @@ func TestAFullStateDiskLosesNoRevocation(t *testing.T) {
 			t.Fatalf("%s %s on a full state disk answered %d %s; want 507 state-disk-full", w.method, w.path, r.status, r.body)
 		}
 	}
-	if leftovers, _ := filepath.Glob(filepath.Join(dir, ".tmp-*")); len(leftovers) != 0 {
+	if leftovers, _ := filepath.Glob(filepath.Join(dir, ".vbx-*")); len(leftovers) != 0 {
 		t.Fatalf("refused writes left temporary files: %v", leftovers)
 	}
 
