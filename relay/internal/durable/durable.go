@@ -8,6 +8,8 @@
 //     tail (a last line without its newline, or one that does not parse) is cut back to the last
 //     whole line before the next append and when the record is read, and the cut is logged; an
 //     append that fails part way is cut back at once.
+//   - SweepTemps removes, at start, the temporary files a killed process left (the state
+//     directory's, and a machine environment's workspace: both write under fsroot.TempName).
 //
 // A write refused because the disk is full (ENOSPC) or the quota is spent (EDQUOT) returns a
 // state-disk-full refusal (refusal.StateDiskFull) that still wraps the cause, so the HTTP door
