@@ -16,6 +16,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/internal/durable"
 	"github.com/voicebox-go/voicebox/relay/machine"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
@@ -99,6 +100,7 @@ func envUntil(ctx context.Context, args []string, stdout, stderr io.Writer, onCo
 	}
 	defer root.Close()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	durable.SweepTemps(root, "the workspace", log) // what an environment killed mid-write left
 	fmt.Fprintf(stdout, "voicebox environment serving %s for %s\n", cfg.root, cfg.relay)
 	err = machine.Run(ctx, machine.Config{Relay: cfg.relay, Bearer: bearer, Root: root, Log: log, OnConnect: onConnect})
 	if err != nil {

@@ -352,3 +352,32 @@ func pendingIDs(t *testing.T, s *Admissions) []string {
 	}
 	return ids
 }
+
+// TestARevocationAfterATornLedgerLineHolds: a ledger whose last line was cut off part way (a
+// full disk, a crash) takes the next revocation on a line of its own, so the revoked extension
+// is not loaded again (the report: the revocation was glued onto the torn line and skipped).
+func TestARevocationAfterATornLedgerLineHolds(t *testing.T) {
+	t.Parallel()
+	s, _, dir := newAdmissions(t)
+	s.Stage([]byte(notesRaw))
+	if _, err := s.Decide("notes", true, "host-token", nil); err != nil {
+		t.Fatal(err)
+	}
+	ledger := filepath.Join(dir, LedgerFile)
+	f, err := os.OpenFile(ledger, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"action":"revoke","id":"no`) // the torn line
+	f.Close()
+	if err := s.Revoke("notes"); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := loadedIDs(t, NewAdmissions(dir, nil)); len(ids) != 0 {
+		t.Fatalf("a revoked extension is loaded after a torn ledger line: %v", ids)
+	}
+	b, _ := os.ReadFile(ledger)
+	if lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"); len(lines) != 2 || !strings.Contains(lines[1], `"action":"revoke"`) {
+		t.Fatalf("the ledger is %q", b)
+	}
+}

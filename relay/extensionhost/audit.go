@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/voicebox-go/voicebox/relay/internal/durable"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -58,7 +59,8 @@ type AuditRecord struct {
 	Observed map[string]any `json:"observed,omitempty"`
 }
 
-// auditLog appends AuditRecords to a file, rotating it at MaxAuditBytes.
+// auditLog appends AuditRecords to a file through a durable.Log (a torn last line is cut before
+// the next record), rotating it at MaxAuditBytes.
 type auditLog struct {
 	path     string
 	clock    func() time.Time
@@ -87,23 +89,17 @@ func (l *auditLog) append(r AuditRecord) {
 		l.failures.Add(1)
 		return
 	}
-	b = append(b, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if fi, err := os.Stat(l.path); err == nil && fi.Size()+int64(len(b)) > MaxAuditBytes {
+	if fi, err := os.Stat(l.path); err == nil && fi.Size()+int64(len(b))+1 > MaxAuditBytes {
 		os.Rename(l.path, l.path+".1")
 	}
 	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
 		l.failures.Add(1)
 		return
 	}
-	f, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		l.failures.Add(1)
-		return
-	}
-	defer f.Close()
-	if _, err := f.Write(b); err != nil {
+	// A call's record is not synced (calls are many); a decision's is, like the ledger line.
+	if err := durable.NewLog(l.path, "the audit log", nil).Append(b, r.Act != ActCall); err != nil {
 		l.failures.Add(1)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmtool"
+	"github.com/voicebox-go/voicebox/relay/internal/durable"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -39,7 +40,8 @@ type Store interface {
 	// List returns the base names of the files directly in the folder dir ("" for the top),
 	// sorted; a missing folder lists nothing.
 	List(dir string) ([]string, error)
-	// AppendLedger appends one line (without its newline) to the ledger.
+	// AppendLedger appends one line (without its newline) to the ledger; nil means the line is
+	// kept durably (a DirStore syncs it, and cuts back the part of a failed append).
 	AppendLedger(line []byte) error
 	// ReadLedger returns the ledger's lines, oldest first, each ended by a newline.
 	ReadLedger() ([]byte, error)
@@ -104,7 +106,8 @@ func (s *DirStore) ReadFile(name string, max int64) ([]byte, error) {
 	return b, nil
 }
 
-// WriteFile implements Store: through os.Root, by a temporary file and a rename.
+// WriteFile implements Store: through os.Root, durably (durable.WriteFileIn: a synced temporary
+// file renamed over the name, the folders synced); a full disk is state-disk-full.
 func (s *DirStore) WriteFile(name string, data []byte) error {
 	if err := checkStoreName(name); err != nil {
 		return err
@@ -119,14 +122,10 @@ func (s *DirStore) WriteFile(name string, data []byte) error {
 	defer root.Close()
 	if dir := path.Dir(name); dir != "." {
 		if err := root.MkdirAll(dir, 0o700); err != nil {
-			return err
+			return durable.Classify(name, err)
 		}
 	}
-	tmp := path.Join(path.Dir(name), "."+path.Base(name)+".tmp")
-	if err := root.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return root.Rename(tmp, name)
+	return durable.WriteFileIn(root, name, data, 0o600)
 }
 
 // Remove implements Store.
@@ -159,24 +158,20 @@ func (s *DirStore) List(dir string) ([]string, error) {
 	return names, nil
 }
 
-// AppendLedger implements Store.
+// AppendLedger implements Store: durably (durable.Log, synced before it returns), after cutting
+// a torn last line a failed append may have left; a full disk is state-disk-full.
 func (s *DirStore) AppendLedger(line []byte) error {
-	f, err := os.OpenFile(filepath.Join(s.dir, LedgerFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
-	defer f.Close()
-	_, err = f.Write(append(line, '\n'))
-	return err
+	return s.ledger().Append(line, true)
 }
 
-// ReadLedger implements Store.
-func (s *DirStore) ReadLedger() ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(s.dir, LedgerFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return b, err
+// ReadLedger implements Store: a torn last line is cut from the file and left out.
+func (s *DirStore) ReadLedger() ([]byte, error) { return s.ledger().Read() }
+
+func (s *DirStore) ledger() *durable.Log {
+	return durable.NewLog(filepath.Join(s.dir, LedgerFile), "the extension ledger", nil)
 }
 
 // Codes implements Store: the document is PendingFile, its revision a digest of its content.
@@ -221,19 +216,10 @@ func (s *DirStore) SwapCodes(doc []byte, rev uint64) (bool, error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return false, err
 	}
-	f, err := os.CreateTemp(s.dir, ".tmp-pending-*")
-	if err != nil {
+	if err := durable.WriteFile(p, doc, 0o600); err != nil {
 		return false, err
 	}
-	defer os.Remove(f.Name()) // a no-op once renamed
-	_, werr := f.Write(doc)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return false, werr
-	}
-	return true, os.Rename(f.Name(), p) // CreateTemp made it 0600
+	return true, nil
 }
 
 // readModule reads the module name of an admitted descriptor, at most limit bytes: from the

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/voicebox-go/voicebox/relay/internal/durable"
 )
 
 // Files are small state files by name (".agent-settings.json"): the state directory's (Dir), or
@@ -28,12 +30,13 @@ func ValidFileName(name string) bool {
 }
 
 // WriteFile replaces the state file name (a base name, such as ".vendor-keys.json") with data,
-// 0600, atomically: a reader sees the old content or the new.
+// 0600, atomically and durably (durable.WriteFile): a reader sees the old content or the new, nil
+// means the new survives a crash, and a full disk is a state-disk-full refusal.
 func (d *Dir) WriteFile(name string, data []byte) error {
 	if !ValidFileName(name) {
 		return fmt.Errorf("hoststate: %q is not a file name", name)
 	}
-	return writeAtomic(filepath.Join(d.path, name), data)
+	return durable.WriteFile(filepath.Join(d.path, name), data, 0o600)
 }
 
 // ReadFile returns the state file name, reading at most max bytes; a missing file reads as

@@ -35,6 +35,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/voicebox-go/voicebox/relay/internal/durable"
 )
 
 // The names of the files in the state directory.
@@ -152,7 +154,7 @@ func (d *Dir) loadOrMakeToken() ([]byte, error) {
 		return nil, fmt.Errorf("hoststate: read the host token: %w", err)
 	}
 	tok := []byte(randomHex())
-	if err := writeAtomic(p, append(tok, '\n')); err != nil {
+	if err := durable.WriteFile(p, append(tok, '\n'), 0o600); err != nil {
 		return nil, fmt.Errorf("hoststate: write the host token: %w", err)
 	}
 	return tok, nil
@@ -312,36 +314,10 @@ func (d *FilePairings) write(ps []Pairing) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(d.path, append(b, '\n')); err != nil {
+	if err := durable.WriteFile(d.path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("hoststate: write the pairings: %w", err)
 	}
 	return nil
-}
-
-// writeAtomic writes data to a 0600 temporary file beside path, syncs it and renames it over path.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op once renamed
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // ValidName reports whether name can name a pairing.

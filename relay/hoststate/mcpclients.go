@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/voicebox-go/voicebox/relay/internal/durable"
 )
 
 // MCPClientsFile holds the MCP clients' records: one per bearer the host minted, 0600.
@@ -229,7 +231,7 @@ func (d *FileMCPClients) writeClients(cs []MCPClient) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(d.path, append(b, '\n')); err != nil {
+	if err := durable.WriteFile(d.path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("hoststate: write the MCP clients: %w", err)
 	}
 	return nil

@@ -105,10 +105,11 @@ func (h *Handler) RegisterClients(srv *server.Server, store Store, hostToken fun
 	}))
 }
 
-// unavailable answers 503 with err when it is a fleet's refusal for shared state out of reach
-// (relay/fleet, NATS away), and reports whether it did.
+// unavailable answers err when the state could not be reached or changed (a fleet's
+// fleet-unavailable while NATS is away, 503; a full state disk, state-disk-full 507), and
+// reports whether it did.
 func unavailable(w http.ResponseWriter, err error) bool {
-	if refusal.RuleOf(err) != refusal.FleetUnavailable {
+	if r := refusal.RuleOf(err); r != refusal.FleetUnavailable && r != refusal.StateDiskFull {
 		return false
 	}
 	rf, _ := refusal.As(err)

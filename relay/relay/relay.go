@@ -48,10 +48,12 @@ import (
 	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
+	"github.com/voicebox-go/voicebox/relay/internal/durable"
 	"github.com/voicebox-go/voicebox/relay/mcp"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/relay/voice"
+	"github.com/voicebox-go/voicebox/shared/fsroot"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -164,9 +166,16 @@ func New(cfg Config) (*Relay, error) {
 	if r.cfg.MiniApps == nil {
 		r.cfg.MiniApps = externalapps.Empty()
 	}
+	if cfg.Log != nil {
+		durable.SetLog(cfg.Log) // a torn record cut from the state directory is said in the relay's log
+	}
 	var err error
 	if r.State, err = hoststate.Open(cfg.StateDir); err != nil {
 		return nil, err
+	}
+	if root, err := fsroot.OpenOS(r.State.Path()); err == nil {
+		durable.SweepTemps(root, "the state directory", r.log) // what a relay killed mid-write left
+		root.Close()
 	}
 	if cfg.ACME.Host != "" {
 		m, err := newACMEManager(cfg.ACME, r.State.Path())

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/strictjson"
@@ -25,7 +26,10 @@ const MaxBodyBytes = 1 << 20
 //     any other declared type, and a body with none, is 415 unsupported-content-type, before
 //     anything is read (a page of another site can POST a body with no type, or text/plain,
 //     without asking first; those never reach a handler);
-//   - a body over max bytes (MaxBodyBytes when max is zero or larger) is 413 body-too-large;
+//   - a body over max bytes (MaxBodyBytes when max is zero or larger) is 413 body-too-large,
+//     before anything is read when its Content-Length says so;
+//   - a refusal before anything is read is answered at once, without waiting for the body, and
+//     closes the connection (refuseUnread);
 //   - a body that stalls past the server's read bounds (BodyIdleTimeout, BodyTimeout) is 408
 //     body-timeout;
 //   - an empty body with no declared type decodes as {};
@@ -39,12 +43,12 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
 		return decodeJSON(w, []byte("{}"), v)
 	}
 	if !isJSONType(ctype) {
-		WriteRefusal(w, http.StatusUnsupportedMediaType, refusal.New(refusal.UnsupportedContentType,
+		refuseUnread(w, r, http.StatusUnsupportedMediaType, refusal.New(refusal.UnsupportedContentType,
 			"this route reads JSON in UTF-8; send the body with Content-Type: application/json (and no charset but utf-8)"))
 		return false
 	}
 	if r.ContentLength > max {
-		writeTooLarge(w, max)
+		refuseUnread(w, r, http.StatusRequestEntityTooLarge, tooLarge(max))
 		return false
 	}
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
@@ -68,8 +72,26 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
 }
 
 func writeTooLarge(w http.ResponseWriter, max int64) {
-	WriteRefusal(w, http.StatusRequestEntityTooLarge, refusal.New(refusal.BodyTooLarge,
-		"the request body is over this route's bound of %d bytes", max))
+	WriteRefusal(w, http.StatusRequestEntityTooLarge, tooLarge(max))
+}
+
+func tooLarge(max int64) *refusal.Refusal {
+	return refusal.New(refusal.BodyTooLarge, "the request body is over this route's bound of %d bytes", max)
+}
+
+// refuseUnread answers a refusal given before any of r's body was read, at once, and when r has
+// a body closes the connection after it: nothing more is read from it. Otherwise net/http would
+// read what is left of the body (up to 256 KiB, under the body's idle bound), first to keep the
+// connection (holding the answer) and then to close the body, so a client that sent only
+// headers would wait BodyIdleTimeout for its answer, or for the connection to end.
+func refuseUnread(w http.ResponseWriter, r *http.Request, status int, rf *refusal.Refusal) {
+	if r.ContentLength == 0 {
+		WriteRefusal(w, status, rf)
+		return
+	}
+	w.Header().Set("Connection", "close")
+	WriteRefusal(w, status, rf)
+	http.NewResponseController(w).SetReadDeadline(time.Now()) // not supported by a test's recorder: no matter
 }
 
 func decodeJSON(w http.ResponseWriter, b []byte, v any) bool {
@@ -141,7 +163,7 @@ func RequireHostToken(w http.ResponseWriter, r *http.Request, check func(string)
 	if check != nil && check(r.Header.Get(HostTokenHeader)) {
 		return true
 	}
-	WriteRefusal(w, http.StatusForbidden, refusal.New(refusal.HostTokenRequired,
+	refuseUnread(w, r, http.StatusForbidden, refusal.New(refusal.HostTokenRequired,
 		"this route needs the host token in the x-voicebox-host-token header; it is in the .host-token file of the relay's state directory"))
 	return false
 }

@@ -273,8 +273,12 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(b, '\n'))
 }
 
-// WriteRefusal answers r as {"ok":false,"refused":...,"why":...} with status.
+// WriteRefusal answers r as {"ok":false,"refused":...,"why":...} with status; a state-disk-full
+// refusal (relay/internal/durable) always answers 507, whichever door passed it on.
 func WriteRefusal(w http.ResponseWriter, status int, r *refusal.Refusal) {
+	if r.Rule == refusal.StateDiskFull {
+		status = http.StatusInsufficientStorage // whichever door it came through
+	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)

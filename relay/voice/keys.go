@@ -114,6 +114,9 @@ func (k *Keys) Set(provider, key string) error {
 	}
 	b, _ := json.MarshalIndent(m, "", "  ")
 	if err := k.state.WriteFile(KeysFile, append(b, '\n')); err != nil {
+		if rf, ok := refusal.As(err); ok {
+			return rf // state-disk-full
+		}
 		return refusal.New(refusal.InternalError, "the relay could not write its key store")
 	}
 	return nil

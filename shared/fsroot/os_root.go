@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -243,9 +244,7 @@ func (r *OSRoot) create(ctx context.Context, op, name string) (*osWriter, error)
 		return nil, osErr(op, name, err)
 	}
 	dir, _ := splitName(name)
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	temp := path.Join(dir, ".vbx-"+hex.EncodeToString(rnd[:])+".tmp")
+	temp := path.Join(dir, TempName())
 	f, err := r.root.OpenFile(temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return nil, osErr(op, name, err)
@@ -499,4 +498,86 @@ func (r *OSRoot) viaDot(op, name string, last bool) error {
 		pending = append(strings.Split(target, "/"), pending...)
 	}
 	return nil
+}
+
+// A write's temporary file is tempPrefix, tempHexDigits lowercase hex digits, tempSuffix: a
+// dot name beside its target.
+const (
+	tempPrefix    = ".vbx-"
+	tempSuffix    = ".tmp"
+	tempHexDigits = 16
+)
+
+// StaleTempAge is how long a temporary file of a write must have gone unchanged before
+// SweepTemps takes it for one whose writer is gone (a process killed mid-write). A live write
+// changes its file far more often, so a sweep never removes a file a writer still streams to.
+const StaleTempAge = 10 * time.Minute
+
+// MaxSweepEntries bounds the folder entries one SweepTemps looks at, so a sweep of a huge tree
+// ends; what it did not reach is swept by the next.
+const MaxSweepEntries = 200_000
+
+// TempName returns a new name for a write's temporary file, to be put beside its target: a dot
+// name, so no listing shows it and no tool can name it, that SweepTemps recognises. The relay's
+// own state files are written under such names too (relay/internal/durable).
+func TempName() string {
+	var rnd [tempHexDigits / 2]byte
+	rand.Read(rnd[:])
+	return tempPrefix + hex.EncodeToString(rnd[:]) + tempSuffix
+}
+
+// isTempName reports whether name is exactly a write's temporary file name.
+func isTempName(name string) bool {
+	hexPart, ok := strings.CutPrefix(name, tempPrefix)
+	if !ok {
+		return false
+	}
+	if hexPart, ok = strings.CutSuffix(hexPart, tempSuffix); !ok || len(hexPart) != tempHexDigits {
+		return false
+	}
+	for _, c := range hexPart {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Swept is what SweepTemps removed.
+type Swept struct {
+	Files int   // temporary files removed
+	Bytes int64 // their size
+	Cut   bool  // the walk stopped at MaxSweepEntries before the end of the tree
+}
+
+// SweepTemps removes, anywhere in the tree (MetaDir too), the temporary files of writes that
+// never ended: regular files named exactly as a write names its temporary file (never a link,
+// never another dot name) and unchanged since before now less StaleTempAge. It looks at no more
+// than MaxSweepEntries entries and never follows a link.
+func (r *OSRoot) SweepTemps(now time.Time) (Swept, error) {
+	var sw Swept
+	seen := 0
+	before := now.Add(-StaleTempAge)
+	err := fs.WalkDir(r.root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // a folder that cannot be read is passed over
+		}
+		if seen++; seen > MaxSweepEntries {
+			sw.Cut = true
+			return fs.SkipAll
+		}
+		if !d.Type().IsRegular() || !isTempName(d.Name()) {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil || !info.Mode().IsRegular() || !info.ModTime().Before(before) {
+			return nil
+		}
+		if r.root.Remove(name) == nil {
+			sw.Files++
+			sw.Bytes += info.Size()
+		}
+		return nil
+	})
+	return sw, err
 }

@@ -96,6 +96,10 @@ const (
 	// HTTP doors of the relay (relay), and a missing file or folder (shared/executor).
 	NotFound      Rule = "not-found"
 	InternalError Rule = "internal-error"
+	// StateDiskFull answers a change the relay could not record because the disk that holds its
+	// state directory is full (or the user's quota is spent): nothing of it was kept, no torn
+	// record was left behind, and the same request succeeds once there is space (507).
+	StateDiskFull Rule = "state-disk-full"
 
 	// The relay's JSON door (relay/server): the body of every JSON route.
 	UnsupportedContentType Rule = "unsupported-content-type"
