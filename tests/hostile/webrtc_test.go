@@ -166,7 +166,7 @@ function child(tag, c, up) {
 function inFrame(tag, set) {
   return new Promise((res) => {
     const f = document.createElement('iframe');
-    const t = setTimeout(() => res(tag + ': no answer (its document did not run)'), 3500);
+    const t = setTimeout(() => res(tag + ': no answer (its document did not run)'), 3000);
     addEventListener('message', (e) => { if (e.data && e.data.nested === tag) { clearTimeout(t); res(e.data.r); } });
     set(f);
     document.body.append(f);
@@ -174,7 +174,7 @@ function inFrame(tag, set) {
 }
 function worker(tag, make) {
   return new Promise((res) => {
-    const t = setTimeout(() => res(tag + ': no answer'), 3500);
+    const t = setTimeout(() => res(tag + ': no answer'), 3000);
     try {
       const w = make(URL.createObjectURL(new Blob(['const say = (p) => p.postMessage([typeof RTCPeerConnection, typeof RTCDataChannel].join()); if (self.postMessage) say(self); else onconnect = (e) => say(e.ports[0]);'], {type: 'text/javascript'})));
       (w.port || w).onmessage = (e) => { clearTimeout(t); res(tag + ': ran, RTCPeerConnection/RTCDataChannel are ' + e.data); };
