@@ -137,7 +137,8 @@ func unauthorized(req []byte) []byte {
 }
 
 // rtcAttack is the attack, as script: tryAll(c) tries every door to WebRTC and resolves, within
-// about 4 s, to one line per door saying what it got. c is {secret, udp, tcp}; every username
+// about 4 s, to one line per door saying what it got. c is {secret, udp, tcp, only}: the ports
+// of the listener, and the names of the doors to try (all when absent); every username
 // carries "EXFIL-" + the secret and the door's name.
 const rtcAttack = `
 const saved = window.RTCPeerConnection; // taken before any other script of the app runs
