@@ -3,8 +3,10 @@
 // runs (sandbox="allow-scripts": an opaque origin). The page frames it on a host of the app's own
 // (app-<16 hex>.localhost, a site of its own, so Chromium gives it and its app a renderer process
 // of their own), or on the page's own origin when the page is not opened on a loopback name. The
-// relay serves this document with connect-src 'none', and the inner srcdoc frame inherits that
-// policy, so the app's code runs but reaches no network. An app host serves this document and
+// relay serves this document with connect-src 'none' and a Connection-Allowlist of its own origin
+// with webrtc=block, and the inner srcdoc frame inherits both, so the app's code runs but reaches
+// no network, WebRTC included where the browser honours the allowlist; the first script of every
+// app's document (closePeers) takes WebRTC out of the app's window in every browser. An app host serves this document and
 // the modules it imports (relay/server.AppHostFiles) and nothing else.
 //
 // It takes messages from its parent only when they come from the parent window on the page's
@@ -52,7 +54,7 @@
 // of a call is passed on to the app (cancel_call), which aborts the tool's signal.
 import {
   MAX_DECLARATION_BYTES, MAX_OUTPUT_BYTES, MAX_TOOLS_PER_APP as MAX_TOOLS, MESSAGE_BUDGET, MESSAGE_WINDOW_MS, TOOL_TIMEOUT_MS,
-  WEBMCP_TOOL_NAME,
+  SANDBOX_NO_NETWORK, WEBMCP_TOOL_NAME,
 } from './rules.js';
 
 /** DROP_REPORT_MS is how often at most the bridge tells the host how many messages it dropped. */
@@ -78,6 +80,35 @@ const MCP_PAGE_METHODS = new Set(['tools/call', 'ui/open-link', 'ui/message']);
 
 /** BUNDLE is a folder app's base: where the relay serves its files (relay/server AppFilesPath). */
 const BUNDLE = /^\/app-files\/[0-9a-f]{32}\/$/;
+
+/**
+ * closePeers is the first script of every app's document, an app's and a view's alike (its
+ * source is put there, with the rule as its argument): it takes WebRTC out of the app's window,
+ * so an app that reaches for it is refused at once (NotAllowedError, SANDBOX_NO_NETWORK) rather
+ * than left with a connection that never connects. Every RTC* interface of the window (and the
+ * prefixed ones) becomes a function that throws, and every method of the originals' prototypes
+ * does too, so no reference is left to build one with. It cannot reach the frames the app makes
+ * (a sandboxed frame's children are opaque origins of their own): there the bridge's
+ * Connection-Allowlist holds, where the browser honours it (SECURITY.md).
+ * @param {string} rule
+ */
+function closePeers(rule) {
+  const why = `${rule}: a sandboxed app gets no network, and WebRTC is network`;
+  const refuse = function () { throw new DOMException(why, 'NotAllowedError'); };
+  const g = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (globalThis));
+  for (const name of Object.getOwnPropertyNames(g)) {
+    if (!/^(webkit|moz)?RTC/.test(name)) continue;
+    const original = g[name];
+    const proto = typeof original === 'function' ? original.prototype : null;
+    if (proto) {
+      for (const key of Object.getOwnPropertyNames(proto)) {
+        const d = Object.getOwnPropertyDescriptor(proto, key);
+        if (key !== 'constructor' && d && typeof d.value === 'function') Object.defineProperty(proto, key, { value: refuse });
+      }
+    }
+    Object.defineProperty(g, name, { value: refuse, writable: false, configurable: false, enumerable: false });
+  }
+}
 
 /** DOCTYPE finds the app's doctype (after a BOM, spaces and comments): the SDK goes right after it. */
 const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
@@ -246,7 +277,8 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
    */
   function inject(html, sdk) {
     const rule = WEBMCP_TOOL_NAME.source.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
-    const script = `<script data-tool-name="${rule}">${sdk}\n</` + 'script>';
+    let script = `<script>(${closePeers})(${JSON.stringify(SANDBOX_NO_NETWORK)})</` + 'script>';
+    if (sdk) script += `<script data-tool-name="${rule}">${sdk}\n</` + 'script>';
     const m = DOCTYPE.exec(html);
     return m ? m[1] + script + html.slice(m[1].length) : script + html;
   }
@@ -284,8 +316,8 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       toHost({ type: 'reloaded', generation });
       inner?.contentWindow?.postMessage({ type: 'mini_app_hello' }, '*');
     });
-    // A view is no WebMCP app: it gets no SDK, only the MCP Apps host below.
-    inner.srcdoc = sdk ? inject(html, sdk) : html;
+    // A view is no WebMCP app: it gets no SDK (only closePeers), and the MCP Apps host below.
+    inner.srcdoc = inject(html, sdk);
     document.body.replaceChildren(inner);
   }
 

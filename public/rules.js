@@ -33,6 +33,9 @@ export const MESSAGE_WINDOW_MS = 1000;
 /** MESSAGE_BUDGET_EXCEEDED is the rule an app over its message budget is stopped with (shared/refusal.MessageBudgetExceeded). */
 export const MESSAGE_BUDGET_EXCEEDED = "message-budget-exceeded";
 
+/** SANDBOX_NO_NETWORK is the rule a sandboxed app that reaches for WebRTC is refused with (shared/refusal.SandboxNoNetwork). */
+export const SANDBOX_NO_NETWORK = "sandbox-no-network";
+
 /** EXTERNAL_MAX_TOOLS is the external app's tools that are offered; the rest are dropped (shared/externalapp.MaxTools). */
 export const EXTERNAL_MAX_TOOLS = 64;
 

@@ -66,6 +66,7 @@ func Rules() []Rule {
 		{"MESSAGE_BUDGET", "shared/miniapp.MessageBudget", "how many messages one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free); the first over it stops the app", miniapp.MessageBudget},
 		{"MESSAGE_WINDOW_MS", "shared/miniapp.MessageBudgetWindow", "the window MESSAGE_BUDGET counts in", miniapp.MessageBudgetWindow.Milliseconds()},
 		{"MESSAGE_BUDGET_EXCEEDED", "shared/refusal.MessageBudgetExceeded", "the rule an app over its message budget is stopped with", string(refusal.MessageBudgetExceeded)},
+		{"SANDBOX_NO_NETWORK", "shared/refusal.SandboxNoNetwork", "the rule a sandboxed app that reaches for WebRTC is refused with", string(refusal.SandboxNoNetwork)},
 		{"EXTERNAL_MAX_TOOLS", "shared/externalapp.MaxTools", "the external app's tools that are offered; the rest are dropped", externalapp.MaxTools},
 		{"EXTERNAL_MAX_DESCRIPTION_CHARS", "shared/externalapp.MaxToolDescriptionChars", "an external app tool's description, in code points", externalapp.MaxToolDescriptionChars},
 		{"EXTERNAL_MAX_TITLE_CHARS", "shared/externalapp.MaxTitleChars", "an external app's context title, in code points", externalapp.MaxTitleChars},

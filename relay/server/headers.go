@@ -40,6 +40,7 @@ func setSecurityHeaders(h http.Header, host, path string, frames []string, publi
 			ancestors = bridgeAncestors(host, publicOrigin)
 		}
 		h.Set("Content-Security-Policy", bridgePolicy+"; frame-ancestors "+strings.Join(ancestors, " "))
+		h.Set("Connection-Allowlist", BridgeConnections)
 		// frame-ancestors says who may frame it; X-Frame-Options cannot name another origin.
 		h.Del("X-Frame-Options")
 	}
@@ -82,6 +83,15 @@ var bridgePolicy = strings.Join([]string{
 	"base-uri 'none'",
 	"form-action 'none'",
 }, "; ")
+
+// BridgeConnections is the bridge's Connection-Allowlist (WICG Connection Allowlists): its own
+// origin and nothing else, and webrtc=block. CSP's connect-src does not govern WebRTC, and
+// Chromium honours no CSP webrtc directive; this header does: a document under it cannot open a
+// peer connection or gather ICE candidates (the browser never binds the sockets), and the inner
+// srcdoc frame, the app, and every about:blank, srcdoc, blob: or data: frame the app makes
+// inherit it. A view's granted origins are added to it (widenViewPolicy). Browsers that do not
+// know the header ignore it; SECURITY.md says what holds there.
+const BridgeConnections = "(response-origin);webrtc=block"
 
 // safeHost reports whether a Host header value is a plain host[:port] that may be echoed into a
 // policy: letters, digits, dots, dashes, colons and the brackets of an IPv6 literal.

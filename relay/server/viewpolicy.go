@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -44,7 +45,7 @@ func (s *Server) viewSources(r *http.Request) map[string][]string {
 }
 
 // widenViewPolicy adds sources (viewSources) to the bridge's policy in h: each to its directive
-// when it is one of viewDirectives, replacing a 'none' there. A source that is not a plain origin
+// when it is one of viewDirectives, replacing a 'none' there, and to its Connection-Allowlist. A source that is not a plain origin
 // (scheme://host[:port] of letters, digits, dots, dashes and colons) is left out, whatever the
 // grant says.
 func widenViewPolicy(h http.Header, sources map[string][]string) {
@@ -83,6 +84,45 @@ func widenViewPolicy(h http.Header, sources map[string][]string) {
 		}
 	}
 	h.Set("Content-Security-Policy", strings.Join(parts, "; "))
+	allowViewConnections(h, sources)
+}
+
+// allowViewConnections adds the plain origins of sources, in the directives a view grant may
+// widen (base-uri names no connection), to the bridge's Connection-Allowlist in h, as URL
+// patterns of the whole origin (ws: and wss: as http: and https:, as the header matches them).
+// WebRTC stays blocked: a grant names hosts, and a peer connection goes to none of them.
+func allowViewConnections(h http.Header, sources map[string][]string) {
+	list := h.Get("Connection-Allowlist")
+	inner, params, ok := strings.Cut(list, ")")
+	if !ok {
+		return
+	}
+	var add []string
+	for _, name := range viewDirectives {
+		if name == "base-uri" {
+			continue
+		}
+		for _, src := range sources[name] {
+			if !plainOrigin(src) {
+				continue
+			}
+			scheme, host, _ := strings.Cut(src, "://")
+			switch scheme {
+			case "ws":
+				scheme = "http"
+			case "wss":
+				scheme = "https"
+			}
+			pattern := strconv.Quote(scheme + "://" + host + "/*")
+			if !slices.Contains(add, pattern) {
+				add = append(add, pattern)
+			}
+		}
+	}
+	if len(add) == 0 {
+		return
+	}
+	h.Set("Connection-Allowlist", inner+" "+strings.Join(add, " ")+")"+params)
 }
 
 // plainOrigin reports whether src is scheme://host[:port] with an http, https, ws or wss scheme

@@ -83,3 +83,33 @@ func TestViewDirectivesAreTheSharedRulesOnes(t *testing.T) {
 		t.Fatalf("server widens %v, the shared rule grants %v", viewDirectives, extensions.ViewDirectives)
 	}
 }
+
+// TestEveryBridgeBlocksPeerConnections: every bridge (an app's, a folder app's, a view's with a
+// grant or without) carries the Connection-Allowlist with webrtc=block; a view's grant adds its
+// origins as whole-origin patterns and nothing a grant may not name.
+func TestEveryBridgeBlocksPeerConnections(t *testing.T) {
+	t.Parallel()
+	s := newFilesServer(t)
+	s.SetViewPolicies(grants{
+		"tok":     {"connect-src": {"http://127.0.0.1:4100", "ws://127.0.0.1:4100", "wss://a.example"}, "img-src": {"https://cdn.example"}, "base-uri": {"https://base.example"}},
+		"hostile": {"connect-src": {"*", "https://a.example\" \"https://b.example", "data:"}, "sandbox": {"https://c.example"}},
+	})
+	allowlist := func(query string) string {
+		req := httptest.NewRequest("GET", BridgePath+query, nil)
+		req.Host = "app-0123456789abcdef.localhost:8787"
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		return rec.Header().Get("Connection-Allowlist")
+	}
+	for query, want := range map[string]string{
+		"":                                  BridgeConnections,
+		"?files=" + strings.Repeat("a", 32): BridgeConnections,
+		"?view=unknown":                     BridgeConnections,
+		"?view=hostile":                     BridgeConnections,
+		"?view=tok":                         `(response-origin "http://127.0.0.1:4100/*" "https://a.example/*" "https://cdn.example/*");webrtc=block`,
+	} {
+		if got := allowlist(query); got != want {
+			t.Errorf("bridge%s: Connection-Allowlist %q, want %q", query, got, want)
+		}
+	}
+}

@@ -78,6 +78,11 @@ const (
 	// more messages than its budget allows (public/mini-apps.js, public/external-apps.js); a
 	// stopped app's card shows it, and its calls waiting are answered MiniAppClosed.
 	MessageBudgetExceeded Rule = "message-budget-exceeded"
+	// SandboxNoNetwork is the error a sandboxed app (a workspace or shelf mini-app, a folder app,
+	// an MCP Apps view) gets when it reaches for WebRTC: the bridge takes RTCPeerConnection and
+	// its kin out of the app's window (public/mini-app-bridge.js), and where the browser honours
+	// the bridge's Connection-Allowlist no peer connection can start from any frame of the app.
+	SandboxNoNetwork Rule = "sandbox-no-network"
 
 	// Workspace paths (shared/fsroot): every root checks every name before it touches anything.
 	OutsideRoot    Rule = "outside-root"
