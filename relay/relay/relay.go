@@ -281,9 +281,11 @@ func (r *Relay) closeFleet() {
 func (r *Relay) buildMCP() {
 	r.MCP = mcp.New(mcp.Options{Catalogue: r.ExternalApps, Clients: r.State, Attribute: assistant.WithMCPClient,
 		PageOrigin: r.Server.PageOrigin, Build: r.cfg.Build, Log: r.log})
-	for _, method := range []string{"GET ", "POST ", "DELETE "} {
-		r.Server.Handle(method+mcp.Path, r.MCP)
-	}
+	r.Server.Handle("GET "+mcp.Path, r.MCP)
+	r.Server.Handle("POST "+mcp.Path, r.MCP) // JSON-RPC: a JSON body, as every state-changing route
+	// Ending a session (DELETE) carries no body; it is a method no page may send without a
+	// preflight, and the bearer admits it.
+	r.Server.HandleBody("DELETE "+mcp.Path, server.NoBody, r.MCP)
 	r.MCP.RegisterClients(r.Server, r.State, r.State.CheckHostToken)
 }
 

@@ -91,6 +91,11 @@ type Server struct {
 	// busy counts the requests being served, WebSockets included, which http.Server.Shutdown
 	// does not wait for once they are hijacked.
 	busy sync.WaitGroup
+	// routes are the patterns registered, in order, and bodies the body rules of those that
+	// are not JSONBody (see Routes, HandleBody).
+	routesMu sync.RWMutex
+	routes   []Route
+	bodies   map[string]BodyRule
 }
 
 // New checks cfg and returns a Server for it.
@@ -106,21 +111,23 @@ func New(cfg Config) (*Server, error) {
 		}
 		files = os.DirFS(cfg.Public)
 	}
-	s := &Server{cfg: cfg, public: files, mux: &routes{ServeMux: http.NewServeMux()}, log: cfg.Log, publicHost: originHost(cfg.Origin), appFiles: newAppFiles()}
+	s := &Server{cfg: cfg, public: files, mux: &routes{ServeMux: http.NewServeMux()}, log: cfg.Log, publicHost: originHost(cfg.Origin), appFiles: newAppFiles(), bodies: map[string]BodyRule{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.mux.HandleFunc("GET /api/health", s.health)
-	s.mux.HandleFunc("GET /api/ready", s.ready)
+	s.Handle("GET /api/health", http.HandlerFunc(s.health))
+	s.Handle("GET /api/ready", http.HandlerFunc(s.ready))
 	s.registerSessionRoutes()
 	s.registerAppFileRoutes()
-	s.mux.HandleFunc("GET /{path...}", s.static)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { NotFound(w) })
+	s.Handle("GET /{path...}", http.HandlerFunc(s.static))
+	s.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { NotFound(w) }))
 	return s, nil
 }
 
-// Handle registers h for pattern, for the routes other packages add (the channel, the live socket).
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+// Handle registers h for pattern: the server's own routes and those other packages add (the
+// channel, the live socket, the API). A state-changing request to it takes a JSON body (see
+// stateChangeRefused; HandleBody registers a route that takes another).
+func (s *Server) Handle(pattern string, h http.Handler) { s.HandleBody(pattern, JSONBody, h) }
 
 // Patterns returns every pattern registered on the server's mux, in the order they were
 // registered: the relay's routes, which the hostile suite checks each have a case (its doors).
@@ -159,7 +166,8 @@ func (m *routes) list() []string {
 // ServeHTTP gives the request its id, puts the security headers on the response, turns a panic
 // into a JSON 500, and logs one line when the request ends (for a WebSocket, when it closes). No
 // log line carries a query, a header value or a body: secrets travel there. Before any route it
-// checks the Host header (hostRefused); a mini-app's own host (AppHost) is then served its bridge
+// checks the Host header (hostRefused) and holds every request that is not GET or HEAD to the
+// cross-site wall (stateChangeRefused); a mini-app's own host (AppHost) is then served its bridge
 // and nothing else, and every other request checks the Origin (originRefused) and the session
 // gate.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -201,7 +209,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			WriteRefusal(rw, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay failed while answering %s; the error is in its log", r.URL.Path))
 		}
 	}()
-	if s.hostRefused(rw, r) {
+	if s.hostRefused(rw, r) || s.stateChangeRefused(rw, r) {
 		return
 	}
 	if AppHost(r.Host) {
