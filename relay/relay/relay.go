@@ -300,8 +300,14 @@ func (r *Relay) buildServer() error {
 	var err error
 	r.Server, err = server.New(server.Config{Public: r.cfg.Public, Files: files, Build: r.cfg.Build, Log: r.log, HostToken: r.State.CheckHostToken,
 		Gate: r.Gate, Origin: r.cfg.Origin, HSTS: r.tls != nil || len(r.cfg.TrustedProxies) > 0, Ready: r.ready,
-		TrustedProxies: r.cfg.TrustedProxies, BootstrapBase: r.base, FrameOrigins: r.cfg.MiniApps.Origins()})
+		TrustedProxies: r.cfg.TrustedProxies, BootstrapBase: r.base, FrameOrigins: r.cfg.MiniApps.Origins(), Bearer: r.liveBearer})
 	return err
+}
+
+// liveBearer reports whether bearer is a live MCP client's (server.Config.Bearer).
+func (r *Relay) liveBearer(bearer string) bool {
+	c, ok, err := r.State.LookupMCPClient(bearer)
+	return err == nil && ok && c.Live()
 }
 
 // ready is /api/ready's answer: a refusal once the shutdown began.

@@ -74,6 +74,10 @@ type Config struct {
 	// BodyIdleTimeout and BodyTimeout bound reading a request body (see the constants of the
 	// same names, the defaults for zero).
 	BodyIdleTimeout, BodyTimeout time.Duration
+	// Bearer, when set, reports whether a bearer (Authorization: Bearer) is one the relay issued
+	// and has not revoked (an MCP client's). A connection that shows one, like one with a
+	// session or the host token, is not held to its address's connection bound (LimitConns).
+	Bearer func(string) bool
 }
 
 // Server is the relay's http.Handler.
@@ -209,7 +213,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			WriteRefusal(rw, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay failed while answering %s; the error is in its log", r.URL.Path))
 		}
 	}()
-	if s.hostRefused(rw, r) || s.stateChangeRefused(rw, r) {
+	if s.connRefused(rw, r) || s.hostRefused(rw, r) || s.stateChangeRefused(rw, r) {
 		return
 	}
 	if AppHost(r.Host) {
