@@ -2,8 +2,8 @@ package server
 
 import (
 	"bufio"
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
