@@ -22,10 +22,11 @@ import (
 )
 
 // The bounds on how long a request may take to arrive. Together with MaxConnsPerClient and
-// ConnBound they keep
-// a client that opens connections and never finishes a request from holding the relay's file
-// descriptors and memory: each such connection ends within HeaderTimeout (an unfinished header)
-// or BodyIdleTimeout (a stalled body), and one address holds at most MaxConnsPerClient at once.
+// ConnBound they keep a client that opens connections and never finishes a request from holding
+// the relay's file descriptors and memory: each such connection ends within HeaderTimeout (an
+// unfinished header) or BodyIdleTimeout (a stalled body), one address holds at most
+// MaxConnsPerClient at once without a credential, and all of them together stay below the
+// process's descriptor limit.
 // WebSockets and the event stream, once their request is read, are not bound by these: their
 // routes keep their own bounds (socket limits, hello bounds, pings).
 const (
