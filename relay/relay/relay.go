@@ -304,10 +304,14 @@ func (r *Relay) buildServer() error {
 	return err
 }
 
-// liveBearer reports whether bearer is a live MCP client's (server.Config.Bearer).
+// liveBearer reports whether bearer is a live MCP client's or a paired machine's
+// (server.Config.Bearer: such a connection is not held to its address's bound).
 func (r *Relay) liveBearer(bearer string) bool {
-	c, ok, err := r.State.LookupMCPClient(bearer)
-	return err == nil && ok && c.Live()
+	if c, ok, err := r.State.LookupMCPClient(bearer); err == nil && ok && c.Live() {
+		return true
+	}
+	_, ok, err := r.State.Lookup(bearer)
+	return err == nil && ok
 }
 
 // ready is /api/ready's answer: a refusal once the shutdown began.

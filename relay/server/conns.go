@@ -47,7 +47,7 @@ const (
 // stream, its sockets, its mini-apps' own hosts and a few tabs holds a few dozen; the bound is
 // far above that, and far below what exhausts the relay's file descriptors. A connection past it
 // is let in on probation and judged at its first request's header: one that shows a credential
-// (a session cookie, the host token, an MCP bearer) is served, since on a laptop the page and
+// (a session cookie, the host token, an MCP client's or a paired machine's bearer) is served, since on a laptop the page and
 // every local process share 127.0.0.1 and strangers there must not lock the page out; any other
 // is answered 429 too-many-connections and closed (over TLS too, after the handshake). On a
 // loopback bind every local process shares 127.0.0.1 (or picks another 127.x address): this

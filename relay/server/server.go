@@ -75,7 +75,7 @@ type Config struct {
 	// same names, the defaults for zero).
 	BodyIdleTimeout, BodyTimeout time.Duration
 	// Bearer, when set, reports whether a bearer (Authorization: Bearer) is one the relay issued
-	// and has not revoked (an MCP client's). A connection that shows one, like one with a
+	// and has not revoked (an MCP client's, a paired machine's). A connection that shows one, like one with a
 	// session or the host token, is not held to its address's connection bound (LimitConns).
 	Bearer func(string) bool
 }
