@@ -170,10 +170,10 @@ func (m *routes) list() []string {
 // ServeHTTP gives the request its id, puts the security headers on the response, turns a panic
 // into a JSON 500, and logs one line when the request ends (for a WebSocket, when it closes). No
 // log line carries a query, a header value or a body: secrets travel there. Before any route it
-// checks the Host header (hostRefused) and holds every request that is not GET or HEAD to the
-// cross-site wall (stateChangeRefused); a mini-app's own host (AppHost) is then served its bridge
-// and nothing else, and every other request checks the Origin (originRefused) and the session
-// gate.
+// checks the Host header (hostRefused); a mini-app's own host (AppHost) is then served its bridge
+// and nothing else (GET and HEAD only), and every other request checks the Origin
+// (originRefused) and the session gate, and, when it is not GET or HEAD, passes the cross-site
+// wall (stateChangeRefused) before any route.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.busy.Add(1)
 	held := &heldRequest{}
@@ -213,7 +213,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			WriteRefusal(rw, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay failed while answering %s; the error is in its log", r.URL.Path))
 		}
 	}()
-	if s.connRefused(rw, r) || s.hostRefused(rw, r) || s.stateChangeRefused(rw, r) {
+	if s.connRefused(rw, r) || s.hostRefused(rw, r) {
 		return
 	}
 	if AppHost(r.Host) {
@@ -229,7 +229,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveAppFile(rw, r)
 		return
 	}
-	if s.gate(rw, r) {
+	if s.gate(rw, r) || s.stateChangeRefused(rw, r) {
 		return
 	}
 	s.mux.ServeHTTP(rw, r)
