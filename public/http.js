@@ -35,7 +35,9 @@ export function reachable(now) {
 
 /**
  * relay asks one of the relay's routes and reads its JSON answer. With a body it sends JSON
- * (POST unless method says otherwise).
+ * (POST unless method says otherwise). A request that is not GET always carries a JSON body, {}
+ * when none is given: the relay takes nothing else from a request that changes something (its
+ * cross-site wall).
  * @param {string} path
  * @param {{method?: string, body?: unknown}} [options]
  * @returns {Promise<RelayAnswer>}
@@ -43,12 +45,11 @@ export function reachable(now) {
 export async function relay(path, options = {}) {
   /** @type {RequestInit} */
   const init = {};
-  if (options.body !== undefined) {
-    init.method = options.method || 'POST';
+  const method = options.method || (options.body !== undefined ? 'POST' : 'GET');
+  if (method !== 'GET') {
+    init.method = method;
     init.headers = { 'Content-Type': 'application/json' };
-    init.body = JSON.stringify(options.body);
-  } else if (options.method) {
-    init.method = options.method;
+    init.body = JSON.stringify(options.body === undefined ? {} : options.body);
   }
   let resp;
   try {

@@ -308,7 +308,7 @@ export function startMiniApps(vb) {
       for (const f of files) {
         const { bytes } = await vb.must('miniapps.file', { appId, path: f.path });
         const address = `/api/app-files/${bundle.token}/${f.path.split('/').map(encodeURIComponent).join('/')}`;
-        const resp = await fetch(address, { method: 'PUT', body: bytes });
+        const resp = await fetch(address, { method: 'PUT', headers: { 'Content-Type': 'application/octet-stream' }, body: bytes });
         if (!resp.ok) {
           const body = await resp.json().catch(() => ({}));
           throw new Error(`${f.path} could not be served: ${body.why || resp.status}`);
@@ -378,7 +378,7 @@ export function startMiniApps(vb) {
   /**
    * openView shows the MCP Apps view of tool (the model's name of it, id__tool) of admitted remote
    * MCP extension extension, with a call's input and result when given. The relay reads it from
-   * the server (GET /api/extensions/view); it runs in the sandbox as any mini-app does.
+   * the server (POST /api/extensions/view: reading it spends the extension's requests); it runs in the sandbox as any mini-app does.
    * @param {string} extension
    * @param {string} tool
    * @param {{input?: object, result?: object}} [call]
@@ -387,8 +387,7 @@ export function startMiniApps(vb) {
    * @returns {Promise<{appId: string, entry: StoreEntry}>}
    */
   async function openView(extension, tool, call = {}, reuse, focus = true) {
-    const q = `extension=${encodeURIComponent(extension)}&tool=${encodeURIComponent(tool)}`;
-    const r = await relay(`/api/extensions/view?${q}`);
+    const r = await relay('/api/extensions/view', { body: { extension, tool } });
     if (!r.ok) throw Object.assign(new Error(`The view of ${tool} could not be read (${r.refused}): ${r.why}`), { rule: r.refused || '' });
     const v = r.view;
     const appId = `view-${extension}-${v.serverTool}`.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 100);

@@ -21,9 +21,9 @@ import (
 // sockets to close).
 const controlBound = 30 * time.Second
 
-// controlCall sends method path (with body as JSON when not nil) to the relay serving state,
-// with the host token, and decodes its JSON answer into out. A refusal comes back as an error
-// that says the rule and why.
+// controlCall sends method path (with body as JSON; {} when nil and method is not GET) to the
+// relay serving state, with the host token, and decodes its JSON answer into out. A refusal
+// comes back as an error that says the rule and why.
 func controlCall(state *hoststate.Dir, method, path string, body, out any) error {
 	p := filepath.Join(state.Path(), relay.ControlSocketFile)
 	client := &http.Client{Timeout: controlBound, Transport: &http.Transport{
@@ -32,6 +32,9 @@ func controlCall(state *hoststate.Dir, method, path string, body, out any) error
 			return d.DialContext(ctx, "unix", p)
 		},
 	}}
+	if body == nil && method != http.MethodGet {
+		body = struct{}{} // the relay takes a JSON body with every state change
+	}
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)

@@ -431,7 +431,8 @@ func TestMCPWhoMayConnect(t *testing.T) {
 		})
 	}
 	s, _, _ := mcpSession(t, url, live)
-	req, _ := http.NewRequest(http.MethodDelete, url+"/api/mcp/clients/desktop", nil)
+	req, _ := http.NewRequest(http.MethodDelete, url+"/api/mcp/clients/desktop", strings.NewReader("{}"))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("revoking from the page: %v %v", resp, err)

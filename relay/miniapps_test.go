@@ -69,7 +69,7 @@ func TestServeListsMiniAppsFramesThemAndMintsTokens(t *testing.T) {
 		t.Fatalf("the CSP does not frame the app: %q", csp)
 	}
 
-	resp, err = http.Post(base+"/mini-apps/orders/token", "", nil)
+	resp, err = http.Post(base+"/mini-apps/orders/token", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}

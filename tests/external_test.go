@@ -433,8 +433,9 @@ func modelView(t *testing.T, s *externalSetup, view bool) (told struct {
 func checkTokens(t *testing.T, s *externalSetup) {
 	t.Helper()
 	mint := func(app string) (int, map[string]any) {
-		req, _ := http.NewRequest(http.MethodPost, s.relay.URL+"/mini-apps/"+app+"/token", nil)
+		req, _ := http.NewRequest(http.MethodPost, s.relay.URL+"/mini-apps/"+app+"/token", strings.NewReader("{}"))
 		req.Header.Set("Origin", s.relay.URL)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

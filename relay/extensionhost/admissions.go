@@ -289,17 +289,55 @@ func (s *Admissions) decide(id string, admit bool, by string, existingTools []st
 	return plan, nil
 }
 
-// Revoke records a revocation of id; it is not loaded again.
+// Revoke records a revocation of id; it is not loaded again. An id whose latest ledger line is
+// not an admission (never admitted, revoked already, not an id at all) is refused not-found and
+// nothing is recorded: the ledger and the audit hold only what happened to an extension.
 func (s *Admissions) Revoke(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	err := s.appendLedger(LedgerEntry{Action: "revoke", ID: id, At: s.clock()})
+	admitted, err := s.admittedLocked(id)
+	if err != nil {
+		return err
+	}
+	if !admitted {
+		return refusal.New(refusal.NotFound, "no admitted extension is named %q; the listing (GET /api/extensions) names those that are", clipID(id))
+	}
+	err = s.appendLedger(LedgerEntry{Action: "revoke", ID: id, At: s.clock()})
 	rec := AuditRecord{Act: ActRevoke, ID: id}
 	if err != nil {
 		rec.Rule, rec.Why = ruleWhy(err)
 	}
 	s.Audit(rec)
 	return err
+}
+
+// admittedLocked reports whether id's latest ledger line (denials aside, as Load reads it) is an
+// admission. The caller holds s.mu.
+func (s *Admissions) admittedLocked(id string) (bool, error) {
+	if !extensions.ValidID(id) {
+		return false, nil
+	}
+	b, err := s.store.ReadLedger()
+	if err != nil {
+		return false, err
+	}
+	latest := ""
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		var e LedgerEntry
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.ID == id && e.Action != "deny" {
+			latest = e.Action
+		}
+	}
+	return latest == "admit", nil
+}
+
+// clipID cuts an id a caller sent to what a refusal echoes.
+func clipID(id string) string {
+	if len(id) > 64 {
+		return id[:64] + "..."
+	}
+	return id
 }
 
 // Loaded is an admitted descriptor the registry runs.

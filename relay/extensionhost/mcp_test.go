@@ -176,11 +176,11 @@ func TestRemoteMCPExtension(t *testing.T) {
 			t.Fatalf("%s has view %q, want %q", tool.Name, tool.View, want)
 		}
 	}
-	code, m, body := f.do("GET", "/api/extensions/view?extension=remote&tool=remote__show", "", "")
+	code, m, body := f.do("POST", "/api/extensions/view", "", `{"extension":"remote","tool":"remote__show"}`)
 	if view, _ := m["view"].(map[string]any); code != 200 || view["html"] != "<!doctype html><p>view</p>" || view["serverTool"] != "show" {
 		t.Fatalf("the view: %d %s", code, body)
 	}
-	if code, m, _ := f.do("GET", "/api/extensions/view?extension=remote&tool=remote__echo", "", ""); code != 404 || m["refused"] != string(refusal.NotFound) {
+	if code, m, _ := f.do("POST", "/api/extensions/view", "", `{"extension":"remote","tool":"remote__echo"}`); code != 404 || m["refused"] != string(refusal.NotFound) {
 		t.Fatalf("a tool without a view: %d %v", code, m)
 	}
 

@@ -30,7 +30,9 @@ const maxDecisionBody = 4 << 10
 //	POST /api/extensions/revoke               {id}
 //	POST /api/extensions/dismiss              {id}: remove a waiting proposal (admits nothing)
 //	POST /api/extensions/call                 (host token) {extension, tool, args}
-//	GET  /api/extensions/view?extension=&tool= a remote MCP tool's MCP Apps view (ReadView)
+//	POST /api/extensions/view                 {extension, tool}: a remote MCP tool's MCP Apps view
+//	                                          (ReadView); a POST, since reading it spends the
+//	                                          extension's requests
 func (rt *Runtime) Register(srv *server.Server, check func(string) bool) {
 	h := &handlers{rt: rt, check: check}
 	srv.SetViewPolicies(rt) // a view's bridge gains what its token grants (viewpolicy.go)
@@ -46,13 +48,20 @@ func (rt *Runtime) Register(srv *server.Server, check func(string) bool) {
 	srv.Handle("POST /api/extensions/revoke", http.HandlerFunc(h.revoke))
 	srv.Handle("POST /api/extensions/dismiss", http.HandlerFunc(h.dismiss))
 	srv.Handle("POST /api/extensions/call", http.HandlerFunc(h.call))
-	srv.Handle("GET /api/extensions/view", http.HandlerFunc(h.view))
+	srv.Handle("POST /api/extensions/view", http.HandlerFunc(h.view))
 }
 
 // view answers a remote MCP tool's view, for the page's mini-app sandbox. Like the listing it is
 // a page route: a view is shown, never run here, and its calls go through the assistant's gate.
 func (h *handlers) view(w http.ResponseWriter, r *http.Request) {
-	v, err := h.rt.ReadView(r.Context(), r.URL.Query().Get("extension"), r.URL.Query().Get("tool"))
+	var body struct {
+		Extension string `json:"extension"`
+		Tool      string `json:"tool"`
+	}
+	if !server.ReadJSON(w, r, maxDecisionBody, &body) {
+		return
+	}
+	v, err := h.rt.ReadView(r.Context(), body.Extension, body.Tool)
 	if err != nil {
 		writeErr(w, err)
 		return

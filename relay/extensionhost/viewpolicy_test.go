@@ -47,7 +47,7 @@ func (f *fixture) readView(ts *httptest.Server, id string) View {
 	f.waitFor("the view's tool staged", func(l Listing) bool { return len(pendingTools(l, id)) > 0 })
 	f.admitPending(id)
 	f.waitFor("the view's tool offered", func(l Listing) bool { return len(offered(admittedEntry(l, id))) == 1 })
-	code, m, body := f.do("GET", "/api/extensions/view?extension="+id+"&tool="+id+"__show", "", "")
+	code, m, body := f.do("POST", "/api/extensions/view", "", `{"extension":"`+id+`","tool":"`+id+`__show"}`)
 	if code != 200 {
 		f.t.Fatalf("the view: %d %s", code, body)
 	}

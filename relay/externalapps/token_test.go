@@ -144,7 +144,7 @@ func TestRoutesServeTheListingAndMintTokens(t *testing.T) {
 	if status, v := do("POST", "/mini-apps/orders/token", page, "application/json", `{"audience": "crm"}`); status != 400 || v["refused"] != "malformed-json" {
 		t.Fatalf("a body naming an audience: %d %v", status, v)
 	}
-	status, v := do("POST", "/mini-apps/orders/token", page, "", "")
+	status, v := do("POST", "/mini-apps/orders/token", page, "application/json", "{}")
 	if status != 200 {
 		t.Fatalf("mint: %d %v", status, v)
 	}
@@ -155,7 +155,7 @@ func TestRoutesServeTheListingAndMintTokens(t *testing.T) {
 	if status, v := do("POST", "/mini-apps/wiki/token", page, "application/json", "{}"); status != 403 || v["refused"] != "external-app-no-auth" {
 		t.Fatalf("a token for an app without auth: %d %v", status, v)
 	}
-	if status, v := do("POST", "/mini-apps/ghost/token", page, "", ""); status != 404 || v["refused"] != "external-app-unknown" {
+	if status, v := do("POST", "/mini-apps/ghost/token", page, "application/json", "{}"); status != 404 || v["refused"] != "external-app-unknown" {
 		t.Fatalf("a token for an unknown app: %d %v", status, v)
 	}
 	// Admitted like the page's other routes: another site's page is refused.

@@ -290,9 +290,11 @@ func (r *Relay) closeFleet() {
 func (r *Relay) buildMCP() {
 	r.MCP = mcp.New(mcp.Options{Catalogue: r.ExternalApps, Clients: r.State, Attribute: assistant.WithMCPClient,
 		PageOrigin: r.Server.PageOrigin, Build: r.cfg.Build, Log: r.log})
-	for _, method := range []string{"GET ", "POST ", "DELETE "} {
-		r.Server.Handle(method+mcp.Path, r.MCP)
-	}
+	r.Server.Handle("GET "+mcp.Path, r.MCP)
+	r.Server.Handle("POST "+mcp.Path, r.MCP) // JSON-RPC: a JSON body, as every state-changing route
+	// Ending a session (DELETE) carries no body; it is a method no page may send without a
+	// preflight, and the bearer admits it.
+	r.Server.HandleBody("DELETE "+mcp.Path, server.NoBody, r.MCP)
 	r.MCP.RegisterClients(r.Server, r.State, r.State.CheckHostToken)
 }
 
@@ -307,8 +309,18 @@ func (r *Relay) buildServer() error {
 	var err error
 	r.Server, err = server.New(server.Config{Public: r.cfg.Public, Files: files, Build: r.cfg.Build, Log: r.log, HostToken: r.State.CheckHostToken,
 		Gate: r.Gate, Origin: r.cfg.Origin, HSTS: r.tls != nil || len(r.cfg.TrustedProxies) > 0, Ready: r.ready,
-		TrustedProxies: r.cfg.TrustedProxies, BootstrapBase: r.base, FrameOrigins: r.cfg.MiniApps.Origins()})
+		TrustedProxies: r.cfg.TrustedProxies, BootstrapBase: r.base, FrameOrigins: r.cfg.MiniApps.Origins(), Bearer: r.liveBearer})
 	return err
+}
+
+// liveBearer reports whether bearer is a live MCP client's or a paired machine's
+// (server.Config.Bearer: such a connection is not held to its address's bound).
+func (r *Relay) liveBearer(bearer string) bool {
+	if c, ok, err := r.State.LookupMCPClient(bearer); err == nil && ok && c.Live() {
+		return true
+	}
+	_, ok, err := r.State.Lookup(bearer)
+	return err == nil && ok
 }
 
 // ready is /api/ready's answer: a refusal once the shutdown began.

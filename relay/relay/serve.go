@@ -65,7 +65,11 @@ func (r *Relay) Serve(ctx context.Context) error {
 		ReadHeaderTimeout: server.HeaderTimeout,
 		IdleTimeout:       server.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
-		ConnState:         fresh.track,
+		ConnContext:       server.ConnContext, // each connection is judged at its requests' headers
+		ConnState: func(c net.Conn, st http.ConnState) {
+			fresh.track(c, st)
+			server.ConnState(c, st)
+		},
 	}
 	hs.RegisterOnShutdown(fresh.closeAll)
 	done := make(chan error, 1)

@@ -36,14 +36,22 @@ import (
 // cookie), to anyone who has the token, with Access-Control-Allow-Origin: null so the frame can
 // load them as module scripts: that header is on these bytes only, never on /api/*. A path is
 // held to fsroot.Check (no "..", no dot names), bundles to the folder app's bounds, and all of
-// them together to MaxAppFilesBytes (the oldest bundle goes first) for AppFilesLifetime.
+// them together to MaxAppFileBundles and MaxAppFilesBytes for AppFilesLifetime. At either bound
+// a new bundle or file is refused app-files-full: a bundle is dropped only when its app closes
+// (DELETE) or its lifetime ends, never to make room, since an open app still loads from it.
+//
+// The PUT is the one route of the page's that takes no JSON (BytesBody): a file's bytes, declared
+// application/octet-stream. Like every state-changing request it passes the cross-site wall
+// (stateChangeRefused): the page's own Origin or none, and a type no page of another site can
+// send without a preflight. An empty body is an empty file.
 const (
 	// AppFilesPath is where folder apps' files are served from.
 	AppFilesPath = "/app-files/"
-	// MaxAppFilesBytes bounds the bundles held at once, together; a new file past it drops the
-	// oldest bundles.
+	// MaxAppFilesBytes bounds the bundles held at once, together; a new file past it is refused
+	// app-files-full.
 	MaxAppFilesBytes = 64 << 20
-	// MaxAppFileBundles bounds how many bundles are held at once; a new one past it drops the oldest.
+	// MaxAppFileBundles bounds how many bundles are held at once; a new one past it is refused
+	// app-files-full (a folder app open in each of 32 tabs is far past what a person runs).
 	MaxAppFileBundles = 32
 	// AppFilesLifetime is how long a bundle is kept after it was made.
 	AppFilesLifetime = time.Hour
@@ -70,20 +78,22 @@ func newAppFiles() *appFiles {
 	return &appFiles{bundles: map[string]*appBundle{}, now: time.Now}
 }
 
-// create makes an empty bundle and returns its token.
-func (a *appFiles) create() string {
+// create makes an empty bundle and returns its token, or refuses app-files-full when
+// MaxAppFileBundles are held.
+func (a *appFiles) create() (string, *refusal.Refusal) {
 	b := make([]byte, appFileTokenBytes)
 	_, _ = rand.Read(b)
 	token := hex.EncodeToString(b)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.expireLocked()
-	for len(a.order) >= MaxAppFileBundles {
-		a.dropLocked(a.order[0])
+	if len(a.order) >= MaxAppFileBundles {
+		return "", refusal.New(refusal.AppFilesFull,
+			"the relay holds %d folder apps' files already, its bound; close a folder app (or wait until one's hour is over) and open this one again", MaxAppFileBundles)
 	}
 	a.bundles[token] = &appBundle{created: a.now(), files: map[string][]byte{}}
 	a.order = append(a.order, token)
-	return token
+	return token, nil
 }
 
 // put stores one file of a bundle, within the folder app's bounds.
@@ -103,11 +113,9 @@ func (a *appFiles) put(token, name string, data []byte) *refusal.Refusal {
 	if b.bytes+grow > miniappstore.MaxFolderBytes {
 		return refusal.New(refusal.MiniAppTooLarge, "a folder app's files may take at most %d bytes together", miniappstore.MaxFolderBytes)
 	}
-	for a.total+grow > MaxAppFilesBytes && len(a.order) > 1 && a.order[0] != token {
-		a.dropLocked(a.order[0])
-	}
 	if a.total+grow > MaxAppFilesBytes {
-		return refusal.New(refusal.MiniAppTooLarge, "the relay holds at most %d bytes of folder apps' files", MaxAppFilesBytes)
+		return refusal.New(refusal.AppFilesFull,
+			"the relay holds at most %d bytes of folder apps' files together, and the open ones fill it; close a folder app and open this one again", MaxAppFilesBytes)
 	}
 	b.files[name] = data
 	b.bytes += grow
@@ -128,11 +136,13 @@ func (a *appFiles) get(token, name string) ([]byte, bool) {
 	return data, ok
 }
 
-// drop forgets a bundle.
-func (a *appFiles) drop(token string) {
+// drop forgets a bundle, and reports whether there was one under token.
+func (a *appFiles) drop(token string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	_, ok := a.bundles[token]
 	a.dropLocked(token)
+	return ok
 }
 
 func (a *appFiles) dropLocked(token string) {
@@ -176,15 +186,19 @@ func appFileName(rest string) (token, name string, ok bool) {
 }
 
 func (s *Server) registerAppFileRoutes() {
-	s.mux.HandleFunc("POST /api/app-files", func(w http.ResponseWriter, r *http.Request) {
+	s.Handle("POST /api/app-files", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct{}
 		if !ReadJSON(w, r, 1<<10, &body) {
 			return
 		}
-		token := s.appFiles.create()
+		token, rf := s.appFiles.create()
+		if rf != nil {
+			WriteRefusal(w, http.StatusInsufficientStorage, rf)
+			return
+		}
 		WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "token": token, "base": AppFilesPath + token + "/"})
-	})
-	s.mux.HandleFunc("PUT /api/app-files/{rest...}", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	s.HandleBody("PUT /api/app-files/{rest...}", BytesBody, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, name, ok := appFileName(r.PathValue("rest"))
 		if !ok {
 			rule := refusal.OutsideRoot
@@ -212,18 +226,24 @@ func (s *Server) registerAppFileRoutes() {
 		}
 		if rf := s.appFiles.put(token, name, data); rf != nil {
 			status := http.StatusRequestEntityTooLarge
-			if rf.Rule == refusal.NotFound {
+			switch rf.Rule {
+			case refusal.NotFound:
 				status = http.StatusNotFound
+			case refusal.AppFilesFull:
+				status = http.StatusInsufficientStorage
 			}
 			WriteRefusal(w, status, rf)
 			return
 		}
 		WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "path": name, "size": len(data)})
-	})
-	s.mux.HandleFunc("DELETE /api/app-files/{token}", func(w http.ResponseWriter, r *http.Request) {
-		s.appFiles.drop(r.PathValue("token"))
+	}))
+	s.Handle("DELETE /api/app-files/{token}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.appFiles.drop(r.PathValue("token")) {
+			WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "no folder app's files are held under that token (it closed, or an hour passed)"))
+			return
+		}
 		WriteJSON(w, http.StatusOK, map[string]any{"ok": true})
-	})
+	}))
 }
 
 // serveAppFile answers GET and HEAD of AppFilesPath, on the page's host and on app hosts alike.

@@ -52,12 +52,22 @@ func TestAppFileName(t *testing.T) {
 	}
 }
 
+// mustCreate makes a bundle of a, failing the test when it is refused.
+func mustCreate(t *testing.T, a *appFiles) string {
+	t.Helper()
+	tok, rf := a.create()
+	if rf != nil {
+		t.Fatal(rf)
+	}
+	return tok
+}
+
 func TestAppFilesBounds(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1000, 0)
 	a := newAppFiles()
 	a.now = func() time.Time { return now }
-	tok := a.create()
+	tok := mustCreate(t, a)
 	for i := range miniappstore.MaxFolderFiles {
 		if rf := a.put(tok, "f"+strings.Repeat("x", i), nil); rf != nil {
 			t.Fatalf("file %d: %v", i, rf)
@@ -66,36 +76,49 @@ func TestAppFilesBounds(t *testing.T) {
 	if rf := a.put(tok, "one-more", nil); rf == nil || rf.Rule != refusal.MiniAppTooLarge {
 		t.Fatalf("a file past MaxFolderFiles: %v", rf)
 	}
-	big := a.create()
+	big := mustCreate(t, a)
 	if rf := a.put(big, "a", make([]byte, miniappstore.MaxFolderBytes)); rf != nil {
 		t.Fatal(rf)
 	}
 	if rf := a.put(big, "b", []byte{1}); rf == nil || rf.Rule != refusal.MiniAppTooLarge {
 		t.Fatalf("a byte past MaxFolderBytes: %v", rf)
 	}
-	// Bundles past MaxAppFilesBytes together push out the oldest.
+	// Bundles past MaxAppFilesBytes together are refused; the oldest keeps its files.
+	var refused *refusal.Refusal
 	for range MaxAppFilesBytes / miniappstore.MaxFolderBytes {
-		b := a.create()
-		if rf := a.put(b, "a", make([]byte, miniappstore.MaxFolderBytes)); rf != nil {
-			t.Fatal(rf)
+		b := mustCreate(t, a)
+		if refused = a.put(b, "a", make([]byte, miniappstore.MaxFolderBytes)); refused != nil {
+			break
 		}
+	}
+	if refused == nil || refused.Rule != refusal.AppFilesFull {
+		t.Fatalf("a file past MaxAppFilesBytes together: %v", refused)
 	}
 	if a.total > MaxAppFilesBytes {
 		t.Fatalf("the bundles hold %d bytes, over %d", a.total, MaxAppFilesBytes)
 	}
-	if _, ok := a.get(big, "a"); ok {
-		t.Fatal("the oldest full bundle was kept past the bound")
+	if _, ok := a.get(big, "a"); !ok {
+		t.Fatal("the oldest bundle was dropped to make room")
 	}
-	// A bundle lives AppFilesLifetime.
-	young := a.create()
-	a.put(young, "x", []byte("y"))
+	// Past MaxAppFileBundles a new bundle is refused, and the oldest is still served.
+	for len(a.order) < MaxAppFileBundles {
+		mustCreate(t, a)
+	}
+	if _, rf := a.create(); rf == nil || rf.Rule != refusal.AppFilesFull {
+		t.Fatalf("a bundle past MaxAppFileBundles: %v", rf)
+	}
+	if _, ok := a.get(big, "a"); !ok {
+		t.Fatal("the oldest bundle was dropped for a new one")
+	}
+	// A bundle lives AppFilesLifetime; then its room is free again.
 	now = now.Add(AppFilesLifetime + time.Second)
-	if _, ok := a.get(young, "x"); ok {
+	if _, ok := a.get(big, "a"); ok {
 		t.Fatal("a bundle outlived AppFilesLifetime")
 	}
-	if rf := a.put(young, "x", nil); rf == nil || rf.Rule != refusal.NotFound {
+	if rf := a.put(big, "x", nil); rf == nil || rf.Rule != refusal.NotFound {
 		t.Fatalf("a put to an expired bundle: %v", rf)
 	}
+	mustCreate(t, a)
 }
 
 func TestAppFilesRoutes(t *testing.T) {
@@ -110,7 +133,7 @@ func TestAppFilesRoutes(t *testing.T) {
 		s.ServeHTTP(rec, req)
 		return rec.Result()
 	}
-	res := do("POST", "/api/app-files", nil, "")
+	res := do("POST", "/api/app-files", []byte("{}"), "application/json")
 	var made struct{ Token, Base string }
 	json.NewDecoder(res.Body).Decode(&made)
 	if res.StatusCode != 200 || made.Base != AppFilesPath+made.Token+"/" {
@@ -126,14 +149,14 @@ func TestAppFilesRoutes(t *testing.T) {
 		"/.env":           {400, refusal.DotfileRefused},
 		"/js/%2e%2e/x.js": {400, refusal.OutsideRoot},
 	} {
-		res := do("PUT", "/api/app-files/"+made.Token+name, []byte("x"), "")
+		res := do("PUT", "/api/app-files/"+made.Token+name, []byte("x"), BytesType)
 		var body struct{ Refused refusal.Rule }
 		json.NewDecoder(res.Body).Decode(&body)
 		if res.StatusCode != want.status || body.Refused != want.rule {
 			t.Errorf("PUT %s: %d %s; want %d %s", name, res.StatusCode, body.Refused, want.status, want.rule)
 		}
 	}
-	if res := do("PUT", "/api/app-files/"+made.Token+"/big", make([]byte, miniappstore.MaxFolderFileBytes+1), ""); res.StatusCode != http.StatusRequestEntityTooLarge {
+	if res := do("PUT", "/api/app-files/"+made.Token+"/big", make([]byte, miniappstore.MaxFolderFileBytes+1), BytesType); res.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("PUT of a file over the bound: %d", res.StatusCode)
 	}
 	res = do("GET", AppFilesPath+made.Token+"/js/helper.mjs", nil, "")
@@ -152,8 +175,14 @@ func TestAppFilesRoutes(t *testing.T) {
 	if res := do("GET", "/api/health", nil, ""); res.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("/api/health answers with CORS %q", res.Header.Get("Access-Control-Allow-Origin"))
 	}
-	if res := do("DELETE", "/api/app-files/"+made.Token, nil, ""); res.StatusCode != 200 {
+	if res := do("DELETE", "/api/app-files/"+made.Token, []byte("{}"), "application/json"); res.StatusCode != 200 {
 		t.Fatalf("DELETE: %d", res.StatusCode)
+	}
+	if res := do("DELETE", "/api/app-files/"+made.Token, []byte("{}"), "application/json"); res.StatusCode != 404 {
+		t.Fatalf("DELETE of a bundle that is gone: %d", res.StatusCode)
+	}
+	if res := do("PUT", "/api/app-files/"+made.Token+"/x.js", []byte("x"), "text/plain"); res.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("PUT of text/plain bytes: %d", res.StatusCode)
 	}
 	if res := do("GET", AppFilesPath+made.Token+"/js/helper.mjs", nil, ""); res.StatusCode != 404 {
 		t.Fatalf("GET after DELETE: %d", res.StatusCode)

@@ -32,16 +32,14 @@ const MaxBodyBytes = 1 << 20
 //     closes the connection (refuseUnread);
 //   - a body that stalls past the server's read bounds (BodyIdleTimeout, BodyTimeout) is 408
 //     body-timeout;
-//   - an empty body with no declared type decodes as {};
+//   - an empty body (or only white space) is 400 body-required: a route with nothing to read
+//     takes {} (see stateChangeRefused, which refuses most of these before any route);
 //   - anything but one JSON object, and a property v does not have, is 400 malformed-json.
 func ReadJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
 	if max <= 0 || max > MaxBodyBytes {
 		max = MaxBodyBytes
 	}
 	ctype := r.Header.Get("Content-Type")
-	if ctype == "" && r.ContentLength == 0 {
-		return decodeJSON(w, []byte("{}"), v)
-	}
 	if !isJSONType(ctype) {
 		refuseUnread(w, r, http.StatusUnsupportedMediaType, refusal.New(refusal.UnsupportedContentType,
 			"this route reads JSON in UTF-8; send the body with Content-Type: application/json (and no charset but utf-8)"))
@@ -65,8 +63,9 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
 		WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.MalformedJSON, "the request body could not be read whole"))
 		return false
 	}
-	if len(bytes.TrimSpace(b)) == 0 && ctype == "" {
-		b = []byte("{}")
+	if len(bytes.TrimSpace(b)) == 0 {
+		writeBodyRequired(w)
+		return false
 	}
 	return decodeJSON(w, b, v)
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,7 +51,7 @@ func startBounded(t *testing.T, s http.Handler, perClient int, exempt func(netip
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: header, IdleTimeout: time.Second}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: header, IdleTimeout: time.Second, ConnContext: ConnContext, ConnState: ConnState}
 	go hs.Serve(LimitConns(ln, ConnLimits{PerClient: perClient, Exempt: exempt}))
 	t.Cleanup(func() { hs.Close() })
 	return ln.Addr().String()
@@ -195,6 +196,129 @@ func TestTrustedProxiesAreNotBounded(t *testing.T) {
 		c := rawRequest(t, addr, "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "")
 		if code, _ := readAnswer(t, c); code != http.StatusOK {
 			t.Fatalf("a proxy's connection answered %d", code)
+		}
+	}
+}
+
+// startLimited serves s on 127.0.0.1 through LimitConns with lim, judged at each request's
+// header as the relay does (ConnContext, ConnState).
+func startLimited(t *testing.T, s http.Handler, lim ConnLimits) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: HeaderTimeout, IdleTimeout: HeaderTimeout, ConnContext: ConnContext, ConnState: ConnState}
+	go hs.Serve(LimitConns(ln, lim))
+	t.Cleanup(func() { hs.Close() })
+	return ln.Addr().String()
+}
+
+// dialFrom opens a connection to addr from the loopback address ip, skipping the test where
+// that address cannot be bound.
+func dialFrom(t *testing.T, ip, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 30 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot dial from %s: %v", ip, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// closedByServer reports whether the server closed c, waiting for it (hang guard) when wait.
+func closedByServer(c net.Conn, wait bool) bool {
+	d := time.Millisecond
+	if wait {
+		d = 30 * time.Second
+	}
+	c.SetReadDeadline(time.Now().Add(d))
+	_, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+}
+
+func TestASignedInConnectionIsLetInPastItsAddressBound(t *testing.T) {
+	t.Parallel()
+	gate := NewGate()
+	s, err := New(Config{Public: t.TempDir(), Log: slog.New(slog.DiscardHandler), Gate: gate, HostToken: func(v string) bool { return v == "host" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startLimited(t, s, ConnLimits{PerClient: 3})
+	c := rawRequest(t, addr, "GET /?bootstrap="+newTicket(t, gate)+" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "")
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || len(resp.Cookies()) != 1 {
+		t.Fatalf("sign-in: %v %v", resp, err)
+	}
+	cookie := resp.Cookies()[0].Value
+	c.Close()
+	for range 3 { // strangers on the same address, stalled before their header
+		dialFrom(t, "127.0.0.1", addr)
+	}
+	for _, tt := range []struct {
+		name, header string
+		status       int
+	}{
+		{"a stranger", "", http.StatusTooManyRequests},
+		{"a forged session", "Cookie: " + SessionCookie + "=" + strings.Repeat("0", 64) + "\r\n", http.StatusTooManyRequests},
+		{"the session", "Cookie: " + SessionCookie + "=" + cookie + "\r\n", http.StatusOK},
+		{"the host token", HostTokenHeader + ": host\r\n", http.StatusOK},
+	} {
+		c := rawRequest(t, addr, "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"+tt.header+"\r\n", "")
+		if code, body := readAnswer(t, c); code != tt.status {
+			t.Errorf("%s past the address's bound: %d %s, want %d", tt.name, code, body, tt.status)
+		}
+	}
+}
+
+func TestTheTotalBoundMakesTheCrowdedAddressPay(t *testing.T) {
+	t.Parallel()
+	s, err := New(Config{Public: t.TempDir(), Log: slog.New(slog.DiscardHandler), HostToken: func(v string) bool { return v == "host" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = 16 // 2 kept for connections with a credential
+	addr := startLimited(t, s, ConnLimits{Total: total})
+	// A client with the host token keeps its connection alive.
+	signed := dialFrom(t, "127.0.0.4", addr)
+	io.WriteString(signed, "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"+HostTokenHeader+": host\r\n\r\n")
+	signedR := bufio.NewReader(signed)
+	if resp, err := http.ReadResponse(signedR, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the signed-in client: %v %v", resp, err)
+	} else {
+		io.ReadAll(resp.Body)
+	}
+	var crowd, few []net.Conn
+	for range 3 {
+		few = append(few, dialFrom(t, "127.0.0.3", addr))
+	}
+	for range 30 { // far past the bound, from one address, each stalled before its header
+		crowd = append(crowd, dialFrom(t, "127.0.0.2", addr))
+	}
+	// Health from another address is served; so is the signed-in client, on its connection.
+	c := dialFrom(t, "127.0.0.1", addr)
+	io.WriteString(c, "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	if code, body := readAnswer(t, c); code != 200 {
+		t.Fatalf("health beside the crowd: %d %s", code, body)
+	}
+	io.WriteString(signed, "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	signed.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if resp, err := http.ReadResponse(signedR, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the signed-in client after the crowd: %v %v", resp, err)
+	}
+	// The crowded address paid: its oldest were closed; the newest and the few are held.
+	if !closedByServer(crowd[0], true) {
+		t.Fatal("the crowd's oldest connection was kept")
+	}
+	if closedByServer(crowd[len(crowd)-1], false) {
+		t.Fatal("the crowd's newest connection was closed")
+	}
+	for i, f := range few {
+		if closedByServer(f, false) {
+			t.Fatalf("connection %d of the address with few was closed", i)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -187,6 +188,7 @@ func TestSessionRoutes(t *testing.T) {
 	t.Parallel()
 	const token = "the-host-token"
 	host := map[string]string{HostTokenHeader: token}
+	hostJSON := map[string]string{HostTokenHeader: token, "Content-Type": "application/json"}
 	gate := NewGate()
 	ts := echoServer(t, 0, Config{Gate: gate, HostToken: func(s string) bool { return s == token }, BootstrapBase: "https://voicebox.example.com"})
 	resp, _ := do(t, "GET", ts.URL+"/?bootstrap="+newTicket(t, gate), nil, "")
@@ -208,7 +210,12 @@ func TestSessionRoutes(t *testing.T) {
 		{"DELETE", "/api/sessions/0123456789abcdef", withSession, 403},
 		{"DELETE", "/api/sessions/0123456789abcdef", host, 404},
 	} {
-		if resp, m := do(t, tt.method, ts.URL+tt.path, tt.header, ""); resp.StatusCode != tt.status {
+		header, body := tt.header, ""
+		if StateChanging(tt.method) {
+			header, body = map[string]string{"Content-Type": "application/json"}, "{}"
+			maps.Copy(header, tt.header)
+		}
+		if resp, m := do(t, tt.method, ts.URL+tt.path, header, body); resp.StatusCode != tt.status {
 			t.Errorf("%s %s: %d %v, want %d", tt.method, tt.path, resp.StatusCode, m, tt.status)
 		}
 	}
@@ -223,7 +230,7 @@ func TestSessionRoutes(t *testing.T) {
 		t.Fatalf("the listing %s shows the secret or not the ID", b)
 	}
 
-	_, m = do(t, "POST", ts.URL+"/api/bootstrap", host, "")
+	_, m = do(t, "POST", ts.URL+"/api/bootstrap", map[string]string{HostTokenHeader: token, "Content-Type": "application/json"}, "{}")
 	url, _ := m["url"].(string)
 	ticket, ok := strings.CutPrefix(url, "https://voicebox.example.com/?bootstrap=")
 	if !ok || len(ticket) != 64 || m["expires"] == nil {
@@ -236,13 +243,13 @@ func TestSessionRoutes(t *testing.T) {
 		t.Fatalf("the minted ticket twice: %d", resp.StatusCode)
 	}
 
-	if resp, m := do(t, "DELETE", ts.URL+"/api/sessions/"+entry["id"].(string), host, ""); resp.StatusCode != 200 || m["id"] != entry["id"] {
+	if resp, m := do(t, "DELETE", ts.URL+"/api/sessions/"+entry["id"].(string), hostJSON, "{}"); resp.StatusCode != 200 || m["id"] != entry["id"] {
 		t.Fatalf("revoke: %d %v", resp.StatusCode, m)
 	}
 	if resp, _ := do(t, "GET", ts.URL+"/", withSession, ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("the revoked session opened the page: %d", resp.StatusCode)
 	}
-	if resp, m := do(t, "DELETE", ts.URL+"/api/sessions", host, ""); resp.StatusCode != 200 || m["revoked"] != float64(1) {
+	if resp, m := do(t, "DELETE", ts.URL+"/api/sessions", hostJSON, "{}"); resp.StatusCode != 200 || m["revoked"] != float64(1) {
 		t.Fatalf("revoke all: %d %v", resp.StatusCode, m)
 	}
 
@@ -251,7 +258,7 @@ func TestSessionRoutes(t *testing.T) {
 		t.Fatalf("without the gate: %v", m)
 	}
 	for _, probe := range []struct{ method, path string }{{"POST", "/api/bootstrap"}, {"DELETE", "/api/sessions"}, {"DELETE", "/api/sessions/x"}} {
-		if resp, m := do(t, probe.method, open.URL+probe.path, host, ""); resp.StatusCode != http.StatusConflict || m["refused"] != "gate-off" {
+		if resp, m := do(t, probe.method, open.URL+probe.path, hostJSON, "{}"); resp.StatusCode != http.StatusConflict || m["refused"] != "gate-off" {
 			t.Errorf("%s %s without the gate: %d %v", probe.method, probe.path, resp.StatusCode, m)
 		}
 	}

@@ -74,6 +74,10 @@ type Config struct {
 	// BodyIdleTimeout and BodyTimeout bound reading a request body (see the constants of the
 	// same names, the defaults for zero).
 	BodyIdleTimeout, BodyTimeout time.Duration
+	// Bearer, when set, reports whether a bearer (Authorization: Bearer) is one the relay issued
+	// and has not revoked (an MCP client's, a paired machine's). A connection that shows one, like one with a
+	// session or the host token, is not held to its address's connection bound (LimitConns).
+	Bearer func(string) bool
 }
 
 // Server is the relay's http.Handler.
@@ -91,6 +95,11 @@ type Server struct {
 	// busy counts the requests being served, WebSockets included, which http.Server.Shutdown
 	// does not wait for once they are hijacked.
 	busy sync.WaitGroup
+	// routes are the patterns registered, in order, and bodies the body rules of those that
+	// are not JSONBody (see Routes, HandleBody).
+	routesMu sync.RWMutex
+	routes   []Route
+	bodies   map[string]BodyRule
 }
 
 // New checks cfg and returns a Server for it.
@@ -106,21 +115,23 @@ func New(cfg Config) (*Server, error) {
 		}
 		files = os.DirFS(cfg.Public)
 	}
-	s := &Server{cfg: cfg, public: files, mux: &routes{ServeMux: http.NewServeMux()}, log: cfg.Log, publicHost: originHost(cfg.Origin), appFiles: newAppFiles()}
+	s := &Server{cfg: cfg, public: files, mux: &routes{ServeMux: http.NewServeMux()}, log: cfg.Log, publicHost: originHost(cfg.Origin), appFiles: newAppFiles(), bodies: map[string]BodyRule{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.mux.HandleFunc("GET /api/health", s.health)
-	s.mux.HandleFunc("GET /api/ready", s.ready)
+	s.Handle("GET /api/health", http.HandlerFunc(s.health))
+	s.Handle("GET /api/ready", http.HandlerFunc(s.ready))
 	s.registerSessionRoutes()
 	s.registerAppFileRoutes()
-	s.mux.HandleFunc("GET /{path...}", s.static)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { NotFound(w) })
+	s.Handle("GET /{path...}", http.HandlerFunc(s.static))
+	s.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { NotFound(w) }))
 	return s, nil
 }
 
-// Handle registers h for pattern, for the routes other packages add (the channel, the live socket).
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+// Handle registers h for pattern: the server's own routes and those other packages add (the
+// channel, the live socket, the API). A state-changing request to it takes a JSON body (see
+// stateChangeRefused; HandleBody registers a route that takes another).
+func (s *Server) Handle(pattern string, h http.Handler) { s.HandleBody(pattern, JSONBody, h) }
 
 // Patterns returns every pattern registered on the server's mux, in the order they were
 // registered: the relay's routes, which the hostile suite checks each have a case (its doors).
@@ -160,8 +171,9 @@ func (m *routes) list() []string {
 // into a JSON 500, and logs one line when the request ends (for a WebSocket, when it closes). No
 // log line carries a query, a header value or a body: secrets travel there. Before any route it
 // checks the Host header (hostRefused); a mini-app's own host (AppHost) is then served its bridge
-// and nothing else, and every other request checks the Origin (originRefused) and the session
-// gate.
+// and nothing else (GET and HEAD only), and every other request checks the Origin
+// (originRefused) and the session gate, and, when it is not GET or HEAD, passes the cross-site
+// wall (stateChangeRefused) before any route.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.busy.Add(1)
 	held := &heldRequest{}
@@ -201,7 +213,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			WriteRefusal(rw, http.StatusInternalServerError, refusal.New(refusal.InternalError, "the relay failed while answering %s; the error is in its log", r.URL.Path))
 		}
 	}()
-	if s.hostRefused(rw, r) {
+	if s.connRefused(rw, r) || s.hostRefused(rw, r) {
 		return
 	}
 	if AppHost(r.Host) {
@@ -217,7 +229,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveAppFile(rw, r)
 		return
 	}
-	if s.gate(rw, r) {
+	if s.gate(rw, r) || s.stateChangeRefused(rw, r) {
 		return
 	}
 	s.mux.ServeHTTP(rw, r)

@@ -171,7 +171,12 @@ func TestUnknownRoutesAnswerJSON404(t *testing.T) {
 		{"POST", "/api/health/extra"},
 		{"DELETE", "/index.html"},
 	} {
-		req, _ := http.NewRequest(tt.method, ts.URL+tt.path, nil)
+		var sent io.Reader
+		if StateChanging(tt.method) {
+			sent = strings.NewReader("{}")
+		}
+		req, _ := http.NewRequest(tt.method, ts.URL+tt.path, sent)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

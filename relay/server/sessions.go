@@ -28,7 +28,7 @@ func (s *Server) registerSessionRoutes() {
 			h(w, r, s.cfg.Gate)
 		}
 	}
-	s.mux.Handle("GET /api/sessions", host(func(w http.ResponseWriter, r *http.Request, g *Gate) {
+	s.Handle("GET /api/sessions", host(func(w http.ResponseWriter, r *http.Request, g *Gate) {
 		if g == nil {
 			WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "gate": false, "sessions": []session.Info{}})
 			return
@@ -40,7 +40,7 @@ func (s *Server) registerSessionRoutes() {
 		}
 		WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "gate": true, "lifetimeMs": g.store.Lifetime().Milliseconds(), "sessions": list})
 	}))
-	s.mux.Handle("DELETE /api/sessions/{id}", host(func(w http.ResponseWriter, r *http.Request, g *Gate) {
+	s.Handle("DELETE /api/sessions/{id}", host(func(w http.ResponseWriter, r *http.Request, g *Gate) {
 		id := r.PathValue("id")
 		if g == nil {
 			writeGateOff(w)
@@ -58,7 +58,7 @@ func (s *Server) registerSessionRoutes() {
 		s.log.Info("session revoked", "session", id, "sockets", n, "request_id", RequestID(r.Context()))
 		WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": id, "sockets": n})
 	}))
-	s.mux.Handle("DELETE /api/sessions", host(func(w http.ResponseWriter, r *http.Request, g *Gate) {
+	s.Handle("DELETE /api/sessions", host(func(w http.ResponseWriter, r *http.Request, g *Gate) {
 		if g == nil {
 			writeGateOff(w)
 			return
@@ -71,7 +71,7 @@ func (s *Server) registerSessionRoutes() {
 		s.log.Info("every session revoked", "sessions", n, "request_id", RequestID(r.Context()))
 		WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "revoked": n})
 	}))
-	s.mux.Handle("POST /api/bootstrap", host(func(w http.ResponseWriter, r *http.Request, g *Gate) {
+	s.Handle("POST /api/bootstrap", host(func(w http.ResponseWriter, r *http.Request, g *Gate) {
 		if g == nil {
 			writeGateOff(w)
 			return

@@ -113,6 +113,14 @@ const (
 	// BodyTimeout answers a request whose body did not arrive within the relay's bounds: a gap
 	// between bytes over server.BodyIdleTimeout, or the whole body over server.BodyTimeout (408).
 	BodyTimeout Rule = "body-timeout"
+	// BodyRequired answers a request that changes something (any method but GET and HEAD) on a
+	// JSON route with an empty body (400): such a route takes a JSON object, {} when there is
+	// nothing to say, so a page of another site cannot send one without a preflight.
+	BodyRequired Rule = "body-required"
+	// AppFilesFull answers a new folder app bundle, or a file of one, past the relay's bounds on
+	// them together (server.MaxAppFileBundles, server.MaxAppFilesBytes; 507): an open app's files
+	// are never dropped to make room.
+	AppFilesFull Rule = "app-files-full"
 
 	// The relay's walls before any handler (relay/server).
 	// HostRefused answers a request whose Host header names no host this relay serves under

@@ -119,6 +119,23 @@ func StartRelayWith(t testing.TB, args []string, env ...string) *Relay {
 	return r
 }
 
+// StartRelayNoFile is StartRelay with the relay's descriptor limit (RLIMIT_NOFILE, soft and hard)
+// set to nofile, for the cases that exhaust descriptors without exhausting the machine's. The
+// relay runs under sh, which sets the limit and execs it (Relay.PID is the relay's).
+func StartRelayNoFile(t testing.TB, nofile int, env ...string) *Relay {
+	t.Helper()
+	root := RepoRoot()
+	bin := filepath.Join(root, "bin", "relay")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("harness: %s is missing; run ./build.sh build first (./build.sh test does)", bin)
+	}
+	r := &Relay{StateDir: filepath.Join(t.TempDir(), "state")}
+	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile), bin, "serve", "--public", filepath.Join(root, "public"))
+	cmd.Env = append(os.Environ(), append([]string{"PORT=0", "VOICEBOX_STATE_DIR=" + r.StateDir}, env...)...)
+	r.start(t, cmd)
+	return r
+}
+
 // StartAlone copies the relay binary bin into an empty temporary folder and starts it there as
 // a host would run a release: `relay serve` with no flags, the folder its working directory and
 // its HOME, nothing beside it, and only PATH, PORT=0 and a fresh VOICEBOX_STATE_DIR in its

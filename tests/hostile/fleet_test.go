@@ -53,8 +53,9 @@ func TestForgedSessionsPassNoRelayOfTheFleet(t *testing.T) {
 		}
 	}
 
-	req, _ := http.NewRequest(http.MethodPost, relays[0].URL+"/api/bootstrap", nil)
+	req, _ := http.NewRequest(http.MethodPost, relays[0].URL+"/api/bootstrap", strings.NewReader("{}"))
 	req.Header.Set("x-voicebox-host-token", relays[0].HostToken(t))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +279,7 @@ func TestForgedMCPBearersPassNoRelayOfTheFleet(t *testing.T) {
 			}
 		}
 	}
-	hostDo(relays[1], http.MethodDelete, "/api/mcp/clients/desktop", "")
+	hostDo(relays[1], http.MethodDelete, "/api/mcp/clients/desktop", "{}")
 	var wg sync.WaitGroup
 	for i := range 12 {
 		wg.Go(func() {

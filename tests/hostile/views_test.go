@@ -70,7 +70,7 @@ func TestAViewCannotWidenItsPolicyBeyondTheHosts(t *testing.T) {
 	}
 	var view reply
 	waitFor(t, "the view read", func() bool {
-		view = send(t, nil, http.MethodGet, relay.URL+"/api/extensions/view?extension=wide&tool=wide__show", token, "")
+		view = postJSON(t, relay, "/api/extensions/view", map[string]string{"extension": "wide", "tool": "wide__show"}, true)
 		return view.status == http.StatusOK
 	})
 
