@@ -125,7 +125,7 @@ func (s *Server) sessionsUnavailable(w http.ResponseWriter, r *http.Request, err
 
 func (s *Server) unauthenticated(w http.ResponseWriter, r *http.Request, why string) {
 	if len(r.URL.Path) >= 5 && r.URL.Path[:5] == "/api/" {
-		WriteRefusal(w, http.StatusUnauthorized, refusal.New(refusal.LoopbackUnauthenticated,
+		refuseUnread(w, r, http.StatusUnauthorized, refusal.New(refusal.LoopbackUnauthenticated,
 			"%s: open the bootstrap address the relay printed at start, or send the host token", why))
 		return
 	}

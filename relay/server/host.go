@@ -47,7 +47,7 @@ func (s *Server) hostRefused(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	s.log.Info("host refused", "path", loggedPath(r), "host", clipHost(r.Host))
-	WriteRefusal(w, http.StatusMisdirectedRequest, refusal.New(refusal.HostRefused,
+	refuseUnread(w, r, http.StatusMisdirectedRequest, refusal.New(refusal.HostRefused,
 		"this relay answers on a loopback address only to loopback names (127.0.0.1, [::1], localhost, *.localhost) and its --origin's host; open it at one of those"))
 	return true
 }

@@ -84,7 +84,7 @@ func (s *Server) originRefused(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	s.log.Info("origin refused", "path", r.URL.Path, "origin", strings.Join(origins, ","), "upgrade", upgrade)
-	WriteRefusal(w, http.StatusForbidden, refusal.New(refusal.OriginRefused,
+	refuseUnread(w, r, http.StatusForbidden, refusal.New(refusal.OriginRefused,
 		"this relay serves the page only to its own origin; configure --origin (VOICEBOX_ORIGIN) with the address the page is opened at"))
 	return true
 }

@@ -103,7 +103,7 @@ func (s *Server) stateChangeRefused(w http.ResponseWriter, r *http.Request) bool
 	}
 	if origins := r.Header.Values("Origin"); len(origins) > 0 && !s.PageOrigin(r) {
 		s.log.Info("origin refused", "path", loggedPath(r), "method", r.Method, "origin", strings.Join(origins, ","))
-		WriteRefusal(w, http.StatusForbidden, refusal.New(refusal.OriginRefused,
+		refuseUnread(w, r, http.StatusForbidden, refusal.New(refusal.OriginRefused,
 			"a request that changes something is taken only from the page's own origin or from a program (no Origin); this one came from %s", describeOrigin(origins)))
 		return true
 	}
@@ -112,14 +112,14 @@ func (s *Server) stateChangeRefused(w http.ResponseWriter, r *http.Request) bool
 		return false
 	case BytesBody:
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != BytesType {
-			WriteRefusal(w, http.StatusUnsupportedMediaType, refusal.New(refusal.UnsupportedContentType,
+			refuseUnread(w, r, http.StatusUnsupportedMediaType, refusal.New(refusal.UnsupportedContentType,
 				"this route takes a file's bytes; send them with Content-Type: %s", BytesType))
 			return true
 		}
 		return false
 	}
 	if !isJSONType(r.Header.Get("Content-Type")) {
-		WriteRefusal(w, http.StatusUnsupportedMediaType, refusal.New(refusal.UnsupportedContentType,
+		refuseUnread(w, r, http.StatusUnsupportedMediaType, refusal.New(refusal.UnsupportedContentType,
 			"a request that changes something takes a JSON body; send it with Content-Type: application/json (and no charset but utf-8)"))
 		return true
 	}

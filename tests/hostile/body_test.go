@@ -4,6 +4,7 @@ package hostile
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"io"
 	"net"
@@ -24,8 +25,9 @@ const headersOnlyWait = 5 * time.Second
 
 // TestABodyRefusedByItsHeadersIsRefusedAtOnce: a request whose headers already say it will be
 // refused (a Content-Length over the route's bound, a type that is not JSON, no host token) is
-// answered 413 body-too-large, 415 unsupported-content-type or 403 host-token-required before a
-// single body byte is sent,
+// answered 413 body-too-large, 415 unsupported-content-type, 403 host-token-required, 403
+// origin-refused (another site's page, a sandboxed frame) or 421 host-refused (a rebound name)
+// before a single body byte is sent,
 // and its connection is closed, instead of the relay waiting out the body's idle bound for a
 // body the client never sends.
 func TestABodyRefusedByItsHeadersIsRefusedAtOnce(t *testing.T) {
@@ -37,10 +39,15 @@ func TestABodyRefusedByItsHeadersIsRefusedAtOnce(t *testing.T) {
 		name, path, token, ctype, length string
 		status                           int
 		rule                             string
+		extra                            string // more header lines, each ending in CRLF
+		host                             string // the Host header, when not the relay's
 	}{
-		{"over the bound", "/api/extensions/revoke", token, "application/json", "10000000", http.StatusRequestEntityTooLarge, "body-too-large"},
-		{"not JSON", "/api/extensions/revoke", token, "text/plain", "1000", http.StatusUnsupportedMediaType, "unsupported-content-type"},
-		{"no host token", "/api/extensions/admit", "", "application/json", "1000", http.StatusForbidden, "host-token-required"},
+		{name: "over the bound", path: "/api/extensions/revoke", token: token, ctype: "application/json", length: "10000000", status: http.StatusRequestEntityTooLarge, rule: "body-too-large"},
+		{name: "not JSON", path: "/api/extensions/revoke", token: token, ctype: "text/plain", length: "1000", status: http.StatusUnsupportedMediaType, rule: "unsupported-content-type"},
+		{name: "no host token", path: "/api/extensions/admit", ctype: "application/json", length: "1000", status: http.StatusForbidden, rule: "host-token-required"},
+		{name: "another site's page", path: "/api/extensions/revoke", token: token, ctype: "application/json", length: "1000", status: http.StatusForbidden, rule: "origin-refused", extra: "Origin: http://evil.example\r\n"},
+		{name: "a sandboxed frame", path: "/api/extensions/revoke", token: token, ctype: "application/json", length: "1000", status: http.StatusForbidden, rule: "origin-refused", extra: "Origin: null\r\n"},
+		{name: "a rebound name", path: "/api/extensions/revoke", token: token, ctype: "application/json", length: "1000", status: http.StatusMisdirectedRequest, rule: "host-refused", host: "evil.example"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -49,8 +56,8 @@ func TestABodyRefusedByItsHeadersIsRefusedAtOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Close()
-			head := "POST " + c.path + " HTTP/1.1\r\nHost: " + host + "\r\nX-Voicebox-Host-Token: " + c.token +
-				"\r\nContent-Type: " + c.ctype + "\r\nContent-Length: " + c.length + "\r\n\r\n"
+			head := "POST " + c.path + " HTTP/1.1\r\nHost: " + cmp.Or(c.host, host) + "\r\nX-Voicebox-Host-Token: " + c.token +
+				"\r\nContent-Type: " + c.ctype + "\r\nContent-Length: " + c.length + "\r\n" + c.extra + "\r\n"
 			if _, err := io.WriteString(conn, head); err != nil {
 				t.Fatal(err)
 			}

@@ -238,9 +238,9 @@ say({id: 1, method: 'ui/initialize', params: {appInfo: {name: 'rtc', version: '1
 </script></body>`
 }
 
-// doors reads the attack's answer: the app's value {doors}, or a view's CallToolResult whose text
+// peerAttempts reads the attack's answer: the app's value {doors}, or a view's CallToolResult whose text
 // is that JSON, either as the worker gives it (under "result") or as a string of JSON.
-func doors(t *testing.T, a answer) []string {
+func peerAttempts(t *testing.T, a answer) []string {
 	t.Helper()
 	var v struct {
 		Result  json.RawMessage `json:"result"`
@@ -303,11 +303,11 @@ func checkNothingLeft(t *testing.T, tab *harness.Tab, l *turnListener, appID str
 	if !a.OK {
 		t.Fatalf("exfiltrate through the app's own window answered %+v", a)
 	}
-	checkOwnDoors(t, doors(t, a))
+	checkOwnDoors(t, peerAttempts(t, a))
 	a = exfiltrate(tab, appID, nestedDoors)
 	switch {
 	case a.OK:
-		t.Logf("what the nested frames' documents gave the app:\n  %s", strings.Join(doors(t, a), "\n  "))
+		t.Logf("what the nested frames' documents gave the app:\n  %s", strings.Join(peerAttempts(t, a), "\n  "))
 	case a.Refused == "tool-timeout":
 		t.Logf("the nested frames stalled the app until its deadline: %s", a.Why)
 		stopped(t, tab, appID)
@@ -471,7 +471,7 @@ func TestAViewOpensNoPeerConnection(t *testing.T) {
 		}
 		harness.Eval[bool](tab, `new Promise(r => setTimeout(() => r(true), 50))`)
 	}
-	checkOwnDoors(t, doors(t, answer{OK: true, Value: json.RawMessage(raw)}))
+	checkOwnDoors(t, peerAttempts(t, answer{OK: true, Value: json.RawMessage(raw)}))
 	harness.EvalInFrame[bool](tab, "about:srcdoc", `(document.getElementById('nested').click(), true)`)
 	listenerHeardNothing(t, l)
 	// The page serves on, and closes the view whatever its frames do.
