@@ -101,8 +101,9 @@ var RunsIn = []string{"host", "process", "remote"}
 
 // Bounds of a descriptor.
 const (
-	// MaxDescriptorBytes bounds a descriptor's JSON.
-	MaxDescriptorBytes = 64 << 10
+	// MaxDescriptorBytes bounds a descriptor's JSON: room for a remote MCP plan that pins the
+	// definitions of MaxMCPTools tools.
+	MaxDescriptorBytes = 256 << 10
 	// MaxTools bounds a descriptor's tools.
 	MaxTools = 32
 	// MaxRequestsLimit is the largest maxRequests a network descriptor may declare.
