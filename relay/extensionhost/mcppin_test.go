@@ -94,6 +94,9 @@ func TestRemoteMCPToolRedefinedAfterAdmission(t *testing.T) {
 	if b, _ := json.Marshal(e); strings.Contains(string(b), "IMPORTANT") || slices.Contains(offered(e), "pin__peek") {
 		t.Fatalf("the model is given the new definition before its admission: %s", b)
 	}
+	if b, _ := json.Marshal(l.ForModel()); strings.Contains(string(b), "IMPORTANT") {
+		t.Fatalf("the model reads the new description in the waiting plan: %s", b)
+	}
 	if s := pendingPlanSummary(l, "pin"); !strings.Contains(s, "asks you before each call") || !strings.Contains(s, "destructiveHint") {
 		t.Fatalf("the new plan does not show the new annotations:\n%s", s)
 	}

@@ -454,6 +454,10 @@ func (c *mcpConn) list() {
 		tools = append(tools, judgeTool(t))
 	}
 	c.mu.Lock()
+	if c.session != session {
+		c.mu.Unlock()
+		return // the session ended while it listed (stopped, broken or closed): its listing is not read
+	}
 	c.tools, c.err = tools, nil
 	c.mu.Unlock()
 	c.rt.mcpListed(c)

@@ -204,6 +204,9 @@ func discloseMCP(d *Descriptor) *MCPDisclosure {
 	return out
 }
 
+// MCPToolSaysPrefix begins the plan's line on each pinned tool of a remote MCP server.
+const MCPToolSaysPrefix = "MCP tool "
+
 // mcpToolSays is the plan's line on the pinned tool t of a remote MCP server: what the model
 // reads of it and whether the gate asks before it runs.
 func mcpToolSays(t MCPToolDefinition) string {
@@ -231,5 +234,5 @@ func mcpToolSays(t MCPToolDefinition) string {
 	if t.Title != "" {
 		title = fmt.Sprintf(" (%q)", t.Title)
 	}
-	return fmt.Sprintf("MCP tool %s%s: %s; description %q; definition sha256 %s", t.Name, title, strings.Join(hints, ", "), t.Description, t.SHA256)
+	return fmt.Sprintf("%s%s%s: %s; description %q; definition sha256 %s", MCPToolSaysPrefix, t.Name, title, strings.Join(hints, ", "), t.Description, t.SHA256)
 }
