@@ -13,8 +13,8 @@
 //	secrets.go     declared secrets (bounds.secrets and a header's $NAME), ReservedSecrets
 //	wasm.go        a wasm tool's module, digest, export and ABI, in either form
 //	plan.go        Disclose: the plan a person admits, and its hash
-//	mcp.go         a remote MCP server (mcp.url, the admitted tool names), its rules and its
-//	               disclosure
+//	mcp.go         a remote MCP server (mcp.url, the admitted tool names and their pinned
+//	               definitions), its rules and its disclosure
 //
 // # The descriptor
 //
