@@ -522,10 +522,11 @@ func definitionOf(t *mcp.Tool) extensions.MCPToolDefinition {
 
 // Why a listed tool is not offered, when it is inside the subset.
 const (
-	whyListedLater = "the server listed it after the admission; it waits for a person to admit the new plan"
-	whyNotPinned   = "it was admitted before the plan pinned its definition; it waits for a person to admit the new plan, which pins it"
-	whyChanged     = "the server changed it since the admission (its title, description, input or output schema, annotations or view); it waits for a person to admit the new plan, and the model is not given the new definition before"
-	whyViewChanged = "its view's content changed since the admission; it waits for a person to admit the new plan"
+	whyListedLater  = "the server listed it after the admission; it waits for a person to admit the new plan"
+	whyNotPinned    = "it was admitted before the plan pinned its definition; it waits for a person to admit the new plan, which pins it"
+	whyChanged      = "the server changed it since the admission (its title, description, input or output schema, annotations or view); it waits for a person to admit the new plan, and the model is not given the new definition before"
+	whyViewChanged  = "its view's content changed since the admission; it waits for a person to admit the new plan"
+	whyViewUnpinned = "its view could not be read when its plan was made, so the plan does not pin the view's content; it waits for a person to admit the new plan, which does"
 )
 
 // pinned returns the admitted definition of t when the server lists t as it was admitted, or
@@ -543,6 +544,9 @@ func (c *mcpConn) pinned(t *mcpTool) (*extensions.MCPToolDefinition, string) {
 		return nil, whyChanged
 	default:
 		if seen, ok := c.viewSeen[name]; ok && a.View != "" && seen != a.ViewSHA256 {
+			if a.ViewSHA256 == "" {
+				return nil, whyViewUnpinned
+			}
 			return nil, whyViewChanged
 		}
 		return a, ""
@@ -918,12 +922,9 @@ func (rt *Runtime) ReadView(ctx context.Context, id, tool string) (*View, error)
 	digest := viewContentDigest(html)
 	c.mu.Lock()
 	c.viewSeen[name] = digest
-	a, why := c.pinned(t)
+	a, why := c.pinned(t) // nil unless digest is the one the plan pins
 	c.mu.Unlock()
-	if a == nil || a.ViewSHA256 != digest {
-		if a != nil {
-			why = whyViewChanged
-		}
+	if a == nil {
 		r := refusal.New(refusal.ToolUnavailable, "the view of %s is not shown: %s", tool, why)
 		rec.Rule, rec.Why = r.Rule, r.Why
 		go func() { c.listMu.Lock(); defer c.listMu.Unlock(); rt.mcpListed(c) }()
