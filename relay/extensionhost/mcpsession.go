@@ -82,7 +82,8 @@ type MCPStatus struct {
 	Refused refusal.Rule `json:"refused,omitempty"`
 	Why     string       `json:"why,omitempty"`
 	// Unavailable are the server's tools that are not offered, each with its reason: outside the
-	// schema subset, or listed since the admission and waiting for a new plan (tool-unavailable).
+	// schema subset, or listed or redefined since the admission and waiting for a new plan
+	// (tool-unavailable).
 	Unavailable []UnavailableTool `json:"unavailable"`
 	// Requests is how many requests of the budget the session has spent, as "7/50".
 	Requests string `json:"requests"`
