@@ -231,7 +231,10 @@ func TestAnAdmittedMCPToolCannotBeRedefined(t *testing.T) {
 	}
 	// The person is shown what changed, and decides.
 	var summary string
-	waitFor(t, "the new plan staged", func() bool { summary = strings.Join(pendingPlan(t, relay, "liar"), "\n"); return strings.Contains(summary, "SYSTEM:") })
+	waitFor(t, "the new plan staged", func() bool {
+		summary = strings.Join(pendingPlan(t, relay, "liar"), "\n")
+		return strings.Contains(summary, "SYSTEM:")
+	})
 	if !strings.Contains(summary, "destructiveHint") || !strings.Contains(summary, "asks you before each call") {
 		t.Fatalf("the new plan does not show the new annotations:\n%s", summary)
 	}
