@@ -28,7 +28,10 @@ func ExtensionsOf(g *extensionhost.Runtime) Extensions { return registryExtensio
 
 type registryExtensions struct{ g *extensionhost.Runtime }
 
-func (r registryExtensions) ListExtensions() extensionhost.Listing { return r.g.ListExtensions() }
+// ListExtensions is the registry's listing as the model may read it (Listing.ForModel).
+func (r registryExtensions) ListExtensions() extensionhost.Listing {
+	return r.g.ListExtensions().ForModel()
+}
 
 func (r registryExtensions) CallExtension(ctx context.Context, id, tool string, args json.RawMessage) (json.RawMessage, error) {
 	return r.g.CallExtension(ctx, id, tool, args)
@@ -83,6 +86,9 @@ func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawM
 	}
 	switch len(found) {
 	case 0:
+		if r := unavailable(x, id, name); r != nil {
+			return nil, r
+		}
 		if id != "" {
 			return nil, refusal.New(refusal.UnknownTool, "no admitted extension %q has a tool %q; list_extensions shows the admitted ones", id, name)
 		}
@@ -131,6 +137,22 @@ func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawM
 		out = withApproval(out)
 	}
 	return out, nil
+}
+
+// unavailable is the refusal of tool name when an admitted remote MCP extension (id, or any)
+// lists it but does not offer it, with the reason: the model learns it waits for a person.
+func unavailable(x Extensions, id, name string) *refusal.Refusal {
+	for _, e := range x.ListExtensions().Admitted {
+		if e.MCP == nil || (id != "" && e.ID != id) {
+			continue
+		}
+		for _, u := range e.MCP.Unavailable {
+			if extensions.MCPModelName(e.ID, u.Name) == name {
+				return refusal.New(u.Rule, "%s of extension %s is not offered: %s", name, e.ID, u.Why)
+			}
+		}
+	}
+	return nil
 }
 
 func orNull(b json.RawMessage) json.RawMessage {

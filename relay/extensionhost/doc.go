@@ -32,10 +32,13 @@
 //	               bounds, declared secrets, and Redact for what is logged.
 //	mcpsession.go  a remote MCP extension's client session (the go-sdk client over Streamable
 //	               HTTP): connecting after admission, its tool list and what is offered of it
-//	               (MCPStatus), a new plan staged when the server adds tools, calls (callMCP)
-//	               and MCP Apps views (ReadView).
+//	               (MCPStatus), each tool judged against its pinned definition (definitionOf,
+//	               pinned), a new plan staged when the server adds or redefines tools,
+//	               list_changed coalesced and charged to the budget, the session's bounded log
+//	               and its bounded reconnection, calls (callMCP) and MCP Apps views (ReadView).
 //	mcptransport.go the mediated fetch as the session's http.RoundTripper: hosts, budget,
-//	               redirects, time and response bounds, declared secrets.
+//	               redirects, time and response bounds, declared secrets, and JSON nested past
+//	               MaxMCPMessageDepth cut as it streams in (depthCap).
 //	routes.go      the HTTP routes under /api/extensions (Register), one handler each.
 //	wasmtool/      the wazero runner of WASM modules (both ABIs of shared/wasmabi) and its bounds.
 //	wasmshelf/     the WASM shelf: its manifest.json and each tool's verdict.

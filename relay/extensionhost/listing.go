@@ -3,6 +3,7 @@ package extensionhost
 import (
 	"encoding/json"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 
@@ -142,5 +143,35 @@ func (rt *Runtime) ListExtensions() Listing {
 	l.Catalogue = rt.Catalogue()
 	l.Shelf = rt.Shelf()
 	l.Admitted = append(l.Admitted, shelfEntries(l.Shelf)...)
+	return l
+}
+
+// ForModel is l as the model may read it: a waiting plan of a remote MCP extension keeps the
+// names, hints, views and digests of the tools it would admit, but not their server-written text
+// (title and description), which only the person reads in the Extensions panel. A server's new
+// or changed text reaches the model once a person admits it, as the admitted tools' definitions.
+func (l Listing) ForModel() Listing {
+	pending := make([]Entry, len(l.Pending))
+	for i, e := range l.Pending {
+		if e.Plan != nil && e.Plan.MCP != nil {
+			p := *e.Plan
+			m := *p.MCP
+			m.Definitions = make([]extensions.MCPToolDefinition, len(p.MCP.Definitions))
+			for j, d := range p.MCP.Definitions {
+				d.Title, d.Description = "", ""
+				if d.Annotations != nil {
+					a := *d.Annotations
+					a.Title, d.Annotations = "", &a
+				}
+				m.Definitions[j] = d
+			}
+			p.MCP = &m
+			p.Summary = slices.DeleteFunc(slices.Clone(p.Summary), func(line string) bool { return strings.HasPrefix(line, extensions.MCPToolSaysPrefix) })
+			p.Summary = append(p.Summary, "the server's text of these tools (titles, descriptions) is shown to the person in the Extensions panel, not to the model, until admitted")
+			e.Plan = &p
+		}
+		pending[i] = e
+	}
+	l.Pending = pending
 	return l
 }

@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -98,8 +99,143 @@ func (m *mediatedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	m.logf(req.Method, u.String(), request, nil)
 	resp.Body = &boundedBody{rc: resp.Body, left: int64(extensions.ResponseBound(m.d.Bounds)), cancel: cancel, t: m, url: u.String(), ctx: ctx, parent: req.Context(), bound: bound}
+	switch mediaType(resp.Header.Get("Content-Type")) {
+	case "application/json":
+		resp.Body = &depthCap{rc: resp.Body}
+	case "text/event-stream":
+		resp.Body = &depthCap{rc: resp.Body, sse: true}
+	}
 	return resp, nil
 }
+
+func mediaType(contentType string) string {
+	t, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(t))
+}
+
+// MaxMCPMessageDepth bounds how deep a server's JSON-RPC message nests: an object or array
+// deeper is replaced, as it streams in, by the string deepValue. Go's JSON decoder refuses a whole
+// document past 10,000 levels, so without the cut one over-deep tool schema (or result) would
+// make the whole listing, and the session, unreadable; with it that tool alone is refused.
+const MaxMCPMessageDepth = 128
+
+// deepValue is what stands for a value cut at MaxMCPMessageDepth.
+var deepValue = []byte(fmt.Sprintf(`"(cut by the relay: nested deeper than %d levels)"`, MaxMCPMessageDepth))
+
+// depthCap is a server's response body (JSON, or an event stream of JSON data lines) with every
+// value nested deeper than MaxMCPMessageDepth replaced by deepValue. It keeps a few counters, not
+// the document: its memory does not grow with what it reads.
+type depthCap struct {
+	rc  io.ReadCloser
+	sse bool
+	buf [4096]byte
+	out []byte // what is read and transformed but not yet returned
+
+	depth, skipFrom             int
+	inString, escaped, skipping bool
+	// An event stream's line: its field name is read first (field); only data lines are JSON.
+	lineStart, dataLine bool
+	field               []byte
+	started             bool
+}
+
+func (d *depthCap) Read(p []byte) (int, error) {
+	if !d.started {
+		d.started, d.lineStart = true, true
+	}
+	for len(d.out) == 0 {
+		n, err := d.rc.Read(d.buf[:min(len(p), len(d.buf))])
+		for _, b := range d.buf[:n] {
+			d.step(b)
+		}
+		if err != nil {
+			if len(d.out) == 0 {
+				return 0, err
+			}
+			break
+		}
+		if n == 0 {
+			return 0, nil
+		}
+	}
+	n := copy(p, d.out)
+	d.out = d.out[n:]
+	return n, nil
+}
+
+// step reads one byte of the body.
+func (d *depthCap) step(b byte) {
+	if !d.sse {
+		d.json(b)
+		return
+	}
+	switch {
+	case b == '\n' || b == '\r':
+		if d.lineStart && len(d.field) == 0 && b == '\n' {
+			d.depth, d.inString, d.escaped, d.skipping = 0, false, false, false // a blank line ends the event
+		}
+		d.out = append(d.out, d.field...)
+		d.field = d.field[:0]
+		d.out = append(d.out, b)
+		d.lineStart, d.dataLine = true, false
+	case d.lineStart:
+		d.field = append(d.field, b)
+		switch f := string(d.field); {
+		case f == "data:":
+			d.out = append(d.out, d.field...)
+			d.field, d.lineStart, d.dataLine = d.field[:0], false, true
+		case !strings.HasPrefix("data:", f):
+			d.out = append(d.out, d.field...)
+			d.field, d.lineStart = d.field[:0], false
+		}
+	case d.dataLine:
+		d.json(b)
+	default:
+		d.out = append(d.out, b)
+	}
+}
+
+// json reads one byte of a JSON document: past MaxMCPMessageDepth an object or array is dropped
+// to its end, deepValue written in its place.
+func (d *depthCap) json(b byte) {
+	if d.inString {
+		switch {
+		case d.escaped:
+			d.escaped = false
+		case b == '\\':
+			d.escaped = true
+		case b == '"':
+			d.inString = false
+		}
+		if !d.skipping {
+			d.out = append(d.out, b)
+		}
+		return
+	}
+	switch b {
+	case '"':
+		d.inString = true
+	case '{', '[':
+		if !d.skipping && d.depth >= MaxMCPMessageDepth {
+			d.skipping, d.skipFrom = true, d.depth
+			d.out = append(d.out, deepValue...)
+		}
+		d.depth++
+	case '}', ']':
+		if d.depth > 0 {
+			d.depth--
+		}
+		if d.skipping && d.depth == d.skipFrom {
+			d.skipping = false
+			return
+		}
+	}
+	if !d.skipping {
+		d.out = append(d.out, b)
+	}
+}
+
+func (d *depthCap) Close() error { return d.rc.Close() }
 
 func (m *mediatedTransport) logf(method, url, request string, err error) {
 	if m.log != nil {

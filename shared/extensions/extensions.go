@@ -13,8 +13,8 @@
 //	secrets.go     declared secrets (bounds.secrets and a header's $NAME), ReservedSecrets
 //	wasm.go        a wasm tool's module, digest, export and ABI, in either form
 //	plan.go        Disclose: the plan a person admits, and its hash
-//	mcp.go         a remote MCP server (mcp.url, the admitted tool names), its rules and its
-//	               disclosure
+//	mcp.go         a remote MCP server (mcp.url, the admitted tool names and their pinned
+//	               definitions), its rules and its disclosure
 //
 // # The descriptor
 //
@@ -101,8 +101,9 @@ var RunsIn = []string{"host", "process", "remote"}
 
 // Bounds of a descriptor.
 const (
-	// MaxDescriptorBytes bounds a descriptor's JSON.
-	MaxDescriptorBytes = 64 << 10
+	// MaxDescriptorBytes bounds a descriptor's JSON: room for a remote MCP plan that pins the
+	// definitions of MaxMCPTools tools.
+	MaxDescriptorBytes = 256 << 10
 	// MaxTools bounds a descriptor's tools.
 	MaxTools = 32
 	// MaxRequestsLimit is the largest maxRequests a network descriptor may declare.

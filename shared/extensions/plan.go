@@ -96,6 +96,9 @@ func Disclose(d *Descriptor, placement Placement, raw []byte) Plan {
 	}
 	if p.MCP != nil {
 		p.Summary = append(p.Summary, p.MCP.Says)
+		for _, t := range p.MCP.Definitions {
+			p.Summary = append(p.Summary, mcpToolSays(t))
+		}
 	}
 	for _, sd := range p.Secrets {
 		p.Summary = append(p.Summary, "secret: "+sd.Says)
