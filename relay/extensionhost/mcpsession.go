@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
@@ -252,8 +253,12 @@ func (c *mcpConn) list() {
 // judgeTool checks t's name and input schema against what can be offered.
 func judgeTool(t *mcp.Tool) mcpTool {
 	out := mcpTool{tool: t}
-	if t.Name == "" || len(t.Name) > extensions.MaxMCPToolNameBytes || strings.ContainsFunc(t.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		out.why = fmt.Sprintf("its name is not 1 to %d bytes without control characters", extensions.MaxMCPToolNameBytes)
+	if t.Name == "" || len(t.Name) > extensions.MaxMCPToolNameBytes {
+		out.why = fmt.Sprintf("its name is not 1 to %d bytes", extensions.MaxMCPToolNameBytes)
+		return out
+	}
+	if r := names.Check("its name", t.Name); r != nil {
+		out.why = r.Error()
 		return out
 	}
 	raw, err := json.Marshal(t.InputSchema)

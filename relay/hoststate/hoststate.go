@@ -35,6 +35,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/voicebox-go/voicebox/shared/names"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // The names of the files in the state directory.
@@ -342,6 +345,20 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// CheckName returns nil when name can name a pairing or an MCP client (ValidName), else the
+// refusal to answer with: invalid-name naming the character when it holds one that hides or
+// reorders text (shared/names), invalid-argument otherwise. what says whose name it is ("an
+// environment", "a client").
+func CheckName(what, name string) *refusal.Refusal {
+	if r := names.Check("the name", name); r != nil {
+		return r
+	}
+	if !ValidName(name) {
+		return refusal.New(refusal.InvalidArgument, "name %s with 1 to %d letters, digits, '.', '_' or '-'", what, MaxNameBytes)
+	}
+	return nil
 }
 
 // ValidName reports whether name can name a pairing.
