@@ -40,8 +40,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/text/unicode/norm"
-
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -116,10 +114,9 @@ func Check(what, s string) *refusal.Refusal {
 		prev = r
 		i++
 	}
-	if !norm.NFC.IsNormalString(s) {
-		at := norm.NFC.QuickSpanString(s)
+	if n, changed := nfc(s); changed {
 		return refusal.New(refusal.InvalidName, "%s %s is not in Unicode normal form C from index %d (a letter and its accent are two characters where NFC has one); write it as %s",
-			what, Quote(s), utf8.RuneCountInString(s[:at]), Quote(norm.NFC.String(s)))
+			what, Quote(s), firstDifference(s, n), Quote(n))
 	}
 	return nil
 }
@@ -130,7 +127,7 @@ func joinerTaken(r, prev rune, rest string) bool {
 		return false
 	}
 	next, _ := utf8.DecodeRuneInString(rest)
-	if prev >= 0 && norm.NFC.PropertiesString(string(prev)).CCC() == viramaCCC {
+	if prev >= 0 && unicode.Is(viramas, prev) {
 		return true
 	}
 	if r == 0x200D {
@@ -139,13 +136,90 @@ func joinerTaken(r, prev rune, rest string) bool {
 	return unicode.Is(unicode.Arabic, prev) && unicode.IsLetter(prev) && unicode.Is(unicode.Arabic, next) && unicode.IsLetter(next)
 }
 
-// viramaCCC is the canonical combining class of a virama.
-const viramaCCC = 9
+// viramas are the characters of canonical combining class 9 (virama), after which RFC 5892
+// takes a joiner. TestViramasAreCombiningClass9 holds the table to x/text's (Unicode 15).
+var viramas = &unicode.RangeTable{
+	R16: []unicode.Range16{
+		{0x094D, 0x094D, 1},
+		{0x09CD, 0x09CD, 1},
+		{0x0A4D, 0x0A4D, 1},
+		{0x0ACD, 0x0ACD, 1},
+		{0x0B4D, 0x0B4D, 1},
+		{0x0BCD, 0x0BCD, 1},
+		{0x0C4D, 0x0C4D, 1},
+		{0x0CCD, 0x0CCD, 1},
+		{0x0D3B, 0x0D3C, 1},
+		{0x0D4D, 0x0D4D, 1},
+		{0x0DCA, 0x0DCA, 1},
+		{0x0E3A, 0x0E3A, 1},
+		{0x0EBA, 0x0EBA, 1},
+		{0x0F84, 0x0F84, 1},
+		{0x1039, 0x103A, 1},
+		{0x1714, 0x1715, 1},
+		{0x1734, 0x1734, 1},
+		{0x17D2, 0x17D2, 1},
+		{0x1A60, 0x1A60, 1},
+		{0x1B44, 0x1B44, 1},
+		{0x1BAA, 0x1BAB, 1},
+		{0x1BF2, 0x1BF3, 1},
+		{0x2D7F, 0x2D7F, 1},
+		{0xA806, 0xA806, 1},
+		{0xA82C, 0xA82C, 1},
+		{0xA8C4, 0xA8C4, 1},
+		{0xA953, 0xA953, 1},
+		{0xA9C0, 0xA9C0, 1},
+		{0xAAF6, 0xAAF6, 1},
+		{0xABED, 0xABED, 1},
+	},
+	R32: []unicode.Range32{
+		{0x10A3F, 0x10A3F, 1},
+		{0x11046, 0x11046, 1},
+		{0x11070, 0x11070, 1},
+		{0x1107F, 0x1107F, 1},
+		{0x110B9, 0x110B9, 1},
+		{0x11133, 0x11134, 1},
+		{0x111C0, 0x111C0, 1},
+		{0x11235, 0x11235, 1},
+		{0x112EA, 0x112EA, 1},
+		{0x1134D, 0x1134D, 1},
+		{0x11442, 0x11442, 1},
+		{0x114C2, 0x114C2, 1},
+		{0x115BF, 0x115BF, 1},
+		{0x1163F, 0x1163F, 1},
+		{0x116B6, 0x116B6, 1},
+		{0x1172B, 0x1172B, 1},
+		{0x11839, 0x11839, 1},
+		{0x1193D, 0x1193E, 1},
+		{0x119E0, 0x119E0, 1},
+		{0x11A34, 0x11A34, 1},
+		{0x11A47, 0x11A47, 1},
+		{0x11A99, 0x11A99, 1},
+		{0x11C3F, 0x11C3F, 1},
+		{0x11D44, 0x11D45, 1},
+		{0x11D97, 0x11D97, 1},
+		{0x11F41, 0x11F42, 1},
+	},
+}
 
 // pictographic reports whether r may stand beside a ZWJ in an emoji sequence: a symbol, an
 // emoji modifier, or the emoji variation selector.
 func pictographic(r rune) bool {
 	return r == 0xFE0F || unicode.Is(unicode.So, r) || 0x1F3FB <= r && r <= 0x1F3FF
+}
+
+// firstDifference returns the index (in code points) of the first character where s and n
+// differ.
+func firstDifference(s, n string) int {
+	i := 0
+	for s != "" && n != "" {
+		a, sa := utf8.DecodeRuneInString(s)
+		b, sb := utf8.DecodeRuneInString(n)
+		if a != b {
+			break
+		}
+		s, n, i = s[sa:], n[sb:], i+1
+	}
+	return i
 }
 
 // Escape returns s with every character a name may not hold written as \u{XXXX} (and bytes that

@@ -3,6 +3,7 @@ package names_test
 import (
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
@@ -146,4 +147,19 @@ func FuzzCheck(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestViramasAreCombiningClass9 holds the virama table Check uses for joiners to x/text's
+// canonical combining classes, over every code point.
+func TestViramasAreCombiningClass9(t *testing.T) {
+	t.Parallel()
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !utf8.ValidRune(r) {
+			continue
+		}
+		want := norm.NFC.PropertiesString(string(r)).CCC() == 9
+		if got := names.IsVirama(r); got != want {
+			t.Errorf("U+%04X: virama %v, want %v", r, got, want)
+		}
+	}
 }
