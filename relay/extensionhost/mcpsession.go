@@ -258,7 +258,9 @@ func judgeTool(t *mcp.Tool) mcpTool {
 		return out
 	}
 	if r := names.Check("its name", t.Name); r != nil {
-		out.why = r.Error()
+		shown := *t
+		shown.Name = names.Escape(t.Name) // listed as it is, without reordering the panel
+		out.tool, out.why = &shown, r.Error()
 		return out
 	}
 	raw, err := json.Marshal(t.InputSchema)

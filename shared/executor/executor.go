@@ -330,6 +330,9 @@ func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.Raw
 		return nil, note, err
 	}
 	name, content := args["path"], args["content"]
+	if err := fsroot.CheckCreate(name); err != nil {
+		return nil, note, err // before any parent folder is made
+	}
 	limit := e.opts.MaxWriteBytes
 	var data []byte
 	if args["encoding"] == "base64" {

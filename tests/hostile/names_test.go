@@ -65,7 +65,9 @@ func TestLookalikeFileNamesAreRefusedInvalidName(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	var got []string
 	for _, e := range entries {
-		got = append(got, e.Name())
+		if e.Name() != ".voicebox" { // the machine's own records: its audit log of these calls
+			got = append(got, e.Name())
+		}
 	}
 	if strings.Join(got, ",") != "notes.txt,old\u202etxt.md" {
 		t.Errorf("the machine's folder holds %+q; want only what was there", got)
@@ -108,18 +110,20 @@ func TestALookalikeMCPToolNameIsNeverOffered(t *testing.T) {
 	}
 	token := map[string]string{"X-Voicebox-Host-Token": relay.HostToken(t)}
 	var listing struct {
-		Admitted []struct {
-			ID  string `json:"id"`
-			MCP *struct {
-				Unavailable []struct{ Name, Refused, Why string } `json:"unavailable"`
-			} `json:"mcp"`
-		} `json:"admitted"`
-		Pending []struct {
-			ID   string `json:"id"`
-			Plan *struct {
-				MCP *struct{ Tools []string } `json:"mcp"`
-			} `json:"plan"`
-		} `json:"pending"`
+		Extensions struct {
+			Admitted []struct {
+				ID  string `json:"id"`
+				MCP *struct {
+					Unavailable []struct{ Name, Refused, Why string } `json:"unavailable"`
+				} `json:"mcp"`
+			} `json:"admitted"`
+			Pending []struct {
+				ID   string `json:"id"`
+				Plan *struct {
+					MCP *struct{ Tools []string } `json:"mcp"`
+				} `json:"plan"`
+			} `json:"pending"`
+		}
 	}
 	var body string
 	waitFor(t, "the server's tools listed and staged", func() bool {
@@ -130,13 +134,16 @@ func TestALookalikeMCPToolNameIsNeverOffered(t *testing.T) {
 		t.Fatalf("the listing: %v", err)
 	}
 	found := false
-	for _, e := range listing.Admitted {
+	for _, e := range listing.Extensions.Admitted {
 		if e.ID != "lookalike" || e.MCP == nil {
 			continue
 		}
 		for _, u := range e.MCP.Unavailable {
 			if strings.HasPrefix(u.Name, "read") {
 				found = true
+				if u.Name != `read\u{202E}txt.eteled` {
+					t.Errorf("the unavailable tool is listed as %+q; want its U+202E shown escaped", u.Name)
+				}
 				if u.Refused != "tool-unavailable" || !strings.Contains(u.Why, "invalid-name") {
 					t.Errorf("the lookalike tool is unavailable as %q: %q; want tool-unavailable for invalid-name", u.Refused, u.Why)
 				}
@@ -147,7 +154,7 @@ func TestALookalikeMCPToolNameIsNeverOffered(t *testing.T) {
 	if !found {
 		t.Errorf("the lookalike tool is not listed as unavailable: %s", body)
 	}
-	for _, p := range listing.Pending {
+	for _, p := range listing.Extensions.Pending {
 		if p.ID == "lookalike" && p.Plan != nil && p.Plan.MCP != nil {
 			for _, tool := range p.Plan.MCP.Tools {
 				if strings.ContainsRune(tool, '\u202e') {
