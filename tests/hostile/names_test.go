@@ -229,3 +229,43 @@ func TestLookalikeClientNamesAreRefused(t *testing.T) {
 	}
 	served(t, relay)
 }
+
+// TestLookalikeNamesAreRefusedInThePage: in the page (the browser's storage, the worker's
+// registry and shelf), writing "\u202egnp.exe" or "\u200b.voicebox/x", registering a mini-app
+// tool whose name holds U+202E (as a host message that skipped the bridge's check would), and
+// saving an app to the shelf under a title with U+202E are each refused invalid-name with the
+// character and its index; the app's own tool and the file list keep working.
+func TestLookalikeNamesAreRefusedInThePage(t *testing.T) {
+	// Not parallel: the page's tests share the browser.
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	openPage(t, tab, relay.URL)
+	id := writeAndLaunch(t, tab, "timer.html", `<!doctype html><title>Timer</title><script>
+webMcp.registerTool({name: 'ping', description: 'answers pong', execute: () => 'pong'});
+</script>`, 1)
+
+	for _, c := range []struct {
+		what, call, char string
+		index            int
+	}{
+		{"a reversed file name", `voicebox.call('files.write', {path: '\u202egnp.exe', content: 'MZ'})`, "U+202E", 0},
+		{"a hidden history folder", `voicebox.call('files.write', {path: '\u200b.voicebox/x', content: 'x'})`, "U+200B", 0},
+		{"a folder with a line feed", `voicebox.call('files.mkdir', {path: 'a\nb'})`, "U+000A", 1},
+		{"a reversed tool name", fmt.Sprintf(`voicebox.call('miniapps.register', {appId: %q, tool: {name: 'get\u202etxt.eteled', description: 'reads'}})`, id), "U+202E", 3},
+		{"a reversed title", `voicebox.call('miniapps.save', {name: 'timer.html', title: 'Timer \u202erenmit'})`, "U+202E", 6},
+	} {
+		a := harness.Eval[answer](tab, c.call)
+		wantInvalidName(t, c.what, a.Refused, a.Why, c.char, c.index)
+	}
+	listed := harness.Eval[string](tab, `voicebox.call('files.list', {dir: ''}).then(a => JSON.stringify(a))`)
+	if !strings.Contains(listed, `"ok":true`) || !strings.Contains(listed, "timer.html") || strings.ContainsAny(listed, "\u202e\u200b\n") {
+		t.Errorf("the workspace lists %+q", listed)
+	}
+	if tools := workerTools(tab, id); len(tools) != 1 || tools[0] != "ping" {
+		t.Errorf("the app's tools are %v; want ping alone", tools)
+	}
+	if a := callTool(tab, id, "ping", `{}`); !a.OK || !strings.Contains(string(a.Value), "pong") {
+		t.Fatalf("the app's own tool answered %+v", a)
+	}
+	served(t, relay)
+}
