@@ -76,6 +76,19 @@ func TestLookalikeFileNamesAreRefusedInvalidName(t *testing.T) {
 	if a := relay.Call(t, "read-file", map[string]string{"path": "old\u202etxt.md"}); !a.OK || !strings.Contains(string(a.Observed), "stored before") {
 		t.Errorf("a file stored before the rule could not be read: %s", a.Raw)
 	}
+	var list struct {
+		Entries []struct{ Name, Shown string }
+	}
+	if a := relay.Call(t, "list-files", map[string]string{"dir": ""}); !a.OK || json.Unmarshal(a.Observed, &list) != nil {
+		t.Errorf("list-files answered %s", a.Raw)
+	}
+	shown := map[string]string{}
+	for _, e := range list.Entries {
+		shown[e.Name] = e.Shown
+	}
+	if shown["old\u202etxt.md"] != `old\u{202E}txt.md` || shown["notes.txt"] != "" {
+		t.Errorf("the listing shows %+q; want the stored lookalike escaped beside its name, and notes.txt as it is", shown)
+	}
 	if a := relay.Call(t, "write-file", map[string]string{"path": "exe.png", "content": "x"}); !a.OK {
 		t.Fatalf("the next write answered %s", a.Raw)
 	}
@@ -257,8 +270,23 @@ webMcp.registerTool({name: 'ping', description: 'answers pong', execute: () => '
 		a := harness.Eval[answer](tab, c.call)
 		wantInvalidName(t, c.what, a.Refused, a.Why, c.char, c.index)
 	}
+	// A file another program stored under such a name is listed with the character escaped, and
+	// read by its name.
+	harness.Eval[bool](tab, `(async () => {
+		const ws = await (await navigator.storage.getDirectory()).getDirectoryHandle('workspace');
+		const w = await (await ws.getFileHandle('\u202eold.txt', {create: true})).createWritable();
+		await w.write('stored before');
+		await w.close();
+		return true;
+	})()`)
+	harness.Eval[bool](tab, `voicebox.must('files.write', {path: 'after.txt', content: 'x'}).then(() => true)`)
+	harness.WaitFor[bool](tab, `[...document.querySelectorAll('#file-list li')].some(li => li.dataset.path === '\u202eold.txt' &&
+		li.querySelector('.name').textContent === '\\u{202E}old.txt')`, appBound)
+	if a := harness.Eval[answer](tab, `voicebox.call('files.read', {path: '\u202eold.txt'})`); !a.OK || !strings.Contains(string(a.Value), "stored before") {
+		t.Errorf("the stored lookalike could not be read: %+v", a)
+	}
 	listed := harness.Eval[string](tab, `voicebox.call('files.list', {dir: ''}).then(a => JSON.stringify(a))`)
-	if !strings.Contains(listed, `"ok":true`) || !strings.Contains(listed, "timer.html") || strings.ContainsAny(listed, "\u202e\u200b\n") {
+	if !strings.Contains(listed, `"ok":true`) || !strings.Contains(listed, "timer.html") || strings.Contains(listed, "\u200b") || strings.Contains(listed, "gnp.exe") {
 		t.Errorf("the workspace lists %+q", listed)
 	}
 	if tools := workerTools(tab, id); len(tools) != 1 || tools[0] != "ping" {
