@@ -343,7 +343,7 @@ func (r *Root) Create(ctx context.Context, name string) (fsroot.Writer, error) {
 }
 
 func (r *Root) create(ctx context.Context, op, name string) (*writer, error) {
-	if err := fsroot.Check(name); err != nil {
+	if err := fsroot.CheckCreate(name); err != nil {
 		return nil, fsroot.WithOp(err, op)
 	}
 	parent, base := split(name)
@@ -595,7 +595,7 @@ func (r *Root) Stat(ctx context.Context, name string) (fsroot.Entry, error) {
 
 // MkdirAll creates directory name and its missing parents.
 func (r *Root) MkdirAll(ctx context.Context, name string) error {
-	if err := fsroot.Check(name); err != nil {
+	if err := fsroot.CheckCreate(name); err != nil {
 		return fsroot.WithOp(err, "mkdir")
 	}
 	if _, err := r.dirHandle(ctx, name, true); err != nil {
@@ -632,6 +632,9 @@ func (r *Root) Rename(ctx context.Context, from, to string) error {
 		if err := fsroot.Check(n); err != nil {
 			return fsroot.WithOp(err, "rename")
 		}
+	}
+	if err := fsroot.CheckCreate(to); err != nil {
+		return fsroot.WithOp(err, "rename")
 	}
 	if to == from || strings.HasPrefix(to, from+"/") {
 		return fsroot.Err("rename", to, fs.ErrInvalid)

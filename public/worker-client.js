@@ -6,7 +6,7 @@
 
 /** @typedef {'opfs' | 'handle'} RootKind */
 /** @typedef {{kind: RootKind, name: string, syncHandles: boolean}} RootInfo */
-/** @typedef {{name: string, dir: boolean, size: number}} ListEntry */
+/** @typedef {{name: string, shown?: string, dir: boolean, size: number}} ListEntry */
 /** @typedef {{dir: string, entries: ListEntry[]}} Listing */
 /** @typedef {{path: string, size: number, text: string, binary: boolean, truncated: boolean}} FileView */
 /**

@@ -345,6 +345,9 @@ export function startWorkspace(engine, { openAsApp }) {
     if (sorted.length === 0) el.list.append(node('li', 'empty', 'This folder is empty.'));
     for (const entry of sorted) {
       const path = join(dir, entry.name);
+      // A name stored by another program with characters that hide or reorder text shows them
+      // escaped (the worker's shown); it is still opened, renamed and deleted by its name.
+      const shown = entry.shown ?? entry.name;
       const li = node('li');
       li.dataset.path = path;
       li.dataset.kind = entry.dir ? 'dir' : 'file';
@@ -353,12 +356,12 @@ export function startWorkspace(engine, { openAsApp }) {
       const open = button('', 'open', () => (entry.dir ? showDir(path) : openFile(path)));
       const icon = node('span', entry.dir ? 'icon icon-dir' : 'icon icon-file');
       icon.setAttribute('aria-hidden', 'true');
-      open.append(node('span', 'visually-hidden', entry.dir ? 'Open the folder ' : 'Open '), icon, node('span', 'name', entry.name));
+      open.append(node('span', 'visually-hidden', entry.dir ? 'Open the folder ' : 'Open '), icon, node('span', 'name', shown));
       if (!entry.dir) open.append(node('span', 'visually-hidden', ' '), node('span', 'size', formatSize(entry.size)));
       li.append(open);
       if (writable()) {
-        if (!entry.dir) li.append(button('✎', 'rename', () => renamePath(path), `Rename ${entry.name}`));
-        li.append(button('✕', 'remove', () => removePath(path, entry.dir), `Delete ${entry.dir ? 'the folder ' : ''}${entry.name}`));
+        if (!entry.dir) li.append(button('✎', 'rename', () => renamePath(path), `Rename ${shown}`));
+        li.append(button('✕', 'remove', () => removePath(path, entry.dir), `Delete ${entry.dir ? 'the folder ' : ''}${shown}`));
       }
       el.list.append(li);
     }

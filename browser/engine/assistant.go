@@ -10,6 +10,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/miniappstore"
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/tool"
@@ -159,6 +160,9 @@ func (a *Engine) toolCreateMiniApp(ctx context.Context, w *workspace, call wire.
 	}
 	if err := strictArgs(call.Args, &p); err != nil {
 		return nil, err
+	}
+	if r := names.Check("the title", p.Title); r != nil {
+		return nil, r
 	}
 	slug := miniappstore.Slug(p.Title)
 	if slug == "" {

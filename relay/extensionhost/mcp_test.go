@@ -431,7 +431,7 @@ func TestRemoteMCPHostileServers(t *testing.T) {
 	for _, x := range admittedEntry(l, "liar").MCP.Unavailable {
 		reasons[x.Name] = x.Why
 	}
-	if !strings.Contains(reasons["bad\nname"], "control characters") || !strings.Contains(reasons["scalar"], "subset") {
+	if !strings.Contains(reasons[`bad\u{000A}name`], string(refusal.InvalidName)) || !strings.Contains(reasons["scalar"], "subset") {
 		t.Fatalf("unavailable: %v", reasons)
 	}
 	f.admitPending("liar")

@@ -28,6 +28,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
@@ -467,8 +468,14 @@ func (c *mcpConn) list() {
 // judgeTool checks t's name, input schema and view against what can be offered.
 func judgeTool(t *mcp.Tool) mcpTool {
 	out := mcpTool{tool: t}
-	if t.Name == "" || len(t.Name) > extensions.MaxMCPToolNameBytes || strings.ContainsFunc(t.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		out.why = fmt.Sprintf("its name is not 1 to %d bytes without control characters", extensions.MaxMCPToolNameBytes)
+	if t.Name == "" || len(t.Name) > extensions.MaxMCPToolNameBytes {
+		out.why = fmt.Sprintf("its name is not 1 to %d bytes", extensions.MaxMCPToolNameBytes)
+		return out
+	}
+	if r := names.Check("its name", t.Name); r != nil {
+		shown := *t
+		shown.Name = names.Escape(t.Name) // listed as it is, without reordering the panel
+		out.tool, out.why = &shown, r.Error()
 		return out
 	}
 	if len(viewURI(t)) > extensions.MaxMCPViewURIBytes {

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/strictjson"
 )
 
@@ -195,6 +196,9 @@ func parseEntry(id string, raw json.RawMessage) (App, error) {
 		return fail("name", "is %d characters; at most %d", n, MaxNameChars)
 	}
 	a.Name = strings.TrimSpace(*e.Name)
+	if r := names.Check("the name", a.Name); r != nil {
+		return fail("name", "%s", r.Why)
+	}
 	if e.Description != nil {
 		if n := len([]rune(*e.Description)); n > MaxDescriptionChars {
 			return fail("description", "is %d characters; at most %d (it is part of every system instruction)", n, MaxDescriptionChars)

@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/relay/internal/durable"
+	"github.com/voicebox-go/voicebox/shared/names"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // The names of the files in the state directory.
@@ -316,6 +318,20 @@ func (d *FilePairings) write(ps []Pairing) error {
 	}
 	if err := durable.WriteFile(d.path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("hoststate: write the pairings: %w", err)
+	}
+	return nil
+}
+
+// CheckName returns nil when name can name a pairing or an MCP client (ValidName), else the
+// refusal to answer with: invalid-name naming the character when it holds one that hides or
+// reorders text (shared/names), invalid-argument otherwise. what says whose name it is ("an
+// environment", "a client").
+func CheckName(what, name string) *refusal.Refusal {
+	if r := names.Check("the name", name); r != nil {
+		return r
+	}
+	if !ValidName(name) {
+		return refusal.New(refusal.InvalidArgument, "name %s with 1 to %d letters, digits, '.', '_' or '-'", what, MaxNameBytes)
 	}
 	return nil
 }

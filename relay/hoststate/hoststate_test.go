@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 func TestStateDirectoryAndFilePermissions(t *testing.T) {
@@ -155,5 +157,18 @@ func TestPairHammer(t *testing.T) {
 		if name, ok, _ := d.Lookup(b); !ok || name != "env-"+string(rune('a'+i)) {
 			t.Fatalf("pairing %d lost", i)
 		}
+	}
+}
+
+func TestCheckNameNamesTheCharacter(t *testing.T) {
+	t.Parallel()
+	if r := CheckName("a client", "claude\u202e"); r == nil || r.Rule != refusal.InvalidName || !strings.Contains(r.Why, "U+202E") {
+		t.Errorf("CheckName(RLO) = %v; want invalid-name", r)
+	}
+	if r := CheckName("a client", "clau de"); r == nil || r.Rule != refusal.InvalidArgument {
+		t.Errorf("CheckName(space) = %v; want invalid-argument", r)
+	}
+	if r := CheckName("a client", "claude-1.2"); r != nil {
+		t.Errorf("CheckName(clean) = %v", r)
 	}
 }

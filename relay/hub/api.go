@@ -142,9 +142,8 @@ func (a *api) readName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	if !server.ReadJSON(w, r, maxPairBodyBytes, &body) {
 		return "", false
 	}
-	if !hoststate.ValidName(body.Name) {
-		server.WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.InvalidArgument,
-			"name an environment with 1 to %d letters, digits, '.', '_' or '-'", hoststate.MaxNameBytes))
+	if rf := hoststate.CheckName("an environment", body.Name); rf != nil {
+		server.WriteRefusal(w, http.StatusBadRequest, rf)
 		return "", false
 	}
 	return body.Name, true

@@ -64,9 +64,8 @@ func (h *Handler) RegisterClients(srv *server.Server, store Store, hostToken fun
 		if !server.ReadJSON(w, r, maxNameBodyBytes, &body) {
 			return
 		}
-		if !hoststate.ValidName(body.Name) {
-			server.WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.InvalidArgument,
-				"name a client with 1 to %d letters, digits, '.', '_' or '-'", hoststate.MaxNameBytes))
+		if rf := hoststate.CheckName("a client", body.Name); rf != nil {
+			server.WriteRefusal(w, http.StatusBadRequest, rf)
 			return
 		}
 		bearer, err := store.MintMCPClient(body.Name)

@@ -63,6 +63,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
@@ -330,6 +331,9 @@ func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.Raw
 		return nil, note, err
 	}
 	name, content := args["path"], args["content"]
+	if err := fsroot.CheckCreate(name); err != nil {
+		return nil, note, err // before any parent folder is made
+	}
 	limit := e.opts.MaxWriteBytes
 	var data []byte
 	if args["encoding"] == "base64" {
@@ -387,7 +391,11 @@ func tooLarge(n, limit int) error {
 }
 
 type listEntry struct {
-	Name    string    `json:"name"`
+	Name string `json:"name"`
+	// Shown is the name with each character that hides or reorders text written as \u{XXXX}
+	// (shared/names.Escape), for a name another program stored that Voicebox would not create;
+	// absent for every other name. Name is still the one to read, move or delete it by.
+	Shown   string    `json:"shown,omitempty"`
 	Path    string    `json:"path"`
 	Dir     bool      `json:"dir"`
 	Size    int64     `json:"size"`
@@ -424,7 +432,11 @@ func (e *Executor) listFiles(ctx context.Context, raw json.RawMessage) (json.Raw
 		if dir != "" {
 			p = dir + "/" + en.Name
 		}
-		obs.Entries = append(obs.Entries, listEntry{Name: en.Name, Path: p, Dir: en.Dir, Size: en.Size, ModTime: en.ModTime.UTC()})
+		le := listEntry{Name: en.Name, Path: p, Dir: en.Dir, Size: en.Size, ModTime: en.ModTime.UTC()}
+		if shown := names.Escape(en.Name); shown != en.Name {
+			le.Shown = shown
+		}
+		obs.Entries = append(obs.Entries, le)
 	}
 	note.Bytes = int64(len(obs.Entries))
 	out, err := marshal(obs)

@@ -36,7 +36,7 @@ func (e *Executor) moveFile(ctx context.Context, raw json.RawMessage) (json.RawM
 		return nil, note, err
 	}
 	from, to := args["path"], args["to"]
-	if err := fsroot.Check(to); err != nil {
+	if err := fsroot.CheckCreate(to); err != nil {
 		return nil, note, err
 	}
 	switch {

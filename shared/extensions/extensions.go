@@ -50,6 +50,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/toolschema"
@@ -193,6 +194,25 @@ func ValidID(id string) bool {
 // Parse decodes a descriptor strictly: unknown fields, trailing data, a bad id, a source or
 // runsIn outside their documented values, malformed params, headers, secrets or wasm fields, or
 // an oversized document are refused bad-descriptor.
+// checkNames refuses, invalid-name, a descriptor whose id, name or a tool's name holds a
+// character that hides or reorders text (shared/names): they are what the admission plan shows a
+// person. It runs before the id's and tool names' own alphabets so the refusal names the
+// character.
+func checkNames(d *Descriptor) *refusal.Refusal {
+	if r := names.Check("the descriptor id", d.ID); r != nil {
+		return r
+	}
+	if r := names.Check("the descriptor name", d.Name); r != nil {
+		return r
+	}
+	for _, t := range d.Tools {
+		if r := names.Check("the tool name", t.Name); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
 func Parse(raw []byte) (*Descriptor, *refusal.Refusal) {
 	if len(raw) > MaxDescriptorBytes {
 		return nil, refusal.New(refusal.BadDescriptor, "a descriptor is at most %d bytes; this one is %d", MaxDescriptorBytes, len(raw))
@@ -206,6 +226,9 @@ func Parse(raw []byte) (*Descriptor, *refusal.Refusal) {
 			return nil, refusal.New(refusal.BadDescriptor, "the descriptor has data after its JSON object")
 		}
 		return nil, refusal.New(refusal.BadDescriptor, "the descriptor is not valid JSON of the descriptor shape: %s", strictjson.Problem(err))
+	}
+	if r := checkNames(&d); r != nil {
+		return nil, r
 	}
 	if !ValidID(d.ID) {
 		return nil, refusal.New(refusal.BadDescriptor, "a descriptor id is 1 to 64 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, and not starting with %q or %q", ReservedPrefix, ShelfPrefix)

@@ -228,3 +228,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestLookalikeDescriptorNamesAreInvalidName(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, desc, char string }{
+		{"zero-width id", `{"id":"\u200bnotes","name":"Notes","capabilities":[],"bounds":{},"tools":[{"name":"now","primitive":"now"}]}`, "U+200B"},
+		{"reversed name", `{"id":"notes","name":"Notes \u202eexe","capabilities":[],"bounds":{},"tools":[{"name":"now","primitive":"now"}]}`, "U+202E"},
+		{"escape in the name", `{"id":"notes","name":"Notes\u001b[2J","capabilities":[],"bounds":{},"tools":[{"name":"now","primitive":"now"}]}`, "U+001B"},
+		{"reversed tool name", `{"id":"notes","name":"Notes","capabilities":[],"bounds":{},"tools":[{"name":"now\u202e","primitive":"now"}]}`, "U+202E"},
+	} {
+		_, r := Parse([]byte(c.desc))
+		if r == nil || r.Rule != refusal.InvalidName || !strings.Contains(r.Why, c.char) {
+			t.Errorf("%s: Parse = %v; want invalid-name naming %s", c.name, r, c.char)
+		}
+	}
+	if _, r := Parse([]byte(`{"id":"notes","name":"Notes 📝 café","capabilities":[],"bounds":{},"tools":[{"name":"now","primitive":"now"}]}`)); r != nil {
+		t.Errorf("a clean name with an emoji and an accent was refused: %v", r)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -122,8 +123,11 @@ func parseMCP(d *Descriptor) *refusal.Refusal {
 	}
 	seen := map[string]bool{}
 	for _, t := range m.Tools {
-		if t == "" || len(t) > MaxMCPToolNameBytes || strings.ContainsFunc(t, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-			return refusal.New(refusal.BadDescriptor, "an MCP tool name in mcp.tools is 1 to %d bytes without control characters, not %q", MaxMCPToolNameBytes, clip(t))
+		if t == "" || len(t) > MaxMCPToolNameBytes {
+			return refusal.New(refusal.BadDescriptor, "an MCP tool name in mcp.tools is 1 to %d bytes, not %q", MaxMCPToolNameBytes, clip(t))
+		}
+		if r := names.Check("an MCP tool name in mcp.tools", t); r != nil {
+			return r
 		}
 		if seen[t] {
 			return refusal.New(refusal.BadDescriptor, "mcp.tools names %q twice", clip(t))

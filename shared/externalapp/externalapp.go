@@ -38,6 +38,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/tool"
 	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
@@ -135,6 +136,8 @@ func Tools(appID string, reported []ReportedTool) ([]Tool, []Dropped) {
 		switch {
 		case len(tools) >= MaxTools:
 			why = fmt.Sprintf("the app offers more than %d tools", MaxTools)
+		case names.Check("its name", r.Name) != nil:
+			why = names.Check("its name", r.Name).Error()
 		case !miniapp.ValidToolName(r.Name):
 			why = "its name is not 1 to 64 of A-Z, a-z, 0-9, _ and -"
 		case seen[r.Name]:
@@ -150,7 +153,7 @@ func Tools(appID string, reported []ReportedTool) ([]Tool, []Dropped) {
 			}
 		}
 		if why != "" {
-			dropped = append(dropped, Dropped{appID, clampString(r.Name, 80), why})
+			dropped = append(dropped, Dropped{appID, names.Escape(clampString(r.Name, 80)), why})
 			continue
 		}
 		seen[r.Name] = true

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -51,6 +52,21 @@ func CheckDir(name string) error {
 		return nil
 	}
 	return Check(name)
+}
+
+// CheckCreate is Check for a name a root is about to create or write (a file written, a folder
+// made, the new name of a move): it also refuses, invalid-name, a name holding a character that
+// hides or reorders text, or one not in Unicode NFC (shared/names), in any element. Reading,
+// listing, moving away and removing go by Check alone, so a file stored under such a name by
+// another program can still be read and cleaned up.
+func CheckCreate(name string) error {
+	if err := Check(name); err != nil {
+		return err
+	}
+	if r := names.Check("the path", name); r != nil {
+		return &fs.PathError{Op: "check", Path: name, Err: &refusedError{r}}
+	}
+	return nil
 }
 
 // ValidName reports whether elem may be one element of a name: what a root lists in ReadDir.

@@ -137,7 +137,7 @@ func (m *MemRoot) read(op, name string, limit int) ([]byte, int64, error) {
 
 // WriteFile replaces the file name with a copy of data.
 func (m *MemRoot) WriteFile(ctx context.Context, name string, data []byte) error {
-	if err := Check(name); err != nil {
+	if err := CheckCreate(name); err != nil {
 		return WithOp(err, "write")
 	}
 	if err := ctx.Err(); err != nil {
@@ -191,7 +191,7 @@ func (m *MemRoot) canStore(name string) error {
 
 // Create starts a replacement of name held in memory until Commit.
 func (m *MemRoot) Create(ctx context.Context, name string) (Writer, error) {
-	if err := Check(name); err != nil {
+	if err := CheckCreate(name); err != nil {
 		return nil, WithOp(err, "create")
 	}
 	m.mu.RLock()
@@ -293,7 +293,7 @@ func (m *MemRoot) Stat(ctx context.Context, name string) (Entry, error) {
 
 // MkdirAll creates name and its missing parents.
 func (m *MemRoot) MkdirAll(ctx context.Context, name string) error {
-	if err := Check(name); err != nil {
+	if err := CheckCreate(name); err != nil {
 		return WithOp(err, "mkdir")
 	}
 	m.mu.Lock()
@@ -350,7 +350,7 @@ func (m *MemRoot) Rename(ctx context.Context, from, to string) error {
 	if err := Check(from); err != nil {
 		return WithOp(err, "rename")
 	}
-	if err := Check(to); err != nil {
+	if err := CheckCreate(to); err != nil {
 		return WithOp(err, "rename")
 	}
 	if to == from || strings.HasPrefix(to, from+"/") {

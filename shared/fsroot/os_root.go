@@ -216,7 +216,7 @@ func (r *OSRoot) Create(ctx context.Context, name string) (Writer, error) {
 }
 
 func (r *OSRoot) create(ctx context.Context, op, name string) (*osWriter, error) {
-	if err := Check(name); err != nil {
+	if err := CheckCreate(name); err != nil {
 		return nil, WithOp(err, op)
 	}
 	if err := r.viaDot(op, name, false); err != nil {
@@ -396,7 +396,7 @@ func (r *OSRoot) Stat(ctx context.Context, name string) (Entry, error) {
 
 // MkdirAll creates name and its missing parents (mode 0755).
 func (r *OSRoot) MkdirAll(ctx context.Context, name string) error {
-	if err := Check(name); err != nil {
+	if err := CheckCreate(name); err != nil {
 		return WithOp(err, "mkdir")
 	}
 	if err := r.viaDot("mkdir", name, true); err != nil {
@@ -433,6 +433,9 @@ func (r *OSRoot) Rename(ctx context.Context, from, to string) error {
 		if err := r.viaDot("rename", n, false); err != nil {
 			return err
 		}
+	}
+	if err := CheckCreate(to); err != nil {
+		return WithOp(err, "rename")
 	}
 	if to == from || strings.HasPrefix(to, from+"/") {
 		return Err("rename", to, fs.ErrInvalid)

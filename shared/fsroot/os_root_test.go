@@ -187,3 +187,39 @@ func TestOSLinksToDotNames(t *testing.T) {
 		t.Errorf(".git/hook exists: %v", err)
 	}
 }
+
+// TestOSLookalikeNamesStoredBeforeStayReachable: a file another program stored under a name
+// Voicebox refuses to create (shared/names) is still listed, read, moved to a clean name and
+// removed, so a person can clean it up; only writing to it is refused.
+func TestOSLookalikeNamesStoredBeforeStayReachable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, n := range []string{"\u202egnp.exe", "\u200bnotes.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := fsroot.OpenOS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	ctx := t.Context()
+	entries, err := r.ReadDir(ctx, "")
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("ReadDir = %v, %v; want both files listed", entries, err)
+	}
+	if b, err := r.ReadFile(ctx, "\u202egnp.exe"); err != nil || string(b) != "old" {
+		t.Fatalf("ReadFile = %q, %v; want the content", b, err)
+	}
+	fsroottest.WantRefused(t, "WriteFile", r.WriteFile(ctx, "\u202egnp.exe", []byte("new")), "\u202egnp.exe", refusal.InvalidName)
+	if err := r.Rename(ctx, "\u202egnp.exe", "gnp.exe"); err != nil {
+		t.Fatalf("Rename to a clean name: %v", err)
+	}
+	if err := r.Remove(ctx, "\u200bnotes.txt"); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	if entries, err = r.ReadDir(ctx, ""); err != nil || len(entries) != 1 || entries[0].Name != "gnp.exe" {
+		t.Fatalf("ReadDir after the clean-up = %v, %v; want gnp.exe alone", entries, err)
+	}
+}

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
@@ -88,6 +89,9 @@ func ParseDeclaration(raw []byte) (*Declaration, error) {
 	var name, description string
 	if err := stringField(fields, "name", &name); err != nil {
 		return nil, refusal.New(refusal.InvalidToolName, "the declaration %s", err)
+	}
+	if r := names.Check("the tool name", name); r != nil {
+		return nil, r
 	}
 	if !ValidWebMCPToolName(name) {
 		return nil, refusal.New(refusal.InvalidToolName,

@@ -625,3 +625,14 @@ func TestValidateChecksWithoutCalling(t *testing.T) {
 		t.Fatalf("Validate called the app %d times", n)
 	}
 }
+
+func TestLookalikeToolNamesAndAppIDsAreInvalidName(t *testing.T) {
+	t.Parallel()
+	_, err := ParseDeclaration([]byte(`{"name":"get\u202etxt","description":"reads"}`))
+	if r, ok := refusal.As(err); !ok || r.Rule != refusal.InvalidName || !strings.Contains(r.Why, "U+202E") || !strings.Contains(r.Why, "index 3") {
+		t.Errorf("ParseDeclaration = %v; want invalid-name naming U+202E at index 3", err)
+	}
+	if err := checkAppID("app\u200b"); refusal.RuleOf(err) != refusal.InvalidName {
+		t.Errorf("checkAppID = %v; want invalid-name", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/tool"
 )
@@ -397,6 +398,9 @@ func ModelName(appID, name string) string {
 }
 
 func checkAppID(id string) error {
+	if r := names.Check("the app id", id); r != nil {
+		return r
+	}
 	ok := len(id) >= 1 && len(id) <= MaxAppIDLength
 	for i := 0; ok && i < len(id); i++ {
 		c := id[i]

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/names"
 )
 
 // Slug returns the normal form of a name, as the original Voicebox makes it: lower case, ASCII
@@ -64,7 +65,7 @@ func titleFromFileName(name string) string {
 		r, n := utf8.DecodeRuneInString(w)
 		words[i] = string(unicode.ToUpper(r)) + w[n:]
 	}
-	return clip(strings.Join(words, " "))
+	return clip(names.Escape(strings.Join(words, " ")))
 }
 
 // readTitle returns the <title> of the file name in r, or "" when it has none or cannot be
@@ -110,7 +111,8 @@ func findTitle(data []byte) string {
 		return ""
 	}
 	text := strings.ToValidUTF8(html.UnescapeString(s[start:start+end]), "\uFFFD")
-	return clip(strings.Join(strings.Fields(text), " "))
+	// A document's title is its author's, not a name Voicebox makes: shown escaped, not refused.
+	return clip(names.Escape(strings.Join(strings.Fields(text), " ")))
 }
 
 func asciiLower(s string) string {

@@ -57,6 +57,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -677,6 +678,9 @@ func (s *Store) save(ctx context.Context, opts SaveOptions, slug string) (Entry,
 		}
 	}
 	title := clip(strings.TrimSpace(opts.Title))
+	if r := names.Check("the title", title); r != nil {
+		return Entry{}, r
+	}
 	if title == "" {
 		title = findTitle(opts.HTML)
 	}

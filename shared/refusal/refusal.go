@@ -84,6 +84,13 @@ const (
 	// the bridge's Connection-Allowlist no peer connection can start from any frame of the app.
 	SandboxNoNetwork Rule = "sandbox-no-network"
 
+	// InvalidName refuses a name a person reads (a file or folder name, an app title, a tool,
+	// extension, MCP client or machine name) that holds a character that hides or reorders text:
+	// a C0 or C1 control, a bidi control, a zero-width or other format character, or a name not in
+	// Unicode NFC (shared/names). The sentence names the character (U+XXXX and its class) and its
+	// index.
+	InvalidName Rule = "invalid-name"
+
 	// Workspace paths (shared/fsroot): every root checks every name before it touches anything.
 	OutsideRoot    Rule = "outside-root"
 	DotfileRefused Rule = "dotfile-refused"

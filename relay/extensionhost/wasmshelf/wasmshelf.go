@@ -41,6 +41,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmtool"
 	"github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/wasmabi"
@@ -151,6 +152,10 @@ func Manifest(dir string) Shelf {
 		s.Refused, s.Why = refusal.ShelfUnreadable, "the shelf's manifest names more than the 64 tools a shelf may hold"
 		return s
 	}
+	if r := names.Check("the shelf's name", m.Name); r != nil {
+		s.Refused, s.Why = r.Rule, r.Why
+		return s
+	}
 	s.OK, s.Name, s.Version = true, m.Name, m.Version
 	seen := map[string]bool{}
 	for _, e := range m.Tools {
@@ -221,6 +226,10 @@ func toolOf(e entry, seen map[string]bool) Tool {
 		if t.ID == "" {
 			t.ID = "(unnamed)"
 		}
+		return t
+	case names.Check("", e.ID) != nil:
+		t.ID = names.Escape(e.ID)
+		t.Refused, t.Why = refusal.InvalidName, names.Check("a shelf tool's id", e.ID).Why
 		return t
 	case !idPattern.MatchString(e.ID):
 		t.Refused, t.Why = refusal.BadDescriptor, "a shelf tool's id is 1 to 64 lower-case letters, digits or '_', starting with a letter"

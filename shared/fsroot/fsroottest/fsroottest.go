@@ -70,6 +70,7 @@ func Run(t *testing.T, newRoot func(t *testing.T) fsroot.Root, opts Options) {
 	}{
 		{"Containment", s.containment},
 		{"AcceptedNames", s.acceptedNames},
+		{"LookalikeNames", s.lookalikeNames},
 		{"RoundTrip", s.roundTrip},
 		{"Large", s.large},
 		{"Replace", s.replace},
@@ -319,6 +320,52 @@ func (s suite) acceptedNames(t *testing.T) {
 	long := strings.Repeat("n", fsroot.MaxNameBytes)
 	write(t, r, long, []byte("long"))
 	wantContent(t, r, long, []byte("long"))
+}
+
+// lookalikeNames: no root creates, writes or moves a file to a name holding a character that
+// hides or reorders text (shared/names), in any element, and each refusal names the character.
+func (s suite) lookalikeNames(t *testing.T) {
+	r := s.root(t)
+	ctx := context.Background()
+	write(t, r, "keep.txt", []byte("keep"))
+	for _, c := range []struct{ name, char string }{
+		{"\u200b.voicebox/x", "U+200B"},
+		{"\u202egnp.exe", "U+202E"},
+		{"docs/a\u2066b.md", "U+2066"},
+		{"a\rb", "U+000D"},
+		{"a\x1b[2Jb", "U+001B"},
+		{"cafe\u0301.md", "normal form C"},
+	} {
+		for _, op := range []struct {
+			name string
+			do   func() error
+		}{
+			{"WriteFile", func() error { return r.WriteFile(ctx, c.name, []byte("x")) }},
+			{"Create", func() error {
+				w, err := r.Create(ctx, c.name)
+				if err == nil {
+					w.Abort()
+				}
+				return err
+			}},
+			{"MkdirAll", func() error { return r.MkdirAll(ctx, c.name) }},
+			{"Rename", func() error {
+				rn, ok := r.(fsroot.Renamer)
+				if !ok {
+					return fsroot.CheckCreate(c.name)
+				}
+				return rn.Rename(ctx, "keep.txt", c.name)
+			}},
+		} {
+			err := op.do()
+			WantRefused(t, op.name, err, c.name, refusal.InvalidName)
+			if err != nil && !strings.Contains(err.Error(), c.char) {
+				t.Errorf("%s(%+q) = %v; want the refusal to name %s", op.name, c.name, err, c.char)
+			}
+		}
+	}
+	wantNames(t, r, "", "keep.txt")
+	wantContent(t, r, "keep.txt", []byte("keep"))
 }
 
 func (s suite) roundTrip(t *testing.T) {
