@@ -122,9 +122,9 @@ func (r *Runner) Call(ctx context.Context, module []byte, tool extensions.WasmTo
 	if !ok {
 		return nil, refusal.New(refusal.UnsupportedABI, "the tool asks for ABI %q; the ABIs are %s and %s", tool.ABI, wasmabi.ABI1, wasmabi.ABIDiff)
 	}
-	shape, err := wasmabi.Scan(module)
+	shape, err := wasmabi.CheckBytes(module, uint64(r.limits.MaxMemoryPages), false)
 	if err != nil {
-		return nil, refusal.New(refusal.WasmInvalid, "the module is not a valid WebAssembly binary: %s", err)
+		return nil, err
 	}
 	compiled, err := r.compile(ctx, digest, module)
 	if err != nil {
@@ -140,9 +140,6 @@ func (r *Runner) Call(ctx context.Context, module []byte, tool extensions.WasmTo
 		return nil, err
 	}
 	if err := layout.CheckExports(shape, tool.Export); err != nil {
-		return nil, err
-	}
-	if err := wasmabi.CheckResources(shape, uint64(r.limits.MaxMemoryPages), false); err != nil {
 		return nil, err
 	}
 
