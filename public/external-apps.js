@@ -32,7 +32,7 @@
 // The message listener looks at a message's source before anything else: a message from a window
 // that is no open app's frame is counted (strays) and never read. An app's frame may send at most
 // MESSAGE_BUDGET messages within MESSAGE_WINDOW_MS (rules.js), besides one answer to each request
-// the page sent it, and at most MESSAGE_BYTE_BUDGET bytes, answers included (message-budget.js:
+// the page sent it, and at most MESSAGE_BYTE_BUDGET bytes, besides those answers (message-budget.js:
 // the page is the realm that receives and deserialises what the app posts, so it sizes each
 // message as it reads it); the first one over either stops it (its frame removed, its tools
 // withdrawn, the reason in its card with Start again).
@@ -426,8 +426,8 @@ export function startExternalApps(vb) {
   }
 
   /**
-   * charge charges one message of app's frame (data as received; owed: an answer it owed, whose
-   * bytes only are charged) against its budget and reports whether it is within it; the first
+   * charge charges one message of app's frame (data as received; owed: an answer it owed, which
+   * is free) against its budget and reports whether it is within it; the first
    * one over it stops the app.
    * @param {XApp} app
    * @param {unknown} data

@@ -8,9 +8,10 @@
 // an app can make that realm pay to the budget and one message more.
 //
 // An app may send MESSAGE_BUDGET messages and MESSAGE_BYTE_BUDGET bytes within
-// MESSAGE_WINDOW_MS (shared/miniapp, generated into rules.js); an answer it owes (one per call
-// it was sent) is charged its bytes but not counted. A message's bytes are estimated without
-// serialising it again (messageBytes).
+// MESSAGE_WINDOW_MS (shared/miniapp, generated into rules.js). An answer it owes (one per call
+// it was sent) is free of both: how many there are is the host's doing, and a result has its own
+// bound where it is read (the bridge's MAX_OUTPUT_BYTES). A message's bytes are estimated
+// without serialising it again (messageBytes).
 import { MAX_SIZED_VALUES, MESSAGE_BUDGET, MESSAGE_BYTE_BUDGET, MESSAGE_WINDOW_MS } from './rules.js';
 
 /** OVER is what a message too large to size is charged: more than the whole byte budget. */
@@ -68,9 +69,9 @@ export class MessageBudget {
   bytes = 0;
 
   /**
-   * charge charges one message of the app, data as received: its bytes, and itself unless it is
-   * an answer the app owed. It returns '' while the app is within both budgets, and why it is
-   * not for the first message over either (the caller stops the app).
+   * charge charges one message of the app, data as received: itself and its bytes, unless it is
+   * an answer the app owed (free). It returns '' while the app is within both budgets, and why
+   * it is not for the first message over either (the caller stops the app).
    * @param {unknown} data
    * @param {boolean} [owed]
    * @returns {string}
@@ -82,7 +83,8 @@ export class MessageBudget {
       this.count = 0;
       this.bytes = 0;
     }
-    if (!owed && ++this.count > MESSAGE_BUDGET) return `it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms`;
+    if (owed) return '';
+    if (++this.count > MESSAGE_BUDGET) return `it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms`;
     this.bytes += messageBytes(data);
     if (this.bytes > MESSAGE_BYTE_BUDGET) return `it sent more than ${MESSAGE_BYTE_BUDGET} bytes within ${MESSAGE_WINDOW_MS} ms`;
     return '';

@@ -18,8 +18,8 @@
 //
 // Every message of the app (over the port, or to this window from any frame inside it) is charged
 // here, in a realm the app cannot reach, where it was already deserialised (message-budget.js):
-// its bytes against MESSAGE_BYTE_BUDGET, and itself against MESSAGE_BUDGET unless it is an answer
-// to a call the bridge sent. An app over either budget is stopped here at once (its frame removed, its calls answered) and the host is told, once. A
+// itself against MESSAGE_BUDGET and its bytes against MESSAGE_BYTE_BUDGET, unless it is an answer
+// to a call the bridge sent (whose output has its bound, MAX_OUTPUT_BYTES). An app over either budget is stopped here at once (its frame removed, its calls answered) and the host is told, once. A
 // message that is not the app's one handshake is dropped without being read; the host learns how
 // many at most every DROP_REPORT_MS, with what the first MAX_SAMPLES of them were and why they
 // were not taken (a message over the port of a type the bridge does not know is dropped the

@@ -65,7 +65,7 @@ func Rules() []Rule {
 		{"TOOL_TIMEOUT_MS", "shared/miniapp.ToolTimeout", "how long a mini-app may take to answer one call", miniapp.ToolTimeout.Milliseconds()},
 		{"MESSAGE_BUDGET", "shared/miniapp.MessageBudget", "how many messages one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free); the first over it stops the app", miniapp.MessageBudget},
 		{"MESSAGE_WINDOW_MS", "shared/miniapp.MessageBudgetWindow", "the window MESSAGE_BUDGET and MESSAGE_BYTE_BUDGET count in", miniapp.MessageBudgetWindow.Milliseconds()},
-		{"MESSAGE_BYTE_BUDGET", "shared/miniapp.MessageByteBudget", "how many bytes one open app may send within MESSAGE_WINDOW_MS, answers included, each message sized without serialising it (message-budget.js); the first over it stops the app", miniapp.MessageByteBudget},
+		{"MESSAGE_BYTE_BUDGET", "shared/miniapp.MessageByteBudget", "how many bytes one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free), each message sized without serialising it (message-budget.js); the first over it stops the app", miniapp.MessageByteBudget},
 		{"MAX_SIZED_VALUES", "shared/miniapp.MaxSizedValues", "the values the estimate of one message's bytes visits; a message with more is charged all of MESSAGE_BYTE_BUDGET", miniapp.MaxSizedValues},
 		{"MESSAGE_BUDGET_EXCEEDED", "shared/refusal.MessageBudgetExceeded", "the rule an app over its message budget is stopped with", string(refusal.MessageBudgetExceeded)},
 		{"SANDBOX_NO_NETWORK", "shared/refusal.SandboxNoNetwork", "the rule a sandboxed app that reaches for WebRTC is refused with", string(refusal.SandboxNoNetwork)},

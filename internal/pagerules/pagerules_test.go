@@ -215,7 +215,7 @@ let countOver = 0;
 for (let i = 1; i <= 501 && !countOver; i++) if (count.charge({ type: 'x' })) countOver = i;
 const owed = new MessageBudget();
 let owedOver = '';
-for (let i = 0; i < 1000 && !owedOver; i++) owedOver = owed.charge('a', true);
+for (let i = 0; i < 1000 && !owedOver; i++) owedOver = owed.charge('x'.repeat(1 << 20), true);
 const bytes = new MessageBudget();
 let bytesOver = 0, why = '';
 for (let i = 1; i <= 100 && !bytesOver; i++) if ((why = bytes.charge('x'.repeat(1 << 20)))) bytesOver = i;
@@ -258,7 +258,7 @@ func TestTheMessageBudgetInNode(t *testing.T) {
 		t.Errorf("the count stopped the app at message %d, want %d", got.CountOver, miniapp.MessageBudget+1)
 	}
 	if got.OwedOver != "" {
-		t.Errorf("1,000 owed answers of one byte were stopped: %s", got.OwedOver)
+		t.Errorf("1,000 owed answers of 1 MiB were stopped: %s", got.OwedOver)
 	}
 	if want := miniapp.MessageByteBudget>>20 + 1; got.BytesOver != want || !strings.Contains(got.Why, "bytes within") {
 		t.Errorf("1 MiB messages stopped the app at message %d (%q), want %d", got.BytesOver, got.Why, want)
