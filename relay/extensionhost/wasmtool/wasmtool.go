@@ -6,6 +6,9 @@
 //
 // The caller reads the module's bytes afresh for every call (ReadModule) and Call checks them
 // against the pinned sha256 before anything else; the refusals and their order are wasmabi's.
+// wasmabi.CheckBytes holds every memory and table of the module, together, to the bounds before
+// wazero compiles it (wazero itself refuses a second memory: it does not run the multi-memory
+// proposal, so such a module within the bounds is wasm-invalid here and runs in a browser).
 // The runner's own bounds (Limits): the module's size, its memory (checked when it starts and
 // enforced while it grows: memory.grow past the bound answers -1 and the call is stopped
 // resource-exceeded), the tables' maxima, a wall-clock deadline that includes a start function,
