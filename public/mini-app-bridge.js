@@ -199,7 +199,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     retire(`the mini-app was stopped: ${why}`);
     if (inner) inner.remove();
     inner = null;
-    toHost({ type: 'over_budget', why });
+    toHost({ type: 'over_budget', why, messages: budget.count, bytes: budget.bytes });
   }
 
   // drop counts a message dropped (describing the first MAX_SAMPLES: why, and its type), and

@@ -82,7 +82,11 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
 /** @typedef {{name: string} | {path: string} | {view: {extension: string, tool: string, input?: object, result?: object}}} Target */
 /** @typedef {{path: string, size: number}} FolderFile */
 /** @typedef {{token: string, base: string}} Bundle */
-/** @typedef {{rule: string, why: string}} StopReason */
+/**
+ * StopReason is why an app was stopped; spent, for its message budget, what it had sent in the
+ * window when it was (counted where the budget stopped it: the bridge or the page).
+ * @typedef {{rule: string, why: string, spent?: {messages: number, bytes: number}}} StopReason
+ */
 /**
  * Stats is what an open app's frames have done, for the tests. dropped is the bridge's count of
  * the app's messages it dropped and ignored what the first few of them were and why, foreign the
@@ -560,16 +564,18 @@ export function startMiniApps(vb) {
   function charge(running, data) {
     const over = running.budget.charge(data);
     if (!over) return true;
-    stop(running.app, overBudget(over));
+    stop(running.app, overBudget(over, running.budget.count, running.budget.bytes));
     return false;
   }
 
   /**
    * @param {string} why
+   * @param {unknown} messages
+   * @param {unknown} bytes
    * @returns {StopReason}
    */
-  function overBudget(why) {
-    return { rule: MESSAGE_BUDGET_EXCEEDED, why };
+  function overBudget(why, messages, bytes) {
+    return { rule: MESSAGE_BUDGET_EXCEEDED, why, spent: { messages: Number(messages) || 0, bytes: Number(bytes) || 0 } };
   }
 
   /**
@@ -731,7 +737,7 @@ export function startMiniApps(vb) {
         break;
       }
       case 'over_budget':
-        stop(app, overBudget(typeof msg.why === 'string' ? msg.why.slice(0, 200) : 'it passed its message budget'));
+        stop(app, overBudget(typeof msg.why === 'string' ? msg.why.slice(0, 200) : 'it passed its message budget', msg.messages, msg.bytes));
         break;
       case 'mcp_initialize':
         // A view's handshake, as WebMCP's is an app's: the document it names is the current one.
