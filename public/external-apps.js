@@ -32,13 +32,16 @@
 // The message listener looks at a message's source before anything else: a message from a window
 // that is no open app's frame is counted (strays) and never read. An app's frame may send at most
 // MESSAGE_BUDGET messages within MESSAGE_WINDOW_MS (rules.js), besides one answer to each request
-// the page sent it; the first one over stops it (its frame removed, its tools withdrawn, the
-// reason in its card with Start again).
+// the page sent it, and at most MESSAGE_BYTE_BUDGET bytes, besides those answers (message-budget.js:
+// the page is the realm that receives and deserialises what the app posts, so it sizes each
+// message as it reads it); the first one over either stops it (its frame removed, its tools
+// withdrawn, the reason in its card with Start again).
 //
 // startExternalApps returns the API the page and the tests use (see the end of the file).
 import { byId } from './dom.js';
 import { emit } from './events.js';
 import { relay } from './http.js';
+import { MessageBudget } from './message-budget.js';
 import { externalModelName as modelName, validToolName } from './names.js';
 import * as rules from './rules.js';
 import { toolForm as schemaToolForm } from './schema-form.js';
@@ -164,7 +167,7 @@ const ICONS = { app: '▣', calendar: '◴', cart: '⊞', chart: '▲', chat: '�
  *   nextId: number, identifySeq: number,
  *   approvals: Map<number, {settle: (o: ApprovalOutcome) => void, tool: string, by: string, modelCallId: string}>,
  *   stats: ReturnType<typeof newStats>, state: () => ReturnType<typeof stateOf>,
- *   frame: HTMLIFrameElement, budget: {windowStart: number, spent: number},
+ *   frame: HTMLIFrameElement, budget: MessageBudget,
  *   view: {section: HTMLElement, status: HTMLElement, approvals: HTMLElement, selection: HTMLElement,
  *     errors: HTMLElement, tools: HTMLElement, stopped: HTMLElement, stoppedText: HTMLElement, ignored: HTMLElement},
  * }} XApp
@@ -196,6 +199,7 @@ function stateOf(app) {
     appId: app.id, live: app.live, documentId: app.documentId, caps: { ...app.caps },
     tools: app.tools.map((t) => ({ name: t.name, modelName: t.modelName, description: t.description, readOnly: t.readOnly })),
     selection: app.selection, approvalsPending: app.approvals.size, stats: structuredClone(app.stats),
+    budget: { count: app.budget.count, bytes: app.budget.bytes },
   };
 }
 
@@ -330,7 +334,7 @@ export function startExternalApps(vb) {
       id: appId, entry, adapter: adapterOf(entry), documentId: null, live: false, caps: {}, appInfo: null, initResult: null,
       tools: [], selection: null, toolsChanged: 0, initSinceLoad: false,
       pending: new Map(), nextId: 1, identifySeq: 0, approvals: new Map(), stats: newStats(),
-      budget: { windowStart: 0, spent: 0 },
+      budget: new MessageBudget(),
     }));
     opened.state = () => stateOf(opened);
     apps.set(appId, opened);
@@ -413,7 +417,7 @@ export function startExternalApps(vb) {
     if (!app.stats.stopped || apps.get(app.id) !== app) return;
     app.stats.stopped = null;
     app.stats.starts++;
-    app.budget = { windowStart: 0, spent: 0 };
+    app.budget = new MessageBudget();
     app.view.stopped.hidden = true;
     const frame = newFrame(app);
     app.view.stopped.after(frame);
@@ -422,19 +426,17 @@ export function startExternalApps(vb) {
   }
 
   /**
-   * charge counts one message of app's frame against its budget and reports whether it is within
-   * it; the first one over it stops the app.
+   * charge charges one message of app's frame (data as received; owed: an answer it owed, which
+   * is free) against its budget and reports whether it is within it; the first
+   * one over it stops the app.
    * @param {XApp} app
+   * @param {unknown} data
+   * @param {boolean} owed
    */
-  function charge(app) {
-    const b = app.budget;
-    const now = performance.now();
-    if (now - b.windowStart >= rules.MESSAGE_WINDOW_MS) {
-      b.windowStart = now;
-      b.spent = 0;
-    }
-    if (++b.spent <= rules.MESSAGE_BUDGET) return true;
-    stop(app, { rule: rules.MESSAGE_BUDGET_EXCEEDED, why: `it sent more than ${rules.MESSAGE_BUDGET} messages within ${rules.MESSAGE_WINDOW_MS} ms` });
+  function charge(app, data, owed) {
+    const over = app.budget.charge(data, owed);
+    if (!over) return true;
+    stop(app, { rule: rules.MESSAGE_BUDGET_EXCEEDED, why: over });
     return false;
   }
 
@@ -598,7 +600,7 @@ export function startExternalApps(vb) {
       countStray(event.origin);
       return;
     }
-    if (!owedAnswer(app, event) && !charge(app)) return;
+    if (!charge(app, event.data, owedAnswer(app, event))) return;
     if (event.origin !== app.entry.origin) {
       app.stats.dropped.origin++;
       app.stats.dropped.lastOrigin = event.origin;

@@ -16,9 +16,10 @@
 // bounds every call again (5,000 ms, 64 KiB of output) whatever the host does, and answers each
 // call once.
 //
-// Every message of the app (over the port, or to this window from any frame inside it) counts
-// against MESSAGE_BUDGET; an answer to a call the bridge sent does not. An app over its budget is
-// stopped here at once (its frame removed, its calls answered) and the host is told, once. A
+// Every message of the app (over the port, or to this window from any frame inside it) is charged
+// here, in a realm the app cannot reach, where it was already deserialised (message-budget.js):
+// itself against MESSAGE_BUDGET and its bytes against MESSAGE_BYTE_BUDGET, unless it is an answer
+// to a call the bridge sent (whose output has its bound, MAX_OUTPUT_BYTES). An app over either budget is stopped here at once (its frame removed, its calls answered) and the host is told, once. A
 // message that is not the app's one handshake is dropped without being read; the host learns how
 // many at most every DROP_REPORT_MS, with what the first MAX_SAMPLES of them were and why they
 // were not taken (a message over the port of a type the bridge does not know is dropped the
@@ -52,8 +53,9 @@
 // Besides registering tools and answering calls, the app may ask the host to check the
 // arguments of a call its own agent makes (validate_args, WebMCP executeTool); the host's cancel
 // of a call is passed on to the app (cancel_call), which aborts the tool's signal.
+import { MessageBudget } from './message-budget.js';
 import {
-  MAX_DECLARATION_BYTES, MAX_OUTPUT_BYTES, MAX_TOOLS_PER_APP as MAX_TOOLS, MESSAGE_BUDGET, MESSAGE_WINDOW_MS, TOOL_TIMEOUT_MS,
+  MAX_DECLARATION_BYTES, MAX_OUTPUT_BYTES, MAX_TOOLS_PER_APP as MAX_TOOLS, TOOL_TIMEOUT_MS,
   SANDBOX_NO_NETWORK, WEBMCP_TOOL_NAME,
 } from './rules.js';
 
@@ -162,8 +164,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   let viewSeq = 0;
 
   // The message budget.
-  let windowStart = 0;
-  let spent = 0;
+  const budget = new MessageBudget();
   let credits = 0; // answers the app owes: one per call sent to it, not charged
   let stopped = false; // the app went over its budget: nothing of it is read again
   let dropped = 0; // messages dropped, in all
@@ -177,27 +178,28 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
    */
   const toHost = (msg, transfer) => host.postMessage(msg, hostOrigin, transfer || []);
 
-  // charge counts one message of the app and reports whether it is within the budget; the one
-  // over it stops the app.
-  function charge() {
+  // charge charges one message of the app, data as received (owed: an answer it owed, which is
+  // not counted), and reports whether it is within the budget; the one over it stops the app.
+  /**
+   * @param {unknown} data
+   * @param {boolean} [owed]
+   */
+  function charge(data, owed = false) {
     if (stopped) return false;
-    const now = performance.now();
-    if (now - windowStart >= MESSAGE_WINDOW_MS) {
-      windowStart = now;
-      spent = 0;
-    }
-    if (++spent <= MESSAGE_BUDGET) return true;
-    stop();
+    const over = budget.charge(data, owed);
+    if (!over) return true;
+    stop(over);
     return false;
   }
 
   // stop ends the app for good: its port, its calls and its frame. Only the host starts it again.
-  function stop() {
+  /** @param {string} why */
+  function stop(why) {
     stopped = true;
-    retire(`the mini-app was stopped: it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms`);
+    retire(`the mini-app was stopped: ${why}`);
     if (inner) inner.remove();
     inner = null;
-    toHost({ type: 'over_budget' });
+    toHost({ type: 'over_budget', why, messages: budget.count, bytes: budget.bytes });
   }
 
   // drop counts a message dropped (describing the first MAX_SAMPLES: why, and its type), and
@@ -310,7 +312,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       // The app loaded a new document in its frame (a reload or a navigation): it gets a new
       // generation, a new port once it asks, and no tools until it registers them again. Each
       // costs the host a message and the worker a reset, so it counts against the budget.
-      if (!charge()) return;
+      if (!charge(null)) return;
       retire('the mini-app reloaded itself before it answered');
       generation++;
       toHost({ type: 'reloaded', generation });
@@ -326,8 +328,9 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     const channel = new MessageChannel();
     port = channel.port1;
     port.onmessage = (event) => {
-      if (credits > 0) credits--;
-      else if (!charge()) return;
+      const owed = credits > 0;
+      if (owed) credits--;
+      if (!charge(event.data, owed)) return;
       fromApp(event.data);
     };
     inner?.contentWindow?.postMessage({ type: 'mini_app_port' }, '*', [channel.port2]);
@@ -715,7 +718,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     // The view's answer to a request the bridge sent it (its own tools) is owed, not charged.
     const owed = inner && event.source === inner.contentWindow && event.data && typeof event.data === 'object' &&
       event.data.jsonrpc === '2.0' && event.data.method === undefined && viewRequests.has(event.data.id);
-    if (!owed && !charge()) {
+    if (!charge(event.data, owed)) {
       dropped++;
       return;
     }

@@ -20,9 +20,13 @@
 //
 // An app is stopped (its frame removed, its tools unregistered in the worker, the reason shown in
 // its card with a button to start it again) when a call to it passes its deadline, or when it
-// sends more than MESSAGE_BUDGET messages within MESSAGE_WINDOW_MS. The page's message listener
-// looks at a message's source before anything else and reads nothing of a message that is not
-// from a bridge; what it drops, it counts (see counters), never logs.
+// sends more than MESSAGE_BUDGET messages or MESSAGE_BYTE_BUDGET bytes within MESSAGE_WINDOW_MS
+// (message-budget.js): its bridge charges what the app sends it and stops the app there, and this
+// file charges what a frame inside the app posts to the page directly, the one door the bridge
+// cannot see (the page has received and deserialised such a message before its listener runs, so
+// it sizes it, and the budget bounds what it pays). The page's message listener looks at a
+// message's source before anything else and reads nothing of a message that is not from a
+// running app; what it drops, it counts (see counters), never logs.
 //
 // A folder app (an index.html beside its modules, styles and images) has its files copied to the
 // relay when it starts, into a bundle under a random token (POST/PUT /api/app-files); its bridge
@@ -43,7 +47,8 @@
 import { byId, node } from './dom.js';
 import { listen } from './events.js';
 import { relay } from './http.js';
-import { MESSAGE_BUDGET, MESSAGE_BUDGET_EXCEEDED, MESSAGE_WINDOW_MS, TOOL_TIMEOUT_MS } from './rules.js';
+import { MessageBudget } from './message-budget.js';
+import { MESSAGE_BUDGET_EXCEEDED, TOOL_TIMEOUT_MS } from './rules.js';
 import { toolForm } from './schema-form.js';
 
 /** MAX_FRAME_DEPTH bounds the walk from a message's source window up to the bridge it is in. */
@@ -77,7 +82,11 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
 /** @typedef {{name: string} | {path: string} | {view: {extension: string, tool: string, input?: object, result?: object}}} Target */
 /** @typedef {{path: string, size: number}} FolderFile */
 /** @typedef {{token: string, base: string}} Bundle */
-/** @typedef {{rule: string, why: string}} StopReason */
+/**
+ * StopReason is why an app was stopped; spent, for its message budget, what it had sent in the
+ * window when it was (counted where the budget stopped it: the bridge or the page).
+ * @typedef {{rule: string, why: string, spent?: {messages: number, bytes: number}}} StopReason
+ */
 /**
  * Stats is what an open app's frames have done, for the tests. dropped is the bridge's count of
  * the app's messages it dropped and ignored what the first few of them were and why, foreign the
@@ -96,7 +105,7 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
  * message budget's count. Messages from a window of an earlier one are never charged to this.
  * doc is the number of the document whose port was last handed to the worker (0: none yet),
  * portGeneration the bridge's generation of that document.
- * @typedef {{app: OpenApp, window: Window | null, origin: string, live: boolean, windowStart: number, spent: number,
+ * @typedef {{app: OpenApp, window: Window | null, origin: string, live: boolean, budget: MessageBudget,
  *   doc: number, portGeneration: number}} Running
  */
 /**
@@ -346,7 +355,7 @@ export function startMiniApps(vb) {
     app.bridgeReady = false;
     app.stats.starts++;
     app.stats.stopped = null;
-    app.running = { app, window: frame.contentWindow, origin, live: true, windowStart: 0, spent: 0, doc: 0, portGeneration: -1 };
+    app.running = { app, window: frame.contentWindow, origin, live: true, budget: new MessageBudget(), doc: 0, portGeneration: -1 };
     if (frame.contentWindow) owners.set(frame.contentWindow, app.running);
   }
 
@@ -546,24 +555,26 @@ export function startMiniApps(vb) {
   }
 
   /**
-   * charge counts one message of a running frame's app against its budget and reports whether it
-   * is within it; the first one over it stops the app.
+   * charge charges one message a running frame's app posted to the page (data as received)
+   * against its budget and reports whether it is within it; the first one over it stops the app.
    * @param {Running} running
+   * @param {unknown} data
    */
-  function charge(running) {
-    const now = performance.now();
-    if (now - running.windowStart >= MESSAGE_WINDOW_MS) {
-      running.windowStart = now;
-      running.spent = 0;
-    }
-    if (++running.spent <= MESSAGE_BUDGET) return true;
-    stop(running.app, overBudget());
+  function charge(running, data) {
+    const over = running.budget.charge(data);
+    if (!over) return true;
+    stop(running.app, overBudget(over, running.budget.count, running.budget.bytes));
     return false;
   }
 
-  /** @returns {StopReason} */
-  function overBudget() {
-    return { rule: MESSAGE_BUDGET_EXCEEDED, why: `it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms` };
+  /**
+   * @param {string} why
+   * @param {unknown} messages
+   * @param {unknown} bytes
+   * @returns {StopReason}
+   */
+  function overBudget(why, messages, bytes) {
+    return { rule: MESSAGE_BUDGET_EXCEEDED, why, spent: { messages: Number(messages) || 0, bytes: Number(bytes) || 0 } };
   }
 
   /**
@@ -618,7 +629,7 @@ export function startMiniApps(vb) {
     if (event.source !== running.window || event.origin !== running.origin) {
       // A frame inside the app writing to the page: never part of the protocol.
       app.stats.foreign++;
-      charge(running);
+      charge(running, event.data);
       return;
     }
     fromBridge(app, running, event.data || {}, event.ports);
@@ -725,7 +736,7 @@ export function startMiniApps(vb) {
         break;
       }
       case 'over_budget':
-        stop(app, overBudget());
+        stop(app, overBudget(typeof msg.why === 'string' ? msg.why.slice(0, 200) : 'it passed its message budget', msg.messages, msg.bytes));
         break;
       case 'mcp_initialize':
         // A view's handshake, as WebMCP's is an app's: the document it names is the current one.

@@ -27,8 +27,14 @@ export const TOOL_TIMEOUT_MS = 5000;
 /** MESSAGE_BUDGET is how many messages one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free); the first over it stops the app (shared/miniapp.MessageBudget). */
 export const MESSAGE_BUDGET = 500;
 
-/** MESSAGE_WINDOW_MS is the window MESSAGE_BUDGET counts in (shared/miniapp.MessageBudgetWindow). */
+/** MESSAGE_WINDOW_MS is the window MESSAGE_BUDGET and MESSAGE_BYTE_BUDGET count in (shared/miniapp.MessageBudgetWindow). */
 export const MESSAGE_WINDOW_MS = 1000;
+
+/** MESSAGE_BYTE_BUDGET is how many bytes one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free), each message sized without serialising it (message-budget.js); the first over it stops the app (shared/miniapp.MessageByteBudget). */
+export const MESSAGE_BYTE_BUDGET = 4194304;
+
+/** MAX_SIZED_VALUES is the values the estimate of one message's bytes visits; a message with more is charged all of MESSAGE_BYTE_BUDGET (shared/miniapp.MaxSizedValues). */
+export const MAX_SIZED_VALUES = 4096;
 
 /** MESSAGE_BUDGET_EXCEEDED is the rule an app over its message budget is stopped with (shared/refusal.MessageBudgetExceeded). */
 export const MESSAGE_BUDGET_EXCEEDED = "message-budget-exceeded";

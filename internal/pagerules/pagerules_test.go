@@ -139,40 +139,12 @@ process.stdout.write(JSON.stringify(out));
 
 func TestNamesAgreeWithGo(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("this test runs public/names.js in Node (18 or newer), and node is not on PATH")
-	}
-	dir := t.TempDir()
-	for _, name := range []string{"names.js", "rules.js"} {
-		b, err := os.ReadFile(filepath.Join(publicDir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	files := map[string]string{"package.json": `{"type":"module"}`, "driver.js": nodeDriver}
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	cases := nameCases()
 	in, err := json.Marshal(cases)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(node, "driver.js")
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.String())
-	}
+	out := runInNode(t, nodeDriver, in, "names.js", "rules.js")
 	var js []nameVerdict
 	if err := json.Unmarshal(out, &js); err != nil {
 		t.Fatalf("node answered %q: %v", out, err)
@@ -185,5 +157,110 @@ func TestNamesAgreeWithGo(t *testing.T) {
 		if js[i] != want[i] {
 			t.Errorf("app %q, tool %q: the page says %+v, Go %+v", c.App, c.Tool, js[i], want[i])
 		}
+	}
+}
+
+// runInNode runs driver as an ES module in Node beside the page's modules named, with input on
+// its stdin, and returns what it wrote.
+func runInNode(t *testing.T, driver string, input []byte, modules ...string) []byte {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("this test runs the page's modules in Node (18 or newer), and node is not on PATH")
+	}
+	dir := t.TempDir()
+	for _, name := range modules {
+		b, err := os.ReadFile(filepath.Join(publicDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{"package.json": `{"type":"module"}`, "driver.js": driver}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(node, "driver.js")
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader(input)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
+	}
+	return out
+}
+
+// budgetDriver sizes messages with public/message-budget.js and charges them to budgets.
+const budgetDriver = `import { MessageBudget, messageBytes } from './message-budget.js';
+const sized = {
+  string: messageBytes('x'.repeat(1000)),
+  envelope: messageBytes({ type: 'ab', n: 1 }),
+  bytes: messageBytes({ b: new Uint8Array(5000) }),
+  buffer: messageBytes(new ArrayBuffer(7000)),
+  map: messageBytes(new Map([['k', 'vv']])),
+  nested: messageBytes([[['deep']]]),
+  wide: messageBytes(Array.from({ length: 5000 }, () => 0)),
+  sparse: messageBytes(new Array(1e9)),
+  keys: messageBytes(Object.fromEntries(Array.from({ length: 5000 }, (_, i) => ['k' + i, 0]))),
+  huge: messageBytes({ text: 'x'.repeat(8 << 20) }),
+};
+const count = new MessageBudget();
+let countOver = 0;
+for (let i = 1; i <= 501 && !countOver; i++) if (count.charge({ type: 'x' })) countOver = i;
+const owed = new MessageBudget();
+let owedOver = '';
+for (let i = 0; i < 1000 && !owedOver; i++) owedOver = owed.charge('x'.repeat(1 << 20), true);
+const bytes = new MessageBudget();
+let bytesOver = 0, why = '';
+for (let i = 1; i <= 100 && !bytesOver; i++) if ((why = bytes.charge('x'.repeat(1 << 20)))) bytesOver = i;
+process.stdout.write(JSON.stringify({ sized, countOver, owedOver, bytesOver, why }));
+`
+
+// TestTheMessageBudgetInNode holds public/message-budget.js to miniapp's budgets: what it charges
+// a message, and which message it stops an app at.
+func TestTheMessageBudgetInNode(t *testing.T) {
+	t.Parallel()
+	var got struct {
+		Sized     map[string]int
+		CountOver int
+		OwedOver  string
+		BytesOver int
+		Why       string
+	}
+	out := runInNode(t, budgetDriver, nil, "message-budget.js", "rules.js")
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node answered %q: %v", out, err)
+	}
+	over := miniapp.MessageByteBudget + 1
+	for name, want := range map[string]int{
+		"string":   1000,
+		"envelope": 8 + 4 + 2 + 1 + 8, // the object, "type" and its value, "n" and its value
+		"bytes":    8 + 1 + 8 + 5000,  // the object, "b", the array and its bytes
+		"buffer":   8 + 7000,          // the buffer and its bytes
+		"map":      8 + 8 + 1 + 2,     // the map, its entry, the key and the value
+		"nested":   8 + 8 + 8 + 4,     // three arrays and the string
+		"wide":     over,              // more values than MaxSizedValues
+		"sparse":   over,              // a length past them, never walked
+		"keys":     over,              // more keys than MaxSizedValues
+		"huge":     8 + 4 + 8<<20,     // past the budget by itself
+	} {
+		if got.Sized[name] != want {
+			t.Errorf("messageBytes(%s) = %d, want %d", name, got.Sized[name], want)
+		}
+	}
+	if got.CountOver != miniapp.MessageBudget+1 {
+		t.Errorf("the count stopped the app at message %d, want %d", got.CountOver, miniapp.MessageBudget+1)
+	}
+	if got.OwedOver != "" {
+		t.Errorf("1,000 owed answers of 1 MiB were stopped: %s", got.OwedOver)
+	}
+	if want := miniapp.MessageByteBudget>>20 + 1; got.BytesOver != want || !strings.Contains(got.Why, "bytes within") {
+		t.Errorf("1 MiB messages stopped the app at message %d (%q), want %d", got.BytesOver, got.Why, want)
 	}
 }

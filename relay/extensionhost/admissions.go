@@ -165,7 +165,8 @@ func (s *Admissions) StageCatalogue(raw []byte, fsys fs.FS) error {
 }
 
 // checkModules refuses to admit d when a wasm tool's module is not in the store's directory
-// with the pinned digest (the digest is checked again at every call).
+// with the pinned digest, or its bytes are not a module the bounds can hold
+// (wasmabi.CheckBytes); both are checked again at every call.
 func (s *Admissions) checkModules(d *extensions.Descriptor) error {
 	for _, t := range d.Tools {
 		if t.Primitive != extensions.Wasm || t.Wasm == nil {
@@ -177,6 +178,9 @@ func (s *Admissions) checkModules(d *extensions.Descriptor) error {
 		}
 		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != t.Wasm.SHA256 {
 			return refusal.New(refusal.DigestMismatch, "%s; put the file tool %s pins in the extensions directory first", wasmabi.MismatchWhy("the module "+t.Wasm.Module, hex.EncodeToString(sum[:]), t.Wasm.SHA256), t.Name)
+		}
+		if _, err := wasmabi.CheckBytes(b, wasmabi.MaxMemoryPages, false); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/wasmabi/wasmabitest"
 )
 
 // admit stages raw and admits it with the host token.
@@ -146,7 +148,6 @@ func TestHostileWasmThroughTheRegistry(t *testing.T) {
 		{"grow", refusal.ResourceExceeded},
 		{"trap", refusal.WasmTrapped},
 		{"import", refusal.ImportUndeclared},
-		{"garbage", refusal.WasmInvalid},
 		{"overflow", refusal.OverBudget},
 	} {
 		t.Run(c.fixture, func(t *testing.T) {
@@ -165,6 +166,37 @@ func TestHostileWasmThroughTheRegistry(t *testing.T) {
 				t.Fatalf("the next call: %v", m)
 			}
 		})
+	}
+}
+
+// TestModulesTheBytesRefuseAreNotAdmitted: a module that is not WebAssembly, or whose memories
+// pass the bound together (a small exported one and big others), is refused by name when its
+// descriptor is admitted, and the admitted tools answer on.
+func TestModulesTheBytesRefuseAreNotAdmitted(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.do("POST", "/api/extensions/stage-catalogue", "", `{"id":"text-tools"}`)
+	f.do("POST", "/api/extensions/admit", "tok", `{"id":"text-tools","decision":"admit","confirm":true}`)
+	os.MkdirAll(filepath.Join(f.dir, "hostile"), 0o700)
+	garbage, _ := os.ReadFile(filepath.Join("wasmtool", "testdata", "garbage.wasm"))
+	for name, c := range map[string]struct {
+		module []byte
+		want   refusal.Rule
+	}{
+		"garbage": {garbage, refusal.WasmInvalid},
+		"multi":   {wasmabitest.MultiMemory(slices.Repeat([]wasmabitest.Memory{{Min: 4096, Max: 4096}}, 8)...), refusal.ResourceExceeded},
+	} {
+		os.WriteFile(filepath.Join(f.dir, "hostile", name+".wasm"), c.module, 0o600)
+		sum := sha256.Sum256(c.module)
+		_, m, body := f.do("POST", "/api/extensions/sideload", "", fmt.Sprintf(`{"id":"h-%s","name":"H","capabilities":[],"bounds":{},"tools":[{"name":"h_%s","primitive":"wasm","wasm":{"module":"hostile/%s.wasm","sha256":"%s","export":"run"}}]}`,
+			name, name, name, hex.EncodeToString(sum[:])))
+		id, _ := m["staged"].(string)
+		if code, m, body2 := f.do("POST", "/api/extensions/admit", "tok", `{"id":"`+id+`","decision":"admit","confirm":true}`); code == 200 || m["refused"] != string(c.want) {
+			t.Fatalf("%s: sideload %s, admit %d %s; want %s", name, body, code, body2, c.want)
+		}
+		if m := f.call("text-tools", "crc32", `{"input":"123456789"}`); observedField(m, "text") != "cbf43926" {
+			t.Fatalf("the next call: %v", m)
+		}
 	}
 }
 

@@ -28,7 +28,7 @@ const (
 // AppHostFiles are the only paths an app host serves: the bridge document and the modules it
 // loads, from its own host (the bridge and those it imports; a test follows the imports of
 // public/ to keep this list whole).
-var AppHostFiles = []string{BridgePath, "/mini-app-bridge.js", "/rules.js", "/names.js"}
+var AppHostFiles = []string{BridgePath, "/mini-app-bridge.js", "/message-budget.js", "/rules.js", "/names.js"}
 
 // AppHost reports whether host, a Host header's value (name or name:port), is an app host:
 // app-<AppHostDigits lowercase hex digits>.localhost. Nothing else is, not even another

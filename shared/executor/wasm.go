@@ -60,9 +60,12 @@ func (e *Executor) wasm(ctx context.Context, raw json.RawMessage) (json.RawMessa
 	if !ok {
 		return nil, note, refusal.New(refusal.UnsupportedABI, "%q is not an ABI Voicebox drives", a.ABI)
 	}
-	shape, err := wasmabi.Scan(a.Module)
+	// A Worker cannot stop a memory.grow while the module runs: every memory must declare its
+	// maximum. Refused here, the module never reaches the Worker, which would allocate every
+	// memory it declares.
+	shape, err := wasmabi.CheckBytes(a.Module, wasmabi.MaxMemoryPages, true)
 	if err != nil {
-		return nil, note, refusal.New(refusal.WasmInvalid, "the module is not a valid WebAssembly binary: %s", err)
+		return nil, note, err
 	}
 	refuse := unfit(shape, layout, a.Export, a.Inputs)
 	returned, hasResult, out, err := e.opts.Wasm.Run(ctx, a.Module, a.Export, layout, a.Inputs, refuse)
@@ -78,13 +81,12 @@ func (e *Executor) wasm(ctx context.Context, raw json.RawMessage) (json.RawMessa
 }
 
 // unfit is the first of wasmabi's checks after compiling that the module fails, or nil: its
-// imports, the inputs, its memory and export, and the resources a Worker cannot bound while it
-// runs (a memory without a maximum within wasmabi.MaxMemoryPages, unbounded tables).
+// imports, the inputs, its memory and export.
 func unfit(s wasmabi.Shape, l wasmabi.Layout, export string, inputs [][]byte) *refusal.Refusal {
 	if s.FirstImport != "" {
 		return refusal.New(refusal.ImportUndeclared, "the module imports %s (%d imports); %s modules import nothing", s.FirstImport, s.Imports, l.ABI)
 	}
-	for _, err := range []error{l.CheckInputs(inputs), l.CheckMemory(s), l.CheckExports(s, export), wasmabi.CheckResources(s, wasmabi.MaxMemoryPages, true)} {
+	for _, err := range []error{l.CheckInputs(inputs), l.CheckMemory(s), l.CheckExports(s, export)} {
 		if r, ok := refusal.As(err); ok {
 			return r
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/wasmabi"
+	"github.com/voicebox-go/voicebox/shared/wasmabi/wasmabitest"
 	"github.com/voicebox-go/voicebox/shared/wire"
 )
 
@@ -84,6 +85,16 @@ func TestTheWasmPrimitive(t *testing.T) {
 		{"two inputs for one", func(a *executor.WasmArgs) { a.Inputs = [][]byte{nil, nil} }, refusal.InvalidArgument, true},
 		{"no such export", func(a *executor.WasmArgs) { a.Export = "nope" }, refusal.UnsupportedABI, true},
 		{"the diff module as buffer-abi/1", func(a *executor.WasmArgs) { a.Module, a.Digest, a.Export = diff, diffDigest, "diff" }, refusal.UnsupportedABI, true},
+		{"memories past the bound together", func(a *executor.WasmArgs) {
+			a.Module = wasmabitest.MultiMemory(wasmabitest.Memory{Min: 4096, Max: 4096})
+			s := sha256.Sum256(a.Module)
+			a.Digest, a.Export = hex.EncodeToString(s[:]), "run"
+		}, refusal.ResourceExceeded, false},
+		{"memories whose maxima pass the bound together", func(a *executor.WasmArgs) {
+			a.Module = wasmabitest.MultiMemory(wasmabitest.Memory{Min: 0, Max: 4096})
+			s := sha256.Sum256(a.Module)
+			a.Digest, a.Export = hex.EncodeToString(s[:]), "run"
+		}, refusal.ResourceExceeded, false},
 		{"a module over the page's bound", func(a *executor.WasmArgs) {
 			a.Module = make([]byte, wasmabi.MaxPageModuleBytes+1)
 			s := sha256.Sum256(a.Module)

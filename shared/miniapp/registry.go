@@ -41,9 +41,24 @@ const (
 	// the app, refusal.MessageBudgetExceeded. A real app sends a handful per document (its
 	// handshake, one per tool, ready) or per action; a flood sends tens of thousands a second.
 	MessageBudget = 500
-	// MessageBudgetWindow is the window MessageBudget counts in; a new one starts with the first
-	// message after the last ended.
+	// MessageBudgetWindow is the window MessageBudget and MessageByteBudget count in; a new one
+	// starts with the first message after the last ended.
 	MessageBudgetWindow = time.Second
+	// MessageByteBudget bounds the bytes one open app may send within MessageBudgetWindow,
+	// beside MessageBudget's count (an answer to a call the app was sent is free of both: a
+	// result has its own bound, MaxOutputBytes, where it is read). The realm that receives a
+	// message charges it, without serialising it again (public/message-budget.js): a string by
+	// its length, binary data by its byteLength, anything else by a walk of at most
+	// MaxSizedValues values (keys and strings by their length, other values 8 bytes each); a
+	// message with more values than that is charged more than the whole budget. The first
+	// message over it stops the app as MessageBudget does, refusal.MessageBudgetExceeded, saying
+	// bytes. A real app's messages are envelopes, declarations (MaxDeclarationBytes) and results;
+	// 8 MiB messages at 200 a second, well under the count, held the page's main thread up to
+	// 1.5 s each time.
+	MessageByteBudget = 4 << 20
+	// MaxSizedValues bounds the values the estimate of one message's bytes visits (see
+	// MessageByteBudget), so sizing a message costs the page at most that many steps.
+	MaxSizedValues = 4096
 )
 
 // Reasons a call's answer carries when the app passes a bound. The bridge in the page says the same.

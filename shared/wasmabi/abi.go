@@ -28,12 +28,14 @@
 //	wasm-unreadable     the module file cannot be read (missing, not a regular file)
 //	over-budget         the module file is over the host's bound (before it is read)
 //	digest-mismatch     its bytes do not hash to the pinned sha256 (both prefixes are named)
-//	wasm-invalid        the bytes are not a WebAssembly module, or do not compile
+//	wasm-invalid        the bytes are not framed as a WebAssembly module (CheckBytes)
+//	resource-exceeded   memories or tables, imported and defined, that the host's bounds cannot
+//	                    hold together (CheckBytes)
+//	wasm-invalid        the module does not compile
 //	import-undeclared   the module imports anything (both ABIs import nothing)
 //	over-budget         an input is over its buffer
 //	unsupported-abi     no exported memory "memory", a memory smaller than the ABI's buffers,
 //	                    no such export, or an export of another signature
-//	resource-exceeded   a memory or table the host's bounds cannot hold
 //	time-exceeded       still running at the host's deadline (the run is stopped)
 //	resource-exceeded   memory grown past the host's bound while running
 //	wasm-trapped        a trap: unreachable, an access out of bounds, a division by zero, ...
@@ -42,6 +44,9 @@
 //	                    block with an unknown operation
 //
 // The first three happen where the bytes are read (the relay); the rest wherever the module runs.
+// CheckBytes needs no compiler, so it also runs where a module is admitted (the shelf pinning a
+// digest, an extension's admission): a module the bounds cannot hold is never admitted, and a
+// module swapped for one after admission is refused at its call before anything compiles it.
 //
 // The package is portable: the relay and the page compile it alike.
 package wasmabi
@@ -286,24 +291,44 @@ func (l Layout) CheckMemory(s Shape) error {
 	return nil
 }
 
-// CheckResources is the resource-exceeded check before a run: the initial memory within
-// maxPages, and tables with maxima within MaxTableElements. A runner that cannot stop a
-// memory.grow while the module runs (the page's Worker) passes needMax, and then the memory must
-// also declare a maximum within maxPages.
+// CheckResources is the resource-exceeded check of a module's shape: its memories' initial sizes
+// together within maxPages, and its tables' maxima together within MaxTableElements. Every
+// memory and table counts, imported or defined: a runtime that runs the multi-memory proposal
+// (every browser) allocates each one. A runner that cannot stop a memory.grow while the module
+// runs (the page's Worker) passes needMax, and then every memory must also declare a maximum,
+// and the maxima together must be within maxPages.
 func CheckResources(s Shape, maxPages uint64, needMax bool) error {
-	if s.MinPages > maxPages {
-		return refusal.New(refusal.ResourceExceeded, "the module starts with %d memory pages, over the bound of %d", s.MinPages, maxPages)
+	if s.MemoryPages > maxPages {
+		return refusal.New(refusal.ResourceExceeded, "the module starts with %d memory pages (%s), over the bound of %d", s.MemoryPages, memoriesOf(s.Memories), maxPages)
 	}
-	if needMax && (!s.HasMax || s.MaxPages > maxPages) {
-		return refusal.New(refusal.ResourceExceeded, "here a module's memory must declare a maximum of at most %d pages (%d KiB), and this one's does not", maxPages, maxPages*PageBytes>>10)
+	if needMax && (s.MemoryUnbounded || s.MemoryMaxPages > maxPages) {
+		return refusal.New(refusal.ResourceExceeded, "here a module's memories must declare a maximum, of at most %d pages (%d KiB) together, and this one's (%s) do not", maxPages, maxPages*PageBytes>>10, memoriesOf(s.Memories))
 	}
 	if s.TableUnbounded {
 		return refusal.New(refusal.ResourceExceeded, "the module has a table without a maximum, which table.grow could take without bound; declare one of at most %d elements", MaxTableElements)
 	}
 	if s.TableElements > MaxTableElements {
-		return refusal.New(refusal.ResourceExceeded, "the module's tables may hold %d elements, over the bound of %d", s.TableElements, MaxTableElements)
+		return refusal.New(refusal.ResourceExceeded, "the module's tables may hold %d elements together, over the bound of %d", s.TableElements, MaxTableElements)
 	}
 	return nil
+}
+
+func memoriesOf(n uint64) string {
+	if n == 1 {
+		return "one memory"
+	}
+	return fmt.Sprintf("%d memories, imported and defined, together", n)
+}
+
+// CheckBytes is the check of a module's bytes that needs no compiler: wasm-invalid when they are
+// not framed as a module (Scan), resource-exceeded when CheckResources refuses its shape. It
+// returns the shape for the checks that follow.
+func CheckBytes(module []byte, maxPages uint64, needMax bool) (Shape, error) {
+	s, err := Scan(module)
+	if err != nil {
+		return s, refusal.New(refusal.WasmInvalid, "the module is not a valid WebAssembly binary: %s", err)
+	}
+	return s, CheckResources(s, maxPages, needMax)
 }
 
 // CheckExports is the export half of the unsupported-abi check: the memory exported as "memory",

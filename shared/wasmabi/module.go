@@ -13,12 +13,21 @@ type Shape struct {
 	Imports     uint64
 	FirstImport string // "module.name" of the first import, "" for none
 	Memory      bool   // the module defines a memory
-	MinPages    uint64 // its initial size
+	MinPages    uint64 // the first defined memory's initial size
 	// MaxPages is its declared maximum, when HasMax.
 	MaxPages uint64
 	HasMax   bool
-	// TableElements is the most elements the module's tables can ever hold together (their
-	// declared maxima), and TableUnbounded reports a table declared without a maximum.
+	// Memories counts every memory, imported and defined (more than one is the multi-memory
+	// proposal, which browsers run). MemoryPages is their initial sizes together and
+	// MemoryMaxPages their declared maxima together; MemoryUnbounded reports one declared
+	// without a maximum. The sums saturate at 2^64-1.
+	Memories        uint64
+	MemoryPages     uint64
+	MemoryMaxPages  uint64
+	MemoryUnbounded bool
+	// TableElements is the most elements the module's tables, imported and defined, can ever
+	// hold together (their declared maxima, or their minima when they declare none), and
+	// TableUnbounded reports a table declared without a maximum.
 	TableElements  uint64
 	TableUnbounded bool
 	// Exports are the module's exports by name.
@@ -107,9 +116,9 @@ func Scan(b []byte) (Shape, error) {
 					s.importedFuncs++
 				case 1: // a table: a reference type and limits
 					sec.byte()
-					sec.limits()
+					s.addTable(sec.limits())
 				case 2: // a memory: limits
-					sec.limits()
+					s.addMemory(sec.limits())
 				case 3: // a global: a value type and mutability
 					sec.byte()
 					sec.byte()
@@ -124,18 +133,15 @@ func Scan(b []byte) (Shape, error) {
 		case 4: // tables: a reference type, then limits
 			for n := sec.uleb(); n > 0 && sec.err == nil; n-- {
 				sec.byte()
-				limit, max, hasMax := sec.limits()
-				if hasMax {
-					limit = max
-				} else {
-					s.TableUnbounded = true
-				}
-				s.TableElements += min(limit, 1<<32)
+				s.addTable(sec.limits())
 			}
-		case 5: // memories
-			if sec.uleb() > 0 {
-				s.Memory = true
-				s.MinPages, s.MaxPages, s.HasMax = sec.limits()
+		case 5: // memories: limits each
+			for n := sec.uleb(); n > 0 && sec.err == nil; n-- {
+				minPages, maxPages, hasMax := sec.limits()
+				if !s.Memory {
+					s.Memory, s.MinPages, s.MaxPages, s.HasMax = true, minPages, maxPages, hasMax
+				}
+				s.addMemory(minPages, maxPages, hasMax)
 			}
 		case 7: // exports: name, kind, index
 			for n := sec.uleb(); n > 0 && sec.err == nil; n-- {
@@ -149,6 +155,37 @@ func Scan(b []byte) (Shape, error) {
 		}
 	}
 	return s, nil
+}
+
+// addMemory counts one memory, imported or defined, into the totals.
+func (s *Shape) addMemory(minPages, maxPages uint64, hasMax bool) {
+	s.Memories = addSat(s.Memories, 1)
+	s.MemoryPages = addSat(s.MemoryPages, minPages)
+	if hasMax {
+		s.MemoryMaxPages = addSat(s.MemoryMaxPages, maxPages)
+	} else {
+		s.MemoryUnbounded = true
+		s.MemoryMaxPages = addSat(s.MemoryMaxPages, minPages)
+	}
+}
+
+// addTable counts one table, imported or defined: its maximum, or its minimum when it declares
+// none (and then it is unbounded).
+func (s *Shape) addTable(minElems, maxElems uint64, hasMax bool) {
+	if hasMax {
+		minElems = maxElems
+	} else {
+		s.TableUnbounded = true
+	}
+	s.TableElements = addSat(s.TableElements, minElems)
+}
+
+// addSat is a+b, or the largest uint64 when that overflows.
+func addSat(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
 }
 
 // reader reads the binary's primitive encodings; the first failure sticks in err.

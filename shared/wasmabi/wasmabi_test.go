@@ -31,11 +31,18 @@ func TestScan(t *testing.T) {
 		bad  bool
 	}{
 		{"empty module", module(), Shape{}, false},
-		{"memory 1 to 2", module(section(5, 1, 1, 1, 2)), Shape{Memory: true, MinPages: 1, MaxPages: 2, HasMax: true}, false},
-		{"memory 8, no maximum", module(section(5, 1, 0, 8)), Shape{Memory: true, MinPages: 8}, false},
+		{"memory 1 to 2", module(section(5, 1, 1, 1, 2)), Shape{Memory: true, MinPages: 1, MaxPages: 2, HasMax: true, Memories: 1, MemoryPages: 1, MemoryMaxPages: 2}, false},
+		{"memory 8, no maximum", module(section(5, 1, 0, 8)), Shape{Memory: true, MinPages: 8, Memories: 1, MemoryPages: 8, MemoryMaxPages: 8, MemoryUnbounded: true}, false},
+		{"three memories", module(section(5, 3, 1, 1, 1, 1, 0, 9, 0, 2)), Shape{Memory: true, MinPages: 1, MaxPages: 1, HasMax: true, Memories: 3, MemoryPages: 3, MemoryMaxPages: 12, MemoryUnbounded: true}, false},
+		{"an imported memory and a defined one", module(section(2, 1, 1, 'e', 1, 'm', 2, 1, 5, 6), section(5, 1, 1, 1, 1)),
+			Shape{Imports: 1, FirstImport: "e.m", Memory: true, MinPages: 1, MaxPages: 1, HasMax: true, Memories: 2, MemoryPages: 6, MemoryMaxPages: 7}, false},
+		{"memories whose sizes overflow", module(section(5, 2, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1)),
+			Shape{Memory: true, MinPages: 1<<64 - 1, Memories: 2, MemoryPages: 1<<64 - 1, MemoryMaxPages: 1<<64 - 1, MemoryUnbounded: true}, false},
 		{"an import", module(section(2, 1, 3, 'e', 'n', 'v', 4, 'l', 'e', 'a', 'k', 0, 0)), Shape{Imports: 1, FirstImport: "env.leak"}, false},
 		{"a table without a maximum", module(section(4, 1, 0x70, 0, 4)), Shape{TableElements: 4, TableUnbounded: true}, false},
 		{"a table of at most 9", module(section(4, 1, 0x70, 1, 1, 9)), Shape{TableElements: 9}, false},
+		{"an imported table and a defined one", module(section(2, 1, 1, 'e', 1, 't', 1, 0x70, 1, 0, 7), section(4, 1, 0x70, 1, 1, 9)),
+			Shape{Imports: 1, FirstImport: "e.t", TableElements: 16}, false},
 		{"no magic", []byte("\x00asn\x01\x00\x00\x00"), Shape{}, true},
 		{"version 2", []byte("\x00asm\x02\x00\x00\x00"), Shape{}, true},
 		{"a section longer than the module", append(module(), 5, 9, 1), Shape{}, true},
@@ -51,8 +58,7 @@ func TestScan(t *testing.T) {
 				}
 				return
 			}
-			got = Shape{Imports: got.Imports, FirstImport: got.FirstImport, Memory: got.Memory, MinPages: got.MinPages,
-				MaxPages: got.MaxPages, HasMax: got.HasMax, TableElements: got.TableElements, TableUnbounded: got.TableUnbounded}
+			got.Exports, got.types, got.funcTypes, got.importedFuncs = nil, nil, nil, 0
 			if err != nil || !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("Scan = %+v, %v; want %+v", got, err, c.want)
 			}
@@ -69,6 +75,44 @@ var runModule = module(
 	section(7, 2, 3, 'r', 'u', 'n', KindFunc, 0, 6, 'm', 'e', 'm', 'o', 'r', 'y', KindMemory, 0),
 	section(10, 1, 4, 0, 0x20, 0, 0x0b),
 )
+
+func TestCheckResourcesCountsEveryMemoryAndTable(t *testing.T) {
+	t.Parallel()
+	// memories: a module whose memory section holds one memory of limits per entry.
+	memories := func(limits ...byte) []byte {
+		return module(section(5, append([]byte{byte(len(limits) / 3)}, limits...)...))
+	}
+	cases := []struct {
+		name    string
+		mod     []byte
+		needMax bool
+		want    refusal.Rule
+		why     string
+	}{
+		{"one memory at the bound", memories(1, 64, 64), true, "", ""},
+		{"one memory past it", memories(1, 65, 65), false, refusal.ResourceExceeded, "65 memory pages (one memory)"},
+		{"a small first memory and big others", memories(1, 1, 1, 1, 40, 40, 1, 40, 40), false, refusal.ResourceExceeded, "81 memory pages (3 memories"},
+		{"memories at the bound together", memories(1, 1, 1, 1, 63, 63), true, "", ""},
+		{"maxima past the bound together, where growth cannot be stopped", memories(1, 1, 1, 1, 0, 64), true, refusal.ResourceExceeded, "maximum"},
+		{"the same where it can", memories(1, 1, 1, 1, 0, 64), false, "", ""},
+		{"a second memory without a maximum", memories(1, 1, 1, 0, 0, 0), true, refusal.ResourceExceeded, "maximum"},
+		{"an imported memory past the bound", module(section(2, 1, 1, 'e', 1, 'm', 2, 0, 65)), false, refusal.ResourceExceeded, "65 memory pages"},
+		{"an imported table without a maximum", module(section(2, 1, 1, 'e', 1, 't', 1, 0x70, 0, 0)), false, refusal.ResourceExceeded, "without a maximum"},
+		{"tables past the bound together", module(section(4, 2, 0x70, 1, 0, 0x80, 0x80, 4, 0x70, 1, 0, 1)), false, refusal.ResourceExceeded, "65537 elements"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := CheckBytes(c.mod, MaxMemoryPages, c.needMax)
+			if refusal.RuleOf(err) != c.want || c.want != "" && !strings.Contains(err.Error(), c.why) {
+				t.Fatalf("CheckBytes = %v, want %q (%q)", err, c.want, c.why)
+			}
+		})
+	}
+	if _, err := CheckBytes([]byte("not wasm"), MaxMemoryPages, false); refusal.RuleOf(err) != refusal.WasmInvalid {
+		t.Fatalf("not a module: %v", err)
+	}
+}
 
 func TestScanReadsExportsAndSignatures(t *testing.T) {
 	t.Parallel()
@@ -121,11 +165,19 @@ func FuzzScan(f *testing.F) {
 	f.Add(module(section(5, 1, 1, 1, 2)))
 	f.Add(module(section(2, 1, 3, 'e', 'n', 'v', 4, 'l', 'e', 'a', 'k', 0, 0)))
 	f.Add(runModule)
+	f.Add(module(section(5, 3, 1, 1, 1, 1, 0, 9, 0, 2)))
+	f.Add(module(section(2, 1, 1, 'e', 1, 't', 1, 0x70, 1, 0, 7), section(4, 1, 0x70, 1, 1, 9)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Scan(b)
 		if err == nil {
 			for name := range s.Exports {
 				s.Signature(name)
+			}
+			if s.Memory && (s.Memories == 0 || s.MemoryPages < s.MinPages) {
+				t.Fatalf("the first memory is not counted: %+v", s)
+			}
+			if CheckResources(s, MaxMemoryPages, true) == nil && (s.MemoryUnbounded || s.MemoryMaxPages > MaxMemoryPages || s.MemoryPages > MaxMemoryPages) {
+				t.Fatalf("memories past the bound passed: %+v", s)
 			}
 		}
 	})

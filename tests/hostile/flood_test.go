@@ -276,3 +276,140 @@ func (o *origin) serve(t testing.TB, h http.Handler) {
 	go srv.Serve(o.ln)
 	t.Cleanup(func() { srv.Close() })
 }
+
+// bigPostApp is a mini-app whose big tool, once it has answered, posts 8 MiB messages, 200 a
+// second and 600 in all, to the window its argument names: the top window (the page), or its
+// parent (the bridge). Its chatter tool posts 450 messages of 8 KiB to its bridge at once: 3.7 MB,
+// under both budgets (500 messages, 4 MiB).
+const bigPostApp = `<!doctype html><title>Big posts</title><script>
+const big = 'x'.repeat(8 << 20);
+webMcp.registerTool({name: 'ping', description: 'answers pong', execute: () => 'pong'});
+webMcp.registerTool({name: 'big', description: 'posts 8 MiB messages, 200 a second',
+  inputSchema: {type: 'object', properties: {to: {type: 'string'}}}, execute: (a) => {
+  const target = a.to === 'top' ? top : parent;
+  let n = 0;
+  const timer = setInterval(() => {
+    if (++n > 600) return clearInterval(timer);
+    target.postMessage({type: 'big', n, text: big}, '*');
+  }, 5);
+  return 'posting';
+}});
+webMcp.registerTool({name: 'chatter', description: 'posts 450 messages of 8 KiB to its bridge', execute: () => {
+  const text = 'c'.repeat(8192);
+  for (let i = 0; i < 450; i++) parent.postMessage({type: 'chat', text}, '*');
+  return 'chattered';
+}});
+webMcp.ready();
+</script>`
+
+// TestBigMessagesStopAMiniApp is issue 32 item 7 for a mini-app: 8 MiB messages at 200 a second
+// are under the count budget, and held the page's main thread up to 1.5 s each time. Every
+// message is charged its bytes too (miniapp.MessageByteBudget) where it lands: posted to the
+// page, by the page; posted to its bridge, by the bridge. The app is stopped by the first
+// message over the bytes, with the reason saying bytes; the page handles input after it; the
+// other app answers; an app chattering under both budgets is not stopped.
+func TestBigMessagesStopAMiniApp(t *testing.T) {
+	relay := harness.StartRelay(t)
+	tab := pageWithScoreboard(t, relay.URL)
+	id := writeAndLaunch(t, tab, "hostile/bigpost.html", bigPostApp, 3)
+	harness.Eval[bool](tab, fmt.Sprintf(probeJS, id))
+
+	if a := callTool(tab, id, "chatter", "{}"); !a.OK || !strings.Contains(string(a.Value), "chattered") {
+		t.Fatalf("the chatter tool answered %+v", a)
+	}
+	if a := callTool(tab, id, "ping", "{}"); !a.OK {
+		t.Fatalf("after 450 small messages the app answered %+v", a)
+	}
+	if s := harness.Eval[probeState](tab, `probe.state()`); s.Stopped {
+		t.Fatal("an app under both budgets was stopped")
+	}
+
+	for i, to := range []string{"top", "parent"} {
+		t.Run(to, func(t *testing.T) {
+			if i > 0 {
+				startAgain(t, tab, id, 3)
+				harness.Eval[bool](tab, `probe.reset()`)
+			}
+			keys, _ := keysThrough(t, tab, func() {
+				if a := callTool(tab, id, "big", fmt.Sprintf(`{"to":%q}`, to)); !a.OK {
+					t.Fatalf("the big tool answered %+v", a)
+				}
+			})
+			why := stopped(t, tab, id)
+			for _, want := range []string{"message-budget-exceeded", "bytes within 1000 ms", "Start again"} {
+				if !strings.Contains(why, want) {
+					t.Errorf("the stopped app's card says %q, want %q in it", why, want)
+				}
+			}
+			// Stopped by the first message, where it landed (the page or the bridge): at most one
+			// was read there, and the page took none from inside the app but that one.
+			spent := harness.Eval[struct{ Messages, Bytes int }](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).stopped.spent`, id))
+			if spent.Messages > 1 || spent.Bytes <= 4<<20 {
+				t.Errorf("the app was stopped after %d messages of %d bytes", spent.Messages, spent.Bytes)
+			}
+			if n := harness.Eval[int](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).foreign`, id)); n > 1 {
+				t.Errorf("the page took %d of the app's messages before it stopped it", n)
+			}
+			// The page handled input after the app began: keys pressed until the flood was over
+			// found the app stopped.
+			after := 0
+			for _, k := range keys {
+				if k.Seen > 0 {
+					after++
+				}
+			}
+			if to == "top" && after == 0 {
+				t.Errorf("no key was handled after the page received the app's message (keys %v)", keys)
+			}
+			stillServes(t, tab)
+		})
+	}
+	startAgain(t, tab, id, 3)
+	if a := callTool(tab, id, "ping", "{}"); !a.OK {
+		t.Errorf("started again, ping answered %+v", a)
+	}
+}
+
+// TestBigMessagesStopAnExternalApp is issue 32 item 7 for an external app: its frame posts
+// well-formed 8 MiB notifications to the page, 200 a second; the page, which receives and reads
+// them, charges their bytes and stops the app at the first one over miniapp.MessageByteBudget,
+// with the reason saying bytes, before it takes it; the page keeps serving, and the app started
+// again answers.
+func TestBigMessagesStopAnExternalApp(t *testing.T) {
+	appOrigin := newOrigin(t)
+	reg, _ := json.Marshal(map[string]any{"big": map[string]any{
+		"name": "Big posts", "url": appOrigin.URL + "/fixtures/bigpost.html", "origin": appOrigin.URL}})
+	relay := harness.StartRelay(t, "MINI_APPS="+string(reg))
+	appOrigin.serve(t, sampleapp.Handler(sampleapp.Options{Host: relay.URL, Fixtures: true}))
+	tab := pageWithScoreboard(t, relay.URL)
+	harness.Eval[int](tab, `voicebox.externalApps.refresh().then((r) => r.length)`)
+	harness.Eval[bool](tab, `(voicebox.externalApps.open('big'), true)`)
+	harness.WaitFor[bool](tab, `(() => { const s = voicebox.externalApps.state('big'); return s.live && s.tools.length === 2; })()`, appBound)
+
+	if a := harness.Eval[answer](tab, `voicebox.externalApps.callTool('big', 'big', {})`); !a.OK {
+		t.Fatalf("the big tool answered %+v", a)
+	}
+	why := harness.WaitFor[string](tab, `document.querySelector('.xa-card[data-app-id="big"] .app-stopped:not([hidden])')?.textContent`, appBound)
+	if !strings.Contains(why, "message-budget-exceeded") || !strings.Contains(why, "bytes within 1000 ms") || !strings.Contains(why, "Start again") {
+		t.Errorf("the stopped app's card says %q", why)
+	}
+	st := harness.Eval[struct {
+		Live      bool
+		Selection any
+		Budget    struct{ Count, Bytes int }
+	}](tab, `(() => { const s = voicebox.externalApps.state('big'); return {live: s.live, selection: s.selection, budget: s.budget}; })()`)
+	if st.Live || st.Selection != nil {
+		t.Errorf("the stopped app is live %v, its selection taken: %v", st.Live, st.Selection != nil)
+	}
+	// The message that passed the bytes was within the first few the app sent in that window.
+	if st.Budget.Count > 3 || st.Budget.Bytes <= 4<<20 {
+		t.Errorf("the app was stopped after %d messages of %d bytes", st.Budget.Count, st.Budget.Bytes)
+	}
+	stillServes(t, tab)
+
+	harness.Eval[bool](tab, `document.querySelector('.xa-card[data-app-id="big"] .app-stopped button').click() || true`)
+	harness.WaitFor[bool](tab, `(() => { const s = voicebox.externalApps.state('big'); return s.live && s.tools.length === 2 && !s.stats.stopped; })()`, appBound)
+	if a := harness.Eval[answer](tab, `voicebox.externalApps.callTool('big', 'ping', {})`); !a.OK {
+		t.Errorf("started again, ping answered %+v", a)
+	}
+}

@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/voicebox-go/voicebox/shared/wasmabi/wasmabitest"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -120,6 +122,47 @@ func TestHostileModulesInTheRelayAreStoppedAndTheNextCallRuns(t *testing.T) {
 		hashServed(t, relay)
 	}
 	served(t, relay)
+}
+
+// TestAShelfModuleWithManyMemoriesIsRefusedWhereverItRuns: a module under the multi-memory
+// proposal whose exported memory is one page and whose eight others are 4,096 pages each (2 GiB a
+// browser allocates when it instantiates it) is not admitted on the shelf and is refused
+// resource-exceeded at its call with modules in the relay and in the page; the next call runs.
+func TestAShelfModuleWithManyMemoriesIsRefusedWhereverItRuns(t *testing.T) {
+	t.Parallel()
+	multi := wasmabitest.MultiMemory(slices.Repeat([]wasmabitest.Memory{{Min: 4096, Max: 4096}}, 8)...)
+	for _, placement := range []string{"relay", "page"} {
+		t.Run(placement, func(t *testing.T) {
+			dir := hostileShelf(t)
+			os.WriteFile(filepath.Join(dir, "multi.wasm"), multi, 0o600)
+			sum := sha256.Sum256(multi)
+			hash, _ := os.ReadFile(filepath.Join(dir, "hash.wasm"))
+			hashSum := sha256.Sum256(hash)
+			writeManifest(t, dir, []shelfEntry{{ID: "hash", Wasm: "hash.wasm", Digest: hex.EncodeToString(hashSum[:])},
+				{ID: "multi", Wasm: "multi.wasm", Digest: hex.EncodeToString(sum[:]), ABI: "buffer-abi/1", Export: "run"}})
+			relay := harness.StartRelay(t, "VOICEBOX_WASM_SHELF_DIR="+dir, "VOICEBOX_WASM_PLACEMENT="+placement)
+			if placement == "page" {
+				tab := harness.NewTab(t)
+				openPage(t, tab, relay.URL)
+				waitFor(t, "the page to hold the root", func() bool { return rootKind(t, relay) == "opfs" })
+			}
+			hashServed(t, relay)
+			for range 2 {
+				c := callShelf(t, relay, "multi", `{"input":"x"}`)
+				if why, _ := c.m["why"].(string); !c.refused(http.StatusOK, "resource-exceeded") || !strings.Contains(why, "32769 memory pages (9 memories") {
+					t.Fatalf("the call answered %s", c.body)
+				}
+				hashServed(t, relay)
+			}
+			r := send(t, nil, http.MethodGet, relay.URL+"/api/extensions", map[string]string{"X-Voicebox-Host-Token": relay.HostToken(t)}, "")
+			shelf, _ := r.m["extensions"].(map[string]any)["shelf"].(map[string]any)
+			tools, _ := shelf["tools"].([]any)
+			if len(tools) != 2 || tools[1].(map[string]any)["refused"] != "resource-exceeded" || tools[1].(map[string]any)["admitted"] != false {
+				t.Fatalf("the shelf admitted the module: %v", shelf)
+			}
+			served(t, relay)
+		})
+	}
 }
 
 // TestAHostileShelfIsRefusedByName: what can sit in the shelf directory, a manifest far too

@@ -21,6 +21,9 @@
 //	shelf-unreadable    a manifest that is not the manifest's JSON, or over MaxManifestBytes
 //	wasm-unreadable     a tool without an id or a module, or whose module cannot be read
 //	digest-mismatch     a module whose sha256 is not the pinned one (both prefixes named)
+//	wasm-invalid        a module that is not framed as WebAssembly
+//	resource-exceeded   a module whose memories or tables, imported and defined, pass the
+//	                    bounds together (wasmabi.CheckBytes)
 //	unsupported-abi     an ABI Voicebox does not drive
 //	bad-descriptor      an id that cannot name a tool, or one already taken
 //
@@ -196,9 +199,11 @@ func (s *Shelf) Find(id string) *Tool {
 	return nil
 }
 
-// ReadModule reads t's module from the shelf directory and checks its digest: wasm-unreadable
-// for a module that cannot be read there (missing, not a regular file, outside the directory),
-// over-budget past limit, digest-mismatch for other bytes.
+// ReadModule reads t's module from the shelf directory and checks its digest and its bytes:
+// wasm-unreadable for a module that cannot be read there (missing, not a regular file, outside
+// the directory), over-budget past limit, digest-mismatch for other bytes, then
+// wasmabi.CheckBytes within wasmabi.MaxMemoryPages (wasm-invalid, resource-exceeded). Read
+// admits through it and every call reads through it, wherever the module then runs.
 func ReadModule(dir string, t *Tool, limit int) ([]byte, error) {
 	b, err := wasmtool.ReadModule(dir, t.Module, limit)
 	if err != nil {
@@ -213,6 +218,9 @@ func ReadModule(dir string, t *Tool, limit int) ([]byte, error) {
 	sum := sha256.Sum256(b)
 	if got := hex.EncodeToString(sum[:]); got != t.Digest {
 		return nil, refusal.New(refusal.DigestMismatch, "%s", wasmabi.MismatchWhy("the module "+t.Module, got, t.Digest))
+	}
+	if _, err := wasmabi.CheckBytes(b, wasmabi.MaxMemoryPages, false); err != nil {
+		return nil, err
 	}
 	return b, nil
 }

@@ -293,6 +293,20 @@ func TestShelfRefusals(t *testing.T) {
 			t.Fatalf("%+v", s.Tools)
 		}
 	})
+	t.Run("a module whose memories pass the bound together is not admitted, nor run", func(t *testing.T) {
+		dir := shelfWith(t, "")
+		multi := wasmabitest.MultiMemory(wasmabitest.Memory{Min: 40, Max: 40}, wasmabitest.Memory{Min: 40, Max: 40})
+		os.WriteFile(filepath.Join(dir, "multi.wasm"), multi, 0o600)
+		sum := sha256.Sum256(multi)
+		os.WriteFile(filepath.Join(dir, ManifestFile), []byte(entry(`"id":"multi","wasm":"multi.wasm","digest":"`+hex.EncodeToString(sum[:])+`","export":"run"`)), 0o600)
+		s := Read(dir, wasmtool.DefaultMaxModuleBytes)
+		if tool := s.Tools[0]; tool.Admitted || tool.Offered || tool.Refused != refusal.ResourceExceeded || !strings.Contains(tool.Why, "81 memory pages (3 memories") {
+			t.Fatalf("%+v", tool)
+		}
+		if _, err := ReadModule(dir, &s.Tools[0], wasmtool.DefaultMaxModuleBytes); refusal.RuleOf(err) != refusal.ResourceExceeded {
+			t.Fatalf("a call's read: %v", err)
+		}
+	})
 	t.Run("no directory", func(t *testing.T) {
 		if s := Read(filepath.Join(t.TempDir(), "none"), 1<<20); s.Refused != refusal.ShelfUnavailable {
 			t.Fatalf("%+v", s)

@@ -6,6 +6,9 @@
 //
 // The caller reads the module's bytes afresh for every call (ReadModule) and Call checks them
 // against the pinned sha256 before anything else; the refusals and their order are wasmabi's.
+// wasmabi.CheckBytes holds every memory and table of the module, together, to the bounds before
+// wazero compiles it (wazero itself refuses a second memory: it does not run the multi-memory
+// proposal, so such a module within the bounds is wasm-invalid here and runs in a browser).
 // The runner's own bounds (Limits): the module's size, its memory (checked when it starts and
 // enforced while it grows: memory.grow past the bound answers -1 and the call is stopped
 // resource-exceeded), the tables' maxima, a wall-clock deadline that includes a start function,
@@ -122,9 +125,9 @@ func (r *Runner) Call(ctx context.Context, module []byte, tool extensions.WasmTo
 	if !ok {
 		return nil, refusal.New(refusal.UnsupportedABI, "the tool asks for ABI %q; the ABIs are %s and %s", tool.ABI, wasmabi.ABI1, wasmabi.ABIDiff)
 	}
-	shape, err := wasmabi.Scan(module)
+	shape, err := wasmabi.CheckBytes(module, uint64(r.limits.MaxMemoryPages), false)
 	if err != nil {
-		return nil, refusal.New(refusal.WasmInvalid, "the module is not a valid WebAssembly binary: %s", err)
+		return nil, err
 	}
 	compiled, err := r.compile(ctx, digest, module)
 	if err != nil {
@@ -140,9 +143,6 @@ func (r *Runner) Call(ctx context.Context, module []byte, tool extensions.WasmTo
 		return nil, err
 	}
 	if err := layout.CheckExports(shape, tool.Export); err != nil {
-		return nil, err
-	}
-	if err := wasmabi.CheckResources(shape, uint64(r.limits.MaxMemoryPages), false); err != nil {
 		return nil, err
 	}
 

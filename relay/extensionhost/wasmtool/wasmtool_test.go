@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/wasmabi"
+	"github.com/voicebox-go/voicebox/shared/wasmabi/wasmabitest"
 )
 
 //go:embed testdata/*.wasm
@@ -164,6 +166,34 @@ func TestHostileModulesAreStoppedAndTheNextCallRuns(t *testing.T) {
 			}
 			if r, _ := refusal.As(err); r.Why == "" {
 				t.Fatal("a refusal must say why")
+			}
+			if got := run(t, r, good, "run", []byte("still answering")); got != "still answering" {
+				t.Fatalf("the next call answered %q", got)
+			}
+		})
+	}
+}
+
+// TestMultiMemoryModulesAreRefused: memories past the bound together are refused
+// resource-exceeded before anything compiles them, however small the first one is; within the
+// bound, wazero (which does not run the multi-memory proposal) refuses to compile them.
+func TestMultiMemoryModulesAreRefused(t *testing.T) {
+	t.Parallel()
+	r := New(Limits{})
+	defer r.Close(context.Background())
+	good := fixture(t, "echo")
+	for _, c := range []struct {
+		name  string
+		extra []wasmabitest.Memory
+		want  refusal.Rule
+	}{
+		{"eight of 4,096 pages behind one of one", slices.Repeat([]wasmabitest.Memory{{Min: 4096, Max: 4096}}, 8), refusal.ResourceExceeded},
+		{"two of 40 pages", []wasmabitest.Memory{{Min: 40, Max: 40}, {Min: 40, Max: 40}}, refusal.ResourceExceeded},
+		{"two of one page", []wasmabitest.Memory{{Min: 1, Max: 1}}, refusal.WasmInvalid},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := call(t, r, wasmabitest.MultiMemory(c.extra...), "run", []byte("x")); refusal.RuleOf(err) != c.want {
+				t.Fatalf("err = %v, want %s", err, c.want)
 			}
 			if got := run(t, r, good, "run", []byte("still answering")); got != "still answering" {
 				t.Fatalf("the next call answered %q", got)

@@ -1,0 +1,92 @@
+// @ts-check
+// The message budget every app is held to, one implementation for every realm that receives an
+// app's messages: the mini-app bridge (what the app posts over its port or to the bridge's
+// window; the app cannot reach into the bridge's realm), the page (what a frame inside a
+// mini-app posts to it directly, and everything an external app's frame posts). The realm that
+// receives a message has already paid for it: the browser copies it in and deserialises it there
+// before any listener can look, so the budget is charged where the bytes land, and bounds what
+// an app can make that realm pay to the budget and one message more.
+//
+// An app may send MESSAGE_BUDGET messages and MESSAGE_BYTE_BUDGET bytes within
+// MESSAGE_WINDOW_MS (shared/miniapp, generated into rules.js). An answer it owes (one per call
+// it was sent) is free of both: how many there are is the host's doing, and a result has its own
+// bound where it is read (the bridge's MAX_OUTPUT_BYTES). A message's bytes are estimated
+// without serialising it again (messageBytes).
+import { MAX_SIZED_VALUES, MESSAGE_BUDGET, MESSAGE_BYTE_BUDGET, MESSAGE_WINDOW_MS } from './rules.js';
+
+/** OVER is what a message too large to size is charged: more than the whole byte budget. */
+const OVER = MESSAGE_BYTE_BUDGET + 1;
+
+/**
+ * messageBytes estimates the bytes of data, a message as the receiving realm holds it: a string
+ * by its length, binary data by its byteLength (a Blob by its size, an ImageBitmap by its
+ * pixels), anything else by a walk of at most MAX_SIZED_VALUES values, keys and strings by their
+ * length and every other value 8 bytes. A message with more values is charged more than the
+ * whole byte budget: no app's envelope has thousands of values.
+ * @param {unknown} data
+ * @returns {number}
+ */
+export function messageBytes(data) {
+  if (typeof data === 'string') return data.length;
+  let bytes = 0;
+  let values = 1; // values taken into the walk so far, data the first
+  /** @type {unknown[]} */
+  const todo = [data];
+  while (todo.length > 0) {
+    const v = todo.pop();
+    if (typeof v === 'string') {
+      bytes += v.length;
+      continue;
+    }
+    bytes += 8;
+    if (v === null || typeof v !== 'object') continue;
+    if (v instanceof ArrayBuffer || ArrayBuffer.isView(v)) bytes += v.byteLength;
+    else if (typeof Blob !== 'undefined' && v instanceof Blob) bytes += v.size;
+    else if (typeof ImageBitmap !== 'undefined' && v instanceof ImageBitmap) bytes += 4 * v.width * v.height;
+    else if (Array.isArray(v) || v instanceof Map || v instanceof Set) {
+      const n = Array.isArray(v) ? v.length : v.size;
+      if ((values += n) > MAX_SIZED_VALUES) return OVER;
+      for (const x of v) todo.push(x); // a Map's entries are [key, value] arrays: two values more each
+    } else {
+      const o = /** @type {Record<string, unknown>} */ (v);
+      for (const k in o) {
+        if (++values > MAX_SIZED_VALUES) return OVER;
+        bytes += k.length;
+        todo.push(o[k]);
+      }
+    }
+    if (bytes > MESSAGE_BYTE_BUDGET) return OVER;
+  }
+  return bytes;
+}
+
+/**
+ * MessageBudget is one app's budget: its messages and their bytes in the current window.
+ */
+export class MessageBudget {
+  windowStart = 0;
+  count = 0;
+  bytes = 0;
+
+  /**
+   * charge charges one message of the app, data as received: itself and its bytes, unless it is
+   * an answer the app owed (free). It returns '' while the app is within both budgets, and why
+   * it is not for the first message over either (the caller stops the app).
+   * @param {unknown} data
+   * @param {boolean} [owed]
+   * @returns {string}
+   */
+  charge(data, owed = false) {
+    const now = performance.now();
+    if (now - this.windowStart >= MESSAGE_WINDOW_MS) {
+      this.windowStart = now;
+      this.count = 0;
+      this.bytes = 0;
+    }
+    if (owed) return '';
+    if (++this.count > MESSAGE_BUDGET) return `it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms`;
+    this.bytes += messageBytes(data);
+    if (this.bytes > MESSAGE_BYTE_BUDGET) return `it sent more than ${MESSAGE_BYTE_BUDGET} bytes within ${MESSAGE_WINDOW_MS} ms`;
+    return '';
+  }
+}
