@@ -520,10 +520,11 @@ var ErrBodyTimeout = errors.New("server: the request body did not arrive in time
 // boundBody puts read deadlines on r's body, when it has one: its next part must come within
 // the idle bound and the whole within the total bound (both from Config, else the defaults).
 // Once the body is read to its end the deadline is lifted, so a handler that takes long to
-// answer (a call waiting on its executor, an approval) is not cut off by it.
-func (s *Server) boundBody(w http.ResponseWriter, r *http.Request) {
+// answer (a call waiting on its executor, an approval) is not cut off by it. It returns the
+// bounded body, or nil when r has none.
+func (s *Server) boundBody(w http.ResponseWriter, r *http.Request) *deadlineBody {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-		return
+		return nil
 	}
 	idle, total := s.cfg.BodyIdleTimeout, s.cfg.BodyTimeout
 	if idle <= 0 {
@@ -535,9 +536,10 @@ func (s *Server) boundBody(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	b := &deadlineBody{ReadCloser: r.Body, rc: rc, idle: idle, end: time.Now().Add(total)}
 	if !b.extend() {
-		return // a writer that cannot set deadlines (a test's recorder)
+		return nil // a writer that cannot set deadlines (a test's recorder)
 	}
 	r.Body = b
+	return b
 }
 
 // deadlineBody is a request body under the idle and total read bounds.
@@ -546,7 +548,8 @@ type deadlineBody struct {
 	rc   *http.ResponseController
 	idle time.Duration
 	end  time.Time
-	done bool
+	done bool // read to its end
+	read bool // read at all
 }
 
 // extend moves the read deadline to the idle bound from now, or the total bound if sooner.
@@ -559,6 +562,7 @@ func (b *deadlineBody) extend() bool {
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
+	b.read = true
 	n, err := b.ReadCloser.Read(p)
 	switch {
 	case b.done:

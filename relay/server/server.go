@@ -185,7 +185,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	start := time.Now()
-	s.boundBody(w, r)
+	body := s.boundBody(w, r)
 	info := s.requestInfo(r)
 	info.held = held
 	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
@@ -198,7 +198,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if info.https && s.cfg.HSTS {
 		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
 	}
-	rw := &trackingWriter{ResponseWriter: w}
+	rw := &trackingWriter{ResponseWriter: w, body: body}
 	defer s.logRequest(r, rw, info, start)
 	defer func() {
 		v := recover()
@@ -441,6 +441,7 @@ func (s *Server) logRequest(r *http.Request, rw *trackingWriter, info requestInf
 // does not write a second one, and the status and size for the request's log line.
 type trackingWriter struct {
 	http.ResponseWriter
+	body   *deadlineBody // the request's body, when it has one
 	wrote  bool
 	status int
 	bytes  int64
@@ -449,6 +450,7 @@ type trackingWriter struct {
 func (w *trackingWriter) WriteHeader(code int) {
 	if !w.wrote {
 		w.status = code
+		w.closeUnread()
 	}
 	w.wrote = true
 	w.ResponseWriter.WriteHeader(code)
@@ -457,11 +459,26 @@ func (w *trackingWriter) WriteHeader(code int) {
 func (w *trackingWriter) Write(b []byte) (int, error) {
 	if !w.wrote {
 		w.status = http.StatusOK
+		w.closeUnread()
 	}
 	w.wrote = true
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
 	return n, err
+}
+
+// closeUnread marks an answer given without a byte of its request's body read as the
+// connection's last (Connection: close). net/http would otherwise read the body before answering
+// (it cannot tell that boundBody's reader stands for its own, so it takes the body for one the
+// handler may still want): a client that sent only headers, or that waits for 100 Continue as
+// curl does for a large body, would wait out the body's idle bound for an answer the relay had
+// already decided. A body read in part (over its route's bound) is left to net/http, which reads
+// a little of the rest so that the client, still sending, sees the answer.
+func (w *trackingWriter) closeUnread() {
+	if w.body != nil && !w.body.read {
+		w.Header().Set("Connection", "close")
+		w.body.rc.SetReadDeadline(time.Now()) // nor read when the body is closed: see refuseUnread
+	}
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer (WebSocket upgrades need it).

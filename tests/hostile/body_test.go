@@ -26,8 +26,8 @@ const headersOnlyWait = 5 * time.Second
 // TestABodyRefusedByItsHeadersIsRefusedAtOnce: a request whose headers already say it will be
 // refused (a Content-Length over the route's bound, a type that is not JSON, no host token) is
 // answered 413 body-too-large, 415 unsupported-content-type, 403 host-token-required, 403
-// origin-refused (another site's page, a sandboxed frame) or 421 host-refused (a rebound name)
-// before a single body byte is sent,
+// origin-refused (another site's page, a sandboxed frame), 421 host-refused (a rebound name) or
+// 404 not-found (an answer that never needed the body) before a single body byte is sent,
 // and its connection is closed, instead of the relay waiting out the body's idle bound for a
 // body the client never sends.
 func TestABodyRefusedByItsHeadersIsRefusedAtOnce(t *testing.T) {
@@ -47,6 +47,8 @@ func TestABodyRefusedByItsHeadersIsRefusedAtOnce(t *testing.T) {
 		{name: "no host token", path: "/api/extensions/admit", ctype: "application/json", length: "1000", status: http.StatusForbidden, rule: "host-token-required"},
 		{name: "another site's page", path: "/api/extensions/revoke", token: token, ctype: "application/json", length: "1000", status: http.StatusForbidden, rule: "origin-refused", extra: "Origin: http://evil.example\r\n"},
 		{name: "a sandboxed frame", path: "/api/extensions/revoke", token: token, ctype: "application/json", length: "1000", status: http.StatusForbidden, rule: "origin-refused", extra: "Origin: null\r\n"},
+		{name: "an address that serves nothing", path: "/api/nothing-here", token: token, ctype: "application/json", length: "1000", status: http.StatusNotFound, rule: "not-found"},
+		{name: "a route that takes no such method", path: "/api/health", token: token, ctype: "application/json", length: "1000", status: http.StatusNotFound, rule: "not-found"},
 		{name: "a rebound name", path: "/api/extensions/revoke", token: token, ctype: "application/json", length: "1000", status: http.StatusMisdirectedRequest, rule: "host-refused", host: "evil.example"},
 	}
 	for _, c := range cases {
