@@ -159,7 +159,9 @@ browser_packages() { GOOS=js GOARCH=wasm go list ./... | grep -E '^github.com/vo
 
 PASSED=0
 FAILED=0
-# run_tests STEP CMD...: runs a go test command, echoes its output, counts packages.
+# run_tests STEP CMD...: runs a go test command, echoes its output, counts packages: passed
+# ("ok") and failed (go test's "FAIL<tab>package" line, one a package however many of its tests
+# failed or if it did not build).
 run_tests() {
 	local step=$1 log rc=0
 	shift
@@ -167,7 +169,7 @@ run_tests() {
 	"$@" >"$log" 2>&1 || rc=$?
 	grep -E '^(ok|FAIL|---|panic|\s+\S+_test\.go)' "$log" | grep -v '^--- PASS' || true
 	PASSED=$((PASSED + $(grep -c '^ok ' "$log" || true)))
-	FAILED=$((FAILED + $(grep -cE '^(FAIL|--- FAIL)' "$log" || true)))
+	FAILED=$((FAILED + $(grep -cP '^FAIL\t' "$log" || true)))
 	if [ $rc -ne 0 ]; then
 		say "build.sh: step '$step' failed; the whole output is in $log"
 		say "  rerun it alone with ./build.sh test $step"
@@ -177,6 +179,7 @@ run_tests() {
 }
 
 summary() {
+	# Packages, both counts; the failed tests are named above.
 	say "test: $PASSED passed, $FAILED failed ($(($(date +%s) - START))s)"
 }
 

@@ -80,7 +80,7 @@ func TestRemoteMCPToolRedefinedAfterAdmission(t *testing.T) {
 	if e := admittedEntry(l, "pin"); !e.Tools[0].ReadOnly {
 		t.Fatalf("peek admitted read-only is offered as %+v", e.Tools[0])
 	}
-	if code, _, body := f.do("GET", "/api/extensions/view?extension=pin&tool=pin__show", "", ""); code != 200 || !strings.Contains(body, "first") {
+	if code, _, body := f.do("POST", "/api/extensions/view", "", `{"extension":"pin","tool":"pin__show"}`); code != 200 || !strings.Contains(body, "first") {
 		t.Fatalf("the admitted view: %d %s", code, body)
 	}
 
@@ -118,13 +118,13 @@ func TestRemoteMCPToolRedefinedAfterAdmission(t *testing.T) {
 
 	// The view's content changes: refused until the plan with its new digest is admitted.
 	viewHTML.Store("<!doctype html><p>second</p>")
-	if code, m, _ := f.do("GET", "/api/extensions/view?extension=pin&tool=pin__show", "", ""); code == 200 || m["refused"] != string(refusal.ToolUnavailable) || !strings.Contains(fmt.Sprint(m["why"]), "view's content changed") {
+	if code, m, _ := f.do("POST", "/api/extensions/view", "", `{"extension":"pin","tool":"pin__show"}`); code == 200 || m["refused"] != string(refusal.ToolUnavailable) || !strings.Contains(fmt.Sprint(m["why"]), "view's content changed") {
 		t.Fatalf("a changed view: %d %v", code, m)
 	}
 	f.waitFor("the new view staged", func(l Listing) bool { return len(pendingTools(l, "pin")) == 2 })
 	f.admitPending("pin")
 	f.waitFor("show offered again", func(l Listing) bool { return slices.Contains(offered(admittedEntry(l, "pin")), "pin__show") })
-	if code, _, body := f.do("GET", "/api/extensions/view?extension=pin&tool=pin__show", "", ""); code != 200 || !strings.Contains(body, "second") {
+	if code, _, body := f.do("POST", "/api/extensions/view", "", `{"extension":"pin","tool":"pin__show"}`); code != 200 || !strings.Contains(body, "second") {
 		t.Fatalf("the view once admitted again: %d %s", code, body)
 	}
 }
