@@ -4,7 +4,6 @@ package hostile
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -34,40 +33,11 @@ const (
 
 // flood opens n stalled connections to relay from loopback addresses 127.0.0.first onwards,
 // perAddress from each, as stall does (every other one half a header, the others, with bodies, a
-// header and one byte of a body), except that a connection the relay closes to make room while it is being
-// opened is counted in, not a failure.
+// header and one byte of a body), except that a connection the relay closes to make room while
+// it is being opened is counted in, not a failure.
 func flood(t testing.TB, relay *harness.Relay, n, perAddress, first int, bodies bool) []staller {
 	t.Helper()
-	addr := strings.TrimPrefix(relay.URL, "http://")
-	out := make([]staller, n)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for a := 0; a*perAddress < n; a++ {
-		ip := net.IPv4(127, 0, 0, byte(first+a))
-		wg.Go(func() {
-			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}, Timeout: patience}
-			for i := a * perAddress; i < min(n, (a+1)*perAddress); i++ {
-				c, err := d.Dial("tcp", addr)
-				if err != nil {
-					errs <- err
-					return
-				}
-				s := staller{conn: c, body: bodies && i%2 == 0}
-				head := "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Half: "
-				if s.body {
-					head = "POST /api/extensions/approve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
-				}
-				io.WriteString(c, head) // a write the relay's close cut short is part of the outcome
-				out[i] = s
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("opening a stalled connection: %v", err)
-	}
-	return out
+	return openStallers(t, relay, n, perAddress, first, func(i int) bool { return bodies && i%2 == 0 }, false)
 }
 
 // mintTicket mints a sign-in address with the host token and returns its ticket.
