@@ -35,7 +35,8 @@ import (
 // themselves are served without a session (the sandboxed frame is an opaque origin: it sends no
 // cookie), to anyone who has the token, with Access-Control-Allow-Origin: null so the frame can
 // load them as module scripts: that header is on these bytes only, never on /api/*. A path is
-// held to fsroot.Check (no "..", no dot names), bundles to the folder app's bounds, and all of
+// held to fsroot.Check (no "..", no dot names), an uploaded one to fsroot.CheckCreate (no
+// character that hides or reorders text: invalid-name), bundles to the folder app's bounds, and all of
 // them together to MaxAppFileBundles and MaxAppFilesBytes for AppFilesLifetime. At either bound
 // a new bundle or file is refused app-files-full: a bundle is dropped only when its app closes
 // (DELETE) or its lifetime ends, never to make room, since an open app still loads from it.
@@ -209,6 +210,10 @@ func (s *Server) registerAppFileRoutes() {
 			}
 			WriteRefusal(w, http.StatusBadRequest, refusal.New(rule,
 				"a folder app's file is named by its token, then a path inside its folder: relative, no \"..\", no name starting with a dot"))
+			return
+		}
+		if rf, isRefusal := refusal.As(fsroot.CheckCreate(name)); isRefusal {
+			WriteRefusal(w, http.StatusBadRequest, rf) // invalid-name: a lookalike (shared/names)
 			return
 		}
 		if r.ContentLength > miniappstore.MaxFolderFileBytes {

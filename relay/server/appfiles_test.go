@@ -146,8 +146,10 @@ func TestAppFilesRoutes(t *testing.T) {
 		status int
 		rule   refusal.Rule
 	}{
-		"/.env":           {400, refusal.DotfileRefused},
-		"/js/%2e%2e/x.js": {400, refusal.OutsideRoot},
+		"/.env":            {400, refusal.DotfileRefused},
+		"/js/%2e%2e/x.js":  {400, refusal.OutsideRoot},
+		"/%E2%80%AEsj.exe": {400, refusal.InvalidName},
+		"/a%E2%80%8B.js":   {400, refusal.InvalidName},
 	} {
 		res := do("PUT", "/api/app-files/"+made.Token+name, []byte("x"), BytesType)
 		var body struct{ Refused refusal.Rule }
