@@ -41,7 +41,12 @@ func rawMCP(t *testing.T, r *harness.Relay, bearer string, body io.Reader, lengt
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if req.ContentLength > expectContinueBytes {
+		req.Header.Set("Expect", "100-continue") // see sweepOne
+		client = continueClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("POST /mcp: %v", err)
 	}
