@@ -6,7 +6,7 @@
 // posts only to the app's declared origin and drops every message whose origin is not that origin
 // or whose source is not that app's frame.
 //
-// The page asks the app:  ui/identify (after every frame load: 500 ms of silence resets the
+// The page asks the app:  ui/identify (after every frame load: 5 s of silence resets the
 //                         handshake), ui/get-context, tools/list, tools/call
 // The app asks the page:  ui/initialize, ui/request-auth-token, ui/open-chat
 // The app tells the page: ui/notifications/tools-changed (20 honoured per document),
@@ -211,7 +211,10 @@ export function startExternalApps(vb) {
   /** @type {Record<string, number>} */
   // The approval's is every approval's (rules.APPROVAL_TIMEOUT_MS, the relay's too); tools/call's
   // is what the relay allows an app's answer after it (rules.EXTERNAL_CALL_TIMEOUT_MS).
-  const DEADLINES = { 'ui/identify': 500, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': rules.EXTERNAL_CALL_TIMEOUT_MS, approval: rules.APPROVAL_TIMEOUT_MS };
+  // ui/identify's is as long as tools/list's: at 500 ms a frame busy on a loaded machine (or a slow
+  // phone) answered late and lost a good handshake, which it never begins again; a frame that
+  // navigated elsewhere is still reset, 5 s later.
+  const DEADLINES = { 'ui/identify': 5000, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': rules.EXTERNAL_CALL_TIMEOUT_MS, approval: rules.APPROVAL_TIMEOUT_MS };
   // The composer is the assistant's command box (assistant.js): an app's suggestion goes
   // there, and only the person sends it.
   const el = { list: byId('xa-list'), open: byId('xa-open'), composer: byId('command', HTMLInputElement), note: byId('xa-note') };
@@ -786,7 +789,7 @@ export function startExternalApps(vb) {
       }
       reset(app, id === null ? 'the frame answered ui/identify without a document id' : 'the frame holds a document that has not begun a handshake');
     }, () => {
-      if (seq === app.identifySeq) reset(app, 'the frame did not answer ui/identify within 500 ms');
+      if (seq === app.identifySeq) reset(app, `the frame did not answer ui/identify within ${DEADLINES['ui/identify'] / 1000} s`);
     });
   }
 
