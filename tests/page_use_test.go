@@ -301,8 +301,10 @@ func TestDialogsAndTheEditorTakeTheKeyboard(t *testing.T) {
 		t.Fatal("Escape in the New folder dialog made the folder")
 	}
 
-	// Typing marks the file unsaved; Ctrl+S saves it.
-	click(t, tab, "#editor")
+	// Typing marks the file unsaved; Ctrl+S saves it. The editor is focused in the page, in one
+	// step: a click lands where the editor was when its box was read, and the file list drawn
+	// again for the new file can move it in between (the keys then went nowhere, under load).
+	harness.WaitFor[bool](tab, `(() => { const e = document.querySelector('#editor'); if (e.disabled) return false; e.focus(); return document.activeElement === e; })()`, useBound)
 	keys(t, tab, "# Plan")
 	harness.WaitFor[bool](tab, `!document.querySelector('#unsaved').hidden`, useBound)
 	if _, err := chromedp.Run(tab.Ctx, chromedp.KeyEvent("s", chromedp.KeyModifiers(chromedp.ModifierCtrl))); err != nil {
