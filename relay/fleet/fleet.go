@@ -35,7 +35,7 @@
 // The connection reconnects by itself, forever. Meanwhile everything that needs shared state is
 // refused fleet-unavailable at once (a session check answers 503 with it, a routed call is
 // refused with it), and what does not is served: the page's files, /api/health, calls to an
-// executor attached to this relay. Whoever can publish on the fleet's subjects is trusted like a
+// executor attached to this relay, and the sessions this relay checked itself, for SessionGrace. Whoever can publish on the fleet's subjects is trusted like a
 // relay (it can call the executor and decide approvals): NATS credentials are as precious as the
 // host token. Events taken from the fleet are checked to be one event each (ValidEventFrame).
 package fleet

@@ -665,27 +665,54 @@ func TestFleetHammer(t *testing.T) {
 	}
 }
 
-// TestFleetAGatedPageWaitsOutNATS: with the shared sessions out of reach, a signed-in page's
-// /channel is closed "try again later" (1013, fleet-unavailable), never refused (which would make
-// the page wait for its person), and it is admitted once NATS is back.
-func TestFleetAGatedPageWaitsOutNATS(t *testing.T) {
-	t.Parallel()
-	nats := fleettest.Start(t)
-	a := startMember(t, nats, "gatedwait", true)
-	status, minted := a.do(t, http.MethodPost, "/api/bootstrap", nil)
+// signIn mints a bootstrap ticket through minter, redeems it through redeemer and returns the
+// session's cookie header.
+func signIn(t testing.TB, minter, redeemer *member) string {
+	t.Helper()
+	status, minted := minter.do(t, http.MethodPost, "/api/bootstrap", nil)
 	if status != http.StatusOK {
 		t.Fatalf("bootstrap: %d %v", status, minted)
 	}
+	ticket := minted["url"].(string)[strings.Index(minted["url"].(string), "bootstrap=")+len("bootstrap="):]
 	jar, _ := cookiejar.New(nil)
-	resp, err := (&http.Client{Jar: jar}).Get(minted["url"].(string))
+	resp, err := (&http.Client{Jar: jar}).Get(redeemer.url + "/?bootstrap=" + ticket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	cookie := ""
 	for _, ck := range jar.Cookies(resp.Request.URL) {
-		cookie = ck.Name + "=" + ck.Value
+		if ck.Name == server.SessionCookie {
+			return ck.Name + "=" + ck.Value
+		}
 	}
+	t.Fatalf("redeeming the ticket on %s set no session cookie (%d)", redeemer.url, resp.StatusCode)
+	return ""
+}
+
+// withCookie answers GET path on m with the session cookie: the status and the refusal's rule.
+func withCookie(t testing.TB, m *member, path, cookie string) (int, refusal.Rule) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, m.url+path, nil)
+	req.Header.Set("Cookie", cookie)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, ruleOf(out)
+}
+
+// TestFleetAGatedPageWaitsOutNATS: with the shared sessions out of reach, a signed-in page whose
+// session this relay never checked (it signed in through another) has its /channel closed "try
+// again later" (1013, fleet-unavailable), never refused (which would make the page wait for its
+// person), and it is admitted once NATS is back.
+func TestFleetAGatedPageWaitsOutNATS(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "gatedwait", true), startMember(t, nats, "gatedwait", true)
+	cookie := signIn(t, b, b)
 	nats.Stop()
 	waitFor(t, "A noticing NATS is gone", func() bool { return !a.Fleet.Connected() })
 	p := dialPage(t, a, memoryExecutor(), http.Header{"Cookie": {cookie}})
@@ -696,6 +723,49 @@ func TestFleetAGatedPageWaitsOutNATS(t *testing.T) {
 	waitFor(t, "A back on NATS", func() bool { return a.Fleet.Connected() })
 	dialPage(t, a, memoryExecutor(), http.Header{"Cookie": {cookie}})
 	connectedOn(t, a)
+}
+
+// TestFleetAGatedPageKeepsWorkingWhileNATSIsAway: the page signed in through A and attached to
+// it keeps working through A while NATS is away (fleet.SessionGrace): its requests pass, it
+// reconnects its /channel, and its relay's calls reach it; a session A never checked is refused
+// fleet-unavailable meanwhile; once NATS is back, a revocation through B ends the session on A.
+func TestFleetAGatedPageKeepsWorkingWhileNATSIsAway(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "gatedkeep", true), startMember(t, nats, "gatedkeep", true)
+	cookie := signIn(t, a, a)
+	other := signIn(t, b, b)
+	dialPage(t, a, memoryExecutor(), http.Header{"Cookie": {cookie}})
+	connectedOn(t, a)
+	if status, rule := withCookie(t, a, "/api/root", cookie); status != http.StatusOK {
+		t.Fatalf("the page's request with NATS up: %d %s", status, rule)
+	}
+
+	nats.Stop()
+	waitFor(t, "A noticing NATS is gone", func() bool { return !a.Fleet.Connected() })
+	if status, rule := withCookie(t, a, "/api/root", cookie); status != http.StatusOK {
+		t.Fatalf("the page's request to its own relay with NATS away: %d %s, want 200", status, rule)
+	}
+	again := dialPage(t, a, memoryExecutor(), http.Header{"Cookie": {cookie}}) // the page reloaded
+	observed(t, a.call(t, "now", nil))
+	select {
+	case err := <-again.Ended:
+		t.Fatalf("the page's /channel with NATS away ended: %v", err)
+	default:
+	}
+	if status, rule := withCookie(t, a, "/api/root", other); status != http.StatusServiceUnavailable || rule != refusal.FleetUnavailable {
+		t.Fatalf("a session A never checked, with NATS away: %d %s, want 503 fleet-unavailable", status, rule)
+	}
+
+	nats.Restart()
+	waitFor(t, "A and B back on NATS", func() bool { return a.Fleet.Connected() && b.Fleet.Connected() })
+	if status, out := b.do(t, http.MethodDelete, "/api/sessions", nil); status != http.StatusOK {
+		t.Fatalf("revoking every session through B: %d %v", status, out)
+	}
+	waitFor(t, "A refusing the session revoked through B", func() bool {
+		status, _ := withCookie(t, a, "/api/root", cookie)
+		return status == http.StatusUnauthorized
+	})
 }
 
 // TestFleetAMachineWaitsOutNATS: with the shared pairings out of reach, a paired machine's hello
