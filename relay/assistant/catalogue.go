@@ -216,8 +216,9 @@ type Fleet interface {
 	// PublishEvent sends an encoded event of this relay to the others; it must not block.
 	PublishEvent(frame []byte)
 	// Decide offers a decision on an approval this relay does not hold to the others, and
-	// reports whether one of them held it.
-	Decide(id string, approve bool) bool
+	// reports whether one of them held it; why, when not nil, is the refusal to answer with
+	// instead of not-found (the approval ended, and how).
+	Decide(id string, approve bool) (decided bool, why error)
 	// Watching tells the others whether a page follows this relay's event stream now; it is
 	// called each time that changes.
 	Watching(on bool)
@@ -244,12 +245,16 @@ func (c *Catalogue) DeliverEvent(frame []byte) {
 // whether one was; a fleet calls it for decisions made through another relay.
 func (c *Catalogue) DecideLocal(id string, approve bool) bool { return c.approvals.decide(id, approve) }
 
-// decideElsewhere offers a decision to the fleet's other relays; false for a relay alone.
-func (c *Catalogue) decideElsewhere(id string, approve bool) bool {
+// decideElsewhere offers a decision to the fleet's other relays; false for a relay alone. why
+// is Fleet.Decide's.
+func (c *Catalogue) decideElsewhere(id string, approve bool) (decided bool, why error) {
 	c.events.mu.Lock()
 	f := c.events.fleet
 	c.events.mu.Unlock()
-	return f != nil && f.Decide(id, approve)
+	if f == nil {
+		return false, nil
+	}
+	return f.Decide(id, approve)
 }
 
 // Publish sends an event of kind to every page on the event stream (GET /api/events), for a

@@ -44,7 +44,8 @@ func (c *Catalogue) mode() string {
 //	GET  /api/events           server-sent events: hello, call, approval, approval-settled, tools,
 //	                           and what the relay publishes (Publish): root, extensions
 //	GET  /api/approvals        {ok, approvals}: the requests waiting for the user
-//	POST /api/approvals/{id}   {approve: bool}: decide one; 404 not-found when none waits
+//	POST /api/approvals/{id}   {approve: bool}: decide one; 404 not-found when none waits, 410
+//	                           approval-requester-gone when the fleet relay that asked went away
 func (c *Catalogue) Register(srv *server.Server) {
 	srv.Handle("GET /api/assistant", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		set := c.set.Load()
@@ -90,9 +91,16 @@ func (c *Catalogue) Register(srv *server.Server) {
 			return
 		}
 		id := r.PathValue("id")
-		if !c.approvals.decide(id, *body.Approve) && !c.decideElsewhere(id, *body.Approve) {
-			server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "no request %q is waiting: it was decided already, or it timed out", id))
-			return
+		if !c.approvals.decide(id, *body.Approve) {
+			decided, why := c.decideElsewhere(id, *body.Approve)
+			if r, ok := refusal.As(why); ok {
+				server.WriteRefusal(w, http.StatusGone, r)
+				return
+			}
+			if !decided {
+				server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "no request %q is waiting: it was decided already, or it timed out", id))
+				return
+			}
 		}
 		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": id, "approve": *body.Approve})
 	}))

@@ -103,6 +103,7 @@ type Fleet struct {
 	mu      sync.Mutex
 	buckets map[string]jetstream.KeyValue
 	back    chan struct{} // closed when NATS (re)connects
+	joined  time.Time     // when NATS last (re)connected
 }
 
 // Connect joins the fleet at cfg.URL. It returns at once even when NATS cannot be reached yet:
@@ -365,6 +366,14 @@ func (f *Fleet) connectedAgain() {
 	clear(f.buckets)
 	close(f.back)
 	f.back = make(chan struct{})
+	f.joined = time.Now()
+}
+
+// joinedAt returns when NATS last (re)connected; zero before it first did.
+func (f *Fleet) joinedAt() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.joined
 }
 
 // DefaultLeaseTTL is how long an executor lease lasts without a heartbeat: a relay that dies

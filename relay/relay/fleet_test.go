@@ -850,3 +850,125 @@ func TestFleetRootEventsReachEveryRelay(t *testing.T) {
 		}
 	}
 }
+
+// followEvents follows GET /api/events on m and returns its events, each "kind data", until
+// the test ends.
+func followEvents(t testing.TB, m *member) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.url+"/api/events", nil)
+	req.Header.Set("Origin", m.url)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	events := make(chan string, 64)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		kind := ""
+		for sc.Scan() {
+			line := sc.Text()
+			if k, ok := strings.CutPrefix(line, "event: "); ok {
+				kind = k
+			} else if d, ok := strings.CutPrefix(line, "data: "); ok {
+				select {
+				case events <- kind + " " + d:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return events
+}
+
+// nextEvent returns the data of the next event of kind, and every event before it.
+func nextEvent(t testing.TB, events <-chan string, kind string) (data string, before []string) {
+	t.Helper()
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatalf("the event stream ended before %s (after %v)", kind, before)
+			}
+			if d, ok := strings.CutPrefix(e, kind+" "); ok {
+				return d, before
+			}
+			before = append(before, e)
+		case <-time.After(patience):
+			t.Fatalf("no %s event (after %v)", kind, before)
+		}
+	}
+}
+
+// TestFleetAnApprovalEndsWhenItsRelayDies: a delete through B waits for the person, whose page
+// follows A. B dies (its NATS connection drops without a word): the page on A is told once that
+// the approval ended (approval-settled, outcome requester-gone), approving it then is refused
+// 410 approval-requester-gone instead of 404, nothing was deleted, and A serves the next turn.
+func TestFleetAnApprovalEndsWhenItsRelayDies(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "apgone", false), startMember(t, nats, "apgone", false)
+	page := dialPage(t, a, memoryExecutor(), nil)
+	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
+	waitFor(t, "the root declared on A shown on B", func() bool { return b.root(t)["kind"] == "opfs" })
+	observed(t, a.call(t, "write-file", map[string]any{"path": "keep.txt", "content": "still here"}))
+	events := followEvents(t, a)
+	nextEvent(t, events, "hello")
+	turned := make(chan struct{})
+	go func() {
+		defer close(turned)
+		body, _ := json.Marshal(map[string]any{"action": map[string]any{"verb": "delete_file", "name": "keep.txt"}})
+		req, _ := http.NewRequest(http.MethodPost, b.url+"/api/turn", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(server.HostTokenHeader, b.token)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close() // B dies first: its answer is an error or a shutdown's refusal
+		}
+	}()
+	data, _ := nextEvent(t, events, "approval")
+	var ap struct{ ID string }
+	json.Unmarshal([]byte(data), &ap)
+	if ap.ID == "" {
+		t.Fatalf("the approval event carried no id: %s", data)
+	}
+
+	b.kill(t)
+	for {
+		data, _ := nextEvent(t, events, "approval-settled")
+		var settled struct{ ID, Outcome string }
+		json.Unmarshal([]byte(data), &settled)
+		if settled.ID != ap.ID {
+			continue
+		}
+		if settled.Outcome != fleet.RequesterGone {
+			t.Fatalf("the approval of the dead relay settled %q, want %q", settled.Outcome, fleet.RequesterGone)
+		}
+		break
+	}
+	status, out := a.do(t, http.MethodPost, "/api/approvals/"+ap.ID, map[string]any{"approve": true})
+	if status != http.StatusGone || ruleOf(out) != refusal.ApprovalRequesterGone {
+		t.Fatalf("approving the dead relay's request on A: %d %v, want 410 approval-requester-gone", status, out)
+	}
+	select {
+	case <-turned:
+	case <-time.After(patience):
+		t.Fatal("the turn through the dead relay never ended")
+	}
+	if got := observed(t, a.call(t, "read-file", map[string]any{"path": "keep.txt"})); got == nil {
+		t.Fatal("the file is gone")
+	}
+	// The next turn through A is served, and the page heard of the dead relay's approval once.
+	if status, out := a.do(t, http.MethodPost, "/api/turn", map[string]any{"action": map[string]any{"verb": "read_file", "name": "keep.txt"}}); status != http.StatusOK || out["ok"] != true {
+		t.Fatalf("the next turn through A: %d %v", status, out)
+	}
+	_, before := nextEvent(t, events, "call")
+	for _, e := range before {
+		if strings.HasPrefix(e, "approval-settled ") && strings.Contains(e, ap.ID) {
+			t.Fatalf("the page heard the approval end twice: %v", before)
+		}
+	}
+}

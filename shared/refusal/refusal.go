@@ -149,10 +149,13 @@ const (
 	RelayShuttingDown Rule = "relay-shutting-down"
 	TooManySockets    Rule = "too-many-sockets"
 
-	// A fleet of relays on NATS (relay/fleet): the shared state cannot be reached, and a call
-	// whose executor's relay went away before it answered.
+	// A fleet of relays on NATS (relay/fleet): the shared state cannot be reached, a call whose
+	// executor's relay went away before it answered, and an approval whose requester went away.
 	FleetUnavailable Rule = "fleet-unavailable" // NATS (the fleet's shared state and routing) is unreachable from this relay
 	OutcomeUnknown   Rule = "outcome-unknown"   // the relay holding the executor went away mid-call: the call may or may not have run
+	// ApprovalRequesterGone: the relay whose call asked for the approval stopped being heard by
+	// the fleet (it died or lost NATS), so no decision can reach the call any more.
+	ApprovalRequesterGone Rule = "approval-requester-gone"
 
 	// The page's worker API (browser/engine).
 	UnknownMethod    Rule = "unknown-method"
