@@ -18,6 +18,8 @@
 //	<prefix>.events           the page's event stream, every relay's /api/events
 //	<prefix>.approvals        a person's decision on an approval, to the relay whose call waits for it
 //	<prefix>.watching         answered by every relay whose event stream a page follows now
+//	<prefix>.presence         every relay's heartbeat, so the others end its approvals once it
+//	                          falls silent (Events)
 //	<prefix>_mcpclients       the MCP clients' bearers: records by the bearer's SHA-256, and the
 //	                          live bearer's hash of each name (moved by compare-and-set)
 //	<prefix>_extfiles   (object store) extension proposals, admitted descriptors, WASM modules
