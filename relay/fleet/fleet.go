@@ -106,6 +106,8 @@ type Fleet struct {
 	buckets map[string]jetstream.KeyValue
 	back    chan struct{} // closed when NATS (re)connects
 	joined  time.Time     // when NATS last (re)connected
+	down    chan struct{} // closed when the connection to NATS drops, made anew when it is back
+	isDown  bool          // down is closed
 }
 
 // Connect joins the fleet at cfg.URL. It returns at once even when NATS cannot be reached yet:
@@ -130,7 +132,7 @@ func Connect(cfg Config) (*Fleet, error) {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
-	f := &Fleet{cfg: cfg, log: cfg.Log, buckets: map[string]jetstream.KeyValue{}, back: make(chan struct{})}
+	f := &Fleet{cfg: cfg, log: cfg.Log, buckets: map[string]jetstream.KeyValue{}, back: make(chan struct{}), down: make(chan struct{})}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -144,6 +146,7 @@ func Connect(cfg Config) (*Fleet, error) {
 		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			f.log.Warn("fleet: NATS disconnected; shared state is refused until it is back", "err", err)
+			f.dropped()
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			f.log.Info("fleet: NATS reconnected")
@@ -369,6 +372,28 @@ func (f *Fleet) connectedAgain() {
 	close(f.back)
 	f.back = make(chan struct{})
 	f.joined = time.Now()
+	if f.isDown {
+		f.down, f.isDown = make(chan struct{}), false
+	}
+}
+
+// dropped wakes everything that waits for a reply over the connection that dropped: no reply
+// sent to it will come (NATS keeps no message for a connection that is gone).
+func (f *Fleet) dropped() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.isDown {
+		close(f.down)
+		f.isDown = true
+	}
+}
+
+// lost returns a channel closed the next time the connection to NATS drops (at once when it is
+// down now).
+func (f *Fleet) lost() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down
 }
 
 // joinedAt returns when NATS last (re)connected; zero before it first did.
