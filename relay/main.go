@@ -170,6 +170,7 @@ Environment:
                            NATS TLS files, when --nats-ca, --nats-cert, --nats-key are not given
   VOICEBOX_NATS_PREFIX     the fleet's bucket and subject prefix, when --nats-prefix is not given
   VOICEBOX_RELAY_ID        this relay's name in the fleet, when --relay-id is not given
+  VOICEBOX_NATS_REPLICAS   JetStream replicas of the fleet's buckets, when --nats-replicas is not given
   VOICEBOX_MCP_BEARER_FILE the MCP client's bearer file for relay mcp, when --bearer-file is not given
 
 The sessions and ticket commands reach the relay serving the same --state-dir through its
@@ -232,6 +233,7 @@ func registerNATS(fs *flag.FlagSet, c *fleet.Config) {
 	fs.StringVar(&c.Cert, "nats-cert", "", "PEM client certificate `file` for a NATS server that verifies clients, with --nats-key (default $VOICEBOX_NATS_CERT)")
 	fs.StringVar(&c.Key, "nats-key", "", "PEM private key `file` of --nats-cert (default $VOICEBOX_NATS_KEY)")
 	fs.StringVar(&c.Prefix, "nats-prefix", "", "`name` starting the fleet's buckets and subjects, so fleets can share a NATS account (default $VOICEBOX_NATS_PREFIX, else voicebox)")
+	fs.IntVar(&c.Replicas, "nats-replicas", 0, "`count` of NATS cluster servers that keep each of the fleet's buckets and streams: 3 on a three-node cluster (default $VOICEBOX_NATS_REPLICAS, else 1)")
 	fs.StringVar(&c.RelayID, "relay-id", "", "`name` of this relay in its fleet, in leases and logs (default $VOICEBOX_RELAY_ID, else the host name and a random suffix)")
 }
 

@@ -62,6 +62,9 @@ import (
 // several fleets can share one NATS account.
 const DefaultPrefix = "voicebox"
 
+// MaxReplicas is the most JetStream replicas NATS keeps of a stream or bucket.
+const MaxReplicas = 5
+
 // OpTimeout bounds one key-value operation or publish; past it the operation fails
 // fleet-unavailable.
 const OpTimeout = 2 * time.Second
@@ -91,6 +94,10 @@ type Config struct {
 	// LeaseTTL is how long an executor lease lasts without a heartbeat; zero means
 	// DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// Replicas is how many servers of a NATS cluster keep each of the fleet's buckets, its
+	// object store and its ledger stream (JetStream replicas): 3 on a three-node cluster, so
+	// losing one node loses nothing; zero means 1 (a single server). At most MaxReplicas.
+	Replicas int
 	// Log receives connection events; nil discards.
 	Log *slog.Logger
 }
@@ -131,6 +138,12 @@ func Connect(cfg Config) (*Fleet, error) {
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Replicas < 1 || cfg.Replicas > MaxReplicas {
+		return nil, fmt.Errorf("fleet: replicas must be 1 to %d, not %d", MaxReplicas, cfg.Replicas)
 	}
 	f := &Fleet{cfg: cfg, log: cfg.Log, buckets: map[string]jetstream.KeyValue{}, back: make(chan struct{}), down: make(chan struct{})}
 	if f.log == nil {
@@ -207,7 +220,7 @@ func (f *Fleet) bucket(ctx context.Context, name string) (jetstream.KeyValue, er
 	if !f.nc.IsConnected() {
 		return nil, f.unavailable(nats.ErrConnectionClosed)
 	}
-	kv, err := f.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: f.name(name), History: 1, LimitMarkerTTL: markerTTL})
+	kv, err := f.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: f.name(name), History: 1, LimitMarkerTTL: markerTTL, Replicas: f.cfg.Replicas})
 	if err != nil {
 		return nil, f.unavailable(err)
 	}

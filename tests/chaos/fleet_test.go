@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -22,8 +23,10 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/voicebox-go/voicebox/relay/hub/hubtest"
+	"github.com/voicebox-go/voicebox/shared/channel"
 	"github.com/voicebox-go/voicebox/shared/executor"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/wire"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -39,19 +42,39 @@ const fleetChaosBound = 30 * time.Second
 // none, which is the fault the scenarios look for.
 const fleetChaosCallBound = 20 * time.Second
 
-// natsProcessEnv carries the port and the JetStream folder to TestFleetChaosNATSProcess.
+// natsProcessEnv carries a natsSpec, in JSON, to TestFleetChaosNATSProcess.
 const natsProcessEnv = "VOICEBOX_CHAOS_NATS"
+
+// natsSpec is what a NATS process serves: its client port and JetStream folder, and for a node
+// of a cluster its name, its cluster port and the cluster ports of the others.
+type natsSpec struct {
+	Port        int    `json:"port"`
+	Dir         string `json:"dir"`
+	Name        string `json:"name,omitempty"`
+	ClusterPort int    `json:"clusterPort,omitempty"`
+	Routes      []int  `json:"routes,omitempty"`
+}
 
 // TestFleetChaosNATSProcess is the NATS server process of the fleet's scenarios; run as a test
 // of its own it does nothing.
 func TestFleetChaosNATSProcess(t *testing.T) {
-	spec := os.Getenv(natsProcessEnv)
-	if spec == "" {
+	raw := os.Getenv(natsProcessEnv)
+	if raw == "" {
 		t.Skip("the NATS process of the fleet's chaos scenarios, started by them")
 	}
-	port, dir, _ := strings.Cut(spec, ",")
-	p, _ := strconv.Atoi(port)
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: p, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
+	var spec natsSpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		t.Fatal(err)
+	}
+	opts := &server.Options{Host: "127.0.0.1", Port: spec.Port, JetStream: true, StoreDir: spec.Dir, NoLog: true, NoSigs: true, ServerName: spec.Name}
+	if spec.ClusterPort != 0 {
+		opts.Cluster = server.ClusterOpts{Name: "chaos", Host: "127.0.0.1", Port: spec.ClusterPort}
+		for _, p := range spec.Routes {
+			u, _ := url.Parse("nats-route://127.0.0.1:" + strconv.Itoa(p))
+			opts.Routes = append(opts.Routes, u)
+		}
+	}
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,41 +82,66 @@ func TestFleetChaosNATSProcess(t *testing.T) {
 	select {} // until killed
 }
 
-// natsProcess is a NATS server in a process of its own, killed with SIGKILL and started again on
-// its port with its JetStream folder.
-type natsProcess struct {
-	t    *testing.T
-	port int
-	dir  string
-	cmd  *exec.Cmd
-}
-
-func startNATSProcess(t *testing.T) *natsProcess {
+// freePort returns a loopback port nobody listens on now.
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	n := &natsProcess{t: t, port: port, dir: t.TempDir()}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// natsProcess is a NATS server in a process of its own, killed with SIGKILL and started again on
+// its port with its JetStream folder.
+type natsProcess struct {
+	t    *testing.T
+	spec natsSpec
+	cmd  *exec.Cmd
+}
+
+func startNATSProcess(t *testing.T) *natsProcess {
+	t.Helper()
+	n := &natsProcess{t: t, spec: natsSpec{Port: freePort(t), Dir: t.TempDir()}}
 	n.start()
 	t.Cleanup(n.kill)
 	return n
 }
 
-func (n *natsProcess) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(n.port) }
+// startNATSCluster starts three NATS processes as one cluster (the JetStream meta group needs
+// all three to begin).
+func startNATSCluster(t *testing.T) []*natsProcess {
+	t.Helper()
+	nodes := make([]*natsProcess, 3)
+	for i := range nodes {
+		nodes[i] = &natsProcess{t: t, spec: natsSpec{Port: freePort(t), Dir: t.TempDir(), Name: "n" + strconv.Itoa(i), ClusterPort: freePort(t)}}
+	}
+	for i, n := range nodes {
+		for j, o := range nodes {
+			if i != j {
+				n.spec.Routes = append(n.spec.Routes, o.spec.ClusterPort)
+			}
+		}
+		n.start()
+		t.Cleanup(n.kill)
+	}
+	return nodes
+}
+
+func (n *natsProcess) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(n.spec.Port) }
 
 func (n *natsProcess) start() {
 	n.t.Helper()
+	spec, _ := json.Marshal(n.spec)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFleetChaosNATSProcess$", "-test.timeout=0")
-	cmd.Env = append(os.Environ(), natsProcessEnv+"="+strconv.Itoa(n.port)+","+n.dir)
+	cmd.Env = append(os.Environ(), natsProcessEnv+"="+string(spec))
 	if err := cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}
 	n.cmd = cmd
 	fleetWaitFor(n.t, "the NATS process accepting connections", func() bool {
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(n.port), time.Second)
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(n.spec.Port), time.Second)
 		if err == nil {
 			c.Close()
 		}
@@ -172,55 +220,74 @@ func fleetDo(relay *harness.Relay, token, method, path string, body any) fleetAn
 	return a
 }
 
-// attachGoPage attaches a page in Go, executing on an in-memory folder, to relay.
-func attachGoPage(t *testing.T, relay *harness.Relay) {
-	t.Helper()
-	ws := hubtest.Dial(t, relay.URL, http.Header{"Origin": {relay.URL}}, fleetChaosBound)
-	hubtest.Serve(ws, executor.New(fsroot.NewMemory(), executor.Options{}))
+// countingPage is a page in Go executing on an in-memory folder that counts how many times each
+// file was written: no call may run twice.
+type countingPage struct {
+	exec   channel.Executor
+	mu     sync.Mutex
+	writes map[string]int
 }
 
-// TestFleetChaosNATSKilledDuringWritesAndMints: two relays on one NATS, the page attached to A.
-// Writes go through B (routed to A's page by NATS) and through A (its own page), and MCP
-// clients are minted through both, while NATS is killed with SIGKILL and started again on its
-// store. Every request gets exactly one answer: ok, or a refusal the fleet promises for it
-// (fleet-unavailable, outcome-unknown); never none, never internal-error. A's own writes never
-// fail. Once NATS is back: B routes again by itself; every write answered ok reads back with
-// its content, every routed write refused fleet-unavailable did not happen; every client minted
-// ok is listed by both relays.
-func TestFleetChaosNATSKilledDuringWritesAndMints(t *testing.T) {
-	t.Parallel()
-	nats := startNATSProcess(t)
-	env := []string{"VOICEBOX_NATS=" + nats.URL(), "VOICEBOX_NATS_PREFIX=chaoskill"}
-	a, b := harness.StartRelay(t, env...), harness.StartRelay(t, env...)
-	ta, tb := a.HostToken(t), b.HostToken(t)
-	attachGoPage(t, a)
-	fleetWaitFor(t, "B seeing A's page", func() bool {
-		r := fleetDo(b, tb, http.MethodGet, "/api/root", nil)
-		return r.err == nil && r.body["connected"] == true
-	})
+func (p *countingPage) Execute(ctx context.Context, call wire.Call) (json.RawMessage, error) {
+	if call.Tool == "write-file" {
+		var args struct{ Path string }
+		json.Unmarshal(call.Args, &args)
+		p.mu.Lock()
+		p.writes[args.Path]++
+		p.mu.Unlock()
+	}
+	return p.exec.Execute(ctx, call)
+}
 
-	const writers, writesEach, mints = 4, 24, 24
-	type write struct {
-		via, path, content string
-		got                fleetAnswer
-	}
-	type mint struct {
-		name string
-		got  fleetAnswer
-	}
+// attachGoPage attaches a counting page to relay.
+func attachGoPage(t *testing.T, relay *harness.Relay) *countingPage {
+	t.Helper()
+	p := &countingPage{exec: executor.New(fsroot.NewMemory(), executor.Options{}), writes: map[string]int{}}
+	ws := hubtest.Dial(t, relay.URL, http.Header{"Origin": {relay.URL}}, fleetChaosBound)
+	hubtest.Serve(ws, p)
+	return p
+}
+
+// fleetWrite is one write of the load and how it ended.
+type fleetWrite struct {
+	via, path, content string
+	got                fleetAnswer
+}
+
+// fleetMint is one MCP client minted by the load and how it ended.
+type fleetMint struct {
+	name string
+	got  fleetAnswer
+}
+
+// fleetLoadCounts size the load of a fleet scenario: writers write writesEach files each (the
+// first through A, the page's own relay, the others through B), while mints MCP clients are
+// minted through A and B in turn. Below hoststate.MaxMCPClients.
+const (
+	fleetWriters    = 4
+	fleetWritesEach = 24
+	fleetMints      = 24
+)
+
+// runFleetLoad runs the load on a and b (the page on a), calling fault once 12 requests were
+// answered, and mend (when not nil) once 12 more were; it returns every write and mint with its
+// answer once the load is done.
+func runFleetLoad(t *testing.T, a, b *harness.Relay, fault, mend func()) ([]fleetWrite, []fleetMint) {
+	t.Helper()
+	ta, tb := a.HostToken(t), b.HostToken(t)
 	var mu sync.Mutex
-	var writes []write
-	var minted []mint
-	answered := make(chan struct{}, writers*writesEach+mints)
+	var writes []fleetWrite
+	var minted []fleetMint
+	answered := make(chan struct{}, fleetWriters*fleetWritesEach+fleetMints)
 	var load sync.WaitGroup
-	for g := range writers {
+	for g := range fleetWriters {
 		load.Go(func() {
 			relay, token, via := b, tb, "B"
 			if g == 0 {
 				relay, token, via = a, ta, "A"
 			}
-			for i := range writesEach {
-				w := write{via: via, path: fmt.Sprintf("w%d-%d.txt", g, i), content: fmt.Sprintf("content %d-%d", g, i)}
+			for i := range fleetWritesEach {
+				w := fleetWrite{via: via, path: fmt.Sprintf("w%d-%d.txt", g, i), content: fmt.Sprintf("content %d-%d", g, i)}
 				w.got = fleetDo(relay, token, http.MethodPost, "/api/root/call", map[string]any{"tool": "write-file", "args": map[string]any{"path": w.path, "content": w.content}})
 				mu.Lock()
 				writes = append(writes, w)
@@ -230,12 +297,12 @@ func TestFleetChaosNATSKilledDuringWritesAndMints(t *testing.T) {
 		})
 	}
 	load.Go(func() {
-		for i := range mints {
+		for i := range fleetMints {
 			relay, token := a, ta
 			if i%2 == 1 {
 				relay, token = b, tb
 			}
-			m := mint{name: fmt.Sprintf("chaos-%d", i)}
+			m := fleetMint{name: fmt.Sprintf("chaos-%d", i)}
 			m.got = fleetDo(relay, token, http.MethodPost, "/api/mcp/clients", map[string]any{"name": m.name})
 			mu.Lock()
 			minted = append(minted, m)
@@ -246,18 +313,30 @@ func TestFleetChaosNATSKilledDuringWritesAndMints(t *testing.T) {
 	for range 12 { // the load is under way
 		<-answered
 	}
-	nats.kill()
-	for range 12 { // requests made while NATS is dead
+	fault()
+	for range 12 { // requests made after the fault
 		<-answered
 	}
-	nats.start()
+	if mend != nil {
+		mend()
+	}
 	load.Wait()
+	return writes, minted
+}
 
+// checkFleetLoad checks what the load left once the fault is over: B routes to the page again;
+// every request had exactly one answer, ok or a refusal the fleet promises (fleet-unavailable,
+// outcome-unknown), and A's own writes never failed; every write answered ok reads back with its
+// content and was run once; a routed write refused fleet-unavailable never ran; every client
+// minted ok is listed by both relays.
+func checkFleetLoad(t *testing.T, a, b *harness.Relay, page *countingPage, writes []fleetWrite, minted []fleetMint) {
+	t.Helper()
+	ta, tb := a.HostToken(t), b.HostToken(t)
 	fleetWaitFor(t, "B routing to A's page again", func() bool {
 		return fleetDo(b, tb, http.MethodPost, "/api/root/call", map[string]any{"tool": "now", "args": map[string]any{}}).ok()
 	})
 	promised := map[string]bool{"fleet-unavailable": true, "outcome-unknown": true}
-	refusedRouted := 0
+	refused := 0
 	for _, w := range writes {
 		switch {
 		case w.got.err != nil:
@@ -279,9 +358,16 @@ func TestFleetChaosNATSKilledDuringWritesAndMints(t *testing.T) {
 			t.Errorf("%s was refused fleet-unavailable through B, yet it was written: %v", w.path, read)
 		}
 		if !w.got.ok() {
-			refusedRouted++
+			refused++
 		}
 	}
+	page.mu.Lock()
+	for path, n := range page.writes {
+		if n > 1 {
+			t.Errorf("%s was written %d times by one call", path, n)
+		}
+	}
+	page.mu.Unlock()
 	for _, relay := range []*harness.Relay{a, b} {
 		token := ta
 		if relay == b {
@@ -310,5 +396,49 @@ func TestFleetChaosNATSKilledDuringWritesAndMints(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d writes (%d routed ones refused while NATS was dead), %d mints", len(writes), refusedRouted, len(minted))
+	t.Logf("%d writes (%d routed ones refused), %d mints", len(writes), refused, len(minted))
+}
+
+// startFleetOn starts relays A and B on the NATS at urlA and urlB with the extra environment,
+// the page on A, and waits until B sees it.
+func startFleetOn(t *testing.T, urlA, urlB string, env ...string) (a, b *harness.Relay, page *countingPage) {
+	t.Helper()
+	env = append([]string{"VOICEBOX_NATS_PREFIX=chaos"}, env...)
+	a = harness.StartRelay(t, append([]string{"VOICEBOX_NATS=" + urlA}, env...)...)
+	b = harness.StartRelay(t, append([]string{"VOICEBOX_NATS=" + urlB}, env...)...)
+	page = attachGoPage(t, a)
+	tb := b.HostToken(t)
+	fleetWaitFor(t, "B seeing A's page", func() bool {
+		r := fleetDo(b, tb, http.MethodGet, "/api/root", nil)
+		return r.err == nil && r.body["connected"] == true
+	})
+	return a, b, page
+}
+
+// TestFleetChaosNATSKilledDuringWritesAndMints: two relays on one NATS, the page attached to A,
+// under the load of runFleetLoad; NATS is killed with SIGKILL mid-load and started again on its
+// store. checkFleetLoad holds.
+func TestFleetChaosNATSKilledDuringWritesAndMints(t *testing.T) {
+	t.Parallel()
+	nats := startNATSProcess(t)
+	a, b, page := startFleetOn(t, nats.URL(), nats.URL())
+	writes, minted := runFleetLoad(t, a, b, nats.kill, nats.start)
+	checkFleetLoad(t, a, b, page, writes, minted)
+}
+
+// TestFleetChaosClusterLosesANode: two relays on a three-node NATS cluster, the fleet's state
+// kept with three replicas (VOICEBOX_NATS_REPLICAS=3); A is given every node, B only the first
+// (it learns the others from the cluster). The first node is killed with SIGKILL mid-load and
+// stays dead: B moves to another. checkFleetLoad holds: no call lost or run twice, nothing
+// minted lost.
+func TestFleetChaosClusterLosesANode(t *testing.T) {
+	t.Parallel()
+	nodes := startNATSCluster(t)
+	urls := make([]string, len(nodes))
+	for i, n := range nodes {
+		urls[i] = n.URL()
+	}
+	a, b, page := startFleetOn(t, strings.Join(urls, ","), nodes[0].URL(), "VOICEBOX_NATS_REPLICAS=3")
+	writes, minted := runFleetLoad(t, a, b, nodes[0].kill, nil)
+	checkFleetLoad(t, a, b, page, writes, minted)
 }
