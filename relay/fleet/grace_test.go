@@ -161,3 +161,14 @@ func TestASessionCheckedHerePassesWhileNATSIsAway(t *testing.T) {
 		t.Fatal("the revoked session passed on A from memory")
 	}
 }
+
+// TestReplicasAreBounded: a replica count NATS cannot keep is refused when the relay starts, not
+// met later as every shared state refused.
+func TestReplicasAreBounded(t *testing.T) {
+	for _, n := range []int{-1, fleet.MaxReplicas + 1} {
+		if f, err := fleet.Connect(fleet.Config{URL: "nats://127.0.0.1:1", Replicas: n}); err == nil {
+			f.Close()
+			t.Errorf("%d replicas were taken", n)
+		}
+	}
+}
