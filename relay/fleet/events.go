@@ -3,6 +3,7 @@ package fleet
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -13,8 +14,10 @@ import (
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
-// DecisionWait bounds how long a decision on an approval this relay does not hold waits for the
-// relay that holds it to say so; past it the decision finds nothing (404 not-found).
+// DecisionWait bounds how long a decision on an approval this relay does not hold, and did not
+// hear asked for, waits on the shared subject for the relay that holds it to say so (the others
+// stay silent); past it the decision finds nothing (404 not-found). A decision on an approval
+// this relay heard asked for goes to the asking relay's own subject, which always answers.
 const DecisionWait = time.Second
 
 // MaxEventBytes bounds an event frame taken from the fleet; a larger one is dropped.
@@ -109,7 +112,7 @@ func (f *Fleet) NewEvents(c Catalogue) (*Events, error) {
 	e.subs = append(e.subs, sub)
 	sub, err = f.nc.Subscribe(f.subject("presence"), func(m *nats.Msg) {
 		from := m.Header.Get(relayHeader)
-		if from == "" || from == f.ID() {
+		if from == f.ID() || !validName(from, maxRelayIDBytes) {
 			return
 		}
 		e.peerMu.Lock()
@@ -140,8 +143,30 @@ func (f *Fleet) NewEvents(c Catalogue) (*Events, error) {
 		return nil, err
 	}
 	e.subs = append(e.subs, sub)
+	// A decision addressed to this relay, on an approval the sender knows it asked for: always
+	// answered, held or not, so the sender never takes a slow answer for none.
+	sub, err = f.nc.Subscribe(f.subject("approvals."+f.ID()), func(m *nats.Msg) {
+		var d decision
+		if json.Unmarshal(m.Data, &d) != nil {
+			return
+		}
+		b, _ := json.Marshal(decisionReply{OK: c.DecideLocal(d.ID, d.Approve)})
+		m.Respond(b)
+	})
+	if err != nil {
+		close(e.done)
+		e.Close()
+		return nil, err
+	}
+	e.subs = append(e.subs, sub)
 	go e.beat()
 	return e, nil
+}
+
+// decisionReply is what the relay a decision was addressed to answers: whether it held the
+// approval.
+type decisionReply struct {
+	OK bool `json:"ok"`
 }
 
 // beat says this relay is alive heartbeatsPerTTL times per lease TTL, and ends the approvals of
@@ -173,6 +198,9 @@ func (e *Events) say(what string) {
 
 // track keeps what an event from relay from says of its approvals: asked for, or settled.
 func (e *Events) track(from string, frame []byte) {
+	if !validName(from, maxRelayIDBytes) {
+		return // not a relay's name: it could not be asked on its own subject
+	}
 	name, data := eventParts(frame)
 	if name != "approval" && name != "approval-settled" {
 		e.peerMu.Lock()
@@ -380,6 +408,25 @@ func (e *Events) Decide(id string, approve bool) (bool, error) {
 		return false, nil
 	}
 	b, _ := json.Marshal(decision{ID: id, Approve: approve})
+	e.peerMu.Lock()
+	asked, known := e.asked[id]
+	e.peerMu.Unlock()
+	if known {
+		// The relay that asked is known (its approval event said so): it is asked, and it
+		// answers whether it held the request; no answer at all within OpTimeout is none.
+		m := &nats.Msg{Subject: e.f.subject("approvals." + asked.relay), Data: b, Header: nats.Header{}}
+		m.Header.Set(relayHeader, e.f.ID())
+		reply, err := e.f.nc.RequestMsg(m, OpTimeout)
+		var r decisionReply
+		if err == nil && json.Unmarshal(reply.Data, &r) == nil {
+			return r.OK, nil
+		}
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return false, nil
+		}
+		// Nobody subscribes to that relay's subject: it is gone (a relay of an older version
+		// is asked on the shared subject below).
+	}
 	m := &nats.Msg{Subject: e.f.subject("approvals"), Data: b, Header: nats.Header{}}
 	m.Header.Set(relayHeader, e.f.ID())
 	_, err := e.f.nc.RequestMsg(m, DecisionWait)

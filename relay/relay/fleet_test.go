@@ -759,9 +759,15 @@ func TestFleetAGatedPageKeepsWorkingWhileNATSIsAway(t *testing.T) {
 
 	nats.Restart()
 	waitFor(t, "A and B back on NATS", func() bool { return a.Fleet.Connected() && b.Fleet.Connected() })
-	if status, out := b.do(t, http.MethodDelete, "/api/sessions", nil); status != http.StatusOK {
-		t.Fatalf("revoking every session through B: %d %v", status, out)
-	}
+	// JetStream may still be recovering its store once NATS accepts connections: the revocation
+	// is refused fleet-unavailable (try again) until it has.
+	waitFor(t, "revoking every session through B once NATS is back", func() bool {
+		status, out := b.do(t, http.MethodDelete, "/api/sessions", nil)
+		if status != http.StatusOK && ruleOf(out) != refusal.FleetUnavailable {
+			t.Fatalf("revoking every session through B: %d %v", status, out)
+		}
+		return status == http.StatusOK
+	})
 	waitFor(t, "A refusing the session revoked through B", func() bool {
 		status, _ := withCookie(t, a, "/api/root", cookie)
 		return status == http.StatusUnauthorized
