@@ -219,8 +219,18 @@ func (e *Events) track(from string, frame []byte) {
 	e.peerMu.Lock()
 	defer e.peerMu.Unlock()
 	e.heardLocked(from, false)
+	// An approval is the relay's that said it asked first (ids are random: nobody else can know
+	// one before it is published), and only that relay settles it; a later claim on the same id
+	// from another name is not believed, so it cannot be made to end as its requester's going.
+	had, known := e.asked[ap.ID]
+	if known && had.relay != from {
+		return
+	}
 	if name == "approval-settled" {
 		delete(e.asked, ap.ID)
+		return
+	}
+	if known {
 		return
 	}
 	// No approval waits longer than approval.Timeout: a later deadline is not believed.
