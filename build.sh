@@ -30,8 +30,11 @@ Usage: ./build.sh COMMAND
                    native   go test -race of every package but tests/
                    browser  GOOS=js tests in headless Chromium (wasmbrowsertest)
                    e2e      end-to-end tests in tests/ (the page in Chromium, the worker harness)
+                   chaos    the chaos suite, tests/chaos: real relays, machine environments and
+                            pages killed (-9), their disks filled, their readers stopped
   bench          run the benchmarks, natively and in Chromium (installs the Node relay the live
-                 capacity benchmark measures ours against, tools/noderelay, into .cache/)
+                 capacity benchmark measures ours against, tools/noderelay, into .cache/), and the
+                 chaos suite's longer soak (its Benchmark* cases, more rounds)
 EOF
 }
 
@@ -209,10 +212,20 @@ layer_browser() {
 	run_tests browser browser_env go test -exec="$TOOLS_BIN/go_js_wasm_exec" $(browser_packages)
 }
 
+# The end-to-end layer's packages: every package of tests/ but the chaos suite, a layer of its own.
+e2e_packages() { go -C tests list ./... | grep -v '/tests/chaos$'; }
+
 layer_e2e() {
 	setup_conformance
 	setup_web # the accessibility tests inject axe-core from .cache/web
-	run_tests e2e go -C tests test -count=1 ./...
+	# shellcheck disable=SC2046
+	run_tests e2e go -C tests test -count=1 $(e2e_packages)
+}
+
+# layer_chaos runs the chaos suite; each scenario is bounded in rounds and time, and the layer in
+# CI's budget (about 2.5 minutes on 2 cores). ./build.sh bench runs its longer soak.
+layer_chaos() {
+	run_tests chaos go -C tests test -count=1 ./chaos/
 }
 
 cmd_test() {
@@ -227,9 +240,10 @@ cmd_test() {
 		layer_native
 		layer_browser
 		layer_e2e
+		layer_chaos
 		;;
-	lint | native | browser | e2e) "layer_$1" ;;
-	*) die "test: unknown layer '$1' (lint, native, browser or e2e)" ;;
+	lint | native | browser | e2e | chaos) "layer_$1" ;;
+	*) die "test: unknown layer '$1' (lint, native, browser, e2e or chaos)" ;;
 	esac
 	summary
 }
@@ -246,7 +260,10 @@ cmd_bench() {
 	# shellcheck disable=SC2046
 	browser_env go test -run '^$' -bench . -benchmem -exec="$TOOLS_BIN/go_js_wasm_exec" $(browser_packages)
 	say "== end to end"
-	go -C tests test -run '^$' -bench . -benchmem ./...
+	# shellcheck disable=SC2046
+	go -C tests test -run '^$' -bench . -benchmem $(e2e_packages)
+	say "== chaos soak"
+	go -C tests test -count=1 -run '^$' -bench . -benchtime 1x ./chaos/
 }
 
 case "${1:-help}" in
