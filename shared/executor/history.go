@@ -461,6 +461,9 @@ func (e *Executor) change(ctx context.Context, c change) (undoable bool, err err
 		rec.Before = digest(before)
 	}
 	rec, err = h.keep(ctx, rec, before)
+	if errors.Is(err, fsroot.ErrNoSpace) {
+		return false, noSpace(name)
+	}
 	if err != nil {
 		return false, refusal.New(refusal.HistoryFailed, "the earlier version of %q could not be kept for undo (%v), so it was left unchanged", name, err)
 	}

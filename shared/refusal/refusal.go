@@ -112,6 +112,10 @@ const (
 	// state directory is full (or the user's quota is spent): nothing of it was kept, no torn
 	// record was left behind, and the same request succeeds once there is space (507).
 	StateDiskFull Rule = "state-disk-full"
+	// WorkspaceDiskFull answers a change of the workspace that found no room: the disk that holds
+	// a machine's folder is full (or its quota spent), or the browser's storage quota is. The
+	// file keeps its earlier content, and the same call succeeds once there is space.
+	WorkspaceDiskFull Rule = "workspace-disk-full"
 
 	// The relay's JSON door (relay/server): the body of every JSON route.
 	UnsupportedContentType Rule = "unsupported-content-type"
