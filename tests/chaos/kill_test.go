@@ -23,10 +23,13 @@ const largeFile = 900 << 10
 
 // content is the content of file i in round r: a header naming both, then filler, so any two
 // versions differ and a torn or glued file matches none.
-func content(r, i int) string {
+func content(r, i int) string { return sized(r, i, largeFile) }
+
+// sized is content of size bytes.
+func sized(r, i, size int) string {
 	head := fmt.Sprintf("round %d, file %d\n", r, i)
 	unit := fmt.Sprintf("%d.%d ", r, i)
-	return head + strings.Repeat(unit, largeFile/len(unit))[:largeFile-len(head)]
+	return head + strings.Repeat(unit, size/len(unit)+1)[:size-len(head)]
 }
 
 // fileName is the path of file i in the workspace.
@@ -202,4 +205,15 @@ func killRelayRounds(t testing.TB, rounds int) {
 	if o := call(relay.URL, token, "write-file", map[string]string{"path": fileName(0), "content": "after"}); !o.answer.OK {
 		t.Fatalf("after the kills a write answered %s", o)
 	}
+}
+
+// rules counts the outcomes refused, by rule.
+func rules(outs []outcome) map[string]int {
+	m := map[string]int{}
+	for _, o := range outs {
+		if o.err == nil && !o.answer.OK {
+			m[o.answer.Refused]++
+		}
+	}
+	return m
 }
