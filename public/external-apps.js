@@ -429,15 +429,16 @@ export function startExternalApps(vb) {
   }
 
   /**
-   * charge charges one message of app's frame (data as received; owed: an answer it owed, which
-   * is free) against its budget and reports whether it is within it; the first
-   * one over it stops the app.
+   * charge charges one message of app's frame (data as received, at its arrival (the event's
+   * timeStamp); owed: an answer it owed, which is free) against its budget and reports whether
+   * it is within it; the first one over it stops the app.
    * @param {XApp} app
    * @param {unknown} data
    * @param {boolean} owed
+   * @param {number} at
    */
-  function charge(app, data, owed) {
-    const over = app.budget.charge(data, owed);
+  function charge(app, data, owed, at) {
+    const over = app.budget.charge(data, owed, at);
     if (!over) return true;
     stop(app, { rule: rules.MESSAGE_BUDGET_EXCEEDED, why: over });
     return false;
@@ -603,7 +604,7 @@ export function startExternalApps(vb) {
       countStray(event.origin);
       return;
     }
-    if (!charge(app, event.data, owedAnswer(app, event))) return;
+    if (!charge(app, event.data, owedAnswer(app, event), event.timeStamp)) return;
     if (event.origin !== app.entry.origin) {
       app.stats.dropped.origin++;
       app.stats.dropped.lastOrigin = event.origin;

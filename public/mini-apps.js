@@ -555,13 +555,15 @@ export function startMiniApps(vb) {
   }
 
   /**
-   * charge charges one message a running frame's app posted to the page (data as received)
-   * against its budget and reports whether it is within it; the first one over it stops the app.
+   * charge charges one message a running frame's app posted to the page (data as received, at
+   * its arrival: the event's timeStamp) against its budget and reports whether it is within it;
+   * the first one over it stops the app.
    * @param {Running} running
    * @param {unknown} data
+   * @param {number} at
    */
-  function charge(running, data) {
-    const over = running.budget.charge(data);
+  function charge(running, data, at) {
+    const over = running.budget.charge(data, false, at);
     if (!over) return true;
     stop(running.app, overBudget(over, running.budget.count, running.budget.bytes));
     return false;
@@ -629,7 +631,7 @@ export function startMiniApps(vb) {
     if (event.source !== running.window || event.origin !== running.origin) {
       // A frame inside the app writing to the page: never part of the protocol.
       app.stats.foreign++;
-      charge(running, event.data);
+      charge(running, event.data, event.timeStamp);
       return;
     }
     fromBridge(app, running, event.data || {}, event.ports);
