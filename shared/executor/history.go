@@ -418,6 +418,12 @@ func (e *Executor) change(ctx context.Context, c change) (undoable bool, err err
 			}
 		}()
 	}
+	// A call whose caller is gone (its connection to the relay ended while it waited its turn
+	// here) makes no change: applied now, it would land after changes asked for since, through
+	// the next connection, and put back what they replaced.
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("executor: the call ended before its change of %q was made: %w", c.name, err)
+	}
 	name := c.name
 	existed := false
 	switch st, err := e.root.Stat(ctx, name); {
