@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+
+	"github.com/voicebox-go/voicebox/relay/outbound"
 )
 
 // The event stream's bounds.
@@ -11,10 +13,11 @@ const (
 	// MaxSubscribers bounds the event streams open at once (tabs of the page); one more is
 	// refused too-many-sockets.
 	MaxSubscribers = 64
-	// subscriberQueue is how many events wait for a slow subscriber; past it the subscriber is
-	// dropped (its stream ends and the page's EventSource reconnects, getting the state anew).
-	subscriberQueue = 256
 )
+
+// A subscriber's stream is a stream of relay/outbound: events wait for it in its bounded queue,
+// and one that falls behind (past the queue's bounds, or a write past outbound.WriteBound) is
+// closed slow-reader; the page's EventSource reconnects, getting the state anew.
 
 // events fans the catalogue's events out to the page's streams, and in a fleet to the other
 // relays' (Fleet.PublishEvent).
@@ -22,7 +25,7 @@ type events struct {
 	log *slog.Logger
 
 	mu     sync.Mutex
-	subs   map[chan []byte]struct{}
+	subs   map[*outbound.SSE]struct{}
 	closed bool
 	fleet  Fleet
 
@@ -33,7 +36,7 @@ type events struct {
 }
 
 func newEvents(log *slog.Logger) *events {
-	return &events{log: log, subs: map[chan []byte]struct{}{}}
+	return &events{log: log, subs: map[*outbound.SSE]struct{}{}}
 }
 
 // frame encodes one server-sent event.
@@ -67,30 +70,25 @@ func (e *events) publish(kind string, v any) {
 func (e *events) deliver(f []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for ch := range e.subs {
-		select {
-		case ch <- f:
-		default:
-			delete(e.subs, ch)
-			close(ch)
-			e.log.Warn("assistant: an event stream fell behind and was dropped")
+	for s := range e.subs {
+		if !s.Send(f) {
+			delete(e.subs, s) // closed: its stream logs why
 		}
 	}
 }
 
-// subscribe returns a channel of events, closed when the subscriber is dropped or the catalogue
-// closes, or false when there are MaxSubscribers already.
-func (e *events) subscribe() (chan []byte, bool) {
+// subscribe sends every event from now on to s, ending it when the catalogue closes, or reports
+// false when there are MaxSubscribers already.
+func (e *events) subscribe(s *outbound.SSE) bool {
 	e.mu.Lock()
 	if e.closed || len(e.subs) >= MaxSubscribers {
 		e.mu.Unlock()
-		return nil, false
+		return false
 	}
-	ch := make(chan []byte, subscriberQueue)
-	e.subs[ch] = struct{}{}
+	e.subs[s] = struct{}{}
 	e.mu.Unlock()
 	e.announce()
-	return ch, true
+	return true
 }
 
 // watched reports whether any subscriber (a page) listens now, on this relay or, in a fleet, on
@@ -118,12 +116,9 @@ func (e *events) announce() {
 	fl.Watching(on)
 }
 
-func (e *events) unsubscribe(ch chan []byte) {
+func (e *events) unsubscribe(s *outbound.SSE) {
 	e.mu.Lock()
-	if _, ok := e.subs[ch]; ok {
-		delete(e.subs, ch)
-		close(ch)
-	}
+	delete(e.subs, s)
 	e.mu.Unlock()
 	e.announce()
 }
@@ -131,9 +126,9 @@ func (e *events) unsubscribe(ch chan []byte) {
 func (e *events) close() {
 	e.mu.Lock()
 	e.closed = true
-	for ch := range e.subs {
-		delete(e.subs, ch)
-		close(ch)
+	for s := range e.subs {
+		delete(e.subs, s)
+		s.End()
 	}
 	e.mu.Unlock()
 	e.announce()

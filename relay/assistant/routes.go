@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/voicebox-go/voicebox/relay/outbound"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/shared/commands"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -103,49 +104,28 @@ func (c *Catalogue) Register(srv *server.Server) {
 // The first event, hello, carries the state a page needs to start: the mode, the tools, the
 // approvals already waiting and who holds the workspace (root).
 func (c *Catalogue) serveEvents(w http.ResponseWriter, r *http.Request) {
-	ch, ok := c.events.subscribe()
-	if !ok {
+	out := outbound.NewSSE(w, r, func(why *refusal.Refusal) {
+		c.log.Warn("assistant: an event stream was closed", "rule", why.Rule, "why", why.Why)
+	})
+	if !c.events.subscribe(out) {
 		server.WriteRefusal(w, http.StatusServiceUnavailable, refusal.New(refusal.TooManySockets,
 			"the relay has %d event streams open, its bound; close another tab first", MaxSubscribers))
 		return
 	}
-	defer c.events.unsubscribe(ch)
-	rc := http.NewResponseController(w)
+	defer c.events.unsubscribe(out)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(http.StatusOK) // before Serve writes: nothing else writes to w yet
 	names := []string{}
 	for _, t := range c.set.Load().Tools() {
 		names = append(names, t.Name)
 	}
-	w.Write(frame("hello", map[string]any{"mode": c.mode(), "tools": names, "approvals": c.approvals.pending(), "root": c.opts.Root.Root()}))
-	if rc.Flush() != nil {
-		return
-	}
-	tick := time.NewTicker(keepAlive)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case f, open := <-ch:
-			if !open {
-				return
-			}
-			if _, err := w.Write(f); err != nil {
-				return
-			}
-		case <-tick.C:
-			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
-				return
-			}
-		}
-		if rc.Flush() != nil {
-			return
-		}
-	}
+	// hello is composed after subscribing, so no event is missed, and goes before any event
+	// queued meanwhile.
+	out.Lead(frame("hello", map[string]any{"mode": c.mode(), "tools": names, "approvals": c.approvals.pending(), "root": c.opts.Root.Root()}))
+	out.Serve(r.Context().Done(), keepAlive)
 }
 
 // Turn is the answer to one typed turn.

@@ -204,7 +204,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), clientKey{}, name))
 	defer cancel()
 	session := r.Header.Get("Mcp-Session-Id")
-	out := outbound.NewSSE(w, func(why *refusal.Refusal) {
+	out := outbound.NewSSE(w, r, func(why *refusal.Refusal) {
 		h.log.Warn("mcp: a stream was closed", "rule", why.Rule, "client", name, "session", session, "why", why.Why)
 		cancel()
 		h.closeSession(session)

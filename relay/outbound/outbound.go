@@ -4,7 +4,8 @@
 //
 // A writer never waits on a reader. Every stream has a bounded queue (QueueMessages,
 // QueueBytes) that a writer puts a message into and returns; one goroutine per stream takes the
-// messages out and writes each within WriteBound. A reader that cannot keep up (its queue passes
+// messages out and writes each within WriteBound, on a connection whose kernel send buffer is
+// SendBuffer. A reader that cannot keep up (its queue passes
 // its bound, or one write does not finish within WriteBound) has its stream closed with the
 // refusal slow-reader: logged by the caller, told to the reader where the protocol has a way (an
 // SSE comment, a WebSocket close reason), and never waited on by the other streams. A stream that
@@ -29,6 +30,11 @@ const (
 	// QueueBytes is how many bytes may wait for one stream's reader; past it the stream is closed
 	// slow-reader.
 	QueueBytes = 4 << 20
+	// SendBuffer is the kernel's send buffer of a stream's connection (SO_SNDBUF; Linux keeps
+	// twice it). Left to itself the kernel takes on megabytes for a reader that stopped, and
+	// the writes "succeed" until they fill; with it a stopped reader fills its socket within
+	// a few hundred events and then meets WriteBound.
+	SendBuffer = 64 << 10
 )
 
 // SlowReader is the refusal a stream closed for its reader is closed with.

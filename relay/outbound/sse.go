@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -28,9 +29,11 @@ type SSE struct {
 	onClose func(*refusal.Refusal)
 }
 
-// NewSSE returns the stream writing to w. onClose, when set, is called once, on Serve's
+// NewSSE returns the stream writing to w, the response to r, and bounds the send buffer of r's
+// connection (SendBuffer). onClose, when set, is called once, on Serve's
 // goroutine, when the stream is closed slow-reader, after the reader was told (when it could be).
-func NewSSE(w http.ResponseWriter, onClose func(*refusal.Refusal)) *SSE {
+func NewSSE(w http.ResponseWriter, r *http.Request, onClose func(*refusal.Refusal)) *SSE {
+	server.SetSendBuffer(r, SendBuffer)
 	return &SSE{w: w, rc: http.NewResponseController(w), q: newQueue(), onClose: onClose}
 }
 
