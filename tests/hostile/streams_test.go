@@ -149,7 +149,7 @@ func TestAStoppedMCPReaderCannotStallTheOthers(t *testing.T) {
 		if !endsWithin(conn) {
 			t.Errorf("stopped stream %d was never closed", i)
 		}
-		code, body, _ := mcpRequest(t, relay, http.MethodPost, stalled, sessions[i], "application/json, text/event-stream", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		code, _, body := mcpRequest(t, relay, http.MethodPost, stalled, sessions[i], "application/json, text/event-stream", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 		if code != http.StatusNotFound || ruleOf(body) != "mcp-session-unknown" {
 			t.Errorf("the closed session %d answered %d %.200s", i, code, body)
 		}
