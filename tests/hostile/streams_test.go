@@ -226,3 +226,60 @@ func TestAStoppedEventReaderIsClosedAndTheOthersServed(t *testing.T) {
 	}
 	served(t, relay)
 }
+
+// TestAStoppedPageIsClosedAndItsCallsSettle: the page's /channel socket stops reading while
+// calls that carry large contents are sent to it. The socket fills, the write bound closes it
+// slow-reader (logged), every call is answered once, page-closed, rather than waiting for its
+// own deadline, and a page that connects next takes the root.
+func TestAStoppedPageIsClosedAndItsCallsSettle(t *testing.T) {
+	t.Parallel()
+	const calls = 8
+	relay := harness.StartRelay(t)
+	d := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) {
+			syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, smallReceiveBuffer)
+		})
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	stopped, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(relay.URL, "http")+"/channel", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Origin": {relay.URL}}, HTTPClient: &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopped.CloseNow()
+	if err := stopped.Write(ctx, websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"workspace"}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the page to hold the root", func() bool { return rootKind(t, relay) == "opfs" })
+	// The socket is never read from here on: no Read is called on it.
+	content := strings.Repeat("x", 48<<10)
+	rules := make(chan string, calls)
+	for i := range calls {
+		go func() {
+			a := relay.Call(t, "write_file", map[string]string{"path": fmt.Sprintf("f%d.txt", i), "content": content})
+			if a.OK {
+				rules <- "ok"
+				return
+			}
+			rules <- a.Refused
+		}()
+	}
+	for range calls {
+		select {
+		case rule := <-rules:
+			if rule != "page-closed" {
+				t.Errorf("a call to the stopped page answered %q, want page-closed", rule)
+			}
+		case <-ctx.Done():
+			t.Fatal("a call to the stopped page was never answered")
+		}
+	}
+	slowReaderLogged(t, relay, 1)
+	next := dialChannel(t, relay, "127.0.0.1", relay.URL)
+	if err := next.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"handle","name":"next"}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the next page to hold the root", func() bool { return rootKind(t, relay) == "handle" })
+	served(t, relay)
+}
