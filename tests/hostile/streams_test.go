@@ -144,6 +144,8 @@ func TestAStoppedMCPReaderCannotStallTheOthers(t *testing.T) {
 			t.Fatalf("the healthy session was sent %d list_changed of %d: the stopped readers stalled it", i, listChanges)
 		}
 	}
+	st := statsOf(t, relay.PID())
+	t.Logf("after %d list_changed with %d stopped readers: the relay holds %d descriptors, %d KiB resident", listChanges, stoppedReaders, st.fds, st.rssKB)
 	slowReaderLogged(t, relay, stoppedReaders)
 	for i, conn := range conns {
 		if !endsWithin(conn) {
@@ -157,6 +159,8 @@ func TestAStoppedMCPReaderCannotStallTheOthers(t *testing.T) {
 	if _, err := healthy.ListTools(ctx, nil); err != nil {
 		t.Fatalf("the healthy session after the stopped ones: %v", err)
 	}
+	st = statsOf(t, relay.PID())
+	t.Logf("once they were closed: the relay holds %d descriptors, %d KiB resident", st.fds, st.rssKB)
 	served(t, relay)
 }
 
