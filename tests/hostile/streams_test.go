@@ -118,6 +118,12 @@ func TestAStoppedMCPReaderCannotStallTheOthers(t *testing.T) {
 	if err := page.Write(ctx, websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"workspace"}`)); err != nil {
 		t.Fatal(err)
 	}
+	// The stopped sessions open first: the SDK notifies sessions in the order they opened.
+	stalled := relay.MintMCPBearer(t, "stalled")
+	sessions, conns := make([]string, stoppedReaders), make([]net.Conn, stoppedReaders)
+	for i := range stoppedReaders {
+		sessions[i], conns[i] = openStoppedMCPSession(t, relay, stalled)
+	}
 	changed := make(chan struct{}, listChanges+16)
 	c := mcp.NewClient(&mcp.Implementation{Name: "healthy", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
@@ -128,11 +134,6 @@ func TestAStoppedMCPReaderCannotStallTheOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer healthy.Close()
-	stalled := relay.MintMCPBearer(t, "stalled")
-	sessions, conns := make([]string, stoppedReaders), make([]net.Conn, stoppedReaders)
-	for i := range stoppedReaders {
-		sessions[i], conns[i] = openStoppedMCPSession(t, relay, stalled)
-	}
 	for i := range listChanges {
 		tools := fmt.Sprintf(`{"type":"tools","tools":[{"name":"app_n%d","description":"Change %d","parameters":{"type":"object","properties":{}}}]}`, i, i)
 		if err := page.Write(ctx, websocket.MessageText, []byte(tools)); err != nil {
