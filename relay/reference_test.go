@@ -567,4 +567,3 @@ func refusalSections(t *testing.T) []refusalSection {
 	}
 	return secs
 }
-
