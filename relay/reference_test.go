@@ -381,7 +381,7 @@ func (u unit) format(v int64) string {
 		switch {
 		case d >= time.Hour && d%time.Hour == 0:
 			return fmt.Sprintf("%d h", d/time.Hour)
-		case d >= time.Minute && d%time.Minute == 0:
+		case d > 2*time.Minute && d%time.Minute == 0:
 			return fmt.Sprintf("%d min", d/time.Minute)
 		case d >= time.Second && d%time.Second == 0:
 			return fmt.Sprintf("%d s", d/time.Second)
