@@ -152,7 +152,7 @@ func TestReferenceIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is stale: run go test ./relay -run TestReferenceIsCurrent -update (from this package's path) and commit it", referenceFile)
+		t.Fatalf("%s is stale: run go test ./%s -run TestReferenceIsCurrent -update and commit it", referenceFile, packageDir(t, root))
 	}
 }
 
@@ -177,7 +177,7 @@ func TestEnvironmentTableIsComplete(t *testing.T) {
 	}
 	for name, where := range read {
 		if !listed[name] {
-			t.Errorf("%s (read at %s) is not in the environment table (relay/environment.go)", name, where)
+			t.Errorf("%s (read at %s) is not in the environment table (%s/environment.go)", name, where, packageDir(t, moduleRoot(t)))
 		}
 	}
 	if len(read) < 10 {
@@ -282,6 +282,20 @@ func envVariablesRead(t *testing.T, root string) map[string]string {
 		t.Fatal(err)
 	}
 	return read
+}
+
+// packageDir is this package's folder from the module's root, as a go command names it.
+func packageDir(t *testing.T, root string) string {
+	t.Helper()
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(root, cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.ToSlash(rel)
 }
 
 // moduleRoot is the folder of the go.mod above this package.
