@@ -135,6 +135,8 @@ var referenceBounds = []referenceBound{
 	{"session.DefaultLifetime", int64(session.DefaultLifetime), duration},
 	{"session.TicketLifetime", int64(session.TicketLifetime), duration},
 	{"voice.DefaultMaxSockets", voice.DefaultMaxSockets, countUnit},
+	{"voice.DefaultMaxSessionSockets", voice.DefaultMaxSessionSockets, countUnit},
+	{"extensionhost.MCPStreamLifetime", int64(extensionhost.MCPStreamLifetime), duration},
 }
 
 func TestReferenceIsCurrent(t *testing.T) {
