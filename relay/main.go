@@ -22,7 +22,8 @@
 //	relay mcp [--relay URL] --bearer-file FILE          serve a stdio MCP client through the relay's /mcp
 //	relay help                                          print the commands, flags and environment variables
 //
-// Run `relay --help` for the flags and environment variables.
+// Run `relay --help` for the flags and environment variables; docs/reference.md lists them too,
+// rendered from this package's commands and environment tables by TestReferenceIsCurrent.
 package main
 
 import (
