@@ -1,0 +1,159 @@
+// @ts-check
+// An open external app's state without the DOM: its stats, what the tests read of it, the count
+// of stray messages, the ignored messages' accounting, and the handshake's decisions (whether a
+// message is an answer the page is owed, what a ui/identify answer means, whether a tools change
+// is still honoured). Pure functions of a state object, so Node's test runner holds them without
+// a browser (tools/web/test); external-apps.js keeps the frames and the cards.
+import { describe, LIMITS } from './external-app-wire.js';
+
+/** @typedef {import('./external-app-wire.js').Adapter} Adapter */
+/** @typedef {import('./external-app-wire.js').RegistryEntry} RegistryEntry */
+/** @typedef {import('./external-app-wire.js').AppTool} AppTool */
+/** @typedef {import('./external-app-wire.js').Refusal} Refusal */
+/** @typedef {import('./external-app-wire.js').ApprovalOutcome} ApprovalOutcome */
+/** @typedef {import('./message-budget.js').MessageBudget} MessageBudget */
+
+/** MAX_IGNORED_SAMPLES is how many ignored messages an app's card describes; the rest are counted. */
+export const MAX_IGNORED_SAMPLES = 5;
+/** MAX_STRAY_ORIGINS bounds the origins strays are counted by; the others count in the total only. */
+export const MAX_STRAY_ORIGINS = 64;
+
+/**
+ * XApp is an open external app: its frame, the handshake with the document in it, and its stats.
+ * @typedef {{
+ *   id: string, entry: RegistryEntry, adapter: Adapter, documentId: string | null, live: boolean,
+ *   caps: {tools?: boolean, context?: boolean, auth?: boolean},
+ *   appInfo: {name: string, version: string} | null, initResult: object | null,
+ *   tools: AppTool[], selection: any, toolsChanged: number, initSinceLoad: boolean,
+ *   pending: Map<number, {method: string, resolve: (v: any) => void, reject: (r: Refusal) => void, timer: number}>,
+ *   nextId: number, identifySeq: number,
+ *   approvals: Map<number, {settle: (o: ApprovalOutcome) => void, tool: string, by: string, modelCallId: string}>,
+ *   stats: ReturnType<typeof newStats>, state: () => ReturnType<typeof stateOf>,
+ *   frame: HTMLIFrameElement, budget: MessageBudget,
+ *   view: {section: HTMLElement, status: HTMLElement, approvals: HTMLElement, selection: HTMLElement,
+ *     errors: HTMLElement, tools: HTMLElement, stopped: HTMLElement, stoppedText: HTMLElement, ignored: HTMLElement},
+ * }} XApp
+ */
+
+/** newStats is a new start's stats, all zero. */
+export function newStats() {
+  return {
+    loads: 0, handshakes: 0, repeats: 0, resets: /** @type {string[]} */ ([]), kept: 0, identifies: 0, toolsLists: 0,
+    toolsChangedHonoured: 0, toolsChangedIgnored: 0,
+    droppedTools: /** @type {{index: number, name: string, why: string}[]} */ ([]),
+    // dropped counts the messages of the app's frame dropped: from another origin (the frame went
+    // elsewhere; lastOrigin says where), or marked ours but not JSON-RPC 2.0 (protocol).
+    dropped: { origin: 0, protocol: 0, lastOrigin: '' },
+    // ignored counts every message of the app's frame the host did not take, by why, and keeps
+    // the first MAX_IGNORED_SAMPLES (what it was, and why).
+    ignored: { total: 0, byWhy: /** @type {Record<string, number>} */ ({}), samples: /** @type {{why: string, what: string}[]} */ ([]) },
+    errors: /** @type {string[]} */ ([]), openChats: 0,
+    approvals: { approved: 0, denied: 0, timedOut: 0 },
+    starts: 1, stopped: /** @type {{rule: string, why: string} | null} */ (null),
+  };
+}
+
+/**
+ * stateOf is what the tests read of an open app.
+ * @param {XApp} app
+ */
+export function stateOf(app) {
+  return {
+    appId: app.id, live: app.live, documentId: app.documentId, caps: { ...app.caps },
+    tools: app.tools.map((t) => ({ name: t.name, modelName: t.modelName, description: t.description, readOnly: t.readOnly })),
+    selection: app.selection, approvalsPending: app.approvals.size, stats: structuredClone(app.stats),
+    budget: { count: app.budget.count, bytes: app.budget.bytes },
+  };
+}
+
+
+/**
+ * keepLast appends item to list and keeps its last n items.
+ * @template T
+ * @param {T[]} list
+ * @param {T} item
+ */
+export function keepLast(list, item, n = 100) {
+  list.push(item);
+  if (list.length > n) list.shift();
+}
+
+/**
+ * Strays counts the messages from windows that are no open app's frame, by origin (at most
+ * MAX_STRAY_ORIGINS of them; the others count in the total only).
+ * @typedef {{total: number, byOrigin: Map<string, number>}} Strays
+ */
+
+/** @returns {Strays} */
+export function newStrays() {
+  return { total: 0, byOrigin: new Map() };
+}
+
+/**
+ * countStray counts one stray message from origin.
+ * @param {Strays} strays
+ * @param {string} origin
+ */
+export function countStray(strays, origin) {
+  strays.total++;
+  const n = strays.byOrigin.get(origin);
+  if (n !== undefined) strays.byOrigin.set(origin, n + 1);
+  else if (strays.byOrigin.size < MAX_STRAY_ORIGINS) strays.byOrigin.set(origin, 1);
+}
+
+/**
+ * noteIgnored counts one message of an app's frame the host did not take, by why (at most 16
+ * whys), and keeps the first MAX_IGNORED_SAMPLES: a guest speaking something else is told apart
+ * from a silent one.
+ * @param {ReturnType<typeof newStats>} stats
+ * @param {string} why
+ * @param {unknown} msg
+ */
+export function noteIgnored(stats, why, msg) {
+  const g = stats.ignored;
+  g.total++;
+  if (why in g.byWhy || Object.keys(g.byWhy).length < 16) g.byWhy[why] = (g.byWhy[why] || 0) + 1;
+  if (g.samples.length < MAX_IGNORED_SAMPLES) g.samples.push({ why, what: describe(msg) });
+}
+
+/**
+ * owedAnswer reports whether a message (data, from origin) is app's answer to a request the page
+ * is waiting on. Each request earns its one answer free of the budget (the request is settled by
+ * it, so a second answer is charged), as a mini-app's answers to its calls are: an app answering
+ * as fast as it is asked is never stopped for it.
+ * @param {{entry: {origin: string}, pending: Map<unknown, unknown>}} app
+ * @param {string} origin
+ * @param {any} data
+ */
+export function owedAnswer(app, origin, data) {
+  return origin === app.entry.origin && data !== null && typeof data === 'object' &&
+    typeof data.method !== 'string' && app.pending.has(data.id);
+}
+
+/**
+ * identified reads the frame's answer r to ui/identify: null when it holds the document the
+ * handshake was made with (the handshake is kept), or why the handshake is reset.
+ * @param {{live: boolean, documentId: string | null}} app
+ * @param {any} r
+ * @returns {string | null}
+ */
+export function identified(app, r) {
+  const id = r && typeof r.documentId === 'string' ? r.documentId : null;
+  if (id !== null && id === app.documentId && app.live) return null;
+  return id === null ? 'the frame answered ui/identify without a document id' : 'the frame holds a document that has not begun a handshake';
+}
+
+/**
+ * takeToolsChange counts an app's tools-changed notice and reports whether it is honoured: at
+ * most LIMITS.toolsChanged per handshake, the rest counted as ignored.
+ * @param {{toolsChanged: number, stats: ReturnType<typeof newStats>}} app
+ */
+export function takeToolsChange(app) {
+  if (app.toolsChanged >= LIMITS.toolsChanged) {
+    app.stats.toolsChangedIgnored++;
+    return false;
+  }
+  app.toolsChanged++;
+  app.stats.toolsChangedHonoured++;
+  return true;
+}
