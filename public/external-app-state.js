@@ -4,7 +4,7 @@
 // message is an answer the page is owed, what a ui/identify answer means, whether a tools change
 // is still honoured). Pure functions of a state object, so Node's test runner holds them without
 // a browser (tools/web/test); external-apps.js keeps the frames and the cards.
-import { describe, LIMITS } from './external-app-wire.js';
+import { answerOf, describe, LIMITS, refusal, timeoutRefusal } from './external-app-wire.js';
 
 /** @typedef {import('./external-app-wire.js').Adapter} Adapter */
 /** @typedef {import('./external-app-wire.js').RegistryEntry} RegistryEntry */
@@ -25,8 +25,7 @@ export const MAX_STRAY_ORIGINS = 64;
  *   caps: {tools?: boolean, context?: boolean, auth?: boolean},
  *   appInfo: {name: string, version: string} | null, initResult: object | null,
  *   tools: AppTool[], selection: any, toolsChanged: number, initSinceLoad: boolean,
- *   pending: Map<number, {method: string, resolve: (v: any) => void, reject: (r: Refusal) => void, timer: number}>,
- *   nextId: number, identifySeq: number,
+ *   pending: Pending, identifySeq: number,
  *   approvals: Map<number, {settle: (o: ApprovalOutcome) => void, tool: string, by: string, modelCallId: string}>,
  *   stats: ReturnType<typeof newStats>, state: () => ReturnType<typeof stateOf>,
  *   frame: HTMLIFrameElement, budget: MessageBudget,
@@ -121,7 +120,7 @@ export function noteIgnored(stats, why, msg) {
  * is waiting on. Each request earns its one answer free of the budget (the request is settled by
  * it, so a second answer is charged), as a mini-app's answers to its calls are: an app answering
  * as fast as it is asked is never stopped for it.
- * @param {{entry: {origin: string}, pending: Map<unknown, unknown>}} app
+ * @param {{entry: {origin: string}, pending: {has: (id: unknown) => boolean}}} app
  * @param {string} origin
  * @param {any} data
  */
@@ -156,4 +155,75 @@ export function takeToolsChange(app) {
   app.toolsChanged++;
   app.stats.toolsChangedHonoured++;
   return true;
+}
+
+/**
+ * Pending is the requests the page sent an app and is waiting on, numbered from 1: each is
+ * settled once, by the app's answer, by its deadline (timeoutRefusal), or by drop.
+ */
+export class Pending {
+  constructor() {
+    /** @type {Map<unknown, {method: string, resolve: (v: any) => void, reject: (r: Refusal) => void, timer: ReturnType<typeof setTimeout>}>} */
+    this.waiting = new Map();
+    this.nextId = 1;
+  }
+
+  /** size is how many requests wait. */
+  get size() { return this.waiting.size; }
+
+  /**
+   * has reports whether a request numbered id waits.
+   * @param {unknown} id
+   */
+  has(id) { return this.waiting.has(id); }
+
+  /**
+   * open numbers a request for method with a deadline of ms: id is what the request carries,
+   * answered settles with the app's result, or rejects with a refusal.
+   * @param {string} method
+   * @param {number} ms
+   * @returns {{id: number, answered: Promise<any>}}
+   */
+  open(method, ms) {
+    const id = this.nextId++;
+    /** @type {Promise<any>} */
+    const answered = new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(id);
+        reject(timeoutRefusal(method, ms));
+      }, ms);
+      this.waiting.set(id, { method, resolve, reject, timer });
+    });
+    return { id, answered };
+  }
+
+  /**
+   * answer settles the request msg (a JSON-RPC answer) answers, and reports whether one waited.
+   * @param {any} msg
+   */
+  answer(msg) {
+    const p = this.waiting.get(msg.id);
+    if (!p) return false;
+    this.waiting.delete(msg.id);
+    clearTimeout(p.timer);
+    const a = answerOf(p.method, msg);
+    if (a.ok) p.resolve(a.value);
+    else p.reject(a);
+    return true;
+  }
+
+  /**
+   * drop refuses every request waiting (external-app-navigated, saying why) but those of method
+   * keep, which their deadline settles.
+   * @param {string} why
+   * @param {string} keep
+   */
+  drop(why, keep) {
+    for (const [id, p] of this.waiting) {
+      if (p.method === keep) continue;
+      clearTimeout(p.timer);
+      this.waiting.delete(id);
+      p.reject(refusal('external-app-navigated', `${why}; the request ${p.method} was not answered`));
+    }
+  }
 }

@@ -47,11 +47,11 @@ import { emit } from './events.js';
 import { relay } from './http.js';
 import { MessageBudget } from './message-budget.js';
 import {
-  adapterOf, answerOf, boundPayload, callArgs, clamp, contextValue, envelope, initResult, LIMITS, NOT_JSONRPC,
-  notApproved, parseToolsList, refusal, resultText, timeoutRefusal, unacceptable,
+  adapterOf, boundPayload, callArgs, clamp, contextValue, envelope, initResult, LIMITS, NOT_JSONRPC,
+  notApproved, parseToolsList, refusal, resultText, unacceptable,
 } from './external-app-wire.js';
 import {
-  countStray, identified, keepLast, newStats, newStrays, noteIgnored, owedAnswer, stateOf, takeToolsChange,
+  countStray, identified, keepLast, newStats, newStrays, noteIgnored, owedAnswer, Pending, stateOf, takeToolsChange,
 } from './external-app-state.js';
 import { externalModelName as modelName } from './names.js';
 import * as rules from './rules.js';
@@ -169,7 +169,7 @@ export function startExternalApps(vb) {
     const opened = /** @type {XApp} */ (/** @type {unknown} */ ({
       id: appId, entry, adapter: adapterOf(entry), documentId: null, live: false, caps: {}, appInfo: null, initResult: null,
       tools: [], selection: null, toolsChanged: 0, initSinceLoad: false,
-      pending: new Map(), nextId: 1, identifySeq: 0, approvals: new Map(), stats: newStats(),
+      pending: new Pending(), identifySeq: 0, approvals: new Map(), stats: newStats(),
       budget: new MessageBudget(),
     }));
     opened.state = () => stateOf(opened);
@@ -372,16 +372,9 @@ export function startExternalApps(vb) {
    * @returns {Promise<any>}
    */
   function request(app, method, params) {
-    const ms = DEADLINES[method];
-    return new Promise((resolve, reject) => {
-      const id = app.nextId++;
-      const timer = setTimeout(() => {
-        app.pending.delete(id);
-        reject(timeoutRefusal(method, ms));
-      }, ms);
-      app.pending.set(id, { method, resolve, reject, timer });
-      post(app, { id, method, params });
-    });
+    const { id, answered } = app.pending.open(method, DEADLINES[method]);
+    post(app, { id, method, params });
+    return answered;
   }
 
   // The source first: nothing of a message from a window that is no open app's frame (a frame
@@ -416,16 +409,7 @@ export function startExternalApps(vb) {
    */
   function fromApp(app, msg) {
     if (typeof msg.method !== 'string') {
-      const p = app.pending.get(msg.id);
-      if (!p) {
-        ignore(app, 'an answer to no request the host is waiting on (late, or never asked)', msg);
-        return;
-      }
-      app.pending.delete(msg.id);
-      clearTimeout(p.timer);
-      const answer = answerOf(p.method, msg);
-      if (answer.ok) p.resolve(answer.value);
-      else p.reject(answer);
+      if (!app.pending.answer(msg)) ignore(app, 'an answer to no request the host is waiting on (late, or never asked)', msg);
       return;
     }
     if (msg.params !== undefined && (msg.params === null || typeof msg.params !== 'object')) {
@@ -568,12 +552,7 @@ export function startExternalApps(vb) {
     app.tools = [];
     app.toolsChanged = 0;
     app.selection = null;
-    for (const [id, p] of app.pending) {
-      if (p.method === 'ui/identify') continue;
-      clearTimeout(p.timer);
-      app.pending.delete(id);
-      p.reject(refusal('external-app-navigated', `${why}; the request ${p.method} was not answered`));
-    }
+    app.pending.drop(why, 'ui/identify');
     for (const a of [...app.approvals.values()]) a.settle('navigated');
     if (wasLive || !quiet) keepLast(app.stats.resets, why, 50);
     render(app);

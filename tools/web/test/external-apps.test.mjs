@@ -8,7 +8,7 @@ import {
   NOT_JSONRPC, notApproved, parseToolsList, PROTOCOL, resultText, timeoutRefusal, unacceptable,
 } from '../../../public/external-app-wire.js';
 import {
-  countStray, identified, MAX_IGNORED_SAMPLES, MAX_STRAY_ORIGINS, newStats, newStrays, noteIgnored, owedAnswer, takeToolsChange,
+  countStray, identified, MAX_IGNORED_SAMPLES, MAX_STRAY_ORIGINS, newStats, newStrays, noteIgnored, owedAnswer, Pending, takeToolsChange,
 } from '../../../public/external-app-state.js';
 
 /** entry is a registry entry speaking protocol. */
@@ -192,4 +192,27 @@ test('tools-changed is honoured LIMITS.toolsChanged times a handshake, then coun
   assert.equal(honoured, LIMITS.toolsChanged);
   assert.equal(app.stats.toolsChangedHonoured, LIMITS.toolsChanged);
   assert.equal(app.stats.toolsChangedIgnored, 4);
+});
+
+test('each request is settled once: by its answer, its deadline, or a navigation', async () => {
+  const p = new Pending();
+  const a = p.open('tools/list', 10_000);
+  const b = p.open('tools/call', 10_000);
+  const identify = p.open('ui/identify', 10_000);
+  assert.deepEqual([a.id, b.id, identify.id], [1, 2, 3]);
+  assert.equal(p.size, 3);
+  assert.equal(p.answer({ id: 1, result: { tools: ['x'] } }), true);
+  assert.deepEqual(await a.answered, { tools: ['x'] });
+  assert.equal(p.answer({ id: 1, result: {} }), false); // a second answer answers nothing
+  assert.equal(p.has(1), false);
+  // A navigation refuses what waits, but ui/identify, which its deadline settles.
+  p.drop('the frame loaded a new document', 'ui/identify');
+  await assert.rejects(b.answered, (r) => r.refused === 'external-app-navigated' && /tools\/call was not answered/.test(r.why));
+  assert.equal(p.has(3), true);
+  assert.equal(p.answer({ id: 3, error: { message: 'no' } }), true);
+  await assert.rejects(identify.answered, (r) => r.refused === 'external-app-error');
+  const late = p.open('tools/call', 5);
+  await assert.rejects(late.answered, (r) => r.refused === 'tool-timeout' && /within 5 ms/.test(r.why));
+  assert.equal(p.size, 0);
+  assert.equal(p.answer({ id: late.id, result: {} }), false);
 });
