@@ -233,3 +233,83 @@ export function noToolsText(kind, ready, waited) {
     ? 'Waiting for the app to register its tools…'
     : `${kind === 'page' ? 'This page' : 'This app'} registered no tools, so the assistant cannot use it; you can still use it here. An app offers tools with webMcp.registerTool (or document.modelContext.registerTool).`;
 }
+
+/** @typedef {{result: unknown} | {refused: string, why: string}} CallAnswer */
+
+/**
+ * Calls is the calls of the worker the page carries to an app (one with no port to the worker,
+ * an MCP Apps view), by call id: each is answered to the worker exactly once, by the app, by its
+ * deadline, or when its app closes or stops; a call the worker stopped waiting for is forgotten
+ * unanswered.
+ * @template A the app a call went to
+ */
+export class Calls {
+  /** @param {(callId: string, answer: CallAnswer) => void} answer tells the worker */
+  constructor(answer) {
+    this.answer = answer;
+    /** @type {Map<string, {app: A, tool: string, timer: ReturnType<typeof setTimeout>}>} */
+    this.waiting = new Map();
+  }
+
+  /**
+   * open records a call to app's tool; when ms pass unanswered, it is answered tool-timeout and
+   * then expired runs (which stops the app).
+   * @param {string} callId
+   * @param {A} app
+   * @param {string} tool
+   * @param {number} ms
+   * @param {() => void} expired
+   */
+  open(callId, app, tool, ms, expired) {
+    const timer = setTimeout(() => {
+      this.settle(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${ms}ms` });
+      expired();
+    }, ms);
+    this.waiting.set(callId, { app, tool, timer });
+  }
+
+  /**
+   * get is the app and tool of the call callId while it waits.
+   * @param {string} callId
+   */
+  get(callId) {
+    const c = this.waiting.get(callId);
+    return c ? { app: c.app, tool: c.tool } : undefined;
+  }
+
+  /**
+   * settle answers the call callId, if it waits, and reports whether it did.
+   * @param {string} callId
+   * @param {CallAnswer} answer
+   */
+  settle(callId, answer) {
+    const c = this.waiting.get(callId);
+    if (!c) return false;
+    clearTimeout(c.timer);
+    this.waiting.delete(callId);
+    this.answer(callId, answer);
+    return true;
+  }
+
+  /**
+   * forget drops the call callId unanswered (the worker stopped waiting) and returns its app and
+   * tool, or undefined when it was not waiting.
+   * @param {string} callId
+   */
+  forget(callId) {
+    const c = this.waiting.get(callId);
+    if (!c) return undefined;
+    clearTimeout(c.timer);
+    this.waiting.delete(callId);
+    return { app: c.app, tool: c.tool };
+  }
+
+  /**
+   * settleApp answers every call waiting on app with answer.
+   * @param {A} app
+   * @param {CallAnswer} answer
+   */
+  settleApp(app, answer) {
+    for (const [callId, c] of this.waiting) if (c.app === app) this.settle(callId, answer);
+  }
+}

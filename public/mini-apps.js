@@ -53,7 +53,7 @@ import { listen } from './events.js';
 import { relay } from './http.js';
 import { MessageBudget } from './message-budget.js';
 import {
-  appHost, appHosts, bridgeIgnored, bridgeURL, cspGiven, MAX_VIEW_HEIGHT, messageText, noToolsText, openLink,
+  appHost, appHosts, bridgeIgnored, Calls, bridgeURL, cspGiven, MAX_VIEW_HEIGHT, messageText, noToolsText, openLink,
   overBudget, ownerOf, timedOut, toolResult, turnAnswer, viewAppId, viewCall, viewHeight,
 } from './mini-app-host.js';
 import { TOOL_TIMEOUT_MS } from './rules.js';
@@ -125,8 +125,8 @@ export function startMiniApps(vb) {
 
   /** @type {Map<string, OpenApp>} appId -> app */
   const apps = new Map();
-  /** @type {Map<string, {app: OpenApp, timer: number, tool: string}>} callId -> the call sent to an app */
-  const calls = new Map();
+  /** @type {Calls<OpenApp>} the worker's calls sent to an app through the page */
+  const calls = new Calls((callId, answer) => vb.call('miniapps.result', { callId, ...answer }));
   /**
    * owners maps a window to the start of an app it belongs to, or to null for a window of no
    * app's; filled as messages arrive.
@@ -515,9 +515,7 @@ export function startMiniApps(vb) {
     app.running.live = false;
     dropBundle(app.bundle);
     app.bundle = null;
-    for (const [callId, c] of calls) {
-      if (c.app === app) settle(callId, { refused: 'mini-app-closed', why: 'the mini-app was closed before it answered' });
-    }
+    calls.settleApp(app, { refused: 'mini-app-closed', why: 'the mini-app was closed before it answered' });
     vb.call('miniapps.close', { appId, doc: app.running.doc });
   }
 
@@ -539,9 +537,7 @@ export function startMiniApps(vb) {
     app.stats.ready = false;
     app.stats.stopped = reason;
     const why = `the mini-app was stopped: ${reason.why}`;
-    for (const [callId, c] of calls) {
-      if (c.app === app) settle(callId, { refused: 'mini-app-closed', why });
-    }
+    calls.settleApp(app, { refused: 'mini-app-closed', why });
     vb.call('miniapps.close', { appId: app.appId, why, doc: running.doc });
     app.view.stoppedText.textContent = `Stopped (${reason.rule}): ${reason.why}`;
     app.view.stopped.hidden = false;
@@ -673,8 +669,8 @@ export function startMiniApps(vb) {
           stats.late++;
           return;
         }
-        if (msg.refused) settle(msg.callId, { refused: msg.refused, why: msg.why });
-        else settle(msg.callId, { result: JSON.parse(msg.result) });
+        if (msg.refused) calls.settle(msg.callId, { refused: msg.refused, why: msg.why });
+        else calls.settle(msg.callId, { result: JSON.parse(msg.result) });
         if (msg.refused === 'tool-timeout') stop(app, timedOut(c.tool));
         break;
       }
@@ -812,18 +808,6 @@ export function startMiniApps(vb) {
 
   // ---- calls from the worker ----
 
-  /**
-   * @param {string} callId
-   * @param {{result: unknown} | {refused: string, why: string}} answer
-   */
-  function settle(callId, answer) {
-    const c = calls.get(callId);
-    if (!c) return;
-    clearTimeout(c.timer);
-    calls.delete(callId);
-    vb.call('miniapps.result', { callId, ...answer });
-  }
-
   vb.on('miniapp.call', ({ callId, appId, tool, args, onPort }) => {
     const app = apps.get(appId);
     if (onPort) {
@@ -836,11 +820,7 @@ export function startMiniApps(vb) {
       vb.call('miniapps.result', { callId, refused: 'mini-app-closed', why });
       return;
     }
-    const timer = setTimeout(() => {
-      settle(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` });
-      stop(app, timedOut(tool));
-    }, TOOL_TIMEOUT_MS);
-    calls.set(callId, { app, timer, tool });
+    calls.open(callId, app, tool, TOOL_TIMEOUT_MS, () => stop(app, timedOut(tool)));
     post(app, { type: 'call_tool', callId, name: tool, args });
   });
 
@@ -853,7 +833,7 @@ export function startMiniApps(vb) {
   // The worker stopped waiting: its deadline passed (expired), which stops the app, or its caller
   // went away, which only cancels the call.
   vb.on('miniapp.cancel', ({ callId, expired, appId, tool, doc }) => {
-    const c = calls.get(callId);
+    const c = calls.forget(callId);
     if (!c) {
       // A call over an app's port passed its deadline (in the worker or in the bridge): the
       // document it went to is stopped, never a newer one.
@@ -861,8 +841,6 @@ export function startMiniApps(vb) {
       if (expired && app && doc && app.running.doc === doc) stop(app, timedOut(String(tool)));
       return;
     }
-    clearTimeout(c.timer);
-    calls.delete(callId);
     if (expired) stop(c.app, timedOut(c.tool));
     else post(c.app, { type: 'cancel', callId });
   });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
-  appHost, appHosts, bridgeIgnored, bridgeURL, cspGiven, MAX_FRAME_DEPTH, MAX_IGNORED_SHOWN, MAX_MESSAGE_TEXT, MAX_VIEW_HEIGHT,
+  appHost, appHosts, bridgeIgnored, bridgeURL, Calls, cspGiven, MAX_FRAME_DEPTH, MAX_IGNORED_SHOWN, MAX_MESSAGE_TEXT, MAX_VIEW_HEIGHT,
   messageText, MIN_VIEW_HEIGHT, noToolsText, openLink, overBudget, ownerOf, timedOut, toolResult, turnAnswer, viewAppId,
   viewCall, viewHeight,
 } from '../../../public/mini-app-host.js';
@@ -123,4 +123,32 @@ test('a view\'s given origins are listed once, and an app with no tools says why
   assert.match(noToolsText('app', false, true), /^This app registered no tools/);
   assert.match(noToolsText('page', false, false), /^This page registered no tools/);
   assert.match(noToolsText('app', true, false), /^This app/);
+});
+
+test('each call carried to an app is answered to the worker once', async () => {
+  /** @type {[string, unknown][]} */
+  const told = [];
+  const calls = new Calls((callId, answer) => told.push([callId, answer]));
+  const a = { name: 'a' };
+  const b = { name: 'b' };
+  let expired = 0;
+  calls.open('1', a, 'add', 10_000, () => expired++);
+  calls.open('2', a, 'sub', 10_000, () => expired++);
+  calls.open('3', b, 'mul', 10_000, () => expired++);
+  assert.deepEqual(calls.get('1'), { app: a, tool: 'add' });
+  assert.equal(calls.settle('1', { result: 3 }), true);
+  assert.equal(calls.settle('1', { result: 4 }), false); // a second answer is not passed on
+  calls.settleApp(a, { refused: 'mini-app-closed', why: 'closed' });
+  assert.deepEqual(calls.forget('3'), { app: b, tool: 'mul' }); // the worker stopped waiting: no answer
+  assert.equal(calls.forget('3'), undefined);
+  assert.deepEqual(told, [['1', { result: 3 }], ['2', { refused: 'mini-app-closed', why: 'closed' }]]);
+  // A call nobody answers is answered tool-timeout, then its app is stopped.
+  /** @type {() => void} */
+  let done = () => {};
+  const stopped = new Promise((resolve) => { done = () => resolve(undefined); });
+  calls.open('4', b, 'slow', 5, () => { expired++; done(); });
+  await stopped;
+  assert.equal(expired, 1);
+  assert.deepEqual(told.at(-1), ['4', { refused: 'tool-timeout', why: 'tool execution timed out after 5ms' }]);
+  assert.equal(calls.get('4'), undefined);
 });
