@@ -4,13 +4,14 @@
 // message is an answer the page is owed, what a ui/identify answer means, whether a tools change
 // is still honoured). Pure functions of a state object, so Node's test runner holds them without
 // a browser (tools/web/test); external-apps.js keeps the frames and the cards.
-import { answerOf, describe, LIMITS, refusal, timeoutRefusal } from './external-app-wire.js';
+import { answerOf, clamp, describe, LIMITS, refusal, timeoutRefusal } from './external-app-wire.js';
 
 /** @typedef {import('./external-app-wire.js').Adapter} Adapter */
 /** @typedef {import('./external-app-wire.js').RegistryEntry} RegistryEntry */
 /** @typedef {import('./external-app-wire.js').AppTool} AppTool */
 /** @typedef {import('./external-app-wire.js').Refusal} Refusal */
 /** @typedef {import('./external-app-wire.js').ApprovalOutcome} ApprovalOutcome */
+/** @typedef {Exclude<import('./external-app-wire.js').Init, {invalid: string}>} Init */
 /** @typedef {import('./message-budget.js').MessageBudget} MessageBudget */
 
 /** MAX_IGNORED_SAMPLES is how many ignored messages an app's card describes; the rest are counted. */
@@ -226,4 +227,74 @@ export class Pending {
       p.reject(refusal('external-app-navigated', `${why}; the request ${p.method} was not answered`));
     }
   }
+}
+
+// ---- the handshake: which document in the frame the host talks to ----
+
+/**
+ * Handshake is the part of an open app the handshake changes: whether a document of its frame
+ * made one (live), which (documentId: null for a guest too old to have one), what it said it can
+ * do, and the answer it was given.
+ * @typedef {{live: boolean, documentId: string | null, initResult: object | null, caps: XApp['caps'],
+ *   appInfo: XApp['appInfo'], tools: AppTool[], toolsChanged: number, selection: any, initSinceLoad: boolean,
+ *   stats: ReturnType<typeof newStats>}} Handshake
+ */
+
+/**
+ * repeatsHandshake reports whether ui/initialize (init) is the same document asking again (a
+ * React effect run twice): it is answered as before, and nothing is torn down.
+ * @param {Handshake} app
+ * @param {Init} init
+ */
+export function repeatsHandshake(app, init) {
+  return init.documentId !== null && init.documentId === app.documentId && app.live && app.initResult !== null;
+}
+
+/**
+ * beginHandshake makes init's document the app's (after forgetHandshake) and returns the
+ * handshake's generation: a later one supersedes it.
+ * @param {Handshake} app
+ * @param {Init} init
+ */
+export function beginHandshake(app, init) {
+  app.caps = { ...init.caps };
+  app.appInfo = { name: clamp(init.appInfo.name, LIMITS.appName), version: clamp(init.appInfo.version, 40) };
+  app.documentId = init.documentId;
+  app.live = true;
+  app.initSinceLoad = true;
+  app.stats.handshakes++;
+  return app.stats.handshakes;
+}
+
+/**
+ * forgetHandshake forgets the document: its tools, its capabilities, its selection and its
+ * answer; it reports whether the app was live.
+ * @param {Handshake} app
+ */
+export function forgetHandshake(app) {
+  const wasLive = app.live;
+  app.live = false;
+  app.documentId = null;
+  app.initResult = null;
+  app.caps = {};
+  app.tools = [];
+  app.toolsChanged = 0;
+  app.selection = null;
+  return wasLive;
+}
+
+/**
+ * frameLoaded counts a load of the app's frame and says what it means: identify (ask the
+ * document which it is), reset (the handshake belongs to the document that just left), or keep.
+ * A guest too old to have a document id cannot be asked: a handshake since the last load belongs
+ * to this document, one from before to the document that left.
+ * @param {Handshake} app
+ * @returns {'identify' | 'reset' | 'keep'}
+ */
+export function frameLoaded(app) {
+  app.stats.loads++;
+  const sinceLoad = app.initSinceLoad;
+  app.initSinceLoad = false;
+  if (app.live && app.documentId === null) return sinceLoad ? 'keep' : 'reset';
+  return 'identify';
 }

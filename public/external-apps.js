@@ -51,7 +51,8 @@ import {
   notApproved, parseToolsList, refusal, resultText, unacceptable,
 } from './external-app-wire.js';
 import {
-  countStray, identified, keepLast, newStats, newStrays, noteIgnored, owedAnswer, Pending, stateOf, takeToolsChange,
+  beginHandshake, countStray, forgetHandshake, frameLoaded, identified, keepLast, newStats, newStrays, noteIgnored, owedAnswer,
+  Pending, repeatsHandshake, stateOf, takeToolsChange,
 } from './external-app-state.js';
 import { externalModelName as modelName } from './names.js';
 import * as rules from './rules.js';
@@ -482,21 +483,14 @@ export function startExternalApps(vb) {
    * @param {Exclude<Init, {invalid: string}>} init
    */
   async function initialize(app, id, init) {
-    const documentId = init.documentId;
-    if (documentId !== null && documentId === app.documentId && app.live && app.initResult) {
+    if (repeatsHandshake(app, init)) {
       // The same document asking again (a React effect run twice): answered, nothing torn down.
       app.stats.repeats++;
       reply(app, id, app.initResult);
       return;
     }
     reset(app, 'a new document began a handshake', true);
-    app.caps = { ...init.caps };
-    app.appInfo = { name: clamp(init.appInfo.name, LIMITS.appName), version: clamp(init.appInfo.version, 40) };
-    app.documentId = documentId;
-    app.live = true;
-    app.initSinceLoad = true;
-    app.stats.handshakes++;
-    const generation = app.stats.handshakes;
+    const generation = beginHandshake(app, init);
     /** @type {Record<string, unknown>} */
     const result = initResult(app.entry, hostContext());
     if (app.caps.auth) {
@@ -515,15 +509,10 @@ export function startExternalApps(vb) {
   /** @param {XApp} app */
   function onFrameLoad(app) {
     if (!apps.has(app.id)) return;
-    app.stats.loads++;
-    const sinceLoad = app.initSinceLoad;
-    app.initSinceLoad = false;
-    if (app.live && app.documentId === null) {
-      // A guest too old to have a document id cannot be asked: a handshake since the last load
-      // belongs to this document; one from before belongs to the document that just left.
-      if (!sinceLoad) reset(app, 'the frame loaded a new document');
-      return;
-    }
+    // A guest too old to have a document id cannot be asked (see frameLoaded).
+    const next = frameLoaded(app);
+    if (next === 'reset') reset(app, 'the frame loaded a new document');
+    if (next !== 'identify') return;
     const seq = ++app.identifySeq;
     app.stats.identifies++;
     request(app, 'ui/identify', {}).then((r) => {
@@ -544,14 +533,7 @@ export function startExternalApps(vb) {
    * @param {boolean} [quiet]
    */
   function reset(app, why, quiet) {
-    const wasLive = app.live;
-    app.live = false;
-    app.documentId = null;
-    app.initResult = null;
-    app.caps = {};
-    app.tools = [];
-    app.toolsChanged = 0;
-    app.selection = null;
+    const wasLive = forgetHandshake(app);
     app.pending.drop(why, 'ui/identify');
     for (const a of [...app.approvals.values()]) a.settle('navigated');
     if (wasLive || !quiet) keepLast(app.stats.resets, why, 50);

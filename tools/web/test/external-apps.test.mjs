@@ -8,7 +8,8 @@ import {
   NOT_JSONRPC, notApproved, parseToolsList, PROTOCOL, resultText, timeoutRefusal, unacceptable,
 } from '../../../public/external-app-wire.js';
 import {
-  countStray, identified, MAX_IGNORED_SAMPLES, MAX_STRAY_ORIGINS, newStats, newStrays, noteIgnored, owedAnswer, Pending, takeToolsChange,
+  beginHandshake, countStray, forgetHandshake, frameLoaded, identified, MAX_IGNORED_SAMPLES, MAX_STRAY_ORIGINS, newStats, newStrays,
+  noteIgnored, owedAnswer, Pending, repeatsHandshake, takeToolsChange,
 } from '../../../public/external-app-state.js';
 
 /** entry is a registry entry speaking protocol. */
@@ -215,4 +216,42 @@ test('each request is settled once: by its answer, its deadline, or a navigation
   await assert.rejects(late.answered, (r) => r.refused === 'tool-timeout' && /within 5 ms/.test(r.why));
   assert.equal(p.size, 0);
   assert.equal(p.answer({ id: late.id, result: {} }), false);
+});
+
+/** handshake is an open app's handshake state before any document made one. */
+function handshake() {
+  return { live: false, documentId: null, initResult: null, caps: {}, appInfo: null, tools: [], toolsChanged: 0, selection: null, initSinceLoad: false, stats: newStats() };
+}
+
+test('the handshake follows the document in the frame', () => {
+  const app = /** @type {any} */ (handshake());
+  const init = { documentId: 'doc-1', caps: { tools: true, context: false, auth: false }, appInfo: { name: 'n'.repeat(200), version: '1' } };
+  assert.equal(repeatsHandshake(app, init), false);
+  assert.equal(beginHandshake(app, init), 1);
+  assert.equal(app.live, true);
+  assert.equal([...app.appInfo.name].length, LIMITS.appName);
+  // Not answered yet: the same document asking again begins again.
+  assert.equal(repeatsHandshake(app, init), false);
+  app.initResult = {};
+  assert.equal(repeatsHandshake(app, init), true);
+  assert.equal(repeatsHandshake(app, { ...init, documentId: 'doc-2' }), false);
+  assert.equal(repeatsHandshake(app, { ...init, documentId: null }), false);
+  // A load after the handshake: the document is asked which it is.
+  assert.equal(frameLoaded(app), 'identify');
+  app.tools = [{ name: 't' }];
+  app.toolsChanged = 3;
+  assert.equal(forgetHandshake(app), true);
+  assert.deepEqual([app.live, app.documentId, app.initResult, app.tools, app.toolsChanged], [false, null, null, [], 0]);
+  assert.equal(forgetHandshake(app), false);
+  assert.equal(beginHandshake(app, init), 2);
+});
+
+test('a guest with no document id keeps its handshake for one load, the one it was made in', () => {
+  const app = /** @type {any} */ (handshake());
+  beginHandshake(app, { documentId: null, caps: { tools: false, context: false, auth: false }, appInfo: { name: '', version: '' } });
+  assert.equal(frameLoaded(app), 'keep'); // the load of the document that made it
+  assert.equal(frameLoaded(app), 'reset'); // the next document's
+  assert.equal(app.stats.loads, 2);
+  forgetHandshake(app);
+  assert.equal(frameLoaded(app), 'identify');
 });
