@@ -214,14 +214,14 @@ export class Pending {
   }
 
   /**
-   * drop refuses every request waiting (external-app-navigated, saying why) but those of method
-   * keep, which their deadline settles.
+   * drop refuses every request waiting (external-app-navigated, saying why) but those keep
+   * takes, which their deadline settles.
    * @param {string} why
-   * @param {string} keep
+   * @param {(p: {method: string}) => boolean} keep
    */
   drop(why, keep) {
     for (const [id, p] of this.waiting) {
-      if (p.method === keep) continue;
+      if (keep(p)) continue;
       clearTimeout(p.timer);
       this.waiting.delete(id);
       p.reject(refusal('external-app-navigated', `${why}; the request ${p.method} was not answered`));

@@ -534,7 +534,8 @@ export function startExternalApps(vb) {
    */
   function reset(app, why, quiet) {
     const wasLive = forgetHandshake(app);
-    app.pending.drop(why, 'ui/identify');
+    // An identify in flight is the frame's to answer: a reset does not settle it.
+    app.pending.drop(why, (p) => p.method === 'ui/identify');
     for (const a of [...app.approvals.values()]) a.settle('navigated');
     if (wasLive || !quiet) keepLast(app.stats.resets, why, 50);
     render(app);

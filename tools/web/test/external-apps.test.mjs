@@ -207,7 +207,7 @@ test('each request is settled once: by its answer, its deadline, or a navigation
   assert.equal(p.answer({ id: 1, result: {} }), false); // a second answer answers nothing
   assert.equal(p.has(1), false);
   // A navigation refuses what waits, but ui/identify, which its deadline settles.
-  p.drop('the frame loaded a new document', 'ui/identify');
+  p.drop('the frame loaded a new document', (q) => q.method === 'ui/identify');
   await assert.rejects(b.answered, (r) => r.refused === 'external-app-navigated' && /tools\/call was not answered/.test(r.why));
   assert.equal(p.has(3), true);
   assert.equal(p.answer({ id: 3, error: { message: 'no' } }), true);
