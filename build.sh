@@ -197,7 +197,10 @@ layer_lint() {
 	for p in tools/web/tsconfig*.json; do
 		"$CACHE/web/node_modules/.bin/tsc" -p "$p" || die "lint: tsc found problems in public/ ($p)"
 	done
-	# The page's modules are ES modules with no package.json over them: Node is told to detect it.
+	# The page's modules are ES modules with no package.json over them: Node (20.10 or newer) is
+	# told to detect it.
+	node --experimental-detect-module -e '' 2>/dev/null ||
+		die "lint: the page's module tests (tools/web/test) need Node.js 20.10 or newer; node is $(node --version)"
 	node --test --experimental-detect-module tools/web/test/*.test.mjs ||
 		die "lint: node --test found problems in the page's modules (tools/web/test)"
 	say "lint: ok"
