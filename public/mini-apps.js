@@ -38,7 +38,8 @@
 // same way, in the same sandbox with the same budgets: the bridge speaks the MCP Apps protocol to
 // it, and this file serves what the bridge hands on: a view's tools/call goes to its own
 // extension's server through the assistant's gate (POST /api/turn, call_extension, which asks
-// the person first unless the tool declares readOnlyHint), a mini-app's to the assistant's
+// the person first unless the tool declares readOnlyHint; turns.js, so the request does not wait
+// on the person), a mini-app's to the assistant's
 // catalogue; ui/open-link asks the person; ui/message only fills the assistant's command box;
 // size changes set the frame's height (within MAX_VIEW_HEIGHT); closing asks the view to tear
 // down first.
@@ -50,6 +51,7 @@ import { relay } from './http.js';
 import { MessageBudget } from './message-budget.js';
 import { MESSAGE_BUDGET_EXCEEDED, TOOL_TIMEOUT_MS } from './rules.js';
 import { toolForm } from './schema-form.js';
+import { sendTurn } from './turns.js';
 
 /** MAX_FRAME_DEPTH bounds the walk from a message's source window up to the bridge it is in. */
 const MAX_FRAME_DEPTH = 8;
@@ -793,7 +795,7 @@ export function startMiniApps(vb) {
         /** @type {any} */
         let t;
         try {
-          t = await relay('/api/turn', { body: { action } });
+          t = await sendTurn({ action });
         } catch (err) {
           return { result: { content: [{ type: 'text', text: err instanceof Error ? err.message : String(err) }], isError: true } };
         }
