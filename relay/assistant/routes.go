@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/approval"
 	"github.com/voicebox-go/voicebox/shared/commands"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -209,8 +210,10 @@ func preferAsync(h http.Header) bool {
 // answered 202 as soon as the request is out on the event stream, {ok, turnId, mode, pending:
 // Approval}, and runs on: its outcome, the Turn, comes exactly once as the event stream's turn
 // event (and a stream opened later gets the latest of them after its hello). Until the 202 the
-// turn ends with the request, as a held turn does; after it, the approval's deadline and the
-// executor's call bound end it.
+// turn ends with the request, as a held turn does; after it, with the approval's wait and
+// approval.RunBound past it, before the page stops waiting for the outcome
+// (approval.OutcomeGrace). The turns running so are bounded as the approvals are: at most
+// MaxPendingApprovals wait at once, and each runs on for RunBound at most once decided.
 func (c *Catalogue) turnAtOnce(w http.ResponseWriter, r *http.Request, t Turn, run func(context.Context) Turn) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	asked := make(chan Approval, 1)
@@ -229,10 +232,13 @@ func (c *Catalogue) turnAtOnce(w http.ResponseWriter, r *http.Request, t Turn, r
 	case out := <-done:
 		server.WriteJSON(w, http.StatusOK, out)
 	case a := <-asked:
+		// From here the request no longer holds the turn: the approval's wait and RunBound do.
+		end := time.AfterFunc(c.opts.ApprovalTimeout+approval.RunBound, cancel)
 		w.Header().Set("Preference-Applied", "respond-async")
 		server.WriteJSON(w, http.StatusAccepted, Turn{OK: true, TurnID: t.TurnID, Mode: t.Mode, Pending: &a})
 		go func() {
 			out := <-done
+			end.Stop()
 			if len(out.Result) > maxTurnEventResultBytes {
 				out.Result = json.RawMessage(`{"note":"the result is too large to show here"}`)
 			}

@@ -41,7 +41,7 @@ func TestAPageTurnNeverWaitsOnThePerson(t *testing.T) {
 	r := newRig(t, assistant.Options{ApprovalTimeout: bound})
 	dir := r.machine()
 	ev := r.events()
-	const n = 8 // more than the six connections a browser opens to one host
+	const n = 8                    // more than the six connections a browser opens to one host
 	pending := map[string]string{} // approval id -> turn id
 	turns := map[string]int{}      // turn id -> file index
 	for i := range n {
