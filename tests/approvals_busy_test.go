@@ -15,7 +15,7 @@ import (
 // decisionBound is the hang guard of one decision from the page: far under the approval's own
 // deadline (shared/approval.Timeout, 60 s), so a decision that queues until a held request ends
 // fails the test rather than passing late.
-const decisionBound = 10 * time.Second
+const decisionBound = 20 * time.Second
 
 // TestApprovalsOfABusyTabAreAnsweredAtOnce: with 5, then 8, deletes typed in the page waiting for
 // the person at once (a browser opens six connections to one host, and the event stream holds
