@@ -38,7 +38,8 @@
 // same way, in the same sandbox with the same budgets: the bridge speaks the MCP Apps protocol to
 // it, and this file serves what the bridge hands on: a view's tools/call goes to its own
 // extension's server through the assistant's gate (POST /api/turn, call_extension, which asks
-// the person first unless the tool declares readOnlyHint), a mini-app's to the assistant's
+// the person first unless the tool declares readOnlyHint; turns.js, so the request does not wait
+// on the person), a mini-app's to the assistant's
 // catalogue; ui/open-link asks the person; ui/message only fills the assistant's command box;
 // size changes set the frame's height (within MAX_VIEW_HEIGHT); closing asks the view to tear
 // down first.
@@ -58,6 +59,7 @@ import {
 } from './mini-app-host.js';
 import { TOOL_TIMEOUT_MS } from './rules.js';
 import { toolForm } from './schema-form.js';
+import { sendTurn } from './turns.js';
 
 /** MAX_DROPPED_SHOWN bounds the dropped domains a view's card lists (the relay says how many were not read). */
 const MAX_DROPPED_SHOWN = 20;
@@ -746,7 +748,7 @@ export function startMiniApps(vb) {
         /** @type {any} */
         let t;
         try {
-          t = await relay('/api/turn', { body: { action } });
+          t = await sendTurn({ action });
         } catch (err) {
           return { result: { content: [{ type: 'text', text: err instanceof Error ? err.message : String(err) }], isError: true } };
         }

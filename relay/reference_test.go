@@ -74,6 +74,8 @@ type referenceBound struct {
 // a number. A bound added to a document belongs here first.
 var referenceBounds = []referenceBound{
 	{"approval.Timeout", int64(approval.Timeout), duration},
+	{"approval.RunBound", int64(approval.RunBound), duration},
+	{"approval.OutcomeGrace", int64(approval.OutcomeGrace), duration},
 	{"assistant.MaxPendingApprovals", assistant.MaxPendingApprovals, countUnit},
 	{"toolschema.MaxArgumentBytes", toolschema.MaxArgumentBytes, bytesUnit},
 	{"executor.MaxHistoryEntries", executor.MaxHistoryEntries, countUnit},

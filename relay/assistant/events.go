@@ -1,8 +1,10 @@
 package assistant
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 )
 
@@ -14,7 +16,14 @@ const (
 	// subscriberQueue is how many events wait for a slow subscriber; past it the subscriber is
 	// dropped (its stream ends and the page's EventSource reconnects, getting the state anew).
 	subscriberQueue = 256
+	// maxRecentTurns bounds the turn events (outcomes of the page's turns that waited for the
+	// person, turnAtOnce) a newly opened stream is sent after its hello, newest last: as many as
+	// can wait for the person at once.
+	maxRecentTurns = MaxPendingApprovals
 )
+
+// turnFrame starts every turn event's frame.
+var turnFrame = []byte("event: turn\n")
 
 // events fans the catalogue's events out to the page's streams, and in a fleet to the other
 // relays' (Fleet.PublishEvent).
@@ -24,6 +33,7 @@ type events struct {
 	mu     sync.Mutex
 	subs   map[chan []byte]struct{}
 	closed bool
+	turns  [][]byte // the latest turn events, at most maxRecentTurns, oldest first
 	fleet  Fleet
 
 	// announceMu serializes telling the fleet whether this relay's stream is followed;
@@ -67,6 +77,12 @@ func (e *events) publish(kind string, v any) {
 func (e *events) deliver(f []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if bytes.HasPrefix(f, turnFrame) {
+		if len(e.turns) == maxRecentTurns {
+			e.turns = slices.Delete(e.turns, 0, 1)
+		}
+		e.turns = append(e.turns, f)
+	}
 	for ch := range e.subs {
 		select {
 		case ch <- f:
@@ -76,6 +92,13 @@ func (e *events) deliver(f []byte) {
 			e.log.Warn("assistant: an event stream fell behind and was dropped")
 		}
 	}
+}
+
+// recentTurns returns the latest turn events delivered, oldest first.
+func (e *events) recentTurns() [][]byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.turns)
 }
 
 // subscribe returns a channel of events, closed when the subscriber is dropped or the catalogue
