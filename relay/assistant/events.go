@@ -1,8 +1,10 @@
 package assistant
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/voicebox-go/voicebox/relay/outbound"
@@ -13,11 +15,18 @@ const (
 	// MaxSubscribers bounds the event streams open at once (tabs of the page); one more is
 	// refused too-many-sockets.
 	MaxSubscribers = 64
+	// maxRecentTurns bounds the turn events (outcomes of the page's turns that waited for the
+	// person, turnAtOnce) a newly opened stream is sent after its hello, newest last: as many as
+	// can wait for the person at once.
+	maxRecentTurns = MaxPendingApprovals
 )
 
 // A subscriber's stream is a stream of relay/outbound: events wait for it in its bounded queue,
 // and one that falls behind (past the queue's bounds, or a write past outbound.WriteBound) is
 // closed slow-reader; the page's EventSource reconnects, getting the state anew.
+
+// turnFrame starts every turn event's frame.
+var turnFrame = []byte("event: turn\n")
 
 // events fans the catalogue's events out to the page's streams, and in a fleet to the other
 // relays' (Fleet.PublishEvent).
@@ -27,6 +36,7 @@ type events struct {
 	mu     sync.Mutex
 	subs   map[*outbound.SSE]struct{}
 	closed bool
+	turns  [][]byte // the latest turn events, at most maxRecentTurns, oldest first
 	fleet  Fleet
 
 	// announceMu serializes telling the fleet whether this relay's stream is followed;
@@ -70,11 +80,24 @@ func (e *events) publish(kind string, v any) {
 func (e *events) deliver(f []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if bytes.HasPrefix(f, turnFrame) {
+		if len(e.turns) == maxRecentTurns {
+			e.turns = slices.Delete(e.turns, 0, 1)
+		}
+		e.turns = append(e.turns, f)
+	}
 	for s := range e.subs {
 		if !s.Send(f) {
 			delete(e.subs, s) // closed: its stream logs why
 		}
 	}
+}
+
+// recentTurns returns the latest turn events delivered, oldest first.
+func (e *events) recentTurns() [][]byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.turns)
 }
 
 // subscribe sends every event from now on to s, ending it when the catalogue closes, or reports
