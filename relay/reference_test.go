@@ -34,6 +34,7 @@ import (
 	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/hub"
 	"github.com/voicebox-go/voicebox/relay/mcp"
+	"github.com/voicebox-go/voicebox/relay/outbound"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/relay/voice"
@@ -126,6 +127,9 @@ var referenceBounds = []referenceBound{
 	{"server.FDReserve", server.FDReserve, countUnit},
 	{"wire.MaxFrameBytes", wire.MaxFrameBytes, bytesUnit},
 	{"wire.MaxDepth", wire.MaxDepth, countUnit},
+	{"outbound.QueueMessages", outbound.QueueMessages, countUnit},
+	{"outbound.QueueBytes", outbound.QueueBytes, bytesUnit},
+	{"outbound.WriteBound", int64(outbound.WriteBound), duration},
 	{"hub.DefaultHelloBound", int64(hub.DefaultHelloBound), duration},
 	{"hub.MaxControlBytes", hub.MaxControlBytes, bytesUnit},
 	{"session.DefaultMaxSockets", session.DefaultMaxSockets, countUnit},
