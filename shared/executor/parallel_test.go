@@ -12,6 +12,12 @@ import (
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
+// parallelRoots are the roots TestParallelWritesKeepTheHistoryInOrder runs on: a memory root
+// here, and a directory of this machine where there is one (parallel_notjs_test.go).
+var parallelRoots = map[string]func(t *testing.T) fsroot.Root{
+	"memory": func(*testing.T) fsroot.Root { return fsroot.NewMemory() },
+}
+
 // hangGuard bounds every wait of these tests; nothing asserts how long anything takes.
 const hangGuard = 20 * time.Second
 
@@ -121,18 +127,7 @@ func TestAWriteWaitsOnlyForItsOwnFile(t *testing.T) {
 // before left) down to no files at all; and every change redone, back to the same contents.
 func TestParallelWritesKeepTheHistoryInOrder(t *testing.T) {
 	t.Parallel()
-	roots := map[string]func(t *testing.T) fsroot.Root{
-		"memory": func(*testing.T) fsroot.Root { return fsroot.NewMemory() },
-		"os": func(t *testing.T) fsroot.Root {
-			r, err := fsroot.OpenOS(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { r.Close() })
-			return r
-		},
-	}
-	for name, newRoot := range roots {
+	for name, newRoot := range parallelRoots {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			const writers, each, sharedFiles = 12, 16, 3
