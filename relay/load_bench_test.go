@@ -28,6 +28,10 @@ const (
 	loadMCPClients = 48
 	// loadDuration is how long the clients run.
 	loadDuration = 45 * time.Second
+	// loadPace is how often each client calls: one call a second, 200 calls a second in all,
+	// half of them writes (a client whose call takes longer calls again at once). The clients
+	// start spread over the first loadPace.
+	loadPace = time.Second
 	// loadSharedFiles are the files every client also writes (one write in loadSharedEvery), so
 	// writes of one name from many clients meet in the root's history.
 	loadSharedFiles = 4
@@ -68,7 +72,8 @@ func (s *loadStats) quantile(q float64) float64 {
 
 // BenchmarkLoadMachineRoot runs loadTurnClients /api/turn clients and loadMCPClients /mcp clients
 // against one relay whose root is a machine environment (relay serve and relay env in process, a
-// real directory, real fsync), for loadDuration, half writes and half reads. Each client writes
+// real directory, real fsync), for loadDuration, each calling once every loadPace, half writes
+// and half reads. Each client writes
 // its own file, and every loadSharedEvery-th write one of loadSharedFiles shared ones. It reports
 // the p50 and p99 (ms) of the writes of a client's own file, of the shared files' (which queue
 // behind each other: the changes of one file happen one at a time) and of the reads, the
@@ -122,7 +127,16 @@ func BenchmarkLoadMachineRoot(b *testing.B) {
 		for i := range loadTurnClients + loadMCPClients {
 			wg.Go(func() {
 				own := fmt.Sprintf("load/c%03d.txt", i)
-				for n := 0; time.Now().Before(stop); n++ {
+				next := time.Now().Add(loadPace * time.Duration(i) / (loadTurnClients + loadMCPClients))
+				for n := 0; ; n++ {
+					time.Sleep(time.Until(next))
+					now := time.Now()
+					if !now.Before(stop) {
+						break
+					}
+					if next = next.Add(loadPace); next.Before(now) {
+						next = now
+					}
 					var call func(tool string, args map[string]string) error
 					if i < loadTurnClients {
 						call = func(tool string, args map[string]string) error { return turnCall(client, url, tool, args) }
