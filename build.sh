@@ -74,7 +74,7 @@ cmd_dist() {
 			die "dist: the relay did not build for $os/$arch"
 	done
 	(cd dist && sha256sum relay-* >SHA256SUMS) || die "dist: could not write dist/SHA256SUMS"
-	say "dist: $(cd dist && echo relay-*) (build $v); the container recipe is Dockerfile (see the README)"
+	say "dist: $(cd dist && echo relay-*) (build $v); the container recipe is Dockerfile (see docs/server.md)"
 }
 
 # setup_browser makes sure Chromium and the pinned browser test runner are there, and puts the
