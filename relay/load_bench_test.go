@@ -33,6 +33,9 @@ const (
 	// half of them writes (a client whose call takes longer calls again at once). The clients
 	// start spread over the first loadPace.
 	loadPace = time.Second
+	// loadWarmup is the start of the load whose calls are not measured (their errors count):
+	// 200 clients making their connections, sessions and files at once.
+	loadWarmup = 5 * time.Second
 	// loadSharedFiles are the files every client also writes (one write in loadSharedEvery), so
 	// writes of one name from many clients meet in the root's history.
 	loadSharedFiles = 4
@@ -47,9 +50,12 @@ type loadStats struct {
 	samples []float64 // milliseconds
 	errors  int
 	first   string // the first error, for the log
+	served  int    // the calls answered, warm-up included
 }
 
-func (s *loadStats) add(d time.Duration, err error) {
+// add counts a call that started at t0 and took d; measured says whether it started after the
+// warm-up (only its errors count otherwise).
+func (s *loadStats) add(d time.Duration, err error, measured bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -57,6 +63,9 @@ func (s *loadStats) add(d time.Duration, err error) {
 		if s.first == "" {
 			s.first = err.Error()
 		}
+		return
+	}
+	if s.served++; !measured {
 		return
 	}
 	s.samples = append(s.samples, float64(d.Microseconds())/1000)
@@ -74,7 +83,7 @@ func (s *loadStats) quantile(q float64) float64 {
 // BenchmarkLoadMachineRoot runs loadTurnClients /api/turn clients and loadMCPClients /mcp clients
 // against one relay whose root is a machine environment (relay serve and relay env in process, a
 // real directory, real fsync), for loadDuration, each calling once every loadPace, half writes
-// and half reads. Each client writes
+// and half reads; the calls of the first loadWarmup are not measured. Each client writes
 // its own file, and every loadSharedEvery-th write one of loadSharedFiles shared ones. It reports
 // the p50 and p99 (ms) of the writes of a client's own file, of the shared files' (which queue
 // behind each other: the changes of one file happen one at a time) and of the reads, the
@@ -108,7 +117,8 @@ func BenchmarkLoadMachineRoot(b *testing.B) {
 		var writes, shared, reads loadStats
 		last := make([]string, loadTurnClients+loadMCPClients) // each client's last answered write
 		var peak atomic.Int64
-		stop := time.Now().Add(loadDuration)
+		start := time.Now()
+		stop := start.Add(loadDuration)
 		done := make(chan struct{})
 		go func() { // the most goroutines seen, sampled
 			t := time.NewTicker(100 * time.Millisecond)
@@ -149,7 +159,7 @@ func BenchmarkLoadMachineRoot(b *testing.B) {
 					if n%2 == 1 {
 						t0 := time.Now()
 						err := call("read_file", map[string]string{"name": own})
-						reads.add(time.Since(t0), err)
+						reads.add(time.Since(t0), err, t0.Sub(start) >= loadWarmup)
 						continue
 					}
 					name, content := own, fmt.Sprintf("client %d write %d\n", i, n)
@@ -159,10 +169,10 @@ func BenchmarkLoadMachineRoot(b *testing.B) {
 					t0 := time.Now()
 					err := call("write_file", map[string]string{"name": name, "content": content})
 					if name != own {
-						shared.add(time.Since(t0), err)
+						shared.add(time.Since(t0), err, t0.Sub(start) >= loadWarmup)
 						continue
 					}
-					writes.add(time.Since(t0), err)
+					writes.add(time.Since(t0), err, t0.Sub(start) >= loadWarmup)
 					if err == nil {
 						last[i] = content
 					}
@@ -171,7 +181,7 @@ func BenchmarkLoadMachineRoot(b *testing.B) {
 		}
 		wg.Wait()
 		close(done)
-		calls := len(writes.samples) + len(shared.samples) + len(reads.samples)
+		calls := writes.served + shared.served + reads.served
 		// The process's CPU time (relay, environment and clients, all in this process) per call
 		// answered: what the load costs, whatever else the machine runs.
 		b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/1000/float64(max(calls, 1)), "cpu-ms/call")
