@@ -26,7 +26,8 @@ Usage: ./build.sh COMMAND
   dist           build, then the release binaries dist/relay-OS-ARCH for linux and darwin, amd64
                  and arm64 (each one file with the page inside), and dist/SHA256SUMS
   test [LAYER]   set up what the tests need, build, then run every layer, or one of:
-                   lint     gofmt, go vet (native and GOOS=js), tsc --noEmit of public/
+                   lint     gofmt, go vet (native and GOOS=js), tsc --noEmit of public/, and
+                            Node's test runner over the page's pure modules (tools/web/test)
                    native   go test -race of every package but tests/
                    browser  GOOS=js tests in headless Chromium (wasmbrowsertest)
                    e2e      end-to-end tests in tests/ (the page in Chromium, the worker harness)
@@ -77,7 +78,7 @@ cmd_dist() {
 			die "dist: the relay did not build for $os/$arch"
 	done
 	(cd dist && sha256sum relay-* >SHA256SUMS) || die "dist: could not write dist/SHA256SUMS"
-	say "dist: $(cd dist && echo relay-*) (build $v); the container recipe is Dockerfile (see the README)"
+	say "dist: $(cd dist && echo relay-*) (build $v); the container recipe is Dockerfile (see docs/server.md)"
 }
 
 # setup_browser makes sure Chromium and the pinned browser test runner are there, and puts the
@@ -199,6 +200,12 @@ layer_lint() {
 	for p in tools/web/tsconfig*.json; do
 		"$CACHE/web/node_modules/.bin/tsc" -p "$p" || die "lint: tsc found problems in public/ ($p)"
 	done
+	# The page's modules are ES modules with no package.json over them: Node (20.10 or newer) is
+	# told to detect it.
+	node --experimental-detect-module -e '' 2>/dev/null ||
+		die "lint: the page's module tests (tools/web/test) need Node.js 20.10 or newer; node is $(node --version)"
+	node --test --experimental-detect-module tools/web/test/*.test.mjs ||
+		die "lint: node --test found problems in the page's modules (tools/web/test)"
 	say "lint: ok"
 }
 

@@ -152,6 +152,11 @@ const (
 	// Running the relay (relay): shutting down, and the socket limits.
 	RelayShuttingDown Rule = "relay-shutting-down"
 	TooManySockets    Rule = "too-many-sockets"
+	// SlowReader is why the relay closed an outgoing stream (an /mcp or /api/events event
+	// stream, a /channel or /live socket) whose reader did not keep up: its queue passed its
+	// bound, or one write did not finish within the write deadline (relay/outbound). The other
+	// streams are never made to wait for it; the client connects again and reads.
+	SlowReader Rule = "slow-reader"
 
 	// A fleet of relays on NATS (relay/fleet): the shared state cannot be reached, and a call
 	// whose executor's relay went away before it answered.
