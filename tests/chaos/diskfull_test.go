@@ -54,7 +54,7 @@ func TestAFullWorkspaceDiskRefusesByNameAndResumes(t *testing.T) {
 			t.Errorf("a write on the full disk was refused %q, want workspace-disk-full: %v", rule, outs)
 		}
 	}
-	checkFiles(t, dir, 1, was, outs)
+	checkFiles(t, dir, 1, was, nil, outs)
 	if left := tempFiles(t, dir); len(left) != 0 {
 		t.Fatalf("the refused writes left temporary files: %v", left)
 	}
