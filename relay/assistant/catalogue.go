@@ -38,6 +38,21 @@
 // cannot be deleted (missing, a folder, a hidden name) is refused before anyone is asked. When
 // another executor took the root while the person was asked, the approved call is refused
 // root-changed: the approval was about the other folder.
+//
+// # Nobody's connection waits on the person, where it matters
+//
+// One mechanism, withAsked, tells a door the moment its call is out for the person's decision;
+// each door decides what its caller is told:
+//
+//	the page (POST /api/turn with Prefer: respond-async, public/turns.js)
+//	    answered at once, 202 {turnId, pending: Approval}; the outcome comes once as the event
+//	    stream's turn event. A browser opens few connections per host and the event stream holds
+//	    one: a held turn per waiting request would queue the page's own decision behind them.
+//	a program (POST /api/turn without Prefer, curl)
+//	    held until the outcome, 200, as before: its connections are its own.
+//	an MCP client (Call, from /mcp's tools/call) and a live model (Call)
+//	    held until the outcome: tools/call has one answer, and neither holds the page's
+//	    connections.
 package assistant
 
 import (

@@ -1,2 +1,2 @@
-// Package chaos is the chaos suite: the real relay, machine environments and pages under faults.
+// Package chaos runs the relay under faults: processes killed, disks full, readers that stop.
 package chaos
