@@ -22,6 +22,9 @@ type ToolInfo struct {
 	Primitive     string `json:"primitive"`
 	// Params is the schema of the arguments the model supplies (extensions.Tool.ArgumentSchema).
 	Params json.RawMessage `json:"params,omitempty"`
+	// SchemaNote says how Params differs from a remote MCP tool's own input schema (its $refs
+	// resolved, or reduced), "" when it does not.
+	SchemaNote string `json:"schemaNote,omitempty"`
 	// URL is an http-get tool's URL template or bound url: where its requests go when the model
 	// names no other.
 	URL string `json:"url,omitempty"`

@@ -48,9 +48,17 @@ func newMCPServer(t *testing.T) *mcpServer {
 		s.calls.Add(1)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 1<<20)}}}, nil
 	})
-	// A schema outside the subset: a pattern.
-	s.srv.AddTool(&mcp.Tool{Name: "wide", InputSchema: map[string]any{"type": "object",
-		"properties": map[string]any{"q": map[string]any{"type": "string", "pattern": "^a"}}}},
+	// A schema outside the subset, as MCP servers write them: a pattern, a default, a $ref.
+	s.srv.AddTool(&mcp.Tool{Name: "wide", InputSchema: map[string]any{"type": "object", "$schema": "https://json-schema.org/draft/2020-12/schema",
+		"$defs":      map[string]any{"q": map[string]any{"type": "string", "pattern": "^a", "title": "Q"}},
+		"properties": map[string]any{"q": map[string]any{"$ref": "#/$defs/q", "default": "a"}}}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			s.calls.Add(1)
+			return &mcp.CallToolResult{}, nil
+		})
+	// A schema that refers to another document: nothing is fetched, so it cannot be offered.
+	s.srv.AddTool(&mcp.Tool{Name: "far", InputSchema: map[string]any{"type": "object",
+		"properties": map[string]any{"q": map[string]any{"$ref": "http://127.0.0.1:9/schema.json"}}}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			s.calls.Add(1)
 			return &mcp.CallToolResult{}, nil
@@ -135,8 +143,9 @@ func (f *fixture) admitPending(id string) {
 
 // TestRemoteMCPExtension: a go-sdk server admitted as a remote MCP extension. The first admission
 // lists the server's tools and stages them as a new plan; once that is admitted the tools reach
-// the model named id__tool, a schema outside the subset is listed unavailable with its reason,
-// arguments are validated before the call, results are mapped (text, images as media, isError as
+// the model named id__tool, a schema that refers outside itself is listed unavailable with its
+// reason, one outside the subset is offered with its $refs resolved, arguments are validated
+// against the full schema before the call, results are mapped (text, images as media, isError as
 // a refusal), a tool the server adds waits for a new admission, and one it removes vanishes.
 func TestRemoteMCPExtension(t *testing.T) {
 	t.Parallel()
@@ -151,8 +160,8 @@ func TestRemoteMCPExtension(t *testing.T) {
 		e := admittedEntry(l, "remote")
 		return len(pendingTools(l, "remote")) > 0 && e != nil && e.MCP != nil && len(e.MCP.Unavailable) > 0
 	})
-	if got, want := pendingTools(l, "remote"), []string{"remote__echo", "remote__fail", "remote__huge", "remote__show"}; !slices.Equal(got, want) {
-		t.Fatalf("the new plan admits %v, want %v (wide is outside the subset)", got, want)
+	if got, want := pendingTools(l, "remote"), []string{"remote__echo", "remote__fail", "remote__huge", "remote__show", "remote__wide"}; !slices.Equal(got, want) {
+		t.Fatalf("the new plan admits %v, want %v (far refers outside its schema)", got, want)
 	}
 	e := admittedEntry(l, "remote")
 	if e == nil || len(e.Tools) != 0 || e.MCP == nil || !e.MCP.Connected {
@@ -162,7 +171,7 @@ func TestRemoteMCPExtension(t *testing.T) {
 	for _, u := range e.MCP.Unavailable {
 		reasons[u.Name] = string(u.Rule) + ": " + u.Why
 	}
-	if !strings.Contains(reasons["wide"], "tool-unavailable") || !strings.Contains(reasons["wide"], "pattern") || !strings.Contains(reasons["echo"], "admit the new plan") {
+	if !strings.Contains(reasons["far"], "tool-unavailable") || !strings.Contains(reasons["far"], "fetches no schema") || !strings.Contains(reasons["echo"], "admit the new plan") {
 		t.Fatalf("unavailable: %v", reasons)
 	}
 	if m := f.call("remote", "remote__echo", `{"text":"hi"}`); m["refused"] != string(refusal.ToolUnavailable) || s.calls.Load() != 0 {
@@ -170,8 +179,15 @@ func TestRemoteMCPExtension(t *testing.T) {
 	}
 
 	f.admitPending("remote")
-	l = f.waitFor("four tools offered", func(l Listing) bool { return len(offered(admittedEntry(l, "remote"))) == 4 })
+	l = f.waitFor("five tools offered", func(l Listing) bool { return len(offered(admittedEntry(l, "remote"))) == 5 })
 	for _, tool := range admittedEntry(l, "remote").Tools {
+		if tool.Name == "remote__wide" {
+			// The model is offered the schema with its $ref resolved and its annotations kept.
+			want := `{"properties":{"q":{"default":"a","pattern":"^a","title":"Q","type":"string"}},"type":"object"}`
+			if string(tool.Params) != want || !strings.Contains(tool.SchemaNote, "$ref resolved") {
+				t.Fatalf("wide is offered %s (%q), want %s", tool.Params, tool.SchemaNote, want)
+			}
+		}
 		if want := map[bool]string{true: "ui://show/view.html"}[tool.Name == "remote__show"]; tool.View != want {
 			t.Fatalf("%s has view %q, want %q", tool.Name, tool.View, want)
 		}
@@ -192,7 +208,9 @@ func TestRemoteMCPExtension(t *testing.T) {
 		{"wrong type", "remote__echo", `{"text":5}`, refusal.InvalidArgumentType},
 		{"too long", "remote__echo", `{"text":"` + strings.Repeat("a", 101) + `"}`, refusal.InvalidArgumentLength},
 		{"undeclared key", "remote__fail", `{"x":1}`, ""}, // fail declares no properties and allows any: it reaches the server
-		{"outside the subset", "remote__wide", `{"q":"a"}`, refusal.ToolUnavailable},
+		{"pattern", "remote__wide", `{"q":"b"}`, refusal.InvalidArgument},
+		{"pattern's type", "remote__wide", `{"q":1}`, refusal.InvalidArgumentType},
+		{"refers outside", "remote__far", `{"q":"a"}`, refusal.ToolUnavailable},
 		{"no prefix", "echo", `{"text":"hi"}`, refusal.UnknownTool},
 		{"another's prefix", "other__echo", `{"text":"hi"}`, refusal.UnknownTool},
 	} {
@@ -205,6 +223,9 @@ func TestRemoteMCPExtension(t *testing.T) {
 	}
 	if n := s.calls.Load(); n != 0 {
 		t.Fatalf("%d refused calls reached the server", n)
+	}
+	if m := f.call("remote", "remote__wide", `{"q":"abc"}`); m["ok"] != true || s.calls.Load() != 1 {
+		t.Fatalf("wide with a matching q: %v (%d calls)", m, s.calls.Load())
 	}
 	m = f.call("remote", "remote__echo", `{"text":"hi"}`)
 	obs, _ := m["observed"].(map[string]any)
@@ -431,7 +452,7 @@ func TestRemoteMCPHostileServers(t *testing.T) {
 	for _, x := range admittedEntry(l, "liar").MCP.Unavailable {
 		reasons[x.Name] = x.Why
 	}
-	if !strings.Contains(reasons[`bad\u{000A}name`], string(refusal.InvalidName)) || !strings.Contains(reasons["scalar"], "subset") {
+	if !strings.Contains(reasons[`bad\u{000A}name`], string(refusal.InvalidName)) || !strings.Contains(reasons["scalar"], "not an object schema") {
 		t.Fatalf("unavailable: %v", reasons)
 	}
 	f.admitPending("liar")

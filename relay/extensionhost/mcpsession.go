@@ -30,7 +30,6 @@ import (
 	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
-	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
 
 // MCPPrimitive is what a remote MCP extension's tools are listed and audited as.
@@ -65,15 +64,6 @@ const MaxMCPSessionLogLines = 40
 // MCPLogWindow is the window of MaxMCPSessionLogLines.
 const MCPLogWindow = time.Minute
 
-// draftURIs are the $schema values a server's input schema may carry: the annotation is dropped
-// (the subset's keywords mean the same in both drafts), any other keyword outside the subset
-// makes the tool unavailable.
-var draftURIs = []string{
-	"https://json-schema.org/draft/2020-12/schema",
-	"http://json-schema.org/draft-07/schema#",
-	"http://json-schema.org/draft-07/schema",
-}
-
 // MCPStatus is what a listing says of a remote MCP extension's session.
 type MCPStatus struct {
 	URL string `json:"url"`
@@ -103,9 +93,8 @@ type UnavailableTool struct {
 // mcpTool is a tool of a server's latest listing, with its verdict.
 type mcpTool struct {
 	tool   *mcp.Tool
-	params json.RawMessage    // the input schema as offered (its $schema dropped)
-	schema *toolschema.Schema // nil when outside the subset
-	why    string             // why it is outside the subset
+	schema *remoteSchema // nil when it cannot be offered
+	why    string        // why it cannot be offered
 	// def is the tool as a plan pins it (definitionOf), its view's digest not yet known.
 	def extensions.MCPToolDefinition
 }
@@ -487,20 +476,12 @@ func judgeTool(t *mcp.Tool) mcpTool {
 		out.why = "its input schema cannot be read"
 		return out
 	}
-	var doc map[string]json.RawMessage
-	if json.Unmarshal(raw, &doc) == nil {
-		var draft string
-		if json.Unmarshal(doc["$schema"], &draft) == nil && slices.Contains(draftURIs, draft) {
-			delete(doc, "$schema")
-			raw, _ = json.Marshal(doc)
-		}
-	}
-	s, err := toolschema.Parse(raw)
+	s, err := compileRemoteSchema(raw)
 	if err != nil {
-		out.why = "its input schema is outside the supported subset: " + clipWhy(err.Error())
+		out.why = clipWhy(err.Error())
 		return out
 	}
-	out.params, out.schema, out.def = raw, s, definitionOf(t)
+	out.schema, out.def = s, definitionOf(t)
 	return out
 }
 
@@ -528,7 +509,7 @@ func definitionOf(t *mcp.Tool) extensions.MCPToolDefinition {
 	return def
 }
 
-// Why a listed tool is not offered, when it is inside the subset.
+// Why a listed tool is not offered, when its schema can be.
 const (
 	whyListedLater  = "the server listed it after the admission; it waits for a person to admit the new plan"
 	whyNotPinned    = "it was admitted before the plan pinned its definition; it waits for a person to admit the new plan, which pins it"
@@ -562,7 +543,7 @@ func (c *mcpConn) pinned(t *mcpTool) (*extensions.MCPToolDefinition, string) {
 }
 
 // status says what a listing shows of c, and the tools it offers now: those the plan admits
-// that the server still lists, inside the subset.
+// that the server still lists, with a schema that can be offered.
 func (c *mcpConn) status() (MCPStatus, []ToolInfo) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -583,7 +564,7 @@ func (c *mcpConn) status() (MCPStatus, []ToolInfo) {
 		}
 		// What the model and the gate read is the admitted definition, which the listing matches.
 		offered = append(offered, ToolInfo{Name: extensions.MCPModelName(c.d.ID, a.Name), Description: a.Description,
-			Primitive: MCPPrimitive, Params: t.params, URL: c.d.MCP.URL, ReadOnly: a.Annotations.ReadOnly(), View: a.View})
+			Primitive: MCPPrimitive, Params: t.schema.offered, SchemaNote: t.schema.note, URL: c.d.MCP.URL, ReadOnly: a.Annotations.ReadOnly(), View: a.View})
 	}
 	return st, offered
 }
@@ -637,9 +618,9 @@ func (c *mcpConn) close() {
 	c.flushLog()
 }
 
-// mcpListed stages a new plan of c's descriptor when the server lists a tool inside the subset
+// mcpListed stages a new plan of c's descriptor when the server lists a tool that can be offered
 // that the plan does not pin as it is listed now (definitionOf, and its view's content): a tool
-// added, or one redefined. The plan pins every tool the server lists inside the subset; the views
+// added, or one redefined. The plan pins every tool the server lists that can be offered; the views
 // of those whose content is not known yet are read for it. Nothing new or changed runs until a
 // person admits it; tools the server no longer lists leave the plan.
 func (rt *Runtime) mcpListed(c *mcpConn) {
@@ -760,7 +741,7 @@ func (rt *Runtime) callMCP(ctx context.Context, d *extensions.Descriptor, tool s
 	if err != nil {
 		return nil, err
 	}
-	argMap, err := t.schema.Validate(args)
+	argMap, err := t.schema.validate(args)
 	if err != nil {
 		return nil, err
 	}
@@ -938,7 +919,7 @@ func (rt *Runtime) ReadView(ctx context.Context, id, tool string) (*View, error)
 		go func() { c.listMu.Lock(); defer c.listMu.Unlock(); rt.mcpListed(c) }()
 		return nil, r
 	}
-	v := &View{Extension: x.Descriptor.ID, Tool: tool, Server: name, URI: uri, HTML: html.Text, Description: a.Description, InputSchema: t.params}
+	v := &View{Extension: x.Descriptor.ID, Tool: tool, Server: name, URI: uri, HTML: html.Text, Description: a.Description, InputSchema: t.schema.server}
 	declared, dropped := extensions.DeclaredViewCSP(html.Meta)
 	v.CSP, v.Dropped = extensions.ViewPolicy(x.Descriptor.Bounds.Hosts, declared)
 	v.Dropped = append(dropped, v.Dropped...)

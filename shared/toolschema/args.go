@@ -52,41 +52,12 @@ func (s *Schema) ValidateWithin(raw []byte, maxBytes int) (map[string]any, error
 // appends the failures of the decoded, in-bounds arguments to found. The tests pass the reference
 // library's verdict as check, so everything else is the same code on both sides.
 func (s *Schema) validate(raw []byte, maxBytes int, check func(args map[string]any, found []failure) []failure) (map[string]any, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = []byte("{}")
-	}
-	if raw[0] != '{' {
-		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments must be a JSON object, got %s", firstKind(raw))
-	}
-	if !utf8.Valid(raw) {
-		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments are not valid UTF-8")
-	}
-	v, st, err := parseJSON(raw, MaxArgumentDepth, MaxArgumentNodes)
+	args, d, err := decodeArguments(raw, maxBytes)
 	if err != nil {
-		return nil, notJSON(err)
-	}
-	args := v.(map[string]any)     // raw starts with '{' and parsed
-	var orders map[string][]string // key orders, read only when an order decides something
-	if st.badNumber || st.sawProto {
-		orders = keyOrders(raw)
-		if err := firstInWalk(args, "", orders); err != nil {
-			return nil, err
-		}
-	}
-	if len(raw) > maxBytes {
-		// Only a payload over the bound as received can be within it once compacted.
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			return nil, notJSON(err)
-		}
-		if buf.Len() > maxBytes {
-			return nil, refusal.New(refusal.InvalidToolArguments,
-				"the arguments are %d bytes encoded, over the bound of %d bytes", buf.Len(), maxBytes)
-		}
+		return nil, err
 	}
 	var found []failure
-	if st.sawNull {
+	if d.sawNull {
 		found = nullRequired(s.doc, args, nil, found)
 	}
 	found = check(args, found)
@@ -97,8 +68,9 @@ func (s *Schema) validate(raw []byte, maxBytes int, check func(args map[string]a
 	case 1:
 		return nil, refusal.New(found[0].ruleFor(), "%s", found[0].why)
 	}
+	orders := d.orders
 	if orders == nil {
-		orders = keyOrders(raw)
+		orders = keyOrders(d.raw)
 	}
 	best, bestPos := found[0], position(s.doc, args, orders, found[0])
 	for _, f := range found[1:] {
@@ -115,6 +87,60 @@ func (s *Schema) validate(raw []byte, maxBytes int, check func(args map[string]a
 		}
 	}
 	return nil, refusal.New(best.ruleFor(), "%s", best.why)
+}
+
+// DecodeArguments is steps 1 to 3 of Validate with maxBytes in place of MaxArgumentBytes: the
+// arguments decoded exactly (numbers as json.Number) and held to the bounds on size, depth, nodes
+// and number literals, with no schema keyword checked. It is for a caller whose schema another
+// validator checks (a remote MCP tool's full JSON Schema, on the relay).
+func DecodeArguments(raw []byte, maxBytes int) (map[string]any, error) {
+	args, _, err := decodeArguments(raw, maxBytes)
+	return args, err
+}
+
+// decoded is what decodeArguments learned of the arguments besides their value.
+type decoded struct {
+	raw     []byte              // as read, trimmed ({} for nothing or null)
+	orders  map[string][]string // key orders, when they were read
+	sawNull bool                // a null is somewhere in the value
+}
+
+// decodeArguments is steps 1 to 3 of Validate.
+func decodeArguments(raw []byte, maxBytes int) (map[string]any, decoded, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = []byte("{}")
+	}
+	if raw[0] != '{' {
+		return nil, decoded{}, refusal.New(refusal.InvalidToolArguments, "the arguments must be a JSON object, got %s", firstKind(raw))
+	}
+	if !utf8.Valid(raw) {
+		return nil, decoded{}, refusal.New(refusal.InvalidToolArguments, "the arguments are not valid UTF-8")
+	}
+	v, st, err := parseJSON(raw, MaxArgumentDepth, MaxArgumentNodes)
+	if err != nil {
+		return nil, decoded{}, notJSON(err)
+	}
+	args := v.(map[string]any)     // raw starts with '{' and parsed
+	var orders map[string][]string // key orders, read only when an order decides something
+	if st.badNumber || st.sawProto {
+		orders = keyOrders(raw)
+		if err := firstInWalk(args, "", orders); err != nil {
+			return nil, decoded{}, err
+		}
+	}
+	if len(raw) > maxBytes {
+		// Only a payload over the bound as received can be within it once compacted.
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err != nil {
+			return nil, decoded{}, notJSON(err)
+		}
+		if buf.Len() > maxBytes {
+			return nil, decoded{}, refusal.New(refusal.InvalidToolArguments,
+				"the arguments are %d bytes encoded, over the bound of %d bytes", buf.Len(), maxBytes)
+		}
+	}
+	return args, decoded{raw: raw, orders: orders, sawNull: st.sawNull}, nil
 }
 
 // The kinds of failures of step 4.
