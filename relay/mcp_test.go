@@ -300,6 +300,9 @@ func TestMCPResources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if list.CacheScope != "private" {
+		t.Errorf("resources/list's cacheScope is %q, want private (the person's own files)", list.CacheScope)
+	}
 	var uris []string
 	for _, r := range list.Resources {
 		uris = append(uris, r.URI)

@@ -140,3 +140,58 @@ func TestCallsPerClientAreBounded(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestToolResultsAsMade: a tool whose answer is an MCP tool result (as a WebMCP tool of a
+// mini-app returns one) reaches the client as it was made: its content items, structuredContent
+// and isError, not wrapped as JSON text; any other answer is still the text of its JSON.
+func TestToolResultsAsMade(t *testing.T) {
+	t.Parallel()
+	h := New(Options{Catalogue: fakeCatalogue{}, Clients: fakeClients{"vbm_a": {Name: "a"}}})
+	defer h.Close()
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	ctx := context.Background()
+	c := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+	s, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: bearer{"vbm_a"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	call := func(args string) *sdk.CallToolResult {
+		t.Helper()
+		res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: json.RawMessage(args)})
+		if err != nil {
+			t.Fatalf("tools/call %s: %v", args, err)
+		}
+		return res
+	}
+	made := call(`{"content":[{"type":"text","text":"sunny"},{"type":"image","data":"iVBORw==","mimeType":"image/png"}],"structuredContent":{"temp":21}}`)
+	if len(made.Content) != 2 || made.IsError {
+		t.Fatalf("a made result came back as %+v", made)
+	}
+	if text, ok := made.Content[0].(*sdk.TextContent); !ok || text.Text != "sunny" {
+		t.Fatalf("its first item is %#v", made.Content[0])
+	}
+	if img, ok := made.Content[1].(*sdk.ImageContent); !ok || img.MIMEType != "image/png" {
+		t.Fatalf("its second item is %#v", made.Content[1])
+	}
+	if sc, _ := json.Marshal(made.StructuredContent); string(sc) != `{"temp":21}` {
+		t.Fatalf("its structuredContent is %s", sc)
+	}
+	failed := call(`{"content":[{"type":"text","text":"no such city"}],"isError":true}`)
+	if !failed.IsError || len(failed.Content) != 1 || failed.Content[0].(*sdk.TextContent).Text != "no such city" {
+		t.Fatalf("an error result came back as %+v", failed)
+	}
+	plain := call(`{"content":"a file's text","path":"a.txt"}`)
+	if text, ok := plain.Content[0].(*sdk.TextContent); !ok || len(plain.Content) != 1 || text.Text != `{"content":"a file's text","path":"a.txt"}` {
+		t.Fatalf("an observation that is no MCP result came back as %+v", plain)
+	}
+}
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}

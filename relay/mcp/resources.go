@@ -107,10 +107,16 @@ type listing struct {
 	} `json:"entries"`
 }
 
+// listResourcesCacheScope is the cacheScope of a resources/list answer: the workspace's files are
+// the person's own, so only the requesting client may cache the list (the protocol's "private";
+// an empty value is not one the protocol allows).
+const listResourcesCacheScope = "private"
+
 // listResources walks the workspace breadth first through list_files. A workspace that cannot be
 // listed (no root, no page) lists no resources.
 func (h *Handler) listResources(ctx context.Context) (*sdk.ListResourcesResult, error) {
 	res := &sdk.ListResourcesResult{Resources: []*sdk.Resource{}}
+	res.CacheScope = listResourcesCacheScope
 	dirs := []string{""}
 	for read := 0; len(dirs) > 0 && read < MaxResourceListings && len(res.Resources) < MaxResources; read++ {
 		dir := dirs[0]

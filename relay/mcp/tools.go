@@ -127,7 +127,15 @@ func (h *Handler) result(ctx context.Context, req *sdk.CallToolRequest, name str
 	level, line := sdk.LoggingLevel("info"), fmt.Sprintf("%s: ok", name)
 	// No structuredContent: it would carry the observation a second time (a 4 KiB read_file costs
 	// about 100 us more), and the text is that JSON already.
+	made, isMade := madeResult(obs)
 	switch {
+	case isMade:
+		// A tool (a WebMCP tool of a mini-app) that answered an MCP tool result: it goes to the
+		// client as it was made, content, structuredContent and isError.
+		res = made
+		if made.IsError {
+			level, line = "warning", fmt.Sprintf("%s answered an error result", name)
+		}
 	case a.Refused != "":
 		res.IsError = true
 		level, line = "warning", fmt.Sprintf("%s refused %s: %s", name, a.Refused, a.Why)
@@ -145,6 +153,46 @@ func (h *Handler) result(ctx context.Context, req *sdk.CallToolRequest, name str
 		req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: level, Logger: "voicebox", Data: line})
 	}
 	return res
+}
+
+// resultKeys are the members of an MCP tool result an observation may have to be passed as one.
+var resultKeys = map[string]bool{"content": true, "structuredContent": true, "isError": true, "_meta": true}
+
+// contentTypes are the content types of the protocol's tool results.
+var contentTypes = map[string]bool{"text": true, "image": true, "audio": true, "resource_link": true, "resource": true}
+
+// madeResult reads obs as an MCP tool result when it is one: an object with a content array of
+// the protocol's content items and no members but a result's. Any other observation (every
+// built-in tool's, a refusal) is not.
+func madeResult(obs json.RawMessage) (*sdk.CallToolResult, bool) {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(obs, &members) != nil || members["content"] == nil {
+		return nil, false
+	}
+	for k := range members {
+		if !resultKeys[k] {
+			return nil, false
+		}
+	}
+	var items []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(members["content"], &items) != nil {
+		return nil, false
+	}
+	for _, it := range items {
+		if !contentTypes[it.Type] {
+			return nil, false
+		}
+	}
+	var res sdk.CallToolResult
+	if json.Unmarshal(obs, &res) != nil {
+		return nil, false
+	}
+	if res.Content == nil {
+		res.Content = []sdk.Content{}
+	}
+	return &res, true
 }
 
 func refusalJSON(r *refusal.Refusal) json.RawMessage {
