@@ -166,9 +166,14 @@ func (s *remoteSchema) validate(raw []byte) (map[string]any, error) {
 // english prints the validator's reasons.
 var english = message.NewPrinter(language.English)
 
-// firstLeaf is the first failure of e with no causes under it: the one that names the refusal.
+// firstLeaf is the failure that names the refusal: the first with no causes under it, or an
+// anyOf or oneOf, whose causes are alternatives none of which is the one failure.
 func firstLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationError {
 	for len(e.Causes) > 0 {
+		switch e.ErrorKind.(type) {
+		case *kind.AnyOf, *kind.OneOf:
+			return e
+		}
 		e = e.Causes[0]
 	}
 	return e
@@ -214,13 +219,16 @@ var annotationKeywords = map[string]bool{"title": true, "description": true, "de
 // offeredSchema is the schema the model is offered of root: the server's, with what a model
 // provider cannot take rewritten and said in the note. $schema, $id, $anchor, $defs and
 // definitions are dropped; a local $ref ("#" or "#/...") is replaced by what it points to (beside
-// other constraining keywords, as allOf of both); a $ref that recurses, or points where a
-// pointer cannot, and $dynamicRef are reduced to any value. Annotations (title, description,
+// other constraining keywords, as allOf of both); a $ref to an anchor, and $dynamicRef, are
+// reduced to any value; a $ref that recurses leaves the tool unavailable. Annotations (title, description,
 // default, examples, format, ...) stay. The relay still validates the arguments against the full
 // schema.
 func offeredSchema(root map[string]any) (json.RawMessage, string, error) {
 	r := resolver{root: root}
 	out := r.resolve(root, nil)
+	if r.recursive != "" {
+		return nil, "", fmt.Errorf("its input schema refers to itself ($ref %q inside what it points to): the relay does not validate recursive schemas, whose cost it cannot bound", clipText(r.recursive, 80))
+	}
 	if r.over {
 		return nil, "", fmt.Errorf("its input schema grows past %d JSON values once its $refs are resolved for the model", MaxOfferedSchemaNodes)
 	}
@@ -252,6 +260,8 @@ type resolver struct {
 	over     bool
 	resolved int
 	reduced  []string
+	// recursive is a $ref found to refer to itself, "" when none is.
+	recursive string
 }
 
 // reduce records a reduction for the note, once each and at most maxReducedNotes.
@@ -271,7 +281,7 @@ func (r *resolver) resolve(v any, stack []string) any {
 	if r.nodes > MaxOfferedSchemaNodes {
 		r.over = true
 	}
-	if r.over {
+	if r.over || r.recursive != "" {
 		return nil
 	}
 	switch v := v.(type) {
@@ -316,8 +326,11 @@ func (r *resolver) resolveRef(v map[string]any, ref string, stack []string) any 
 		r.reduce(fmt.Sprintf("$ref %q (not a pointer into the schema) reduced to any value", clipText(ref, 80)))
 		target = map[string]any{}
 	case contains(stack, ref):
-		r.reduce(fmt.Sprintf("$ref %q (recursive) reduced to any value where it recurses", clipText(ref, 80)))
-		target = map[string]any{}
+		// A schema that refers to itself can make its validation branch at every level of the
+		// arguments (anyOf of two such $refs costs 2^depth): its cost has no bound the relay
+		// can hold, so the tool is not offered.
+		r.recursive = ref
+		return nil
 	default:
 		r.resolved++
 	}
