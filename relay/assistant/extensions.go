@@ -19,6 +19,9 @@ type Extensions interface {
 	ListExtensions() extensionhost.Listing
 	// CallExtension runs an admitted extension's tool.
 	CallExtension(ctx context.Context, id, tool string, args json.RawMessage) (json.RawMessage, error)
+	// CheckArguments refuses args the call of an admitted extension's tool would refuse, without
+	// calling anything; nil when the call would take them (or cannot tell before it runs).
+	CheckArguments(id, tool string, args json.RawMessage) error
 	// Propose stages a descriptor as a proposal and returns its id; nothing in it runs.
 	Propose(raw []byte) (id string, err error)
 }
@@ -35,6 +38,10 @@ func (r registryExtensions) ListExtensions() extensionhost.Listing {
 
 func (r registryExtensions) CallExtension(ctx context.Context, id, tool string, args json.RawMessage) (json.RawMessage, error) {
 	return r.g.CallExtension(ctx, id, tool, args)
+}
+
+func (r registryExtensions) CheckArguments(id, tool string, args json.RawMessage) error {
+	return r.g.CheckArguments(id, tool, args)
 }
 
 func (r registryExtensions) Propose(raw []byte) (string, error) {
@@ -98,6 +105,10 @@ func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawM
 		return nil, refusal.New(refusal.InvalidArgument, "several admitted extensions have a tool %q; say which with extension", name)
 	}
 	t := found[0]
+	// Arguments the call would refuse are refused before a person is asked to approve it.
+	if err := x.CheckArguments(t.id, name, args); err != nil {
+		return nil, err
+	}
 	approved := false
 	if writePrimitives[t.primitive] {
 		// The file comes first: the arguments are clipped, and the content may come before it.

@@ -291,6 +291,41 @@ type callNote struct {
 	observed  map[string]any
 }
 
+// CheckArguments validates args for tool of admitted extension id as its call would (the tool's
+// argument schema: toolschema's subset for a descriptor's tools, the full JSON Schema of a remote
+// MCP tool), calling nothing; nil when they pass, or when the tool is not known here (the call
+// answers that). The assistant checks before it asks a person to approve a call, so nobody is
+// asked to approve arguments the call would refuse.
+func (rt *Runtime) CheckArguments(id, tool string, args json.RawMessage) error {
+	rt.mu.Lock()
+	x, ok := rt.loaded[id]
+	schema := rt.schemas[id][tool]
+	c := rt.mcp[id]
+	rt.mu.Unlock()
+	switch {
+	case !ok:
+		return nil
+	case x.Descriptor.MCP != nil && c != nil:
+		name, _ := strings.CutPrefix(tool, id+extensions.MCPToolSeparator)
+		t, _, err := c.callable(name)
+		if err != nil {
+			return nil
+		}
+		_, err = t.schema.validate(args)
+		return err
+	case schema != nil:
+		maxArgs := toolschema.MaxArgumentBytes
+		for _, t := range x.Descriptor.Tools {
+			if t.Name == tool && t.Primitive == extensions.Wasm {
+				maxArgs = MaxWasmArgumentBytes
+			}
+		}
+		_, err := schema.ValidateWithin(args, maxArgs)
+		return err
+	}
+	return nil
+}
+
 func (rt *Runtime) call(ctx context.Context, id, tool string, args json.RawMessage, note *callNote) (json.RawMessage, error) {
 	if strings.HasPrefix(id, wasmshelf.DescriptorPrefix) {
 		return rt.callShelf(ctx, rt.logger().With("extension", id, "tool", tool), id, tool, args, note)

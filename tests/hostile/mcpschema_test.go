@@ -26,7 +26,8 @@ const maxOfferedSchemaNodes = 8192
 // server the test watches (nothing may be fetched), a $ref bomb of 30 definitions each twice the
 // next (2^30 schemas once resolved for the model) and a schema that refers to itself through
 // anyOf (validation that branches at every level of the arguments). The hostile ones are not
-// offered, each with its reason; nothing is fetched; the good call is served, then the relay.
+// offered, each with its reason; nothing is fetched; a tool that waits for a person's approval
+// refuses bad arguments before anyone is asked; the good call is served, then the relay.
 func TestRemoteMCPArgumentsAreHeldToTheFullSchema(t *testing.T) {
 	t.Parallel()
 	var fetched atomic.Int64
@@ -49,6 +50,10 @@ func TestRemoteMCPArgumentsAreHeldToTheFullSchema(t *testing.T) {
 		"$defs":      map[string]any{"id": map[string]any{"type": "string", "pattern": "^T-[0-9]+$", "title": "Ticket"}},
 		"properties": map[string]any{"id": map[string]any{"$ref": "#/$defs/id"}, "note": map[string]any{"type": "string", "default": ""}},
 		"required":   []any{"id"}, "additionalProperties": false}}, handler)
+	// Not read-only: its calls wait for a person's approval, which arguments its schema refuses
+	// must never reach (no one is asked to approve a call that cannot run).
+	srv.AddTool(&mcp.Tool{Name: "close", InputSchema: map[string]any{"type": "object",
+		"properties": map[string]any{"id": map[string]any{"type": "string", "pattern": "^T-[0-9]+$"}}, "required": []any{"id"}}}, handler)
 	srv.AddTool(&mcp.Tool{Name: "far", InputSchema: map[string]any{"type": "object",
 		"properties": map[string]any{"x": map[string]any{"$ref": watched.URL + "/schema.json"}}}}, handler)
 	defs := map[string]any{"a30": map[string]any{"type": "string"}}
@@ -71,14 +76,14 @@ func TestRemoteMCPArgumentsAreHeldToTheFullSchema(t *testing.T) {
 	var e *mcpEntry
 	waitFor(t, "the ticket tool offered", func() bool {
 		e = admittedMCP(t, relay, "schemas")
-		return e != nil && len(e.Tools) > 0
+		return e != nil && len(e.Tools) > 1
 	})
 	why := map[string]string{}
 	for _, u := range e.MCP.Unavailable {
 		why[u.Name] = u.Rule + ": " + u.Why
 	}
-	if len(e.Tools) != 1 || e.Tools[0].Name != "schemas__ticket" {
-		t.Fatalf("offered %+v, unavailable %v; want only schemas__ticket", e.Tools, why)
+	if len(e.Tools) != 2 || e.Tools[0].Name != "schemas__close" || e.Tools[1].Name != "schemas__ticket" {
+		t.Fatalf("offered %+v, unavailable %v; want schemas__close and schemas__ticket", e.Tools, why)
 	}
 	for name, reason := range map[string]string{"far": "fetches no schema", "bomb": fmt.Sprintf("past %d JSON values", maxOfferedSchemaNodes), "loop": "refers to itself"} {
 		if !strings.Contains(why[name], "tool-unavailable") || !strings.Contains(why[name], reason) {
@@ -100,6 +105,14 @@ func TestRemoteMCPArgumentsAreHeldToTheFullSchema(t *testing.T) {
 		if m["refused"] != c.rule || !strings.Contains(fmt.Sprint(m["why"]), c.at+":") {
 			t.Errorf("%s answered %s, want %s at %s", c.args, text, c.rule, c.at)
 		}
+	}
+	// No page is open: a call that waits for approval is refused no-page; one whose arguments
+	// the schema refuses is refused for them first.
+	if text, m := modelCall(t, model, "call_extension", map[string]any{"extension": "schemas", "name": "schemas__close", "arguments": `{"id":"all"}`}); m["refused"] != "invalid-argument" {
+		t.Errorf("close with arguments its schema refuses answered %s, want invalid-argument before any approval", text)
+	}
+	if text, m := modelCall(t, model, "call_extension", map[string]any{"extension": "schemas", "name": "schemas__close", "arguments": `{"id":"T-9"}`}); m["refused"] != "no-page" {
+		t.Errorf("close with good arguments answered %s, want no-page (it waits for a person)", text)
 	}
 	if calls.Load() != 0 {
 		t.Fatalf("%d calls the server's schema refuses reached it", calls.Load())
