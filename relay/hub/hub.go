@@ -56,10 +56,8 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -951,28 +949,5 @@ func (h *Hub) pageOrigin(r *http.Request) bool {
 	if h.opts.PageOrigin != nil {
 		return h.opts.PageOrigin(r)
 	}
-	return ownLoopbackOrigin(r)
-}
-
-// ownLoopbackOrigin reports whether r carries exactly one Origin and it is this relay's own
-// loopback origin, on the port the request arrived on.
-func ownLoopbackOrigin(r *http.Request) bool {
-	origins := r.Header.Values("Origin")
-	if len(origins) != 1 {
-		return false
-	}
-	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok {
-		return false
-	}
-	_, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return false
-	}
-	for _, host := range []string{"127.0.0.1", "localhost", "[::1]"} {
-		if origins[0] == fmt.Sprintf("http://%s:%s", host, port) {
-			return true
-		}
-	}
-	return false
+	return server.OwnLoopbackOrigin(r)
 }

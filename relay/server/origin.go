@@ -22,9 +22,15 @@ func ParseOrigin(s string) (string, error) {
 	return u.Scheme + "://" + strings.ToLower(u.Host), nil
 }
 
-// OwnLoopbackOrigin reports whether origin is this relay's own loopback origin (127.0.0.1,
-// localhost or [::1], http or https) on the port r arrived on.
-func OwnLoopbackOrigin(r *http.Request, origin string) bool {
+// OwnLoopbackOrigin reports whether r carries exactly one Origin and it is this relay's own
+// loopback origin (127.0.0.1, localhost or [::1]) on the port and scheme r arrived on (https
+// when the connection is TLS). It is the one loopback check: PageOrigin, and the hub's and the
+// live door's defaults, use it.
+func OwnLoopbackOrigin(r *http.Request) bool {
+	origins := r.Header.Values("Origin")
+	if len(origins) != 1 {
+		return false
+	}
 	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	if !ok {
 		return false
@@ -33,11 +39,13 @@ func OwnLoopbackOrigin(r *http.Request, origin string) bool {
 	if err != nil {
 		return false
 	}
-	for _, scheme := range []string{"http", "https"} {
-		for _, host := range []string{"127.0.0.1", "localhost", "[::1]"} {
-			if origin == fmt.Sprintf("%s://%s:%s", scheme, host, port) {
-				return true
-			}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	for _, host := range []string{"127.0.0.1", "localhost", "[::1]"} {
+		if origins[0] == scheme+"://"+host+":"+port {
+			return true
 		}
 	}
 	return false
@@ -54,7 +62,7 @@ func (s *Server) PageOrigin(r *http.Request) bool {
 	if s.cfg.Origin != "" && origins[0] == s.cfg.Origin {
 		return true
 	}
-	return OwnLoopbackOrigin(r, origins[0])
+	return OwnLoopbackOrigin(r)
 }
 
 // isUpgrade reports whether r asks for a WebSocket.

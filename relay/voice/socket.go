@@ -233,8 +233,7 @@ func (h *Handler) pageOrigin(r *http.Request) bool {
 	if h.opts.PageOrigin != nil {
 		return h.opts.PageOrigin(r)
 	}
-	origins := r.Header.Values("Origin")
-	return len(origins) == 1 && server.OwnLoopbackOrigin(r, origins[0])
+	return server.OwnLoopbackOrigin(r)
 }
 
 // track lists s among the open sockets (for Close), unless the relay is shutting down.
