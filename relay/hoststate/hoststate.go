@@ -351,9 +351,6 @@ func ValidName(name string) bool {
 	return true
 }
 
-// RandomHex returns secretBytes random bytes as hex, for tokens the relay hands out.
-func RandomHex() string { return randomHex() }
-
 func randomHex() string {
 	b := make([]byte, secretBytes)
 	rand.Read(b) // never fails (crypto/rand's documented contract since Go 1.24)

@@ -1,7 +1,5 @@
 package commands
 
-import "encoding/json"
-
 // The built-in tool names, as the model calls them.
 const (
 	ReadFile         = "read_file"
@@ -143,6 +141,3 @@ var builtins = []builtin{
 		description: "Undo the most recent change to the workspace's files (a write, edit, delete, move or new folder, made through these tools or by the person in the page), putting it back exactly as it was. Refused when there is nothing to undo, or when what it changed changed again since.",
 		parameters:  `{"type":"object","properties":{},"additionalProperties":false}`},
 }
-
-// rawParameters returns b's schema as JSON.
-func (b builtin) rawParameters() json.RawMessage { return json.RawMessage(b.parameters) }
