@@ -94,6 +94,22 @@ setup_browser() {
 	mkdir -p "$CACHE/tmp"
 }
 
+# setup_wabt makes sure wabt's wat2wasm is there (Debian's wabt package, installed with apt-get as
+# Chromium is), and says so to the tests: with VOICEBOX_REQUIRE_WAT2WASM set,
+# TestCommittedModulesMatchTheirSource fails instead of skipping when wat2wasm is missing.
+setup_wabt() {
+	if ! command -v wat2wasm >/dev/null; then
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+			say "setup: installing wabt (wat2wasm) with apt-get"
+			apt-get update -qq >"$CACHE/apt.log" 2>&1 || die "setup: apt-get update failed (see $CACHE/apt.log)"
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wabt >>"$CACHE/apt.log" 2>&1 ||
+				die "setup: apt-get install wabt failed (see $CACHE/apt.log)"
+		fi
+		command -v wat2wasm >/dev/null || die "setup: no wat2wasm on PATH; install Debian's wabt package"
+	fi
+	export VOICEBOX_REQUIRE_WAT2WASM=1
+}
+
 # setup_web installs the pinned npm packages (tools/web/package-lock.json: the TypeScript compiler,
 # axe-core, which the Chromium tests inject to check accessibility, and the WebMCP polyfills the
 # end-to-end tests load into mini-apps, and the MCP Apps example server and SDK the remote MCP
@@ -219,6 +235,7 @@ cmd_test() {
 	START=$(date +%s)
 	mkdir -p "$CACHE"
 	setup_browser
+	setup_wabt
 	setup_web
 	cmd_build
 	case "${1:-all}" in
