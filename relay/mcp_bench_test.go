@@ -26,7 +26,7 @@ func BenchmarkMCPReadFileMachine(b *testing.B) {
 	url, stateDir, root := machineRelay(b)
 	content := strings.Repeat("note ", 4<<10/5)
 	os.WriteFile(filepath.Join(root, "notes.md"), []byte(content), 0o644)
-	s, _, _ := mcpSession(b, url, mintMCP(b, stateDir, "bench"))
+	s, _ := mcpSession(b, url, mintMCP(b, stateDir, "bench"))
 	r, err := fsroot.OpenOS(root)
 	if err != nil {
 		b.Fatal(err)

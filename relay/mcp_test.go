@@ -45,21 +45,14 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // mcpSession connects an MCP client of the SDK to url's /mcp with bearer. changed receives a
-// value at each notifications/tools/list_changed, logs each log line.
-func mcpSession(t testing.TB, url, bearer string) (s *sdk.ClientSession, changed <-chan struct{}, logs <-chan string) {
+// value at each notifications/tools/list_changed.
+func mcpSession(t testing.TB, url, bearer string) (s *sdk.ClientSession, changed <-chan struct{}) {
 	t.Helper()
 	ch := make(chan struct{}, 16)
-	lines := make(chan string, 64)
 	c := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 			select {
 			case ch <- struct{}{}:
-			default:
-			}
-		},
-		LoggingMessageHandler: func(_ context.Context, r *sdk.LoggingMessageRequest) {
-			select {
-			case lines <- string(r.Params.Level) + " " + r.Params.Data.(string):
 			default:
 			}
 		},
@@ -71,7 +64,7 @@ func mcpSession(t testing.TB, url, bearer string) (s *sdk.ClientSession, changed
 		t.Fatalf("connect to /mcp: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, ch, lines
+	return s, ch
 }
 
 // callMCP calls a tool and returns the result's text decoded, and whether it is an error.
@@ -164,11 +157,8 @@ func decide(t *testing.T, url, id string, approve bool) {
 func TestMCPOnAMachineRoot(t *testing.T) {
 	t.Parallel()
 	url, stateDir, root := machineRelay(t)
-	s, _, logs := mcpSession(t, url, mintMCP(t, stateDir, "desktop"))
+	s, _ := mcpSession(t, url, mintMCP(t, stateDir, "desktop"))
 	ctx := context.Background()
-	if err := s.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
-		t.Fatal(err)
-	}
 	list, err := s.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -190,9 +180,6 @@ func TestMCPOnAMachineRoot(t *testing.T) {
 	}
 	if m, isErr := callMCP(t, s, "read_file", map[string]string{"name": "notes/a.txt"}); isErr || m["content"] != "from MCP" {
 		t.Fatalf("read_file answered %v", m)
-	}
-	if line := <-logs; line != "info write_file: ok" {
-		t.Fatalf("the first log line is %q", line)
 	}
 	refusals := []struct {
 		name string
@@ -292,7 +279,7 @@ func TestMCPResources(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "docs", "plan one.md"), []byte("# plan"), 0o644)
 	os.WriteFile(filepath.Join(root, "pixel.bin"), []byte{0xff, 0xfe, 0x00, 0x01}, 0o644)
 	os.WriteFile(filepath.Join(root, ".secret"), []byte("hidden"), 0o644)
-	s, _, _ := mcpSession(t, url, mintMCP(t, stateDir, "agent"))
+	s, _ := mcpSession(t, url, mintMCP(t, stateDir, "agent"))
 	ctx := context.Background()
 	list, err := s.ListResources(ctx, nil)
 	if err != nil {
@@ -337,7 +324,7 @@ func TestMCPListChanged(t *testing.T) {
 	t.Parallel()
 	stateDir := filepath.Join(t.TempDir(), "state")
 	url, _ := startServe(t, stateDir)
-	s, changed, _ := mcpSession(t, url, mintMCP(t, stateDir, "ide"))
+	s, changed := mcpSession(t, url, mintMCP(t, stateDir, "ide"))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	page, _, err := websocket.Dial(ctx, strings.Replace(url, "http", "ws", 1)+"/channel", &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {url}}})
@@ -430,7 +417,7 @@ func TestMCPWhoMayConnect(t *testing.T) {
 			}
 		})
 	}
-	s, _, _ := mcpSession(t, url, live)
+	s, _ := mcpSession(t, url, live)
 	req, _ := http.NewRequest(http.MethodDelete, url+"/api/mcp/clients/desktop", strings.NewReader("{}"))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)

@@ -77,12 +77,6 @@ func (b *Bridge) Run(ctx context.Context, local sdk.Transport) error {
 				log.Warn("mcp bridge: the relay's tools could not be listed again", "err", err)
 			}
 		},
-		LoggingMessageHandler: func(ctx context.Context, req *sdk.LoggingMessageRequest) {
-			ready.Wait()
-			for s := range srv.Sessions() {
-				s.Log(ctx, req.Params)
-			}
-		},
 	})
 	httpClient := &http.Client{Transport: bearerTransport{bearer: b.Bearer, next: http.DefaultTransport}}
 	var err error
@@ -98,7 +92,6 @@ func (b *Bridge) Run(ctx context.Context, local sdk.Transport) error {
 		Capabilities: &sdk.ServerCapabilities{
 			Tools:     &sdk.ToolCapabilities{ListChanged: true},
 			Resources: &sdk.ResourceCapabilities{},
-			Logging:   &sdk.LoggingCapabilities{},
 		},
 	})
 	tools = &toolSync{server: srv, have: map[string]string{}, handler: func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -126,10 +119,6 @@ func (b *Bridge) Run(ctx context.Context, local sdk.Transport) error {
 	if err := b.syncTools(ctx, remote, tools); err != nil {
 		ready.Done()
 		return fmt.Errorf("mcp bridge: the relay's tools could not be listed: %w", err)
-	}
-	// The relay sends every log line; each local session filters by the level its client set.
-	if err := remote.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
-		log.Warn("mcp bridge: the relay's log lines will not be forwarded", "err", err)
 	}
 	ready.Done()
 	err = srv.Run(ctx, local)

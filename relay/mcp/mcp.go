@@ -139,7 +139,6 @@ func New(opts Options) *Handler {
 		Capabilities: &sdk.ServerCapabilities{
 			Tools:     &sdk.ToolCapabilities{ListChanged: true},
 			Resources: &sdk.ResourceCapabilities{},
-			Logging:   &sdk.LoggingCapabilities{},
 		},
 	})
 	h.tools = &toolSync{server: h.server, handler: h.callTool, have: map[string]string{}}

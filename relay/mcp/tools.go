@@ -3,7 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 
@@ -75,7 +75,7 @@ func (h *Handler) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 	}
 	name := req.Params.Name
 	if !h.startCall(client) {
-		return h.result(ctx, req, name, refusalJSON(refusal.New(refusal.TooManyCalls,
+		return h.result(client, name, refusalJSON(refusal.New(refusal.TooManyCalls,
 			"this client has %d tool calls running, its bound; wait for one to answer", MaxCallsPerClient))), nil
 	}
 	defer h.endCall(client)
@@ -86,7 +86,7 @@ func (h *Handler) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}
-	return h.result(ctx, req, name, h.opts.Catalogue.Call(ctx, name, args)), nil
+	return h.result(client, name, h.opts.Catalogue.Call(ctx, name, args)), nil
 }
 
 func (h *Handler) startCall(client string) bool {
@@ -119,18 +119,20 @@ type answer struct {
 	Size     int64        `json:"size"`
 }
 
-// result turns the catalogue's answer into a tool result, and logs one line to the session.
-func (h *Handler) result(ctx context.Context, req *sdk.CallToolRequest, name string, obs json.RawMessage) *sdk.CallToolResult {
+// result turns the catalogue's answer into a tool result, and logs one line in the relay's log
+// (the protocol's own logging is deprecated, SEP-2577: a client reads the result, the host the
+// relay's log).
+func (h *Handler) result(client, name string, obs json.RawMessage) *sdk.CallToolResult {
 	var a answer
 	json.Unmarshal(obs, &a)
 	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(obs)}}}
-	level, line := sdk.LoggingLevel("info"), fmt.Sprintf("%s: ok", name)
+	level := slog.LevelInfo
 	// No structuredContent: it would carry the observation a second time (a 4 KiB read_file costs
 	// about 100 us more), and the text is that JSON already.
 	switch {
 	case a.Refused != "":
 		res.IsError = true
-		level, line = "warning", fmt.Sprintf("%s refused %s: %s", name, a.Refused, a.Why)
+		level = slog.LevelWarn
 	case len(a.Data) > 0 && a.MIMEType != "" && (a.Kind == "image" || a.Kind == "audio"):
 		// Media goes as the protocol's image or audio content, and the text says what it is
 		// without the bytes a second time.
@@ -141,9 +143,7 @@ func (h *Handler) result(ctx context.Context, req *sdk.CallToolRequest, name str
 		}
 		res.Content = []sdk.Content{media, &sdk.TextContent{Text: string(meta)}}
 	}
-	if req.Session != nil {
-		req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: level, Logger: "voicebox", Data: line})
-	}
+	h.log.Log(context.Background(), level, "mcp: tool call", "client", client, "tool", name, "refused", a.Refused, "why", a.Why)
 	return res
 }
 
