@@ -7,42 +7,75 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/shared/commands"
 	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
-// Extensions is what the extension tools need of the relay's extension registry.
+// Extensions is what the extension tools need of the extension door (relay/extensionhost
+// supplies one): the catalogue knows nothing of how extensions are kept or run.
 type Extensions interface {
-	// ListExtensions lists admitted extensions (with their tools), proposals and the catalogue.
-	ListExtensions() extensionhost.Listing
+	// ListExtensions returns the listing as the model may read it, as JSON: list_extensions'
+	// answer. Its admitted, pending and catalogue entries carry at least the fields of Listing.
+	ListExtensions() json.RawMessage
 	// CallExtension runs an admitted extension's tool.
 	CallExtension(ctx context.Context, id, tool string, args json.RawMessage) (json.RawMessage, error)
 	// Propose stages a descriptor as a proposal and returns its id; nothing in it runs.
 	Propose(raw []byte) (id string, err error)
 }
 
-// ExtensionsOf adapts the relay's extension registry to Extensions.
-func ExtensionsOf(g *extensionhost.Runtime) Extensions { return registryExtensions{g} }
+// MCPPrimitive is the primitive of a remote MCP server's tools in a listing.
+const MCPPrimitive = "mcp"
 
-type registryExtensions struct{ g *extensionhost.Runtime }
-
-// ListExtensions is the registry's listing as the model may read it (Listing.ForModel).
-func (r registryExtensions) ListExtensions() extensionhost.Listing {
-	return r.g.ListExtensions().ForModel()
+// Listing is what the catalogue reads of an extension listing (Extensions.ListExtensions).
+type Listing struct {
+	Admitted  []ListingEntry `json:"admitted"`
+	Pending   []ListingEntry `json:"pending"`
+	Catalogue []ListingEntry `json:"catalogue"`
 }
 
-func (r registryExtensions) CallExtension(ctx context.Context, id, tool string, args json.RawMessage) (json.RawMessage, error) {
-	return r.g.CallExtension(ctx, id, tool, args)
+// ListingEntry is one extension of a Listing, as the catalogue reads it; Raw is the entry as the
+// door wrote it, with every field.
+type ListingEntry struct {
+	ID          string        `json:"id"`
+	Name        string        `json:"name"`
+	Description string        `json:"description"`
+	OK          bool          `json:"ok"`
+	Tools       []ListingTool `json:"tools"`
+	// MCP is a remote MCP extension's session: the server's tools that are not offered, and why.
+	MCP *struct {
+		Unavailable []struct {
+			Name string       `json:"name"`
+			Rule refusal.Rule `json:"refused"`
+			Why  string       `json:"why"`
+		} `json:"unavailable"`
+	} `json:"mcp"`
+	Raw json.RawMessage `json:"-"`
 }
 
-func (r registryExtensions) Propose(raw []byte) (string, error) {
-	d, err := r.g.Stage(raw)
-	if err != nil {
-		return "", err
+// UnmarshalJSON keeps the entry's raw JSON beside the fields the catalogue reads.
+func (e *ListingEntry) UnmarshalJSON(b []byte) error {
+	type plain ListingEntry
+	if err := json.Unmarshal(b, (*plain)(e)); err != nil {
+		return err
 	}
-	return d.ID, nil
+	e.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// ListingTool is one tool of a ListingEntry.
+type ListingTool struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Primitive   string `json:"primitive"`
+	ReadOnly    bool   `json:"readOnly"`
+}
+
+// listing reads x's listing; an unreadable one is empty.
+func listing(x Extensions) Listing {
+	var l Listing
+	json.Unmarshal(x.ListExtensions(), &l)
+	return l
 }
 
 // writePrimitives are the extension primitives whose calls wait for the user's approval (and a
@@ -56,7 +89,7 @@ func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawM
 	}
 	switch a.Verb() {
 	case commands.ListExtensions:
-		return json.Marshal(x.ListExtensions())
+		return x.ListExtensions(), nil
 	case commands.ProposeExtension:
 		return c.propose(x, a.String("descriptor"))
 	}
@@ -74,7 +107,7 @@ func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawM
 		readOnly      bool
 	}
 	var found []found1
-	for _, e := range x.ListExtensions().Admitted {
+	for _, e := range listing(x).Admitted {
 		if !e.OK || (id != "" && e.ID != id) {
 			continue
 		}
@@ -113,7 +146,7 @@ func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawM
 		}
 		approved = true
 	}
-	if t.primitive == extensionhost.MCPPrimitive && !t.readOnly {
+	if t.primitive == MCPPrimitive && !t.readOnly {
 		// A remote server's tool may change anything the server reaches; only one that declares
 		// readOnlyHint runs without asking, as a mini-app's tools do.
 		summary := fmt.Sprintf("Let extension %s run %s on its MCP server (%s)?", t.id, name, clipText(string(args), 200))
@@ -142,7 +175,7 @@ func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawM
 // unavailable is the refusal of tool name when an admitted remote MCP extension (id, or any)
 // lists it but does not offer it, with the reason: the model learns it waits for a person.
 func unavailable(x Extensions, id, name string) *refusal.Refusal {
-	for _, e := range x.ListExtensions().Admitted {
+	for _, e := range listing(x).Admitted {
 		if e.MCP == nil || (id != "" && e.ID != id) {
 			continue
 		}
@@ -173,9 +206,9 @@ func (c *Catalogue) propose(x Extensions, descriptor string) (json.RawMessage, e
 		return nil, err
 	}
 	out := map[string]any{"staged": id, "note": "Nothing in it runs until a person reads its plan and admits it in the Extensions panel."}
-	for _, e := range x.ListExtensions().Pending {
+	for _, e := range listing(x).Pending {
 		if e.ID == id {
-			out["verdict"] = e
+			out["verdict"] = e.Raw
 		}
 	}
 	return json.Marshal(out)

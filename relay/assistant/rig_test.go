@@ -63,7 +63,7 @@ func newRig(t testing.TB, opts assistant.Options) *rig {
 	}
 	opts.Root = r.hub
 	if opts.Extensions == nil {
-		opts.Extensions = assistant.ExtensionsOf(r.exts)
+		opts.Extensions = extensionhost.ForAssistant(r.exts)
 	}
 	r.cat = assistant.New(opts)
 	r.cat.Register(srv)

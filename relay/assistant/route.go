@@ -213,7 +213,7 @@ func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 func (c *Catalogue) index() []commands.IndexEntry {
 	var ext []commands.IndexEntry
 	if x := c.opts.Extensions; x != nil {
-		l := x.ListExtensions()
+		l := listing(x)
 		for _, e := range l.Admitted {
 			if !e.OK {
 				continue

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voicebox-go/voicebox/relay/assistant"
 	"github.com/voicebox-go/voicebox/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -34,7 +36,7 @@ import (
 )
 
 // MCPPrimitive is what a remote MCP extension's tools are listed and audited as.
-const MCPPrimitive = "mcp"
+const MCPPrimitive = assistant.MCPPrimitive
 
 // MaxMCPResultText bounds the text of a remote MCP tool's result the model is given; the rest
 // is cut, and the answer says so.

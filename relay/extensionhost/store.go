@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/voicebox-go/voicebox/relay/extensionhost/wasmtool"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/relay/internal/durable"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -52,8 +53,10 @@ type Store interface {
 	SwapCodes(doc []byte, rev uint64) (bool, error)
 }
 
-// ErrStoreFileTooLarge is returned by Store.ReadFile for a file over the bound it was read with.
-var ErrStoreFileTooLarge = errors.New("extensionhost: the file is over the bound it is read with")
+// ErrStoreFileTooLarge is returned by Store.ReadFile for a file over the bound it was read with:
+// the host state's own error, so a store another door supplies (relay/fleet's) returns it
+// without importing this one.
+var ErrStoreFileTooLarge = hoststate.ErrFileTooLarge
 
 // DirStore is a Store in a directory: the host state directory by default, where the files lie
 // as they always did (LedgerFile, PendingFile, proposals/, <id>.json and the modules). Two

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/voicebox-go/voicebox/relay/extensionhost"
+	"github.com/voicebox-go/voicebox/relay/hoststate"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
@@ -38,8 +38,9 @@ const MaxLedgerLineBytes = 4 << 10
 // ledgerFetchBatch is how many ledger lines one fetch asks for.
 const ledgerFetchBatch = 512
 
-// ExtensionStore is the fleet's extension store (an extensionhost.Store): what is proposed,
-// admitted, denied or revoked through one relay is what every relay loads, and an approval code
+// ExtensionStore is the fleet's extension store (the extension door's Store, relay/extensionhost,
+// which this package need not import): what is proposed, admitted, denied or revoked through one
+// relay is what every relay loads, and an approval code
 // issued on one relay is taken once across all of them (compare-and-set on the codes' key).
 // Proposals, descriptors and modules are objects of <prefix>_extfiles (an object store, so a
 // module of up to wasmtool's bound is chunked below NATS's payload limit); the ledger is the
@@ -57,8 +58,6 @@ type ExtensionStore struct {
 
 // Extensions returns the fleet's extension store.
 func (f *Fleet) Extensions() *ExtensionStore { return &ExtensionStore{f: f} }
-
-var _ extensionhost.Store = (*ExtensionStore)(nil)
 
 // handles returns the object store and the ledger's stream, made on first use and again after
 // NATS reconnected (a NATS that came back empty has them made again).
@@ -101,7 +100,7 @@ func storeName(name string) error {
 	return nil
 }
 
-// ReadFile implements extensionhost.Store.
+// ReadFile is the extension door's Store method.
 func (s *ExtensionStore) ReadFile(name string, max int64) ([]byte, error) {
 	if err := storeName(name); err != nil {
 		return nil, err
@@ -121,19 +120,19 @@ func (s *ExtensionStore) ReadFile(name string, max int64) ([]byte, error) {
 	}
 	defer r.Close()
 	if info, err := r.Info(); err == nil && int64(info.Size) > max {
-		return nil, extensionhost.ErrStoreFileTooLarge
+		return nil, hoststate.ErrFileTooLarge
 	}
 	b, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
 		return nil, s.f.unavailable(err)
 	}
 	if int64(len(b)) > max {
-		return nil, extensionhost.ErrStoreFileTooLarge
+		return nil, hoststate.ErrFileTooLarge
 	}
 	return b, nil
 }
 
-// WriteFile implements extensionhost.Store: the object store swaps the new object in once all of
+// WriteFile is the extension door's Store method: the object store swaps the new object in once all of
 // it is stored.
 func (s *ExtensionStore) WriteFile(name string, data []byte) error {
 	if err := storeName(name); err != nil {
@@ -151,7 +150,7 @@ func (s *ExtensionStore) WriteFile(name string, data []byte) error {
 	return nil
 }
 
-// Remove implements extensionhost.Store.
+// Remove is the extension door's Store method.
 func (s *ExtensionStore) Remove(name string) error {
 	if err := storeName(name); err != nil {
 		return err
@@ -175,7 +174,7 @@ func (s *ExtensionStore) Remove(name string) error {
 	return nil
 }
 
-// List implements extensionhost.Store.
+// List is the extension door's Store method.
 func (s *ExtensionStore) List(dir string) ([]string, error) {
 	if err := fsroot.CheckDir(dir); err != nil {
 		return nil, errors.New("fleet: " + err.Error())
@@ -208,7 +207,7 @@ func (s *ExtensionStore) List(dir string) ([]string, error) {
 	return names, nil
 }
 
-// AppendLedger implements extensionhost.Store: once the stream holds the line, every other
+// AppendLedger is the extension door's Store method: once the stream holds the line, every other
 // relay is told to reload (WatchExtensions).
 func (s *ExtensionStore) AppendLedger(line []byte) error {
 	ctx, cancel := opContext()
@@ -227,7 +226,7 @@ func (s *ExtensionStore) AppendLedger(line []byte) error {
 	return nil
 }
 
-// ReadLedger implements extensionhost.Store: the stream read from its start by an ephemeral
+// ReadLedger is the extension door's Store method: the stream read from its start by an ephemeral
 // consumer, removed when it is done.
 func (s *ExtensionStore) ReadLedger() ([]byte, error) {
 	ctx, cancel := opContext()
@@ -277,7 +276,7 @@ func (s *ExtensionStore) ReadLedger() ([]byte, error) {
 	return out, nil
 }
 
-// Codes implements extensionhost.Store.
+// Codes is the extension door's Store method.
 func (s *ExtensionStore) Codes() ([]byte, uint64, error) {
 	ctx, cancel, kv, err := s.f.op(extCodesBucket)
 	if err != nil {
@@ -294,7 +293,7 @@ func (s *ExtensionStore) Codes() ([]byte, uint64, error) {
 	return e.Value(), e.Revision(), nil
 }
 
-// SwapCodes implements extensionhost.Store: a put, or a delete, on the revision read, so of two
+// SwapCodes is the extension door's Store method: a put, or a delete, on the revision read, so of two
 // relays changing the document at once one succeeds.
 func (s *ExtensionStore) SwapCodes(doc []byte, rev uint64) (bool, error) {
 	ctx, cancel, kv, err := s.f.op(extCodesBucket)

@@ -24,6 +24,10 @@ type Files interface {
 
 var _ Files = (*Dir)(nil)
 
+// ErrFileTooLarge is what a store of state files (Files, and the extension door's store) returns
+// for a file over the bound it was read with.
+var ErrFileTooLarge = errors.New("hoststate: the file is over the bound it is read with")
+
 // ValidFileName reports whether name can name a state file: a base name, not "." or "..".
 func ValidFileName(name string) bool {
 	return name != "" && name == filepath.Base(name) && name != "." && name != ".."

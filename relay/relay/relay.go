@@ -216,7 +216,7 @@ func New(cfg Config) (*Relay, error) {
 		return nil, err
 	}
 	vendors := r.voiceParts()
-	r.Tools = assistant.New(assistant.Options{Root: r.Hub, Extensions: assistant.ExtensionsOf(r.Extensions), Log: r.log,
+	r.Tools = assistant.New(assistant.Options{Root: r.Hub, Extensions: extensionhost.ForAssistant(r.Extensions), Log: r.log,
 		Live: func() bool { return voice.Configured(vendors.Providers, vendors.Settings, vendors.Keys) }})
 	r.Tools.Register(r.Server)
 	r.buildExternalApps()
