@@ -17,7 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/voicebox-go/voicebox/relay/relay"
+	"github.com/voicebox-go/voicebox/relay/core"
 	"github.com/voicebox-go/voicebox/relay/session"
 )
 
@@ -233,7 +233,7 @@ func TestServeFlagsAreChecked(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat(filepath.Join(os.Getenv("VOICEBOX_STATE_DIR"), relay.ACMECacheDir)); err == nil {
+	if _, err := os.Stat(filepath.Join(os.Getenv("VOICEBOX_STATE_DIR"), core.ACMECacheDir)); err == nil {
 		t.Fatal("a refused ACME start made the cache directory")
 	}
 }
@@ -384,7 +384,7 @@ func TestACMEWiring(t *testing.T) {
 	if !strings.Contains(line, "certificates for voicebox.example.com") {
 		t.Fatalf("the ACME line is %q", line)
 	}
-	if info, err := os.Stat(filepath.Join(r.state, relay.ACMECacheDir)); err != nil || info.Mode().Perm() != 0o700 {
+	if info, err := os.Stat(filepath.Join(r.state, core.ACMECacheDir)); err != nil || info.Mode().Perm() != 0o700 {
 		t.Fatalf("the relay's cache directory: %v", err)
 	}
 	conn, err := tls.Dial("tcp", strings.TrimPrefix(r.url, "https://"), &tls.Config{ServerName: "evil.example.com", InsecureSkipVerify: true})

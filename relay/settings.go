@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/voicebox-go/voicebox/relay/core"
 	"github.com/voicebox-go/voicebox/relay/extensionhost"
 	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/relay"
@@ -122,9 +123,9 @@ func (cfg *serveConfig) settle(stderr io.Writer) (*serveSettings, error) {
 	if placement != "" && placement != extensionhost.WasmInRelay && placement != extensionhost.WasmInPage {
 		return nil, fmt.Errorf("--wasm-placement %q: say relay or page", placement)
 	}
-	return &serveSettings{addr: addr, acmeHTTP: acmeHTTP, Config: relay.Config{Public: public, HelloBound: time.Duration(helloMS) * time.Millisecond,
+	return &serveSettings{addr: addr, acmeHTTP: acmeHTTP, Config: relay.Config{Config: core.Config{Public: public, HelloBound: time.Duration(helloMS) * time.Millisecond,
 		Gated: gated, Origin: origin, SessionLifetime: lifetime, TrustedProxies: trusted, Log: log, TLS: tlsConfig,
-		ACME: acmeCfg, MiniApps: miniApps, VendorURLs: vendorURLs, WasmShelfDir: orEnv(cfg.wasmShelf, "VOICEBOX_WASM_SHELF_DIR"), WasmPlacement: placement, Fleet: nats}}, nil
+		ACME: acmeCfg, VendorURLs: vendorURLs}, MiniApps: miniApps, WasmShelfDir: orEnv(cfg.wasmShelf, "VOICEBOX_WASM_SHELF_DIR"), WasmPlacement: placement, Fleet: nats}}, nil
 }
 
 // settleNATS reads the fleet's flags, with the environment where a flag is not given. A relay id

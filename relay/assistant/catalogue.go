@@ -121,6 +121,10 @@ func New(opts Options) *Catalogue {
 	return c
 }
 
+// UseExtensions has the extension tools call x (the extension door); until it is called they
+// are refused not-admitted. It is for mounting, before the relay serves.
+func (c *Catalogue) UseExtensions(x Extensions) { c.opts.Extensions = x }
+
 // Declarations returns every tool the model is offered now: the built-ins, then the open
 // mini-apps' tools.
 func (c *Catalogue) Declarations() []tool.Declaration { return c.set.Load().Declarations() }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voicebox-go/voicebox/relay/core"
 	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
@@ -59,8 +60,8 @@ func startMember(t testing.TB, nats *fleettest.Server, prefix string, gated bool
 	}
 	public := t.TempDir()
 	os.WriteFile(filepath.Join(public, "index.html"), []byte("<!doctype html>"), 0o644)
-	cfg := Config{Listener: ln, StateDir: filepath.Join(t.TempDir(), "state"), Public: public, Gated: gated,
-		Fleet: fleet.Config{URL: nats.URL(), Prefix: prefix, LeaseTTL: testLeaseTTL}, Console: &lockedBuffer{}}
+	cfg := Config{Config: core.Config{Listener: ln, StateDir: filepath.Join(t.TempDir(), "state"), Public: public, Gated: gated, Console: &lockedBuffer{}},
+		Fleet: fleet.Config{URL: nats.URL(), Prefix: prefix, LeaseTTL: testLeaseTTL}}
 	r, err := New(cfg)
 	if err != nil {
 		ln.Close()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voicebox-go/voicebox/relay/core"
 	"github.com/voicebox-go/voicebox/relay/externalapps"
 	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/tool"
@@ -73,7 +74,7 @@ func startRelay(t *testing.T, cfg Config) (*Relay, string) {
 func TestNewAssemblesThePartsInOrder(t *testing.T) {
 	t.Parallel()
 	out := &lockedBuffer{}
-	r, url := startRelay(t, Config{Console: out, Gated: true})
+	r, url := startRelay(t, Config{Config: core.Config{Console: out, Gated: true}})
 	for name, part := range map[string]any{"State": r.State, "Gate": r.Gate, "Server": r.Server, "Hub": r.Hub,
 		"Extensions": r.Extensions, "Tools": r.Tools, "ExternalApps": r.ExternalApps, "Live": r.Live} {
 		if part == nil {
@@ -104,7 +105,7 @@ func TestNewAssemblesThePartsInOrder(t *testing.T) {
 // relay that cannot serve.
 func TestNewRefusesWithoutAListener(t *testing.T) {
 	t.Parallel()
-	if _, err := New(Config{StateDir: t.TempDir(), Public: t.TempDir()}); err == nil {
+	if _, err := New(Config{Config: core.Config{StateDir: t.TempDir(), Public: t.TempDir()}}); err == nil {
 		t.Fatal("New without a listener succeeded")
 	}
 }
@@ -118,7 +119,7 @@ func TestThePagesOfferReachesTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, url := startRelay(t, Config{MiniApps: apps, Log: slog.New(slog.DiscardHandler)})
+	r, url := startRelay(t, Config{Config: core.Config{Log: slog.New(slog.DiscardHandler)}, MiniApps: apps})
 	ctx := context.Background()
 	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/channel", &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {url}}})
 	if err != nil {
@@ -185,7 +186,7 @@ func (b *lockedBuffer) String() string {
 // embedded in the binary, and never its Go source.
 func TestWithoutAPublicDirectoryThePageIsBuiltIn(t *testing.T) {
 	t.Parallel()
-	_, url := startRelay(t, Config{Public: builtIn})
+	_, url := startRelay(t, Config{Config: core.Config{Public: builtIn}})
 	want, err := os.ReadFile(filepath.Join("..", "..", "public", "index.html"))
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voicebox-go/voicebox/relay/core"
 	"github.com/voicebox-go/voicebox/shared/fsroot"
 )
 
@@ -32,7 +33,7 @@ func TestNewSweepsTheStateDirectory(t *testing.T) {
 	old := []string{plant("", 300, killed), plant("proposals", 45, killed)}
 	fresh := plant("", 7, 0)
 	logs := &lockedBuffer{}
-	startRelay(t, Config{StateDir: state, Log: slog.New(slog.NewTextHandler(logs, nil))})
+	startRelay(t, Config{Config: core.Config{StateDir: state, Log: slog.New(slog.NewTextHandler(logs, nil))}})
 	for _, p := range old {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
 			t.Errorf("%s is still there (%v)", p, err)

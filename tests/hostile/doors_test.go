@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/voicebox-go/voicebox/browser/engine"
+	"github.com/voicebox-go/voicebox/relay/core"
 	"github.com/voicebox-go/voicebox/relay/relay"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/shared/extensions"
@@ -54,7 +55,7 @@ func routeDoors(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	r, err := relay.New(relay.Config{Listener: ln, StateDir: t.TempDir(), Gated: true, Public: filepath.Join(harness.RepoRoot(), "public")})
+	r, err := relay.New(relay.Config{Config: core.Config{Listener: ln, StateDir: t.TempDir(), Gated: true, Public: filepath.Join(harness.RepoRoot(), "public")}})
 	if err != nil {
 		t.Fatalf("building a relay to list its routes: %v", err)
 	}

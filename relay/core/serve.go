@@ -1,4 +1,4 @@
-package relay
+package core
 
 import (
 	"context"
@@ -31,26 +31,26 @@ const ControlSocketFile = ".relay.sock"
 // /channel and /live socket is closed, and requests in flight get ShutdownGrace to finish. It
 // prints the address and the sign-in banner on the Console first. It returns nil after a clean
 // shutdown, and closes the listeners either way.
-func (r *Relay) Serve(ctx context.Context) error {
-	defer r.closeFleet()
-	defer r.Hub.Close()
-	ln := server.LimitConns(r.cfg.Listener, server.ConnLimits{Exempt: trustedPeer(r.cfg.TrustedProxies), TLS: r.tls != nil, Log: r.log})
-	if r.tls != nil {
-		ln = tls.NewListener(ln, r.tls)
+func (c *Core) Serve(ctx context.Context) error {
+	defer c.closeGate()
+	defer c.Hub.Close()
+	ln := server.LimitConns(c.cfg.Listener, server.ConnLimits{Exempt: trustedPeer(c.cfg.TrustedProxies), TLS: c.tls != nil, Log: c.Log})
+	if c.tls != nil {
+		ln = tls.NewListener(ln, c.tls)
 	}
 	extra := []net.Listener{}
-	if cl, err := listenControl(r.State.Path()); err != nil {
-		r.log.Warn("no control socket: `relay sessions` and `relay ticket` cannot reach this relay", "err", err)
+	if cl, err := listenControl(c.State.Path()); err != nil {
+		c.Log.Warn("no control socket: `relay sessions` and `relay ticket` cannot reach this relay", "err", err)
 	} else {
 		extra = append(extra, cl)
 	}
-	if r.cfg.Challenges != nil {
-		if r.acme != nil {
+	if c.cfg.Challenges != nil {
+		if c.acme != nil {
 			// Only short GETs come here, so a whole-request bound (ReadTimeout) is safe.
-			go (&http.Server{Handler: r.acme, ReadHeaderTimeout: server.HeaderTimeout, ReadTimeout: server.BodyTimeout, IdleTimeout: server.IdleTimeout,
-				ErrorLog: slog.NewLogLogger(r.log.Handler(), slog.LevelWarn)}).Serve(server.LimitConns(r.cfg.Challenges, server.ConnLimits{Exempt: trustedPeer(r.cfg.TrustedProxies), Log: r.log}))
+			go (&http.Server{Handler: c.acme, ReadHeaderTimeout: server.HeaderTimeout, ReadTimeout: server.BodyTimeout, IdleTimeout: server.IdleTimeout,
+				ErrorLog: slog.NewLogLogger(c.Log.Handler(), slog.LevelWarn)}).Serve(server.LimitConns(c.cfg.Challenges, server.ConnLimits{Exempt: trustedPeer(c.cfg.TrustedProxies), Log: c.Log}))
 		}
-		defer r.cfg.Challenges.Close()
+		defer c.cfg.Challenges.Close()
 	}
 	defer func() {
 		ln.Close()
@@ -61,10 +61,10 @@ func (r *Relay) Serve(ctx context.Context) error {
 
 	fresh := &freshConns{}
 	hs := &http.Server{
-		Handler:           r.Server,
+		Handler:           c.Server,
 		ReadHeaderTimeout: server.HeaderTimeout,
 		IdleTimeout:       server.IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(r.log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(c.Log.Handler(), slog.LevelWarn),
 		ConnContext:       server.ConnContext, // each connection is judged at its requests' headers
 		ConnState: func(c net.Conn, st http.ConnState) {
 			fresh.track(c, st)
@@ -77,27 +77,27 @@ func (r *Relay) Serve(ctx context.Context) error {
 	for _, l := range extra {
 		go hs.Serve(l)
 	}
-	fmt.Fprintf(r.console, "voicebox on %s://%s\n", r.scheme, ln.Addr())
-	r.banner()
+	fmt.Fprintf(c.Console, "voicebox on %s://%s\n", c.scheme, ln.Addr())
+	c.banner()
 	select {
 	case err := <-done:
-		r.log.Error("server stopped", "err", err)
+		c.Log.Error("server stopped", "err", err)
 		return fmt.Errorf("the server stopped: %w", err)
 	case <-ctx.Done():
 	}
-	r.stopping.Store(true)
-	r.Live.Close()
-	r.MCP.Close()
-	r.Tools.Close()
-	r.Hub.Close()
+	c.stopping.Store(true)
+	c.Live.Close()
+	c.closeDoors()
+	c.Tools.Close()
+	c.Hub.Close()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {
-		r.log.Warn("shutdown did not finish in time", "err", err)
+		c.Log.Warn("shutdown did not finish in time", "err", err)
 		return fmt.Errorf("shutdown: %w", err)
 	}
-	if err := r.Server.Drain(shutdownCtx); err != nil {
-		r.log.Warn("sockets still open when the shutdown's grace ended", "err", err)
+	if err := c.Server.Drain(shutdownCtx); err != nil {
+		c.Log.Warn("sockets still open when the shutdown's grace ended", "err", err)
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
@@ -105,18 +105,18 @@ func (r *Relay) Serve(ctx context.Context) error {
 
 // banner tells the host how to sign in (or warns that there is no gate) and where certificates
 // come from.
-func (r *Relay) banner() {
-	if r.Gate != nil {
-		if ticket, err := r.Gate.NewTicket(); err != nil {
-			fmt.Fprintf(r.warnings, "loopback gate on, but no sign-in address could be made (%v): use `relay ticket` once the sessions can be reached\n", err)
+func (c *Core) banner() {
+	if c.Gate != nil {
+		if ticket, err := c.Gate.NewTicket(); err != nil {
+			fmt.Fprintf(c.Warnings, "loopback gate on, but no sign-in address could be made (%v): use `relay ticket` once the sessions can be reached\n", err)
 		} else {
-			fmt.Fprintf(r.console, "loopback gate on: open %s/?%s=%s once to start a session (single use; `relay ticket` makes another)\n", r.base, server.BootstrapParam, ticket)
+			fmt.Fprintf(c.Console, "loopback gate on: open %s/?%s=%s once to start a session (single use; `relay ticket` makes another)\n", c.base, server.BootstrapParam, ticket)
 		}
 	} else {
-		fmt.Fprintf(r.warnings, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
+		fmt.Fprintf(c.Warnings, "loopback gate off: any process on this machine, of any user, can use the page and the API (set VOICEBOX_LOOPBACK_AUTH=1 to require a session)\n")
 	}
-	if r.cfg.ACME.Host != "" {
-		fmt.Fprintf(r.console, "certificates for %s come from the ACME CA on first use, cached in %s\n", r.cfg.ACME.Host, filepath.Join(r.State.Path(), ACMECacheDir))
+	if c.cfg.ACME.Host != "" {
+		fmt.Fprintf(c.Console, "certificates for %s come from the ACME CA on first use, cached in %s\n", c.cfg.ACME.Host, filepath.Join(c.State.Path(), ACMECacheDir))
 	}
 }
 

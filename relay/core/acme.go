@@ -1,4 +1,4 @@
-package relay
+package core
 
 import (
 	"crypto/tls"
