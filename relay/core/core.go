@@ -56,7 +56,8 @@ type Door interface {
 	// Name names the door in the log and in errors ("mcp", "extensions").
 	Name() string
 	// StateFiles are the names, relative to the state directory, of the files and folders the
-	// door keeps there; no two doors, and not the core, keep the same one.
+	// door keeps there, or patterns (path.Match) of them; no two doors, and not the core, keep
+	// the same one.
 	StateFiles() []string
 	// Mount builds the door on c: its routes on c.Server, its listeners on c.Hub and c.Tools. It
 	// runs once, before the relay serves; on an error New closes the doors mounted before it.

@@ -35,9 +35,10 @@ type Door struct {
 func (d *Door) Name() string { return "extensions" }
 
 // StateFiles implements core.Door: the ledger, the pending approval codes, the audit log, the
-// proposals, the admitted descriptors (<id>.json) and their modules, and the WASM shelf.
+// proposals, the admitted descriptors and their modules (named by an extension id, which starts
+// with a lowercase letter or a digit, never a dot), and the WASM shelf.
 func (d *Door) StateFiles() []string {
-	return []string{LedgerFile, PendingFile, AuditFile, "proposals", "*.json", "*.wasm", "wasm-shelf"}
+	return []string{LedgerFile, PendingFile, AuditFile, "proposals", "[a-z0-9]*.json", "[a-z0-9]*.wasm", "wasm-shelf"}
 }
 
 // Mount implements core.Door.

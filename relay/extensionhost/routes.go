@@ -35,7 +35,7 @@ const maxDecisionBody = 4 << 10
 //	                                          extension's requests
 func (rt *Runtime) Register(srv *server.Server, check func(string) bool) {
 	h := &handlers{rt: rt, check: check}
-	srv.SetViewPolicies(rt) // a view's bridge gains what its token grants (viewpolicy.go)
+	srv.AddBridgePolicy(rt.BridgePolicy) // a view's bridge gains what its token grants (viewpolicy.go)
 	srv.Handle("GET /api/extensions", http.HandlerFunc(h.list))
 	srv.Handle("GET /api/extensions/catalogue", http.HandlerFunc(h.catalogue))
 	srv.Handle("GET /api/extensions/{kind}/{id}/plan", http.HandlerFunc(h.plan))

@@ -3,7 +3,10 @@ package extensionhost
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/voicebox-go/voicebox/shared/extensions"
@@ -63,7 +66,22 @@ func (v *viewGrants) get(token string) (viewGrant, bool) {
 	return g, ok
 }
 
-// ViewSources is the server's ViewPolicies (server.SetViewPolicies): the sources each directive
+// maxViewToken bounds the token read from the bridge's ?view=.
+const maxViewToken = 64
+
+// BridgePolicy is the door's server.BridgePolicy: a view's bridge, framed with ?view=<token>,
+// gains in its policy what the token grants now (ViewSources), and nothing else; without a
+// token, or with one no longer known (expired, or its extension revoked), the bridge keeps its
+// default policy (connect-src 'none').
+func (rt *Runtime) BridgePolicy(h http.Header, r *http.Request) {
+	token := r.URL.Query().Get("view")
+	if token == "" || len(token) > maxViewToken {
+		return
+	}
+	widenViewPolicy(h, rt.ViewSources(token))
+}
+
+// ViewSources is what BridgePolicy grants a bridge framed with token: the sources each directive
 // of the bridge framed with token gains: the view's declared domains within its extension's
 // bounds.hosts as admitted now, or nil for an unknown token, or an extension or tool no longer
 // admitted.
@@ -80,4 +98,102 @@ func (rt *Runtime) ViewSources(token string) map[string][]string {
 	}
 	granted, _ := extensions.ViewPolicy(x.Descriptor.Bounds.Hosts, g.declared)
 	return granted.Directives()
+}
+
+// widenViewPolicy adds sources (viewSources) to the bridge's policy in h: each to its directive
+// when it is one of extensions.ViewDirectives, replacing a 'none' there, and to its Connection-Allowlist. A source that is not a plain origin
+// (scheme://host[:port] of letters, digits, dots, dashes and colons) is left out, whatever the
+// grant says.
+func widenViewPolicy(h http.Header, sources map[string][]string) {
+	if len(sources) == 0 {
+		return
+	}
+	parts := strings.Split(h.Get("Content-Security-Policy"), "; ")
+	for name, srcs := range sources {
+		if !slices.Contains(extensions.ViewDirectives, name) {
+			continue
+		}
+		var add []string
+		for _, src := range srcs {
+			if plainOrigin(src) {
+				add = append(add, src)
+			}
+		}
+		if len(add) == 0 {
+			continue
+		}
+		found := false
+		for i, p := range parts {
+			directive, rest, _ := strings.Cut(p, " ")
+			if directive != name {
+				continue
+			}
+			found = true
+			if rest == "'none'" {
+				parts[i] = name
+			}
+			parts[i] += " " + strings.Join(add, " ")
+		}
+		if !found {
+			// A directive the bridge leaves to default-src 'none': it gets exactly the grant.
+			parts = append(parts, name+" "+strings.Join(add, " "))
+		}
+	}
+	h.Set("Content-Security-Policy", strings.Join(parts, "; "))
+	allowViewConnections(h, sources)
+}
+
+// allowViewConnections adds the plain origins of sources, in the directives a view grant may
+// widen (base-uri names no connection), to the bridge's Connection-Allowlist in h, as URL
+// patterns of the whole origin (ws: and wss: as http: and https:, as the header matches them).
+// WebRTC stays blocked: a grant names hosts, and a peer connection goes to none of them.
+func allowViewConnections(h http.Header, sources map[string][]string) {
+	list := h.Get("Connection-Allowlist")
+	inner, params, ok := strings.Cut(list, ")")
+	if !ok {
+		return
+	}
+	var add []string
+	for _, name := range extensions.ViewDirectives {
+		if name == "base-uri" {
+			continue
+		}
+		for _, src := range sources[name] {
+			if !plainOrigin(src) {
+				continue
+			}
+			scheme, host, _ := strings.Cut(src, "://")
+			switch scheme {
+			case "ws":
+				scheme = "http"
+			case "wss":
+				scheme = "https"
+			}
+			pattern := strconv.Quote(scheme + "://" + host + "/*")
+			if !slices.Contains(add, pattern) {
+				add = append(add, pattern)
+			}
+		}
+	}
+	if len(add) == 0 {
+		return
+	}
+	h.Set("Connection-Allowlist", inner+" "+strings.Join(add, " ")+")"+params)
+}
+
+// plainOrigin reports whether src is scheme://host[:port] with an http, https, ws or wss scheme
+// and a host of letters, digits, dots, dashes and a port's colon and digits.
+func plainOrigin(src string) bool {
+	scheme, host, ok := strings.Cut(src, "://")
+	if !ok || !slices.Contains([]string{"http", "https", "ws", "wss"}, scheme) || host == "" || len(host) > 255 {
+		return false
+	}
+	for _, c := range host {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '.', c == '-', c == ':':
+		default:
+			return false
+		}
+	}
+	return true
 }

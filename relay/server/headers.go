@@ -89,7 +89,7 @@ var bridgePolicy = strings.Join([]string{
 // Chromium honours no CSP webrtc directive; this header does: a document under it cannot open a
 // peer connection or gather ICE candidates (the browser never binds the sockets), and the inner
 // srcdoc frame, the app, and every about:blank, srcdoc, blob: or data: frame the app makes
-// inherit it. A view's granted origins are added to it (widenViewPolicy). Browsers that do not
+// inherit it. A door's BridgePolicy may add the origins it granted (a view's). Browsers that do not
 // know the header ignore it; SECURITY.md says what holds there.
 const BridgeConnections = "(response-origin);webrtc=block"
 

@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -90,8 +89,8 @@ type Server struct {
 	publicHost string
 	// appFiles holds folder apps' files (see AppFilesPath).
 	appFiles *appFiles
-	// views answers views' bridge policies (SetViewPolicies); it holds a nil ViewPolicies until set.
-	views atomic.Pointer[ViewPolicies]
+	// bridgePolicies widen the bridge's policy (AddBridgePolicy).
+	bridgePolicies []BridgePolicy
 	// busy counts the requests being served, WebSockets included, which http.Server.Shutdown
 	// does not wait for once they are hijacked.
 	busy sync.WaitGroup
@@ -193,7 +192,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setSecurityHeaders(w.Header(), r.Host, r.URL.Path, s.cfg.FrameOrigins, s.cfg.Origin)
 	if r.URL.Path == BridgePath {
 		widenBridgePolicy(w.Header(), appFilesSource(r))
-		widenViewPolicy(w.Header(), s.viewSources(r))
+		for _, p := range s.bridgePolicies {
+			p(w.Header(), r)
+		}
 	}
 	if info.https && s.cfg.HSTS {
 		w.Header().Set("Strict-Transport-Security", "max-age=31536000")

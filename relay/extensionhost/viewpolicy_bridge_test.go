@@ -1,23 +1,40 @@
-package server
+package extensionhost
 
 import (
+	"log/slog"
+	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/relay/server"
 )
 
-// grants is a ViewPolicies of fixed answers, standing in for relay/extensionhost's (which has
+// grants are fixed answers by view token, standing in for the runtime's ViewSources (which has
 // tests of its own against a real MCP server).
 type grants map[string]map[string][]string
 
-func (g grants) ViewSources(token string) map[string][]string { return g[token] }
-
-func bridgePolicyFor(t *testing.T, s *Server, query string) string {
+// bridgeServer is a server whose bridge gains what g grants, as BridgePolicy grants a view's;
+// nil grants nothing.
+func bridgeServer(t *testing.T, g grants) *server.Server {
 	t.Helper()
-	req := httptest.NewRequest("GET", BridgePath+query, nil)
+	s, err := server.New(server.Config{Public: t.TempDir(), Build: "test-build", Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AddBridgePolicy(func(h http.Header, r *http.Request) {
+		token := r.URL.Query().Get("view")
+		if token == "" || len(token) > maxViewToken {
+			return
+		}
+		widenViewPolicy(h, g[token])
+	})
+	return s
+}
+
+func bridgePolicyFor(t *testing.T, s *server.Server, query string) string {
+	t.Helper()
+	req := httptest.NewRequest("GET", server.BridgePath+query, nil)
 	req.Host = "app-0123456789abcdef.localhost:8787"
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, req)
@@ -35,11 +52,10 @@ func directive(csp, name string) string {
 
 func TestViewPolicyWidensTheBridgeForItsTokenOnly(t *testing.T) {
 	t.Parallel()
-	s := newFilesServer(t)
-	if csp := bridgePolicyFor(t, s, "?view=tok"); directive(csp, "connect-src") != "connect-src 'none'" {
-		t.Fatalf("no ViewPolicies set: %q", csp)
+	if csp := bridgePolicyFor(t, bridgeServer(t, nil), "?view=tok"); directive(csp, "connect-src") != "connect-src 'none'" {
+		t.Fatalf("no grant: %q", csp)
 	}
-	s.SetViewPolicies(grants{
+	s := bridgeServer(t, grants{
 		"tok": {"connect-src": {"http://127.0.0.1:4100"}, "img-src": {"https://cdn.example"}, "script-src": {"https://cdn.example"}},
 		"hostile": {
 			"connect-src":     {"*", "'unsafe-eval'", "https://a.example; script-src *", "data:", "https://a.example/path", "HTTPS://UPPER.example", "javascript://x"},
@@ -77,35 +93,27 @@ func TestViewPolicyWidensTheBridgeForItsTokenOnly(t *testing.T) {
 	}
 }
 
-func TestViewDirectivesAreTheSharedRulesOnes(t *testing.T) {
-	t.Parallel()
-	if !slices.Equal(viewDirectives, extensions.ViewDirectives) {
-		t.Fatalf("server widens %v, the shared rule grants %v", viewDirectives, extensions.ViewDirectives)
-	}
-}
-
 // TestEveryBridgeBlocksPeerConnections: every bridge (an app's, a folder app's, a view's with a
 // grant or without) carries the Connection-Allowlist with webrtc=block; a view's grant adds its
 // origins as whole-origin patterns and nothing a grant may not name.
 func TestEveryBridgeBlocksPeerConnections(t *testing.T) {
 	t.Parallel()
-	s := newFilesServer(t)
-	s.SetViewPolicies(grants{
+	s := bridgeServer(t, grants{
 		"tok":     {"connect-src": {"http://127.0.0.1:4100", "ws://127.0.0.1:4100", "wss://a.example"}, "img-src": {"https://cdn.example"}, "base-uri": {"https://base.example"}},
 		"hostile": {"connect-src": {"*", "https://a.example\" \"https://b.example", "data:"}, "sandbox": {"https://c.example"}},
 	})
 	allowlist := func(query string) string {
-		req := httptest.NewRequest("GET", BridgePath+query, nil)
+		req := httptest.NewRequest("GET", server.BridgePath+query, nil)
 		req.Host = "app-0123456789abcdef.localhost:8787"
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, req)
 		return rec.Header().Get("Connection-Allowlist")
 	}
 	for query, want := range map[string]string{
-		"":                                  BridgeConnections,
-		"?files=" + strings.Repeat("a", 32): BridgeConnections,
-		"?view=unknown":                     BridgeConnections,
-		"?view=hostile":                     BridgeConnections,
+		"":                                  server.BridgeConnections,
+		"?files=" + strings.Repeat("a", 32): server.BridgeConnections,
+		"?view=unknown":                     server.BridgeConnections,
+		"?view=hostile":                     server.BridgeConnections,
 		"?view=tok":                         `(response-origin "http://127.0.0.1:4100/*" "https://a.example/*" "https://cdn.example/*");webrtc=block`,
 	} {
 		if got := allowlist(query); got != want {
