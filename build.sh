@@ -110,6 +110,15 @@ setup_wabt() {
 	export VOICEBOX_REQUIRE_WAT2WASM=1
 }
 
+# setup_nats builds the NATS server the fleet's tests run (relay/fleet/fleettest) from the tests
+# module, the one module whose go.mod requires it, into .cache/bin.
+setup_nats() {
+	mkdir -p "$TOOLS_BIN"
+	(cd tests && go build -o "$TOOLS_BIN/nats-server" github.com/nats-io/nats-server/v2) ||
+		die "setup: the NATS server for the fleet's tests (tests module) did not build"
+	export VOICEBOX_NATS_SERVER=$TOOLS_BIN/nats-server
+}
+
 # setup_web installs the pinned npm packages (tools/web/package-lock.json: the TypeScript compiler,
 # axe-core, which the Chromium tests inject to check accessibility, and the WebMCP polyfills the
 # end-to-end tests load into mini-apps, and the MCP Apps example server and SDK the remote MCP
@@ -236,6 +245,7 @@ cmd_test() {
 	mkdir -p "$CACHE"
 	setup_browser
 	setup_wabt
+	setup_nats
 	setup_web
 	cmd_build
 	case "${1:-all}" in
@@ -255,6 +265,7 @@ cmd_bench() {
 	mkdir -p "$CACHE"
 	setup_browser
 	setup_noderelay # the live capacity benchmark (relay/voice) runs the Node relay
+	setup_nats
 	cmd_build
 	say "== native"
 	# shellcheck disable=SC2046
