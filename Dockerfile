@@ -1,6 +1,6 @@
 # The relay as a container image, made from the release binaries of ./build.sh dist: the one
 # binary (the page is inside it) on distroless's static base, which has no shell and no package
-# manager and runs as a non-root user (65532, home /home/nonroot). Build and run it as the README
+# manager and runs as a non-root user (65532, home /home/nonroot). Build and run it as docs/server.md
 # says ("Running in a container"):
 #
 #   ./build.sh dist

@@ -26,12 +26,16 @@ Usage: ./build.sh COMMAND
   dist           build, then the release binaries dist/relay-OS-ARCH for linux and darwin, amd64
                  and arm64 (each one file with the page inside), and dist/SHA256SUMS
   test [LAYER]   set up what the tests need, build, then run every layer, or one of:
-                   lint     gofmt, go vet (native and GOOS=js), tsc --noEmit of public/
+                   lint     gofmt, go vet (native and GOOS=js), tsc --noEmit of public/, and
+                            Node's test runner over the page's pure modules (tools/web/test)
                    native   go test -race of every package but tests/
                    browser  GOOS=js tests in headless Chromium (wasmbrowsertest)
                    e2e      end-to-end tests in tests/ (the page in Chromium, the worker harness)
+                   chaos    the chaos suite, tests/chaos: real relays, machine environments and
+                            pages killed (-9), their disks filled, their readers stopped
   bench          run the benchmarks, natively and in Chromium (installs the Node relay the live
-                 capacity benchmark measures ours against, tools/noderelay, into .cache/)
+                 capacity benchmark measures ours against, tools/noderelay, into .cache/), and the
+                 chaos suite's longer soak (its Benchmark* cases, more rounds)
 EOF
 }
 
@@ -74,7 +78,7 @@ cmd_dist() {
 			die "dist: the relay did not build for $os/$arch"
 	done
 	(cd dist && sha256sum relay-* >SHA256SUMS) || die "dist: could not write dist/SHA256SUMS"
-	say "dist: $(cd dist && echo relay-*) (build $v); the container recipe is Dockerfile (see the README)"
+	say "dist: $(cd dist && echo relay-*) (build $v); the container recipe is Dockerfile (see docs/server.md)"
 }
 
 # setup_browser makes sure Chromium and the pinned browser test runner are there, and puts the
@@ -221,6 +225,12 @@ layer_lint() {
 	for p in tools/web/tsconfig*.json; do
 		"$CACHE/web/node_modules/.bin/tsc" -p "$p" || die "lint: tsc found problems in public/ ($p)"
 	done
+	# The page's modules are ES modules with no package.json over them: Node (20.10 or newer) is
+	# told to detect it.
+	node --experimental-detect-module -e '' 2>/dev/null ||
+		die "lint: the page's module tests (tools/web/test) need Node.js 20.10 or newer; node is $(node --version)"
+	node --test --experimental-detect-module tools/web/test/*.test.mjs ||
+		die "lint: node --test found problems in the page's modules (tools/web/test)"
 	say "lint: ok"
 }
 
@@ -234,10 +244,20 @@ layer_browser() {
 	run_tests browser browser_env go test -exec="$TOOLS_BIN/go_js_wasm_exec" $(browser_packages)
 }
 
+# The end-to-end layer's packages: every package of tests/ but the chaos suite, a layer of its own.
+e2e_packages() { go -C tests list ./... | grep -v '/tests/chaos$'; }
+
 layer_e2e() {
 	setup_conformance
 	setup_web # the accessibility tests inject axe-core from .cache/web
-	run_tests e2e go -C tests test -count=1 ./...
+	# shellcheck disable=SC2046
+	run_tests e2e go -C tests test -count=1 $(e2e_packages)
+}
+
+# layer_chaos runs the chaos suite; each scenario is bounded in rounds and time, and the layer in
+# CI's budget (about 2.5 minutes on 2 cores). ./build.sh bench runs its longer soak.
+layer_chaos() {
+	run_tests chaos go -C tests test -count=1 ./chaos/
 }
 
 cmd_test() {
@@ -254,9 +274,10 @@ cmd_test() {
 		layer_native
 		layer_browser
 		layer_e2e
+		layer_chaos
 		;;
-	lint | native | browser | e2e) "layer_$1" ;;
-	*) die "test: unknown layer '$1' (lint, native, browser or e2e)" ;;
+	lint | native | browser | e2e | chaos) "layer_$1" ;;
+	*) die "test: unknown layer '$1' (lint, native, browser, e2e or chaos)" ;;
 	esac
 	summary
 }
@@ -274,7 +295,10 @@ cmd_bench() {
 	# shellcheck disable=SC2046
 	browser_env go test -run '^$' -bench . -benchmem -exec="$TOOLS_BIN/go_js_wasm_exec" $(browser_packages)
 	say "== end to end"
-	go -C tests test -run '^$' -bench . -benchmem ./...
+	# shellcheck disable=SC2046
+	go -C tests test -run '^$' -bench . -benchmem $(e2e_packages)
+	say "== chaos soak"
+	go -C tests test -count=1 -run '^$' -bench . -benchtime 1x ./chaos/
 }
 
 case "${1:-help}" in

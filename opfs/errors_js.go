@@ -36,6 +36,8 @@ func pathError(op, name string, err error, wantDir bool) error {
 		kind = fs.ErrPermission
 	case "TypeError":
 		kind = fs.ErrInvalid
+	case "QuotaExceededError":
+		kind = fsroot.ErrNoSpace
 	default:
 		return &fs.PathError{Op: op, Path: name, Err: err}
 	}

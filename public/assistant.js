@@ -12,6 +12,7 @@ import { emit, listen } from './events.js';
 import { RelayDownError, relay } from './http.js';
 import { describeResult } from './results.js';
 import { FILE_CHANGING_TOOLS } from './rules.js';
+import { sendTurn } from './turns.js';
 
 /** MAX_TURNS bounds the turns the panel keeps on screen; older ones are dropped. */
 const MAX_TURNS = 100;
@@ -94,14 +95,30 @@ export function startAssistant() {
   }
 
   /**
-   * send posts one turn and shows it in li; it never rejects.
+   * asked shows, in a turn still pending, that it waits for the person's decision (the request
+   * itself is among the approvals above).
+   * @param {HTMLElement} li
+   * @param {import('./http.js').RelayAnswer} answer its pending is the Approval
+   */
+  function asked(li, answer) {
+    const pending = /** @type {Approval | undefined} */ (answer.pending);
+    const p = li.querySelector('.result.pending');
+    if (!p || !pending) return;
+    li.dataset.approvalId = pending.id;
+    p.textContent = 'waiting for your decision above…';
+  }
+
+  /**
+   * send sends one turn and shows it in li; a turn that waits for the person's approval is
+   * answered at once and shown as waiting, and its outcome fills li when it comes (turns.js).
+   * It never rejects.
    * @param {HTMLElement} li
    * @param {object} body
    * @returns {Promise<Turn>}
    */
   async function send(li, body) {
     try {
-      const t = /** @type {Turn} */ (await relay('/api/turn', { body }));
+      const t = /** @type {Turn} */ (await sendTurn(body, (answer) => asked(li, answer)));
       fill(li, { ...t, result: t.result || (t.refused ? { refused: t.refused, why: t.why } : null) });
       return t;
     } catch (err) {

@@ -3,6 +3,8 @@ package public
 import (
 	"io/fs"
 	"os"
+	"path"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -43,5 +45,20 @@ func TestFilesAreThisDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(Engine); err == nil && !HasEngine(Files()) {
 		t.Errorf("%s is here but was not embedded", Engine)
+	}
+}
+
+// TestNoTestIsShipped: the page's module tests (tools/web/test) stay out of the embedded page;
+// a test file put here would be served by every relay.
+func TestNoTestIsShipped(t *testing.T) {
+	t.Parallel()
+	err := fs.WalkDir(Files(), ".", func(name string, _ fs.DirEntry, err error) error {
+		if err == nil && strings.Contains(path.Base(name), ".test.") {
+			t.Errorf("%s is embedded in the page: tests of its modules belong in tools/web/test", name)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -31,6 +31,7 @@
  *   'relay:call': {id: string, source: string, tool: string, action?: any, ok: boolean, result: any, client?: string},
  *   'relay:approval': any,
  *   'relay:approval-settled': {id: string, outcome: string},
+ *   'relay:turn': import('./http.js').RelayAnswer,
  *   'relay:tools': {tools: string[]},
  *   'relay:root': RelayRoot,
  *   'relay:extensions': {what: string, id?: string},

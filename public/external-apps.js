@@ -16,7 +16,7 @@
 // Each registry entry names the protocol its app speaks (protocol: voicebox, the default;
 // thunderbolt, Thunderbolt's guest SDK at protocol version 3; jsonrpc, plain JSON-RPC 2.0 with no
 // marker). The protocol changes only how an envelope is read and written: an adapter per
-// protocol (ADAPTERS) in front of this one host, with its one set of clamps, deadlines, origin
+// protocol (ADAPTERS, in external-app-wire.js) in front of this one host, with its one set of clamps, deadlines, origin
 // pins and approvals. A message of the app's frame the host does not take is counted by why
 // (wrong origin, wrong marker, not JSON-RPC, unknown method, invalid params, an answer to nothing)
 // and the first few are kept and shown in the app's card ("n messages ignored: why"); a request
@@ -37,172 +37,40 @@
 // message as it reads it); the first one over either stops it (its frame removed, its tools
 // withdrawn, the reason in its card with Start again).
 //
+// What is logic rather than DOM lives beside this file, pure and tested in Node (tools/web/test):
+// external-app-wire.js (the protocols, the envelope checks, the clamps) and external-app-state.js
+// (an open app's stats and the handshake's decisions).
+//
 // startExternalApps returns the API the page and the tests use (see the end of the file).
 import { byId } from './dom.js';
 import { emit } from './events.js';
 import { relay } from './http.js';
 import { MessageBudget } from './message-budget.js';
-import { externalModelName as modelName, validToolName } from './names.js';
+import {
+  adapterOf, boundPayload, callArgs, clamp, contextValue, envelope, initResult, LIMITS, NOT_JSONRPC,
+  notApproved, parseToolsList, refusal, resultText, unacceptable,
+} from './external-app-wire.js';
+import {
+  beginHandshake, countStray, forgetHandshake, frameLoaded, identified, keepLast, newStats, newStrays, noteIgnored, owedAnswer,
+  Pending, repeatsHandshake, stateOf, takeToolsChange,
+} from './external-app-state.js';
+import { externalModelName as modelName } from './names.js';
 import * as rules from './rules.js';
 import { toolForm as schemaToolForm } from './schema-form.js';
 
-/** PROTOCOL is the marker every message of our guest protocol carries (mini-app-guest.js says the same). */
-const PROTOCOL = 'voicebox-mini-app/1';
-/** THUNDERBOLT_MARKER is the marker every message of Thunderbolt's guest SDK carries. */
-const THUNDERBOLT_MARKER = 'thunderbolt-miniapp';
-/** THUNDERBOLT_VERSIONS are the protocol versions of Thunderbolt's guest SDK the host speaks. */
-const THUNDERBOLT_VERSIONS = [3];
-/** MAX_IGNORED_SAMPLES is how many ignored messages an app's card describes; the rest are counted. */
-const MAX_IGNORED_SAMPLES = 5;
-
-/**
- * Init is what an adapter reads of ui/initialize: the document, what the app says it can do,
- * and who it is; or, for params the protocol does not take, why (answered -32602).
- * @typedef {{documentId: string | null, caps: {tools: boolean, context: boolean, auth: boolean},
- *   appInfo: {name: string, version: string}} | {invalid: string}} Init
- */
-/**
- * Adapter is how one protocol's envelopes are read and written. marker is the protocol field its
- * messages carry (null: none); init reads ui/initialize's params, initResult writes its answer
- * from the host's, context reads ui/get-context's answer as {title, summary, selection, data},
- * callResult reads tools/call's answer as an MCP result {content, isError}.
- * @typedef {{name: string, marker: string | null, init: (params: any) => Init,
- *   initResult: (base: Record<string, any>) => object, context: (r: any) => any, callResult: (r: any) => any}} Adapter
- */
-
-/**
- * mcpInit reads ui/initialize as the MCP Apps names it (our protocol and plain JSON-RPC):
- * {appInfo: {name, version}, appCapabilities: {tools, context, auth}, documentId}.
- * @param {any} params
- * @returns {Init}
- */
-function mcpInit(params) {
-  const caps = params.appCapabilities && typeof params.appCapabilities === 'object' ? params.appCapabilities : {};
-  const info = params.appInfo && typeof params.appInfo === 'object' ? params.appInfo : {};
-  return {
-    documentId: typeof params.documentId === 'string' ? params.documentId.slice(0, 200) : null,
-    caps: { tools: !!caps.tools, context: !!caps.context, auth: !!caps.auth },
-    appInfo: { name: String(info.name ?? ''), version: String(info.version ?? '') },
-  };
-}
-
-/** @type {Record<string, Adapter>} protocol -> its adapter */
-const ADAPTERS = {
-  voicebox: {
-    name: 'voicebox', marker: PROTOCOL, init: mcpInit, initResult: (base) => base, context: (r) => r, callResult: (r) => r,
-  },
-  jsonrpc: {
-    name: 'jsonrpc', marker: null, init: mcpInit, initResult: (base) => base, context: (r) => r, callResult: (r) => r,
-  },
-  // Thunderbolt's guest SDK (its miniapps/sdk): ui/initialize {protocolVersion, appName,
-  // documentId, capabilities: {context, selection, tools, auth}} answered {hostContext, auth?};
-  // ui/get-context answered {context: {...} | null}; tools/call answered {content: text, isError?}.
-  thunderbolt: {
-    name: 'thunderbolt',
-    marker: THUNDERBOLT_MARKER,
-    init: (params) => {
-      if (!THUNDERBOLT_VERSIONS.includes(params.protocolVersion)) {
-        return { invalid: `protocolVersion ${JSON.stringify(params.protocolVersion)} is not one this host speaks (${THUNDERBOLT_VERSIONS.join(', ')})` };
-      }
-      const caps = params.capabilities && typeof params.capabilities === 'object' ? params.capabilities : {};
-      return {
-        documentId: typeof params.documentId === 'string' ? params.documentId.slice(0, 200) : null,
-        caps: { tools: !!caps.tools, context: !!caps.context, auth: !!caps.auth },
-        appInfo: { name: String(params.appName ?? ''), version: String(params.protocolVersion) },
-      };
-    },
-    initResult: (base) => ({
-      hostContext: { theme: base.hostContext.theme, locale: base.hostContext.locale, platform: base.hostContext.platform },
-      ...(base.auth ? { auth: base.auth } : {}),
-    }),
-    context: (r) => (r && typeof r === 'object' ? r.context : null),
-    callResult: (r) => ({
-      content: [{ type: 'text', text: r && typeof r.content === 'string' ? r.content : '' }],
-      ...(r && r.isError ? { isError: true } : {}),
-    }),
-  },
-};
-
-/**
- * adapterOf is the adapter of an entry's protocol (ours when it names none).
- * @param {RegistryEntry} entry
- */
-function adapterOf(entry) {
-  return ADAPTERS[entry.protocol || 'voicebox'] || ADAPTERS.voicebox;
-}
-/** MAX_STRAY_ORIGINS bounds the origins strays are counted by; the others count in the total only. */
-const MAX_STRAY_ORIGINS = 64;
-/**
- * LIMITS are the page's clamps on what an app sends: those the relay holds an app to as well come
- * from rules.js; the others are the page's own.
- */
-const LIMITS = Object.freeze({
-  description: rules.EXTERNAL_MAX_DESCRIPTION_CHARS, tools: rules.EXTERNAL_MAX_TOOLS, toolsChanged: 20,
-  title: rules.EXTERNAL_MAX_TITLE_CHARS, summary: rules.EXTERNAL_MAX_SUMMARY_CHARS, payload: rules.EXTERNAL_MAX_PAYLOAD_CHARS,
-  noteSelection: rules.EXTERNAL_MAX_NOTE_SELECTION_CHARS, schema: 16000, error: 500, prompt: 2000, result: 60000, appName: 80,
-});
-/** @type {Record<string, string>} */
-const ICONS = { app: '▣', calendar: '◴', cart: '⊞', chart: '▲', chat: '❝', document: '▤', folder: '▭', mail: '✉', map: '⌖', table: '▦', users: '☺' };
-
-/**
- * RegistryEntry is an app the operator registered (GET /mini-apps).
- * @typedef {{id: string, name: string, description?: string, url: string, origin: string, icon?: string,
- *   capabilities: string[], protocol?: string}} RegistryEntry
- */
-/** @typedef {{name: string, modelName: string, description: string, inputSchema: unknown, readOnly: boolean}} AppTool */
-/** @typedef {{ok: false, refused: string, why: string}} Refusal */
+/** @typedef {import('./external-app-wire.js').Init} Init */
+/** @typedef {import('./external-app-wire.js').RegistryEntry} RegistryEntry */
+/** @typedef {import('./external-app-wire.js').AppTool} AppTool */
+/** @typedef {import('./external-app-wire.js').Refusal} Refusal */
+/** @typedef {import('./external-app-wire.js').ApprovalOutcome} ApprovalOutcome */
 /**
  * @template V
- * @typedef {{ok: true, value: V} | Refusal} Outcome
+ * @typedef {import('./external-app-wire.js').Outcome<V>} Outcome
  */
-/** @typedef {'approved' | 'denied' | 'timedOut' | 'navigated' | 'cancelled'} ApprovalOutcome */
-/**
- * XApp is an open external app: its frame, the handshake with the document in it, and its stats.
- * @typedef {{
- *   id: string, entry: RegistryEntry, adapter: Adapter, documentId: string | null, live: boolean,
- *   caps: {tools?: boolean, context?: boolean, auth?: boolean},
- *   appInfo: {name: string, version: string} | null, initResult: object | null,
- *   tools: AppTool[], selection: any, toolsChanged: number, initSinceLoad: boolean,
- *   pending: Map<number, {method: string, resolve: (v: any) => void, reject: (r: Refusal) => void, timer: number}>,
- *   nextId: number, identifySeq: number,
- *   approvals: Map<number, {settle: (o: ApprovalOutcome) => void, tool: string, by: string, modelCallId: string}>,
- *   stats: ReturnType<typeof newStats>, state: () => ReturnType<typeof stateOf>,
- *   frame: HTMLIFrameElement, budget: MessageBudget,
- *   view: {section: HTMLElement, status: HTMLElement, approvals: HTMLElement, selection: HTMLElement,
- *     errors: HTMLElement, tools: HTMLElement, stopped: HTMLElement, stoppedText: HTMLElement, ignored: HTMLElement},
- * }} XApp
- */
+/** @typedef {import('./external-app-state.js').XApp} XApp */
 
-function newStats() {
-  return {
-    loads: 0, handshakes: 0, repeats: 0, resets: /** @type {string[]} */ ([]), kept: 0, identifies: 0, toolsLists: 0,
-    toolsChangedHonoured: 0, toolsChangedIgnored: 0,
-    droppedTools: /** @type {{index: number, name: string, why: string}[]} */ ([]),
-    // dropped counts the messages of the app's frame dropped: from another origin (the frame went
-    // elsewhere; lastOrigin says where), or marked ours but not JSON-RPC 2.0 (protocol).
-    dropped: { origin: 0, protocol: 0, lastOrigin: '' },
-    // ignored counts every message of the app's frame the host did not take, by why, and keeps
-    // the first MAX_IGNORED_SAMPLES (what it was, and why).
-    ignored: { total: 0, byWhy: /** @type {Record<string, number>} */ ({}), samples: /** @type {{why: string, what: string}[]} */ ([]) },
-    errors: /** @type {string[]} */ ([]), openChats: 0,
-    approvals: { approved: 0, denied: 0, timedOut: 0 },
-    starts: 1, stopped: /** @type {{rule: string, why: string} | null} */ (null),
-  };
-}
-
-/**
- * stateOf is what the tests read of an open app.
- * @param {XApp} app
- */
-function stateOf(app) {
-  return {
-    appId: app.id, live: app.live, documentId: app.documentId, caps: { ...app.caps },
-    tools: app.tools.map((t) => ({ name: t.name, modelName: t.modelName, description: t.description, readOnly: t.readOnly })),
-    selection: app.selection, approvalsPending: app.approvals.size, stats: structuredClone(app.stats),
-    budget: { count: app.budget.count, bytes: app.budget.bytes },
-  };
-}
-
+/** @type {Record<string, string>} */
+const ICONS = { app: '▣', calendar: '◴', cart: '⊞', chart: '▲', chat: '❝', document: '▤', folder: '▭', mail: '✉', map: '⌖', table: '▦', users: '☺' };
 /**
  * startExternalApps runs the Apps panel.
  * @param {import('./dialogs.js').PageServices} vb
@@ -226,34 +94,10 @@ export function startExternalApps(vb) {
   /** @type {WeakMap<object, XApp>} an open app's frame window -> the app */
   const frames = new WeakMap();
   /** strays counts the messages from windows that are no open app's frame, by origin. */
-  const strays = { total: 0, byOrigin: /** @type {Map<string, number>} */ (new Map()) };
+  const strays = newStrays();
   let nextCall = 1;
 
   // ---- small helpers ----
-
-  /**
-   * @param {string} refused
-   * @param {string} why
-   * @returns {Refusal}
-   */
-  function refusal(refused, why) {
-    return { ok: false, refused, why };
-  }
-
-  /**
-   * clamp cuts a string to n code points, marking the cut.
-   * @param {unknown} s
-   * @param {number} n
-   */
-  function clamp(s, n) {
-    const chars = [...String(s)];
-    return chars.length <= n ? chars.join('') : chars.slice(0, n - 1).join('') + '…';
-  }
-
-  /** @param {unknown} v */
-  function jsonLength(v) {
-    try { return JSON.stringify(v ?? null).length; } catch { return Infinity; }
-  }
 
   /**
    * @template {keyof HTMLElementTagNameMap} K
@@ -279,16 +123,6 @@ export function startExternalApps(vb) {
     if (className) b.className = className;
     b.addEventListener('click', onClick);
     return b;
-  }
-
-  /**
-   * @template T
-   * @param {T[]} list
-   * @param {T} item
-   */
-  function keepLast(list, item, n = 100) {
-    list.push(item);
-    if (list.length > n) list.shift();
   }
 
   // ---- the registry and the list of apps ----
@@ -336,7 +170,7 @@ export function startExternalApps(vb) {
     const opened = /** @type {XApp} */ (/** @type {unknown} */ ({
       id: appId, entry, adapter: adapterOf(entry), documentId: null, live: false, caps: {}, appInfo: null, initResult: null,
       tools: [], selection: null, toolsChanged: 0, initSinceLoad: false,
-      pending: new Map(), nextId: 1, identifySeq: 0, approvals: new Map(), stats: newStats(),
+      pending: new Pending(), identifySeq: 0, approvals: new Map(), stats: newStats(),
       budget: new MessageBudget(),
     }));
     opened.state = () => stateOf(opened);
@@ -429,40 +263,19 @@ export function startExternalApps(vb) {
   }
 
   /**
-   * charge charges one message of app's frame (data as received; owed: an answer it owed, which
-   * is free) against its budget and reports whether it is within it; the first
-   * one over it stops the app.
+   * charge charges one message of app's frame (data as received, at its arrival (the event's
+   * timeStamp); owed: an answer it owed, which is free) against its budget and reports whether
+   * it is within it; the first one over it stops the app.
    * @param {XApp} app
    * @param {unknown} data
    * @param {boolean} owed
+   * @param {number} at
    */
-  function charge(app, data, owed) {
-    const over = app.budget.charge(data, owed);
+  function charge(app, data, owed, at) {
+    const over = app.budget.charge(data, owed, at);
     if (!over) return true;
     stop(app, { rule: rules.MESSAGE_BUDGET_EXCEEDED, why: over });
     return false;
-  }
-
-  /**
-   * owedAnswer reports whether event is app's answer to a request the page is waiting on. Each
-   * request earns its one answer free of the budget (the request is settled by it, so a second
-   * answer is charged), as a mini-app's answers to its calls are: an app answering as fast as it
-   * is asked is never stopped for it.
-   * @param {XApp} app
-   * @param {MessageEvent} event
-   */
-  function owedAnswer(app, event) {
-    const msg = event.data;
-    return event.origin === app.entry.origin && msg !== null && typeof msg === 'object' &&
-      typeof msg.method !== 'string' && app.pending.has(msg.id);
-  }
-
-  /** @param {string} origin */
-  function countStray(origin) {
-    strays.total++;
-    const n = strays.byOrigin.get(origin);
-    if (n !== undefined) strays.byOrigin.set(origin, n + 1);
-    else if (strays.byOrigin.size < MAX_STRAY_ORIGINS) strays.byOrigin.set(origin, 1);
   }
 
   /** @param {string} appId */
@@ -495,8 +308,7 @@ export function startExternalApps(vb) {
    */
   function post(app, msg) {
     // Only the declared origin receives it: if the frame has navigated elsewhere, nothing does.
-    const marker = app.adapter.marker;
-    app.frame.contentWindow?.postMessage(marker ? { jsonrpc: '2.0', protocol: marker, ...msg } : { jsonrpc: '2.0', ...msg }, app.entry.origin);
+    app.frame.contentWindow?.postMessage(envelope(app.adapter, msg), app.entry.origin);
   }
 
   /**
@@ -507,28 +319,8 @@ export function startExternalApps(vb) {
    * @param {unknown} msg
    */
   function ignore(app, why, msg) {
-    const g = app.stats.ignored;
-    g.total++;
-    if (why in g.byWhy || Object.keys(g.byWhy).length < 16) g.byWhy[why] = (g.byWhy[why] || 0) + 1;
-    if (g.samples.length < MAX_IGNORED_SAMPLES) {
-      g.samples.push({ why, what: describe(msg) });
-    }
+    noteIgnored(app.stats, why, msg);
     showIgnored(app);
-  }
-
-  /**
-   * describe names a message in a few words: its marker and method, or what it is.
-   * @param {unknown} msg
-   */
-  function describe(msg) {
-    if (!msg || typeof msg !== 'object') return typeof msg;
-    const m = /** @type {Record<string, unknown>} */ (msg);
-    const parts = [];
-    if (typeof m.protocol === 'string') parts.push(`protocol ${JSON.stringify(clamp(m.protocol, 40))}`);
-    if (typeof m.method === 'string') parts.push(`method ${JSON.stringify(clamp(m.method, 60))}`);
-    else if ('id' in m) parts.push(`an answer to id ${clamp(JSON.stringify(m.id) ?? '', 20)}`);
-    if (typeof m.type === 'string') parts.push(`type ${JSON.stringify(clamp(m.type, 40))}`);
-    return parts.join(', ') || `an object with ${Object.keys(m).slice(0, 4).join(', ') || 'no fields'}`;
   }
 
   /** @param {XApp} app */
@@ -582,16 +374,9 @@ export function startExternalApps(vb) {
    * @returns {Promise<any>}
    */
   function request(app, method, params) {
-    const ms = DEADLINES[method];
-    return new Promise((resolve, reject) => {
-      const id = app.nextId++;
-      const timer = setTimeout(() => {
-        app.pending.delete(id);
-        reject(refusal(method === 'tools/call' ? 'tool-timeout' : 'context-unavailable', `the app did not answer ${method} within ${ms} ms`));
-      }, ms);
-      app.pending.set(id, { method, resolve, reject, timer });
-      post(app, { id, method, params });
-    });
+    const { id, answered } = app.pending.open(method, DEADLINES[method]);
+    post(app, { id, method, params });
+    return answered;
   }
 
   // The source first: nothing of a message from a window that is no open app's frame (a frame
@@ -600,10 +385,10 @@ export function startExternalApps(vb) {
     const source = event.source;
     const app = source && typeof source === 'object' ? frames.get(source) : undefined;
     if (!app || apps.get(app.id) !== app || app.frame.contentWindow !== source) {
-      countStray(event.origin);
+      countStray(strays, event.origin);
       return;
     }
-    if (!charge(app, event.data, owedAnswer(app, event))) return;
+    if (!charge(app, event.data, owedAnswer(app, event.origin, event.data), event.timeStamp)) return;
     if (event.origin !== app.entry.origin) {
       app.stats.dropped.origin++;
       app.stats.dropped.lastOrigin = event.origin;
@@ -611,8 +396,9 @@ export function startExternalApps(vb) {
       return;
     }
     const msg = event.data;
-    const why = unacceptable(app, msg);
+    const why = unacceptable(app.adapter, msg);
     if (why) {
+      if (why === NOT_JSONRPC) app.stats.dropped.protocol++;
       ignore(app, why, msg);
       return;
     }
@@ -620,45 +406,12 @@ export function startExternalApps(vb) {
   });
 
   /**
-   * unacceptable says why msg is not an envelope of app's protocol, or '' when it is.
-   * @param {XApp} app
-   * @param {any} msg
-   */
-  function unacceptable(app, msg) {
-    const ad = app.adapter;
-    if (!msg || typeof msg !== 'object' || Array.isArray(msg)) return 'not a JSON-RPC message (not an object)';
-    const marker = typeof msg.protocol === 'string' ? msg.protocol : null;
-    if (marker !== ad.marker) {
-      const known = Object.values(ADAPTERS).find((a) => a.marker !== null && a.marker === marker);
-      if (known) return `wrong marker: "${known.marker}" is the ${known.name} protocol; this app is registered as ${ad.name} (set "protocol": "${known.name}" in its registry entry)`;
-      if (ad.marker && marker === null) return `no marker: the ${ad.name} protocol stamps every message "protocol": "${ad.marker}"`;
-      if (ad.marker) return `wrong marker: "${clamp(marker, 40)}"; the ${ad.name} protocol stamps "${ad.marker}"`;
-    }
-    if (msg.jsonrpc !== '2.0') {
-      app.stats.dropped.protocol++;
-      return 'not JSON-RPC 2.0 (no "jsonrpc": "2.0")';
-    }
-    return '';
-  }
-
-  /**
    * @param {XApp} app
    * @param {any} msg
    */
   function fromApp(app, msg) {
     if (typeof msg.method !== 'string') {
-      const p = app.pending.get(msg.id);
-      if (!p) {
-        ignore(app, 'an answer to no request the host is waiting on (late, or never asked)', msg);
-        return;
-      }
-      app.pending.delete(msg.id);
-      clearTimeout(p.timer);
-      if (msg.error && typeof msg.error === 'object') {
-        p.reject(refusal('external-app-error', clamp(`the app answered ${p.method} with an error: ${msg.error.message}`, LIMITS.error)));
-      } else {
-        p.resolve(msg.result);
-      }
+      if (!app.pending.answer(msg)) ignore(app, 'an answer to no request the host is waiting on (late, or never asked)', msg);
       return;
     }
     if (msg.params !== undefined && (msg.params === null || typeof msg.params !== 'object')) {
@@ -731,28 +484,16 @@ export function startExternalApps(vb) {
    * @param {Exclude<Init, {invalid: string}>} init
    */
   async function initialize(app, id, init) {
-    const documentId = init.documentId;
-    if (documentId !== null && documentId === app.documentId && app.live && app.initResult) {
+    if (repeatsHandshake(app, init)) {
       // The same document asking again (a React effect run twice): answered, nothing torn down.
       app.stats.repeats++;
       reply(app, id, app.initResult);
       return;
     }
     reset(app, 'a new document began a handshake', true);
-    app.caps = { ...init.caps };
-    app.appInfo = { name: clamp(init.appInfo.name, LIMITS.appName), version: clamp(init.appInfo.version, 40) };
-    app.documentId = documentId;
-    app.live = true;
-    app.initSinceLoad = true;
-    app.stats.handshakes++;
-    const generation = app.stats.handshakes;
+    const generation = beginHandshake(app, init);
     /** @type {Record<string, unknown>} */
-    const result = {
-      protocolVersion: PROTOCOL,
-      hostInfo: { name: 'Voicebox', version: '1' },
-      hostCapabilities: { openChat: {}, tools: { call: {} }, context: {}, ...(app.entry.capabilities.includes('auth') ? { auth: {} } : {}) },
-      hostContext: hostContext(),
-    };
+    const result = initResult(app.entry, hostContext());
     if (app.caps.auth) {
       const t = await mint(app);
       if (t.ok) result.auth = { token: t.token, expiresAt: t.expiresAt };
@@ -769,25 +510,17 @@ export function startExternalApps(vb) {
   /** @param {XApp} app */
   function onFrameLoad(app) {
     if (!apps.has(app.id)) return;
-    app.stats.loads++;
-    const sinceLoad = app.initSinceLoad;
-    app.initSinceLoad = false;
-    if (app.live && app.documentId === null) {
-      // A guest too old to have a document id cannot be asked: a handshake since the last load
-      // belongs to this document; one from before belongs to the document that just left.
-      if (!sinceLoad) reset(app, 'the frame loaded a new document');
-      return;
-    }
+    // A guest too old to have a document id cannot be asked (see frameLoaded).
+    const next = frameLoaded(app);
+    if (next === 'reset') reset(app, 'the frame loaded a new document');
+    if (next !== 'identify') return;
     const seq = ++app.identifySeq;
     app.stats.identifies++;
     request(app, 'ui/identify', {}).then((r) => {
       if (seq !== app.identifySeq) return;
-      const id = r && typeof r.documentId === 'string' ? r.documentId : null;
-      if (id !== null && id === app.documentId && app.live) {
-        app.stats.kept++;
-        return;
-      }
-      reset(app, id === null ? 'the frame answered ui/identify without a document id' : 'the frame holds a document that has not begun a handshake');
+      const why = identified(app, r);
+      if (why === null) app.stats.kept++;
+      else reset(app, why);
     }, () => {
       if (seq === app.identifySeq) reset(app, `the frame did not answer ui/identify within ${DEADLINES['ui/identify'] / 1000} s`);
     });
@@ -801,20 +534,9 @@ export function startExternalApps(vb) {
    * @param {boolean} [quiet]
    */
   function reset(app, why, quiet) {
-    const wasLive = app.live;
-    app.live = false;
-    app.documentId = null;
-    app.initResult = null;
-    app.caps = {};
-    app.tools = [];
-    app.toolsChanged = 0;
-    app.selection = null;
-    for (const [id, p] of app.pending) {
-      if (p.method === 'ui/identify') continue;
-      clearTimeout(p.timer);
-      app.pending.delete(id);
-      p.reject(refusal('external-app-navigated', `${why}; the request ${p.method} was not answered`));
-    }
+    const wasLive = forgetHandshake(app);
+    // An identify in flight is the frame's to answer: a reset does not settle it.
+    app.pending.drop(why, (p) => p.method === 'ui/identify');
     for (const a of [...app.approvals.values()]) a.settle('navigated');
     if (wasLive || !quiet) keepLast(app.stats.resets, why, 50);
     render(app);
@@ -826,13 +548,10 @@ export function startExternalApps(vb) {
   /** @param {XApp} app */
   function toolsChanged(app) {
     if (!app.live) return;
-    if (app.toolsChanged >= LIMITS.toolsChanged) {
-      app.stats.toolsChangedIgnored++;
+    if (!takeToolsChange(app)) {
       if (app.stats.toolsChangedIgnored === 1) console.warn(`voicebox: the app ${app.id} changed its tools more than ${LIMITS.toolsChanged} times; later changes are ignored until it loads again`);
       return;
     }
-    app.toolsChanged++;
-    app.stats.toolsChangedHonoured++;
     listTools(app);
   }
 
@@ -860,53 +579,6 @@ export function startExternalApps(vb) {
     changed();
   }
 
-  // parseToolsList takes each descriptor on its own: one bad descriptor costs only itself.
-  /** @param {any} result */
-  function parseToolsList(result) {
-    /** @type {unknown[]} */
-    const list = result && Array.isArray(result.tools) ? result.tools : [];
-    /** @type {AppTool[]} */
-    const tools = [];
-    /** @type {{index: number, name: string, why: string}[]} */
-    const dropped = [];
-    const seen = new Set();
-    list.forEach((/** @type {any} */ t, index) => {
-      const name = t && typeof t.name === 'string' ? clamp(t.name, 80) : `#${index}`;
-      if (tools.length >= LIMITS.tools) {
-        dropped.push({ index, name, why: `the app lists more than ${LIMITS.tools} tools` });
-        return;
-      }
-      const why = toolProblem(t);
-      if (why) dropped.push({ index, name, why });
-      else if (seen.has(t.name)) dropped.push({ index, name, why: 'another tool of the app has this name' });
-      else {
-        seen.add(t.name);
-        tools.push({
-          name: t.name,
-          description: clamp(typeof t.description === 'string' ? t.description : '', LIMITS.description),
-          inputSchema: t.inputSchema === undefined ? { type: 'object' } : t.inputSchema,
-          readOnly: !!(t.annotations && t.annotations.readOnlyHint === true),
-          modelName: '',
-        });
-      }
-    });
-    return { tools, dropped };
-  }
-
-  /** @param {any} t */
-  function toolProblem(t) {
-    if (!t || typeof t !== 'object' || Array.isArray(t)) return 'it is not an object';
-    if (!validToolName(t.name)) return 'its name must be 1 to 64 of A-Z, a-z, 0-9, _ and -';
-    if (t.description !== undefined && typeof t.description !== 'string') return 'its description is not text';
-    const s = t.inputSchema;
-    if (s !== undefined) {
-      if (!s || typeof s !== 'object' || Array.isArray(s)) return 'its inputSchema is not an object';
-      if (s.type !== undefined && s.type !== 'object') return 'its inputSchema does not describe an object';
-      if (jsonLength(s) > LIMITS.schema) return `its inputSchema is over ${LIMITS.schema} characters`;
-    }
-    return '';
-  }
-
   // callTool runs one of an open app's tools for a caller ('user' from the form, 'model' from the
   // assistant). A tool not marked read-only waits for approval first. It answers {ok, value} with
   // value {text, isError?, approval?: "approved"}, or a refusal; exactly once.
@@ -922,20 +594,13 @@ export function startExternalApps(vb) {
     if (!app.live) return refusal('external-app-not-ready', `the app ${app.entry.name} has not connected (no handshake with the document in its frame)`);
     const tool = app.tools.find((t) => t.name === name);
     if (!tool) return refusal('unknown-tool', `the app ${app.entry.name} has no tool named ${clamp(name, 80)}`);
-    if (args === undefined || args === null) args = {};
-    if (typeof args !== 'object' || Array.isArray(args)) return refusal('invalid-tool-arguments', 'the arguments must be a JSON object');
+    const given = callArgs(args);
+    if (!given.ok) return given;
+    args = given.value;
     const documentId = app.documentId;
     if (!tool.readOnly) {
       const outcome = await approval(app, tool, args, by, callId);
-      if (outcome !== 'approved') {
-        const said = {
-          denied: refusal('approval-denied', `the person denied running ${tool.name} in ${app.entry.name}; it did not run`),
-          timedOut: refusal('approval-timed-out', `nobody approved running ${tool.name} in ${app.entry.name} within ${DEADLINES.approval / 1000} s; it did not run`),
-          navigated: refusal('external-app-navigated', `${app.entry.name} loaded another document while ${tool.name} waited for approval; it did not run`),
-          cancelled: refusal('tool-timeout', `the caller stopped waiting while ${tool.name} waited for approval; it did not run`),
-        };
-        return said[outcome];
-      }
+      if (outcome !== 'approved') return notApproved(outcome, tool.name, app.entry.name, DEADLINES.approval);
       if (!app.live || app.documentId !== documentId) return refusal('external-app-navigated', `${app.entry.name} loaded another document; ${tool.name} did not run`);
     }
     try {
@@ -945,19 +610,6 @@ export function startExternalApps(vb) {
     } catch (err) {
       return err && typeof err === 'object' && 'refused' in err ? /** @type {Refusal} */ (err) : refusal('external-app-error', String(err));
     }
-  }
-
-  /**
-   * @param {any} r
-   * @returns {{text: string, isError?: boolean}}
-   */
-  function resultText(r) {
-    const parts = r && Array.isArray(r.content) ? r.content : [];
-    let text = parts.map((/** @type {any} */ p) => (p && p.type === 'text' && typeof p.text === 'string' ? p.text : p && p.type ? `[${clamp(p.type, 20)} content]` : '')).filter(Boolean).join('\n');
-    if (!text && r && r.structuredContent !== undefined) text = JSON.stringify(r.structuredContent);
-    const n = text.length;
-    if (n > LIMITS.result) text = text.slice(0, LIMITS.result) + `\n[cut: ${n - LIMITS.result} more characters]`;
-    return r && r.isError ? { text, isError: true } : { text };
   }
 
   // ---- the approval gate ----
@@ -1015,16 +667,6 @@ export function startExternalApps(vb) {
 
   // ---- context ----
 
-  // boundPayload keeps a structured value whole when its JSON fits the payload bound, and
-  // otherwise withholds it with a note saying how large it was: cut JSON is not JSON.
-  /** @param {unknown} v */
-  function boundPayload(v) {
-    if (v === undefined || v === null) return null;
-    const n = jsonLength(v);
-    if (n <= LIMITS.payload) return v;
-    return { withheld: true, note: `withheld: ${n === Infinity ? 'not JSON' : `${n} characters`}, over the ${LIMITS.payload}-character bound` };
-  }
-
   // readContext asks the app what is on screen now. It answers {ok, value: {app, name, title,
   // summary, selection, data}} or a refusal (context-unavailable on a timeout, a navigation, or an
   // app that never declared the capability): never anything stale.
@@ -1043,19 +685,7 @@ export function startExternalApps(vb) {
     } catch (err) {
       return refusal('context-unavailable', /** @type {Refusal} */ (err).why || String(err));
     }
-    // null is the app saying it has nothing to report now: unavailable, never an empty view.
-    if (c === null) return refusal('context-unavailable', `${app.entry.name} has nothing to report right now`);
-    if (typeof c !== 'object') c = {};
-    return {
-      ok: true,
-      value: {
-        app: app.id, name: app.entry.name,
-        title: clamp(typeof c.title === 'string' ? c.title : '', LIMITS.title),
-        summary: clamp(typeof c.summary === 'string' ? c.summary : '', LIMITS.summary),
-        selection: boundPayload(c.selection),
-        data: boundPayload(c.data),
-      },
-    };
+    return contextValue({ id: app.id, name: app.entry.name }, c);
   }
 
   // ---- what the app asks of the page ----

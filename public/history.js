@@ -9,7 +9,7 @@
 import { notify } from './dialogs.js';
 import { byId, node } from './dom.js';
 import { emit, listen } from './events.js';
-import { relay } from './http.js';
+import { sendTurn } from './turns.js';
 
 /** @typedef {import('./worker-client.js').HistoryEntry} HistoryEntry */
 /** @typedef {import('./worker-client.js').Resolution} Resolution */
@@ -105,7 +105,7 @@ export function startHistory(vb) {
     setBusy(true);
     try {
       if (onMachine()) {
-        const t = await relay('/api/turn', { body: { action: { verb: 'undo_last_action' } } });
+        const t = await sendTurn({ action: { verb: 'undo_last_action' } });
         const r = typeof t.result === 'string' ? JSON.parse(t.result) : t.result;
         say(t.ok ? `Undone on the machine: ${describeChange({ ...r, by: r.by })}.` : `Not undone: ${t.why} (${t.refused})`);
         if (t.ok) emit('files-changed');

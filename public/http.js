@@ -37,9 +37,10 @@ export function reachable(now) {
  * relay asks one of the relay's routes and reads its JSON answer. With a body it sends JSON
  * (POST unless method says otherwise). A request that is not GET always carries a JSON body, {}
  * when none is given: the relay takes nothing else from a request that changes something (its
- * cross-site wall).
+ * cross-site wall). prefer, when given, is sent as the Prefer header (turns.js asks
+ * respond-async).
  * @param {string} path
- * @param {{method?: string, body?: unknown}} [options]
+ * @param {{method?: string, body?: unknown, prefer?: string}} [options]
  * @returns {Promise<RelayAnswer>}
  */
 export async function relay(path, options = {}) {
@@ -51,6 +52,7 @@ export async function relay(path, options = {}) {
     init.headers = { 'Content-Type': 'application/json' };
     init.body = JSON.stringify(options.body === undefined ? {} : options.body);
   }
+  if (options.prefer) init.headers = { ...init.headers, Prefer: options.prefer };
   let resp;
   try {
     resp = await fetch(path, init);

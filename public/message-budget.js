@@ -72,12 +72,19 @@ export class MessageBudget {
    * charge charges one message of the app, data as received: itself and its bytes, unless it is
    * an answer the app owed (free). It returns '' while the app is within both budgets, and why
    * it is not for the first message over either (the caller stops the app).
+   *
+   * at is when the message reached this realm: the MessageEvent's timeStamp, which the browser
+   * sets as the message arrives, before it waits for a listener. The window is of arrivals: a
+   * realm busy elsewhere (a loaded machine) reads a flood later and more slowly than it came,
+   * and timed by its reading the flood would spread over several windows and never be stopped.
+   * A charge without an event (the bridge's count of a reload) is at performance.now().
    * @param {unknown} data
    * @param {boolean} [owed]
+   * @param {number} [at]
    * @returns {string}
    */
-  charge(data, owed = false) {
-    const now = performance.now();
+  charge(data, owed = false, at = performance.now()) {
+    const now = at;
     if (now - this.windowStart >= MESSAGE_WINDOW_MS) {
       this.windowStart = now;
       this.count = 0;

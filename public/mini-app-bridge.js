@@ -178,15 +178,18 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
    */
   const toHost = (msg, transfer) => host.postMessage(msg, hostOrigin, transfer || []);
 
-  // charge charges one message of the app, data as received (owed: an answer it owed, which is
-  // not counted), and reports whether it is within the budget; the one over it stops the app.
+  // charge charges one message of the app, data as received at (its event's timeStamp: when it
+  // arrived, not when the bridge got to it; now for a reload, which has no message), owed: an
+  // answer it owed, which is not counted; it reports whether it is within the budget; the one
+  // over it stops the app.
   /**
    * @param {unknown} data
    * @param {boolean} [owed]
+   * @param {number} [at]
    */
-  function charge(data, owed = false) {
+  function charge(data, owed = false, at = performance.now()) {
     if (stopped) return false;
-    const over = budget.charge(data, owed);
+    const over = budget.charge(data, owed, at);
     if (!over) return true;
     stop(over);
     return false;
@@ -330,7 +333,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     port.onmessage = (event) => {
       const owed = credits > 0;
       if (owed) credits--;
-      if (!charge(event.data, owed)) return;
+      if (!charge(event.data, owed, event.timeStamp)) return;
       fromApp(event.data);
     };
     inner?.contentWindow?.postMessage({ type: 'mini_app_port' }, '*', [channel.port2]);
@@ -718,7 +721,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     // The view's answer to a request the bridge sent it (its own tools) is owed, not charged.
     const owed = inner && event.source === inner.contentWindow && event.data && typeof event.data === 'object' &&
       event.data.jsonrpc === '2.0' && event.data.method === undefined && viewRequests.has(event.data.id);
-    if (!charge(event.data, owed)) {
+    if (!charge(event.data, owed, event.timeStamp)) {
       dropped++;
       return;
     }

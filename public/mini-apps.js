@@ -38,32 +38,36 @@
 // same way, in the same sandbox with the same budgets: the bridge speaks the MCP Apps protocol to
 // it, and this file serves what the bridge hands on: a view's tools/call goes to its own
 // extension's server through the assistant's gate (POST /api/turn, call_extension, which asks
-// the person first unless the tool declares readOnlyHint), a mini-app's to the assistant's
+// the person first unless the tool declares readOnlyHint; turns.js, so the request does not wait
+// on the person), a mini-app's to the assistant's
 // catalogue; ui/open-link asks the person; ui/message only fills the assistant's command box;
 // size changes set the frame's height (within MAX_VIEW_HEIGHT); closing asks the view to tear
 // down first.
+//
+// What is logic rather than DOM (why an app is stopped, which app a window belongs to, where a
+// bridge is framed, how a view's requests are read) lives in mini-app-host.js, pure and tested in
+// Node (tools/web/test).
 //
 // startMiniApps returns the API the page and the tests use (see launch, call, tools, stats).
 import { byId, node } from './dom.js';
 import { listen } from './events.js';
 import { relay } from './http.js';
 import { MessageBudget } from './message-budget.js';
-import { MESSAGE_BUDGET_EXCEEDED, TOOL_TIMEOUT_MS } from './rules.js';
+import {
+  appHost, appHosts, bridgeIgnored, Calls, bridgeURL, cspGiven, MAX_VIEW_HEIGHT, messageText, noToolsText, openLink,
+  overBudget, ownerOf, timedOut, toolResult, turnAnswer, viewAppId, viewCall, viewHeight,
+} from './mini-app-host.js';
+import { TOOL_TIMEOUT_MS } from './rules.js';
 import { toolForm } from './schema-form.js';
+import { sendTurn } from './turns.js';
 
-/** MAX_FRAME_DEPTH bounds the walk from a message's source window up to the bridge it is in. */
-const MAX_FRAME_DEPTH = 8;
-/** MAX_VIEW_HEIGHT bounds the height (px) an MCP Apps view may ask its frame for. */
-const MAX_VIEW_HEIGHT = 1200;
 /** MAX_DROPPED_SHOWN bounds the dropped domains a view's card lists (the relay says how many were not read). */
 const MAX_DROPPED_SHOWN = 20;
-/** MIN_VIEW_HEIGHT is the least height (px) a view's frame keeps. */
-const MIN_VIEW_HEIGHT = 80;
 /** TEARDOWN_WAIT_MS is how long a closed view's frame stays for its ui/resource-teardown (the
  * bridge answers within 500 ms whatever the view does). */
 const TEARDOWN_WAIT_MS = 600;
 /** APP_HOSTS says whether each app gets a host of its own (see above). */
-const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0.0.1' || location.hostname === 'localhost');
+const APP_HOSTS = appHosts(location);
 
 /** @typedef {import('./worker-client.js').StoreEntry} StoreEntry */
 /** @typedef {import('./worker-client.js').RegisteredTool} RegisteredTool */
@@ -77,16 +81,12 @@ const APP_HOSTS = location.protocol === 'http:' && (location.hostname === '127.0
  * @typedef {{extension: string, tool: string, serverTool: string, uri: string, description?: string,
  *   inputSchema?: unknown, input?: object, result?: object, policy?: string, csp?: ViewCSP, dropped?: DroppedDomain[]}} ViewInfo
  */
-/** @typedef {{connectDomains?: string[], resourceDomains?: string[], frameDomains?: string[], baseUriDomains?: string[]}} ViewCSP */
+/** @typedef {import('./mini-app-host.js').ViewCSP} ViewCSP */
 /** @typedef {{field: string, domain: string, refused: string, why: string}} DroppedDomain */
 /** @typedef {{name: string} | {path: string} | {view: {extension: string, tool: string, input?: object, result?: object}}} Target */
 /** @typedef {{path: string, size: number}} FolderFile */
 /** @typedef {{token: string, base: string}} Bundle */
-/**
- * StopReason is why an app was stopped; spent, for its message budget, what it had sent in the
- * window when it was (counted where the budget stopped it: the bridge or the page).
- * @typedef {{rule: string, why: string, spent?: {messages: number, bytes: number}}} StopReason
- */
+/** @typedef {import('./mini-app-host.js').StopReason} StopReason */
 /**
  * Stats is what an open app's frames have done, for the tests. dropped is the bridge's count of
  * the app's messages it dropped and ignored what the first few of them were and why, foreign the
@@ -127,8 +127,8 @@ export function startMiniApps(vb) {
 
   /** @type {Map<string, OpenApp>} appId -> app */
   const apps = new Map();
-  /** @type {Map<string, {app: OpenApp, timer: number, tool: string}>} callId -> the call sent to an app */
-  const calls = new Map();
+  /** @type {Calls<OpenApp>} the worker's calls sent to an app through the page */
+  const calls = new Calls((callId, answer) => vb.call('miniapps.result', { callId, ...answer }));
   /**
    * owners maps a window to the start of an app it belongs to, or to null for a window of no
    * app's; filled as messages arrive.
@@ -296,9 +296,7 @@ export function startMiniApps(vb) {
 
   /** randomHost is a fresh app host: app-<16 hex>.localhost on the page's port. */
   function randomHost() {
-    const bytes = crypto.getRandomValues(new Uint8Array(8));
-    const hex = [...bytes].map((b) => b.toString(16).padStart(2, '0')).join('');
-    return `app-${hex}.localhost${location.port ? ':' + location.port : ''}`;
+    return appHost(crypto.getRandomValues(new Uint8Array(8)), location.port);
   }
 
   /**
@@ -346,9 +344,7 @@ export function startMiniApps(vb) {
     const frame = document.createElement('iframe');
     frame.className = 'bridge';
     frame.title = `mini-app ${appTitle(app.entry)}`;
-    const files = app.bundle ? `&files=${app.bundle.token}` : '';
-    const policy = app.mcp && app.mcp.policy ? `&view=${encodeURIComponent(app.mcp.policy)}` : '';
-    frame.src = `${origin}/mini-app-bridge.html?host=${encodeURIComponent(location.origin)}${files}${policy}`;
+    frame.src = bridgeURL(origin, location.origin, app.bundle ? app.bundle.token : '', app.mcp ? app.mcp.policy : '');
     app.view.slot.replaceChildren(frame);
     app.view.stopped.hidden = true;
     app.frame = frame;
@@ -399,7 +395,7 @@ export function startMiniApps(vb) {
     const r = await relay('/api/extensions/view', { body: { extension, tool } });
     if (!r.ok) throw Object.assign(new Error(`The view of ${tool} could not be read (${r.refused}): ${r.why}`), { rule: r.refused || '' });
     const v = r.view;
-    const appId = `view-${extension}-${v.serverTool}`.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 100);
+    const appId = viewAppId(extension, v.serverTool);
     const entry = /** @type {StoreEntry} */ (/** @type {unknown} */ ({ appId, title: `${v.serverTool} (${extension})`, fileName: v.uri, kind: 'view', source: 'extension', storagePath: '' }));
     /** @type {ViewInfo} */
     const info = { extension, tool, serverTool: v.serverTool, uri: v.uri, description: v.description, inputSchema: v.inputSchema, input: call.input, result: call.result,
@@ -521,9 +517,7 @@ export function startMiniApps(vb) {
     app.running.live = false;
     dropBundle(app.bundle);
     app.bundle = null;
-    for (const [callId, c] of calls) {
-      if (c.app === app) settle(callId, { refused: 'mini-app-closed', why: 'the mini-app was closed before it answered' });
-    }
+    calls.settleApp(app, { refused: 'mini-app-closed', why: 'the mini-app was closed before it answered' });
     vb.call('miniapps.close', { appId, doc: app.running.doc });
   }
 
@@ -545,9 +539,7 @@ export function startMiniApps(vb) {
     app.stats.ready = false;
     app.stats.stopped = reason;
     const why = `the mini-app was stopped: ${reason.why}`;
-    for (const [callId, c] of calls) {
-      if (c.app === app) settle(callId, { refused: 'mini-app-closed', why });
-    }
+    calls.settleApp(app, { refused: 'mini-app-closed', why });
     vb.call('miniapps.close', { appId: app.appId, why, doc: running.doc });
     app.view.stoppedText.textContent = `Stopped (${reason.rule}): ${reason.why}`;
     app.view.stopped.hidden = false;
@@ -555,34 +547,18 @@ export function startMiniApps(vb) {
   }
 
   /**
-   * charge charges one message a running frame's app posted to the page (data as received)
-   * against its budget and reports whether it is within it; the first one over it stops the app.
+   * charge charges one message a running frame's app posted to the page (data as received, at
+   * its arrival: the event's timeStamp) against its budget and reports whether it is within it;
+   * the first one over it stops the app.
    * @param {Running} running
    * @param {unknown} data
+   * @param {number} at
    */
-  function charge(running, data) {
-    const over = running.budget.charge(data);
+  function charge(running, data, at) {
+    const over = running.budget.charge(data, false, at);
     if (!over) return true;
     stop(running.app, overBudget(over, running.budget.count, running.budget.bytes));
     return false;
-  }
-
-  /**
-   * @param {string} why
-   * @param {unknown} messages
-   * @param {unknown} bytes
-   * @returns {StopReason}
-   */
-  function overBudget(why, messages, bytes) {
-    return { rule: MESSAGE_BUDGET_EXCEEDED, why, spent: { messages: Number(messages) || 0, bytes: Number(bytes) || 0 } };
-  }
-
-  /**
-   * @param {string} tool
-   * @returns {StopReason}
-   */
-  function timedOut(tool) {
-    return { rule: 'tool-timeout', why: `its tool ${tool} did not answer within ${TOOL_TIMEOUT_MS} ms` };
   }
 
   /**
@@ -593,24 +569,7 @@ export function startMiniApps(vb) {
    * @returns {Running | null}
    */
   function owner(source) {
-    if (!source || typeof source !== 'object') return null;
-    let found = owners.get(source);
-    if (found !== undefined) return found;
-    found = null;
-    try {
-      /** @type {Window} */
-      let w = /** @type {Window} */ (source);
-      for (let i = 0; i < MAX_FRAME_DEPTH && !found; i++) {
-        const up = w.parent;
-        if (!up || up === w) break;
-        found = owners.get(up) || null;
-        w = up;
-      }
-    } catch {
-      found = null;
-    }
-    owners.set(source, found);
-    return found;
+    return ownerOf(owners, source);
   }
 
   // ---- messages from the bridges ----
@@ -629,7 +588,7 @@ export function startMiniApps(vb) {
     if (event.source !== running.window || event.origin !== running.origin) {
       // A frame inside the app writing to the page: never part of the protocol.
       app.stats.foreign++;
-      charge(running, event.data);
+      charge(running, event.data, event.timeStamp);
       return;
     }
     fromBridge(app, running, event.data || {}, event.ports);
@@ -714,16 +673,18 @@ export function startMiniApps(vb) {
           stats.late++;
           return;
         }
-        if (msg.refused) settle(msg.callId, { refused: msg.refused, why: msg.why });
-        else settle(msg.callId, { result: JSON.parse(msg.result) });
+        if (msg.refused) calls.settle(msg.callId, { refused: msg.refused, why: msg.why });
+        else calls.settle(msg.callId, { result: JSON.parse(msg.result) });
         if (msg.refused === 'tool-timeout') stop(app, timedOut(c.tool));
         break;
       }
-      case 'dropped':
-        if (Number.isSafeInteger(msg.count)) stats.dropped = msg.count;
-        if (Array.isArray(msg.samples)) stats.ignored = msg.samples.slice(0, 5).map((/** @type {any} */ x) => ({ why: String(x && x.why).slice(0, 300), what: String(x && x.what).slice(0, 100) }));
+      case 'dropped': {
+        const { count, samples } = bridgeIgnored(msg);
+        if (count !== null) stats.dropped = count;
+        if (samples !== null) stats.ignored = samples;
         showIgnored(app);
         break;
+      }
       case 'validate_args': {
         // The app's own agent asks whether a call's arguments pass: the worker's validator says.
         if (msg.generation !== app.generation) return;
@@ -750,9 +711,9 @@ export function startMiniApps(vb) {
         showTools(app);
         break;
       case 'mcp_size': {
-        const height = Math.round(Number(msg.height));
-        if (msg.generation !== app.generation || !app.frame || !(height > 0)) return;
-        stats.mcp.height = Math.min(MAX_VIEW_HEIGHT, Math.max(MIN_VIEW_HEIGHT, height));
+        const height = viewHeight(msg.height);
+        if (msg.generation !== app.generation || !app.frame || height === null) return;
+        stats.mcp.height = height;
         app.frame.style.height = `${stats.mcp.height}px`;
         break;
       }
@@ -782,37 +743,30 @@ export function startMiniApps(vb) {
     const stats = app.stats.mcp;
     switch (method) {
       case 'tools/call': {
-        const name = typeof params.name === 'string' ? params.name : '';
-        const args = params.arguments && typeof params.arguments === 'object' && !Array.isArray(params.arguments) ? params.arguments : {};
-        if (!name) return { error: { code: -32602, message: 'tools/call needs a tool name' } };
+        const call = viewCall(app.mcp, params);
+        if ('error' in call) return call;
         stats.calls++;
-        // A view's call goes to its own extension: the prefix is the page's, never the view's.
-        const action = app.mcp
-          ? { verb: 'call_extension', extension: app.mcp.extension, name: `${app.mcp.extension}__${name}`, arguments: JSON.stringify(args) }
-          : { verb: name, ...args };
+        const action = call.action;
         /** @type {any} */
         let t;
         try {
-          t = await relay('/api/turn', { body: { action } });
+          t = await sendTurn({ action });
         } catch (err) {
           return { result: { content: [{ type: 'text', text: err instanceof Error ? err.message : String(err) }], isError: true } };
         }
-        if (!t.ok) return { result: { content: [{ type: 'text', text: `${t.refused}: ${t.why}` }], isError: true } };
-        return { result: toolResult(t.result) };
+        return turnAnswer(t);
       }
       case 'ui/open-link': {
-        let url;
-        try { url = new URL(String(params.url)); } catch { return { error: { code: -32602, message: 'ui/open-link needs an absolute URL' } }; }
-        if (url.protocol !== 'https:' && url.protocol !== 'http:') return { error: { code: -32602, message: 'ui/open-link opens http and https links only' } };
+        const link = openLink(params);
+        if ('error' in link) return link;
+        const url = link.url;
         stats.links++;
         if (!await vb.confirmAction(`${appTitle(app.entry)} asks to open ${url.href} in a new tab.`, 'Open')) return { result: { isError: true } };
         window.open(url.href, '_blank', 'noopener,noreferrer');
         return { result: {} };
       }
       case 'ui/message': {
-        /** @type {any[]} */
-        const blocks = Array.isArray(params.content) ? params.content : [];
-        const text = blocks.filter((b) => b && b.type === 'text' && typeof b.text === 'string').map((b) => b.text).join('\n').slice(0, 2000);
+        const text = messageText(params);
         stats.messages++;
         // Only the command box: nothing is sent until the person sends it.
         const box = /** @type {HTMLInputElement | null} */ (document.getElementById('command'));
@@ -824,26 +778,6 @@ export function startMiniApps(vb) {
       }
     }
     return { error: { code: -32601, message: `Method not found: ${method}` } };
-  }
-
-  /**
-   * toolResult turns a relay turn's result into an MCP CallToolResult: a remote MCP tool's text,
-   * media and structured content as they came, anything else as its JSON text.
-   * @param {unknown} result
-   */
-  function toolResult(result) {
-    /** @type {any} */
-    let r = result;
-    if (typeof r === 'string') {
-      try { r = JSON.parse(r); } catch { return { content: [{ type: 'text', text: r }] }; }
-    }
-    if (r && typeof r === 'object' && typeof r.text === 'string' && typeof r.server === 'string') {
-      /** @type {object[]} */
-      const content = [{ type: 'text', text: r.text }];
-      for (const m of Array.isArray(r.media) ? r.media : []) content.push({ type: m.kind === 'audio' ? 'audio' : 'image', mimeType: m.mimeType, data: m.data });
-      return r.structuredContent === undefined ? { content } : { content, structuredContent: r.structuredContent };
-    }
-    return { content: [{ type: 'text', text: JSON.stringify(r) }] };
   }
 
   /**
@@ -878,18 +812,6 @@ export function startMiniApps(vb) {
 
   // ---- calls from the worker ----
 
-  /**
-   * @param {string} callId
-   * @param {{result: unknown} | {refused: string, why: string}} answer
-   */
-  function settle(callId, answer) {
-    const c = calls.get(callId);
-    if (!c) return;
-    clearTimeout(c.timer);
-    calls.delete(callId);
-    vb.call('miniapps.result', { callId, ...answer });
-  }
-
   vb.on('miniapp.call', ({ callId, appId, tool, args, onPort }) => {
     const app = apps.get(appId);
     if (onPort) {
@@ -902,11 +824,7 @@ export function startMiniApps(vb) {
       vb.call('miniapps.result', { callId, refused: 'mini-app-closed', why });
       return;
     }
-    const timer = setTimeout(() => {
-      settle(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` });
-      stop(app, timedOut(tool));
-    }, TOOL_TIMEOUT_MS);
-    calls.set(callId, { app, timer, tool });
+    calls.open(callId, app, tool, TOOL_TIMEOUT_MS, () => stop(app, timedOut(tool)));
     post(app, { type: 'call_tool', callId, name: tool, args });
   });
 
@@ -919,7 +837,7 @@ export function startMiniApps(vb) {
   // The worker stopped waiting: its deadline passed (expired), which stops the app, or its caller
   // went away, which only cancels the call.
   vb.on('miniapp.cancel', ({ callId, expired, appId, tool, doc }) => {
-    const c = calls.get(callId);
+    const c = calls.forget(callId);
     if (!c) {
       // A call over an app's port passed its deadline (in the worker or in the bridge): the
       // document it went to is stopped, never a newer one.
@@ -927,8 +845,6 @@ export function startMiniApps(vb) {
       if (expired && app && doc && app.running.doc === doc) stop(app, timedOut(String(tool)));
       return;
     }
-    clearTimeout(c.timer);
-    calls.delete(callId);
     if (expired) stop(c.app, timedOut(c.tool));
     else post(c.app, { type: 'cancel', callId });
   });
@@ -941,7 +857,7 @@ export function startMiniApps(vb) {
     if (app.mcp) {
       list.replaceChildren(node('p', 'hint', `The view of ${app.mcp.serverTool}, a tool of the extension ${app.mcp.extension}. What it asks its server to do goes through the assistant, which asks you first unless the tool only reads.`));
       const csp = app.mcp.csp || {};
-      const given = [...new Set([...(csp.connectDomains || []), ...(csp.resourceDomains || []), ...(csp.frameDomains || []), ...(csp.baseUriDomains || [])])];
+      const given = cspGiven(csp);
       if (given.length > 0) {
         list.append(node('p', 'hint view-csp-given', `It may reach ${given.join(', ')} itself, as it declared: within the hosts the extension was admitted for.`));
       }
@@ -965,9 +881,7 @@ export function startMiniApps(vb) {
     if (app.tools.length === 0) {
       // Why the assistant cannot drive this app, in words: it is still loading, it is a page
       // that offers no tools, or it loaded and registered none.
-      const p = node('p', 'hint no-tools', !app.stats.ready && !app.waited && app.entry.kind !== 'page'
-        ? 'Waiting for the app to register its tools…'
-        : `${app.entry.kind === 'page' ? 'This page' : 'This app'} registered no tools, so the assistant cannot use it; you can still use it here. An app offers tools with webMcp.registerTool (or document.modelContext.registerTool).`);
+      const p = node('p', 'hint no-tools', noToolsText(app.entry.kind, app.stats.ready, !!app.waited));
       list.replaceChildren(p);
       return;
     }

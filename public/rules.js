@@ -72,6 +72,9 @@ export const CONTEXT_TOOL = "get_app_context";
 /** APPROVAL_TIMEOUT_MS is how long every request for the person's approval waits (shared/approval.Timeout). */
 export const APPROVAL_TIMEOUT_MS = 60000;
 
+/** OUTCOME_GRACE_MS is how long past an approval's deadline the page still waits for the outcome of a turn that waited for it (shared/approval.OutcomeGrace). */
+export const OUTCOME_GRACE_MS = 45000;
+
 /** EXTERNAL_CALL_TIMEOUT_MS is how long an external app has to answer a tool call once it may run (shared/externalapp.CallTimeout). */
 export const EXTERNAL_CALL_TIMEOUT_MS = 10000;
 

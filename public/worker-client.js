@@ -1,8 +1,9 @@
 // @ts-check
 // The one client of the page's dedicated worker (worker.js, which runs the Go engine): it starts
 // the worker, sends calls and matches each answer to its call, and hands every other message the
-// worker posts to the listeners of its type. The shapes below are the protocol the browser
-// package's doc (browser/doc.go) describes; a change there is a change here.
+// worker posts to the listeners of its type. The shapes below are the protocol the engine's doc
+// (browser/engine/doc.go) describes; a change there is a change here. The methods and their
+// params are not written here: worker-methods.js is generated from the worker's own table.
 
 /** @typedef {'opfs' | 'handle'} RootKind */
 /** @typedef {{kind: RootKind, name: string, syncHandles: boolean}} RootInfo */
@@ -44,45 +45,9 @@
 /** @typedef {{callId: string, result: unknown} | {callId: string, refused: string, why: string}} CallAnswer */
 
 /**
- * Methods maps each method of the worker to [its params, the value of its answer].
- * @typedef {{
- *   'status': [undefined, {build: string, go: string, uptimeMs: number, root?: RootInfo}],
- *   'root.open': [{kind: RootKind, handle?: FileSystemDirectoryHandle}, RootInfo],
- *   'root.info': [undefined, RootInfo],
- *   'files.list': [{dir?: string}, Listing],
- *   'files.read': [{path: string}, FileView],
- *   'files.write': [{path: string, content: string, mode?: 'replace' | 'create'}, {path: string, bytes: number, created: boolean, undoable?: boolean}],
- *   'files.move': [{path: string, to: string}, {path: string, to: string, kind: 'file' | 'folder', bytes: number, parentsCreated: boolean, undoable: boolean}],
- *   'files.mkdir': [{path: string}, {path: string, created: boolean, undoable: boolean}],
- *   'files.delete': [{path: string}, {path: string, deleted: boolean}],
- *   'files.download': [{path: string}, {path: string, size: number, bytes: Uint8Array<ArrayBuffer>}],
- *   'files.upload.begin': [{path: string, mode?: 'replace' | 'create'}, {uploadId: string}],
- *   'files.upload.chunk': [{uploadId: string, bytes: ArrayBuffer | Uint8Array}, {written: number}],
- *   'files.upload.commit': [{uploadId: string}, {path: string, size: number, created: boolean, undoable: boolean}],
- *   'files.upload.abort': [{uploadId: string}, {path: string, aborted: boolean}],
- *   'history.list': [undefined, HistoryList],
- *   'history.undo': [{resolve?: Resolution}, UndoDone],
- *   'history.redo': [undefined, RedoDone],
- *   'history.conflict': [undefined, Conflict],
- *   'channel.connect': [undefined, {resumed: boolean}],
- *   'miniapps.list': [undefined, {entries: StoreEntry[]}],
- *   'miniapps.launch': [{name: string} | {path: string}, {entry: StoreEntry, html: string, folder?: {path: string, size: number}[]}],
- *   'miniapps.file': [{appId: string, path: string}, {path: string, size: number, bytes: Uint8Array<ArrayBuffer>}],
- *   'miniapps.reset': [{appId: string}, {reset: boolean}],
- *   'miniapps.close': [{appId: string, why?: string, doc?: number}, {closed: boolean}],
- *   'miniapps.port': [{appId: string, doc: number, port: MessagePort}, {bound: boolean, doc: number}],
- *   'miniapps.ports': [{appId?: string}, {ports: {appId: string, doc: number, sent: number, answered: number, dropped: number}[]}],
- *   'miniapps.register': [{appId: string, tool: unknown}, RegisteredTool],
- *   'miniapps.unregister': [{appId: string, name: string}, {removed: boolean}],
- *   'miniapps.tools': [{appId?: string}, {tools: RegisteredTool[]}],
- *   'miniapps.call': [{appId: string, tool: string, args: unknown} | {name: string, args: unknown}, {result: unknown}],
- *   'miniapps.validate': [{appId: string, tool: string, args: unknown}, {args: unknown}],
- *   'miniapps.result': [CallAnswer, {accepted: boolean}],
- *   'miniapps.save': [{name: string, title?: string}, StoreEntry],
- *   'miniapps.delete': [{id: string}, StoreEntry],
- *   'externalapps.result': [CallAnswer, {accepted: boolean}],
- *   'externalapps.report': [{apps: unknown[]}, {apps: unknown[]}],
- * }} Methods
+ * Methods maps each method of the worker to [its params, the value of its answer]: rendered from
+ * the worker's method table (browser/engine's methodTable) into worker-methods.js.
+ * @typedef {import('./worker-methods.js').Methods} Methods
  */
 /** @typedef {keyof Methods} Method */
 

@@ -11,8 +11,8 @@
 import { askName, choose, confirmAction, notify, say } from './dialogs.js';
 import { byId, node } from './dom.js';
 import { emit, listen } from './events.js';
-import { relay } from './http.js';
 import { formatSize } from './results.js';
+import { sendTurn } from './turns.js';
 
 /** UPLOAD_CHUNK is the size of one piece of an upload sent to the worker. */
 const UPLOAD_CHUNK = 1 << 20;
@@ -260,7 +260,7 @@ export function startWorkspace(engine, { openAsApp }) {
    * @param {Record<string, string>} action
    */
   async function onMachine(action) {
-    const t = await relay('/api/turn', { body: { action } });
+    const t = await sendTurn({ action });
     if (!t.ok) throw Object.assign(new Error(t.why || 'the relay refused'), { rule: t.refused || '' });
     return typeof t.result === 'string' ? JSON.parse(t.result) : t.result;
   }

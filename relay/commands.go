@@ -110,15 +110,20 @@ func envUntil(ctx context.Context, args []string, stdout, stderr io.Writer, onCo
 	return 0
 }
 
-// runApprovalCode prints the outstanding one-time extension approval codes (one per proposal)
-// from the host state directory, for a person who missed them on the relay's console.
-func runApprovalCode(args []string, stdout, stderr io.Writer) int {
+func approvalCodeFlags(stderr io.Writer) (*flag.FlagSet, *stateDirFlags, *fleet.Config) {
 	var dir stateDirFlags
 	var natsCfg fleet.Config
 	fs := flag.NewFlagSet("approval-code", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir.register(fs)
 	registerNATS(fs, &natsCfg)
+	return fs, &dir, &natsCfg
+}
+
+// runApprovalCode prints the outstanding one-time extension approval codes (one per proposal)
+// from the host state directory, for a person who missed them on the relay's console.
+func runApprovalCode(args []string, stdout, stderr io.Writer) int {
+	fs, dir, natsCfg := approvalCodeFlags(stderr)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		return 2
 	}
@@ -127,7 +132,7 @@ func runApprovalCode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "relay approval-code: %v\n", err)
 		return 1
 	}
-	nats, err := settleNATS(natsCfg)
+	nats, err := settleNATS(*natsCfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "relay approval-code: %v\n", err)
 		return 2

@@ -22,7 +22,8 @@
 //	relay mcp [--relay URL] --bearer-file FILE          serve a stdio MCP client through the relay's /mcp
 //	relay help                                          print the commands, flags and environment variables
 //
-// Run `relay --help` for the flags and environment variables.
+// Run `relay --help` for the flags and environment variables; docs/reference.md lists them too,
+// rendered from this package's commands and environment tables by TestReferenceIsCurrent.
 package main
 
 import (
@@ -38,12 +39,11 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/voicebox-go/voicebox/relay/checkapp"
 	"github.com/voicebox-go/voicebox/relay/extcheck"
 	"github.com/voicebox-go/voicebox/relay/fleet"
 	"github.com/voicebox-go/voicebox/relay/hoststate"
-	"github.com/voicebox-go/voicebox/relay/hub"
 	"github.com/voicebox-go/voicebox/relay/relay"
-	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/relay/toolcheck"
 )
 
@@ -56,24 +56,36 @@ const DefaultPort = 8787
 type command struct {
 	name, summary string
 	run           func(args []string, stdout, stderr io.Writer) int
+	// flags is the command's flag set, for its help and docs/reference.md; nil when it takes none.
+	flags func() *flag.FlagSet
 }
 
 var commands []command
 
 func init() {
 	commands = []command{
-		{"serve", "serve the page and the API (the default)", runServe},
-		{"pair", "pair a machine environment and print its bearer once: pair NAME | pair --revoke NAME | pair --list", runPair},
-		{"env", "run a paired machine environment: env --relay URL --bearer-file FILE --root DIR", runEnv},
-		{"tool-check", "check a mini-app tool declaration (and arguments): tool-check DECLARATION.json [ARGUMENTS.json]", toolcheck.Main},
-		{"extension-check", "check an extension descriptor: extension-check DESCRIPTOR.json [--placement page|machine]", extcheck.Main},
-		{"approval-code", "show the outstanding extension approval codes: approval-code [--state-dir DIR]", runApprovalCode},
-		{"sessions", "list or revoke the sessions of the running relay: sessions [list] | sessions revoke ID | sessions revoke --all", runSessions},
-		{"ticket", "mint a one-time sign-in address on the running relay and print it: ticket [--state-dir DIR]", runTicket},
-		{"mcp-token", "mint a bearer for an MCP client and print it once: mcp-token NAME | mcp-token --revoke NAME | mcp-token --list", runMCPToken},
-		{"mcp", "serve a stdio MCP client through the running relay's /mcp: mcp [--relay URL] --bearer-file FILE", runMCP},
-		{"check-app", "say which embedding headers an external mini-app lacks: check-app URL [--host ORIGIN]", runCheckApp},
-		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }},
+		{"serve", "serve the page and the API (the default)", runServe,
+			func() *flag.FlagSet { fs, _ := serveFlags(io.Discard); return fs }},
+		{"pair", "pair a machine environment and print its bearer once: pair NAME | pair --revoke NAME | pair --list", runPair,
+			func() *flag.FlagSet { fs, _ := pairCommand.flags(io.Discard); return fs }},
+		{"env", "run a paired machine environment: env --relay URL --bearer-file FILE --root DIR", runEnv,
+			func() *flag.FlagSet { fs, _ := envFlags(io.Discard); return fs }},
+		{"tool-check", "check a mini-app tool declaration (and arguments): tool-check DECLARATION.json [ARGUMENTS.json]", toolcheck.Main, nil},
+		{"extension-check", "check an extension descriptor: extension-check DESCRIPTOR.json [--placement page|machine]", extcheck.Main,
+			func() *flag.FlagSet { fs, _ := extcheck.Flags(io.Discard); return fs }},
+		{"approval-code", "show the outstanding extension approval codes: approval-code [--state-dir DIR]", runApprovalCode,
+			func() *flag.FlagSet { fs, _, _ := approvalCodeFlags(io.Discard); return fs }},
+		{"sessions", "list or revoke the sessions of the running relay: sessions [list] | sessions revoke ID | sessions revoke --all", runSessions,
+			func() *flag.FlagSet { fs, _ := sessionsFlags(io.Discard); return fs }},
+		{"ticket", "mint a one-time sign-in address on the running relay and print it: ticket [--state-dir DIR]", runTicket,
+			func() *flag.FlagSet { fs, _ := ticketFlags(io.Discard); return fs }},
+		{"mcp-token", "mint a bearer for an MCP client and print it once: mcp-token NAME | mcp-token --revoke NAME | mcp-token --list", runMCPToken,
+			func() *flag.FlagSet { fs, _ := mcpTokenCommand.flags(io.Discard); return fs }},
+		{"mcp", "serve a stdio MCP client through the running relay's /mcp: mcp [--relay URL] --bearer-file FILE", runMCP,
+			func() *flag.FlagSet { fs, _ := mcpBridgeFlags(io.Discard); return fs }},
+		{"check-app", "say which embedding headers an external mini-app lacks: check-app URL [--host ORIGIN]", runCheckApp,
+			func() *flag.FlagSet { fs, _ := checkapp.Flags(io.Discard, checkAppDefaultHost); return fs }},
+		{"help", "print this help", func(_ []string, stdout, _ io.Writer) int { usage(stdout); return 0 }, nil},
 	}
 }
 
@@ -104,77 +116,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "relay: Voicebox's server (build %s)\n\nUsage: relay [command] [flags]\n\nCommands:\n", build)
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-15s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "\nFlags of serve:\n")
-	fs, _ := serveFlags(io.Discard)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fmt.Fprintf(w, "\nFlags of pair:\n")
-	pfs, _ := pairCommand.flags(io.Discard)
-	pfs.SetOutput(w)
-	pfs.PrintDefaults()
-	fmt.Fprintf(w, "\nFlags of sessions:\n")
-	sfs, _ := sessionsFlags(io.Discard)
-	sfs.SetOutput(w)
-	sfs.PrintDefaults()
-	fmt.Fprintf(w, "\nFlags of env:\n")
-	efs, _ := envFlags(io.Discard)
-	efs.SetOutput(w)
-	efs.PrintDefaults()
-	fmt.Fprintf(w, "\nFlags of mcp-token:\n")
-	tfs, _ := mcpTokenCommand.flags(io.Discard)
-	tfs.SetOutput(w)
-	tfs.PrintDefaults()
-	fmt.Fprintf(w, "\nFlags of mcp:\n")
-	mfs, _ := mcpBridgeFlags(io.Discard)
-	mfs.SetOutput(w)
-	mfs.PrintDefaults()
+	for _, c := range commands {
+		if c.flags == nil {
+			continue
+		}
+		fmt.Fprintf(w, "\nFlags of %s:\n", c.name)
+		fs := c.flags()
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+	fmt.Fprintf(w, "\nEnvironment:\n")
+	for _, v := range environment {
+		fmt.Fprintf(w, "  %-25s %s", v.Name, v.Doc)
+		if v.Flag != "" {
+			fmt.Fprintf(w, " (--%s wins over it)", v.Flag)
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, `
-Environment:
-  PORT                     the port to listen on when --addr is not given (default %d; 0 takes a free port)
-  VOICEBOX_PUBLIC_DIR      the directory the page is served from when --public is not given (default:
-                           the page built into this binary)
-  VOICEBOX_STATE_DIR       the host state directory (host token, pairings, keys, settings, extensions)
-                           when --state-dir is not given (default: the user's configuration
-                           directory + /voicebox); VOICEBOX_EXTENSIONS_DIR is its old name, still taken
-  VOICEBOX_HELLO_BOUND_MS  milliseconds a /channel connection that is not the page has to send its
-                           hello, when --hello-bound-ms is not given (default %d)
-  VOICEBOX_LOOPBACK_AUTH   1 turns the session gate on: the page and /api/* need a session made from
-                           the one-time bootstrap address printed at start (or the host token);
-                           required to listen on anything but a loopback address
-  VOICEBOX_ORIGIN          the public origin, when --origin is not given
-  VOICEBOX_TLS_CERT        the TLS certificate file, when --tls-cert is not given
-  VOICEBOX_TLS_KEY         the TLS key file, when --tls-key is not given
-  VOICEBOX_SESSION_LIFETIME  how long a session lasts, when --session-lifetime is not given (default %v)
-  VOICEBOX_TRUSTED_PROXY   the trusted proxies (CIDR[,CIDR...]), when --trusted-proxy is not given
-  VOICEBOX_ACME_HOST       the host name to obtain certificates for, when --acme-host is not given
-  VOICEBOX_ACME_EMAIL      the ACME contact address, when --acme-email is not given
-  VOICEBOX_ACME_DIRECTORY  the ACME directory URL, when --acme-directory is not given
-  VOICEBOX_ACME_HTTP_ADDR  where to answer HTTP-01 challenges, when --acme-http-addr is not given
-  VOICEBOX_LOG_FORMAT      auto, json or text, when --log-format is not given
-  MINI_APPS                the external mini-app registry as JSON, when --mini-apps is not given: an
-                           object keyed by app id, each {name, description, url, origin, icon,
-                           capabilities, audience, secret} (see the README, "External mini-apps")
-  OPENAI_API_KEY           the OpenAI key for live voice (a key stored with PUT /api/keys wins)
-  GEMINI_API_KEY           the Gemini key for live voice (a key stored with PUT /api/keys wins)
-  VOICEBOX_LIVE_PROVIDER   the live provider (gemini or openai) a relay with no saved voice settings
-                           starts with; LIVE_PROVIDER is read when it is unset (default gemini)
-  VOICEBOX_WASM_SHELF_DIR  the WASM shelf's directory, when --wasm-shelf-dir is not given
-  VOICEBOX_WASM_PLACEMENT  relay or page: where modules run, when --wasm-placement is not given
-  VOICEBOX_OPENAI_URL      the OpenAI Realtime endpoint, when --openai-url is not given
-  VOICEBOX_GEMINI_URL      the Gemini Live endpoint, when --gemini-url is not given
-  VOICEBOX_NATS            the fleet's NATS server URLs, when --nats is not given (docs/scaling.md)
-  VOICEBOX_NATS_CREDS      the NATS credentials file, when --nats-creds is not given
-  VOICEBOX_NATS_CA, VOICEBOX_NATS_CERT, VOICEBOX_NATS_KEY
-                           NATS TLS files, when --nats-ca, --nats-cert, --nats-key are not given
-  VOICEBOX_NATS_PREFIX     the fleet's bucket and subject prefix, when --nats-prefix is not given
-  VOICEBOX_RELAY_ID        this relay's name in the fleet, when --relay-id is not given
-  VOICEBOX_MCP_BEARER_FILE the MCP client's bearer file for relay mcp, when --bearer-file is not given
-
 The sessions and ticket commands reach the relay serving the same --state-dir through its
 control socket (%s in that directory) and authenticate with the host token.
-`, DefaultPort, hub.DefaultHelloBound.Milliseconds(), session.DefaultLifetime, relay.ControlSocketFile)
+`, relay.ControlSocketFile)
 }
 
 type serveConfig struct {
@@ -232,6 +196,7 @@ func registerNATS(fs *flag.FlagSet, c *fleet.Config) {
 	fs.StringVar(&c.Cert, "nats-cert", "", "PEM client certificate `file` for a NATS server that verifies clients, with --nats-key (default $VOICEBOX_NATS_CERT)")
 	fs.StringVar(&c.Key, "nats-key", "", "PEM private key `file` of --nats-cert (default $VOICEBOX_NATS_KEY)")
 	fs.StringVar(&c.Prefix, "nats-prefix", "", "`name` starting the fleet's buckets and subjects, so fleets can share a NATS account (default $VOICEBOX_NATS_PREFIX, else voicebox)")
+	fs.IntVar(&c.Replicas, "nats-replicas", 0, "`count` of NATS cluster servers that keep each of the fleet's buckets and streams: 3 on a three-node cluster (default $VOICEBOX_NATS_REPLICAS, else 1)")
 	fs.StringVar(&c.RelayID, "relay-id", "", "`name` of this relay in its fleet, in leases and logs (default $VOICEBOX_RELAY_ID, else the host name and a random suffix)")
 }
 

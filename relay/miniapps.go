@@ -59,6 +59,9 @@ func sharesPageOrigin(reg *externalapps.Registry, origins []string) (externalapp
 	return externalapps.App{}, false
 }
 
+// checkAppDefaultHost says what --host of `relay check-app` defaults to.
+var checkAppDefaultHost = "$VOICEBOX_ORIGIN, else http://127.0.0.1:" + strconv.Itoa(DefaultPort)
+
 // runCheckApp is `relay check-app`; the page's origin defaults to $VOICEBOX_ORIGIN, else the
 // relay's default loopback address.
 func runCheckApp(args []string, stdout, stderr io.Writer) int {

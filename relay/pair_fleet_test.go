@@ -74,3 +74,24 @@ func TestApprovalCodeInAFleet(t *testing.T) {
 		t.Fatalf("the state directory alone shows a fleet's code: %q", out.String())
 	}
 }
+
+// TestNATSReplicasAreRead: --nats-replicas, else VOICEBOX_NATS_REPLICAS, sets the fleet's
+// replicas; a count NATS cannot keep, or one without --nats, is refused.
+func TestNATSReplicasAreRead(t *testing.T) {
+	if c, err := settleNATS(fleet.Config{URL: "nats://127.0.0.1:4222", Replicas: 3}); err != nil || c.Replicas != 3 {
+		t.Fatalf("--nats-replicas 3: %+v %v", c, err)
+	}
+	t.Setenv("VOICEBOX_NATS_REPLICAS", "3")
+	if c, err := settleNATS(fleet.Config{URL: "nats://127.0.0.1:4222"}); err != nil || c.Replicas != 3 {
+		t.Fatalf("VOICEBOX_NATS_REPLICAS=3: %+v %v", c, err)
+	}
+	if _, err := settleNATS(fleet.Config{}); err == nil {
+		t.Fatal("replicas without --nats were taken")
+	}
+	for _, bad := range []string{"0", "6", "three"} {
+		t.Setenv("VOICEBOX_NATS_REPLICAS", bad)
+		if _, err := settleNATS(fleet.Config{URL: "nats://127.0.0.1:4222"}); err == nil {
+			t.Errorf("VOICEBOX_NATS_REPLICAS=%s was taken", bad)
+		}
+	}
+}

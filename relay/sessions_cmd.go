@@ -114,13 +114,18 @@ func runSessions(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runTicket mints a one-time bootstrap address on the relay serving the state directory and
-// prints it alone on stdout.
-func runTicket(args []string, stdout, stderr io.Writer) int {
+func ticketFlags(stderr io.Writer) (*flag.FlagSet, *stateDirFlags) {
 	var dir stateDirFlags
 	fs := flag.NewFlagSet("ticket", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir.register(fs)
+	return fs, &dir
+}
+
+// runTicket mints a one-time bootstrap address on the relay serving the state directory and
+// prints it alone on stdout.
+func runTicket(args []string, stdout, stderr io.Writer) int {
+	fs, dir := ticketFlags(stderr)
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -133,9 +133,19 @@ func (cfg *serveConfig) settle(stderr io.Writer) (*serveSettings, error) {
 func settleNATS(c fleet.Config) (fleet.Config, error) {
 	nats := fleet.Config{URL: orEnv(c.URL, "VOICEBOX_NATS"), Credentials: orEnv(c.Credentials, "VOICEBOX_NATS_CREDS"),
 		CA: orEnv(c.CA, "VOICEBOX_NATS_CA"), Cert: orEnv(c.Cert, "VOICEBOX_NATS_CERT"), Key: orEnv(c.Key, "VOICEBOX_NATS_KEY"),
-		Prefix: orEnv(c.Prefix, "VOICEBOX_NATS_PREFIX"), RelayID: orEnv(c.RelayID, "VOICEBOX_RELAY_ID")}
-	if nats.URL == "" && (nats.Credentials != "" || nats.CA != "" || nats.Cert != "" || nats.Key != "" || nats.Prefix != "" || nats.RelayID != "") {
-		return fleet.Config{}, errors.New("--nats-creds, --nats-ca, --nats-cert, --nats-key, --nats-prefix and --relay-id need --nats (or VOICEBOX_NATS)")
+		Prefix: orEnv(c.Prefix, "VOICEBOX_NATS_PREFIX"), RelayID: orEnv(c.RelayID, "VOICEBOX_RELAY_ID"), Replicas: c.Replicas}
+	if env := os.Getenv("VOICEBOX_NATS_REPLICAS"); nats.Replicas == 0 && env != "" {
+		n, err := strconv.Atoi(env)
+		if err != nil || n < 1 || n > fleet.MaxReplicas {
+			return fleet.Config{}, fmt.Errorf("VOICEBOX_NATS_REPLICAS must be a count from 1 to %d, not %q", fleet.MaxReplicas, env)
+		}
+		nats.Replicas = n
+	}
+	if nats.Replicas < 0 || nats.Replicas > fleet.MaxReplicas {
+		return fleet.Config{}, fmt.Errorf("--nats-replicas must be from 1 to %d, not %d", fleet.MaxReplicas, nats.Replicas)
+	}
+	if nats.URL == "" && (nats.Credentials != "" || nats.CA != "" || nats.Cert != "" || nats.Key != "" || nats.Prefix != "" || nats.RelayID != "" || nats.Replicas != 0) {
+		return fleet.Config{}, errors.New("--nats-creds, --nats-ca, --nats-cert, --nats-key, --nats-prefix, --nats-replicas and --relay-id need --nats (or VOICEBOX_NATS)")
 	}
 	if (nats.Cert == "") != (nats.Key == "") {
 		return fleet.Config{}, errors.New("a NATS client certificate needs both --nats-cert and --nats-key")

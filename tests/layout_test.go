@@ -12,7 +12,7 @@ import (
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
-// docsScreenshots, when its variable is set, makes the layout test save the README's pictures
+// docsScreenshots, when its variable is set, makes the layout test save the guide's pictures
 // of the page (docs/screens/) as well.
 const docsScreenshots = "VOICEBOX_DOCS_SCREENSHOTS"
 

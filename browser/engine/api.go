@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"maps"
 	"runtime"
 	"sync"
 	"time"
@@ -150,31 +149,69 @@ func newEngine(now time.Time, openRoot RootOpener) *Engine {
 	a.apps.registry = miniapp.NewRegistry()
 	a.apps.folders = map[string]folderRef{}
 	a.apps.frames = newFrames(func(msg []byte) { a.post(msg) })
-	a.methods = map[string]method{
-		"status":              a.status,
-		"root.open":           a.rootOpen,
-		"root.info":           a.rootInfo,
-		"files.list":          a.filesList,
-		"files.read":          a.filesRead,
-		"files.write":         a.filesWrite,
-		"files.mkdir":         a.filesMkdir,
-		"files.delete":        a.filesDelete,
-		"files.move":          a.filesMove,
-		"history.list":        a.historyList,
-		"history.undo":        a.historyUndo,
-		"history.redo":        a.historyRedo,
-		"history.conflict":    a.historyConflict,
-		"files.download":      a.filesDownload,
-		"files.upload.begin":  a.uploadBegin,
-		"files.upload.chunk":  a.uploadChunk,
-		"files.upload.commit": a.uploadCommit,
-		"files.upload.abort":  a.uploadAbort,
-		"channel.connect":     a.channelConnect,
-		"externalapps.result": a.externalAppsResult,
-		"externalapps.report": a.externalAppsReport,
+	a.methods = map[string]method{}
+	for _, m := range methodTable() {
+		a.methods[m.Name] = func(ctx context.Context, req request) (result, *refusal.Refusal) { return m.run(a, ctx, req) }
 	}
-	maps.Copy(a.methods, a.miniAppMethods())
 	return a
+}
+
+// methodSpec is one method the worker answers the page: its name, the JSDoc types of its params
+// and of its answer's value (as the page's modules check them: "undefined" for none; the shapes
+// they name are worker-client.js's, see pageShapes), what it does in a line, and its Go.
+// public/worker-methods.js is rendered from the table (go generate ./browser/engine), so the page
+// and the worker never list the methods apart.
+type methodSpec struct {
+	Name   string
+	Params string
+	Value  string
+	Doc    string
+	run    func(a *Engine, ctx context.Context, req request) (result, *refusal.Refusal)
+}
+
+// methodTable is every method of the worker, in the order the page's module lists them: the
+// workspace's here, the mini-apps' (miniAppMethodTable) and the external apps' after them.
+func methodTable() []methodSpec {
+	t := []methodSpec{
+		{"status", "undefined", "{build: string, go: string, uptimeMs: number, root?: RootInfo}",
+			"the build, the Go version, the uptime and the open root", (*Engine).status},
+		{"root.open", "{kind: RootKind, handle?: FileSystemDirectoryHandle}", "RootInfo",
+			`opens the workspace root: kind "opfs", or "handle" with params.handle`, (*Engine).rootOpen},
+		{"root.info", "undefined", "RootInfo", "the open root", (*Engine).rootInfo},
+		{"files.list", "{dir?: string}", "Listing", "the executor's list-files observation", (*Engine).filesList},
+		{"files.read", "{path: string}", "FileView", "a file's text, at most MaxViewBytes", (*Engine).filesRead},
+		{"files.write", "{path: string, content: string, mode?: 'replace' | 'create'}", "{path: string, bytes: number, created: boolean, undoable?: boolean}",
+			`the executor's write-file observation; mode "create" never replaces a file (file-exists)`, (*Engine).filesWrite},
+		{"files.move", "{path: string, to: string}", "{path: string, to: string, kind: 'file' | 'folder', bytes: number, parentsCreated: boolean, undoable: boolean}",
+			"the executor's move-file observation: a file or a folder, never over anything (a folder on OPFS: move-unsupported)", (*Engine).filesMove},
+		{"files.mkdir", "{path: string}", "{path: string, created: boolean, undoable: boolean}",
+			"the executor's create-folder observation", (*Engine).filesMkdir},
+		{"files.delete", "{path: string}", "{path: string, deleted: boolean}",
+			"a file (kept in the history), or an empty folder", (*Engine).filesDelete},
+		{"files.download", "{path: string}", "{path: string, size: number, bytes: Uint8Array<ArrayBuffer>}",
+			"a file's bytes, in value.bytes", (*Engine).filesDownload},
+		{"files.upload.begin", "{path: string, mode?: 'replace' | 'create'}", "{uploadId: string}",
+			`an atomic replacement, visible on commit; mode "create" refuses file-exists (at begin and at commit)`, (*Engine).uploadBegin},
+		{"files.upload.chunk", "{uploadId: string, bytes: ArrayBuffer | Uint8Array}", "{written: number}",
+			"the next chunk, in params.bytes", (*Engine).uploadChunk},
+		{"files.upload.commit", "{uploadId: string}", "{path: string, size: number, created: boolean, undoable: boolean}",
+			"the upload becomes the file: a change of the history", (*Engine).uploadCommit},
+		{"files.upload.abort", "{uploadId: string}", "{path: string, aborted: boolean}", "the upload is dropped", (*Engine).uploadAbort},
+		{"history.list", "undefined", "HistoryList", "the executor's list-history observation", (*Engine).historyList},
+		{"history.undo", "{resolve?: Resolution}", "UndoDone",
+			"undo-last's observation; resolve: keep-current, restore-earlier or keep-both (for an undo-conflict)", (*Engine).historyUndo},
+		{"history.redo", "undefined", "RedoDone", "redo-last's observation", (*Engine).historyRedo},
+		{"history.conflict", "undefined", "Conflict",
+			"the two versions an undo weighs, each at most 64 KiB", (*Engine).historyConflict},
+		{"channel.connect", "undefined", "{resumed: boolean}", `reconnect after "replaced" or "refused"`, (*Engine).channelConnect},
+	}
+	t = append(t, miniAppMethodTable()...)
+	return append(t,
+		methodSpec{"externalapps.result", "CallAnswer", "{accepted: boolean}",
+			"the answer to an externalapp.call, once", (*Engine).externalAppsResult},
+		methodSpec{"externalapps.report", "{apps: unknown[]}", "{apps: unknown[]}",
+			"the open external apps and their tools, passed on to the relay as the tools frame's externalApps", (*Engine).externalAppsReport},
+	)
 }
 
 // message is the JSON shape of a call from the page.

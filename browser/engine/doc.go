@@ -22,58 +22,17 @@
 // chunks) and params.handle (a FileSystemDirectoryHandle, for root.open). A download's bytes come
 // back as value.bytes, a transferred Uint8Array.
 //
-// Methods:
-//
-//	status                        -> {build, go, uptimeMs, root?}
-//	root.open {kind, handle?}     -> {kind, name, syncHandles}   kind "opfs" or "handle"
-//	root.info                     -> the same, for the open root
-//	files.list {dir?}             -> the executor's list-files observation
-//	files.read {path}             -> {path, size, text, binary, truncated}   at most MaxViewBytes
-//	files.write {path, content, mode?} -> the executor's write-file observation; mode "create"
-//	                                     never replaces a file (file-exists)
-//	files.move {path, to}         -> the executor's move-file observation: a file or a folder,
-//	                                 never over anything (a folder on OPFS: move-unsupported)
-//	files.mkdir {path}            -> the executor's create-folder observation {path, created, undoable}
-//	files.delete {path}           -> {path, deleted}     a file (kept in the history), or an empty folder
-//	files.download {path}         -> {path, size} and value.bytes
-//	files.upload.begin {path, mode?}     -> {uploadId}   an atomic replacement, visible on commit;
-//	                                     mode "create" refuses file-exists (at begin and at commit)
-//	files.upload.chunk {uploadId, bytes} -> {written}
-//	files.upload.commit {uploadId}       -> {path, size, created, undoable}   a change of the history
-//	files.upload.abort {uploadId}        -> {path, aborted}
-//	history.list                  -> the executor's list-history observation: {entries, undo, redo}
-//	history.undo {resolve?}       -> undo-last's observation; resolve: keep-current, restore-earlier,
-//	                                 keep-both (for an undo-conflict)
-//	history.redo                  -> redo-last's observation
-//	history.conflict              -> {inConflict, change, current, earlier, resolutions}: the two
-//	                                 versions an undo weighs, each at most 64 KiB
-//	channel.connect               -> {resumed}           reconnect after "replaced" or "refused"
+// The methods, their params and their answers are the method table (methodTable in api.go), one
+// line each: the page's public/worker-methods.js is rendered from it (go generate
+// ./browser/engine; TestWorkerMethodsModuleIsCurrent fails when it is stale), so the page's calls
+// are checked against the worker's own list.
 //
 // Every change the page makes (files.write, files.move, files.mkdir, files.delete of a file, an
 // upload's commit) runs through the executor with the undo history the relay's calls use too: the page's
 // are recorded as the person's (executor.ByPerson), the relay's as the assistant's.
 //
-// The mini-apps (see miniapps.go; the frames and their bridge live on the main thread, in
-// public/mini-apps.js):
-//
-//	miniapps.list                 -> {entries}           the store's discovery: apps and pages, with kind
-//	miniapps.launch {name}|{path} -> {entry, html, folder?}  resolve through the store, or a workspace .html file;
-//	                                 folder lists a folder app's files [{path, size}]
-//	miniapps.file {appId, path}   -> {path, size} and value.bytes  one file of a launched folder app
-//	miniapps.reset {appId}        -> {reset}             the frame loaded a new document: forget its tools
-//	miniapps.close {appId, why?, doc?} -> {closed}       why: what calls still waiting are told;
-//	                                 the app's port is closed if of document doc or older (any, without)
-//	miniapps.port {appId, doc} + params.port -> {bound, doc}  the port the app's bridge made for its
-//	                                 document doc (the page numbers them, growing); served as it arrives
-//	miniapps.ports {appId?}       -> {ports: [{appId, doc, sent, answered, dropped}]}
-//	miniapps.register {appId, tool} -> {appId, name, modelName, description, parameters}
-//	miniapps.unregister {appId, name} -> {removed}
-//	miniapps.tools {appId?}       -> {tools}
-//	miniapps.call {appId, tool, args} | {name, args} -> {result}
-//	miniapps.validate {appId, tool, args} -> {args}        the check a call makes, calling nothing
-//	miniapps.result {callId, result} | {callId, refused, why} -> {accepted}
-//	miniapps.save {name, title?}  -> entry               promote a page to an app on the shelf
-//	miniapps.delete {id}          -> entry               per-artifact ownership, see miniappstore
+// The mini-apps' methods (miniapps.*, see miniapps.go and the table) serve the frames and their
+// bridge, which live on the main thread, in public/mini-apps.js.
 //
 // A call to a mini-app tool (from miniapps.call, or from the relay over /channel under its
 // model-facing name app_HHHHHHHH__tool) is validated by the registry, then sent over the app's
@@ -101,13 +60,10 @@
 // The external mini-apps (web apps on their own origin; their frames, bridge and approval gate
 // are on the main thread, in public/external-apps.js): a relay call of one of their tools (named
 // app_x_<appId>__<tool>, see shared/externalapp) or of get_app_context is sent to the page as
-// {"type":"externalapp.call", callId, name, args}, answered with
-//
-//	externalapps.result {callId, result} | {callId, refused, why} -> {accepted}
-//	externalapps.report {apps}    -> {apps}              the open apps and their tools, passed on to
-//	                                                     the relay as the tools frame's externalApps
-//
-// and {"type":"externalapp.cancel", callId} tells the page the worker stopped waiting.
+// {"type":"externalapp.call", callId, name, args}, answered with externalapps.result (once); the
+// page reports its open apps and their tools with externalapps.report, passed on to the relay as
+// the tools frame's externalApps; and {"type":"externalapp.cancel", callId} tells the page the
+// worker stopped waiting.
 //
 // Every path goes through fsroot.Check, so the page meets the same rules (and rule ids) as the
 // assistant's tools. An unknown method is refused "unknown-method"; a call without a numeric id

@@ -21,26 +21,36 @@ import (
 // deleted stays deleted.
 const seededFile = "seeded-samples.json"
 
-// The mini-app methods. The frames live on the page's main thread; the rules live here: the
+// miniAppMethodTable is the mini-app methods (see methodTable). The frames live on the page's main thread; the rules live here: the
 // store decides what a name means and what the tray lists, and the registry checks every
 // declaration and every call's arguments before a call reaches a frame.
-func (a *Engine) miniAppMethods() map[string]method {
-	return map[string]method{
-		"miniapps.list":       a.miniAppsList,
-		"miniapps.launch":     a.miniAppsLaunch,
-		"miniapps.reset":      a.miniAppsReset,
-		"miniapps.close":      a.miniAppsClose,
-		"miniapps.register":   a.miniAppsRegister,
-		"miniapps.unregister": a.miniAppsUnregister,
-		"miniapps.tools":      a.miniAppsTools,
-		"miniapps.call":       a.miniAppsCall,
-		"miniapps.validate":   a.miniAppsValidate,
-		"miniapps.file":       a.miniAppsFile,
-		"miniapps.result":     a.miniAppsResult,
-		PortMethod:            a.miniAppsPort,
-		"miniapps.ports":      a.miniAppsPorts,
-		"miniapps.save":       a.miniAppsSave,
-		"miniapps.delete":     a.miniAppsDelete,
+func miniAppMethodTable() []methodSpec {
+	return []methodSpec{
+		{"miniapps.list", "undefined", "{entries: StoreEntry[]}",
+			"the store's discovery: its apps and pages, each with its kind", (*Engine).miniAppsList},
+		{"miniapps.launch", "{name: string} | {path: string}", "{entry: StoreEntry, html: string, folder?: {path: string, size: number}[]}",
+			"resolves a name through the store, or a workspace .html file; folder lists a folder app's files", (*Engine).miniAppsLaunch},
+		{"miniapps.file", "{appId: string, path: string}", "{path: string, size: number, bytes: Uint8Array<ArrayBuffer>}",
+			"one file of a launched folder app, in value.bytes", (*Engine).miniAppsFile},
+		{"miniapps.reset", "{appId: string}", "{reset: boolean}",
+			"the frame loaded a new document: forget its tools", (*Engine).miniAppsReset},
+		{"miniapps.close", "{appId: string, why?: string, doc?: number}", "{closed: boolean}",
+			"forgets the app; why is what calls still waiting are told, and its port is closed if of document doc or older (any, without doc)", (*Engine).miniAppsClose},
+		{PortMethod, "{appId: string, doc: number, port: MessagePort}", "{bound: boolean, doc: number}",
+			"the port the app's bridge made for its document doc (the page numbers them, growing); served as it arrives", (*Engine).miniAppsPort},
+		{"miniapps.ports", "{appId?: string}", "{ports: {appId: string, doc: number, sent: number, answered: number, dropped: number}[]}",
+			"the ports handed over and what went over them", (*Engine).miniAppsPorts},
+		{"miniapps.register", "{appId: string, tool: unknown}", "RegisteredTool",
+			"a tool an app declares, checked by the registry", (*Engine).miniAppsRegister},
+		{"miniapps.unregister", "{appId: string, name: string}", "{removed: boolean}", "an app withdraws a tool", (*Engine).miniAppsUnregister},
+		{"miniapps.tools", "{appId?: string}", "{tools: RegisteredTool[]}", "the open apps' tools", (*Engine).miniAppsTools},
+		{"miniapps.call", "{appId: string, tool: string, args: unknown} | {name: string, args: unknown}", "{result: unknown}",
+			"calls an app's tool, by its app and name or by its model-facing name", (*Engine).miniAppsCall},
+		{"miniapps.validate", "{appId: string, tool: string, args: unknown}", "{args: unknown}",
+			"the check a call makes, calling nothing", (*Engine).miniAppsValidate},
+		{"miniapps.result", "CallAnswer", "{accepted: boolean}", "the answer to a miniapp.call, once", (*Engine).miniAppsResult},
+		{"miniapps.save", "{name: string, title?: string}", "StoreEntry", "promotes a page to an app on the shelf", (*Engine).miniAppsSave},
+		{"miniapps.delete", "{id: string}", "StoreEntry", "deletes an app or page of the store (per-artifact ownership, see miniappstore)", (*Engine).miniAppsDelete},
 	}
 }
 

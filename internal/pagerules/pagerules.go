@@ -79,6 +79,7 @@ func Rules() []Rule {
 		{"EXTERNAL_MODEL_PREFIX", "shared/externalapp.ModelPrefix", "what starts every external app tool's model-facing name", externalapp.ModelPrefix},
 		{"CONTEXT_TOOL", "shared/externalapp.ContextTool", "the tool that reads what an external app shows", externalapp.ContextTool},
 		{"APPROVAL_TIMEOUT_MS", "shared/approval.Timeout", "how long every request for the person's approval waits", approval.Timeout.Milliseconds()},
+		{"OUTCOME_GRACE_MS", "shared/approval.OutcomeGrace", "how long past an approval's deadline the page still waits for the outcome of a turn that waited for it", approval.OutcomeGrace.Milliseconds()},
 		{"EXTERNAL_CALL_TIMEOUT_MS", "shared/externalapp.CallTimeout", "how long an external app has to answer a tool call once it may run", externalapp.CallTimeout.Milliseconds()},
 		{"FILE_CHANGING_TOOLS", "shared/commands Tool.ChangesFiles", "the built-in tools whose success changes the workspace's files", changing},
 	}

@@ -53,6 +53,17 @@ type request struct {
 	decided chan bool // buffered: one decision
 }
 
+// askedKey carries, in a call's context, what to tell once the call waits for the person
+// (withAsked).
+type askedKey struct{}
+
+// withAsked returns ctx marked so that each approval a call made with it waits for is handed to
+// asked as soon as the request is out on the event stream, before anyone decides. POST /api/turn
+// uses it to answer the page at once with the pending handle (see Register).
+func withAsked(ctx context.Context, asked func(Approval)) context.Context {
+	return context.WithValue(ctx, askedKey{}, asked)
+}
+
 func newApprovals(ev *events) *approvals {
 	return &approvals{events: ev, waiting: map[string]*request{}}
 }
@@ -91,6 +102,9 @@ func (p *approvals) wait(ctx context.Context, tool, summary string, timeout time
 		return refusal.New(refusal.TooManyApprovals, "%d requests already wait for the user's decision, so nothing was done and nobody was asked: %s", MaxPendingApprovals, summary)
 	}
 	p.events.publish("approval", req.Approval)
+	if asked, ok := ctx.Value(askedKey{}).(func(Approval)); ok {
+		asked(req.Approval)
+	}
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()

@@ -3,8 +3,12 @@ package assistant
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/voicebox-go/voicebox/relay/outbound"
 )
 
 // TestADecisionAtTheDeadlineStands: when the user's decision takes the request just as its
@@ -18,7 +22,7 @@ func TestADecisionAtTheDeadlineStands(t *testing.T) {
 			t.Fatal("the test never took the lock before the request's deadline")
 		}
 		ev := newEvents(slog.New(slog.DiscardHandler))
-		ev.subscribe() // a page listens, so the request waits for it
+		ev.subscribe(outbound.NewSSE(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/events", nil), nil)) // a page listens, so the request waits for it
 		p := newApprovals(ev)
 		done := make(chan error, 1)
 		go func() { done <- p.wait(context.Background(), "delete_file", "Delete a.txt", timeout) }()

@@ -38,6 +38,21 @@
 // cannot be deleted (missing, a folder, a hidden name) is refused before anyone is asked. When
 // another executor took the root while the person was asked, the approved call is refused
 // root-changed: the approval was about the other folder.
+//
+// # Nobody's connection waits on the person, where it matters
+//
+// One mechanism, withAsked, tells a door the moment its call is out for the person's decision;
+// each door decides what its caller is told:
+//
+//	the page (POST /api/turn with Prefer: respond-async, public/turns.js)
+//	    answered at once, 202 {turnId, pending: Approval}; the outcome comes once as the event
+//	    stream's turn event. A browser opens few connections per host and the event stream holds
+//	    one: a held turn per waiting request would queue the page's own decision behind them.
+//	a program (POST /api/turn without Prefer, curl)
+//	    held until the outcome, 200, as before: its connections are its own.
+//	an MCP client (Call, from /mcp's tools/call) and a live model (Call)
+//	    held until the outcome: tools/call has one answer, and neither holds the page's
+//	    connections.
 package assistant
 
 import (
@@ -220,8 +235,9 @@ type Fleet interface {
 	// PublishEvent sends an encoded event of this relay to the others; it must not block.
 	PublishEvent(frame []byte)
 	// Decide offers a decision on an approval this relay does not hold to the others, and
-	// reports whether one of them held it.
-	Decide(id string, approve bool) bool
+	// reports whether one of them held it; why, when not nil, is the refusal to answer with
+	// instead of not-found (the approval ended, and how).
+	Decide(id string, approve bool) (decided bool, why error)
 	// Watching tells the others whether a page follows this relay's event stream now; it is
 	// called each time that changes.
 	Watching(on bool)
@@ -248,12 +264,16 @@ func (c *Catalogue) DeliverEvent(frame []byte) {
 // whether one was; a fleet calls it for decisions made through another relay.
 func (c *Catalogue) DecideLocal(id string, approve bool) bool { return c.approvals.decide(id, approve) }
 
-// decideElsewhere offers a decision to the fleet's other relays; false for a relay alone.
-func (c *Catalogue) decideElsewhere(id string, approve bool) bool {
+// decideElsewhere offers a decision to the fleet's other relays; false for a relay alone. why
+// is Fleet.Decide's.
+func (c *Catalogue) decideElsewhere(id string, approve bool) (decided bool, why error) {
 	c.events.mu.Lock()
 	f := c.events.fleet
 	c.events.mu.Unlock()
-	return f != nil && f.Decide(id, approve)
+	if f == nil {
+		return false, nil
+	}
+	return f.Decide(id, approve)
 }
 
 // Publish sends an event of kind to every page on the event stream (GET /api/events), for a

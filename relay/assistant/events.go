@@ -1,9 +1,13 @@
 package assistant
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
+
+	"github.com/voicebox-go/voicebox/relay/outbound"
 )
 
 // The event stream's bounds.
@@ -11,10 +15,18 @@ const (
 	// MaxSubscribers bounds the event streams open at once (tabs of the page); one more is
 	// refused too-many-sockets.
 	MaxSubscribers = 64
-	// subscriberQueue is how many events wait for a slow subscriber; past it the subscriber is
-	// dropped (its stream ends and the page's EventSource reconnects, getting the state anew).
-	subscriberQueue = 256
+	// maxRecentTurns bounds the turn events (outcomes of the page's turns that waited for the
+	// person, turnAtOnce) a newly opened stream is sent after its hello, newest last: as many as
+	// can wait for the person at once.
+	maxRecentTurns = MaxPendingApprovals
 )
+
+// A subscriber's stream is a stream of relay/outbound: events wait for it in its bounded queue,
+// and one that falls behind (past the queue's bounds, or a write past outbound.WriteBound) is
+// closed slow-reader; the page's EventSource reconnects, getting the state anew.
+
+// turnFrame starts every turn event's frame.
+var turnFrame = []byte("event: turn\n")
 
 // events fans the catalogue's events out to the page's streams, and in a fleet to the other
 // relays' (Fleet.PublishEvent).
@@ -22,8 +34,9 @@ type events struct {
 	log *slog.Logger
 
 	mu     sync.Mutex
-	subs   map[chan []byte]struct{}
+	subs   map[*outbound.SSE]struct{}
 	closed bool
+	turns  [][]byte // the latest turn events, at most maxRecentTurns, oldest first
 	fleet  Fleet
 
 	// announceMu serializes telling the fleet whether this relay's stream is followed;
@@ -33,7 +46,7 @@ type events struct {
 }
 
 func newEvents(log *slog.Logger) *events {
-	return &events{log: log, subs: map[chan []byte]struct{}{}}
+	return &events{log: log, subs: map[*outbound.SSE]struct{}{}}
 }
 
 // frame encodes one server-sent event.
@@ -67,30 +80,38 @@ func (e *events) publish(kind string, v any) {
 func (e *events) deliver(f []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for ch := range e.subs {
-		select {
-		case ch <- f:
-		default:
-			delete(e.subs, ch)
-			close(ch)
-			e.log.Warn("assistant: an event stream fell behind and was dropped")
+	if bytes.HasPrefix(f, turnFrame) {
+		if len(e.turns) == maxRecentTurns {
+			e.turns = slices.Delete(e.turns, 0, 1)
+		}
+		e.turns = append(e.turns, f)
+	}
+	for s := range e.subs {
+		if !s.Send(f) {
+			delete(e.subs, s) // closed: its stream logs why
 		}
 	}
 }
 
-// subscribe returns a channel of events, closed when the subscriber is dropped or the catalogue
-// closes, or false when there are MaxSubscribers already.
-func (e *events) subscribe() (chan []byte, bool) {
+// recentTurns returns the latest turn events delivered, oldest first.
+func (e *events) recentTurns() [][]byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.turns)
+}
+
+// subscribe sends every event from now on to s, ending it when the catalogue closes, or reports
+// false when there are MaxSubscribers already.
+func (e *events) subscribe(s *outbound.SSE) bool {
 	e.mu.Lock()
 	if e.closed || len(e.subs) >= MaxSubscribers {
 		e.mu.Unlock()
-		return nil, false
+		return false
 	}
-	ch := make(chan []byte, subscriberQueue)
-	e.subs[ch] = struct{}{}
+	e.subs[s] = struct{}{}
 	e.mu.Unlock()
 	e.announce()
-	return ch, true
+	return true
 }
 
 // watched reports whether any subscriber (a page) listens now, on this relay or, in a fleet, on
@@ -118,12 +139,9 @@ func (e *events) announce() {
 	fl.Watching(on)
 }
 
-func (e *events) unsubscribe(ch chan []byte) {
+func (e *events) unsubscribe(s *outbound.SSE) {
 	e.mu.Lock()
-	if _, ok := e.subs[ch]; ok {
-		delete(e.subs, ch)
-		close(ch)
-	}
+	delete(e.subs, s)
 	e.mu.Unlock()
 	e.announce()
 }
@@ -131,9 +149,9 @@ func (e *events) unsubscribe(ch chan []byte) {
 func (e *events) close() {
 	e.mu.Lock()
 	e.closed = true
-	for ch := range e.subs {
-		delete(e.subs, ch)
-		close(ch)
+	for s := range e.subs {
+		delete(e.subs, s)
+		s.End()
 	}
 	e.mu.Unlock()
 	e.announce()

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/voicebox-go/voicebox/relay/outbound"
 	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/shared/approval"
 	"github.com/voicebox-go/voicebox/shared/commands"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -40,11 +43,14 @@ func (c *Catalogue) mode() string {
 // others (its origin, and the session when the gate is on):
 //
 //	GET  /api/assistant        {ok, mode, tools, instruction}: mode "offline" or "live"
-//	POST /api/turn             {transcript} or {action: {verb, ...}}: one typed turn (see Turn)
-//	GET  /api/events           server-sent events: hello, call, approval, approval-settled, tools,
-//	                           and what the relay publishes (Publish): root, extensions
+//	POST /api/turn             {transcript} or {action: {verb, ...}}: one typed turn (see Turn);
+//	                           with Prefer: respond-async, 202 and a pending handle when it waits
+//	                           for the person (turnAtOnce)
+//	GET  /api/events           server-sent events: hello, call, approval, approval-settled, turn,
+//	                           tools, and what the relay publishes (Publish): root, extensions
 //	GET  /api/approvals        {ok, approvals}: the requests waiting for the user
-//	POST /api/approvals/{id}   {approve: bool}: decide one; 404 not-found when none waits
+//	POST /api/approvals/{id}   {approve: bool}: decide one; 404 not-found when none waits, 410
+//	                           approval-requester-gone when the fleet relay that asked went away
 func (c *Catalogue) Register(srv *server.Server) {
 	srv.Handle("GET /api/assistant", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		set := c.set.Load()
@@ -67,13 +73,18 @@ func (c *Catalogue) Register(srv *server.Server) {
 				"a turn is {\"transcript\": \"what you typed\"} or {\"action\": {\"verb\": tool, ...arguments}}, one of the two"))
 			return
 		}
-		var t Turn
-		if body.Transcript != nil {
-			t = c.TypedTurn(r.Context(), *body.Transcript)
-		} else {
-			t = c.ActionTurn(r.Context(), body.Action)
+		t := c.newTurn()
+		run := func(ctx context.Context) Turn {
+			if body.Transcript != nil {
+				return c.typedTurn(ctx, t, *body.Transcript)
+			}
+			return c.actionTurn(ctx, t, body.Action)
 		}
-		server.WriteJSON(w, http.StatusOK, t)
+		if !preferAsync(r.Header) {
+			server.WriteJSON(w, http.StatusOK, run(r.Context()))
+			return
+		}
+		c.turnAtOnce(w, r, t, run)
 	}))
 	srv.Handle("GET /api/approvals", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "approvals": c.approvals.pending()})
@@ -90,9 +101,16 @@ func (c *Catalogue) Register(srv *server.Server) {
 			return
 		}
 		id := r.PathValue("id")
-		if !c.approvals.decide(id, *body.Approve) && !c.decideElsewhere(id, *body.Approve) {
-			server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "no request %q is waiting: it was decided already, or it timed out", id))
-			return
+		if !c.approvals.decide(id, *body.Approve) {
+			decided, why := c.decideElsewhere(id, *body.Approve)
+			if r, ok := refusal.As(why); ok {
+				server.WriteRefusal(w, http.StatusGone, r)
+				return
+			}
+			if !decided {
+				server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "no request %q is waiting: it was decided already, or it timed out", id))
+				return
+			}
 		}
 		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "id": id, "approve": *body.Approve})
 	}))
@@ -103,49 +121,34 @@ func (c *Catalogue) Register(srv *server.Server) {
 // The first event, hello, carries the state a page needs to start: the mode, the tools, the
 // approvals already waiting and who holds the workspace (root).
 func (c *Catalogue) serveEvents(w http.ResponseWriter, r *http.Request) {
-	ch, ok := c.events.subscribe()
-	if !ok {
+	out := outbound.NewSSE(w, r, func(why *refusal.Refusal) {
+		c.log.Warn("assistant: an event stream was closed", "rule", why.Rule, "why", why.Why)
+	})
+	if !c.events.subscribe(out) {
 		server.WriteRefusal(w, http.StatusServiceUnavailable, refusal.New(refusal.TooManySockets,
 			"the relay has %d event streams open, its bound; close another tab first", MaxSubscribers))
 		return
 	}
-	defer c.events.unsubscribe(ch)
-	rc := http.NewResponseController(w)
+	defer c.events.unsubscribe(out)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(http.StatusOK) // before Serve writes: nothing else writes to w yet
 	names := []string{}
 	for _, t := range c.set.Load().Tools() {
 		names = append(names, t.Name)
 	}
-	w.Write(frame("hello", map[string]any{"mode": c.mode(), "tools": names, "approvals": c.approvals.pending(), "root": c.opts.Root.Root()}))
-	if rc.Flush() != nil {
-		return
+	// hello is composed after subscribing, so no event is missed, and goes before any event
+	// queued meanwhile; after it, the outcomes of turns answered with a pending handle: a page
+	// whose stream broke while it waited gets them still. One it saw already it knows by its
+	// turnId.
+	first := frame("hello", map[string]any{"mode": c.mode(), "tools": names, "approvals": c.approvals.pending(), "root": c.opts.Root.Root()})
+	for _, f := range c.events.recentTurns() {
+		first = append(first, f...)
 	}
-	tick := time.NewTicker(keepAlive)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case f, open := <-ch:
-			if !open {
-				return
-			}
-			if _, err := w.Write(f); err != nil {
-				return
-			}
-		case <-tick.C:
-			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
-				return
-			}
-		}
-		if rc.Flush() != nil {
-			return
-		}
-	}
+	out.Lead(first)
+	out.Serve(r.Context().Done(), keepAlive)
 }
 
 // Turn is the answer to one typed turn.
@@ -168,12 +171,86 @@ type Turn struct {
 	Why     string       `json:"why,omitempty"`
 	// Help is the resolver's help text, for a transcript it did not understand (or "help").
 	Help string `json:"help,omitempty"`
+	// Pending is the request for the person's approval the turn waits for, in the answer given
+	// at once (202, turnAtOnce); the turn's outcome comes later as the event stream's turn event.
+	Pending *Approval `json:"pending,omitempty"`
+}
+
+// maxTurnEventResultBytes bounds the result a turn event carries (the outcome of a turn answered
+// with a pending handle); a larger one is replaced by a note, so the event stays well under what
+// a fleet relays (relay/fleet.MaxEventBytes).
+const maxTurnEventResultBytes = 128 << 10
+
+// preferAsync reports whether the request asks, with Prefer: respond-async (RFC 7240), not to be
+// kept waiting: the page's turns do, so that none of its connections waits on a person.
+func preferAsync(h http.Header) bool {
+	for _, v := range h.Values("Prefer") {
+		for _, p := range strings.Split(v, ",") {
+			if name, _, _ := strings.Cut(strings.TrimSpace(p), ";"); strings.EqualFold(strings.TrimSpace(name), "respond-async") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// turnAtOnce runs a turn for a caller that must not wait on a person (the page). A turn that ends
+// without asking anyone is answered as it is, 200. A turn that asks for the person's approval is
+// answered 202 as soon as the request is out on the event stream, {ok, turnId, mode, pending:
+// Approval}, and runs on: its outcome, the Turn, comes exactly once as the event stream's turn
+// event (and a stream opened later gets the latest of them after its hello). Until the 202 the
+// turn ends with the request, as a held turn does; after it, with the approval's wait and
+// approval.RunBound past it, before the page stops waiting for the outcome
+// (approval.OutcomeGrace). The turns running so are bounded as the approvals are: at most
+// MaxPendingApprovals wait at once, and each runs on for RunBound at most once decided.
+func (c *Catalogue) turnAtOnce(w http.ResponseWriter, r *http.Request, t Turn, run func(context.Context) Turn) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	asked := make(chan Approval, 1)
+	ctx = withAsked(ctx, func(a Approval) {
+		select {
+		case asked <- a: // the first request is the handle; a turn asks once
+		default:
+		}
+	})
+	done := make(chan Turn, 1)
+	go func() {
+		defer cancel()
+		done <- run(ctx)
+	}()
+	select {
+	case out := <-done:
+		server.WriteJSON(w, http.StatusOK, out)
+	case a := <-asked:
+		// From here the request no longer holds the turn: the approval's wait and RunBound do.
+		end := time.AfterFunc(c.opts.ApprovalTimeout+approval.RunBound, cancel)
+		w.Header().Set("Preference-Applied", "respond-async")
+		server.WriteJSON(w, http.StatusAccepted, Turn{OK: true, TurnID: t.TurnID, Mode: t.Mode, Pending: &a})
+		go func() {
+			out := <-done
+			end.Stop()
+			if len(out.Result) > maxTurnEventResultBytes {
+				out.Result = json.RawMessage(`{"note":"the result is too large to show here"}`)
+			}
+			c.events.publish("turn", out)
+		}()
+	case <-r.Context().Done():
+		cancel() // the caller left before anyone was asked
+		<-done
+	}
 }
 
 // TypedTurn runs a transcript through the offline resolver and, when it understood an action,
 // through the same path as Call.
 func (c *Catalogue) TypedTurn(ctx context.Context, transcript string) Turn {
-	t := Turn{TurnID: "turn-" + itoa(c.seq.Add(1)), Mode: c.mode()}
+	return c.typedTurn(ctx, c.newTurn(), transcript)
+}
+
+// newTurn names a new turn.
+func (c *Catalogue) newTurn() Turn {
+	return Turn{TurnID: "turn-" + itoa(c.seq.Add(1)), Mode: c.mode()}
+}
+
+func (c *Catalogue) typedTurn(ctx context.Context, t Turn, transcript string) Turn {
 	res := commands.Resolve(transcript)
 	t.Understood, t.Help = res.Understood, res.Help
 	if res.Err != nil {
@@ -202,7 +279,10 @@ func (c *Catalogue) TypedTurn(ctx context.Context, transcript string) Turn {
 
 // ActionTurn runs an action given as it is, {"verb": tool, ...arguments}.
 func (c *Catalogue) ActionTurn(ctx context.Context, action json.RawMessage) Turn {
-	t := Turn{TurnID: "turn-" + itoa(c.seq.Add(1)), Mode: c.mode()}
+	return c.actionTurn(ctx, c.newTurn(), action)
+}
+
+func (c *Catalogue) actionTurn(ctx context.Context, t Turn, action json.RawMessage) Turn {
 	name, args, err := commands.SplitAction(action)
 	if err != nil {
 		r, _ := refusal.As(err)

@@ -31,13 +31,20 @@ type Finding struct {
 	Say    string // what was found, in a sentence
 }
 
+// Flags is the command's flag set: --host, whose default defaultSays describes (Main fills it in
+// when --host is not given).
+func Flags(stderr io.Writer, defaultSays string) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("check-app", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	host := fs.String("host", "", "the `origin` the page embedding the app is opened at (default "+defaultSays+")")
+	return fs, host
+}
+
 // Main runs the command: check-app [--host ORIGIN] URL. defaultHost is the page's origin when
 // --host is not given. It exits 0 when every header is right, 1 when one is missing or wrong,
 // and 2 when the URL could not be checked at all.
 func Main(args []string, stdout, stderr io.Writer, defaultHost string) int {
-	fs := flag.NewFlagSet("check-app", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	host := fs.String("host", defaultHost, "the `origin` the page embedding the app is opened at")
+	fs, host := Flags(stderr, defaultHost)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: relay check-app [--host ORIGIN] URL\n\nFetches URL and says which embedding headers it lacks.\n\n")
 		fs.PrintDefaults()
@@ -59,6 +66,9 @@ func Main(args []string, stdout, stderr io.Writer, defaultHost string) int {
 	if target == "" {
 		fs.Usage()
 		return 2
+	}
+	if *host == "" {
+		*host = defaultHost
 	}
 	hostOrigin, err := origin(*host)
 	if err != nil {

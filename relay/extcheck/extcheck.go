@@ -53,11 +53,16 @@ func Check(raw []byte, placement extensions.Placement) Verdict {
 	return Verdict{OK: true, ID: d.ID, Plan: &p}
 }
 
-// Main is the subcommand.
-func Main(args []string, stdout, stderr io.Writer) int {
+// Flags is the subcommand's flag set: --placement.
+func Flags(stderr io.Writer) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("extension-check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	placement := fs.String("placement", "page", "where the tools would run: page or machine")
+	return fs, fs.String("placement", "page", "where the tools would run: page or machine")
+}
+
+// Main is the subcommand.
+func Main(args []string, stdout, stderr io.Writer) int {
+	fs, placement := Flags(stderr)
 	var files []string
 	for len(args) > 0 { // the file may come before or after the flag
 		if err := fs.Parse(args); err != nil {

@@ -75,12 +75,12 @@ func (s *ExtensionStore) handles(ctx context.Context) (jetstream.ObjectStore, je
 		}
 	}
 	back := s.f.reconnected()
-	obj, err := s.f.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: s.f.name(extFilesBucket), Storage: jetstream.FileStorage})
+	obj, err := s.f.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: s.f.name(extFilesBucket), Storage: jetstream.FileStorage, Replicas: s.f.cfg.Replicas})
 	if err != nil {
 		return nil, nil, s.f.unavailable(err)
 	}
 	st, err := s.f.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: s.f.name(extLedgerStream), Subjects: []string{s.f.subject(extLedgerStream)},
-		Storage: jetstream.FileStorage, MaxMsgSize: MaxLedgerLineBytes, DenyDelete: true, DenyPurge: true})
+		Storage: jetstream.FileStorage, MaxMsgSize: MaxLedgerLineBytes, DenyDelete: true, DenyPurge: true, Replicas: s.f.cfg.Replicas})
 	if err != nil {
 		return nil, nil, s.f.unavailable(err)
 	}

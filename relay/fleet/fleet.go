@@ -18,6 +18,8 @@
 //	<prefix>.events           the page's event stream, every relay's /api/events
 //	<prefix>.approvals        a person's decision on an approval, to the relay whose call waits for it
 //	<prefix>.watching         answered by every relay whose event stream a page follows now
+//	<prefix>.presence         every relay's heartbeat, so the others end its approvals once it
+//	                          falls silent (Events)
 //	<prefix>_mcpclients       the MCP clients' bearers: records by the bearer's SHA-256, and the
 //	                          live bearer's hash of each name (moved by compare-and-set)
 //	<prefix>_extfiles   (object store) extension proposals, admitted descriptors, WASM modules
@@ -35,7 +37,7 @@
 // The connection reconnects by itself, forever. Meanwhile everything that needs shared state is
 // refused fleet-unavailable at once (a session check answers 503 with it, a routed call is
 // refused with it), and what does not is served: the page's files, /api/health, calls to an
-// executor attached to this relay. Whoever can publish on the fleet's subjects is trusted like a
+// executor attached to this relay, and the sessions this relay checked itself, for SessionGrace. Whoever can publish on the fleet's subjects is trusted like a
 // relay (it can call the executor and decide approvals): NATS credentials are as precious as the
 // host token. Events taken from the fleet are checked to be one event each (ValidEventFrame).
 package fleet
@@ -59,6 +61,9 @@ import (
 // DefaultPrefix starts every bucket and subject name of a fleet; Config.Prefix sets another, so
 // several fleets can share one NATS account.
 const DefaultPrefix = "voicebox"
+
+// MaxReplicas is the most JetStream replicas NATS keeps of a stream or bucket.
+const MaxReplicas = 5
 
 // OpTimeout bounds one key-value operation or publish; past it the operation fails
 // fleet-unavailable.
@@ -89,6 +94,10 @@ type Config struct {
 	// LeaseTTL is how long an executor lease lasts without a heartbeat; zero means
 	// DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// Replicas is how many servers of a NATS cluster keep each of the fleet's buckets, its
+	// object store and its ledger stream (JetStream replicas): 3 on a three-node cluster, so
+	// losing one node loses nothing; zero means 1 (a single server). At most MaxReplicas.
+	Replicas int
 	// Log receives connection events; nil discards.
 	Log *slog.Logger
 }
@@ -103,6 +112,9 @@ type Fleet struct {
 	mu      sync.Mutex
 	buckets map[string]jetstream.KeyValue
 	back    chan struct{} // closed when NATS (re)connects
+	joined  time.Time     // when NATS last (re)connected
+	down    chan struct{} // closed when the connection to NATS drops, made anew when it is back
+	isDown  bool          // down is closed
 }
 
 // Connect joins the fleet at cfg.URL. It returns at once even when NATS cannot be reached yet:
@@ -127,7 +139,13 @@ func Connect(cfg Config) (*Fleet, error) {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
-	f := &Fleet{cfg: cfg, log: cfg.Log, buckets: map[string]jetstream.KeyValue{}, back: make(chan struct{})}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Replicas < 1 || cfg.Replicas > MaxReplicas {
+		return nil, fmt.Errorf("fleet: replicas must be 1 to %d, not %d", MaxReplicas, cfg.Replicas)
+	}
+	f := &Fleet{cfg: cfg, log: cfg.Log, buckets: map[string]jetstream.KeyValue{}, back: make(chan struct{}), down: make(chan struct{})}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -141,6 +159,7 @@ func Connect(cfg Config) (*Fleet, error) {
 		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			f.log.Warn("fleet: NATS disconnected; shared state is refused until it is back", "err", err)
+			f.dropped()
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			f.log.Info("fleet: NATS reconnected")
@@ -201,7 +220,7 @@ func (f *Fleet) bucket(ctx context.Context, name string) (jetstream.KeyValue, er
 	if !f.nc.IsConnected() {
 		return nil, f.unavailable(nats.ErrConnectionClosed)
 	}
-	kv, err := f.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: f.name(name), History: 1, LimitMarkerTTL: markerTTL})
+	kv, err := f.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: f.name(name), History: 1, LimitMarkerTTL: markerTTL, Replicas: f.cfg.Replicas})
 	if err != nil {
 		return nil, f.unavailable(err)
 	}
@@ -365,6 +384,36 @@ func (f *Fleet) connectedAgain() {
 	clear(f.buckets)
 	close(f.back)
 	f.back = make(chan struct{})
+	f.joined = time.Now()
+	if f.isDown {
+		f.down, f.isDown = make(chan struct{}), false
+	}
+}
+
+// dropped wakes everything that waits for a reply over the connection that dropped: no reply
+// sent to it will come (NATS keeps no message for a connection that is gone).
+func (f *Fleet) dropped() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.isDown {
+		close(f.down)
+		f.isDown = true
+	}
+}
+
+// lost returns a channel closed the next time the connection to NATS drops (at once when it is
+// down now).
+func (f *Fleet) lost() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down
+}
+
+// joinedAt returns when NATS last (re)connected; zero before it first did.
+func (f *Fleet) joinedAt() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.joined
 }
 
 // DefaultLeaseTTL is how long an executor lease lasts without a heartbeat: a relay that dies

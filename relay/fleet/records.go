@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,14 +23,78 @@ const (
 // checked against the record's own deadline as well, so nothing lives longer for it).
 const minKeyTTL = time.Second
 
+// SessionGrace is how long a relay keeps admitting, while the fleet's shared state (NATS) does
+// not answer, the sessions it had itself checked against it: a page signed in before NATS went
+// away keeps working through the relay it reached, for this long after the sessions bucket last
+// answered this relay. A session this relay never checked is refused fleet-unavailable, as is
+// every session once the grace has passed. A revocation made through another relay meanwhile is
+// heard when NATS is back (every session is then checked again), so it wins at the latest then;
+// within the grace, a partitioned relay may admit a session revoked elsewhere.
+const SessionGrace = 5 * time.Minute
+
 // Records are the gate's tickets and sessions in JetStream key-value buckets: a session minted
 // on one relay passes on every relay of the fleet, a ticket is spent once across all of them
 // (deleted on the revision that was read, so of two relays redeeming it at once one wins), and a
 // revocation is heard by every relay (WatchEnds). Keys are hashes and IDs, never a token.
-type Records struct{ f *Fleet }
+//
+// The sessions this relay checked are kept in its memory (seen) so that they pass while NATS is
+// away, within SessionGrace (see there). What the watch hears removed leaves seen at once, and
+// seen is emptied each time the watch is made again (NATS came back), so nothing removed while
+// this relay could not hear it passes from memory after that.
+type Records struct {
+	f *Fleet
+
+	mu       sync.Mutex
+	seen     map[string]session.Record // sessions the bucket confirmed, by ID
+	answered time.Time                 // when the sessions bucket last answered this relay
+}
 
 // Records returns the fleet's session records, for session.Options.Records.
-func (f *Fleet) Records() *Records { return &Records{f: f} }
+func (f *Fleet) Records() *Records { return &Records{f: f, seen: map[string]session.Record{}} }
+
+// remember records that the bucket answered now, with rec found (ok) or not.
+func (r *Records) remember(id string, rec session.Record, ok bool) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.answered = now
+	if !ok {
+		delete(r.seen, id)
+		return
+	}
+	if _, known := r.seen[id]; !known {
+		for k, old := range r.seen { // sessions past their lifetime leave as new ones come
+			if !now.Before(old.Info.Expires) {
+				delete(r.seen, k)
+			}
+		}
+	}
+	r.seen[id] = rec
+}
+
+// fallback answers a session check the bucket could not: the session as this relay last saw it,
+// within SessionGrace of the bucket's last answer, else err.
+func (r *Records) fallback(id string, now time.Time, err error) (session.Record, bool, error) {
+	r.mu.Lock()
+	rec, known := r.seen[id]
+	fresh := time.Since(r.answered) < SessionGrace
+	r.mu.Unlock()
+	if !known || !fresh || !now.Before(rec.Info.Expires) {
+		return session.Record{}, false, err
+	}
+	return rec, true, nil
+}
+
+// forget drops id from the sessions kept in memory; "" drops them all.
+func (r *Records) forget(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id == "" {
+		clear(r.seen)
+		return
+	}
+	delete(r.seen, id)
+}
 
 var _ interface {
 	session.Records
@@ -118,6 +183,7 @@ func (r *Records) AddSession(rec session.Record) error {
 	if _, err := kv.Create(ctx, rec.Info.ID, b, opts...); err != nil {
 		return r.f.unavailable(err)
 	}
+	r.remember(rec.Info.ID, rec, true)
 	return nil
 }
 
@@ -142,20 +208,23 @@ func (r *Records) Session(id string, now time.Time) (session.Record, bool, error
 	}
 	ctx, cancel, kv, err := r.f.op(sessionsBucket)
 	if err != nil {
-		return session.Record{}, false, err
+		return r.fallback(id, now, err)
 	}
 	defer cancel()
 	e, err := kv.Get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		r.remember(id, session.Record{}, false)
 		return session.Record{}, false, nil
 	}
 	if err != nil {
-		return session.Record{}, false, r.f.unavailable(err)
+		return r.fallback(id, now, r.f.unavailable(err))
 	}
 	rec, ok := decodeSession(e.Value())
 	if !ok || rec.Info.ID != id || !now.Before(rec.Info.Expires) {
+		r.remember(id, session.Record{}, false)
 		return session.Record{}, false, nil
 	}
+	r.remember(id, rec, true)
 	return rec, true, nil
 }
 
@@ -183,6 +252,7 @@ func (r *Records) RemoveSession(id string) (bool, error) {
 	if err != nil {
 		return false, r.f.unavailable(err)
 	}
+	r.forget(id)
 	return true, nil
 }
 
@@ -215,8 +285,10 @@ func (r *Records) WatchEnds(fn func(id string)) (stop func(), err error) {
 		case e == nil && first:
 			first = false
 		case e == nil:
-			go fn("") // it reads the records: not on the watch's goroutine
+			r.forget("") // removals may have been missed: what passes is asked of the bucket again
+			go fn("")    // it reads the records: not on the watch's goroutine
 		case e.Operation() != jetstream.KeyValuePut:
+			r.forget(e.Key())
 			fn(e.Key())
 		}
 	}, true)

@@ -547,6 +547,7 @@ func (r *Router) serve(m *nats.Msg) {
 
 // Ask implements hub.Fleet.
 func (r *Router) Ask(ctx context.Context, call wire.Call) wire.Answer {
+	lost := r.f.lost() // before the check: a connection that drops after it is heard
 	if !r.f.Connected() {
 		return wire.Refuse(call.CallID, r.f.unavailable(nats.ErrDisconnected).(*refusal.Refusal))
 	}
@@ -622,6 +623,20 @@ func (r *Router) Ask(ctx context.Context, call wire.Call) wire.Answer {
 		case <-grace:
 			return wire.Refuse(call.CallID, refusal.New(refusal.OutcomeUnknown,
 				"the %s moved away from relay %s before the call's answer came: the call may or may not have run, so look at the files (or the page's history) before trying again", kind, l.Relay))
+		case <-lost:
+			// The answer would come over the connection that dropped; NATS keeps nothing for
+			// it, so it never will. Whether the call reached the holder is not known.
+			select {
+			case rp := <-got:
+				if rp.err == nil {
+					a := r.answer(ctx, routed, kind, l, rp.m, rp.err)
+					a.CallID = call.CallID
+					return a
+				}
+			default:
+			}
+			return wire.Refuse(call.CallID, refusal.New(refusal.OutcomeUnknown,
+				"this relay lost its connection to the fleet (NATS) before the answer of the %s on relay %s came: the call may or may not have run, so look at the files (or the page's history) before trying again", kind, l.Relay))
 		}
 	}
 }

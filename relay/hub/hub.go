@@ -67,8 +67,10 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/voicebox-go/voicebox/relay/outbound"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
+	"github.com/voicebox-go/voicebox/relay/wsbound"
 	"github.com/voicebox-go/voicebox/shared/channel"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/wire"
@@ -507,6 +509,8 @@ func (h *Hub) Close() {
 type conn struct {
 	hub     *Hub
 	ws      *websocket.Conn
+	out     *wsbound.Conn // ws's writes, each bounded by writeTimeout (relay/outbound's walls)
+	slow    sync.Once     // logs slow-reader once
 	kind    channel.Kind
 	pairing string
 	broker  *channel.Broker
@@ -518,11 +522,17 @@ type conn struct {
 // Connected implements channel.Peer.
 func (c *conn) Connected() bool { return !c.gone.Load() }
 
-// Send implements channel.Peer.
+// Send implements channel.Peer. A peer that takes no bytes for writeTimeout is closed
+// slow-reader; the calls waiting on it settle with its kind's closed rule.
 func (c *conn) Send(frame []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	return c.ws.Write(ctx, websocket.MessageText, frame)
+	err := c.out.Write(websocket.MessageText, frame)
+	if err != nil && c.out.SlowReader() {
+		c.slow.Do(func() {
+			why := outbound.SlowReader("the executor took no bytes for " + writeTimeout.String())
+			c.hub.log.Warn("channel: a socket was closed", "rule", why.Rule, "kind", c.kind, "why", why.Why)
+		})
+	}
+	return err
 }
 
 // settle marks the connection gone and settles its waiting calls with its closed rule.
@@ -612,6 +622,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if release != nil {
 		releases = append(releases, release)
 	}
+	server.SetSendBuffer(r, outbound.SendBuffer) // a peer that stops reading is found within it
 	// Accept's own origin check would turn a foreign page away with a bare 403 before it could
 	// be told why; every origin is let through to the checks below, which are stricter.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
@@ -621,7 +632,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(wire.MaxFrameBytes)
-	c.ws = ws
+	c.ws, c.out = ws, wsbound.New(ws, writeTimeout)
 	close(c.ready)
 	if rf != nil {
 		log.Info("channel: socket refused", "refused", rf.Rule)

@@ -151,6 +151,10 @@ func session(ctx context.Context, target string, cfg Config, door *channel.Door,
 	}
 	stop := context.AfterFunc(ctx, func() { ws.Close(websocket.StatusNormalClosure, "environment stopping") })
 	defer stop()
+	// The session's calls end with it: a call still waiting when the connection drops has no one
+	// to answer and must not change the folder after the calls of the next session.
+	ctx, endCalls := context.WithCancel(ctx)
+	defer endCalls()
 	var refused error
 	for {
 		_, frame, err := ws.Read(ctx)

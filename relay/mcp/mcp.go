@@ -62,6 +62,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voicebox-go/voicebox/relay/hoststate"
+	"github.com/voicebox-go/voicebox/relay/outbound"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/tool"
@@ -196,13 +197,46 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		server.WriteRefusal(w, status, rf)
 		return
 	}
-	rw := &refusalWriter{ResponseWriter: w}
-	h.stream.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), clientKey{}, name)))
-	if rule := rw.finish(); rule != "" {
+	// Every answer goes through a stream of relay/outbound: the SDK's writes (a notification
+	// fanned out to every session among them) are queued and return, and a reader that does not
+	// keep up has its stream cancelled and its session closed slow-reader, never waited on.
+	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), clientKey{}, name))
+	defer cancel()
+	session := r.Header.Get("Mcp-Session-Id")
+	out := outbound.NewSSE(w, r, func(why *refusal.Refusal) {
+		h.log.Warn("mcp: a stream was closed", "rule", why.Rule, "client", name, "session", session, "why", why.Why)
+		cancel()
+		h.closeSession(session)
+	})
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		out.Serve(ctx.Done(), 0)
+	}()
+	rw := &refusalWriter{ResponseWriter: out}
+	h.stream.ServeHTTP(rw, r.WithContext(ctx))
+	rule := rw.finish()
+	out.End()
+	<-served
+	if rule != "" {
 		h.log.Info("mcp: request refused", "rule", rule, "client", name, "method", r.Method)
 	}
 	if opening {
 		h.settle(w.Header().Get("Mcp-Session-Id"), name)
+	}
+}
+
+// closeSession closes the session id (when one is open) on a goroutine of its own: a slow
+// reader's session ends with its stream.
+func (h *Handler) closeSession(id string) {
+	if id == "" {
+		return
+	}
+	for s := range h.server.Sessions() {
+		if s.ID() == id {
+			go s.Close()
+			return
+		}
 	}
 }
 

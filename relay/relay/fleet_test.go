@@ -666,27 +666,54 @@ func TestFleetHammer(t *testing.T) {
 	}
 }
 
-// TestFleetAGatedPageWaitsOutNATS: with the shared sessions out of reach, a signed-in page's
-// /channel is closed "try again later" (1013, fleet-unavailable), never refused (which would make
-// the page wait for its person), and it is admitted once NATS is back.
-func TestFleetAGatedPageWaitsOutNATS(t *testing.T) {
-	t.Parallel()
-	nats := fleettest.Start(t)
-	a := startMember(t, nats, "gatedwait", true)
-	status, minted := a.do(t, http.MethodPost, "/api/bootstrap", nil)
+// signIn mints a bootstrap ticket through minter, redeems it through redeemer and returns the
+// session's cookie header.
+func signIn(t testing.TB, minter, redeemer *member) string {
+	t.Helper()
+	status, minted := minter.do(t, http.MethodPost, "/api/bootstrap", nil)
 	if status != http.StatusOK {
 		t.Fatalf("bootstrap: %d %v", status, minted)
 	}
+	ticket := minted["url"].(string)[strings.Index(minted["url"].(string), "bootstrap=")+len("bootstrap="):]
 	jar, _ := cookiejar.New(nil)
-	resp, err := (&http.Client{Jar: jar}).Get(minted["url"].(string))
+	resp, err := (&http.Client{Jar: jar}).Get(redeemer.url + "/?bootstrap=" + ticket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	cookie := ""
 	for _, ck := range jar.Cookies(resp.Request.URL) {
-		cookie = ck.Name + "=" + ck.Value
+		if ck.Name == server.SessionCookie {
+			return ck.Name + "=" + ck.Value
+		}
 	}
+	t.Fatalf("redeeming the ticket on %s set no session cookie (%d)", redeemer.url, resp.StatusCode)
+	return ""
+}
+
+// withCookie answers GET path on m with the session cookie: the status and the refusal's rule.
+func withCookie(t testing.TB, m *member, path, cookie string) (int, refusal.Rule) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, m.url+path, nil)
+	req.Header.Set("Cookie", cookie)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, ruleOf(out)
+}
+
+// TestFleetAGatedPageWaitsOutNATS: with the shared sessions out of reach, a signed-in page whose
+// session this relay never checked (it signed in through another) has its /channel closed "try
+// again later" (1013, fleet-unavailable), never refused (which would make the page wait for its
+// person), and it is admitted once NATS is back.
+func TestFleetAGatedPageWaitsOutNATS(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "gatedwait", true), startMember(t, nats, "gatedwait", true)
+	cookie := signIn(t, b, b)
 	nats.Stop()
 	waitFor(t, "A noticing NATS is gone", func() bool { return !a.Fleet.Connected() })
 	p := dialPage(t, a, memoryExecutor(), http.Header{"Cookie": {cookie}})
@@ -697,6 +724,55 @@ func TestFleetAGatedPageWaitsOutNATS(t *testing.T) {
 	waitFor(t, "A back on NATS", func() bool { return a.Fleet.Connected() })
 	dialPage(t, a, memoryExecutor(), http.Header{"Cookie": {cookie}})
 	connectedOn(t, a)
+}
+
+// TestFleetAGatedPageKeepsWorkingWhileNATSIsAway: the page signed in through A and attached to
+// it keeps working through A while NATS is away (fleet.SessionGrace): its requests pass, it
+// reconnects its /channel, and its relay's calls reach it; a session A never checked is refused
+// fleet-unavailable meanwhile; once NATS is back, a revocation through B ends the session on A.
+func TestFleetAGatedPageKeepsWorkingWhileNATSIsAway(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "gatedkeep", true), startMember(t, nats, "gatedkeep", true)
+	cookie := signIn(t, a, a)
+	other := signIn(t, b, b)
+	dialPage(t, a, memoryExecutor(), http.Header{"Cookie": {cookie}})
+	connectedOn(t, a)
+	if status, rule := withCookie(t, a, "/api/root", cookie); status != http.StatusOK {
+		t.Fatalf("the page's request with NATS up: %d %s", status, rule)
+	}
+
+	nats.Stop()
+	waitFor(t, "A noticing NATS is gone", func() bool { return !a.Fleet.Connected() })
+	if status, rule := withCookie(t, a, "/api/root", cookie); status != http.StatusOK {
+		t.Fatalf("the page's request to its own relay with NATS away: %d %s, want 200", status, rule)
+	}
+	again := dialPage(t, a, memoryExecutor(), http.Header{"Cookie": {cookie}}) // the page reloaded
+	observed(t, a.call(t, "now", nil))
+	select {
+	case err := <-again.Ended:
+		t.Fatalf("the page's /channel with NATS away ended: %v", err)
+	default:
+	}
+	if status, rule := withCookie(t, a, "/api/root", other); status != http.StatusServiceUnavailable || rule != refusal.FleetUnavailable {
+		t.Fatalf("a session A never checked, with NATS away: %d %s, want 503 fleet-unavailable", status, rule)
+	}
+
+	nats.Restart()
+	waitFor(t, "A and B back on NATS", func() bool { return a.Fleet.Connected() && b.Fleet.Connected() })
+	// JetStream may still be recovering its store once NATS accepts connections: the revocation
+	// is refused fleet-unavailable (try again) until it has.
+	waitFor(t, "revoking every session through B once NATS is back", func() bool {
+		status, out := b.do(t, http.MethodDelete, "/api/sessions", nil)
+		if status != http.StatusOK && ruleOf(out) != refusal.FleetUnavailable {
+			t.Fatalf("revoking every session through B: %d %v", status, out)
+		}
+		return status == http.StatusOK
+	})
+	waitFor(t, "A refusing the session revoked through B", func() bool {
+		status, _ := withCookie(t, a, "/api/root", cookie)
+		return status == http.StatusUnauthorized
+	})
 }
 
 // TestFleetAMachineWaitsOutNATS: with the shared pairings out of reach, a paired machine's hello
@@ -778,6 +854,128 @@ func TestFleetRootEventsReachEveryRelay(t *testing.T) {
 			}
 		case <-deadline:
 			t.Fatal("B's stream never heard the root declared on A")
+		}
+	}
+}
+
+// followEvents follows GET /api/events on m and returns its events, each "kind data", until
+// the test ends.
+func followEvents(t testing.TB, m *member) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.url+"/api/events", nil)
+	req.Header.Set("Origin", m.url)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	events := make(chan string, 64)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(resp.Body)
+		kind := ""
+		for sc.Scan() {
+			line := sc.Text()
+			if k, ok := strings.CutPrefix(line, "event: "); ok {
+				kind = k
+			} else if d, ok := strings.CutPrefix(line, "data: "); ok {
+				select {
+				case events <- kind + " " + d:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return events
+}
+
+// nextEvent returns the data of the next event of kind, and every event before it.
+func nextEvent(t testing.TB, events <-chan string, kind string) (data string, before []string) {
+	t.Helper()
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatalf("the event stream ended before %s (after %v)", kind, before)
+			}
+			if d, ok := strings.CutPrefix(e, kind+" "); ok {
+				return d, before
+			}
+			before = append(before, e)
+		case <-time.After(patience):
+			t.Fatalf("no %s event (after %v)", kind, before)
+		}
+	}
+}
+
+// TestFleetAnApprovalEndsWhenItsRelayDies: a delete through B waits for the person, whose page
+// follows A. B dies (its NATS connection drops without a word): the page on A is told once that
+// the approval ended (approval-settled, outcome requester-gone), approving it then is refused
+// 410 approval-requester-gone instead of 404, nothing was deleted, and A serves the next turn.
+func TestFleetAnApprovalEndsWhenItsRelayDies(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "apgone", false), startMember(t, nats, "apgone", false)
+	page := dialPage(t, a, memoryExecutor(), nil)
+	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
+	waitFor(t, "the root declared on A shown on B", func() bool { return b.root(t)["kind"] == "opfs" })
+	observed(t, a.call(t, "write-file", map[string]any{"path": "keep.txt", "content": "still here"}))
+	events := followEvents(t, a)
+	nextEvent(t, events, "hello")
+	turned := make(chan struct{})
+	go func() {
+		defer close(turned)
+		body, _ := json.Marshal(map[string]any{"action": map[string]any{"verb": "delete_file", "name": "keep.txt"}})
+		req, _ := http.NewRequest(http.MethodPost, b.url+"/api/turn", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(server.HostTokenHeader, b.token)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close() // B dies first: its answer is an error or a shutdown's refusal
+		}
+	}()
+	data, _ := nextEvent(t, events, "approval")
+	var ap struct{ ID string }
+	json.Unmarshal([]byte(data), &ap)
+	if ap.ID == "" {
+		t.Fatalf("the approval event carried no id: %s", data)
+	}
+
+	b.kill(t)
+	for {
+		data, _ := nextEvent(t, events, "approval-settled")
+		var settled struct{ ID, Outcome string }
+		json.Unmarshal([]byte(data), &settled)
+		if settled.ID != ap.ID {
+			continue
+		}
+		if settled.Outcome != fleet.RequesterGone {
+			t.Fatalf("the approval of the dead relay settled %q, want %q", settled.Outcome, fleet.RequesterGone)
+		}
+		break
+	}
+	status, out := a.do(t, http.MethodPost, "/api/approvals/"+ap.ID, map[string]any{"approve": true})
+	if status != http.StatusGone || ruleOf(out) != refusal.ApprovalRequesterGone {
+		t.Fatalf("approving the dead relay's request on A: %d %v, want 410 approval-requester-gone", status, out)
+	}
+	select {
+	case <-turned:
+	case <-time.After(patience):
+		t.Fatal("the turn through the dead relay never ended")
+	}
+	if got := observed(t, a.call(t, "read-file", map[string]any{"path": "keep.txt"})); got == nil {
+		t.Fatal("the file is gone")
+	}
+	// The next turn through A is served, and the page heard of the dead relay's approval once.
+	if status, out := a.do(t, http.MethodPost, "/api/turn", map[string]any{"action": map[string]any{"verb": "read_file", "name": "keep.txt"}}); status != http.StatusOK || out["ok"] != true {
+		t.Fatalf("the next turn through A: %d %v", status, out)
+	}
+	_, before := nextEvent(t, events, "call")
+	for _, e := range before {
+		if strings.HasPrefix(e, "approval-settled ") && strings.Contains(e, ap.ID) {
+			t.Fatalf("the page heard the approval end twice: %v", before)
 		}
 	}
 }

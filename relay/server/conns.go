@@ -437,6 +437,19 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
+// SetSendBuffer sets the kernel's send buffer of r's connection to n bytes, when r came through
+// LimitConns on a connection that has one (TCP), and reports whether it did. A stream's writer
+// (relay/outbound) does so, so that a reader that stops is found within n bytes rather than the
+// megabytes the kernel would otherwise take on for it while its writes still "succeed".
+func SetSendBuffer(r *http.Request, n int) bool {
+	cc, ok := r.Context().Value(connKey{}).(*countedConn)
+	if !ok {
+		return false
+	}
+	b, ok := cc.Conn.(interface{ SetWriteBuffer(int) error })
+	return ok && b.SetWriteBuffer(n) == nil
+}
+
 // ConnState is the http.Server's ConnState for a listener LimitConns made: a connection waiting
 // for its next request, or taken over by a WebSocket, is told so.
 func ConnState(c net.Conn, st http.ConnState) {

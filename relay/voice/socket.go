@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/voicebox-go/voicebox/relay/live"
+	"github.com/voicebox-go/voicebox/relay/outbound"
 	"github.com/voicebox-go/voicebox/relay/server"
 	"github.com/voicebox-go/voicebox/relay/session"
 	"github.com/voicebox-go/voicebox/relay/wsbound"
@@ -168,6 +169,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}()
 	})
+	server.SetSendBuffer(r, outbound.SendBuffer) // a page that stops reading is found within it
 	// The origin was checked above, more strictly than Accept's own check would.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
@@ -300,6 +302,10 @@ func (s *socket) write(f outFrame) bool {
 		return false
 	}
 	if err != nil {
+		if s.page.SlowReader() {
+			why := outbound.SlowReader("the page took no bytes for " + writeTimeout.String())
+			s.h.log.Warn("live: a socket was closed", "rule", why.Rule, "session", s.session, "why", why.Why)
+		}
 		s.ws.CloseNow()
 		return false
 	}

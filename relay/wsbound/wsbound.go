@@ -5,7 +5,9 @@
 // deadline holds a timer of its own: five allocations and a timer started and stopped on every
 // frame of a live session. A Conn arms one timer while writes are under way and closes the
 // connection (CloseNow) when none of them has finished within the bound, which is what
-// coder/websocket does when a write's context expires.
+// coder/websocket does when a write's context expires. It is the WebSocket half of
+// relay/outbound: a peer closed by the bound is a slow reader (SlowReader says so, for the log;
+// a peer that reads nothing cannot be sent a close frame).
 package wsbound
 
 import (
@@ -26,6 +28,7 @@ type Conn struct {
 	mu       sync.Mutex
 	pending  int       // writes under way
 	deadline time.Time // when the oldest unfinished progress expires
+	expired  bool      // the bound closed the connection
 }
 
 // New returns a Conn writing to ws; a write that cannot finish within bound of the last finished
@@ -70,8 +73,17 @@ func (c *Conn) arm() {
 func (c *Conn) expire() {
 	c.mu.Lock()
 	stuck := c.pending > 0 && !time.Now().Before(c.deadline)
+	c.expired = c.expired || stuck
 	c.mu.Unlock()
 	if stuck {
 		c.ws.CloseNow()
 	}
+}
+
+// SlowReader reports whether the bound closed the connection: its peer took no bytes of a write
+// for the bound (refusal slow-reader).
+func (c *Conn) SlowReader() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.expired
 }

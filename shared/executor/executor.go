@@ -233,6 +233,7 @@ func (e *Executor) Execute(ctx context.Context, call wire.Call) (json.RawMessage
 	default:
 		err = refusal.New(refusal.UnknownTool, "%q is not a primitive; the primitives are %s", string(prim), primitiveList())
 	}
+	err = nameNoSpace(err)
 	if e.opts.Audit != nil {
 		e.audit(ctx, call, prim, note, err)
 	}
@@ -470,6 +471,8 @@ func FileRefusal(err error, name string) error {
 		return refusal.New(refusal.FileExists, "something is already in the way at %q", name)
 	case errors.Is(err, fs.ErrPermission):
 		return refusal.New(refusal.PermissionDenied, "access to %q is not allowed; grant the folder again", name)
+	case errors.Is(err, fsroot.ErrNoSpace):
+		return noSpace(name)
 	}
 	return err
 }
@@ -482,4 +485,24 @@ func marshal(v any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("executor: encode the observation: %w", err)
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// nameNoSpace turns a failure for want of room in the workspace (fsroot.ErrNoSpace, from any
+// primitive and any root) that no primitive named into the workspace-disk-full refusal, for every
+// primitive at once; any other error is returned unchanged.
+func nameNoSpace(err error) error {
+	if _, named := refusal.As(err); named || !errors.Is(err, fsroot.ErrNoSpace) {
+		return err
+	}
+	name := "the file"
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		name = pe.Path
+	}
+	return noSpace(name)
+}
+
+// noSpace is the refusal of a change of name that found no room in the workspace.
+func noSpace(name string) *refusal.Refusal {
+	return refusal.New(refusal.WorkspaceDiskFull, "there is no room left where the workspace is stored, so %q was left unchanged; free some space (or storage quota) and try again", name)
 }

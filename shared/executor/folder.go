@@ -31,11 +31,11 @@ func (e *Executor) createFolder(ctx context.Context, raw json.RawMessage) (json.
 	name := args["path"]
 	h := e.opts.History
 	if h != nil {
-		h.mu.Lock()
+		h.lockAll()
 	}
 	obs, err := e.createFolderLocked(ctx, h, name)
 	if h != nil {
-		h.mu.Unlock()
+		h.unlockAll()
 		if obs.Undoable {
 			h.changed()
 		}
@@ -47,8 +47,8 @@ func (e *Executor) createFolder(ctx context.Context, raw json.RawMessage) (json.
 	return out, note, err
 }
 
-// createFolderLocked makes name and the folders above it that are missing. The caller holds h.mu
-// when h is not nil.
+// createFolderLocked makes name and the folders above it that are missing. The caller holds the
+// history alone (lockAll) when h is not nil.
 func (e *Executor) createFolderLocked(ctx context.Context, h *History, name string) (folderObserved, error) {
 	obs := folderObserved{Path: name}
 	var missing []string // deepest first
@@ -122,7 +122,7 @@ func (e *Executor) foldersState(ctx context.Context, rec historyRecord) (made bo
 // undoFolders takes back a create-folder: it removes the folders it made, deepest first, when
 // each holds nothing but the next one. One that holds something else now is an undo conflict
 // (nothing is removed), which only keep-current resolves; folders already gone are a change not
-// in effect, dropped. The caller holds h.mu.
+// in effect, dropped. The caller holds the history alone (lockAll).
 func (e *Executor) undoFolders(ctx context.Context, h *History, rec historyRecord, resolve string, obs *undoObserved) error {
 	made, foreign, err := e.foldersState(ctx, rec)
 	switch {
@@ -154,7 +154,7 @@ func (e *Executor) undoFolders(ctx context.Context, h *History, rec historyRecor
 
 // redoFolders makes an undone create-folder's folders again, when none of them is there; when
 // the folder is there already, or something else took a place it made, the redo is dropped
-// (dropRedo). The caller holds h.mu.
+// (dropRedo). The caller holds the history alone (lockAll).
 func (e *Executor) redoFolders(ctx context.Context, rec historyRecord, obs *redoObserved, dropRedo func(string, ...any) error) (changed bool, err error) {
 	made, _, err := e.foldersState(ctx, rec)
 	switch {

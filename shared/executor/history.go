@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -98,8 +99,12 @@ const (
 //
 // One History may serve several Executors over the same root (the page's file browser and the
 // assistant's calls), each recording its changes under its own Actor. A History is safe for
-// concurrent use; the changes of one History happen one at a time. Two Histories over one area
-// (two tabs on one folder) do not coordinate.
+// concurrent use. Changes of different files run side by side: each holds its file's lock (so
+// the changes of one file happen one at a time, in the order of their history numbers) and
+// the history's own lock only to take a number and to add its record, never while it writes.
+// Everything else that changes the history or may touch any file (undo, redo, a move,
+// create-folder, the conflict view) runs alone, after the changes in flight. Two Histories over
+// one area (two tabs on one folder) do not coordinate.
 type History struct {
 	area       fsroot.Root
 	clock      func() time.Time
@@ -107,6 +112,12 @@ type History struct {
 	maxBytes   int64
 	onChange   func()
 
+	// ops is held shared by a change of one file and alone by everything else that changes the
+	// history or the root (lockAll); files holds the lock of each file a change runs on.
+	ops   sync.RWMutex
+	files fileLocks
+	// mu guards the state below: held briefly by a change (to take a number, then to add its
+	// record), and for the whole of an operation that runs alone.
 	mu      sync.Mutex
 	loaded  bool
 	entries []historyRecord // in effect, oldest first
@@ -263,43 +274,131 @@ func (h *History) load(ctx context.Context) error {
 	return nil
 }
 
+// lockAll takes the history for an operation that may touch any file or reorder the history:
+// it waits for the changes in flight and holds off new ones until unlockAll.
+func (h *History) lockAll() {
+	h.ops.Lock()
+	h.mu.Lock()
+}
+
+func (h *History) unlockAll() {
+	h.mu.Unlock()
+	h.ops.Unlock()
+}
+
+// fileLocks holds a lock for each file a change is running on, made at the first change of it
+// and dropped when the last one waiting is done, so there are never more than the changes in
+// flight.
+type fileLocks struct {
+	mu    sync.Mutex
+	locks map[string]*fileLock
+}
+
+type fileLock struct {
+	mu    sync.Mutex
+	users int // the changes holding or waiting for mu
+}
+
+// lock takes the lock of the file name and returns its unlock. Names a file system may take
+// for one file (another case, another Unicode normalization) share a lock (names.Fold).
+func (l *fileLocks) lock(name string) (unlock func()) {
+	key := names.Fold(name)
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*fileLock{}
+	}
+	fl := l.locks[key]
+	if fl == nil {
+		fl = &fileLock{}
+		l.locks[key] = fl
+	}
+	fl.users++
+	l.mu.Unlock()
+	fl.mu.Lock()
+	return func() {
+		fl.mu.Unlock()
+		l.mu.Lock()
+		if fl.users--; fl.users == 0 {
+			delete(l.locks, key)
+		}
+		l.mu.Unlock()
+	}
+}
+
 // keep writes the record of a change about to happen: rec, and before when the file existed.
+// The caller holds mu (lockAll).
 func (h *History) keep(ctx context.Context, rec historyRecord, before []byte) (historyRecord, error) {
+	rec, err := h.reserve(ctx, rec)
+	if err != nil {
+		return rec, err
+	}
+	return rec, h.writeKept(ctx, rec, before)
+}
+
+// reserve gives rec the next free history number and its time. The caller holds mu.
+func (h *History) reserve(ctx context.Context, rec historyRecord) (historyRecord, error) {
+	return h.reserveWith(ctx, rec, func() {}, func() {})
+}
+
+// reserveShared is reserve for a change, which holds mu only to take each number: it looks
+// whether a number is taken without it.
+func (h *History) reserveShared(ctx context.Context, rec historyRecord) (historyRecord, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reserveWith(ctx, rec, h.mu.Unlock, h.mu.Lock)
+}
+
+// reserveWith is reserve, calling release before it looks at the area and acquire after.
+func (h *History) reserveWith(ctx context.Context, rec historyRecord, release, acquire func()) (historyRecord, error) {
 	if err := h.load(ctx); err != nil {
 		return rec, err
 	}
 	// Another History over this area (a second tab on the folder) may have taken the numbers
 	// this one would use next; never write over its files. A number whose files cannot be
 	// looked at (the area failed, or ctx ended) is no number to pass over: that error ends the
-	// change, so a cancelled write answers once instead of spinning.
+	// change, so a cancelled write answers once instead of spinning. This History never gives
+	// a number twice (next only grows), so no other change of it takes the one looked at.
 	for skips := 0; ; skips++ {
-		taken, err := h.taken(ctx, h.next)
+		seq := h.next
+		h.next++
+		release()
+		taken, err := h.taken(ctx, seq)
+		if err == nil && !taken {
+			err = h.area.MkdirAll(ctx, historyDir)
+		}
+		acquire()
 		if err != nil {
 			return rec, err
 		}
 		if !taken {
-			break
+			rec.Seq, rec.Time = seq, h.clock().UTC()
+			return rec, nil
 		}
 		if skips == MaxHistorySkips {
-			return rec, fmt.Errorf("executor: the %d history numbers from %d on are all taken", MaxHistorySkips, h.next-uint64(skips))
-		}
-		h.next++
-	}
-	rec.Seq, rec.Time = h.next, h.clock().UTC()
-	h.next++
-	if err := h.area.MkdirAll(ctx, historyDir); err != nil {
-		return rec, err
-	}
-	if rec.Existed && rec.Action != actionMove {
-		if err := h.area.WriteFile(ctx, contentName(rec.Seq), before); err != nil {
-			return rec, err
+			return rec, fmt.Errorf("executor: the %d history numbers from %d on are all taken", MaxHistorySkips, seq-uint64(skips))
 		}
 	}
-	if err := h.write(ctx, rec); err != nil {
+}
+
+// writeKept writes the files of rec, a reserved record: its earlier content, when the file
+// existed, and the record, side by side (each is synced; load removes either without the
+// other, so a crash between them leaves no half change). Only the change that reserved
+// rec.Seq writes them, so the caller need not hold mu.
+func (h *History) writeKept(ctx context.Context, rec historyRecord, before []byte) error {
+	if !rec.Existed || rec.Action == actionMove {
+		return h.write(ctx, rec)
+	}
+	content := make(chan error, 1)
+	go func() { content <- h.area.WriteFile(ctx, contentName(rec.Seq), before) }()
+	err := h.write(ctx, rec)
+	if e := <-content; err == nil {
+		err = e
+	}
+	if err != nil {
+		h.area.Remove(ctx, recordName(rec.Seq))
 		h.area.Remove(ctx, contentName(rec.Seq))
-		return rec, err
 	}
-	return rec, nil
+	return err
 }
 
 // write writes rec's record file.
@@ -322,19 +421,39 @@ func (h *History) taken(ctx context.Context, seq uint64) (bool, error) {
 	return false, nil
 }
 
-// commit adds a kept record once its change happened, drops the changes waiting for redo (the
-// new change is where the history goes on from), and prunes.
+// commit adds a kept record once its change happened, in the order of the history numbers
+// (changes of different files finish in any order), drops the changes waiting for redo (the
+// new change is where the history goes on from), and prunes. The caller holds mu.
 func (h *History) commit(ctx context.Context, rec historyRecord) {
-	for _, r := range h.redo {
+	h.forgetAll(ctx, h.commitRecord(rec))
+}
+
+// commitRecord is commit without removing the files of the records it drops: it returns them,
+// for forgetAll once the caller let mu go. The caller holds mu.
+func (h *History) commitRecord(rec historyRecord) (dropped []historyRecord) {
+	dropped = h.redo
+	h.redo = nil
+	i := sort.Search(len(h.entries), func(i int) bool { return h.entries[i].Seq > rec.Seq })
+	h.entries = slices.Insert(h.entries, i, rec)
+	return append(dropped, h.trim()...)
+}
+
+// forgetAll forgets each of records. Their numbers are out of the history, so no change uses
+// them again and the caller need not hold mu.
+func (h *History) forgetAll(ctx context.Context, records []historyRecord) {
+	for _, r := range records {
 		h.forget(ctx, r)
 	}
-	h.redo = nil
-	h.entries = append(h.entries, rec)
-	h.prune(ctx)
 }
 
 // prune drops the oldest changes past the bounds; the newest in effect is always kept.
 func (h *History) prune(ctx context.Context) {
+	h.forgetAll(ctx, h.trim())
+}
+
+// trim takes the oldest changes past the bounds out of the history and returns them, their
+// files still there (see forgetAll). The caller holds mu.
+func (h *History) trim() (dropped []historyRecord) {
 	var total int64
 	for _, r := range h.entries {
 		total += r.Size
@@ -344,10 +463,11 @@ func (h *History) prune(ctx context.Context) {
 	}
 	for len(h.entries) > 1 && (len(h.entries)+len(h.redo) > h.maxEntries || total > h.maxBytes) {
 		old := h.entries[0]
-		h.forget(ctx, old)
+		dropped = append(dropped, old)
 		h.entries = h.entries[1:]
 		total -= old.Size
 	}
+	return dropped
 }
 
 // forget removes a record and its content: the record first, so a failure in between leaves
@@ -407,16 +527,28 @@ type change struct {
 // the history or prepare needs it), lets prepare compute what the change leaves, keeps the
 // earlier version in the history, then applies the change. A change that fails takes its record
 // back. It returns whether the change can be undone.
+//
+// With a history, a change holds its file's lock throughout, and the history's own lock only
+// to take a number and to add the record (see History): the writes and syncs of changes of
+// different files overlap.
 func (e *Executor) change(ctx context.Context, c change) (undoable bool, err error) {
 	h := e.opts.History
 	if h != nil {
-		h.mu.Lock()
+		h.ops.RLock()
+		unlock := h.files.lock(c.name)
 		defer func() {
-			h.mu.Unlock()
+			unlock()
+			h.ops.RUnlock()
 			if undoable {
 				h.changed()
 			}
 		}()
+	}
+	// A call whose caller is gone (its connection to the relay ended while it waited its turn
+	// here) makes no change: applied now, it would land after changes asked for since, through
+	// the next connection, and put back what they replaced.
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("executor: the call ended before its change of %q was made: %w", c.name, err)
 	}
 	name := c.name
 	existed := false
@@ -460,7 +592,13 @@ func (e *Executor) change(ctx context.Context, c change) (undoable bool, err err
 	if existed {
 		rec.Before = digest(before)
 	}
-	rec, err = h.keep(ctx, rec, before)
+	rec, err = h.reserveShared(ctx, rec)
+	if err == nil {
+		err = h.writeKept(ctx, rec, before)
+	}
+	if errors.Is(err, fsroot.ErrNoSpace) {
+		return false, noSpace(name)
+	}
 	if err != nil {
 		return false, refusal.New(refusal.HistoryFailed, "the earlier version of %q could not be kept for undo (%v), so it was left unchanged", name, err)
 	}
@@ -468,7 +606,10 @@ func (e *Executor) change(ctx context.Context, c change) (undoable bool, err err
 		h.forget(ctx, rec)
 		return false, err
 	}
-	h.commit(ctx, rec)
+	h.mu.Lock()
+	dropped := h.commitRecord(rec)
+	h.mu.Unlock()
+	h.forgetAll(ctx, dropped)
 	return true, nil
 }
 
@@ -541,23 +682,23 @@ func (e *Executor) undoLast(ctx context.Context, raw json.RawMessage) (json.RawM
 	if h == nil {
 		return nil, auditNote{}, refusal.New(refusal.NothingToUndo, "this workspace keeps no undo history")
 	}
-	h.mu.Lock()
+	h.lockAll()
 	obs, note, changed, err := e.undoLocked(ctx, h, args["resolve"])
-	h.mu.Unlock()
+	obs.Remaining, obs.Redo = len(h.entries), len(h.redo)
+	h.unlockAll()
 	if changed {
 		h.changed()
 	}
 	if err != nil {
 		return nil, note, err
 	}
-	obs.Remaining, obs.Redo = len(h.entries), len(h.redo)
 	note.Bytes = obs.Bytes
 	out, err := marshal(obs)
 	return out, note, err
 }
 
 // undoLocked undoes the newest change; changed reports that the history changed (even when it
-// answers a refusal, having dropped a change). The caller holds h.mu.
+// answers a refusal, having dropped a change). The caller holds the history alone (lockAll).
 func (e *Executor) undoLocked(ctx context.Context, h *History, resolve string) (obs undoObserved, note auditNote, changed bool, err error) {
 	if err := h.load(ctx); err != nil {
 		return obs, note, false, refusal.New(refusal.HistoryFailed, "the undo history could not be read: %v", err)
@@ -637,7 +778,8 @@ func (h *History) readKept(ctx context.Context, name, sum, path string) ([]byte,
 }
 
 // restoreEarlier puts rec's earlier version in place of now (which hashes to rec.After), keeps
-// now for redo and moves rec from the undo list to the redo list. The caller holds h.mu.
+// now for redo and moves rec from the undo list to the redo list. The caller holds the history
+// alone (lockAll).
 func (e *Executor) restoreEarlier(ctx context.Context, h *History, rec historyRecord, now fileState, obs *undoObserved) error {
 	var before []byte
 	if rec.Existed {
@@ -699,7 +841,7 @@ func (e *Executor) putFile(ctx context.Context, name string, data []byte) error 
 }
 
 // keepBoth writes rec's earlier version under a free name beside rec.Path, as a change of its
-// own, and drops rec. The caller holds h.mu.
+// own, and drops rec. The caller holds the history alone (lockAll).
 func (e *Executor) keepBoth(ctx context.Context, h *History, rec historyRecord, obs *undoObserved) error {
 	before, err := h.readKept(ctx, contentName(rec.Seq), rec.Before, rec.Path)
 	if err != nil {
@@ -773,16 +915,16 @@ func (e *Executor) redoLast(ctx context.Context, raw json.RawMessage) (json.RawM
 	if h == nil {
 		return nil, auditNote{}, refusal.New(refusal.NothingToRedo, "this workspace keeps no undo history")
 	}
-	h.mu.Lock()
+	h.lockAll()
 	obs, note, changed, err := e.redoLocked(ctx, h)
-	h.mu.Unlock()
+	obs.Remaining, obs.Redo = len(h.entries), len(h.redo)
+	h.unlockAll()
 	if changed {
 		h.changed()
 	}
 	if err != nil {
 		return nil, note, err
 	}
-	obs.Remaining, obs.Redo = len(h.entries), len(h.redo)
 	note.Bytes = obs.Bytes
 	out, err := marshal(obs)
 	return out, note, err
@@ -936,8 +1078,8 @@ func (e *Executor) UndoConflict(ctx context.Context, limit int) (Conflict, error
 	if h == nil {
 		return Conflict{}, refusal.New(refusal.NothingToUndo, "this workspace keeps no undo history")
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.lockAll()
+	defer h.unlockAll()
 	if err := h.load(ctx); err != nil {
 		return Conflict{}, refusal.New(refusal.HistoryFailed, "the undo history could not be read: %v", err)
 	}

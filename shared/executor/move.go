@@ -50,11 +50,11 @@ func (e *Executor) moveFile(ctx context.Context, raw json.RawMessage) (json.RawM
 	}
 	h := e.opts.History
 	if h != nil {
-		h.mu.Lock()
+		h.lockAll()
 	}
 	obs, undoable, err := e.moveLocked(ctx, h, from, to)
 	if h != nil {
-		h.mu.Unlock()
+		h.unlockAll()
 		if undoable {
 			h.changed()
 		}
@@ -67,8 +67,8 @@ func (e *Executor) moveFile(ctx context.Context, raw json.RawMessage) (json.RawM
 	return out, note, err
 }
 
-// moveLocked runs a move whose names passed their checks. The caller holds h.mu when h is not
-// nil.
+// moveLocked runs a move whose names passed their checks. The caller holds the history alone
+// (lockAll) when h is not nil.
 func (e *Executor) moveLocked(ctx context.Context, h *History, from, to string) (obs moveObserved, undoable bool, err error) {
 	obs = moveObserved{Path: from, To: to, Kind: "file"}
 	st, err := e.root.Stat(ctx, from)
@@ -154,7 +154,7 @@ func (e *Executor) moveState(ctx context.Context, rec historyRecord) (there, bac
 // undoMove moves a moved file or folder back, when it is still where the move put it and nothing
 // took its old place: the move carries whatever was changed in it since, so nothing is lost. A
 // move already taken back by hand is dropped; in a conflict only keep-current resolves it. The
-// caller holds h.mu.
+// caller holds the history alone (lockAll).
 func (e *Executor) undoMove(ctx context.Context, h *History, rec historyRecord, resolve string, obs *undoObserved) error {
 	there, back, err := e.moveState(ctx, rec)
 	if err != nil {
@@ -189,7 +189,7 @@ func (e *Executor) undoMove(ctx context.Context, h *History, rec historyRecord, 
 
 // redoMove moves an undone move's file or folder again, when it is back where it came from and
 // nothing took the place it went to. Otherwise the redo is dropped (dropRedo). The caller holds
-// h.mu.
+// the history alone (lockAll).
 func (e *Executor) redoMove(ctx context.Context, rec historyRecord, obs *redoObserved, dropRedo func(string, ...any) error) (changed bool, err error) {
 	there, back, err := e.moveState(ctx, rec)
 	switch {

@@ -111,6 +111,8 @@ func osErr(op, name string, err error) error {
 		kind = fs.ErrExist
 	case errors.Is(err, fs.ErrPermission):
 		kind = fs.ErrPermission
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		kind = ErrNoSpace
 	default:
 		// Keep the cause (an errno still matches its sentinels) but not the host path.
 		var pe *fs.PathError

@@ -261,3 +261,13 @@ func Quote(s string) string {
 	}
 	return fmt.Sprintf("%q...", s[:cut])
 }
+
+// Fold returns a key that names a file system may take for one file share: s in Unicode NFC,
+// in lower case. Two names with one key may be different files (on a case-sensitive file
+// system); two names of one file never have different keys on the file systems Voicebox
+// serves (case-insensitive ones fold case; APFS ignores the normalization). It is for locks
+// and such, where joining two files costs only waiting.
+func Fold(s string) string {
+	n, _ := nfc(s)
+	return strings.ToLower(n)
+}

@@ -163,3 +163,19 @@ func TestViramasAreCombiningClass9(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldJoinsTheNamesOfOneFile: the names a case-insensitive or normalization-insensitive file
+// system takes for one file share a key; names that differ otherwise do not.
+func TestFoldJoinsTheNamesOfOneFile(t *testing.T) {
+	t.Parallel()
+	for _, same := range [][2]string{{"Notes.TXT", "notes.txt"}, {"caf\u00e9.md", "cafe\u0301.md"}, {"\u00c9t\u00e9/A.txt", "e\u0301te\u0301/a.txt"}} {
+		if names.Fold(same[0]) != names.Fold(same[1]) {
+			t.Errorf("Fold(%q) = %q, Fold(%q) = %q; want one key", same[0], names.Fold(same[0]), same[1], names.Fold(same[1]))
+		}
+	}
+	for _, other := range [][2]string{{"notes.txt", "notes.md"}, {"a/b.txt", "a/c.txt"}, {"cafe.md", "caf\u00e9.md"}} {
+		if names.Fold(other[0]) == names.Fold(other[1]) {
+			t.Errorf("Fold(%q) and Fold(%q) are both %q; want two keys", other[0], other[1], names.Fold(other[0]))
+		}
+	}
+}

@@ -112,6 +112,10 @@ const (
 	// state directory is full (or the user's quota is spent): nothing of it was kept, no torn
 	// record was left behind, and the same request succeeds once there is space (507).
 	StateDiskFull Rule = "state-disk-full"
+	// WorkspaceDiskFull answers a change of the workspace that found no room: the disk that holds
+	// a machine's folder is full (or its quota spent), or the browser's storage quota is. The
+	// file keeps its earlier content, and the same call succeeds once there is space.
+	WorkspaceDiskFull Rule = "workspace-disk-full"
 
 	// The relay's JSON door (relay/server): the body of every JSON route.
 	UnsupportedContentType Rule = "unsupported-content-type"
@@ -148,11 +152,19 @@ const (
 	// Running the relay (relay): shutting down, and the socket limits.
 	RelayShuttingDown Rule = "relay-shutting-down"
 	TooManySockets    Rule = "too-many-sockets"
+	// SlowReader is why the relay closed an outgoing stream (an /mcp or /api/events event
+	// stream, a /channel or /live socket) whose reader did not keep up: its queue passed its
+	// bound, or one write did not finish within the write deadline (relay/outbound). The other
+	// streams are never made to wait for it; the client connects again and reads.
+	SlowReader Rule = "slow-reader"
 
-	// A fleet of relays on NATS (relay/fleet): the shared state cannot be reached, and a call
-	// whose executor's relay went away before it answered.
+	// A fleet of relays on NATS (relay/fleet): the shared state cannot be reached, a call whose
+	// executor's relay went away before it answered, and an approval whose requester went away.
 	FleetUnavailable Rule = "fleet-unavailable" // NATS (the fleet's shared state and routing) is unreachable from this relay
 	OutcomeUnknown   Rule = "outcome-unknown"   // the relay holding the executor went away mid-call: the call may or may not have run
+	// ApprovalRequesterGone: the relay whose call asked for the approval stopped being heard by
+	// the fleet (it died or lost NATS), so no decision can reach the call any more.
+	ApprovalRequesterGone Rule = "approval-requester-gone"
 
 	// The page's worker API (browser/engine).
 	UnknownMethod    Rule = "unknown-method"

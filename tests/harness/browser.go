@@ -395,7 +395,7 @@ func (tab *Tab) Viewport(width, height int64) {
 }
 
 // ScreenshotTo saves a PNG of what the tab's window shows now (not the whole page) as file, for
-// pictures a person reads (the README's); its parent folder must exist.
+// pictures a person reads (docs/screens/); its parent folder must exist.
 func (tab *Tab) ScreenshotTo(file string) {
 	tab.t.Helper()
 	png, err := chromedp.Run(tab.Ctx, chromedp.CaptureScreenshot())

@@ -16,8 +16,9 @@ import (
 // Machine is a paired machine environment (`relay env`) started by StartMachine.
 type Machine struct {
 	// Root is the directory it executes on.
-	Root string
-	cmd  *exec.Cmd
+	Root   string
+	cmd    *exec.Cmd
+	killed bool
 
 	mu     sync.Mutex
 	stderr bytes.Buffer
@@ -55,10 +56,14 @@ func StartMachine(t testing.TB, relay *Relay, name, root string) *Machine {
 	m := &Machine{Root: root}
 	m.cmd = exec.Command(bin, "env", "--relay", relay.URL, "--bearer-file", bearerFile, "--root", root)
 	m.cmd.Stderr = machineWriter{m}
+	DieWithTest(m.cmd)
 	if err := m.cmd.Start(); err != nil {
 		t.Fatalf("harness: relay env: %v", err)
 	}
 	t.Cleanup(func() {
+		if m.killed {
+			return
+		}
 		m.cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { m.cmd.Wait(); close(done) }()
@@ -72,3 +77,17 @@ func StartMachine(t testing.TB, relay *Relay, name, root string) *Machine {
 	})
 	return m
 }
+
+// Kill ends the environment at once (SIGKILL), as a crash would, and waits for it to be gone.
+func (m *Machine) Kill(t testing.TB) {
+	t.Helper()
+	if m.killed {
+		return
+	}
+	m.killed = true
+	m.cmd.Process.Kill()
+	m.cmd.Wait()
+}
+
+// PID returns the environment process's id.
+func (m *Machine) PID() int { return m.cmd.Process.Pid }

@@ -162,6 +162,7 @@ func StartAlone(t testing.TB, bin string) *Relay {
 // start runs cmd as r's process, stops it when the test ends, and reads the address it prints.
 func (r *Relay) start(t testing.TB, cmd *exec.Cmd) {
 	t.Helper()
+	DieWithTest(cmd)
 	cmd.Stderr = lockedWriter{r}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

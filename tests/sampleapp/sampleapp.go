@@ -4,7 +4,7 @@
 // through getContext, asks for identity tokens and has its own server check them.
 //
 // The end-to-end tests serve it on a second loopback listener (another port is another origin);
-// `go -C tests run ./sampleapp/serve` serves it by hand (see the README). With Fixtures set it also
+// `go -C tests run ./sampleapp/serve` serves it by hand (see docs/external-apps.md). With Fixtures set it also
 // serves the pages the tests use to misbehave on purpose (fixtures/).
 package sampleapp
 

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// maxReadmeLines bounds the README: a front page (what Voicebox is, a picture, the two commands,
+// the first ten minutes, links), with the manual in docs/.
+const maxReadmeLines = 250
+
+// TestReadmeKeepsItsPromises: the README is at most maxReadmeLines long, and its two commands
+// and the address it promises are the ones build.sh and the relay have.
+func TestReadmeKeepsItsPromises(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	readme := readDoc(t, root, "README.md")
+	if n := strings.Count(readme, "\n"); n > maxReadmeLines {
+		t.Errorf("README.md has %d lines; at most %d (move the detail into docs/)", n, maxReadmeLines)
+	}
+	script := readDoc(t, root, "build.sh")
+	for _, cmd := range []string{"run", "test"} {
+		if !strings.Contains(readme, "./build.sh "+cmd) {
+			t.Errorf("README.md does not show ./build.sh %s", cmd)
+		}
+		if !regexp.MustCompile(`(?m)^` + cmd + `\) `).MatchString(script) {
+			t.Errorf("build.sh has no %s command, which the README promises", cmd)
+		}
+	}
+	if addr := fmt.Sprintf("http://127.0.0.1:%d", DefaultPort); !strings.Contains(readme, addr) {
+		t.Errorf("README.md does not give the address the relay listens on by default, %s", addr)
+	}
+}
+
+// docFiles are the Markdown files a person reads, from the module's root.
+func docFiles(t *testing.T, root string) []string {
+	t.Helper()
+	files := []string{"README.md", "SECURITY.md", "BENCHMARKS.md"}
+	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range more {
+		rel, _ := filepath.Rel(root, f)
+		files = append(files, filepath.ToSlash(rel))
+	}
+	return files
+}
+
+func readDoc(t *testing.T, root, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// mdLink is a Markdown link: its text and its target.
+var mdLink = regexp.MustCompile(`\[([^\]\n]*)\]\(([^)\s]+)\)`)
+
+// anchors are the fragments a Markdown file answers: its headings' (as GitHub spells them) and
+// its explicit <a id>s.
+func anchors(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range regexp.MustCompile(`<a id="([^"]+)">`).FindAllStringSubmatch(text, -1) {
+		out[m[1]] = true
+	}
+	inFence := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+		}
+		if inFence || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(line, "#")))
+		h = regexp.MustCompile(`[^\p{L}\p{N} _-]`).ReplaceAllString(h, "")
+		out[strings.ReplaceAll(h, " ", "-")] = true
+	}
+	return out
+}
+
+// TestDocsLinksResolve: every relative link of the README, SECURITY.md, BENCHMARKS.md and
+// docs/ names a file of the repository, and a fragment names a heading or an anchor there.
+func TestDocsLinksResolve(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	for _, file := range docFiles(t, root) {
+		text := readDoc(t, root, file)
+		for _, m := range mdLink.FindAllStringSubmatch(text, -1) {
+			target := m[2]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path, frag, _ := strings.Cut(target, "#")
+			resolved := file
+			if path != "" {
+				resolved = filepath.ToSlash(filepath.Join(filepath.Dir(file), path))
+			}
+			info, err := os.Stat(filepath.Join(root, filepath.FromSlash(resolved)))
+			if err != nil {
+				t.Errorf("%s: link %q names %s, which does not exist", file, target, resolved)
+				continue
+			}
+			if frag == "" || info.IsDir() || !strings.HasSuffix(resolved, ".md") {
+				continue
+			}
+			if !anchors(readDoc(t, root, resolved))[frag] {
+				t.Errorf("%s: link %q: %s has no heading or anchor %q", file, target, resolved, frag)
+			}
+		}
+	}
+}
+
+// TestQuotedBoundsMatchTheReference: a bound the docs quote by number links to its row in
+// docs/reference.md, and the number is the one the reference (so the code) has. A bound whose
+// value changes fails here until every quote of it is changed too.
+func TestQuotedBoundsMatchTheReference(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	values := map[string]string{}
+	row := regexp.MustCompile("(?m)^\\| <a id=\"([^\"]+)\"></a>`[^`]+` \\| ([^|]+) \\|")
+	for _, m := range row.FindAllStringSubmatch(string(renderReference(t)), -1) {
+		values[m[1]] = strings.TrimSpace(m[2])
+	}
+	quoted := 0
+	for _, file := range docFiles(t, root) {
+		for _, m := range mdLink.FindAllStringSubmatch(readDoc(t, root, file), -1) {
+			_, frag, ok := strings.Cut(m[2], "reference.md#")
+			if !ok || !regexp.MustCompile(`[0-9]`).MatchString(m[1]) {
+				continue
+			}
+			want, known := values[frag]
+			switch {
+			case !known:
+				t.Errorf("%s: %q links to reference.md#%s, which is not a bound", file, m[1], frag)
+			case m[1] != want:
+				t.Errorf("%s: quotes %s as %q; the reference (the code) has %q", file, frag, m[1], want)
+			}
+			quoted++
+		}
+	}
+	if quoted == 0 {
+		t.Fatal("no document quotes a bound through the reference")
+	}
+}
