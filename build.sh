@@ -53,7 +53,7 @@ cmd_build() {
 	cp "$(go env GOROOT)/lib/wasm/wasm_exec.js" public/wasm_exec.js
 	(cd tools && go build -o "$TOOLS_BIN/precompress" ./precompress) || die "build: tools/precompress did not compile"
 	"$TOOLS_BIN/precompress" public/voicebox.wasm || die "build: could not precompress public/voicebox.wasm"
-	go build -trimpath -ldflags "-X main.build=$v" -o bin/relay ./relay || die "build: the relay (./relay) did not compile"
+	go build -trimpath -ldflags "-X main.build=$v" -o bin/relay ./cmd/relay || die "build: the relay (./cmd/relay) did not compile"
 }
 
 cmd_run() {
@@ -74,7 +74,7 @@ cmd_dist() {
 	for target in $DIST_TARGETS; do
 		os=${target%/*}
 		arch=${target#*/}
-		CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "-s -w -X main.build=$v" -o "dist/relay-$os-$arch" ./relay ||
+		CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "-s -w -X main.build=$v" -o "dist/relay-$os-$arch" ./cmd/relay ||
 			die "dist: the relay did not build for $os/$arch"
 	done
 	(cd dist && sha256sum relay-* >SHA256SUMS) || die "dist: could not write dist/SHA256SUMS"
@@ -114,7 +114,7 @@ setup_wabt() {
 	export VOICEBOX_REQUIRE_WAT2WASM=1
 }
 
-# setup_nats builds the NATS server the fleet's tests run (relay/fleet/fleettest) from the tests
+# setup_nats builds the NATS server the fleet's tests run (internal/door/fleet/fleettest) from the tests
 # module, the one module whose go.mod requires it, into .cache/bin.
 setup_nats() {
 	mkdir -p "$TOOLS_BIN"
@@ -184,7 +184,7 @@ browser_env() {
 # stays out of the product's module); every package of the product runs natively, and those with
 # GOOS=js builds run in the browser as well.
 native_packages() { go list ./...; }
-browser_packages() { GOOS=js GOARCH=wasm go list ./... | grep -E '^github.com/voicebox-go/voicebox/(shared|opfs|browser)(/|$)'; }
+browser_packages() { GOOS=js GOARCH=wasm go list ./... | grep -E '^github.com/voicebox-go/voicebox/(shared|internal/shared|internal/opfs|internal/engine|browser)(/|$)'; }
 
 PASSED=0
 FAILED=0
@@ -285,7 +285,7 @@ cmd_test() {
 cmd_bench() {
 	mkdir -p "$CACHE"
 	setup_browser
-	setup_noderelay # the live capacity benchmark (relay/voice) runs the Node relay
+	setup_noderelay # the live capacity benchmark (internal/core/voice) runs the Node relay
 	setup_nats
 	cmd_build
 	say "== native"

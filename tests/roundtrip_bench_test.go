@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voicebox-go/voicebox/relay/hub"
-	"github.com/voicebox-go/voicebox/relay/server"
-	"github.com/voicebox-go/voicebox/shared/executor"
-	"github.com/voicebox-go/voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/internal/core/hub"
+	"github.com/voicebox-go/voicebox/internal/core/server"
+	"github.com/voicebox-go/voicebox/internal/shared/executor"
+	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
