@@ -146,7 +146,7 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 func waitForRoot(b *testing.B, h *hub.Hub, name string) {
 	deadline := time.Now().Add(channelBound)
 	for time.Now().Before(deadline) {
-		if r := h.Root(); r.Connected && r.Name == name {
+		if r := h.Holding(); r.Connected && r.Name == name {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)

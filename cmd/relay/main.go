@@ -53,17 +53,17 @@ var build = "dev"
 // DefaultPort is the port the relay listens on when neither --addr nor PORT says otherwise.
 const DefaultPort = 8787
 
-type command struct {
+type subcommand struct {
 	name, summary string
 	run           func(args []string, stdout, stderr io.Writer) int
 	// flags is the command's flag set, for its help and docs/reference.md; nil when it takes none.
 	flags func() *flag.FlagSet
 }
 
-var commands []command
+var subcommands []subcommand
 
 func init() {
-	commands = []command{
+	subcommands = []subcommand{
 		{"serve", "serve the page and the API (the default)", runServe,
 			func() *flag.FlagSet { fs, _ := serveFlags(io.Discard); return fs }},
 		{"pair", "pair a machine environment and print its bearer once: pair NAME | pair --revoke NAME | pair --list", runPair,
@@ -100,7 +100,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			usage(stdout)
 			return 0
 		}
-		for _, c := range commands {
+		for _, c := range subcommands {
 			if c.name == args[0] {
 				return c.run(args[1:], stdout, stderr)
 			}
@@ -115,10 +115,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "relay: Voicebox's server (build %s)\n\nUsage: relay [command] [flags]\n\nCommands:\n", build)
-	for _, c := range commands {
+	for _, c := range subcommands {
 		fmt.Fprintf(w, "  %-15s %s\n", c.name, c.summary)
 	}
-	for _, c := range commands {
+	for _, c := range subcommands {
 		if c.flags == nil {
 			continue
 		}

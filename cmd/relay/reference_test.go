@@ -198,7 +198,7 @@ func TestEnvironmentTableIsComplete(t *testing.T) {
 func TestEveryFlagOfAnEnvironmentVariableExists(t *testing.T) {
 	t.Parallel()
 	flags := map[string]bool{}
-	for _, c := range commands {
+	for _, c := range subcommands {
 		if c.flags != nil {
 			c.flags().VisitAll(func(f *flag.Flag) { flags[f.Name] = true })
 		}
@@ -337,7 +337,7 @@ func renderReference(t *testing.T) []byte {
 	b.WriteString("- [Commands and flags](#commands-and-flags)\n- [Environment](#environment)\n- [Bounds](#bounds)\n- [Refusal ids](#refusal-ids)\n")
 
 	b.WriteString("\n## Commands and flags\n\n`relay` with no command is `relay serve`. `relay help` prints the same.\n")
-	for _, c := range commands {
+	for _, c := range subcommands {
 		fmt.Fprintf(&b, "\n### relay %s\n\n%s.\n", c.name, cell(c.summary))
 		if c.flags == nil {
 			b.WriteString("\nNo flags.\n")

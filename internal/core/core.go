@@ -161,7 +161,7 @@ type Core struct {
 	Gate   *server.Gate // nil when the gate is off
 	Server *server.Server
 	Hub    *hub.Hub
-	Tools  *assistant.Catalogue
+	Tools  *assistant.Tools
 	// Model is the catalogue the live model (and a door serving models, such as MCP) calls:
 	// Tools, wrapped by each door that adds tools, in mount order.
 	Model tool.Catalogue
@@ -231,14 +231,14 @@ func New(cfg Config) (*Core, error) {
 	}
 	c.buildHub(shared.Sessions != nil)
 	vendors := c.voiceParts(shared.Settings)
-	c.Tools = assistant.New(assistant.Options{Root: c.Hub, Log: c.Log,
+	c.Tools = assistant.New(assistant.Options{Holder: c.Hub, Log: c.Log,
 		Live: func() bool { return voice.Configured(vendors.Providers, vendors.Settings, vendors.Keys) }})
 	c.Tools.Register(c.Server)
 	c.Model = c.Tools
 	c.Hub.AddOfferListener(&c.offers)
 	c.AddOfferListener(hub.OfferFunc(func(o hub.Offer) { c.Tools.SetPageTools(o.Tools) }))
 	// The page's live panels follow who holds the root on the event stream the catalogue serves.
-	c.Hub.AddRootListener(hub.RootFunc(func(root hub.Root) { c.Tools.Publish("root", root) }))
+	c.Hub.AddHoldingListener(hub.HoldingFunc(func(root hub.Holding) { c.Tools.Publish("root", root) }))
 	for _, d := range cfg.Doors {
 		if err := d.Mount(c); err != nil {
 			c.closeDoors()

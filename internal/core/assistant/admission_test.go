@@ -26,7 +26,7 @@ func TestApprovalsAndEventsAreAdmittedLikeThePage(t *testing.T) {
 	}
 	h := hub.New(hub.Options{})
 	defer h.Close()
-	cat := assistant.New(assistant.Options{Root: h})
+	cat := assistant.New(assistant.Options{Holder: h})
 	defer cat.Close()
 	cat.Register(srv)
 	ts := httptest.NewServer(srv)

@@ -79,20 +79,10 @@ import (
 // hold to as well.
 const DefaultApprovalTimeout = approval.Timeout
 
-// Root is the executor slot root and page actions go to (internal/core/hub's *Hub).
-type Root interface {
-	// Root says who holds the workspace root: Kind "" when nobody declared one.
-	Root() hub.Root
-	// Ask sends a call to the holder and returns its one answer.
-	Ask(ctx context.Context, call wire.Call) wire.Answer
-	// NewCallID returns a fresh callId.
-	NewCallID() string
-}
-
 // Options configures a Catalogue. Root is required.
 type Options struct {
-	// Root is where file and mini-app actions go.
-	Root Root
+	// Holder is where file and mini-app actions go.
+	Holder hub.Holder
 	// Extensions runs the extension tools; nil refuses them not-admitted.
 	Extensions Extensions
 	// ApprovalTimeout bounds the wait for the user's approval; zero means
@@ -106,8 +96,8 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// Catalogue is the assistant's tools. It is safe for concurrent use.
-type Catalogue struct {
+// Tools are the assistant's tools: the catalogue the model calls, before any door adds to it. It is safe for concurrent use.
+type Tools struct {
 	opts      Options
 	log       *slog.Logger
 	set       atomic.Pointer[commands.Set]
@@ -122,11 +112,11 @@ type Catalogue struct {
 }
 
 // New returns a Catalogue offering the built-in tools.
-func New(opts Options) *Catalogue {
+func New(opts Options) *Tools {
 	if opts.ApprovalTimeout <= 0 {
 		opts.ApprovalTimeout = DefaultApprovalTimeout
 	}
-	c := &Catalogue{opts: opts, log: opts.Log, listeners: map[uint64]func(){}}
+	c := &Tools{opts: opts, log: opts.Log, listeners: map[uint64]func(){}}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -138,18 +128,18 @@ func New(opts Options) *Catalogue {
 
 // UseExtensions has the extension tools call x (the extension door); until it is called they
 // are refused not-admitted. It is for mounting, before the relay serves.
-func (c *Catalogue) UseExtensions(x Extensions) { c.opts.Extensions = x }
+func (c *Tools) UseExtensions(x Extensions) { c.opts.Extensions = x }
 
 // Declarations returns every tool the model is offered now: the built-ins, then the open
 // mini-apps' tools.
-func (c *Catalogue) Declarations() []tool.Declaration { return c.set.Load().Declarations() }
+func (c *Tools) Declarations() []tool.Declaration { return c.set.Load().Declarations() }
 
 // Instruction returns the system instruction for a live model, for the current tool set.
-func (c *Catalogue) Instruction() string { return c.set.Load().Instruction() }
+func (c *Tools) Instruction() string { return c.set.Load().Instruction() }
 
 // OnChange registers fn to run, on a goroutine of its own, whenever the tool set changes. The
 // returned cancel removes it.
-func (c *Catalogue) OnChange(fn func()) (cancel func()) {
+func (c *Tools) OnChange(fn func()) (cancel func()) {
 	c.mu.Lock()
 	id := c.nextL
 	c.nextL++
@@ -166,7 +156,7 @@ func (c *Catalogue) OnChange(fn func()) (cancel func()) {
 // {name, description, parameters}), or nil when the page left. Each declaration is checked as a
 // mini-app tool is at registration; one that fails is left out and logged. It hears the Tools of
 // internal/core/hub's offers.
-func (c *Catalogue) SetPageTools(tools json.RawMessage) {
+func (c *Tools) SetPageTools(tools json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if bytes.Equal(tools, c.pageTools) {
@@ -247,7 +237,7 @@ type Fleet interface {
 }
 
 // UseFleet shares the catalogue's events and approvals with a fleet from now on.
-func (c *Catalogue) UseFleet(f Fleet) {
+func (c *Tools) UseFleet(f Fleet) {
 	c.events.mu.Lock()
 	c.events.fleet = f
 	c.events.mu.Unlock()
@@ -255,18 +245,18 @@ func (c *Catalogue) UseFleet(f Fleet) {
 }
 
 // DeliverEvent hands an event another relay published to this relay's event streams.
-func (c *Catalogue) DeliverEvent(frame []byte) {
+func (c *Tools) DeliverEvent(frame []byte) {
 	c.events.deliver(frame)
 	c.events.announce() // delivering may have dropped the last subscriber
 }
 
 // DecideLocal records the person's decision on an approval waiting on this relay, and reports
 // whether one was; a fleet calls it for decisions made through another relay.
-func (c *Catalogue) DecideLocal(id string, approve bool) bool { return c.approvals.decide(id, approve) }
+func (c *Tools) DecideLocal(id string, approve bool) bool { return c.approvals.decide(id, approve) }
 
 // decideElsewhere offers a decision to the fleet's other relays; false for a relay alone. why
 // is Fleet.Decide's.
-func (c *Catalogue) decideElsewhere(id string, approve bool) (decided bool, why error) {
+func (c *Tools) decideElsewhere(id string, approve bool) (decided bool, why error) {
 	c.events.mu.Lock()
 	f := c.events.fleet
 	c.events.mu.Unlock()
@@ -278,13 +268,13 @@ func (c *Catalogue) decideElsewhere(id string, approve bool) (decided bool, why 
 
 // Publish sends an event of kind to every page on the event stream (GET /api/events), for a
 // change the page follows that the catalogue did not make: "root" (who holds the workspace,
-// hub.Root) and "extensions" ({what, id}: a proposal, admission, revocation or dismissal). v is
+// hub.Holding) and "extensions" ({what, id}: a proposal, admission, revocation or dismissal). v is
 // encoded as JSON.
-func (c *Catalogue) Publish(kind string, v any) { c.events.publish(kind, v) }
+func (c *Tools) Publish(kind string, v any) { c.events.publish(kind, v) }
 
 // Close ends every event stream and settles the approvals still waiting as timed out; for
 // shutdown. Calls made afterwards still get their one answer.
-func (c *Catalogue) Close() {
+func (c *Tools) Close() {
 	c.approvals.closeAll()
 	c.events.close()
 }
@@ -317,7 +307,7 @@ func mcpClient(ctx context.Context) string {
 // Call runs the tool name with args and returns its one answer: the observation object, or
 // {"refused": rule, "why": sentence}. It waits for the user's approval when the tool needs it,
 // and never past ctx.
-func (c *Catalogue) Call(ctx context.Context, name string, args json.RawMessage) json.RawMessage {
+func (c *Tools) Call(ctx context.Context, name string, args json.RawMessage) json.RawMessage {
 	src := FromModel
 	if mcpClient(ctx) != "" {
 		src = FromMCP
@@ -367,7 +357,7 @@ type callEvent struct {
 const maxEventResultBytes = 16 << 10
 
 // run maps and routes one call and tells the event stream how it ended.
-func (c *Catalogue) run(ctx context.Context, src Source, turnID, name string, args json.RawMessage) Outcome {
+func (c *Tools) run(ctx context.Context, src Source, turnID, name string, args json.RawMessage) Outcome {
 	var o Outcome
 	action, err := c.set.Load().Map(name, args)
 	if err != nil {

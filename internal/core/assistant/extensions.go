@@ -82,7 +82,7 @@ func listing(x Extensions) Listing {
 // remote MCP tool that does not declare readOnlyHint).
 var writePrimitives = map[string]bool{string(extensions.WriteFile): true}
 
-func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawMessage, error) {
+func (c *Tools) extension(ctx context.Context, a commands.Action) (json.RawMessage, error) {
 	x := c.opts.Extensions
 	if x == nil {
 		return nil, refusal.New(refusal.NotAdmitted, "this relay runs no extensions")
@@ -137,7 +137,7 @@ func (c *Catalogue) extension(ctx context.Context, a commands.Action) (json.RawM
 		var path string
 		json.Unmarshal(probe["path"], &path) // the exact key the executor reads
 		summary := fmt.Sprintf("Let extension %s write %q with its tool %s (%s)?", t.id, path, name, clipText(string(args), 200))
-		asked := c.opts.Root.Root()
+		asked := c.opts.Holder.Holding()
 		if err := c.approvals.wait(ctx, commands.CallExtension, summary, c.opts.ApprovalTimeout); err != nil {
 			return nil, err
 		}
@@ -197,7 +197,7 @@ func orNull(b json.RawMessage) json.RawMessage {
 
 // propose stages a descriptor and answers with its verdict and plan, as the Extensions panel shows
 // them.
-func (c *Catalogue) propose(x Extensions, descriptor string) (json.RawMessage, error) {
+func (c *Tools) propose(x Extensions, descriptor string) (json.RawMessage, error) {
 	id, err := x.Propose([]byte(descriptor))
 	if err != nil {
 		if _, ok := refusal.As(err); !ok {

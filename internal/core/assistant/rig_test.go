@@ -38,7 +38,7 @@ type rig struct {
 	t     testing.TB
 	url   string
 	hub   *hub.Hub
-	cat   *assistant.Catalogue
+	cat   *assistant.Tools
 	state *hoststate.Dir
 	exts  *extensionhost.Runtime
 }
@@ -61,7 +61,7 @@ func newRig(t testing.TB, opts assistant.Options) *rig {
 	if err := r.exts.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	opts.Root = r.hub
+	opts.Holder = r.hub
 	if opts.Extensions == nil {
 		opts.Extensions = extensionhost.ForAssistant(r.exts)
 	}
@@ -134,16 +134,16 @@ func (r *rig) machine() string {
 		<-done
 		root.Close()
 	})
-	r.waitRoot(func(h hub.Root) bool { return h.Kind == hub.RootMachine && h.Connected })
+	r.waitRoot(func(h hub.Holding) bool { return h.Kind == hub.RootMachine && h.Connected })
 	return dir
 }
 
-func (r *rig) waitRoot(ok func(hub.Root) bool) {
+func (r *rig) waitRoot(ok func(hub.Holding) bool) {
 	r.t.Helper()
 	deadline := time.Now().Add(bound)
-	for !ok(r.hub.Root()) {
+	for !ok(r.hub.Holding()) {
 		if time.Now().After(deadline) {
-			r.t.Fatalf("the root never became as wanted: %+v", r.hub.Root())
+			r.t.Fatalf("the root never became as wanted: %+v", r.hub.Holding())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -204,7 +204,7 @@ func (r *rig) page() *page {
 		}
 	}()
 	r.t.Cleanup(func() { ws.CloseNow() })
-	r.waitRoot(func(h hub.Root) bool { return h.Kind == hub.RootOPFS && h.Connected })
+	r.waitRoot(func(h hub.Holding) bool { return h.Kind == hub.RootOPFS && h.Connected })
 	return p
 }
 

@@ -22,7 +22,7 @@ const (
 )
 
 // route runs one action where it can run and returns its observation or refusal.
-func (c *Catalogue) route(ctx context.Context, a commands.Action) (json.RawMessage, error) {
+func (c *Tools) route(ctx context.Context, a commands.Action) (json.RawMessage, error) {
 	switch a.Verb() {
 	case commands.ReadFile:
 		return c.onRoot(ctx, executor.ReadFile, texts(map[string]string{"path": a.String("name")}, a, "head", "tail"))
@@ -89,7 +89,7 @@ func optional(m map[string]string, key string, a commands.Action) map[string]str
 }
 
 // onRoot runs a primitive on the root's executor.
-func (c *Catalogue) onRoot(ctx context.Context, prim executor.Primitive, args map[string]string) (json.RawMessage, error) {
+func (c *Tools) onRoot(ctx context.Context, prim executor.Primitive, args map[string]string) (json.RawMessage, error) {
 	if r := c.declared(); r != nil {
 		return nil, r
 	}
@@ -102,26 +102,26 @@ func (c *Catalogue) onRoot(ctx context.Context, prim executor.Primitive, args ma
 
 // onPage runs a call the page's worker answers (the mini-app store and tools). A machine
 // environment holds no frames, so while one holds the root these are refused no-page.
-func (c *Catalogue) onPage(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
+func (c *Tools) onPage(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
 	if r := c.declared(); r != nil {
 		return nil, r
 	}
-	if root := c.opts.Root.Root(); root.Kind == hub.RootMachine {
+	if root := c.opts.Holder.Holding(); root.Kind == hub.RootMachine {
 		return nil, refusal.New(refusal.NoPage, "mini-apps run in the page, and the machine environment %q holds the workspace now; press \"Use this tab\" in the page to bring it back", root.Name)
 	}
 	return c.ask(ctx, tool, args)
 }
 
-func (c *Catalogue) declared() *refusal.Refusal {
-	if c.opts.Root.Root().Kind == "" {
+func (c *Tools) declared() *refusal.Refusal {
+	if c.opts.Holder.Holding().Kind == "" {
 		return refusal.New(refusal.RootNotDeclared, "no workspace is open: open the Voicebox page and choose a folder (or browser storage), or connect a paired machine environment")
 	}
 	return nil
 }
 
-func (c *Catalogue) ask(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
-	call := wire.Call{CallID: c.opts.Root.NewCallID(), Tool: tool, DescriptorID: executor.BuiltinDescriptor, Args: args, BoundsEcho: json.RawMessage(`{}`)}
-	a := c.opts.Root.Ask(ctx, call)
+func (c *Tools) ask(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
+	call := wire.Call{CallID: c.opts.Holder.NewCallID(), Tool: tool, DescriptorID: executor.BuiltinDescriptor, Args: args, BoundsEcho: json.RawMessage(`{}`)}
+	a := c.opts.Holder.Ask(ctx, call)
 	if err := a.Err(); err != nil {
 		return nil, err
 	}
@@ -130,11 +130,11 @@ func (c *Catalogue) ask(ctx context.Context, tool string, args json.RawMessage) 
 
 // deleteFile asks the user before it deletes. What cannot be deleted is refused first, so nobody
 // is asked about a file that is not there.
-func (c *Catalogue) deleteFile(ctx context.Context, name string) (json.RawMessage, error) {
+func (c *Tools) deleteFile(ctx context.Context, name string) (json.RawMessage, error) {
 	if r := c.declared(); r != nil {
 		return nil, r
 	}
-	asked := c.opts.Root.Root()
+	asked := c.opts.Holder.Holding()
 	probe, _ := json.Marshal(map[string]string{"path": name})
 	seen, err := c.ask(ctx, string(executor.ReadFile), probe)
 	if err != nil {
@@ -161,8 +161,8 @@ func (c *Catalogue) deleteFile(ctx context.Context, name string) (json.RawMessag
 
 // sameRoot refuses root-changed when another executor holds the root than asked did: what the
 // person approved was about asked's folder.
-func (c *Catalogue) sameRoot(asked hub.Root) *refusal.Refusal {
-	if now := c.opts.Root.Root(); now.Kind != asked.Kind || now.Name != asked.Name {
+func (c *Tools) sameRoot(asked hub.Holding) *refusal.Refusal {
+	if now := c.opts.Holder.Holding(); now.Kind != asked.Kind || now.Name != asked.Name {
 		return refusal.New(refusal.RootChanged, "while you were asked, %q (%s) took the workspace from %q (%s), so nothing was done there", now.Name, now.Kind, asked.Name, asked.Kind)
 	}
 	return nil
@@ -171,7 +171,7 @@ func (c *Catalogue) sameRoot(asked hub.Root) *refusal.Refusal {
 // existing refuses file-exists when name is a file of the workspace, for a typed create, which
 // asks for a new file and must not replace one. Anything else (no root, nothing there, a folder)
 // is left to the write, which answers for itself.
-func (c *Catalogue) existing(ctx context.Context, name string) *refusal.Refusal {
+func (c *Tools) existing(ctx context.Context, name string) *refusal.Refusal {
 	if c.declared() != nil {
 		return nil
 	}
@@ -210,7 +210,7 @@ func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 
 // index is the unified tool index list_tools and search_tools answer from: the tools of the
 // current set, then the extensions' tools, proposals and catalogue, as the original indexes them.
-func (c *Catalogue) index() []commands.IndexEntry {
+func (c *Tools) index() []commands.IndexEntry {
 	var ext []commands.IndexEntry
 	if x := c.opts.Extensions; x != nil {
 		l := listing(x)

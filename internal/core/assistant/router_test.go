@@ -162,7 +162,7 @@ func TestRouterWithAPageRoot(t *testing.T) {
 	// The page goes away: its tools go with it, and the root is declared but unreachable.
 	p.ws.CloseNow()
 	waitChange(t, changed)
-	r.waitRoot(func(h hub.Root) bool { return !h.Connected })
+	r.waitRoot(func(h hub.Holding) bool { return !h.Connected })
 	if hasDecl(r.cat.Declarations(), appTool) {
 		t.Fatalf("the page left and its tool is still offered")
 	}

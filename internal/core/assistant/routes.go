@@ -32,7 +32,7 @@ const (
 	ModeLive    = "live"
 )
 
-func (c *Catalogue) mode() string {
+func (c *Tools) mode() string {
 	if c.opts.Live != nil && c.opts.Live() {
 		return ModeLive
 	}
@@ -51,7 +51,7 @@ func (c *Catalogue) mode() string {
 //	GET  /api/approvals        {ok, approvals}: the requests waiting for the user
 //	POST /api/approvals/{id}   {approve: bool}: decide one; 404 not-found when none waits, 410
 //	                           approval-requester-gone when the fleet relay that asked went away
-func (c *Catalogue) Register(srv *server.Server) {
+func (c *Tools) Register(srv *server.Server) {
 	srv.Handle("GET /api/assistant", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		set := c.set.Load()
 		names := []string{}
@@ -120,7 +120,7 @@ func (c *Catalogue) Register(srv *server.Server) {
 // serveEvents streams the catalogue's events to one page until it goes away or the relay stops.
 // The first event, hello, carries the state a page needs to start: the mode, the tools, the
 // approvals already waiting and who holds the workspace (root).
-func (c *Catalogue) serveEvents(w http.ResponseWriter, r *http.Request) {
+func (c *Tools) serveEvents(w http.ResponseWriter, r *http.Request) {
 	out := outbound.NewSSE(w, r, func(why *refusal.Refusal) {
 		c.log.Warn("assistant: an event stream was closed", "rule", why.Rule, "why", why.Why)
 	})
@@ -143,7 +143,7 @@ func (c *Catalogue) serveEvents(w http.ResponseWriter, r *http.Request) {
 	// queued meanwhile; after it, the outcomes of turns answered with a pending handle: a page
 	// whose stream broke while it waited gets them still. One it saw already it knows by its
 	// turnId.
-	first := frame("hello", map[string]any{"mode": c.mode(), "tools": names, "approvals": c.approvals.pending(), "root": c.opts.Root.Root()})
+	first := frame("hello", map[string]any{"mode": c.mode(), "tools": names, "approvals": c.approvals.pending(), "root": c.opts.Holder.Holding()})
 	for _, f := range c.events.recentTurns() {
 		first = append(first, f...)
 	}
@@ -203,7 +203,7 @@ func preferAsync(h http.Header) bool {
 // approval.RunBound past it, before the page stops waiting for the outcome
 // (approval.OutcomeGrace). The turns running so are bounded as the approvals are: at most
 // MaxPendingApprovals wait at once, and each runs on for RunBound at most once decided.
-func (c *Catalogue) turnAtOnce(w http.ResponseWriter, r *http.Request, t Turn, run func(context.Context) Turn) {
+func (c *Tools) turnAtOnce(w http.ResponseWriter, r *http.Request, t Turn, run func(context.Context) Turn) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	asked := make(chan Approval, 1)
 	ctx = withAsked(ctx, func(a Approval) {
@@ -241,16 +241,16 @@ func (c *Catalogue) turnAtOnce(w http.ResponseWriter, r *http.Request, t Turn, r
 
 // TypedTurn runs a transcript through the offline resolver and, when it understood an action,
 // through the same path as Call.
-func (c *Catalogue) TypedTurn(ctx context.Context, transcript string) Turn {
+func (c *Tools) TypedTurn(ctx context.Context, transcript string) Turn {
 	return c.typedTurn(ctx, c.newTurn(), transcript)
 }
 
 // newTurn names a new turn.
-func (c *Catalogue) newTurn() Turn {
+func (c *Tools) newTurn() Turn {
 	return Turn{TurnID: "turn-" + itoa(c.seq.Add(1)), Mode: c.mode()}
 }
 
-func (c *Catalogue) typedTurn(ctx context.Context, t Turn, transcript string) Turn {
+func (c *Tools) typedTurn(ctx context.Context, t Turn, transcript string) Turn {
 	res := commands.Resolve(transcript)
 	t.Understood, t.Help = res.Understood, res.Help
 	if res.Err != nil {
@@ -278,11 +278,11 @@ func (c *Catalogue) typedTurn(ctx context.Context, t Turn, transcript string) Tu
 }
 
 // ActionTurn runs an action given as it is, {"verb": tool, ...arguments}.
-func (c *Catalogue) ActionTurn(ctx context.Context, action json.RawMessage) Turn {
+func (c *Tools) ActionTurn(ctx context.Context, action json.RawMessage) Turn {
 	return c.actionTurn(ctx, c.newTurn(), action)
 }
 
-func (c *Catalogue) actionTurn(ctx context.Context, t Turn, action json.RawMessage) Turn {
+func (c *Tools) actionTurn(ctx context.Context, t Turn, action json.RawMessage) Turn {
 	name, args, err := commands.SplitAction(action)
 	if err != nil {
 		r, _ := refusal.As(err)
@@ -293,7 +293,7 @@ func (c *Catalogue) actionTurn(ctx context.Context, t Turn, action json.RawMessa
 	return c.finish(ctx, t, name, args)
 }
 
-func (c *Catalogue) finish(ctx context.Context, t Turn, name string, args json.RawMessage) Turn {
+func (c *Tools) finish(ctx context.Context, t Turn, name string, args json.RawMessage) Turn {
 	o := c.run(ctx, FromTurn, t.TurnID, name, args)
 	if o.Action != nil {
 		t.Action, _ = o.Action.MarshalJSON()

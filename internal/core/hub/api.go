@@ -50,7 +50,7 @@ type api struct {
 
 // root answers GET /api/root.
 func (a *api) root(w http.ResponseWriter, r *http.Request) {
-	root := a.hub.Root()
+	root := a.hub.Holding()
 	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "kind": root.Kind, "name": root.Name, "connected": root.Connected})
 }
 

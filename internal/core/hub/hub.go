@@ -117,6 +117,22 @@ const writeTimeout = 10 * time.Second
 // `relay pair --revoke` run by another process closes its socket too.
 const DefaultRecheck = 2 * time.Second
 
+// Asker sends calls to whoever holds the workspace root: the one way a part of the relay asks
+// the root. The Hub is one (in a fleet it asks the relay that holds the root).
+type Asker interface {
+	// Ask sends call to the holder and returns its one answer.
+	Ask(ctx context.Context, call wire.Call) wire.Answer
+	// NewCallID returns a fresh callId.
+	NewCallID() string
+}
+
+// Holder is an Asker that also says who holds the root; the Hub is one.
+type Holder interface {
+	Asker
+	// Holding says who holds the root now: Kind "" when nobody declared one.
+	Holding() Holding
+}
+
 // Root kinds as GET /api/root reports them.
 const (
 	RootOPFS    = "opfs"
@@ -217,7 +233,7 @@ type Slot struct {
 	Kind channel.Kind
 	// Pairing names a machine executor's pairing.
 	Pairing string
-	Root    Root
+	Root    Holding
 }
 
 // Fleet shares the executor slot with other relays (internal/door/fleet's Router). A hub given one with
@@ -230,30 +246,30 @@ type Fleet interface {
 	// refusal naming why there is none (the single relay's rules, fleet-unavailable,
 	// outcome-unknown).
 	Ask(ctx context.Context, call wire.Call) wire.Answer
-	// Root returns the fleet's root, held elsewhere; ok false when nobody holds it.
-	Root() (r Root, ok bool)
+	// Holding returns the fleet's root, held elsewhere; ok false when nobody holds it.
+	Holding() (r Holding, ok bool)
 	// SlotChanged hears every change of this hub's slot, in order; it must not block.
 	SlotChanged(Slot)
 }
 
-// RootListener hears who holds the root (Root) each time that changes: an executor takes the
+// HoldingListener hears who holds the root (Holding) each time that changes: an executor takes the
 // slot or leaves it, or the page holding it reports another root. The relay passes it on to the
 // page's event stream, so the page says where the tools act.
-type RootListener interface {
-	// RootChanged is called one change at a time, in order, on the goroutine that made the
+type HoldingListener interface {
+	// HoldingChanged is called one change at a time, in order, on the goroutine that made the
 	// change; it must not block.
-	RootChanged(Root)
+	HoldingChanged(Holding)
 }
 
-// RootFunc is a function that is a RootListener.
-type RootFunc func(Root)
+// HoldingFunc is a function that is a HoldingListener.
+type HoldingFunc func(Holding)
 
-// RootChanged calls f(r).
-func (f RootFunc) RootChanged(r Root) { f(r) }
+// HoldingChanged calls f(r).
+func (f HoldingFunc) HoldingChanged(r Holding) { f(r) }
 
-// Root is the declared root: what kind of executor holds (or last held) it, its name, and whether
+// Holding is the declared root: what kind of executor holds (or last held) it, its name, and whether
 // that executor is connected now. Kind is "" until a page reports its root.
-type Root struct {
+type Holding struct {
 	Kind      string `json:"kind"`
 	Name      string `json:"name"`
 	Connected bool   `json:"connected"`
@@ -268,7 +284,7 @@ type Hub struct {
 	mu    sync.Mutex
 	cur   *conn
 	last  channel.Kind
-	root  Root
+	root  Holding
 	all   map[*conn]struct{}
 	close bool
 
@@ -280,7 +296,7 @@ type Hub struct {
 	slotMu    sync.Mutex // orders the slots the fleet hears
 
 	rootMu        sync.Mutex // orders what the root listeners hear
-	rootListeners []RootListener
+	rootListeners []HoldingListener
 	// admMu orders the admitted frames: a connection gets the current one before it takes the
 	// slot, and SetAdmitted sends to whoever holds it, so no executor misses a change.
 	admMu    sync.Mutex
@@ -343,8 +359,8 @@ func New(opts Options) *Hub {
 	return &Hub{opts: opts, log: log, last: channel.Page, all: map[*conn]struct{}{}}
 }
 
-// AddRootListener makes l hear every change of who holds the root from now on.
-func (h *Hub) AddRootListener(l RootListener) {
+// AddHoldingListener makes l hear every change of who holds the root from now on.
+func (h *Hub) AddHoldingListener(l HoldingListener) {
 	h.rootMu.Lock()
 	defer h.rootMu.Unlock()
 	h.rootListeners = append(h.rootListeners, l)
@@ -357,9 +373,9 @@ func (h *Hub) rootChanged() {
 	if len(h.rootListeners) == 0 {
 		return
 	}
-	r := h.Root()
+	r := h.Holding()
 	for _, l := range h.rootListeners {
-		l.RootChanged(r)
+		l.HoldingChanged(r)
 	}
 }
 
@@ -370,16 +386,16 @@ func (h *Hub) AddOfferListener(l OfferListener) {
 	h.listeners = append(h.listeners, l)
 }
 
-// Root returns the declared root: this hub's, or in a fleet the one another relay's executor
+// Holding returns who holds the declared root: this hub's, or in a fleet the one another relay's executor
 // holds when this hub has none.
-func (h *Hub) Root() Root {
+func (h *Hub) Holding() Holding {
 	h.mu.Lock()
 	r := h.root
 	r.Connected = h.cur != nil
 	f := h.fleet
 	h.mu.Unlock()
 	if !r.Connected && f != nil {
-		if fr, ok := f.Root(); ok {
+		if fr, ok := f.Holding(); ok {
 			return fr
 		}
 	}
@@ -815,9 +831,9 @@ func (h *Hub) attach(c *conn) bool {
 	h.cur, h.last = c, c.kind
 	h.gen++
 	if c.kind == channel.Machine {
-		h.root = Root{Kind: RootMachine, Name: c.pairing}
+		h.root = Holding{Kind: RootMachine, Name: c.pairing}
 	} else {
-		h.root = Root{}
+		h.root = Holding{}
 	}
 	h.mu.Unlock()
 	h.slotChanged()
@@ -922,9 +938,9 @@ func (h *Hub) controlFrom(c *conn, typ, kind, name string) {
 		return
 	}
 	h.mu.Lock()
-	changed := h.cur == c && h.root != Root{Kind: kind, Name: name}
+	changed := h.cur == c && h.root != Holding{Kind: kind, Name: name}
 	if h.cur == c {
-		h.root = Root{Kind: kind, Name: name}
+		h.root = Holding{Kind: kind, Name: name}
 	}
 	h.mu.Unlock()
 	if changed {

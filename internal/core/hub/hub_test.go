@@ -786,9 +786,9 @@ func admitted(t *testing.T, r *testRelay, current *peer, header http.Header, exe
 func TestRootListenersHearEveryChange(t *testing.T) {
 	t.Parallel()
 	r := startRelay(t, Options{}, server.Config{})
-	heard := make(chan Root, 16)
-	r.hub.AddRootListener(RootFunc(func(root Root) { heard <- root }))
-	next := func(want Root) {
+	heard := make(chan Holding, 16)
+	r.hub.AddHoldingListener(HoldingFunc(func(root Holding) { heard <- root }))
+	next := func(want Holding) {
 		t.Helper()
 		for {
 			select {
@@ -804,9 +804,9 @@ func TestRootListenersHearEveryChange(t *testing.T) {
 	ws := r.dial(t, r.origin("127.0.0.1"), nil)
 	hubtest.Serve(ws, executor.New(fsroot.NewMemory(), executor.Options{}))
 	sendRoot(t, ws, RootOPFS, "Browser storage")
-	next(Root{Kind: RootOPFS, Name: "Browser storage", Connected: true})
+	next(Holding{Kind: RootOPFS, Name: "Browser storage", Connected: true})
 	m := r.machine(t, r.pair(t, "box"), executor.New(fsroot.NewMemory(), executor.Options{}))
-	next(Root{Kind: RootMachine, Name: "box", Connected: true})
+	next(Holding{Kind: RootMachine, Name: "box", Connected: true})
 	m.WS.Close(websocket.StatusNormalClosure, "the machine stops")
-	next(Root{Kind: RootMachine, Name: "box", Connected: false})
+	next(Holding{Kind: RootMachine, Name: "box", Connected: false})
 }

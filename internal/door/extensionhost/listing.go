@@ -85,8 +85,8 @@ func entryOf(raw []byte, id string, placement extensions.Placement, existing []s
 	return e
 }
 
-// Catalogue returns the shipped descriptors with their gate verdicts.
-func (rt *Runtime) Catalogue() []Entry {
+// Shipped returns the shipped descriptors with their gate verdicts.
+func (rt *Runtime) Shipped() []Entry {
 	var out []Entry
 	names, _ := fs.Glob(catalogue.Files, "*.json")
 	sort.Strings(names)
@@ -140,7 +140,7 @@ func (rt *Runtime) ListExtensions() Listing {
 		}
 		l.Pending = append(l.Pending, entryOf(raw, id, extensions.Machine, existing))
 	}
-	l.Catalogue = rt.Catalogue()
+	l.Catalogue = rt.Shipped()
 	l.Shelf = rt.Shelf()
 	l.Admitted = append(l.Admitted, shelfEntries(l.Shelf)...)
 	return l

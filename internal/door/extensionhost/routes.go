@@ -85,7 +85,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) catalogue(w http.ResponseWriter, r *http.Request) {
-	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "catalogue": h.rt.Catalogue()})
+	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "catalogue": h.rt.Shipped()})
 }
 
 // plan answers the disclosure of a proposal (or of a descriptor file present in the state

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/voicebox-go/voicebox/internal/core/hub"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -21,12 +22,6 @@ import (
 	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
-// Root carries a call to the page, where the apps' frames are (internal/core/hub's *Hub).
-type Root interface {
-	Ask(ctx context.Context, call wire.Call) wire.Answer
-	NewCallID() string
-}
-
 // ViewBound bounds how long CurrentView waits for the apps to say what they show.
 const ViewBound = 6 * time.Second
 
@@ -40,7 +35,7 @@ const ViewBound = 6 * time.Second
 type Model struct {
 	inner tool.Catalogue
 	reg   *Registry
-	root  Root
+	root  hub.Asker
 	log   *slog.Logger
 
 	mu        sync.Mutex
@@ -53,7 +48,7 @@ type Model struct {
 
 // NewModel returns a Model over inner, with no app open until the page reports one. A nil log
 // discards.
-func NewModel(inner tool.Catalogue, reg *Registry, root Root, log *slog.Logger) *Model {
+func NewModel(inner tool.Catalogue, reg *Registry, root hub.Asker, log *slog.Logger) *Model {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -26,8 +26,8 @@ const MaxEventBytes = 256 << 10
 // relayHeader names the relay a fleet message came from, so a relay skips its own.
 const relayHeader = "Voicebox-Relay"
 
-// Catalogue is what the fleet's events reach on this relay (internal/core/assistant's *Catalogue).
-type Catalogue interface {
+// EventSink is what the fleet's events reach on this relay (internal/core/assistant's *Tools).
+type EventSink interface {
 	DeliverEvent(frame []byte)
 	DecideLocal(id string, approve bool) bool
 }
@@ -46,7 +46,7 @@ type Catalogue interface {
 // approval-requester-gone instead of finding nothing.
 type Events struct {
 	f    *Fleet
-	c    Catalogue
+	c    EventSink
 	subs []*nats.Subscription
 
 	mu       sync.Mutex
@@ -90,7 +90,7 @@ type decision struct {
 }
 
 // NewEvents starts carrying c's events to and from the fleet. Close it before the fleet.
-func (f *Fleet) NewEvents(c Catalogue) (*Events, error) {
+func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 	e := &Events{f: f, c: c, heard: map[string]time.Time{}, left: map[string]bool{}, asked: map[string]remoteApproval{}, gone: map[string]time.Time{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	sub, err := f.nc.Subscribe(f.subject("events"), func(m *nats.Msg) {

@@ -319,13 +319,13 @@ func (r *Router) current() (*lease, <-chan struct{}, time.Time) {
 	return r.cur, r.changed, r.heard.Add(r.ttl)
 }
 
-// Root implements hub.Fleet.
-func (r *Router) Root() (hub.Root, bool) {
+// Holding implements hub.Fleet.
+func (r *Router) Holding() (hub.Holding, bool) {
 	l, _, _ := r.live()
 	if l == nil {
-		return hub.Root{}, false
+		return hub.Holding{}, false
 	}
-	return hub.Root{Kind: l.RootKind, Name: l.RootName, Connected: true}, true
+	return hub.Holding{Kind: l.RootKind, Name: l.RootName, Connected: true}, true
 }
 
 // SlotChanged implements hub.Fleet: the worker applies the newest slot to the lease.

@@ -87,10 +87,6 @@ const (
 	MaxCallsPerClient = 16
 )
 
-// Catalogue is the assistant's tools as the live model sees them (the project's tools contract,
-// shared/tool: internal/door/externalapps.Model, or internal/core/assistant.Catalogue).
-type Catalogue = tool.Catalogue
-
 // Clients finds the MCP client a bearer was minted for (internal/core/hoststate's *Dir).
 type Clients interface {
 	LookupMCPClient(bearer string) (hoststate.MCPClient, bool, error)
@@ -98,7 +94,7 @@ type Clients interface {
 
 // Options configures a Handler. Catalogue and Clients are required.
 type Options struct {
-	Catalogue Catalogue
+	Catalogue tool.Catalogue
 	Clients   Clients
 	// Attribute marks a call's context as coming from the client name, so approvals name it
 	// (internal/core/assistant.WithMCPClient). Nil leaves the context as it is.
