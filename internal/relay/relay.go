@@ -145,7 +145,3 @@ func (r *Relay) closeFleet() {
 		r.Fleet.Close()
 	}
 }
-
-// ReachableAddr is a listener's address as a browser on this machine can open it
-// (core.ReachableAddr).
-var ReachableAddr = core.ReachableAddr
