@@ -915,14 +915,15 @@ export function startMiniApps(vb) {
   listen('history', trayLater);
 
   // The model (or an MCP client) called a remote MCP tool that has a view: the view shows that
-  // call, its input and its result, as MCP Apps hosts do. A call typed here, or a view's own
+  // call, its input and its result, as MCP Apps hosts do. The relay's result names the extension
+  // that answered and the tool's view, so the view opens whoever called and however the call
+  // named the tool (call_extension's extension is optional). A call typed here, or a view's own
   // (both typed turns), opens nothing, so a view calling its own tool does not reload itself.
-  listen('relay:call', async (c) => {
-    if (c.source === 'turn' || !c.ok || c.tool !== 'call_extension' || !c.action) return;
-    const { extension, name } = c.action;
-    if (typeof extension !== 'string' || typeof name !== 'string' || !c.result || typeof c.result.server !== 'string') return;
-    const tool = await viewOf(extension, name);
-    if (!tool) return;
+  listen('relay:call', (c) => {
+    if (c.source === 'turn' || !c.ok || c.tool !== 'call_extension' || !c.action || !c.result) return;
+    const { extension, view, server } = c.result;
+    const name = c.action.name;
+    if (typeof extension !== 'string' || typeof view !== 'string' || !view || typeof server !== 'string' || typeof name !== 'string') return;
     /** @type {object} */
     let input = {};
     try { input = JSON.parse(c.action.arguments || '{}'); } catch { /* the relay checked them; show none */ }
@@ -930,22 +931,6 @@ export function startMiniApps(vb) {
     // A view already open shows the new call in its own card.
     openView(extension, name, { input, result }, undefined, false).catch(vb.notify);
   });
-
-  /**
-   * viewOf says whether tool of admitted extension has an MCP Apps view, from the listing.
-   * @param {string} extension
-   * @param {string} tool
-   */
-  async function viewOf(extension, tool) {
-    try {
-      const r = await relay('/api/extensions');
-      const entry = r.ok ? (r.extensions.admitted || []).find((/** @type {any} */ e) => e.id === extension) : null;
-      const t = entry ? (entry.tools || []).find((/** @type {any} */ x) => x.name === tool) : null;
-      return t && t.view ? t : null;
-    } catch {
-      return null;
-    }
-  }
 
   return Object.freeze({
     launch,
