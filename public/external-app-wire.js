@@ -24,10 +24,26 @@ const THUNDERBOLT_VERSIONS = [3];
  * Adapter is how one protocol's envelopes are read and written. marker is the protocol field its
  * messages carry (null: none); init reads ui/initialize's params, initResult writes its answer
  * from the host's, context reads ui/get-context's answer as {title, summary, selection, data},
- * callResult reads tools/call's answer as an MCP result {content, isError}.
+ * callResult reads tools/call's answer as an MCP result {content, isError}, token writes an
+ * identity token (the relay's {token, expiresAt: Unix ms}) as the protocol's guests read it, and
+ * hostContext writes the host context (whole, or the patch ui/notifications/host-context-changed
+ * carries) in the fields the protocol has.
  * @typedef {{name: string, marker: string | null, init: (params: any) => Init,
- *   initResult: (base: Record<string, any>) => object, context: (r: any) => any, callResult: (r: any) => any}} Adapter
+ *   initResult: (base: Record<string, any>) => object, context: (r: any) => any, callResult: (r: any) => any,
+ *   token: (t: {token: string, expiresAt: number}) => object, hostContext: (c: Record<string, unknown>) => Record<string, unknown>}} Adapter
  */
+
+/**
+ * msToken is an identity token as our guest library (mini-app-guest.js) and a plain JSON-RPC
+ * guest read it: expiresAt in Unix milliseconds.
+ * @param {{token: string, expiresAt: number}} t
+ */
+const msToken = (t) => ({ token: t.token, expiresAt: t.expiresAt });
+
+/**
+ * THUNDERBOLT_CONTEXT are the host context's fields Thunderbolt's guest SDK has (its HostContext).
+ */
+const THUNDERBOLT_CONTEXT = ['theme', 'locale', 'platform'];
 
 /**
  * mcpInit reads ui/initialize as the MCP Apps names it (our protocol and plain JSON-RPC):
@@ -49,13 +65,18 @@ export function mcpInit(params) {
 export const ADAPTERS = {
   voicebox: {
     name: 'voicebox', marker: PROTOCOL, init: mcpInit, initResult: (base) => base, context: (r) => r, callResult: (r) => r,
+    token: msToken, hostContext: (c) => ({ ...c }),
   },
   jsonrpc: {
     name: 'jsonrpc', marker: null, init: mcpInit, initResult: (base) => base, context: (r) => r, callResult: (r) => r,
+    token: msToken, hostContext: (c) => ({ ...c }),
   },
   // Thunderbolt's guest SDK (its miniapps/sdk): ui/initialize {protocolVersion, appName,
   // documentId, capabilities: {context, selection, tools, auth}} answered {hostContext, auth?};
-  // ui/get-context answered {context: {...} | null}; tools/call answered {content: text, isError?}.
+  // ui/get-context answered {context: {...} | null}; tools/call answered {content: text, isError?};
+  // a token's expiresAt is ISO 8601 (the SDK's getAuthToken keeps a token while Date.parse of it
+  // is more than 30 s ahead); its host context is {theme, locale, platform}, and a change of it
+  // comes as ui/notifications/host-context-changed with only what moved.
   thunderbolt: {
     name: 'thunderbolt',
     marker: THUNDERBOLT_MARKER,
@@ -71,9 +92,11 @@ export const ADAPTERS = {
       };
     },
     initResult: (base) => ({
-      hostContext: { theme: base.hostContext.theme, locale: base.hostContext.locale, platform: base.hostContext.platform },
+      hostContext: pick(base.hostContext, THUNDERBOLT_CONTEXT),
       ...(base.auth ? { auth: base.auth } : {}),
     }),
+    token: (t) => ({ token: t.token, expiresAt: new Date(t.expiresAt).toISOString() }),
+    hostContext: (c) => pick(c, THUNDERBOLT_CONTEXT),
     context: (r) => (r && typeof r === 'object' ? r.context : null),
     callResult: (r) => ({
       content: [{ type: 'text', text: r && typeof r.content === 'string' ? r.content : '' }],
@@ -81,6 +104,32 @@ export const ADAPTERS = {
     }),
   },
 };
+
+/**
+ * pick is the fields of c named in keys that c has.
+ * @param {Record<string, unknown>} c
+ * @param {string[]} keys
+ */
+function pick(c, keys) {
+  /** @type {Record<string, unknown>} */
+  const out = {};
+  for (const k of keys) if (c && Object.hasOwn(c, k)) out[k] = c[k];
+  return out;
+}
+
+/**
+ * contextPatch is what of the host context moved from before to now, as ui/notifications/host-context-changed
+ * carries it (only the fields whose value changed; empty when none did). Both are flat records of
+ * strings, as hostContext writes them.
+ * @param {Record<string, unknown>} before
+ * @param {Record<string, unknown>} now
+ */
+export function contextPatch(before, now) {
+  /** @type {Record<string, unknown>} */
+  const out = {};
+  for (const [k, v] of Object.entries(now)) if (!before || before[k] !== v) out[k] = v;
+  return out;
+}
 
 /**
  * adapterOf is the adapter of an entry's protocol (ours when it names none).

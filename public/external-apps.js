@@ -47,7 +47,7 @@ import { emit } from './events.js';
 import { relay } from './http.js';
 import { MessageBudget } from './message-budget.js';
 import {
-  adapterOf, boundPayload, callArgs, clamp, contextValue, envelope, initResult, LIMITS, NOT_JSONRPC,
+  adapterOf, boundPayload, callArgs, clamp, contextPatch, contextValue, envelope, initResult, LIMITS, NOT_JSONRPC,
   notApproved, parseToolsList, refusal, resultText, unacceptable,
 } from './external-app-wire.js';
 import {
@@ -168,7 +168,7 @@ export function startExternalApps(vb) {
     }
     // card() gives the app its frame and view.
     const opened = /** @type {XApp} */ (/** @type {unknown} */ ({
-      id: appId, entry, adapter: adapterOf(entry), documentId: null, live: false, caps: {}, appInfo: null, initResult: null,
+      id: appId, entry, adapter: adapterOf(entry), documentId: null, live: false, caps: {}, appInfo: null, initResult: null, toldContext: null,
       tools: [], selection: null, toolsChanged: 0, initSinceLoad: false,
       pending: new Pending(), identifySeq: 0, approvals: new Map(), stats: newStats(),
       budget: new MessageBudget(),
@@ -478,6 +478,25 @@ export function startExternalApps(vb) {
     };
   }
 
+  // The host context moves (the person's colour scheme, the browser's language): every app with a
+  // handshake is told what moved, in its protocol's fields, as ui/notifications/host-context-changed
+  // (a patch: the guest merges it). An app whose protocol has none of the fields that moved is
+  // told nothing.
+  function hostContextMoved() {
+    const now = hostContext();
+    for (const app of apps.values()) {
+      if (!app.live || !app.toldContext) continue;
+      const next = app.adapter.hostContext(now);
+      const patch = contextPatch(app.toldContext, next);
+      if (Object.keys(patch).length === 0) continue;
+      app.toldContext = next;
+      app.stats.contextChanges++;
+      post(app, { method: 'ui/notifications/host-context-changed', params: patch });
+    }
+  }
+  matchMedia('(prefers-color-scheme: dark)').addEventListener('change', hostContextMoved);
+  window.addEventListener('languagechange', hostContextMoved);
+
   /**
    * @param {XApp} app
    * @param {unknown} id
@@ -496,11 +515,12 @@ export function startExternalApps(vb) {
     const result = initResult(app.entry, hostContext());
     if (app.caps.auth) {
       const t = await mint(app);
-      if (t.ok) result.auth = { token: t.token, expiresAt: t.expiresAt };
+      if (t.ok) result.auth = app.adapter.token(t);
       else result.authError = { refused: t.refused, why: t.why };
     }
     if (app.stats.handshakes !== generation || !app.live) return; // superseded while minting
     app.initResult = app.adapter.initResult(result);
+    app.toldContext = app.adapter.hostContext(/** @type {Record<string, unknown>} */ (result.hostContext));
     reply(app, id, app.initResult);
     render(app);
     changed();
@@ -692,7 +712,7 @@ export function startExternalApps(vb) {
 
   /**
    * @param {XApp} app
-   * @returns {Promise<{ok: true, token: string, expiresAt: string} | Refusal>}
+   * @returns {Promise<{ok: true, token: string, expiresAt: number} | Refusal>}
    */
   async function mint(app) {
     if (!app.entry.capabilities.includes('auth')) {
@@ -700,7 +720,7 @@ export function startExternalApps(vb) {
     }
     try {
       const body = await relay(`/mini-apps/${encodeURIComponent(app.id)}/token`, { method: 'POST' });
-      return body.ok ? { ok: true, token: body.token, expiresAt: body.expiresAt } : refusal(String(body.refused), String(body.why));
+      return body.ok ? { ok: true, token: String(body.token), expiresAt: Number(body.expiresAt) } : refusal(String(body.refused), String(body.why));
     } catch (err) {
       return refusal('external-app-no-auth', `the relay did not mint a token: ${err instanceof Error ? err.message : err}`);
     }
@@ -715,7 +735,7 @@ export function startExternalApps(vb) {
     const documentId = app.documentId;
     const t = await mint(app);
     if (app.documentId !== documentId) return;
-    if (t.ok) reply(app, id, { token: t.token, expiresAt: t.expiresAt });
+    if (t.ok) reply(app, id, app.adapter.token(t));
     else replyError(app, id, -32001, t.why, t.refused);
   }
 
