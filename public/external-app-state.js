@@ -32,7 +32,7 @@ export const MAX_STRAY_ORIGINS = 64;
  *   stats: ReturnType<typeof newStats>, state: () => ReturnType<typeof stateOf>,
  *   frame: HTMLIFrameElement, budget: MessageBudget,
  *   view: {section: HTMLElement, status: HTMLElement, approvals: HTMLElement, selection: HTMLElement,
- *     errors: HTMLElement, tools: HTMLElement, stopped: HTMLElement, stoppedText: HTMLElement, ignored: HTMLElement},
+ *     errors: HTMLElement, tools: HTMLElement, stopped: HTMLElement, stoppedText: HTMLElement, ignored: HTMLElement, pointBtn: HTMLButtonElement},
  * }} XApp
  */
 

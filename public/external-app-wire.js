@@ -27,10 +27,12 @@ const THUNDERBOLT_VERSIONS = [3];
  * callResult reads tools/call's answer as an MCP result {content, isError}, token writes an
  * identity token (the relay's {token, expiresAt: Unix ms}) as the protocol's guests read it, and
  * hostContext writes the host context (whole, or the patch ui/notifications/host-context-changed
- * carries) in the fields the protocol has.
+ * carries) in the fields the protocol has. elementAt says the protocol's guests answer
+ * ui/element-at (what is under a point of the frame), so the host can ask.
  * @typedef {{name: string, marker: string | null, init: (params: any) => Init,
  *   initResult: (base: Record<string, any>) => object, context: (r: any) => any, callResult: (r: any) => any,
- *   token: (t: {token: string, expiresAt: number}) => object, hostContext: (c: Record<string, unknown>) => Record<string, unknown>}} Adapter
+ *   token: (t: {token: string, expiresAt: number}) => object, hostContext: (c: Record<string, unknown>) => Record<string, unknown>,
+ *   elementAt?: boolean}} Adapter
  */
 
 /**
@@ -97,6 +99,7 @@ export const ADAPTERS = {
     }),
     token: (t) => ({ token: t.token, expiresAt: new Date(t.expiresAt).toISOString() }),
     hostContext: (c) => pick(c, THUNDERBOLT_CONTEXT),
+    elementAt: true,
     context: (r) => (r && typeof r === 'object' ? r.context : null),
     callResult: (r) => ({
       content: [{ type: 'text', text: r && typeof r.content === 'string' ? r.content : '' }],
@@ -132,6 +135,19 @@ export function contextPatch(before, now) {
 }
 
 /**
+ * elementOf reads an answer to ui/element-at ({element: {id, label, text, rect} | null}) as what
+ * the person pointed at, {label, text} cut to LIMITS.label and LIMITS.elementText, or null when
+ * nothing is there (padding, a background: a normal answer).
+ * @param {any} r
+ * @returns {{label: string, text: string} | null}
+ */
+export function elementOf(r) {
+  const e = r && typeof r === 'object' ? r.element : null;
+  if (!e || typeof e !== 'object' || typeof e.text !== 'string' || e.text.trim() === '') return null;
+  return { label: clamp(typeof e.label === 'string' ? e.label : '', LIMITS.label), text: clamp(e.text.trim(), LIMITS.elementText) };
+}
+
+/**
  * adapterOf is the adapter of an entry's protocol (ours when it names none).
  * @param {RegistryEntry} entry
  */
@@ -146,6 +162,7 @@ export const LIMITS = Object.freeze({
   description: rules.EXTERNAL_MAX_DESCRIPTION_CHARS, tools: rules.EXTERNAL_MAX_TOOLS, toolsChanged: 20,
   title: rules.EXTERNAL_MAX_TITLE_CHARS, summary: rules.EXTERNAL_MAX_SUMMARY_CHARS, payload: rules.EXTERNAL_MAX_PAYLOAD_CHARS,
   noteSelection: rules.EXTERNAL_MAX_NOTE_SELECTION_CHARS, schema: 16000, error: 500, prompt: 2000, result: 60000, appName: 80,
+  label: 80, elementText: 1500,
 });
 
 /**

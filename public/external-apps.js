@@ -47,7 +47,7 @@ import { emit } from './events.js';
 import { relay } from './http.js';
 import { MessageBudget } from './message-budget.js';
 import {
-  adapterOf, boundPayload, callArgs, clamp, contextPatch, contextValue, envelope, initResult, LIMITS, NOT_JSONRPC,
+  adapterOf, boundPayload, callArgs, clamp, contextPatch, contextValue, elementOf, envelope, initResult, LIMITS, NOT_JSONRPC,
   notApproved, parseToolsList, refusal, resultText, unacceptable,
 } from './external-app-wire.js';
 import {
@@ -82,7 +82,9 @@ export function startExternalApps(vb) {
   // ui/identify's is as long as tools/list's: at 500 ms a frame busy on a loaded machine (or a slow
   // phone) answered late and lost a good handshake, which it never begins again; a frame that
   // navigated elsewhere is still reset, 5 s later.
-  const DEADLINES = { 'ui/identify': 5000, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': rules.EXTERNAL_CALL_TIMEOUT_MS, approval: rules.APPROVAL_TIMEOUT_MS };
+  // ui/element-at is asked as the person points; Thunderbolt's SDK says its host gives up after
+  // about 600 ms, and a guest answering for it answers at once.
+  const DEADLINES = { 'ui/element-at': 600, 'ui/identify': 5000, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': rules.EXTERNAL_CALL_TIMEOUT_MS, approval: rules.APPROVAL_TIMEOUT_MS };
   // The composer is the assistant's command box (assistant.js): an app's suggestion goes
   // there, and only the person sends it.
   const el = { list: byId('xa-list'), open: byId('xa-open'), composer: byId('command', HTMLInputElement), note: byId('xa-note') };
@@ -195,7 +197,13 @@ export function startExternalApps(vb) {
     title.id = `xa-title-${app.id}`;
     title.tabIndex = -1;
     section.setAttribute('aria-labelledby', title.id);
-    const head = node('div', { className: 'panel-head' }, title, status, node('div', { className: 'tools' }, reloadBtn, closeBtn));
+    // Point at: for a protocol whose guests answer ui/element-at, the person clicks a spot of the
+    // frame (a layer over it takes the click: the frame is another origin's) and the host asks
+    // the app what is there; its text seeds the composer, as an app's open-chat does.
+    const pointBtn = button('Point at', () => pointOver(app), 'xa-point');
+    pointBtn.setAttribute('aria-label', `Point at something in ${app.entry.name} to ask about it`);
+    pointBtn.hidden = true;
+    const head = node('div', { className: 'panel-head' }, title, status, node('div', { className: 'tools' }, pointBtn, reloadBtn, closeBtn));
     const approvals = node('div', { className: 'xa-approvals' });
     const stoppedText = node('p');
     const again = button('Start again', () => startAgain(app));
@@ -209,7 +217,7 @@ export function startExternalApps(vb) {
     const tools = node('div', { className: 'app-tools xa-tools' });
     section.append(head, approvals, stopped, frame, selection, errors, ignored, tools);
     app.frame = frame;
-    app.view = { section, status, approvals, selection, errors, tools, stopped, stoppedText, ignored };
+    app.view = { section, status, approvals, selection, errors, tools, stopped, stoppedText, ignored, pointBtn };
     // What the person opened is shown, and its heading takes focus.
     requestAnimationFrame(() => {
       section.scrollIntoView({ block: 'nearest', behavior: 'instant' });
@@ -762,6 +770,48 @@ export function startExternalApps(vb) {
     el.composer.focus({ preventScroll: true });
   }
 
+  /**
+   * pointOver lays a layer over app's frame that takes one click (Escape, or a click outside the
+   * frame, takes it away): the point, in the frame's coordinates, is asked as ui/element-at.
+   * @param {XApp} app
+   */
+  function pointOver(app) {
+    if (!app.live || !app.adapter.elementAt) return;
+    const r = app.frame.getBoundingClientRect();
+    const layer = node('div', { className: 'xa-point-layer', tabIndex: 0 });
+    layer.setAttribute('role', 'button');
+    layer.setAttribute('aria-label', `Click what you mean in ${app.entry.name}; Escape to stop pointing`);
+    Object.assign(layer.style, { position: 'fixed', left: `${r.left}px`, top: `${r.top}px`, width: `${r.width}px`, height: `${r.height}px`, cursor: 'crosshair', zIndex: '50', outline: '2px dashed currentColor' });
+    const done = () => layer.remove();
+    layer.addEventListener('keydown', (e) => { if (e.key === 'Escape') done(); });
+    layer.addEventListener('click', (e) => {
+      done();
+      pointAt(app, e.clientX - r.left, e.clientY - r.top).then((o) => { if (!o.ok) vb.notify(o.why); });
+    });
+    document.body.append(layer);
+    layer.focus();
+  }
+
+  /**
+   * pointAt asks app what is at (x, y) of its frame and, when something is, seeds the composer
+   * with it; nothing is sent until the person sends it.
+   * @param {XApp} app
+   * @param {number} x
+   * @param {number} y
+   * @returns {Promise<Outcome<{label: string, text: string} | null>>}
+   */
+  async function pointAt(app, x, y) {
+    if (!app.live || !app.adapter.elementAt) return refusal('context-unavailable', `${app.entry.name} does not say what is under a point`);
+    let element;
+    try {
+      element = elementOf(await request(app, 'ui/element-at', { x: Math.round(x), y: Math.round(y) }));
+    } catch (err) {
+      return refusal('context-unavailable', /** @type {Refusal} */ (err).why || String(err));
+    }
+    if (element) seedComposer(clamp(`About this in ${app.entry.name}: ${element.text}`, LIMITS.prompt), app);
+    return { ok: true, value: element };
+  }
+
   // ---- showing an app ----
 
   /**
@@ -773,6 +823,7 @@ export function startExternalApps(vb) {
     const v = app.view;
     v.status.textContent = app.live ? 'connected' : 'not connected';
     v.status.dataset.state = app.live ? 'connected' : 'waiting';
+    v.pointBtn.hidden = !(app.live && app.adapter.elementAt);
     renderSelection(app);
     renderErrors(app);
     if (app.tools.length === 0) {
@@ -885,6 +936,13 @@ export function startExternalApps(vb) {
     state: (appId) => { const app = apps.get(appId); return app ? stateOf(app) : null; },
     callTool,
     context: readContext,
+    /**
+     * pointAt asks appId what is at (x, y) of its frame, as the Point at layer does.
+     * @param {string} appId
+     * @param {number} x
+     * @param {number} y
+     */
+    pointAt: (appId, x, y) => { const app = apps.get(appId); return app ? pointAt(app, x, y) : Promise.resolve(refusal('external-app-unknown', `no app ${appId} is open`)); },
     report,
     strays: () => ({ total: strays.total, byOrigin: Object.fromEntries(strays.byOrigin) }),
     composer: () => el.composer.value,

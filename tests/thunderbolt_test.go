@@ -80,6 +80,23 @@ func TestThunderboltGuestKeepsItsTokenAndHearsTheHostContext(t *testing.T) {
 	if len(ctx.Patches) != 1 || fmt.Sprint(ctx.Patches[0]) != "map[theme:dark]" || ctx.HostContext["theme"] != "dark" {
 		t.Fatalf("after the colour scheme turned dark the guest holds %+v", ctx)
 	}
+	// Point at: the person clicks the paragraph through the layer over the frame; the app is asked
+	// ui/element-at and the composer holds what it said is there. Over the background, nothing.
+	harness.WaitFor[bool](tab, `(b => !!b && !b.hidden)(document.querySelector('.xa-card[data-app-id="tba"] .xa-point'))`, externalBound)
+	harness.Eval[bool](tab, `(document.querySelector('.xa-card[data-app-id="tba"] .xa-point').click(), true)`)
+	at := harness.WaitFor[[]float64](tab, `(l => l && (r => [r.left + 40, r.top + 25])(l.getBoundingClientRect()))(document.querySelector('.xa-point-layer'))`, externalBound)
+	if _, err := chromedp.Run(tab.Ctx, chromedp.MouseClickXY(at[0], at[1])); err != nil {
+		t.Fatal(err)
+	}
+	composer := harness.WaitFor[string](tab, `document.getElementById('command').value`, externalBound)
+	if composer != "About this in Thunderbolt auth guest: the quarterly figures, pointed at" || harness.Eval[bool](tab, `!!document.querySelector('.xa-point-layer')`) {
+		t.Fatalf("after pointing at the paragraph the composer holds %q", composer)
+	}
+	nothing := harness.Eval[map[string]any](tab, `(f => voicebox.externalApps.pointAt('tba', 5, f.getBoundingClientRect().height - 5))(document.querySelector('.xa-card[data-app-id="tba"] iframe'))`)
+	if nothing["ok"] != true || nothing["value"] != nil {
+		t.Fatalf("pointing at the background answered %v", nothing)
+	}
+
 	// The next legitimate request is served.
 	probe("tokens", &tokens)
 	if tokens.Requests != 0 {
