@@ -203,7 +203,7 @@ export function startExternalApps(vb) {
     const pointBtn = button('Point at', () => pointOver(app), 'xa-point');
     pointBtn.setAttribute('aria-label', `Point at something in ${app.entry.name} to ask about it`);
     pointBtn.hidden = true;
-    const head = node('div', { className: 'panel-head' }, title, status, node('div', { className: 'tools' }, pointBtn, reloadBtn, closeBtn));
+    const head = node('div', { className: 'panel-head' }, title, status, node('div', { className: 'tools' }, reloadBtn, closeBtn, pointBtn));
     const approvals = node('div', { className: 'xa-approvals' });
     const stoppedText = node('p');
     const again = button('Start again', () => startAgain(app));
