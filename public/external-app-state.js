@@ -25,13 +25,14 @@ export const MAX_STRAY_ORIGINS = 64;
  *   id: string, entry: RegistryEntry, adapter: Adapter, documentId: string | null, live: boolean,
  *   caps: {tools?: boolean, context?: boolean, auth?: boolean},
  *   appInfo: {name: string, version: string} | null, initResult: object | null,
+ *   toldContext: Record<string, unknown> | null,
  *   tools: AppTool[], selection: any, toolsChanged: number, initSinceLoad: boolean,
  *   pending: Pending, identifySeq: number,
  *   approvals: Map<number, {settle: (o: ApprovalOutcome) => void, tool: string, by: string, modelCallId: string}>,
  *   stats: ReturnType<typeof newStats>, state: () => ReturnType<typeof stateOf>,
  *   frame: HTMLIFrameElement, budget: MessageBudget,
  *   view: {section: HTMLElement, status: HTMLElement, approvals: HTMLElement, selection: HTMLElement,
- *     errors: HTMLElement, tools: HTMLElement, stopped: HTMLElement, stoppedText: HTMLElement, ignored: HTMLElement},
+ *     errors: HTMLElement, tools: HTMLElement, stopped: HTMLElement, stoppedText: HTMLElement, ignored: HTMLElement, pointBtn: HTMLButtonElement},
  * }} XApp
  */
 
@@ -48,6 +49,8 @@ export function newStats() {
     // the first MAX_IGNORED_SAMPLES (what it was, and why).
     ignored: { total: 0, byWhy: /** @type {Record<string, number>} */ ({}), samples: /** @type {{why: string, what: string}[]} */ ([]) },
     errors: /** @type {string[]} */ ([]), openChats: 0,
+    // contextChanges counts the ui/notifications/host-context-changed the app was sent.
+    contextChanges: 0,
     approvals: { approved: 0, denied: 0, timedOut: 0 },
     starts: 1, stopped: /** @type {{rule: string, why: string} | null} */ (null),
   };
@@ -235,7 +238,7 @@ export class Pending {
  * Handshake is the part of an open app the handshake changes: whether a document of its frame
  * made one (live), which (documentId: null for a guest too old to have one), what it said it can
  * do, and the answer it was given.
- * @typedef {{live: boolean, documentId: string | null, initResult: object | null, caps: XApp['caps'],
+ * @typedef {{live: boolean, documentId: string | null, initResult: object | null, toldContext?: XApp['toldContext'], caps: XApp['caps'],
  *   appInfo: XApp['appInfo'], tools: AppTool[], toolsChanged: number, selection: any, initSinceLoad: boolean,
  *   stats: ReturnType<typeof newStats>}} Handshake
  */
@@ -276,6 +279,7 @@ export function forgetHandshake(app) {
   app.live = false;
   app.documentId = null;
   app.initResult = null;
+  app.toldContext = null;
   app.caps = {};
   app.tools = [];
   app.toolsChanged = 0;

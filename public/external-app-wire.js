@@ -24,10 +24,28 @@ const THUNDERBOLT_VERSIONS = [3];
  * Adapter is how one protocol's envelopes are read and written. marker is the protocol field its
  * messages carry (null: none); init reads ui/initialize's params, initResult writes its answer
  * from the host's, context reads ui/get-context's answer as {title, summary, selection, data},
- * callResult reads tools/call's answer as an MCP result {content, isError}.
+ * callResult reads tools/call's answer as an MCP result {content, isError}, token writes an
+ * identity token (the relay's {token, expiresAt: Unix ms}) as the protocol's guests read it, and
+ * hostContext writes the host context (whole, or the patch ui/notifications/host-context-changed
+ * carries) in the fields the protocol has. elementAt says the protocol's guests answer
+ * ui/element-at (what is under a point of the frame), so the host can ask.
  * @typedef {{name: string, marker: string | null, init: (params: any) => Init,
- *   initResult: (base: Record<string, any>) => object, context: (r: any) => any, callResult: (r: any) => any}} Adapter
+ *   initResult: (base: Record<string, any>) => object, context: (r: any) => any, callResult: (r: any) => any,
+ *   token: (t: {token: string, expiresAt: number}) => object, hostContext: (c: Record<string, unknown>) => Record<string, unknown>,
+ *   elementAt?: boolean}} Adapter
  */
+
+/**
+ * msToken is an identity token as our guest library (mini-app-guest.js) and a plain JSON-RPC
+ * guest read it: expiresAt in Unix milliseconds.
+ * @param {{token: string, expiresAt: number}} t
+ */
+const msToken = (t) => ({ token: t.token, expiresAt: t.expiresAt });
+
+/**
+ * THUNDERBOLT_CONTEXT are the host context's fields Thunderbolt's guest SDK has (its HostContext).
+ */
+const THUNDERBOLT_CONTEXT = ['theme', 'locale', 'platform'];
 
 /**
  * mcpInit reads ui/initialize as the MCP Apps names it (our protocol and plain JSON-RPC):
@@ -49,13 +67,18 @@ export function mcpInit(params) {
 export const ADAPTERS = {
   voicebox: {
     name: 'voicebox', marker: PROTOCOL, init: mcpInit, initResult: (base) => base, context: (r) => r, callResult: (r) => r,
+    token: msToken, hostContext: (c) => ({ ...c }),
   },
   jsonrpc: {
     name: 'jsonrpc', marker: null, init: mcpInit, initResult: (base) => base, context: (r) => r, callResult: (r) => r,
+    token: msToken, hostContext: (c) => ({ ...c }),
   },
   // Thunderbolt's guest SDK (its miniapps/sdk): ui/initialize {protocolVersion, appName,
   // documentId, capabilities: {context, selection, tools, auth}} answered {hostContext, auth?};
-  // ui/get-context answered {context: {...} | null}; tools/call answered {content: text, isError?}.
+  // ui/get-context answered {context: {...} | null}; tools/call answered {content: text, isError?};
+  // a token's expiresAt is ISO 8601 (the SDK's getAuthToken keeps a token while Date.parse of it
+  // is more than 30 s ahead); its host context is {theme, locale, platform}, and a change of it
+  // comes as ui/notifications/host-context-changed with only what moved.
   thunderbolt: {
     name: 'thunderbolt',
     marker: THUNDERBOLT_MARKER,
@@ -71,9 +94,12 @@ export const ADAPTERS = {
       };
     },
     initResult: (base) => ({
-      hostContext: { theme: base.hostContext.theme, locale: base.hostContext.locale, platform: base.hostContext.platform },
+      hostContext: pick(base.hostContext, THUNDERBOLT_CONTEXT),
       ...(base.auth ? { auth: base.auth } : {}),
     }),
+    token: (t) => ({ token: t.token, expiresAt: new Date(t.expiresAt).toISOString() }),
+    hostContext: (c) => pick(c, THUNDERBOLT_CONTEXT),
+    elementAt: true,
     context: (r) => (r && typeof r === 'object' ? r.context : null),
     callResult: (r) => ({
       content: [{ type: 'text', text: r && typeof r.content === 'string' ? r.content : '' }],
@@ -81,6 +107,45 @@ export const ADAPTERS = {
     }),
   },
 };
+
+/**
+ * pick is the fields of c named in keys that c has.
+ * @param {Record<string, unknown>} c
+ * @param {string[]} keys
+ */
+function pick(c, keys) {
+  /** @type {Record<string, unknown>} */
+  const out = {};
+  for (const k of keys) if (c && Object.hasOwn(c, k)) out[k] = c[k];
+  return out;
+}
+
+/**
+ * contextPatch is what of the host context moved from before to now, as ui/notifications/host-context-changed
+ * carries it (only the fields whose value changed; empty when none did). Both are flat records of
+ * strings, as hostContext writes them.
+ * @param {Record<string, unknown>} before
+ * @param {Record<string, unknown>} now
+ */
+export function contextPatch(before, now) {
+  /** @type {Record<string, unknown>} */
+  const out = {};
+  for (const [k, v] of Object.entries(now)) if (!before || before[k] !== v) out[k] = v;
+  return out;
+}
+
+/**
+ * elementOf reads an answer to ui/element-at ({element: {id, label, text, rect} | null}) as what
+ * the person pointed at, {label, text} cut to LIMITS.label and LIMITS.elementText, or null when
+ * nothing is there (padding, a background: a normal answer).
+ * @param {any} r
+ * @returns {{label: string, text: string} | null}
+ */
+export function elementOf(r) {
+  const e = r && typeof r === 'object' ? r.element : null;
+  if (!e || typeof e !== 'object' || typeof e.text !== 'string' || e.text.trim() === '') return null;
+  return { label: clamp(typeof e.label === 'string' ? e.label : '', LIMITS.label), text: clamp(e.text.trim(), LIMITS.elementText) };
+}
 
 /**
  * adapterOf is the adapter of an entry's protocol (ours when it names none).
@@ -97,6 +162,7 @@ export const LIMITS = Object.freeze({
   description: rules.EXTERNAL_MAX_DESCRIPTION_CHARS, tools: rules.EXTERNAL_MAX_TOOLS, toolsChanged: 20,
   title: rules.EXTERNAL_MAX_TITLE_CHARS, summary: rules.EXTERNAL_MAX_SUMMARY_CHARS, payload: rules.EXTERNAL_MAX_PAYLOAD_CHARS,
   noteSelection: rules.EXTERNAL_MAX_NOTE_SELECTION_CHARS, schema: 16000, error: 500, prompt: 2000, result: 60000, appName: 80,
+  label: 80, elementText: 1500,
 });
 
 /**

@@ -47,7 +47,7 @@ import { emit } from './events.js';
 import { relay } from './http.js';
 import { MessageBudget } from './message-budget.js';
 import {
-  adapterOf, boundPayload, callArgs, clamp, contextValue, envelope, initResult, LIMITS, NOT_JSONRPC,
+  adapterOf, boundPayload, callArgs, clamp, contextPatch, contextValue, elementOf, envelope, initResult, LIMITS, NOT_JSONRPC,
   notApproved, parseToolsList, refusal, resultText, unacceptable,
 } from './external-app-wire.js';
 import {
@@ -82,7 +82,9 @@ export function startExternalApps(vb) {
   // ui/identify's is as long as tools/list's: at 500 ms a frame busy on a loaded machine (or a slow
   // phone) answered late and lost a good handshake, which it never begins again; a frame that
   // navigated elsewhere is still reset, 5 s later.
-  const DEADLINES = { 'ui/identify': 5000, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': rules.EXTERNAL_CALL_TIMEOUT_MS, approval: rules.APPROVAL_TIMEOUT_MS };
+  // ui/element-at is asked as the person points; Thunderbolt's SDK says its host gives up after
+  // about 600 ms, and a guest answering for it answers at once.
+  const DEADLINES = { 'ui/element-at': 600, 'ui/identify': 5000, 'tools/list': 5000, 'ui/get-context': 5000, 'tools/call': rules.EXTERNAL_CALL_TIMEOUT_MS, approval: rules.APPROVAL_TIMEOUT_MS };
   // The composer is the assistant's command box (assistant.js): an app's suggestion goes
   // there, and only the person sends it.
   const el = { list: byId('xa-list'), open: byId('xa-open'), composer: byId('command', HTMLInputElement), note: byId('xa-note') };
@@ -168,7 +170,7 @@ export function startExternalApps(vb) {
     }
     // card() gives the app its frame and view.
     const opened = /** @type {XApp} */ (/** @type {unknown} */ ({
-      id: appId, entry, adapter: adapterOf(entry), documentId: null, live: false, caps: {}, appInfo: null, initResult: null,
+      id: appId, entry, adapter: adapterOf(entry), documentId: null, live: false, caps: {}, appInfo: null, initResult: null, toldContext: null,
       tools: [], selection: null, toolsChanged: 0, initSinceLoad: false,
       pending: new Pending(), identifySeq: 0, approvals: new Map(), stats: newStats(),
       budget: new MessageBudget(),
@@ -195,7 +197,13 @@ export function startExternalApps(vb) {
     title.id = `xa-title-${app.id}`;
     title.tabIndex = -1;
     section.setAttribute('aria-labelledby', title.id);
-    const head = node('div', { className: 'panel-head' }, title, status, node('div', { className: 'tools' }, reloadBtn, closeBtn));
+    // Point at: for a protocol whose guests answer ui/element-at, the person clicks a spot of the
+    // frame (a layer over it takes the click: the frame is another origin's) and the host asks
+    // the app what is there; its text seeds the composer, as an app's open-chat does.
+    const pointBtn = button('Point at', () => pointOver(app), 'xa-point');
+    pointBtn.setAttribute('aria-label', `Point at something in ${app.entry.name} to ask about it`);
+    pointBtn.hidden = true;
+    const head = node('div', { className: 'panel-head' }, title, status, node('div', { className: 'tools' }, reloadBtn, closeBtn, pointBtn));
     const approvals = node('div', { className: 'xa-approvals' });
     const stoppedText = node('p');
     const again = button('Start again', () => startAgain(app));
@@ -209,7 +217,7 @@ export function startExternalApps(vb) {
     const tools = node('div', { className: 'app-tools xa-tools' });
     section.append(head, approvals, stopped, frame, selection, errors, ignored, tools);
     app.frame = frame;
-    app.view = { section, status, approvals, selection, errors, tools, stopped, stoppedText, ignored };
+    app.view = { section, status, approvals, selection, errors, tools, stopped, stoppedText, ignored, pointBtn };
     // What the person opened is shown, and its heading takes focus.
     requestAnimationFrame(() => {
       section.scrollIntoView({ block: 'nearest', behavior: 'instant' });
@@ -478,6 +486,25 @@ export function startExternalApps(vb) {
     };
   }
 
+  // The host context moves (the person's colour scheme, the browser's language): every app with a
+  // handshake is told what moved, in its protocol's fields, as ui/notifications/host-context-changed
+  // (a patch: the guest merges it). An app whose protocol has none of the fields that moved is
+  // told nothing.
+  function hostContextMoved() {
+    const now = hostContext();
+    for (const app of apps.values()) {
+      if (!app.live || !app.toldContext) continue;
+      const next = app.adapter.hostContext(now);
+      const patch = contextPatch(app.toldContext, next);
+      if (Object.keys(patch).length === 0) continue;
+      app.toldContext = next;
+      app.stats.contextChanges++;
+      post(app, { method: 'ui/notifications/host-context-changed', params: patch });
+    }
+  }
+  matchMedia('(prefers-color-scheme: dark)').addEventListener('change', hostContextMoved);
+  window.addEventListener('languagechange', hostContextMoved);
+
   /**
    * @param {XApp} app
    * @param {unknown} id
@@ -496,11 +523,12 @@ export function startExternalApps(vb) {
     const result = initResult(app.entry, hostContext());
     if (app.caps.auth) {
       const t = await mint(app);
-      if (t.ok) result.auth = { token: t.token, expiresAt: t.expiresAt };
+      if (t.ok) result.auth = app.adapter.token(t);
       else result.authError = { refused: t.refused, why: t.why };
     }
     if (app.stats.handshakes !== generation || !app.live) return; // superseded while minting
     app.initResult = app.adapter.initResult(result);
+    app.toldContext = app.adapter.hostContext(/** @type {Record<string, unknown>} */ (result.hostContext));
     reply(app, id, app.initResult);
     render(app);
     changed();
@@ -692,7 +720,7 @@ export function startExternalApps(vb) {
 
   /**
    * @param {XApp} app
-   * @returns {Promise<{ok: true, token: string, expiresAt: string} | Refusal>}
+   * @returns {Promise<{ok: true, token: string, expiresAt: number} | Refusal>}
    */
   async function mint(app) {
     if (!app.entry.capabilities.includes('auth')) {
@@ -700,7 +728,7 @@ export function startExternalApps(vb) {
     }
     try {
       const body = await relay(`/mini-apps/${encodeURIComponent(app.id)}/token`, { method: 'POST' });
-      return body.ok ? { ok: true, token: body.token, expiresAt: body.expiresAt } : refusal(String(body.refused), String(body.why));
+      return body.ok ? { ok: true, token: String(body.token), expiresAt: Number(body.expiresAt) } : refusal(String(body.refused), String(body.why));
     } catch (err) {
       return refusal('external-app-no-auth', `the relay did not mint a token: ${err instanceof Error ? err.message : err}`);
     }
@@ -715,7 +743,7 @@ export function startExternalApps(vb) {
     const documentId = app.documentId;
     const t = await mint(app);
     if (app.documentId !== documentId) return;
-    if (t.ok) reply(app, id, { token: t.token, expiresAt: t.expiresAt });
+    if (t.ok) reply(app, id, app.adapter.token(t));
     else replyError(app, id, -32001, t.why, t.refused);
   }
 
@@ -742,6 +770,48 @@ export function startExternalApps(vb) {
     el.composer.focus({ preventScroll: true });
   }
 
+  /**
+   * pointOver lays a layer over app's frame that takes one click (Escape, or a click outside the
+   * frame, takes it away): the point, in the frame's coordinates, is asked as ui/element-at.
+   * @param {XApp} app
+   */
+  function pointOver(app) {
+    if (!app.live || !app.adapter.elementAt) return;
+    const r = app.frame.getBoundingClientRect();
+    const layer = node('div', { className: 'xa-point-layer', tabIndex: 0 });
+    layer.setAttribute('role', 'button');
+    layer.setAttribute('aria-label', `Click what you mean in ${app.entry.name}; Escape to stop pointing`);
+    Object.assign(layer.style, { position: 'fixed', left: `${r.left}px`, top: `${r.top}px`, width: `${r.width}px`, height: `${r.height}px`, cursor: 'crosshair', zIndex: '50', outline: '2px dashed currentColor' });
+    const done = () => layer.remove();
+    layer.addEventListener('keydown', (e) => { if (e.key === 'Escape') done(); });
+    layer.addEventListener('click', (e) => {
+      done();
+      pointAt(app, e.clientX - r.left, e.clientY - r.top).then((o) => { if (!o.ok) vb.notify(o.why); });
+    });
+    document.body.append(layer);
+    layer.focus();
+  }
+
+  /**
+   * pointAt asks app what is at (x, y) of its frame and, when something is, seeds the composer
+   * with it; nothing is sent until the person sends it.
+   * @param {XApp} app
+   * @param {number} x
+   * @param {number} y
+   * @returns {Promise<Outcome<{label: string, text: string} | null>>}
+   */
+  async function pointAt(app, x, y) {
+    if (!app.live || !app.adapter.elementAt) return refusal('context-unavailable', `${app.entry.name} does not say what is under a point`);
+    let element;
+    try {
+      element = elementOf(await request(app, 'ui/element-at', { x: Math.round(x), y: Math.round(y) }));
+    } catch (err) {
+      return refusal('context-unavailable', /** @type {Refusal} */ (err).why || String(err));
+    }
+    if (element) seedComposer(clamp(`About this in ${app.entry.name}: ${element.text}`, LIMITS.prompt), app);
+    return { ok: true, value: element };
+  }
+
   // ---- showing an app ----
 
   /**
@@ -753,6 +823,7 @@ export function startExternalApps(vb) {
     const v = app.view;
     v.status.textContent = app.live ? 'connected' : 'not connected';
     v.status.dataset.state = app.live ? 'connected' : 'waiting';
+    v.pointBtn.hidden = !(app.live && app.adapter.elementAt);
     renderSelection(app);
     renderErrors(app);
     if (app.tools.length === 0) {
@@ -865,6 +936,13 @@ export function startExternalApps(vb) {
     state: (appId) => { const app = apps.get(appId); return app ? stateOf(app) : null; },
     callTool,
     context: readContext,
+    /**
+     * pointAt asks appId what is at (x, y) of its frame, as the Point at layer does.
+     * @param {string} appId
+     * @param {number} x
+     * @param {number} y
+     */
+    pointAt: (appId, x, y) => { const app = apps.get(appId); return app ? pointAt(app, x, y) : Promise.resolve(refusal('external-app-unknown', `no app ${appId} is open`)); },
     report,
     strays: () => ({ total: strays.total, byOrigin: Object.fromEntries(strays.byOrigin) }),
     composer: () => el.composer.value,

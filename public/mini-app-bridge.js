@@ -610,6 +610,22 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
           return;
         case 'notifications/message':
           return; // the view's log: taken, not shown
+        case 'notifications/cancelled': {
+          // The view stopped waiting for one of its requests (the ext-apps SDK sends this when a
+          // call's signal aborts or its own timeout passes): the page stops serving it (a call
+          // waiting for the person's approval is withdrawn) and the view gets no answer, as MCP
+          // says of a cancelled request.
+          const p = msg.params && typeof msg.params === 'object' ? msg.params : {};
+          const rid = p.requestId;
+          if ((typeof rid !== 'string' && typeof rid !== 'number') || !mcpPending.has(rid) || String(rid).startsWith('voicebox-teardown-')) {
+            drop('a cancellation of no request the host serves', msg);
+            return;
+          }
+          clearTimeout(mcpPending.get(rid));
+          mcpPending.delete(rid);
+          toHost({ type: 'mcp_cancel', generation, id: rid });
+          return;
+        }
         default:
           drop(`a notification the MCP Apps host does not take (${method.slice(0, 60)})`, msg);
           return;
@@ -651,7 +667,9 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       return;
     }
     mcpPending.set(id, setTimeout(() => {
-      if (mcpPending.delete(id)) mcpError(id, -32603, `the host did not answer ${method} within ${MCP_CALL_MS} ms`);
+      if (!mcpPending.delete(id)) return;
+      mcpError(id, -32603, `the host did not answer ${method} within ${MCP_CALL_MS} ms`);
+      toHost({ type: 'mcp_cancel', generation, id }); // nobody waits for it now: the page stops it
     }, MCP_CALL_MS));
     toHost({ type: 'mcp_request', generation, id, method, params: msg.params && typeof msg.params === 'object' ? msg.params : {} });
   }

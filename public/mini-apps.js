@@ -98,7 +98,7 @@ const APP_HOSTS = appHosts(location);
  *   refusals: {name: string, refused: string, why: string, by?: string}[],
  *   dropped: number, ignored: {why: string, what: string}[], foreign: number, late: number, ready: boolean,
  *   starts: number, validated: number, stopped: StopReason | null,
- *   mcp: {initialized: boolean, calls: number, links: number, messages: number, height: number, teardowns: number}}} Stats
+ *   mcp: {initialized: boolean, calls: number, links: number, messages: number, height: number, teardowns: number, cancelled: number}}} Stats
  */
 /**
  * Running is one start of an app: its bridge's window and origin, whether it still runs, and its
@@ -112,7 +112,7 @@ const APP_HOSTS = appHosts(location);
  * OpenApp is an app shown in a card, with its bridge frame (none while it is stopped).
  * @typedef {{appId: string, entry: StoreEntry, html: string, target: Target, generation: number,
  *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string, waited?: boolean, bundle: Bundle | null,
- *   mcp?: ViewInfo | null,
+ *   mcp?: ViewInfo | null, viewCalls?: Map<unknown, AbortController>,
  *   frame: HTMLIFrameElement | null, running: Running, view: {section: HTMLElement, h: HTMLElement, badge: HTMLElement,
  *   saveBtn: HTMLButtonElement, reload: HTMLButtonElement, closer: HTMLButtonElement, toolList: HTMLElement, slot: HTMLElement,
  *   stopped: HTMLElement, stoppedText: HTMLElement, again: HTMLButtonElement, ignored: HTMLElement}}} OpenApp
@@ -250,7 +250,7 @@ export function startMiniApps(vb) {
   /** @returns {Stats} */
   function newStats() {
     return { handshakes: 0, onPort: 0, portsRefused: 0, reloads: 0, loads: 0, registered: [], refusals: [], dropped: 0, ignored: [], foreign: 0, late: 0, ready: false, starts: 0, validated: 0, stopped: null,
-      mcp: { initialized: false, calls: 0, links: 0, messages: 0, height: 0, teardowns: 0 } };
+      mcp: { initialized: false, calls: 0, links: 0, messages: 0, height: 0, teardowns: 0, cancelled: 0 } };
   }
 
   /** @param {OpenApp} app */
@@ -500,11 +500,31 @@ export function startMiniApps(vb) {
     return ctx;
   }
 
+  /**
+   * stopViewCalls stops the requests of app's view (or of a mini-app written with the ext-apps
+   * SDK) the page still serves: their turns are cancelled on the relay, so a request for the
+   * person's approval goes and nothing is done. Called when the view cancels one (id), and for
+   * all when it closes, stops or loads another document: nobody waits for their answers then.
+   * @param {OpenApp} app
+   * @param {unknown} [id] one request's id; all when left out
+   */
+  function stopViewCalls(app, id) {
+    const live = app.viewCalls;
+    if (!live) return;
+    for (const [key, ctl] of [...live]) {
+      if (id !== undefined && key !== id) continue;
+      live.delete(key);
+      app.stats.mcp.cancelled++;
+      ctl.abort();
+    }
+  }
+
   /** @param {string} appId */
   function close(appId) {
     const app = apps.get(appId);
     if (!app) return;
     apps.delete(appId);
+    stopViewCalls(app);
     if (app.stats.mcp.initialized && app.frame) {
       // A view is asked to tear down first; its frame goes once the bridge had its answer (or
       // gave up on it), and the card is hidden meanwhile.
@@ -532,6 +552,7 @@ export function startMiniApps(vb) {
     const running = app.running;
     if (!running.live || apps.get(app.appId) !== app) return;
     running.live = false;
+    stopViewCalls(app);
     app.frame?.remove();
     app.frame = null;
     app.bridgeReady = false;
@@ -629,6 +650,7 @@ export function startMiniApps(vb) {
       }
       case 'reloaded':
         stats.reloads++;
+        stopViewCalls(app);
         app.generation = msg.generation;
         app.tools = [];
         stats.ready = false;
@@ -702,6 +724,7 @@ export function startMiniApps(vb) {
       case 'mcp_initialize':
         // A view's handshake, as WebMCP's is an app's: the document it names is the current one.
         stats.handshakes++;
+        stopViewCalls(app); // an earlier document's, if any
         app.generation = msg.generation;
         break;
       case 'mcp_initialized':
@@ -722,11 +745,19 @@ export function startMiniApps(vb) {
         break;
       case 'mcp_request': {
         if (msg.generation !== app.generation) return;
-        const answer = await serveView(app, String(msg.method), msg.params || {});
-        if (!current() || msg.generation !== app.generation) return;
+        const ctl = new AbortController();
+        if (!app.viewCalls) app.viewCalls = new Map();
+        stopViewCalls(app, msg.id); // the bridge refuses an id already waiting; a stale one goes
+        app.viewCalls.set(msg.id, ctl);
+        const answer = await serveView(app, String(msg.method), msg.params || {}, ctl.signal);
+        if (app.viewCalls.get(msg.id) === ctl) app.viewCalls.delete(msg.id);
+        if (ctl.signal.aborted || !current() || msg.generation !== app.generation) return;
         post(app, { type: 'mcp_answer', generation: msg.generation, id: msg.id, ...answer });
         break;
       }
+      case 'mcp_cancel':
+        if (msg.generation === app.generation) stopViewCalls(app, msg.id);
+        break;
     }
   }
 
@@ -737,9 +768,10 @@ export function startMiniApps(vb) {
    * @param {OpenApp} app
    * @param {string} method
    * @param {any} params
+   * @param {AbortSignal} signal aborts when nobody waits for the answer any more
    * @returns {Promise<{result: object} | {error: {code: number, message: string}}>}
    */
-  async function serveView(app, method, params) {
+  async function serveView(app, method, params, signal) {
     const stats = app.stats.mcp;
     switch (method) {
       case 'tools/call': {
@@ -750,7 +782,7 @@ export function startMiniApps(vb) {
         /** @type {any} */
         let t;
         try {
-          t = await sendTurn({ action });
+          t = await sendTurn({ action }, undefined, signal);
         } catch (err) {
           return { result: { content: [{ type: 'text', text: err instanceof Error ? err.message : String(err) }], isError: true } };
         }
@@ -915,14 +947,15 @@ export function startMiniApps(vb) {
   listen('history', trayLater);
 
   // The model (or an MCP client) called a remote MCP tool that has a view: the view shows that
-  // call, its input and its result, as MCP Apps hosts do. A call typed here, or a view's own
+  // call, its input and its result, as MCP Apps hosts do. The relay's result names the extension
+  // that answered and the tool's view, so the view opens whoever called and however the call
+  // named the tool (call_extension's extension is optional). A call typed here, or a view's own
   // (both typed turns), opens nothing, so a view calling its own tool does not reload itself.
-  listen('relay:call', async (c) => {
-    if (c.source === 'turn' || !c.ok || c.tool !== 'call_extension' || !c.action) return;
-    const { extension, name } = c.action;
-    if (typeof extension !== 'string' || typeof name !== 'string' || !c.result || typeof c.result.server !== 'string') return;
-    const tool = await viewOf(extension, name);
-    if (!tool) return;
+  listen('relay:call', (c) => {
+    if (c.source === 'turn' || !c.ok || c.tool !== 'call_extension' || !c.action || !c.result) return;
+    const { extension, view, server } = c.result;
+    const name = c.action.name;
+    if (typeof extension !== 'string' || typeof view !== 'string' || !view || typeof server !== 'string' || typeof name !== 'string') return;
     /** @type {object} */
     let input = {};
     try { input = JSON.parse(c.action.arguments || '{}'); } catch { /* the relay checked them; show none */ }
@@ -930,22 +963,6 @@ export function startMiniApps(vb) {
     // A view already open shows the new call in its own card.
     openView(extension, name, { input, result }, undefined, false).catch(vb.notify);
   });
-
-  /**
-   * viewOf says whether tool of admitted extension has an MCP Apps view, from the listing.
-   * @param {string} extension
-   * @param {string} tool
-   */
-  async function viewOf(extension, tool) {
-    try {
-      const r = await relay('/api/extensions');
-      const entry = r.ok ? (r.extensions.admitted || []).find((/** @type {any} */ e) => e.id === extension) : null;
-      const t = entry ? (entry.tools || []).find((/** @type {any} */ x) => x.name === tool) : null;
-      return t && t.view ? t : null;
-    } catch {
-      return null;
-    }
-  }
 
   return Object.freeze({
     launch,

@@ -42,12 +42,16 @@ listen('relay:hello', () => { early.clear(); });
  * Turn. When the relay answers that the turn waits for the person, onPending is told at once
  * (with {turnId, pending}), and the outcome is awaited on the event stream: up to the approval's
  * own wait and OUTCOME_GRACE_MS more, past which it resolves outcome-unknown. It rejects as
- * relay() does (RelayDownError).
+ * relay() does (RelayDownError). When signal aborts (its caller stopped waiting: a view that sent
+ * notifications/cancelled, or was closed), a turn that waits for the person is cancelled on the
+ * relay (POST /api/turn/{id}/cancel): its request for approval goes and nothing is done; its
+ * outcome still comes, as the turn's refusal.
  * @param {object} body
  * @param {(answer: RelayAnswer) => void} [onPending]
+ * @param {AbortSignal} [signal]
  * @returns {Promise<RelayAnswer>}
  */
-export async function sendTurn(body, onPending) {
+export async function sendTurn(body, onPending, signal) {
   const answer = await relay('/api/turn', { body, prefer: 'respond-async' });
   if (!answer.ok || !answer.pending || typeof answer.turnId !== 'string') return answer;
   const id = answer.turnId;
@@ -55,6 +59,11 @@ export async function sendTurn(body, onPending) {
   if (got) {
     early.delete(id);
     return got;
+  }
+  if (signal) {
+    const cancel = () => { relay(`/api/turn/${encodeURIComponent(id)}/cancel`, { method: 'POST' }).catch(() => {}); };
+    if (signal.aborted) cancel();
+    else signal.addEventListener('abort', cancel, { once: true });
   }
   if (onPending) onPending(answer);
   const waits = Number(answer.pending.timeoutMs) > 0 ? Number(answer.pending.timeoutMs) : 0;

@@ -55,6 +55,12 @@ func ChromiumPath() string {
 	return "/usr/lib/chromium/chromium"
 }
 
+// HostResolverRules is the resolver rule every Chromium of the tests runs with (this one, and the
+// wrapper tools/bin/chromium the browser-side go test starts): no name resolves but loopback's,
+// so a closed network makes no lookups, and *.localhost resolves for the per-app hosts
+// (<app>.localhost) mini-apps are served from.
+const HostResolverRules = "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE *.localhost, EXCLUDE 127.0.0.1"
+
 // startBrowser starts the one Chromium of this test binary, with a fresh profile and the flags a
 // closed, root-run machine needs.
 func startBrowser() (context.Context, error) {
@@ -78,7 +84,7 @@ func startBrowser() (context.Context, error) {
 			chromedp.Flag("disable-quic", true),
 			chromedp.Flag("disable-component-update", true),
 			chromedp.Flag("disable-sync", true),
-			chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE *.localhost, EXCLUDE 127.0.0.1"),
+			chromedp.Flag("host-resolver-rules", HostResolverRules),
 			chromedp.Env("TMPDIR="+dir),
 			// The microphone (see media.go); harmless for pages that never ask for it.
 			chromedp.Flag("use-fake-device-for-media-stream", true),

@@ -104,6 +104,10 @@ type Tools struct {
 	events    *events
 	approvals *approvals
 	seq       atomic.Uint64
+	// waiting holds the cancel of each turn answered 202 (turnAtOnce) until it ends, by turn id:
+	// POST /api/turn/{id}/cancel ends it. Each is bounded in time (the approval's wait and
+	// approval.RunBound) and in number by MaxPendingApprovals while it waits.
+	waiting sync.Map
 
 	mu        sync.Mutex
 	pageTools json.RawMessage // the last declarations the page sent, as sent

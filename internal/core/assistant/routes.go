@@ -46,6 +46,11 @@ func (c *Tools) mode() string {
 //	POST /api/turn             {transcript} or {action: {verb, ...}}: one typed turn (see Turn);
 //	                           with Prefer: respond-async, 202 and a pending handle when it waits
 //	                           for the person (turnAtOnce)
+//	POST /api/turn/{id}/cancel the caller of a turn answered 202 stops waiting for it: a request
+//	                           for the person's approval goes (approval-settled, the turn refused
+//	                           approval-timed-out, nothing done), a call under way is cancelled
+//	                           (an MCP server is sent notifications/cancelled); 404 not-found when
+//	                           no such turn runs
 //	GET  /api/events           server-sent events: hello, call, approval, approval-settled, turn,
 //	                           tools, and what the relay publishes (Publish): root, extensions
 //	GET  /api/approvals        {ok, approvals}: the requests waiting for the user
@@ -85,6 +90,16 @@ func (c *Tools) Register(srv *server.Server) {
 			return
 		}
 		c.turnAtOnce(w, r, t, run)
+	}))
+	srv.Handle("POST /api/turn/{id}/cancel", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		cancel, ok := c.waiting.Load(id)
+		if !ok {
+			server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "no turn %q is running: it ended already, or it never waited for the person", id))
+			return
+		}
+		cancel.(context.CancelFunc)()
+		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "turnId": id})
 	}))
 	srv.Handle("GET /api/approvals", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "approvals": c.approvals.pending()})
@@ -223,11 +238,13 @@ func (c *Tools) turnAtOnce(w http.ResponseWriter, r *http.Request, t Turn, run f
 	case a := <-asked:
 		// From here the request no longer holds the turn: the approval's wait and RunBound do.
 		end := time.AfterFunc(c.opts.ApprovalTimeout+approval.RunBound, cancel)
+		c.waiting.Store(t.TurnID, cancel)
 		w.Header().Set("Preference-Applied", "respond-async")
 		server.WriteJSON(w, http.StatusAccepted, Turn{OK: true, TurnID: t.TurnID, Mode: t.Mode, Pending: &a})
 		go func() {
 			out := <-done
 			end.Stop()
+			c.waiting.Delete(t.TurnID)
 			if len(out.Result) > maxTurnEventResultBytes {
 				out.Result = json.RawMessage(`{"note":"the result is too large to show here"}`)
 			}

@@ -123,3 +123,46 @@ func TestAPageTurnThatTimesOutEndsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAPendingTurnItsCallerCancelsEndsAndDoesNothing: the caller of a turn answered 202 stops
+// waiting (POST /api/turn/{id}/cancel, as the page does for a view that cancelled its call): the
+// request for approval goes (approval-settled), the turn ends approval-timed-out once, the file
+// is untouched, and a decision that comes after finds nothing. A second cancel, and one of a turn
+// that never ran, are 404 not-found; the next turn is served.
+func TestAPendingTurnItsCallerCancelsEndsAndDoesNothing(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{ApprovalTimeout: bound})
+	dir := r.machine()
+	ev := r.events()
+	os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("keep"), 0o644)
+	code, m := r.postAsync(map[string]any{"action": map[string]string{"verb": "delete_file", "name": "keep.txt"}})
+	p, _ := m["pending"].(map[string]any)
+	if code != http.StatusAccepted || p == nil {
+		t.Fatalf("the delete answered %d %v", code, m)
+	}
+	turn := m["turnId"].(string)
+	if code, m := r.post("/api/turn/"+turn+"/cancel", map[string]any{}); code != http.StatusOK || m["ok"] != true {
+		t.Fatalf("the cancel answered %d %v", code, m)
+	}
+	if settled := next(t, ev, "approval-settled").Data; settled["id"] != p["id"] {
+		t.Fatalf("approval-settled %v, want %v", settled, p["id"])
+	}
+	out := next(t, ev, "turn").Data
+	if out["turnId"] != turn || out["ok"] != false || out["refused"] != string(refusal.ApprovalTimedOut) {
+		t.Fatalf("the cancelled turn ended %v", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "keep.txt")); err != nil || string(b) != "keep" {
+		t.Fatalf("keep.txt after the cancelled delete: %q %v", b, err)
+	}
+	if code, _ := r.post("/api/approvals/"+p["id"].(string), map[string]bool{"approve": true}); code != http.StatusNotFound {
+		t.Fatalf("a decision after the cancel answered %d", code)
+	}
+	for _, id := range []string{turn, "turn-999999"} {
+		if code, m := r.post("/api/turn/"+id+"/cancel", map[string]any{}); code != http.StatusNotFound || m["refused"] != string(refusal.NotFound) {
+			t.Fatalf("cancelling %s answered %d %v", id, code, m)
+		}
+	}
+	if code, m := r.postAsync(map[string]any{"action": map[string]string{"verb": "list_files"}}); code != http.StatusOK || m["ok"] != true {
+		t.Fatalf("the next turn answered %d %v", code, m)
+	}
+}

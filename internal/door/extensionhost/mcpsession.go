@@ -766,6 +766,7 @@ func (rt *Runtime) callMCP(ctx context.Context, d *extensions.Descriptor, tool s
 	}
 	rt.logger().Info("extension call", "extension", d.ID, "tool", name, "requests", note.observed["requests"])
 	out.Server, out.Tool, out.Requests = Redact(d.MCP.URL), name, c.transport.budget.spent()
+	out.Extension, out.View = d.ID, t.def.View
 	return json.Marshal(out)
 }
 
@@ -801,6 +802,11 @@ type MCPResult struct {
 	Structured any        `json:"structuredContent,omitempty"`
 	Server     string     `json:"server"`
 	Tool       string     `json:"tool"`
+	// Extension is the admitted extension that answered, and View the ui:// resource of the tool's
+	// MCP Apps view ("" when it has none): whoever called it (the model, an MCP client, with or
+	// without call_extension's optional extension), the page opens that view from these two.
+	Extension string `json:"extension"`
+	View      string `json:"view,omitempty"`
 	// Requests is how many requests of the budget are spent after the call, as "7/50".
 	Requests string `json:"requests"`
 }

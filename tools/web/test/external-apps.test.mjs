@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
-  ADAPTERS, adapterOf, answerOf, boundPayload, callArgs, clamp, contextValue, describe, envelope, initResult, LIMITS,
+  ADAPTERS, adapterOf, answerOf, boundPayload, callArgs, clamp, contextPatch, contextValue, elementOf, describe, envelope, initResult, LIMITS,
   NOT_JSONRPC, notApproved, parseToolsList, PROTOCOL, resultText, timeoutRefusal, unacceptable,
 } from '../../../public/external-app-wire.js';
 import {
@@ -254,4 +254,31 @@ test('a guest with no document id keeps its handshake for one load, the one it w
   assert.equal(app.stats.loads, 2);
   forgetHandshake(app);
   assert.equal(frameLoaded(app), 'identify');
+});
+
+test('a token is written as each protocol reads it: Thunderbolt\'s expiresAt in ISO 8601, ours in Unix milliseconds', () => {
+  const minted = { token: 'jwt', expiresAt: Date.UTC(2026, 11, 5, 12, 0, 0) };
+  assert.deepEqual(ADAPTERS.thunderbolt.token(minted), { token: 'jwt', expiresAt: '2026-12-05T12:00:00.000Z' });
+  assert.equal(Date.parse(ADAPTERS.thunderbolt.token(minted).expiresAt), minted.expiresAt);
+  assert.deepEqual(ADAPTERS.voicebox.token(minted), minted);
+  assert.deepEqual(ADAPTERS.jsonrpc.token(minted), minted);
+});
+
+test('a host context change is sent as the patch of what moved, in the protocol\'s fields', () => {
+  const before = { theme: 'light', locale: 'en-US', platform: 'web', timeZone: 'UTC' };
+  const after = { ...before, theme: 'dark', timeZone: 'Europe/Paris' };
+  assert.deepEqual(contextPatch(ADAPTERS.voicebox.hostContext(before), ADAPTERS.voicebox.hostContext(after)), { theme: 'dark', timeZone: 'Europe/Paris' });
+  assert.deepEqual(contextPatch(ADAPTERS.thunderbolt.hostContext(before), ADAPTERS.thunderbolt.hostContext(after)), { theme: 'dark' });
+  assert.deepEqual(contextPatch(ADAPTERS.thunderbolt.hostContext(before), ADAPTERS.thunderbolt.hostContext({ ...before, timeZone: 'Asia/Tokyo' })), {});
+});
+
+test('an answer to ui/element-at is read as what was pointed at, cut, or nothing', () => {
+  assert.equal(ADAPTERS.thunderbolt.elementAt, true);
+  assert.ok(!ADAPTERS.voicebox.elementAt && !ADAPTERS.jsonrpc.elementAt);
+  assert.deepEqual(elementOf({ element: { id: 'r1', label: 'Q3', text: ' Revenue: 4,214,000 ', rect: { x: 0, y: 0, width: 1, height: 1 } } }), { label: 'Q3', text: 'Revenue: 4,214,000' });
+  assert.equal(elementOf({ element: null }), null);
+  assert.equal(elementOf({ element: { text: '   ' } }), null);
+  assert.equal(elementOf({ element: { text: 7 } }), null);
+  assert.equal(elementOf(null), null);
+  assert.equal([...elementOf({ element: { text: 'x'.repeat(LIMITS.elementText + 50) } }).text].length, LIMITS.elementText);
 });
