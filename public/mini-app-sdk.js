@@ -14,11 +14,16 @@
 //
 // All of them reach one registry, and every declaration goes to the host as the app wrote it:
 // parameters and inputSchema are one schema under two names, checked by the worker's registry,
-// the one validator, which also checks every call's arguments (executeTool's too) before the tool
-// runs. Where the draft cannot hold here it says so: every sandboxed document has an opaque
-// origin, so executeTool runs this document's own tools instead of refusing them
-// (NotSupportedError), and an invalid argument is a DataError whose message is the host's
-// refusal {refused, why}.
+// which also checks every call's arguments before the tool runs. Through document.modelContext
+// (and navigator.modelContext) the schema is the WebMCP draft's subset (dialect "webmcp-draft":
+// pattern and prefixItems; a pattern must compile in this page's RegExp and in the host's RE2,
+// which matches model calls in linear time); through window.webMcp and
+// window.voicebox it is the original Voicebox's. executeTool checks a draft tool's input here,
+// against the schema the host took, so the tool starts in the caller's task as the draft runs it,
+// and a webMcp tool's input through the host. Where the draft cannot hold here it says so: every
+// sandboxed document has an opaque origin, so executeTool runs this document's own tools instead
+// of refusing them (NotSupportedError), and an invalid argument is a DataError whose message is
+// JSON {path, reason, schemaPath} (the draft's) with the host's refusal {refused, why}.
 //
 // Coexistence. When the browser, or a library the app loads (a WebMCP polyfill, @mcp-b/global),
 // installs its own document.modelContext, before this script or after it, the SDK never replaces
@@ -89,9 +94,11 @@
   /**
    * Entry is a tool in the registry. source is 'ours' for a tool registered through one of the
    * SDK's spellings, 'mirror' for one read back from another model context (from).
+   * draft is whether the tool came through document.modelContext (or another model context), so
+   * its schema is the WebMCP draft's subset, which executeTool checks here (checkDraft).
    * @typedef {{name: string, title?: string, description: string, schema?: string,
    *   annotations?: Record<string, boolean>, execute: Function, source: 'ours' | 'mirror', from?: object,
-   *   registered: boolean, settle: (error?: unknown) => void}} Entry
+   *   draft: boolean, registered: boolean, settle: (error?: unknown) => void}} Entry
    */
   /** @type {Map<string, Entry>} name -> tool */
   const tools = new Map();
@@ -166,10 +173,11 @@
    * @param {any} tool
    * @param {any} options
    * @param {'ours' | 'mirror'} source
+   * @param {boolean} draft the WebMCP draft's schema subset (document.modelContext), not the original's
    * @param {object} [from]
    * @returns {Promise<void>}
    */
-  function register(tool, options, source, from) {
+  function register(tool, options, source, draft, from) {
     if (tool === undefined || tool === null) tool = {};
     if (typeof tool !== 'object' && typeof tool !== 'function') throw new TypeError('registerTool needs a tool object');
     if (tool.name === undefined) throw new TypeError('registerTool: the tool needs a name');
@@ -205,13 +213,15 @@
       decl[key] = JSON.parse(text);
       if (key !== 'outputSchema') schema = text;
     }
+    if (draft && schema !== undefined) checkPatterns(JSON.parse(schema));
     if (signal && signal.aborted) throw signal.reason;
     checkOrigins(options.exposedTo, 'exposedTo');
     if (title !== undefined) decl.title = title;
     if (annotations) decl.annotations = annotations;
+    if (draft) decl.dialect = 'webmcp-draft';
 
     /** @type {Entry} */
-    const entry = { name, title, description, schema, annotations, execute, source, from, registered: false, settle: () => {} };
+    const entry = { name, title, description, schema, annotations, execute, source, from, draft, registered: false, settle: () => {} };
     const settled = new Promise((resolve, reject) => {
       entry.settle = (error) => {
         entry.settle = () => {};
@@ -292,22 +302,28 @@
   // ---- running a tool ----
 
   /**
-   * runTool runs entry with args (already checked by the host) and resolves with its result as
-   * JSON text; it rejects with what the tool threw. toolactivated fires first; aborting the run
-   * (the host cancelled the call, or executeTool's signal) aborts the tool's signal and fires
-   * toolcancel.
+   * runTool starts entry with args (already checked) and returns a promise of what it returns;
+   * it rejects with what the tool threw. toolactivated fires once the tool has started, as the
+   * draft orders it; aborting controller (the host cancelled the call, or executeTool's signal)
+   * aborts the tool's signal.
    * @param {Entry} entry
    * @param {unknown} args
    * @param {AbortController} controller
+   * @returns {Promise<unknown>}
    */
-  async function runTool(entry, args, controller) {
-    fire('toolactivated', entry.name);
+  function runTool(entry, args, controller) {
     const options = Object.freeze({
       signal: controller.signal,
       requestUserInteraction: async (/** @type {() => unknown} */ callback) => callback(),
     });
-    const value = await entry.execute(args ?? {}, options);
-    return value === undefined ? 'null' : JSON.stringify(value);
+    let value;
+    try {
+      value = entry.execute(args ?? {}, options);
+    } catch (err) {
+      value = Promise.reject(err);
+    }
+    fire('toolactivated', entry.name);
+    return Promise.resolve(value);
   }
 
   /** @param {{callId: unknown, name: string, args: unknown}} call */
@@ -321,7 +337,8 @@
     const controller = new AbortController();
     running.set(callId, { controller, name });
     try {
-      const result = await runTool(entry, args, controller);
+      const value = await runTool(entry, args, controller);
+      const result = value === undefined ? 'null' : JSON.stringify(value);
       if (running.delete(callId)) say({ type: 'tool_result', callId, ok: true, result });
     } catch (err) {
       if (running.delete(callId)) say({ type: 'tool_result', callId, ok: false, error: String((err instanceof Error && err.message) || err) });
@@ -373,7 +390,7 @@
     registerTool(tool, options) {
       try {
         watch();
-        return register(tool, options, 'ours');
+        return register(tool, options, 'ours', true);
       } catch (err) {
         return Promise.reject(err);
       }
@@ -404,8 +421,8 @@
     }
 
     /**
-     * executeTool runs one of this document's tools for an agent in the app: the host checks the
-     * input first, as it checks a model's call. It resolves with the result as JSON text.
+     * executeTool runs one of this document's tools for an agent in the app, its input checked
+     * first (see execute). It resolves with a string result as it is, any other as JSON text.
      * @param {any} tool
      * @param {unknown} [input]
      * @param {any} [options]
@@ -444,53 +461,101 @@
   }
 
   /**
+   * execute is executeTool: the draft's argument conversions (a TypeError for input that is not
+   * an object, UnknownError for a string that is not JSON or a tool this document does not have),
+   * then the input check, then the tool. A tool of document.modelContext is checked here against
+   * its schema (checkDraft: the draft's subset, pattern by this page's RegExp) and starts in this
+   * task, as the draft runs it; one of window.webMcp is checked by the host's registry. A string
+   * result resolves as it is, any other as JSON text. Aborting signal rejects with its reason at
+   * once; the tool's own signal is aborted (AbortError) and toolcancel fired in the next task.
    * @param {any} tool
    * @param {unknown} input
    * @param {any} options
    * @returns {Promise<string | null>}
    */
-  async function execute(tool, input, options) {
-    watch();
-    if (tool === null || typeof tool !== 'object') throw new TypeError('executeTool needs a RegisteredTool');
-    for (const key of ['name', 'description', 'window', 'origin']) {
-      if (!(key in tool)) throw new TypeError(`executeTool: the RegisteredTool has no ${key}`);
-    }
-    if (options !== undefined && options !== null && typeof options !== 'object') throw new TypeError('executeTool: options must be an object');
-    const signal = options ? options.signal : undefined;
-    if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('executeTool: options.signal must be an AbortSignal');
-    if (signal && signal.aborted) throw signal.reason;
+  function execute(tool, input, options) {
+    /** @type {Entry} */
+    let entry;
+    /** @type {AbortSignal | undefined} */
+    let signal;
     let args = input;
-    if (args === undefined) args = {};
-    else if (typeof args === 'string') {
-      try { args = JSON.parse(args); } catch { throw domError('UnknownError', 'executeTool: the input is not JSON'); }
+    try {
+      watch();
+      if (tool === null || typeof tool !== 'object') throw new TypeError('executeTool needs a RegisteredTool');
+      for (const key of ['name', 'description', 'window', 'origin']) {
+        if (!(key in tool)) throw new TypeError(`executeTool: the RegisteredTool has no ${key}`);
+      }
+      if (options !== undefined && options !== null && typeof options !== 'object') throw new TypeError('executeTool: options must be an object');
+      signal = options ? options.signal : undefined;
+      if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('executeTool: options.signal must be an AbortSignal');
+      if (signal && signal.aborted) throw signal.reason;
+      if (args === undefined) args = {};
+      else if (typeof args === 'string') {
+        try { args = JSON.parse(args); } catch { throw domError('UnknownError', 'executeTool: the input is not JSON'); }
+      }
+      if (args === null || typeof args !== 'object') throw new TypeError('executeTool: the input must be an object');
+      args = JSON.parse(serialize(args, 'the input'));
+      const found = tools.get(String(tool.name));
+      if (tool.window !== window || !found || found.source !== 'ours') throw domError('UnknownError', `executeTool: this document has no tool named ${String(tool.name).slice(0, 80)}`);
+      entry = found;
+    } catch (err) {
+      return Promise.reject(err);
     }
-    if (args === null || typeof args !== 'object') throw domError('UnknownError', 'executeTool: the input must be an object');
-    serialize(args, 'the input');
-    const entry = tools.get(String(tool.name));
-    if (tool.window !== window || !entry || entry.source !== 'ours') throw domError('UnknownError', `executeTool: this document has no tool named ${String(tool.name).slice(0, 80)}`);
-    const checked = await check(entry.name, args);
-    if (!checked.ok) {
-      const err = checked.refused === 'unknown-tool' ? domError('UnknownError', checked.why) : domError('DataError', JSON.stringify({ refused: checked.refused, why: checked.why }));
-      Object.defineProperties(err, { refused: { value: checked.refused }, why: { value: checked.why } });
-      throw err;
+    if (entry.draft) {
+      const failure = entry.schema === undefined ? null : checkDraft(JSON.parse(entry.schema), args, '');
+      if (failure) return Promise.reject(dataError(failure.refused, failure.why, failure));
+      return start(entry, args, signal);
     }
-    if (signal && signal.aborted) throw signal.reason;
+    return check(entry.name, args).then((checked) => {
+      if (!checked.ok) {
+        throw checked.refused === 'unknown-tool' ? Object.defineProperties(domError('UnknownError', checked.why), { refused: { value: checked.refused }, why: { value: checked.why } })
+          : dataError(checked.refused, checked.why, null);
+      }
+      if (signal && signal.aborted) throw signal.reason;
+      return start(entry, checked.args, signal);
+    });
+  }
+
+  /**
+   * dataError is executeTool's DataError: its message is JSON {path, reason, schemaPath} (the
+   * draft's: the JSON pointer of the failing input, the keyword, its pointer in the schema) with
+   * the host's refusal {refused, why}, which it also carries as properties.
+   * @param {string} refused
+   * @param {string} why
+   * @param {{path: string, reason: string, schemaPath: string} | null} at
+   */
+  function dataError(refused, why, at) {
+    const err = domError('DataError', JSON.stringify({ ...(at ? { path: at.path, reason: at.reason, schemaPath: at.schemaPath } : {}), refused, why }));
+    Object.defineProperties(err, { refused: { value: refused }, why: { value: why } });
+    return err;
+  }
+
+  /**
+   * start runs a checked call for executeTool; see execute.
+   * @param {Entry} entry
+   * @param {unknown} args
+   * @param {AbortSignal | undefined} signal
+   * @returns {Promise<string | null>}
+   */
+  function start(entry, args, signal) {
     const controller = new AbortController();
     return new Promise((resolve, reject) => {
       let done = false;
       const onAbort = () => {
         if (done) return;
         done = true;
-        controller.abort(signal && signal.reason);
-        fire('toolcancel', entry.name);
         reject(signal && signal.reason);
+        setTimeout(() => {
+          controller.abort();
+          fire('toolcancel', entry.name);
+        }, 0);
       };
       if (signal) signal.addEventListener('abort', onAbort, { once: true });
-      runTool(entry, checked.args, controller).then((result) => {
+      runTool(entry, args, controller).then((value) => {
         if (done) return;
         done = true;
         if (signal) signal.removeEventListener('abort', onAbort);
-        resolve(result);
+        resolve(typeof value === 'string' ? value : value === undefined ? null : JSON.stringify(value));
       }, (err) => {
         if (done) return;
         done = true;
@@ -499,6 +564,94 @@
         reject(domError('UnknownError', `the tool ${entry.name} failed: ${String((err instanceof Error && err.message) || err)}`));
       });
     });
+  }
+
+  // The rule the host's registry names for each keyword an input fails (shared/refusal).
+  /** @type {Record<string, string>} */
+  const ruleOf = {
+    type: 'invalid-argument-type', required: 'missing-argument', enum: 'invalid-argument-enum',
+    pattern: 'invalid-argument-pattern', minLength: 'invalid-argument-length', maxLength: 'invalid-argument-length',
+    minimum: 'invalid-argument-range', maximum: 'invalid-argument-range', additionalProperties: 'invalid-argument',
+  };
+
+  /**
+   * checkDraft checks value at path (a JSON pointer) against schema, a schema the host took in the
+   * WebMCP draft's subset (toolschema.WebMCPDraft): the first failure, or null. Its keywords and
+   * their order are the host's (type, then enum, then the rest); pattern is this page's RegExp.
+   * @param {any} schema
+   * @param {unknown} value
+   * @param {string} path
+   * @returns {{path: string, reason: string, schemaPath: string, refused: string, why: string} | null}
+   */
+  function checkDraft(schema, value, path) {
+    /**
+     * @param {string} reason
+     * @param {string} at
+     * @param {string} why
+     */
+    const fail = (reason, at, why) => ({ path: at, reason, schemaPath: '/' + reason, refused: ruleOf[reason] || 'invalid-tool-arguments', why: `argument ${at || '(the input)'} ${why}` });
+    const type = schema.type;
+    const kind = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
+    const typed = type === undefined || (type === 'integer' ? Number.isInteger(value) : type === 'array' ? kind === 'array' : kind === type);
+    if (!typed) return fail('type', path, `must be ${type}, got ${kind}`);
+    if (Array.isArray(schema.enum) && !schema.enum.some((/** @type {unknown} */ m) => m === value)) return fail('enum', path, `is not one of ${schema.enum.map((/** @type {unknown} */ m) => JSON.stringify(m)).join(', ')}`);
+    if (typeof value === 'string') {
+      const n = [...value].length;
+      if (typeof schema.minLength === 'number' && n < schema.minLength) return fail('minLength', path, `is ${n} characters, under ${schema.minLength}`);
+      if (typeof schema.maxLength === 'number' && n > schema.maxLength) return fail('maxLength', path, `is ${n} characters, over ${schema.maxLength}`);
+      if (typeof schema.pattern === 'string' && !new RegExp(schema.pattern, 'u').test(value)) return fail('pattern', path, `does not match ${schema.pattern}`);
+    } else if (typeof value === 'number') {
+      if (typeof schema.minimum === 'number' && value < schema.minimum) return fail('minimum', path, `is ${value}, under ${schema.minimum}`);
+      if (typeof schema.maximum === 'number' && value > schema.maximum) return fail('maximum', path, `is ${value}, over ${schema.maximum}`);
+    } else if (Array.isArray(value)) {
+      const prefix = Array.isArray(schema.prefixItems) ? schema.prefixItems : [];
+      for (let i = 0; i < value.length; i++) {
+        const item = i < prefix.length ? prefix[i] : schema.items;
+        const f = item ? checkDraft(item, value[i], `${path}/${i}`) : null;
+        if (f) return f;
+      }
+    } else if (value && typeof value === 'object') {
+      const obj = /** @type {Record<string, unknown>} */ (value);
+      const props = schema.properties || {};
+      for (const name of Array.isArray(schema.required) ? schema.required : []) {
+        if (!Object.hasOwn(obj, name) || obj[name] === null) return fail('required', `${path}/${pointerStep(name)}`, 'is required');
+      }
+      for (const name of Object.keys(obj)) {
+        if (Object.hasOwn(props, name)) {
+          const f = checkDraft(props[name], obj[name], `${path}/${pointerStep(name)}`);
+          if (f) return f;
+        } else if (schema.additionalProperties === false) {
+          return fail('additionalProperties', `${path}/${pointerStep(name)}`, 'is not a declared parameter');
+        }
+      }
+    }
+    return null;
+  }
+
+  /** @param {string} name a key as one step of a JSON pointer (RFC 6901) */
+  const pointerStep = (name) => name.replace(/~/g, '~0').replace(/\//g, '~1');
+
+  /**
+   * checkPatterns throws the TypeError registerTool rejects with when a pattern in schema is not
+   * a regular expression this page's RegExp takes: the host matches patterns with the same
+   * engine, and refuses the rest of the draft's exclusions itself.
+   * @param {unknown} schema
+   */
+  function checkPatterns(schema) {
+    if (!schema || typeof schema !== 'object') return;
+    if (Array.isArray(schema)) {
+      for (const s of schema) checkPatterns(s);
+      return;
+    }
+    const obj = /** @type {Record<string, unknown>} */ (schema);
+    if (typeof obj.pattern === 'string') {
+      try { new RegExp(obj.pattern, 'u'); } catch (err) {
+        throw Object.defineProperties(new TypeError(`invalid-tool-parameters: the pattern ${obj.pattern.slice(0, 80)} is not a regular expression: ${String(err instanceof Error ? err.message : err)}`),
+          { refused: { value: 'invalid-tool-parameters' }, why: { value: `the pattern ${obj.pattern.slice(0, 80)} is not a regular expression` } });
+      }
+    }
+    for (const key of ['items', 'prefixItems']) checkPatterns(obj[key]);
+    if (obj.properties && typeof obj.properties === 'object') for (const v of Object.values(obj.properties)) checkPatterns(v);
   }
 
   const ours = new ModelContext(secret);
@@ -554,7 +707,7 @@
           : typeof t.execute === 'function' ? t.execute.bind(t) : null;
         if (!callable) continue;
         try {
-          register({ name: t.name, title: t.title || undefined, description: t.description, inputSchema: schema, annotations: t.annotations, execute: callable }, {}, 'mirror', context)
+          register({ name: t.name, title: t.title || undefined, description: t.description, inputSchema: schema, annotations: t.annotations, execute: callable }, {}, 'mirror', true, context)
             .catch(() => { /* refused: reported by the host's answer */ });
         } catch (err) {
           console.warn(`voicebox: the tool ${t.name} of another model context could not be offered:`, err);
@@ -637,7 +790,7 @@
    */
   function webMcpRegister(tool) {
     watch();
-    const settled = register(tool, {}, 'ours');
+    const settled = register(tool, {}, 'ours', false);
     const name = String(tool.name);
     const result = settled.then(() => ({ ok: true }), (/** @type {any} */ err) => ({ ok: false, refused: String(err && err.refused || err && err.name), why: String(err && err.why || err && err.message) }));
     return { name, result, unregister: () => unregister(name) };

@@ -111,6 +111,12 @@ func TestWebMCPConformance(t *testing.T) {
 	if got := refusedRule(tab, id, "needs_who", `{}`); got != "missing-argument" {
 		t.Errorf("needs_who without who answered %q, want missing-argument", got)
 	}
+	// A pattern of document.modelContext holds for the model's calls too.
+	for args, want := range map[string]string{`{"code": "ABC"}`: "invalid-argument-pattern", `{"code": "abc1"}`: "invalid-argument-pattern", `{"code": "abc"}`: "ok"} {
+		if got := refusedRule(tab, id, "coded", args); got != want {
+			t.Errorf("coded %s answered %q, want %q", args, got, want)
+		}
+	}
 	if got := refusedRule(tab, id, "legacy", `{"n": "two"}`); got != "invalid-argument-type" {
 		t.Errorf("legacy with a string answered %q, want invalid-argument-type", got)
 	}

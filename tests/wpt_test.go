@@ -33,12 +33,15 @@ var wptMayFail = map[string]string{
 	"toolactivated and toolcancel events are dispatched on window and document.modelContext during tool execution and cancellation": "isTrusted",
 	// A mini-app is one document with no network: the child's /common/blank.html never loads.
 	"toolactivated is dispatched at the ModelContext of the tool target document": "a same-origin child document",
+	// It and executeTool-invalid-dictionary disagree: a string input that is not JSON is a
+	// TypeError here ("hello") and UnknownError there ("invalid-json"). The SDK keeps the latter.
+	"tool execution requires a JSON Object input argument; and Arrays are Objects": "contradicts executeTool-invalid-dictionary",
 }
 
 // wptMinPassed is the count of subtests that pass here, of wptTotal.
 const (
 	wptTotal     = 28
-	wptMinPassed = 26
+	wptMinPassed = 25
 )
 
 // wptPage turns a wpt file into one document: the harness and helpers inline in place of their

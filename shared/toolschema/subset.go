@@ -3,6 +3,7 @@ package toolschema
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -399,7 +400,12 @@ func show(v any) string {
 }
 
 // checkPattern checks a pattern, present only in the WebMCP draft's dialect: a string of at most
-// MaxPatternLength code points that matchPattern compiles.
+// MaxPatternLength code points that Go's regexp (RE2) compiles. The host matches patterns with
+// RE2, whose time is linear in the argument, never with a backtracking engine: a pattern is the
+// app's and the argument the model's, and a backtracking match of the two could hold the worker
+// for minutes. What RE2 refuses (lookaround, backreferences) is refused here; the page's SDK
+// also compiles each pattern with its JavaScript RegExp, so a pattern both engines take is one
+// whose meaning they share.
 func checkPattern(obj map[string]any, loc string) error {
 	p, ok := obj["pattern"]
 	if !ok {
@@ -413,8 +419,8 @@ func checkPattern(obj map[string]any, loc string) error {
 	if n := utf8.RuneCountInString(s); n > MaxPatternLength {
 		return bad(ploc, "the pattern is %d characters, over the bound of %d", n, MaxPatternLength)
 	}
-	if _, err := matchPattern(s, ""); err != nil {
-		return bad(ploc, "the pattern %q is not a regular expression: %v", clip(s), err)
+	if _, err := regexp.Compile(s); err != nil {
+		return bad(ploc, "the pattern %q is not one the host matches (RE2 syntax, no lookaround or backreferences): %v", clip(s), err)
 	}
 	return nil
 }

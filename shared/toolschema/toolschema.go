@@ -134,9 +134,10 @@ const (
 	// window.voicebox and window.webMcp, external apps and extensions declare.
 	Original Dialect = iota
 	// WebMCPDraft is the WebMCP draft's subset, for tools registered through
-	// document.modelContext: Original's, plus pattern on a string (ECMAScript regular expression
-	// semantics, matched by the page's RegExp in the worker, Go's regexp natively) and prefixItems on an array (item schemas by position, items
-	// for the rest), with additionalProperties only false.
+	// document.modelContext: Original's, plus pattern on a string (a regular expression both
+	// RE2 and the page's JavaScript RegExp take; the host matches it with RE2, see checkPattern)
+	// and prefixItems on an array (item schemas by position, items for the rest), with
+	// additionalProperties only false.
 	WebMCPDraft
 )
 

@@ -3,6 +3,7 @@ package toolschema
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -30,8 +31,8 @@ type node struct {
 	required       []string
 	closed         bool // additionalProperties is false
 	items          *node
-	prefix         []*node // prefixItems, by position (the WebMCP draft's dialect)
-	pattern        string  // "" when absent (the WebMCP draft's dialect)
+	prefix         []*node        // prefixItems, by position (the WebMCP draft's dialect)
+	pattern        *regexp.Regexp // nil when absent (the WebMCP draft's dialect)
 }
 
 // compileNode builds the node of a checked schema.
@@ -99,7 +100,7 @@ func compileNode(obj map[string]any) *node {
 		}
 	}
 	if p, ok := obj["pattern"].(string); ok {
-		n.pattern = p
+		n.pattern = regexp.MustCompile(p) // checkPattern compiled it
 	}
 	return n
 }
@@ -152,12 +153,10 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 	}
 	switch v := v.(type) {
 	case string:
-		if n.pattern != "" {
-			if ok, err := matchPattern(n.pattern, v); err != nil || !ok {
-				loc := at.String()
-				found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentPattern, loc: loc, path: at.tokens(),
-					why: fmt.Sprintf("argument %s does not match the pattern %s", quoteLoc(loc), clip(n.pattern))})
-			}
+		if n.pattern != nil && !n.pattern.MatchString(v) {
+			loc := at.String()
+			found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentPattern, loc: loc, path: at.tokens(),
+				why: fmt.Sprintf("argument %s does not match the pattern %s", quoteLoc(loc), clip(n.pattern.String()))})
 		}
 		if n.minLen < 0 && n.maxLen < 0 {
 			return found
