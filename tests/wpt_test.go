@@ -120,3 +120,25 @@ func TestWebMCPPassesItsWebPlatformTests(t *testing.T) {
 		t.Errorf("%d of %d subtests pass, want at least %d", passed, total, wptMinPassed)
 	}
 }
+
+// TestWebMCPPolyfillWebPlatformTests runs the same files against @mcp-b/webmcp-polyfill (pinned
+// in tools/web) in the same sandbox: the SDK's document.modelContext and its events are taken
+// away before the polyfill installs its own. It records the polyfill's count beside ours
+// (BENCHMARKS.md) and fails only if the files stop running.
+func TestWebMCPPolyfillWebPlatformTests(t *testing.T) {
+	relay := harness.StartRelay(t)
+	prelude := `delete document.modelContext; delete navigator.modelContext;
+for (const k of ['ModelContext', 'ToolActivatedEvent', 'ToolCancelEvent']) delete window[k];
+` + polyfill(t, "@mcp-b/webmcp-polyfill/dist/index.iife.js") + `
+if (!document.modelContext || !document.modelContext.__isWebMCPPolyfill && document.modelContext[Symbol.for('voicebox.modelContext')]) throw new Error('the polyfill did not install');
+`
+	results := runWPT(t, relay, prelude)
+	passed, total, failed := tally(results)
+	t.Logf("@mcp-b/webmcp-polyfill 5.1.0 on the WebMCP web-platform-tests: %d of %d subtests pass", passed, total)
+	for _, f := range failed {
+		t.Logf("failing: %s", f)
+	}
+	if total != wptTotal {
+		t.Errorf("%d subtests ran, want %d", total, wptTotal)
+	}
+}
