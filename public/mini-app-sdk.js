@@ -781,6 +781,175 @@
     for (const m of outbox.splice(0)) port.postMessage(m);
   });
 
+  // ---- the declarative API: a form with toolname is a tool ----
+
+  // A <form toolname="..." tooldescription="..."> registers as a tool of document.modelContext
+  // (the draft's declarative tools, and what @mcp-b/webmcp-polyfill's form tools declare): its
+  // named controls are its parameters (toolparamdescription, or the control's label, describes
+  // one; required makes it required). A call fills the controls and dispatches a cancelable
+  // submit event whose agentInvoked is true; a handler that calls event.respondWith(value or
+  // promise) answers the call. Otherwise a form with toolautosubmit answers with the values it
+  // was given; one without waits for the person to submit it, and answers with its values then.
+  // Forms are followed as they come, are renamed and go.
+
+  /** @type {Map<HTMLFormElement, string>} form -> the name of the tool it registered */
+  const formTools = new Map();
+
+  /**
+   * controlsOf returns form's named controls that a call may fill, by name.
+   * @param {HTMLFormElement} form
+   */
+  function controlsOf(form) {
+    /** @type {Map<string, (HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement)[]>} */
+    const byName = new Map();
+    for (const el of Array.from(form.elements)) {
+      if (!(el instanceof HTMLInputElement || el instanceof HTMLSelectElement || el instanceof HTMLTextAreaElement)) continue;
+      if (!el.name || el.disabled || (el instanceof HTMLInputElement && ['submit', 'button', 'reset', 'image', 'file', 'hidden'].includes(el.type))) continue;
+      const list = byName.get(el.name) || [];
+      list.push(el);
+      byName.set(el.name, list);
+    }
+    return byName;
+  }
+
+  /**
+   * formSchema is the input schema of form: one property per named control.
+   * @param {HTMLFormElement} form
+   */
+  function formSchema(form) {
+    /** @type {Record<string, any>} */
+    const properties = {};
+    /** @type {string[]} */
+    const required = [];
+    for (const [name, els] of controlsOf(form)) {
+      const el = els[0];
+      /** @type {Record<string, any>} */
+      let p;
+      if (el instanceof HTMLSelectElement) {
+        const values = Array.from(el.options).map((o) => o.value);
+        p = el.multiple ? { type: 'array', items: { type: 'string', enum: values } } : { type: 'string', enum: values };
+      } else if (el instanceof HTMLInputElement && el.type === 'checkbox' && els.length === 1) {
+        p = { type: 'boolean' };
+      } else if (el instanceof HTMLInputElement && el.type === 'radio') {
+        p = { type: 'string', enum: els.map((r) => r.value) };
+      } else if (el instanceof HTMLInputElement && (el.type === 'number' || el.type === 'range')) {
+        p = { type: 'number' };
+        if (el.min !== '' && Number.isFinite(Number(el.min))) p.minimum = Number(el.min);
+        if (el.max !== '' && Number.isFinite(Number(el.max))) p.maximum = Number(el.max);
+      } else {
+        p = { type: 'string' };
+        if ('minLength' in el && el.minLength >= 0) p.minLength = el.minLength;
+        if ('maxLength' in el && el.maxLength >= 0) p.maxLength = el.maxLength;
+      }
+      const described = el.getAttribute('toolparamdescription') || (el.labels && el.labels[0] ? el.labels[0].textContent?.trim() : '');
+      if (described) p.description = described;
+      properties[name] = p;
+      if (els.some((e) => e.required)) required.push(name);
+    }
+    return { type: 'object', properties, ...(required.length ? { required } : {}) };
+  }
+
+  /**
+   * fillForm sets form's controls from args, as a person would.
+   * @param {HTMLFormElement} form
+   * @param {Record<string, unknown>} args
+   */
+  function fillForm(form, args) {
+    for (const [name, els] of controlsOf(form)) {
+      if (!Object.hasOwn(args, name)) continue;
+      const v = args[name];
+      for (const el of els) {
+        if (el instanceof HTMLInputElement && el.type === 'checkbox' && els.length === 1) el.checked = v === true;
+        else if (el instanceof HTMLInputElement && el.type === 'radio') el.checked = el.value === v;
+        else if (el instanceof HTMLSelectElement && el.multiple) for (const o of Array.from(el.options)) o.selected = Array.isArray(v) && v.includes(o.value);
+        else el.value = String(v);
+        el.dispatchEvent(new Event('input', { bubbles: true }));
+        el.dispatchEvent(new Event('change', { bubbles: true }));
+      }
+    }
+  }
+
+  /** @param {HTMLFormElement} form the values of form's controls, as a call gives them */
+  function formValues(form) {
+    /** @type {Record<string, unknown>} */
+    const out = {};
+    for (const [name, els] of controlsOf(form)) {
+      const el = els[0];
+      if (el instanceof HTMLInputElement && el.type === 'checkbox' && els.length === 1) out[name] = el.checked;
+      else if (el instanceof HTMLInputElement && el.type === 'radio') out[name] = els.find((r) => /** @type {HTMLInputElement} */ (r).checked)?.value ?? null;
+      else if (el instanceof HTMLSelectElement && el.multiple) out[name] = Array.from(el.selectedOptions).map((o) => o.value);
+      else out[name] = el.value;
+    }
+    return out;
+  }
+
+  /**
+   * submitForm is a form tool's execute: see the section's comment.
+   * @param {HTMLFormElement} form
+   * @param {Record<string, unknown>} args
+   * @param {{signal: AbortSignal}} options
+   */
+  function submitForm(form, args, options) {
+    fillForm(form, args);
+    /** @type {Promise<unknown> | null} */
+    let answer = null;
+    const event = new SubmitEvent('submit', { bubbles: true, cancelable: true });
+    Object.defineProperties(event, {
+      agentInvoked: { value: true },
+      respondWith: { value: (/** @type {unknown} */ value) => { answer = Promise.resolve(value); } },
+    });
+    form.dispatchEvent(event);
+    if (answer) return answer;
+    if (form.hasAttribute('toolautosubmit')) return formValues(form);
+    return new Promise((resolve, reject) => {
+      const onSubmit = (/** @type {Event} */ e) => {
+        if (/** @type {any} */ (e).agentInvoked) return;
+        e.preventDefault();
+        form.removeEventListener('submit', onSubmit);
+        resolve(formValues(form));
+      };
+      form.addEventListener('submit', onSubmit);
+      options.signal.addEventListener('abort', () => {
+        form.removeEventListener('submit', onSubmit);
+        reject(options.signal.reason);
+      }, { once: true });
+    });
+  }
+
+  // syncForms registers the forms with toolname the document has now, and unregisters those
+  // that left or changed.
+  function syncForms() {
+    const now = new Set(/** @type {HTMLFormElement[]} */ (Array.from(document.querySelectorAll('form[toolname]'))));
+    for (const [form, name] of formTools) {
+      if (!now.has(form) || form.getAttribute('toolname') !== name) {
+        formTools.delete(form);
+        if (tools.get(name)?.from === form) unregister(name);
+      }
+    }
+    for (const form of now) {
+      if (formTools.has(form)) continue;
+      const name = form.getAttribute('toolname') || '';
+      formTools.set(form, name);
+      try {
+        register({
+          name, description: form.getAttribute('tooldescription') || name, inputSchema: formSchema(form),
+          execute: (/** @type {Record<string, unknown>} */ args, /** @type {{signal: AbortSignal}} */ options) => submitForm(form, args, options),
+        }, {}, 'ours', true, form).catch((/** @type {unknown} */ err) => console.warn(`voicebox: the form tool ${name} was refused:`, err));
+      } catch (err) {
+        console.warn(`voicebox: the form tool ${name} could not register:`, err);
+      }
+    }
+  }
+  let formsQueued = false;
+  const formsChanged = () => {
+    // While the document is parsed, a form's controls are still coming: forms register once it is.
+    if (formsQueued || document.readyState === 'loading') return;
+    formsQueued = true;
+    queueMicrotask(() => { formsQueued = false; syncForms(); });
+  };
+  new MutationObserver(formsChanged).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['toolname', 'tooldescription'] });
+  document.addEventListener('DOMContentLoaded', syncForms);
+
   // ---- the spellings ----
 
   /**
