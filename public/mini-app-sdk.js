@@ -43,6 +43,9 @@
   const parentWindow = window.parent;
   // The host's name rule, given by the bridge on this script's element (rules.js): the draft's.
   const namePattern = readPattern(document.currentScript?.dataset.toolName);
+  // The host's bound on a call's arguments (rules.js MAX_ARGUMENT_BYTES), which executeTool's
+  // input checked here is held to as the host holds a model's.
+  const maxArgumentBytes = Number(document.currentScript?.dataset.maxArgumentBytes) || 65536;
 
   /** @param {string | undefined} source */
   function readPattern(source) {
@@ -502,6 +505,8 @@
       return Promise.reject(err);
     }
     if (entry.draft) {
+      const size = new TextEncoder().encode(JSON.stringify(args)).length;
+      if (size > maxArgumentBytes) return Promise.reject(dataError('invalid-argument-bounds', `the input is ${size} bytes, over the bound of ${maxArgumentBytes}`, { path: '', reason: 'maxBytes', schemaPath: '' }));
       const failure = entry.schema === undefined ? null : checkDraft(JSON.parse(entry.schema), args, '');
       if (failure) return Promise.reject(dataError(failure.refused, failure.why, failure));
       return start(entry, args, signal);

@@ -23,6 +23,7 @@ import (
 	"github.com/voicebox-go/voicebox/shared/externalapp"
 	"github.com/voicebox-go/voicebox/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
+	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
 
 // Rule is one value of the module: its JavaScript name, the Go it comes from, what it means,
@@ -62,6 +63,7 @@ func Rules() []Rule {
 		{"WEBMCP_TOOL_NAME", "shared/miniapp.ValidWebMCPToolName", "the name a sandboxed mini-app registers a tool under (the WebMCP rule): 1 to 128 of A-Z, a-z, 0-9, _, - and .", WebMCPToolNamePattern},
 		{"MAX_DECLARATION_BYTES", "shared/miniapp.MaxDeclarationBytes", "the largest tool declaration, as UTF-8 JSON", miniapp.MaxDeclarationBytes},
 		{"MAX_OUTPUT_BYTES", "shared/miniapp.MaxOutputBytes", "the largest result of one mini-app call, as UTF-8 JSON", miniapp.MaxOutputBytes},
+		{"MAX_ARGUMENT_BYTES", "shared/toolschema.MaxArgumentBytes", "the largest arguments of one call, as UTF-8 JSON; the SDK holds executeTool's input to it too", toolschema.MaxArgumentBytes},
 		{"TOOL_TIMEOUT_MS", "shared/miniapp.ToolTimeout", "how long a mini-app may take to answer one call", miniapp.ToolTimeout.Milliseconds()},
 		{"MESSAGE_BUDGET", "shared/miniapp.MessageBudget", "how many messages one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free); the first over it stops the app", miniapp.MessageBudget},
 		{"MESSAGE_WINDOW_MS", "shared/miniapp.MessageBudgetWindow", "the window MESSAGE_BUDGET and MESSAGE_BYTE_BUDGET count in", miniapp.MessageBudgetWindow.Milliseconds()},
