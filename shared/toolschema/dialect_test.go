@@ -67,3 +67,15 @@ func TestTheDraftDialectChecksPatternAndPrefixItems(t *testing.T) {
 		}
 	}
 }
+
+// A pattern that backtracks catastrophically in a backtracking engine is matched in linear time.
+func TestANestedQuantifierIsMatchedInLinearTime(t *testing.T) {
+	s, err := ParseDialect([]byte(`{"type":"object","properties":{"s":{"type":"string","pattern":"^(a+)+$"}}}`), WebMCPDraft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Validate([]byte(`{"s":"` + strings.Repeat("a", 30000) + `!"}`))
+	if r, ok := refusal.As(err); !ok || r.Rule != refusal.InvalidArgumentPattern {
+		t.Fatalf("answered %v, want invalid-argument-pattern", err)
+	}
+}
