@@ -204,7 +204,7 @@ layer_lint() {
 	# told to detect it.
 	node --experimental-detect-module -e '' 2>/dev/null ||
 		die "lint: the page's module tests (tools/web/test) need Node.js 20.10 or newer; node is $(node --version)"
-	node --test --experimental-detect-module tools/web/test/*.test.mjs ||
+	node --test --test-reporter=dot --experimental-detect-module tools/web/test/*.test.mjs ||
 		die "lint: node --test found problems in the page's modules (tools/web/test)"
 	say "lint: ok"
 }
@@ -226,7 +226,9 @@ layer_e2e() {
 	setup_conformance
 	setup_web # the accessibility tests inject axe-core from .cache/web
 	# shellcheck disable=SC2046
-	run_tests e2e go -C tests test -count=1 $(e2e_packages)
+	# The end-to-end package runs ~6 min on a quiet machine; go test's default 10 min budget for a
+	# package is too close on a loaded one, and the suite's own budget is 15 min.
+	run_tests e2e go -C tests test -count=1 -timeout 15m $(e2e_packages)
 }
 
 # layer_chaos runs the chaos suite; each scenario is bounded in rounds and time, and the layer in

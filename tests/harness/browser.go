@@ -242,9 +242,30 @@ func WaitFor[T any](tab *Tab, expr string, bound time.Duration) T {
 	tab.t.Helper()
 	v, err := chromedp.Run(tab.Ctx, chromedp.Poll[T](expr, chromedp.WithPollingTimeout(bound), chromedp.WithPollingInterval(20*time.Millisecond)))
 	if err != nil {
-		tab.t.Fatalf("harness: waiting %v for %q: %v", bound, expr, err)
+		tab.t.Fatalf("harness: waiting %v for %q: %v\n%s", bound, expr, err, tab.scene())
 	}
 	return v
+}
+
+// sceneExpr names what a person would see when a wait failed: the focused element and the
+// page's notices (role alert and status).
+const sceneExpr = `(() => {
+  const a = document.activeElement;
+  const focus = a ? a.tagName.toLowerCase() + (a.id ? '#' + a.id : '') : 'none';
+  const notes = [...document.querySelectorAll('[role=alert], [role=status]')]
+    .map((n) => (n.textContent || '').trim()).filter(Boolean).slice(-5);
+  return 'focus: ' + focus + '; notices: ' + JSON.stringify(notes);
+})()`
+
+// scene describes the page and the problems it logged, for a failed wait's message.
+func (tab *Tab) scene() string {
+	ctx, cancel := context.WithTimeout(tab.Ctx, 2*time.Second)
+	defer cancel()
+	seen, err := chromedp.Run(ctx, chromedp.Evaluate[string](sceneExpr))
+	if err != nil {
+		seen = "the page could not be read: " + err.Error()
+	}
+	return "harness: the page then: " + seen + "; its problems: " + strings.Join(tab.Problems(), " | ")
 }
 
 // removeAll removes a browser profile, retrying while Chromium's children finish writing.
