@@ -53,7 +53,7 @@ cmd_build() {
 	cp "$(go env GOROOT)/lib/wasm/wasm_exec.js" public/wasm_exec.js
 	(cd tools && go build -o "$TOOLS_BIN/precompress" ./precompress) || die "build: tools/precompress did not compile"
 	"$TOOLS_BIN/precompress" public/voicebox.wasm || die "build: could not precompress public/voicebox.wasm"
-	go build -trimpath -ldflags "-X main.build=$v" -o bin/relay ./relay || die "build: the relay (./relay) did not compile"
+	go build -trimpath -ldflags "-X main.build=$v" -o bin/relay ./cmd/relay || die "build: the relay (./cmd/relay) did not compile"
 }
 
 cmd_run() {
@@ -74,7 +74,7 @@ cmd_dist() {
 	for target in $DIST_TARGETS; do
 		os=${target%/*}
 		arch=${target#*/}
-		CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "-s -w -X main.build=$v" -o "dist/relay-$os-$arch" ./relay ||
+		CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "-s -w -X main.build=$v" -o "dist/relay-$os-$arch" ./cmd/relay ||
 			die "dist: the relay did not build for $os/$arch"
 	done
 	(cd dist && sha256sum relay-* >SHA256SUMS) || die "dist: could not write dist/SHA256SUMS"
@@ -96,6 +96,31 @@ setup_browser() {
 	(cd tools && go build -o "$TOOLS_BIN/go_js_wasm_exec" github.com/agnivade/wasmbrowsertest) ||
 		die "setup: the browser test runner (tools/, wasmbrowsertest) did not build"
 	mkdir -p "$CACHE/tmp"
+}
+
+# setup_wabt makes sure wabt's wat2wasm is there (Debian's wabt package, installed with apt-get as
+# Chromium is), and says so to the tests: with VOICEBOX_REQUIRE_WAT2WASM set,
+# TestCommittedModulesMatchTheirSource fails instead of skipping when wat2wasm is missing.
+setup_wabt() {
+	if ! command -v wat2wasm >/dev/null; then
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+			say "setup: installing wabt (wat2wasm) with apt-get"
+			apt-get update -qq >"$CACHE/apt.log" 2>&1 || die "setup: apt-get update failed (see $CACHE/apt.log)"
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wabt >>"$CACHE/apt.log" 2>&1 ||
+				die "setup: apt-get install wabt failed (see $CACHE/apt.log)"
+		fi
+		command -v wat2wasm >/dev/null || die "setup: no wat2wasm on PATH; install Debian's wabt package"
+	fi
+	export VOICEBOX_REQUIRE_WAT2WASM=1
+}
+
+# setup_nats builds the NATS server the fleet's tests run (internal/door/fleet/fleettest) from the tests
+# module, the one module whose go.mod requires it, into .cache/bin.
+setup_nats() {
+	mkdir -p "$TOOLS_BIN"
+	(cd tests && go build -o "$TOOLS_BIN/nats-server" github.com/nats-io/nats-server/v2) ||
+		die "setup: the NATS server for the fleet's tests (tests module) did not build"
+	export VOICEBOX_NATS_SERVER=$TOOLS_BIN/nats-server
 }
 
 # setup_web installs the pinned npm packages (tools/web/package-lock.json: the TypeScript compiler,
@@ -159,7 +184,7 @@ browser_env() {
 # stays out of the product's module); every package of the product runs natively, and those with
 # GOOS=js builds run in the browser as well.
 native_packages() { go list ./...; }
-browser_packages() { GOOS=js GOARCH=wasm go list ./... | grep -E '^github.com/voicebox-go/voicebox/(shared|opfs|browser)(/|$)'; }
+browser_packages() { GOOS=js GOARCH=wasm go list ./... | grep -E '^github.com/voicebox-go/voicebox/(shared|internal/shared|internal/opfs|internal/engine|browser)(/|$)'; }
 
 PASSED=0
 FAILED=0
@@ -241,6 +266,8 @@ cmd_test() {
 	START=$(date +%s)
 	mkdir -p "$CACHE"
 	setup_browser
+	setup_wabt
+	setup_nats
 	setup_web
 	cmd_build
 	case "${1:-all}" in
@@ -260,7 +287,8 @@ cmd_test() {
 cmd_bench() {
 	mkdir -p "$CACHE"
 	setup_browser
-	setup_noderelay # the live capacity benchmark (relay/voice) runs the Node relay
+	setup_noderelay # the live capacity benchmark (internal/core/voice) runs the Node relay
+	setup_nats
 	cmd_build
 	say "== native"
 	# shellcheck disable=SC2046

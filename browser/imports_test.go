@@ -20,7 +20,7 @@ var forbiddenInPage = []struct {
 	{pkg: "net/http", why: "megabytes with crypto/tls; the page's socket is the browser's WebSocket (socket_js.go)"},
 	{pkg: "crypto/tls", why: "megabytes; the browser does TLS"},
 	{pkg: "os/exec", why: "no processes in a browser"},
-	{pkg: "github.com/voicebox-go/voicebox/relay", why: "the relay's code, not the page's"},
+	{pkg: "github.com/voicebox-go/voicebox/cmd/relay", why: "the relay's code, not the page's"},
 	{pkg: "github.com/chromedp/", why: "the tests' browser driver"},
 	{pkg: "github.com/santhosh-tekuri/jsonschema/", why: "0.33 MB brotli with golang.org/x/text; only toolschema's tests use it, as the reference"},
 	{pkg: "golang.org/x/text/", why: "Unicode tables the page does not need"},
@@ -42,7 +42,7 @@ func TestPageImportsStayLean(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	deps := strings.Fields(string(out))
-	if len(deps) < 10 || !slices.Contains(deps, "github.com/voicebox-go/voicebox/browser/engine") {
+	if len(deps) < 10 || !slices.Contains(deps, "github.com/voicebox-go/voicebox/internal/engine") {
 		t.Fatalf("go list returned %d packages, without the engine; the guard would see nothing", len(deps))
 	}
 	for _, dep := range deps {

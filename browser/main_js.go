@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/voicebox-go/voicebox/browser/engine"
+	"github.com/voicebox-go/voicebox/internal/engine"
 )
 
 // build is the version string, set at link time by build.sh (-X main.build=...).

@@ -823,7 +823,7 @@ export function startExternalApps(vb) {
     queueMicrotask(() => {
       changeQueued = false;
       const r = report();
-      // The worker passes it on to the relay with the page's tools (relay/externalapps.Model).
+      // The worker passes it on to the relay with the page's tools (internal/door/externalapps.Model).
       vb.call('externalapps.report', r);
       emit('external-apps', r);
     });

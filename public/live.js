@@ -40,7 +40,7 @@ const MIC_LABELS = {
 /** @typedef {{provider: string, model: string, voice: string, thinking: string}} LiveSettings */
 /** @typedef {{ok: boolean, settings: LiveSettings, providers: Provider[]}} SettingsAnswer */
 /**
- * Frame is a JSON frame of the /live socket from the relay (see relay/voice).
+ * Frame is a JSON frame of the /live socket from the relay (see internal/core/voice).
  * @typedef {{type: string, [key: string]: any}} Frame
  */
 

@@ -8,7 +8,7 @@
 // an app can make that realm pay to the budget and one message more.
 //
 // An app may send MESSAGE_BUDGET messages and MESSAGE_BYTE_BUDGET bytes within
-// MESSAGE_WINDOW_MS (shared/miniapp, generated into rules.js). An answer it owes (one per call
+// MESSAGE_WINDOW_MS (internal/shared/miniapp, generated into rules.js). An answer it owes (one per call
 // it was sent) is free of both: how many there are is the host's doing, and a result has its own
 // bound where it is read (the bridge's MAX_OUTPUT_BYTES). A message's bytes are estimated
 // without serialising it again (messageBytes).

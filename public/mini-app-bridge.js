@@ -7,7 +7,7 @@
 // with webrtc=block, and the inner srcdoc frame inherits both, so the app's code runs but reaches
 // no network, WebRTC included where the browser honours the allowlist; the first script of every
 // app's document (closePeers) takes WebRTC out of the app's window in every browser. An app host serves this document and
-// the modules it imports (relay/server.AppHostFiles) and nothing else.
+// the modules it imports (internal/core/server.AppHostFiles) and nothing else.
 //
 // It takes messages from its parent only when they come from the parent window on the page's
 // origin (the ?host= of its address; the relay's frame-ancestors lets only the page's origins
@@ -80,7 +80,7 @@ const MAX_LISTED = 32;
 /** MCP_PAGE_METHODS are the view's requests the page serves (the rest the bridge answers). */
 const MCP_PAGE_METHODS = new Set(['tools/call', 'ui/open-link', 'ui/message']);
 
-/** BUNDLE is a folder app's base: where the relay serves its files (relay/server AppFilesPath). */
+/** BUNDLE is a folder app's base: where the relay serves its files (internal/core/server AppFilesPath). */
 const BUNDLE = /^\/app-files\/[0-9a-f]{32}\/$/;
 
 /**

@@ -6,7 +6,7 @@ import { EXTERNAL_MODEL_PREFIX, MAX_MODEL_NAME, TOOL_NAME } from './rules.js';
 const encoder = new TextEncoder();
 
 /**
- * validToolName reports whether name is a tool name (shared/miniapp.ValidToolName).
+ * validToolName reports whether name is a tool name (internal/shared/miniapp.ValidToolName).
  * @param {unknown} name
  * @returns {boolean}
  */
@@ -24,7 +24,7 @@ function utf8Length(s) {
 
 /**
  * externalModelName is the name the model knows an external app's tool by: app_x_<appId>__<tool>
- * (shared/externalapp.ModelName). The "x" can never be a hex digit, so it never meets a sandboxed
+ * (internal/shared/externalapp.ModelName). The "x" can never be a hex digit, so it never meets a sandboxed
  * mini-app's app_<8 hex>__<tool>. A name over MAX_MODEL_NAME keeps the start of the tool's name
  * and ends in _ and 8 hex digits of SHA-256 of the tool's name. Lengths count UTF-8 bytes, as Go
  * does; the tool's name is one validToolName takes (ASCII), so cutting it never splits a character.

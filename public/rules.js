@@ -3,40 +3,40 @@
 // The limits and name rules the page shares with the Go code, each from the Go named beside it
 // (see internal/pagerules).
 
-/** MAX_TOOLS_PER_APP is the tools one sandboxed mini-app may have registered at a time (shared/miniapp.MaxToolsPerApp). */
+/** MAX_TOOLS_PER_APP is the tools one sandboxed mini-app may have registered at a time (internal/shared/miniapp.MaxToolsPerApp). */
 export const MAX_TOOLS_PER_APP = 16;
 
-/** MAX_TOOL_NAME_LENGTH is the longest tool name (shared/miniapp.MaxToolNameLength). */
+/** MAX_TOOL_NAME_LENGTH is the longest tool name (internal/shared/miniapp.MaxToolNameLength). */
 export const MAX_TOOL_NAME_LENGTH = 64;
 
-/** TOOL_NAME is a tool name: 1 to MAX_TOOL_NAME_LENGTH of A-Z, a-z, 0-9, _ and - (shared/miniapp.ValidToolName). */
+/** TOOL_NAME is a tool name: 1 to MAX_TOOL_NAME_LENGTH of A-Z, a-z, 0-9, _ and - (internal/shared/miniapp.ValidToolName). */
 export const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** WEBMCP_TOOL_NAME is the name a sandboxed mini-app registers a tool under (the WebMCP rule): 1 to 128 of A-Z, a-z, 0-9, _, - and . (shared/miniapp.ValidWebMCPToolName). */
+/** WEBMCP_TOOL_NAME is the name a sandboxed mini-app registers a tool under (the WebMCP rule): 1 to 128 of A-Z, a-z, 0-9, _, - and . (internal/shared/miniapp.ValidWebMCPToolName). */
 export const WEBMCP_TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
-/** MAX_DECLARATION_BYTES is the largest tool declaration, as UTF-8 JSON (shared/miniapp.MaxDeclarationBytes). */
+/** MAX_DECLARATION_BYTES is the largest tool declaration, as UTF-8 JSON (internal/shared/miniapp.MaxDeclarationBytes). */
 export const MAX_DECLARATION_BYTES = 65536;
 
-/** MAX_OUTPUT_BYTES is the largest result of one mini-app call, as UTF-8 JSON (shared/miniapp.MaxOutputBytes). */
+/** MAX_OUTPUT_BYTES is the largest result of one mini-app call, as UTF-8 JSON (internal/shared/miniapp.MaxOutputBytes). */
 export const MAX_OUTPUT_BYTES = 65536;
 
-/** MAX_ARGUMENT_BYTES is the largest arguments of one call, as UTF-8 JSON; the SDK holds executeTool's input to it too (shared/toolschema.MaxArgumentBytes). */
+/** MAX_ARGUMENT_BYTES is the largest arguments of one call, as UTF-8 JSON; the SDK holds executeTool's input to it too (internal/shared/toolschema.MaxArgumentBytes). */
 export const MAX_ARGUMENT_BYTES = 65536;
 
-/** TOOL_TIMEOUT_MS is how long a mini-app may take to answer one call (shared/miniapp.ToolTimeout). */
+/** TOOL_TIMEOUT_MS is how long a mini-app may take to answer one call (internal/shared/miniapp.ToolTimeout). */
 export const TOOL_TIMEOUT_MS = 5000;
 
-/** MESSAGE_BUDGET is how many messages one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free); the first over it stops the app (shared/miniapp.MessageBudget). */
+/** MESSAGE_BUDGET is how many messages one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free); the first over it stops the app (internal/shared/miniapp.MessageBudget). */
 export const MESSAGE_BUDGET = 500;
 
-/** MESSAGE_WINDOW_MS is the window MESSAGE_BUDGET and MESSAGE_BYTE_BUDGET count in (shared/miniapp.MessageBudgetWindow). */
+/** MESSAGE_WINDOW_MS is the window MESSAGE_BUDGET and MESSAGE_BYTE_BUDGET count in (internal/shared/miniapp.MessageBudgetWindow). */
 export const MESSAGE_WINDOW_MS = 1000;
 
-/** MESSAGE_BYTE_BUDGET is how many bytes one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free), each message sized without serialising it (message-budget.js); the first over it stops the app (shared/miniapp.MessageByteBudget). */
+/** MESSAGE_BYTE_BUDGET is how many bytes one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free), each message sized without serialising it (message-budget.js); the first over it stops the app (internal/shared/miniapp.MessageByteBudget). */
 export const MESSAGE_BYTE_BUDGET = 4194304;
 
-/** MAX_SIZED_VALUES is the values the estimate of one message's bytes visits; a message with more is charged all of MESSAGE_BYTE_BUDGET (shared/miniapp.MaxSizedValues). */
+/** MAX_SIZED_VALUES is the values the estimate of one message's bytes visits; a message with more is charged all of MESSAGE_BYTE_BUDGET (internal/shared/miniapp.MaxSizedValues). */
 export const MAX_SIZED_VALUES = 4096;
 
 /** MESSAGE_BUDGET_EXCEEDED is the rule an app over its message budget is stopped with (shared/refusal.MessageBudgetExceeded). */
@@ -45,41 +45,41 @@ export const MESSAGE_BUDGET_EXCEEDED = "message-budget-exceeded";
 /** SANDBOX_NO_NETWORK is the rule a sandboxed app that reaches for WebRTC is refused with (shared/refusal.SandboxNoNetwork). */
 export const SANDBOX_NO_NETWORK = "sandbox-no-network";
 
-/** EXTERNAL_MAX_TOOLS is the external app's tools that are offered; the rest are dropped (shared/externalapp.MaxTools). */
+/** EXTERNAL_MAX_TOOLS is the external app's tools that are offered; the rest are dropped (internal/shared/externalapp.MaxTools). */
 export const EXTERNAL_MAX_TOOLS = 64;
 
-/** EXTERNAL_MAX_DESCRIPTION_CHARS is an external app tool's description, in code points (shared/externalapp.MaxToolDescriptionChars). */
+/** EXTERNAL_MAX_DESCRIPTION_CHARS is an external app tool's description, in code points (internal/shared/externalapp.MaxToolDescriptionChars). */
 export const EXTERNAL_MAX_DESCRIPTION_CHARS = 300;
 
-/** EXTERNAL_MAX_TITLE_CHARS is an external app's context title, in code points (shared/externalapp.MaxTitleChars). */
+/** EXTERNAL_MAX_TITLE_CHARS is an external app's context title, in code points (internal/shared/externalapp.MaxTitleChars). */
 export const EXTERNAL_MAX_TITLE_CHARS = 200;
 
-/** EXTERNAL_MAX_SUMMARY_CHARS is an external app's context summary, in code points (shared/externalapp.MaxSummaryChars). */
+/** EXTERNAL_MAX_SUMMARY_CHARS is an external app's context summary, in code points (internal/shared/externalapp.MaxSummaryChars). */
 export const EXTERNAL_MAX_SUMMARY_CHARS = 1000;
 
-/** EXTERNAL_MAX_PAYLOAD_CHARS is the JSON of a context's data or selection; a larger one is withheld (shared/externalapp.MaxContextPayloadChars). */
+/** EXTERNAL_MAX_PAYLOAD_CHARS is the JSON of a context's data or selection; a larger one is withheld (internal/shared/externalapp.MaxContextPayloadChars). */
 export const EXTERNAL_MAX_PAYLOAD_CHARS = 20000;
 
-/** EXTERNAL_MAX_NOTE_SELECTION_CHARS is the selection the per-turn note carries (shared/externalapp.MaxNoteSelectionChars). */
+/** EXTERNAL_MAX_NOTE_SELECTION_CHARS is the selection the per-turn note carries (internal/shared/externalapp.MaxNoteSelectionChars). */
 export const EXTERNAL_MAX_NOTE_SELECTION_CHARS = 2000;
 
-/** MAX_MODEL_NAME is the longest tool name the vendors take (shared/externalapp.MaxModelName). */
+/** MAX_MODEL_NAME is the longest tool name the vendors take (internal/shared/externalapp.MaxModelName). */
 export const MAX_MODEL_NAME = 64;
 
-/** EXTERNAL_MODEL_PREFIX is what starts every external app tool's model-facing name (shared/externalapp.ModelPrefix). */
+/** EXTERNAL_MODEL_PREFIX is what starts every external app tool's model-facing name (internal/shared/externalapp.ModelPrefix). */
 export const EXTERNAL_MODEL_PREFIX = "app_x_";
 
-/** CONTEXT_TOOL is the tool that reads what an external app shows (shared/externalapp.ContextTool). */
+/** CONTEXT_TOOL is the tool that reads what an external app shows (internal/shared/externalapp.ContextTool). */
 export const CONTEXT_TOOL = "get_app_context";
 
-/** APPROVAL_TIMEOUT_MS is how long every request for the person's approval waits (shared/approval.Timeout). */
+/** APPROVAL_TIMEOUT_MS is how long every request for the person's approval waits (internal/shared/approval.Timeout). */
 export const APPROVAL_TIMEOUT_MS = 60000;
 
-/** OUTCOME_GRACE_MS is how long past an approval's deadline the page still waits for the outcome of a turn that waited for it (shared/approval.OutcomeGrace). */
+/** OUTCOME_GRACE_MS is how long past an approval's deadline the page still waits for the outcome of a turn that waited for it (internal/shared/approval.OutcomeGrace). */
 export const OUTCOME_GRACE_MS = 45000;
 
-/** EXTERNAL_CALL_TIMEOUT_MS is how long an external app has to answer a tool call once it may run (shared/externalapp.CallTimeout). */
+/** EXTERNAL_CALL_TIMEOUT_MS is how long an external app has to answer a tool call once it may run (internal/shared/externalapp.CallTimeout). */
 export const EXTERNAL_CALL_TIMEOUT_MS = 10000;
 
-/** FILE_CHANGING_TOOLS is the built-in tools whose success changes the workspace's files (shared/commands Tool.ChangesFiles). */
+/** FILE_CHANGING_TOOLS is the built-in tools whose success changes the workspace's files (internal/shared/commands Tool.ChangesFiles). */
 export const FILE_CHANGING_TOOLS = Object.freeze(["write_file","create_folder","move_file","delete_file","edit_file","create_mini_app","undo_last_action"]);

@@ -10,7 +10,7 @@ import { byId } from './dom.js';
 import { emit, listen } from './events.js';
 import { reachable, relay } from './http.js';
 
-/** The kinds of event the relay sends (relay/assistant's events). */
+/** The kinds of event the relay sends (internal/core/assistant's events). */
 const KINDS = /** @type {const} */ (['hello', 'call', 'approval', 'approval-settled', 'turn', 'tools', 'root', 'extensions']);
 /** RETRY_MIN_MS and RETRY_MAX_MS bound the pause before the stream is opened again. */
 const RETRY_MIN_MS = 1000;

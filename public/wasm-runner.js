@@ -2,7 +2,7 @@
 // The Worker the page's engine runs WebAssembly modules in (the relay's WASM shelf and wasm tools,
 // when they run in the page): one call at a time, and the engine terminates this Worker when a
 // call passes its deadline, then starts a new one. The rules (the two buffer ABIs, the order of
-// the checks, the bounds) are Go's, in shared/wasmabi; this file only does what Go cannot do here:
+// the checks, the bounds) are Go's, in internal/shared/wasmabi; this file only does what Go cannot do here:
 // compile the module, link it with no imports at all, write the inputs, call, read back.
 //
 // In: {id, module: Uint8Array, export, inputs: Uint8Array[], offsets: number[], output: {offset,

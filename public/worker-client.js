@@ -2,7 +2,7 @@
 // The one client of the page's dedicated worker (worker.js, which runs the Go engine): it starts
 // the worker, sends calls and matches each answer to its call, and hands every other message the
 // worker posts to the listeners of its type. The shapes below are the protocol the engine's doc
-// (browser/engine/doc.go) describes; a change there is a change here. The methods and their
+// (internal/engine/doc.go) describes; a change there is a change here. The methods and their
 // params are not written here: worker-methods.js is generated from the worker's own table.
 
 /** @typedef {'opfs' | 'handle'} RootKind */
@@ -11,7 +11,7 @@
 /** @typedef {{dir: string, entries: ListEntry[]}} Listing */
 /** @typedef {{path: string, size: number, text: string, binary: boolean, truncated: boolean}} FileView */
 /**
- * StoreEntry is one app or page of the mini-app store (shared/miniappstore.Entry).
+ * StoreEntry is one app or page of the mini-app store (internal/shared/miniappstore.Entry).
  * @typedef {{appId: string, slug: string, title: string, fileName: string, source: string,
  *   kind: 'app' | 'page', storagePath: string, size: number, sandbox?: string}} StoreEntry
  */
@@ -21,13 +21,13 @@
  *   parameters: JSONSchema}} RegisteredTool
  */
 /**
- * JSONSchema is a tool's parameter schema in the subset shared/toolschema takes (only what the
+ * JSONSchema is a tool's parameter schema in the subset internal/shared/toolschema takes (only what the
  * page reads of it is spelled out).
  * @typedef {{type?: string, properties?: Record<string, JSONSchema>, required?: string[],
  *   enum?: unknown[], minimum?: number, maximum?: number, maxLength?: number}} JSONSchema
  */
 /**
- * HistoryEntry is one change of the undo history (shared/executor.HistoryEntry): who made it
+ * HistoryEntry is one change of the undo history (internal/shared/executor.HistoryEntry): who made it
  * ("person" is this page's file browser, "assistant" any call through the relay).
  * @typedef {{seq: number, time: string, action: 'write' | 'edit' | 'delete' | 'move' | 'mkdir', path: string, to?: string,
  *   by: 'person' | 'assistant', created: boolean, undone: boolean}} HistoryEntry
@@ -46,7 +46,7 @@
 
 /**
  * Methods maps each method of the worker to [its params, the value of its answer]: rendered from
- * the worker's method table (browser/engine's methodTable) into worker-methods.js.
+ * the worker's method table (internal/engine's methodTable) into worker-methods.js.
  * @typedef {import('./worker-methods.js').Methods} Methods
  */
 /** @typedef {keyof Methods} Method */

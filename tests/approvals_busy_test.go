@@ -13,7 +13,7 @@ import (
 )
 
 // decisionBound is the hang guard of one decision from the page: far under the approval's own
-// deadline (shared/approval.Timeout, 60 s), so a decision that queues until a held request ends
+// deadline (internal/shared/approval.Timeout, 60 s), so a decision that queues until a held request ends
 // fails the test rather than passing late.
 const decisionBound = 20 * time.Second
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
+	"github.com/voicebox-go/voicebox/internal/core/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

@@ -18,8 +18,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/voicebox-go/voicebox/shared/externalapp"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/internal/shared/externalapp"
+	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/tests/harness"
 	"github.com/voicebox-go/voicebox/tests/sampleapp"
 )

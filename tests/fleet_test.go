@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voicebox-go/voicebox/relay/fleet/fleettest"
+	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

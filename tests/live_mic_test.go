@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
+	"github.com/voicebox-go/voicebox/internal/core/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

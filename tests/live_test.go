@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
+	"github.com/voicebox-go/voicebox/internal/core/live/vendorfixture"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

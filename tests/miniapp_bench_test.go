@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

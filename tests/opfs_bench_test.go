@@ -55,7 +55,7 @@ var benchLine = regexp.MustCompile(`^BenchmarkWorker(\w+/\w+)\S*\s+\d+\s+.*?([\d
 // and the same operations in page JavaScript on the main thread, in one browser and one run, and
 // reports each side's p50 and the ratio worker/main (below 1: the worker is faster).
 func BenchmarkOPFSWorkerVersusMainThread(b *testing.B) {
-	runner := harness.NewWorkerRunner(b, harness.BuildWorkerTest(b, "./opfs"))
+	runner := harness.NewWorkerRunner(b, harness.BuildWorkerTest(b, "./internal/opfs"))
 	runner.Tab.Quiet()
 	for b.Loop() {
 		js := harness.Eval[map[string][]float64](runner.Tab, fmt.Sprintf(mainThreadOPFS, benchIters))

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voicebox-go/voicebox/relay/hub"
-	"github.com/voicebox-go/voicebox/relay/server"
-	"github.com/voicebox-go/voicebox/shared/executor"
-	"github.com/voicebox-go/voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/internal/core/hub"
+	"github.com/voicebox-go/voicebox/internal/core/server"
+	"github.com/voicebox-go/voicebox/internal/shared/executor"
+	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -146,7 +146,7 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 func waitForRoot(b *testing.B, h *hub.Hub, name string) {
 	deadline := time.Now().Add(channelBound)
 	for time.Now().Before(deadline) {
-		if r := h.Root(); r.Connected && r.Name == name {
+		if r := h.Holding(); r.Connected && r.Name == name {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voicebox-go/voicebox/shared/wasmabi/wasmabitest"
+	"github.com/voicebox-go/voicebox/internal/shared/wasmabi/wasmabitest"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

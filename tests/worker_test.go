@@ -11,7 +11,7 @@ import (
 
 // workerPackages are the packages whose worker-only tests (build tag voicebox_worker) run inside a
 // dedicated worker.
-var workerPackages = []string{"./browser/engine", "./opfs"}
+var workerPackages = []string{"./internal/engine", "./internal/opfs"}
 
 func TestWorkerOnlyTestsPassInADedicatedWorker(t *testing.T) {
 	for _, pkg := range workerPackages {

@@ -18,12 +18,12 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/voicebox-go/voicebox/shared/approval"
-	"github.com/voicebox-go/voicebox/shared/commands"
-	"github.com/voicebox-go/voicebox/shared/externalapp"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/internal/shared/approval"
+	"github.com/voicebox-go/voicebox/internal/shared/commands"
+	"github.com/voicebox-go/voicebox/internal/shared/externalapp"
+	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
+	"github.com/voicebox-go/voicebox/internal/shared/toolschema"
 	"github.com/voicebox-go/voicebox/shared/refusal"
-	"github.com/voicebox-go/voicebox/shared/toolschema"
 )
 
 // Rule is one value of the module: its JavaScript name, the Go it comes from, what it means,
@@ -57,33 +57,33 @@ func Rules() []Rule {
 		}
 	}
 	return []Rule{
-		{"MAX_TOOLS_PER_APP", "shared/miniapp.MaxToolsPerApp", "the tools one sandboxed mini-app may have registered at a time", miniapp.MaxToolsPerApp},
-		{"MAX_TOOL_NAME_LENGTH", "shared/miniapp.MaxToolNameLength", "the longest tool name", miniapp.MaxToolNameLength},
-		{"TOOL_NAME", "shared/miniapp.ValidToolName", "a tool name: 1 to MAX_TOOL_NAME_LENGTH of A-Z, a-z, 0-9, _ and -", ToolNamePattern},
-		{"WEBMCP_TOOL_NAME", "shared/miniapp.ValidWebMCPToolName", "the name a sandboxed mini-app registers a tool under (the WebMCP rule): 1 to 128 of A-Z, a-z, 0-9, _, - and .", WebMCPToolNamePattern},
-		{"MAX_DECLARATION_BYTES", "shared/miniapp.MaxDeclarationBytes", "the largest tool declaration, as UTF-8 JSON", miniapp.MaxDeclarationBytes},
-		{"MAX_OUTPUT_BYTES", "shared/miniapp.MaxOutputBytes", "the largest result of one mini-app call, as UTF-8 JSON", miniapp.MaxOutputBytes},
-		{"MAX_ARGUMENT_BYTES", "shared/toolschema.MaxArgumentBytes", "the largest arguments of one call, as UTF-8 JSON; the SDK holds executeTool's input to it too", toolschema.MaxArgumentBytes},
-		{"TOOL_TIMEOUT_MS", "shared/miniapp.ToolTimeout", "how long a mini-app may take to answer one call", miniapp.ToolTimeout.Milliseconds()},
-		{"MESSAGE_BUDGET", "shared/miniapp.MessageBudget", "how many messages one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free); the first over it stops the app", miniapp.MessageBudget},
-		{"MESSAGE_WINDOW_MS", "shared/miniapp.MessageBudgetWindow", "the window MESSAGE_BUDGET and MESSAGE_BYTE_BUDGET count in", miniapp.MessageBudgetWindow.Milliseconds()},
-		{"MESSAGE_BYTE_BUDGET", "shared/miniapp.MessageByteBudget", "how many bytes one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free), each message sized without serialising it (message-budget.js); the first over it stops the app", miniapp.MessageByteBudget},
-		{"MAX_SIZED_VALUES", "shared/miniapp.MaxSizedValues", "the values the estimate of one message's bytes visits; a message with more is charged all of MESSAGE_BYTE_BUDGET", miniapp.MaxSizedValues},
+		{"MAX_TOOLS_PER_APP", "internal/shared/miniapp.MaxToolsPerApp", "the tools one sandboxed mini-app may have registered at a time", miniapp.MaxToolsPerApp},
+		{"MAX_TOOL_NAME_LENGTH", "internal/shared/miniapp.MaxToolNameLength", "the longest tool name", miniapp.MaxToolNameLength},
+		{"TOOL_NAME", "internal/shared/miniapp.ValidToolName", "a tool name: 1 to MAX_TOOL_NAME_LENGTH of A-Z, a-z, 0-9, _ and -", ToolNamePattern},
+		{"WEBMCP_TOOL_NAME", "internal/shared/miniapp.ValidWebMCPToolName", "the name a sandboxed mini-app registers a tool under (the WebMCP rule): 1 to 128 of A-Z, a-z, 0-9, _, - and .", WebMCPToolNamePattern},
+		{"MAX_DECLARATION_BYTES", "internal/shared/miniapp.MaxDeclarationBytes", "the largest tool declaration, as UTF-8 JSON", miniapp.MaxDeclarationBytes},
+		{"MAX_OUTPUT_BYTES", "internal/shared/miniapp.MaxOutputBytes", "the largest result of one mini-app call, as UTF-8 JSON", miniapp.MaxOutputBytes},
+		{"MAX_ARGUMENT_BYTES", "internal/shared/toolschema.MaxArgumentBytes", "the largest arguments of one call, as UTF-8 JSON; the SDK holds executeTool's input to it too", toolschema.MaxArgumentBytes},
+		{"TOOL_TIMEOUT_MS", "internal/shared/miniapp.ToolTimeout", "how long a mini-app may take to answer one call", miniapp.ToolTimeout.Milliseconds()},
+		{"MESSAGE_BUDGET", "internal/shared/miniapp.MessageBudget", "how many messages one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free); the first over it stops the app", miniapp.MessageBudget},
+		{"MESSAGE_WINDOW_MS", "internal/shared/miniapp.MessageBudgetWindow", "the window MESSAGE_BUDGET and MESSAGE_BYTE_BUDGET count in", miniapp.MessageBudgetWindow.Milliseconds()},
+		{"MESSAGE_BYTE_BUDGET", "internal/shared/miniapp.MessageByteBudget", "how many bytes one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free), each message sized without serialising it (message-budget.js); the first over it stops the app", miniapp.MessageByteBudget},
+		{"MAX_SIZED_VALUES", "internal/shared/miniapp.MaxSizedValues", "the values the estimate of one message's bytes visits; a message with more is charged all of MESSAGE_BYTE_BUDGET", miniapp.MaxSizedValues},
 		{"MESSAGE_BUDGET_EXCEEDED", "shared/refusal.MessageBudgetExceeded", "the rule an app over its message budget is stopped with", string(refusal.MessageBudgetExceeded)},
 		{"SANDBOX_NO_NETWORK", "shared/refusal.SandboxNoNetwork", "the rule a sandboxed app that reaches for WebRTC is refused with", string(refusal.SandboxNoNetwork)},
-		{"EXTERNAL_MAX_TOOLS", "shared/externalapp.MaxTools", "the external app's tools that are offered; the rest are dropped", externalapp.MaxTools},
-		{"EXTERNAL_MAX_DESCRIPTION_CHARS", "shared/externalapp.MaxToolDescriptionChars", "an external app tool's description, in code points", externalapp.MaxToolDescriptionChars},
-		{"EXTERNAL_MAX_TITLE_CHARS", "shared/externalapp.MaxTitleChars", "an external app's context title, in code points", externalapp.MaxTitleChars},
-		{"EXTERNAL_MAX_SUMMARY_CHARS", "shared/externalapp.MaxSummaryChars", "an external app's context summary, in code points", externalapp.MaxSummaryChars},
-		{"EXTERNAL_MAX_PAYLOAD_CHARS", "shared/externalapp.MaxContextPayloadChars", "the JSON of a context's data or selection; a larger one is withheld", externalapp.MaxContextPayloadChars},
-		{"EXTERNAL_MAX_NOTE_SELECTION_CHARS", "shared/externalapp.MaxNoteSelectionChars", "the selection the per-turn note carries", externalapp.MaxNoteSelectionChars},
-		{"MAX_MODEL_NAME", "shared/externalapp.MaxModelName", "the longest tool name the vendors take", externalapp.MaxModelName},
-		{"EXTERNAL_MODEL_PREFIX", "shared/externalapp.ModelPrefix", "what starts every external app tool's model-facing name", externalapp.ModelPrefix},
-		{"CONTEXT_TOOL", "shared/externalapp.ContextTool", "the tool that reads what an external app shows", externalapp.ContextTool},
-		{"APPROVAL_TIMEOUT_MS", "shared/approval.Timeout", "how long every request for the person's approval waits", approval.Timeout.Milliseconds()},
-		{"OUTCOME_GRACE_MS", "shared/approval.OutcomeGrace", "how long past an approval's deadline the page still waits for the outcome of a turn that waited for it", approval.OutcomeGrace.Milliseconds()},
-		{"EXTERNAL_CALL_TIMEOUT_MS", "shared/externalapp.CallTimeout", "how long an external app has to answer a tool call once it may run", externalapp.CallTimeout.Milliseconds()},
-		{"FILE_CHANGING_TOOLS", "shared/commands Tool.ChangesFiles", "the built-in tools whose success changes the workspace's files", changing},
+		{"EXTERNAL_MAX_TOOLS", "internal/shared/externalapp.MaxTools", "the external app's tools that are offered; the rest are dropped", externalapp.MaxTools},
+		{"EXTERNAL_MAX_DESCRIPTION_CHARS", "internal/shared/externalapp.MaxToolDescriptionChars", "an external app tool's description, in code points", externalapp.MaxToolDescriptionChars},
+		{"EXTERNAL_MAX_TITLE_CHARS", "internal/shared/externalapp.MaxTitleChars", "an external app's context title, in code points", externalapp.MaxTitleChars},
+		{"EXTERNAL_MAX_SUMMARY_CHARS", "internal/shared/externalapp.MaxSummaryChars", "an external app's context summary, in code points", externalapp.MaxSummaryChars},
+		{"EXTERNAL_MAX_PAYLOAD_CHARS", "internal/shared/externalapp.MaxContextPayloadChars", "the JSON of a context's data or selection; a larger one is withheld", externalapp.MaxContextPayloadChars},
+		{"EXTERNAL_MAX_NOTE_SELECTION_CHARS", "internal/shared/externalapp.MaxNoteSelectionChars", "the selection the per-turn note carries", externalapp.MaxNoteSelectionChars},
+		{"MAX_MODEL_NAME", "internal/shared/externalapp.MaxModelName", "the longest tool name the vendors take", externalapp.MaxModelName},
+		{"EXTERNAL_MODEL_PREFIX", "internal/shared/externalapp.ModelPrefix", "what starts every external app tool's model-facing name", externalapp.ModelPrefix},
+		{"CONTEXT_TOOL", "internal/shared/externalapp.ContextTool", "the tool that reads what an external app shows", externalapp.ContextTool},
+		{"APPROVAL_TIMEOUT_MS", "internal/shared/approval.Timeout", "how long every request for the person's approval waits", approval.Timeout.Milliseconds()},
+		{"OUTCOME_GRACE_MS", "internal/shared/approval.OutcomeGrace", "how long past an approval's deadline the page still waits for the outcome of a turn that waited for it", approval.OutcomeGrace.Milliseconds()},
+		{"EXTERNAL_CALL_TIMEOUT_MS", "internal/shared/externalapp.CallTimeout", "how long an external app has to answer a tool call once it may run", externalapp.CallTimeout.Milliseconds()},
+		{"FILE_CHANGING_TOOLS", "internal/shared/commands Tool.ChangesFiles", "the built-in tools whose success changes the workspace's files", changing},
 	}
 }
 

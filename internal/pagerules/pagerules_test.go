@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voicebox-go/voicebox/shared/externalapp"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/internal/shared/externalapp"
+	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 )
 
 // publicDir is the page's source directory, from this package's directory.

@@ -17,7 +17,7 @@ type Rule string
 // The rule ids. Each is used by the package that enforces it; they live here so that no two
 // packages can spell one differently.
 const (
-	// Wire envelopes (shared/wire).
+	// Wire envelopes (internal/shared/wire).
 	UnknownField     Rule = "unknown-field"
 	BadVersion       Rule = "bad-version"
 	MalformedCall    Rule = "malformed-call"
@@ -25,20 +25,20 @@ const (
 	UnattributedCall Rule = "unattributed-call"
 	BoundsMismatch   Rule = "bounds-mismatch"
 
-	// The executor door (shared/channel).
+	// The executor door (internal/shared/channel).
 	ExecThrew Rule = "exec-threw"
 
-	// Peer absence when the executor is the browser page (shared/channel).
+	// Peer absence when the executor is the browser page (internal/shared/channel).
 	NoPage      Rule = "no-page"
 	PageTimeout Rule = "page-timeout"
 	PageClosed  Rule = "page-closed"
 
-	// Peer absence when the executor is a paired machine environment (shared/channel).
+	// Peer absence when the executor is a paired machine environment (internal/shared/channel).
 	MachineUnreachable Rule = "machine-unreachable"
 	MachineTimeout     Rule = "machine-timeout"
 	MachineClosed      Rule = "machine-closed"
 
-	// Extension runtime refusals that cross the wire unchanged (shared/extensions).
+	// Extension runtime refusals that cross the wire unchanged (internal/shared/extensions).
 	HostNotAllowed  Rule = "host-not-allowed"
 	FetchFailed     Rule = "fetch-failed"
 	BudgetExhausted Rule = "budget-exhausted"
@@ -49,7 +49,7 @@ const (
 	// environment does not hold: nothing is sent, never an empty header.
 	SecretUnset Rule = "secret-unset"
 
-	// Tool schemas and arguments (shared/toolschema, shared/miniapp).
+	// Tool schemas and arguments (internal/shared/toolschema, internal/shared/miniapp).
 	InvalidToolParameters Rule = "invalid-tool-parameters"
 	InvalidToolArguments  Rule = "invalid-tool-arguments"
 	InvalidArgumentBounds Rule = "invalid-argument-bounds"
@@ -67,7 +67,7 @@ const (
 	InvalidToolDeclaration Rule = "invalid-tool-declaration"
 	UnknownTool            Rule = "unknown-tool"
 
-	// The mini-app tool registry and its calls (shared/miniapp).
+	// The mini-app tool registry and its calls (internal/shared/miniapp).
 	TooManyTools         Rule = "too-many-tools"
 	InvalidAppID         Rule = "invalid-app-id"
 	ToolTimeout          Rule = "tool-timeout"
@@ -90,16 +90,16 @@ const (
 	// InvalidName refuses a name a person reads (a file or folder name, an app title, a tool,
 	// extension, MCP client or machine name) that holds a character that hides or reorders text:
 	// a C0 or C1 control, a bidi control, a zero-width or other format character, or a name not in
-	// Unicode NFC (shared/names). The sentence names the character (U+XXXX and its class) and its
+	// Unicode NFC (internal/shared/names). The sentence names the character (U+XXXX and its class) and its
 	// index.
 	InvalidName Rule = "invalid-name"
 
-	// Workspace paths (shared/fsroot): every root checks every name before it touches anything.
+	// Workspace paths (internal/shared/fsroot): every root checks every name before it touches anything.
 	OutsideRoot    Rule = "outside-root"
 	DotfileRefused Rule = "dotfile-refused"
 	PathTooLong    Rule = "path-too-long"
 
-	// The file primitives (shared/executor); a missing file or folder is NotFound.
+	// The file primitives (internal/shared/executor); a missing file or folder is NotFound.
 	IsADirectory  Rule = "is-a-directory"
 	NotADirectory Rule = "not-a-directory"
 	WriteTooLarge Rule = "write-too-large"
@@ -108,7 +108,7 @@ const (
 	// which no file tool opens.
 	NotARegularFile Rule = "not-a-regular-file"
 
-	// HTTP doors of the relay (relay), and a missing file or folder (shared/executor).
+	// HTTP doors of the relay (relay), and a missing file or folder (internal/shared/executor).
 	NotFound      Rule = "not-found"
 	InternalError Rule = "internal-error"
 	// StateDiskFull answers a change the relay could not record because the disk that holds its
@@ -120,7 +120,7 @@ const (
 	// file keeps its earlier content, and the same call succeeds once there is space.
 	WorkspaceDiskFull Rule = "workspace-disk-full"
 
-	// The relay's JSON door (relay/server): the body of every JSON route.
+	// The relay's JSON door (internal/core/server): the body of every JSON route.
 	UnsupportedContentType Rule = "unsupported-content-type"
 	BodyTooLarge           Rule = "body-too-large"
 	MalformedJSON          Rule = "malformed-json"
@@ -136,7 +136,7 @@ const (
 	// are never dropped to make room.
 	AppFilesFull Rule = "app-files-full"
 
-	// The relay's walls before any handler (relay/server).
+	// The relay's walls before any handler (internal/core/server).
 	// HostRefused answers a request whose Host header names no host this relay serves under
 	// (on a loopback bind: loopback names, *.localhost and the public origin's host), the mark of
 	// a DNS-rebinding page (421).
@@ -157,11 +157,11 @@ const (
 	TooManySockets    Rule = "too-many-sockets"
 	// SlowReader is why the relay closed an outgoing stream (an /mcp or /api/events event
 	// stream, a /channel or /live socket) whose reader did not keep up: its queue passed its
-	// bound, or one write did not finish within the write deadline (relay/outbound). The other
+	// bound, or one write did not finish within the write deadline (internal/core/outbound). The other
 	// streams are never made to wait for it; the client connects again and reads.
 	SlowReader Rule = "slow-reader"
 
-	// A fleet of relays on NATS (relay/fleet): the shared state cannot be reached, a call whose
+	// A fleet of relays on NATS (internal/door/fleet): the shared state cannot be reached, a call whose
 	// executor's relay went away before it answered, and an approval whose requester went away.
 	FleetUnavailable Rule = "fleet-unavailable" // NATS (the fleet's shared state and routing) is unreachable from this relay
 	OutcomeUnknown   Rule = "outcome-unknown"   // the relay holding the executor went away mid-call: the call may or may not have run
@@ -169,7 +169,7 @@ const (
 	// the fleet (it died or lost NATS), so no decision can reach the call any more.
 	ApprovalRequesterGone Rule = "approval-requester-gone"
 
-	// The page's worker API (browser/engine).
+	// The page's worker API (internal/engine).
 	UnknownMethod    Rule = "unknown-method"
 	NoRoot           Rule = "no-root"
 	RootUnavailable  Rule = "root-unavailable"
@@ -178,7 +178,7 @@ const (
 	PermissionDenied Rule = "permission-denied"
 	FileError        Rule = "file-error"
 
-	// The mini-app store (shared/miniappstore): lookup, deletion and saving.
+	// The mini-app store (internal/shared/miniappstore): lookup, deletion and saving.
 	MiniAppNotFound    Rule = "mini-app-not-found"
 	MiniAppNameTaken   Rule = "mini-app-name-taken"
 	MissingHTML        Rule = "missing-html"
@@ -186,7 +186,7 @@ const (
 	MiniAppReadOnly    Rule = "mini-app-read-only"
 	MiniAppTooLarge    Rule = "mini-app-too-large"
 
-	// Extension admission (shared/extensions), in the order the gate checks them.
+	// Extension admission (internal/shared/extensions), in the order the gate checks them.
 	UnknownCapability    Rule = "unknown-capability"
 	EvalNotAToolPath     Rule = "eval-not-a-tool-path"
 	ExecAbsent           Rule = "exec-absent"
@@ -220,21 +220,21 @@ const (
 	DescriptorMissing Rule = "descriptor-missing"
 	// WasmUnreadable refuses a call (or lists a shelf tool) whose module file cannot be read.
 	WasmUnreadable Rule = "wasm-unreadable"
-	// DiffFailed refuses a buffer-abi/diff call whose module could not diff (shared/wasmabi).
+	// DiffFailed refuses a buffer-abi/diff call whose module could not diff (internal/shared/wasmabi).
 	DiffFailed Rule = "diff-failed"
 
-	// The WASM shelf (relay/extensionhost/wasmshelf): a directory of digest-pinned modules named
+	// The WASM shelf (internal/door/extensionhost/wasmshelf): a directory of digest-pinned modules named
 	// by its manifest.json.
 	ShelfUnavailable Rule = "shelf-unavailable" // no manifest where the shelf should be
 	ShelfUnreadable  Rule = "shelf-unreadable"  // a manifest that is not the manifest's JSON
 
-	// Sessions of the relay's gate (relay/session): why a session's sockets were closed, and
+	// Sessions of the relay's gate (internal/core/session): why a session's sockets were closed, and
 	// session commands on a relay that runs without the gate.
 	SessionExpired Rule = "session-expired"
 	SessionRevoked Rule = "session-revoked"
 	GateOff        Rule = "gate-off"
 
-	// Live voice sessions (relay/live, relay/voice): providers, settings, rates, the /live socket.
+	// Live voice sessions (internal/core/live, internal/core/voice): providers, settings, rates, the /live socket.
 	LiveProviderUnknown          Rule = "live-provider-unknown"
 	LiveProviderUnavailable      Rule = "live-provider-unavailable"
 	LiveNoInputRate              Rule = "live-no-input-rate"
@@ -253,7 +253,7 @@ const (
 	LiveAudioFrameInvalid        Rule = "live-audio-frame-invalid"
 	LiveMessageInvalid           Rule = "live-message-invalid"
 
-	// The assistant's tools (shared/commands, shared/executor, relay/assistant): the router,
+	// The assistant's tools (internal/shared/commands, internal/shared/executor, internal/core/assistant): the router,
 	// the file primitives behind edit and undo, the user's approval, the typed turn.
 	RootNotDeclared  Rule = "root-not-declared"
 	OldTextNotFound  Rule = "old-text-not-found"
@@ -267,7 +267,7 @@ const (
 	ApprovalTimedOut Rule = "approval-timed-out"
 	NotUnderstood    Rule = "not-understood"
 
-	// Extension approval by console code (relay/extensionhost): why a code did not admit, and the
+	// Extension approval by console code (internal/door/extensionhost): why a code did not admit, and the
 	// limit on asking for codes.
 	ApprovalCodeWrong        Rule = "approval-code-wrong"        // not the outstanding code; the asker's attempts remain, or this was its last
 	ApprovalGuessesExhausted Rule = "approval-guesses-exhausted" // this requester made its five wrong attempts at the code, which still admits for others
@@ -276,9 +276,9 @@ const (
 	ApprovalCodeMissing      Rule = "approval-code-missing"      // no code was asked for this proposal
 	ApprovalRateLimited      Rule = "approval-rate-limited"      // too many codes asked for, open or guessed wrong in the window
 
-	// External mini-apps (relay/externalapps, shared/externalapp, public/external-apps.js): the
+	// External mini-apps (internal/door/externalapps, internal/shared/externalapp, public/external-apps.js): the
 	// registry, identity tokens, the host bridge and the write-approval gate. The gate answers
-	// approval-denied and approval-timed-out, the assistant's approval rules (shared/commands).
+	// approval-denied and approval-timed-out, the assistant's approval rules (internal/shared/commands).
 	ExternalAppUnknown   Rule = "external-app-unknown"
 	ExternalAppNoAuth    Rule = "external-app-no-auth"
 	ExternalAppNotReady  Rule = "external-app-not-ready"
@@ -286,12 +286,12 @@ const (
 	ExternalAppError     Rule = "external-app-error"
 	ContextUnavailable   Rule = "context-unavailable"
 
-	// The assistant's approvals (relay/assistant): what was approved no longer holds when it
+	// The assistant's approvals (internal/core/assistant): what was approved no longer holds when it
 	// would run, and the bound on requests waiting.
 	RootChanged      Rule = "root-changed"       // another executor took the workspace root while the person was asked
 	TooManyApprovals Rule = "too-many-approvals" // as many requests as the page shows already wait for the person
 
-	// MCP clients at /mcp (relay/mcp): who may connect, and how many calls at once. A wrong
+	// MCP clients at /mcp (internal/door/mcp): who may connect, and how many calls at once. A wrong
 	// Origin is origin-refused, a bearer the host never minted bearer-refused, a foreign Host
 	// host-refused, a slow body body-timeout.
 	BearerMissing Rule = "bearer-missing" // no Authorization: Bearer header
@@ -304,20 +304,20 @@ const (
 	// session belongs to the bearer's client that opened it.
 	MCPSessionForeign Rule = "mcp-session-foreign"
 
-	// The filesystem-server primitives (shared/executor): a file larger than the primitive reads
+	// The filesystem-server primitives (internal/shared/executor): a file larger than the primitive reads
 	// whole, and a file read as media that is no image or audio.
 	FileTooLarge    Rule = "file-too-large"
 	NotMedia        Rule = "not-media"
 	MoveUnsupported Rule = "move-unsupported" // the workspace's storage cannot move this (a folder in the browser's)
 
-	// A remote MCP extension (relay/extensionhost): a tool the server lists that cannot be offered
+	// A remote MCP extension (internal/door/extensionhost): a tool the server lists that cannot be offered
 	// (outside the schema subset, or not admitted yet), a session that could not be made or
 	// broke, and a tool result the server marked isError.
 	ToolUnavailable Rule = "tool-unavailable"
 	MCPUnreachable  Rule = "mcp-unreachable"
 	MCPToolError    Rule = "mcp-tool-error"
 
-	// An MCP Apps view's declared CSP domains (shared/extensions.ViewPolicy): each domain the
+	// An MCP Apps view's declared CSP domains (internal/shared/extensions.ViewPolicy): each domain the
 	// view is not given is dropped with one of these, and the view runs without it.
 	ViewDomainOutsideHosts Rule = "view-domain-outside-hosts" // a well-formed origin on a host bounds.hosts does not name
 	ViewDomainMalformed    Rule = "view-domain-malformed"     // not scheme://host[:port]: a keyword, a path, another scheme

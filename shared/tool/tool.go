@@ -7,8 +7,8 @@
 // # Names the model sees
 //
 // A tool is offered under a scope, a prefix that says who offers it (the built-ins have none; a
-// sandboxed mini-app's tools have app_HHHHHHHH__, see shared/miniapp; an external app's have
-// app_x_ID__, see shared/externalapp). The name is scope+name when that is at most MaxModelName
+// sandboxed mini-app's tools have app_HHHHHHHH__, see internal/shared/miniapp; an external app's have
+// app_x_ID__, see internal/shared/externalapp). The name is scope+name when that is at most MaxModelName
 // characters; otherwise name is cut so that the whole, with "_" and Digest(name) after the cut
 // name, is exactly MaxModelName. Two names cut to the same prefix stay distinct by their digest.
 //
@@ -31,7 +31,7 @@ const MaxModelName = 64
 const DigestLength = 8
 
 // Declaration is a tool as a model is offered it: its model-facing name, what it does, and the
-// JSON Schema of its arguments (the subset of shared/toolschema).
+// JSON Schema of its arguments (the subset of internal/shared/toolschema).
 type Declaration struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
@@ -40,7 +40,7 @@ type Declaration struct {
 
 // Catalogue is the set of tools one model path calls: what the model is offered, the
 // instruction that goes with it, one answer per call, and a signal when the set changes.
-// relay/assistant's Catalogue is one; relay/externalapps' Model wraps one and is one too.
+// internal/core/assistant's Catalogue is one; internal/door/externalapps' Model wraps one and is one too.
 type Catalogue interface {
 	// Declarations returns every tool the model is offered now.
 	Declarations() []Declaration

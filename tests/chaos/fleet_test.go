@@ -22,11 +22,11 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/voicebox-go/voicebox/relay/hub/hubtest"
-	"github.com/voicebox-go/voicebox/shared/channel"
-	"github.com/voicebox-go/voicebox/shared/executor"
-	"github.com/voicebox-go/voicebox/shared/fsroot"
-	"github.com/voicebox-go/voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
+	"github.com/voicebox-go/voicebox/internal/shared/channel"
+	"github.com/voicebox-go/voicebox/internal/shared/executor"
+	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

@@ -17,9 +17,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/voicebox-go/voicebox/shared/channel"
-	"github.com/voicebox-go/voicebox/shared/executor"
-	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/channel"
+	"github.com/voicebox-go/voicebox/internal/shared/executor"
+	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

@@ -20,7 +20,7 @@ import (
 )
 
 // appFileBundles is the relay's bound of folder app bundles held at once
-// (relay/server.MaxAppFileBundles).
+// (internal/core/server.MaxAppFileBundles).
 const appFileBundles = 32
 
 // fileSize is the size of a file of the relay's state directory, 0 when it is not there.

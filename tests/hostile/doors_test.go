@@ -16,10 +16,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voicebox-go/voicebox/browser/engine"
-	"github.com/voicebox-go/voicebox/relay/relay"
-	"github.com/voicebox-go/voicebox/relay/server"
-	"github.com/voicebox-go/voicebox/shared/extensions"
+	"github.com/voicebox-go/voicebox/internal/core"
+	"github.com/voicebox-go/voicebox/internal/core/server"
+	"github.com/voicebox-go/voicebox/internal/engine"
+	"github.com/voicebox-go/voicebox/internal/relay"
+	"github.com/voicebox-go/voicebox/internal/shared/extensions"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -54,7 +55,7 @@ func routeDoors(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	r, err := relay.New(relay.Config{Listener: ln, StateDir: t.TempDir(), Gated: true, Public: filepath.Join(harness.RepoRoot(), "public")})
+	r, err := relay.New(relay.Config{Config: core.Config{Listener: ln, StateDir: t.TempDir(), Gated: true, Public: filepath.Join(harness.RepoRoot(), "public")}})
 	if err != nil {
 		t.Fatalf("building a relay to list its routes: %v", err)
 	}
@@ -69,7 +70,7 @@ func routeDoors(t *testing.T) []string {
 	return out
 }
 
-// workerDoors are the methods the page's worker answers (browser/engine's method table).
+// workerDoors are the methods the page's worker answers (internal/engine's method table).
 func workerDoors() []string {
 	var out []string
 	for _, m := range engine.New(engine.Options{}).Methods() {
@@ -95,10 +96,10 @@ var jsDispatch = regexp.MustCompile(`typeof [\w.]+ === '[^']+'|case '([^']+)':|\
 // bridge.
 var dispatches = []dispatch{
 	// /channel: the machine's hello, the page's control frames (root, tools); anything else is an
-	// answer envelope (shared/wire), its own door below.
-	{"relay/hub/hub.go", "socket /channel frame ", regexp.MustCompile(`typ [!=]= "([a-z]+)"|\{"type":"([a-z]+)",` + "`")},
+	// answer envelope (internal/shared/wire), its own door below.
+	{"internal/core/hub/hub.go", "socket /channel frame ", regexp.MustCompile(`typ [!=]= "([a-z]+)"|\{"type":"([a-z]+)",` + "`")},
 	// /live: the page's text frames.
-	{"relay/voice/socket.go", "socket /live frame ", regexp.MustCompile(`m\.Type == "([a-z]+)"`)},
+	{"internal/core/voice/socket.go", "socket /live frame ", regexp.MustCompile(`m\.Type == "([a-z]+)"`)},
 	{"public/mini-app-bridge.js", "mini-app-bridge.js message ", jsDispatch},
 	{"public/mini-apps.js", "mini-apps.js message ", jsDispatch},
 	{"public/external-apps.js", "external-apps.js message ", jsDispatch},
@@ -108,7 +109,7 @@ var dispatches = []dispatch{
 func scannedDoors(t *testing.T) []string {
 	t.Helper()
 	out := []string{
-		"socket /channel frame answer", // a call's answer, shared/wire.ParseAnswer
+		"socket /channel frame answer", // a call's answer, internal/shared/wire.ParseAnswer
 		"socket /live frame audio",     // binary PCM
 	}
 	for _, d := range dispatches {
@@ -133,7 +134,7 @@ func scannedDoors(t *testing.T) []string {
 }
 
 // descriptorDoors are the fields of what the project reads from people it does not trust with
-// its walls: an extension descriptor (reflection over shared/extensions.Descriptor), a mini-app's
+// its walls: an extension descriptor (reflection over internal/shared/extensions.Descriptor), a mini-app's
 // tool declaration, an external app's registry entry and a WASM shelf's manifest (read from the
 // source of their parsers, whose shapes are unexported).
 func descriptorDoors(t *testing.T) []string {
@@ -142,16 +143,16 @@ func descriptorDoors(t *testing.T) []string {
 	for _, f := range jsonFields(reflect.TypeFor[extensions.Descriptor](), "") {
 		out = append(out, "descriptor extension "+f)
 	}
-	for _, f := range structFields(t, "relay/externalapps/registry.go", "entry", "") {
+	for _, f := range structFields(t, "internal/door/externalapps/registry.go", "entry", "") {
 		out = append(out, "descriptor external app registry entry "+f)
 	}
-	for _, f := range structFields(t, "relay/extensionhost/wasmshelf/wasmshelf.go", "manifest", "") {
+	for _, f := range structFields(t, "internal/door/extensionhost/wasmshelf/wasmshelf.go", "manifest", "") {
 		out = append(out, "descriptor shelf manifest "+f)
 	}
-	for _, f := range structFields(t, "relay/extensionhost/wasmshelf/wasmshelf.go", "entry", "tools[].") {
+	for _, f := range structFields(t, "internal/door/extensionhost/wasmshelf/wasmshelf.go", "entry", "tools[].") {
 		out = append(out, "descriptor shelf manifest "+f)
 	}
-	b, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "shared/miniapp/declaration.go"))
+	b, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "internal/shared/miniapp/declaration.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func descriptorDoors(t *testing.T) []string {
 		n++
 	}
 	if n == 0 {
-		t.Errorf("no field found in shared/miniapp/declaration.go: the scan no longer matches ParseDeclaration; fix it in doors_test.go")
+		t.Errorf("no field found in internal/shared/miniapp/declaration.go: the scan no longer matches ParseDeclaration; fix it in doors_test.go")
 	}
 	return out
 }

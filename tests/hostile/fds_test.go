@@ -21,7 +21,7 @@ import (
 const relayNoFile = 512
 
 // fdReserve is the relay's reserve of descriptors never given to client connections
-// (relay/server.FDReserve); the flood must leave at least half of it free.
+// (internal/core/server.FDReserve); the flood must leave at least half of it free.
 const fdReserve = 128
 
 // floodConns is how many stalled connections the descriptor flood opens: past the relay's

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voicebox-go/voicebox/shared/extensions"
-	"github.com/voicebox-go/voicebox/shared/miniapp"
+	"github.com/voicebox-go/voicebox/internal/shared/extensions"
+	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
@@ -289,7 +289,7 @@ func TestEveryShelfManifestFieldRefusesWrongValues(t *testing.T) {
 }
 
 // TestEveryToolDeclarationFieldRefusesWrongValues: a mini-app's tool declaration (as the page's
-// worker reads it, shared/miniapp.ParseDeclaration) with each field of the wrong type, or
+// worker reads it, internal/shared/miniapp.ParseDeclaration) with each field of the wrong type, or
 // over its bound, is refused by a named rule; the honest declaration is taken.
 func TestEveryToolDeclarationFieldRefusesWrongValues(t *testing.T) {
 	t.Parallel()

@@ -15,10 +15,10 @@ import (
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 
-	"github.com/voicebox-go/voicebox/relay/fleet/fleettest"
-	"github.com/voicebox-go/voicebox/relay/hub/hubtest"
-	"github.com/voicebox-go/voicebox/shared/executor"
-	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
+	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
+	"github.com/voicebox-go/voicebox/internal/shared/executor"
+	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

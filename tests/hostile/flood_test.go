@@ -341,11 +341,13 @@ func TestBigMessagesStopAMiniApp(t *testing.T) {
 					t.Errorf("the stopped app's card says %q, want %q in it", why, want)
 				}
 			}
-			// Stopped by the first message, where it landed (the page or the bridge): at most one
-			// was read there, and the page took none from inside the app but that one.
+			// Stopped by the first big message, where it landed (the page or the bridge): at most
+			// one of them was read there (the window may also hold the restarted app's handshake,
+			// small messages read in the same second on a slow machine), and the page took none
+			// from inside the app but that one.
 			spent := harness.Eval[struct{ Messages, Bytes int }](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).stopped.spent`, id))
-			if spent.Messages > 1 || spent.Bytes <= 4<<20 {
-				t.Errorf("the app was stopped after %d messages of %d bytes", spent.Messages, spent.Bytes)
+			if spent.Bytes <= 4<<20 || spent.Bytes >= 2*(8<<20) {
+				t.Errorf("the app was stopped after %d messages of %d bytes, want one message of 8 MiB over the budget", spent.Messages, spent.Bytes)
 			}
 			if n := harness.Eval[int](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).foreign`, id)); n > 1 {
 				t.Errorf("the page took %d of the app's messages before it stopped it", n)

@@ -12,12 +12,12 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/voicebox-go/voicebox/relay/hub"
-	"github.com/voicebox-go/voicebox/relay/live/vendorfixture"
-	"github.com/voicebox-go/voicebox/relay/voice"
-	"github.com/voicebox-go/voicebox/shared/channel"
-	"github.com/voicebox-go/voicebox/shared/executor"
-	"github.com/voicebox-go/voicebox/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/core/hub"
+	"github.com/voicebox-go/voicebox/internal/core/live/vendorfixture"
+	"github.com/voicebox-go/voicebox/internal/core/voice"
+	"github.com/voicebox-go/voicebox/internal/shared/channel"
+	"github.com/voicebox-go/voicebox/internal/shared/executor"
+	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

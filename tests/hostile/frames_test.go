@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/voicebox-go/voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voicebox-go/voicebox/relay/mcp"
+	"github.com/voicebox-go/voicebox/internal/door/mcp"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

@@ -21,7 +21,7 @@ import (
 // checks, so "\u200b.voicebox" showed as the hidden history folder, "\u202egnp.exe" showed as
 // "exe.png", and an MCP tool name with U+202E read reversed in the admission plan. Every door
 // that takes a name a person reads now refuses them with invalid-name, naming the character and
-// its index (shared/names).
+// its index (internal/shared/names).
 
 // wantInvalidName fails t unless refused is invalid-name and why names char and index.
 func wantInvalidName(t testing.TB, what, refused, why, char string, index int) {

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/voicebox-go/voicebox/shared/wasmabi/wasmabitest"
+	"github.com/voicebox-go/voicebox/internal/shared/wasmabi/wasmabitest"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

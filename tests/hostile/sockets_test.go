@@ -15,10 +15,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/voicebox-go/voicebox/shared/channel"
-	"github.com/voicebox-go/voicebox/shared/executor"
-	"github.com/voicebox-go/voicebox/shared/fsroot"
-	"github.com/voicebox-go/voicebox/shared/wire"
+	"github.com/voicebox-go/voicebox/internal/shared/channel"
+	"github.com/voicebox-go/voicebox/internal/shared/executor"
+	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 

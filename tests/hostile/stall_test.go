@@ -32,7 +32,7 @@ const rssSlackKB = 16 << 10
 const soakPerAddress = 200
 
 // maxConnsPerClient is the relay's bound of connections from one address
-// (relay/server.MaxConnsPerClient).
+// (internal/core/server.MaxConnsPerClient).
 const maxConnsPerClient = 256
 
 // procStats is what /proc says of a process: its open file descriptors and resident memory.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voicebox-go/voicebox/relay/server"
+	"github.com/voicebox-go/voicebox/internal/core/server"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -62,7 +62,7 @@ func sweepTarget(door, fill string) (method, path, host string, ok bool) {
 }
 
 // gateExempt reports whether the gate lets path through without a session (they admit by
-// bearer, or hold nothing: see relay/server's gate), or the path is served before the gate.
+// bearer, or hold nothing: see internal/core/server's gate), or the path is served before the gate.
 func gateExempt(path, host string) bool {
 	if host != "" || strings.HasPrefix(path, server.AppFilesPath) {
 		return true

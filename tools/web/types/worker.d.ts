@@ -17,7 +17,7 @@ declare class AudioWorkletProcessor {
 }
 declare function registerProcessor(name: string, processor: new (options: any) => AudioWorkletProcessor): void;
 
-// wasm-runner.js: the call the engine posts (see browser/engine's wasm runner).
+// wasm-runner.js: the call the engine posts (see internal/engine's wasm runner).
 interface WasmRunnerCall {
   id: number;
   module: Uint8Array<ArrayBuffer>;

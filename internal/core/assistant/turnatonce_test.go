@@ -1,0 +1,125 @@
+package assistant_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/voicebox-go/voicebox/internal/core/assistant"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+)
+
+// postAsync sends a turn as the page does, with Prefer: respond-async, and decodes the answer.
+func (r *rig) postAsync(body any) (int, map[string]any) {
+	r.t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, r.url+"/api/turn", bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Prefer", "respond-async")
+	c := http.Client{Timeout: bound}
+	resp, err := c.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+// TestAPageTurnNeverWaitsOnThePerson: a turn sent with Prefer: respond-async that needs the
+// person's approval is answered 202 with its pending handle before anyone decides, more of them
+// than a browser has connections; each decision is answered, and each turn's outcome comes once
+// on the event stream as a turn event, and again after the hello of a stream opened later.
+func TestAPageTurnNeverWaitsOnThePerson(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{ApprovalTimeout: bound})
+	dir := r.machine()
+	ev := r.events()
+	const n = 8                    // more than the six connections a browser opens to one host
+	pending := map[string]string{} // approval id -> turn id
+	turns := map[string]int{}      // turn id -> file index
+	for i := range n {
+		name := fmt.Sprintf("f%d.txt", i)
+		os.WriteFile(filepath.Join(dir, name), []byte(name), 0o644)
+		code, m := r.postAsync(map[string]any{"action": map[string]string{"verb": "delete_file", "name": name}})
+		p, _ := m["pending"].(map[string]any)
+		if code != http.StatusAccepted || m["ok"] != true || p == nil || p["tool"] != "delete_file" || m["turnId"] == "" {
+			t.Fatalf("delete %d answered %d %v", i, code, m)
+		}
+		pending[p["id"].(string)] = m["turnId"].(string)
+		turns[m["turnId"].(string)] = i
+	}
+	// A turn that asks nobody is answered as it is.
+	if code, m := r.postAsync(map[string]any{"action": map[string]string{"verb": "list_files"}}); code != http.StatusOK || m["ok"] != true || m["pending"] != nil {
+		t.Fatalf("a list answered %d %v", code, m)
+	}
+	approve := map[string]bool{}
+	i := 0
+	for id := range pending {
+		approve[pending[id]] = i%2 == 0
+		if code, m := r.post("/api/approvals/"+id, map[string]bool{"approve": i%2 == 0}); code != http.StatusOK {
+			t.Fatalf("deciding %s answered %d %v", id, code, m)
+		}
+		i++
+	}
+	seen := map[string]bool{}
+	for len(seen) < n {
+		out := next(t, ev, "turn").Data
+		id, _ := out["turnId"].(string)
+		if _, ours := turns[id]; !ours || seen[id] {
+			t.Fatalf("a turn event for %q (seen %v): %v", id, seen[id], out)
+		}
+		seen[id] = true
+		if approve[id] {
+			if res, _ := out["result"].(map[string]any); out["ok"] != true || res["approval"] != "approved" {
+				t.Fatalf("an approved delete ended %v", out)
+			}
+		} else if out["ok"] != false || out["refused"] != string(refusal.ApprovalDenied) {
+			t.Fatalf("a denied delete ended %v", out)
+		}
+	}
+	for id, i := range turns {
+		_, err := os.Stat(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)))
+		if gone := os.IsNotExist(err); gone != approve[id] {
+			t.Fatalf("f%d.txt: approved %v, gone %v", i, approve[id], gone)
+		}
+	}
+	// A page that opens its stream now is told the outcomes after its hello.
+	later := r.events()
+	next(t, later, "hello")
+	for range n {
+		if id, _ := next(t, later, "turn").Data["turnId"].(string); !seen[id] {
+			t.Fatalf("a later stream was sent turn %q", id)
+		}
+	}
+}
+
+// TestAPageTurnThatTimesOutEndsOnce: the pending turn nobody decides ends approval-timed-out, once,
+// on the event stream; the held door (no Prefer) still answers with the outcome itself.
+func TestAPageTurnThatTimesOutEndsOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{ApprovalTimeout: 300 * time.Millisecond})
+	dir := r.machine()
+	ev := r.events()
+	os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("keep"), 0o644)
+	code, m := r.postAsync(map[string]string{"transcript": "delete keep.txt"})
+	if code != http.StatusAccepted {
+		t.Fatalf("the delete answered %d %v", code, m)
+	}
+	out := next(t, ev, "turn").Data
+	if out["turnId"] != m["turnId"] || out["refused"] != string(refusal.ApprovalTimedOut) || out["understood"] == "" {
+		t.Fatalf("the turn ended %v", out)
+	}
+	if code, held := r.post("/api/turn", map[string]string{"transcript": "delete keep.txt"}); code != http.StatusOK || held["refused"] != string(refusal.ApprovalTimedOut) || held["pending"] != nil {
+		t.Fatalf("the held turn answered %d %v", code, held)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "keep.txt")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,954 @@
+package extensionhost
+
+// This file is a remote MCP extension's client session (the official Go SDK's client over its
+// Streamable HTTP transport, every request through mediatedTransport): connecting after
+// admission, the server's tool list and what of it is offered, staging a new plan when the server
+// adds or redefines tools, and calls.
+//
+// What a person admits is what runs: the plan pins each admitted tool's definition (its digest
+// over every field the model or the gate reads, and the content digest of its view) in the
+// descriptor, whose bytes the plan's hash covers. A listing is judged against those pins by one
+// function (definitionOf); a tool that differs is not offered, and the model never reads its new
+// text, until a person admits the plan staged with it.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voicebox-go/voicebox/internal/core/assistant"
+	"github.com/voicebox-go/voicebox/internal/shared/extensions"
+	"github.com/voicebox-go/voicebox/internal/shared/names"
+	"github.com/voicebox-go/voicebox/internal/shared/toolschema"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+)
+
+// MCPPrimitive is what a remote MCP extension's tools are listed and audited as.
+const MCPPrimitive = assistant.MCPPrimitive
+
+// MaxMCPResultText bounds the text of a remote MCP tool's result the model is given; the rest
+// is cut, and the answer says so.
+const MaxMCPResultText = 64 << 10
+
+// MCPRetryInterval is how long a remote MCP extension without a session waits before a call
+// tries to make one again (Runtime.MCPRetryInterval, when set, replaces it).
+const MCPRetryInterval = 5 * time.Second
+
+// mcpConnectRetries is how often the SDK tries the notification stream again before it gives
+// up; each try spends a request of the budget.
+const mcpConnectRetries = 2
+
+// MCPReconnectAttempts bounds how often a session that broke by itself (its connection or a
+// listing failed, with no call waiting) is made again without being asked; the wait before each
+// attempt doubles from the retry interval up to MCPReconnectMaxWait. Past them a call makes it
+// again (revive). Each attempt spends requests of the budget.
+const MCPReconnectAttempts = 5
+
+// MCPReconnectMaxWait caps the wait between two attempts of MCPReconnectAttempts.
+const MCPReconnectMaxWait = time.Minute
+
+// MaxMCPSessionLogLines bounds the log lines one remote MCP extension's session writes in each
+// MCPLogWindow; past it lines are counted, not written, and a line says how many were
+// suppressed when the window ends (or the session closes).
+const MaxMCPSessionLogLines = 40
+
+// MCPLogWindow is the window of MaxMCPSessionLogLines.
+const MCPLogWindow = time.Minute
+
+// draftURIs are the $schema values a server's input schema may carry: the annotation is dropped
+// (the subset's keywords mean the same in both drafts), any other keyword outside the subset
+// makes the tool unavailable.
+var draftURIs = []string{
+	"https://json-schema.org/draft/2020-12/schema",
+	"http://json-schema.org/draft-07/schema#",
+	"http://json-schema.org/draft-07/schema",
+}
+
+// MCPStatus is what a listing says of a remote MCP extension's session.
+type MCPStatus struct {
+	URL string `json:"url"`
+	// Connected says whether a session is up and its tools listed.
+	Connected bool `json:"connected"`
+	// Refused and Why say why there is no session, or why its last listing failed.
+	Refused refusal.Rule `json:"refused,omitempty"`
+	Why     string       `json:"why,omitempty"`
+	// Unavailable are the server's tools that are not offered, each with its reason: outside the
+	// schema subset, or listed or redefined since the admission and waiting for a new plan
+	// (tool-unavailable).
+	Unavailable []UnavailableTool `json:"unavailable"`
+	// Requests is how many requests of the budget the session has spent, as "7/50".
+	Requests string `json:"requests"`
+	// Reconnect says, while the relay makes a broken session again by itself, which attempt of
+	// MCPReconnectAttempts comes next and when.
+	Reconnect string `json:"reconnect,omitempty"`
+}
+
+// UnavailableTool is a server's tool that is not offered, and why.
+type UnavailableTool struct {
+	Name string       `json:"name"`
+	Rule refusal.Rule `json:"refused"`
+	Why  string       `json:"why"`
+}
+
+// mcpTool is a tool of a server's latest listing, with its verdict.
+type mcpTool struct {
+	tool   *mcp.Tool
+	params json.RawMessage    // the input schema as offered (its $schema dropped)
+	schema *toolschema.Schema // nil when outside the subset
+	why    string             // why it is outside the subset
+	// def is the tool as a plan pins it (definitionOf), its view's digest not yet known.
+	def extensions.MCPToolDefinition
+}
+
+// mcpConn is the client session of one loaded remote MCP extension. It is safe for concurrent use.
+type mcpConn struct {
+	rt        *Runtime
+	id, url   string // the extension and its server, which no plan c is given changes
+	bounds    extensions.Bounds
+	transport *mediatedTransport
+	ready     chan struct{} // closed once the first connection attempt ended
+	done      chan struct{} // closed when the session is closed for good
+	listMu    sync.Mutex    // one listing at a time
+	dialMu    sync.Mutex    // one attempt to make the session at a time
+	log       *slog.Logger
+	logs      lineBudget // the session's log lines (MaxMCPSessionLogLines)
+
+	mu      sync.Mutex
+	d       *extensions.Descriptor // the admitted plan
+	hash    string                 // its hash
+	session *mcp.ClientSession
+	tools   []mcpTool
+	err     *refusal.Refusal
+	closed  bool
+	tried   time.Time // when the session was last made, or tried
+	// listing and relist coalesce listings: at most one runs and one more is asked for,
+	// however many list_changed notifications arrive meanwhile.
+	listing, relist bool
+	// viewSeen is the content digest of each tool's view as last read (by ReadView, or when a
+	// plan was staged), by the server's tool name.
+	viewSeen map[string]string
+	// reconnecting is set while reconnectLater runs; attempt and next say where it is.
+	reconnecting bool
+	attempt      int
+	next         time.Time
+}
+
+// newMCPConn returns the session of loaded descriptor x, not yet connected.
+func (rt *Runtime) newMCPConn(x Loaded, budget *Budget) *mcpConn {
+	getenv := os.Getenv
+	if rt.Fetcher != nil && rt.Fetcher.Getenv != nil {
+		getenv = rt.Fetcher.Getenv
+	}
+	c := &mcpConn{rt: rt, id: x.Descriptor.ID, url: x.Descriptor.MCP.URL, bounds: x.Descriptor.Bounds, d: x.Descriptor, hash: extensions.Disclose(x.Descriptor, extensions.Machine, x.Raw).Hash,
+		ready: make(chan struct{}), done: make(chan struct{}), log: rt.logger().With("extension", x.Descriptor.ID), viewSeen: map[string]string{}}
+	c.transport = &mediatedTransport{d: x.Descriptor, budget: budget, base: rt.Fetcher.baseTransport(), getenv: getenv, requestTimeout: rt.Fetcher.requestTimeout(),
+		log: func(method, url, request string, err error) {
+			if err != nil {
+				c.logf(slog.LevelInfo, "mcp request refused", "method", method, "url", url, "request", request, "refused", refusal.RuleOf(err), "err", err.Error())
+				return
+			}
+			c.logf(slog.LevelDebug, "mcp request", "method", method, "url", url, "request", request)
+		}}
+	return c
+}
+
+// lineBudget counts one session's log lines in the current MCPLogWindow.
+type lineBudget struct {
+	mu            sync.Mutex
+	start         time.Time
+	n, suppressed int
+}
+
+// logf writes a line of c's log, unless MaxMCPSessionLogLines are written in this window: a
+// server cannot fill the relay's log however much it makes the session say.
+func (c *mcpConn) logf(level slog.Level, msg string, args ...any) {
+	b := &c.logs
+	b.mu.Lock()
+	now := time.Now()
+	var suppressed int
+	if now.Sub(b.start) >= MCPLogWindow {
+		suppressed = b.suppressed
+		b.start, b.n, b.suppressed = now, 0, 0
+	}
+	write := b.n < MaxMCPSessionLogLines
+	if write {
+		b.n++
+	} else {
+		b.suppressed++
+	}
+	b.mu.Unlock()
+	if suppressed > 0 {
+		c.log.Warn("mcp session log lines suppressed", "suppressed", suppressed, "bound", MaxMCPSessionLogLines, "window", MCPLogWindow.String())
+	}
+	if write {
+		c.log.Log(context.Background(), level, msg, args...)
+	}
+}
+
+// flushLog writes how many lines of the window were suppressed, if any.
+func (c *mcpConn) flushLog() {
+	b := &c.logs
+	b.mu.Lock()
+	suppressed := b.suppressed
+	b.suppressed = 0
+	b.mu.Unlock()
+	if suppressed > 0 {
+		c.log.Warn("mcp session log lines suppressed", "suppressed", suppressed, "bound", MaxMCPSessionLogLines, "window", MCPLogWindow.String())
+	}
+}
+
+// connect makes the session and lists the server's tools; it runs once, in its own goroutine.
+func (c *mcpConn) connect() {
+	defer close(c.ready)
+	c.dial()
+}
+
+// revive makes the session again when there is none (the first attempt failed, or a call found
+// it broken), at most once every retry interval: each attempt spends requests of the budget, so
+// a server that is down is not asked again on every call. It returns once the attempt ended.
+func (c *mcpConn) revive() {
+	c.dialMu.Lock()
+	defer c.dialMu.Unlock()
+	c.mu.Lock()
+	wait := c.rt.MCPRetryInterval
+	if wait <= 0 {
+		wait = MCPRetryInterval
+	}
+	skip := c.session != nil || c.closed || time.Since(c.tried) < wait
+	c.mu.Unlock()
+	if !skip {
+		c.dial()
+	}
+}
+
+// retryInterval is the runtime's MCPRetryInterval, or the default.
+func (c *mcpConn) retryInterval() time.Duration {
+	if c.rt.MCPRetryInterval > 0 {
+		return c.rt.MCPRetryInterval
+	}
+	return MCPRetryInterval
+}
+
+// reconnectLater makes a session that broke by itself again, in the background: at most
+// MCPReconnectAttempts attempts, the wait before each doubling from the retry interval up to
+// MCPReconnectMaxWait, and none once the session is up, the budget is spent or c is closed.
+// One runs at a time.
+func (c *mcpConn) reconnectLater() {
+	c.mu.Lock()
+	if c.reconnecting || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.reconnecting = true
+	c.mu.Unlock()
+	go func() {
+		defer func() {
+			c.mu.Lock()
+			c.reconnecting, c.attempt = false, 0
+			c.mu.Unlock()
+		}()
+		wait := c.retryInterval()
+		for attempt := 1; attempt <= MCPReconnectAttempts; attempt++ {
+			c.mu.Lock()
+			c.attempt, c.next = attempt, time.Now().Add(wait)
+			c.mu.Unlock()
+			timer := time.NewTimer(wait)
+			select {
+			case <-timer.C:
+			case <-c.done:
+				timer.Stop()
+				return
+			}
+			c.dialMu.Lock()
+			c.mu.Lock()
+			up, closed := c.session != nil, c.closed
+			c.mu.Unlock()
+			if !up && !closed {
+				c.dial()
+			}
+			c.dialMu.Unlock()
+			c.mu.Lock()
+			up, spent := c.session != nil && c.err == nil, c.err != nil && c.err.Rule == refusal.BudgetExhausted
+			c.mu.Unlock()
+			if up || spent || closed {
+				return
+			}
+			wait = min(2*wait, MCPReconnectMaxWait)
+		}
+	}()
+}
+
+// broke drops session, which failed a call with no answer from the server, so the next call
+// makes a new one (revive).
+func (c *mcpConn) broke(session *mcp.ClientSession, r *refusal.Refusal) {
+	c.mu.Lock()
+	if c.session != session {
+		c.mu.Unlock()
+		return
+	}
+	c.session, c.err = nil, r
+	c.mu.Unlock()
+	session.Close()
+}
+
+// dial makes the session and lists the server's tools, or records why it could not.
+func (c *mcpConn) dial() {
+	c.mu.Lock()
+	c.tried = time.Now()
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), extensions.MCPConnectTimeout)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "voicebox", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(_ context.Context, req *mcp.ToolListChangedRequest) { c.toolsChanged(req.Session) },
+	})
+	transport := &mcp.StreamableClientTransport{Endpoint: c.url, HTTPClient: mediatedClient(c.transport), MaxRetries: mcpConnectRetries,
+		MaxEventSize: extensions.ResponseBound(c.bounds)}
+	c.transport.last.Store(nil)
+	session, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		r := c.refusalOf(ctx, err, "connecting to")
+		c.fail(r)
+		if r.Rule != refusal.BudgetExhausted {
+			c.reconnectLater()
+		}
+		return
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		session.Close()
+		return
+	}
+	c.session, c.err = session, nil
+	c.mu.Unlock()
+	c.list()
+}
+
+// fail records why there is no session.
+func (c *mcpConn) fail(r *refusal.Refusal) {
+	c.mu.Lock()
+	c.err = r
+	c.mu.Unlock()
+	c.logf(slog.LevelWarn, "mcp session", "refused", r.Rule, "why", r.Why)
+}
+
+// toolsChanged hears the server's notifications/tools/list_changed on session. Each spends a
+// request of the budget, as the listing it may cause does; one the budget has no request for
+// ends the session (budget-exhausted), so a server that floods is stopped, and one that comes
+// while a listing runs only asks for one more (requestList).
+func (c *mcpConn) toolsChanged(session *mcp.ClientSession) {
+	c.mu.Lock()
+	current := c.session == session && session != nil
+	c.mu.Unlock()
+	if !current {
+		return // the session was ended: what else it says is not read
+	}
+	if _, err := c.transport.budget.take(); err != nil {
+		r := refusal.New(refusal.BudgetExhausted, "the server sent more tools/list_changed notifications than %s's request budget holds (each spends a request, %s spent); the session is ended and no further listing is made", c.id, c.transport.budget.spent())
+		c.mu.Lock()
+		stop := c.session == session
+		if stop {
+			c.session, c.err = nil, r
+		}
+		c.mu.Unlock()
+		if stop {
+			c.logf(slog.LevelWarn, "mcp session stopped", "refused", r.Rule, "why", r.Why)
+			go session.Close() // not from the SDK's own handler, which Close waits for
+		}
+		return
+	}
+	c.requestList()
+}
+
+// requestList asks for a listing: it starts one when none runs, or has the running one followed
+// by exactly one more. At most one listing runs and one waits, per session.
+func (c *mcpConn) requestList() {
+	c.mu.Lock()
+	if c.listing {
+		c.relist = true
+		c.mu.Unlock()
+		return
+	}
+	c.listing = true
+	c.mu.Unlock()
+	go func() {
+		for {
+			c.list()
+			c.mu.Lock()
+			again := c.relist && !c.closed
+			c.relist, c.listing = false, again
+			c.mu.Unlock()
+			if !again {
+				return
+			}
+		}
+	}()
+}
+
+// refusalOf names the failure err of an exchange with the server: the transport's own refusal
+// when it made one (the SDK words a transport's failure its own way), a deadline as tool-timeout,
+// anything else mcp-unreachable.
+func (c *mcpConn) refusalOf(ctx context.Context, err error, doing string) *refusal.Refusal {
+	if r, ok := refusal.As(err); ok {
+		return r
+	}
+	if r := c.transport.last.Load(); r != nil {
+		return r
+	}
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+		return refusal.New(refusal.ToolTimeout, "%s did not answer within %s", Redact(c.url), extensions.MCPCallTimeout)
+	}
+	return refusal.New(refusal.MCPUnreachable, "%s %s failed: %s", doing, Redact(c.url), clipWhy(err.Error()))
+}
+
+func clipWhy(s string) string {
+	s = strings.ToValidUTF8(s, "")
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
+// list reads the server's tools again (at most extensions.MaxMCPTools), judges each, and tells
+// the runtime, which stages a new plan when the server added tools.
+func (c *mcpConn) list() {
+	c.listMu.Lock()
+	defer c.listMu.Unlock()
+	c.mu.Lock()
+	session := c.session
+	c.mu.Unlock()
+	if session == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), extensions.MCPConnectTimeout)
+	defer cancel()
+	var tools []mcpTool
+	seen := map[string]bool{}
+	for t, err := range session.Tools(ctx, nil) {
+		if err != nil {
+			// A session whose listing failed is dropped and made again by itself: a server that
+			// died mid-listing is not left with a session that never lists.
+			r := c.refusalOf(ctx, err, "listing the tools of")
+			c.fail(r)
+			c.broke(session, r)
+			if r.Rule != refusal.BudgetExhausted {
+				c.reconnectLater()
+			}
+			return
+		}
+		if len(tools) == extensions.MaxMCPTools {
+			break
+		}
+		if t == nil || seen[t.Name] {
+			continue // a server that lists a tool twice is read once
+		}
+		seen[t.Name] = true
+		tools = append(tools, judgeTool(t))
+	}
+	c.mu.Lock()
+	if c.session != session {
+		c.mu.Unlock()
+		return // the session ended while it listed (stopped, broken or closed): its listing is not read
+	}
+	c.tools, c.err = tools, nil
+	c.mu.Unlock()
+	c.rt.mcpListed(c)
+}
+
+// judgeTool checks t's name, input schema and view against what can be offered.
+func judgeTool(t *mcp.Tool) mcpTool {
+	out := mcpTool{tool: t}
+	if t.Name == "" || len(t.Name) > extensions.MaxMCPToolNameBytes {
+		out.why = fmt.Sprintf("its name is not 1 to %d bytes", extensions.MaxMCPToolNameBytes)
+		return out
+	}
+	if r := names.Check("its name", t.Name); r != nil {
+		shown := *t
+		shown.Name = names.Escape(t.Name) // listed as it is, without reordering the panel
+		out.tool, out.why = &shown, r.Error()
+		return out
+	}
+	if len(viewURI(t)) > extensions.MaxMCPViewURIBytes {
+		out.why = fmt.Sprintf("its view's URI is over %d bytes", extensions.MaxMCPViewURIBytes)
+		return out
+	}
+	raw, err := json.Marshal(t.InputSchema)
+	if err != nil {
+		out.why = "its input schema cannot be read"
+		return out
+	}
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(raw, &doc) == nil {
+		var draft string
+		if json.Unmarshal(doc["$schema"], &draft) == nil && slices.Contains(draftURIs, draft) {
+			delete(doc, "$schema")
+			raw, _ = json.Marshal(doc)
+		}
+	}
+	s, err := toolschema.Parse(raw)
+	if err != nil {
+		out.why = "its input schema is outside the supported subset: " + clipWhy(err.Error())
+		return out
+	}
+	out.params, out.schema, out.def = raw, s, definitionOf(t)
+	return out
+}
+
+// definitionOf is t as a plan pins it: SHA256 over every field of it the model or the gate
+// reads (name, title, description, input and output schema, annotations, _meta.ui), and what
+// the plan shows the person of them. It is the one judge of "the same tool" for staging,
+// admission (the pins are in the admitted bytes) and every listing.
+func definitionOf(t *mcp.Tool) extensions.MCPToolDefinition {
+	bound, _ := json.Marshal(struct {
+		Name         string               `json:"name"`
+		Title        string               `json:"title"`
+		Description  string               `json:"description"`
+		InputSchema  any                  `json:"inputSchema"`
+		OutputSchema any                  `json:"outputSchema"`
+		Annotations  *mcp.ToolAnnotations `json:"annotations"`
+		UI           any                  `json:"ui"`
+	}{t.Name, t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations, t.Meta["ui"]})
+	sum := sha256.Sum256(bound)
+	def := extensions.MCPToolDefinition{Name: t.Name, Title: clipText(t.Title, extensions.MaxMCPTitleBytes), Description: clipText(t.Description, extensions.MaxMCPDescriptionBytes),
+		View: viewURI(t), SHA256: hex.EncodeToString(sum[:])}
+	if a := t.Annotations; a != nil {
+		def.Annotations = &extensions.MCPAnnotations{Title: clipText(a.Title, extensions.MaxMCPTitleBytes), ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+			IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+	}
+	return def
+}
+
+// Why a listed tool is not offered, when it is inside the subset.
+const (
+	whyListedLater  = "the server listed it after the admission; it waits for a person to admit the new plan"
+	whyNotPinned    = "it was admitted before the plan pinned its definition; it waits for a person to admit the new plan, which pins it"
+	whyChanged      = "the server changed it since the admission (its title, description, input or output schema, annotations or view); it waits for a person to admit the new plan, and the model is not given the new definition before"
+	whyViewChanged  = "its view's content changed since the admission; it waits for a person to admit the new plan"
+	whyViewUnpinned = "its view could not be read when its plan was made, so the plan does not pin the view's content; it waits for a person to admit the new plan, which does"
+)
+
+// pinned returns the admitted definition of t when the server lists t as it was admitted, or
+// why t is not offered. c.mu is held.
+func (c *mcpConn) pinned(t *mcpTool) (*extensions.MCPToolDefinition, string) {
+	name := t.tool.Name
+	switch a := c.d.MCP.Definition(name); {
+	case t.schema == nil:
+		return nil, t.why
+	case !slices.Contains(c.d.MCP.Tools, name):
+		return nil, whyListedLater
+	case a == nil:
+		return nil, whyNotPinned
+	case a.SHA256 != t.def.SHA256:
+		return nil, whyChanged
+	default:
+		if seen, ok := c.viewSeen[name]; ok && a.View != "" && seen != a.ViewSHA256 {
+			if a.ViewSHA256 == "" {
+				return nil, whyViewUnpinned
+			}
+			return nil, whyViewChanged
+		}
+		return a, ""
+	}
+}
+
+// status says what a listing shows of c, and the tools it offers now: those the plan admits
+// that the server still lists, inside the subset.
+func (c *mcpConn) status() (MCPStatus, []ToolInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := MCPStatus{URL: c.d.MCP.URL, Connected: c.session != nil && c.err == nil, Unavailable: []UnavailableTool{}, Requests: c.transport.budget.spent()}
+	if c.err != nil {
+		st.Refused, st.Why = c.err.Rule, c.err.Why
+	}
+	if c.reconnecting && c.attempt > 0 {
+		st.Reconnect = fmt.Sprintf("the session broke; the relay makes it again by itself: attempt %d of %d at %s", c.attempt, MCPReconnectAttempts, c.next.UTC().Format(time.RFC3339))
+	}
+	var offered []ToolInfo
+	for i := range c.tools {
+		t := &c.tools[i]
+		a, why := c.pinned(t)
+		if a == nil {
+			st.Unavailable = append(st.Unavailable, UnavailableTool{t.tool.Name, refusal.ToolUnavailable, why})
+			continue
+		}
+		// What the model and the gate read is the admitted definition, which the listing matches.
+		offered = append(offered, ToolInfo{Name: extensions.MCPModelName(c.d.ID, a.Name), Description: a.Description,
+			Primitive: MCPPrimitive, Params: t.params, URL: c.d.MCP.URL, ReadOnly: a.Annotations.ReadOnly(), View: a.View})
+	}
+	return st, offered
+}
+
+func clipText(s string, n int) string {
+	s = strings.ToValidUTF8(s, "")
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
+}
+
+// viewURI is the ui:// resource of t's MCP Apps view (its _meta.ui.resourceUri), or "".
+func viewURI(t *mcp.Tool) string {
+	ui, _ := t.Meta["ui"].(map[string]any)
+	uri, _ := ui["resourceUri"].(string)
+	if !strings.HasPrefix(uri, "ui://") {
+		return ""
+	}
+	return uri
+}
+
+// sameServer reports whether d is a plan of c's server with c's bounds: only its admitted tools
+// may differ, so the session can stay.
+func (c *mcpConn) sameServer(d *extensions.Descriptor) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return d.MCP != nil && d.MCP.URL == c.url && string(extensions.BoundsJSON(d.Bounds)) == string(extensions.BoundsJSON(c.bounds))
+}
+
+// admit makes x, a new plan of c's server (sameServer), the one c offers tools by.
+func (c *mcpConn) admit(x Loaded) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.d, c.hash = x.Descriptor, extensions.Disclose(x.Descriptor, extensions.Machine, x.Raw).Hash
+}
+
+// close ends the session.
+func (c *mcpConn) close() {
+	c.mu.Lock()
+	if !c.closed {
+		close(c.done)
+	}
+	c.closed = true
+	session := c.session
+	c.session = nil
+	c.mu.Unlock()
+	if session != nil {
+		session.Close()
+	}
+	c.flushLog()
+}
+
+// mcpListed stages a new plan of c's descriptor when the server lists a tool inside the subset
+// that the plan does not pin as it is listed now (definitionOf, and its view's content): a tool
+// added, or one redefined. The plan pins every tool the server lists inside the subset; the views
+// of those whose content is not known yet are read for it. Nothing new or changed runs until a
+// person admits it; tools the server no longer lists leave the plan.
+func (rt *Runtime) mcpListed(c *mcpConn) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	d := c.d
+	var tools []string
+	var defs []extensions.MCPToolDefinition
+	changed := false
+	for _, t := range c.tools {
+		if t.schema == nil {
+			continue
+		}
+		def := t.def
+		a := d.MCP.Definition(def.Name)
+		if seen, ok := c.viewSeen[def.Name]; ok && def.View != "" {
+			def.ViewSHA256 = seen
+		} else if a != nil && a.View == def.View {
+			def.ViewSHA256 = a.ViewSHA256 // not read since: taken as admitted until a read says otherwise
+		}
+		if a == nil || a.SHA256 != def.SHA256 || a.ViewSHA256 != def.ViewSHA256 {
+			changed = true
+		}
+		tools, defs = append(tools, def.Name), append(defs, def)
+	}
+	c.mu.Unlock()
+	rt.changed("tools-changed", d.ID)
+	if !changed {
+		return
+	}
+	for i := range defs {
+		if defs[i].View != "" && defs[i].ViewSHA256 == "" {
+			defs[i].ViewSHA256 = c.viewDigest(defs[i].Name, defs[i].View) // "" when it cannot be read: the view waits
+		}
+	}
+	next := *d
+	next.MCP = &extensions.MCPServer{URL: d.MCP.URL, Tools: tools, Definitions: defs}
+	raw, err := json.Marshal(&next)
+	if err != nil {
+		return
+	}
+	if _, staged, err := rt.Admissions.Proposal(d.ID); err == nil && string(staged) == string(raw) {
+		return
+	}
+	if _, err := rt.Stage(raw); err != nil {
+		c.logf(slog.LevelWarn, "mcp new plan not staged", "err", err.Error())
+	}
+}
+
+// viewDigest reads view, the ui:// resource of tool name, and returns its content's digest
+// (viewContentDigest), recording it as seen; "" when it cannot be read as a view.
+func (c *mcpConn) viewDigest(name, view string) string {
+	c.mu.Lock()
+	session := c.session
+	c.mu.Unlock()
+	if session == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), extensions.MCPCallTimeout)
+	defer cancel()
+	res, err := session.ReadResource(ctx, &mcp.ReadResourceParams{URI: view})
+	if err != nil {
+		return ""
+	}
+	html := viewContent(res, view)
+	if html == nil {
+		return ""
+	}
+	digest := viewContentDigest(html)
+	c.mu.Lock()
+	c.viewSeen[name] = digest
+	c.mu.Unlock()
+	return digest
+}
+
+// viewContent is the item of res that is view uri's HTML, or nil.
+func viewContent(res *mcp.ReadResourceResult, uri string) *mcp.ResourceContents {
+	for _, item := range res.Contents {
+		if item != nil && item.URI == uri && strings.EqualFold(strings.ReplaceAll(item.MIMEType, " ", ""), ViewMIMEType) && item.Text != "" {
+			return item
+		}
+	}
+	return nil
+}
+
+// viewContentDigest binds what of a view's resource the page is given: its HTML and its _meta.ui
+// (the domains it declares).
+func viewContentDigest(html *mcp.ResourceContents) string {
+	b, _ := json.Marshal(struct {
+		Text string `json:"text"`
+		UI   any    `json:"ui"`
+	}{html.Text, html.Meta["ui"]})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// callMCP calls tool (the model's name, MCPModelName) of remote MCP extension d with args.
+func (rt *Runtime) callMCP(ctx context.Context, d *extensions.Descriptor, tool string, args json.RawMessage, note *callNote) (json.RawMessage, error) {
+	note.primitive = MCPPrimitive
+	rt.mu.Lock()
+	c := rt.mcp[d.ID]
+	rt.mu.Unlock()
+	name, ok := strings.CutPrefix(tool, d.ID+extensions.MCPToolSeparator)
+	if c == nil || !ok {
+		return nil, refusal.New(refusal.UnknownTool, "extension %s has no tool %q; its tools are named %s<tool>", d.ID, tool, d.ID+extensions.MCPToolSeparator)
+	}
+	note.observed = map[string]any{"server": Redact(d.MCP.URL), "tool": name}
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return nil, refusal.New(refusal.ToolTimeout, "the session with %s was not ready before the call's deadline", Redact(d.MCP.URL))
+	}
+	c.revive()
+	t, session, err := c.callable(name)
+	if err != nil {
+		return nil, err
+	}
+	argMap, err := t.schema.Validate(args)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, extensions.MCPCallTimeout)
+	defer cancel()
+	c.transport.last.Store(nil)
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: argMap})
+	note.observed["requests"] = c.transport.budget.spent()
+	if err != nil {
+		r := c.refusalOf(ctx, err, "calling "+name+" of")
+		if r.Rule == refusal.MCPUnreachable {
+			c.broke(session, r) // the server is gone or forgot the session: the next call makes one
+		}
+		rt.logger().Info("extension call refused", "extension", d.ID, "tool", name, "refused", r.Rule, "why", r.Why)
+		return nil, r
+	}
+	out, r := mcpResult(res)
+	if r != nil {
+		return nil, r
+	}
+	rt.logger().Info("extension call", "extension", d.ID, "tool", name, "requests", note.observed["requests"])
+	out.Server, out.Tool, out.Requests = Redact(d.MCP.URL), name, c.transport.budget.spent()
+	return json.Marshal(out)
+}
+
+// callable returns tool name of c's listing and the session, or why it cannot be called.
+func (c *mcpConn) callable(name string) (*mcpTool, *mcp.ClientSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.session == nil {
+		if c.err != nil {
+			return nil, nil, c.err
+		}
+		return nil, nil, refusal.New(refusal.MCPUnreachable, "there is no session with %s", Redact(c.d.MCP.URL))
+	}
+	for i := range c.tools {
+		t := &c.tools[i]
+		if t.tool.Name != name {
+			continue
+		}
+		if a, why := c.pinned(t); a == nil {
+			return nil, nil, refusal.New(refusal.ToolUnavailable, "%s of %s is not offered: %s (in the Extensions panel)", name, c.d.ID, why)
+		}
+		return t, c.session, nil
+	}
+	return nil, nil, refusal.New(refusal.UnknownTool, "the server of %s does not list a tool %q now", c.d.ID, name)
+}
+
+// MCPResult is the answer of a remote MCP tool: its text content joined, its images and audio
+// as media, its structured content, and where it came from.
+type MCPResult struct {
+	Text       string     `json:"text"`
+	Truncated  bool       `json:"truncated,omitempty"`
+	Media      []MCPMedia `json:"media,omitempty"`
+	Structured any        `json:"structuredContent,omitempty"`
+	Server     string     `json:"server"`
+	Tool       string     `json:"tool"`
+	// Requests is how many requests of the budget are spent after the call, as "7/50".
+	Requests string `json:"requests"`
+}
+
+// MCPMedia is an image or audio item of a result.
+type MCPMedia struct {
+	Kind     string `json:"kind"` // image or audio
+	MIMEType string `json:"mimeType"`
+	Data     string `json:"data"` // base64
+}
+
+// mcpResult maps res to the assistant's result shape; a result marked isError is a refusal
+// (mcp-tool-error) with its text.
+func mcpResult(res *mcp.CallToolResult) (*MCPResult, *refusal.Refusal) {
+	out := &MCPResult{Structured: res.StructuredContent}
+	var text []string
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			text = append(text, c.Text)
+		case *mcp.ImageContent:
+			out.Media = append(out.Media, MCPMedia{"image", c.MIMEType, base64.StdEncoding.EncodeToString(c.Data)})
+		case *mcp.AudioContent:
+			out.Media = append(out.Media, MCPMedia{"audio", c.MIMEType, base64.StdEncoding.EncodeToString(c.Data)})
+		case *mcp.ResourceLink:
+			text = append(text, "resource: "+c.URI)
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil && c.Resource.Text != "" {
+				text = append(text, c.Resource.Text)
+			}
+		}
+	}
+	out.Text = strings.Join(text, "\n")
+	if len(out.Text) > MaxMCPResultText {
+		out.Text, out.Truncated = strings.ToValidUTF8(out.Text[:MaxMCPResultText], ""), true
+	}
+	if res.IsError {
+		return nil, refusal.New(refusal.MCPToolError, "the tool answered with an error: %s", clipText(out.Text, 1000))
+	}
+	return out, nil
+}
+
+// ViewMIMEType is the MIME type of an MCP Apps view (a ui:// resource of HTML).
+const ViewMIMEType = "text/html;profile=mcp-app"
+
+// View is an MCP Apps view of a remote MCP tool, as the page shows it in the mini-app sandbox.
+type View struct {
+	Extension string `json:"extension"`
+	// Tool is the name the model calls the tool by; Server the server's own name of it.
+	Tool   string `json:"tool"`
+	Server string `json:"serverTool"`
+	URI    string `json:"uri"`
+	HTML   string `json:"html"`
+	// Description and InputSchema are the tool's, for the view's host context (toolInfo).
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	// CSP is what of the view's declared domains (_meta.ui.csp) it is given: those within the
+	// extension's bounds.hosts (extensions.ViewPolicy). Policy is the token the page frames the
+	// view's bridge with (?view=) for them, "" when nothing is given. Dropped are the declared
+	// domains it is not given, each with why, for the view's card.
+	CSP     extensions.ViewCSP         `json:"csp"`
+	Policy  string                     `json:"policy,omitempty"`
+	Dropped []extensions.DroppedDomain `json:"dropped,omitempty"`
+}
+
+// ReadView reads the view of tool (the model's name of it) of admitted remote MCP extension id:
+// resources/read of its ui:// resource through the session, which must answer one text item of
+// ViewMIMEType, within the descriptor's response bound. Only a tool that is offered has a view.
+func (rt *Runtime) ReadView(ctx context.Context, id, tool string) (*View, error) {
+	rt.mu.Lock()
+	x, ok := rt.loaded[id]
+	c := rt.mcp[id]
+	rt.mu.Unlock()
+	if !ok || c == nil {
+		return nil, refusal.New(refusal.NotAdmitted, "extension %q is not an admitted remote MCP extension", id)
+	}
+	name, _ := strings.CutPrefix(tool, id+extensions.MCPToolSeparator)
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return nil, refusal.New(refusal.ToolTimeout, "the session with %s was not ready", Redact(c.url))
+	}
+	c.revive()
+	t, session, err := c.callable(name)
+	if err != nil {
+		return nil, err
+	}
+	uri := t.def.View
+	if uri == "" {
+		return nil, refusal.New(refusal.NotFound, "%s has no MCP Apps view (no ui:// resource in its _meta.ui.resourceUri)", tool)
+	}
+	ctx, cancel := context.WithTimeout(ctx, extensions.MCPCallTimeout)
+	defer cancel()
+	c.transport.last.Store(nil)
+	res, err := session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	rec := AuditRecord{Act: ActCall, ID: id, Tool: tool, Primitive: MCPPrimitive, Observed: map[string]any{"view": uri, "requests": c.transport.budget.spent()}}
+	defer func() { rt.Admissions.Audit(rec) }()
+	if err != nil {
+		r := c.refusalOf(ctx, err, "reading the view of "+name+" from")
+		rec.Rule, rec.Why = r.Rule, r.Why
+		return nil, r
+	}
+	html := viewContent(res, uri)
+	if html == nil {
+		r := refusal.New(refusal.UnsupportedContentType, "the server answered no %s text for %s", ViewMIMEType, uri)
+		rec.Rule, rec.Why = r.Rule, r.Why
+		return nil, r
+	}
+	// The view shown is the one the plan pins: content read otherwise stages a new plan.
+	digest := viewContentDigest(html)
+	c.mu.Lock()
+	c.viewSeen[name] = digest
+	a, why := c.pinned(t) // nil unless digest is the one the plan pins
+	c.mu.Unlock()
+	if a == nil {
+		r := refusal.New(refusal.ToolUnavailable, "the view of %s is not shown: %s", tool, why)
+		rec.Rule, rec.Why = r.Rule, r.Why
+		go func() { c.listMu.Lock(); defer c.listMu.Unlock(); rt.mcpListed(c) }()
+		return nil, r
+	}
+	v := &View{Extension: x.Descriptor.ID, Tool: tool, Server: name, URI: uri, HTML: html.Text, Description: a.Description, InputSchema: t.params}
+	declared, dropped := extensions.DeclaredViewCSP(html.Meta)
+	v.CSP, v.Dropped = extensions.ViewPolicy(x.Descriptor.Bounds.Hosts, declared)
+	v.Dropped = append(dropped, v.Dropped...)
+	if len(v.CSP.Directives()) > 0 {
+		v.Policy = rt.views.issue(viewGrant{extension: x.Descriptor.ID, serverTool: name, declared: declared})
+	}
+	if len(v.Dropped) > 0 {
+		rec.Observed["viewDomainsDropped"] = len(v.Dropped)
+	}
+	return v, nil
+}

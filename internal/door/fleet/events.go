@@ -1,0 +1,481 @@
+package fleet
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/voicebox-go/voicebox/internal/core/assistant"
+	"github.com/voicebox-go/voicebox/internal/shared/approval"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+)
+
+// DecisionWait bounds how long a decision on an approval this relay does not hold, and did not
+// hear asked for, waits on the shared subject for the relay that holds it to say so (the others
+// stay silent); past it the decision finds nothing (404 not-found). A decision on an approval
+// this relay heard asked for goes to the asking relay's own subject, which always answers.
+const DecisionWait = time.Second
+
+// MaxEventBytes bounds an event frame taken from the fleet; a larger one is dropped.
+const MaxEventBytes = 256 << 10
+
+// relayHeader names the relay a fleet message came from, so a relay skips its own.
+const relayHeader = "Voicebox-Relay"
+
+// EventSink is what the fleet's events reach on this relay (internal/core/assistant's *Tools).
+type EventSink interface {
+	DeliverEvent(frame []byte)
+	DecideLocal(id string, approve bool) bool
+}
+
+// Events carries a relay's event stream and approval decisions to the fleet's other relays (an
+// assistant.Fleet): every event a catalogue publishes goes out on <prefix>.events, and every
+// relay hands those of the others to its own /api/events streams; a decision on an approval this
+// relay does not hold is asked of the others on <prefix>.approvals, and the relay holding it
+// answers. While NATS is away events stay on their own relay (they are not queued).
+//
+// Each relay also says it is alive on <prefix>.presence (heartbeatsPerTTL times per lease TTL)
+// and keeps the approvals the others asked for (their "approval" events, until settled): when
+// the relay that asked for one stops being heard for a lease TTL (it died, or lost NATS), every
+// relay that still hears the fleet ends it on its own event streams with one "approval-settled"
+// event, outcome RequesterGone, and a decision posted for it afterwards is refused
+// approval-requester-gone instead of finding nothing.
+type Events struct {
+	f    *Fleet
+	c    EventSink
+	subs []*nats.Subscription
+
+	mu       sync.Mutex
+	watching *nats.Subscription // on <prefix>.watching while a page follows this relay's stream
+	closed   bool
+
+	peerMu sync.Mutex
+	heard  map[string]time.Time      // when each other relay was last heard, on this clock
+	left   map[string]bool           // the relays that said they leave, until heard again
+	asked  map[string]remoteApproval // the other relays' approvals still waiting, by id
+	gone   map[string]time.Time      // approvals ended RequesterGone, until their deadline
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// RequesterGone is the outcome, in the "approval-settled" event, of an approval whose requesting
+// relay stopped being heard by the fleet.
+const RequesterGone = "requester-gone"
+
+// MaxRemoteApprovals bounds the other relays' approvals a relay keeps track of, and apart from
+// them the ones it remembers as ended RequesterGone: past it, the oldest deadline is forgotten
+// first, so a flood of approval events from the fleet cannot grow a relay's memory.
+const MaxRemoteApprovals = 1024
+
+// leavingMessage is what a relay that closes says on <prefix>.presence, so the others end its
+// approvals at once instead of after a lease TTL of silence.
+const leavingMessage = "leaving"
+
+// remoteApproval is an approval another relay asked for.
+type remoteApproval struct {
+	relay    string
+	deadline time.Time
+}
+
+var _ assistant.Fleet = (*Events)(nil)
+
+type decision struct {
+	ID      string `json:"id"`
+	Approve bool   `json:"approve"`
+}
+
+// NewEvents starts carrying c's events to and from the fleet. Close it before the fleet.
+func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
+	e := &Events{f: f, c: c, heard: map[string]time.Time{}, left: map[string]bool{}, asked: map[string]remoteApproval{}, gone: map[string]time.Time{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	sub, err := f.nc.Subscribe(f.subject("events"), func(m *nats.Msg) {
+		from := m.Header.Get(relayHeader)
+		if from == f.ID() {
+			return
+		}
+		if !ValidEventFrame(m.Data) {
+			f.log.Warn("fleet: a malformed event from the fleet was dropped", "bytes", len(m.Data))
+			return
+		}
+		e.track(from, m.Data)
+		c.DeliverEvent(m.Data)
+	})
+	if err != nil {
+		close(e.done)
+		return nil, err
+	}
+	e.subs = append(e.subs, sub)
+	sub, err = f.nc.Subscribe(f.subject("presence"), func(m *nats.Msg) {
+		from := m.Header.Get(relayHeader)
+		if from == f.ID() || !validName(from, maxRelayIDBytes) {
+			return
+		}
+		e.peerMu.Lock()
+		e.heardLocked(from, string(m.Data) == leavingMessage)
+		e.peerMu.Unlock()
+		if string(m.Data) == leavingMessage {
+			e.endSilent()
+		}
+	})
+	if err != nil {
+		close(e.done)
+		e.Close()
+		return nil, err
+	}
+	e.subs = append(e.subs, sub)
+	sub, err = f.nc.Subscribe(f.subject("approvals"), func(m *nats.Msg) {
+		var d decision
+		if m.Header.Get(relayHeader) == f.ID() || json.Unmarshal(m.Data, &d) != nil {
+			return
+		}
+		if c.DecideLocal(d.ID, d.Approve) {
+			m.Respond([]byte(`{"ok":true}`))
+		}
+	})
+	if err != nil {
+		close(e.done)
+		e.Close()
+		return nil, err
+	}
+	e.subs = append(e.subs, sub)
+	// A decision addressed to this relay, on an approval the sender knows it asked for: always
+	// answered, held or not, so the sender never takes a slow answer for none.
+	sub, err = f.nc.Subscribe(f.subject("approvals."+f.ID()), func(m *nats.Msg) {
+		var d decision
+		if json.Unmarshal(m.Data, &d) != nil {
+			return
+		}
+		b, _ := json.Marshal(decisionReply{OK: c.DecideLocal(d.ID, d.Approve)})
+		m.Respond(b)
+	})
+	if err != nil {
+		close(e.done)
+		e.Close()
+		return nil, err
+	}
+	e.subs = append(e.subs, sub)
+	go e.beat()
+	return e, nil
+}
+
+// decisionReply is what the relay a decision was addressed to answers: whether it held the
+// approval.
+type decisionReply struct {
+	OK bool `json:"ok"`
+}
+
+// beat says this relay is alive heartbeatsPerTTL times per lease TTL, and ends the approvals of
+// the relays that fell silent.
+func (e *Events) beat() {
+	defer close(e.done)
+	t := time.NewTicker(e.f.cfg.LeaseTTL / heartbeatsPerTTL)
+	defer t.Stop()
+	for {
+		e.say("")
+		e.endSilent()
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// say publishes this relay's presence (or leavingMessage) when NATS is connected.
+func (e *Events) say(what string) {
+	if !e.f.Connected() {
+		return
+	}
+	m := &nats.Msg{Subject: e.f.subject("presence"), Data: []byte(what), Header: nats.Header{}}
+	m.Header.Set(relayHeader, e.f.ID())
+	e.f.nc.PublishMsg(m) // a lost beat is made up by the next
+}
+
+// track keeps what an event from relay from says of its approvals: asked for, or settled.
+func (e *Events) track(from string, frame []byte) {
+	if !validName(from, maxRelayIDBytes) {
+		return // not a relay's name: it could not be asked on its own subject
+	}
+	name, data := eventParts(frame)
+	if name != "approval" && name != "approval-settled" {
+		e.peerMu.Lock()
+		e.heardLocked(from, false)
+		e.peerMu.Unlock()
+		return
+	}
+	var ap struct {
+		ID       string    `json:"id"`
+		Deadline time.Time `json:"deadline"`
+	}
+	if json.Unmarshal(data, &ap) != nil || ap.ID == "" {
+		return
+	}
+	now := time.Now()
+	e.peerMu.Lock()
+	defer e.peerMu.Unlock()
+	e.heardLocked(from, false)
+	// An approval is the relay's that said it asked first (ids are random: nobody else can know
+	// one before it is published), and only that relay settles it; a later claim on the same id
+	// from another name is not believed, so it cannot be made to end as its requester's going.
+	had, known := e.asked[ap.ID]
+	if known && had.relay != from {
+		return
+	}
+	if name == "approval-settled" {
+		delete(e.asked, ap.ID)
+		return
+	}
+	if known {
+		return
+	}
+	// No approval waits longer than approval.Timeout: a later deadline is not believed.
+	deadline := ap.Deadline
+	if latest := now.Add(approval.Timeout); deadline.IsZero() || deadline.After(latest) {
+		deadline = latest
+	}
+	if len(e.asked) >= MaxRemoteApprovals {
+		dropOldest(e.asked, func(a remoteApproval) time.Time { return a.deadline })
+	}
+	e.asked[ap.ID] = remoteApproval{relay: from, deadline: deadline}
+}
+
+// heardLocked records that relay from was heard now, saying it leaves or not. A relay is heard
+// only while something of it waits here or it spoke within two lease TTLs (endSilent forgets the
+// others), so relay names made up on the fleet's subjects cannot grow this. The caller holds
+// peerMu.
+func (e *Events) heardLocked(from string, leaving bool) {
+	if from == "" {
+		return
+	}
+	e.heard[from] = time.Now()
+	if leaving {
+		e.left[from] = true
+	} else {
+		delete(e.left, from)
+	}
+}
+
+// endSilent ends, on this relay's event streams, every approval whose relay has not been heard
+// for a lease TTL while this relay was connected to NATS: one approval-settled event each,
+// outcome RequesterGone.
+func (e *Events) endSilent() {
+	if !e.f.Connected() {
+		return
+	}
+	now := time.Now()
+	joined := e.f.joinedAt() // the others are given a lease TTL from each reconnection to be heard
+	var ended []string
+	e.peerMu.Lock()
+	for id, a := range e.asked {
+		if !now.Before(a.deadline) {
+			delete(e.asked, id) // its own relay settles it, or nobody can any more
+			continue
+		}
+		last := e.heard[a.relay]
+		if last.Before(joined) { // not heard since NATS came back: silent since then
+			last = joined
+		}
+		if !e.left[a.relay] && now.Sub(last) < e.f.cfg.LeaseTTL {
+			continue
+		}
+		delete(e.asked, id)
+		for k, until := range e.gone {
+			if !now.Before(until) {
+				delete(e.gone, k)
+			}
+		}
+		if len(e.gone) >= MaxRemoteApprovals {
+			dropOldest(e.gone, func(t time.Time) time.Time { return t })
+		}
+		e.gone[id] = a.deadline
+		ended = append(ended, id)
+	}
+	for k, t := range e.heard { // what is silent this long has nothing left waiting here
+		if now.Sub(t) > 2*e.f.cfg.LeaseTTL {
+			delete(e.heard, k)
+			delete(e.left, k)
+		}
+	}
+	e.peerMu.Unlock()
+	for _, id := range ended {
+		e.f.log.Warn("fleet: an approval ended: the relay that asked for it is no longer heard", "id", id)
+		data, _ := json.Marshal(map[string]string{"id": id, "outcome": RequesterGone})
+		e.c.DeliverEvent(append(append([]byte("event: approval-settled\ndata: "), data...), "\n\n"...))
+	}
+}
+
+// dropOldest removes the entry of m whose time (by at) is earliest.
+func dropOldest[V any](m map[string]V, at func(V) time.Time) {
+	first, oldest := "", time.Time{}
+	for k, v := range m {
+		if t := at(v); first == "" || t.Before(oldest) {
+			first, oldest = k, t
+		}
+	}
+	delete(m, first)
+}
+
+// eventParts returns the name and the data of a frame ValidEventFrame accepted.
+func eventParts(frame []byte) (name string, data []byte) {
+	rest, _ := bytes.CutPrefix(frame, []byte("event: "))
+	n, rest, _ := bytes.Cut(rest, []byte("\n"))
+	data, _ = bytes.CutPrefix(rest, []byte("data: "))
+	return string(n), bytes.TrimSuffix(data, []byte("\n\n"))
+}
+
+// Close stops carrying events, and tells the others this relay leaves (so they end the
+// approvals it asked for at once).
+func (e *Events) Close() {
+	select {
+	case <-e.stop:
+	default:
+		close(e.stop)
+	}
+	<-e.done
+	e.say(leavingMessage)
+	for _, s := range e.subs {
+		s.Unsubscribe()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	if e.watching != nil {
+		e.watching.Unsubscribe()
+		e.watching = nil
+	}
+}
+
+// WatchedWait bounds how long a relay waits to hear whether a page follows another relay's
+// event stream. Nobody subscribed is known at once (NATS answers no responders); this bound
+// matters only when a relay that subscribed cannot answer.
+const WatchedWait = time.Second
+
+// Watching implements assistant.Fleet: while a page follows this relay's stream, the relay
+// answers on <prefix>.watching. NATS keeps the subscription across reconnects.
+func (e *Events) Watching(on bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.closed:
+	case on && e.watching == nil:
+		sub, err := e.f.nc.Subscribe(e.f.subject("watching"), func(m *nats.Msg) { m.Respond(nil) })
+		if err != nil {
+			e.f.log.Warn("fleet: the other relays cannot hear that a page follows this relay's events", "err", err)
+			return
+		}
+		// Flushed, so once this relay's page has its stream, every relay that asks hears it.
+		// With NATS away there is nothing to flush to (and a flush would wait out its bound):
+		// NATS registers the subscription when the connection is back.
+		if e.f.Connected() {
+			if err := e.f.nc.FlushTimeout(OpTimeout); err != nil {
+				e.f.log.Warn("fleet: the other relays may not hear yet that a page follows this relay's events", "err", err)
+			}
+		}
+		e.watching = sub
+	case !on && e.watching != nil:
+		e.watching.Unsubscribe()
+		e.watching = nil
+	}
+}
+
+// Watched implements assistant.Fleet: whether any relay answers on <prefix>.watching. With
+// NATS away it is false: nobody can be asked.
+func (e *Events) Watched() bool {
+	if !e.f.Connected() {
+		return false
+	}
+	_, err := e.f.nc.Request(e.f.subject("watching"), nil, WatchedWait)
+	return err == nil
+}
+
+// PublishEvent implements assistant.Fleet.
+func (e *Events) PublishEvent(frame []byte) {
+	if !e.f.Connected() {
+		return
+	}
+	m := &nats.Msg{Subject: e.f.subject("events"), Data: frame, Header: nats.Header{}}
+	m.Header.Set(relayHeader, e.f.ID())
+	if err := e.f.nc.PublishMsg(m); err != nil {
+		e.f.log.Info("fleet: an event stayed on this relay", "err", err)
+	}
+}
+
+// Decide implements assistant.Fleet: an approval this relay ended because its requester went
+// away is refused approval-requester-gone.
+func (e *Events) Decide(id string, approve bool) (bool, error) {
+	e.peerMu.Lock()
+	_, gone := e.gone[id]
+	e.peerMu.Unlock()
+	if gone {
+		return false, refusal.New(refusal.ApprovalRequesterGone, "the relay that asked for approval %q is no longer heard by the fleet (it stopped or lost its connection), so nothing was done and no decision can reach it; ask again if it is still wanted", id)
+	}
+	if !e.f.Connected() {
+		return false, nil
+	}
+	b, _ := json.Marshal(decision{ID: id, Approve: approve})
+	e.peerMu.Lock()
+	asked, known := e.asked[id]
+	e.peerMu.Unlock()
+	if known {
+		// The relay that asked is known (its approval event said so): it is asked, and it
+		// answers whether it held the request; no answer at all within OpTimeout is none.
+		m := &nats.Msg{Subject: e.f.subject("approvals." + asked.relay), Data: b, Header: nats.Header{}}
+		m.Header.Set(relayHeader, e.f.ID())
+		reply, err := e.f.nc.RequestMsg(m, OpTimeout)
+		var r decisionReply
+		if err == nil && json.Unmarshal(reply.Data, &r) == nil {
+			return r.OK, nil
+		}
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return false, nil
+		}
+		// Nobody subscribes to that relay's subject: it is gone (a relay of an older version
+		// is asked on the shared subject below).
+	}
+	m := &nats.Msg{Subject: e.f.subject("approvals"), Data: b, Header: nats.Header{}}
+	m.Header.Set(relayHeader, e.f.ID())
+	_, err := e.f.nc.RequestMsg(m, DecisionWait)
+	return err == nil, nil
+}
+
+// ValidEventFrame reports whether b is one server-sent event as a catalogue writes it, and
+// nothing else: "event: NAME\ndata: JSON\n\n" with a kebab-case NAME, one line of valid JSON,
+// at most MaxEventBytes. Anything else from the fleet is dropped before it reaches a page's
+// stream, so a message on the events subject cannot forge a second event, a retry directive or
+// a comment in the page's EventSource.
+func ValidEventFrame(b []byte) bool {
+	if len(b) > MaxEventBytes {
+		return false
+	}
+	rest, ok := bytes.CutPrefix(b, []byte("event: "))
+	if !ok {
+		return false
+	}
+	name, rest, ok := bytes.Cut(rest, []byte("\n"))
+	if !ok || !kebab(name) {
+		return false
+	}
+	data, ok := bytes.CutPrefix(rest, []byte("data: "))
+	if !ok {
+		return false
+	}
+	data, ok = bytes.CutSuffix(data, []byte("\n\n"))
+	return ok && !bytes.ContainsAny(data, "\r\n") && json.Valid(data)
+}
+
+func kebab(b []byte) bool {
+	if len(b) == 0 || len(b) > 64 || b[0] == '-' || b[len(b)-1] == '-' {
+		return false
+	}
+	for _, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,365 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voicebox-go/voicebox/internal/core/hoststate"
+	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+)
+
+// The names of the extension store in the fleet.
+const (
+	// extFilesBucket is the object store of proposals, admitted descriptors and their modules,
+	// by their names in the store (proposals/<id>.json, <id>.json, the modules' paths).
+	extFilesBucket = "extfiles"
+	// extLedgerStream is the stream of the ledger, one message per line, on <prefix>.ledger.
+	extLedgerStream = "ledger"
+	// extCodesBucket holds the approval codes' document under the key extCodesKey.
+	extCodesBucket = "extcodes"
+	extCodesKey    = "codes"
+	// extChangedSubject is published on after every ledger line: every other relay reloads its
+	// admitted set.
+	extChangedSubject = "extensions"
+)
+
+// MaxLedgerLineBytes bounds one line of the fleet's ledger (a ledger line is an action, an id,
+// a hash, who and when: under 300 bytes); the stream refuses a longer message.
+const MaxLedgerLineBytes = 4 << 10
+
+// ledgerFetchBatch is how many ledger lines one fetch asks for.
+const ledgerFetchBatch = 512
+
+// ExtensionStore is the fleet's extension store (the extension door's Store, internal/door/extensionhost,
+// which this package need not import): what is proposed, admitted, denied or revoked through one
+// relay is what every relay loads, and an approval code
+// issued on one relay is taken once across all of them (compare-and-set on the codes' key).
+// Proposals, descriptors and modules are objects of <prefix>_extfiles (an object store, so a
+// module of up to wasmtool's bound is chunked below NATS's payload limit); the ledger is the
+// append-only stream <prefix>_ledger; the codes' document is the key "codes" of
+// <prefix>_extcodes. Outstanding codes are held there in clear, as .pending-approval.json holds
+// them in a state directory: whoever reads NATS reads them.
+type ExtensionStore struct {
+	f *Fleet
+
+	mu      sync.Mutex
+	objects jetstream.ObjectStore
+	ledger  jetstream.Stream
+	back    <-chan struct{} // the handles above were made before this closed
+}
+
+// Extensions returns the fleet's extension store.
+func (f *Fleet) Extensions() *ExtensionStore { return &ExtensionStore{f: f} }
+
+// handles returns the object store and the ledger's stream, made on first use and again after
+// NATS reconnected (a NATS that came back empty has them made again).
+func (s *ExtensionStore) handles(ctx context.Context) (jetstream.ObjectStore, jetstream.Stream, error) {
+	if !s.f.Connected() {
+		return nil, nil, s.f.unavailable(nats.ErrDisconnected)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.objects != nil {
+		select {
+		case <-s.back:
+		default:
+			return s.objects, s.ledger, nil
+		}
+	}
+	back := s.f.reconnected()
+	obj, err := s.f.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: s.f.name(extFilesBucket), Storage: jetstream.FileStorage, Replicas: s.f.cfg.Replicas})
+	if err != nil {
+		return nil, nil, s.f.unavailable(err)
+	}
+	st, err := s.f.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: s.f.name(extLedgerStream), Subjects: []string{s.f.subject(extLedgerStream)},
+		Storage: jetstream.FileStorage, MaxMsgSize: MaxLedgerLineBytes, DenyDelete: true, DenyPurge: true, Replicas: s.f.cfg.Replicas})
+	if err != nil {
+		return nil, nil, s.f.unavailable(err)
+	}
+	s.objects, s.ledger, s.back = obj, st, back
+	return obj, st, nil
+}
+
+// opContext returns a context bounded by OpTimeout.
+func opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), OpTimeout)
+}
+
+func storeName(name string) error {
+	if err := fsroot.Check(name); err != nil {
+		return errors.New("fleet: " + err.Error())
+	}
+	return nil
+}
+
+// ReadFile is the extension door's Store method.
+func (s *ExtensionStore) ReadFile(name string, max int64) ([]byte, error) {
+	if err := storeName(name); err != nil {
+		return nil, err
+	}
+	ctx, cancel := opContext()
+	defer cancel()
+	obj, _, err := s.handles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := obj.Get(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, fs.ErrNotExist
+	}
+	if err != nil {
+		return nil, s.f.unavailable(err)
+	}
+	defer r.Close()
+	if info, err := r.Info(); err == nil && int64(info.Size) > max {
+		return nil, hoststate.ErrFileTooLarge
+	}
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, s.f.unavailable(err)
+	}
+	if int64(len(b)) > max {
+		return nil, hoststate.ErrFileTooLarge
+	}
+	return b, nil
+}
+
+// WriteFile is the extension door's Store method: the object store swaps the new object in once all of
+// it is stored.
+func (s *ExtensionStore) WriteFile(name string, data []byte) error {
+	if err := storeName(name); err != nil {
+		return err
+	}
+	ctx, cancel := opContext()
+	defer cancel()
+	obj, _, err := s.handles(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := obj.PutBytes(ctx, name, data); err != nil {
+		return s.f.unavailable(err)
+	}
+	return nil
+}
+
+// Remove is the extension door's Store method.
+func (s *ExtensionStore) Remove(name string) error {
+	if err := storeName(name); err != nil {
+		return err
+	}
+	ctx, cancel := opContext()
+	defer cancel()
+	obj, _, err := s.handles(ctx)
+	if err != nil {
+		return err
+	}
+	// Delete of an object already deleted succeeds: ask first, so a second removal is told.
+	if _, err = obj.GetInfo(ctx, name); err == nil {
+		err = obj.Delete(ctx, name)
+	}
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fs.ErrNotExist
+	}
+	if err != nil {
+		return s.f.unavailable(err)
+	}
+	return nil
+}
+
+// List is the extension door's Store method.
+func (s *ExtensionStore) List(dir string) ([]string, error) {
+	if err := fsroot.CheckDir(dir); err != nil {
+		return nil, errors.New("fleet: " + err.Error())
+	}
+	ctx, cancel := opContext()
+	defer cancel()
+	obj, _, err := s.handles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := obj.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.f.unavailable(err)
+	}
+	prefix := ""
+	if dir != "" {
+		prefix = dir + "/"
+	}
+	var names []string
+	for _, info := range infos {
+		rest, ok := strings.CutPrefix(info.Name, prefix)
+		if ok && !info.Deleted && fsroot.ValidName(rest) {
+			names = append(names, rest)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// AppendLedger is the extension door's Store method: once the stream holds the line, every other
+// relay is told to reload (WatchExtensions).
+func (s *ExtensionStore) AppendLedger(line []byte) error {
+	ctx, cancel := opContext()
+	defer cancel()
+	if _, _, err := s.handles(ctx); err != nil {
+		return err
+	}
+	if _, err := s.f.js.Publish(ctx, s.f.subject(extLedgerStream), line); err != nil {
+		return s.f.unavailable(err)
+	}
+	m := &nats.Msg{Subject: s.f.subject(extChangedSubject), Header: nats.Header{}}
+	m.Header.Set(relayHeader, s.f.ID())
+	if err := s.f.nc.PublishMsg(m); err != nil {
+		s.f.log.Warn("fleet: the other relays were not told to reload their extensions; they do when NATS reconnects", "err", err)
+	}
+	return nil
+}
+
+// ReadLedger is the extension door's Store method: the stream read from its start by an ephemeral
+// consumer, removed when it is done.
+func (s *ExtensionStore) ReadLedger() ([]byte, error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	_, st, err := s.handles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, s.f.unavailable(err)
+	}
+	last := info.State.LastSeq
+	if info.State.Msgs == 0 {
+		return nil, nil
+	}
+	c, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
+		InactiveThreshold: OpTimeout, MemoryStorage: true})
+	if err != nil {
+		return nil, s.f.unavailable(err)
+	}
+	defer st.DeleteConsumer(context.Background(), c.CachedInfo().Name)
+	var out []byte
+	for seen := uint64(0); seen < last; {
+		batch, err := c.Fetch(ledgerFetchBatch, jetstream.FetchMaxWait(OpTimeout))
+		if err != nil {
+			return nil, s.f.unavailable(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			out = append(append(out, m.Data()...), '\n')
+			if md, err := m.Metadata(); err == nil {
+				seen = md.Sequence.Stream
+			}
+			if seen >= last {
+				break
+			}
+		}
+		if err := batch.Error(); err != nil && seen < last {
+			return nil, s.f.unavailable(err)
+		}
+		if n == 0 {
+			return nil, s.f.unavailable(errors.New("the ledger stream sent nothing"))
+		}
+	}
+	return out, nil
+}
+
+// Codes is the extension door's Store method.
+func (s *ExtensionStore) Codes() ([]byte, uint64, error) {
+	ctx, cancel, kv, err := s.f.op(extCodesBucket)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer cancel()
+	e, err := kv.Get(ctx, extCodesKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, s.f.unavailable(err)
+	}
+	return e.Value(), e.Revision(), nil
+}
+
+// SwapCodes is the extension door's Store method: a put, or a delete, on the revision read, so of two
+// relays changing the document at once one succeeds.
+func (s *ExtensionStore) SwapCodes(doc []byte, rev uint64) (bool, error) {
+	ctx, cancel, kv, err := s.f.op(extCodesBucket)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	switch {
+	case len(doc) == 0 && rev == 0:
+		_, err = kv.Get(ctx, extCodesKey)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return true, nil
+		}
+		if err == nil {
+			return false, nil
+		}
+	case len(doc) == 0:
+		err = kv.Delete(ctx, extCodesKey, jetstream.LastRevision(rev))
+	case rev == 0:
+		_, err = kv.Create(ctx, extCodesKey, doc)
+	default:
+		_, err = kv.Update(ctx, extCodesKey, doc, rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return false, nil
+	}
+	if err != nil {
+		return false, s.f.unavailable(err)
+	}
+	return true, nil
+}
+
+// WatchExtensions calls reload whenever another relay appended to the ledger (an admission,
+// denial or revocation), and each time NATS (re)connects (what changed meanwhile was not heard),
+// one call at a time, never on NATS's goroutine; several changes heard during one call make one
+// more. It stops when stop returns.
+func (f *Fleet) WatchExtensions(reload func()) (stop func(), err error) {
+	kick := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	sub, err := f.nc.Subscribe(f.subject(extChangedSubject), func(m *nats.Msg) {
+		if m.Header.Get(relayHeader) != f.ID() {
+			poke()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	done, quit := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		back := f.reconnected()
+		for {
+			select {
+			case <-kick:
+			case <-back:
+				back = f.reconnected() // before reloading, so a reconnection during it is heard
+			case <-quit:
+				return
+			}
+			reload()
+		}
+	}()
+	return func() { sub.Unsubscribe(); close(quit); <-done }, nil
+}

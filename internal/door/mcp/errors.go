@@ -1,0 +1,175 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voicebox-go/voicebox/internal/core/server"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+)
+
+// maxTransportErrorBytes bounds the error text of the SDK's transport that an answer keeps; an
+// error body past it is cut there.
+const maxTransportErrorBytes = 4 << 10
+
+// refusalWriter holds back an error the SDK's streamable transport answers (an HTTP status of
+// 400 or more: http.Error's plain text, or a JSON-RPC error), so that finish can answer it the way
+// every other refusal of /mcp is written. Success answers, event streams among them, pass
+// through untouched.
+type refusalWriter struct {
+	http.ResponseWriter
+	held   int // the error status held back; 0 while the answer passes through
+	body   bytes.Buffer
+	passed bool // a status went through
+}
+
+func (w *refusalWriter) WriteHeader(status int) {
+	if !w.passed && w.held == 0 && status >= http.StatusBadRequest {
+		w.held = status
+		return
+	}
+	w.passed = true
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *refusalWriter) Write(b []byte) (int, error) {
+	if w.held != 0 {
+		if room := maxTransportErrorBytes - w.body.Len(); room > 0 {
+			w.body.Write(b[:min(len(b), room)])
+		}
+		return len(b), nil
+	}
+	w.passed = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush passes a flush of an event stream on; a held error is written by finish.
+func (w *refusalWriter) Flush() {
+	if w.held == 0 {
+		http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
+
+// Unwrap lets http.NewResponseController reach the connection's writer.
+func (w *refusalWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// finish answers a held error: a JSON-RPC error keeps its shape and gains data {refused, why}
+// when it has none; anything else (the transport's plain text) becomes the refusal
+// {"ok":false,"refused","why"} that bearer and body refusals of /mcp are. It returns the
+// refusal's rule, "" when nothing was held.
+func (w *refusalWriter) finish() refusal.Rule {
+	if w.held == 0 {
+		return ""
+	}
+	text := strings.TrimSpace(w.body.String())
+	rf := transportRefusal(w.held, text)
+	h := w.ResponseWriter.Header()
+	h.Del("X-Content-Type-Options")
+	h.Del("Content-Length")
+	if b, ok := withRefusalData(text, rf); ok {
+		h.Set("Content-Type", "application/json")
+		h.Set("Cache-Control", "no-store")
+		w.ResponseWriter.WriteHeader(w.held)
+		w.ResponseWriter.Write(b)
+		return rf.Rule
+	}
+	server.WriteRefusal(w.ResponseWriter, w.held, rf)
+	return rf.Rule
+}
+
+// transportRefusal names an error of the SDK's transport by its status, keeping its text as the
+// reason.
+func transportRefusal(status int, text string) *refusal.Refusal {
+	if m := jsonRPCErrorMessage(text); m != "" {
+		text = m
+	}
+	switch {
+	case status == http.StatusNotFound:
+		return refusal.New(refusal.MCPSessionUnknown, "no MCP session has this Mcp-Session-Id (it was closed, or idle past %v); open a new one with initialize and no Mcp-Session-Id", SessionIdle)
+	case status == http.StatusForbidden:
+		return refusal.New(refusal.MCPSessionForeign, "this MCP session was opened by another client; a session belongs to the client that opened it, so open your own with initialize")
+	case status == http.StatusRequestEntityTooLarge:
+		return refusal.New(refusal.BodyTooLarge, "a request to /mcp is at most %d bytes", MaxBodyBytes)
+	case status == http.StatusUnsupportedMediaType:
+		return refusal.New(refusal.UnsupportedContentType, "send the JSON-RPC message as Content-Type: application/json")
+	case status >= http.StatusInternalServerError:
+		return refusal.New(refusal.InternalError, "the MCP transport failed (%s); try again", text)
+	}
+	return refusal.New(refusal.MalformedCall, "the MCP transport refused the request: %s", text)
+}
+
+// jsonRPCErrorMessage is the error message of text when it is a JSON-RPC error response.
+func jsonRPCErrorMessage(text string) string {
+	var resp struct {
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(text), &resp) != nil || resp.Error == nil {
+		return ""
+	}
+	return resp.Error.Message
+}
+
+// withRefusalData is text, a JSON-RPC error response, with data {refused, why} added to its
+// error when it has no data; ok is false when text is no JSON-RPC error. An error that carries
+// data of its own (the SDK's supported protocol versions) keeps it.
+func withRefusalData(text string, rf *refusal.Refusal) ([]byte, bool) {
+	var resp map[string]json.RawMessage
+	if json.Unmarshal([]byte(text), &resp) != nil || resp["error"] == nil {
+		return nil, false
+	}
+	var e map[string]json.RawMessage
+	if json.Unmarshal(resp["error"], &e) != nil {
+		return nil, false
+	}
+	if _, has := e["data"]; !has {
+		e["data"], _ = json.Marshal(rf)
+		resp["error"], _ = json.Marshal(e)
+	}
+	b, err := json.Marshal(resp)
+	return append(b, '\n'), err == nil
+}
+
+// withRefusalErrors is the receiving middleware that gives every JSON-RPC error a session
+// answers (an unknown method, parameters that do not fit, a tool or resource the SDK refuses)
+// data {refused, why}, keeping its code; an error that carries data of its own keeps it. Tool
+// refusals are not errors: they come back as results with isError set.
+func withRefusalErrors(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if err == nil {
+			return res, nil
+		}
+		we := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		if wrapped := (*jsonrpc.Error)(nil); errors.As(err, &wrapped) {
+			we.Code, we.Data = wrapped.Code, wrapped.Data
+		}
+		if len(we.Data) == 0 {
+			rule := refusal.InternalError
+			switch we.Code {
+			case jsonrpc.CodeMethodNotFound:
+				rule = refusal.UnknownMethod
+			case jsonrpc.CodeInvalidParams:
+				rule = refusal.InvalidArgument
+			case jsonrpc.CodeInvalidRequest:
+				rule = refusal.MalformedCall
+			case jsonrpc.CodeParseError:
+				rule = refusal.MalformedJSON
+			}
+			rf, ok := refusal.As(err)
+			if !ok {
+				rf = refusal.New(rule, "%s", err.Error())
+			}
+			we.Data, _ = json.Marshal(rf)
+		}
+		return res, we
+	}
+}

@@ -1,0 +1,332 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/voicebox-go/voicebox/internal/shared/channel"
+	"github.com/voicebox-go/voicebox/internal/shared/executor"
+)
+
+// The page's connection to the relay's /channel, where it is the executor of its root.
+//
+// Frames: the relay sends wire call envelopes (objects with "v") and control frames (objects with
+// "type"): {"type":"admitted",...} with the admitted set before any call and after every change
+// (channel.AdmittedType; the door verifies extension calls against it), {"type":"refused",...}
+// before it closes 1008, {"type":"replaced",...} before it closes 4001 because a newer executor
+// took the slot. The page sends answer envelopes, {"type":"root","kind","name"} after connecting
+// and whenever its root changes, and {"type":"tools","tools":[...]} (its open mini-apps' function
+// declarations) after the root frame and whenever they change.
+
+// Close codes the relay uses.
+const (
+	closePolicy   = 1008 // refused: the page is not admitted
+	closeReplaced = 4001 // a newer executor took the slot
+)
+
+// The reconnection backoff: it doubles from backoffMin to backoffMax, with jitter.
+const (
+	backoffMin = 250 * time.Millisecond
+	backoffMax = 10 * time.Second
+)
+
+// conn is what the peer needs of a socket; the js build dials the browser's WebSocket.
+type conn interface {
+	Receive(ctx context.Context) (string, error)
+	Send(text string) error
+	Close(code int, reason string)
+	Closed() *closeInfo
+}
+
+// errSocketClosed is what Receive returns once a socket has closed and been drained.
+var errSocketClosed = errors.New("socket closed")
+
+// closeInfo is how a socket ended.
+type closeInfo struct {
+	Code   int
+	Reason string
+}
+
+// PeerState is what the page shows of the connection.
+type PeerState struct {
+	State string `json:"state"` // connecting, connected, offline, replaced, refused
+	Why   string `json:"why,omitempty"`
+	// RetryMs is when the next attempt starts, for offline.
+	RetryMs int64 `json:"retryMs,omitempty"`
+}
+
+// peer keeps the page connected as the executor of its root, reconnecting with backoff. After a
+// refusal or a replacement it waits for Resume: retrying could not help (refused), or would take
+// the slot back from the tab the user just opened (replaced).
+type peer struct {
+	url    string
+	dial   func(ctx context.Context, url string) (conn, error)
+	notify func(PeerState)
+
+	admitted *channel.LiveAdmitted // the door's copy of the admitted set, from the relay
+
+	mu     sync.Mutex
+	door   *channel.Door
+	root   []byte // the root frame
+	tools  []byte // the tools frame: the open mini-apps' tools
+	conn   conn
+	change chan struct{} // a root was set, or Resume was asked for
+	resume bool
+}
+
+func newPeer(url string, dial func(context.Context, string) (conn, error), notify func(PeerState)) *peer {
+	return &peer{url: url, dial: dial, notify: notify, change: make(chan struct{}, 1),
+		admitted: channel.NewLiveAdmitted(executor.BuiltinAdmitted())}
+}
+
+// Admitted returns the admitted set a door made for this peer verifies calls against: the
+// built-in descriptor, and the extensions the relay last said are admitted.
+func (p *peer) Admitted() *channel.LiveAdmitted { return p.admitted }
+
+// SetRoot makes door the executor of calls, for the root described by info. The relay learns of
+// the change at once when connected.
+func (p *peer) SetRoot(door *channel.Door, info RootInfo) {
+	frame, _ := json.Marshal(map[string]string{"type": "root", "kind": info.Kind, "name": info.Name})
+	p.mu.Lock()
+	p.door, p.root = door, frame
+	c := p.conn
+	p.mu.Unlock()
+	if c != nil {
+		c.Send(string(frame))
+	}
+	p.poke()
+}
+
+// SetTools records the frame that tells the relay the open mini-apps' tools, and sends it when
+// connected; every new connection sends it after the root frame.
+func (p *peer) SetTools(frame []byte) {
+	p.mu.Lock()
+	p.tools = frame
+	c := p.conn
+	p.mu.Unlock()
+	if c != nil {
+		c.Send(string(frame))
+	}
+}
+
+// Resume asks a peer that stopped (refused or replaced) to connect again.
+func (p *peer) Resume() {
+	p.mu.Lock()
+	p.resume = true
+	p.mu.Unlock()
+	p.poke()
+}
+
+func (p *peer) poke() {
+	select {
+	case p.change <- struct{}{}:
+	default:
+	}
+}
+
+// Run connects and serves until ctx ends.
+func (p *peer) Run(ctx context.Context) {
+	attempt := 0
+	for ctx.Err() == nil {
+		p.mu.Lock()
+		ready := p.door != nil
+		p.mu.Unlock()
+		if !ready {
+			if !p.wait(ctx, 0) {
+				return
+			}
+			continue
+		}
+		p.notify(PeerState{State: "connecting"})
+		c, err := p.dial(ctx, p.url)
+		if err != nil {
+			delay := backoff(attempt)
+			attempt++
+			p.notify(PeerState{State: "offline", Why: err.Error(), RetryMs: delay.Milliseconds()})
+			if !p.wait(ctx, delay) {
+				return
+			}
+			continue
+		}
+		attempt = 0
+		state := p.serve(ctx, c)
+		p.notify(state)
+		if state.State == "offline" {
+			delay := backoff(attempt)
+			attempt++
+			if !p.wait(ctx, delay) {
+				return
+			}
+			continue
+		}
+		// Refused or replaced: wait until the user asks again.
+		p.mu.Lock()
+		p.resume = false
+		p.mu.Unlock()
+		for {
+			if !p.wait(ctx, 0) {
+				return
+			}
+			p.mu.Lock()
+			again := p.resume
+			p.mu.Unlock()
+			if again {
+				break
+			}
+		}
+	}
+}
+
+// wait sleeps for d (forever when d is 0) or until a change; false when ctx ended.
+func (p *peer) wait(ctx context.Context, d time.Duration) bool {
+	var timer <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-p.change:
+		return true
+	case <-timer:
+		return true
+	}
+}
+
+func backoff(attempt int) time.Duration {
+	d := backoffMin << min(attempt, 8)
+	d = min(d, backoffMax)
+	return d*4/5 + time.Duration(rand.Int64N(int64(d*2/5)+1))
+}
+
+// serve answers calls on c until it closes, and says how it ended.
+func (p *peer) serve(ctx context.Context, c conn) PeerState {
+	p.admitted.Replace(nil) // the relay sends its set before any call
+	p.mu.Lock()
+	p.conn = c
+	root, tools := p.root, p.tools
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.conn = nil
+		p.mu.Unlock()
+	}()
+	if err := c.Send(string(root)); err != nil {
+		return PeerState{State: "offline", Why: "the connection closed at once"}
+	}
+	if tools != nil {
+		c.Send(string(tools))
+	}
+	p.notify(PeerState{State: "connected"})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	calls := make(chan call)
+	for range callServers {
+		go serveCalls(ctx, c, calls)
+	}
+	var control struct {
+		Type string `json:"type"`
+		Why  string `json:"why"`
+	}
+	for {
+		frame, err := c.Receive(ctx)
+		if err != nil {
+			break
+		}
+		if isControl(frame) {
+			if channel.ControlType([]byte(frame)) == channel.AdmittedType {
+				set, _ := channel.ParseAdmitted([]byte(frame)) // a malformed set admits nothing
+				p.admitted.Replace(set)
+				continue
+			}
+			json.Unmarshal([]byte(frame), &control)
+			continue
+		}
+		p.mu.Lock()
+		door := p.door
+		p.mu.Unlock()
+		job := call{door, frame}
+		select {
+		case calls <- job: // a waiting server takes it
+		default:
+			go job.serve(ctx, c)
+		}
+	}
+	info := c.Closed()
+	if info == nil {
+		c.Close(1000, "the page stopped")
+		return PeerState{State: "offline", Why: "stopped"}
+	}
+	switch {
+	case info.Code == closeReplaced || control.Type == "replaced":
+		return PeerState{State: "replaced", Why: firstOf(control.Why, info.Reason, "another tab or machine is now the executor")}
+	case info.Code == closePolicy || control.Type == "refused":
+		return PeerState{State: "refused", Why: firstOf(control.Why, info.Reason, "the relay refused this page")}
+	}
+	return PeerState{State: "offline", Why: firstOf(info.Reason, "the relay closed the connection")}
+}
+
+// callServers is how many goroutines of a connection wait for calls between them. A call runs on
+// one of them, whose stack has already grown to what a call needs, rather than on a new goroutine
+// that grows its stack again (copying it each time it doubles: a tenth of a call's time in the
+// worker when measured). When all are busy, a call gets a goroutine of its own, so a slow call
+// (a mini-app waiting for a person) never holds up another.
+const callServers = 4
+
+// call is one call frame for door.
+type call struct {
+	door  *channel.Door
+	frame string
+}
+
+func (j call) serve(ctx context.Context, c conn) {
+	if answer := j.door.Serve(ctx, []byte(j.frame)); answer != nil {
+		c.Send(string(answer))
+	}
+}
+
+// serveCalls serves the calls handed to it until ctx ends.
+func serveCalls(ctx context.Context, c conn, calls <-chan call) {
+	for {
+		select {
+		case j := <-calls:
+			j.serve(ctx, c)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// isControl reports whether a frame is a control frame (an object with "type") rather than a
+// call envelope. A frame that is neither goes to the door, which refuses or drops it. A frame that
+// starts as the relay writes every call, with "v", is no control frame whatever follows, so the
+// common case costs no decoding.
+func isControl(frame string) bool {
+	if strings.HasPrefix(frame, `{"v":`) {
+		return false
+	}
+	var probe struct {
+		Type *string         `json:"type"`
+		V    json.RawMessage `json:"v"`
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(frame)))
+	return dec.Decode(&probe) == nil && probe.Type != nil && probe.V == nil
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

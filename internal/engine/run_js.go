@@ -1,0 +1,260 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/hack-pad/safejs"
+
+	"github.com/voicebox-go/voicebox/internal/jsutil"
+	"github.com/voicebox-go/voicebox/internal/opfs"
+	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+)
+
+// opfsWorkspace is the OPFS directory that is the workspace when the user picks browser storage.
+// Host-owned areas live beside it, out of the tools' reach.
+const opfsWorkspace = "workspace"
+
+// opfsShelf is the OPFS directory of saved mini-apps: host-owned, so no tool reaches it.
+const opfsShelf = "shelf"
+
+// Run starts the page's engine in the worker it runs in: it answers the page's messages on the
+// worker's global scope (see Serve), opens roots in OPFS or from a picked directory handle, keeps
+// saved mini-apps in OPFS, and dials the relay's /channel beside the page. It returns once the
+// engine serves; the caller keeps the program alive.
+func Run(build string) error {
+	global := safejs.Global()
+	out, err := newPoster(global)
+	if err != nil {
+		return err
+	}
+	a := New(Options{Build: build, OpenRoot: openRoot, Post: func(msg []byte) { out.post(msg, nil) }, Wasm: newWorkerRunner(wasmRunnerScript), Ports: openPort,
+		OpenShelf: func(ctx context.Context) (fsroot.Root, error) { return opfs.OpenOPFS(ctx, opfsShelf) }})
+	if url, err := channelURL(global); err == nil {
+		a.relay.peer = newPeer(url, dialConn, func(st PeerState) {
+			b, _ := json.Marshal(map[string]any{"type": "channel", "state": st.State, "why": st.Why, "retryMs": st.RetryMs})
+			out.post(b, nil)
+		})
+		go a.relay.peer.Run(context.Background())
+	} else {
+		fmt.Println("voicebox worker: no /channel:", err)
+	}
+	return serve(global, a, out)
+}
+
+// channelURL is the relay's /channel beside the page that started this worker.
+func channelURL(global safejs.Value) (string, error) {
+	loc, err := global.Get("location")
+	if err != nil {
+		return "", err
+	}
+	proto, err := loc.Get("protocol")
+	if err != nil {
+		return "", err
+	}
+	host, err := loc.Get("host")
+	if err != nil {
+		return "", err
+	}
+	p, _ := proto.String()
+	h, _ := host.String()
+	scheme := "ws:"
+	if p == "https:" {
+		scheme = "wss:"
+	}
+	if h == "" {
+		return "", errors.New("the worker has no host")
+	}
+	return scheme + "//" + h + "/channel", nil
+}
+
+func dialConn(ctx context.Context, url string) (conn, error) {
+	return dialSocket(ctx, url)
+}
+
+// poster posts JSON messages (and bytes beside them) to the page.
+type poster struct {
+	endpoint safejs.Value
+	json     safejs.Value
+}
+
+func newPoster(endpoint safejs.Value) (*poster, error) {
+	j, err := safejs.Global().Get("JSON")
+	if err != nil {
+		return nil, err
+	}
+	return &poster{endpoint: endpoint, json: j}, nil
+}
+
+// openRoot opens the workspace root the page asked for.
+func openRoot(ctx context.Context, kind string, handle any) (fsroot.Root, RootInfo, error) {
+	switch kind {
+	case "opfs":
+		r, err := opfs.OpenOPFS(ctx, opfsWorkspace)
+		if err != nil {
+			return nil, RootInfo{}, err
+		}
+		return r, RootInfo{Kind: kind, Name: "Browser storage", SyncHandles: r.UsesSyncHandles()}, nil
+	case "handle":
+		h, ok := handle.(safejs.Value)
+		if !ok || h.Type() != safejs.TypeObject {
+			return nil, RootInfo{}, errors.New("the handle is not a directory handle")
+		}
+		if k, err := h.Get("kind"); err != nil || k.Type() != safejs.TypeString {
+			return nil, RootInfo{}, errors.New("the handle is not a file system handle")
+		} else if kind, _ := k.String(); kind != "directory" {
+			return nil, RootInfo{}, errors.New("the handle is not a directory handle")
+		}
+		name := ""
+		if n, err := h.Get("name"); err == nil {
+			name, _ = n.String()
+		}
+		r := opfs.FromHandle(h)
+		return r, RootInfo{Kind: kind, Name: name, SyncHandles: r.UsesSyncHandles()}, nil
+	}
+	return nil, RootInfo{}, fmt.Errorf("unknown root kind %q", kind)
+}
+
+// serve answers the messages that reach endpoint (the worker's global scope, or a MessagePort in
+// tests): it takes over endpoint.onmessage, answers what arrived before it started (the
+// endpoint's voiceboxInbox, if any), and says ready.
+func serve(endpoint safejs.Value, a *Engine, out *poster) error {
+	jsonObj, post := out.json, out.post
+	onMessage, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+		if len(args) > 0 {
+			if data, err := args[0].Get("data"); err == nil {
+				receive(jsonObj, a, post, data)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := endpoint.Set("onmessage", onMessage.Value()); err != nil {
+		return err
+	}
+	if inbox, err := endpoint.Get("voiceboxInbox"); err == nil && !inbox.IsUndefined() && !inbox.IsNull() {
+		n, _ := inbox.Length()
+		for i := range n {
+			if v, err := inbox.Index(i); err == nil {
+				receive(jsonObj, a, post, v)
+			}
+		}
+		endpoint.Delete("voiceboxInbox")
+	}
+	post(a.readyMessage(), nil)
+	return nil
+}
+
+// post sends a JSON message to the page, with bytes (if any) as value.bytes, transferred.
+func (out *poster) post(b []byte, bytes []byte) {
+	v, err := out.json.Call("parse", string(b))
+	if err != nil {
+		fmt.Println("voicebox worker: could not answer:", err)
+		return
+	}
+	args := []any{v}
+	if bytes != nil {
+		arr, err := jsutil.BytesToJS(bytes)
+		if err == nil {
+			value, _ := v.Get("value")
+			err = value.Set("bytes", arr)
+		}
+		if err != nil {
+			fmt.Println("voicebox worker: could not attach bytes:", err)
+		} else if buf, err := arr.Get("buffer"); err == nil {
+			args = append(args, []any{buf})
+		}
+	}
+	if _, err := out.endpoint.Call("postMessage", args...); err != nil {
+		fmt.Println("voicebox worker: could not answer:", err)
+	}
+}
+
+// receive answers one message from the page, in its own goroutine.
+func receive(jsonObj safejs.Value, a *Engine, post func([]byte, []byte), data safejs.Value) {
+	req, bytes, object, err := splitMessage(data)
+	if err != nil {
+		fmt.Println("voicebox worker: dropped a message:", err)
+		return
+	}
+	text, err := jsonObj.Call("stringify", req)
+	if err != nil || text.Type() != safejs.TypeString {
+		fmt.Println("voicebox worker: dropped a message that is not JSON data")
+		return
+	}
+	s, _ := text.String()
+	id, r, ref, ok := parse([]byte(s))
+	if !ok {
+		fmt.Println("voicebox worker: dropped a message with no numeric id")
+		return
+	}
+	if ref != nil {
+		post(encode(refused(id, ref)), nil)
+		return
+	}
+	r.Bytes, r.Object = bytes, object
+	serveOne := func() {
+		ans, out := a.call(context.Background(), id, r)
+		if !ans.OK {
+			out = nil
+		}
+		post(encode(ans), out)
+	}
+	if r.Method == PortMethod {
+		// In the order it came: a register or a call sent after it must find the port bound.
+		serveOne()
+		return
+	}
+	go serveOne()
+}
+
+// splitMessage takes params.bytes (a Uint8Array or ArrayBuffer) and params.handle or params.port
+// (a JS object) out of a message, returning a shallow copy without them for JSON encoding.
+func splitMessage(data safejs.Value) (msg safejs.Value, bytes []byte, object any, err error) {
+	if data.Type() != safejs.TypeObject {
+		return data, nil, nil, nil
+	}
+	params, err := data.Get("params")
+	if err != nil || params.Type() != safejs.TypeObject {
+		return data, nil, nil, nil
+	}
+	objectCtor, err := safejs.Global().Get("Object")
+	if err != nil {
+		return safejs.Value{}, nil, nil, err
+	}
+	copyOf := func(v safejs.Value) (safejs.Value, error) {
+		return objectCtor.Call("assign", jsutil.Object(map[string]any{}), v)
+	}
+	if msg, err = copyOf(data); err != nil {
+		return safejs.Value{}, nil, nil, err
+	}
+	rest, err := copyOf(params)
+	if err != nil {
+		return safejs.Value{}, nil, nil, err
+	}
+	if b, err := params.Get("bytes"); err == nil && !b.IsUndefined() {
+		if bytes, err = jsutil.BytesToGo(b); err != nil {
+			return safejs.Value{}, nil, nil, fmt.Errorf("params.bytes is not binary data: %w", err)
+		}
+		if bytes == nil {
+			bytes = []byte{}
+		}
+		rest.Delete("bytes")
+	}
+	if h, err := params.Get("handle"); err == nil && h.Type() == safejs.TypeObject {
+		object = h
+		rest.Delete("handle")
+	}
+	if p, err := params.Get("port"); err == nil && p.Type() == safejs.TypeObject {
+		object = p
+		rest.Delete("port")
+	}
+	if err := msg.Set("params", rest); err != nil {
+		return safejs.Value{}, nil, nil, err
+	}
+	return msg, bytes, object, nil
+}

@@ -1,0 +1,147 @@
+// Package relay assembles a serving relay from configuration: the core (internal/core: the page,
+// the gate and sessions, /channel, /live with the vendor keys) and the doors Config asks for,
+// mounted on it in order. The command (the relay binary's main) only reads flags and the
+// environment into a Config and listens.
+//
+// # The doors, in the order they are mounted
+//
+//	Extensions    proposals, admissions, the WASM shelf, remote MCP servers (internal/door/extensionhost)
+//	ExternalApps  the open external mini-apps added to the catalogue, their tokens (internal/door/externalapps)
+//	MCP           the /mcp door: the model's catalogue to MCP clients, with their bearers (internal/door/mcp)
+//
+// With Config.Fleet the relay is one of a fleet on NATS (internal/door/fleet): the fleet backs the
+// core's stores (core.Shared: sessions, pairings, MCP clients, settings) and the extension door's,
+// routes calls to the executor on whichever relay holds it (Router, given the Hub), and fans the
+// event stream out (Events, given Tools).
+package relay
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/voicebox-go/voicebox/internal/core"
+	"github.com/voicebox-go/voicebox/internal/door/extensionhost"
+	"github.com/voicebox-go/voicebox/internal/door/externalapps"
+	"github.com/voicebox-go/voicebox/internal/door/fleet"
+	"github.com/voicebox-go/voicebox/internal/door/mcp"
+)
+
+// ACME says where a relay's certificates come from when an ACME CA issues them (core.ACME).
+type ACME = core.ACME
+
+// ControlSocketFile is the Unix socket in the state directory on which a serving relay also
+// answers its API (core.ControlSocketFile).
+const ControlSocketFile = core.ControlSocketFile
+
+// Config is what a relay runs with: the core's configuration, which doors to mount and their
+// options, and the fleet. Only Listener and StateDir are required.
+type Config struct {
+	core.Config
+	// NoDoors mounts no door: the minimal relay (the page, the gate, /channel, /live).
+	NoDoors bool
+	// WasmShelfDir is the WASM shelf's directory; "" means wasm-shelf in the state directory.
+	WasmShelfDir string
+	// WasmPlacement is where WebAssembly modules run: extensionhost.WasmInRelay ("" too) or
+	// extensionhost.WasmInPage.
+	WasmPlacement string
+	// MiniApps is the external mini-app registry; nil means none. No app may share the page's
+	// origin (SharesPageOrigin): the caller checks that before New.
+	MiniApps *externalapps.Registry
+	// Fleet, when its URL is set, makes this relay one of a fleet on NATS (internal/door/fleet): the
+	// gate's sessions and tickets and the pairings are shared, calls reach the executor on
+	// whichever relay holds it, and the event stream fans out. Its Log defaults to Log. Without
+	// it the relay keeps everything in its state directory and memory, as alone.
+	Fleet fleet.Config
+}
+
+// Relay is a relay's running parts: the core's, the doors', and the fleet's. Its fields are for
+// tests; replacing one after New changes nothing.
+type Relay struct {
+	*core.Core
+
+	// The doors; nil when Config.NoDoors.
+	Extensions   *extensionhost.Runtime
+	ExternalApps *externalapps.Model // the model's tools: Tools with the open external apps
+	MCP          *mcp.Handler
+
+	// The fleet's parts; nil for a relay alone.
+	Fleet  *fleet.Fleet
+	Router *fleet.Router
+	Events *fleet.Events
+}
+
+// New builds the core with the doors cfg asks for, then joins the fleet's routing and events.
+// It serves nothing until Serve. On an error it has started nothing that needs stopping.
+func New(cfg Config) (*Relay, error) {
+	r := &Relay{}
+	if cfg.Fleet.URL != "" {
+		fc := cfg.Fleet
+		if fc.Log == nil {
+			fc.Log = cfg.Log
+		}
+		f, err := fleet.Connect(fc)
+		if err != nil {
+			return nil, err
+		}
+		r.Fleet = f
+		if cfg.Log != nil {
+			cfg.Log.Info("fleet: joining", "relay", f.ID())
+		}
+		cfg.Shared = &core.Shared{Sessions: f.Records(), Pairings: f.Pairings(), MCPClients: f.MCPClients(), Settings: f.Files()}
+	}
+	var ext *extensionhost.Door
+	var apps *externalapps.Door
+	var mcpDoor *mcp.Door
+	if !cfg.NoDoors {
+		ext = &extensionhost.Door{ShelfDir: cfg.WasmShelfDir, WasmPlacement: cfg.WasmPlacement}
+		if r.Fleet != nil {
+			ext.Store, ext.Watch, ext.Away = r.Fleet.Extensions(), r.Fleet.WatchExtensions, fleet.Unavailable
+		}
+		apps = &externalapps.Door{Registry: cfg.MiniApps}
+		mcpDoor = &mcp.Door{}
+		cfg.Doors = append([]core.Door{ext, apps, mcpDoor}, cfg.Doors...)
+	}
+	c, err := core.New(cfg.Config)
+	if err != nil {
+		r.closeFleet()
+		return nil, err
+	}
+	r.Core = c
+	if !cfg.NoDoors {
+		r.Extensions, r.ExternalApps, r.MCP = ext.Runtime, apps.Model, mcpDoor.Handler
+	}
+	if r.Fleet != nil {
+		r.Router = r.Fleet.NewRouter(c.Hub)
+		r.Router.AddOfferListener(c.OfferListener()) // the page's offer when it is on another relay
+		c.Hub.AddOfferListener(r.Router)             // and this relay's page's, for the others
+		c.Hub.UseFleet(r.Router)
+		ev, err := r.Fleet.NewEvents(c.Tools)
+		if err != nil {
+			r.closeFleet()
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		r.Events = ev
+		c.Tools.UseFleet(ev)
+	}
+	return r, nil
+}
+
+// Serve serves the relay until ctx ends (core.Core.Serve), then leaves the fleet.
+func (r *Relay) Serve(ctx context.Context) error {
+	defer r.closeFleet()
+	return r.Core.Serve(ctx)
+}
+
+// closeFleet leaves the fleet: the lease is released (another relay's page may take it at once),
+// the subscriptions end, and the connection closes.
+func (r *Relay) closeFleet() {
+	if r.Router != nil {
+		r.Router.Close()
+	}
+	if r.Events != nil {
+		r.Events.Close()
+	}
+	if r.Fleet != nil {
+		r.Fleet.Close()
+	}
+}

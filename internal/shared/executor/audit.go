@@ -1,0 +1,280 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/wire"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+)
+
+// AuditLog takes a record of every call an Executor runs. It is safe for concurrent use.
+type AuditLog interface {
+	Append(ctx context.Context, rec Record) error
+}
+
+// Record is one executed call as the audit log keeps it: who asked for what, on which path, and
+// how it ended. It never holds file content.
+type Record struct {
+	Time         time.Time    `json:"time"`
+	CallID       string       `json:"callId"`
+	Tool         string       `json:"tool"`
+	DescriptorID string       `json:"descriptorId"`
+	Primitive    Primitive    `json:"primitive,omitempty"`
+	Path         string       `json:"path,omitempty"`
+	OK           bool         `json:"ok"`
+	Refused      refusal.Rule `json:"refused,omitempty"`
+	// Error is a failure that is no refusal (the door answers it with exec-threw), clipped.
+	Error string `json:"error,omitempty"`
+	// Bytes is what the call moved: bytes read or written, entries listed.
+	Bytes int64 `json:"bytes,omitempty"`
+}
+
+// auditNote is what a primitive tells the audit about itself.
+type auditNote struct {
+	Path  string
+	Bytes int64
+}
+
+// maxAuditText bounds a path or error text copied into a record.
+const maxAuditText = fsroot.MaxPathBytes + 64
+
+func (e *Executor) audit(ctx context.Context, call wire.Call, prim Primitive, note auditNote, err error) {
+	rec := Record{
+		Time:         e.opts.Clock().UTC(),
+		CallID:       call.CallID,
+		Tool:         call.Tool,
+		DescriptorID: call.DescriptorID,
+		Primitive:    prim,
+		Path:         clip(note.Path),
+		OK:           err == nil,
+		Bytes:        note.Bytes,
+	}
+	if r, ok := refusal.As(err); ok {
+		rec.Refused = r.Rule
+	} else if err != nil {
+		rec.Error = clip(err.Error())
+	}
+	if aerr := e.opts.Audit.Append(ctx, rec); aerr != nil {
+		e.auditFail.Add(1)
+		e.log.Warn("executor: audit record lost", "callId", call.CallID, "tool", call.Tool, "err", aerr)
+	}
+}
+
+func clip(s string) string { return clipAt(s, maxAuditText) }
+
+// clipAt cuts s to at most n bytes, at a character boundary, marked with "...".
+func clipAt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// The shape of a RootAudit's files.
+const (
+	// AuditDir is the folder, inside a root's metadata area, that holds the audit segments.
+	AuditDir = "audit"
+	// AuditSegmentBytes bounds one segment file; a record that would take it over starts the
+	// next. Every append rewrites the current segment, so this also bounds the cost of one.
+	AuditSegmentBytes = 64 << 10
+	// AuditSegments is how many segments are kept; starting a new one removes the oldest
+	// beyond it, so the log holds the most recent AuditSegments*AuditSegmentBytes (4 MiB).
+	AuditSegments = 64
+)
+
+// RootAudit is an AuditLog kept as JSON lines in a root's metadata area (fsroot.MetaDir, so
+// .voicebox/audit/00000001.jsonl and on). No tool can read or change it: every dot path is
+// refused by fsroot.Check, and the metadata area is reached only through fsroot.Metadata, which
+// only the holder of the workspace root's concrete type has.
+//
+// Root has no append, so each Append atomically rewrites the current segment with the new line
+// added: a record is whole or absent, never torn, on every root (OPFS included). The segments
+// keep that rewrite bounded. One RootAudit must own a metadata area at a time: two would each
+// keep their own copy of the current segment and lose each other's records.
+type RootAudit struct {
+	meta fsroot.Root
+	// segBytes and keep are AuditSegmentBytes and AuditSegments (tests shrink them).
+	segBytes, keep int
+
+	mu  sync.Mutex
+	seq int
+	cur []byte
+}
+
+// OpenRootAudit opens the audit log in root's metadata area; root must implement
+// fsroot.Metadata.
+func OpenRootAudit(ctx context.Context, root fsroot.Root) (*RootAudit, error) {
+	md, ok := root.(fsroot.Metadata)
+	if !ok {
+		return nil, fmt.Errorf("executor: the root %T keeps no metadata area for an audit log", root)
+	}
+	meta, err := md.Meta(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("executor: open the metadata area: %w", err)
+	}
+	return OpenAudit(ctx, meta)
+}
+
+// OpenAudit opens (or starts) the audit log kept in meta, a metadata root, and continues its
+// last segment.
+func OpenAudit(ctx context.Context, meta fsroot.Root) (*RootAudit, error) {
+	if err := meta.MkdirAll(ctx, AuditDir); err != nil {
+		return nil, fmt.Errorf("executor: open the audit log: %w", err)
+	}
+	a := &RootAudit{meta: meta, seq: 1, segBytes: AuditSegmentBytes, keep: AuditSegments}
+	seqs, err := a.segments(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(seqs) > 0 {
+		a.seq = seqs[len(seqs)-1]
+		data, err := meta.ReadFile(ctx, segmentName(a.seq))
+		if err != nil {
+			return nil, fmt.Errorf("executor: open the audit log: %w", err)
+		}
+		if len(data) >= a.segBytes {
+			a.seq++
+		} else {
+			a.cur = data
+		}
+	}
+	return a, nil
+}
+
+func segmentName(seq int) string { return fmt.Sprintf("%s/%08d.jsonl", AuditDir, seq) }
+
+// segments returns the sequence numbers of the segment files, in order.
+func (a *RootAudit) segments(ctx context.Context) ([]int, error) {
+	entries, err := a.meta.ReadDir(ctx, AuditDir)
+	if err != nil {
+		return nil, fmt.Errorf("executor: list the audit log: %w", err)
+	}
+	var seqs []int
+	for _, e := range entries {
+		num, ok := strings.CutSuffix(e.Name, ".jsonl")
+		if n, err := strconv.Atoi(num); ok && err == nil && n > 0 && !e.Dir {
+			seqs = append(seqs, n)
+		}
+	}
+	slices.Sort(seqs)
+	return seqs, nil
+}
+
+// Append adds rec as one JSON line.
+func (a *RootAudit) Append(ctx context.Context, rec Record) error {
+	return a.AppendAll(ctx, []Record{rec})
+}
+
+// AppendAll adds recs, in order, with one rewrite of the current segment (one more for each
+// segment the batch starts), so a caller that queues records pays for the batch, not per record.
+func (a *RootAudit) AppendAll(ctx context.Context, recs []Record) error {
+	lines := make([]AuditLine, 0, len(recs))
+	for _, rec := range recs {
+		line, err := EncodeRecord(rec)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, line)
+	}
+	return a.AppendLines(ctx, lines)
+}
+
+// AuditLine is one record as a RootAudit keeps it: its JSON and a newline. Only EncodeRecord
+// makes one.
+type AuditLine struct{ b []byte }
+
+// EncodeRecord encodes rec for AppendLines. A caller that batches records encodes each as it
+// comes, so the cost is spread over the calls rather than paid at once when the batch is written.
+func EncodeRecord(rec Record) (AuditLine, error) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return AuditLine{}, fmt.Errorf("executor: encode the audit record: %w", err)
+	}
+	return AuditLine{append(b, '\n')}, nil
+}
+
+// AppendLines appends encoded records in order, with one rewrite of the current segment (or one
+// per segment they fill).
+func (a *RootAudit) AppendLines(ctx context.Context, recs []AuditLine) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seq, cur := a.seq, a.cur[:len(a.cur):len(a.cur)]
+	dirty := false
+	for _, rec := range recs {
+		line := rec.b
+		if len(cur) > 0 && len(cur)+len(line) > a.segBytes {
+			if dirty {
+				if err := a.writeSegment(ctx, seq, cur); err != nil {
+					return err
+				}
+			}
+			seq, cur = seq+1, nil
+		}
+		cur, dirty = append(cur, line...), true
+	}
+	if dirty {
+		if err := a.writeSegment(ctx, seq, cur); err != nil {
+			return err
+		}
+	}
+	a.seq, a.cur = seq, cur
+	return nil
+}
+
+// writeSegment replaces segment seq with data; starting a segment drops the oldest beyond keep.
+// The caller holds mu.
+func (a *RootAudit) writeSegment(ctx context.Context, seq int, data []byte) error {
+	if err := a.meta.WriteFile(ctx, segmentName(seq), data); err != nil {
+		return fmt.Errorf("executor: append to the audit log: %w", err)
+	}
+	if seq != a.seq {
+		if old := seq - a.keep; old > 0 {
+			if err := a.meta.Remove(ctx, segmentName(old)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("executor: drop an old audit segment: %w", err)
+			}
+		}
+		a.seq = seq
+	}
+	return nil
+}
+
+// Records returns every record the log still keeps, oldest first.
+func (a *RootAudit) Records(ctx context.Context) ([]Record, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seqs, err := a.segments(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var recs []Record
+	for _, seq := range seqs {
+		data, err := a.meta.ReadFile(ctx, segmentName(seq))
+		if err != nil {
+			return nil, fmt.Errorf("executor: read the audit log: %w", err)
+		}
+		for line := range bytes.Lines(data) {
+			var r Record
+			if err := json.Unmarshal(line, &r); err != nil {
+				return nil, fmt.Errorf("executor: audit segment %d holds a line that is not a record: %w", seq, err)
+			}
+			recs = append(recs, r)
+		}
+	}
+	return recs, nil
+}

@@ -1,0 +1,174 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"path"
+	"slices"
+
+	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/shared/refusal"
+)
+
+type folderObserved struct {
+	Path     string `json:"path"`
+	Created  bool   `json:"created"`
+	Undoable bool   `json:"undoable"`
+}
+
+// createFolder makes a folder and the folders above it that are missing, for every caller (the
+// page's New folder and the assistant's create_folder). A folder that is there already is no
+// change; a file in the way is refused file-exists. With a history, the folders it made are
+// recorded under the Executor's Actor, so undo-last removes them again while they hold nothing
+// else, and redo-last makes them again.
+func (e *Executor) createFolder(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
+	args, note, err := pathArgs(raw)
+	if err != nil {
+		return nil, note, err
+	}
+	name := args["path"]
+	h := e.opts.History
+	if h != nil {
+		h.lockAll()
+	}
+	obs, err := e.createFolderLocked(ctx, h, name)
+	if h != nil {
+		h.unlockAll()
+		if obs.Undoable {
+			h.changed()
+		}
+	}
+	if err != nil {
+		return nil, note, err
+	}
+	out, err := marshal(obs)
+	return out, note, err
+}
+
+// createFolderLocked makes name and the folders above it that are missing. The caller holds the
+// history alone (lockAll) when h is not nil.
+func (e *Executor) createFolderLocked(ctx context.Context, h *History, name string) (folderObserved, error) {
+	obs := folderObserved{Path: name}
+	var missing []string // deepest first
+	for p := name; p != "."; p = path.Dir(p) {
+		st, err := e.root.Stat(ctx, p)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fsroot.ErrNotDir) {
+			missing = append(missing, p) // or under a file, which the walk up finds
+			continue
+		}
+		if err != nil {
+			return obs, FileRefusal(err, p)
+		}
+		if !st.Dir {
+			return obs, refusal.New(refusal.FileExists, "%q is a file, so no folder can be made there", p)
+		}
+		break
+	}
+	if len(missing) == 0 {
+		return obs, nil
+	}
+	obs.Created = true
+	var rec historyRecord
+	if h != nil {
+		var err error
+		if rec, err = h.keep(ctx, historyRecord{Action: actionMkdir, Path: name, By: e.actor(), Folders: missing}, nil); err != nil {
+			return obs, refusal.New(refusal.HistoryFailed, "the folder could not be recorded for undo (%v), so it was not made", err)
+		}
+	}
+	if err := e.root.MkdirAll(ctx, name); err != nil {
+		if h != nil {
+			h.forget(ctx, rec)
+		}
+		return folderObserved{Path: name}, FileRefusal(err, name)
+	}
+	if h != nil {
+		h.commit(ctx, rec)
+		obs.Undoable = true
+	}
+	return obs, nil
+}
+
+// foldersState is what a create-folder's record finds now: made, that the topmost folder it made
+// is there; foreign, the first of its folders that holds something it did not make ("" when
+// none does).
+func (e *Executor) foldersState(ctx context.Context, rec historyRecord) (made bool, foreign string, err error) {
+	top := rec.Folders[len(rec.Folders)-1]
+	switch st, err := e.root.Stat(ctx, top); {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fsroot.ErrNotDir):
+		return false, "", nil
+	case err != nil:
+		return false, "", FileRefusal(err, top)
+	case !st.Dir:
+		return true, top, nil
+	}
+	for i, f := range rec.Folders {
+		entries, err := e.root.ReadDir(ctx, f)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // a deeper one taken away already
+		case err != nil:
+			return false, "", FileRefusal(err, f)
+		}
+		inner := i > 0 && len(entries) == 1 && entries[0].Dir && entries[0].Name == path.Base(rec.Folders[i-1])
+		if len(entries) > 0 && !inner {
+			return true, f, nil
+		}
+	}
+	return true, "", nil
+}
+
+// undoFolders takes back a create-folder: it removes the folders it made, deepest first, when
+// each holds nothing but the next one. One that holds something else now is an undo conflict
+// (nothing is removed), which only keep-current resolves; folders already gone are a change not
+// in effect, dropped. The caller holds the history alone (lockAll).
+func (e *Executor) undoFolders(ctx context.Context, h *History, rec historyRecord, resolve string, obs *undoObserved) error {
+	made, foreign, err := e.foldersState(ctx, rec)
+	switch {
+	case err != nil:
+		return err
+	case !made:
+		return h.drop(ctx, rec)
+	case foreign != "":
+		if resolve == ResolveKeepCurrent {
+			obs.Resolved = resolve
+			h.forget(ctx, rec)
+			h.entries = h.entries[:len(h.entries)-1]
+			return nil
+		}
+		return refusal.New(refusal.UndoConflict, "%q holds something else now; undo would remove it with the folder, so nothing was done. Keep the folder (keep-current) to go on to the change before", foreign)
+	}
+	for _, f := range rec.Folders {
+		if err := e.root.Remove(ctx, f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return FileRefusal(err, f)
+		}
+	}
+	rec.Undone = true
+	h.write(ctx, rec)
+	h.entries = h.entries[:len(h.entries)-1]
+	h.redo = slices.Insert(h.redo, 0, rec)
+	obs.Removed = true
+	return nil
+}
+
+// redoFolders makes an undone create-folder's folders again, when none of them is there; when
+// the folder is there already, or something else took a place it made, the redo is dropped
+// (dropRedo). The caller holds the history alone (lockAll).
+func (e *Executor) redoFolders(ctx context.Context, rec historyRecord, obs *redoObserved, dropRedo func(string, ...any) error) (changed bool, err error) {
+	made, _, err := e.foldersState(ctx, rec)
+	switch {
+	case err != nil:
+		return false, err
+	case made:
+		if st, err := e.root.Stat(ctx, rec.Path); err == nil && st.Dir {
+			return true, dropRedo("the folder %q is there already, so nothing was done and the redo was dropped", rec.Path)
+		}
+		return true, dropRedo("something is at %q now; redo would not make the folder there, so nothing was done and the redo was dropped", rec.Folders[len(rec.Folders)-1])
+	}
+	if err := e.root.MkdirAll(ctx, rec.Path); err != nil {
+		return false, FileRefusal(err, rec.Path)
+	}
+	obs.Written = true
+	return true, nil
+}
