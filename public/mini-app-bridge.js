@@ -55,7 +55,7 @@
 // of a call is passed on to the app (cancel_call), which aborts the tool's signal.
 import { MessageBudget } from './message-budget.js';
 import {
-  MAX_DECLARATION_BYTES, MAX_OUTPUT_BYTES, MAX_TOOLS_PER_APP as MAX_TOOLS, TOOL_TIMEOUT_MS,
+  MAX_ARGUMENT_BYTES, MAX_DECLARATION_BYTES, MAX_OUTPUT_BYTES, MAX_TOOLS_PER_APP as MAX_TOOLS, TOOL_TIMEOUT_MS,
   SANDBOX_NO_NETWORK, WEBMCP_TOOL_NAME,
 } from './rules.js';
 
@@ -283,7 +283,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   function inject(html, sdk) {
     const rule = WEBMCP_TOOL_NAME.source.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
     let script = `<script>(${closePeers})(${JSON.stringify(SANDBOX_NO_NETWORK)})</` + 'script>';
-    if (sdk) script += `<script data-tool-name="${rule}">${sdk}\n</` + 'script>';
+    if (sdk) script += `<script data-tool-name="${rule}" data-max-argument-bytes="${MAX_ARGUMENT_BYTES}">${sdk}\n</` + 'script>';
     const m = DOCTYPE.exec(html);
     return m ? m[1] + script + html.slice(m[1].length) : script + html;
   }

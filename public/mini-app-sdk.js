@@ -14,11 +14,16 @@
 //
 // All of them reach one registry, and every declaration goes to the host as the app wrote it:
 // parameters and inputSchema are one schema under two names, checked by the worker's registry,
-// the one validator, which also checks every call's arguments (executeTool's too) before the tool
-// runs. Where the draft cannot hold here it says so: every sandboxed document has an opaque
-// origin, so executeTool runs this document's own tools instead of refusing them
-// (NotSupportedError), and an invalid argument is a DataError whose message is the host's
-// refusal {refused, why}.
+// which also checks every call's arguments before the tool runs. Through document.modelContext
+// (and navigator.modelContext) the schema is the WebMCP draft's subset (dialect "webmcp-draft":
+// pattern and prefixItems; a pattern must compile in this page's RegExp and in the host's RE2,
+// which matches model calls in linear time); through window.webMcp and
+// window.voicebox it is the original Voicebox's. executeTool checks a draft tool's input here,
+// against the schema the host took, so the tool starts in the caller's task as the draft runs it,
+// and a webMcp tool's input through the host. Where the draft cannot hold here it says so: every
+// sandboxed document has an opaque origin, so executeTool runs this document's own tools instead
+// of refusing them (NotSupportedError), and an invalid argument is a DataError whose message is
+// JSON {path, reason, schemaPath} (the draft's) with the host's refusal {refused, why}.
 //
 // Coexistence. When the browser, or a library the app loads (a WebMCP polyfill, @mcp-b/global),
 // installs its own document.modelContext, before this script or after it, the SDK never replaces
@@ -38,6 +43,9 @@
   const parentWindow = window.parent;
   // The host's name rule, given by the bridge on this script's element (rules.js): the draft's.
   const namePattern = readPattern(document.currentScript?.dataset.toolName);
+  // The host's bound on a call's arguments (rules.js MAX_ARGUMENT_BYTES), which executeTool's
+  // input checked here is held to as the host holds a model's.
+  const maxArgumentBytes = Number(document.currentScript?.dataset.maxArgumentBytes) || 65536;
 
   /** @param {string | undefined} source */
   function readPattern(source) {
@@ -89,9 +97,11 @@
   /**
    * Entry is a tool in the registry. source is 'ours' for a tool registered through one of the
    * SDK's spellings, 'mirror' for one read back from another model context (from).
+   * draft is whether the tool came through document.modelContext (or another model context), so
+   * its schema is the WebMCP draft's subset, which executeTool checks here (checkDraft).
    * @typedef {{name: string, title?: string, description: string, schema?: string,
    *   annotations?: Record<string, boolean>, execute: Function, source: 'ours' | 'mirror', from?: object,
-   *   registered: boolean, settle: (error?: unknown) => void}} Entry
+   *   draft: boolean, registered: boolean, settle: (error?: unknown) => void}} Entry
    */
   /** @type {Map<string, Entry>} name -> tool */
   const tools = new Map();
@@ -166,10 +176,11 @@
    * @param {any} tool
    * @param {any} options
    * @param {'ours' | 'mirror'} source
+   * @param {boolean} draft the WebMCP draft's schema subset (document.modelContext), not the original's
    * @param {object} [from]
    * @returns {Promise<void>}
    */
-  function register(tool, options, source, from) {
+  function register(tool, options, source, draft, from) {
     if (tool === undefined || tool === null) tool = {};
     if (typeof tool !== 'object' && typeof tool !== 'function') throw new TypeError('registerTool needs a tool object');
     if (tool.name === undefined) throw new TypeError('registerTool: the tool needs a name');
@@ -205,13 +216,15 @@
       decl[key] = JSON.parse(text);
       if (key !== 'outputSchema') schema = text;
     }
+    if (draft && schema !== undefined) checkPatterns(JSON.parse(schema));
     if (signal && signal.aborted) throw signal.reason;
     checkOrigins(options.exposedTo, 'exposedTo');
     if (title !== undefined) decl.title = title;
     if (annotations) decl.annotations = annotations;
+    if (draft) decl.dialect = 'webmcp-draft';
 
     /** @type {Entry} */
-    const entry = { name, title, description, schema, annotations, execute, source, from, registered: false, settle: () => {} };
+    const entry = { name, title, description, schema, annotations, execute, source, from, draft, registered: false, settle: () => {} };
     const settled = new Promise((resolve, reject) => {
       entry.settle = (error) => {
         entry.settle = () => {};
@@ -292,22 +305,28 @@
   // ---- running a tool ----
 
   /**
-   * runTool runs entry with args (already checked by the host) and resolves with its result as
-   * JSON text; it rejects with what the tool threw. toolactivated fires first; aborting the run
-   * (the host cancelled the call, or executeTool's signal) aborts the tool's signal and fires
-   * toolcancel.
+   * runTool starts entry with args (already checked) and returns a promise of what it returns;
+   * it rejects with what the tool threw. toolactivated fires once the tool has started, as the
+   * draft orders it; aborting controller (the host cancelled the call, or executeTool's signal)
+   * aborts the tool's signal.
    * @param {Entry} entry
    * @param {unknown} args
    * @param {AbortController} controller
+   * @returns {Promise<unknown>}
    */
-  async function runTool(entry, args, controller) {
-    fire('toolactivated', entry.name);
+  function runTool(entry, args, controller) {
     const options = Object.freeze({
       signal: controller.signal,
       requestUserInteraction: async (/** @type {() => unknown} */ callback) => callback(),
     });
-    const value = await entry.execute(args ?? {}, options);
-    return value === undefined ? 'null' : JSON.stringify(value);
+    let value;
+    try {
+      value = entry.execute(args ?? {}, options);
+    } catch (err) {
+      value = Promise.reject(err);
+    }
+    fire('toolactivated', entry.name);
+    return Promise.resolve(value);
   }
 
   /** @param {{callId: unknown, name: string, args: unknown}} call */
@@ -321,7 +340,8 @@
     const controller = new AbortController();
     running.set(callId, { controller, name });
     try {
-      const result = await runTool(entry, args, controller);
+      const value = await runTool(entry, args, controller);
+      const result = value === undefined ? 'null' : JSON.stringify(value);
       if (running.delete(callId)) say({ type: 'tool_result', callId, ok: true, result });
     } catch (err) {
       if (running.delete(callId)) say({ type: 'tool_result', callId, ok: false, error: String((err instanceof Error && err.message) || err) });
@@ -373,7 +393,7 @@
     registerTool(tool, options) {
       try {
         watch();
-        return register(tool, options, 'ours');
+        return register(tool, options, 'ours', true);
       } catch (err) {
         return Promise.reject(err);
       }
@@ -404,8 +424,8 @@
     }
 
     /**
-     * executeTool runs one of this document's tools for an agent in the app: the host checks the
-     * input first, as it checks a model's call. It resolves with the result as JSON text.
+     * executeTool runs one of this document's tools for an agent in the app, its input checked
+     * first (see execute). It resolves with a string result as it is, any other as JSON text.
      * @param {any} tool
      * @param {unknown} [input]
      * @param {any} [options]
@@ -444,53 +464,103 @@
   }
 
   /**
+   * execute is executeTool: the draft's argument conversions (a TypeError for input that is not
+   * an object, UnknownError for a string that is not JSON or a tool this document does not have),
+   * then the input check, then the tool. A tool of document.modelContext is checked here against
+   * its schema (checkDraft: the draft's subset, pattern by this page's RegExp) and starts in this
+   * task, as the draft runs it; one of window.webMcp is checked by the host's registry. A string
+   * result resolves as it is, any other as JSON text. Aborting signal rejects with its reason at
+   * once; the tool's own signal is aborted (AbortError) and toolcancel fired in the next task.
    * @param {any} tool
    * @param {unknown} input
    * @param {any} options
    * @returns {Promise<string | null>}
    */
-  async function execute(tool, input, options) {
-    watch();
-    if (tool === null || typeof tool !== 'object') throw new TypeError('executeTool needs a RegisteredTool');
-    for (const key of ['name', 'description', 'window', 'origin']) {
-      if (!(key in tool)) throw new TypeError(`executeTool: the RegisteredTool has no ${key}`);
-    }
-    if (options !== undefined && options !== null && typeof options !== 'object') throw new TypeError('executeTool: options must be an object');
-    const signal = options ? options.signal : undefined;
-    if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('executeTool: options.signal must be an AbortSignal');
-    if (signal && signal.aborted) throw signal.reason;
+  function execute(tool, input, options) {
+    /** @type {Entry} */
+    let entry;
+    /** @type {AbortSignal | undefined} */
+    let signal;
     let args = input;
-    if (args === undefined) args = {};
-    else if (typeof args === 'string') {
-      try { args = JSON.parse(args); } catch { throw domError('UnknownError', 'executeTool: the input is not JSON'); }
+    try {
+      watch();
+      if (tool === null || typeof tool !== 'object') throw new TypeError('executeTool needs a RegisteredTool');
+      for (const key of ['name', 'description', 'window', 'origin']) {
+        if (!(key in tool)) throw new TypeError(`executeTool: the RegisteredTool has no ${key}`);
+      }
+      if (options !== undefined && options !== null && typeof options !== 'object') throw new TypeError('executeTool: options must be an object');
+      signal = options ? options.signal : undefined;
+      if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('executeTool: options.signal must be an AbortSignal');
+      if (signal && signal.aborted) throw signal.reason;
+      if (args === undefined) args = {};
+      else if (typeof args === 'string') {
+        try { args = JSON.parse(args); } catch { throw domError('UnknownError', 'executeTool: the input is not JSON'); }
+      }
+      if (args === null || typeof args !== 'object') throw new TypeError('executeTool: the input must be an object');
+      args = JSON.parse(serialize(args, 'the input'));
+      const found = tools.get(String(tool.name));
+      if (tool.window !== window || !found || found.source !== 'ours') throw domError('UnknownError', `executeTool: this document has no tool named ${String(tool.name).slice(0, 80)}`);
+      entry = found;
+    } catch (err) {
+      return Promise.reject(err);
     }
-    if (args === null || typeof args !== 'object') throw domError('UnknownError', 'executeTool: the input must be an object');
-    serialize(args, 'the input');
-    const entry = tools.get(String(tool.name));
-    if (tool.window !== window || !entry || entry.source !== 'ours') throw domError('UnknownError', `executeTool: this document has no tool named ${String(tool.name).slice(0, 80)}`);
-    const checked = await check(entry.name, args);
-    if (!checked.ok) {
-      const err = checked.refused === 'unknown-tool' ? domError('UnknownError', checked.why) : domError('DataError', JSON.stringify({ refused: checked.refused, why: checked.why }));
-      Object.defineProperties(err, { refused: { value: checked.refused }, why: { value: checked.why } });
-      throw err;
+    if (entry.draft) {
+      const size = new TextEncoder().encode(JSON.stringify(args)).length;
+      if (size > maxArgumentBytes) return Promise.reject(dataError('invalid-argument-bounds', `the input is ${size} bytes, over the bound of ${maxArgumentBytes}`, { path: '', reason: 'maxBytes', schemaPath: '' }));
+      const failure = entry.schema === undefined ? null : checkDraft(JSON.parse(entry.schema), args, '');
+      if (failure) return Promise.reject(dataError(failure.refused, failure.why, failure));
+      return start(entry, args, signal);
     }
-    if (signal && signal.aborted) throw signal.reason;
+    return check(entry.name, args).then((checked) => {
+      if (!checked.ok) {
+        throw checked.refused === 'unknown-tool' ? Object.defineProperties(domError('UnknownError', checked.why), { refused: { value: checked.refused }, why: { value: checked.why } })
+          : dataError(checked.refused, checked.why, null);
+      }
+      if (signal && signal.aborted) throw signal.reason;
+      return start(entry, checked.args, signal);
+    });
+  }
+
+  /**
+   * dataError is executeTool's DataError: its message is JSON {path, reason, schemaPath} (the
+   * draft's: the JSON pointer of the failing input, the keyword, its pointer in the schema) with
+   * the host's refusal {refused, why}, which it also carries as properties.
+   * @param {string} refused
+   * @param {string} why
+   * @param {{path: string, reason: string, schemaPath: string} | null} at
+   */
+  function dataError(refused, why, at) {
+    const err = domError('DataError', JSON.stringify({ ...(at ? { path: at.path, reason: at.reason, schemaPath: at.schemaPath } : {}), refused, why }));
+    Object.defineProperties(err, { refused: { value: refused }, why: { value: why } });
+    return err;
+  }
+
+  /**
+   * start runs a checked call for executeTool; see execute.
+   * @param {Entry} entry
+   * @param {unknown} args
+   * @param {AbortSignal | undefined} signal
+   * @returns {Promise<string | null>}
+   */
+  function start(entry, args, signal) {
     const controller = new AbortController();
     return new Promise((resolve, reject) => {
       let done = false;
       const onAbort = () => {
         if (done) return;
         done = true;
-        controller.abort(signal && signal.reason);
-        fire('toolcancel', entry.name);
         reject(signal && signal.reason);
+        setTimeout(() => {
+          controller.abort();
+          fire('toolcancel', entry.name);
+        }, 0);
       };
       if (signal) signal.addEventListener('abort', onAbort, { once: true });
-      runTool(entry, checked.args, controller).then((result) => {
+      runTool(entry, args, controller).then((value) => {
         if (done) return;
         done = true;
         if (signal) signal.removeEventListener('abort', onAbort);
-        resolve(result);
+        resolve(typeof value === 'string' ? value : value === undefined ? null : JSON.stringify(value));
       }, (err) => {
         if (done) return;
         done = true;
@@ -499,6 +569,94 @@
         reject(domError('UnknownError', `the tool ${entry.name} failed: ${String((err instanceof Error && err.message) || err)}`));
       });
     });
+  }
+
+  // The rule the host's registry names for each keyword an input fails (shared/refusal).
+  /** @type {Record<string, string>} */
+  const ruleOf = {
+    type: 'invalid-argument-type', required: 'missing-argument', enum: 'invalid-argument-enum',
+    pattern: 'invalid-argument-pattern', minLength: 'invalid-argument-length', maxLength: 'invalid-argument-length',
+    minimum: 'invalid-argument-range', maximum: 'invalid-argument-range', additionalProperties: 'invalid-argument',
+  };
+
+  /**
+   * checkDraft checks value at path (a JSON pointer) against schema, a schema the host took in the
+   * WebMCP draft's subset (toolschema.WebMCPDraft): the first failure, or null. Its keywords and
+   * their order are the host's (type, then enum, then the rest); pattern is this page's RegExp.
+   * @param {any} schema
+   * @param {unknown} value
+   * @param {string} path
+   * @returns {{path: string, reason: string, schemaPath: string, refused: string, why: string} | null}
+   */
+  function checkDraft(schema, value, path) {
+    /**
+     * @param {string} reason
+     * @param {string} at
+     * @param {string} why
+     */
+    const fail = (reason, at, why) => ({ path: at, reason, schemaPath: '/' + reason, refused: ruleOf[reason] || 'invalid-tool-arguments', why: `argument ${at || '(the input)'} ${why}` });
+    const type = schema.type;
+    const kind = Array.isArray(value) ? 'array' : value === null ? 'null' : typeof value;
+    const typed = type === undefined || (type === 'integer' ? Number.isInteger(value) : type === 'array' ? kind === 'array' : kind === type);
+    if (!typed) return fail('type', path, `must be ${type}, got ${kind}`);
+    if (Array.isArray(schema.enum) && !schema.enum.some((/** @type {unknown} */ m) => m === value)) return fail('enum', path, `is not one of ${schema.enum.map((/** @type {unknown} */ m) => JSON.stringify(m)).join(', ')}`);
+    if (typeof value === 'string') {
+      const n = [...value].length;
+      if (typeof schema.minLength === 'number' && n < schema.minLength) return fail('minLength', path, `is ${n} characters, under ${schema.minLength}`);
+      if (typeof schema.maxLength === 'number' && n > schema.maxLength) return fail('maxLength', path, `is ${n} characters, over ${schema.maxLength}`);
+      if (typeof schema.pattern === 'string' && !new RegExp(schema.pattern, 'u').test(value)) return fail('pattern', path, `does not match ${schema.pattern}`);
+    } else if (typeof value === 'number') {
+      if (typeof schema.minimum === 'number' && value < schema.minimum) return fail('minimum', path, `is ${value}, under ${schema.minimum}`);
+      if (typeof schema.maximum === 'number' && value > schema.maximum) return fail('maximum', path, `is ${value}, over ${schema.maximum}`);
+    } else if (Array.isArray(value)) {
+      const prefix = Array.isArray(schema.prefixItems) ? schema.prefixItems : [];
+      for (let i = 0; i < value.length; i++) {
+        const item = i < prefix.length ? prefix[i] : schema.items;
+        const f = item ? checkDraft(item, value[i], `${path}/${i}`) : null;
+        if (f) return f;
+      }
+    } else if (value && typeof value === 'object') {
+      const obj = /** @type {Record<string, unknown>} */ (value);
+      const props = schema.properties || {};
+      for (const name of Array.isArray(schema.required) ? schema.required : []) {
+        if (!Object.hasOwn(obj, name) || obj[name] === null) return fail('required', `${path}/${pointerStep(name)}`, 'is required');
+      }
+      for (const name of Object.keys(obj)) {
+        if (Object.hasOwn(props, name)) {
+          const f = checkDraft(props[name], obj[name], `${path}/${pointerStep(name)}`);
+          if (f) return f;
+        } else if (schema.additionalProperties === false) {
+          return fail('additionalProperties', `${path}/${pointerStep(name)}`, 'is not a declared parameter');
+        }
+      }
+    }
+    return null;
+  }
+
+  /** @param {string} name a key as one step of a JSON pointer (RFC 6901) */
+  const pointerStep = (name) => name.replace(/~/g, '~0').replace(/\//g, '~1');
+
+  /**
+   * checkPatterns throws the TypeError registerTool rejects with when a pattern in schema is not
+   * a regular expression this page's RegExp takes: the host matches patterns with the same
+   * engine, and refuses the rest of the draft's exclusions itself.
+   * @param {unknown} schema
+   */
+  function checkPatterns(schema) {
+    if (!schema || typeof schema !== 'object') return;
+    if (Array.isArray(schema)) {
+      for (const s of schema) checkPatterns(s);
+      return;
+    }
+    const obj = /** @type {Record<string, unknown>} */ (schema);
+    if (typeof obj.pattern === 'string') {
+      try { new RegExp(obj.pattern, 'u'); } catch (err) {
+        throw Object.defineProperties(new TypeError(`invalid-tool-parameters: the pattern ${obj.pattern.slice(0, 80)} is not a regular expression: ${String(err instanceof Error ? err.message : err)}`),
+          { refused: { value: 'invalid-tool-parameters' }, why: { value: `the pattern ${obj.pattern.slice(0, 80)} is not a regular expression` } });
+      }
+    }
+    for (const key of ['items', 'prefixItems']) checkPatterns(obj[key]);
+    if (obj.properties && typeof obj.properties === 'object') for (const v of Object.values(obj.properties)) checkPatterns(v);
   }
 
   const ours = new ModelContext(secret);
@@ -554,7 +712,7 @@
           : typeof t.execute === 'function' ? t.execute.bind(t) : null;
         if (!callable) continue;
         try {
-          register({ name: t.name, title: t.title || undefined, description: t.description, inputSchema: schema, annotations: t.annotations, execute: callable }, {}, 'mirror', context)
+          register({ name: t.name, title: t.title || undefined, description: t.description, inputSchema: schema, annotations: t.annotations, execute: callable }, {}, 'mirror', true, context)
             .catch(() => { /* refused: reported by the host's answer */ });
         } catch (err) {
           console.warn(`voicebox: the tool ${t.name} of another model context could not be offered:`, err);
@@ -628,6 +786,175 @@
     for (const m of outbox.splice(0)) port.postMessage(m);
   });
 
+  // ---- the declarative API: a form with toolname is a tool ----
+
+  // A <form toolname="..." tooldescription="..."> registers as a tool of document.modelContext
+  // (the draft's declarative tools, and what @mcp-b/webmcp-polyfill's form tools declare): its
+  // named controls are its parameters (toolparamdescription, or the control's label, describes
+  // one; required makes it required). A call fills the controls and dispatches a cancelable
+  // submit event whose agentInvoked is true; a handler that calls event.respondWith(value or
+  // promise) answers the call. Otherwise a form with toolautosubmit answers with the values it
+  // was given; one without waits for the person to submit it, and answers with its values then.
+  // Forms are followed as they come, are renamed and go.
+
+  /** @type {Map<HTMLFormElement, string>} form -> the name of the tool it registered */
+  const formTools = new Map();
+
+  /**
+   * controlsOf returns form's named controls that a call may fill, by name.
+   * @param {HTMLFormElement} form
+   */
+  function controlsOf(form) {
+    /** @type {Map<string, (HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement)[]>} */
+    const byName = new Map();
+    for (const el of Array.from(form.elements)) {
+      if (!(el instanceof HTMLInputElement || el instanceof HTMLSelectElement || el instanceof HTMLTextAreaElement)) continue;
+      if (!el.name || el.disabled || (el instanceof HTMLInputElement && ['submit', 'button', 'reset', 'image', 'file', 'hidden'].includes(el.type))) continue;
+      const list = byName.get(el.name) || [];
+      list.push(el);
+      byName.set(el.name, list);
+    }
+    return byName;
+  }
+
+  /**
+   * formSchema is the input schema of form: one property per named control.
+   * @param {HTMLFormElement} form
+   */
+  function formSchema(form) {
+    /** @type {Record<string, any>} */
+    const properties = {};
+    /** @type {string[]} */
+    const required = [];
+    for (const [name, els] of controlsOf(form)) {
+      const el = els[0];
+      /** @type {Record<string, any>} */
+      let p;
+      if (el instanceof HTMLSelectElement) {
+        const values = Array.from(el.options).map((o) => o.value);
+        p = el.multiple ? { type: 'array', items: { type: 'string', enum: values } } : { type: 'string', enum: values };
+      } else if (el instanceof HTMLInputElement && el.type === 'checkbox' && els.length === 1) {
+        p = { type: 'boolean' };
+      } else if (el instanceof HTMLInputElement && el.type === 'radio') {
+        p = { type: 'string', enum: els.map((r) => r.value) };
+      } else if (el instanceof HTMLInputElement && (el.type === 'number' || el.type === 'range')) {
+        p = { type: 'number' };
+        if (el.min !== '' && Number.isFinite(Number(el.min))) p.minimum = Number(el.min);
+        if (el.max !== '' && Number.isFinite(Number(el.max))) p.maximum = Number(el.max);
+      } else {
+        p = { type: 'string' };
+        if ('minLength' in el && el.minLength >= 0) p.minLength = el.minLength;
+        if ('maxLength' in el && el.maxLength >= 0) p.maxLength = el.maxLength;
+      }
+      const described = el.getAttribute('toolparamdescription') || (el.labels && el.labels[0] ? el.labels[0].textContent?.trim() : '');
+      if (described) p.description = described;
+      properties[name] = p;
+      if (els.some((e) => e.required)) required.push(name);
+    }
+    return { type: 'object', properties, ...(required.length ? { required } : {}) };
+  }
+
+  /**
+   * fillForm sets form's controls from args, as a person would.
+   * @param {HTMLFormElement} form
+   * @param {Record<string, unknown>} args
+   */
+  function fillForm(form, args) {
+    for (const [name, els] of controlsOf(form)) {
+      if (!Object.hasOwn(args, name)) continue;
+      const v = args[name];
+      for (const el of els) {
+        if (el instanceof HTMLInputElement && el.type === 'checkbox' && els.length === 1) el.checked = v === true;
+        else if (el instanceof HTMLInputElement && el.type === 'radio') el.checked = el.value === v;
+        else if (el instanceof HTMLSelectElement && el.multiple) for (const o of Array.from(el.options)) o.selected = Array.isArray(v) && v.includes(o.value);
+        else el.value = String(v);
+        el.dispatchEvent(new Event('input', { bubbles: true }));
+        el.dispatchEvent(new Event('change', { bubbles: true }));
+      }
+    }
+  }
+
+  /** @param {HTMLFormElement} form the values of form's controls, as a call gives them */
+  function formValues(form) {
+    /** @type {Record<string, unknown>} */
+    const out = {};
+    for (const [name, els] of controlsOf(form)) {
+      const el = els[0];
+      if (el instanceof HTMLInputElement && el.type === 'checkbox' && els.length === 1) out[name] = el.checked;
+      else if (el instanceof HTMLInputElement && el.type === 'radio') out[name] = els.find((r) => /** @type {HTMLInputElement} */ (r).checked)?.value ?? null;
+      else if (el instanceof HTMLSelectElement && el.multiple) out[name] = Array.from(el.selectedOptions).map((o) => o.value);
+      else out[name] = el.value;
+    }
+    return out;
+  }
+
+  /**
+   * submitForm is a form tool's execute: see the section's comment.
+   * @param {HTMLFormElement} form
+   * @param {Record<string, unknown>} args
+   * @param {{signal: AbortSignal}} options
+   */
+  function submitForm(form, args, options) {
+    fillForm(form, args);
+    /** @type {Promise<unknown> | null} */
+    let answer = null;
+    const event = new SubmitEvent('submit', { bubbles: true, cancelable: true });
+    Object.defineProperties(event, {
+      agentInvoked: { value: true },
+      respondWith: { value: (/** @type {unknown} */ value) => { answer = Promise.resolve(value); } },
+    });
+    form.dispatchEvent(event);
+    if (answer) return answer;
+    if (form.hasAttribute('toolautosubmit')) return formValues(form);
+    return new Promise((resolve, reject) => {
+      const onSubmit = (/** @type {Event} */ e) => {
+        if (/** @type {any} */ (e).agentInvoked) return;
+        e.preventDefault();
+        form.removeEventListener('submit', onSubmit);
+        resolve(formValues(form));
+      };
+      form.addEventListener('submit', onSubmit);
+      options.signal.addEventListener('abort', () => {
+        form.removeEventListener('submit', onSubmit);
+        reject(options.signal.reason);
+      }, { once: true });
+    });
+  }
+
+  // syncForms registers the forms with toolname the document has now, and unregisters those
+  // that left or changed.
+  function syncForms() {
+    const now = new Set(/** @type {HTMLFormElement[]} */ (Array.from(document.querySelectorAll('form[toolname]'))));
+    for (const [form, name] of formTools) {
+      if (!now.has(form) || form.getAttribute('toolname') !== name) {
+        formTools.delete(form);
+        if (tools.get(name)?.from === form) unregister(name);
+      }
+    }
+    for (const form of now) {
+      if (formTools.has(form)) continue;
+      const name = form.getAttribute('toolname') || '';
+      formTools.set(form, name);
+      try {
+        register({
+          name, description: form.getAttribute('tooldescription') || name, inputSchema: formSchema(form),
+          execute: (/** @type {Record<string, unknown>} */ args, /** @type {{signal: AbortSignal}} */ options) => submitForm(form, args, options),
+        }, {}, 'ours', true, form).catch((/** @type {unknown} */ err) => console.warn(`voicebox: the form tool ${name} was refused:`, err));
+      } catch (err) {
+        console.warn(`voicebox: the form tool ${name} could not register:`, err);
+      }
+    }
+  }
+  let formsQueued = false;
+  const formsChanged = () => {
+    // While the document is parsed, a form's controls are still coming: forms register once it is.
+    if (formsQueued || document.readyState === 'loading') return;
+    formsQueued = true;
+    queueMicrotask(() => { formsQueued = false; syncForms(); });
+  };
+  new MutationObserver(formsChanged).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ['toolname', 'tooldescription'] });
+  document.addEventListener('DOMContentLoaded', syncForms);
+
   // ---- the spellings ----
 
   /**
@@ -637,7 +964,7 @@
    */
   function webMcpRegister(tool) {
     watch();
-    const settled = register(tool, {}, 'ours');
+    const settled = register(tool, {}, 'ours', false);
     const name = String(tool.name);
     const result = settled.then(() => ({ ok: true }), (/** @type {any} */ err) => ({ ok: false, refused: String(err && err.refused || err && err.name), why: String(err && err.why || err && err.message) }));
     return { name, result, unregister: () => unregister(name) };

@@ -21,6 +21,9 @@ export const MAX_DECLARATION_BYTES = 65536;
 /** MAX_OUTPUT_BYTES is the largest result of one mini-app call, as UTF-8 JSON (internal/shared/miniapp.MaxOutputBytes). */
 export const MAX_OUTPUT_BYTES = 65536;
 
+/** MAX_ARGUMENT_BYTES is the largest arguments of one call, as UTF-8 JSON; the SDK holds executeTool's input to it too (internal/shared/toolschema.MaxArgumentBytes). */
+export const MAX_ARGUMENT_BYTES = 65536;
+
 /** TOOL_TIMEOUT_MS is how long a mini-app may take to answer one call (internal/shared/miniapp.ToolTimeout). */
 export const TOOL_TIMEOUT_MS = 5000;
 

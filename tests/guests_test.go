@@ -111,6 +111,12 @@ func TestWebMCPConformance(t *testing.T) {
 	if got := refusedRule(tab, id, "needs_who", `{}`); got != "missing-argument" {
 		t.Errorf("needs_who without who answered %q, want missing-argument", got)
 	}
+	// A pattern of document.modelContext holds for the model's calls too.
+	for args, want := range map[string]string{`{"code": "ABC"}`: "invalid-argument-pattern", `{"code": "abc1"}`: "invalid-argument-pattern", `{"code": "abc"}`: "ok"} {
+		if got := refusedRule(tab, id, "coded", args); got != want {
+			t.Errorf("coded %s answered %q, want %q", args, got, want)
+		}
+	}
 	if got := refusedRule(tab, id, "legacy", `{"n": "two"}`); got != "invalid-argument-type" {
 		t.Errorf("legacy with a string answered %q, want invalid-argument-type", got)
 	}
@@ -458,5 +464,64 @@ await document.modelContext.registerTool({ name: 'results', description: 'What l
 	harness.Eval[bool](tab, fmt.Sprintf(`voicebox.must('miniapps.delete', {id: %q}).then(() => true)`, shelfID))
 	if n := harness.Eval[int](tab, `voicebox.miniApps.list().then(l => l.filter(e => e.source === 'shelf' && /clock/i.test(e.title + e.fileName)).length)`); n != 0 {
 		t.Fatalf("the shelf still lists %d clock apps", n)
+	}
+}
+
+// formApp is an app with two declarative tools: search answers through respondWith, note
+// (toolautosubmit) with the values it was given. script runs first (a polyfill, or nothing).
+func formApp(script string) string {
+	return `<!doctype html><title>Forms</title><script>` + script + `</script>
+<form toolname="search" tooldescription="Search the notes">
+  <label>Words <input name="q" required toolparamdescription="the words to look for"></label>
+  <select name="scope"><option>all</option><option>titles</option></select>
+  <button>Search</button>
+</form>
+<form toolname="note" tooldescription="Add a note" toolautosubmit>
+  <input name="text" required maxlength="20"> <input type="checkbox" name="pinned">
+</form>
+<script>
+document.querySelector('form[toolname=search]').addEventListener('submit', (e) => {
+  e.preventDefault();
+  if (e.agentInvoked) e.respondWith(Promise.resolve({ found: e.target.q.value, scope: e.target.scope.value }));
+});
+</script>`
+}
+
+func TestFormsWithToolnameAreTools(t *testing.T) {
+	relay := harness.StartRelay(t)
+	for _, tt := range []struct{ name, script string }{
+		{"sdk", ""},
+		// Its declarative forms never registered before: the polyfill stands aside for the SDK's
+		// document.modelContext, and with it its form tools.
+		{"webmcp-polyfill", polyfill(t, "@mcp-b/webmcp-polyfill/dist/index.iife.js")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tab := harness.NewTab(t)
+			openWorkspace(t, tab, relay.URL)
+			id := openPage(t, tab, "forms-"+tt.name+".html", formApp(tt.script), 2)
+			got := harness.Eval[string](tab, fmt.Sprintf(`voicebox.miniApps.call(%q, 'search', {q: 'tea', scope: 'titles'}).then(JSON.stringify)`, id))
+			if got != `{"found":"tea","scope":"titles"}` {
+				t.Errorf("search answered %s", got)
+			}
+			if shown := harness.EvalInFrame[string](tab, "about:srcdoc", `document.querySelector('input[name=q]').value`); shown != "tea" {
+				t.Errorf("the form shows %q; the call should have filled it", shown)
+			}
+			for args, want := range map[string]string{`{}`: "missing-argument", `{"q": "x", "scope": "everything"}`: "invalid-argument-enum"} {
+				if rule := refusedRule(tab, id, "search", args); rule != want {
+					t.Errorf("search %s answered %q, want %q", args, rule, want)
+				}
+			}
+			got = harness.Eval[string](tab, fmt.Sprintf(`voicebox.miniApps.call(%q, 'note', {text: 'buy milk', pinned: true}).then(JSON.stringify)`, id))
+			if got != `{"text":"buy milk","pinned":true}` {
+				t.Errorf("note answered %s", got)
+			}
+			if rule := refusedRule(tab, id, "note", `{"text": "`+strings.Repeat("x", 21)+`"}`); rule != "invalid-argument-length" {
+				t.Errorf("note over its maxlength answered %q", rule)
+			}
+			// A form that leaves the document takes its tool with it.
+			harness.EvalInFrame[bool](tab, "about:srcdoc", `(document.querySelector('form[toolname=note]').remove(), true)`)
+			harness.WaitFor[bool](tab, fmt.Sprintf(`!voicebox.miniApps.tools(%q).includes('note')`, id), appBound)
+			tab.Close()
+		})
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/shared/commands"
 	"github.com/voicebox-go/voicebox/internal/shared/externalapp"
 	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
+	"github.com/voicebox-go/voicebox/internal/shared/toolschema"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -62,6 +63,7 @@ func Rules() []Rule {
 		{"WEBMCP_TOOL_NAME", "internal/shared/miniapp.ValidWebMCPToolName", "the name a sandboxed mini-app registers a tool under (the WebMCP rule): 1 to 128 of A-Z, a-z, 0-9, _, - and .", WebMCPToolNamePattern},
 		{"MAX_DECLARATION_BYTES", "internal/shared/miniapp.MaxDeclarationBytes", "the largest tool declaration, as UTF-8 JSON", miniapp.MaxDeclarationBytes},
 		{"MAX_OUTPUT_BYTES", "internal/shared/miniapp.MaxOutputBytes", "the largest result of one mini-app call, as UTF-8 JSON", miniapp.MaxOutputBytes},
+		{"MAX_ARGUMENT_BYTES", "internal/shared/toolschema.MaxArgumentBytes", "the largest arguments of one call, as UTF-8 JSON; the SDK holds executeTool's input to it too", toolschema.MaxArgumentBytes},
 		{"TOOL_TIMEOUT_MS", "internal/shared/miniapp.ToolTimeout", "how long a mini-app may take to answer one call", miniapp.ToolTimeout.Milliseconds()},
 		{"MESSAGE_BUDGET", "internal/shared/miniapp.MessageBudget", "how many messages one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free); the first over it stops the app", miniapp.MessageBudget},
 		{"MESSAGE_WINDOW_MS", "internal/shared/miniapp.MessageBudgetWindow", "the window MESSAGE_BUDGET and MESSAGE_BYTE_BUDGET count in", miniapp.MessageBudgetWindow.Milliseconds()},

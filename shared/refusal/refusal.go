@@ -50,15 +50,18 @@ const (
 	SecretUnset Rule = "secret-unset"
 
 	// Tool schemas and arguments (internal/shared/toolschema, internal/shared/miniapp).
-	InvalidToolParameters  Rule = "invalid-tool-parameters"
-	InvalidToolArguments   Rule = "invalid-tool-arguments"
-	InvalidArgumentBounds  Rule = "invalid-argument-bounds"
-	MissingArgument        Rule = "missing-argument"
-	InvalidArgument        Rule = "invalid-argument"
-	InvalidArgumentType    Rule = "invalid-argument-type"
-	InvalidArgumentLength  Rule = "invalid-argument-length"
-	InvalidArgumentRange   Rule = "invalid-argument-range"
-	InvalidArgumentEnum    Rule = "invalid-argument-enum"
+	InvalidToolParameters Rule = "invalid-tool-parameters"
+	InvalidToolArguments  Rule = "invalid-tool-arguments"
+	InvalidArgumentBounds Rule = "invalid-argument-bounds"
+	MissingArgument       Rule = "missing-argument"
+	InvalidArgument       Rule = "invalid-argument"
+	InvalidArgumentType   Rule = "invalid-argument-type"
+	InvalidArgumentLength Rule = "invalid-argument-length"
+	InvalidArgumentRange  Rule = "invalid-argument-range"
+	InvalidArgumentEnum   Rule = "invalid-argument-enum"
+	// InvalidArgumentPattern answers a string argument that does not match its schema's pattern
+	// (a tool registered through document.modelContext, the WebMCP draft's subset).
+	InvalidArgumentPattern Rule = "invalid-argument-pattern"
 	InvalidToolName        Rule = "invalid-tool-name"
 	InvalidToolDescription Rule = "invalid-tool-description"
 	InvalidToolDeclaration Rule = "invalid-tool-declaration"

@@ -64,7 +64,16 @@ type Declaration struct {
 	// output carries content it does not vouch for.
 	UntrustedContent bool
 	Parameters       *toolschema.Schema
+	// Draft is whether the schema was checked against the WebMCP draft's subset (a declaration
+	// with "dialect": DraftDialect, which the SDK sends for document.modelContext) rather than
+	// the original's.
+	Draft bool
 }
+
+// DraftDialect is the value of a declaration's "dialect" that asks for the WebMCP draft's schema
+// subset (toolschema.WebMCPDraft): the SDK sends it for tools registered through
+// document.modelContext; window.voicebox and window.webMcp keep the original's subset.
+const DraftDialect = "webmcp-draft"
 
 // noParameters is the schema of a tool that declares none.
 var noParameters = []byte(`{"type":"object"}`)
@@ -117,12 +126,20 @@ func ParseDeclaration(raw []byte) (*Declaration, error) {
 	if params == nil {
 		params = noParameters
 	}
-	schema, err := toolschema.Parse(params)
+	dialect, draft := toolschema.Original, false
+	if raw, ok := fields["dialect"]; ok {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil || s != DraftDialect {
+			return nil, refusal.New(refusal.InvalidToolDeclaration, "tool %q: dialect must be %q or absent", name, DraftDialect)
+		}
+		dialect, draft = toolschema.WebMCPDraft, true
+	}
+	schema, err := toolschema.ParseDialect(params, dialect)
 	if err != nil {
 		r, _ := refusal.As(err)
 		return nil, refusal.New(r.Rule, "tool %q: %s", name, r.Why)
 	}
-	d := &Declaration{Name: name, Description: description, Parameters: schema}
+	d := &Declaration{Name: name, Description: description, Parameters: schema, Draft: draft}
 	if dj.Annotations != nil {
 		var ann struct {
 			ReadOnlyHint         *json.RawMessage `json:"readOnlyHint"`
@@ -169,7 +186,11 @@ func (d *Declaration) JSON() json.RawMessage {
 		Description string          `json:"description"`
 		Parameters  json.RawMessage `json:"parameters"`
 		Annotations *annotations    `json:"annotations,omitempty"`
+		Dialect     string          `json:"dialect,omitempty"`
 	}{Name: d.Name, Description: d.Description, Parameters: d.Parameters.JSON()}
+	if d.Draft {
+		out.Dialect = DraftDialect
+	}
 	if d.ReadOnly || d.UntrustedContent {
 		out.Annotations = &annotations{d.ReadOnly, d.UntrustedContent}
 	}

@@ -3,6 +3,7 @@ package toolschema
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -21,6 +22,12 @@ var (
 		"boolean": {"description", "type"},
 		"array":   {"description", "items", "type"},
 		"object":  {"additionalProperties", "description", "properties", "required", "type"},
+	}
+
+	// draftKeywords are the keywords the WebMCP draft's subset adds, by type (Dialect WebMCPDraft).
+	draftKeywords = map[string][]string{
+		"string": {"pattern"},
+		"array":  {"prefixItems"},
 	}
 
 	itemKeywords = []string{"description", "enum", "type"}
@@ -52,7 +59,7 @@ func sortedKeys(obj map[string]any) []string {
 	return keys
 }
 
-func checkTop(v any) (map[string]any, error) {
+func checkTop(v any, d Dialect) (map[string]any, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, bad("", "the parameter schema must be an object, got %s", jsonKind(v))
@@ -67,7 +74,7 @@ func checkTop(v any) (map[string]any, error) {
 	if s, ok := t.(string); !ok || s != "object" {
 		return nil, bad("type", `the top level must be type "object", got %s`, show(t))
 	}
-	if err := checkObjectBody(obj, "", 0, new(int)); err != nil {
+	if err := checkObjectBody(obj, "", 0, new(int), d); err != nil {
 		return nil, err
 	}
 	return obj, nil
@@ -76,7 +83,7 @@ func checkTop(v any) (map[string]any, error) {
 // checkObjectBody checks properties, required and additionalProperties of an object schema at loc,
 // whose property schemas are at the given schema depth (0 for the top level's); nodes counts the
 // property schemas met so far (see MaxSchemaDepth and MaxSchemaNodes).
-func checkObjectBody(obj map[string]any, loc string, depth int, nodes *int) error {
+func checkObjectBody(obj map[string]any, loc string, depth int, nodes *int, d Dialect) error {
 	var props map[string]any
 	if p, ok := obj["properties"]; ok {
 		props, ok = p.(map[string]any)
@@ -91,7 +98,7 @@ func checkObjectBody(obj map[string]any, loc string, depth int, nodes *int) erro
 			case "__proto__":
 				return bad(ploc, `"__proto__" cannot be a property name`)
 			}
-			if err := checkProperty(props[name], ploc, depth, nodes); err != nil {
+			if err := checkProperty(props[name], ploc, depth, nodes, d); err != nil {
 				return err
 			}
 		}
@@ -101,6 +108,9 @@ func checkObjectBody(obj map[string]any, loc string, depth int, nodes *int) erro
 		b, ok := a.(bool)
 		if !ok {
 			return bad(join(loc, "additionalProperties"), "additionalProperties must be true or false, got %s", show(a))
+		}
+		if b && d == WebMCPDraft {
+			return bad(join(loc, "additionalProperties"), "the WebMCP draft's subset allows additionalProperties only as false")
 		}
 		closed = !b
 	}
@@ -134,7 +144,7 @@ func checkObjectBody(obj map[string]any, loc string, depth int, nodes *int) erro
 
 // checkProperty checks one property schema at schema depth depth; like the original Voicebox it
 // counts the schema, then refuses past MaxSchemaNodes schemas or MaxSchemaDepth, then checks it.
-func checkProperty(v any, loc string, depth int, nodes *int) error {
+func checkProperty(v any, loc string, depth int, nodes *int, d Dialect) error {
 	*nodes++
 	if *nodes > MaxSchemaNodes {
 		return bad(loc, "the parameter schema declares more than %d property schemas", MaxSchemaNodes)
@@ -150,7 +160,12 @@ func checkProperty(v any, loc string, depth int, nodes *int) error {
 	if err != nil {
 		return err
 	}
-	if err := keywordsOK(obj, loc, "for type "+typ, typeKeywords[typ]); err != nil {
+	allowed := typeKeywords[typ]
+	if d == WebMCPDraft && draftKeywords[typ] != nil {
+		allowed = append(slices.Clone(allowed), draftKeywords[typ]...)
+		slices.Sort(allowed)
+	}
+	if err := keywordsOK(obj, loc, "for type "+typ, allowed); err != nil {
 		return err
 	}
 	if err := checkDescription(obj, loc); err != nil {
@@ -158,15 +173,21 @@ func checkProperty(v any, loc string, depth int, nodes *int) error {
 	}
 	switch typ {
 	case "string":
+		if err := checkPattern(obj, loc); err != nil {
+			return err
+		}
 		return checkString(obj, loc)
 	case "number", "integer":
 		return checkNumber(obj, loc, typ)
 	case "array":
+		if err := checkPrefixItems(obj, loc); err != nil {
+			return err
+		}
 		if items, ok := obj["items"]; ok {
 			return checkItems(items, join(loc, "items"))
 		}
 	case "object":
-		return checkObjectBody(obj, loc, depth+1, nodes)
+		return checkObjectBody(obj, loc, depth+1, nodes, d)
 	}
 	return nil
 }
@@ -376,4 +397,53 @@ func show(v any) string {
 		return jsonKind(v)
 	}
 	return clip(string(b))
+}
+
+// checkPattern checks a pattern, present only in the WebMCP draft's dialect: a string of at most
+// MaxPatternLength code points that Go's regexp (RE2) compiles. The host matches patterns with
+// RE2, whose time is linear in the argument, never with a backtracking engine: a pattern is the
+// app's and the argument the model's, and a backtracking match of the two could hold the worker
+// for minutes. What RE2 refuses (lookaround, backreferences) is refused here; the page's SDK
+// also compiles each pattern with its JavaScript RegExp, so a pattern both engines take is one
+// whose meaning they share.
+func checkPattern(obj map[string]any, loc string) error {
+	p, ok := obj["pattern"]
+	if !ok {
+		return nil
+	}
+	ploc := join(loc, "pattern")
+	s, ok := p.(string)
+	if !ok {
+		return bad(ploc, "pattern must be a string, got %s", show(p))
+	}
+	if n := utf8.RuneCountInString(s); n > MaxPatternLength {
+		return bad(ploc, "the pattern is %d characters, over the bound of %d", n, MaxPatternLength)
+	}
+	if _, err := regexp.Compile(s); err != nil {
+		return bad(ploc, "the pattern %q is not one the host matches (RE2 syntax, no lookaround or backreferences): %v", clip(s), err)
+	}
+	return nil
+}
+
+// checkPrefixItems checks prefixItems, present only in the WebMCP draft's dialect: a non-empty
+// array of at most MaxPrefixItems item schemas (the subset of items).
+func checkPrefixItems(obj map[string]any, loc string) error {
+	p, ok := obj["prefixItems"]
+	if !ok {
+		return nil
+	}
+	ploc := join(loc, "prefixItems")
+	list, ok := p.([]any)
+	if !ok {
+		return bad(ploc, "prefixItems must be an array of schemas, got %s", jsonKind(p))
+	}
+	if len(list) == 0 || len(list) > MaxPrefixItems {
+		return bad(ploc, "prefixItems lists %d schemas; it must list 1 to %d", len(list), MaxPrefixItems)
+	}
+	for i, it := range list {
+		if err := checkItems(it, fmt.Sprintf("%s.%d", ploc, i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

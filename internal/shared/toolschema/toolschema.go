@@ -79,6 +79,11 @@ const (
 	// MaxSchemaNodes bounds the property schemas a parameter schema declares, nested ones
 	// included (items schemas and the top level are not counted), as the original counts them.
 	MaxSchemaNodes = 512
+	// MaxPatternLength bounds a pattern (the WebMCP draft's dialect), in code points: a regular
+	// expression runs on every call's argument, so its text stays short.
+	MaxPatternLength = 512
+	// MaxPrefixItems bounds the schemas of one prefixItems (the WebMCP draft's dialect).
+	MaxPrefixItems = 64
 	// MaxSchemaJSONDepth bounds the raw JSON nesting the parser reads of a schema: enough for a
 	// schema at MaxSchemaDepth (each level is a schema object inside a properties object, and the
 	// deepest may hold an items object and an enum array), so anything deeper is refused before
@@ -119,7 +124,25 @@ type Schema struct {
 
 // Parse checks raw against the subset and compiles it. Any failure is a refusal with rule
 // invalid-tool-parameters.
-func Parse(raw []byte) (*Schema, error) {
+func Parse(raw []byte) (*Schema, error) { return ParseDialect(raw, Original) }
+
+// Dialect is the subset a schema is checked against.
+type Dialect int
+
+const (
+	// Original is the original Voicebox's subset, described above: what tools registered through
+	// window.voicebox and window.webMcp, external apps and extensions declare.
+	Original Dialect = iota
+	// WebMCPDraft is the WebMCP draft's subset, for tools registered through
+	// document.modelContext: Original's, plus pattern on a string (a regular expression both
+	// RE2 and the page's JavaScript RegExp take; the host matches it with RE2, see checkPattern)
+	// and prefixItems on an array (item schemas by position, items for the rest), with
+	// additionalProperties only false.
+	WebMCPDraft
+)
+
+// ParseDialect is Parse against the subset of dialect d.
+func ParseDialect(raw []byte, d Dialect) (*Schema, error) {
 	if len(raw) > MaxSchemaBytes {
 		return nil, refusal.New(refusal.InvalidToolParameters,
 			"the parameter schema is %d bytes, over the bound of %d", len(raw), MaxSchemaBytes)
@@ -136,11 +159,11 @@ func Parse(raw []byte) (*Schema, error) {
 		}
 		return nil, refusal.New(refusal.InvalidToolParameters, "the parameter schema is not JSON: %v", err)
 	}
-	return fromValue(v)
+	return fromValue(v, d)
 }
 
 // fromValue is Parse for a value decoded with json.Number numbers. The value must not change afterwards.
-func fromValue(v any) (*Schema, error) {
+func fromValue(v any, d Dialect) (*Schema, error) {
 	w := walker{maxDepth: MaxSchemaJSONDepth, maxNodes: MaxSchemaBytes}
 	w.walk(v, 0)
 	switch {
@@ -155,7 +178,7 @@ func fromValue(v any) (*Schema, error) {
 			"%s: the number %s is longer than %d characters or has an exponent beyond %d",
 			where(w.badNumber), clip(w.badNumberText), MaxNumberLiteralBytes, MaxNumberExponent)
 	}
-	top, err := checkTop(v)
+	top, err := checkTop(v, d)
 	if err != nil {
 		return nil, err
 	}

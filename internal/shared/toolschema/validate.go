@@ -3,6 +3,7 @@ package toolschema
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -30,6 +31,8 @@ type node struct {
 	required       []string
 	closed         bool // additionalProperties is false
 	items          *node
+	prefix         []*node        // prefixItems, by position (the WebMCP draft's dialect)
+	pattern        *regexp.Regexp // nil when absent (the WebMCP draft's dialect)
 }
 
 // compileNode builds the node of a checked schema.
@@ -91,6 +94,14 @@ func compileNode(obj map[string]any) *node {
 	if it, ok := obj["items"].(map[string]any); ok {
 		n.items = compileNode(it)
 	}
+	if list, ok := obj["prefixItems"].([]any); ok {
+		for _, it := range list {
+			n.prefix = append(n.prefix, compileNode(it.(map[string]any)))
+		}
+	}
+	if p, ok := obj["pattern"].(string); ok {
+		n.pattern = regexp.MustCompile(p) // checkPattern compiled it
+	}
 	return n
 }
 
@@ -142,6 +153,11 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 	}
 	switch v := v.(type) {
 	case string:
+		if n.pattern != nil && !n.pattern.MatchString(v) {
+			loc := at.String()
+			found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentPattern, loc: loc, path: at.tokens(),
+				why: fmt.Sprintf("argument %s does not match the pattern %s", quoteLoc(loc), clip(n.pattern.String()))})
+		}
 		if n.minLen < 0 && n.maxLen < 0 {
 			return found
 		}
@@ -174,11 +190,13 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 			}
 		}
 	case []any:
-		if n.items == nil {
-			return found
-		}
 		for i, e := range v {
-			found = n.items.check(e, &place{parent: at, index: i}, found)
+			switch {
+			case i < len(n.prefix):
+				found = n.prefix[i].check(e, &place{parent: at, index: i}, found)
+			case n.items != nil:
+				found = n.items.check(e, &place{parent: at, index: i}, found)
+			}
 		}
 	case map[string]any:
 		for _, name := range n.required {
