@@ -242,7 +242,7 @@ func (c *mcpConn) reconnectLater() {
 	}
 	c.reconnecting = true
 	c.mu.Unlock()
-	go func() {
+	c.rt.bg.Go(func() {
 		defer func() {
 			c.mu.Lock()
 			c.reconnecting, c.attempt = false, 0
@@ -276,7 +276,7 @@ func (c *mcpConn) reconnectLater() {
 			}
 			wait = min(2*wait, MCPReconnectMaxWait)
 		}
-	}()
+	})
 }
 
 // broke drops session, which failed a call with no answer from the server, so the next call
@@ -372,7 +372,7 @@ func (c *mcpConn) requestList() {
 	}
 	c.listing = true
 	c.mu.Unlock()
-	go func() {
+	c.rt.bg.Go(func() {
 		for {
 			c.list()
 			c.mu.Lock()
@@ -383,7 +383,7 @@ func (c *mcpConn) requestList() {
 				return
 			}
 		}
-	}()
+	})
 }
 
 // refusalOf names the failure err of an exchange with the server: the transport's own refusal
@@ -924,7 +924,7 @@ func (rt *Runtime) ReadView(ctx context.Context, id, tool string) (*View, error)
 	if a == nil {
 		r := refusal.New(refusal.ToolUnavailable, "the view of %s is not shown: %s", tool, why)
 		rec.Rule, rec.Why = r.Rule, r.Why
-		go func() { c.listMu.Lock(); defer c.listMu.Unlock(); rt.mcpListed(c) }()
+		rt.bg.Go(func() { c.listMu.Lock(); defer c.listMu.Unlock(); rt.mcpListed(c) })
 		return nil, r
 	}
 	v := &View{Extension: x.Descriptor.ID, Tool: tool, Server: name, URI: uri, HTML: html.Text, Description: a.Description, InputSchema: t.schema.server}

@@ -57,7 +57,8 @@ type Runtime struct {
 	// tries to make one again; zero means MCPRetryInterval.
 	MCPRetryInterval time.Duration
 
-	reloadMu sync.Mutex // one Reload at a time, so frames are published in order
+	bg       sync.WaitGroup // the remote MCP sessions' background work (dials, listings, reconnections), waited for by Close
+	reloadMu sync.Mutex     // one Reload at a time, so frames are published in order
 
 	mu       sync.Mutex
 	loaded   map[string]Loaded
@@ -172,14 +173,15 @@ func (rt *Runtime) reloadLocked(l []Loaded, p []Problem) (stale []*mcpConn) {
 		if x.Descriptor.MCP != nil && rt.mcp[id] == nil {
 			c := rt.newMCPConn(x, rt.budgets[id])
 			rt.mcp[id] = c
-			go c.connect()
+			rt.bg.Go(c.connect)
 		}
 	}
 	return stale
 }
 
-// Close ends the sessions of remote MCP extensions. The runtime may be reloaded afterwards, which
-// starts them again.
+// Close ends the sessions of remote MCP extensions and waits for their background work (dials,
+// listings, reconnections), so nothing of theirs writes after it returns. The runtime may be
+// reloaded afterwards, which starts them again.
 func (rt *Runtime) Close() {
 	rt.mu.Lock()
 	conns := rt.mcp
@@ -188,6 +190,7 @@ func (rt *Runtime) Close() {
 	for _, c := range conns {
 		c.close()
 	}
+	rt.bg.Wait()
 }
 
 func (rt *Runtime) wasm() *wasmtool.Runner {
