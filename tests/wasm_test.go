@@ -41,7 +41,7 @@ func shelfIn(t testing.TB, fixtures ...string) string {
 	add("hash", filepath.Join(root, "catalogue", "shelf", "hash.wasm"), "", "")
 	add("diff", filepath.Join(root, "catalogue", "shelf", "diff.wasm"), "", "")
 	for _, f := range fixtures {
-		add(f, filepath.Join(root, "relay", "extensionhost", "wasmtool", "testdata", f+".wasm"), "buffer-abi/1", "run")
+		add(f, filepath.Join(root, "internal", "door", "extensionhost", "wasmtool", "testdata", f+".wasm"), "buffer-abi/1", "run")
 	}
 	b, _ := json.Marshal(map[string]any{"name": "test shelf", "tools": tools})
 	os.WriteFile(filepath.Join(dir, "manifest.json"), b, 0o600)

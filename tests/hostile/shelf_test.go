@@ -46,7 +46,7 @@ func hostileShelf(t testing.TB, fixtures ...string) string {
 	}
 	add("hash", filepath.Join(root, "catalogue", "shelf", "hash.wasm"), "", "")
 	for _, f := range fixtures {
-		add(f, filepath.Join(root, "relay", "extensionhost", "wasmtool", "testdata", f+".wasm"), "buffer-abi/1", "run")
+		add(f, filepath.Join(root, "internal", "door", "extensionhost", "wasmtool", "testdata", f+".wasm"), "buffer-abi/1", "run")
 	}
 	writeManifest(t, dir, tools)
 	return dir
