@@ -27,13 +27,18 @@ type bearerCommand struct {
 	revokeHelp string // what --revoke says
 	listHelp   string // what --list says
 	created    string // the list's heading for when a bearer was made
-	// useFleet points state at the fleet's shared store of these bearers.
-	useFleet func(state *hoststate.Dir, f *fleet.Fleet)
-	list     func(state *hoststate.Dir) ([]bearerHolder, error)
-	revoke   func(state *hoststate.Dir, name string) error
-	mint     func(state *hoststate.Dir, name string) (string, error)
+	// store returns the store of these bearers: the state directory's, or the fleet's shared
+	// one when f is not nil.
+	store func(state *hoststate.Dir, f *fleet.Fleet) bearerStore
 	// minted is what stderr says once a bearer for name went to stdout.
 	minted func(name string) string
+}
+
+// bearerStore is what a bearer command does with one store of bearers.
+type bearerStore struct {
+	list   func() ([]bearerHolder, error)
+	revoke func(name string) error
+	mint   func(name string) (string, error)
 }
 
 type bearerConfig struct {
@@ -79,18 +84,18 @@ func (c bearerCommand) run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(2, err)
 	}
+	var f *fleet.Fleet
 	if nats.URL != "" {
-		f, err := fleet.Connect(nats)
-		if err != nil {
+		if f, err = fleet.Connect(nats); err != nil {
 			return fail(1, err)
 		}
 		defer f.Close()
-		c.useFleet(state, f)
 	}
+	store := c.store(state, f)
 	name := fs.Arg(0)
 	switch {
 	case cfg.list:
-		hs, err := c.list(state)
+		hs, err := store.list()
 		if err != nil {
 			return fail(1, err)
 		}
@@ -102,13 +107,13 @@ func (c bearerCommand) run(args []string, stdout, stderr io.Writer) int {
 		tw.Flush()
 		return 0
 	case cfg.revoke:
-		if err := c.revoke(state, name); err != nil {
+		if err := store.revoke(name); err != nil {
 			return fail(1, fmt.Errorf("%q: %w", name, err))
 		}
 		fmt.Fprintf(stdout, "revoked %s\n", name)
 		return 0
 	}
-	bearer, err := c.mint(state, name)
+	bearer, err := store.mint(name)
 	if err != nil {
 		return fail(1, fmt.Errorf("%q: %w", name, err))
 	}

@@ -29,17 +29,23 @@ var pairCommand = bearerCommand{
 	revokeHelp: "revoke the pairing NAME (a running relay refuses it at once)",
 	listHelp:   "list the paired environments (names and dates; bearers are never stored)",
 	created:    "PAIRED",
-	useFleet:   func(state *hoststate.Dir, f *fleet.Fleet) { state.UsePairings(f.Pairings()) },
-	list: func(state *hoststate.Dir) ([]bearerHolder, error) {
-		ps, err := state.List()
-		hs := make([]bearerHolder, len(ps))
-		for i, p := range ps {
-			hs[i] = bearerHolder{p.Name, p.Created}
+	store: func(state *hoststate.Dir, f *fleet.Fleet) bearerStore {
+		if f != nil {
+			state.UsePairings(f.Pairings())
 		}
-		return hs, err
+		return bearerStore{
+			list: func() ([]bearerHolder, error) {
+				ps, err := state.List()
+				hs := make([]bearerHolder, len(ps))
+				for i, p := range ps {
+					hs[i] = bearerHolder{p.Name, p.Created}
+				}
+				return hs, err
+			},
+			revoke: state.Revoke,
+			mint:   state.Pair,
+		}
 	},
-	revoke: (*hoststate.Dir).Revoke,
-	mint:   (*hoststate.Dir).Pair,
 	minted: func(name string) string {
 		return fmt.Sprintf("paired %s: keep the bearer above secret; it is shown only this once (run `relay env --bearer-file FILE` with it)", name)
 	},

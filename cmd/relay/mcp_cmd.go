@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -28,17 +29,24 @@ var mcpTokenCommand = bearerCommand{
 	revokeHelp: "revoke the bearer of the MCP client NAME (a running relay refuses it at the next request)",
 	listHelp:   "list the MCP clients holding a bearer (names and dates; bearers are never stored)",
 	created:    "MINTED",
-	useFleet:   func(state *hoststate.Dir, f *fleet.Fleet) { state.UseMCPClients(f.MCPClients()) },
-	list: func(state *hoststate.Dir) ([]bearerHolder, error) {
-		cs, err := state.MCPClients()
-		hs := make([]bearerHolder, len(cs))
-		for i, c := range cs {
-			hs[i] = bearerHolder{c.Name, c.Created}
+	store: func(state *hoststate.Dir, f *fleet.Fleet) bearerStore {
+		var clients hoststate.MCPClientStore = mcp.NewFileClients(filepath.Join(state.Path(), mcp.ClientsFile))
+		if f != nil {
+			clients = f.MCPClients()
 		}
-		return hs, err
+		return bearerStore{
+			list: func() ([]bearerHolder, error) {
+				cs, err := clients.List()
+				hs := make([]bearerHolder, len(cs))
+				for i, c := range cs {
+					hs[i] = bearerHolder{c.Name, c.Created}
+				}
+				return hs, err
+			},
+			revoke: clients.Revoke,
+			mint:   clients.Mint,
+		}
 	},
-	revoke: (*hoststate.Dir).RevokeMCPClient,
-	mint:   (*hoststate.Dir).MintMCPClient,
 	minted: func(name string) string {
 		return fmt.Sprintf("minted a bearer for MCP client %s: keep it secret, it is shown only this once; send it as Authorization: Bearer to %s, or run `relay mcp --bearer-file FILE`", name, mcp.Path)
 	},

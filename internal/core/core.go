@@ -82,7 +82,8 @@ type Shared struct {
 	Sessions session.Records
 	// Pairings keeps the paired machines' bearers.
 	Pairings hoststate.PairingStore
-	// MCPClients keeps the MCP clients' bearers.
+	// MCPClients keeps the MCP clients' bearers, for the MCP door (internal/door/mcp), which
+	// keeps them in the state directory when it is nil.
 	MCPClients hoststate.MCPClientStore
 	// Settings keeps the agent settings (the vendor keys never leave this relay).
 	Settings hoststate.Files
@@ -157,7 +158,10 @@ type Core struct {
 	// Warnings is what the host must be warned of (never nil).
 	Warnings io.Writer
 
-	State  *hoststate.Dir
+	State *hoststate.Dir
+	// Shared are the stores kept elsewhere (Config.Shared; never nil, a nil field keeps that
+	// store here): a door whose store a fleet may share reads its own from it.
+	Shared *Shared
 	Gate   *server.Gate // nil when the gate is off
 	Server *server.Server
 	Hub    *hub.Hub
@@ -188,6 +192,7 @@ func New(cfg Config) (*Core, error) {
 	if shared == nil {
 		shared = &Shared{}
 	}
+	c.Shared = shared
 	if cfg.Log != nil {
 		durable.SetLog(cfg.Log) // a torn record cut from the state directory is said in the relay's log
 	}
@@ -201,9 +206,6 @@ func New(cfg Config) (*Core, error) {
 	}
 	if shared.Pairings != nil {
 		c.State.UsePairings(shared.Pairings)
-	}
-	if shared.MCPClients != nil {
-		c.State.UseMCPClients(shared.MCPClients)
 	}
 	if cfg.ACME.Host != "" {
 		m, err := newACMEManager(cfg.ACME, c.State.Path())

@@ -6,8 +6,6 @@
 //	.host-token      the host token: 32 random bytes as hex, 0600, made on first start
 //	.pairings.json   one record per paired environment: its name, the SHA-256 of its bearer and
 //	                 when it was paired, 0600; the bearer itself is never stored
-//	.mcp-clients.json  one record per bearer minted for an MCP client (internal/door/mcp): its name, the
-//	                 SHA-256 of the bearer, when it was minted and when revoked, 0600
 //
 // Every file is written to a temporary file beside it and renamed into place, so a reader sees the
 // old content or the new, never half of one. Secrets are compared in constant time. Nothing in
@@ -16,8 +14,9 @@
 // Pairings are read from disk at every Lookup, so a `relay pair` run while the relay serves takes
 // effect at the next hello. Changes from one process are serialized; two processes changing the
 // pairings at the same instant may lose one of the two changes (the file is never torn). A fleet
-// keeps the pairings and the MCP clients' bearers in NATS instead (Dir.UsePairings,
-// Dir.UseMCPClients); the host token stays in the directory.
+// keeps the pairings in NATS instead (Dir.UsePairings); the host token stays in the directory.
+// The MCP door keeps its clients' bearers in the directory too (internal/door/mcp); the contract
+// of their store, which a fleet may supply, is MCPClientStore.
 package hoststate
 
 import (
@@ -98,8 +97,6 @@ type Dir struct {
 	path     string
 	token    []byte
 	pairings PairingStore
-	// mcpClients keeps the MCP clients' bearers (FileMCPClients by default).
-	mcpClients MCPClientStore
 }
 
 // DefaultPath returns the per-user default state directory: the user's configuration directory
@@ -132,7 +129,6 @@ func Open(path string) (*Dir, error) {
 	}
 	d := &Dir{path: path}
 	d.pairings = &FilePairings{path: filepath.Join(path, PairingsFile)}
-	d.mcpClients = &FileMCPClients{path: filepath.Join(path, MCPClientsFile)}
 	if d.token, err = d.loadOrMakeToken(); err != nil {
 		return nil, err
 	}

@@ -32,12 +32,3 @@ func TestDirFiles(t *testing.T) {
 		return a, b
 	})
 }
-
-// TestFileMCPClients holds the state directory's MCP clients file to the conformance suite: two
-// stores on one file stand for the relay and a `relay mcp-token` run beside it.
-func TestFileMCPClients(t *testing.T) {
-	hoststatetest.RunMCPClients(t, func(t *testing.T) (hoststate.MCPClientStore, hoststate.MCPClientStore) {
-		p := filepath.Join(t.TempDir(), hoststate.MCPClientsFile)
-		return hoststate.NewFileMCPClients(p), hoststate.NewFileMCPClients(p)
-	})
-}

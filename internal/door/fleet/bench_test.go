@@ -11,6 +11,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/core/session"
 	"github.com/voicebox-go/voicebox/internal/door/extensionhost"
 	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
+	"github.com/voicebox-go/voicebox/internal/door/mcp"
 )
 
 // BenchmarkSessionLookup: what the gate's check of a session cookie costs, the session kept in
@@ -50,7 +51,7 @@ func BenchmarkMCPBearerLookup(b *testing.B) {
 		open func(b *testing.B) hoststate.MCPClientStore
 	}{
 		{"file", func(b *testing.B) hoststate.MCPClientStore {
-			return hoststate.NewFileMCPClients(filepath.Join(b.TempDir(), hoststate.MCPClientsFile))
+			return mcp.NewFileClients(filepath.Join(b.TempDir(), mcp.ClientsFile))
 		}},
 		{"nats", func(b *testing.B) hoststate.MCPClientStore { return join(b, fleettest.Start(b), "bench").MCPClients() }},
 	} {

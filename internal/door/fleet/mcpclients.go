@@ -42,7 +42,7 @@ const maxMintTries = 8
 // reads: two mints of new names through two relays at the same instant may pass it by one.
 type MCPClients struct{ f *Fleet }
 
-// MCPClients returns the fleet's MCP clients, for hoststate.Dir.UseMCPClients.
+// MCPClients returns the fleet's MCP clients, for core.Shared.MCPClients (the MCP door's store).
 func (f *Fleet) MCPClients() *MCPClients { return &MCPClients{f: f} }
 
 var _ hoststate.MCPClientStore = (*MCPClients)(nil)

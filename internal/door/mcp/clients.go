@@ -10,14 +10,6 @@ import (
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
-// Store mints, revokes and lists the MCP clients' bearers (internal/core/hoststate's *Dir).
-type Store interface {
-	Clients
-	MintMCPClient(name string) (bearer string, err error)
-	RevokeMCPClient(name string) error
-	MCPClients() ([]hoststate.MCPClient, error)
-}
-
 // maxNameBodyBytes bounds the body of POST /api/mcp/clients: a name.
 const maxNameBodyBytes = 4 << 10
 
@@ -37,9 +29,9 @@ type clientView struct {
 //
 // The list and the revocation are the page's routes (its origin, and the session when the gate
 // is on), so a person can see and revoke clients in the page; minting needs the host token.
-func (h *Handler) RegisterClients(srv *server.Server, store Store, hostToken func(string) bool) {
+func (h *Handler) RegisterClients(srv *server.Server, store hoststate.MCPClientStore, hostToken func(string) bool) {
 	srv.Handle("GET /api/mcp/clients", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cs, err := store.MCPClients()
+		cs, err := store.List()
 		if unavailable(w, err) {
 			return
 		}
@@ -68,7 +60,7 @@ func (h *Handler) RegisterClients(srv *server.Server, store Store, hostToken fun
 			server.WriteRefusal(w, http.StatusBadRequest, rf)
 			return
 		}
-		bearer, err := store.MintMCPClient(body.Name)
+		bearer, err := store.Mint(body.Name)
 		if unavailable(w, err) {
 			return
 		}
@@ -86,7 +78,7 @@ func (h *Handler) RegisterClients(srv *server.Server, store Store, hostToken fun
 	}))
 	srv.Handle("DELETE /api/mcp/clients/{name}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
-		err := store.RevokeMCPClient(name)
+		err := store.Revoke(name)
 		if unavailable(w, err) {
 			return
 		}

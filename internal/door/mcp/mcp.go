@@ -87,9 +87,10 @@ const (
 	MaxCallsPerClient = 16
 )
 
-// Clients finds the MCP client a bearer was minted for (internal/core/hoststate's *Dir).
+// Clients finds the MCP client a bearer was minted for (a hoststate.MCPClientStore, such as
+// FileClients).
 type Clients interface {
-	LookupMCPClient(bearer string) (hoststate.MCPClient, bool, error)
+	Lookup(bearer string) (hoststate.MCPClient, bool, error)
 }
 
 // Options configures a Handler. Catalogue and Clients are required.
@@ -278,7 +279,7 @@ func (h *Handler) admit(r *http.Request) (string, *refusal.Refusal, int) {
 	if len(fields) != 2 || !strings.EqualFold(fields[0], "Bearer") {
 		return "", refusal.New(refusal.BearerMissing, "send Authorization: Bearer with the bearer the host minted for this client (`relay mcp-token NAME` prints one)"), http.StatusUnauthorized
 	}
-	c, ok, err := h.opts.Clients.LookupMCPClient(fields[1])
+	c, ok, err := h.opts.Clients.Lookup(fields[1])
 	switch {
 	case refusal.RuleOf(err) == refusal.FleetUnavailable:
 		// A fleet's bearers out of reach (NATS away): nobody is refused for good; the client

@@ -30,7 +30,7 @@ func (fakeCatalogue) Instruction() string    { return "" }
 
 type fakeClients map[string]hoststate.MCPClient
 
-func (f fakeClients) LookupMCPClient(b string) (hoststate.MCPClient, bool, error) {
+func (f fakeClients) Lookup(b string) (hoststate.MCPClient, bool, error) {
 	c, ok := f[b]
 	return c, ok, nil
 }

@@ -170,7 +170,7 @@ func RunFiles(t *testing.T, open OpenFiles) {
 }
 
 // OpenMCPClients returns two views of one new, empty store of MCP clients' bearers: two
-// FileMCPClients on one file, or two relays' connections to one fleet.
+// internal/door/mcp.FileClients on one file, or two relays' connections to one fleet.
 type OpenMCPClients func(t *testing.T) (a, b hoststate.MCPClientStore)
 
 // RunMCPClients is the conformance suite of hoststate.MCPClientStore. What one view mints the
