@@ -66,7 +66,11 @@ function showModal(dialog, focus) {
     const settle = () => {
       dialog.removeEventListener('close', closed);
       settling.delete(dialog);
-      if (back instanceof HTMLElement && back.isConnected) back.focus({ preventScroll: true });
+      // Focus goes back only if nothing else took it since the dialog closed: its close event is
+      // queued, and what the person (or the page) focused in between keeps the focus.
+      const now = document.activeElement;
+      const unclaimed = !now || now === document.body || dialog.contains(now);
+      if (unclaimed && back instanceof HTMLElement && back.isConnected) back.focus({ preventScroll: true });
       resolve(dialog.returnValue);
     };
     const closed = () => {
