@@ -127,15 +127,30 @@ func (s *socket) Receive(ctx context.Context) (string, error) {
 	}
 }
 
-// Send sends a text frame.
+// Send sends a text frame. A socket the browser has begun to close (readyState CLOSING or
+// CLOSED, before its close event reached us) takes nothing: the browser would drop the frame and
+// log an error, so the sender is told the socket closed instead.
 func (s *socket) Send(text string) error {
-	if s.Closed() != nil {
+	if s.Closed() != nil || !s.open() {
 		return errSocketClosed
 	}
 	if _, err := s.ws.Call("send", text); err != nil {
 		return jsutil.Thrown(err)
 	}
 	return nil
+}
+
+// wsOpen is a WebSocket's readyState while it is open.
+const wsOpen = 1
+
+// open reports whether the browser still holds the socket open (readyState OPEN).
+func (s *socket) open() bool {
+	v, err := s.ws.Get("readyState")
+	if err != nil {
+		return false
+	}
+	n, err := v.Int()
+	return err == nil && n == wsOpen
 }
 
 // Closed returns how the socket closed, or nil while it is open.
