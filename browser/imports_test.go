@@ -15,6 +15,7 @@ import (
 var forbiddenInPage = []struct {
 	pkg   string
 	exact bool
+	via   string // when set, the one page package allowed to import pkg
 	why   string
 }{
 	{pkg: "net/http", why: "megabytes with crypto/tls; the page's socket is the browser's WebSocket (socket_js.go)"},
@@ -24,7 +25,7 @@ var forbiddenInPage = []struct {
 	{pkg: "github.com/chromedp/", why: "the tests' browser driver"},
 	{pkg: "github.com/santhosh-tekuri/jsonschema/", why: "0.33 MB brotli with golang.org/x/text; only toolschema's tests use it, as the reference"},
 	{pkg: "golang.org/x/text/", why: "Unicode tables the page does not need"},
-	{pkg: "regexp", why: "about 70 KB brotli; nothing in the page needs a regular expression (go-udiff's Unified brought it)"},
+	{pkg: "regexp", via: "github.com/voicebox-go/voicebox/internal/shared/toolschema", why: "about 70 KB brotli; only the WebMCP draft's `pattern` needs it, matched with RE2 so a hostile pattern cannot hold the worker (go-udiff's Unified once brought it too)"},
 	{pkg: "github.com/aymanbagabas/go-udiff", exact: true, why: "its package-level regexp links regexp; the executor uses only its lcs package"},
 	{pkg: "log/slog", why: "about 25 KB brotli; channel and executor take a one-method Logger"},
 	{pkg: "math/big", why: "about 50 KB brotli; toolschema compares JSON numbers as exact decimals"},
@@ -35,21 +36,37 @@ var forbiddenInPage = []struct {
 // starts) against heavy or foreign imports.
 func TestPageImportsStayLean(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command("go", "list", "-deps", "github.com/voicebox-go/voicebox/browser")
+	cmd := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "github.com/voicebox-go/voicebox/browser")
 	cmd.Env = append(cmd.Environ(), "GOOS=js", "GOARCH=wasm")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	deps := strings.Fields(string(out))
+	var deps []string
+	importers := map[string][]string{} // package -> the page packages importing it
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		deps = append(deps, f[0])
+		for _, imp := range f[1:] {
+			importers[imp] = append(importers[imp], f[0])
+		}
+	}
 	if len(deps) < 10 || !slices.Contains(deps, "github.com/voicebox-go/voicebox/internal/engine") {
 		t.Fatalf("go list returned %d packages, without the engine; the guard would see nothing", len(deps))
 	}
 	for _, dep := range deps {
 		for _, bad := range forbiddenInPage {
 			under := strings.HasSuffix(bad.pkg, "/") && strings.HasPrefix(dep, bad.pkg) || !bad.exact && strings.HasPrefix(dep, bad.pkg+"/")
-			if dep == bad.pkg || under {
-				t.Errorf("the page's wasm imports %s: %s", dep, bad.why)
+			if dep != bad.pkg && !under {
+				continue
+			}
+			for _, by := range importers[dep] {
+				if by != bad.via && !strings.HasPrefix(by, bad.pkg) {
+					t.Errorf("the page's wasm imports %s through %s: %s", dep, by, bad.why)
+				}
 			}
 		}
 	}
