@@ -130,7 +130,9 @@ func (q *queue) reason() *refusal.Refusal {
 }
 
 // take returns the items queued now and empties the queue; last is set once the stream was
-// closed (why says why, nil when its reader went away), or ended with nothing left.
+// closed (why says why, nil when its reader went away), or ended: the items are then the last
+// there will be. (Reporting an ended queue's last items as not last would lose the end: its
+// wake may have been taken with theirs, and nothing would wake the writer again.)
 func (q *queue) take() (items []item, why *refusal.Refusal, last bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -138,5 +140,5 @@ func (q *queue) take() (items []item, why *refusal.Refusal, last bool) {
 		return nil, q.why, true
 	}
 	items, q.items, q.bytes = q.items, nil, 0
-	return items, nil, q.ended && len(items) == 0
+	return items, nil, q.ended
 }
