@@ -37,6 +37,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/core/session"
 	"github.com/voicebox-go/voicebox/internal/core/voice"
 	"github.com/voicebox-go/voicebox/internal/door/extensionhost"
+	"github.com/voicebox-go/voicebox/internal/door/extensionhost/mcphost"
 	"github.com/voicebox-go/voicebox/internal/door/mcp"
 	"github.com/voicebox-go/voicebox/internal/shared/approval"
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
@@ -110,11 +111,11 @@ var referenceBounds = []referenceBound{
 	{"extensions.MaxMCPDescriptionBytes", extensions.MaxMCPDescriptionBytes, bytesUnit},
 	{"extensions.MaxViewDomains", extensions.MaxViewDomains, countUnit},
 	{"extensionhost.MaxRedirects", extensionhost.MaxRedirects, countUnit},
-	{"extensionhost.MaxMCPResultText", extensionhost.MaxMCPResultText, bytesUnit},
-	{"extensionhost.MaxRemoteSchemaBytes", extensionhost.MaxRemoteSchemaBytes, bytesUnit},
-	{"extensionhost.MaxRemoteSchemaDepth", extensionhost.MaxRemoteSchemaDepth, countUnit},
-	{"extensionhost.MaxRemoteSchemaNodes", extensionhost.MaxRemoteSchemaNodes, countUnit},
-	{"extensionhost.MaxOfferedSchemaNodes", extensionhost.MaxOfferedSchemaNodes, countUnit},
+	{"mcphost.MaxMCPResultText", mcphost.MaxMCPResultText, bytesUnit},
+	{"mcphost.MaxRemoteSchemaBytes", mcphost.MaxRemoteSchemaBytes, bytesUnit},
+	{"mcphost.MaxRemoteSchemaDepth", mcphost.MaxRemoteSchemaDepth, countUnit},
+	{"mcphost.MaxRemoteSchemaNodes", mcphost.MaxRemoteSchemaNodes, countUnit},
+	{"mcphost.MaxOfferedSchemaNodes", mcphost.MaxOfferedSchemaNodes, countUnit},
 	{"extensionhost.MaxWrongGuesses", extensionhost.MaxWrongGuesses, countUnit},
 	{"mcp.MaxBodyBytes", mcp.MaxBodyBytes, bytesUnit},
 	{"mcp.BodyReadBound", int64(mcp.BodyReadBound), duration},
@@ -146,7 +147,7 @@ var referenceBounds = []referenceBound{
 	{"session.TicketLifetime", int64(session.TicketLifetime), duration},
 	{"voice.DefaultMaxSockets", voice.DefaultMaxSockets, countUnit},
 	{"voice.DefaultMaxSessionSockets", voice.DefaultMaxSessionSockets, countUnit},
-	{"extensionhost.MCPStreamLifetime", int64(extensionhost.MCPStreamLifetime), duration},
+	{"mcphost.MCPStreamLifetime", int64(mcphost.MCPStreamLifetime), duration},
 }
 
 func TestReferenceIsCurrent(t *testing.T) {

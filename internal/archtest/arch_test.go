@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -335,5 +336,123 @@ func TestThePublicSurfaceDoesNotGrow(t *testing.T) {
 	}
 	if t.Failed() {
 		fmt.Fprintf(os.Stderr, "the public names now (%d):\n%s\n", len(have), strings.Join(have, "\n"))
+	}
+}
+
+// notACoreDoor names the folders of internal/door/ that are not a core.Door, each with why. The
+// fleet's life encloses the core's (docs/architecture.md, "The fleet: beneath the core"): it backs
+// the core's stores before core.New and leaves after the core's shutdown, so the assembly runs it
+// in named steps around the core. Another entry needs as good a reason, written there too.
+var notACoreDoor = map[string]string{
+	"fleet": "it backs the core's stores before the core is built and leaves after the core's shutdown (internal/relay's joinFleet, attachFleet, closeFleet)",
+}
+
+// doorMethods are core.Door's methods, as their signatures read in a door's source (the core
+// imported under its own name).
+var doorMethods = []string{"Name() string", "StateFiles() []string", "Mount(*core.Core) error", "Close()"}
+
+// coreDoors returns the types of the package in dir (its non-test files) that have every method
+// of doorMethods.
+func coreDoors(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	methods := map[string][]string{} // by receiver type
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, e.Name()), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		coreName := "" // the name the file imports internal/core by
+		for _, imp := range f.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); path == module+"/internal/core" {
+				coreName = "core"
+				if imp.Name != nil {
+					coreName = imp.Name.Name
+				}
+			}
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil {
+				continue
+			}
+			recv := fn.Recv.List[0].Type
+			if s, ok := recv.(*ast.StarExpr); ok {
+				recv = s.X
+			}
+			id, ok := recv.(*ast.Ident)
+			if !ok {
+				continue
+			}
+			sig := fn.Name.Name + "(" + fieldTypes(fn.Type.Params) + ")"
+			if res := fieldTypes(fn.Type.Results); res != "" {
+				sig += " " + res
+			}
+			if coreName != "" && coreName != "core" {
+				sig = strings.ReplaceAll(sig, "*"+coreName+".Core", "*core.Core")
+			} else if coreName == "" {
+				sig = strings.ReplaceAll(sig, "*core.Core", "*?.Core") // a Core of another package
+			}
+			methods[id.Name] = append(methods[id.Name], sig)
+		}
+	}
+	var doors []string
+	for typ, sigs := range methods {
+		if !slices.ContainsFunc(doorMethods, func(m string) bool { return !slices.Contains(sigs, m) }) {
+			doors = append(doors, typ)
+		}
+	}
+	slices.Sort(doors)
+	return doors
+}
+
+// fieldTypes writes the types of a parameter or result list as a signature reads them.
+func fieldTypes(l *ast.FieldList) string {
+	if l == nil {
+		return ""
+	}
+	var out []string
+	for _, f := range l.List {
+		n := max(len(f.Names), 1)
+		for range n {
+			out = append(out, types.ExprString(f.Type))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// TestEveryDoorIsACoreDoor: each folder of internal/door/ has a type that is a core.Door (Name,
+// StateFiles, Mount, Close), which the assembly mounts on the core, except those notACoreDoor
+// names with their reason; an exception whose folder is gone, or has become a core.Door, fails too.
+func TestEveryDoorIsACoreDoor(t *testing.T) {
+	entries, err := os.ReadDir(filepath.Join(repoRoot, "internal", "door"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		seen[e.Name()] = true
+		doors := coreDoors(t, filepath.Join(repoRoot, "internal", "door", e.Name()))
+		why, excepted := notACoreDoor[e.Name()]
+		switch {
+		case excepted && len(doors) > 0:
+			t.Errorf("internal/door/%s has a core.Door (%s) but is named an exception (%s): mount it and drop the exception", e.Name(), strings.Join(doors, ", "), why)
+		case !excepted && len(doors) == 0:
+			t.Errorf("internal/door/%s has no type with core.Door's methods (%s): every door is mounted on the core as one", e.Name(), strings.Join(doorMethods, ", "))
+		}
+	}
+	for name := range notACoreDoor {
+		if !seen[name] {
+			t.Errorf("notACoreDoor names internal/door/%s, which is gone: drop the exception", name)
+		}
 	}
 }

@@ -13,6 +13,17 @@
 // core's stores (core.Shared: sessions, pairings, MCP clients, settings) and the extension door's,
 // routes calls to the executor on whichever relay holds it (Router, given the Hub), and fans the
 // event stream out (Events, given Tools).
+//
+// # The fleet is not a core.Door
+//
+// A door is mounted on a built core and closed before the core's own parts; the fleet's life
+// encloses the core's instead, so the assembly runs it in three named steps around the core
+// (docs/architecture.md, "The fleet: beneath the core"):
+//
+//	joinFleet    before core.New: connect, and back the core's stores and the extension door's
+//	attachFleet  after core.New: the Router under the Hub's slot, the Events under Tools' stream
+//	closeFleet   after the core's shutdown (its doors, Tools and Hub closed, the requests in
+//	             flight given their grace): release the lease, say this relay leaves, disconnect
 package relay
 
 import (
@@ -74,20 +85,8 @@ type Relay struct {
 // It serves nothing until Serve. On an error it has started nothing that needs stopping.
 func New(cfg Config) (*Relay, error) {
 	r := &Relay{}
-	if cfg.Fleet.URL != "" {
-		fc := cfg.Fleet
-		if fc.Log == nil {
-			fc.Log = cfg.Log
-		}
-		f, err := fleet.Connect(fc)
-		if err != nil {
-			return nil, err
-		}
-		r.Fleet = f
-		if cfg.Log != nil {
-			cfg.Log.Info("fleet: joining", "relay", f.ID())
-		}
-		cfg.Shared = &core.Shared{Sessions: f.Records(), Pairings: f.Pairings(), MCPClients: f.MCPClients(), Settings: f.Files()}
+	if err := r.joinFleet(&cfg); err != nil {
+		return nil, err
 	}
 	var ext *extensionhost.Door
 	var apps *externalapps.Door
@@ -110,20 +109,54 @@ func New(cfg Config) (*Relay, error) {
 	if !cfg.NoDoors {
 		r.Extensions, r.ExternalApps, r.MCP = ext.Runtime, apps.Model, mcpDoor.Handler
 	}
-	if r.Fleet != nil {
-		r.Router = r.Fleet.NewRouter(c.Hub)
-		r.Router.AddOfferListener(c.OfferListener()) // the page's offer when it is on another relay
-		c.Hub.AddOfferListener(r.Router)             // and this relay's page's, for the others
-		c.Hub.UseFleet(r.Router)
-		ev, err := r.Fleet.NewEvents(c.Tools)
-		if err != nil {
-			r.closeFleet()
-			return nil, fmt.Errorf("fleet: %w", err)
-		}
-		r.Events = ev
-		c.Tools.UseFleet(ev)
+	if err := r.attachFleet(c); err != nil {
+		r.closeFleet()
+		return nil, err
 	}
 	return r, nil
+}
+
+// joinFleet connects to the fleet cfg names, if any, and has it back the core's stores
+// (cfg.Shared); New has it back the extension door's store too. It runs before the core is
+// built, since the core opens its stores as it is.
+func (r *Relay) joinFleet(cfg *Config) error {
+	if cfg.Fleet.URL == "" {
+		return nil
+	}
+	fc := cfg.Fleet
+	if fc.Log == nil {
+		fc.Log = cfg.Log
+	}
+	f, err := fleet.Connect(fc)
+	if err != nil {
+		return err
+	}
+	r.Fleet = f
+	if cfg.Log != nil {
+		cfg.Log.Info("fleet: joining", "relay", f.ID())
+	}
+	cfg.Shared = &core.Shared{Sessions: f.Records(), Pairings: f.Pairings(), MCPClients: f.MCPClients(), Settings: f.Files()}
+	return nil
+}
+
+// attachFleet puts the fleet under the built core c: the Router shares the Hub's executor slot
+// (calls routed to whichever relay holds it, offers heard both ways) and the Events carry Tools'
+// event stream and approval decisions to the other relays.
+func (r *Relay) attachFleet(c *core.Core) error {
+	if r.Fleet == nil {
+		return nil
+	}
+	r.Router = r.Fleet.NewRouter(c.Hub)
+	r.Router.AddOfferListener(c.OfferListener()) // the page's offer when it is on another relay
+	c.Hub.AddOfferListener(r.Router)             // and this relay's page's, for the others
+	c.Hub.UseFleet(r.Router)
+	ev, err := r.Fleet.NewEvents(c.Tools)
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	r.Events = ev
+	c.Tools.UseFleet(ev)
+	return nil
 }
 
 // Serve serves the relay until ctx ends (core.Core.Serve), then leaves the fleet.
@@ -132,8 +165,9 @@ func (r *Relay) Serve(ctx context.Context) error {
 	return r.Core.Serve(ctx)
 }
 
-// closeFleet leaves the fleet: the lease is released (another relay's page may take it at once),
-// the subscriptions end, and the connection closes.
+// closeFleet leaves the fleet, after the core's shutdown: the lease is released (another relay's
+// page may take it at once), the others are told this relay leaves (after its approvals were
+// settled by Tools.Close), the subscriptions end, and the connection closes.
 func (r *Relay) closeFleet() {
 	if r.Router != nil {
 		r.Router.Close()

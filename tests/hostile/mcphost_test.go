@@ -19,7 +19,7 @@ import (
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
-// maxMCPSessionLogLines is extensionhost.MaxMCPSessionLogLines (the tests' module does not build
+// maxMCPSessionLogLines is mcphost.MaxMCPSessionLogLines (the tests' module does not build
 // the relay's packages).
 const maxMCPSessionLogLines = 40
 

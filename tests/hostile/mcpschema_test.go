@@ -15,7 +15,7 @@ import (
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
-// maxOfferedSchemaNodes is extensionhost.MaxOfferedSchemaNodes (the tests' module does not build
+// maxOfferedSchemaNodes is mcphost.MaxOfferedSchemaNodes (the tests' module does not build
 // the relay's packages).
 const maxOfferedSchemaNodes = 8192
 

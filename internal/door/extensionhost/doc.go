@@ -30,15 +30,12 @@
 //	               shipped catalogue with the gate's verdicts, the shelf.
 //	fetch.go       Fetcher, the mediated fetch of http-get: hosts, redirects, budgets, time
 //	               bounds, declared secrets, and Redact for what is logged.
-//	mcpsession.go  a remote MCP extension's client session (the go-sdk client over Streamable
-//	               HTTP): connecting after admission, its tool list and what is offered of it
-//	               (MCPStatus), each tool judged against its pinned definition (definitionOf,
-//	               pinned), a new plan staged when the server adds or redefines tools,
-//	               list_changed coalesced and charged to the budget, the session's bounded log
-//	               and its bounded reconnection, calls (callMCP) and MCP Apps views (ReadView).
-//	mcptransport.go the mediated fetch as the session's http.RoundTripper: hosts, budget,
-//	               redirects, time and response bounds, declared secrets, and JSON nested past
-//	               MaxMCPMessageDepth cut as it streams in (depthCap).
+//	remotemcp.go   the door's side of the MCP host: a session (mcphost) for each loaded remote
+//	               MCP extension, the runtime as its Host (tools-changed, staged plans), calls
+//	               (callMCP) and MCP Apps views (ReadView: the audit and the view's grants).
+//	mcphost/       the MCP host: a remote MCP extension's client session (the go-sdk client
+//	               over Streamable HTTP) and its mediated transport, behind a small interface
+//	               to the door (mcphost.Host, Budget, Config).
 //	routes.go      the HTTP routes under /api/extensions (Register), one handler each.
 //	wasmtool/      the wazero runner of WASM modules (both ABIs of internal/shared/wasmabi) and its bounds.
 //	wasmshelf/     the WASM shelf: its manifest.json and each tool's verdict.

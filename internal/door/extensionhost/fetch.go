@@ -39,8 +39,8 @@ type Budget struct {
 // NewBudget returns a budget of max requests.
 func NewBudget(max int) *Budget { return &Budget{max: max} }
 
-// take spends one request and says which it is, as the original does: "3/20" is the third of 20.
-func (b *Budget) take() (string, error) {
+// Take spends one request and says which it is, as the original does: "3/20" is the third of 20.
+func (b *Budget) Take() (string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.used >= b.max {
@@ -53,8 +53,8 @@ func (b *Budget) take() (string, error) {
 	return fmt.Sprintf("%d/%d", b.used, b.max), nil
 }
 
-// spent says how much of the budget is spent, as "7/50".
-func (b *Budget) spent() string {
+// Spent says how much of the budget is spent, as "7/50".
+func (b *Budget) Spent() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return fmt.Sprintf("%d/%d", b.used, b.max)
@@ -115,7 +115,7 @@ func (f *Fetcher) Fetch(ctx context.Context, d *extensions.Descriptor, t *extens
 		if err != nil {
 			return nil, err
 		}
-		request, err := budget.take()
+		request, err := budget.Take()
 		if err != nil {
 			return nil, err
 		}
@@ -284,4 +284,20 @@ func secretNames(secrets []extensions.Secret) string {
 		names[i] = fmt.Sprintf("%s (from $%s)", s.Header, s.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// baseTransport is the transport under the mediation: the Fetcher's client's, or a clone of
+// http.DefaultTransport.
+func (f *Fetcher) baseTransport() http.RoundTripper {
+	if f != nil && f.Client != nil && f.Client.Transport != nil {
+		return f.Client.Transport
+	}
+	return http.DefaultTransport.(*http.Transport).Clone()
+}
+
+func (f *Fetcher) requestTimeout() time.Duration {
+	if f == nil {
+		return extensions.FetchRequestTimeout
+	}
+	return cmp.Or(f.RequestTimeout, extensions.FetchRequestTimeout)
 }

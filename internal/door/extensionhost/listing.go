@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/voicebox-go/voicebox/catalogue"
+	"github.com/voicebox-go/voicebox/internal/door/extensionhost/mcphost"
 	"github.com/voicebox-go/voicebox/internal/door/extensionhost/wasmshelf"
 	"github.com/voicebox-go/voicebox/internal/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -56,7 +57,7 @@ type Entry struct {
 	Plan        *extensions.Plan `json:"plan,omitempty"`
 	// MCP is a remote MCP extension's session: its server, whether it is up, the server's tools
 	// that are not offered and why, and the budget spent.
-	MCP *MCPStatus `json:"mcp,omitempty"`
+	MCP *mcphost.Status `json:"mcp,omitempty"`
 }
 
 // Listing is what ListExtensions returns.
@@ -127,8 +128,8 @@ func (rt *Runtime) ListExtensions() Listing {
 	for _, id := range ids {
 		e := entryOf(rt.loaded[id].Raw, id, extensions.Machine, rt.loadedTools(id))
 		if c := rt.mcp[id]; c != nil {
-			st, tools := c.status()
-			e.MCP, e.Tools = &st, tools
+			st, offered := c.Status()
+			e.MCP, e.Tools = &st, mcpToolInfos(offered)
 		}
 		l.Admitted = append(l.Admitted, e)
 	}

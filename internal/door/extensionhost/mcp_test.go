@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/voicebox-go/voicebox/internal/door/extensionhost/mcphost"
 	"github.com/voicebox-go/voicebox/internal/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -68,9 +69,9 @@ func newMCPServer(t *testing.T) *mcpServer {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "shown"}}}, nil
 		})
-	s.srv.AddResource(&mcp.Resource{URI: "ui://show/view.html", Name: "view", MIMEType: ViewMIMEType},
+	s.srv.AddResource(&mcp.Resource{URI: "ui://show/view.html", Name: "view", MIMEType: mcphost.ViewMIMEType},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: ViewMIMEType, Text: "<!doctype html><p>view</p>"}}}, nil
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: mcphost.ViewMIMEType, Text: "<!doctype html><p>view</p>"}}}, nil
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, nil)
 	s.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"testing/iotest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/voicebox-go/voicebox/internal/door/extensionhost/mcphost"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -60,9 +60,9 @@ func TestRemoteMCPToolRedefinedAfterAdmission(t *testing.T) {
 	var viewHTML atomic.Value
 	viewHTML.Store("<!doctype html><p>first</p>")
 	srv.AddTool(&mcp.Tool{Name: "show", Meta: mcp.Meta{"ui": map[string]any{"resourceUri": "ui://show/view.html"}}, InputSchema: map[string]any{"type": "object"}}, handler)
-	srv.AddResource(&mcp.Resource{URI: "ui://show/view.html", Name: "view", MIMEType: ViewMIMEType},
+	srv.AddResource(&mcp.Resource{URI: "ui://show/view.html", Name: "view", MIMEType: mcphost.ViewMIMEType},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: ViewMIMEType, Text: viewHTML.Load().(string)}}}, nil
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: mcphost.ViewMIMEType, Text: viewHTML.Load().(string)}}}, nil
 		})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
@@ -220,7 +220,7 @@ func TestRemoteMCPSessionDiedMidListingReconnects(t *testing.T) {
 	f.admit(mcpDescriptor("back", u.Host, ts.URL, 100, ""))
 	l := f.waitFor("the reconnection said", func(l Listing) bool {
 		e := admittedEntry(l, "back")
-		return e != nil && e.MCP != nil && strings.Contains(e.MCP.Reconnect, fmt.Sprintf("of %d", MCPReconnectAttempts))
+		return e != nil && e.MCP != nil && strings.Contains(e.MCP.Reconnect, fmt.Sprintf("of %d", mcphost.MCPReconnectAttempts))
 	})
 	if e := admittedEntry(l, "back"); e.MCP.Connected || e.MCP.Refused == "" {
 		t.Fatalf("while it reconnects: %+v", e.MCP)
@@ -228,67 +228,5 @@ func TestRemoteMCPSessionDiedMidListingReconnects(t *testing.T) {
 	f.waitFor("the tools listed after the reconnection", func(l Listing) bool { return slices.Equal(pendingTools(l, "back"), []string{"back__ok"}) })
 	if n := lists.Load(); n != 3 {
 		t.Fatalf("%d listings, want 3", n)
-	}
-}
-
-// nesting is how deep JSON text s nests (strings skipped).
-func nesting(s string) int {
-	depth, most, inString, escaped := 0, 0, false, false
-	for _, b := range []byte(s) {
-		switch {
-		case inString && escaped:
-			escaped = false
-		case inString && b == '\\':
-			escaped = true
-		case inString:
-			inString = b != '"'
-		case b == '"':
-			inString = true
-		case b == '{' || b == '[':
-			depth++
-			most = max(most, depth)
-		case b == '}' || b == ']':
-			depth--
-		}
-	}
-	return most
-}
-
-// FuzzDepthCap: a JSON body through depthCap, read a byte at a time, is valid JSON again, nests
-// at most MaxMCPMessageDepth levels, and is unchanged when it nested no deeper.
-func FuzzDepthCap(f *testing.F) {
-	f.Add(`{"a":[1,"x\"]",{"b":null}]}`)
-	f.Add(strings.Repeat("[", MaxMCPMessageDepth+5) + strings.Repeat("]", MaxMCPMessageDepth+5))
-	f.Add(`{"tools":[` + strings.Repeat(`{"a":`, 300) + `1` + strings.Repeat(`}`, 300) + `,{"name":"ok"}]}`)
-	f.Fuzz(func(t *testing.T, in string) {
-		if !json.Valid([]byte(in)) {
-			return
-		}
-		out, err := io.ReadAll(&depthCap{rc: io.NopCloser(iotest.OneByteReader(strings.NewReader(in)))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !json.Valid(out) || nesting(string(out)) > MaxMCPMessageDepth {
-			t.Fatalf("%.200q became %.200q", in, out)
-		}
-		if nesting(in) <= MaxMCPMessageDepth && string(out) != in {
-			t.Fatalf("%.200q, within the bound, became %.200q", in, out)
-		}
-	})
-}
-
-// TestDepthCapReadsAnEventStream: in an event stream only data lines are JSON; a comment's quote
-// or bracket does not throw the count, and each event starts afresh.
-func TestDepthCapReadsAnEventStream(t *testing.T) {
-	t.Parallel()
-	deep := strings.Repeat("[", 200) + strings.Repeat("]", 200)
-	in := ": a comment with \" and [[[\n\nevent: message\ndata: {\"a\":" + deep + "}\n\nid: 7\ndata: {\"b\":1}\n\n"
-	out, err := io.ReadAll(&depthCap{rc: io.NopCloser(iotest.OneByteReader(strings.NewReader(in))), sse: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := ": a comment with \" and [[[\n\nevent: message\ndata: {\"a\":" + strings.Repeat("[", MaxMCPMessageDepth-1) + string(deepValue) + strings.Repeat("]", MaxMCPMessageDepth-1) + "}\n\nid: 7\ndata: {\"b\":1}\n\n"
-	if string(out) != want {
-		t.Fatalf("got %.300q", out)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/voicebox-go/voicebox/internal/door/extensionhost/mcphost"
 	"github.com/voicebox-go/voicebox/internal/door/extensionhost/wasmshelf"
 	"github.com/voicebox-go/voicebox/internal/door/extensionhost/wasmtool"
 	"github.com/voicebox-go/voicebox/internal/shared/channel"
@@ -54,7 +55,7 @@ type Runtime struct {
 	// it to whoever holds the root, so their doors verify extension calls against it.
 	Publish func(frame []byte)
 	// MCPRetryInterval is how long a remote MCP extension without a session waits before a call
-	// tries to make one again; zero means MCPRetryInterval.
+	// tries to make one again; zero means mcphost.MCPRetryInterval.
 	MCPRetryInterval time.Duration
 
 	bg       sync.WaitGroup // the remote MCP sessions' background work (dials, listings, reconnections), waited for by Close
@@ -65,8 +66,8 @@ type Runtime struct {
 	schemas  map[string]map[string]*toolschema.Schema // by descriptor id, then tool name
 	budgets  map[string]*Budget
 	problems []Problem
-	mcp      map[string]*mcpConn // the sessions of loaded remote MCP extensions, by id
-	views    viewGrants          // views' CSP grants, by token (viewpolicy.go)
+	mcp      map[string]*mcphost.Session // the sessions of loaded remote MCP extensions, by id
+	views    viewGrants                  // views' CSP grants, by token (viewpolicy.go)
 	seq      uint64
 	wasmOnce sync.Once
 }
@@ -123,7 +124,7 @@ func (rt *Runtime) reload() error {
 	stale := rt.reloadLocked(l, p)
 	rt.mu.Unlock()
 	for _, c := range stale {
-		c.close()
+		c.Close()
 	}
 	return nil
 }
@@ -131,7 +132,7 @@ func (rt *Runtime) reload() error {
 // reloadLocked loads l and records p with rt.mu held, starts a session for every loaded remote
 // MCP extension that has none for its exact descriptor, and returns the sessions to close (of
 // revoked or changed descriptors).
-func (rt *Runtime) reloadLocked(l []Loaded, p []Problem) (stale []*mcpConn) {
+func (rt *Runtime) reloadLocked(l []Loaded, p []Problem) (stale []*mcphost.Session) {
 	rt.loaded, rt.schemas, rt.problems = map[string]Loaded{}, map[string]map[string]*toolschema.Schema{}, p
 	if rt.budgets == nil {
 		rt.budgets = map[string]*Budget{}
@@ -156,14 +157,14 @@ func (rt *Runtime) reloadLocked(l []Loaded, p []Problem) (stale []*mcpConn) {
 		rt.logger().Warn("extension not loaded", "id", x.ID, "refused", x.Rule, "why", x.Why)
 	}
 	if rt.mcp == nil {
-		rt.mcp = map[string]*mcpConn{}
+		rt.mcp = map[string]*mcphost.Session{}
 	}
 	for id, c := range rt.mcp {
 		x, ok := rt.loaded[id]
 		switch {
-		case ok && x.Descriptor.MCP != nil && extensions.Disclose(x.Descriptor, extensions.Machine, x.Raw).Hash == c.hash:
-		case ok && c.sameServer(x.Descriptor):
-			c.admit(x) // a new plan of the same server and bounds: the session stays, its tools change
+		case ok && x.Descriptor.MCP != nil && extensions.Disclose(x.Descriptor, extensions.Machine, x.Raw).Hash == c.Hash():
+		case ok && c.SameServer(x.Descriptor):
+			c.Admit(x.Descriptor, x.Raw) // a new plan of the same server and bounds: the session stays, its tools change
 		default:
 			stale = append(stale, c)
 			delete(rt.mcp, id)
@@ -171,9 +172,9 @@ func (rt *Runtime) reloadLocked(l []Loaded, p []Problem) (stale []*mcpConn) {
 	}
 	for id, x := range rt.loaded {
 		if x.Descriptor.MCP != nil && rt.mcp[id] == nil {
-			c := rt.newMCPConn(x, rt.budgets[id])
+			c := rt.newMCPSession(x, rt.budgets[id])
 			rt.mcp[id] = c
-			rt.bg.Go(c.connect)
+			rt.bg.Go(c.Connect)
 		}
 	}
 	return stale
@@ -188,7 +189,7 @@ func (rt *Runtime) Close() {
 	rt.mcp = nil
 	rt.mu.Unlock()
 	for _, c := range conns {
-		c.close()
+		c.Close()
 	}
 	rt.bg.Wait()
 }
@@ -310,12 +311,7 @@ func (rt *Runtime) CheckArguments(id, tool string, args json.RawMessage) error {
 		return nil
 	case x.Descriptor.MCP != nil && c != nil:
 		name, _ := strings.CutPrefix(tool, id+extensions.MCPToolSeparator)
-		t, _, err := c.callable(name)
-		if err != nil {
-			return nil
-		}
-		_, err = t.schema.validate(args)
-		return err
+		return c.CheckArguments(name, args)
 	case schema != nil:
 		maxArgs := toolschema.MaxArgumentBytes
 		for _, t := range x.Descriptor.Tools {

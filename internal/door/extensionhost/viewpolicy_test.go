@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/voicebox-go/voicebox/internal/core/server"
+	"github.com/voicebox-go/voicebox/internal/door/extensionhost/mcphost"
 	"github.com/voicebox-go/voicebox/internal/shared/extensions"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -28,9 +29,9 @@ func cspServer(t *testing.T, csp func(own string) map[string]any) *httptest.Serv
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "shown"}}}, nil
 		})
-	srv.AddResource(&mcp.Resource{URI: "ui://show/view.html", Name: "view", MIMEType: ViewMIMEType},
+	srv.AddResource(&mcp.Resource{URI: "ui://show/view.html", Name: "view", MIMEType: mcphost.ViewMIMEType},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: ViewMIMEType, Text: "<!doctype html><p>view</p>",
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: mcphost.ViewMIMEType, Text: "<!doctype html><p>view</p>",
 				Meta: mcp.Meta{"ui": map[string]any{"csp": csp(own.Load().(string))}}}}}, nil
 		})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))

@@ -1,4 +1,4 @@
-package extensionhost
+package mcphost
 
 // This file is a remote MCP extension's client session (the official Go SDK's client over its
 // Streamable HTTP transport, every request through mediatedTransport): connecting after
@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -28,21 +27,17 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/voicebox-go/voicebox/internal/core/assistant"
 	"github.com/voicebox-go/voicebox/internal/shared/extensions"
 	"github.com/voicebox-go/voicebox/internal/shared/names"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
-
-// MCPPrimitive is what a remote MCP extension's tools are listed and audited as.
-const MCPPrimitive = assistant.MCPPrimitive
 
 // MaxMCPResultText bounds the text of a remote MCP tool's result the model is given; the rest
 // is cut, and the answer says so.
 const MaxMCPResultText = 64 << 10
 
 // MCPRetryInterval is how long a remote MCP extension without a session waits before a call
-// tries to make one again (Runtime.MCPRetryInterval, when set, replaces it).
+// tries to make one again (Config.RetryInterval, when set, replaces it).
 const MCPRetryInterval = 5 * time.Second
 
 // mcpConnectRetries is how often the SDK tries the notification stream again before it gives
@@ -66,8 +61,8 @@ const MaxMCPSessionLogLines = 40
 // MCPLogWindow is the window of MaxMCPSessionLogLines.
 const MCPLogWindow = time.Minute
 
-// MCPStatus is what a listing says of a remote MCP extension's session.
-type MCPStatus struct {
+// Status is what a listing says of a remote MCP extension's session.
+type Status struct {
 	URL string `json:"url"`
 	// Connected says whether a session is up and its tools listed.
 	Connected bool `json:"connected"`
@@ -101,18 +96,21 @@ type mcpTool struct {
 	def extensions.MCPToolDefinition
 }
 
-// mcpConn is the client session of one loaded remote MCP extension. It is safe for concurrent use.
-type mcpConn struct {
-	rt        *Runtime
-	id, url   string // the extension and its server, which no plan c is given changes
-	bounds    extensions.Bounds
-	transport *mediatedTransport
-	ready     chan struct{} // closed once the first connection attempt ended
-	done      chan struct{} // closed when the session is closed for good
-	listMu    sync.Mutex    // one listing at a time
-	dialMu    sync.Mutex    // one attempt to make the session at a time
-	log       *slog.Logger
-	logs      lineBudget // the session's log lines (MaxMCPSessionLogLines)
+// Session is the client session of one loaded remote MCP extension. It is safe for concurrent use.
+type Session struct {
+	host       Host
+	background *sync.WaitGroup // Config.Background
+	retry      time.Duration   // Config.RetryInterval
+	redact     func(string) string
+	id, url    string // the extension and its server, which no plan c is given changes
+	bounds     extensions.Bounds
+	transport  *mediatedTransport
+	ready      chan struct{} // closed once the first connection attempt ended
+	done       chan struct{} // closed when the session is closed for good
+	listMu     sync.Mutex    // one listing at a time
+	dialMu     sync.Mutex    // one attempt to make the session at a time
+	log        *slog.Logger
+	logs       lineBudget // the session's log lines (MaxMCPSessionLogLines)
 
 	mu      sync.Mutex
 	d       *extensions.Descriptor // the admitted plan
@@ -134,15 +132,11 @@ type mcpConn struct {
 	next         time.Time
 }
 
-// newMCPConn returns the session of loaded descriptor x, not yet connected.
-func (rt *Runtime) newMCPConn(x Loaded, budget *Budget) *mcpConn {
-	getenv := os.Getenv
-	if rt.Fetcher != nil && rt.Fetcher.Getenv != nil {
-		getenv = rt.Fetcher.Getenv
-	}
-	c := &mcpConn{rt: rt, id: x.Descriptor.ID, url: x.Descriptor.MCP.URL, bounds: x.Descriptor.Bounds, d: x.Descriptor, hash: extensions.Disclose(x.Descriptor, extensions.Machine, x.Raw).Hash,
-		ready: make(chan struct{}), done: make(chan struct{}), log: rt.logger().With("extension", x.Descriptor.ID), viewSeen: map[string]string{}}
-	c.transport = &mediatedTransport{d: x.Descriptor, budget: budget, base: rt.Fetcher.baseTransport(), getenv: getenv, requestTimeout: rt.Fetcher.requestTimeout(),
+// New returns the session of cfg's admitted descriptor, not yet connected (Connect).
+func New(cfg Config) *Session {
+	c := &Session{host: cfg.Host, background: cfg.Background, retry: cfg.RetryInterval, redact: cfg.Redact, id: cfg.Descriptor.ID, url: cfg.Descriptor.MCP.URL, bounds: cfg.Descriptor.Bounds, d: cfg.Descriptor, hash: extensions.Disclose(cfg.Descriptor, extensions.Machine, cfg.Raw).Hash,
+		ready: make(chan struct{}), done: make(chan struct{}), log: cfg.Log.With("extension", cfg.Descriptor.ID), viewSeen: map[string]string{}}
+	c.transport = &mediatedTransport{d: cfg.Descriptor, budget: cfg.Budget, base: cfg.Base, headers: cfg.Headers, maxRedirects: cfg.MaxRedirects, redact: cfg.Redact, requestTimeout: cfg.RequestTimeout,
 		log: func(method, url, request string, err error) {
 			if err != nil {
 				c.logf(slog.LevelInfo, "mcp request refused", "method", method, "url", url, "request", request, "refused", refusal.RuleOf(err), "err", err.Error())
@@ -162,7 +156,7 @@ type lineBudget struct {
 
 // logf writes a line of c's log, unless MaxMCPSessionLogLines are written in this window: a
 // server cannot fill the relay's log however much it makes the session say.
-func (c *mcpConn) logf(level slog.Level, msg string, args ...any) {
+func (c *Session) logf(level slog.Level, msg string, args ...any) {
 	b := &c.logs
 	b.mu.Lock()
 	now := time.Now()
@@ -187,7 +181,7 @@ func (c *mcpConn) logf(level slog.Level, msg string, args ...any) {
 }
 
 // flushLog writes how many lines of the window were suppressed, if any.
-func (c *mcpConn) flushLog() {
+func (c *Session) flushLog() {
 	b := &c.logs
 	b.mu.Lock()
 	suppressed := b.suppressed
@@ -198,8 +192,8 @@ func (c *mcpConn) flushLog() {
 	}
 }
 
-// connect makes the session and lists the server's tools; it runs once, in its own goroutine.
-func (c *mcpConn) connect() {
+// Connect makes the session and lists the server's tools; it runs once, in its own goroutine.
+func (c *Session) Connect() {
 	defer close(c.ready)
 	c.dial()
 }
@@ -207,11 +201,11 @@ func (c *mcpConn) connect() {
 // revive makes the session again when there is none (the first attempt failed, or a call found
 // it broken), at most once every retry interval: each attempt spends requests of the budget, so
 // a server that is down is not asked again on every call. It returns once the attempt ended.
-func (c *mcpConn) revive() {
+func (c *Session) revive() {
 	c.dialMu.Lock()
 	defer c.dialMu.Unlock()
 	c.mu.Lock()
-	wait := c.rt.MCPRetryInterval
+	wait := c.retry
 	if wait <= 0 {
 		wait = MCPRetryInterval
 	}
@@ -222,10 +216,10 @@ func (c *mcpConn) revive() {
 	}
 }
 
-// retryInterval is the runtime's MCPRetryInterval, or the default.
-func (c *mcpConn) retryInterval() time.Duration {
-	if c.rt.MCPRetryInterval > 0 {
-		return c.rt.MCPRetryInterval
+// retryInterval is Config.RetryInterval, or the default.
+func (c *Session) retryInterval() time.Duration {
+	if c.retry > 0 {
+		return c.retry
 	}
 	return MCPRetryInterval
 }
@@ -234,7 +228,7 @@ func (c *mcpConn) retryInterval() time.Duration {
 // MCPReconnectAttempts attempts, the wait before each doubling from the retry interval up to
 // MCPReconnectMaxWait, and none once the session is up, the budget is spent or c is closed.
 // One runs at a time.
-func (c *mcpConn) reconnectLater() {
+func (c *Session) reconnectLater() {
 	c.mu.Lock()
 	if c.reconnecting || c.closed {
 		c.mu.Unlock()
@@ -242,7 +236,7 @@ func (c *mcpConn) reconnectLater() {
 	}
 	c.reconnecting = true
 	c.mu.Unlock()
-	c.rt.bg.Go(func() {
+	c.background.Go(func() {
 		defer func() {
 			c.mu.Lock()
 			c.reconnecting, c.attempt = false, 0
@@ -281,7 +275,7 @@ func (c *mcpConn) reconnectLater() {
 
 // broke drops session, which failed a call with no answer from the server, so the next call
 // makes a new one (revive).
-func (c *mcpConn) broke(session *mcp.ClientSession, r *refusal.Refusal) {
+func (c *Session) broke(session *mcp.ClientSession, r *refusal.Refusal) {
 	c.mu.Lock()
 	if c.session != session {
 		c.mu.Unlock()
@@ -293,7 +287,7 @@ func (c *mcpConn) broke(session *mcp.ClientSession, r *refusal.Refusal) {
 }
 
 // dial makes the session and lists the server's tools, or records why it could not.
-func (c *mcpConn) dial() {
+func (c *Session) dial() {
 	c.mu.Lock()
 	c.tried = time.Now()
 	c.mu.Unlock()
@@ -326,7 +320,7 @@ func (c *mcpConn) dial() {
 }
 
 // fail records why there is no session.
-func (c *mcpConn) fail(r *refusal.Refusal) {
+func (c *Session) fail(r *refusal.Refusal) {
 	c.mu.Lock()
 	c.err = r
 	c.mu.Unlock()
@@ -337,15 +331,15 @@ func (c *mcpConn) fail(r *refusal.Refusal) {
 // request of the budget, as the listing it may cause does; one the budget has no request for
 // ends the session (budget-exhausted), so a server that floods is stopped, and one that comes
 // while a listing runs only asks for one more (requestList).
-func (c *mcpConn) toolsChanged(session *mcp.ClientSession) {
+func (c *Session) toolsChanged(session *mcp.ClientSession) {
 	c.mu.Lock()
 	current := c.session == session && session != nil
 	c.mu.Unlock()
 	if !current {
 		return // the session was ended: what else it says is not read
 	}
-	if _, err := c.transport.budget.take(); err != nil {
-		r := refusal.New(refusal.BudgetExhausted, "the server sent more tools/list_changed notifications than %s's request budget holds (each spends a request, %s spent); the session is ended and no further listing is made", c.id, c.transport.budget.spent())
+	if _, err := c.transport.budget.Take(); err != nil {
+		r := refusal.New(refusal.BudgetExhausted, "the server sent more tools/list_changed notifications than %s's request budget holds (each spends a request, %s spent); the session is ended and no further listing is made", c.id, c.transport.budget.Spent())
 		c.mu.Lock()
 		stop := c.session == session
 		if stop {
@@ -363,7 +357,7 @@ func (c *mcpConn) toolsChanged(session *mcp.ClientSession) {
 
 // requestList asks for a listing: it starts one when none runs, or has the running one followed
 // by exactly one more. At most one listing runs and one waits, per session.
-func (c *mcpConn) requestList() {
+func (c *Session) requestList() {
 	c.mu.Lock()
 	if c.listing {
 		c.relist = true
@@ -372,7 +366,7 @@ func (c *mcpConn) requestList() {
 	}
 	c.listing = true
 	c.mu.Unlock()
-	c.rt.bg.Go(func() {
+	c.background.Go(func() {
 		for {
 			c.list()
 			c.mu.Lock()
@@ -389,7 +383,7 @@ func (c *mcpConn) requestList() {
 // refusalOf names the failure err of an exchange with the server: the transport's own refusal
 // when it made one (the SDK words a transport's failure its own way), a deadline as tool-timeout,
 // anything else mcp-unreachable.
-func (c *mcpConn) refusalOf(ctx context.Context, err error, doing string) *refusal.Refusal {
+func (c *Session) refusalOf(ctx context.Context, err error, doing string) *refusal.Refusal {
 	if r, ok := refusal.As(err); ok {
 		return r
 	}
@@ -397,9 +391,9 @@ func (c *mcpConn) refusalOf(ctx context.Context, err error, doing string) *refus
 		return r
 	}
 	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
-		return refusal.New(refusal.ToolTimeout, "%s did not answer within %s", Redact(c.url), extensions.MCPCallTimeout)
+		return refusal.New(refusal.ToolTimeout, "%s did not answer within %s", c.redact(c.url), extensions.MCPCallTimeout)
 	}
-	return refusal.New(refusal.MCPUnreachable, "%s %s failed: %s", doing, Redact(c.url), clipWhy(err.Error()))
+	return refusal.New(refusal.MCPUnreachable, "%s %s failed: %s", doing, c.redact(c.url), clipWhy(err.Error()))
 }
 
 func clipWhy(s string) string {
@@ -411,8 +405,8 @@ func clipWhy(s string) string {
 }
 
 // list reads the server's tools again (at most extensions.MaxMCPTools), judges each, and tells
-// the runtime, which stages a new plan when the server added tools.
-func (c *mcpConn) list() {
+// the host, which stages a new plan when the server added tools.
+func (c *Session) list() {
 	c.listMu.Lock()
 	defer c.listMu.Unlock()
 	c.mu.Lock()
@@ -453,7 +447,7 @@ func (c *mcpConn) list() {
 	}
 	c.tools, c.err = tools, nil
 	c.mu.Unlock()
-	c.rt.mcpListed(c)
+	c.listed()
 }
 
 // judgeTool checks t's name, input schema and view against what can be offered.
@@ -522,7 +516,7 @@ const (
 
 // pinned returns the admitted definition of t when the server lists t as it was admitted, or
 // why t is not offered. c.mu is held.
-func (c *mcpConn) pinned(t *mcpTool) (*extensions.MCPToolDefinition, string) {
+func (c *Session) pinned(t *mcpTool) (*extensions.MCPToolDefinition, string) {
 	name := t.tool.Name
 	switch a := c.d.MCP.Definition(name); {
 	case t.schema == nil:
@@ -544,19 +538,19 @@ func (c *mcpConn) pinned(t *mcpTool) (*extensions.MCPToolDefinition, string) {
 	}
 }
 
-// status says what a listing shows of c, and the tools it offers now: those the plan admits
+// Status says what a listing shows of c, and the tools it offers now: those the plan admits
 // that the server still lists, with a schema that can be offered.
-func (c *mcpConn) status() (MCPStatus, []ToolInfo) {
+func (c *Session) Status() (Status, []Offered) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := MCPStatus{URL: c.d.MCP.URL, Connected: c.session != nil && c.err == nil, Unavailable: []UnavailableTool{}, Requests: c.transport.budget.spent()}
+	st := Status{URL: c.d.MCP.URL, Connected: c.session != nil && c.err == nil, Unavailable: []UnavailableTool{}, Requests: c.transport.budget.Spent()}
 	if c.err != nil {
 		st.Refused, st.Why = c.err.Rule, c.err.Why
 	}
 	if c.reconnecting && c.attempt > 0 {
 		st.Reconnect = fmt.Sprintf("the session broke; the relay makes it again by itself: attempt %d of %d at %s", c.attempt, MCPReconnectAttempts, c.next.UTC().Format(time.RFC3339))
 	}
-	var offered []ToolInfo
+	var offered []Offered
 	for i := range c.tools {
 		t := &c.tools[i]
 		a, why := c.pinned(t)
@@ -565,8 +559,8 @@ func (c *mcpConn) status() (MCPStatus, []ToolInfo) {
 			continue
 		}
 		// What the model and the gate read is the admitted definition, which the listing matches.
-		offered = append(offered, ToolInfo{Name: extensions.MCPModelName(c.d.ID, a.Name), Description: a.Description,
-			Primitive: MCPPrimitive, Params: t.schema.offered, SchemaNote: t.schema.note, URL: c.d.MCP.URL, ReadOnly: a.Annotations.ReadOnly(), View: a.View})
+		offered = append(offered, Offered{Name: extensions.MCPModelName(c.d.ID, a.Name), Description: a.Description,
+			Params: t.schema.offered, SchemaNote: t.schema.note, URL: c.d.MCP.URL, ReadOnly: a.Annotations.ReadOnly(), View: a.View})
 	}
 	return st, offered
 }
@@ -589,23 +583,31 @@ func viewURI(t *mcp.Tool) string {
 	return uri
 }
 
-// sameServer reports whether d is a plan of c's server with c's bounds: only its admitted tools
+// SameServer reports whether d is a plan of c's server with c's bounds: only its admitted tools
 // may differ, so the session can stay.
-func (c *mcpConn) sameServer(d *extensions.Descriptor) bool {
+func (c *Session) SameServer(d *extensions.Descriptor) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return d.MCP != nil && d.MCP.URL == c.url && string(extensions.BoundsJSON(d.Bounds)) == string(extensions.BoundsJSON(c.bounds))
 }
 
-// admit makes x, a new plan of c's server (sameServer), the one c offers tools by.
-func (c *mcpConn) admit(x Loaded) {
+// Admit makes d (whose admitted bytes are raw), a new plan of c's server (SameServer), the one
+// c offers tools by.
+func (c *Session) Admit(d *extensions.Descriptor, raw []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.d, c.hash = x.Descriptor, extensions.Disclose(x.Descriptor, extensions.Machine, x.Raw).Hash
+	c.d, c.hash = d, extensions.Disclose(d, extensions.Machine, raw).Hash
 }
 
-// close ends the session.
-func (c *mcpConn) close() {
+// Hash is the hash of the plan c offers tools by.
+func (c *Session) Hash() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hash
+}
+
+// Close ends the session.
+func (c *Session) Close() {
 	c.mu.Lock()
 	if !c.closed {
 		close(c.done)
@@ -620,12 +622,12 @@ func (c *mcpConn) close() {
 	c.flushLog()
 }
 
-// mcpListed stages a new plan of c's descriptor when the server lists a tool that can be offered
+// listed stages a new plan of c's descriptor when the server lists a tool that can be offered
 // that the plan does not pin as it is listed now (definitionOf, and its view's content): a tool
 // added, or one redefined. The plan pins every tool the server lists that can be offered; the views
 // of those whose content is not known yet are read for it. Nothing new or changed runs until a
 // person admits it; tools the server no longer lists leave the plan.
-func (rt *Runtime) mcpListed(c *mcpConn) {
+func (c *Session) listed() {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -652,7 +654,7 @@ func (rt *Runtime) mcpListed(c *mcpConn) {
 		tools, defs = append(tools, def.Name), append(defs, def)
 	}
 	c.mu.Unlock()
-	rt.changed("tools-changed", d.ID)
+	c.host.Changed(d.ID)
 	if !changed {
 		return
 	}
@@ -667,17 +669,17 @@ func (rt *Runtime) mcpListed(c *mcpConn) {
 	if err != nil {
 		return
 	}
-	if _, staged, err := rt.Admissions.Proposal(d.ID); err == nil && string(staged) == string(raw) {
+	if staged, err := c.host.Proposal(d.ID); err == nil && string(staged) == string(raw) {
 		return
 	}
-	if _, err := rt.Stage(raw); err != nil {
+	if err := c.host.Stage(raw); err != nil {
 		c.logf(slog.LevelWarn, "mcp new plan not staged", "err", err.Error())
 	}
 }
 
 // viewDigest reads view, the ui:// resource of tool name, and returns its content's digest
 // (viewContentDigest), recording it as seen; "" when it cannot be read as a view.
-func (c *mcpConn) viewDigest(name, view string) string {
+func (c *Session) viewDigest(name, view string) string {
 	c.mu.Lock()
 	session := c.session
 	c.mu.Unlock()
@@ -722,21 +724,13 @@ func viewContentDigest(html *mcp.ResourceContents) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// callMCP calls tool (the model's name, MCPModelName) of remote MCP extension d with args.
-func (rt *Runtime) callMCP(ctx context.Context, d *extensions.Descriptor, tool string, args json.RawMessage, note *callNote) (json.RawMessage, error) {
-	note.primitive = MCPPrimitive
-	rt.mu.Lock()
-	c := rt.mcp[d.ID]
-	rt.mu.Unlock()
-	name, ok := strings.CutPrefix(tool, d.ID+extensions.MCPToolSeparator)
-	if c == nil || !ok {
-		return nil, refusal.New(refusal.UnknownTool, "extension %s has no tool %q; its tools are named %s<tool>", d.ID, tool, d.ID+extensions.MCPToolSeparator)
-	}
-	note.observed = map[string]any{"server": Redact(d.MCP.URL), "tool": name}
+// Call calls name, the server's tool, with args, and answers its Result as JSON. observed is
+// the call's record for the audit: the requests of the budget spent are added to it.
+func (c *Session) Call(ctx context.Context, name string, args json.RawMessage, observed map[string]any) (json.RawMessage, error) {
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
-		return nil, refusal.New(refusal.ToolTimeout, "the session with %s was not ready before the call's deadline", Redact(d.MCP.URL))
+		return nil, refusal.New(refusal.ToolTimeout, "the session with %s was not ready before the call's deadline", c.redact(c.url))
 	}
 	c.revive()
 	t, session, err := c.callable(name)
@@ -751,34 +745,46 @@ func (rt *Runtime) callMCP(ctx context.Context, d *extensions.Descriptor, tool s
 	defer cancel()
 	c.transport.last.Store(nil)
 	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: argMap})
-	note.observed["requests"] = c.transport.budget.spent()
+	observed["requests"] = c.transport.budget.Spent()
 	if err != nil {
 		r := c.refusalOf(ctx, err, "calling "+name+" of")
 		if r.Rule == refusal.MCPUnreachable {
 			c.broke(session, r) // the server is gone or forgot the session: the next call makes one
 		}
-		rt.logger().Info("extension call refused", "extension", d.ID, "tool", name, "refused", r.Rule, "why", r.Why)
+		c.log.Info("extension call refused", "tool", name, "refused", r.Rule, "why", r.Why)
 		return nil, r
 	}
 	out, r := mcpResult(res)
 	if r != nil {
 		return nil, r
 	}
-	rt.logger().Info("extension call", "extension", d.ID, "tool", name, "requests", note.observed["requests"])
-	out.Server, out.Tool, out.Requests = Redact(d.MCP.URL), name, c.transport.budget.spent()
-	out.Extension, out.View = d.ID, t.def.View
+	c.log.Info("extension call", "tool", name, "requests", observed["requests"])
+	out.Server, out.Tool, out.Requests = c.redact(c.url), name, c.transport.budget.Spent()
+	out.Extension, out.View = c.id, t.def.View
 	return json.Marshal(out)
 }
 
+// CheckArguments validates args for name, the server's tool, as Call would (the tool's full
+// JSON Schema), calling nothing: nil when they pass, or when the tool cannot be called now (the
+// call answers that).
+func (c *Session) CheckArguments(name string, args json.RawMessage) error {
+	t, _, err := c.callable(name)
+	if err != nil {
+		return nil
+	}
+	_, err = t.schema.validate(args)
+	return err
+}
+
 // callable returns tool name of c's listing and the session, or why it cannot be called.
-func (c *mcpConn) callable(name string) (*mcpTool, *mcp.ClientSession, error) {
+func (c *Session) callable(name string) (*mcpTool, *mcp.ClientSession, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.session == nil {
 		if c.err != nil {
 			return nil, nil, c.err
 		}
-		return nil, nil, refusal.New(refusal.MCPUnreachable, "there is no session with %s", Redact(c.d.MCP.URL))
+		return nil, nil, refusal.New(refusal.MCPUnreachable, "there is no session with %s", c.redact(c.d.MCP.URL))
 	}
 	for i := range c.tools {
 		t := &c.tools[i]
@@ -793,15 +799,15 @@ func (c *mcpConn) callable(name string) (*mcpTool, *mcp.ClientSession, error) {
 	return nil, nil, refusal.New(refusal.UnknownTool, "the server of %s does not list a tool %q now", c.d.ID, name)
 }
 
-// MCPResult is the answer of a remote MCP tool: its text content joined, its images and audio
+// Result is the answer of a remote MCP tool: its text content joined, its images and audio
 // as media, its structured content, and where it came from.
-type MCPResult struct {
-	Text       string     `json:"text"`
-	Truncated  bool       `json:"truncated,omitempty"`
-	Media      []MCPMedia `json:"media,omitempty"`
-	Structured any        `json:"structuredContent,omitempty"`
-	Server     string     `json:"server"`
-	Tool       string     `json:"tool"`
+type Result struct {
+	Text       string  `json:"text"`
+	Truncated  bool    `json:"truncated,omitempty"`
+	Media      []Media `json:"media,omitempty"`
+	Structured any     `json:"structuredContent,omitempty"`
+	Server     string  `json:"server"`
+	Tool       string  `json:"tool"`
 	// Extension is the admitted extension that answered, and View the ui:// resource of the tool's
 	// MCP Apps view ("" when it has none): whoever called it (the model, an MCP client, with or
 	// without call_extension's optional extension), the page opens that view from these two.
@@ -811,8 +817,8 @@ type MCPResult struct {
 	Requests string `json:"requests"`
 }
 
-// MCPMedia is an image or audio item of a result.
-type MCPMedia struct {
+// Media is an image or audio item of a result.
+type Media struct {
 	Kind     string `json:"kind"` // image or audio
 	MIMEType string `json:"mimeType"`
 	Data     string `json:"data"` // base64
@@ -820,17 +826,17 @@ type MCPMedia struct {
 
 // mcpResult maps res to the assistant's result shape; a result marked isError is a refusal
 // (mcp-tool-error) with its text.
-func mcpResult(res *mcp.CallToolResult) (*MCPResult, *refusal.Refusal) {
-	out := &MCPResult{Structured: res.StructuredContent}
+func mcpResult(res *mcp.CallToolResult) (*Result, *refusal.Refusal) {
+	out := &Result{Structured: res.StructuredContent}
 	var text []string
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
 			text = append(text, c.Text)
 		case *mcp.ImageContent:
-			out.Media = append(out.Media, MCPMedia{"image", c.MIMEType, base64.StdEncoding.EncodeToString(c.Data)})
+			out.Media = append(out.Media, Media{"image", c.MIMEType, base64.StdEncoding.EncodeToString(c.Data)})
 		case *mcp.AudioContent:
-			out.Media = append(out.Media, MCPMedia{"audio", c.MIMEType, base64.StdEncoding.EncodeToString(c.Data)})
+			out.Media = append(out.Media, Media{"audio", c.MIMEType, base64.StdEncoding.EncodeToString(c.Data)})
 		case *mcp.ResourceLink:
 			text = append(text, "resource: "+c.URI)
 		case *mcp.EmbeddedResource:
@@ -852,68 +858,50 @@ func mcpResult(res *mcp.CallToolResult) (*MCPResult, *refusal.Refusal) {
 // ViewMIMEType is the MIME type of an MCP Apps view (a ui:// resource of HTML).
 const ViewMIMEType = "text/html;profile=mcp-app"
 
-// View is an MCP Apps view of a remote MCP tool, as the page shows it in the mini-app sandbox.
-type View struct {
-	Extension string `json:"extension"`
-	// Tool is the name the model calls the tool by; Server the server's own name of it.
-	Tool   string `json:"tool"`
-	Server string `json:"serverTool"`
-	URI    string `json:"uri"`
-	HTML   string `json:"html"`
-	// Description and InputSchema are the tool's, for the view's host context (toolInfo).
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
-	// CSP is what of the view's declared domains (_meta.ui.csp) it is given: those within the
-	// extension's bounds.hosts (extensions.ViewPolicy). Policy is the token the page frames the
-	// view's bridge with (?view=) for them, "" when nothing is given. Dropped are the declared
-	// domains it is not given, each with why, for the view's card.
-	CSP     extensions.ViewCSP         `json:"csp"`
-	Policy  string                     `json:"policy,omitempty"`
-	Dropped []extensions.DroppedDomain `json:"dropped,omitempty"`
+// ViewContent is a tool's MCP Apps view as the server answered it, matched to its plan's pin.
+type ViewContent struct {
+	// Server is the server's own name of the tool; URI its ui:// resource.
+	Server string
+	URI    string
+	HTML   string
+	// Meta is the resource's _meta (the domains the view declares, in _meta.ui.csp).
+	Meta map[string]any
+	// Description and InputSchema are the tool's as admitted.
+	Description string
+	InputSchema json.RawMessage
 }
 
-// ReadView reads the view of tool (the model's name of it) of admitted remote MCP extension id:
-// resources/read of its ui:// resource through the session, which must answer one text item of
-// ViewMIMEType, within the descriptor's response bound. Only a tool that is offered has a view.
-func (rt *Runtime) ReadView(ctx context.Context, id, tool string) (*View, error) {
-	rt.mu.Lock()
-	x, ok := rt.loaded[id]
-	c := rt.mcp[id]
-	rt.mu.Unlock()
-	if !ok || c == nil {
-		return nil, refusal.New(refusal.NotAdmitted, "extension %q is not an admitted remote MCP extension", id)
-	}
-	name, _ := strings.CutPrefix(tool, id+extensions.MCPToolSeparator)
+// ReadView reads the view of tool (the model's name of it): resources/read of its ui://
+// resource through the session, which must answer one text item of ViewMIMEType, within the
+// descriptor's response bound. Only a tool that is offered has a view. observed is non-nil once
+// the server was asked (the read is audited): the view's URI and the requests spent.
+func (c *Session) ReadView(ctx context.Context, tool string) (v *ViewContent, observed map[string]any, err error) {
+	name, _ := strings.CutPrefix(tool, c.id+extensions.MCPToolSeparator)
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
-		return nil, refusal.New(refusal.ToolTimeout, "the session with %s was not ready", Redact(c.url))
+		return nil, nil, refusal.New(refusal.ToolTimeout, "the session with %s was not ready", c.redact(c.url))
 	}
 	c.revive()
 	t, session, err := c.callable(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	uri := t.def.View
 	if uri == "" {
-		return nil, refusal.New(refusal.NotFound, "%s has no MCP Apps view (no ui:// resource in its _meta.ui.resourceUri)", tool)
+		return nil, nil, refusal.New(refusal.NotFound, "%s has no MCP Apps view (no ui:// resource in its _meta.ui.resourceUri)", tool)
 	}
 	ctx, cancel := context.WithTimeout(ctx, extensions.MCPCallTimeout)
 	defer cancel()
 	c.transport.last.Store(nil)
 	res, err := session.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-	rec := AuditRecord{Act: ActCall, ID: id, Tool: tool, Primitive: MCPPrimitive, Observed: map[string]any{"view": uri, "requests": c.transport.budget.spent()}}
-	defer func() { rt.Admissions.Audit(rec) }()
+	observed = map[string]any{"view": uri, "requests": c.transport.budget.Spent()}
 	if err != nil {
-		r := c.refusalOf(ctx, err, "reading the view of "+name+" from")
-		rec.Rule, rec.Why = r.Rule, r.Why
-		return nil, r
+		return nil, observed, c.refusalOf(ctx, err, "reading the view of "+name+" from")
 	}
 	html := viewContent(res, uri)
 	if html == nil {
-		r := refusal.New(refusal.UnsupportedContentType, "the server answered no %s text for %s", ViewMIMEType, uri)
-		rec.Rule, rec.Why = r.Rule, r.Why
-		return nil, r
+		return nil, observed, refusal.New(refusal.UnsupportedContentType, "the server answered no %s text for %s", ViewMIMEType, uri)
 	}
 	// The view shown is the one the plan pins: content read otherwise stages a new plan.
 	digest := viewContentDigest(html)
@@ -922,20 +910,8 @@ func (rt *Runtime) ReadView(ctx context.Context, id, tool string) (*View, error)
 	a, why := c.pinned(t) // nil unless digest is the one the plan pins
 	c.mu.Unlock()
 	if a == nil {
-		r := refusal.New(refusal.ToolUnavailable, "the view of %s is not shown: %s", tool, why)
-		rec.Rule, rec.Why = r.Rule, r.Why
-		rt.bg.Go(func() { c.listMu.Lock(); defer c.listMu.Unlock(); rt.mcpListed(c) })
-		return nil, r
+		c.background.Go(func() { c.listMu.Lock(); defer c.listMu.Unlock(); c.listed() })
+		return nil, observed, refusal.New(refusal.ToolUnavailable, "the view of %s is not shown: %s", tool, why)
 	}
-	v := &View{Extension: x.Descriptor.ID, Tool: tool, Server: name, URI: uri, HTML: html.Text, Description: a.Description, InputSchema: t.schema.server}
-	declared, dropped := extensions.DeclaredViewCSP(html.Meta)
-	v.CSP, v.Dropped = extensions.ViewPolicy(x.Descriptor.Bounds.Hosts, declared)
-	v.Dropped = append(dropped, v.Dropped...)
-	if len(v.CSP.Directives()) > 0 {
-		v.Policy = rt.views.issue(viewGrant{extension: x.Descriptor.ID, serverTool: name, declared: declared})
-	}
-	if len(v.Dropped) > 0 {
-		rec.Observed["viewDomainsDropped"] = len(v.Dropped)
-	}
-	return v, nil
+	return &ViewContent{Server: name, URI: uri, HTML: html.Text, Meta: html.Meta, Description: a.Description, InputSchema: t.schema.server}, observed, nil
 }

@@ -1,4 +1,4 @@
-package extensionhost
+package mcphost
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package extensionhost
+package mcphost
 
 // This file is the mediated fetch for a remote MCP extension's session: an http.RoundTripper
 // that the official SDK's Streamable HTTP client transport sends every request through, so a
@@ -6,12 +6,12 @@ package extensionhost
 // checks, time bounds, response bounds, declared secrets, redaction).
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -29,9 +29,15 @@ const MCPStreamLifetime = 10 * time.Minute
 // mediatedTransport sends one remote MCP extension's requests. It is safe for concurrent use.
 type mediatedTransport struct {
 	d      *extensions.Descriptor
-	budget *Budget
+	budget Budget
 	base   http.RoundTripper
-	getenv func(string) string
+	// headers returns the secrets the descriptor declares for a URL's host, and nothing else of
+	// the relay's (Config.Headers).
+	headers func(u *url.URL) (http.Header, error)
+	// maxRedirects is how many redirects a request follows (Config.MaxRedirects).
+	maxRedirects int
+	// redact scrubs a URL of its credentials for what is logged and answered (Config.Redact).
+	redact func(string) string
 	// requestTimeout bounds every request but the notification stream, from sending it to the
 	// last byte of its body.
 	requestTimeout time.Duration
@@ -60,17 +66,17 @@ func (m *mediatedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		}
 	}()
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, m.refuse(refusal.New(refusal.HostNotAllowed, "%s is not an http or https URL", Redact(u.String())))
+		return nil, m.refuse(refusal.New(refusal.HostNotAllowed, "%s is not an http or https URL", m.redact(u.String())))
 	}
 	if !slices.Contains(m.d.Bounds.Hosts, u.Host) && !slices.Contains(m.d.Bounds.Hosts, u.Hostname()) {
 		return nil, m.refuse(refusal.New(refusal.HostNotAllowed, "%s is not among the hosts %s may reach (%s)", u.Host, m.d.ID, strings.Join(m.d.Bounds.Hosts, ", ")))
 	}
-	headers, err := requestHeaders(m.d, nil, u, m.getenv)
+	headers, err := m.headers(u)
 	if err != nil {
 		r, _ := refusal.As(err)
 		return nil, m.refuse(r)
 	}
-	request, err := m.budget.take()
+	request, err := m.budget.Take()
 	if err != nil {
 		r, _ := refusal.As(err)
 		m.logf(req.Method, u.String(), "", r)
@@ -90,9 +96,9 @@ func (m *mediatedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if err != nil {
 		cancel()
 		if ctx.Err() != nil && req.Context().Err() == nil {
-			err = m.refuse(refusal.New(refusal.FetchTimeout, "%s did not answer within a request's bound of %s", Redact(u.String()), bound))
+			err = m.refuse(refusal.New(refusal.FetchTimeout, "%s did not answer within a request's bound of %s", m.redact(u.String()), bound))
 		} else {
-			err = m.refuse(refusal.New(refusal.FetchFailed, "the request to %s failed", Redact(u.String())))
+			err = m.refuse(refusal.New(refusal.FetchFailed, "the request to %s failed", m.redact(u.String())))
 		}
 		m.logf(req.Method, u.String(), request, err)
 		return nil, err
@@ -239,7 +245,7 @@ func (d *depthCap) Close() error { return d.rc.Close() }
 
 func (m *mediatedTransport) logf(method, url, request string, err error) {
 	if m.log != nil {
-		m.log(method, Redact(url), request, err)
+		m.log(method, m.redact(url), request, err)
 	}
 }
 
@@ -257,7 +263,7 @@ type boundedBody struct {
 
 func (b *boundedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
-		return 0, b.t.refuse(refusal.New(refusal.ToolOutputOverBudget, "the response from %s is over %s's response bound of %d bytes", Redact(b.url), b.t.d.ID, extensions.ResponseBound(b.t.d.Bounds)))
+		return 0, b.t.refuse(refusal.New(refusal.ToolOutputOverBudget, "the response from %s is over %s's response bound of %d bytes", b.t.redact(b.url), b.t.d.ID, extensions.ResponseBound(b.t.d.Bounds)))
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
@@ -265,7 +271,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	b.left -= int64(n)
 	if err != nil && !errors.Is(err, io.EOF) && b.ctx.Err() != nil && b.parent.Err() == nil {
-		err = b.t.refuse(refusal.New(refusal.FetchTimeout, "%s did not finish its answer within a request's bound of %s", Redact(b.url), b.bound))
+		err = b.t.refuse(refusal.New(refusal.FetchTimeout, "%s did not finish its answer within a request's bound of %s", b.t.redact(b.url), b.bound))
 	}
 	return n, err
 }
@@ -276,35 +282,19 @@ func (b *boundedBody) Close() error {
 }
 
 // mediatedClient returns the HTTP client of d's session: its transport is the mediated fetch over
-// base, and redirects are followed only to d's hosts, at most MaxRedirects.
+// base, and redirects are followed only to d's hosts, at most Config.MaxRedirects.
 func mediatedClient(t *mediatedTransport) *http.Client {
 	return &http.Client{
 		Transport: t,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) > MaxRedirects {
-				return t.refuse(refusal.New(refusal.TooManyRedirects, "more than %d redirects (from %s)", MaxRedirects, Redact(via[0].URL.String())))
+			if len(via) > t.maxRedirects {
+				return t.refuse(refusal.New(refusal.TooManyRedirects, "more than %d redirects (from %s)", t.maxRedirects, t.redact(via[0].URL.String())))
 			}
 			u := req.URL
 			if !slices.Contains(t.d.Bounds.Hosts, u.Host) && !slices.Contains(t.d.Bounds.Hosts, u.Hostname()) || (u.Scheme != "http" && u.Scheme != "https") {
-				return t.refuse(refusal.New(refusal.RedirectHostNotAllowed, "a redirect led to %s, outside the hosts %s may reach", Redact(u.String()), t.d.ID))
+				return t.refuse(refusal.New(refusal.RedirectHostNotAllowed, "a redirect led to %s, outside the hosts %s may reach", t.redact(u.String()), t.d.ID))
 			}
 			return nil
 		},
 	}
-}
-
-// baseTransport is the transport under the mediation: the Fetcher's client's, or a clone of
-// http.DefaultTransport.
-func (f *Fetcher) baseTransport() http.RoundTripper {
-	if f != nil && f.Client != nil && f.Client.Transport != nil {
-		return f.Client.Transport
-	}
-	return http.DefaultTransport.(*http.Transport).Clone()
-}
-
-func (f *Fetcher) requestTimeout() time.Duration {
-	if f == nil {
-		return extensions.FetchRequestTimeout
-	}
-	return cmp.Or(f.RequestTimeout, extensions.FetchRequestTimeout)
 }

@@ -1,4 +1,4 @@
-package extensionhost
+package mcphost
 
 // This file is a remote MCP tool's input schema: compiled as full JSON Schema (draft 2020-12, or
 // the draft its $schema names) with github.com/santhosh-tekuri/jsonschema/v6, the project's
