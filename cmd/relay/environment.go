@@ -39,6 +39,7 @@ var environment = []envVar{
 	{"GEMINI_API_KEY", "", "the Gemini key for live voice (a key stored with PUT /api/keys wins)"},
 	{"VOICEBOX_LIVE_PROVIDER", "", "the live provider (gemini or openai) a relay with no saved voice settings starts with (default gemini)"},
 	{"LIVE_PROVIDER", "", "read when VOICEBOX_LIVE_PROVIDER is unset"},
+	{"VOICEBOX_WORKSPACE", "workspace", "a folder of this machine the assistant's tools act on, served in-process as a paired `relay env` would serve it (docs/configuration.md)"},
 	{"VOICEBOX_WASM_SHELF_DIR", "wasm-shelf-dir", "the WASM shelf's directory"},
 	{"VOICEBOX_WASM_PLACEMENT", "wasm-placement", "relay or page: where WebAssembly modules run"},
 	{"VOICEBOX_OPENAI_URL", "openai-url", "the OpenAI Realtime endpoint"},

@@ -160,6 +160,7 @@ type serveConfig struct {
 	nats       fleet.Config
 	wasmShelf  string
 	wasmPlace  string
+	workspace  string
 }
 
 func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
@@ -183,6 +184,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	vendorFlags(fs, cfg)
 	fs.StringVar(&cfg.wasmShelf, "wasm-shelf-dir", "", "`directory` of the WASM shelf: a manifest.json of digest-pinned modules (default $VOICEBOX_WASM_SHELF_DIR, else wasm-shelf in the state directory)")
 	fs.StringVar(&cfg.wasmPlace, "wasm-placement", "", "where WebAssembly modules run: relay (on wazero) or page (in a Worker of the page that holds the workspace) (default $VOICEBOX_WASM_PLACEMENT, else relay)")
+	fs.StringVar(&cfg.workspace, "workspace", "", "`directory` of this machine the assistant's tools act on, served in-process as a paired machine environment's folder would be (relay env), until a page or a machine takes the root (default $VOICEBOX_WORKSPACE, else none)")
 	fs.IntVar(&cfg.helloBound, "hello-bound-ms", 0, "`milliseconds` a /channel connection that is not the page has to say hello (default $VOICEBOX_HELLO_BOUND_MS, else 5000)")
 	registerNATS(fs, &cfg.nats)
 	return fs, cfg

@@ -119,13 +119,19 @@ func (cfg *serveConfig) settle(stderr io.Writer) (*serveSettings, error) {
 	if err != nil {
 		return nil, err
 	}
+	workspace := orEnv(cfg.workspace, "VOICEBOX_WORKSPACE")
+	if workspace != "" {
+		if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("--workspace (VOICEBOX_WORKSPACE) %q is not a folder: name one that exists (it is a declaration, never made)", workspace)
+		}
+	}
 	placement := orEnv(cfg.wasmPlace, "VOICEBOX_WASM_PLACEMENT")
 	if placement != "" && placement != extensionhost.WasmInRelay && placement != extensionhost.WasmInPage {
 		return nil, fmt.Errorf("--wasm-placement %q: say relay or page", placement)
 	}
 	return &serveSettings{addr: addr, acmeHTTP: acmeHTTP, Config: relay.Config{Config: core.Config{Public: public, HelloBound: time.Duration(helloMS) * time.Millisecond,
 		Gated: gated, Origin: origin, SessionLifetime: lifetime, TrustedProxies: trusted, Log: log, TLS: tlsConfig,
-		ACME: acmeCfg, VendorURLs: vendorURLs}, MiniApps: miniApps, WasmShelfDir: orEnv(cfg.wasmShelf, "VOICEBOX_WASM_SHELF_DIR"), WasmPlacement: placement, Fleet: nats}}, nil
+		ACME: acmeCfg, VendorURLs: vendorURLs}, MiniApps: miniApps, WasmShelfDir: orEnv(cfg.wasmShelf, "VOICEBOX_WASM_SHELF_DIR"), WasmPlacement: placement, Fleet: nats, Workspace: workspace}}, nil
 }
 
 // settleNATS reads the fleet's flags, with the environment where a flag is not given. A relay id

@@ -150,6 +150,8 @@ type Core struct {
 	stopping atomic.Bool
 	mounted  []Door
 	offers   offers
+	inproc   *memListener   // executors of this process dial the server here (DialInProcess)
+	local    *localPairings // their pairings, then the host's, as the hub reads them
 	bearers  []func(string) bool
 
 	// Log is the relay's log; Console what the host reads (never nil).
@@ -178,7 +180,7 @@ func New(cfg Config) (*Core, error) {
 	if cfg.Listener == nil {
 		return nil, errors.New("relay: no listener")
 	}
-	c := &Core{cfg: cfg, Log: cfg.Log, Console: cfg.Console, Warnings: cfg.Warnings, tls: cfg.TLS, scheme: "http"}
+	c := &Core{cfg: cfg, Log: cfg.Log, Console: cfg.Console, Warnings: cfg.Warnings, tls: cfg.TLS, scheme: "http", inproc: newMemListener()}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
@@ -354,7 +356,8 @@ func (c *Core) ready() error {
 }
 
 func (c *Core) buildHub(sharedSessions bool) {
-	opts := hub.Options{HelloBound: c.cfg.HelloBound, Pairings: c.State, Log: c.Log, PageOrigin: c.Server.PageOrigin}
+	c.local = &localPairings{Pairings: c.State}
+	opts := hub.Options{HelloBound: c.cfg.HelloBound, Pairings: c.local, Log: c.Log, PageOrigin: c.Server.PageOrigin}
 	if c.Gate != nil {
 		opts.PageSession, opts.SessionOf, opts.Sessions = c.Gate.Session, c.Gate.SessionID, c.Gate.Store()
 		if sharedSessions {

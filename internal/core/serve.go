@@ -38,7 +38,7 @@ func (c *Core) Serve(ctx context.Context) error {
 	if c.tls != nil {
 		ln = tls.NewListener(ln, c.tls)
 	}
-	extra := []net.Listener{}
+	extra := []net.Listener{c.inproc} // executors of this process (DialInProcess)
 	if cl, err := listenControl(c.State.Path()); err != nil {
 		c.Log.Warn("no control socket: `relay sessions` and `relay ticket` cannot reach this relay", "err", err)
 	} else {

@@ -7,6 +7,9 @@
 // It reconnects with capped exponential backoff when the connection drops (the relay restarted,
 // the network blinked), and stops for good when the relay refuses it (close 1008: the bearer is
 // unknown or revoked) or hands the root to a newer executor (close 4001).
+//
+// The relay runs one itself for VOICEBOX_WORKSPACE (internal/door/workspace), dialing its own
+// /channel through memory (Config.Dial).
 package machine
 
 import (
@@ -15,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -57,6 +61,10 @@ type Config struct {
 	Log *slog.Logger
 	// OnConnect, when set, is called after each hello is sent (tests wait on it).
 	OnConnect func()
+	// Dial, when set, makes the connections to the relay instead of the network: a relay serving
+	// a folder of its own in-process (VOICEBOX_WORKSPACE) dials itself through it, and the
+	// environment is otherwise the same.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // ChannelURL turns a relay address into its /channel WebSocket URL.
@@ -134,7 +142,11 @@ func session(ctx context.Context, target string, cfg Config, door *channel.Door,
 	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	// The bearer goes in the upgrade too, so the relay gives this socket a place of its own at
 	// once instead of one in the pool of sockets still saying hello, which anyone can fill.
-	ws, _, err := websocket.Dial(dialCtx, target, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + cfg.Bearer}}})
+	opts := &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + cfg.Bearer}}}
+	if cfg.Dial != nil {
+		opts.HTTPClient = &http.Client{Transport: &http.Transport{DialContext: cfg.Dial}}
+	}
+	ws, _, err := websocket.Dial(dialCtx, target, opts)
 	cancel()
 	if err != nil {
 		return err

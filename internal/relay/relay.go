@@ -8,6 +8,7 @@
 //	Extensions    proposals, admissions, the WASM shelf, remote MCP servers (internal/door/extensionhost)
 //	ExternalApps  the open external mini-apps added to the catalogue, their tokens (internal/door/externalapps)
 //	MCP           the /mcp door: the model's catalogue to MCP clients, with their bearers (internal/door/mcp)
+//	Workspace     a folder of this machine served as a machine root in-process, when Config.Workspace names one (internal/door/workspace)
 //
 // With Config.Fleet the relay is one of a fleet on NATS (internal/door/fleet): the fleet backs the
 // core's stores (core.Shared: sessions, pairings, MCP clients, settings) and the extension door's,
@@ -35,6 +36,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/door/externalapps"
 	"github.com/voicebox-go/voicebox/internal/door/fleet"
 	"github.com/voicebox-go/voicebox/internal/door/mcp"
+	"github.com/voicebox-go/voicebox/internal/door/workspace"
 )
 
 // ACME says where a relay's certificates come from when an ACME CA issues them (core.ACME).
@@ -58,6 +60,9 @@ type Config struct {
 	// MiniApps is the external mini-app registry; nil means none. No app may share the page's
 	// origin (SharesPageOrigin): the caller checks that before New.
 	MiniApps *externalapps.Registry
+	// Workspace, when set, is a folder of this machine the relay serves as a machine root
+	// in-process (internal/door/workspace), mounted last, with NoDoors too.
+	Workspace string
 	// Fleet, when its URL is set, makes this relay one of a fleet on NATS (internal/door/fleet): the
 	// gate's sessions and tickets and the pairings are shared, calls reach the executor on
 	// whichever relay holds it, and the event stream fans out. Its Log defaults to Log. Without
@@ -99,6 +104,9 @@ func New(cfg Config) (*Relay, error) {
 		apps = &externalapps.Door{Registry: cfg.MiniApps}
 		mcpDoor = &mcp.Door{}
 		cfg.Doors = append([]core.Door{ext, apps, mcpDoor}, cfg.Doors...)
+	}
+	if cfg.Workspace != "" {
+		cfg.Doors = append(cfg.Doors, &workspace.Door{Dir: cfg.Workspace})
 	}
 	c, err := core.New(cfg.Config)
 	if err != nil {

@@ -238,6 +238,7 @@ const (
 	LiveProviderUnknown          Rule = "live-provider-unknown"
 	LiveProviderUnavailable      Rule = "live-provider-unavailable"
 	LiveNoInputRate              Rule = "live-no-input-rate"
+	LiveInputRateInvalid         Rule = "live-input-rate-invalid" // a provider registered with a negative input rate
 	LiveRateMismatch             Rule = "live-rate-mismatch"
 	LiveModelRefused             Rule = "live-model-refused"
 	LiveVoiceRefused             Rule = "live-voice-refused"

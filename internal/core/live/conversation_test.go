@@ -166,13 +166,25 @@ func TestRegistryRates(t *testing.T) {
 	if _, err := r.Start(context.Background(), live.Config{Choice: live.Choice{Provider: "fake"}, Transport: &fakeTransport{headers: true}}); refusal.RuleOf(err) != refusal.LiveNoInputRate {
 		t.Fatalf("Start without a rate: %v; want live-no-input-rate", err)
 	}
-	r.Register("fake", fakeFactory(nil, nil), live.Offer{InputRate: -5, Models: []string{"m1"}, Voices: []string{"v1"}})
-	if _, err := r.InputRate("fake"); refusal.RuleOf(err) != refusal.LiveNoInputRate {
-		t.Fatalf("a negative rate: %v; want live-no-input-rate", err)
+	if err := r.Register("fake", fakeFactory(nil, nil), live.Offer{InputRate: 16000, Models: []string{"m1"}, Voices: []string{"v1"}}); err != nil {
+		t.Fatalf("re-registered at 16000: %v", err)
 	}
-	r.Register("fake", fakeFactory(nil, nil), live.Offer{InputRate: 16000, Models: []string{"m1"}, Voices: []string{"v1"}})
 	if rate, _ := r.InputRate("fake"); rate != 16000 {
 		t.Fatalf("re-registered at 16000: InputRate = %d", rate)
+	}
+	// A negative rate is refused at registration by name, and registers nothing: the provider
+	// keeps the offer it had.
+	if err := r.Register("fake", fakeFactory(nil, nil), live.Offer{InputRate: -5, Models: []string{"m1"}, Voices: []string{"v1"}}); refusal.RuleOf(err) != refusal.LiveInputRateInvalid {
+		t.Fatalf("a negative rate: Register = %v; want live-input-rate-invalid", err)
+	}
+	if err := r.Register("other", fakeFactory(nil, nil), live.Offer{InputRate: -1}); refusal.RuleOf(err) != refusal.LiveInputRateInvalid {
+		t.Fatalf("a negative rate for a new name: Register = %v; want live-input-rate-invalid", err)
+	}
+	if rate, err := r.InputRate("fake"); err != nil || rate != 16000 {
+		t.Fatalf("after a refused registration: InputRate = %d, %v; want the 16000 it had", rate, err)
+	}
+	if _, err := r.InputRate("other"); refusal.RuleOf(err) != refusal.LiveProviderUnknown {
+		t.Fatalf("a refused registration of a new name: InputRate = %v; want live-provider-unknown", err)
 	}
 	if _, err := r.InputRate("nobody"); refusal.RuleOf(err) != refusal.LiveProviderUnknown {
 		t.Fatalf("unknown provider: %v", err)

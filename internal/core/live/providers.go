@@ -47,11 +47,13 @@ type Providers struct {
 	m  map[string]entry
 }
 
-// Register adds the provider name, or replaces it whole (an old rate is not kept). A rate that is
-// not a positive number counts as undeclared.
-func (r *Providers) Register(name string, f Factory, o Offer) {
+// Register adds the provider name, or replaces it whole (an old rate is not kept). A rate of
+// zero counts as undeclared (such a provider cannot be started: live-no-input-rate); a negative
+// input rate is refused live-input-rate-invalid and registers nothing, an earlier registration
+// of the name staying as it was.
+func (r *Providers) Register(name string, f Factory, o Offer) error {
 	if o.InputRate < 0 {
-		o.InputRate = 0
+		return refusal.New(refusal.LiveInputRateInvalid, "the live provider %q declares an input audio rate of %d Hz: a rate is a positive number of samples a second (or zero for none)", name, o.InputRate)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -59,6 +61,7 @@ func (r *Providers) Register(name string, f Factory, o Offer) {
 		r.m = map[string]entry{}
 	}
 	r.m[name] = entry{factory: f, offer: o}
+	return nil
 }
 
 // Names returns the registered providers, sorted.

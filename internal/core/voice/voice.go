@@ -39,6 +39,7 @@
 package voice
 
 import (
+	"errors"
 	"github.com/voicebox-go/voicebox/internal/core/live"
 	"github.com/voicebox-go/voicebox/internal/core/live/gemini"
 	"github.com/voicebox-go/voicebox/internal/core/live/openai"
@@ -51,12 +52,15 @@ const Claude = "claude"
 const ClaudeUnavailable = "Claude has no live voice API, so it cannot hold a spoken session; choose gemini or openai for voice (Claude's coding-task delegation is a separate capability)"
 
 // Providers returns the registry of the providers a relay offers: OpenAI Realtime, Gemini Live,
-// and Claude, listed but refusing live sessions.
+// and Claude, listed but refusing live sessions. Their offers are constants of this program, so
+// a refused registration is a mistake in it (every voice test builds this registry), not in any
+// input.
 func Providers() *live.Providers {
 	r := &live.Providers{}
-	openai.Register(r)
-	gemini.Register(r)
-	r.Register(Claude, nil, live.Offer{Label: "Claude", Unavailable: ClaudeUnavailable})
+	if err := errors.Join(openai.Register(r), gemini.Register(r),
+		r.Register(Claude, nil, live.Offer{Label: "Claude", Unavailable: ClaudeUnavailable})); err != nil {
+		panic("voice: a built-in live provider's offer was refused: " + err.Error())
+	}
 	return r
 }
 

@@ -425,6 +425,12 @@ func (s *Admissions) Load() ([]Loaded, []Problem, error) {
 	return loaded, problems, nil
 }
 
+// AdmittedFile reads the descriptor file of admitted id as it is now in the store (an error
+// wraps fs.ErrNotExist when it is gone).
+func (s *Admissions) AdmittedFile(id string) ([]byte, error) {
+	return s.store.ReadFile(id+".json", extensions.MaxDescriptorBytes)
+}
+
 // ProposalIDs lists the staged proposals.
 func (s *Admissions) ProposalIDs() []string {
 	files, _ := s.store.List("proposals")

@@ -118,22 +118,89 @@ func TestADroppedDescriptorIsAdmittedWhereItLies(t *testing.T) {
 	}
 }
 
-// TestAnAdmissionWhoseFileIsGone is listed descriptor-missing and does not run.
+// TestAnAdmissionWhoseFileIsGone: an admitted descriptor removed by hand stops at once (its next
+// call is refused descriptor-missing, with no reload, and the executors are sent an admitted set
+// without it) and is listed once, as not running; revoked, it is listed no more.
 func TestAnAdmissionWhoseFileIsGone(t *testing.T) {
+	t.Parallel()
+	for _, first := range []string{"a call", "the listing"} {
+		t.Run("seen first by "+first, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			f.admit(clockRaw)
+			var frames []string
+			f.g.Publish = func(b []byte) { frames = append(frames, string(b)) }
+			if m := f.call("clock", "clock_now", `{}`); m["ok"] != true {
+				t.Fatalf("the admitted clock: %v", m)
+			}
+			os.Remove(filepath.Join(f.dir, "clock.json"))
+			if first == "the listing" {
+				f.listedOnce(t, "clock", "descriptor-missing")
+			}
+			// Its rule when the call is the first to see it; once the listing stopped it, it is
+			// not admitted like any other id.
+			want := map[string]string{"a call": "descriptor-missing", "the listing": "not-admitted"}[first]
+			if m := f.call("clock", "clock_now", `{}`); m["refused"] != want {
+				t.Fatalf("a call after the file was removed: %v; want %s", m, want)
+			}
+			if len(frames) == 0 || strings.Contains(frames[len(frames)-1], `"clock"`) {
+				t.Fatalf("the executors were not sent an admitted set without it: %q", frames)
+			}
+			f.listedOnce(t, "clock", "descriptor-missing")
+			f.do("POST", "/api/extensions/revoke", "", `{"id":"clock"}`)
+			if got := f.notRunning("clock"); got != "" {
+				t.Fatalf("a revoked admission is still listed: %q", got)
+			}
+		})
+	}
+}
+
+// TestAnAdmissionEditedByHandStopsAtOnce: an admitted descriptor edited by hand (its bytes no
+// longer the admitted plan's) stops at its next call, refused present-not-admitted, and is
+// listed once; put back as admitted, it runs again.
+func TestAnAdmissionEditedByHandStopsAtOnce(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.admit(clockRaw)
-	os.Remove(filepath.Join(f.dir, "clock.json"))
-	if got := f.notRunning("clock"); got != "descriptor-missing" {
-		t.Fatalf("listed %q, want descriptor-missing", got)
+	p := filepath.Join(f.dir, "clock.json")
+	was, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(clockRaw, "The time.", "The time, and more.", 1)), 0o600)
+	if m := f.call("clock", "clock_now", `{}`); m["refused"] != "present-not-admitted" {
+		t.Fatalf("a call after the file was edited: %v", m)
 	}
-	f.g.Reload()
-	if m := f.call("clock", "clock_now", `{}`); m["refused"] != "not-admitted" {
-		t.Fatalf("after a reload: %v", m)
-	}
-	f.do("POST", "/api/extensions/revoke", "", `{"id":"clock"}`)
+	f.listedOnce(t, "clock", "present-not-admitted")
+	os.WriteFile(p, was, 0o600)
 	if got := f.notRunning("clock"); got != "" {
-		t.Fatalf("a revoked admission is still listed: %q", got)
+		t.Fatalf("put back as admitted, it is listed %q", got)
+	}
+	if m := f.call("clock", "clock_now", `{}`); m["ok"] != true {
+		t.Fatalf("put back as admitted, it does not run: %v", m)
+	}
+}
+
+// listedOnce fails unless id is listed exactly once: among the files not running, with rule,
+// and not as admitted.
+func (f *fixture) listedOnce(t *testing.T, id, rule string) {
+	t.Helper()
+	_, m, body := f.do("GET", "/api/extensions", "", "")
+	exts, _ := m["extensions"].(map[string]any)
+	admitted, _ := exts["admitted"].([]any)
+	for _, a := range admitted {
+		if a.(map[string]any)["id"] == id {
+			t.Fatalf("%s is listed admitted too: %s", id, body)
+		}
+	}
+	n := 0
+	for _, p := range exts["presentNotAdmitted"].([]any) {
+		if p := p.(map[string]any); p["id"] == id {
+			n++
+			if p["refused"] != rule {
+				t.Fatalf("%s is listed %v, want %s", id, p["refused"], rule)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%s is listed %d times among those not running: %s", id, n, body)
 	}
 }
 

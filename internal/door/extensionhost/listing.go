@@ -1,6 +1,7 @@
 package extensionhost
 
 import (
+	"bytes"
 	"encoding/json"
 	"io/fs"
 	"slices"
@@ -101,6 +102,22 @@ func (rt *Runtime) Shipped() []Entry {
 	return out
 }
 
+// runsOtherThan reports whether what runs differs from loaded, a fresh read of the store: an id
+// more or less, or other bytes.
+func (rt *Runtime) runsOtherThan(loaded []Loaded) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if len(loaded) != len(rt.loaded) {
+		return true
+	}
+	for _, x := range loaded {
+		if cur, ok := rt.loaded[x.Descriptor.ID]; !ok || !bytes.Equal(cur.Raw, x.Raw) {
+			return true
+		}
+	}
+	return false
+}
+
 func catalogueRaw(id string) ([]byte, bool) {
 	if !extensions.ValidID(id) {
 		return nil, false
@@ -114,7 +131,14 @@ func catalogueRaw(id string) ([]byte, bool) {
 // afresh (a descriptor dropped there a moment ago is listed present-not-admitted, an admission
 // whose file is gone descriptor-missing). It is what the list_extensions tool answers.
 func (rt *Runtime) ListExtensions() Listing {
-	_, problems, err := rt.Admissions.Load()
+	loaded, problems, err := rt.Admissions.Load()
+	if err == nil && rt.runsOtherThan(loaded) {
+		// A descriptor was removed or edited by hand (or put back) since the last reload: what
+		// runs follows the store at once, so nothing is listed both admitted and not running.
+		if rerr := rt.Reload(); rerr != nil {
+			rt.logger().Warn("extensions: the store changed by hand, and the reload failed", "err", rerr)
+		}
+	}
 	rt.mu.Lock()
 	if err != nil {
 		problems = rt.problems // the directory could not be read now; say what the last reload saw

@@ -1,6 +1,7 @@
 package extensionhost
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -180,6 +181,33 @@ func (rt *Runtime) reloadLocked(l []Loaded, p []Problem) (stale []*mcphost.Sessi
 	return stale
 }
 
+// unlessStillLoaded checks that the store still holds loaded id's descriptor as it was loaded
+// (raw). When it does not (the file was removed or edited by hand), the runtime reloads at once,
+// so the extension stops running everywhere (the executors get the new admitted set) and is
+// listed once, by what the store holds now; the problem that says why is returned. A store that
+// cannot be read now (a fleet's, away) leaves what runs as it is: nil.
+func (rt *Runtime) unlessStillLoaded(id string, raw []byte) *Problem {
+	now, err := rt.Admissions.AdmittedFile(id)
+	if err == nil && bytes.Equal(now, raw) || refusal.RuleOf(err) == refusal.FleetUnavailable {
+		return nil
+	}
+	if err := rt.Reload(); err != nil {
+		rt.logger().Warn("extensions: a descriptor changed by hand, and the reload failed", "id", id, "err", err)
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if _, ok := rt.loaded[id]; ok {
+		return nil // put back as admitted meanwhile
+	}
+	defer rt.changed("stopped", id) // after the unlock: the page's panel lists it again
+	for _, p := range rt.problems {
+		if p.ID == id {
+			return &p
+		}
+	}
+	return &Problem{id, refusal.DescriptorMissing, "its descriptor file is gone from the state directory; put the file back as it was admitted, or revoke it"}
+}
+
 // Close ends the sessions of remote MCP extensions and waits for their background work (dials,
 // listings, reconnections), so nothing of theirs writes after it returns. The runtime may be
 // reloaded afterwards, which starts them again.
@@ -338,6 +366,9 @@ func (rt *Runtime) call(ctx context.Context, id, tool string, args json.RawMessa
 	rt.mu.Unlock()
 	if !ok {
 		return nil, refusal.New(refusal.NotAdmitted, "extension %q is not admitted; a human must admit it in the Extensions panel first", id)
+	}
+	if p := rt.unlessStillLoaded(id, x.Raw); p != nil {
+		return nil, refusal.New(p.Rule, "extension %q no longer runs: %s", id, p.Why)
 	}
 	if x.Descriptor.MCP != nil {
 		return rt.callMCP(ctx, x.Descriptor, tool, args, note)

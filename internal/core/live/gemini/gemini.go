@@ -9,9 +9,10 @@
 // takes a thinking level instead. The two fields are never sent together: the API refuses that.
 //
 // A toolCall becomes calls for the host, and the host's answers go back as one toolResponse
-// (a refusal under response.error). When the server closes with 1011 during a tool turn, the
-// provider reconnects once on the fallback model and replays the text sent since the turn began;
-// a second failure ends the session. Gemini's barge-in happens upstream (its own voice activity
+// (a refusal under response.error). When the server closes with 1011 while a turn is pending (it
+// began: text was sent, speech was heard, the model answered or called a tool; and no
+// turnComplete ended it), the provider reconnects once on the fallback model and replays the
+// text sent since the turn began; a second failure ends the session. Gemini's barge-in happens upstream (its own voice activity
 // detection), so Interrupt sends nothing; tools cannot change mid-session
 // (live-update-unsupported).
 package gemini
@@ -54,7 +55,7 @@ const (
 	ExtendedModel = "models/gemini-3.8-live-extended-thinking"
 	// LegacyThinkingModel is an old id, read as ExtendedModel.
 	LegacyThinkingModel = "models/gemini-3.8-thinking"
-	// FallbackModel is dialed once when the server fails (1011) during a tool turn.
+	// FallbackModel is dialed once when the server fails (1011) while a turn is pending.
 	FallbackModel = "models/gemini-3.8-flash"
 )
 
@@ -75,7 +76,7 @@ func Offer() live.Offer {
 }
 
 // Register registers the provider in r.
-func Register(r *live.Providers) { r.Register(Name, New, Offer()) }
+func Register(r *live.Providers) error { return r.Register(Name, New, Offer()) }
 
 // New is the provider's live.Factory.
 func New(env live.Env) (live.Provider, error) {
@@ -92,7 +93,7 @@ type provider struct {
 	closed   bool
 	model    string
 	retried  bool
-	toolTurn bool              // from a toolCall to the turn's end
+	turnOpen bool              // a turn began and no turnComplete ended it yet
 	pending  map[string]string // call id -> name, still waiting for an answer
 	texts    []string          // sent since the current turn began, for the fallback's replay
 	reconn   bool              // the current connection is the fallback's
@@ -208,13 +209,13 @@ func (p *provider) onEvent(te live.TransportEvent) {
 }
 
 // closedUpstream ends the session, or retries once on the fallback model when the server failed
-// (1011) during a tool turn.
+// (1011) while a turn was pending, whatever the turn was doing.
 func (p *provider) closedUpstream(code int, reason string) {
 	p.mu.Lock()
-	retry := code == 1011 && p.toolTurn && !p.retried && !p.closed
+	retry := code == 1011 && p.turnOpen && !p.retried && !p.closed
 	if retry {
 		p.retried, p.reconn, p.model = true, true, FallbackModel
-		p.toolTurn = false
+		p.turnOpen = false
 		clear(p.pending)
 	}
 	p.mu.Unlock()
@@ -222,8 +223,8 @@ func (p *provider) closedUpstream(code int, reason string) {
 		p.env.Emit(live.Event{Kind: live.EventClosed, Code: code, Detail: reason})
 		return
 	}
-	p.env.Log.Warn("gemini: the server failed during a tool turn; retrying once on the fallback model", "model", FallbackModel)
-	p.env.Emit(live.Event{Kind: live.EventReconnecting, Detail: "Gemini failed during a tool turn (1011); retrying once on " + FallbackModel})
+	p.env.Log.Warn("gemini: the server failed during a turn; retrying once on the fallback model", "model", FallbackModel)
+	p.env.Emit(live.Event{Kind: live.EventReconnecting, Detail: "Gemini failed during a turn (1011); retrying once on " + FallbackModel})
 	if err := p.connect(); err != nil {
 		p.env.Emit(live.Event{Kind: live.EventClosed, Code: 1011, Detail: "the fallback could not connect: " + err.Error()})
 	}
@@ -244,6 +245,9 @@ func (p *provider) onMessage(m *message) {
 		}
 	}
 	if sc := m.ServerContent; sc != nil {
+		if !sc.TurnComplete && (sc.ModelTurn != nil || sc.InputTranscription != nil || sc.OutputTranscription != nil) {
+			p.openTurn() // the person spoke or the model answered: a turn is under way
+		}
 		if sc.InputTranscription != nil && sc.InputTranscription.Text != "" {
 			p.env.Emit(live.Event{Kind: live.EventText, Text: sc.InputTranscription.Text, TextKind: live.UserText})
 		}
@@ -265,7 +269,7 @@ func (p *provider) onMessage(m *message) {
 		}
 		if sc.TurnComplete {
 			p.mu.Lock()
-			p.toolTurn = false
+			p.turnOpen = false
 			p.texts = nil
 			p.mu.Unlock()
 			p.env.Emit(live.Event{Kind: live.EventTurnComplete})
@@ -274,7 +278,7 @@ func (p *provider) onMessage(m *message) {
 	if tc := m.ToolCall; tc != nil && len(tc.FunctionCalls) > 0 {
 		calls := make([]live.Call, 0, len(tc.FunctionCalls))
 		p.mu.Lock()
-		p.toolTurn = true
+		p.turnOpen = true
 		for _, fc := range tc.FunctionCalls {
 			p.pending[fc.ID] = fc.Name
 			calls = append(calls, live.NewCall(fc.ID, fc.Name, fc.Args))
@@ -336,8 +340,16 @@ func (p *provider) SendText(text string) error {
 		p.texts = p.texts[1:]
 	}
 	p.texts = append(p.texts, text)
+	p.turnOpen = true
 	p.mu.Unlock()
 	return nil
+}
+
+// openTurn marks a turn pending, for the fallback.
+func (p *provider) openTurn() {
+	p.mu.Lock()
+	p.turnOpen = true
+	p.mu.Unlock()
 }
 
 func (p *provider) SendToolResponses(results []live.ToolResult) bool {

@@ -279,15 +279,93 @@ func TestFallbackOnce(t *testing.T) {
 	r.clean(t)
 }
 
-func TestNoFallbackOutsideAToolTurn(t *testing.T) {
+// TestFallbackForAnyPendingTurn: a 1011 while any turn is pending (typed, spoken, or the model
+// answering; not only a tool turn) is retried once on the fallback model, the turn's text
+// replayed, and the session goes on there.
+func TestFallbackForAnyPendingTurn(t *testing.T) {
 	t.Parallel()
-	r := startRig(t, vendorfixture.Options{Script: vendorfixture.Script{OnSetup: func(c *vendorfixture.Conn) {
-		c.Close(1011, "Internal error encountered.")
-	}}}, live.Choice{})
-	r.rec.WaitFor(t, "state:upstream-closed:", 1)
-	if n := len(r.fx.Conns()); n != 1 {
-		t.Fatalf("%d connections; a failure outside a tool turn is not retried", n)
+	for _, tc := range []struct {
+		name   string
+		script vendorfixture.Script
+		send   string // typed by the person once ready; "" sends nothing
+	}{
+		{"a typed turn the model has not answered", vendorfixture.Script{OnText: func(c *vendorfixture.Conn, text string) {
+			if c.Model == gemini.DefaultModel {
+				c.Close(1011, "Internal error encountered.")
+			}
+		}}, "what is on my list"},
+		{"a spoken turn", vendorfixture.Script{OnSetup: func(c *vendorfixture.Conn) {
+			if c.Model == gemini.DefaultModel {
+				c.Hear("what is on my list")
+				c.Close(1011, "Internal error encountered.")
+			}
+		}}, ""},
+		{"the model in the middle of its answer", vendorfixture.Script{OnText: func(c *vendorfixture.Conn, text string) {
+			if c.Model == gemini.DefaultModel {
+				c.SendJSON(map[string]any{"serverContent": map[string]any{"outputTranscription": map[string]string{"text": "Your list has"}}})
+				c.Close(1011, "Internal error encountered.")
+			}
+		}}, "what is on my list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := startRig(t, vendorfixture.Options{Script: tc.script}, live.Choice{})
+			r.rec.WaitFor(t, "state:ready:", 1)
+			if tc.send != "" {
+				if err := r.s.SendText(tc.send); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r.rec.WaitFor(t, "state:reconnecting:", 1)
+			r.rec.WaitFor(t, "state:ready:", 2)
+			conns := r.fx.Conns()
+			if len(conns) != 2 || conns[1].Model != gemini.FallbackModel {
+				t.Fatalf("%d connections; want the first and one on %s", len(conns), gemini.FallbackModel)
+			}
+			if tc.send != "" {
+				fr := conns[1].WaitType(t, livetest.Bound, "realtimeInput.text", 1)
+				if !bytes.Contains(fr.Raw, []byte(`"`+tc.send+`"`)) {
+					t.Fatalf("the fallback got %s; want the pending text replayed", fr.Raw)
+				}
+			}
+			// The session goes on, on the fallback: its answer reaches the person.
+			conns[1].Say("Milk and eggs.", nil)
+			r.rec.WaitFor(t, "state:turn-complete:", 1)
+			if got := r.rec.Terminals(); len(got) != 0 {
+				t.Fatalf("the session ended: %q", got)
+			}
+			r.clean(t)
+		})
 	}
+}
+
+func TestNoFallbackWithoutAPendingTurn(t *testing.T) {
+	t.Parallel()
+	t.Run("before any turn", func(t *testing.T) {
+		t.Parallel()
+		r := startRig(t, vendorfixture.Options{Script: vendorfixture.Script{OnSetup: func(c *vendorfixture.Conn) {
+			c.Close(1011, "Internal error encountered.")
+		}}}, live.Choice{})
+		r.rec.WaitFor(t, "state:upstream-closed:", 1)
+		if n := len(r.fx.Conns()); n != 1 {
+			t.Fatalf("%d connections; a failure with no turn pending is not retried", n)
+		}
+	})
+	t.Run("after the turn completed", func(t *testing.T) {
+		t.Parallel()
+		r := startRig(t, vendorfixture.Options{Script: vendorfixture.Script{OnText: func(c *vendorfixture.Conn, text string) {
+			c.Say("Milk and eggs.", nil)
+			c.Close(1011, "Internal error encountered.")
+		}}}, live.Choice{})
+		r.rec.WaitFor(t, "state:ready:", 1)
+		if err := r.s.SendText("what is on my list"); err != nil {
+			t.Fatal(err)
+		}
+		r.rec.WaitFor(t, "state:upstream-closed:", 1)
+		if n := len(r.fx.Conns()); n != 1 {
+			t.Fatalf("%d connections; a failure after the turn completed is not retried", n)
+		}
+	})
 }
 
 func TestRefusedBeforeDialing(t *testing.T) {

@@ -53,7 +53,7 @@ func Offer() live.Offer {
 }
 
 // Register registers the provider in r.
-func Register(r *live.Providers) { r.Register(Name, New, Offer()) }
+func Register(r *live.Providers) error { return r.Register(Name, New, Offer()) }
 
 // New is the provider's live.Factory.
 func New(env live.Env) (live.Provider, error) {
