@@ -245,10 +245,7 @@ func New(cfg Config) (*Core, error) {
 	c.Hub.AddHoldingListener(hub.HoldingFunc(func(root hub.Holding) { c.Tools.Publish("root", root) }))
 	for _, d := range cfg.Doors {
 		if err := d.Mount(c); err != nil {
-			c.closeDoors()
-			c.Tools.Close()
-			c.Hub.Close()
-			c.closeGate()
+			c.Close()
 			return nil, fmt.Errorf("%s: %w", d.Name(), err)
 		}
 		c.mounted = append(c.mounted, d)
@@ -298,6 +295,19 @@ func (o *offers) PageOffered(off hub.Offer) {
 	for _, l := range ls {
 		l.PageOffered(off)
 	}
+}
+
+// Close releases a core that was built but will not serve (an assembly that failed after New):
+// /live, the doors in the reverse of mounting, the catalogue, the hub and the gate. Serve does
+// the same at its shutdown, so a core is given to one or the other.
+func (c *Core) Close() {
+	if c.Live != nil {
+		c.Live.Close()
+	}
+	c.closeDoors()
+	c.Tools.Close()
+	c.Hub.Close()
+	c.closeGate()
 }
 
 func (c *Core) closeDoors() {

@@ -166,3 +166,31 @@ func send(t *testing.T, url, method, path, token string, body any) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// closeCounter is a door that counts its Close calls.
+type closeCounter struct{ closed int }
+
+func (d *closeCounter) Name() string           { return "counter" }
+func (d *closeCounter) StateFiles() []string   { return nil }
+func (d *closeCounter) Mount(*core.Core) error { return nil }
+func (d *closeCounter) Close()                 { d.closed++ }
+
+// TestACoreThatNeverServesClosesItsDoors: an assembly that fails after core.New (a fleet whose
+// events cannot subscribe) closes the core it built; its doors are closed once.
+func TestACoreThatNeverServesClosesItsDoors(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	door := &closeCounter{}
+	c, err := core.New(core.Config{Listener: ln, StateDir: filepath.Join(t.TempDir(), "state"), Public: t.TempDir(), Doors: []core.Door{door}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if door.closed != 1 {
+		t.Fatalf("the door was closed %d times; want once", door.closed)
+	}
+}

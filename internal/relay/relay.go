@@ -118,6 +118,7 @@ func New(cfg Config) (*Relay, error) {
 		r.Extensions, r.ExternalApps, r.MCP = ext.Runtime, apps.Model, mcpDoor.Handler
 	}
 	if err := r.attachFleet(c); err != nil {
+		c.Close() // the doors mounted, the catalogue and the hub built: none will serve
 		r.closeFleet()
 		return nil, err
 	}
