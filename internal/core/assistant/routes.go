@@ -301,6 +301,9 @@ func (c *Tools) ActionTurn(ctx context.Context, action json.RawMessage) Turn {
 
 func (c *Tools) actionTurn(ctx context.Context, t Turn, action json.RawMessage) Turn {
 	name, args, err := commands.SplitAction(action)
+	if err == nil && name == commands.MiniAppTool {
+		name, args, err = c.appToolByPlainName(ctx, args)
+	}
 	if err != nil {
 		r, _ := refusal.As(err)
 		t.Refused, t.Why = r.Rule, r.Why
