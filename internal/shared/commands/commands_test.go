@@ -370,3 +370,34 @@ func TestAnActionIsMeasuredAsTheCallerSentIt(t *testing.T) {
 func unescapeHTML(s string) string {
 	return strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(s)
 }
+
+// FuzzSplitAction: whatever the action, a split that succeeds gives an object that decodes to
+// the action's members less "verb" (the later of two equal keys winning, as in decoding), and the
+// verb the action's own; one that fails is a named refusal.
+func FuzzSplitAction(f *testing.F) {
+	for _, s := range []string{`{"verb":"read_file","name":"a.txt"}`, `{"name":"<b>","verb":"x","verb":"y"}`, ` { "verb" : "w" , "a" : [1, {"b": null}] } `, `{"verb":1}`, `[]`, `{"a":`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		name, args, err := SplitAction(json.RawMessage(raw))
+		if err != nil {
+			if _, ok := refusal.As(err); !ok {
+				t.Fatalf("SplitAction(%q) failed without a refusal: %v", raw, err)
+			}
+			return
+		}
+		var whole, rest map[string]any
+		if json.Unmarshal([]byte(raw), &whole) != nil || json.Unmarshal(args, &rest) != nil {
+			t.Fatalf("SplitAction(%q) = %q, %s: not two objects", raw, name, args)
+		}
+		if whole["verb"] != name {
+			t.Fatalf("SplitAction(%q) named the verb %q", raw, name)
+		}
+		delete(whole, "verb")
+		a, _ := json.Marshal(whole)
+		b, _ := json.Marshal(rest)
+		if string(a) != string(b) {
+			t.Fatalf("SplitAction(%q) gave the arguments %s, want %s", raw, b, a)
+		}
+	})
+}
