@@ -3,6 +3,7 @@ package assistant_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -87,6 +88,9 @@ func TestTheOriginalsMiniAppToolAction(t *testing.T) {
 	m := r.postRaw(`{"action":{"verb":"mini_app_tool","name":"start","args":{"seconds":5}}}`)
 	if m["ok"] != true || m["result"].(map[string]any)["page"] != miniapp.ModelName("timer", "start") {
 		t.Fatalf("mini_app_tool start answered %v", m)
+	}
+	if c, _ := m["miniAppToolCall"].(map[string]any); c["name"] != "start" || fmt.Sprint(c["args"]) != "map[seconds:5]" {
+		t.Errorf("the turn reports the call as %v, want the original's {name, args}", m["miniAppToolCall"])
 	}
 	if seen := p.calls(); len(seen) != 1 || string(seen[0].Args) != `{"seconds":5}` {
 		t.Fatalf("the page was asked %+v", seen)

@@ -6,19 +6,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/voicebox-go/voicebox/internal/shared/commands"
 	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
-// appToolByPlainName turns the original's typed action {"verb": "mini_app_tool", "name", "args"}
-// into a call of the open app tool called name in its app: its scoped name and its arguments as
-// written. No open app offering it is unknown-tool; more than one is ambiguous-tool, naming them.
-func (c *Tools) appToolByPlainName(ctx context.Context, raw json.RawMessage) (string, json.RawMessage, error) {
-	plain, args, err := commands.SplitAppToolCall(raw)
-	if err != nil {
-		return "", nil, err
-	}
+// appToolByPlainName finds the open app tool called plain in its app, for the original's typed
+// action {"verb": "mini_app_tool", "name", "args"}: its scoped name, and args passed on as they
+// are. No open app offering it is unknown-tool; more than one is ambiguous-tool, naming them.
+func (c *Tools) appToolByPlainName(ctx context.Context, plain string, args json.RawMessage) (string, json.RawMessage, error) {
 	found := c.set.Load().AppTools(plain)
 	switch len(found) {
 	case 0:
