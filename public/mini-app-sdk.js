@@ -1003,7 +1003,6 @@
       throw new TypeError('registerTool: a tool needs a string name and an execute function');
     }
     const name = tool.name;
-    /** @type {Promise<void>} */
     let settled;
     try {
       settled = register(tool, {}, 'ours', false);
@@ -1013,7 +1012,8 @@
       const why = String(e && (e.why || e.message) || e);
       noteRefusal(name, refused, why);
       say({ type: 'register_refused', name: name.slice(0, 128), refused, why: why.slice(0, 512) });
-      settled = Promise.reject(err);
+      // Nothing was registered: unregister must not take a tool of the same name that was.
+      return { name, result: Promise.resolve({ ok: false, refused, why }), unregister: () => {} };
     }
     const result = settled.then(() => ({ ok: true }), (/** @type {any} */ err) => ({ ok: false, refused: String(err && err.refused || err && err.name), why: String(err && err.why || err && err.message) }));
     return { name, result, unregister: () => unregister(name) };

@@ -26,12 +26,13 @@ const threw = {};
 webMcp.registerTool({name: 'first', description: 'The first tool', execute: () => 'first'});
 webMcp.registerTool({name: 'undescribed', execute: () => 1});
 webMcp.registerTool({name: 'out of shape!', description: 'a space and a bang', execute: () => 1});
-webMcp.registerTool({name: 'first', description: 'The first tool again', execute: () => 'again'});
+const again = webMcp.registerTool({name: 'first', description: 'The first tool again', execute: () => 'again'});
+again.unregister(); // of a refused registration: the first tool stays
 try { webMcp.registerTool({name: 7, description: 'a number for a name', execute: () => 1}); } catch (e) { threw.number = e instanceof TypeError; }
 try { window.voicebox.registerTool({name: 'lazy', description: 'no execute'}); } catch (e) { threw.execute = e instanceof TypeError; }
 const draft = document.modelContext.registerTool({name: 'strict', execute: () => 1}).then(() => false, (e) => e instanceof TypeError);
 window.voicebox.registerTool({name: 'last', description: 'The last tool',
-  execute: async () => ({threw: {...threw, draft: await draft}, refusals: webMcp.refusals.map((r) => r.name + ' ' + r.refused)})});
+  execute: async () => ({threw: {...threw, draft: await draft}, again: await again.result, refusals: webMcp.refusals.map((r) => r.name + ' ' + r.refused)})});
 webMcp.ready();
 </script>`, 2)
 	tools := harness.Eval[[]string](tab, fmt.Sprintf(`voicebox.miniApps.tools(%q)`, id))
@@ -43,6 +44,9 @@ webMcp.ready();
 	threw, _ := res["threw"].(map[string]any)
 	if threw["number"] != true || threw["execute"] != true || threw["draft"] != true || len(threw) != 3 {
 		t.Errorf("registerTool threw %v; want only for a number name, no execute, and document.modelContext", threw)
+	}
+	if again, _ := res["again"].(map[string]any); again["ok"] != false || again["refused"] != "invalid-tool-name" {
+		t.Errorf("the refused registration's result is %v", res["again"])
 	}
 	want := []string{"undescribed invalid-tool-description", "out of shape! invalid-tool-name", "first invalid-tool-name"}
 	if fmt.Sprint(res["refusals"]) != fmt.Sprint(want) {
