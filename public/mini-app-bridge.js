@@ -458,6 +458,13 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       case 'ready':
         toHost({ type: 'app_ready', generation });
         break;
+      case 'register_refused':
+        // The SDK refused a declaration itself (the original's spelling goes on past it): the
+        // host records it in the app's diagnostics, clipped, as the app's own word. The SDK sends
+        // three strings; anything else is dropped.
+        if (typeof msg.name !== 'string' || typeof msg.refused !== 'string' || typeof msg.why !== 'string') return;
+        toHost({ type: 'bridge_refused', by: 'sdk', name: msg.name.slice(0, 128), refused: msg.refused.slice(0, 64), why: msg.why.slice(0, 512) });
+        break;
       case 'validate_args': {
         const name = String(msg.name);
         if (!names.has(name)) {

@@ -107,6 +107,8 @@
   const tools = new Map();
   /** @type {{name: string, refused: string, why: string}[]} */
   const refusals = [];
+  // MAX_REFUSALS_KEPT bounds webMcp.refusals: the latest are kept.
+  const MAX_REFUSALS_KEPT = 64;
   /** @type {Map<unknown, {controller: AbortController, name: string}>} host call id -> the run */
   const running = new Map();
   /** @type {Map<number, (answer: any) => void>} check id -> waiting executeTool */
@@ -131,6 +133,21 @@
     const err = refused === 'invalid-tool-parameters' ? new TypeError(message)
       : domError(refused === 'too-many-tools' || refused === 'body-too-large' ? 'QuotaExceededError' : 'InvalidStateError', message);
     Object.defineProperties(err, { refused: { value: refused }, why: { value: why } });
+    return err;
+  }
+
+  /**
+   * tagged marks err with the refusal it stands for, so that the original's spellings
+   * (webMcpRegister) can record it instead of throwing; the draft's path throws it as it is.
+   * @template T
+   * @param {T} err
+   * @param {string} refused
+   * @returns {T}
+   */
+  function tagged(err, refused) {
+    if (err !== null && typeof err === 'object' && !('refused' in err)) {
+      Object.defineProperties(err, { refused: { value: refused }, why: { value: String(/** @type {any} */ (err).message) } });
+    }
     return err;
   }
 
@@ -184,7 +201,7 @@
     if (tool === undefined || tool === null) tool = {};
     if (typeof tool !== 'object' && typeof tool !== 'function') throw new TypeError('registerTool needs a tool object');
     if (tool.name === undefined) throw new TypeError('registerTool: the tool needs a name');
-    if (tool.description === undefined) throw new TypeError('registerTool: the tool needs a description');
+    if (tool.description === undefined) throw tagged(new TypeError('registerTool: the tool needs a description'), 'invalid-tool-description');
     const name = String(tool.name);
     const description = String(tool.description);
     const execute = tool.execute;
@@ -192,7 +209,7 @@
     /** @type {Record<string, boolean> | undefined} */
     let annotations;
     if (tool.annotations !== undefined && tool.annotations !== null) {
-      if (typeof tool.annotations !== 'object') throw new TypeError('registerTool: annotations must be an object');
+      if (typeof tool.annotations !== 'object') throw tagged(new TypeError('registerTool: annotations must be an object'), 'invalid-tool-declaration');
       annotations = {};
       for (const k of ['readOnlyHint', 'untrustedContentHint', 'consequentialHint', 'debugging']) annotations[k] = !!tool.annotations[k];
     }
@@ -202,17 +219,18 @@
     const signal = options.signal;
     if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('registerTool: options.signal must be an AbortSignal');
 
-    if (tools.has(name)) throw domError('InvalidStateError', `a tool named ${name.slice(0, 80)} is registered already`);
+    if (tools.has(name)) throw tagged(domError('InvalidStateError', `a tool named ${name.slice(0, 80)} is registered already`), 'invalid-tool-name');
     if (name === '' || (namePattern && !namePattern.test(name))) {
-      throw domError('InvalidStateError', `tool name ${JSON.stringify(name.slice(0, 80))} must be 1 to 128 of A-Z, a-z, 0-9, _, - and .`);
+      throw tagged(domError('InvalidStateError', `tool name ${JSON.stringify(name.slice(0, 80))} must be 1 to 128 of A-Z, a-z, 0-9, _, - and .`), 'invalid-tool-name');
     }
-    if (description === '') throw domError('InvalidStateError', `tool ${name} needs a description that is not empty`);
+    if (description === '') throw tagged(domError('InvalidStateError', `tool ${name.slice(0, 80)} needs a description that is not empty`), 'invalid-tool-description');
     /** @type {Record<string, unknown>} what the host is sent: the declaration as the app wrote it */
     const decl = { name, description };
     let schema;
     for (const key of /** @type {const} */ (['inputSchema', 'parameters', 'outputSchema'])) {
       if (tool[key] === undefined) continue;
-      const text = serialize(tool[key], key);
+      let text;
+      try { text = serialize(tool[key], key); } catch (err) { throw tagged(err, 'invalid-tool-parameters'); }
       decl[key] = JSON.parse(text);
       if (key !== 'outputSchema') schema = text;
     }
@@ -760,9 +778,7 @@
           }
           break;
         }
-        refusals.push({ name: msg.name, refused: msg.refused, why: msg.why });
-        console.warn(`voicebox: tool ${msg.name} was refused (${msg.refused}): ${msg.why}`);
-        window.dispatchEvent(new CustomEvent('webmcp-refused', { detail: { name: msg.name, refused: msg.refused, why: msg.why } }));
+        noteRefusal(msg.name, msg.refused, msg.why);
         if (entry && !entry.registered) {
           tools.delete(msg.name);
           changed();
@@ -785,6 +801,20 @@
     port.onmessage = onPortMessage;
     for (const m of outbox.splice(0)) port.postMessage(m);
   });
+
+  /**
+   * noteRefusal records a refused registration where the app can read it: webMcp.refusals (the
+   * latest MAX_REFUSALS_KEPT), a console warning and a "webmcp-refused" event on window.
+   * @param {string} name
+   * @param {string} refused
+   * @param {string} why
+   */
+  function noteRefusal(name, refused, why) {
+    refusals.push({ name, refused, why });
+    if (refusals.length > MAX_REFUSALS_KEPT) refusals.splice(0, refusals.length - MAX_REFUSALS_KEPT);
+    console.warn(`voicebox: tool ${name} was refused (${refused}): ${why}`);
+    window.dispatchEvent(new CustomEvent('webmcp-refused', { detail: { name, refused, why } }));
+  }
 
   // ---- the declarative API: a form with toolname is a tool ----
 
@@ -958,14 +988,33 @@
   // ---- the spellings ----
 
   /**
-   * webMcp.registerTool is the original Voicebox's spelling: it throws a malformed tool at once
-   * and returns {name, result, unregister}, result resolving to {ok} or {ok: false, refused, why}.
+   * webMcp.registerTool is the original Voicebox's spelling. It throws only where the original's
+   * SDK threw: a tool that is not an object, a name that is not a string, no execute function.
+   * Any other fault of the declaration (no description, a name that is taken or out of shape, a
+   * schema JSON cannot say) is refused without throwing, so the app's script goes on and its
+   * later tools register: the refusal is recorded as the host's are (noteRefusal) and sent to the
+   * page for the app's diagnostics. It returns {name, result, unregister}, result resolving to
+   * {ok} or {ok: false, refused, why}.
    * @param {any} tool
    */
   function webMcpRegister(tool) {
     watch();
-    const settled = register(tool, {}, 'ours', false);
-    const name = String(tool.name);
+    if (tool === null || (typeof tool !== 'object' && typeof tool !== 'function') || typeof tool.name !== 'string' || typeof tool.execute !== 'function') {
+      throw new TypeError('registerTool: a tool needs a string name and an execute function');
+    }
+    const name = tool.name;
+    let settled;
+    try {
+      settled = register(tool, {}, 'ours', false);
+    } catch (err) {
+      const e = /** @type {any} */ (err);
+      const refused = String(e && e.refused || 'invalid-tool-declaration');
+      const why = String(e && (e.why || e.message) || e);
+      noteRefusal(name, refused, why);
+      say({ type: 'register_refused', name: name.slice(0, 128), refused, why: why.slice(0, 512) });
+      // Nothing was registered: unregister must not take a tool of the same name that was.
+      return { name, result: Promise.resolve({ ok: false, refused, why }), unregister: () => {} };
+    }
     const result = settled.then(() => ({ ok: true }), (/** @type {any} */ err) => ({ ok: false, refused: String(err && err.refused || err && err.name), why: String(err && err.why || err && err.message) }));
     return { name, result, unregister: () => unregister(name) };
   }

@@ -61,6 +61,8 @@ import { TOOL_TIMEOUT_MS } from './rules.js';
 import { toolForm } from './schema-form.js';
 import { sendTurn } from './turns.js';
 
+/** MAX_REFUSALS_KEPT bounds the refused registrations an app's diagnostics keep (the latest). */
+const MAX_REFUSALS_KEPT = 64;
 /** MAX_DROPPED_SHOWN bounds the dropped domains a view's card lists (the relay says how many were not read). */
 const MAX_DROPPED_SHOWN = 20;
 /** TEARDOWN_WAIT_MS is how long a closed view's frame stays for its ui/resource-teardown (the
@@ -95,7 +97,7 @@ const APP_HOSTS = appHosts(location);
  * calls the worker made over its port, portsRefused the ports of its bridge not handed on (a
  * second for one document) or refused by the worker.
  * @typedef {{handshakes: number, onPort: number, portsRefused: number, reloads: number, loads: number, registered: string[],
- *   refusals: {name: string, refused: string, why: string, by?: string}[],
+ *   refusals: {name: string, refused: string, why: string, by?: string, generation: number}[],
  *   dropped: number, ignored: {why: string, what: string}[], foreign: number, late: number, ready: boolean,
  *   starts: number, validated: number, stopped: StopReason | null,
  *   mcp: {initialized: boolean, calls: number, links: number, messages: number, height: number, teardowns: number, cancelled: number}}} Stats
@@ -667,14 +669,14 @@ export function startMiniApps(vb) {
           app.tools.push(answer.value);
           showTools(app);
         } else {
-          stats.refusals.push({ name, refused: answer.refused, why: answer.why });
+          noteRefusal(app, { name, refused: answer.refused, why: answer.why });
         }
         const refused = answer.ok ? {} : { refused: answer.refused, why: answer.why };
         post(app, { type: 'registered', generation: msg.generation, name, ok: answer.ok, ...refused });
         break;
       }
       case 'bridge_refused':
-        stats.refusals.push({ name: msg.name, refused: msg.refused, why: msg.why, by: 'bridge' });
+        noteRefusal(app, { name: String(msg.name), refused: String(msg.refused), why: String(msg.why), by: msg.by === 'sdk' ? 'sdk' : 'bridge' });
         break;
       case 'unregister_tool':
         if (msg.generation !== app.generation) return;
@@ -883,6 +885,36 @@ export function startMiniApps(vb) {
 
   // ---- the tools of an open app, and trying one by hand ----
 
+  /**
+   * noteRefusal keeps a refused registration in the app's diagnostics (the latest
+   * MAX_REFUSALS_KEPT) and shows it on the app's card.
+   * @param {OpenApp} app
+   * @param {{name: string, refused: string, why: string, by?: string}} r
+   */
+  function noteRefusal(app, r) {
+    const list = app.stats.refusals;
+    list.push({ ...r, generation: app.generation });
+    if (list.length > MAX_REFUSALS_KEPT) list.splice(0, list.length - MAX_REFUSALS_KEPT);
+    showTools(app);
+  }
+
+  /**
+   * refusalList is the card's list of the tools the app's current document asked for and did not
+   * get, with why; null when there are none.
+   * @param {OpenApp} app
+   */
+  function refusalList(app) {
+    const now = app.stats.refusals.filter((r) => r.generation === app.generation);
+    if (now.length === 0) return null;
+    const d = document.createElement('details');
+    d.className = 'hint tool-refusals';
+    d.append(node('summary', '', `${now.length === 1 ? 'A tool was' : `${now.length} tools were`} refused; the app's other tools work.`));
+    const ul = document.createElement('ul');
+    for (const r of now) ul.append(node('li', '', `${r.name.slice(0, 80)}: ${r.why} (${r.refused})`));
+    d.append(ul);
+    return d;
+  }
+
   /** @param {OpenApp} app */
   function showTools(app) {
     const list = app.view.toolList;
@@ -915,9 +947,11 @@ export function startMiniApps(vb) {
       // that offers no tools, or it loaded and registered none.
       const p = node('p', 'hint no-tools', noToolsText(app.entry.kind, app.stats.ready, !!app.waited));
       list.replaceChildren(p);
-      return;
+    } else {
+      list.replaceChildren(...app.tools.map((t) => appToolForm(app, t)));
     }
-    list.replaceChildren(...app.tools.map((t) => appToolForm(app, t)));
+    const refused = refusalList(app);
+    if (refused) list.append(refused);
   }
 
   /**

@@ -100,7 +100,7 @@ func TestExtensionsPanelProposalToCall(t *testing.T) {
 
 	m := post("/api/extensions/call", relay.HostToken(t), call)
 	obs, _ := m["observed"].(map[string]any)
-	if m["ok"] != true || obs == nil || !strings.Contains(fmt.Sprint(obs["body"]), "looked up cats") || obs["servedBy"] != upstream.URL {
+	if m["ok"] != true || obs == nil || !strings.Contains(fmt.Sprint(obs["body"]), "looked up cats") || obs["servedBy"] != upstream.URL+"/?q=cats" {
 		t.Fatalf("the admitted call: %v", m)
 	}
 

@@ -979,3 +979,38 @@ func TestFleetAnApprovalEndsWhenItsRelayDies(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetAnOfferOfMarkupReachesEveryRelay: the page's offer is written to the fleet as the
+// page sent it, without the six-byte escapes json.Marshal writes for <, > and &: 200 tools whose
+// descriptions are 1,000 '<' each (about 220 KB as sent, 1.2 MB escaped, past what NATS takes in
+// one message) reach B.
+func TestFleetAnOfferOfMarkupReachesEveryRelay(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a, b := startMember(t, nats, "markup", false), startMember(t, nats, "markup", false)
+	page := dialPage(t, a, memoryExecutor(), nil)
+	var decls []tool.Declaration
+	for i := range 200 {
+		decls = append(decls, tool.Declaration{Name: miniapp.ModelName("app_markup", fmt.Sprintf("t%03d", i)),
+			Description: strings.Repeat("<", 1000), Parameters: json.RawMessage(`{"type":"object"}`)})
+	}
+	var frame bytes.Buffer
+	enc := json.NewEncoder(&frame)
+	enc.SetEscapeHTML(false)
+	enc.Encode(struct {
+		Type  string             `json:"type"`
+		Tools []tool.Declaration `json:"tools"`
+	}{"tools", decls})
+	page.WS.Write(context.Background(), websocket.MessageText, bytes.TrimSpace(frame.Bytes()))
+	last := decls[len(decls)-1].Name
+	offered := func(m *member) bool {
+		for _, d := range m.ExternalApps.Declarations() {
+			if d.Name == last {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, "the page's tools offered on A", func() bool { return offered(a) })
+	waitFor(t, "the page's tools offered on B", func() bool { return offered(b) })
+}

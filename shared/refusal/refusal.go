@@ -66,6 +66,9 @@ const (
 	InvalidToolDescription Rule = "invalid-tool-description"
 	InvalidToolDeclaration Rule = "invalid-tool-declaration"
 	UnknownTool            Rule = "unknown-tool"
+	// AmbiguousTool answers a call of a mini-app tool by its plain name (the typed action
+	// mini_app_tool) that more than one open app offers; the refusal names the apps.
+	AmbiguousTool Rule = "ambiguous-tool"
 
 	// The mini-app tool registry and its calls (internal/shared/miniapp).
 	TooManyTools         Rule = "too-many-tools"

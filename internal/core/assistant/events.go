@@ -49,11 +49,16 @@ func newEvents(log *slog.Logger) *events {
 	return &events{log: log, subs: map[*outbound.SSE]struct{}{}}
 }
 
-// frame encodes one server-sent event.
+// frame encodes one server-sent event. <, > and & are written as they are (json.Marshal writes
+// each as six bytes): the fleet holds a frame to fleet.MaxEventBytes, which must measure the
+// event, not an escaped copy six times its size.
 func frame(kind string, v any) []byte {
-	data, err := json.Marshal(v)
-	if err != nil {
-		data = []byte(`{}`)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	data := []byte(`{}`)
+	if enc.Encode(v) == nil {
+		data = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	}
 	b := make([]byte, 0, len(kind)+len(data)+16)
 	b = append(b, "event: "...)

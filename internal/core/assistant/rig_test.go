@@ -158,8 +158,9 @@ type page struct {
 	ws   *websocket.Conn
 	root *fsroot.MemRoot
 
-	mu   sync.Mutex
-	seen []wire.Call
+	mu      sync.Mutex
+	seen    []wire.Call
+	listing json.RawMessage // what list-mini-apps answers, when set
 }
 
 func (r *rig) page() *page {
@@ -181,7 +182,11 @@ func (r *rig) page() *page {
 		if strings.HasPrefix(c.Tool, "app_") || strings.Contains(c.Tool, "mini-app") {
 			p.mu.Lock()
 			p.seen = append(p.seen, c)
+			listing := p.listing
 			p.mu.Unlock()
+			if c.Tool == "list-mini-apps" && listing != nil {
+				return listing, nil
+			}
 			return json.Marshal(map[string]any{"page": c.Tool, "args": c.Args})
 		}
 		return exec.Execute(ctx, c)

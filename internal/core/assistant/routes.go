@@ -186,9 +186,19 @@ type Turn struct {
 	Why     string       `json:"why,omitempty"`
 	// Help is the resolver's help text, for a transcript it did not understand (or "help").
 	Help string `json:"help,omitempty"`
+	// MiniAppToolCall is, for the original's typed action {"verb": "mini_app_tool", "name",
+	// "args"} once it found its tool, that call as the original reports it: the tool's name in
+	// its app and the arguments as sent.
+	MiniAppToolCall *MiniAppToolCall `json:"miniAppToolCall,omitempty"`
 	// Pending is the request for the person's approval the turn waits for, in the answer given
 	// at once (202, turnAtOnce); the turn's outcome comes later as the event stream's turn event.
 	Pending *Approval `json:"pending,omitempty"`
+}
+
+// MiniAppToolCall is a call of an open app's tool by its name in the app (Turn.MiniAppToolCall).
+type MiniAppToolCall struct {
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
 }
 
 // maxTurnEventResultBytes bounds the result a turn event carries (the outcome of a turn answered
@@ -301,13 +311,23 @@ func (c *Tools) ActionTurn(ctx context.Context, action json.RawMessage) Turn {
 
 func (c *Tools) actionTurn(ctx context.Context, t Turn, action json.RawMessage) Turn {
 	name, args, err := commands.SplitAction(action)
+	var call *MiniAppToolCall
+	if err == nil && name == commands.MiniAppTool {
+		call = &MiniAppToolCall{}
+		call.Name, call.Args, err = commands.SplitAppToolCall(args)
+		if err == nil {
+			name, args, err = c.appToolByPlainName(ctx, call.Name, call.Args)
+		}
+	}
 	if err != nil {
 		r, _ := refusal.As(err)
 		t.Refused, t.Why = r.Rule, r.Why
 		t.Result, _ = json.Marshal(r)
 		return t
 	}
-	return c.finish(ctx, t, name, args)
+	t = c.finish(ctx, t, name, args)
+	t.MiniAppToolCall = call
+	return t
 }
 
 func (c *Tools) finish(ctx context.Context, t Turn, name string, args json.RawMessage) Turn {

@@ -138,8 +138,18 @@ func (a *api) readName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	}
 	var body struct {
 		Name string `json:"name"`
+		// EnvKey is the original Voicebox's spelling of the name.
+		EnvKey string `json:"envKey"`
 	}
 	if !server.ReadJSON(w, r, maxPairBodyBytes, &body) {
+		return "", false
+	}
+	switch {
+	case body.Name == "":
+		body.Name = body.EnvKey
+	case body.EnvKey != "" && body.EnvKey != body.Name:
+		server.WriteRefusal(w, http.StatusBadRequest, refusal.New(refusal.InvalidArgument,
+			"name and envKey are two spellings of the environment's name; give one, or the same in both"))
 		return "", false
 	}
 	if rf := hoststate.CheckName("an environment", body.Name); rf != nil {

@@ -62,11 +62,14 @@ func (b *Budget) Spent() string {
 
 // FetchResult is the observation of a mediated fetch.
 type FetchResult struct {
-	Status    int      `json:"status"`
-	Body      string   `json:"body"`
-	Truncated bool     `json:"truncated"`
-	Via       []string `json:"via"`
-	ServedBy  string   `json:"servedBy"`
+	Status    int    `json:"status"`
+	Body      string `json:"body"`
+	Truncated bool   `json:"truncated"`
+	// Via is every URL the call requested, in order: the first, each redirect's target (a
+	// relative Location resolved), and the one that served the body, redacted (see Redact).
+	Via []string `json:"via"`
+	// ServedBy is the URL that served the body, the last of Via.
+	ServedBy string `json:"servedBy"`
 	// Request is which request of the extension's budget served the body, such as "3/20"
 	// (redirect hops count too).
 	Request string `json:"request"`
@@ -123,11 +126,11 @@ func (f *Fetcher) Fetch(ctx context.Context, d *extensions.Descriptor, t *extens
 		if err != nil {
 			return nil, err
 		}
+		via = append(via, Redact(u.String()))
 		if next == nil {
-			res.Via, res.Request = append([]string{}, via...), request
+			res.Via, res.ServedBy, res.Request = via, via[len(via)-1], request
 			return res, nil
 		}
-		via = append(via, Redact(u.String()))
 		if hop >= MaxRedirects {
 			return nil, refusal.New(refusal.TooManyRedirects, "more than %d redirects (via %s)", MaxRedirects, strings.Join(via, " -> "))
 		}
@@ -178,7 +181,7 @@ func (f *Fetcher) hop(ctx context.Context, client *http.Client, d *extensions.De
 		}
 		return nil, nil, refusal.New(refusal.FetchFailed, "reading the response from %s failed", Redact(u.String()))
 	}
-	res := &FetchResult{Status: resp.StatusCode, ServedBy: u.Scheme + "://" + u.Host}
+	res := &FetchResult{Status: resp.StatusCode}
 	if len(body) > limit {
 		body, res.Truncated = body[:limit], true
 	}

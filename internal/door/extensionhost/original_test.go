@@ -120,7 +120,7 @@ func TestTheOriginalCatalogueBehavesAsDocumented(t *testing.T) {
 	})
 	t.Run("the remote MCP server at its bound url", func(t *testing.T) {
 		m := f.call("mcp-server-remote", "mcp_remote_list_tools", `{}`)
-		if m["ok"] != true || observedField(m, "request") != "1/20" || observedField(m, "servedBy") != "https://mcp.example.com" {
+		if m["ok"] != true || observedField(m, "request") != "1/20" || observedField(m, "servedBy") != "https://mcp.example.com/tools" {
 			t.Fatalf("the bound url: %v", m)
 		}
 		if got := web.last(); got.Host != "mcp.example.com" || got.URL.Path != "/tools" {

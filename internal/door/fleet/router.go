@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -188,8 +189,14 @@ func (r *Router) publishOffers() {
 			continue
 		}
 		if ctx, cancel, kv, err := r.f.op(executorBucket); err == nil {
-			b, _ := json.Marshal(offer{Lease: mine.ID, Tools: o.Tools, ExternalApps: o.ExternalApps})
-			kv.Put(ctx, offerKey, b)
+			// Encoded without escaping <, > and & (json.Marshal writes each as six bytes): the
+			// page's declarations are bounded as it sent them (wire.MaxFrameBytes), and the
+			// bucket's value bound must meet them at that size, not six times it.
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			enc.Encode(offer{Lease: mine.ID, Tools: o.Tools, ExternalApps: o.ExternalApps})
+			kv.Put(ctx, offerKey, b.Bytes())
 			cancel()
 		}
 	}

@@ -260,25 +260,73 @@ func (s *Set) Map(name string, args json.RawMessage) (Action, error) {
 // SplitAction reads a typed turn's action, {"verb": name, ...arguments}, into the name and the
 // arguments object Map takes. A missing or non-string verb is missing-argument or
 // invalid-argument-type; anything that is not an object is invalid-tool-arguments.
+//
+// The arguments are the action's own members other than "verb", byte for byte as the caller wrote
+// them and in the caller's order: the size bound is measured on them and refusals follow their
+// order, so nothing here may re-encode them (an encoder escapes <, > and & to six bytes each and
+// sorts a map's keys).
 func SplitAction(raw json.RawMessage) (name string, args json.RawMessage, err error) {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+	members, ok := objectMembers(raw)
+	if !ok {
 		return "", nil, refusal.New(refusal.InvalidToolArguments, "an action is a JSON object: {\"verb\": tool name, ...its arguments}")
 	}
-	v, ok := fields["verb"]
-	if !ok || string(v) == "null" {
+	var verb json.RawMessage
+	var b bytes.Buffer
+	b.Grow(len(raw))
+	b.WriteByte('{')
+	for _, m := range members {
+		if m.key == "verb" { // of two verbs the later wins, as in decoding
+			verb = m.value
+			continue
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.Write(m.text)
+	}
+	b.WriteByte('}')
+	if verb == nil || string(verb) == "null" {
 		return "", nil, refusal.New(refusal.MissingArgument, "an action needs \"verb\", the tool's name")
 	}
-	if json.Unmarshal(v, &name) != nil {
+	if json.Unmarshal(verb, &name) != nil {
 		return "", nil, refusal.New(refusal.InvalidArgumentType, "an action's \"verb\" is a string, the tool's name")
 	}
-	delete(fields, "verb")
-	// Keys are re-encoded in sorted order; values pass as they were.
-	args, err = json.Marshal(fields)
-	if err != nil {
-		return "", nil, refusal.New(refusal.InvalidToolArguments, "the action's arguments do not encode")
+	return name, b.Bytes(), nil
+}
+
+// member is one member of a JSON object as it was written.
+type member struct {
+	key   string          // decoded
+	value json.RawMessage // as written
+	text  []byte          // "key": value, as written
+}
+
+// objectMembers reads the members of the JSON object raw in order, each as it was written; ok is
+// false when raw is not one valid JSON object.
+func objectMembers(raw []byte) (out []member, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+		return nil, false
 	}
-	return name, args, nil
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, false
+	}
+	for dec.More() {
+		start := dec.InputOffset()
+		kt, err := dec.Token()
+		key, isKey := kt.(string)
+		if err != nil || !isKey {
+			return nil, false
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil, false
+		}
+		text := bytes.TrimLeft(raw[start:dec.InputOffset()], " \t\r\n,")
+		out = append(out, member{key: key, value: value, text: text})
+	}
+	return out, true
 }
 
 func (s *Set) names() []string {
@@ -301,4 +349,58 @@ func clip(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:max], "") + "..."
+}
+
+// MiniAppTool is the verb of the original's typed action that runs an open mini-app's tool by
+// its plain name, {"verb": "mini_app_tool", "name": tool, "args": {...}}. It is a typed action
+// only; the model is offered each app tool under its own scoped name instead.
+const MiniAppTool = "mini_app_tool"
+
+// SplitAppToolCall reads the arguments of a mini_app_tool action: name, the tool's plain name (a
+// string, required), and args, the tool's arguments (an object, passed on as written; {} when
+// absent or null). Another key is invalid-argument.
+func SplitAppToolCall(raw json.RawMessage) (plain string, args json.RawMessage, err error) {
+	members, ok := objectMembers(raw)
+	if !ok {
+		return "", nil, refusal.New(refusal.InvalidToolArguments, "%s: the arguments are a JSON object, {\"name\": tool, \"args\": {...}}", MiniAppTool)
+	}
+	var name json.RawMessage
+	args = json.RawMessage(`{}`)
+	for _, m := range members {
+		switch m.key {
+		case "name":
+			name = m.value
+		case "args":
+			if string(m.value) != "null" {
+				args = m.value
+			}
+		default:
+			return "", nil, refusal.New(refusal.InvalidArgument, "%s: unknown argument %q; it takes name and args", MiniAppTool, clip(m.key))
+		}
+	}
+	if name == nil || string(name) == "null" {
+		return "", nil, refusal.New(refusal.MissingArgument, "%s: missing required argument \"name\", the tool's name in its app", MiniAppTool)
+	}
+	if json.Unmarshal(name, &plain) != nil || plain == "" {
+		return "", nil, refusal.New(refusal.InvalidArgumentType, "%s: \"name\" is the tool's name in its app, a string", MiniAppTool)
+	}
+	if args[0] != '{' {
+		return "", nil, refusal.New(refusal.InvalidArgumentType, "%s: \"args\" is the tool's arguments, an object", MiniAppTool)
+	}
+	return plain, args, nil
+}
+
+// AppTools returns the set's mini-app tools whose name in their app is plain, in the set's
+// order: one per open app that offers it.
+func (s *Set) AppTools(plain string) []*Tool {
+	var out []*Tool
+	for _, t := range s.tools {
+		if t.Builtin || len(t.Name) <= miniapp.ScopeLength {
+			continue
+		}
+		if scope := t.Name[:miniapp.ScopeLength]; strings.HasSuffix(scope, "__") && miniapp.ScopedName(scope, plain) == t.Name {
+			out = append(out, t)
+		}
+	}
+	return out
 }

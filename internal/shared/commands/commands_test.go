@@ -312,3 +312,92 @@ func TestToolIndex(t *testing.T) {
 		t.Errorf("no match: %+v", got)
 	}
 }
+
+// TestAnActionIsMeasuredAsTheCallerSentIt: the arguments of a typed action are held to the size
+// bound as the caller wrote them (an encoder would write each <, > and & as six bytes), and a
+// call whose arguments fail several rules is refused for the first in the caller's key order.
+func TestAnActionIsMeasuredAsTheCallerSentIt(t *testing.T) {
+	t.Parallel()
+	html := "<!doctype html><title>t</title>" + strings.Repeat("<p>a &amp; b</p>", 45000/16)
+	for _, c := range []struct {
+		verb, key, value string
+	}{
+		{"write_file", "content", strings.Repeat("<", 60000)},
+		{"write_file", "content", strings.Repeat("<", 20000)},
+		{"create_mini_app", "html", html},
+	} {
+		other := map[string]string{"write_file": `"name":"a.txt"`, "create_mini_app": `"title":"Lots"`}[c.verb]
+		value, _ := json.Marshal(c.value) // only to quote it: the escapes are undone below
+		raw := `{"verb":"` + c.verb + `",` + other + `,"` + c.key + `":` + unescapeHTML(string(value)) + `}`
+		name, args, err := SplitAction(json.RawMessage(raw))
+		if err != nil || name != c.verb || strings.Contains(string(args), `\u003c`) || len(args) > len(raw) {
+			t.Fatalf("SplitAction of %d bytes = %q, %d bytes, %v", len(raw), name, len(args), err)
+		}
+		a, err := Builtins().Map(name, args)
+		if err != nil || a.String(c.key) != c.value {
+			t.Fatalf("%s with %d bytes of arguments as sent was refused: %v", c.verb, len(args), err)
+		}
+	}
+	over := `{"verb":"write_file","name":"a.txt","content":"` + strings.Repeat("<", toolschema.MaxArgumentBytes) + `"}`
+	name, args, _ := SplitAction(json.RawMessage(over))
+	if _, err := Builtins().Map(name, args); refusal.RuleOf(err) != refusal.InvalidToolArguments {
+		t.Fatalf("arguments over the bound as sent answered %v", err)
+	}
+
+	app := tool.Declaration{Name: miniapp.ModelName("app_clock", "alarm"), Description: "Set the alarm",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"mode":{"type":"string","enum":["calm","loud"]},"target":{"type":"integer"}}}`)}
+	set, errs := Builtins().With([]tool.Declaration{app})
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	for raw, want := range map[string]string{
+		`{"verb":"` + app.Name + `","target":"twenty-four","mode":"turbo"}`: `"target"`,
+		`{"mode":"turbo","verb":"` + app.Name + `","target":"twenty-four"}`: `"mode"`,
+	} {
+		name, args, err := SplitAction(json.RawMessage(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = set.Map(name, args)
+		r, _ := refusal.As(err)
+		wantRule := map[string]refusal.Rule{`"target"`: refusal.InvalidArgumentType, `"mode"`: refusal.InvalidArgumentEnum}[want]
+		if r == nil || r.Rule != wantRule || !strings.Contains(r.Why, want) {
+			t.Errorf("%s answered %v, want %s for %s", raw, err, wantRule, want)
+		}
+	}
+}
+
+func unescapeHTML(s string) string {
+	return strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(s)
+}
+
+// FuzzSplitAction: whatever the action, a split that succeeds gives an object that decodes to
+// the action's members less "verb" (the later of two equal keys winning, as in decoding), and the
+// verb the action's own; one that fails is a named refusal.
+func FuzzSplitAction(f *testing.F) {
+	for _, s := range []string{`{"verb":"read_file","name":"a.txt"}`, `{"name":"<b>","verb":"x","verb":"y"}`, ` { "verb" : "w" , "a" : [1, {"b": null}] } `, `{"verb":1}`, `[]`, `{"a":`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		name, args, err := SplitAction(json.RawMessage(raw))
+		if err != nil {
+			if _, ok := refusal.As(err); !ok {
+				t.Fatalf("SplitAction(%q) failed without a refusal: %v", raw, err)
+			}
+			return
+		}
+		var whole, rest map[string]any
+		if json.Unmarshal([]byte(raw), &whole) != nil || json.Unmarshal(args, &rest) != nil {
+			t.Fatalf("SplitAction(%q) = %q, %s: not two objects", raw, name, args)
+		}
+		if whole["verb"] != name {
+			t.Fatalf("SplitAction(%q) named the verb %q", raw, name)
+		}
+		delete(whole, "verb")
+		a, _ := json.Marshal(whole)
+		b, _ := json.Marshal(rest)
+		if string(a) != string(b) {
+			t.Fatalf("SplitAction(%q) gave the arguments %s, want %s", raw, b, a)
+		}
+	})
+}

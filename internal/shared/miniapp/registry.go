@@ -402,7 +402,18 @@ func (r *Registry) call(ctx context.Context, app App, tool string, args json.Raw
 // ModelName is the name the live model is offered for tool of appID: tool under the scope
 // app_HHHHHHHH__, HHHHHHHH being tool.Digest(appID) (see the package doc and tool.ModelName).
 func ModelName(appID, name string) string {
-	scope := "app_" + tool.Digest(appID) + "__"
+	return ScopedName(Scope(appID), name)
+}
+
+// Scope is the scope of appID's tools, app_HHHHHHHH__ (see ModelName).
+func Scope(appID string) string { return "app_" + tool.Digest(appID) + "__" }
+
+// ScopeLength is the length of every Scope.
+const ScopeLength = len("app_") + tool.DigestLength + len("__")
+
+// ScopedName is ModelName given the app's Scope in place of its id: a tool of the set the relay
+// holds is known there by its model-facing name alone, whose first ScopeLength bytes are the scope.
+func ScopedName(scope, name string) string {
 	if strings.Contains(name, ".") {
 		// The vendors take no dots: a WebMCP name with one keeps its start with each dot as _,
 		// and the digest of the name as written keeps it apart from the name spelled with _.
