@@ -9,7 +9,7 @@
 /** @typedef {{kind: RootKind, name: string, syncHandles: boolean}} RootInfo */
 /** @typedef {{name: string, shown?: string, dir: boolean, size: number}} ListEntry */
 /** @typedef {{dir: string, entries: ListEntry[]}} Listing */
-/** @typedef {{path: string, size: number, text: string, binary: boolean, truncated: boolean}} FileView */
+/** @typedef {{path: string, size: number, text: string, binary: boolean, truncated: boolean, digest?: string}} FileView */
 /**
  * StoreEntry is one app or page of the mini-app store (internal/shared/miniappstore.Entry).
  * @typedef {{appId: string, slug: string, title: string, fileName: string, source: string,
