@@ -48,6 +48,8 @@ func (c *Tools) route(ctx context.Context, a commands.Action) (json.RawMessage, 
 		return c.onRoot(ctx, executor.GrepFiles, optional(map[string]string{"query": a.String("query")}, "dir", a))
 	case commands.UndoLastAction:
 		return c.onRoot(ctx, executor.UndoLast, map[string]string{})
+	case commands.RedoLastAction:
+		return c.onRoot(ctx, executor.RedoLast, map[string]string{})
 	case commands.DeleteFile:
 		return c.deleteFile(ctx, a.String("name"))
 	case commands.ListMiniApps:
