@@ -827,7 +827,8 @@ export function startWorkspace(engine, { openAsApp }) {
           title: 'A file of that name exists',
           text: `“${join(currentDir, file.name)}” already exists.`,
           choices: [{ value: 'replace', label: 'Replace it', danger: true }, { value: 'both', label: 'Keep both', default: true }, { value: 'skip', label: 'Skip' }],
-          forAll: left > 0 ? `Do the same for the ${left} other ${left === 1 ? 'file' : 'files'} whose names are taken` : undefined,
+          forAll: left === 0 ? undefined : left === 1 ? 'Do the same for the other file whose name is taken'
+            : `Do the same for the ${left} other files whose names are taken`,
         });
         decision = asked.value || 'skip';
         if (asked.forAll) forAll = decision;

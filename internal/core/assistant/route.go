@@ -200,6 +200,8 @@ func withApproval(obs json.RawMessage) json.RawMessage {
 
 func byteSize(n int64) string {
 	switch {
+	case n == 1:
+		return "1 byte"
 	case n < 1024:
 		return strconv.FormatInt(n, 10) + " bytes"
 	case n < 1<<20:
