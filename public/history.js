@@ -166,7 +166,8 @@ export function startHistory(vb) {
     }
     const c = answer.value;
     const folders = c.change.action === 'mkdir' || c.current.folder;
-    el.conflictText.textContent = `${describeChange(c.change)}, and ${folders ? 'the folder' : 'the file'} changed after that. Which version do you want?`;
+    const place = c.change.action === 'rmdir' ? 'a file took its place' : `${folders ? 'the folder' : 'the file'} changed`;
+    el.conflictText.textContent = `${describeChange(c.change)}, and ${place} after that. Which version do you want?`;
     /**
      * @param {HTMLElement} pre
      * @param {import('./worker-client.js').Version} v

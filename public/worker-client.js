@@ -29,7 +29,7 @@
 /**
  * HistoryEntry is one change of the undo history (internal/shared/executor.HistoryEntry): who made it
  * ("person" is this page's file browser, "assistant" any call through the relay).
- * @typedef {{seq: number, time: string, action: 'write' | 'edit' | 'delete' | 'move' | 'mkdir', path: string, to?: string,
+ * @typedef {{seq: number, time: string, action: 'write' | 'edit' | 'delete' | 'move' | 'mkdir' | 'rmdir', path: string, to?: string,
  *   by: 'person' | 'assistant', created: boolean, undone: boolean}} HistoryEntry
  */
 /** @typedef {{entries: HistoryEntry[], undo: number, redo: number}} HistoryList */

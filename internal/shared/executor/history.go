@@ -1122,6 +1122,8 @@ func (e *Executor) UndoConflict(ctx context.Context, limit int) (Conflict, error
 		if c.Current, err = e.versionAt(ctx, rec.Path, limit); err != nil {
 			return Conflict{}, err
 		}
+		// Undo would make the folder again where a file is now.
+		c.Earlier = Version{Exists: true, Folder: true}
 		c.InConflict = c.Current.Exists && !c.Current.Folder
 		c.Resolutions = []string{ResolveKeepCurrent}
 		return c, nil
