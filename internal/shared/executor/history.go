@@ -87,8 +87,9 @@ const (
 // History keeps the earlier version of every file a changing primitive of its Executors
 // replaces (write-file, edit-file, delete-file), so that undo-last can put the newest change back
 // byte for byte, and the version an undo replaced, so that redo-last can put the change back
-// again; the moves of move-file and the folders of create-folder are recorded too (they keep no
-// content: undo moves back or removes the empty folders, redo does it again). It lives in the root's hidden metadata area (fsroot.MetaDir, folder
+// again; the moves of move-file, the folders of create-folder and the empty folder of
+// remove-folder are recorded too (they keep no content: undo moves back, removes the empty
+// folders or makes the folder again, and redo does it again). It lives in the root's hidden metadata area (fsroot.MetaDir, folder
 // history/), which fsroot.Check keeps every tool out of. Each change is a record,
 // NNNNNNNNNNNN.json, with NNNNNNNNNNNN.bin, the earlier content when there was a file, and,
 // while the change is undone, NNNNNNNNNNNN.after, the content the undo replaced.
