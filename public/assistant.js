@@ -201,7 +201,8 @@ export function startAssistant() {
     waiting.set(a.id, { li, timer: setInterval(tick, TICK_MS) });
     // A request is what the person must act on now: it is shown, and announced (role=alert).
     li.scrollIntoView({ block: 'nearest', behavior: 'instant' });
-    const alert = node('span', 'visually-hidden', `The assistant asks: ${a.summary}`);
+    // An MCP client's request names its asker already (the relay's summary says "MCP client … asks:").
+    const alert = node('span', 'visually-hidden', a.client ? a.summary : `The assistant asks: ${a.summary}`);
     alert.setAttribute('role', 'alert');
     li.append(alert);
   }

@@ -15,7 +15,9 @@ import { sendTurn } from './turns.js';
 /** @typedef {import('./worker-client.js').Resolution} Resolution */
 
 /** VERBS are the past tense of each action, as the list says them. */
-const VERBS = { write: 'wrote', edit: 'edited', delete: 'deleted', move: 'moved', mkdir: 'made the folder' };
+const VERBS = { write: 'wrote', edit: 'edited', delete: 'deleted', move: 'moved', mkdir: 'made the folder', rmdir: 'removed the folder' };
+/** REDO_PROMISE ends an undo's note while the change waits for Redo; it goes when a new change ends the redos. */
+const REDO_PROMISE = ' Redo puts it back.';
 
 /**
  * describe says a change in words: "You wrote notes.txt (a new file)".
@@ -68,6 +70,8 @@ export function startHistory(vb) {
       return;
     }
     const h = answer.value;
+    // A new change ended the redos: the note no longer promises one.
+    if (h.redo === 0 && el.note.textContent?.endsWith(REDO_PROMISE)) say(el.note.textContent.slice(0, -REDO_PROMISE.length));
     el.undo.disabled = busy || h.undo === 0;
     el.redo.disabled = busy || h.redo === 0;
     el.undo.title = h.undo ? `Undo: ${describeChange(h.entries[h.redo])}` : 'Nothing to undo';
@@ -118,7 +122,7 @@ export function startHistory(vb) {
         const what = describeChange({ ...d, action: d.undone });
         say(d.resolved === 'keep-current' ? `Kept the current version; “${what}” is no longer in the history.`
           : d.keptAs ? `Kept both: the earlier version is now ${d.keptAs}.`
-            : `Undone: ${what}.${d.redo ? ' Redo puts it back.' : ''}`);
+            : `Undone: ${what}.${d.redo ? REDO_PROMISE : ''}`);
         return;
       }
       if (answer.refused === 'undo-conflict') {
@@ -162,14 +166,15 @@ export function startHistory(vb) {
     }
     const c = answer.value;
     const folders = c.change.action === 'mkdir' || c.current.folder;
-    el.conflictText.textContent = `${describeChange(c.change)}, and ${folders ? 'the folder' : 'the file'} changed after that. Which version do you want?`;
+    const place = c.change.action === 'rmdir' ? 'a file took its place' : `${folders ? 'the folder' : 'the file'} changed`;
+    el.conflictText.textContent = `${describeChange(c.change)}, and ${place} after that. Which version do you want?`;
     /**
      * @param {HTMLElement} pre
      * @param {import('./worker-client.js').Version} v
      */
     const show = (pre, v) => {
       pre.textContent = !v.exists ? (folders ? '(no folder)' : '(no file)') : v.folder ? '(a folder)'
-        : v.binary ? `(binary content, ${v.size} bytes)` : v.text + (v.truncated ? '\n…' : '');
+        : v.binary ? `(binary content, ${v.size} ${v.size === 1 ? 'byte' : 'bytes'})` : v.text + (v.truncated ? '\n…' : '');
     };
     show(el.current, c.current);
     show(el.earlier, c.earlier);

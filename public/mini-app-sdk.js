@@ -620,8 +620,8 @@
     if (Array.isArray(schema.enum) && !schema.enum.some((/** @type {unknown} */ m) => m === value)) return fail('enum', path, `is not one of ${schema.enum.map((/** @type {unknown} */ m) => JSON.stringify(m)).join(', ')}`);
     if (typeof value === 'string') {
       const n = [...value].length;
-      if (typeof schema.minLength === 'number' && n < schema.minLength) return fail('minLength', path, `is ${n} characters, under ${schema.minLength}`);
-      if (typeof schema.maxLength === 'number' && n > schema.maxLength) return fail('maxLength', path, `is ${n} characters, over ${schema.maxLength}`);
+      if (typeof schema.minLength === 'number' && n < schema.minLength) return fail('minLength', path, `is ${n} ${n === 1 ? 'character' : 'characters'}, under ${schema.minLength}`);
+      if (typeof schema.maxLength === 'number' && n > schema.maxLength) return fail('maxLength', path, `is ${n} ${n === 1 ? 'character' : 'characters'}, over ${schema.maxLength}`);
       if (typeof schema.pattern === 'string' && !new RegExp(schema.pattern, 'u').test(value)) return fail('pattern', path, `does not match ${schema.pattern}`);
     } else if (typeof value === 'number') {
       if (typeof schema.minimum === 'number' && value < schema.minimum) return fail('minimum', path, `is ${value}, under ${schema.minimum}`);

@@ -91,11 +91,18 @@ export function describeResult(verb, r) {
     case 'undo_last_action':
       if (r.undone === 'mkdir') say(`Undid making the folder ${r.path}.`);
       else if (r.undone === 'move') say(`Moved ${r.to} back to ${r.path}.`);
+      else if (r.undone === 'rmdir') say(`Made the folder ${r.path} again.`);
       else say(`Undid the ${r.undone} of ${r.path}${r.removed ? ' (the file it made is gone again)' : ''}.`);
+      break;
+    case 'redo_last_action':
+      if (r.redone === 'move') say(`Moved ${r.path} to ${r.to} again.`);
+      else if (r.redone === 'mkdir') say(`Made the folder ${r.path} again.`);
+      else if (r.redone === 'rmdir') say(`Removed the folder ${r.path} again.`);
+      else say(`Redid the ${r.redone} of ${r.path}.`);
       break;
     case 'grep_files': {
       const matches = Array.isArray(r.matches) ? r.matches : [];
-      say(matches.length === 0 ? `“${r.query}” occurs nowhere (${r.filesSearched} files searched).`
+      say(matches.length === 0 ? `“${r.query}” occurs nowhere (${r.filesSearched} ${r.filesSearched === 1 ? 'file' : 'files'} searched).`
         : `“${r.query}” occurs ${matches.length} ${matches.length === 1 ? 'time' : 'times'}${r.truncated ? ' (the first shown)' : ''}:`);
       if (matches.length) box.append(list(matches, (/** @type {any} */ m) => [node('code', '', `${m.path}:${m.line}`), ` ${m.text}`]));
       break;

@@ -82,4 +82,4 @@ export const OUTCOME_GRACE_MS = 45000;
 export const EXTERNAL_CALL_TIMEOUT_MS = 10000;
 
 /** FILE_CHANGING_TOOLS is the built-in tools whose success changes the workspace's files (internal/shared/commands Tool.ChangesFiles). */
-export const FILE_CHANGING_TOOLS = Object.freeze(["write_file","create_folder","move_file","delete_file","edit_file","create_mini_app","undo_last_action"]);
+export const FILE_CHANGING_TOOLS = Object.freeze(["write_file","create_folder","move_file","delete_file","edit_file","create_mini_app","undo_last_action","redo_last_action"]);

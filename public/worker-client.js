@@ -9,7 +9,7 @@
 /** @typedef {{kind: RootKind, name: string, syncHandles: boolean}} RootInfo */
 /** @typedef {{name: string, shown?: string, dir: boolean, size: number}} ListEntry */
 /** @typedef {{dir: string, entries: ListEntry[]}} Listing */
-/** @typedef {{path: string, size: number, text: string, binary: boolean, truncated: boolean}} FileView */
+/** @typedef {{path: string, size: number, text: string, binary: boolean, truncated: boolean, digest?: string}} FileView */
 /**
  * StoreEntry is one app or page of the mini-app store (internal/shared/miniappstore.Entry).
  * @typedef {{appId: string, slug: string, title: string, fileName: string, source: string,
@@ -29,7 +29,7 @@
 /**
  * HistoryEntry is one change of the undo history (internal/shared/executor.HistoryEntry): who made it
  * ("person" is this page's file browser, "assistant" any call through the relay).
- * @typedef {{seq: number, time: string, action: 'write' | 'edit' | 'delete' | 'move' | 'mkdir', path: string, to?: string,
+ * @typedef {{seq: number, time: string, action: 'write' | 'edit' | 'delete' | 'move' | 'mkdir' | 'rmdir', path: string, to?: string,
  *   by: 'person' | 'assistant', created: boolean, undone: boolean}} HistoryEntry
  */
 /** @typedef {{entries: HistoryEntry[], undo: number, redo: number}} HistoryList */

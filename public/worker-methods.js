@@ -8,10 +8,10 @@
 // root.info: the open root
 // files.list: the executor's list-files observation
 // files.read: a file's text, at most MaxViewBytes
-// files.write: the executor's write-file observation; mode "create" never replaces a file (file-exists)
+// files.write: the executor's write-file observation and the digest written; mode "create" never replaces a file (file-exists), expect (files.read's digest) never a newer version (file-changed)
 // files.move: the executor's move-file observation: a file or a folder, never over anything (a folder on OPFS: move-unsupported)
 // files.mkdir: the executor's create-folder observation
-// files.delete: a file (kept in the history), or an empty folder
+// files.delete: a file, or an empty folder (folder-not-empty otherwise), kept in the history
 // files.download: a file's bytes, in value.bytes
 // files.upload.begin: an atomic replacement, visible on commit; mode "create" refuses file-exists (at begin and at commit)
 // files.upload.chunk: the next chunk, in params.bytes
@@ -61,10 +61,10 @@
  *   'root.info': [undefined, RootInfo],
  *   'files.list': [{dir?: string}, Listing],
  *   'files.read': [{path: string}, FileView],
- *   'files.write': [{path: string, content: string, mode?: 'replace' | 'create'}, {path: string, bytes: number, created: boolean, undoable?: boolean}],
+ *   'files.write': [{path: string, content: string, mode?: 'replace' | 'create', expect?: string}, {path: string, bytes: number, created: boolean, undoable?: boolean, digest: string}],
  *   'files.move': [{path: string, to: string}, {path: string, to: string, kind: 'file' | 'folder', bytes: number, parentsCreated: boolean, undoable: boolean}],
  *   'files.mkdir': [{path: string}, {path: string, created: boolean, undoable: boolean}],
- *   'files.delete': [{path: string}, {path: string, deleted: boolean}],
+ *   'files.delete': [{path: string}, {path: string, deleted: boolean, undoable?: boolean}],
  *   'files.download': [{path: string}, {path: string, size: number, bytes: Uint8Array<ArrayBuffer>}],
  *   'files.upload.begin': [{path: string, mode?: 'replace' | 'create'}, {uploadId: string}],
  *   'files.upload.chunk': [{uploadId: string, bytes: ArrayBuffer | Uint8Array}, {written: number}],

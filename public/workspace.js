@@ -20,6 +20,8 @@ const UPLOAD_CHUNK = 1 << 20;
 const ROOT_CHOICE_KEY = 'voicebox.root';
 /** UPLOAD_SHOWN_MS is how long a finished upload stays in the list. */
 const UPLOAD_SHOWN_MS = 4000;
+/** MAX_KEEP_BOTH_TRIES bounds the names tried for the person's version a save keeps beside a newer one. */
+const MAX_KEEP_BOTH_TRIES = 100;
 
 /** @typedef {import('./worker-client.js').WorkerClient} WorkerClient */
 /** @typedef {import('./worker-client.js').RootInfo} RootInfo */
@@ -218,9 +220,24 @@ export function startWorkspace(engine, { openAsApp }) {
       await openRoot('handle', handle);
     } catch (err) {
       el.rootKind.value = previous;
-      if (!(err instanceof DOMException && err.name === 'AbortError')) notify(err);
+      if (!(err instanceof DOMException && err.name === 'AbortError')) notify(pickerRefusal(err));
     }
   });
+
+  /**
+   * pickerRefusal says in words why the browser would not grant a folder (the picker's
+   * DOMException names the browser's call, not what the person can do).
+   * @param {unknown} err
+   */
+  function pickerRefusal(err) {
+    const name = err instanceof DOMException ? err.name : '';
+    const why = {
+      SecurityError: 'The browser would not open its folder picker here (it opens only from a click, in a top-level page, and some settings turn it off).',
+      NotAllowedError: 'The browser did not give access to that folder.',
+      TypeError: 'This browser cannot grant a folder.',
+    }[name] || 'The browser could not open that folder.';
+    return new Error(`${why} The workspace stays in ${root && root.kind === 'handle' ? `“${root.name}”` : 'browser storage'}; try “Choose a folder…” again, or another folder (not a system folder such as your home or Downloads).`);
+  }
 
   // ---- which folder the panel shows: this tab's, or the machine's the tools act on ----
 
@@ -284,6 +301,12 @@ export function startWorkspace(engine, { openAsApp }) {
   /** openFrom is the machine the open file was read from, or '' for this tab's workspace. */
   let openFrom = '';
   let dirty = false;
+  /**
+   * openDigest is the SHA-256 of the version of the open file the editor started from (opened,
+   * reloaded or saved), '' when unknown (a machine's file, one shown cut): a save expects it, so
+   * it never overwrites a version written since without asking.
+   */
+  let openDigest = '';
   /** @type {ListEntry[]} the entries of the folder shown */
   let shown = [];
 
@@ -372,6 +395,7 @@ export function startWorkspace(engine, { openAsApp }) {
     if (!force && dirty) return;
     openPath = '';
     openFrom = '';
+    openDigest = '';
     setDirty(false);
     el.viewerTitle.textContent = 'No file open';
     el.editor.value = '';
@@ -429,6 +453,7 @@ export function startWorkspace(engine, { openAsApp }) {
     }
     openPath = path;
     openFrom = machine;
+    openDigest = ('digest' in view && view.digest) || '';
     setDirty(false);
     el.viewerTitle.textContent = path;
     el.download.disabled = !!machine;
@@ -460,20 +485,120 @@ export function startWorkspace(engine, { openAsApp }) {
   el.editor.addEventListener('input', () => { if (!el.editor.readOnly) setDirty(true); });
 
   /**
-   * save writes the editor's text; it resolves false (having said why) when it could not.
+   * showNote says something about the open file under its title; '' hides it.
+   * @param {string} text
+   */
+  function showNote(text) {
+    el.viewerNote.textContent = text;
+    el.viewerNote.hidden = !text;
+  }
+
+  /**
+   * save writes the editor's text over the version it started from; it resolves false (having
+   * said why) when it could not. A file changed since (file-changed) asks which to keep.
    * @returns {Promise<boolean>}
    */
   async function save() {
     if (!openPath || openFrom || !root) return false;
+    const path = openPath;
+    const content = el.editor.value;
     try {
-      await must('files.write', { path: openPath, content: el.editor.value });
-      setDirty(false);
+      const written = await must('files.write', openDigest ? { path, content, expect: openDigest } : { path, content });
+      saved(path, written.digest);
       await showDir(currentDir);
       return true;
     } catch (err) {
+      if (err && typeof err === 'object' && 'rule' in err && err.rule === 'file-changed') return saveConflict(path, content);
       notify(err);
       return false;
     }
+  }
+
+  /**
+   * saved marks the editor as holding the version of path whose digest is digest.
+   * @param {string} path
+   * @param {string} digest
+   */
+  function saved(path, digest) {
+    if (path !== openPath) return;
+    openDigest = digest;
+    setDirty(false);
+    showNote('');
+  }
+
+  /**
+   * saveConflict asks what to do when the file changed after the editor opened it (the
+   * assistant, an upload or another program wrote it): keep mine (written over theirs, which
+   * Undo brings back), keep theirs (the edits are dropped) or keep both (mine under a new name
+   * beside it). Nothing is written without an answer.
+   * @param {string} path
+   * @param {string} content the editor's text
+   * @returns {Promise<boolean>}
+   */
+  async function saveConflict(path, content) {
+    const now = await call('files.read', { path });
+    const gone = !now.ok;
+    const { value } = await choose({
+      title: 'The file changed since you opened it',
+      text: gone
+        ? `“${path}” was removed after you opened it, while you were editing it. Saving puts your version back.`
+        : `“${path}” was written by someone else (the assistant, an upload or another program) after you opened it, and you have unsaved edits. Which version do you want?`,
+      choices: gone
+        ? [{ value: 'mine', label: 'Save mine', default: true }, { value: '', label: 'Keep editing' }]
+        : [{ value: 'mine', label: 'Keep mine', danger: true }, { value: 'theirs', label: 'Keep theirs' }, { value: 'both', label: 'Keep both', default: true }, { value: '', label: 'Keep editing' }],
+    });
+    try {
+      if (value === 'mine') {
+        // Over the version just shown, and no other: one written since asks again.
+        const expect = now.ok && now.value.digest ? { expect: now.value.digest } : {};
+        const written = await must('files.write', { path, content, ...expect });
+        saved(path, written.digest);
+        await showDir(currentDir);
+        say(`Saved your version of “${path}”; Undo in the History panel brings the other back.`);
+        return true;
+      }
+      if (value === 'theirs') {
+        setDirty(false);
+        await refreshOpen();
+        say(`Kept the version of “${path}” in the workspace; your edits were dropped.`);
+        return true;
+      }
+      if (value === 'both') {
+        const kept = await writeBeside(path, content);
+        setDirty(false);
+        await refreshOpen();
+        await showDir(currentDir);
+        say(`Kept both: your version is “${kept}”, and “${path}” is as it was written.`);
+        return true;
+      }
+    } catch (err) {
+      if (err && typeof err === 'object' && 'rule' in err && err.rule === 'file-changed') return saveConflict(path, content);
+      notify(err);
+      return false;
+    }
+    el.editor.focus();
+    return false;
+  }
+
+  /**
+   * writeBeside writes content as a new file beside path ("notes (mine).txt", then
+   * "notes (mine 2).txt", …) and returns its name; it never replaces a file.
+   * @param {string} path
+   * @param {string} content
+   */
+  async function writeBeside(path, content) {
+    const slash = path.lastIndexOf('/');
+    const name = path.slice(slash + 1);
+    const dot = name.lastIndexOf('.');
+    const stem = dot > 0 ? name.slice(0, dot) : name;
+    const ext = dot > 0 ? name.slice(dot) : '';
+    for (let i = 1; i <= MAX_KEEP_BOTH_TRIES; i++) {
+      const to = `${path.slice(0, slash + 1)}${stem} (mine${i > 1 ? ` ${i}` : ''})${ext}`;
+      const answer = await call('files.write', { path: to, content, mode: 'create' });
+      if (answer.ok) return to;
+      if (answer.refused !== 'file-exists') throw Object.assign(new Error(answer.why), { rule: answer.refused });
+    }
+    throw new Error(`No free name was found beside “${path}” for your version; save it under another name.`);
   }
 
   el.save.addEventListener('click', () => { save(); });
@@ -584,18 +709,30 @@ export function startWorkspace(engine, { openAsApp }) {
 
   el.refresh.addEventListener('click', () => showDir(currentDir));
   // refreshOpen shows the open file as it is now, when something else changed it (an undo, the
-  // assistant) and it holds no unsaved edit; a file that is gone is closed, saying so.
+  // assistant, an upload) and it holds no unsaved edit, saying so; a file that is gone is closed,
+  // saying so. With unsaved edits the editor keeps them, and says that Save will ask.
   async function refreshOpen() {
-    if (!openPath || dirty || openFrom || !root) return;
+    if (!openPath || openFrom || !root) return;
     const path = openPath;
     const answer = await call('files.read', { path });
-    if (path !== openPath || dirty) return;
+    if (path !== openPath) return;
+    if (dirty) {
+      const changed = !answer.ok || (answer.value.digest || '') !== openDigest;
+      if (changed && openDigest) showNote(`“${path}” ${answer.ok ? 'changed' : 'was removed'} since you opened it; Save will ask which version to keep.`);
+      return;
+    }
     if (!answer.ok) {
       closeFile(true);
       say(`“${path}” is gone (${answer.why}); it was closed.`);
       return;
     }
-    if (!answer.value.binary && !answer.value.truncated && answer.value.text !== el.editor.value) el.editor.value = answer.value.text;
+    const v = answer.value;
+    if (v.binary || v.truncated || (v.digest || '') === openDigest) return;
+    const was = openDigest;
+    openDigest = v.digest || '';
+    if (v.text === el.editor.value) return;
+    el.editor.value = v.text;
+    if (was) showNote(`“${path}” changed while it was open, and was reloaded: this is the version in the workspace now.`);
   }
 
   // The assistant changed the workspace (assistant.js), or an undo or redo did (history.js).
@@ -685,12 +822,13 @@ export function startWorkspace(engine, { openAsApp }) {
       const taken = shown.some((e) => e.name === file.name);
       let decision = taken ? forAll : 'create';
       if (taken && !decision) {
-        const left = files.length - i - 1;
+        const left = files.slice(i + 1).filter((f) => shown.some((e) => e.name === f.name)).length;
         const asked = await choose({
           title: 'A file of that name exists',
           text: `“${join(currentDir, file.name)}” already exists.`,
           choices: [{ value: 'replace', label: 'Replace it', danger: true }, { value: 'both', label: 'Keep both', default: true }, { value: 'skip', label: 'Skip' }],
-          forAll: left > 0 ? `Do the same for the ${left} other ${left === 1 ? 'file' : 'files'} whose names are taken` : undefined,
+          forAll: left === 0 ? undefined : left === 1 ? 'Do the same for the other file whose name is taken'
+            : `Do the same for the ${left} other files whose names are taken`,
         });
         decision = asked.value || 'skip';
         if (asked.forAll) forAll = decision;

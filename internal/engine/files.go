@@ -140,6 +140,9 @@ type viewValue struct {
 	Text      string `json:"text"`
 	Binary    bool   `json:"binary"`
 	Truncated bool   `json:"truncated"`
+	// Digest is the SHA-256 (hex) of the whole file, when it is read whole: the version the
+	// viewer opened, which its save hands back as files.write's expect.
+	Digest string `json:"digest,omitempty"`
 }
 
 func (a *Engine) filesRead(ctx context.Context, req request) (result, *refusal.Refusal) {
@@ -149,6 +152,9 @@ func (a *Engine) filesRead(ctx context.Context, req request) (result, *refusal.R
 			return result{}, fileRefusal(err)
 		}
 		v := viewValue{Path: p.Path, Size: size}
+		if size == int64(len(b)) {
+			v.Digest = sha256Hex(b)
+		}
 		if size > int64(len(b)) {
 			v.Truncated = true
 			// Back off a character cut in two by the bound (at most UTFMax-1 bytes).
@@ -171,14 +177,35 @@ type writeParam struct {
 	// Mode is write-file's: "" or "replace" writes whatever is there, "create" makes a new file
 	// and is refused file-exists when one is there.
 	Mode string `json:"mode,omitempty"`
+	// Expect is write-file's: the digest of the version the saver read (files.read's digest);
+	// a file that is no longer that version is refused file-changed.
+	Expect string `json:"expect,omitempty"`
 }
 
 // filesWrite saves a file (the editor's Save, New file) through the executor, so the change is
 // in the undo history as the person's.
 func (a *Engine) filesWrite(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p writeParam) (result, *refusal.Refusal) {
-		return observed(w.run(ctx, executor.WriteFile, p))
+		out, r := w.run(ctx, executor.WriteFile, p)
+		if r != nil {
+			return result{}, r
+		}
+		// The answer carries the digest of what was written: the version the viewer now holds,
+		// which its next save expects.
+		var v map[string]any
+		if err := json.Unmarshal(out, &v); err != nil {
+			return result{}, refusal.New(refusal.MalformedAnswer, "the write's observation could not be read: %v", err)
+		}
+		v["digest"] = sha256Hex([]byte(p.Content))
+		return result{Value: v}, nil
 	})
+}
+
+// sha256Hex is the SHA-256 of b in hex, as the executor's history and write-file's expect name a
+// version.
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 type moveParam struct {
@@ -202,8 +229,8 @@ func (a *Engine) filesMkdir(ctx context.Context, req request) (result, *refusal.
 	})
 }
 
-// filesDelete deletes a file through the executor (kept in the undo history), or an empty
-// folder (which holds nothing to keep).
+// filesDelete deletes a file, or an empty folder (a folder that holds anything is refused
+// folder-not-empty), through the executor: either is in the undo history.
 func (a *Engine) filesDelete(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(root fsroot.Root, w *workspace, p pathParam) (result, *refusal.Refusal) {
 		st, err := root.Stat(ctx, p.Path)
@@ -213,10 +240,7 @@ func (a *Engine) filesDelete(ctx context.Context, req request) (result, *refusal
 		if !st.Dir {
 			return observed(w.run(ctx, executor.DeleteFile, p))
 		}
-		if err := root.Remove(ctx, p.Path); err != nil {
-			return result{}, fileRefusal(err)
-		}
-		return result{Value: map[string]any{"path": p.Path, "deleted": true}}, nil
+		return observed(w.run(ctx, executor.RemoveFolder, p))
 	})
 }
 

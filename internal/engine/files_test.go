@@ -74,8 +74,8 @@ func TestFilesRoundTrip(t *testing.T) {
 	if string(out) != "héllo" {
 		t.Fatalf("download bytes = %q", out)
 	}
-	if _, r, _ := do(t, a, "files.delete", `{"path":"notes"}`, nil); r == nil || r.Rule != refusal.FileExists {
-		t.Fatalf("deleting a non-empty folder: %v, want file-exists", r)
+	if _, r, _ := do(t, a, "files.delete", `{"path":"notes"}`, nil); r == nil || r.Rule != refusal.FolderNotEmpty {
+		t.Fatalf("deleting a non-empty folder: %v, want folder-not-empty", r)
 	}
 	mustDo(t, a, "files.delete", `{"path":"notes/a.txt"}`, nil)
 	if _, err := mem.Stat(context.Background(), "notes/a.txt"); err == nil {

@@ -180,6 +180,13 @@ const (
 	FileExists       Rule = "file-exists"
 	PermissionDenied Rule = "permission-denied"
 	FileError        Rule = "file-error"
+	// FileChanged refuses a save whose file is no longer the version the saver read (write-file's
+	// expect): someone else (the assistant, an upload, another program) changed it since, and
+	// writing would lose that change without a word. The saver shows both and asks.
+	FileChanged Rule = "file-changed"
+	// FolderNotEmpty refuses deleting a folder that still holds files or folders: a delete of a
+	// folder never takes what is inside with it.
+	FolderNotEmpty Rule = "folder-not-empty"
 
 	// The mini-app store (internal/shared/miniappstore): lookup, deletion and saving.
 	MiniAppNotFound    Rule = "mini-app-not-found"

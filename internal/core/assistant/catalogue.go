@@ -15,7 +15,7 @@
 //
 //	read_file write_file list_files   the root's executor over /channel (internal/core/hub's Ask): the
 //	delete_file edit_file grep_files  page's worker on OPFS or a folder, or a paired machine
-//	undo_last_action                  environment; primitives of internal/shared/executor
+//	undo_last_action redo_last_action environment; primitives of internal/shared/executor
 //	list_mini_apps launch_mini_app    the page's worker over /channel (it holds the mini-app store
 //	create_mini_app, app_… tools      and the frames); refused no-page while a machine holds the root
 //	list_extensions call_extension    the relay's extension registry (internal/door/extensionhost)

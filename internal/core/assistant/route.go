@@ -48,6 +48,8 @@ func (c *Tools) route(ctx context.Context, a commands.Action) (json.RawMessage, 
 		return c.onRoot(ctx, executor.GrepFiles, optional(map[string]string{"query": a.String("query")}, "dir", a))
 	case commands.UndoLastAction:
 		return c.onRoot(ctx, executor.UndoLast, map[string]string{})
+	case commands.RedoLastAction:
+		return c.onRoot(ctx, executor.RedoLast, map[string]string{})
 	case commands.DeleteFile:
 		return c.deleteFile(ctx, a.String("name"))
 	case commands.ListMiniApps:
@@ -198,6 +200,8 @@ func withApproval(obs json.RawMessage) json.RawMessage {
 
 func byteSize(n int64) string {
 	switch {
+	case n == 1:
+		return "1 byte"
 	case n < 1024:
 		return strconv.FormatInt(n, 10) + " bytes"
 	case n < 1<<20:

@@ -288,6 +288,7 @@ func TestEveryRefusalPerTool(t *testing.T) {
 	cases := []c{
 		{"no_such_tool", map[string]string{}, refusal.UnknownTool},
 		{"undo_last_action", map[string]string{}, refusal.NothingToUndo},
+		{"redo_last_action", map[string]string{}, refusal.NothingToRedo},
 	}
 	// The argument rules and the path rules of every file tool.
 	for _, tool := range []string{"read_file", "write_file", "delete_file", "edit_file"} {

@@ -15,6 +15,7 @@ const (
 	CallExtension    = "call_extension"
 	ProposeExtension = "propose_extension"
 	UndoLastAction   = "undo_last_action"
+	RedoLastAction   = "redo_last_action"
 	DiffFile         = "diff_file"
 	FileInfo         = "file_info"
 	DirectoryTree    = "directory_tree"
@@ -138,6 +139,9 @@ var builtins = []builtin{
 			`"limit":{"type":"integer","minimum":1,"maximum":100,"description":"The most results to return; 25 when left out."}},` +
 			`"required":["query"],"additionalProperties":false}`},
 	{name: UndoLastAction, changes: true,
-		description: "Undo the most recent change to the workspace's files (a write, edit, delete, move or new folder, made through these tools or by the person in the page), putting it back exactly as it was. Refused when there is nothing to undo, or when what it changed changed again since.",
+		description: "Undo the most recent change to the workspace's files (a write, edit, delete, move, new folder or removed folder, made through these tools or by the person in the page), putting it back exactly as it was. Refused when there is nothing to undo, or when what it changed changed again since.",
+		parameters:  `{"type":"object","properties":{},"additionalProperties":false}`},
+	{name: RedoLastAction, changes: true,
+		description: "Redo the change undo_last_action took back last, putting it in effect again. Refused when nothing was undone, when a new change since ended the redos, or when what the undo left changed again since.",
 		parameters:  `{"type":"object","properties":{},"additionalProperties":false}`},
 }

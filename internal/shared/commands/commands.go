@@ -337,7 +337,7 @@ func (s *Set) names() []string {
 		}
 	}
 	if n := len(s.tools) - len(out); n > 0 {
-		out = append(out, fmt.Sprintf("and %d mini-app tools", n))
+		out = append(out, "and "+countOf(n, "mini-app tool"))
 	}
 	return out
 }

@@ -17,7 +17,7 @@ var wantBuiltins = []string{
 	"read_file", "read_files", "read_media_file", "file_info", "directory_tree",
 	"write_file", "create_folder", "move_file", "list_files", "delete_file", "edit_file", "grep_files",
 	"launch_mini_app", "create_mini_app", "list_mini_apps", "list_extensions", "call_extension",
-	"propose_extension", "diff_file", "list_tools", "search_tools", "undo_last_action",
+	"propose_extension", "diff_file", "list_tools", "search_tools", "undo_last_action", "redo_last_action",
 }
 
 func TestBuiltinDeclarationsPassTheSubset(t *testing.T) {
@@ -79,6 +79,7 @@ var valid = map[string]string{
 	"call_extension":    `{"name":"web_search"}`,
 	"propose_extension": `{"descriptor":"{}"}`,
 	"undo_last_action":  `{}`,
+	"redo_last_action":  `{}`,
 	"diff_file":         `{"name":"a.txt","content":"x"}`,
 	"list_tools":        `{}`,
 	"search_tools":      `{"query":"diff","limit":5}`,

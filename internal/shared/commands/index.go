@@ -60,7 +60,7 @@ func (s *Set) Index(extra []IndexEntry) []IndexEntry {
 
 func nativeCategory(name string) string {
 	switch name {
-	case ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, DiffFile, GrepFiles, UndoLastAction:
+	case ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, DiffFile, GrepFiles, UndoLastAction, RedoLastAction:
 		return "files"
 	case ListTools, SearchTools:
 		return "tools"

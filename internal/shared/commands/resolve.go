@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -41,7 +42,7 @@ const Help = `Commands I understand (names are paths in your workspace):
   list extensions · call web_search {"query":"weather"} · propose extension {…}
   diff notes.md: new text                list tools · search tools for diff
   create a tool called clock that tells the time
-  undo                                   help`
+  undo · redo                            help`
 
 // Resolve turns a typed command into a call of a built-in tool. It is deterministic: the same
 // transcript always gives the same resolution, and it never guesses past the forms Help lists.
@@ -66,13 +67,18 @@ func Resolve(transcript string) Resolution {
 		case "", "last", "that", "it", "this", "last action", "the last action", "last change", "the last change":
 			return call(UndoLastAction, nil, "Undo the last change.")
 		}
+	case "redo":
+		switch lrest {
+		case "", "last", "that", "it", "this", "last action", "the last action", "last change", "the last change":
+			return call(RedoLastAction, nil, "Redo the change undone last.")
+		}
 	case "diff", "preview":
 		name, content, ok := strings.Cut(rest, ":")
 		name = unquote(strings.TrimSpace(cutPrefixFold(strings.TrimSpace(name), "file ")))
 		if ok && name != "" {
 			content = strings.TrimPrefix(content, " ")
 			return call(DiffFile, map[string]string{"name": name, "content": content},
-				fmt.Sprintf("Show what writing %d bytes to %s would change, without writing.", len(content), name))
+				fmt.Sprintf("Show what writing %s to %s would change, without writing.", countOf(len(content), "byte"), name))
 		}
 	case "tools":
 		if lrest == "" {
@@ -129,7 +135,7 @@ func Resolve(transcript string) Resolution {
 		body := strings.TrimSpace(cutPrefixFold(rest, "extension"))
 		body = strings.TrimSpace(strings.TrimPrefix(body, ":"))
 		if strings.HasPrefix(body, "{") {
-			return call(ProposeExtension, map[string]string{"descriptor": body}, fmt.Sprintf("Propose an extension from %d bytes of JSON; a person must admit it before it runs.", len(body)))
+			return call(ProposeExtension, map[string]string{"descriptor": body}, fmt.Sprintf("Propose an extension from %s of JSON; a person must admit it before it runs.", countOf(len(body), "byte")))
 		}
 	case "extensions":
 		if lrest == "" {
@@ -259,7 +265,7 @@ func resolveCreate(verb, rest string) (Resolution, bool) {
 			return notUnderstood("to make an app, say: create app TITLE: followed by its HTML"), true
 		}
 		return call(CreateMiniApp, map[string]string{"title": title, "html": html},
-			fmt.Sprintf("Create the mini-app %q from %d bytes of HTML, and open it.", title, len(html))), true
+			fmt.Sprintf("Create the mini-app %q from %s of HTML, and open it.", title, countOf(len(html), "byte"))), true
 	case "file":
 		rest = body
 	}
@@ -277,7 +283,7 @@ func resolveCreate(verb, rest string) (Resolution, bool) {
 		return Resolution{}, false
 	}
 	r := call(WriteFile, map[string]string{"name": name, "content": content},
-		fmt.Sprintf("Write %d bytes to %s.", len(content), name))
+		fmt.Sprintf("Write %s to %s.", countOf(len(content), "byte"), name))
 	r.NewFile = verb == "create" || verb == "new" || verb == "make"
 	return r, true
 }
@@ -471,4 +477,13 @@ func looksLikeFile(s string) bool {
 		}
 	}
 	return !strings.ContainsAny(s, " \t")
+}
+
+// countOf says n of a thing in words, its noun in the plural but for one: "1 byte", "0 bytes",
+// "12 bytes".
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

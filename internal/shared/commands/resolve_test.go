@@ -57,6 +57,8 @@ func TestResolveTypedCommands(t *testing.T) {
 		{`call extension read_note with {"path":"a"}`, CallExtension, `{"arguments":"{\"path\":\"a\"}","name":"read_note"}`},
 		{`propose extension {"id":"x"}`, ProposeExtension, `{"descriptor":"{\"id\":\"x\"}"}`},
 		{"undo", UndoLastAction, `{}`},
+		{"redo", RedoLastAction, `{}`},
+		{"Redo that", RedoLastAction, `{}`},
 		{"Undo that!", UndoLastAction, `{}`},
 	}
 	for _, c := range cases {
@@ -213,5 +215,20 @@ func TestResolveAToolProposal(t *testing.T) {
 	}
 	if r := Resolve("create a tool called x that sings"); refusal.RuleOf(r.Err) != refusal.NotUnderstood || !strings.Contains(r.Err.Error(), "tell the time") {
 		t.Errorf("an unknown ability: %s %v", r.Name, r.Err)
+	}
+}
+
+// TestACountIsSaidInWords: "Write 1 byte", never "Write 1 bytes" (issue 36, item 10).
+func TestACountIsSaidInWords(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"write a.txt: x":  "Write 1 byte to a.txt.",
+		"write a.txt: xy": "Write 2 bytes to a.txt.",
+		"write a.txt:":    "Write 0 bytes to a.txt.",
+		"diff a.txt: x":   "Show what writing 1 byte to a.txt would change, without writing.",
+	} {
+		if got := Resolve(in).Understood; got != want {
+			t.Errorf("Resolve(%q) understood %q, want %q", in, got, want)
+		}
 	}
 }

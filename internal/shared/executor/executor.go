@@ -14,12 +14,12 @@
 //
 //	now         {}
 //	read-file   {"path": string, "head"?: N, "tail"?: N}   (N a decimal string, 1 to MaxLines)
-//	write-file  {"path": string, "content": string, "encoding"?: "utf-8" | "base64", "mode"?: "replace" | "create"}
+//	write-file  {"path": string, "content": string, "encoding"?: "utf-8" | "base64", "mode"?: "replace" | "create", "expect"?: SHA-256 hex}
 //	list-files  {"dir"?: string}          ("" or absent is the top of the workspace)
 //	diff-file   {"path": string, "content": string}   (writes nothing; see diff.go)
 //
 // and the assistant's and the file browser's (fsinfo.go, edit.go, folder.go, move.go,
-// history.go): create-folder {"path"}, move-file {"path", "to"}, file-info {"path"},
+// history.go): create-folder {"path"}, remove-folder {"path"}, move-file {"path", "to"}, file-info {"path"},
 // directory-tree {"dir"?, "depth"?}, read-files {"paths": JSON array as text}, read-media
 // {"path"}, edit-file {"path", "oldText", "newText"} or {"path", "oldTexts", "newTexts"} (JSON
 // arrays as text), "dryRun"? "true"; undo-last {"resolve"?}, redo-last {}, list-history {};
@@ -40,7 +40,9 @@
 // read-file returns at most MaxReadBytes of the file, cut back to a whole UTF-8 character, with
 // "truncated" set and "size" the whole file's size. Content that is not UTF-8 comes back as
 // base64 ("encoding": "base64"). write-file creates missing parent folders and refuses content
-// over the write bound with write-too-large. A missing file or folder is not-found, a folder
+// over the write bound with write-too-large. With "expect", the SHA-256 of the version the caller
+// read, write-file replaces only that version: a file changed or removed since is refused
+// file-changed and left as it is (a save never overwrites a newer version unseen). A missing file or folder is not-found, a folder
 // where a file is wanted is-a-directory, a file where a folder is wanted not-a-directory.
 //
 // # Wasm
@@ -107,6 +109,8 @@ const (
 	CreateFolder  Primitive = "create-folder"
 	// MoveFile moves or renames a file or a folder, never over anything (see move.go).
 	MoveFile Primitive = "move-file"
+	// RemoveFolder deletes an empty folder, in the history (see folder.go).
+	RemoveFolder Primitive = "remove-folder"
 	// The history's own (see history.go): the person's Redo and the list of changes.
 	RedoLast    Primitive = "redo-last"
 	ListHistory Primitive = "list-history"
@@ -115,7 +119,7 @@ const (
 // Primitives lists the primitives an Executor runs.
 func Primitives() []Primitive {
 	return []Primitive{Now, ReadFile, WriteFile, ListFiles, DeleteFile, EditFile, GrepFiles, UndoLast, DiffFile,
-		FileInfo, DirectoryTree, ReadFiles, ReadMedia, CreateFolder, MoveFile, RedoLast, ListHistory}
+		FileInfo, DirectoryTree, ReadFiles, ReadMedia, CreateFolder, MoveFile, RemoveFolder, RedoLast, ListHistory}
 }
 
 // Options configures an Executor. The zero value is usable: calls name primitives directly, no
@@ -224,6 +228,8 @@ func (e *Executor) Execute(ctx context.Context, call wire.Call) (json.RawMessage
 		out, note, err = e.createFolder(ctx, call.Args)
 	case prim == MoveFile:
 		out, note, err = e.moveFile(ctx, call.Args)
+	case prim == RemoveFolder:
+		out, note, err = e.removeFolder(ctx, call.Args)
 	case prim == RedoLast:
 		out, note, err = e.redoLast(ctx, call.Args)
 	case prim == ListHistory:
@@ -327,7 +333,7 @@ type writeObserved struct {
 
 func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
 	args, note, err := pathArgs(raw, argSpec{name: "content", required: true}, argSpec{name: "encoding", enum: []string{"utf-8", "base64"}},
-		argSpec{name: "mode", enum: []string{WriteReplace, WriteCreate}})
+		argSpec{name: "mode", enum: []string{WriteReplace, WriteCreate}}, argSpec{name: "expect"})
 	if err != nil {
 		return nil, note, err
 	}
@@ -371,7 +377,7 @@ func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.Raw
 		}
 		return nil
 	}
-	undoable, err := e.change(ctx, change{action: actionWrite, name: name, create: args["mode"] == WriteCreate, prepare: prepare, apply: apply})
+	undoable, err := e.change(ctx, change{action: actionWrite, name: name, create: args["mode"] == WriteCreate, expect: args["expect"], prepare: prepare, apply: apply})
 	if err != nil {
 		return nil, note, err
 	}
@@ -445,8 +451,8 @@ func (e *Executor) listFiles(ctx context.Context, raw json.RawMessage) (json.Raw
 }
 
 // FileRefusal turns a root's error about name into the refusal a person or a model can act on:
-// is-a-directory, not-a-directory, not-a-regular-file, not-found, file-exists (a folder that is not empty, or
-// something in the way), permission-denied. A refusal passes as it is; an error that is no rule
+// is-a-directory, not-a-directory, not-a-regular-file, not-found, folder-not-empty, file-exists
+// (something in the way), permission-denied. A refusal passes as it is; an error that is no rule
 // (a failing disk) is returned unchanged. The page's file browser uses it too, so both name a
 // failure alike.
 func FileRefusal(err error, name string) error {
@@ -466,7 +472,7 @@ func FileRefusal(err error, name string) error {
 		}
 		return refusal.New(refusal.NotFound, "there is no file or folder %q", name)
 	case errors.Is(err, fsroot.ErrNotEmpty):
-		return refusal.New(refusal.FileExists, "the folder %q is not empty", name)
+		return refusal.New(refusal.FolderNotEmpty, "the folder %q is not empty; delete or move what is in it first", name)
 	case errors.Is(err, fs.ErrExist):
 		return refusal.New(refusal.FileExists, "something is already in the way at %q", name)
 	case errors.Is(err, fs.ErrPermission):

@@ -532,7 +532,7 @@ func TestFileRefusalNamesEveryKind(t *testing.T) {
 		{fsroot.Err("read", "a", fsroot.ErrIsDir), refusal.IsADirectory},
 		{fsroot.Err("mkdir", "a/b", fsroot.ErrNotDir), refusal.NotADirectory},
 		{fsroot.Err("read", "a", fs.ErrNotExist), refusal.NotFound},
-		{fsroot.Err("remove", "a", fsroot.ErrNotEmpty), refusal.FileExists},
+		{fsroot.Err("remove", "a", fsroot.ErrNotEmpty), refusal.FolderNotEmpty},
 		{fsroot.Err("write", "a", fs.ErrExist), refusal.FileExists},
 		{fsroot.Err("write", "a", fs.ErrPermission), refusal.PermissionDenied},
 		{fsroot.Check("../a"), refusal.OutsideRoot},

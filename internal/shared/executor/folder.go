@@ -172,3 +172,131 @@ func (e *Executor) redoFolders(ctx context.Context, rec historyRecord, obs *redo
 	obs.Written = true
 	return true, nil
 }
+
+// removeFolder deletes an empty folder, {"path"}, for every caller (the page's Delete of a
+// folder). A folder that holds anything is refused folder-not-empty: a delete never takes what
+// is inside with it. With a history the removal is recorded under the Executor's Actor, so
+// undo-last makes the folder again and redo-last removes it again.
+func (e *Executor) removeFolder(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
+	args, note, err := pathArgs(raw)
+	if err != nil {
+		return nil, note, err
+	}
+	name := args["path"]
+	h := e.opts.History
+	if h != nil {
+		h.lockAll()
+	}
+	obs, err := e.removeFolderLocked(ctx, h, name)
+	if h != nil {
+		h.unlockAll()
+		if obs.Undoable {
+			h.changed()
+		}
+	}
+	if err != nil {
+		return nil, note, err
+	}
+	out, err := marshal(obs)
+	return out, note, err
+}
+
+type removeFolderObserved struct {
+	Path     string `json:"path"`
+	Deleted  bool   `json:"deleted"`
+	Undoable bool   `json:"undoable"`
+}
+
+// removeFolderLocked removes the empty folder name. The caller holds the history alone
+// (lockAll) when h is not nil.
+func (e *Executor) removeFolderLocked(ctx context.Context, h *History, name string) (removeFolderObserved, error) {
+	obs := removeFolderObserved{Path: name}
+	st, err := e.root.Stat(ctx, name)
+	if err != nil {
+		return obs, FileRefusal(err, name)
+	}
+	if !st.Dir {
+		return obs, refusal.New(refusal.NotADirectory, "%q is a file, not a folder", name)
+	}
+	entries, err := e.root.ReadDir(ctx, name)
+	if err != nil {
+		return obs, FileRefusal(err, name)
+	}
+	if len(entries) > 0 {
+		return obs, FileRefusal(fsroot.ErrNotEmpty, name)
+	}
+	var rec historyRecord
+	if h != nil {
+		if rec, err = h.keep(ctx, historyRecord{Action: actionRmdir, Path: name, By: e.actor()}, nil); err != nil {
+			return obs, refusal.New(refusal.HistoryFailed, "the folder's removal could not be recorded for undo (%v), so it was not removed", err)
+		}
+	}
+	if err := e.root.Remove(ctx, name); err != nil {
+		if h != nil {
+			h.forget(ctx, rec)
+		}
+		return obs, FileRefusal(err, name)
+	}
+	obs.Deleted = true
+	if h != nil {
+		h.commit(ctx, rec)
+		obs.Undoable = true
+	}
+	return obs, nil
+}
+
+// undoRemoveFolder makes a removed folder again. A folder there already is a change not in
+// effect, dropped; a file in its place is an undo conflict that only keep-current resolves. The
+// caller holds the history alone (lockAll).
+func (e *Executor) undoRemoveFolder(ctx context.Context, h *History, rec historyRecord, resolve string, obs *undoObserved) error {
+	switch st, err := e.root.Stat(ctx, rec.Path); {
+	case err == nil && st.Dir:
+		return h.drop(ctx, rec)
+	case err == nil:
+		if resolve == ResolveKeepCurrent {
+			obs.Resolved = resolve
+			h.forget(ctx, rec)
+			h.entries = h.entries[:len(h.entries)-1]
+			return nil
+		}
+		return refusal.New(refusal.UndoConflict, "a file is at %q now, where the folder was; undo would not make the folder there, so nothing was done. Keep the file (keep-current) to go on to the change before", rec.Path)
+	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fsroot.ErrNotDir):
+		return FileRefusal(err, rec.Path)
+	}
+	if err := e.root.MkdirAll(ctx, rec.Path); err != nil {
+		return FileRefusal(err, rec.Path)
+	}
+	rec.Undone = true
+	h.write(ctx, rec)
+	h.entries = h.entries[:len(h.entries)-1]
+	h.redo = slices.Insert(h.redo, 0, rec)
+	obs.Restored = true
+	return nil
+}
+
+// redoRemoveFolder removes an undone remove-folder's folder again, while it is empty; a folder
+// that holds something now, or is gone, drops the redo (dropRedo). The caller holds the history
+// alone (lockAll).
+func (e *Executor) redoRemoveFolder(ctx context.Context, rec historyRecord, obs *redoObserved, dropRedo func(string, ...any) error) (changed bool, err error) {
+	st, err := e.root.Stat(ctx, rec.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, fsroot.ErrNotDir):
+		return true, dropRedo("the folder %q is gone already, so nothing was done and the redo was dropped", rec.Path)
+	case err != nil:
+		return false, FileRefusal(err, rec.Path)
+	case !st.Dir:
+		return true, dropRedo("a file is at %q now; redo would not remove it, so nothing was done and the redo was dropped", rec.Path)
+	}
+	entries, err := e.root.ReadDir(ctx, rec.Path)
+	if err != nil {
+		return false, FileRefusal(err, rec.Path)
+	}
+	if len(entries) > 0 {
+		return true, dropRedo("the folder %q holds something now; redo would not remove it, so nothing was done and the redo was dropped", rec.Path)
+	}
+	if err := e.root.Remove(ctx, rec.Path); err != nil {
+		return false, FileRefusal(err, rec.Path)
+	}
+	obs.Removed = true
+	return true, nil
+}

@@ -45,14 +45,16 @@ const (
 const historyDir = "history"
 
 // The changes the history records. A move's record has Path, where the file or folder was, and
-// To, where it went; a create-folder's (mkdir) has Path, the folder asked for, and Folders, the
-// ones it made.
+// To, where it went, and Folders, the folders it made for To; a create-folder's (mkdir) has
+// Path, the folder asked for, and Folders, the ones it made.
 const (
 	actionWrite  = "write"
 	actionEdit   = "edit"
 	actionDelete = "delete"
 	actionMove   = "move"
 	actionMkdir  = "mkdir"
+	// actionRmdir is a remove-folder's: Path, the empty folder it removed.
+	actionRmdir = "rmdir"
 )
 
 // Actor says who made a change, as the history records it (and list-history shows it).
@@ -85,8 +87,9 @@ const (
 // History keeps the earlier version of every file a changing primitive of its Executors
 // replaces (write-file, edit-file, delete-file), so that undo-last can put the newest change back
 // byte for byte, and the version an undo replaced, so that redo-last can put the change back
-// again; the moves of move-file and the folders of create-folder are recorded too (they keep no
-// content: undo moves back or removes the empty folders, redo does it again). It lives in the root's hidden metadata area (fsroot.MetaDir, folder
+// again; the moves of move-file, the folders of create-folder and the empty folder of
+// remove-folder are recorded too (they keep no content: undo moves back, removes the empty
+// folders or makes the folder again, and redo does it again). It lives in the root's hidden metadata area (fsroot.MetaDir, folder
 // history/), which fsroot.Check keeps every tool out of. Each change is a record,
 // NNNNNNNNNNNN.json, with NNNNNNNNNNNN.bin, the earlier content when there was a file, and,
 // while the change is undone, NNNNNNNNNNNN.after, the content the undo replaced.
@@ -158,7 +161,8 @@ type historyRecord struct {
 	// .after beside the record, AfterSize bytes, unless it left no file or is a move.
 	Undone    bool  `json:"undone,omitempty"`
 	AfterSize int64 `json:"afterSize,omitempty"`
-	// Folders are the folders a create-folder made, deepest first (action mkdir).
+	// Folders are the folders a create-folder made (action mkdir), or a move made to hold what
+	// it moved (action move), deepest first.
 	Folders []string `json:"folders,omitempty"`
 }
 
@@ -514,6 +518,10 @@ type change struct {
 	// create refuses file-exists when the file is there: a change that makes a new file never
 	// replaces one.
 	create bool
+	// expect, when set, is the SHA-256 (hex) of the version the caller read: a file that is no
+	// longer that version (changed or removed since) is refused file-changed, checked under the
+	// file's lock so no change slips in between.
+	expect string
 	// prepare computes what the change leaves (nil for a delete) from the earlier content.
 	prepare func(before []byte, existed bool) (after []byte, err error)
 	// apply makes the change.
@@ -554,6 +562,9 @@ func (e *Executor) change(ctx context.Context, c change) (undoable bool, err err
 	existed := false
 	switch st, err := e.root.Stat(ctx, name); {
 	case errors.Is(err, fs.ErrNotExist):
+		if c.expect != "" {
+			return false, refusal.New(refusal.FileChanged, "%q was removed after you opened it; save it again to make it anew, or keep it removed", name)
+		}
 	case err != nil:
 		return false, FileRefusal(err, name)
 	case st.Dir:
@@ -570,10 +581,13 @@ func (e *Executor) change(ctx context.Context, c change) (undoable bool, err err
 		}
 	}
 	var before []byte
-	if existed && (h != nil || c.readLimit > 0) {
+	if existed && (h != nil || c.readLimit > 0 || c.expect != "") {
 		if before, err = e.root.ReadFile(ctx, name); err != nil {
 			return false, FileRefusal(err, name)
 		}
+	}
+	if c.expect != "" && digest(before) != c.expect {
+		return false, refusal.New(refusal.FileChanged, "%q changed after you opened it (someone else wrote it); saving would lose that change, so nothing was written: keep yours, keep theirs, or keep both", name)
 	}
 	after, err := c.prepare(before, existed)
 	if err != nil {
@@ -714,6 +728,8 @@ func (e *Executor) undoLocked(ctx context.Context, h *History, resolve string) (
 		return obs, note, true, e.undoMove(ctx, h, rec, resolve, &obs)
 	case actionMkdir:
 		return obs, note, true, e.undoFolders(ctx, h, rec, resolve, &obs)
+	case actionRmdir:
+		return obs, note, true, e.undoRemoveFolder(ctx, h, rec, resolve, &obs)
 	}
 	now, err := e.stateOf(ctx, rec.Path)
 	if err != nil {
@@ -946,11 +962,9 @@ func (e *Executor) redoLocked(ctx context.Context, h *History) (obs redoObserved
 		return refusal.New(refusal.RedoConflict, format, a...)
 	}
 	switch rec.Action {
-	case actionMove, actionMkdir:
-		redo := e.redoMove
-		if rec.Action == actionMkdir {
-			redo = e.redoFolders
-		}
+	case actionMove, actionMkdir, actionRmdir:
+		redo := map[string]func(context.Context, historyRecord, *redoObserved, func(string, ...any) error) (bool, error){
+			actionMove: e.redoMove, actionMkdir: e.redoFolders, actionRmdir: e.redoRemoveFolder}[rec.Action]
 		if changed, err := redo(ctx, rec, &obs, dropRedo); err != nil {
 			return obs, note, changed, err
 		}
@@ -992,7 +1006,8 @@ func (e *Executor) redoLocked(ctx context.Context, h *History) (obs redoObserved
 }
 
 // HistoryEntry is one change as list-history shows it. Action is "write", "edit", "delete",
-// "move" (Path went to To) or "mkdir" (the folder Path was made).
+// "move" (Path went to To), "mkdir" (the folder Path was made) or "rmdir" (the empty folder Path
+// was removed).
 type HistoryEntry struct {
 	Seq    uint64    `json:"seq"`
 	Time   time.Time `json:"time"`
@@ -1101,6 +1116,16 @@ func (e *Executor) UndoConflict(ctx context.Context, limit int) (Conflict, error
 		}
 		c.Earlier = c.Current
 		c.InConflict = back || !there
+		c.Resolutions = []string{ResolveKeepCurrent}
+		return c, nil
+	case actionRmdir:
+		var err error
+		if c.Current, err = e.versionAt(ctx, rec.Path, limit); err != nil {
+			return Conflict{}, err
+		}
+		// Undo would make the folder again where a file is now.
+		c.Earlier = Version{Exists: true, Folder: true}
+		c.InConflict = c.Current.Exists && !c.Current.Folder
 		c.Resolutions = []string{ResolveKeepCurrent}
 		return c, nil
 	case actionMkdir:

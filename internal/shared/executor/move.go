@@ -86,13 +86,18 @@ func (e *Executor) moveLocked(ctx context.Context, h *History, from, to string) 
 	case !errors.Is(err, fs.ErrNotExist):
 		return obs, false, FileRefusal(err, to)
 	}
-	if dir := path.Dir(to); dir != "." {
-		_, err := e.root.Stat(ctx, dir)
-		obs.ParentsCreated = errors.Is(err, fs.ErrNotExist)
+	// The folders the move makes for to, deepest first: an undo removes them again.
+	var made []string
+	for dir := path.Dir(to); dir != "."; dir = path.Dir(dir) {
+		if _, err := e.root.Stat(ctx, dir); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		made = append(made, dir)
 	}
+	obs.ParentsCreated = len(made) > 0
 	var rec historyRecord
 	if h != nil {
-		if rec, err = h.keep(ctx, historyRecord{Action: actionMove, Path: from, To: to, By: e.actor()}, nil); err != nil {
+		if rec, err = h.keep(ctx, historyRecord{Action: actionMove, Path: from, To: to, By: e.actor(), Folders: made}, nil); err != nil {
 			return obs, false, refusal.New(refusal.HistoryFailed, "the move of %q could not be recorded for undo (%v), so nothing was moved", from, err)
 		}
 	}
@@ -152,7 +157,8 @@ func (e *Executor) moveState(ctx context.Context, rec historyRecord) (there, bac
 }
 
 // undoMove moves a moved file or folder back, when it is still where the move put it and nothing
-// took its old place: the move carries whatever was changed in it since, so nothing is lost. A
+// took its old place: the move carries whatever was changed in it since, so nothing is lost; the
+// folders the move made for it are removed while they are empty. A
 // move already taken back by hand is dropped; in a conflict only keep-current resolves it. The
 // caller holds the history alone (lockAll).
 func (e *Executor) undoMove(ctx context.Context, h *History, rec historyRecord, resolve string, obs *undoObserved) error {
@@ -178,6 +184,13 @@ func (e *Executor) undoMove(ctx context.Context, h *History, rec historyRecord, 
 	}
 	if err := e.rename(ctx, rec.To, rec.Path); err != nil {
 		return err
+	}
+	// The folders the move made go again while they hold nothing (deepest first); one that
+	// holds something now stays, with those above it.
+	for _, f := range rec.Folders {
+		if entries, err := e.root.ReadDir(ctx, f); err != nil || len(entries) > 0 || e.root.Remove(ctx, f) != nil {
+			break
+		}
 	}
 	rec.Undone = true
 	h.write(ctx, rec)

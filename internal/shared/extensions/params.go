@@ -151,7 +151,11 @@ func (b *BoundArgs) says() string {
 		parts = append(parts, fmt.Sprintf("path %s unless the model names another in the folder", *b.Path))
 	}
 	if b.Content != nil {
-		parts = append(parts, fmt.Sprintf("content of %d bytes unless the model gives its own", len(*b.Content)))
+		unit := "bytes"
+		if len(*b.Content) == 1 {
+			unit = "byte"
+		}
+		parts = append(parts, fmt.Sprintf("content of %d %s unless the model gives its own", len(*b.Content), unit))
 	}
 	if b.URL != nil {
 		parts = append(parts, fmt.Sprintf("url %s unless the model names another on the allowed hosts", *b.URL))

@@ -125,7 +125,7 @@ func TestValidate(t *testing.T) {
 		{name: "length at max in code points", args: `{"team":"home","name":"héé"}`},
 		{name: "length over max in code points", args: `{"team":"home","name":"héé!"}`, rule: refusal.InvalidArgumentLength, why: "4 characters"},
 		{name: "length at max astral", args: `{"team":"home","name":"😀😀😀"}`},
-		{name: "length under min in code points", args: `{"team":"home","name":"é"}`, rule: refusal.InvalidArgumentLength, why: "1 characters"},
+		{name: "length under min in code points", args: `{"team":"home","name":"é"}`, rule: refusal.InvalidArgumentLength, why: "is 1 character long"},
 		{name: "length at min", args: `{"team":"home","name":"ab"}`},
 		{name: "range at max", args: `{"team":"home","points":6}`},
 		{name: "range at min", args: `{"team":"home","points":1}`},

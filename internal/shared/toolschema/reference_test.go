@@ -71,10 +71,10 @@ func collect(ve *jsonschema.ValidationError, found []failure) []failure {
 			why: fmt.Sprintf("argument %s must be %s, got %s", arg, typeNames(k.Want), typeName(k.Got))})
 	case *kind.MinLength:
 		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc, path: path,
-			why: fmt.Sprintf("argument %s is %d characters long, under the minimum of %d", arg, k.Got, k.Want)})
+			why: fmt.Sprintf("argument %s is %s long, under the minimum of %d", arg, characters(int(k.Got)), k.Want)})
 	case *kind.MaxLength:
 		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc, path: path,
-			why: fmt.Sprintf("argument %s is %d characters long, over the maximum of %d", arg, k.Got, k.Want)})
+			why: fmt.Sprintf("argument %s is %s long, over the maximum of %d", arg, characters(int(k.Got)), k.Want)})
 	case *kind.Minimum:
 		found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc, path: path,
 			why: fmt.Sprintf("argument %s is %s, under the minimum of %s", arg, ratString(k.Got), ratString(k.Want))})

@@ -165,12 +165,12 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 		if n.minLen >= 0 && l < n.minLen {
 			loc := at.String()
 			found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc, path: at.tokens(),
-				why: fmt.Sprintf("argument %s is %d characters long, under the minimum of %d", quoteLoc(loc), l, n.minLen)})
+				why: fmt.Sprintf("argument %s is %s long, under the minimum of %d", quoteLoc(loc), characters(l), n.minLen)})
 		}
 		if n.maxLen >= 0 && l > n.maxLen {
 			loc := at.String()
 			found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc, path: at.tokens(),
-				why: fmt.Sprintf("argument %s is %d characters long, over the maximum of %d", quoteLoc(loc), l, n.maxLen)})
+				why: fmt.Sprintf("argument %s is %s long, over the maximum of %d", quoteLoc(loc), characters(l), n.maxLen)})
 		}
 	case json.Number:
 		if n.minimum == nil && n.maximum == nil {
@@ -304,4 +304,12 @@ func valueType(v any) string {
 		return "array"
 	}
 	return "object"
+}
+
+// characters says a length in characters in words: "1 character", "3 characters".
+func characters(n int) string {
+	if n == 1 {
+		return "1 character"
+	}
+	return strconv.Itoa(n) + " characters"
 }

@@ -432,6 +432,69 @@ var cases = []struct {
 		f.holds("m/c/d/e.txt", []byte("e"))
 		f.holds("c/new.txt", []byte("new"))
 	}},
+	{"ASaveNeverOverwritesANewerVersion", func(t *testing.T, f *fixture) {
+		f.put("a.txt", []byte("as opened"))
+		opened := sha256.Sum256([]byte("as opened"))
+		f.must("write-file", map[string]string{"path": "a.txt", "content": "theirs"})
+		f.refused(refusal.FileChanged, "write-file", map[string]string{"path": "a.txt", "content": "mine", "expect": hex.EncodeToString(opened[:])})
+		f.holds("a.txt", []byte("theirs"))
+		theirs := sha256.Sum256([]byte("theirs"))
+		f.must("write-file", map[string]string{"path": "a.txt", "content": "mine", "expect": hex.EncodeToString(theirs[:])})
+		f.holds("a.txt", []byte("mine"))
+		f.must("delete-file", map[string]string{"path": "a.txt"})
+		mine := sha256.Sum256([]byte("mine"))
+		f.refused(refusal.FileChanged, "write-file", map[string]string{"path": "a.txt", "content": "again", "expect": hex.EncodeToString(mine[:])})
+		f.absent("a.txt")
+	}},
+	{"AFolderIsRemovedOnlyEmptyAndUndoably", func(t *testing.T, f *fixture) {
+		f.put("full/a.txt", []byte("a"))
+		f.refused(refusal.FolderNotEmpty, "remove-folder", map[string]string{"path": "full"})
+		f.holds("full/a.txt", []byte("a"))
+		f.refused(refusal.NotADirectory, "remove-folder", map[string]string{"path": "full/a.txt"})
+		if err := f.root.MkdirAll(context.Background(), "empty"); err != nil {
+			t.Fatal(err)
+		}
+		if obs := f.must("remove-folder", map[string]string{"path": "empty"}); obs["deleted"] != true || obs["undoable"] != true {
+			t.Fatalf("remove-folder observed %v", obs)
+		}
+		if _, err := f.root.Stat(context.Background(), "empty"); err == nil {
+			t.Fatal("the folder is still there")
+		}
+		f.must("undo-last", nil)
+		if st, err := f.root.Stat(context.Background(), "empty"); err != nil || !st.Dir {
+			t.Fatalf("after undo the folder is %v, %v", st, err)
+		}
+		f.must("redo-last", nil)
+		if _, err := f.root.Stat(context.Background(), "empty"); err == nil {
+			t.Fatal("after redo the folder is still there")
+		}
+		// A file where the folder was: undo would not make it there.
+		f.put("empty", []byte("a file now"))
+		f.refused(refusal.UndoConflict, "undo-last", nil)
+		f.must("undo-last", map[string]string{"resolve": executor.ResolveKeepCurrent})
+		f.holds("empty", []byte("a file now"))
+	}},
+	{"UndoingAMoveRemovesTheFoldersItMade", func(t *testing.T, f *fixture) {
+		f.put("a.txt", []byte("a"))
+		if obs := f.must("move-file", map[string]string{"path": "a.txt", "to": "new/deep/a.txt"}); obs["parentsCreated"] != true {
+			t.Fatalf("the move observed %v", obs)
+		}
+		f.must("undo-last", nil)
+		f.holds("a.txt", []byte("a"))
+		if _, err := f.root.Stat(context.Background(), "new"); err == nil {
+			t.Fatal("the folder the move made is still there after its undo")
+		}
+		f.must("redo-last", nil)
+		f.holds("new/deep/a.txt", []byte("a"))
+		// A folder the move made that holds something else now stays.
+		f.put("new/other.txt", []byte("o"))
+		f.must("undo-last", nil)
+		f.holds("a.txt", []byte("a"))
+		f.holds("new/other.txt", []byte("o"))
+		if _, err := f.root.Stat(context.Background(), "new/deep"); err == nil {
+			t.Fatal("the empty folder new/deep is still there")
+		}
+	}},
 	{"CreateModeNeverReplaces", func(t *testing.T, f *fixture) {
 		f.put("exists.txt", []byte("keep me"))
 		f.refused(refusal.FileExists, "write-file", map[string]string{"path": "exists.txt", "content": "", "mode": "create"})
