@@ -6,7 +6,7 @@
 // starts; the mini-apps panel reports a per-app host (app-<hex>.localhost) that does not load.
 // One banner lists them all, and every panel that depends on one asks lacks(id).
 import { byId, node } from './dom.js';
-import { emit } from './events.js';
+import { emit, listen } from './events.js';
 
 /**
  * Feature is one platform feature the page may lack: what it is, what its absence stops, and
@@ -97,6 +97,7 @@ export function startPlatform(engine) {
   }
 
   engine.on('platform', (msg) => { for (const id of msg.missing || []) report(id); });
+  listen('platform-missing', report);
   show();
   return Object.freeze({
     /** lacks reports whether this browser lacks the feature id. @param {FeatureId} id */
