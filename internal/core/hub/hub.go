@@ -905,8 +905,9 @@ func parseHello(b []byte) (bearer string, ok bool) {
 	return bearer, typ == "hello" && role == "environment" && bearer != ""
 }
 
-// attach puts c in the slot and displaces whoever held it; false when the hub is closing or c
-// is already gone.
+// attach puts c in the slot and displaces whoever held it (a page among the waiting ones, a
+// machine closed); false when the hub is closing or c is already gone. Only join calls it, with
+// admMu held.
 func (h *Hub) attach(c *conn) bool {
 	h.mu.Lock()
 	if h.close || c.gone.Load() { // shutting down, or c's session ended while it was admitted
@@ -943,7 +944,9 @@ func (h *Hub) attach(c *conn) bool {
 		if c.kind == channel.Machine {
 			who = "the machine “" + c.pairing + "”"
 		}
-		go old.control(controlFrame{Type: "standby", Why: who + " took over the workspace: this tab takes it back by itself when that one goes away, or now when you press “Use this tab”"})
+		// Sent before join lets go of admMu, so a "holding" that gives the slot back (a promotion
+		// when this holder goes away at once) always comes after it.
+		old.control(controlFrame{Type: "standby", Why: who + " took over the workspace: this tab takes it back by itself when that one goes away, or now when you press “Use this tab”"})
 		return true
 	}
 	old.settle()
