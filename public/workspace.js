@@ -183,6 +183,8 @@ export function startWorkspace(engine, { platform, openAsApp }) {
         }
       }
       if (noStorage()) {
+        const option = el.rootKind.querySelector('option[value="opfs"]');
+        if (option instanceof HTMLOptionElement) option.disabled = true;
         el.rootKind.disabled = false;
         showStatus('attention', 'no workspace: this browser has no browser storage (the note at the top says what to do)');
         return;
@@ -195,12 +197,7 @@ export function startWorkspace(engine, { platform, openAsApp }) {
   }
 
   /** noStorage reports whether browser storage cannot be opened here (platform.js says why). */
-  function noStorage() {
-    const none = platform.lacks('opfs') || platform.lacks('sync-access');
-    const option = el.rootKind.querySelector('option[value="opfs"]');
-    if (none && option instanceof HTMLOptionElement) option.disabled = true;
-    return none;
-  }
+  const noStorage = () => platform.lacks('opfs') || platform.lacks('sync-access');
 
   el.reconnect.addEventListener('click', async () => {
     if (!storedHandle) return;

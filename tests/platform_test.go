@@ -4,10 +4,13 @@ package tests
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
+	cdpfetch "github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -24,6 +27,53 @@ func onNewDocument(t *testing.T, tab *harness.Tab, script string) {
 	}))
 	if err != nil {
 		t.Fatalf("add a script to new documents: %v", err)
+	}
+}
+
+// workerWithout serves the page's worker script to tab with script run before it, as a browser
+// whose workers lack a feature would: its request is paused and fulfilled with the checkout's
+// public/worker.js after script.
+func workerWithout(t *testing.T, tab *harness.Tab, script string) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "public", "worker.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := append([]byte(script+"\n"), src...)
+	paused := make(chan cdpfetch.RequestID, 4)
+	if err := chromedp.Listen(tab.Ctx, func(ev any) {
+		if e, ok := ev.(*cdpfetch.EventRequestPaused); ok {
+			select {
+			case paused <- e.RequestID:
+			default:
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fulfil := func(id cdpfetch.RequestID) {
+		chromedp.Do(tab.Ctx, chromedp.Func(func(ctx context.Context, target *chromedp.Target) error {
+			_, err := cdp.Call(ctx, target, cdpfetch.FulfillRequest, cdpfetch.FulfillRequestParams{RequestID: id, ResponseCode: 200,
+				ResponseHeaders: []*cdpfetch.HeaderEntry{{Name: "Content-Type", Value: "text/javascript"}}, Body: body})
+			return err
+		}))
+	}
+	go func() {
+		for {
+			select {
+			case id := <-paused:
+				fulfil(id)
+			case <-tab.Ctx.Done():
+				return
+			}
+		}
+	}()
+	err = chromedp.Do(tab.Ctx, chromedp.Func(func(ctx context.Context, target *chromedp.Target) error {
+		_, err := cdp.Call(ctx, target, cdpfetch.Enable, cdpfetch.EnableParams{Patterns: []*cdpfetch.RequestPattern{{URLPattern: "*/worker.js"}}})
+		return err
+	}))
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -59,6 +109,18 @@ func TestMissingPlatformFeaturesAreSaid(t *testing.T) {
 		}
 		if !harness.Eval[bool](tab, `document.querySelector('#root-kind option[value="opfs"]').disabled`) {
 			t.Fatal("Browser storage is still offered")
+		}
+	})
+	t.Run("sync access handles", func(t *testing.T) {
+		t.Parallel()
+		tab := harness.NewTab(t)
+		// Only the worker has them: its script is served with the feature removed first.
+		workerWithout(t, tab, `delete FileSystemFileHandle.prototype.createSyncAccessHandle;`)
+		tab.Navigate(relay.URL)
+		platform(t, tab, "sync access handles", "Chromium", "relay env")
+		status := harness.WaitFor[string](tab, `document.querySelector('#status').dataset.state === 'attention' && document.querySelector('#status').textContent`, readyBound)
+		if !strings.Contains(status, "no browser storage") {
+			t.Fatalf("the status says %q", status)
 		}
 	})
 	t.Run("folder picker", func(t *testing.T) {
