@@ -74,9 +74,10 @@ export function startWhere() {
   listen('channel', ({ state, why: said }) => {
     channel = state;
     why = state === 'connected' ? said || '' : '';
-    // The relay's root changes with the channel; ask rather than wait for the next event.
-    if (state === 'connected' || state === 'replaced') relay('/api/root').then(setHeld, () => {});
-    update();
+    // The relay's root changes with the channel; ask rather than wait for the next event. Who
+    // took over (another tab, a machine) is said once the relay has answered who holds it now.
+    if (state === 'connected' || state === 'replaced') relay('/api/root').then(setHeld, () => {}).finally(update);
+    if (state !== 'replaced') update();
   });
   /** @param {any} r */
   function setHeld(r) {
