@@ -21,7 +21,9 @@
  * (GET /api/events, stream.js), one per kind it sends.
  * @typedef {{
  *   'root': import('./worker-client.js').RootInfo,
- *   'channel': {state: import('./worker-client.js').ChannelState | 'idle'},
+ *   'channel': {state: import('./worker-client.js').ChannelState | 'idle', why?: string},
+ *   'platform': {missing: import('./platform.js').FeatureId[]},
+ *   'platform-missing': import('./platform.js').FeatureId,
  *   'files-changed': undefined,
  *   'external-apps': {apps: unknown[]},
  *   'relay': {up: boolean},

@@ -12,6 +12,7 @@
 import { byId, node } from './dom.js';
 import { listen } from './events.js';
 import { relay } from './http.js';
+import { FEATURES, probePage } from './platform.js';
 import { describeResult } from './results.js';
 
 /** IDLE_NOTE is what the status line says while a session can start. */
@@ -82,8 +83,15 @@ export function startLive({ typed, firstSteps }) {
     if (note !== undefined) el.status.textContent = note;
   }
 
+  /** noWorklet is set when this browser cannot capture the microphone as the panel does. */
+  const noWorklet = probePage().includes('audio-worklet');
+
   /** blocked says why no session can start with the provider chosen, or '' when one can. */
   function blocked() {
+    if (noWorklet) {
+      const f = FEATURES['audio-worklet'];
+      return `This browser has no ${f.what}, so Talk cannot start. Instead, ${f.remedy}.`;
+    }
     const p = settings && providerOf(settings.settings.provider);
     if (!p) return '';
     if (!p.live) return `${p.why}. Choose another provider in Voice settings, or type commands to the assistant below.`;
@@ -98,7 +106,7 @@ export function startLive({ typed, firstSteps }) {
     if (session) return;
     const why = blocked();
     const p = settings && providerOf(settings.settings.provider);
-    if (why) setState(p && !p.live ? 'unavailable' : 'no-key', why);
+    if (why) setState(noWorklet || (p && !p.live) ? 'unavailable' : 'no-key', why);
     else if (state === 'no-key' || state === 'unavailable') setState('idle', IDLE_NOTE);
     if (firstSteps) firstSteps.voice(why ? 'Voice is not set up on this relay yet; typed commands do everything voice does.' : 'To talk instead, press “Start talking” in the Talk panel and allow the microphone.');
   }

@@ -22,6 +22,7 @@ import { startHistory } from './history.js';
 import { startLive } from './live.js';
 import { startMCPClients } from './mcp-clients.js';
 import { startMiniApps } from './mini-apps.js';
+import { startPlatform } from './platform.js';
 import { startFirstSteps } from './start.js';
 import { startRelayBanner, startStream } from './stream.js';
 import { startWhere } from './where.js';
@@ -42,10 +43,11 @@ const services = Object.freeze({
 const firstSteps = startFirstSteps();
 startRelayBanner();
 const where = startWhere();
+const platform = startPlatform(engine);
 // miniApps is set below; the viewer's "Open as mini-app" is pressed only after start-up.
 /** @type {ReturnType<typeof startMiniApps> | null} */
 let miniApps = null;
-const workspace = startWorkspace(engine, { openAsApp: (path) => (miniApps ? miniApps.launch({ path }) : Promise.resolve()) });
+const workspace = startWorkspace(engine, { platform, openAsApp: (path) => (miniApps ? miniApps.launch({ path }) : Promise.resolve()) });
 const history = startHistory(services);
 miniApps = startMiniApps(services);
 startExtensions({ openView: (extension, tool) => (miniApps ? miniApps.openView(extension, tool) : Promise.resolve()) });

@@ -18,6 +18,13 @@
 // loop holds up neither the page nor another app. Opened anywhere else, the page frames the
 // bridge on its own origin and the apps share a process.
 //
+// A bridge says it is ready (bridge_ready) within BRIDGE_HANDSHAKE_MS of its frame being made, or
+// the frame is taken for one that cannot load: on a per-app host (a browser, proxy or DNS that
+// does not serve *.localhost) the app starts again on the shared app host, the page's own origin,
+// and every app after it does too; its card says so, and that apps are then less isolated from
+// one another. Silent on the shared host as well, the app is stopped mini-app-frame-timeout with
+// the words of what failed, never left "waiting" for ever.
+//
 // An app is stopped (its frame removed, its tools unregistered in the worker, the reason shown in
 // its card with a button to start it again) when a call to it passes its deadline, or when it
 // sends more than MESSAGE_BUDGET messages or MESSAGE_BYTE_BUDGET bytes within MESSAGE_WINDOW_MS
@@ -50,14 +57,14 @@
 //
 // startMiniApps returns the API the page and the tests use (see launch, call, tools, stats).
 import { byId, node } from './dom.js';
-import { listen } from './events.js';
+import { emit, listen } from './events.js';
 import { relay } from './http.js';
 import { MessageBudget } from './message-budget.js';
 import {
   appHost, appHosts, bridgeIgnored, Calls, bridgeURL, cspGiven, MAX_VIEW_HEIGHT, messageText, noToolsText, openLink,
   overBudget, ownerOf, timedOut, toolResult, turnAnswer, viewAppId, viewCall, viewHeight,
 } from './mini-app-host.js';
-import { TOOL_TIMEOUT_MS } from './rules.js';
+import { BRIDGE_HANDSHAKE_MS, MINI_APP_FRAME_TIMEOUT, TOOL_TIMEOUT_MS } from './rules.js';
 import { toolForm } from './schema-form.js';
 import { sendTurn } from './turns.js';
 
@@ -108,16 +115,16 @@ const APP_HOSTS = appHosts(location);
  * doc is the number of the document whose port was last handed to the worker (0: none yet),
  * portGeneration the bridge's generation of that document.
  * @typedef {{app: OpenApp, window: Window | null, origin: string, live: boolean, budget: MessageBudget,
- *   doc: number, portGeneration: number}} Running
+ *   doc: number, portGeneration: number, ownHost: boolean, handshake: ReturnType<typeof setTimeout> | 0}} Running
  */
 /**
  * OpenApp is an app shown in a card, with its bridge frame (none while it is stopped).
  * @typedef {{appId: string, entry: StoreEntry, html: string, target: Target, generation: number,
- *   tools: RegisteredTool[], stats: Stats, loaded: (() => void) | null, bridgeReady?: boolean, sdk?: string, waited?: boolean, bundle: Bundle | null,
+ *   tools: RegisteredTool[], stats: Stats, loaded: ((failed?: Error) => void) | null, bridgeReady?: boolean, sdk?: string, waited?: boolean, bundle: Bundle | null,
  *   mcp?: ViewInfo | null, viewCalls?: Map<unknown, AbortController>,
  *   frame: HTMLIFrameElement | null, running: Running, view: {section: HTMLElement, h: HTMLElement, badge: HTMLElement,
  *   saveBtn: HTMLButtonElement, reload: HTMLButtonElement, closer: HTMLButtonElement, toolList: HTMLElement, slot: HTMLElement,
- *   stopped: HTMLElement, stoppedText: HTMLElement, again: HTMLButtonElement, ignored: HTMLElement}}} OpenApp
+ *   stopped: HTMLElement, stoppedText: HTMLElement, again: HTMLButtonElement, ignored: HTMLElement, hostNote: HTMLElement}}} OpenApp
  */
 
 /**
@@ -144,6 +151,8 @@ export function startMiniApps(vb) {
   let sdkText = null;
   // docs numbers the documents whose port is handed to the worker, across apps and starts.
   let docs = 0;
+  /** ownHostsFailed is set once a per-app host did not load: every app runs on the shared app host from then on. */
+  let ownHostsFailed = false;
 
   function sdk() {
     if (!sdkText) {
@@ -287,10 +296,13 @@ export function startMiniApps(vb) {
     const ignored = document.createElement('details');
     ignored.className = 'app-ignored hint';
     ignored.hidden = true;
-    section.append(head, stopped, slot, ignored, toolList);
+    const hostNote = node('p', 'hint app-host-note');
+    hostNote.setAttribute('role', 'status');
+    hostNote.hidden = true;
+    section.append(head, stopped, hostNote, slot, ignored, toolList);
     section.setAttribute('aria-labelledby', h.id = `app-title-${app.appId}`);
     h.tabIndex = -1;
-    app.view = { ...app.view, section, h, badge, saveBtn, toolList, slot, stopped, stoppedText, again, ignored };
+    app.view = { ...app.view, section, h, badge, saveBtn, toolList, slot, stopped, stoppedText, again, ignored, hostNote };
     showHead(app);
     showTools(app);
     return section;
@@ -342,7 +354,8 @@ export function startMiniApps(vb) {
   function startFrame(app) {
     if (app.frame) app.frame.remove();
     if (app.running) app.running.live = false;
-    const origin = APP_HOSTS ? `http://${randomHost()}` : location.origin;
+    const ownHost = APP_HOSTS && !ownHostsFailed;
+    const origin = ownHost ? `http://${randomHost()}` : location.origin;
     const frame = document.createElement('iframe');
     frame.className = 'bridge';
     frame.title = `mini-app ${appTitle(app.entry)}`;
@@ -353,8 +366,49 @@ export function startMiniApps(vb) {
     app.bridgeReady = false;
     app.stats.starts++;
     app.stats.stopped = null;
-    app.running = { app, window: frame.contentWindow, origin, live: true, budget: new MessageBudget(), doc: 0, portGeneration: -1 };
+    const running = { app, window: frame.contentWindow, origin, live: true, budget: new MessageBudget(), doc: 0, portGeneration: -1, ownHost, handshake: 0 };
+    running.handshake = setTimeout(() => frameSilent(app, running), BRIDGE_HANDSHAKE_MS);
+    app.running = running;
     if (frame.contentWindow) owners.set(frame.contentWindow, app.running);
+    if (APP_HOSTS && !ownHost && !app.view.hostNote.textContent) showHostNote(app, `Per-app hosts do not load in this browser, so this app runs on the page's shared app host: ${WEAKER}.`);
+  }
+
+  /** WEAKER is what running on the shared app host costs, in words. */
+  const WEAKER = 'apps are less isolated from one another here (they share a host and a process, so one app\'s busy loop can slow another)';
+
+  /**
+   * showHostNote says on app's card which host its frame runs on, and why.
+   * @param {OpenApp} app
+   * @param {string} text
+   */
+  function showHostNote(app, text) {
+    app.view.hostNote.textContent = text;
+    app.view.hostNote.hidden = false;
+  }
+
+  /**
+   * frameSilent acts on a bridge frame that did not say it was ready within BRIDGE_HANDSHAKE_MS:
+   * on a per-app host, the app starts again on the shared app host (and so does every app after
+   * it); on the shared host, the app is stopped with what failed.
+   * @param {OpenApp} app
+   * @param {Running} running
+   */
+  function frameSilent(app, running) {
+    if (apps.get(app.appId) !== app || app.running !== running || !running.live || app.bridgeReady) return;
+    const secs = BRIDGE_HANDSHAKE_MS / 1000;
+    if (running.ownHost) {
+      ownHostsFailed = true;
+      emit('platform-missing', 'app-hosts');
+      showHostNote(app, `Its own host (${new URL(running.origin).hostname}) did not load within ${secs} s, so it runs on the page's shared app host: ${WEAKER}.`);
+      startFrame(app);
+      return;
+    }
+    const why = `its frame did not load within ${secs} s: the app host ${running.origin} did not answer. Press “Start again”, or reload the page`;
+    stop(app, { rule: MINI_APP_FRAME_TIMEOUT, why });
+    if (app.loaded) {
+      app.loaded(new Error(`The mini-app ${appTitle(app.entry)} could not start: ${why}.`));
+      app.loaded = null;
+    }
   }
 
   /** @param {OpenApp} app */
@@ -451,8 +505,8 @@ export function startMiniApps(vb) {
     }
     app.sdk = code;
     const shown = app;
-    await new Promise((resolve) => {
-      shown.loaded = () => resolve(undefined);
+    await new Promise((resolve, reject) => {
+      shown.loaded = (failed) => (failed ? reject(failed) : resolve(undefined));
       if (shown.bridgeReady) sendLoad(shown);
     });
     // What the action opened is shown, and its heading takes focus.
@@ -630,6 +684,7 @@ export function startMiniApps(vb) {
     const current = () => apps.get(app.appId) === app && app.running === running && running.live;
     switch (msg.type) {
       case 'bridge_ready':
+        clearTimeout(running.handshake);
         app.bridgeReady = true;
         if (app.loaded) sendLoad(app);
         break;
@@ -940,6 +995,10 @@ export function startMiniApps(vb) {
       }
       // Tools the view lists itself (ext-apps onlisttools) are the assistant's as an app's are.
       list.append(...app.tools.map((t) => appToolForm(app, t)));
+      return;
+    }
+    if (app.tools.length === 0 && app.stats.stopped) {
+      list.replaceChildren(); // the card's stopped line says why: it waits for nothing
       return;
     }
     if (app.tools.length === 0) {

@@ -42,6 +42,12 @@ export const MAX_SIZED_VALUES = 4096;
 /** MESSAGE_BUDGET_EXCEEDED is the rule an app over its message budget is stopped with (shared/refusal.MessageBudgetExceeded). */
 export const MESSAGE_BUDGET_EXCEEDED = "message-budget-exceeded";
 
+/** BRIDGE_HANDSHAKE_MS is how long an app's bridge frame has to say it is ready; a per-app host silent by then falls back to the shared app host (internal/shared/miniapp.BridgeHandshakeTimeout). */
+export const BRIDGE_HANDSHAKE_MS = 8000;
+
+/** MINI_APP_FRAME_TIMEOUT is the rule an app whose frame never loaded (on the shared app host too) is stopped with (shared/refusal.MiniAppFrameTimeout). */
+export const MINI_APP_FRAME_TIMEOUT = "mini-app-frame-timeout";
+
 /** SANDBOX_NO_NETWORK is the rule a sandboxed app that reaches for WebRTC is refused with (shared/refusal.SandboxNoNetwork). */
 export const SANDBOX_NO_NETWORK = "sandbox-no-network";
 

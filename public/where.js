@@ -17,10 +17,14 @@ export function startWhere() {
   /** @type {import('./worker-client.js').RootInfo | null} */
   let own = null;
   let channel = 'idle';
+  /** why is what the relay said with the last channel state (how this tab came to hold it). */
+  let why = '';
   /** @type {RelayRoot} */
   let held = { kind: '', name: '', connected: false };
   /** @type {Where | null} */
   let last = null;
+  /** noStorage is set when this browser cannot hold a workspace in its storage (platform.js). */
+  let noStorage = false;
 
   /** @param {string} kind @param {string} name */
   const folder = (kind, name) => (kind === 'handle' ? `the folder “${name}”` : 'browser storage');
@@ -49,23 +53,31 @@ export function startWhere() {
     const now = compute();
     el.where.textContent = now.text;
     el.where.dataset.where = now.holder;
-    el.start.textContent = own ? (own.kind === 'handle' ? `the folder “${own.name}”` : 'browser storage') : 'not open yet';
+    el.start.textContent = own ? (own.kind === 'handle' ? `the folder “${own.name}”` : 'browser storage')
+      : noStorage ? 'not open: this browser has no browser storage (the note at the top says what to do)' : 'not open yet';
     const moved = !last || last.holder !== now.holder || last.name !== now.name;
     if (moved && last && last.holder === 'this-tab') {
       if (now.holder === 'machine') say(`The machine “${now.name}” took over: the assistant's tools now act on its folder. Press “Use this tab” to bring them back here.`);
-      if (now.holder === 'other-tab') say('Another tab took over: the assistant\'s tools now act there. Press “Use this tab” to bring them back here.');
+      if (now.holder === 'other-tab') say('Another tab took over: the assistant\'s tools now act there. This tab takes the workspace back by itself when that tab closes; press “Use this tab” to bring them back now.');
     }
-    if (moved && last && (last.holder === 'machine' || last.holder === 'other-tab') && now.holder === 'this-tab') say('The assistant\'s tools act on this tab\'s workspace again.');
+    if (moved && now.holder === 'other-tab' && (!last || (last.holder !== 'this-tab' && last.holder !== 'other-tab'))) {
+      say('Another tab holds the workspace, so the assistant\'s tools act there. This tab takes over by itself when that tab closes; press “Use this tab” to take over now.');
+    }
+    if (moved && last && (last.holder === 'machine' || last.holder === 'other-tab') && now.holder === 'this-tab') {
+      say(why ? `${why.charAt(0).toUpperCase()}${why.slice(1)}: this tab holds it now, and the assistant's tools act here.` : 'The assistant\'s tools act on this tab\'s workspace again.');
+    }
     last = now;
     if (moved) emit('where', now);
   }
 
   listen('root', (info) => { own = info; update(); });
-  listen('channel', ({ state }) => {
+  listen('channel', ({ state, why: said }) => {
     channel = state;
-    // The relay's root changes with the channel; ask rather than wait for the next event.
-    if (state === 'connected' || state === 'replaced') relay('/api/root').then(setHeld, () => {});
-    update();
+    why = state === 'connected' ? said || '' : '';
+    // The relay's root changes with the channel; ask rather than wait for the next event. Who
+    // took over (another tab, a machine) is said once the relay has answered who holds it now.
+    if (state === 'connected' || state === 'replaced') relay('/api/root').then(setHeld, () => {}).finally(update);
+    if (state !== 'replaced') update();
   });
   /** @param {any} r */
   function setHeld(r) {
@@ -74,6 +86,7 @@ export function startWhere() {
     update();
   }
   listen('relay:root', setHeld);
+  listen('platform', ({ missing }) => { noStorage = missing.includes('opfs') || missing.includes('sync-access'); update(); });
   listen('relay:hello', (h) => { if (h.root) setHeld(h.root); });
   update();
   return Object.freeze({ where: () => compute() });

@@ -64,6 +64,7 @@
  * @typedef {{
  *   'ready': {type: 'ready', build: string},
  *   'failed': {type: 'failed', message: string},
+ *   'platform': {type: 'platform', missing: string[]},
  *   'channel': {type: 'channel', state: ChannelState, why?: string, retryMs?: number},
  *   'history': {type: 'history'},
  *   'miniapp.call': {type: 'miniapp.call', callId: string, appId: string, tool: string, args?: unknown, onPort?: boolean},

@@ -21,7 +21,7 @@
 // history.undo: undo-last's observation; resolve: keep-current, restore-earlier or keep-both (for an undo-conflict)
 // history.redo: redo-last's observation
 // history.conflict: the two versions an undo weighs, each at most 64 KiB
-// channel.connect: reconnect after "replaced" or "refused"
+// channel.connect: use this tab: take the slot while another holds it, or reconnect after "refused"
 // miniapps.list: the store's discovery: its apps and pages, each with its kind
 // miniapps.launch: resolves a name through the store, or a workspace .html file; folder lists a folder app's files
 // miniapps.file: one file of a launched folder app, in value.bytes

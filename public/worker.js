@@ -6,6 +6,17 @@
 self.voiceboxInbox = [];
 self.onmessage = (event) => self.voiceboxInbox.push(event.data);
 
+// What only a worker can see of the platform the engine needs; the page says it in words
+// (platform.js) instead of a workspace that never opens.
+{
+  /** @type {string[]} */
+  const missing = [];
+  const storage = self.navigator && self.navigator.storage;
+  if (!storage || typeof storage.getDirectory !== 'function') missing.push('opfs');
+  if (typeof FileSystemFileHandle === 'undefined' || !('createSyncAccessHandle' in FileSystemFileHandle.prototype)) missing.push('sync-access');
+  if (missing.length > 0) self.postMessage({ type: 'platform', missing });
+}
+
 /** @param {unknown} message */
 function fail(message) {
   self.postMessage({ type: 'failed', message: String(message) });

@@ -30,11 +30,13 @@ const MAX_KEEP_BOTH_TRIES = 100;
 
 /**
  * startWorkspace shows the engine's status and the file browser, and opens the workspace once the
- * engine is ready. openAsApp runs a workspace .html file as a mini-app (the viewer's button).
+ * engine is ready. openAsApp runs a workspace .html file as a mini-app (the viewer's button);
+ * platform says what this browser lacks (platform.js), so browser storage is not opened where it
+ * cannot be.
  * @param {WorkerClient} engine
- * @param {{openAsApp: (path: string) => Promise<unknown>}} options
+ * @param {{platform: {lacks: (id: import('./platform.js').FeatureId) => boolean}, openAsApp: (path: string) => Promise<unknown>}} options
  */
-export function startWorkspace(engine, { openAsApp }) {
+export function startWorkspace(engine, { platform, openAsApp }) {
   const el = {
     status: byId('status'), channel: byId('channel'), channelResume: byId('channel-resume'),
     rootKind: byId('root-kind', HTMLSelectElement), reconnect: byId('root-reconnect'),
@@ -81,7 +83,7 @@ export function startWorkspace(engine, { openAsApp }) {
       connecting: 'relay: connecting…',
       connected: 'relay: connected',
       offline: `relay: offline, retrying in ${Math.max(1, Math.round((retryMs || 0) / 1000))} s`,
-      replaced: 'relay: another tab or machine is in charge',
+      replaced: 'relay: another tab or machine holds the workspace; this tab takes over when it goes away',
       refused: `relay: refused (${why || 'no reason given'})`,
     }[state] || `relay: ${state}`;
     if (state === 'connected' && performance.getEntriesByName('voicebox-channel').length === 0) {
@@ -89,7 +91,7 @@ export function startWorkspace(engine, { openAsApp }) {
     }
     el.channel.dataset.state = state;
     el.channel.textContent = text;
-    emit('channel', { state });
+    emit('channel', { state, why: why || '' });
     el.channel.title = why || '';
     el.channelResume.hidden = state !== 'replaced' && state !== 'refused';
     el.channelResume.textContent = state === 'replaced' ? 'Use this tab' : 'Try again';
@@ -182,12 +184,22 @@ export function startWorkspace(engine, { openAsApp }) {
           return;
         }
       }
+      if (noStorage()) {
+        const option = el.rootKind.querySelector('option[value="opfs"]');
+        if (option instanceof HTMLOptionElement) option.disabled = true;
+        el.rootKind.disabled = false;
+        showStatus('attention', 'no workspace: this browser has no browser storage (the note at the top says what to do)');
+        return;
+      }
       await openRoot('opfs');
     } catch (err) {
       el.rootKind.disabled = false;
       notify(err);
     }
   }
+
+  /** noStorage reports whether browser storage cannot be opened here (platform.js says why). */
+  const noStorage = () => platform.lacks('opfs') || platform.lacks('sync-access');
 
   el.reconnect.addEventListener('click', async () => {
     if (!storedHandle) return;
@@ -210,6 +222,7 @@ export function startWorkspace(engine, { openAsApp }) {
         return;
       }
       if (el.rootKind.value === 'opfs') {
+        if (noStorage()) throw new Error('This browser has no browser storage: the note at the top says what you can do.');
         await openRoot('opfs');
         return;
       }
@@ -249,18 +262,33 @@ export function startWorkspace(engine, { openAsApp }) {
   listen('where', (w) => {
     where = w;
     const next = w.holder === 'machine' ? w.name : '';
+    // While another tab holds the workspace the panel still shows this tab's, and says so: the
+    // assistant acts on the other tab's, which may be another folder.
+    if (!next) {
+      el.filesNote.hidden = w.holder !== 'other-tab';
+      el.filesNote.textContent = w.holder === 'other-tab' ? otherTabNote(w) : '';
+    }
     if (next === machine) return;
     machine = next;
     // Unsaved edits of this tab's file are never dropped: the file stays open, and Save still
     // saves it in this tab's workspace.
     if (!dirty) closeFile(true);
-    el.filesNote.hidden = !machine;
-    el.filesNote.textContent = machine
-      ? `The machine “${machine}” holds the workspace, so this is its folder, read through the relay. Ask the assistant to change files there, or press “Use this tab” to work on this tab's workspace again.`
-      : '';
+    if (machine) {
+      el.filesNote.hidden = false;
+      el.filesNote.textContent = `The machine “${machine}” holds the workspace, so this is its folder, read through the relay. Ask the assistant to change files there, or press “Use this tab” to work on this tab's workspace again.`;
+    }
     el.files.dataset.source = machine ? 'machine' : 'page';
     showDir('');
   });
+
+  /** @param {import('./events.js').Where} w @returns {string} */
+  function otherTabNote(w) {
+    const theirs = w.kind === 'handle' ? `the folder “${w.name}”` : w.kind === 'opfs' ? 'browser storage' : '';
+    const mine = root ? (root.kind === 'handle' ? `the folder “${root.name}”` : 'browser storage') : 'nothing yet';
+    const same = theirs !== '' && root && w.kind === root.kind && (w.kind === 'opfs' || w.name === root.name);
+    if (same) return `Another tab holds the workspace, the same ${mine} this panel shows: the assistant's changes show here too. This tab takes over by itself when that tab closes.`;
+    return `Another tab holds the workspace${theirs ? ` (${theirs})` : ''}, and the assistant's tools act there; this panel shows this tab's ${mine}. Press “Use this tab” to make the assistant act on what this panel shows.`;
+  }
 
   /** writable reports whether the panel may change the files it shows (this tab's own). */
   const writable = () => !!root && !machine;

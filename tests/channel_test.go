@@ -3,6 +3,7 @@
 package tests
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -232,19 +233,60 @@ func TestForeignOriginsCannotBecomeTheExecutor(t *testing.T) {
 	}
 }
 
-func TestANewerPageTakesOverAndTheOlderWaits(t *testing.T) {
+// TestNoTabIsOrphaned is issue 36's third problem: a second tab took the workspace silently, and
+// once it closed the first kept "Tools act on: another tab" and every command was refused no-page
+// until someone pressed "Use this tab". Now a second tab waits (and says so, with the way to take
+// over), takes over only when its person asks, and a waiting tab takes over by itself, saying so,
+// when the tab holding the workspace closes: the next /api/turn is served with no click.
+func TestNoTabIsOrphaned(t *testing.T) {
 	t.Parallel()
 	relay := harness.StartRelay(t)
 	first := openExecutor(t, relay)
-	second := openExecutor(t, relay)
-	harness.WaitFor[bool](first, `document.querySelector('#channel').dataset.state === 'replaced' && !document.querySelector('#channel-resume').hidden`, channelBound)
-	if a := relay.Call(t, "now", map[string]string{}); !a.OK {
-		t.Fatalf("with the newer page connected a call answered %s", a.Raw)
+	second := harness.NewTab(t)
+	openWorkspace(t, second, relay.URL)
+	harness.WaitFor[bool](second, `document.querySelector('#channel').dataset.state === 'replaced' &&
+		!document.querySelector('#channel-resume').hidden &&
+		document.querySelector('#where').dataset.where === 'other-tab'`, channelBound)
+	if note := harness.WaitFor[string](second, `!document.querySelector('#files-note').hidden && document.querySelector('#files-note').textContent`, channelBound); !strings.Contains(note, "Another tab holds the workspace") {
+		t.Fatalf("the waiting tab's Files panel says %q", note)
 	}
-	// The older page takes the slot back only when its user asks.
-	harness.Eval[bool](first, `(document.querySelector('#channel-resume').click(), true)`)
-	harness.WaitFor[bool](first, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
-	harness.WaitFor[bool](second, `document.querySelector('#channel').dataset.state === 'replaced'`, channelBound)
+	if !harness.Eval[bool](first, `document.querySelector('#channel').dataset.state === 'connected'`) {
+		t.Fatal("opening a second tab took the workspace from the first without asking")
+	}
+	turn(t, relay, "write orphan.txt: from the first tab")
+
+	// The second tab's person asks: it takes over, and the first waits.
+	harness.Eval[bool](second, `(document.querySelector('#channel-resume').click(), true)`)
+	harness.WaitFor[bool](second, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
+	harness.WaitFor[bool](first, `document.querySelector('#channel').dataset.state === 'replaced' && !document.querySelector('#channel-resume').hidden`, channelBound)
+
+	// The holder closes: the first tab takes over by itself and says so.
+	second.Close()
+	harness.WaitFor[bool](first, `document.querySelector('#channel').dataset.state === 'connected' &&
+		document.querySelector('#where').dataset.where === 'this-tab' && document.querySelector('#files-note').hidden`, channelBound)
+	if notice := harness.WaitFor[string](first, `!document.querySelector('#notice').hidden && document.querySelector('#notice').textContent`, channelBound); !strings.Contains(notice, "went away") || !strings.Contains(notice, "this tab holds it now") {
+		t.Fatalf("the takeover was announced as %q", notice)
+	}
+	if got := turn(t, relay, "read orphan.txt"); !strings.Contains(got, "from the first tab") {
+		t.Fatalf("after the holder closed, read orphan.txt answered %s", got)
+	}
+}
+
+// turn posts a typed command to /api/turn and returns its answer, failing unless it is ok.
+func turn(t *testing.T, relay *harness.Relay, transcript string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"transcript": transcript})
+	resp, err := http.Post(relay.URL+"/api/turn", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var answer struct{ OK bool }
+	if json.Unmarshal(raw, &answer) != nil || !answer.OK {
+		t.Fatalf("the turn %q answered %d %s", transcript, resp.StatusCode, raw)
+	}
+	return string(raw)
 }
 
 func getJSON(t *testing.T, url string, v any) {

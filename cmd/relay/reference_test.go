@@ -91,6 +91,7 @@ var referenceBounds = []referenceBound{
 	{"miniapp.MaxToolsPerApp", miniapp.MaxToolsPerApp, countUnit},
 	{"miniapp.MaxWebMCPToolNameLength", miniapp.MaxWebMCPToolNameLength, countUnit},
 	{"miniapp.ToolTimeout", int64(miniapp.ToolTimeout), duration},
+	{"miniapp.BridgeHandshakeTimeout", int64(miniapp.BridgeHandshakeTimeout), duration},
 	{"miniapp.MaxOutputBytes", miniapp.MaxOutputBytes, bytesUnit},
 	{"miniapp.MessageBudget", miniapp.MessageBudget, countUnit},
 	{"miniapp.MessageByteBudget", miniapp.MessageByteBudget, bytesUnit},

@@ -203,7 +203,7 @@ func methodTable() []methodSpec {
 		{"history.redo", "undefined", "RedoDone", "redo-last's observation", (*Engine).historyRedo},
 		{"history.conflict", "undefined", "Conflict",
 			"the two versions an undo weighs, each at most 64 KiB", (*Engine).historyConflict},
-		{"channel.connect", "undefined", "{resumed: boolean}", `reconnect after "replaced" or "refused"`, (*Engine).channelConnect},
+		{"channel.connect", "undefined", "{resumed: boolean}", `use this tab: take the slot while another holds it, or reconnect after "refused"`, (*Engine).channelConnect},
 	}
 	t = append(t, miniAppMethodTable()...)
 	return append(t,

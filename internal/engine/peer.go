@@ -20,9 +20,13 @@ import (
 // "type"): {"type":"admitted",...} with the admitted set before any call and after every change
 // (channel.AdmittedType; the door verifies extension calls against it), {"type":"refused",...}
 // before it closes 1008, {"type":"replaced",...} before it closes 4001 because a newer executor
-// took the slot. The page sends answer envelopes, {"type":"root","kind","name"} after connecting
-// and whenever its root changes, and {"type":"tools","tools":[...]} (its open mini-apps' function
-// declarations) after the root frame and whenever they change.
+// took the slot (on another relay of a fleet), {"type":"holding",...} when this page holds the
+// slot (before any call) and {"type":"standby","why":...} when another executor holds it and this
+// page waits, its socket open, to take it over when that one goes away (internal/core/hub). The
+// page sends answer envelopes, {"type":"root","kind","name"} after connecting and whenever its
+// root changes, {"type":"tools","tools":[...]} (its open mini-apps' function declarations) after
+// the root frame and whenever they change, and {"type":"take"} when its person asks to use this
+// tab.
 
 // Close codes the relay uses.
 const (
@@ -55,7 +59,10 @@ type closeInfo struct {
 
 // PeerState is what the page shows of the connection.
 type PeerState struct {
-	State string `json:"state"` // connecting, connected, offline, replaced, refused
+	// State is connecting, connected (this page holds the slot), offline, replaced (another
+	// executor holds it: this page waits to take it over, or, displaced on another relay of a
+	// fleet, waits for Resume) or refused.
+	State string `json:"state"`
 	Why   string `json:"why,omitempty"`
 	// RetryMs is when the next attempt starts, for offline.
 	RetryMs int64 `json:"retryMs,omitempty"`
@@ -78,6 +85,7 @@ type peer struct {
 	conn   conn
 	change chan struct{} // a root was set, or Resume was asked for
 	resume bool
+	take   bool // the person asked to use this tab: say "take" on this or the next connection
 }
 
 func newPeer(url string, dial func(context.Context, string) (conn, error), notify func(PeerState)) *peer {
@@ -115,11 +123,22 @@ func (p *peer) SetTools(frame []byte) {
 	}
 }
 
-// Resume asks a peer that stopped (refused or replaced) to connect again.
+// takeFrame asks the relay for the slot even though another executor holds it.
+const takeFrame = `{"type":"take"}`
+
+// Resume asks a peer that stopped (refused or replaced) to connect again, and one that waits
+// while another executor holds the slot to take it: the person pressed "Use this tab".
 func (p *peer) Resume() {
 	p.mu.Lock()
-	p.resume = true
+	p.resume, p.take = true, true
+	c := p.conn
+	if c != nil {
+		p.take = false
+	}
 	p.mu.Unlock()
+	if c != nil {
+		c.Send(takeFrame)
+	}
 	p.poke()
 }
 
@@ -212,7 +231,8 @@ func (p *peer) serve(ctx context.Context, c conn) PeerState {
 	p.admitted.Replace(nil) // the relay sends its set before any call
 	p.mu.Lock()
 	p.conn = c
-	root, tools := p.root, p.tools
+	root, tools, take := p.root, p.tools, p.take
+	p.take = false
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -225,7 +245,12 @@ func (p *peer) serve(ctx context.Context, c conn) PeerState {
 	if tools != nil {
 		c.Send(string(tools))
 	}
-	p.notify(PeerState{State: "connected"})
+	if take {
+		c.Send(takeFrame)
+	}
+	// Connected once the relay says this page holds the slot ("holding"), not before: a page
+	// that joins while another tab holds it is told "standby" instead, and never shows itself
+	// holding the workspace in between.
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -249,6 +274,12 @@ func (p *peer) serve(ctx context.Context, c conn) PeerState {
 				continue
 			}
 			json.Unmarshal([]byte(frame), &control)
+			switch control.Type {
+			case "holding":
+				p.notify(PeerState{State: "connected", Why: control.Why})
+			case "standby":
+				p.notify(PeerState{State: "replaced", Why: firstOf(control.Why, "another tab or machine holds the workspace")})
+			}
 			continue
 		}
 		p.mu.Lock()

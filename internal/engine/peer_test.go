@@ -25,7 +25,16 @@ type fakeConn struct {
 	done chan struct{}
 }
 
+// newFakeConn is a socket on which the relay gives the page the slot at once, as it does when
+// nobody else holds it.
 func newFakeConn() *fakeConn {
+	c := newStandbyConn()
+	c.in <- `{"type":"holding"}`
+	return c
+}
+
+// newStandbyConn is a socket on which the relay says nothing yet.
+func newStandbyConn() *fakeConn {
 	return &fakeConn{in: make(chan string, 16), sent: make(chan string, 16), done: make(chan struct{})}
 }
 
@@ -205,6 +214,39 @@ func TestPeerWaitsForTheUserAfterBeingReplaced(t *testing.T) {
 	h.peer.Resume()
 	h.wantState(t, "connected")
 	next(t, c2)
+}
+
+// TestPeerWaitsInStandbyAndTakesOver: a page told "standby" shows replaced with the relay's words
+// and keeps its socket; "holding" (the holder went away) makes it connected with no reconnection;
+// Resume while it waits sends "take" on the same socket.
+func TestPeerWaitsInStandbyAndTakesOver(t *testing.T) {
+	t.Parallel()
+	h := startPeer(t)
+	c := newStandbyConn()
+	h.dialer.conns <- c
+	door, _ := memoryDoor(t)
+	h.peer.SetRoot(door, RootInfo{Kind: "opfs"})
+	next(t, c) // the root frame
+	c.in <- `{"type":"standby","why":"another tab holds the workspace"}`
+	if st := h.wantState(t, "replaced"); st.Why != "another tab holds the workspace" {
+		t.Fatalf("standby state = %+v", st)
+	}
+	h.peer.Resume()
+	if got := next(t, c); got != takeFrame {
+		t.Fatalf("after Resume while waiting the peer sent %s, want the take frame", got)
+	}
+	dials := len(h.dialer.dials)
+	c.in <- `{"type":"holding","why":"the tab that held the workspace went away"}`
+	if st := h.wantState(t, "connected"); st.Why != "the tab that held the workspace went away" {
+		t.Fatalf("holding state = %+v", st)
+	}
+	c.in <- readCall
+	if got := next(t, c); !strings.Contains(got, `"callId":"c1"`) {
+		t.Fatalf("the page holding the slot answered %s", got)
+	}
+	if len(h.dialer.dials) != dials {
+		t.Fatal("the peer reconnected to take the slot over")
+	}
 }
 
 func TestPeerStopsOnARefusal(t *testing.T) {

@@ -70,6 +70,8 @@ func Rules() []Rule {
 		{"MESSAGE_BYTE_BUDGET", "internal/shared/miniapp.MessageByteBudget", "how many bytes one open app may send within MESSAGE_WINDOW_MS (answers to its calls are free), each message sized without serialising it (message-budget.js); the first over it stops the app", miniapp.MessageByteBudget},
 		{"MAX_SIZED_VALUES", "internal/shared/miniapp.MaxSizedValues", "the values the estimate of one message's bytes visits; a message with more is charged all of MESSAGE_BYTE_BUDGET", miniapp.MaxSizedValues},
 		{"MESSAGE_BUDGET_EXCEEDED", "shared/refusal.MessageBudgetExceeded", "the rule an app over its message budget is stopped with", string(refusal.MessageBudgetExceeded)},
+		{"BRIDGE_HANDSHAKE_MS", "internal/shared/miniapp.BridgeHandshakeTimeout", "how long an app's bridge frame has to say it is ready; a per-app host silent by then falls back to the shared app host", miniapp.BridgeHandshakeTimeout.Milliseconds()},
+		{"MINI_APP_FRAME_TIMEOUT", "shared/refusal.MiniAppFrameTimeout", "the rule an app whose frame never loaded (on the shared app host too) is stopped with", string(refusal.MiniAppFrameTimeout)},
 		{"SANDBOX_NO_NETWORK", "shared/refusal.SandboxNoNetwork", "the rule a sandboxed app that reaches for WebRTC is refused with", string(refusal.SandboxNoNetwork)},
 		{"EXTERNAL_MAX_TOOLS", "internal/shared/externalapp.MaxTools", "the external app's tools that are offered; the rest are dropped", externalapp.MaxTools},
 		{"EXTERNAL_MAX_DESCRIPTION_CHARS", "internal/shared/externalapp.MaxToolDescriptionChars", "an external app tool's description, in code points", externalapp.MaxToolDescriptionChars},

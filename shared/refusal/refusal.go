@@ -84,6 +84,11 @@ const (
 	// more messages than its budget allows (public/mini-apps.js, public/external-apps.js); a
 	// stopped app's card shows it, and its calls waiting are answered MiniAppClosed.
 	MessageBudgetExceeded Rule = "message-budget-exceeded"
+	// MiniAppFrameTimeout is why the page stopped a mini-app whose frame never loaded: its bridge
+	// did not say it was ready within the bridge's handshake bound, on the shared app host too
+	// (public/mini-apps.js). Its card says so, with a button to start it again; its calls waiting
+	// are answered MiniAppClosed.
+	MiniAppFrameTimeout Rule = "mini-app-frame-timeout"
 	// SandboxNoNetwork is the error a sandboxed app (a workspace or shelf mini-app, a folder app,
 	// an MCP Apps view) gets when it reaches for WebRTC: the bridge takes RTCPeerConnection and
 	// its kin out of the app's window (public/mini-app-bridge.js), and where the browser honours

@@ -10,6 +10,7 @@ window.peerReady = (async () => {
   const ws = new WebSocket(`ws://${location.host}/channel`);
   await new Promise((resolve, reject) => { ws.onopen = resolve; ws.onclose = reject; });
   ws.send(JSON.stringify({ type: 'root', kind: 'opfs', name: 'JavaScript peer' }));
+  ws.send(JSON.stringify({ type: 'take' })); // the Go page holds the slot: take it, as "Use this tab" does
   ws.onmessage = async (event) => {
     const call = JSON.parse(event.data);
     if (!('v' in call)) return;

@@ -25,7 +25,9 @@ import (
 // TabBound bounds everything one tab does; a test that needs longer makes its own context.
 const TabBound = 2 * time.Minute
 
-var browser struct {
+// sharedBrowser is one Chromium the tests of a binary share, started on first use.
+type sharedBrowser struct {
+	rules   string // its host-resolver-rules
 	once    sync.Once
 	ctx     context.Context
 	stop    func()
@@ -33,15 +35,23 @@ var browser struct {
 	err     error
 }
 
+// browser is the Chromium of NewTab; noAppHosts is the one of NewTabWithoutAppHosts.
+var (
+	browser    = &sharedBrowser{rules: HostResolverRules}
+	noAppHosts = &sharedBrowser{rules: NoAppHostsResolverRules}
+)
+
 // Main runs a package's tests and then stops the browser they shared and removes its profile.
 // A package that uses NewTab calls it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
-	if browser.stop != nil {
-		browser.stop()
-	}
-	if browser.profile != "" {
-		removeAll(browser.profile)
+	for _, b := range []*sharedBrowser{browser, noAppHosts} {
+		if b.stop != nil {
+			b.stop()
+		}
+		if b.profile != "" {
+			removeAll(b.profile)
+		}
 	}
 	os.Exit(code)
 }
@@ -61,9 +71,12 @@ func ChromiumPath() string {
 // (<app>.localhost) mini-apps are served from.
 const HostResolverRules = "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE *.localhost, EXCLUDE 127.0.0.1"
 
-// startBrowser starts the one Chromium of this test binary, with a fresh profile and the flags a
-// closed, root-run machine needs.
-func startBrowser() (context.Context, error) {
+// NoAppHostsResolverRules is HostResolverRules without *.localhost: the per-app hosts do not
+// resolve, as in a browser or behind a proxy or DNS that does not serve them.
+const NoAppHostsResolverRules = "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"
+
+// start starts b, with a fresh profile and the flags a closed, root-run machine needs.
+func (browser *sharedBrowser) start() (context.Context, error) {
 	browser.once.Do(func() {
 		dir, err := os.MkdirTemp("", "voicebox-chromium-")
 		if err != nil {
@@ -84,7 +97,7 @@ func startBrowser() (context.Context, error) {
 			chromedp.Flag("disable-quic", true),
 			chromedp.Flag("disable-component-update", true),
 			chromedp.Flag("disable-sync", true),
-			chromedp.Flag("host-resolver-rules", HostResolverRules),
+			chromedp.Flag("host-resolver-rules", browser.rules),
 			chromedp.Env("TMPDIR="+dir),
 			// The microphone (see media.go); harmless for pages that never ask for it.
 			chromedp.Flag("use-fake-device-for-media-stream", true),
@@ -122,10 +135,24 @@ func NewTab(t testing.TB) *Tab {
 	return newTab(t, TabBound)
 }
 
+// NewTabWithoutAppHosts opens a tab in a second shared browser, one where the per-app hosts
+// (app-<hex>.localhost) do not resolve (NoAppHostsResolverRules), and closes it when the test
+// ends. The browser starts on the first call.
+func NewTabWithoutAppHosts(t testing.TB) *Tab {
+	t.Helper()
+	return newTabIn(t, noAppHosts, TabBound)
+}
+
 // newTab opens a tab whose whole life is bounded by bound.
 func newTab(t testing.TB, bound time.Duration) *Tab {
 	t.Helper()
-	bctx, err := startBrowser()
+	return newTabIn(t, browser, bound)
+}
+
+// newTabIn opens a tab of b whose whole life is bounded by bound.
+func newTabIn(t testing.TB, b *sharedBrowser, bound time.Duration) *Tab {
+	t.Helper()
+	bctx, err := b.start()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,15 +12,21 @@ import (
 )
 
 // readFrame reads the next frame of ws, within patience.
+// readFrame reads the next frame on ws other than {"type":"holding"} (a page told it holds the
+// slot, after the admitted set and before any call).
 func readFrame(t *testing.T, ws *websocket.Conn) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	_, b, err := ws.Read(ctx)
-	if err != nil {
-		t.Fatal(err)
+	for {
+		_, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if channel.ControlType(b) != "holding" {
+			return b
+		}
 	}
-	return b
 }
 
 func admittedFrame(ids ...string) []byte {
@@ -69,9 +75,13 @@ func TestAdmittedSetReachesTheExecutor(t *testing.T) {
 	}
 
 	second := r.dial(t, r.origin("127.0.0.1"), nil)
+	if ctl := readFrame(t, second); channel.ControlType(ctl) != "standby" {
+		t.Fatalf("a page joining while another holds the slot got %s, want standby", ctl)
+	}
+	second.Write(context.Background(), websocket.MessageText, []byte(`{"type":"take"}`))
 	wantAdmitted(t, readFrame(t, second))
 	<-done // the first executor never answered; it was replaced, so the call settled closed
-	if ctl := readFrame(t, first); channel.ControlType(ctl) != "replaced" {
-		t.Fatalf("the first executor got %s, want replaced", ctl)
+	if ctl := readFrame(t, first); channel.ControlType(ctl) != "standby" {
+		t.Fatalf("the first executor got %s, want standby", ctl)
 	}
 }

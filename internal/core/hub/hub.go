@@ -30,10 +30,22 @@
 //
 // # The slot
 //
-// One executor at a time: the newest admitted connection wins. The one it displaces is sent
-// {"type":"replaced","why":...} and closed with CloseReplaced (4001); calls waiting on it settle with
-// its kind's closed rule (page-closed, machine-closed). A paired machine whose pairing is revoked
-// is sent a bearer-refused frame and closed with 1008 at once.
+// One executor at a time. A machine takes the slot when it connects (its operator started `relay
+// env` to have it); a page takes it only when the slot is empty or when its person asks (the
+// page's {"type":"take"}, its "Use this tab"). A page that connects while another executor holds
+// the slot waits: it is sent {"type":"standby","why":...} and keeps its socket, and is given no
+// call. When the holder goes away (its tab closed or crashed, its machine stopped or revoked), the
+// page that joined the waiting ones last takes the slot by itself, sent {"type":"holding","why":...}
+// before any call (a page that takes the slot at once is sent {"type":"holding"} too). So a second
+// tab never takes the workspace silently, and closing the tab that holds it never leaves the
+// others refusing no-page.
+//
+// A page displaced by a newer executor (a page whose person asked, or a machine) joins the waiting
+// pages, sent {"type":"standby","why":...}; a displaced machine is sent {"type":"replaced","why":...}
+// and closed with CloseReplaced (4001). Either way the calls waiting on it settle with its kind's
+// closed rule (page-closed, machine-closed). A paired machine whose pairing is revoked is sent a
+// bearer-refused frame and closed with 1008 at once. The waiting pages are bounded by the socket
+// bounds above (Options.Limiter), as every page socket is.
 //
 // In a fleet of relays (UseFleet, internal/door/fleet) the slot is the fleet's: an executor attached to
 // any relay takes it from one attached to another (Displace), and a call made on a relay without
@@ -287,6 +299,8 @@ type Hub struct {
 	root  Holding
 	all   map[*conn]struct{}
 	close bool
+	// waiting are the pages in standby, oldest first: the last one takes the slot when it empties.
+	waiting []*conn
 
 	gen   uint64 // executors attached so far (Slot.Gen)
 	fleet Fleet  // nil for a relay alone
@@ -319,19 +333,86 @@ func (h *Hub) SetAdmitted(frame []byte) {
 	}
 }
 
-// attachWithAdmitted sends c the admitted set, then puts it in the slot.
-func (h *Hub) attachWithAdmitted(c *conn) bool {
+// join puts c in the slot, sending it the admitted set first (and a page {"type":"holding"}, why
+// saying how it came to hold it when that is news); or, for a page that did not ask to take the
+// slot (take false) while another executor holds it, makes it wait among the standby pages. It
+// reports false when the hub is closing or c is already gone.
+func (h *Hub) join(c *conn, take bool, why string) bool {
 	h.admMu.Lock()
 	defer h.admMu.Unlock()
 	h.mu.Lock()
+	if h.close || c.gone.Load() {
+		h.mu.Unlock()
+		return false
+	}
+	if h.cur == c {
+		h.mu.Unlock()
+		return true
+	}
+	if c.kind == channel.Page && !take && h.cur != nil {
+		h.addWaiting(c)
+		wait := standbyWhy(h.cur)
+		h.mu.Unlock()
+		h.log.Info("channel: page waits while another executor holds the root", "holder", wait)
+		c.control(controlFrame{Type: "standby", Why: wait})
+		return true
+	}
 	frame := h.admitted
+	h.removeWaiting(c)
 	h.mu.Unlock()
 	if frame != nil {
 		if err := c.Send(frame); err != nil {
 			return false
 		}
 	}
+	if c.kind == channel.Page {
+		c.control(controlFrame{Type: "holding", Why: why})
+	}
 	return h.attach(c)
+}
+
+// standbyWhy says to a waiting page who holds the slot (h.mu held) and how it gets it.
+func standbyWhy(holder *conn) string {
+	who := "another tab holds the workspace"
+	if holder.kind == channel.Machine {
+		who = "the machine “" + holder.pairing + "” holds the workspace"
+	}
+	return who + ": this tab takes it over by itself when that one goes away, or now when you press “Use this tab”"
+}
+
+// addWaiting makes c the newest standby page (h.mu held).
+func (h *Hub) addWaiting(c *conn) {
+	h.removeWaiting(c)
+	h.waiting = append(h.waiting, c)
+}
+
+// removeWaiting takes c out of the standby pages, if it is one (h.mu held).
+func (h *Hub) removeWaiting(c *conn) {
+	for i, w := range h.waiting {
+		if w == c {
+			h.waiting = append(h.waiting[:i], h.waiting[i+1:]...)
+			return
+		}
+	}
+}
+
+// promote gives the empty slot to the newest standby page still connected, if any: the holder
+// went away (why says how), so the next open tab serves the calls without anyone asking.
+func (h *Hub) promote(why string) {
+	h.mu.Lock()
+	var next *conn
+	for i := len(h.waiting) - 1; i >= 0 && h.cur == nil; i-- {
+		if !h.waiting[i].gone.Load() {
+			next = h.waiting[i]
+			break
+		}
+	}
+	h.mu.Unlock()
+	if next == nil {
+		return
+	}
+	h.log.Info("channel: a waiting page takes the empty slot", "why", why)
+	h.join(next, false, why)
 }
 
 // New returns a Hub with an empty slot; until an executor connects, calls are refused no-page.
@@ -499,6 +580,7 @@ func (h *Hub) Disconnect(name string) bool {
 	h.slotChanged()
 	c.settle()
 	go c.refuse(refusal.New(refusal.BearerRefused, "the pairing of this environment was revoked"))
+	go h.promote("the machine “" + name + "” that held the workspace was revoked")
 	return true
 }
 
@@ -531,8 +613,12 @@ type conn struct {
 	pairing string
 	broker  *channel.Broker
 	gone    atomic.Bool
-	done    chan struct{} // closed when the read loop ends
-	ready   chan struct{} // closed once ws is set (or the upgrade failed, ws nil)
+	// root, tools and external are what the page last reported (hub.mu guards them), kept while
+	// it waits so it serves them the moment it takes the slot.
+	root            Holding
+	tools, external json.RawMessage
+	done            chan struct{} // closed when the read loop ends
+	ready           chan struct{} // closed once ws is set (or the upgrade failed, ws nil)
 }
 
 // Connected implements channel.Peer.
@@ -720,14 +806,14 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.kind, c.pairing = channel.Machine, name
 	}
 	c.broker = channel.New(c.kind, c, channel.Options{Timeout: h.opts.CallTimeout, Log: h.log})
-	if !h.attachWithAdmitted(c) {
+	if !h.join(c, false, "") {
 		if c.gone.Load() {
 			return // the session ended first: its hook is writing the refusal that says so
 		}
 		ws.Close(websocket.StatusGoingAway, "relay shutting down or connection gone")
 		return
 	}
-	log.Info("channel: executor attached", "kind", c.kind.String(), "pairing", c.pairing)
+	log.Info("channel: executor joined (holding the slot, or waiting for it)", "kind", c.kind.String(), "pairing", c.pairing)
 	if c.kind == channel.Machine {
 		go h.watchPairing(ctx, c)
 	}
@@ -819,8 +905,9 @@ func parseHello(b []byte) (bearer string, ok bool) {
 	return bearer, typ == "hello" && role == "environment" && bearer != ""
 }
 
-// attach puts c in the slot and displaces whoever held it; false when the hub is closing or c
-// is already gone.
+// attach puts c in the slot and displaces whoever held it (a page among the waiting ones, a
+// machine closed); false when the hub is closing or c is already gone. Only join calls it, with
+// admMu held.
 func (h *Hub) attach(c *conn) bool {
 	h.mu.Lock()
 	if h.close || c.gone.Load() { // shutting down, or c's session ended while it was admitted
@@ -833,37 +920,64 @@ func (h *Hub) attach(c *conn) bool {
 	if c.kind == channel.Machine {
 		h.root = Holding{Kind: RootMachine, Name: c.pairing}
 	} else {
-		h.root = Holding{}
+		h.root = c.root // the root it reported while it waited, if any
+	}
+	tools, external := c.tools, c.external
+	if old != nil && old.kind == channel.Page {
+		h.addWaiting(old)
 	}
 	h.mu.Unlock()
 	h.slotChanged()
 	h.pageTools(nil, nil, nil)
-	h.rootChanged()
-	if old != nil {
-		h.log.Info("channel: executor replaced", "kind", old.kind.String(), "by", c.kind.String())
-		old.settle()
-		go func() {
-			old.control(controlFrame{Type: "replaced", Why: "a newer " + c.kind.String() + " connection holds the workspace root now"})
-			old.ws.Close(CloseReplaced, "replaced")
-		}()
+	if tools != nil {
+		h.pageTools(c, tools, external)
 	}
+	h.rootChanged()
+	if old == nil {
+		return true
+	}
+	h.log.Info("channel: executor replaced", "kind", old.kind.String(), "by", c.kind.String())
+	if old.kind == channel.Page {
+		// The page keeps its socket and waits, to take the slot back when this one goes away.
+		old.broker.Abandon()
+		who := "another tab"
+		if c.kind == channel.Machine {
+			who = "the machine “" + c.pairing + "”"
+		}
+		// Sent before join lets go of admMu, so a "holding" that gives the slot back (a promotion
+		// when this holder goes away at once) always comes after it.
+		old.control(controlFrame{Type: "standby", Why: who + " took over the workspace: this tab takes it back by itself when that one goes away, or now when you press “Use this tab”"})
+		return true
+	}
+	old.settle()
+	go func() {
+		old.control(controlFrame{Type: "replaced", Why: "a newer " + c.kind.String() + " connection holds the workspace root now"})
+		old.ws.Close(CloseReplaced, "replaced")
+	}()
 	return true
 }
 
-// detach empties the slot if c still holds it, and settles c's calls.
+// detach empties the slot if c still holds it, and settles c's calls; the newest standby page
+// then takes the slot.
 func (h *Hub) detach(c *conn) {
 	h.mu.Lock()
 	held := h.cur == c
 	if held {
 		h.cur = nil
 	}
+	h.removeWaiting(c)
 	h.mu.Unlock()
+	c.settle()
 	if held {
 		h.slotChanged()
 		h.pageTools(nil, nil, nil)
 		h.rootChanged()
+		what := "the tab"
+		if c.kind == channel.Machine {
+			what = "the machine “" + c.pairing + "”"
+		}
+		go h.promote(what + " that held the workspace went away")
 	}
-	c.settle()
 }
 
 // toolsPrefix starts the page's tools frame, which may be larger than other control frames.
@@ -901,6 +1015,9 @@ func (h *Hub) toolsFrom(c *conn, b []byte) {
 		h.log.Info("channel: a malformed tools frame was ignored", "kind", c.kind)
 		return
 	}
+	h.mu.Lock()
+	c.tools, c.external = f.Tools, f.ExternalApps
+	h.mu.Unlock()
 	h.pageTools(c, f.Tools, f.ExternalApps)
 }
 
@@ -931,13 +1048,20 @@ func (c *conn) readLoop(ctx context.Context) error {
 	}
 }
 
-// controlFrom takes a control frame from an attached executor.
+// controlFrom takes a control frame from an executor: a page's root, or its asking to take the
+// slot ("take", its person's "Use this tab").
 func (h *Hub) controlFrom(c *conn, typ, kind, name string) {
+	if typ == "take" && c.kind == channel.Page {
+		h.log.Info("channel: a page asks to take the slot")
+		h.join(c, true, "")
+		return
+	}
 	if typ != "root" || c.kind != channel.Page || (kind != RootOPFS && kind != RootHandle) || len(name) > MaxRootNameBytes {
 		h.log.Info("channel: control frame ignored", "type", typ, "kind", c.kind.String())
 		return
 	}
 	h.mu.Lock()
+	c.root = Holding{Kind: kind, Name: name}
 	changed := h.cur == c && h.root != Holding{Kind: kind, Name: name}
 	if h.cur == c {
 		h.root = Holding{Kind: kind, Name: name}

@@ -463,6 +463,9 @@ func awaitCall(t testing.TB, p *peer) {
 	}
 }
 
+// TestNewestExecutorWins: a machine takes the slot when it connects, a page when its person asks
+// ("take"); the calls waiting on the displaced executor settle with its closed rule. A displaced
+// machine is closed 4001; a displaced page keeps its socket and is told it waits (standby).
 func TestNewestExecutorWins(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -487,7 +490,9 @@ func TestNewestExecutorWins(t *testing.T) {
 					machines++
 					return r.machine(t, r.pair(t, fmt.Sprintf("box-%d", machines)), exec)
 				}
-				p := hubtest.Serve(r.dial(t, r.origin("127.0.0.1"), nil), exec)
+				ws := r.dial(t, r.origin("127.0.0.1"), nil)
+				p := hubtest.Serve(ws, exec)
+				sendControl(t, ws, "take")
 				r.waitRoot(t, connected)
 				return p
 			}
@@ -498,17 +503,121 @@ func TestNewestExecutorWins(t *testing.T) {
 			if got := await(t, pending); refused(got) != tt.closed {
 				t.Fatalf("the displaced executor's call settled %v, want %s", got, tt.closed)
 			}
-			if code := first.End(t, patience); code != CloseReplaced {
-				t.Fatalf("the displaced executor was closed with %v, want 4001", code)
-			}
-			if ctl := first.Controls(); len(ctl) != 1 || ctl[0]["type"] != "replaced" || ctl[0]["why"] == "" {
-				t.Fatalf("the displaced executor's control frames: %v", ctl)
+			if tt.first == "machine" {
+				if code := first.End(t, patience); code != CloseReplaced {
+					t.Fatalf("the displaced executor was closed with %v, want 4001", code)
+				}
+				if ctl := first.Controls(); len(ctl) != 1 || ctl[0]["type"] != "replaced" || ctl[0]["why"] == "" {
+					t.Fatalf("the displaced executor's control frames: %v", ctl)
+				}
+			} else {
+				waitControl(t, first, "standby")
+				select {
+				case err := <-first.Ended:
+					t.Fatalf("the displaced page's socket ended: %v", err)
+				default:
+				}
 			}
 			if got := r.call(t, "now", nil); got["ok"] != true {
 				t.Fatalf("the new executor answered %v", got)
 			}
 			_ = second
 		})
+	}
+}
+
+// withoutHolding returns the control frames but {"type":"holding"}.
+func withoutHolding(ctl []map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, c := range ctl {
+		if c["type"] != "holding" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// sendControl writes a control frame {"type":typ} on ws.
+func sendControl(t testing.TB, ws *websocket.Conn, typ string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]string{"type": typ})
+	if err := ws.Write(context.Background(), websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitControl waits until p was sent a control frame of type typ, and returns its why.
+func waitControl(t testing.TB, p *peer, typ string) string {
+	t.Helper()
+	for deadline := time.Now().Add(patience); ; time.Sleep(5 * time.Millisecond) {
+		ctl := p.Controls()
+		for i := len(ctl) - 1; i >= 0; i-- {
+			if ctl[i]["type"] == typ {
+				why, _ := ctl[i]["why"].(string)
+				return why
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q control frame came; the frames: %v", typ, ctl)
+		}
+	}
+}
+
+// TestASecondPageWaitsAndTakesOverWhenTheHolderGoes: a page that connects while another holds the
+// slot is told it waits and gets no call; when the holder's socket ends, the newest waiting page
+// takes the slot by itself (told "holding" with why) and serves the next call; one that asks
+// ("take") takes it from a live holder, which then waits in turn.
+func TestASecondPageWaitsAndTakesOverWhenTheHolderGoes(t *testing.T) {
+	t.Parallel()
+	r := startRelay(t, Options{}, server.Config{})
+	dialPage := func(name string) (*websocket.Conn, *peer) {
+		ws := r.dial(t, r.origin("127.0.0.1"), nil)
+		p := hubtest.Serve(ws, executor.New(fsroot.NewMemory(), executor.Options{}))
+		sendRoot(t, ws, RootHandle, name)
+		return ws, p
+	}
+	firstWS, first := dialPage("first")
+	waitControl(t, first, "holding")
+	r.waitRoot(t, func(m map[string]any) bool { return connected(m) && m["name"] == "first" })
+	_, second := dialPage("second")
+	if why := waitControl(t, second, "standby"); !strings.Contains(why, "another tab") || !strings.Contains(why, "Use this tab") {
+		t.Fatalf("the waiting page was told %q", why)
+	}
+	for range 3 {
+		if got := r.call(t, "now", nil); got["ok"] != true {
+			t.Fatalf("with the first page holding, a call answered %v", got)
+		}
+	}
+	if len(second.Calls) != 0 || second.SawControl("holding") {
+		t.Fatal("the waiting page was given a call or the slot")
+	}
+	thirdWS, third := dialPage("third")
+	waitControl(t, third, "standby")
+
+	firstWS.Close(websocket.StatusGoingAway, "the tab closed")
+	if why := waitControl(t, third, "holding"); !strings.Contains(why, "went away") {
+		t.Fatalf("the page that took over was told %q", why)
+	}
+	r.waitRoot(t, func(m map[string]any) bool { return connected(m) && m["name"] == "third" })
+	if got := r.call(t, "now", nil); got["ok"] != true {
+		t.Fatalf("after the holder went away a call answered %v", got)
+	}
+	if second.SawControl("holding") {
+		t.Fatal("two waiting pages were given the slot")
+	}
+
+	// The second page's person asks: it takes the slot and the third waits again.
+	sendControl(t, second.WS, "take")
+	r.waitRoot(t, func(m map[string]any) bool { return connected(m) && m["name"] == "second" })
+	waitControl(t, third, "standby")
+	if got := r.call(t, "now", nil); got["ok"] != true {
+		t.Fatalf("after the take a call answered %v", got)
+	}
+	thirdWS.Close(websocket.StatusGoingAway, "the tab closed")
+	second.WS.Close(websocket.StatusGoingAway, "the tab closed")
+	r.waitRoot(t, func(m map[string]any) bool { return !connected(m) })
+	if got := r.call(t, "now", nil); refused(got) != refusal.NoPage {
+		t.Fatalf("with every page gone a call answered %v, want no-page", got)
 	}
 }
 
@@ -719,8 +828,8 @@ func TestSocketsSayingHelloHaveTheirOwnPool(t *testing.T) {
 	hello(t, ws, helloFrame(bearer))
 	machine := hubtest.Serve(ws, exec)
 	r.waitRoot(t, func(m map[string]any) bool { return connected(m) && m["kind"] == RootMachine })
-	if page.End(t, patience) != CloseReplaced {
-		t.Fatal("the page was not replaced by the machine")
+	if why := waitControl(t, page, "standby"); !strings.Contains(why, "box") {
+		t.Fatalf("the page displaced by the machine was told %q", why)
 	}
 	// Fill the pool again; a machine that shows its bearer in the upgrade passes it by, even from
 	// the address whose share is full, while one that does not is refused.
@@ -760,9 +869,11 @@ func admitted(t *testing.T, r *testRelay, current *peer, header http.Header, exe
 	t.Helper()
 	deadline := time.Now().Add(patience)
 	for {
-		p := hubtest.Serve(r.dial(t, r.origin("127.0.0.1"), header.Clone()), exec)
+		ws := r.dial(t, r.origin("127.0.0.1"), header.Clone())
+		p := hubtest.Serve(ws, exec)
+		ws.Write(context.Background(), websocket.MessageText, []byte(`{"type":"take"}`))
 		for {
-			if ctl := current.Controls(); len(ctl) > 0 && ctl[0]["type"] == "replaced" {
+			if current.SawControl("standby") {
 				return p
 			}
 			select {

@@ -148,7 +148,7 @@ func TestSessionEndClosesItsSockets(t *testing.T) {
 			if code := page.End(t, patience); code != websocket.StatusPolicyViolation {
 				t.Fatalf("the executor closed %v, want 1008", code)
 			}
-			if ctl := page.Controls(); len(ctl) != 1 || ctl[0]["refused"] != string(tt.rule) {
+			if ctl := withoutHolding(page.Controls()); len(ctl) != 1 || ctl[0]["refused"] != string(tt.rule) {
 				t.Fatalf("the executor was told %v, want %s", ctl, tt.rule)
 			}
 			if got := await(t, pending); refused(got) != refusal.PageClosed {

@@ -29,6 +29,13 @@ const (
 	// ToolTimeout bounds how long an app may take to answer one call; a slower one is refused
 	// tool-timeout.
 	ToolTimeout = 5000 * time.Millisecond
+	// BridgeHandshakeTimeout bounds how long the page waits for an app's bridge frame to say it
+	// is ready (its bridge_ready message) once the frame is made. The page enforces it
+	// (public/mini-apps.js): a frame on a per-app host (app-<hex>.localhost) that is silent by
+	// then is taken for a host that does not load in this browser, and the app starts again on
+	// the shared app host, its card saying so; one silent on the shared host is stopped
+	// mini-app-frame-timeout, its card saying what failed.
+	BridgeHandshakeTimeout = 8000 * time.Millisecond
 	// MaxRegistrationBytes bounds one app's registered declarations together, counted in their
 	// normal form (Declaration.JSON): the original Voicebox takes an app's tools in one
 	// registration body of at most 64 KiB. A registration that would pass it is refused
