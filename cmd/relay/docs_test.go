@@ -149,3 +149,32 @@ func TestQuotedBoundsMatchTheReference(t *testing.T) {
 		t.Fatal("no document quotes a bound through the reference")
 	}
 }
+
+// TestBuildSaysWhatItDoes: `./build.sh run` (and build) runs each of its long steps through
+// step, which names the step, says every few seconds how long it has taken, and when it is done:
+// a first build runs for a minute or more and must not look hung.
+func TestBuildSaysWhatItDoes(t *testing.T) {
+	t.Parallel()
+	script := readDoc(t, moduleRoot(t), "build.sh")
+	start := strings.Index(script, "\ncmd_build() {")
+	if start < 0 {
+		t.Fatal("build.sh has no cmd_build")
+	}
+	body := script[start : start+strings.Index(script[start:], "\n}\n")]
+	if !strings.Contains(script, "\nstep() {") {
+		t.Fatal("build.sh has no step function")
+	}
+	steps := 0
+	for _, line := range strings.Split(body, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "step ") {
+			steps++
+		}
+		if strings.Contains(line, "go build") && !strings.HasPrefix(line, "env GOOS") && !strings.HasPrefix(line, "go build") {
+			t.Errorf("build.sh's cmd_build runs %q outside a step", line)
+		}
+	}
+	if steps < 3 {
+		t.Errorf("build.sh's cmd_build names %d steps; want its three (the page, its compression, the relay)", steps)
+	}
+}
