@@ -30,6 +30,29 @@ export function refusalNode(rule, why, cls = 'result') {
 }
 
 /**
+ * helpNode shows the typed commands' help (commands.Help: a first line, then commands laid out in
+ * columns of spaces, some joined by " · ") as a sentence and a list of commands, one to an item,
+ * which wraps at any width instead of breaking the columns into a jumble.
+ * @param {string} help
+ */
+export function helpNode(help) {
+  const box = node('div', 'help');
+  const [first, ...rest] = help.split('\n');
+  box.append(node('p', '', first));
+  const ul = node('ul', 'help-list');
+  for (const line of rest) {
+    for (const item of line.trim().split(/\s{2,}|\s·\s/)) {
+      if (!item.trim()) continue;
+      const li = node('li');
+      li.append(node('code', '', item.trim()));
+      ul.append(li);
+    }
+  }
+  box.append(ul);
+  return box;
+}
+
+/**
  * list makes a list of items, at most MAX_LISTED, saying how many more there are.
  * @template T
  * @param {T[]} items

@@ -49,7 +49,7 @@ export function startWhere() {
     const now = compute();
     el.where.textContent = now.text;
     el.where.dataset.where = now.holder;
-    el.start.textContent = own ? (own.kind === 'handle' ? `the folder “${own.name}”` : 'browser storage') : 'not open yet';
+    el.start.textContent = own ? (own.kind === 'handle' ? `the folder “${own.name}”` : `the browser storage of ${location.host}`) : 'not open yet';
     const moved = !last || last.holder !== now.holder || last.name !== now.name;
     if (moved && last && last.holder === 'this-tab') {
       if (now.holder === 'machine') say(`The machine “${now.name}” took over: the assistant's tools now act on its folder. Press “Use this tab” to bring them back here.`);
