@@ -6,9 +6,15 @@ package tests
 // fails on the page before it was fixed.
 
 import (
+	"archive/zip"
+	"bytes"
+	"encoding/base64"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
@@ -78,5 +84,111 @@ func TestNoSidewaysScrollAt360WithEveryPanelOpen(t *testing.T) {
 				t.Errorf("the help lists %d commands as items; want each command its own item", n)
 			}
 		})
+	}
+}
+
+// TestExtensionsPanelSaysWhatIsAdmittedAndTakesEnter (issue 36, item 9): Enter in the 8-digit
+// code box admits, as its button does; the catalogue entry then admitted says so instead of
+// offering Propose, and proposing it again anyway is refused already-admitted at once, with
+// nothing left waiting for a decision.
+func TestExtensionsPanelSaysWhatIsAdmittedAndTakesEnter(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	openWorkspace(t, tab, relay.URL)
+	const cat = `document.querySelector('#ext-catalogue li[data-id="web-search"]')`
+	harness.WaitFor[bool](tab, cat+` !== null && `+cat+`.querySelector('.ext-stage') !== null`, readyBound)
+	press(t, tab, `#ext-catalogue li[data-id="web-search"] .ext-stage`)
+	const li = `document.querySelector('#ext-pending li[data-id="web-search"]')`
+	harness.WaitFor[bool](tab, li+` !== null && `+li+`.querySelector('.ext-request') !== null`, readyBound)
+	press(t, tab, `#ext-pending li[data-id="web-search"] .ext-request`)
+	var code string
+	for code == "" {
+		if m := codeLine.FindStringSubmatch(relay.NextLine(t, readyBound)); m != nil && m[1] == "web-search" {
+			code = m[2]
+		}
+	}
+	harness.WaitFor[bool](tab, `!`+li+`.querySelector('.ext-code').hidden && document.activeElement === `+li+`.querySelector('.ext-code')`, readyBound)
+	keys(t, tab, code)
+	keys(t, tab, kb.Enter)
+	harness.WaitFor[bool](tab, `document.querySelector('#ext-admitted li[data-id="web-search"] .ext-revoke') !== null`, useBound)
+	harness.WaitFor[bool](tab, cat+`.querySelector('.ext-admitted-already') !== null && `+cat+`.querySelector('.ext-stage') === null`, useBound)
+	m := postAPI(t, relay.URL, "/api/extensions/stage-catalogue", "", `{"id":"web-search"}`)
+	if m["refused"] != "already-admitted" {
+		t.Fatalf("proposing the admitted web-search again: %v; want already-admitted at once", m)
+	}
+	press(t, tab, "#ext-refresh")
+	harness.WaitFor[bool](tab, `document.querySelector('#ext-pending').textContent.includes('Nothing is waiting')`, useBound)
+	// The next legitimate proposal is still staged.
+	if m := postAPI(t, relay.URL, "/api/extensions/stage-catalogue", "", `{"id":"brave-search"}`); m["ok"] != true {
+		t.Fatalf("proposing another entry: %v", m)
+	}
+}
+
+// TestDeletedSamplesComeBack (issue 36, item 9): deleting a shipped sample app was permanent.
+// Mini-apps' "Restore samples" puts it back, and leaves the samples that are there alone.
+func TestDeletedSamplesComeBack(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	openWorkspace(t, tab, relay.URL)
+	ids := `voicebox.must('miniapps.list').then(v => v.entries.filter(e => e.source === 'shelf').map(e => e.appId).sort())`
+	before := harness.WaitFor[[]string](tab, `(async () => { const ids = await `+ids+`; return ids.includes('app_timer') ? ids : null; })()`, readyBound)
+	harness.Eval[bool](tab, `voicebox.must('miniapps.delete', {id: 'app_timer'}).then(() => true)`)
+	if after := harness.Eval[[]string](tab, ids); len(after) != len(before)-1 {
+		t.Fatalf("after deleting the timer the shelf holds %v", after)
+	}
+	press(t, tab, "#apps-restore")
+	harness.WaitFor[bool](tab, `!document.querySelector('#apps-note').hidden && document.querySelector('#apps-note').textContent.includes('Timer')`, useBound)
+	if after := harness.Eval[[]string](tab, ids); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Fatalf("after Restore samples the shelf holds %v, want %v", after, before)
+	}
+	harness.WaitFor[bool](tab, `document.querySelector('#app-tray').textContent.includes('Timer')`, useBound)
+	press(t, tab, "#apps-restore")
+	harness.WaitFor[bool](tab, `document.querySelector('#apps-note').textContent.includes('there already')`, useBound)
+}
+
+// TestTheWholeWorkspaceDownloads (issue 36, item 2): Files' "Download all" gives every file of
+// the workspace, folders kept, as one zip made by the worker chunk by chunk; Go's archive/zip
+// reads it back whole.
+func TestTheWholeWorkspaceDownloads(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	openWorkspace(t, tab, relay.URL)
+	want := map[string]string{"todo.txt": "buy milk", "docs/plan.md": "# Plan\n", "docs/old/é.txt": "accent"}
+	for name, text := range want {
+		put(t, tab, name, text)
+	}
+	harness.WaitFor[bool](tab, `!document.querySelector('#download-all').disabled`, useBound)
+	b64 := harness.Eval[string](tab, `voicebox.exporter.toBlob().then(async ({blob}) => {
+		const b = new Uint8Array(await blob.arrayBuffer());
+		let s = ''; for (const c of b) s += String.fromCharCode(c);
+		return btoa(s);
+	})`)
+	archive, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := zip.NewReader(bytes.NewReader(archive), int64(len(archive)))
+	if err != nil {
+		t.Fatalf("Download all gave no zip (%d bytes): %v", len(archive), err)
+	}
+	got := map[string]string{}
+	for _, f := range r.File {
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(rc)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		got[f.Name] = string(b)
+	}
+	for name, text := range want {
+		if got[name] != text {
+			t.Errorf("%s in the zip is %q, want %q (the zip holds %v)", name, got[name], text, got)
+		}
 	}
 }
