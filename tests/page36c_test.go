@@ -192,3 +192,42 @@ func TestTheWholeWorkspaceDownloads(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryTypedCommandAnswersInWords (issue 36, item 5): list tools showed "count: 31
+// totalCount: 31", list extensions "Done.", a diff one long line, and lists only under Details.
+// Each typed command of the help answers in its own readable form outside Details (never the
+// fallback list of fields): tools and extensions as lists, a diff as numbered lines with the
+// additions and removals marked.
+func TestEveryTypedCommandAnswersInWords(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	openWorkspace(t, tab, relay.URL)
+	put(t, tab, "notes.md", "keep\nold line\n")
+	for _, command := range []string{"list files", "read notes.md", "write todo.txt: buy milk", `in todo.txt replace "milk" with "bread"`,
+		"search for bread", "list apps", "list extensions", "list tools", "search tools for diff", "diff notes.md: new text", "undo"} {
+		state, _ := typed(t, tab, command)
+		if state != "ok" {
+			t.Errorf("%q ended %s", command, state)
+			continue
+		}
+		form := harness.Eval[string](tab, `(() => { const r = document.querySelector('#turns li').querySelector(':scope > .result'); return r ? (r.dataset.form || 'words') + ': ' + r.textContent : 'none'; })()`)
+		if !strings.HasPrefix(form, "words: ") || strings.Contains(form, "count:") || strings.HasSuffix(form, "Done.") {
+			t.Errorf("%q answers %q, not in words", command, form)
+		}
+	}
+	if n := harness.Eval[int](tab, `document.querySelectorAll('#turns > li > .result .result-list li').length`); n < 20 {
+		t.Errorf("the results list %d items outside Details; list tools alone has more than 20", n)
+	}
+	diff := harness.Eval[[]string](tab, `[...document.querySelectorAll('#turns .result table.diff tr')].map(tr => tr.className + ' ' + [...tr.cells].map(c => c.textContent).join('|'))`)
+	want := []string{"diff-del 1||-keep", "diff-del 2||-old line", "diff-add |1|+new text"}
+	for _, w := range want {
+		found := false
+		for _, row := range diff {
+			found = found || row == w
+		}
+		if !found {
+			t.Errorf("the diff lacks the row %q; it shows %q", w, diff)
+		}
+	}
+}
