@@ -11,8 +11,11 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp/kb"
 
@@ -230,4 +233,45 @@ func TestEveryTypedCommandAnswersInWords(t *testing.T) {
 			t.Errorf("the diff lacks the row %q; it shows %q", w, diff)
 		}
 	}
+}
+
+// ticketLine is the sign-in address a gated relay prints.
+var ticketLine = regexp.MustCompile(`open (http://\S+/\?bootstrap=[0-9a-f]+) once`)
+
+// TestTheGatesCostToANewcomer (issue 36, item 12) measures a newcomer's first minute with the
+// gate off (the default: open the printed address) and on (open the printed one-time sign-in
+// address): both end at a ready workspace, the gated one with the ticket gone from the address
+// bar, and the bare address of a gated relay answers a sentence that names the way in. The times
+// are logged (go test -v); the decision they informed is in the README and docs/configuration.md.
+func TestTheGatesCostToANewcomer(t *testing.T) {
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	start := time.Now()
+	openWorkspace(t, tab, relay.URL)
+	off := time.Since(start)
+
+	gated := harness.StartRelay(t, "VOICEBOX_LOOPBACK_AUTH=1")
+	var ticket string
+	for ticket == "" {
+		if m := ticketLine.FindStringSubmatch(gated.NextLine(t, readyBound)); m != nil {
+			ticket = m[1]
+		}
+	}
+	resp, err := http.Get(gated.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "bootstrap") {
+		t.Fatalf("the gated relay's bare address answers %d %q; want 401 naming the printed sign-in address", resp.StatusCode, body)
+	}
+	tab2 := harness.NewTab(t)
+	start = time.Now()
+	openWorkspace(t, tab2, ticket)
+	on := time.Since(start)
+	if got := harness.Eval[string](tab2, `location.href`); strings.Contains(got, "bootstrap") {
+		t.Errorf("after signing in the address bar still holds the ticket: %s", got)
+	}
+	t.Logf("first page ready: gate off %v (open %s), gate on %v (open the printed sign-in address, %d characters)", off.Round(time.Millisecond), relay.URL, on.Round(time.Millisecond), len(ticket))
 }
