@@ -137,7 +137,13 @@ func TestDeletedSamplesComeBack(t *testing.T) {
 	openWorkspace(t, tab, relay.URL)
 	ids := `voicebox.must('miniapps.list').then(v => v.entries.filter(e => e.source === 'shelf').map(e => e.appId).sort())`
 	before := harness.WaitFor[[]string](tab, `(async () => { const ids = await `+ids+`; return ids.includes('app_timer') ? ids : null; })()`, readyBound)
-	harness.Eval[bool](tab, `voicebox.must('miniapps.delete', {id: 'app_timer'}).then(() => true)`)
+	press(t, tab, `#app-tray button[aria-label="Delete the app Timer"]`)
+	asked := harness.WaitFor[string](tab, `document.querySelector('#confirm-dialog').open && document.querySelector('#confirm-text').textContent`, useBound)
+	if !strings.Contains(asked, "Restore samples") || strings.Contains(asked, "cannot be undone") {
+		t.Errorf("deleting the sample Timer asks %q; want it to say Restore samples brings it back", asked)
+	}
+	press(t, tab, "#confirm-ok")
+	harness.WaitFor[bool](tab, `!document.querySelector('#app-tray').textContent.includes('Timer')`, useBound)
 	if after := harness.Eval[[]string](tab, ids); len(after) != len(before)-1 {
 		t.Fatalf("after deleting the timer the shelf holds %v", after)
 	}
