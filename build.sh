@@ -43,22 +43,52 @@ version() {
 	git describe --always --dirty 2>/dev/null || echo dev
 }
 
+# step WHAT COMMAND...: says what the build does, runs COMMAND, and while it runs says every
+# STEP_TICK seconds how long it has taken (a first build compiles the standard library twice and
+# runs for a minute or more); it ends with the time the step took, or fails with COMMAND's status.
+STEP_TICK=10
+step() {
+	local what=$1 start=$SECONDS pid status=0
+	shift
+	say "build.sh: $what ..."
+	"$@" &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+		if kill -0 "$pid" 2>/dev/null && (((SECONDS - start) % STEP_TICK == 0)); then
+			say "build.sh:   still $what ($((SECONDS - start)) s)"
+		fi
+	done
+	wait "$pid" || status=$?
+	((status == 0)) && say "build.sh:   done in $((SECONDS - start)) s"
+	return "$status"
+}
+
 cmd_build() {
 	command -v go >/dev/null || die "Go is not on PATH; install Go 1.26 or newer"
 	local v
 	v=$(version)
 	mkdir -p bin "$TOOLS_BIN"
-	GOOS=js GOARCH=wasm go build -trimpath -ldflags "-s -w -X main.build=$v" -o public/voicebox.wasm ./browser ||
+	step "[1/3] compiling the page's Go to WebAssembly (public/voicebox.wasm)" \
+		env GOOS=js GOARCH=wasm go build -trimpath -ldflags "-s -w -X main.build=$v" -o public/voicebox.wasm ./browser ||
 		die "build: the page's Go (./browser) did not compile"
 	cp "$(go env GOROOT)/lib/wasm/wasm_exec.js" public/wasm_exec.js
+	step "[2/3] compressing it (public/voicebox.wasm.gz and .br, which the relay serves)" build_precompress ||
+		die "build: could not precompress public/voicebox.wasm"
+	step "[3/3] compiling the relay, with the page inside it (bin/relay)" \
+		go build -trimpath -ldflags "-X main.build=$v" -o bin/relay ./cmd/relay ||
+		die "build: the relay (./cmd/relay) did not compile"
+}
+
+build_precompress() {
 	(cd tools && go build -o "$TOOLS_BIN/precompress" ./precompress) || die "build: tools/precompress did not compile"
-	"$TOOLS_BIN/precompress" public/voicebox.wasm || die "build: could not precompress public/voicebox.wasm"
-	go build -trimpath -ldflags "-X main.build=$v" -o bin/relay ./cmd/relay || die "build: the relay (./cmd/relay) did not compile"
+	"$TOOLS_BIN/precompress" public/voicebox.wasm
 }
 
 cmd_run() {
 	cmd_build
 	# The checkout's public/ rather than the copy inside bin/relay: for development.
+	say "build.sh: starting bin/relay serve --public public (Ctrl-C stops it)"
 	exec bin/relay serve --public "$ROOT/public"
 }
 

@@ -10,7 +10,7 @@ import { notify } from './dialogs.js';
 import { byId, node } from './dom.js';
 import { emit, listen } from './events.js';
 import { RelayDownError, relay } from './http.js';
-import { describeResult } from './results.js';
+import { describeResult, helpNode } from './results.js';
 import { FILE_CHANGING_TOOLS } from './rules.js';
 import { sendTurn } from './turns.js';
 
@@ -67,7 +67,7 @@ export function startAssistant() {
     li.querySelector('.result.pending')?.remove();
     if (understood) li.append(node('p', 'understood', understood));
     if (result) li.append(describeResult(action && action.verb ? String(action.verb) : '', result));
-    if (help) li.append(node('pre', 'help', help));
+    if (help) li.append(helpNode(help));
     if (action || result) {
       const details = node('details', 'result-json');
       details.append(node('summary', '', 'Details'));

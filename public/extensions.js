@@ -20,7 +20,7 @@ const NOTE_MS = 8000;
  * @typedef {{id: string, name?: string, description?: string, ok: boolean, refused?: string, why?: string,
  *   plan: {summary: string[]}, tools?: {name: string, primitive: string, view?: string}[],
  *   mcp?: {url: string, connected: boolean, refused?: string, why?: string, requests: string,
- *   unavailable: {name: string, refused: string, why: string}[]}}} Entry
+ *   unavailable: {name: string, refused: string, why: string}[]}, admitted?: boolean}} Entry
  */
 
 /**
@@ -115,6 +115,12 @@ export function startExtensions(hooks) {
     input.className = 'ext-code';
     input.setAttribute('aria-label', `Approval code for ${title(entry)}`);
     input.hidden = true;
+    // Enter in the code box approves, as the button beside it does.
+    input.addEventListener('keydown', (e) => {
+      if (e.key !== 'Enter' || e.isComposing) return;
+      e.preventDefault();
+      approve.click();
+    });
     const approve = button('Approve', async () => {
       const r = await api('/approve', { id: entry.id, code: input.value });
       say(r.ok ? entry.id + ' is admitted.' : 'Not admitted (' + r.refused + '): ' + r.why);
@@ -173,7 +179,10 @@ export function startExtensions(hooks) {
   const catalogueItem = (entry) => {
     const li = item(entry);
     li.append(planWords(entry));
-    if (entry.ok) {
+    if (entry.admitted) {
+      // Admitted exactly as shipped: nothing to propose (the relay would refuse already-admitted).
+      li.append(node('p', 'hint ext-admitted-already', 'Admitted: it is listed under Admitted above.'));
+    } else if (entry.ok) {
       const stage = button('Propose', async () => {
         const r = await api('/stage-catalogue', { id: entry.id });
         say(r.ok ? entry.id + ' is waiting for your decision above.' : 'Not staged (' + r.refused + '): ' + r.why);

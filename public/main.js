@@ -13,9 +13,11 @@
 //   must(method, params, transfer)  the same, returning the value or throwing (err.rule, err.message)
 //   on(type, fn)                    listen to the worker's messages of one type; returns what stops it
 //   notify(err), confirmAction(text, verb)  the page's notice line and confirmation dialog
-//   miniApps, externalApps, assistant, live, history, workspace, where, mcpClients  the panels' APIs (see their modules)
+//   miniApps, externalApps, assistant, live, history, workspace, where, mcpClients, exporter  the panels' APIs (see their modules)
 import { confirmAction, notify } from './dialogs.js';
+import { byId } from './dom.js';
 import { startAssistant } from './assistant.js';
+import { startExport } from './export.js';
 import { startExtensions } from './extensions.js';
 import { startExternalApps } from './external-apps.js';
 import { startHistory } from './history.js';
@@ -24,6 +26,7 @@ import { startMCPClients } from './mcp-clients.js';
 import { startMiniApps } from './mini-apps.js';
 import { startPlatform } from './platform.js';
 import { startFirstSteps } from './start.js';
+import { startSamples } from './samples.js';
 import { startRelayBanner, startStream } from './stream.js';
 import { startWhere } from './where.js';
 import { WorkerClient } from './worker-client.js';
@@ -50,6 +53,8 @@ let miniApps = null;
 const workspace = startWorkspace(engine, { platform, openAsApp: (path) => (miniApps ? miniApps.launch({ path }) : Promise.resolve()) });
 const history = startHistory(services);
 miniApps = startMiniApps(services);
+startSamples(services, () => byId('apps-refresh').click());
+const exporter = startExport(services);
 startExtensions({ openView: (extension, tool) => (miniApps ? miniApps.openView(extension, tool) : Promise.resolve()) });
 const assistant = startAssistant();
 const live = startLive({ typed: assistant.turn, firstSteps });
@@ -59,7 +64,7 @@ const mcpClients = startMCPClients(services);
 startStream();
 
 /** The page's test-and-debug handle (see the top of this file). */
-const handle = Object.freeze({ ...services, miniApps, externalApps, assistant, live, history, workspace, where, mcpClients });
+const handle = Object.freeze({ ...services, miniApps, externalApps, assistant, live, history, workspace, where, mcpClients, exporter });
 
 /** @typedef {typeof handle} VoiceboxHandle */
 

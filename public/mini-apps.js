@@ -245,7 +245,8 @@ export function startMiniApps(vb) {
 
   /** @param {StoreEntry} entry */
   async function remove(entry) {
-    if (!await vb.confirmAction(`Delete the app “${entry.title}”? This cannot be undone.`, 'Delete')) return;
+    const back = entry.source === 'shelf' ? 'A shipped sample comes back with “Restore samples”; any other app cannot be brought back.' : 'This cannot be undone.';
+    if (!await vb.confirmAction(`Delete the app “${entry.title}”? ${back}`, 'Delete')) return;
     try {
       await vb.must('miniapps.delete', { id: entry.appId });
       const app = apps.get(entry.appId);

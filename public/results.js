@@ -8,6 +8,8 @@ import { node } from './dom.js';
 const MAX_LISTED = 50;
 /** MAX_SHOWN_CHARS bounds the text of a file a result shows. */
 const MAX_SHOWN_CHARS = 2000;
+/** MAX_DIFF_LINES bounds the lines of a diff a result shows. */
+const MAX_DIFF_LINES = 400;
 
 /** @param {number} n */
 export function formatSize(n) {
@@ -30,6 +32,29 @@ export function refusalNode(rule, why, cls = 'result') {
 }
 
 /**
+ * helpNode shows the typed commands' help (commands.Help: a first line, then commands laid out in
+ * columns of spaces, some joined by " · ") as a sentence and a list of commands, one to an item,
+ * which wraps at any width instead of breaking the columns into a jumble.
+ * @param {string} help
+ */
+export function helpNode(help) {
+  const box = node('div', 'help');
+  const [first, ...rest] = help.split('\n');
+  box.append(node('p', '', first));
+  const ul = node('ul', 'help-list');
+  for (const line of rest) {
+    for (const item of line.trim().split(/\s{2,}|\s·\s/)) {
+      if (!item.trim()) continue;
+      const li = node('li');
+      li.append(node('code', '', item.trim()));
+      ul.append(li);
+    }
+  }
+  box.append(ul);
+  return box;
+}
+
+/**
  * list makes a list of items, at most MAX_LISTED, saying how many more there are.
  * @template T
  * @param {T[]} items
@@ -43,6 +68,91 @@ function list(items, show) {
     ul.append(li);
   }
   if (items.length > MAX_LISTED) ul.append(node('li', 'hint', `and ${items.length - MAX_LISTED} more`));
+  return ul;
+}
+
+/**
+ * firstSentence is the first sentence of a description (a tool's, an extension's), for a list.
+ * @param {unknown} text
+ */
+const firstSentence = (text) => {
+  const t = String(text || '');
+  const end = t.search(/[.!?](\s|$)/);
+  return end < 0 ? t : t.slice(0, end + 1);
+};
+
+/**
+ * diffNode shows a unified diff as lines with both line numbers, additions and removals marked
+ * (and coloured by the stylesheet), the hunk headers as separators, at most MAX_DIFF_LINES lines.
+ * @param {string} diff
+ */
+export function diffNode(diff) {
+  const table = node('table', 'diff');
+  table.setAttribute('aria-label', 'Changes');
+  const body = node('tbody');
+  let oldNo = 0;
+  let newNo = 0;
+  const lines = diff.split('\n');
+  if (lines.length && lines[lines.length - 1] === '') lines.pop();
+  let shown = 0;
+  for (const line of lines) {
+    if (line.startsWith('--- ') || line.startsWith('+++ ')) continue;
+    if (shown++ >= MAX_DIFF_LINES) {
+      const tr = node('tr', 'diff-more');
+      const td = node('td', '', `and ${lines.length - MAX_DIFF_LINES} more lines`);
+      td.colSpan = 3;
+      tr.append(td);
+      body.append(tr);
+      break;
+    }
+    const hunk = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
+    if (hunk) {
+      oldNo = Number(hunk[1]);
+      newNo = Number(hunk[2]);
+      const tr = node('tr', 'diff-hunk');
+      const td = node('td', '', line);
+      td.colSpan = 3;
+      tr.append(td);
+      body.append(tr);
+      continue;
+    }
+    if (line.startsWith('\\')) { // "\ No newline at end of file"
+      const tr = node('tr', 'diff-hunk');
+      const td = node('td', '', line);
+      td.colSpan = 3;
+      tr.append(td);
+      body.append(tr);
+      continue;
+    }
+    const kind = line[0] === '+' ? 'add' : line[0] === '-' ? 'del' : 'same';
+    const tr = node('tr', 'diff-' + kind);
+    tr.append(node('td', 'diff-no', kind === 'add' ? '' : String(oldNo)), node('td', 'diff-no', kind === 'del' ? '' : String(newNo)));
+    const text = node('td', 'diff-text', line);
+    text.setAttribute('aria-label', (kind === 'add' ? 'added: ' : kind === 'del' ? 'removed: ' : '') + line.slice(1));
+    tr.append(text);
+    body.append(tr);
+    if (kind !== 'add') oldNo++;
+    if (kind !== 'del') newNo++;
+  }
+  table.append(body);
+  return table;
+}
+
+/**
+ * treeNode shows a directory_tree's nodes as nested lists.
+ * @param {any[]} nodes
+ * @param {number} depth
+ */
+function treeList(nodes, depth) {
+  const ul = node('ul', 'result-list');
+  for (const n of nodes.slice(0, MAX_LISTED)) {
+    const li = node('li', '', n.dir ? `${n.name}/` : n.name);
+    if (!n.dir) li.append(node('span', 'hint', ` ${formatSize(n.size || 0)}`));
+    if (n.more) li.append(node('span', 'hint', ' (not read: deeper than asked)'));
+    if (Array.isArray(n.children) && n.children.length && depth < 8) li.append(treeList(n.children, depth + 1));
+    ul.append(li);
+  }
+  if (nodes.length > MAX_LISTED) ul.append(node('li', 'hint', `and ${nodes.length - MAX_LISTED} more`));
   return ul;
 }
 
@@ -77,7 +187,66 @@ export function describeResult(verb, r) {
       say(`Wrote ${formatSize(r.bytes)} to ${r.path}${r.created ? ' (a new file)' : ''}.${r.undoable ? ' Undo takes it back.' : ''}`);
       break;
     case 'edit_file':
-      say(`Changed ${r.path} at line ${r.line}.${r.undoable ? ' Undo takes it back.' : ''}`);
+      if (r.dryRun) say(`Nothing written: ${r.edits} ${r.edits === 1 ? 'change' : 'changes'} to ${r.path} would begin at line ${r.line}:`);
+      else say(`Changed ${r.path} at line ${r.line}.${r.undoable ? ' Undo takes it back.' : ''}`);
+      if (r.diff) box.append(diffNode(String(r.diff)));
+      break;
+    case 'diff_file':
+      if (!r.changed) say(r.existed ? `No change: ${r.path} holds this text already.` : `No change: ${r.path} is not there, and the text is empty.`);
+      else say(`${r.existed ? `What writing ${r.path} would change` : `${r.path} is not there yet; writing would make it`}${r.truncated ? ' (the beginning of the diff)' : ''}. Nothing is written:`);
+      if (r.changed && r.diff) box.append(diffNode(String(r.diff)));
+      break;
+    case 'file_info':
+      say(r.kind === 'folder' ? `${r.path} is a folder${r.modTime ? `, changed ${new Date(r.modTime).toLocaleString()}` : ''}.`
+        : `${r.path} is a file of ${formatSize(r.size)}${r.modTime ? `, last changed ${new Date(r.modTime).toLocaleString()}` : ''}.`);
+      break;
+    case 'directory_tree': {
+      const tree = Array.isArray(r.tree) ? r.tree : [];
+      say(tree.length === 0 ? `${r.dir ? `The folder ${r.dir}` : 'The workspace'} is empty.`
+        : `${r.entries} ${r.entries === 1 ? 'entry' : 'entries'} in ${r.dir ? `the folder ${r.dir}` : 'the workspace'}, ${r.depth} ${r.depth === 1 ? 'level' : 'levels'} deep${r.truncated ? ' (the first shown)' : ''}:`);
+      if (tree.length) box.append(treeList(tree, 0));
+      break;
+    }
+    case 'read_files': {
+      const files = Array.isArray(r.files) ? r.files : [];
+      say(`${files.length} ${files.length === 1 ? 'file' : 'files'}:`);
+      for (const f of files.slice(0, MAX_LISTED)) {
+        if (f.refused) { box.append(refusalNode(String(f.refused), `${f.path}: ${f.why || ''}`, '')); continue; }
+        say(`${f.path}, ${formatSize(f.size)}${f.truncated ? ', the beginning of it' : ''}:`);
+        if (f.encoding === 'base64') say('(binary content, not shown)');
+        else box.append(node('pre', 'file-text', String(f.content).slice(0, MAX_SHOWN_CHARS) + (String(f.content).length > MAX_SHOWN_CHARS ? '\n…' : '')));
+      }
+      break;
+    }
+    case 'read_media_file':
+      say(`${r.path}: ${r.kind === 'audio' ? 'audio' : 'an image'} (${r.mimeType}, ${formatSize(r.size)}), read whole for the model.`);
+      break;
+    case 'list_tools':
+    case 'search_tools': {
+      const tools = Array.isArray(r.tools) ? r.tools : [];
+      const c = r.counts || {};
+      const by = [c.native ? `${c.native} built in` : '', c.extension ? `${c.extension} from extensions` : '', c['mini-app'] ? `${c['mini-app']} from mini-apps` : ''].filter(Boolean).join(', ');
+      if (verb === 'search_tools') say(tools.length === 0 ? `No tool matches “${r.query}”.` : `${tools.length} ${tools.length === 1 ? 'tool matches' : 'tools match'} “${r.query}”:`);
+      else say(`${tools.length} ${tools.length === 1 ? 'tool' : 'tools'}${by ? ` (${by})` : ''}:`);
+      if (tools.length) box.append(list(tools, (/** @type {any} */ t) => [node('code', '', t.name), node('span', 'hint', ` ${t.kind !== 'native' ? `${t.kind}: ` : ''}${firstSentence(t.description)}`)]));
+      break;
+    }
+    case 'list_extensions': {
+      /** @param {string} title @param {any[]} items @param {(e: any) => (Node | string)[]} show */
+      const section = (title, items, show) => {
+        say(`${title}: ${items.length === 0 ? 'none' : items.length}.`);
+        if (items.length) box.append(list(items, show));
+      };
+      const tools = (/** @type {any} */ e) => (Array.isArray(e.tools) && e.tools.length ? ` (${e.tools.map((/** @type {any} */ t) => t.name).join(', ')})` : '');
+      section('Admitted', Array.isArray(r.admitted) ? r.admitted : [], (e) => [node('strong', '', e.name || e.id), node('span', 'hint', tools(e))]);
+      section('Waiting for a decision', Array.isArray(r.pending) ? r.pending : [], (e) => [node('strong', '', e.name || e.id), node('span', 'hint', e.ok ? ' (admit it in Extensions)' : ` (refused ${e.refused}: ${e.why})`)]);
+      section('In the catalogue', Array.isArray(r.catalogue) ? r.catalogue : [], (e) => [node('strong', '', e.name || e.id), node('span', 'hint', e.admitted ? ' (admitted)' : e.ok ? ` ${firstSentence(e.description)}` : ` (refused ${e.refused})`)]);
+      const present = Array.isArray(r.presentNotAdmitted) ? r.presentNotAdmitted : [];
+      if (present.length) section('In the directory, not running', present, (p) => [node('strong', '', p.id), node('span', 'hint', ` ${p.refused}: ${p.why}`)]);
+      break;
+    }
+    case 'propose_extension':
+      say(`Proposed the extension ${r.staged}. ${r.note || ''}`.trim());
       break;
     case 'delete_file':
       say(`Deleted ${r.path}${approved}.${r.undoable ? ' Undo brings it back.' : ''}`);
@@ -118,10 +287,16 @@ export function describeResult(verb, r) {
       say(`${verb === 'create_mini_app' ? 'Created and opened' : 'Opened'} ${r.title || r.id}. ${r.note || ''}`.trim());
       break;
     default: {
-      // Any other tool: its plain fields as a short list.
-      const plain = Object.entries(r).filter(([, v]) => v === null || typeof v !== 'object').slice(0, 8);
-      if (plain.length === 0) say('Done.');
-      else box.append(list(plain, ([k, v]) => [node('span', 'hint', `${k}: `), String(v)]));
+      // Any other tool: its fields as a short list, a list or an object said by its size. The
+      // built-in tools each have their own form above (data-form tells the tests which).
+      box.dataset.form = 'fields';
+      const fields = Object.entries(r).slice(0, 12);
+      /** @param {unknown} v */
+      const words = (v) => (Array.isArray(v) ? `${v.length} ${v.length === 1 ? 'item' : 'items'}`
+        : v && typeof v === 'object' ? Object.entries(v).slice(0, 6).map(([k, x]) => `${k} ${x !== null && typeof x === 'object' ? '…' : String(x)}`).join(', ')
+          : String(v));
+      if (fields.length === 0) say('Done.');
+      else box.append(list(fields, ([k, v]) => [node('span', 'hint', `${k}: `), words(v)]));
     }
   }
   return box;

@@ -53,7 +53,7 @@ export function startWhere() {
     const now = compute();
     el.where.textContent = now.text;
     el.where.dataset.where = now.holder;
-    el.start.textContent = own ? (own.kind === 'handle' ? `the folder “${own.name}”` : 'browser storage')
+    el.start.textContent = own ? (own.kind === 'handle' ? `the folder “${own.name}”` : `the browser storage of ${location.host}`)
       : noStorage ? 'not open: this browser has no browser storage (the note at the top says what to do)' : 'not open yet';
     const moved = !last || last.holder !== now.holder || last.name !== now.name;
     if (moved && last && last.holder === 'this-tab') {

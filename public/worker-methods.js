@@ -22,6 +22,8 @@
 // history.redo: redo-last's observation
 // history.conflict: the two versions an undo weighs, each at most 64 KiB
 // channel.connect: use this tab: take the slot while another holds it, or reconnect after "refused"
+// files.export.begin: starts a download of the whole workspace as a zip (stored): the files it will hold; an earlier unfinished one is dropped
+// files.export.next: the archive's next chunk (at most ExportChunkBytes), in value.bytes; done once the archive is whole
 // miniapps.list: the store's discovery: its apps and pages, each with its kind
 // miniapps.launch: resolves a name through the store, or a workspace .html file; folder lists a folder app's files
 // miniapps.file: one file of a launched folder app, in value.bytes
@@ -37,6 +39,7 @@
 // miniapps.result: the answer to a miniapp.call, once
 // miniapps.save: promotes a page to an app on the shelf
 // miniapps.delete: deletes an app or page of the store (per-artifact ownership, see miniappstore)
+// miniapps.restoreSamples: puts back on the shelf each shipped sample app that is not there (one the person deleted)
 // externalapps.result: the answer to an externalapp.call, once
 // externalapps.report: the open external apps and their tools, passed on to the relay as the tools frame's externalApps
 
@@ -75,6 +78,8 @@
  *   'history.redo': [undefined, RedoDone],
  *   'history.conflict': [undefined, Conflict],
  *   'channel.connect': [undefined, {resumed: boolean}],
+ *   'files.export.begin': [undefined, {exportId: string, files: number, bytes: number}],
+ *   'files.export.next': [{exportId: string}, {done: boolean, bytes: Uint8Array<ArrayBuffer>}],
  *   'miniapps.list': [undefined, {entries: StoreEntry[]}],
  *   'miniapps.launch': [{name: string} | {path: string}, {entry: StoreEntry, html: string, folder?: {path: string, size: number}[]}],
  *   'miniapps.file': [{appId: string, path: string}, {path: string, size: number, bytes: Uint8Array<ArrayBuffer>}],
@@ -90,6 +95,7 @@
  *   'miniapps.result': [CallAnswer, {accepted: boolean}],
  *   'miniapps.save': [{name: string, title?: string}, StoreEntry],
  *   'miniapps.delete': [{id: string}, StoreEntry],
+ *   'miniapps.restoreSamples': [undefined, {restored: StoreEntry[]}],
  *   'externalapps.result': [CallAnswer, {accepted: boolean}],
  *   'externalapps.report': [{apps: unknown[]}, {apps: unknown[]}],
  * }} Methods

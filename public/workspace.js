@@ -141,6 +141,11 @@ export function startWorkspace(engine, { platform, openAsApp }) {
   /** @type {FileSystemDirectoryHandle | null} */
   let storedHandle = null;
 
+  // Browser storage belongs to one origin: the same relay opened at another name or port shows
+  // another, empty workspace. The picker says whose storage this is.
+  const storageOption = el.rootKind.querySelector('option[value="opfs"]');
+  if (storageOption) storageOption.textContent = `Browser storage of ${location.host}`;
+
   if (typeof window.showDirectoryPicker !== 'function') {
     const option = el.rootKind.querySelector('option[value="handle"]');
     if (option instanceof HTMLOptionElement) option.disabled = true;

@@ -149,3 +149,87 @@ func TestQuotedBoundsMatchTheReference(t *testing.T) {
 		t.Fatal("no document quotes a bound through the reference")
 	}
 }
+
+// TestBuildSaysWhatItDoes: `./build.sh run` (and build) runs each of its long steps through
+// step, which names the step, says every few seconds how long it has taken, and when it is done:
+// a first build runs for a minute or more and must not look hung.
+func TestBuildSaysWhatItDoes(t *testing.T) {
+	t.Parallel()
+	script := readDoc(t, moduleRoot(t), "build.sh")
+	start := strings.Index(script, "\ncmd_build() {")
+	if start < 0 {
+		t.Fatal("build.sh has no cmd_build")
+	}
+	body := script[start : start+strings.Index(script[start:], "\n}\n")]
+	if !strings.Contains(script, "\nstep() {") {
+		t.Fatal("build.sh has no step function")
+	}
+	steps := 0
+	for _, line := range strings.Split(body, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "step ") {
+			steps++
+		}
+		if strings.Contains(line, "go build") && !strings.HasPrefix(line, "env GOOS") && !strings.HasPrefix(line, "go build") {
+			t.Errorf("build.sh's cmd_build runs %q outside a step", line)
+		}
+	}
+	if steps < 3 {
+		t.Errorf("build.sh's cmd_build names %d steps; want its three (the page, its compression, the relay)", steps)
+	}
+}
+
+// readmeFirstScreen is how many lines of the README a newcomer sees first: what they need before
+// anything else (the port, where the files live, the gate) is there.
+const readmeFirstScreen = 45
+
+// TestReadmeSaysWhatANewcomerNeedsFirst: the README's first screen gives the printed address,
+// says the gate is off with the one setting that turns it on, and where the files live and how
+// to get them out; every command of the binary it writes is bin/relay's (the binary the build
+// makes), and a bearer file it reads is one an earlier line of it creates.
+func TestReadmeSaysWhatANewcomerNeedsFirst(t *testing.T) {
+	t.Parallel()
+	readme := readDoc(t, moduleRoot(t), "README.md")
+	lines := strings.Split(readme, "\n")
+	first := strings.Join(strings.Fields(strings.Join(lines[:min(readmeFirstScreen, len(lines))], "\n")), " ")
+	for _, want := range []string{fmt.Sprintf("http://127.0.0.1:%d", DefaultPort), "gate is off", "any process", "VOICEBOX_LOOPBACK_AUTH=1 ./build.sh run", "Browser storage of", "Download all", ".voicebox/history/"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the README's first %d lines do not say %q", readmeFirstScreen, want)
+		}
+	}
+	commands := map[string]bool{}
+	for _, c := range subcommands {
+		commands[c.name] = true
+	}
+	for _, m := range regexp.MustCompile("(^|[^/\\w])relay ([a-z-]+)").FindAllStringSubmatch(codeOf(readme), -1) {
+		if commands[m[2]] {
+			t.Errorf("the README writes `relay %s`; the binary the build makes is bin/relay", m[2])
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?:--bearer-file|\$\(cat) (\S+?)\)?(?:\s|$)`).FindAllStringSubmatchIndex(readme, -1) {
+		file := readme[m[2]:m[3]]
+		if !strings.Contains(readme[:m[0]], "> "+file) {
+			t.Errorf("the README reads the bearer file %s that no earlier step of it creates", file)
+		}
+	}
+}
+
+// codeOf returns the code of a Markdown text: its fenced blocks and inline code spans.
+func codeOf(md string) string {
+	var b strings.Builder
+	inFence := false
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+			continue
+		}
+		if inFence {
+			b.WriteString(line + "\n")
+			continue
+		}
+		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(line, -1) {
+			b.WriteString(m[1] + "\n")
+		}
+	}
+	return b.String()
+}

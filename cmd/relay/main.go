@@ -14,6 +14,7 @@
 //	relay env --relay URL --bearer-file FILE --root DIR run a paired machine environment on DIR
 //	relay tool-check DECLARATION.json [ARGUMENTS.json]  check a mini-app tool declaration
 //	relay extension-check DESCRIPTOR.json [--placement page|machine]  check an extension descriptor
+//	relay approval-code [--state-dir DIR] [--nats URL]   show the outstanding extension approval codes
 //	relay sessions [list] | revoke ID | revoke --all    list or revoke the running relay's sessions
 //	relay ticket                                        mint a one-time sign-in address on the running relay
 //	relay check-app URL [--host ORIGIN]                 say which embedding headers an external mini-app lacks
@@ -73,7 +74,7 @@ func init() {
 		{"tool-check", "check a mini-app tool declaration (and arguments): tool-check DECLARATION.json [ARGUMENTS.json]", toolcheck.Main, nil},
 		{"extension-check", "check an extension descriptor: extension-check DESCRIPTOR.json [--placement page|machine]", extcheck.Main,
 			func() *flag.FlagSet { fs, _ := extcheck.Flags(io.Discard); return fs }},
-		{"approval-code", "show the outstanding extension approval codes: approval-code [--state-dir DIR]", runApprovalCode,
+		{"approval-code", "show the outstanding extension approval codes: approval-code [--state-dir DIR] [--nats URL]", runApprovalCode,
 			func() *flag.FlagSet { fs, _, _ := approvalCodeFlags(io.Discard); return fs }},
 		{"sessions", "list or revoke the sessions of the running relay: sessions [list] | sessions revoke ID | sessions revoke --all", runSessions,
 			func() *flag.FlagSet { fs, _ := sessionsFlags(io.Discard); return fs }},
@@ -102,6 +103,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		for _, c := range subcommands {
 			if c.name == args[0] {
+				if asksForHelp(args[1:]) {
+					commandUsage(stdout, c)
+					return 0
+				}
 				return c.run(args[1:], stdout, stderr)
 			}
 		}
@@ -111,6 +116,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return runServe(args, stdout, stderr)
+}
+
+// asksForHelp reports whether a command's arguments ask for its help (-h, -help or --help before
+// a "--"), which every command answers the same way, on stdout with exit status 0, as Go's own
+// tools do, before its own flags are parsed.
+func asksForHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// commandUsage prints one command's summary and flags.
+func commandUsage(w io.Writer, c subcommand) {
+	fmt.Fprintf(w, "relay %s: %s\n", c.name, c.summary)
+	if c.flags != nil {
+		fmt.Fprintf(w, "\nFlags:\n")
+		fs := c.flags()
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+	fmt.Fprintf(w, "\nrelay help lists every command, flag and environment variable.\n")
 }
 
 func usage(w io.Writer) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"os"
@@ -277,5 +278,47 @@ func TestTheStateDirectoryKeepsItsOldName(t *testing.T) {
 	var stderr bytes.Buffer
 	if code := serveUntil(context.Background(), []string{"--addr", "127.0.0.1:0", "--public", base, "--state-dir", a, "--extensions-dir", b}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "name different directories") {
 		t.Fatalf("serve with two state directories: exit %d, %q", code, stderr.String())
+	}
+}
+
+// TestEveryCommandAnswersHelp: `relay COMMAND --help` (and -h) exits 0 for every command, as Go's
+// own tools do, printing on stdout the command's summary and each of its flags; the top-level
+// help lists every flag of every command too.
+func TestEveryCommandAnswersHelp(t *testing.T) {
+	t.Parallel()
+	var all bytes.Buffer
+	if code := run([]string{"help"}, &all, io.Discard); code != 0 {
+		t.Fatalf("help exited %d", code)
+	}
+	for _, c := range subcommands {
+		for _, ask := range []string{"--help", "-h"} {
+			var out, errOut bytes.Buffer
+			if code := run([]string{c.name, ask}, &out, &errOut); code != 0 {
+				t.Errorf("relay %s %s exited %d; stderr %q", c.name, ask, code, errOut.String())
+				continue
+			}
+			if !strings.Contains(out.String(), c.summary) {
+				t.Errorf("relay %s %s does not give its summary:\n%s", c.name, ask, out.String())
+			}
+			if c.flags == nil {
+				continue
+			}
+			c.flags().VisitAll(func(f *flag.Flag) {
+				if !strings.Contains(out.String(), "-"+f.Name) {
+					t.Errorf("relay %s %s does not list -%s", c.name, ask, f.Name)
+				}
+			})
+		}
+		if c.flags != nil {
+			section := all.String()[strings.Index(all.String(), "Flags of "+c.name+":"):]
+			c.flags().VisitAll(func(f *flag.Flag) {
+				if !strings.Contains(section, "-"+f.Name) {
+					t.Errorf("relay help does not list %s's -%s", c.name, f.Name)
+				}
+			})
+		}
+	}
+	if !strings.Contains(all.String(), "approval-code [--state-dir DIR] [--nats URL]") {
+		t.Errorf("relay help's line for approval-code omits --nats")
 	}
 }

@@ -80,9 +80,10 @@ type Engine struct {
 	methods map[string]method
 	post    func(msg []byte) // never nil
 
-	ws    workspaceState
-	apps  miniAppState
-	relay relayState
+	ws     workspaceState
+	apps   miniAppState
+	relay  relayState
+	export exportState
 }
 
 // workspaceState is the open workspace root, its executor, and the uploads in progress on it.
@@ -205,6 +206,7 @@ func methodTable() []methodSpec {
 			"the two versions an undo weighs, each at most 64 KiB", (*Engine).historyConflict},
 		{"channel.connect", "undefined", "{resumed: boolean}", `use this tab: take the slot while another holds it, or reconnect after "refused"`, (*Engine).channelConnect},
 	}
+	t = append(t, exportMethodTable()...)
 	t = append(t, miniAppMethodTable()...)
 	return append(t,
 		methodSpec{"externalapps.result", "CallAnswer", "{accepted: boolean}",

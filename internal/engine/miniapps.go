@@ -51,6 +51,8 @@ func miniAppMethodTable() []methodSpec {
 		{"miniapps.result", "CallAnswer", "{accepted: boolean}", "the answer to a miniapp.call, once", (*Engine).miniAppsResult},
 		{"miniapps.save", "{name: string, title?: string}", "StoreEntry", "promotes a page to an app on the shelf", (*Engine).miniAppsSave},
 		{"miniapps.delete", "{id: string}", "StoreEntry", "deletes an app or page of the store (per-artifact ownership, see miniappstore)", (*Engine).miniAppsDelete},
+		{"miniapps.restoreSamples", "undefined", "{restored: StoreEntry[]}",
+			"puts back on the shelf each shipped sample app that is not there (one the person deleted)", (*Engine).miniAppsRestoreSamples},
 	}
 }
 
@@ -539,6 +541,41 @@ func (a *Engine) miniAppsDelete(ctx context.Context, req request) (result, *refu
 	a.apps.registry.Close(e.AppID)
 	a.toolsChanged()
 	return result{Value: e}, nil
+}
+
+// miniAppsRestoreSamples saves each shipped sample whose shelf name is free again (the person
+// deleted it), leaving the samples that are there as they are: the way back from deleting one.
+func (a *Engine) miniAppsRestoreSamples(ctx context.Context, req request) (result, *refusal.Refusal) {
+	if r := decodeParams(req, &struct{}{}); r != nil {
+		return result{}, r
+	}
+	st, r := a.miniStore(ctx)
+	if r != nil {
+		return result{}, r
+	}
+	entries, err := st.Discover(ctx)
+	if err != nil {
+		return result{}, storeRefusal(err)
+	}
+	there := map[string]bool{}
+	for _, e := range entries {
+		if e.Source == miniappstore.SourceShelf {
+			there[e.Slug] = true
+		}
+	}
+	restored := []miniappstore.Entry{}
+	for _, s := range samples.All() {
+		if there[miniappstore.Slug(miniappstore.TitleOf(s.HTML))] {
+			continue
+		}
+		e, err := st.Save(ctx, miniappstore.SaveOptions{HTML: s.HTML})
+		if err != nil {
+			return result{}, storeRefusal(err)
+		}
+		restored = append(restored, e)
+	}
+	a.toolsChanged()
+	return result{Value: map[string]any{"restored": restored}}, nil
 }
 
 // storeRefusal names a store error: its own refusal, or a root's error by kind.

@@ -164,7 +164,10 @@ func TestFleetExtensionsWhileNATSIsAway(t *testing.T) {
 	if status, out := b.do(t, http.MethodPost, "/api/extensions/revoke", map[string]any{"id": "clock"}); status != http.StatusServiceUnavailable || ruleOf(out) != refusal.FleetUnavailable {
 		t.Fatalf("revoking with NATS away: %d %v, want 503 fleet-unavailable", status, out)
 	}
-	if status, out := b.do(t, http.MethodPost, "/api/extensions/sideload", json.RawMessage(clockRaw)); status != http.StatusServiceUnavailable || ruleOf(out) != refusal.FleetUnavailable {
+	// A new version of the clock (exactly what is admitted is refused already-admitted without
+	// the store).
+	clockV2 := strings.Replace(clockRaw, `"name":"Clock"`, `"name":"Clock 2"`, 1)
+	if status, out := b.do(t, http.MethodPost, "/api/extensions/sideload", json.RawMessage(clockV2)); status != http.StatusServiceUnavailable || ruleOf(out) != refusal.FleetUnavailable {
 		t.Fatalf("staging with NATS away: %d %v, want 503 fleet-unavailable", status, out)
 	}
 	if !admittedOn(t, b, "clock") {

@@ -219,8 +219,11 @@ const (
 	SecretReserved Rule = "secret-reserved"
 
 	// Extension lifecycle and execution.
-	NotAdmitted            Rule = "not-admitted"
-	PresentNotAdmitted     Rule = "present-not-admitted"
+	NotAdmitted        Rule = "not-admitted"
+	PresentNotAdmitted Rule = "present-not-admitted"
+	// AlreadyAdmitted refuses a proposal of exactly what is admitted (the same id and bytes): there
+	// is nothing to decide, so nothing waits for a decision.
+	AlreadyAdmitted        Rule = "already-admitted"
 	ApprovalPlanChanged    Rule = "approval-plan-changed"
 	RedirectHostNotAllowed Rule = "redirect-host-not-allowed"
 	TooManyRedirects       Rule = "too-many-redirects"

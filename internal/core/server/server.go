@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path"
 	"runtime/debug"
@@ -87,6 +88,9 @@ type Server struct {
 	log    *slog.Logger
 	// publicHost is the host name of Config.Origin, which Host headers may name besides loopback.
 	publicHost string
+	// printed is Config.BootstrapBase when it is a loopback address: the one name the page's
+	// files are served under (redirectedToPrinted).
+	printed *url.URL
 	// appFiles holds folder apps' files (see AppFilesPath).
 	appFiles *appFiles
 	// bridgePolicies widen the bridge's policy (AddBridgePolicy).
@@ -114,7 +118,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		files = os.DirFS(cfg.Public)
 	}
-	s := &Server{cfg: cfg, public: files, mux: &routes{ServeMux: http.NewServeMux()}, log: cfg.Log, publicHost: originHost(cfg.Origin), appFiles: newAppFiles(), bodies: map[string]BodyRule{}}
+	s := &Server{cfg: cfg, public: files, mux: &routes{ServeMux: http.NewServeMux()}, log: cfg.Log, publicHost: originHost(cfg.Origin), printed: printedLoopback(cfg.BootstrapBase), appFiles: newAppFiles(), bodies: map[string]BodyRule{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -122,7 +126,7 @@ func New(cfg Config) (*Server, error) {
 	s.Handle("GET /api/ready", http.HandlerFunc(s.ready))
 	s.registerSessionRoutes()
 	s.registerAppFileRoutes()
-	s.Handle("GET /{path...}", http.HandlerFunc(s.static))
+	s.Handle(staticPattern, http.HandlerFunc(s.static))
 	s.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { NotFound(w) }))
 	return s, nil
 }
@@ -170,7 +174,8 @@ func (m *routes) list() []string {
 // into a JSON 500, and logs one line when the request ends (for a WebSocket, when it closes). No
 // log line carries a query, a header value or a body: secrets travel there. Before any route it
 // checks the Host header (hostRefused); a mini-app's own host (AppHost) is then served its bridge
-// and nothing else (GET and HEAD only), and every other request checks the Origin
+// and nothing else (GET and HEAD only), the page opened under another loopback name is sent to
+// the printed one (redirectedToPrinted), and every other request checks the Origin
 // (originRefused) and the session gate, and, when it is not GET or HEAD, passes the cross-site
 // wall (stateChangeRefused) before any route.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -219,6 +224,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if AppHost(r.Host) {
 		s.serveAppHost(rw, r)
+		return
+	}
+	if s.redirectedToPrinted(rw, r) {
 		return
 	}
 	if s.originRefused(rw, r) {

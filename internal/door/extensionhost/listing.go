@@ -59,6 +59,8 @@ type Entry struct {
 	// MCP is a remote MCP extension's session: its server, whether it is up, the server's tools
 	// that are not offered and why, and the budget spent.
 	MCP *mcphost.Status `json:"mcp,omitempty"`
+	// Admitted marks a catalogue entry admitted exactly as shipped: there is nothing to propose.
+	Admitted bool `json:"admitted,omitempty"`
 }
 
 // Listing is what ListExtensions returns.
@@ -169,6 +171,11 @@ func (rt *Runtime) ListExtensions() Listing {
 		l.Pending = append(l.Pending, entryOf(raw, id, extensions.Machine, existing))
 	}
 	l.Catalogue = rt.Shipped()
+	for i, e := range l.Catalogue {
+		if raw, ok := catalogueRaw(e.ID); ok {
+			l.Catalogue[i].Admitted = rt.isAdmitted(e.ID, raw)
+		}
+	}
 	l.Shelf = rt.Shelf()
 	l.Admitted = append(l.Admitted, shelfEntries(l.Shelf)...)
 	return l

@@ -140,11 +140,10 @@ func (h *handlers) stageCatalogue(w http.ResponseWriter, r *http.Request) {
 		server.WriteRefusal(w, http.StatusNotFound, refusal.New(refusal.NotFound, "the catalogue has no %q", body.ID))
 		return
 	}
-	if err := h.rt.Admissions.StageCatalogue(raw, catalogue.Files); err != nil {
+	if err := h.rt.StageCatalogue(raw, catalogue.Files); err != nil {
 		writeErr(w, err)
 		return
 	}
-	h.rt.changed("proposed", body.ID)
 	server.WriteJSON(w, http.StatusOK, map[string]any{"ok": true, "staged": body.ID})
 }
 

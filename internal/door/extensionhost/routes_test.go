@@ -292,3 +292,42 @@ func TestListingDisclosesSecrets(t *testing.T) {
 		t.Fatalf("a refused descriptor is listed: %s", body)
 	}
 }
+
+// TestProposingWhatIsAdmittedSaysSoAtOnce: the catalogue entry admitted exactly as shipped is
+// marked admitted in the listing, and proposing it again is refused already-admitted at once
+// (it used to wait for a decision, then be refused duplicate-tool against itself); nothing is
+// left waiting, and another entry is still proposed.
+func TestProposingWhatIsAdmittedSaysSoAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.do("POST", "/api/extensions/stage-catalogue", "", `{"id":"web-search"}`)
+	f.do("POST", "/api/extensions/approval-request", "", `{"id":"web-search"}`)
+	found := regexp.MustCompile(`approval code for extension web-search: (\d{8})`).FindStringSubmatch(f.console.String())
+	if found == nil {
+		t.Fatalf("no code on the console: %q", f.console.String())
+	}
+	if code, _, body := f.do("POST", "/api/extensions/approve", "", `{"id":"web-search","code":"`+found[1]+`"}`); code != 200 {
+		t.Fatalf("approve: %d %s", code, body)
+	}
+	var listing struct {
+		Extensions Listing `json:"extensions"`
+	}
+	_, _, body := f.do("GET", "/api/extensions", "", "")
+	if err := json.Unmarshal([]byte(body), &listing); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range listing.Extensions.Catalogue {
+		if e.Admitted != (e.ID == "web-search") {
+			t.Errorf("the catalogue's %s is listed admitted %v", e.ID, e.Admitted)
+		}
+	}
+	if code, m, body := f.do("POST", "/api/extensions/stage-catalogue", "", `{"id":"web-search"}`); code == 200 || m["refused"] != "already-admitted" || !strings.Contains(body, "Admitted") {
+		t.Fatalf("proposing the admitted web-search again: %d %s", code, body)
+	}
+	if _, _, body := f.do("GET", "/api/extensions", "", ""); strings.Contains(body, `"pending":[{`) {
+		t.Fatalf("something waits for a decision: %s", body)
+	}
+	if code, _, body := f.do("POST", "/api/extensions/stage-catalogue", "", `{"id":"brave-search"}`); code != 200 {
+		t.Fatalf("proposing another entry after the refusal: %d %s", code, body)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net/url"
@@ -80,13 +81,56 @@ func (rt *Runtime) changed(what, id string) {
 	}
 }
 
-// Stage stages raw as a proposal (Admissions.Stage) and says so to Changed.
+// Stage stages raw as a proposal (Admissions.Stage) and says so to Changed. Exactly what is
+// admitted already is refused already-admitted at once (admittedAlready), whichever door
+// proposed it.
 func (rt *Runtime) Stage(raw []byte) (*extensions.Descriptor, error) {
+	if d, err := rt.admittedAlready(raw); err != nil {
+		return d, err
+	}
 	d, err := rt.Admissions.Stage(raw)
 	if err == nil {
 		rt.changed("proposed", d.ID)
 	}
 	return d, err
+}
+
+// StageCatalogue stages the shipped descriptor raw with its modules (Admissions.StageCatalogue),
+// refusing exactly what is admitted already as Stage does, and says so to Changed.
+func (rt *Runtime) StageCatalogue(raw []byte, fsys fs.FS) error {
+	if _, err := rt.admittedAlready(raw); err != nil {
+		return err
+	}
+	d, _ := extensions.Parse(raw)
+	if err := rt.Admissions.StageCatalogue(raw, fsys); err != nil {
+		return err
+	}
+	rt.changed("proposed", d.ID)
+	return nil
+}
+
+// admittedAlready refuses (already-admitted, audited) raw when an extension of its id is loaded
+// from the very same bytes: a proposal of it could only wait for a decision and then be refused
+// duplicate-tool against itself. A changed descriptor of an admitted id (a new version) is
+// staged as usual.
+func (rt *Runtime) admittedAlready(raw []byte) (*extensions.Descriptor, error) {
+	d, r := extensions.Parse(raw)
+	if r != nil {
+		return nil, nil // Stage refuses it, with its rule
+	}
+	if !rt.isAdmitted(d.ID, raw) {
+		return nil, nil
+	}
+	return d, rt.Admissions.refuseStage(d.ID, refusal.New(refusal.AlreadyAdmitted,
+		"the extension %s is admitted already, exactly as proposed: it is listed under Admitted (revoke it there first to decide on it again)", d.ID))
+}
+
+// isAdmitted reports whether the extension id is loaded from exactly raw.
+func (rt *Runtime) isAdmitted(id string, raw []byte) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	x, ok := rt.loaded[id]
+	return ok && bytes.Equal(x.Raw, raw)
 }
 
 // toolSchemas compiles the argument schemas of d's tools: their own parameter schema, or the one

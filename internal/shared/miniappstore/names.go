@@ -136,3 +136,6 @@ func clip(s string) string {
 	}
 	return s[:cut]
 }
+
+// TitleOf is the title Save gives HTML saved without one: its <title>, or "".
+func TitleOf(html []byte) string { return findTitle(html) }
