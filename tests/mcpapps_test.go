@@ -47,6 +47,8 @@ type exampleServer struct {
 	// callFails, when the view's call cannot be made in this host, says why: the test checks that
 	// the view says the call failed (so a change that makes it work is seen) and reports it.
 	callFails string
+	// withPDF starts the server with a PDF the test writes; PDF_PATH in args is its path.
+	withPDF bool
 	// withResult opens the view with the main tool's call (input and result), as the page does
 	// when the model calls it; without, the view starts empty and shows only what it calls.
 	withResult bool
@@ -90,7 +92,11 @@ var exampleServers = []exampleServer{
 		rendered: `!!document.querySelector('canvas')`},
 	{name: "transcript", main: "transcribe", args: `{}`, want: `"ok":true`, withResult: true,
 		rendered: `!!document.querySelector('#start-btn')`},
-	{name: "pdf", offline: "its PDFs are read from URLs (arXiv by default) by the server", main: "display_pdf"},
+	// The server reads a PDF from arXiv unless given files: it is given one the test writes, and
+	// the model asks for it by its path (pdfPath, filled in when the server starts).
+	{name: "pdf", main: "display_pdf", args: `{"url":"PDF_PATH"}`, want: `"viewUUID"`, withResult: true, withPDF: true,
+		rendered:   `!!document.querySelector('canvas')`,
+		calledBack: `document.body.innerText.includes('Voicebox 1')`},
 	{name: "map", offline: "the view loads CesiumJS and its map tiles from the network, and geocode asks OpenStreetMap's Nominatim", main: "show-map"},
 	{name: "video-resource", offline: "the server fetches its videos from a CDN", main: "play_video"},
 	{name: "wiki-explorer", offline: "the server reads Wikipedia", main: "get-first-degree-links"},
@@ -98,7 +104,7 @@ var exampleServers = []exampleServer{
 
 // startExampleServer starts example server name on a loopback port over Streamable HTTP and
 // returns its host:port; it is stopped (by its PID) when the test ends.
-func startExampleServer(t *testing.T, name string) string {
+func startExampleServer(t *testing.T, name string, args ...string) string {
 	t.Helper()
 	index := filepath.Join(appsServers, "server-"+name, "dist", "index.js")
 	if _, err := os.Stat(index); err != nil {
@@ -109,7 +115,7 @@ func startExampleServer(t *testing.T, name string) string {
 		t.Fatalf("node is not on PATH: %v", err)
 	}
 	port := harness.RestartablePort(t)
-	cmd := exec.Command(node, index)
+	cmd := exec.Command(node, append([]string{index}, args...)...)
 	cmd.Env = append(os.Environ(), "PORT="+port, "NODE_ENV=production")
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = io.Discard
@@ -140,6 +146,33 @@ func startExampleServer(t *testing.T, name string) string {
 		t.Fatalf("the example server %s did not say it listens", name)
 	}
 	return "127.0.0.1:" + port
+}
+
+// onePagePDF is a PDF of one page that shows text: the objects, then a cross-reference table
+// of their byte offsets.
+func onePagePDF(text string) []byte {
+	stream := fmt.Sprintf("BT /F1 24 Tf 72 720 Td (%s) Tj ET", text)
+	objects := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(stream), stream),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+	}
+	var b strings.Builder
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objects))
+	for i, o := range objects {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objects)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objects)+1, xref)
+	return []byte(b.String())
 }
 
 // serverTools lists the tools the server at host offers any MCP client (the test's own
@@ -202,12 +235,22 @@ func TestMCPAppsExampleServers(t *testing.T) {
 		ran := false
 		t.Run(s.name, func(t *testing.T) {
 			ran = true
-			host := startExampleServer(t, s.name)
+			var serverArgs []string
+			if s.withPDF {
+				pdf := filepath.Join(t.TempDir(), "one-page.pdf")
+				if err := os.WriteFile(pdf, onePagePDF("Voicebox 1"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				serverArgs = append(serverArgs, pdf)
+				quoted, _ := json.Marshal(pdf)
+				s.args = strings.ReplaceAll(s.args, `"PDF_PATH"`, string(quoted))
+			}
+			host := startExampleServer(t, s.name, serverArgs...)
 			listed := serverTools(t, host)
 			total = len(listed)
 			id := strings.ReplaceAll(s.name, "-", "")
 			raw := fmt.Sprintf(`{"id":%q,"name":%q,"runsIn":"remote","capabilities":["network"],"bounds":{"hosts":[%q],"maxRequests":1000,"maxBytes":%d},"tools":[],"mcp":{"url":"http://%s/mcp"}}`,
-				id, s.name, host, 4<<20, host)
+				id, s.name, host, 8<<20, host)
 			admitRemote(t, relay, token, raw, id)
 			offered = len(offeredTools(getListing(t, relay.URL), id))
 			if offered != total {
