@@ -178,6 +178,14 @@ setup_everything() {
 	npm_cache mcp-everything node_modules/@modelcontextprotocol/server-everything/dist/index.js "the pinned MCP reference server"
 }
 
+# setup_apps installs the pinned MCP Apps example servers of ext-apps 2.0.3
+# (tools/mcp-apps/package-lock.json: one npm package a server) into .cache/mcp-apps, again whenever
+# the lock file changes; the end-to-end test that admits each of them as a remote MCP extension
+# runs them with node.
+setup_apps() {
+	npm_cache mcp-apps node_modules/@modelcontextprotocol/server-wiki-explorer/dist/index.js "the pinned MCP Apps example servers"
+}
+
 # setup_noderelay installs the pinned ws package of the Node relay the live capacity benchmark
 # measures ours against (tools/noderelay/package-lock.json) into .cache/noderelay, again whenever
 # the lock file changes, and points the benchmark at it and at the Node 22 of tools/mcp-conformance
@@ -290,6 +298,7 @@ layer_e2e() {
 	setup_conformance
 	setup_web # the accessibility tests inject axe-core from .cache/web
 	setup_everything
+	setup_apps
 	# shellcheck disable=SC2046
 	# The end-to-end package runs ~6 min on a quiet machine; go test's default 10 min budget for a
 	# package is too close on a loaded one, and the suite's own budget is 15 min.
