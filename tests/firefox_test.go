@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -77,6 +78,10 @@ func TestFirefoxOpensTheWorkspaceWritesBrowserStorageAndRunsAMiniApp(t *testing.
 	harness.FirefoxWaitFor[bool](tab, `voicebox.miniApps.tools('app_scoreboard').length >= 4`, appBound)
 	if note := harness.FirefoxEval[string](tab, `(() => { const n = document.querySelector('.app-card[data-app-id="app_scoreboard"] .app-host-note'); return n && !n.hidden ? n.textContent : ''; })()`); note != "" {
 		t.Fatalf("the app did not start on its own host; its card says %q", note)
+	}
+	host := harness.FirefoxEval[string](tab, `new URL(document.querySelector('.app-card[data-app-id="app_scoreboard"] iframe.bridge').src).host`)
+	if want := regexp.MustCompile(`^app-[0-9a-f]{16}\.localhost:` + regexp.QuoteMeta(relay.URL[strings.LastIndex(relay.URL, ":")+1:]) + `$`); !want.MatchString(host) {
+		t.Fatalf("the app's frame is on %q, not a per-app host (%s)", host, want)
 	}
 	answer := postTurn(t, relay, `{"action": {"verb": "mini_app_tool", "name": "add_points", "args": {"team": "home", "points": 3}}}`)
 	if !strings.Contains(answer, `"ok":true`) || !strings.Contains(answer, `"score":3`) {
