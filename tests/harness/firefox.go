@@ -46,11 +46,13 @@ func FirefoxPath() string {
 }
 
 // firefoxPrefs is the user.js of every Firefox profile the tests make. Firefox has no resolver
-// rule like Chromium's: every request but loopback's goes to a proxy on the discard port of
-// 127.0.0.1, where nothing answers, and names are never looked up on the machine (remote DNS,
-// no DNS over HTTPS, no prefetch). Loopback (localhost, 127.0.0.1 and the per-app hosts,
-// <app>.localhost, which Firefox resolves to loopback itself) goes direct. Browser storage (OPFS)
-// is on; first-run pages, telemetry, updates and the background services that call home are off.
+// rule like Chromium's; its equivalent here: every name resolves to 127.0.0.1 without a lookup
+// (network.dns.forceResolve; no DNS over HTTPS, no prefetch), and every request but loopback's
+// goes to a proxy on the discard port of 127.0.0.1, where nothing answers. Loopback (localhost,
+// 127.0.0.1 and the per-app hosts, <app>.localhost) goes direct. Browser storage (OPFS) is on;
+// first-run pages, telemetry, updates and the background services that call home are off (the
+// remote settings server only with MOZ_REMOTE_SETTINGS_DEVTOOLS set, as launch does). Checked
+// under strace for a whole smoke: no lookup, and no connection but the relay's.
 var firefoxPrefs = map[string]any{
 	"network.proxy.type":                                1,
 	"network.proxy.http":                                "127.0.0.1",
@@ -63,6 +65,7 @@ var firefoxPrefs = map[string]any{
 	"network.proxy.no_proxies_on":                       "localhost, 127.0.0.1, .localhost",
 	"network.proxy.allow_hijacking_localhost":           false,
 	"network.trr.mode":                                  5,
+	"network.dns.forceResolve":                          "127.0.0.1",
 	"network.dns.disablePrefetch":                       true,
 	"network.prefetch-next":                             false,
 	"network.predictor.enabled":                         false,
@@ -196,7 +199,7 @@ func (ff *sharedFirefox) launch() error {
 		return err
 	}
 	cmd := exec.Command(bin, "--headless", "--no-remote", "--remote-debugging-port=0", "--profile", profile, "about:blank")
-	cmd.Env = append(os.Environ(), "TMPDIR="+dir, "HOME="+dir, "MOZ_CRASHREPORTER_DISABLE=1", "MOZ_CRASHREPORTER_SHUTDOWN=1")
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir, "HOME="+dir, "MOZ_CRASHREPORTER_DISABLE=1", "MOZ_CRASHREPORTER_SHUTDOWN=1", "MOZ_REMOTE_SETTINGS_DEVTOOLS=1")
 	cmd.Stdout = io.Discard
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
