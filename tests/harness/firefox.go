@@ -74,7 +74,6 @@ var firefoxPrefs = map[string]any{
 	"network.connectivity-service.enabled":              false,
 	"captivedetect.canonicalURL":                        "",
 	"dom.fs.enabled":                                    true,
-	"dom.storage_access.enabled":                        true,
 	"browser.shell.checkDefaultBrowser":                 false,
 	"browser.startup.page":                              0,
 	"browser.startup.homepage":                          "about:blank",
