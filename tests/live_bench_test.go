@@ -48,7 +48,7 @@ const (
 // list in the page (a fresh list, laid out) 16 ms after each redraw ended, as a file list
 // following a sync would.
 const liveBenchInstrument = `(() => {
-	const B = window.__bench = { mic: [], heard: [], platformMs: 0, genLatencyMs: 0, redraws: 0, stopBusy: null };
+	const B = window.__bench = { mic: [], heard: [], platformMs: 0, genLatencyMs: 0, redraws: 0, redrawMs: 0, stopBusy: null };
 	const gen = new AudioContext({ sampleRate: 48000 });
 	const osc = gen.createOscillator();
 	osc.frequency.value = 1000;
@@ -98,6 +98,7 @@ const liveBenchInstrument = `(() => {
 		let on = true;
 		const redraw = () => {
 			if (!on) return;
+			const t0 = performance.now();
 			const items = [];
 			for (let i = 0; i < 1000; i++) {
 				const li = document.createElement('li');
@@ -107,6 +108,7 @@ const liveBenchInstrument = `(() => {
 			ul.replaceChildren(...items);
 			void ul.offsetHeight;
 			B.redraws++;
+			B.redrawMs += performance.now() - t0;
 			setTimeout(redraw, 16);
 		};
 		redraw();
@@ -287,6 +289,7 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 					}
 					if load == "busy" {
 						b.ReportMetric(harness.Eval[float64](tab, `(__bench.stopBusy(), __bench.redraws)`), "redraws")
+						b.ReportMetric(harness.Eval[float64](tab, `__bench.redrawMs / __bench.redraws`), "redraw-ms")
 					}
 					slices.Sort(capture)
 					slices.Sort(playback)
