@@ -31,6 +31,8 @@ const (
 	// liveBenchQuiet is the silence (samples at the 24 kHz input rate) before a sample the
 	// fixture counts as an onset: 50 ms, as the page's tap counts them.
 	liveBenchQuiet = 1200
+	// liveBenchBargeIns is how many barge-ins are measured, per page and load.
+	liveBenchBargeIns = 10
 	// liveBenchSettle bounds the wait for the last onsets' frames to reach the vendor.
 	liveBenchSettle = 10 * time.Second
 	// liveBenchLevel is the PCM16 level an onset sample exceeds (5% of full scale).
@@ -48,7 +50,7 @@ const (
 // list in the page (a fresh list, laid out) 16 ms after each redraw ended, as a file list
 // following a sync would.
 const liveBenchInstrument = `(() => {
-	const B = window.__bench = { mic: [], heard: [], platformMs: 0, genLatencyMs: 0, redraws: 0, redrawMs: 0, stopBusy: null };
+	const B = window.__bench = { mic: [], heard: [], silent: [], platformMs: 0, genLatencyMs: 0, redraws: 0, redrawMs: 0, stopBusy: null };
 	const gen = new AudioContext({ sampleRate: 48000 });
 	const osc = gen.createOscillator();
 	osc.frequency.value = 1000;
@@ -80,7 +82,8 @@ const liveBenchInstrument = `(() => {
 				tap.port.onmessage = (e) => {
 					const ts = this.getOutputTimestamp();
 					B.platformMs = (this.outputLatency + this.baseLatency) * 1000;
-					B.heard.push(performance.timeOrigin + ts.performanceTime + (e.data - ts.contextTime) * 1000);
+					const at = e.data.on ?? e.data.off;
+					(e.data.on !== undefined ? B.heard : B.silent).push(performance.timeOrigin + ts.performanceTime + (at - ts.contextTime) * 1000);
 				};
 				return tap;
 			});
@@ -197,6 +200,8 @@ func percentile(sorted []float64, p float64) float64 {
 //   - playback-ms: the vendor sends a reply whose first sample is an onset -> the platform says
 //     that sample is heard (getOutputTimestamp, so the platform's output latency, reported as
 //     platform-ms, is included);
+//   - bargein-ms: the vendor says the person started speaking during a 3 s reply -> the reply's
+//     output is heard to go silent (getOutputTimestamp again);
 //   - underruns: what the page's player counted (the product page only).
 func BenchmarkLiveVoiceLatency(b *testing.B) {
 	public := b.TempDir()
@@ -216,6 +221,7 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 	relay := harness.StartRelayWith(b, []string{"--public", public}, "VOICEBOX_OPENAI_URL="+fx.OpenAIURL(),
 		"OPENAI_API_KEY="+fx.Key(), "GEMINI_API_KEY=", "VOICEBOX_LIVE_PROVIDER=openai")
 	reply := vendorfixture.Tone(24000, 60, 440)
+	long := vendorfixture.Tone(24000, 3000, 440)
 
 	// ready: the session is up and the microphone's frames flow.
 	type page struct{ name, path, button, ready string }
@@ -282,6 +288,25 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 					if missed > 0 {
 						b.Fatalf("%d replies of %d were not heard", missed, len(sent))
 					}
+
+					// Barge-in: a long reply plays when the vendor hears the person start to
+					// speak; the delay runs to when the reply's output is heard to go silent.
+					var bargeIn []float64
+					for range liveBenchBargeIns {
+						before := harness.Eval[int](tab, `__bench.heard.length`)
+						conn.Say("", long)
+						harness.WaitFor[bool](tab, fmt.Sprintf(`__bench.heard.length > %d`, before), liveBound)
+						time.Sleep(liveBenchGap)
+						silent := harness.Eval[int](tab, `__bench.silent.length`)
+						at := epochMs(time.Now())
+						conn.SpeechStarted()
+						end := harness.WaitFor[float64](tab, fmt.Sprintf(`__bench.silent[%d]`, silent), liveBound)
+						bargeIn = append(bargeIn, end-at)
+						time.Sleep(liveBenchGap)
+					}
+					slices.Sort(bargeIn)
+					b.ReportMetric(percentile(bargeIn, 0.5), "bargein-p50-ms")
+					b.ReportMetric(percentile(bargeIn, 0.99), "bargein-p99-ms")
 					platform := harness.Eval[float64](tab, `__bench.platformMs`)
 					underruns := 0.0
 					if p.name == "page" {

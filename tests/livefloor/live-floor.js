@@ -1,8 +1,9 @@
 // @ts-nocheck
 // The floor page: opens /live, captures the microphone with a minimal AudioWorklet posting 20 ms
 // PCM16 frames straight to the socket, and plays each reply chunk as soon as it arrives (one
-// AudioBufferSourceNode per chunk, back to back, no lead). It is what a browser allows with the
-// least code; the benchmark compares the product page against it.
+// AudioBufferSourceNode per chunk, back to back, no lead), and stops them all when the vendor
+// hears the person speak. It is what a browser allows with the least code; the benchmark
+// compares the product page against it.
 const floor = (window.floor = { ready: false, framesSent: 0, chunks: 0 });
 const state = document.getElementById('state');
 
@@ -11,6 +12,7 @@ document.getElementById('start').addEventListener('click', () => {
   ws.binaryType = 'arraybuffer';
   let player = null;
   let next = 0;
+  const playing = new Set();
   ws.onmessage = async (e) => {
     if (typeof e.data !== 'string') {
       if (!player) return;
@@ -24,6 +26,8 @@ document.getElementById('start').addEventListener('click', () => {
       src.connect(player.destination);
       next = Math.max(next, player.currentTime);
       src.start(next);
+      playing.add(src);
+      src.onended = () => playing.delete(src);
       next += n / player.rate;
       floor.chunks++;
       return;
@@ -32,6 +36,11 @@ document.getElementById('start').addEventListener('click', () => {
     if (f.type === 'state') {
       state.textContent = f.state;
       if (f.state === 'ready') floor.ready = true;
+      if (f.state === 'interrupted') {
+        for (const src of playing) src.stop();
+        playing.clear();
+        next = 0;
+      }
     }
     if (f.type !== 'rate') return;
     player = new AudioContext({ sampleRate: f.outputRate });
