@@ -56,7 +56,7 @@ func TestThePageIsModulesWithOneHandle(t *testing.T) {
 		t.Fatalf("the page loads classic scripts: %v", classic)
 	}
 	keys := harness.Eval[[]string](tab, `Object.keys(voicebox).sort()`)
-	want := []string{"assistant", "call", "confirmAction", "externalApps", "history", "live", "mcpClients", "miniApps", "must", "notify", "on", "where", "workspace"}
+	want := []string{"assistant", "call", "confirmAction", "exporter", "externalApps", "history", "live", "mcpClients", "miniApps", "must", "notify", "on", "where", "workspace"}
 	if len(keys) != len(want) {
 		t.Fatalf("window.voicebox has %v, want %v", keys, want)
 	}

@@ -163,7 +163,7 @@ func TestUndoAndRedoAreSymmetric(t *testing.T) {
 	harness.WaitFor[bool](tab, `document.querySelector('#file-list li.empty') !== null`, useBound)
 
 	typed(t, tab, "help")
-	if help := harness.Eval[string](tab, `document.querySelector('#turns li pre.help').textContent`); !strings.Contains(help, "redo") {
+	if help := harness.Eval[string](tab, `document.querySelector('#turns li div.help').textContent`); !strings.Contains(help, "redo") {
 		t.Fatalf("help does not list redo:\n%s", help)
 	}
 	typed(t, tab, "write a.txt: one")

@@ -12,9 +12,10 @@ import (
 )
 
 // TestThePageTakesTheRootFromTheWorkspaceAndGivesItBack: with VOICEBOX_WORKSPACE the relay
-// serves the folder as a machine root; a page opened on it takes the root as it takes it from any
-// machine (the newest executor wins), so the tools act in the tab; when the tab closes, the
-// workspace takes the root back by itself and the tools act on the folder again.
+// serves the folder as a machine root; a page opened on it waits, as it waits for any executor
+// that holds the root, and takes it when its person presses "Use this tab", so the tools act in
+// the tab; when the tab closes, the workspace takes the root back by itself and the tools act on
+// the folder again.
 func TestThePageTakesTheRootFromTheWorkspaceAndGivesItBack(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -41,7 +42,13 @@ func TestThePageTakesTheRootFromTheWorkspaceAndGivesItBack(t *testing.T) {
 		t.Fatalf("write to the workspace: %s", a.Raw)
 	}
 
-	tab := openExecutor(t, relay)
+	// A page opened while the workspace holds the root waits, as for any machine, until its
+	// person presses "Use this tab".
+	tab := harness.NewTab(t)
+	tab.Navigate(relay.URL)
+	harness.WaitFor[bool](tab, `document.querySelector('#channel').dataset.state === 'replaced' && !document.querySelector('#channel-resume').hidden`, channelBound)
+	harness.Eval[bool](tab, `(document.querySelector('#channel-resume').click(), true)`)
+	harness.WaitFor[bool](tab, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
 	holds("opfs", "")
 	if a := relay.Call(t, "write-file", map[string]string{"path": "in-the-tab.txt", "content": "tab"}); !a.OK {
 		t.Fatalf("write with the page holding the root: %s", a.Raw)
