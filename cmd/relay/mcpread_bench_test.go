@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BenchmarkMCPReadWorkspaceInProcess is one tools/call read_file of a 4 KiB file over /mcp, on a
+// relay serving the folder with --workspace, relay and client in this process: the benchmark to
+// profile (-cpuprofile) for where a read's time goes. tests/ BenchmarkMCPReadWorkspace measures
+// the built relay against the reference server.
+func BenchmarkMCPReadWorkspaceInProcess(b *testing.B) {
+	dir := b.TempDir()
+	content := strings.Repeat("notes ", 4<<10/6)
+	os.WriteFile(filepath.Join(dir, "notes.md"), []byte(content), 0o644)
+	stateDir := filepath.Join(b.TempDir(), "state")
+	url, _ := startServe(b, stateDir, "--workspace", dir)
+	waitMachine(b, url)
+	s, _ := mcpSession(b, url, mintMCP(b, stateDir, "bench"))
+	ctx := context.Background()
+	params := &sdk.CallToolParams{Name: "read_file", Arguments: map[string]string{"name": "notes.md"}}
+	for b.Loop() {
+		res, err := s.CallTool(ctx, params)
+		if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, content[:64]) {
+			b.Fatalf("read_file: %+v, %v", res, err)
+		}
+	}
+}
