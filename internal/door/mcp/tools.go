@@ -137,11 +137,11 @@ func readAnswer(members map[string]json.RawMessage) answer {
 // (the protocol's own logging is deprecated, SEP-2577: a client reads the result, the host the
 // relay's log).
 //
-// The observation is parsed once, to its top-level members: a 4 KiB read_file's content is
-// scanned there and nowhere else, and only the small members the result depends on are decoded.
+// The observation is split once into its top-level members (topMembers): a 4 KiB read_file's
+// content is scanned for its closing quote and never decoded, and only the small members the
+// result depends on are.
 func (h *Handler) result(client, name string, obs json.RawMessage) *sdk.CallToolResult {
-	var members map[string]json.RawMessage
-	json.Unmarshal(obs, &members)
+	members, _ := topMembers(obs)
 	a := readAnswer(members)
 	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(obs)}}}
 	level := slog.LevelInfo
