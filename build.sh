@@ -144,6 +144,23 @@ setup_wabt() {
 	export VOICEBOX_REQUIRE_WAT2WASM=1
 }
 
+# setup_firefox makes sure Firefox ESR is there for the end-to-end layer's Firefox smoke
+# (tests/firefox_test.go; Debian's firefox-esr package, installed with apt-get as Chromium is), and
+# says where to the tests (VOICEBOX_FIREFOX): the smoke fails, never skips, without it.
+setup_firefox() {
+	local firefox=${VOICEBOX_FIREFOX:-/usr/lib/firefox-esr/firefox-esr}
+	if [ ! -x "$firefox" ]; then
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+			say "setup: installing Firefox ESR with apt-get (about 60 s)"
+			apt-get update -qq >"$CACHE/apt.log" 2>&1 || die "setup: apt-get update failed (see $CACHE/apt.log)"
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq firefox-esr >>"$CACHE/apt.log" 2>&1 ||
+				die "setup: apt-get install firefox-esr failed (see $CACHE/apt.log)"
+		fi
+		[ -x "$firefox" ] || die "setup: no Firefox at $firefox; install Debian's firefox-esr package or set VOICEBOX_FIREFOX to the browser binary"
+	fi
+	export VOICEBOX_FIREFOX=$firefox
+}
+
 # setup_nats builds the NATS server the fleet's tests run (internal/door/fleet/fleettest) from the tests
 # module, the one module whose go.mod requires it, into .cache/bin.
 setup_nats() {
@@ -176,6 +193,14 @@ setup_conformance() {
 # changes; the end-to-end test that admits it as a remote MCP extension runs it with node.
 setup_everything() {
 	npm_cache mcp-everything node_modules/@modelcontextprotocol/server-everything/dist/index.js "the pinned MCP reference server"
+}
+
+# setup_apps installs the pinned MCP Apps example servers of ext-apps 2.0.3
+# (tools/mcp-apps/package-lock.json: one npm package a server) into .cache/mcp-apps, again whenever
+# the lock file changes; the end-to-end test that admits each of them as a remote MCP extension
+# runs them with node.
+setup_apps() {
+	npm_cache mcp-apps node_modules/@modelcontextprotocol/server-wiki-explorer/dist/index.js "the pinned MCP Apps example servers"
 }
 
 # setup_filesystem installs the pinned MCP reference file server (tools/mcp-filesystem/package-lock.json:
@@ -299,6 +324,8 @@ layer_e2e() {
 	setup_conformance
 	setup_web # the accessibility tests inject axe-core from .cache/web
 	setup_everything
+	setup_apps
+	setup_firefox # the Firefox smoke (tests/firefox_test.go)
 	# shellcheck disable=SC2046
 	# The end-to-end package runs ~6 min on a quiet machine; go test's default 10 min budget for a
 	# package is too close on a loaded one, and the suite's own budget is 15 min.

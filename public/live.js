@@ -1,9 +1,10 @@
 // @ts-check
 // The Talk panel: a live voice session with the model through the relay's /live socket. The
 // microphone is captured by an AudioWorklet (audio-worklet.js) as PCM16 at the rate the relay
-// announces; the model's 24 kHz PCM16 is played back to back with a small lead, and stopped at
-// once when the person barges in. Captions show both sides as they come, and every tool call and
-// its result is written into the transcript. The settings (provider, model, voice, thinking
+// announces; the model's 24 kHz PCM16 is played back to back by another AudioWorklet
+// (audio-player.js) with a small adaptive lead, and stopped at once when the person barges in.
+// Captions show both sides as they come, and every tool call and its result is written into the
+// transcript. The settings (provider, model, voice, thinking
 // depth) apply to the next session; the relay never sends a vendor key here, only whether one is
 // configured. The button says what can happen now: a provider without a live voice API, or one
 // whose key the relay lacks, cannot start a session, and the panel says why once; text typed
@@ -17,8 +18,16 @@ import { describeResult } from './results.js';
 
 /** IDLE_NOTE is what the status line says while a session can start. */
 const IDLE_NOTE = 'Press “Start talking” and speak; the model hears you and acts through the tools.';
-/** LEAD is the buffer before the first chunk of a reply plays (seconds). */
-const LEAD = 0.1;
+/**
+ * LEAD_START is the most a reply waits before it plays (seconds), at the start of a session and
+ * once the lead has shrunk back: the player (audio-player.js) starts sooner when that much of the
+ * reply is already buffered.
+ */
+const LEAD_START = 0.02;
+/** LEAD_MAX is the most the lead grows to after underruns (seconds). */
+const LEAD_MAX = 0.2;
+/** LEAD_SHRINK_AFTER is how much audio plays without an underrun before the lead halves (seconds). */
+const LEAD_SHRINK_AFTER = 10;
 /** CLOSE_GRACE_MS is how long a stopped session waits for the relay to close the socket. */
 const CLOSE_GRACE_MS = 2000;
 /**
@@ -60,7 +69,7 @@ export function startLive({ typed, firstSteps }) {
     textForm: byId('live-text-form'), text: byId('live-text', HTMLInputElement),
   };
 
-  const stats = { framesSent: 0, bytesSent: 0, chunksReceived: 0, samplesQueued: 0, samplesPlayed: 0, interrupts: 0, toolCalls: 0, toolResults: 0 };
+  const stats = { framesSent: 0, bytesSent: 0, chunksReceived: 0, samplesQueued: 0, samplesPlayed: 0, underruns: 0, leadMs: LEAD_START * 1000, interrupts: 0, toolCalls: 0, toolResults: 0 };
   /** @type {MicState} */
   let state = 'idle';
   /** @type {Session | null} */
@@ -272,66 +281,110 @@ export function startLive({ typed, firstSteps }) {
 
   // ---- playback ----
 
-  // Player schedules PCM16 chunks back to back on one AudioContext, starting a reply LEAD
-  // seconds ahead, and can stop everything at once. It counts what was heard of the reply.
+  // Player plays PCM16 chunks back to back through an AudioWorklet (audio-player.js) that owns
+  // the queue, so the main thread only hands chunks over. A reply waits at most the worklet's
+  // adaptive lead (LEAD_START, doubled on an underrun up to LEAD_MAX, halved back after
+  // LEAD_SHRINK_AFTER without one) before it plays, and stop() silences everything at once. It
+  // counts what was heard of the reply from the worklet's progress reports.
   class Player {
     /** @param {number} rate */
     constructor(rate) {
       this.rate = rate;
-      this.ctx = new AudioContext();
-      this.next = 0;
-      /** @type {Set<AudioBufferSourceNode>} */
-      this.live = new Set();
-      this.replyStart = -1;
+      // At the reply's rate the worklet copies samples; a browser that refuses gets its own
+      // rate and the worklet interpolates.
+      try {
+        this.ctx = new AudioContext({ sampleRate: rate });
+      } catch {
+        this.ctx = new AudioContext();
+      }
+      /** @type {AudioWorkletNode | null} */
+      this.node = null;
+      /** @type {[object, Transferable[]][]} messages posted before the worklet was ready */
+      this.pending = [];
+      this.queued = 0; // samples handed over, in all
+      this.replyStart = -1; // the current reply's first sample among them
+      this.report = { pos: 0, played: 0, playing: false, at: 0 };
+      this.muted = false; // stopped: progress is not counted until the worklet confirms
+      this.ctx.audioWorklet.addModule('/audio-player.js').then(() => {
+        if (this.ctx.state === 'closed') return;
+        const node = new AudioWorkletNode(this.ctx, 'voicebox-player', {
+          numberOfInputs: 0, outputChannelCount: [1],
+          processorOptions: { rate, leadStart: LEAD_START, leadMax: LEAD_MAX, shrinkAfter: LEAD_SHRINK_AFTER },
+        });
+        node.port.onmessage = (e) => this.onWorklet(e.data);
+        node.connect(this.ctx.destination);
+        this.node = node;
+        for (const [m, t] of this.pending) node.port.postMessage(m, t);
+        this.pending = [];
+      }, (err) => {
+        el.status.textContent = 'The reply cannot be played: ' + (err instanceof Error ? err.message : String(err));
+      });
+    }
+
+    /**
+     * @param {object} msg
+     * @param {Transferable[]} [transfer]
+     */
+    post(msg, transfer = []) {
+      if (this.node) this.node.port.postMessage(msg, transfer);
+      else this.pending.push([msg, transfer]);
     }
 
     /** @param {ArrayBuffer} buf */
     push(buf) {
-      const view = new DataView(buf);
       const n = buf.byteLength >> 1;
       if (n === 0) return;
-      const ab = this.ctx.createBuffer(1, n, this.rate);
-      const data = ab.getChannelData(0);
-      for (let i = 0; i < n; i++) data[i] = view.getInt16(i * 2, true) / 32768;
-      const src = this.ctx.createBufferSource();
-      src.buffer = ab;
-      src.connect(this.ctx.destination);
-      const now = this.ctx.currentTime;
-      if (this.next < now) {
-        this.next = now + LEAD;
-        if (this.replyStart < 0) this.replyStart = this.next;
-      }
-      src.start(this.next);
-      this.next += n / this.rate;
+      if (this.replyStart < 0) this.replyStart = this.queued;
+      this.queued += n;
       stats.samplesQueued += n;
-      this.live.add(src);
-      src.onended = () => {
-        if (this.live.delete(src)) stats.samplesPlayed += n;
-        if (this.live.size === 0 && state === 'speaking') setState('listening');
-      };
+      this.post({ type: 'push', pcm: buf }, [buf]);
       if (state === 'listening') setState('speaking');
     }
 
-    // heardMs is how much of the current reply has played.
+    /** @param {{type: string, pos: number, played: number, playing?: boolean, leadMs: number, drained?: boolean}} m */
+    onWorklet(m) {
+      switch (m.type) {
+        case 'progress':
+          if (this.muted) return;
+          stats.samplesPlayed += m.played - this.report.played;
+          this.report = { pos: m.pos, played: m.played, playing: !!m.playing, at: this.ctx.currentTime };
+          stats.leadMs = m.leadMs;
+          if (!m.playing && this.report.pos === this.queued && state === 'speaking') setState('listening');
+          break;
+        case 'underrun':
+          stats.underruns++;
+          stats.leadMs = m.leadMs;
+          break;
+        case 'stopped':
+          this.muted = false;
+          this.report = { pos: m.pos, played: m.played, playing: false, at: this.ctx.currentTime };
+          break;
+      }
+    }
+
+    // heardMs is how much of the current reply has played: the worklet's last report, plus the
+    // time since while it was playing.
     heardMs() {
       if (this.replyStart < 0) return 0;
-      return Math.max(0, Math.round((Math.min(this.ctx.currentTime, this.next) - this.replyStart) * 1000));
+      const r = this.report;
+      const since = r.playing ? Math.max(0, this.ctx.currentTime - r.at) * this.rate : 0;
+      const pos = Math.min(this.queued, r.pos + since);
+      return Math.max(0, Math.round((pos - this.replyStart) / this.rate * 1000));
     }
 
     // stop silences everything queued now, and returns how much of the reply was heard.
     stop() {
       const heard = this.heardMs();
-      for (const src of this.live) {
-        src.onended = null;
-        try { src.stop(); } catch (_) { /* not started yet */ }
-      }
-      this.live.clear();
-      this.next = 0;
+      this.post({ type: 'stop' });
+      this.muted = true;
       this.replyStart = -1;
       return heard;
     }
 
-    endReply() { this.replyStart = -1; }
+    endReply() {
+      this.replyStart = -1;
+      this.post({ type: 'end' });
+    }
 
     close() {
       this.stop();

@@ -30,7 +30,8 @@
 // ext-apps SDK) speaks JSON-RPC 2.0 with this window as its parent, with no port: the bridge is
 // its host here, one more adapter on the same budget (every message is charged first). It answers
 // ui/initialize (MCP_APPS_VERSION, hostInfo, hostCapabilities, the hostContext the page gave),
-// sends the tool's input and result once the view says ui/notifications/initialized, hands
+// sends the tool's input and result once the view says ui/notifications/initialized (holding
+// the requests it makes before, at most MAX_EARLY_VIEW_REQUESTS, until then), hands
 // tools/call, ui/open-link, ui/message, size changes and a teardown request to the page (which
 // routes a call to the view's own server through the approval gate, and asks the person before a
 // link opens), asks the view ui/resource-teardown before the page removes it, and answers every
@@ -77,6 +78,11 @@ const MCP_TEARDOWN_MS = 500;
 /** MAX_LISTED bounds the entries of a view's tools/list answer the bridge reads: one answer is
  * one message, and each entry past the app's tools could cost the host a refusal message. */
 const MAX_LISTED = 32;
+/** MAX_EARLY_VIEW_REQUESTS bounds the requests for the page a view may send before its
+ * ui/notifications/initialized: they are held and sent on once it says it (the ext-apps SDK only
+ * warns of a call made before its handshake ends, and example views call on a timer that can fire
+ * first); past the bound a request is answered -32600. */
+const MAX_EARLY_VIEW_REQUESTS = 8;
 /** MCP_PAGE_METHODS are the view's requests the page serves (the rest the bridge answers). */
 const MCP_PAGE_METHODS = new Set(['tools/call', 'ui/open-link', 'ui/message']);
 
@@ -153,6 +159,8 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   let mcpInitialized = false;
   /** @type {Map<string | number, number>} request id -> timer */
   const mcpPending = new Map();
+  /** @type {{id: string | number, method: string, params: object}[]} requests held until the view is initialized */
+  const mcpEarly = [];
   let teardownSeq = 0;
   // A view's own tools (ext-apps onlisttools/oncalltool): whether it declared them
   // (appCapabilities.tools), the names it listed (also in names, for the same limits), and the
@@ -270,6 +278,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     shaken = false;
     credits = 0;
     mcpInitialized = false;
+    mcpEarly.length = 0;
     for (const [id, timer] of mcpPending) {
       clearTimeout(timer);
       mcpPending.delete(id);
@@ -603,6 +612,8 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
           if (mcpView.input) toView({ jsonrpc: '2.0', method: 'ui/notifications/tool-input', params: { arguments: mcpView.input } });
           if (mcpView.result) toView({ jsonrpc: '2.0', method: 'ui/notifications/tool-result', params: mcpView.result });
           if (viewTools) listViewTools();
+          // What the view asked before its handshake ended is served now, in its order.
+          for (const r of mcpEarly.splice(0)) toHost({ type: 'mcp_request', generation, id: r.id, method: r.method, params: r.params });
           return;
         case 'notifications/tools/list_changed':
           if (viewTools && mcpInitialized) listViewTools();
@@ -630,7 +641,8 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
           }
           clearTimeout(mcpPending.get(rid));
           mcpPending.delete(rid);
-          toHost({ type: 'mcp_cancel', generation, id: rid });
+          // A request still held never reached the page: it is only forgotten.
+          if (!unhold(rid)) toHost({ type: 'mcp_cancel', generation, id: rid });
           return;
         }
         default:
@@ -665,20 +677,38 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       mcpError(id, -32601, `Method not found: ${method.slice(0, 80)}`);
       return;
     }
-    if (!mcpInitialized) {
-      mcpError(id, -32600, `${method} before ui/notifications/initialized`);
-      return;
-    }
     if (mcpPending.has(id)) {
       mcpError(id, -32600, 'a request id already waiting');
       return;
     }
+    if (!mcpInitialized && mcpEarly.length >= MAX_EARLY_VIEW_REQUESTS) {
+      mcpError(id, -32600, `${method} before ui/notifications/initialized, past the ${MAX_EARLY_VIEW_REQUESTS} requests held until then`);
+      return;
+    }
     mcpPending.set(id, setTimeout(() => {
       if (!mcpPending.delete(id)) return;
+      if (unhold(id)) {
+        mcpError(id, -32603, `the view did not say ui/notifications/initialized within ${MCP_CALL_MS} ms of ${method}`);
+        return;
+      }
       mcpError(id, -32603, `the host did not answer ${method} within ${MCP_CALL_MS} ms`);
       toHost({ type: 'mcp_cancel', generation, id }); // nobody waits for it now: the page stops it
     }, MCP_CALL_MS));
-    toHost({ type: 'mcp_request', generation, id, method, params: msg.params && typeof msg.params === 'object' ? msg.params : {} });
+    const params = msg.params && typeof msg.params === 'object' ? msg.params : {};
+    // A request before the handshake ends waits for it (bounded in number and by its timer).
+    if (!mcpInitialized) mcpEarly.push({ id, method, params });
+    else toHost({ type: 'mcp_request', generation, id, method, params });
+  }
+
+  /**
+   * unhold forgets the held request id, if it is held; it says whether it was.
+   * @param {string | number} id
+   */
+  function unhold(id) {
+    const at = mcpEarly.findIndex((r) => r.id === id);
+    if (at < 0) return false;
+    mcpEarly.splice(at, 1);
+    return true;
   }
 
   /** @param {any} msg */

@@ -36,7 +36,7 @@ export const FEATURES = Object.freeze({
   },
   'folder-picker': {
     id: 'folder-picker',
-    what: 'the folder picker',
+    what: 'folder picker (showDirectoryPicker)',
     effect: '“Choose a folder…” is not offered: the workspace is in browser storage',
     remedy: `to work on a real folder, open this page in Chromium or Edge, ${PAIRED_MACHINE}`,
   },

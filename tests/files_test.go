@@ -14,10 +14,14 @@ import (
 func openWorkspace(t testing.TB, tab *harness.Tab, url string) {
 	t.Helper()
 	tab.Navigate(url)
-	harness.WaitFor[bool](tab, `document.querySelector('#status').dataset.state === 'ready' &&
-		!document.querySelector('#new-file').disabled &&
-		document.querySelector('#file-list').children.length > 0`, readyBound)
+	harness.WaitFor[bool](tab, workspaceReady, readyBound)
 }
+
+// workspaceReady is the page's readiness signal every browser's tests wait for: the worker says
+// ready, and the workspace is open and listed.
+const workspaceReady = `document.querySelector('#status').dataset.state === 'ready' &&
+	!document.querySelector('#new-file').disabled &&
+	document.querySelector('#file-list').children.length > 0`
 
 // listed returns the names the file list shows.
 func listed(tab *harness.Tab) []string {

@@ -1,7 +1,8 @@
 //go:build !js
 
 // Package tests holds the end-to-end tests: the real relay binary, the real page in headless
-// Chromium, and GOOS=js test binaries run inside a dedicated worker.
+// Chromium (and a smoke of it in Firefox ESR, firefox_test.go), and GOOS=js test binaries run
+// inside a dedicated worker.
 package tests
 
 import (

@@ -368,7 +368,8 @@ func TestMCPAppsViewWrittenHere(t *testing.T) {
 }
 
 // TestHostileMCPAppsView: a view that pushes at the MCP Apps host, opened as a workspace
-// mini-app: a tools/call before its handshake (-32600), a javascript: link (-32602), a
+// mini-app: a tools/call before its handshake (held until it ends, then served), a javascript:
+// link (-32602), a
 // resources/read the host does not serve (-32601), a ui/message that only fills the command box
 // (nothing is sent), and a flood of size changes that stops it (message-budget-exceeded) while
 // the page keeps working.

@@ -137,6 +137,10 @@ func TestSessionsAndTicketCommands(t *testing.T) {
 	if _, frame, err := ws.Read(ctx); err != nil || !strings.Contains(string(frame), `"type":"admitted"`) {
 		t.Fatalf("the page's socket read %s, %v; want the admitted set", frame, err)
 	}
+	// Then that it holds the slot (nobody else does).
+	if _, frame, err := ws.Read(ctx); err != nil || !strings.Contains(string(frame), `"type":"holding"`) {
+		t.Fatalf("the page's socket read %s, %v; want holding", frame, err)
+	}
 	var list string
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		code, list, errOut = relayCmd("sessions", "--state-dir", r.state)

@@ -41,7 +41,8 @@ var (
 	noAppHosts = &sharedBrowser{rules: NoAppHostsResolverRules}
 )
 
-// Main runs a package's tests and then stops the browser they shared and removes its profile.
+// Main runs a package's tests and then stops the browsers they shared (Chromium, and Firefox when
+// a test started it) and removes their profiles.
 // A package that uses NewTab calls it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
@@ -53,6 +54,7 @@ func Main(m *testing.M) {
 			removeAll(b.profile)
 		}
 	}
+	firefox.stop()
 	os.Exit(code)
 }
 

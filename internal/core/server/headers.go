@@ -66,13 +66,15 @@ const BridgePath = "/mini-app-bridge.html"
 
 // bridgePolicy is the bridge's Content-Security-Policy. The inner frame is an about:srcdoc
 // document, which inherits it, so this is also the policy of the mini-app's own code: it may run
-// inline script and style (its own code, the way a model writes it) and show data: and blob:
+// inline script and style (its own code, the way a model writes it) and data: scripts (its own
+// code again, run in its own window: pdf.js, in the PDF viewer of the MCP Apps examples, loads its
+// worker's code as a data: module when it may start no worker), and show data: and blob:
 // media, and it may connect nowhere (connect-src 'none', as MCP Apps hosts default to), so what a
 // user shows an app cannot be sent away. The bridge itself needs only its own script. Its
 // frame-ancestors, the page's origins, is added per request (see setSecurityHeaders).
 var bridgePolicy = strings.Join([]string{
 	"default-src 'none'",
-	"script-src 'self' 'unsafe-inline'",
+	"script-src 'self' 'unsafe-inline' data:",
 	"style-src 'unsafe-inline'",
 	"img-src data: blob:",
 	"media-src data: blob:",

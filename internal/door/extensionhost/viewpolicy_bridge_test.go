@@ -73,7 +73,7 @@ func TestViewPolicyWidensTheBridgeForItsTokenOnly(t *testing.T) {
 		{"?view=tok", map[string]string{
 			"connect-src": "connect-src http://127.0.0.1:4100",
 			"img-src":     "img-src data: blob: https://cdn.example",
-			"script-src":  "script-src 'self' 'unsafe-inline' https://cdn.example",
+			"script-src":  "script-src 'self' 'unsafe-inline' data: https://cdn.example",
 			"frame-src":   "frame-src 'none'",
 			"default-src": "default-src 'none'",
 		}},

@@ -24,27 +24,7 @@ type folderObserved struct {
 // recorded under the Executor's Actor, so undo-last removes them again while they hold nothing
 // else, and redo-last makes them again.
 func (e *Executor) createFolder(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
-	args, note, err := pathArgs(raw)
-	if err != nil {
-		return nil, note, err
-	}
-	name := args["path"]
-	h := e.opts.History
-	if h != nil {
-		h.lockAll()
-	}
-	obs, err := e.createFolderLocked(ctx, h, name)
-	if h != nil {
-		h.unlockAll()
-		if obs.Undoable {
-			h.changed()
-		}
-	}
-	if err != nil {
-		return nil, note, err
-	}
-	out, err := marshal(obs)
-	return out, note, err
+	return folderChange(ctx, e, raw, e.createFolderLocked)
 }
 
 // createFolderLocked makes name and the folders above it that are missing. The caller holds the
@@ -178,19 +158,30 @@ func (e *Executor) redoFolders(ctx context.Context, rec historyRecord, obs *redo
 // is inside with it. With a history the removal is recorded under the Executor's Actor, so
 // undo-last makes the folder again and redo-last removes it again.
 func (e *Executor) removeFolder(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
+	return folderChange(ctx, e, raw, e.removeFolderLocked)
+}
+
+// undoable is what folderChange needs of an observation: whether the change entered the history.
+type undoable interface{ undoable() bool }
+
+func (o folderObserved) undoable() bool       { return o.Undoable }
+func (o removeFolderObserved) undoable() bool { return o.Undoable }
+
+// folderChange runs a folder change, {"path"}, with the history held alone (lockAll) when there
+// is one, tells the history's listeners when the change entered it, and answers the observation.
+func folderChange[O undoable](ctx context.Context, e *Executor, raw json.RawMessage, change func(context.Context, *History, string) (O, error)) (json.RawMessage, auditNote, error) {
 	args, note, err := pathArgs(raw)
 	if err != nil {
 		return nil, note, err
 	}
-	name := args["path"]
 	h := e.opts.History
 	if h != nil {
 		h.lockAll()
 	}
-	obs, err := e.removeFolderLocked(ctx, h, name)
+	obs, err := change(ctx, h, args["path"])
 	if h != nil {
 		h.unlockAll()
-		if obs.Undoable {
+		if obs.undoable() {
 			h.changed()
 		}
 	}

@@ -110,8 +110,10 @@ const (
 	// MaxRequestsLimit is the largest maxRequests a network descriptor may declare.
 	MaxRequestsLimit = 1000
 	// MaxBytesLimit is the largest maxBytes a descriptor may declare: the bound of an http-get
-	// response, and of the content a write-file call writes.
-	MaxBytesLimit = 4 << 20
+	// response, of one response of a remote MCP server (an MCP Apps view arrives whole in one:
+	// the largest example view of ext-apps 2.0.3, the PDF viewer's, is 4.3 MB of HTML), and of
+	// the content a write-file call writes.
+	MaxBytesLimit = 8 << 20
 	// DefaultMaxBytes is the response bound when a descriptor declares none.
 	DefaultMaxBytes = 256 << 10
 	// FetchRequestTimeout bounds one request of an http-get call (each redirect hop is one),

@@ -31,6 +31,8 @@ func TestAdmitRefusals(t *testing.T) {
 		{"network without hosts", `{"id":"a","name":"A","capabilities":["network"],"bounds":{"maxRequests":3},"tools":[{"name":"t","primitive":"http-get","url":"http://x/"}]}`, Page, nil, refusal.NetworkUnbounded},
 		{"network without budget", `{"id":"a","name":"A","capabilities":["network"],"bounds":{"hosts":["x"]},"tools":[{"name":"t","primitive":"http-get","url":"http://x/"}]}`, Page, nil, refusal.NetworkUnbounded},
 		{"network wildcard host", `{"id":"a","name":"A","capabilities":["network"],"bounds":{"hosts":["*"],"maxRequests":3},"tools":[{"name":"t","primitive":"http-get","url":"http://x/"}]}`, Page, nil, refusal.NetworkUnbounded},
+		{"network bytes at the limit", `{"id":"a","name":"A","capabilities":["network"],"bounds":{"hosts":["x"],"maxRequests":3,"maxBytes":8388608},"tools":[{"name":"t","primitive":"http-get","url":"http://x/"}]}`, Page, nil, ""},
+		{"network bytes past the limit", `{"id":"a","name":"A","capabilities":["network"],"bounds":{"hosts":["x"],"maxRequests":3,"maxBytes":8388609},"tools":[{"name":"t","primitive":"http-get","url":"http://x/"}]}`, Page, nil, refusal.NetworkUnbounded},
 		{"no tools", `{"id":"a","name":"A","capabilities":["clock"],"tools":[]}`, Page, nil, refusal.NoTools},
 		{"bad tool name", `{"id":"a","name":"A","capabilities":["clock"],"tools":[{"name":"no spaces","primitive":"now"}]}`, Page, nil, refusal.BadToolName},
 		{"unknown primitive", `{"id":"a","name":"A","capabilities":["clock"],"tools":[{"name":"t","primitive":"shell"}]}`, Page, nil, refusal.UnknownPrimitive},

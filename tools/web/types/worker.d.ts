@@ -1,5 +1,5 @@
 // The globals of the two scripts that run outside the page: worker.js (a dedicated worker, with
-// Go's wasm_exec.js) and audio-worklet.js (an AudioWorkletGlobalScope, which TypeScript's
+// Go's wasm_exec.js) and audio-worklet.js and audio-player.js (AudioWorkletGlobalScopes, which TypeScript's
 // libraries do not describe).
 
 // worker.js: what wasm_exec.js defines, and the inbox Go drains when it starts.
@@ -9,8 +9,9 @@ declare class Go {
 }
 declare var voiceboxInbox: unknown[];
 
-// audio-worklet.js
+// audio-worklet.js and audio-player.js
 declare var sampleRate: number;
+declare var currentTime: number;
 declare class AudioWorkletProcessor {
   constructor(options?: { processorOptions?: any });
   readonly port: MessagePort;

@@ -1,0 +1,148 @@
+// @ts-check
+// The reply's AudioWorklet: it plays the model's PCM16 chunks back to back from a queue on the
+// audio thread, so a busy main thread never delays a sample already received. A reply starts
+// once `lead` seconds of it are buffered, or `lead` seconds after its first chunk arrived,
+// whichever comes first (or at once when the reply is known to have ended). When the queue runs
+// dry before the reply ended, that is an underrun: it is counted and the lead doubles (up to
+// leadMax); after shrinkAfter seconds played without one, the lead halves back towards
+// leadStart. When the context runs at another rate than the reply's, samples are interpolated
+// linearly. Messages in: {type: 'push', pcm: ArrayBuffer}, {type: 'end'} (the reply has no more
+// audio), {type: 'stop'} (drop everything queued). Messages out: progress (pos: samples taken
+// from the queue, played or dropped; played: samples played; playing; leadMs; drained),
+// underrun (leadMs), stopped (pos, played).
+'use strict';
+
+/** PROGRESS_QUANTA is how many render quanta pass between two progress messages. */
+const PROGRESS_QUANTA = 4;
+
+class VoiceboxPlayer extends AudioWorkletProcessor {
+  /** @param {{processorOptions: {rate: number, leadStart: number, leadMax: number, shrinkAfter: number}}} options */
+  constructor(options) {
+    super();
+    const o = options.processorOptions;
+    this.rate = o.rate;
+    this.step = o.rate / sampleRate; // reply samples per output sample
+    this.leadStart = o.leadStart;
+    this.leadMax = o.leadMax;
+    this.shrinkAfter = o.shrinkAfter * o.rate;
+    this.lead = o.leadStart;
+    /** @type {Int16Array[]} */
+    this.chunks = [];
+    this.at = 0; // the next sample's index in chunks[0]
+    this.buffered = 0;
+    this.playing = false;
+    this.waitingSince = -1; // context time the queued audio started waiting for the lead
+    this.ended = false;
+    this.drained = false;
+    this.pos = 0;
+    this.played = 0;
+    this.sinceUnderrun = 0;
+    this.quanta = 0;
+    // linear interpolation (another context rate): the output lies at t between a and b
+    this.a = 0;
+    this.b = 0;
+    this.t = 1;
+    this.port.onmessage = (e) => this.onMessage(e.data);
+  }
+
+  /** @param {{type: string, pcm?: ArrayBuffer}} m */
+  onMessage(m) {
+    switch (m.type) {
+      case 'push': {
+        const c = new Int16Array(/** @type {ArrayBuffer} */ (m.pcm));
+        if (c.length === 0) return;
+        this.chunks.push(c);
+        this.buffered += c.length;
+        if (!this.playing && this.waitingSince < 0) this.waitingSince = currentTime;
+        break;
+      }
+      case 'end':
+        // A turn with no audio still queued ends nothing: the next reply starts fresh.
+        if (this.playing || this.buffered > 0) this.ended = true;
+        break;
+      case 'stop':
+        this.pos += this.buffered;
+        this.chunks = [];
+        this.at = this.buffered = 0;
+        this.playing = this.ended = false;
+        this.waitingSince = -1;
+        this.a = this.b = 0;
+        this.t = 1;
+        this.port.postMessage({ type: 'stopped', pos: this.pos, played: this.played });
+        break;
+    }
+  }
+
+  /** take returns the next queued sample as a float. */
+  take() {
+    const c = this.chunks[0];
+    const v = c[this.at++] / 32768;
+    if (this.at === c.length) {
+      this.chunks.shift();
+      this.at = 0;
+    }
+    this.buffered--;
+    this.pos++;
+    this.played++;
+    return v;
+  }
+
+  /** sample returns the next output sample (the queue holds at least one sample). */
+  sample() {
+    if (this.step === 1) return this.take();
+    while (this.t >= 1 && this.buffered > 0) {
+      this.t -= 1;
+      this.a = this.b;
+      this.b = this.take();
+    }
+    const v = this.a + (this.b - this.a) * Math.min(this.t, 1);
+    this.t += this.step;
+    return v;
+  }
+
+  /**
+   * @param {Float32Array[][]} _inputs
+   * @param {Float32Array[][]} outputs
+   */
+  process(_inputs, outputs) {
+    const out = outputs[0][0];
+    const before = this.played;
+    let i = 0;
+    while (i < out.length) {
+      if (!this.playing) {
+        if (this.buffered === 0) break;
+        const waited = currentTime - this.waitingSince;
+        if (this.buffered < this.lead * this.rate && !this.ended && waited < this.lead) break;
+        this.playing = true;
+        this.waitingSince = -1;
+      }
+      if (this.buffered === 0) {
+        this.playing = false;
+        if (this.ended) {
+          this.ended = false;
+          this.drained = true;
+        } else {
+          this.lead = Math.min(this.leadMax, this.lead * 2);
+          this.sinceUnderrun = 0;
+          this.port.postMessage({ type: 'underrun', leadMs: this.lead * 1000 });
+        }
+        break;
+      }
+      out[i++] = this.sample();
+    }
+    out.fill(0, i);
+    for (let c = 1; c < outputs[0].length; c++) outputs[0][c].set(out);
+    this.sinceUnderrun += this.played - before;
+    if (this.sinceUnderrun >= this.shrinkAfter && this.lead > this.leadStart) {
+      this.lead = Math.max(this.leadStart, this.lead / 2);
+      this.sinceUnderrun = 0;
+    }
+    if (++this.quanta % PROGRESS_QUANTA === 0 || this.drained) {
+      this.port.postMessage({ type: 'progress', pos: this.pos, played: this.played, playing: this.playing, leadMs: this.lead * 1000, drained: this.drained });
+      this.drained = false;
+    }
+    return true;
+  }
+}
+
+registerProcessor('voicebox-player', VoiceboxPlayer);

@@ -1,0 +1,337 @@
+//go:build !js
+
+package tests
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/voicebox-go/voicebox/internal/core/live/vendorfixture"
+	"github.com/voicebox-go/voicebox/tests/harness"
+)
+
+//go:embed livefloor
+var liveFloor embed.FS
+
+const (
+	// liveBenchOnsets is how many onsets each direction is measured over, per page and load.
+	liveBenchOnsets = 30
+	// liveBenchGap is the time between two onsets: longer than a reply, so each reply starts
+	// from silence (the case that pays the playback lead).
+	liveBenchGap = 250 * time.Millisecond
+	// liveBenchQuiet is the silence (samples at the 24 kHz input rate) before a sample the
+	// fixture counts as an onset: 50 ms, as the page's tap counts them.
+	liveBenchQuiet = 1200
+	// liveBenchBargeIns is how many barge-ins are measured, per page and load.
+	liveBenchBargeIns = 10
+	// liveBenchSettle bounds the wait for the last onsets' frames to reach the vendor.
+	liveBenchSettle = 10 * time.Second
+	// liveBenchLevel is the PCM16 level an onset sample exceeds (5% of full scale).
+	liveBenchLevel = 1638
+)
+
+// liveBenchInstrument gives the page a microphone whose onsets the benchmark places, and an
+// ear on its output. The microphone is a generator AudioContext (an oscillator behind a gain at
+// 0) whose stream getUserMedia returns; __bench.onset() opens the gain for 40 ms, 50 ms ahead,
+// and keeps when the onset leaves the generator (epoch ms: getOutputTimestamp's mapping less the
+// generator's output latency). The ear is the tap worklet (livefloor/live-tap.js): every node the
+// page connects to a context's destination is connected to it too, and each onset it renders is
+// kept as the epoch ms the platform says it is heard (getOutputTimestamp), with that context's
+// output and base latency (what the platform adds after the page). busy() redraws a 1,000-entry
+// list in the page (a fresh list, laid out) 16 ms after each redraw ended, as a file list
+// following a sync would.
+const liveBenchInstrument = `(() => {
+	const B = window.__bench = { mic: [], heard: [], silent: [], platformMs: 0, genLatencyMs: 0, redraws: 0, redrawMs: 0, stopBusy: null };
+	const gen = new AudioContext({ sampleRate: 48000 });
+	const osc = gen.createOscillator();
+	osc.frequency.value = 1000;
+	const gain = gen.createGain();
+	gain.gain.value = 0;
+	const dest = gen.createMediaStreamDestination();
+	osc.connect(gain).connect(dest);
+	osc.start();
+	navigator.mediaDevices.getUserMedia = async () => { await gen.resume(); return dest.stream; };
+	B.onset = () => {
+		const at = gen.currentTime + 0.05;
+		gain.gain.setValueAtTime(0.5, at);
+		gain.gain.setValueAtTime(0, at + 0.04);
+		const ts = gen.getOutputTimestamp();
+		B.genLatencyMs = (gen.outputLatency + gen.baseLatency) * 1000;
+		B.mic.push(performance.timeOrigin + ts.performanceTime + (at - ts.contextTime) * 1000 - B.genLatencyMs);
+		return true;
+	};
+	const Real = window.AudioContext;
+	window.AudioContext = class extends Real {
+		constructor(opts) {
+			super(opts);
+			this.__tap = this.audioWorklet.addModule('/live-tap.js').then(() => {
+				const tap = new AudioWorkletNode(this, 'bench-tap');
+				const mute = this.createGain();
+				mute.gain.value = 0;
+				tap.connect(mute);
+				mute.connect(this.destination);
+				tap.port.onmessage = (e) => {
+					const ts = this.getOutputTimestamp();
+					B.platformMs = (this.outputLatency + this.baseLatency) * 1000;
+					const at = e.data.on ?? e.data.off;
+					(e.data.on !== undefined ? B.heard : B.silent).push(performance.timeOrigin + ts.performanceTime + (at - ts.contextTime) * 1000);
+				};
+				return tap;
+			});
+		}
+	};
+	const connect = AudioNode.prototype.connect;
+	AudioNode.prototype.connect = function (dst, ...rest) {
+		const out = connect.call(this, dst, ...rest);
+		const tap = this.context.__tap;
+		if (dst instanceof AudioDestinationNode && tap) tap.then((n) => { if (n !== this) connect.call(this, n); });
+		return out;
+	};
+	B.busy = () => {
+		const ul = document.body.appendChild(document.createElement('ul'));
+		let on = true;
+		const redraw = () => {
+			if (!on) return;
+			const t0 = performance.now();
+			const items = [];
+			for (let i = 0; i < 1000; i++) {
+				const li = document.createElement('li');
+				li.textContent = 'notes/file-' + i + '-' + B.redraws + '.txt';
+				items.push(li);
+			}
+			ul.replaceChildren(...items);
+			void ul.offsetHeight;
+			B.redraws++;
+			B.redrawMs += performance.now() - t0;
+			setTimeout(redraw, 16);
+		};
+		redraw();
+		B.stopBusy = () => { on = false; ul.remove(); };
+		return true;
+	};
+	return true;
+})()`
+
+// onsetEars is the vendor's ear: when each onset of the microphone arrived.
+type onsetEars struct {
+	mu    sync.Mutex
+	quiet int
+	at    []time.Time
+}
+
+func (e *onsetEars) hear(pcm []byte) {
+	now := time.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := 0; i+1 < len(pcm); i += 2 {
+		v := int(int16(uint16(pcm[i]) | uint16(pcm[i+1])<<8))
+		if v < liveBenchLevel && v > -liveBenchLevel {
+			e.quiet++
+			continue
+		}
+		if e.quiet >= liveBenchQuiet {
+			e.at = append(e.at, now)
+		}
+		e.quiet = 0
+	}
+}
+
+func (e *onsetEars) reset() []time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	at := e.at
+	e.at, e.quiet = nil, liveBenchQuiet // the microphone is silent between onsets
+	return at
+}
+
+func (e *onsetEars) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.at)
+}
+
+// epochMs is t as the page's performance.timeOrigin + performance.now() counts (same clock).
+func epochMs(t time.Time) float64 { return float64(t.UnixMicro()) / 1000 }
+
+// pairOnsets pairs the onsets placed (epoch ms, in order) with those detected, in order, and
+// returns the delays and how many placed onsets found no detection. A detection before the
+// onset it would pair with (a glitch) is skipped. A busy page delays onsets by more than the
+// gap between them, so no detection is bounded by the next placement.
+func pairOnsets(placed, detected []float64) (delays []float64, missed int) {
+	// clockSlack allows for the two clocks' readings (the page's and the Go process's) to
+	// disagree by less than a millisecond.
+	const clockSlack = 1.0
+	j := 0
+	for _, p := range placed {
+		for j < len(detected) && detected[j] < p-clockSlack {
+			j++
+		}
+		if j == len(detected) {
+			missed++
+			continue
+		}
+		delays = append(delays, detected[j]-p)
+		j++
+	}
+	return delays, missed
+}
+
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+// BenchmarkLiveVoiceLatency measures the live voice path as a person hears it, in real Chromium
+// against the vendor fixture, for the product page and the hand-written floor page
+// (tests/livefloor), idle and busy:
+//   - capture-ms: a marked onset leaves the microphone -> the vendor receives the frame holding
+//     it (the relay and 20 ms framing included);
+//   - playback-ms: the vendor sends a reply whose first sample is an onset -> the platform says
+//     that sample is heard (getOutputTimestamp, so the platform's output latency, reported as
+//     platform-ms, is included);
+//   - bargein-ms: the vendor says the person started speaking during a 3 s reply -> the reply's
+//     output is heard to go silent (getOutputTimestamp again);
+//   - underruns: what the page's player counted (the product page only).
+func BenchmarkLiveVoiceLatency(b *testing.B) {
+	public := b.TempDir()
+	if err := os.CopyFS(public, os.DirFS(filepath.Join(harness.RepoRoot(), "public"))); err != nil {
+		b.Fatal(err)
+	}
+	floor, _ := fs.Sub(liveFloor, "livefloor")
+	if err := os.CopyFS(public, floor); err != nil {
+		b.Fatal(err)
+	}
+	var ears onsetEars
+	conns := make(chan *vendorfixture.Conn, 16)
+	fx := vendorfixture.Start(b, vendorfixture.Options{Script: vendorfixture.Script{
+		OnSetup: func(c *vendorfixture.Conn) { conns <- c },
+		OnAudio: func(_ *vendorfixture.Conn, pcm []byte) { ears.hear(pcm) },
+	}})
+	relay := harness.StartRelayWith(b, []string{"--public", public}, "VOICEBOX_OPENAI_URL="+fx.OpenAIURL(),
+		"OPENAI_API_KEY="+fx.Key(), "GEMINI_API_KEY=", "VOICEBOX_LIVE_PROVIDER=openai")
+	reply := vendorfixture.Tone(24000, 60, 440)
+	long := vendorfixture.Tone(24000, 3000, 440)
+
+	// ready: the session is up and the microphone's frames flow.
+	type page struct{ name, path, button, ready string }
+	pages := []page{
+		{"page", "/", "mic", `voicebox.live.state() === 'listening' && voicebox.live.stats().framesSent > 10`},
+		{"floor", "/live-floor.html", "start", `window.floor.ready && window.floor.framesSent > 10`},
+	}
+	for _, p := range pages {
+		for _, load := range []string{"idle", "busy"} {
+			b.Run(p.name+"-"+load, func(b *testing.B) {
+				for range b.N {
+					tab := harness.NewTab(b)
+					tab.Navigate(relay.URL + p.path)
+					if p.name == "page" {
+						harness.WaitFor[bool](tab, `!!(window.voicebox && voicebox.live) && !document.querySelector('#mic').disabled`, liveBound)
+					}
+					harness.Eval[bool](tab, liveBenchInstrument)
+					if _, err := chromedp.Run(tab.Ctx, chromedp.Click(chromedp.ID(p.button))); err != nil {
+						b.Fatalf("press %s: %v", p.button, err)
+					}
+					harness.WaitFor[bool](tab, p.ready, liveBound)
+					var conn *vendorfixture.Conn
+					select {
+					case conn = <-conns:
+					case <-time.After(liveBound):
+						b.Fatal("no vendor connection")
+					}
+					if load == "busy" {
+						harness.Eval[bool](tab, `__bench.busy()`)
+					}
+					ears.reset()
+
+					// Capture: onsets placed in the microphone, heard by the vendor.
+					for range liveBenchOnsets {
+						harness.Eval[bool](tab, `__bench.onset()`)
+						time.Sleep(liveBenchGap)
+					}
+					// The last onset's frame is waited for (bounded); one the vendor never hears is
+					// reported as missed.
+					for deadline := time.Now().Add(liveBenchSettle); ears.count() < liveBenchOnsets && time.Now().Before(deadline); {
+						time.Sleep(20 * time.Millisecond)
+					}
+					mic := harness.Eval[[]float64](tab, `__bench.mic`)
+					var at []float64
+					for _, t := range ears.reset() {
+						at = append(at, epochMs(t))
+					}
+					capture, missed := pairOnsets(mic, at)
+					if len(capture) == 0 {
+						b.Fatalf("the vendor heard none of %d onsets", len(mic))
+					}
+					b.ReportMetric(float64(missed), "capture-missed")
+
+					// Playback: replies starting with an onset, heard through the page.
+					var sent []float64
+					for i := range liveBenchOnsets {
+						sent = append(sent, epochMs(time.Now()))
+						conn.Say("", reply)
+						harness.WaitFor[bool](tab, fmt.Sprintf(`__bench.heard.length > %d`, i), liveBound)
+						time.Sleep(liveBenchGap)
+					}
+					heard := harness.Eval[[]float64](tab, `__bench.heard`)
+					playback, missed := pairOnsets(sent, heard)
+					if missed > 0 {
+						b.Fatalf("%d replies of %d were not heard", missed, len(sent))
+					}
+
+					// Barge-in: a long reply plays when the vendor hears the person start to
+					// speak; the delay runs to when the reply's output is heard to go silent.
+					var bargeIn []float64
+					for range liveBenchBargeIns {
+						before := harness.Eval[int](tab, `__bench.heard.length`)
+						conn.Say("", long)
+						harness.WaitFor[bool](tab, fmt.Sprintf(`__bench.heard.length > %d`, before), liveBound)
+						time.Sleep(liveBenchGap)
+						silent := harness.Eval[int](tab, `__bench.silent.length`)
+						at := epochMs(time.Now())
+						conn.SpeechStarted()
+						end := harness.WaitFor[float64](tab, fmt.Sprintf(`__bench.silent[%d]`, silent), liveBound)
+						bargeIn = append(bargeIn, end-at)
+						time.Sleep(liveBenchGap)
+					}
+					slices.Sort(bargeIn)
+					b.ReportMetric(percentile(bargeIn, 0.5), "bargein-p50-ms")
+					b.ReportMetric(percentile(bargeIn, 0.99), "bargein-p99-ms")
+					platform := harness.Eval[float64](tab, `__bench.platformMs`)
+					underruns := 0.0
+					if p.name == "page" {
+						underruns = harness.Eval[float64](tab, `voicebox.live.stats().underruns || 0`)
+					}
+					if load == "busy" {
+						b.ReportMetric(harness.Eval[float64](tab, `(__bench.stopBusy(), __bench.redraws)`), "redraws")
+						b.ReportMetric(harness.Eval[float64](tab, `__bench.redrawMs / __bench.redraws`), "redraw-ms")
+					}
+					slices.Sort(capture)
+					slices.Sort(playback)
+					b.ReportMetric(percentile(capture, 0.5), "capture-p50-ms")
+					b.ReportMetric(percentile(capture, 0.99), "capture-p99-ms")
+					b.ReportMetric(percentile(playback, 0.5), "playback-p50-ms")
+					b.ReportMetric(percentile(playback, 0.99), "playback-p99-ms")
+					b.ReportMetric(platform, "platform-ms")
+					b.ReportMetric(underruns, "underruns")
+					b.Logf("%s %s: capture %.1f..%.1f ms, playback %.1f..%.1f ms, generator latency %.1f ms", p.name, load,
+						capture[0], capture[len(capture)-1], playback[0], playback[len(playback)-1], harness.Eval[float64](tab, `__bench.genLatencyMs`))
+					tab.Close()
+				}
+			})
+		}
+	}
+	if v := fx.Violations(); len(v) > 0 {
+		b.Errorf("the vendor fixture refused what the relay sent: %q", v)
+	}
+}
