@@ -203,6 +203,15 @@ setup_apps() {
 	npm_cache mcp-apps node_modules/@modelcontextprotocol/server-wiki-explorer/dist/index.js "the pinned MCP Apps example servers"
 }
 
+# setup_filesystem installs the pinned MCP reference file server (tools/mcp-filesystem/package-lock.json:
+# @modelcontextprotocol/server-filesystem) into .cache/mcp-filesystem, again whenever the lock file
+# changes; the MCP read benchmark (tests/mcpread_bench_test.go) measures Voicebox's reads against it
+# on the same folder, run by the Node of tools/mcp-conformance (VOICEBOX_MCP_FILESYSTEM, VOICEBOX_NODE).
+setup_filesystem() {
+	export VOICEBOX_MCP_FILESYSTEM=$CACHE/mcp-filesystem
+	npm_cache mcp-filesystem node_modules/@modelcontextprotocol/server-filesystem/dist/index.js "the pinned MCP reference file server"
+}
+
 # setup_noderelay installs the pinned ws package of the Node relay the live capacity benchmark
 # measures ours against (tools/noderelay/package-lock.json) into .cache/noderelay, again whenever
 # the lock file changes, and points the benchmark at it and at the Node 22 of tools/mcp-conformance
@@ -355,6 +364,7 @@ cmd_bench() {
 	mkdir -p "$CACHE"
 	setup_browser
 	setup_noderelay # the live capacity benchmark (internal/core/voice) runs the Node relay
+	setup_filesystem # the MCP read benchmark (tests/) measures against the reference file server
 	setup_nats
 	cmd_build
 	say "== native"

@@ -69,7 +69,16 @@ func frame(kind string, v any) []byte {
 }
 
 // publish sends an event to every subscriber, here and on the fleet's other relays.
+// With nobody to send it to (no stream here, no fleet), an event that is not kept is not
+// encoded at all: a call's event carries its result, and an MCP client's reads with no page open
+// would each pay to encode it for nobody.
 func (e *events) publish(kind string, v any) {
+	e.mu.Lock()
+	idle := len(e.subs) == 0 && e.fleet == nil
+	e.mu.Unlock()
+	if idle && kind != "turn" { // turn events are kept for the streams opened later
+		return
+	}
 	f := frame(kind, v)
 	e.deliver(f)
 	e.mu.Lock()

@@ -23,12 +23,20 @@ const ClientsFile = ".mcp-clients.json"
 // MaxClientsFileBytes bounds what is read of ClientsFile.
 const MaxClientsFileBytes = 1 << 20
 
-// FileClients are the MCP clients in the state directory's .mcp-clients.json, read afresh at
-// every call, so `relay mcp-token` run by another process takes effect at the next request.
+// FileClients are the MCP clients in the state directory's .mcp-clients.json, looked at afresh
+// at every call, so `relay mcp-token` run by another process takes effect at the next request.
 // Changes from one process are serialized; the file is never torn.
+//
+// A lookup (every request to /mcp) reads and decodes the file only when it changed: every
+// write replaces it by a rename (internal/core/durable), so the same file (device and inode),
+// size and modification time mean the same records, and a stat is all the request costs.
 type FileClients struct {
 	path string
 	mu   sync.Mutex // serializes changes to the file
+
+	seenMu sync.Mutex
+	seen   os.FileInfo // the file the records below were decoded from
+	cached []hoststate.MCPClient
 }
 
 // NewFileClients returns the MCP clients kept in the file at path.
@@ -100,7 +108,7 @@ func (d *FileClients) Lookup(bearer string) (c hoststate.MCPClient, ok bool, err
 	if !strings.HasPrefix(bearer, hoststate.MCPBearerPrefix) {
 		return hoststate.MCPClient{}, false, nil
 	}
-	cs, err := d.readClients()
+	cs, err := d.currentClients()
 	if err != nil {
 		return hoststate.MCPClient{}, false, err
 	}
@@ -111,6 +119,32 @@ func (d *FileClients) Lookup(bearer string) (c hoststate.MCPClient, ok bool, err
 		}
 	}
 	return c, ok, nil
+}
+
+// currentClients returns the records for a lookup: those decoded last while the file is the
+// same, else the file's read afresh. The slice returned is shared: read it, never change it.
+func (d *FileClients) currentClients() ([]hoststate.MCPClient, error) {
+	fi, err := os.Stat(d.path)
+	if err != nil {
+		return d.readClients() // missing (no clients) or unreadable: readClients says which
+	}
+	d.seenMu.Lock()
+	if d.seen != nil && os.SameFile(d.seen, fi) && d.seen.Size() == fi.Size() && d.seen.ModTime().Equal(fi.ModTime()) {
+		cs := d.cached
+		d.seenMu.Unlock()
+		return cs, nil
+	}
+	d.seenMu.Unlock()
+	cs, err := d.readClients()
+	if err != nil {
+		return nil, err
+	}
+	// fi was taken before the read: a write in between leaves a record older than the file,
+	// which the next lookup's stat tells apart and reads again.
+	d.seenMu.Lock()
+	d.seen, d.cached = fi, cs
+	d.seenMu.Unlock()
+	return cs, nil
 }
 
 func (d *FileClients) readClients() ([]hoststate.MCPClient, error) {

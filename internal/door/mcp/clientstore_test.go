@@ -105,3 +105,46 @@ func TestFileClientsConformance(t *testing.T) {
 		return NewFileClients(p), NewFileClients(p)
 	})
 }
+
+// TestFileClientsLookupFollowsTheFile: a lookup decodes the file only when it changed, and
+// every change is seen at the next lookup: a mint and a revocation by another process (another
+// store on the file), the file removed, and the file replaced by hand with other records.
+func TestFileClientsLookupFollowsTheFile(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), ClientsFile)
+	relay, beside := NewFileClients(p), NewFileClients(p)
+	lookup := func(bearer string) (string, bool) {
+		t.Helper()
+		c, ok, err := relay.Lookup(bearer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Name, ok && c.Live()
+	}
+	desktop, _ := beside.Mint("desktop")
+	if name, live := lookup(desktop); name != "desktop" || !live {
+		t.Fatalf("a bearer minted beside: %q live %v", name, live)
+	}
+	if name, live := lookup(desktop); name != "desktop" || !live {
+		t.Fatalf("the same lookup again: %q live %v", name, live)
+	}
+	before, _ := os.ReadFile(p)
+	if err := beside.Revoke("desktop"); err != nil {
+		t.Fatal(err)
+	}
+	if _, live := lookup(desktop); live {
+		t.Fatal("a bearer revoked beside still works")
+	}
+	os.Remove(p)
+	if _, ok, _ := relay.Lookup(desktop); ok {
+		t.Fatal("a bearer found with the file removed")
+	}
+	// The file written back in place (same inode reused or not), with the old records of the
+	// same length: it is read again.
+	if err := os.WriteFile(p, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if name, live := lookup(desktop); name != "desktop" || !live {
+		t.Fatalf("the file put back by hand: %q live %v", name, live)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -119,17 +120,34 @@ type answer struct {
 	Size     int64        `json:"size"`
 }
 
+// readAnswer decodes an observation's answer from its top-level members, matching their names
+// as encoding/json matches a struct's fields (exactly, else without regard to case).
+func readAnswer(members map[string]json.RawMessage) answer {
+	var a answer
+	fields := map[string]any{"refused": &a.Refused, "why": &a.Why, "kind": &a.Kind, "mimetype": &a.MIMEType, "data": &a.Data, "path": &a.Path, "size": &a.Size}
+	for k, v := range members {
+		if f, ok := fields[strings.ToLower(k)]; ok {
+			json.Unmarshal(v, f)
+		}
+	}
+	return a
+}
+
 // result turns the catalogue's answer into a tool result, and logs one line in the relay's log
 // (the protocol's own logging is deprecated, SEP-2577: a client reads the result, the host the
 // relay's log).
+//
+// The observation is split once into its top-level members (topMembers): a 4 KiB read_file's
+// content is scanned for its closing quote and never decoded, and only the small members the
+// result depends on are.
 func (h *Handler) result(client, name string, obs json.RawMessage) *sdk.CallToolResult {
-	var a answer
-	json.Unmarshal(obs, &a)
+	members, _ := topMembers(obs)
+	a := readAnswer(members)
 	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(obs)}}}
 	level := slog.LevelInfo
 	// No structuredContent: it would carry the observation a second time (a 4 KiB read_file costs
 	// about 100 us more), and the text is that JSON already.
-	made, isMade := madeResult(obs)
+	made, isMade := madeResult(obs, members)
 	switch {
 	case isMade:
 		// A tool (a WebMCP tool of a mini-app) that answered an MCP tool result: it goes to the
@@ -161,12 +179,11 @@ var resultKeys = map[string]bool{"content": true, "structuredContent": true, "is
 // contentTypes are the content types of the protocol's tool results.
 var contentTypes = map[string]bool{"text": true, "image": true, "audio": true, "resource_link": true, "resource": true}
 
-// madeResult reads obs as an MCP tool result when it is one: an object with a content array of
-// the protocol's content items and no members but a result's. Any other observation (every
-// built-in tool's, a refusal) is not.
-func madeResult(obs json.RawMessage) (*sdk.CallToolResult, bool) {
-	var members map[string]json.RawMessage
-	if json.Unmarshal(obs, &members) != nil || members["content"] == nil {
+// madeResult reads obs, whose top-level members are members, as an MCP tool result when it is
+// one: an object with a content array of the protocol's content items and no members but a
+// result's. Any other observation (every built-in tool's, a refusal) is not.
+func madeResult(obs json.RawMessage, members map[string]json.RawMessage) (*sdk.CallToolResult, bool) {
+	if members["content"] == nil {
 		return nil, false
 	}
 	for k := range members {

