@@ -31,8 +31,9 @@ func relayCommand(t *testing.T, relay *harness.Relay, args ...string) string {
 	return string(out)
 }
 
-// TestSessionsEndAndCloseThePagesChannel signs a page in (on localhost, so its cookie is apart
-// from the other gated tests' on 127.0.0.1), revokes its session with `relay sessions revoke
+// TestSessionsEndAndCloseThePagesChannel signs a page in (in a browser context of its own, so
+// its cookie is apart from the other gated tests'; the relay sends its other loopback names to
+// the printed one, so another name would not keep it apart), revokes its session with `relay sessions revoke
 // --all`, and sees the page's channel refused session-revoked; then signs it in again with an
 // address minted by `relay ticket` and sees the session run out: the channel is refused
 // session-expired. Each time the relay has no executor afterwards and the page's address
@@ -40,14 +41,14 @@ func relayCommand(t *testing.T, relay *harness.Relay, args ...string) string {
 func TestSessionsEndAndCloseThePagesChannel(t *testing.T) {
 	t.Parallel()
 	relay := harness.StartRelay(t, "VOICEBOX_LOOPBACK_AUTH=1", "VOICEBOX_SESSION_LIFETIME="+sessionLifetime)
-	page := strings.Replace(relay.URL, "127.0.0.1", "localhost", 1)
+	page := relay.URL
 	line := relay.NextLine(t, 5*time.Second)
 	i := strings.Index(line, relay.URL+"/?bootstrap=")
 	if i < 0 {
 		t.Fatalf("the relay printed %q, want the one-time URL", line)
 	}
 	ticket := strings.Replace(strings.Fields(line[i:])[0], relay.URL, page, 1)
-	tab := harness.NewTab(t)
+	tab := harness.NewIsolatedTab(t)
 	tab.Allow(`401.*/api/root`) // the probes after each end
 
 	signIn := func(address string) {

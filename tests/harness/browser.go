@@ -145,6 +145,15 @@ func NewTabWithoutAppHosts(t testing.TB) *Tab {
 	return newTabIn(t, noAppHosts, TabBound)
 }
 
+// NewIsolatedTab opens a tab of the shared browser in a browser context of its own (its own
+// cookies and storage, as a private window has), and closes both when the test ends: for a test
+// whose session cookie must not meet the other tests' on the same host (a cookie does not keep
+// to its port).
+func NewIsolatedTab(t testing.TB) *Tab {
+	t.Helper()
+	return newTabIn(t, browser, TabBound, chromedp.WithNewBrowserContext())
+}
+
 // newTab opens a tab whose whole life is bounded by bound.
 func newTab(t testing.TB, bound time.Duration) *Tab {
 	t.Helper()
@@ -152,7 +161,7 @@ func newTab(t testing.TB, bound time.Duration) *Tab {
 }
 
 // newTabIn opens a tab of b whose whole life is bounded by bound.
-func newTabIn(t testing.TB, b *sharedBrowser, bound time.Duration) *Tab {
+func newTabIn(t testing.TB, b *sharedBrowser, bound time.Duration, opts ...chromedp.ContextOption) *Tab {
 	t.Helper()
 	bctx, err := b.start()
 	if err != nil {
@@ -160,7 +169,7 @@ func newTabIn(t testing.TB, b *sharedBrowser, bound time.Duration) *Tab {
 	}
 	tab := &Tab{t: t}
 	ctx, cancelTimeout := context.WithTimeout(bctx, bound)
-	ctx, cancelTab := chromedp.NewContext(ctx, chromedp.WithListener(tab.onEvent))
+	ctx, cancelTab := chromedp.NewContext(ctx, append([]chromedp.ContextOption{chromedp.WithListener(tab.onEvent)}, opts...)...)
 	if err := chromedp.Do(ctx); err != nil {
 		cancelTab()
 		cancelTimeout()
