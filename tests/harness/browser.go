@@ -126,9 +126,7 @@ type Tab struct {
 	Ctx context.Context
 	t   testing.TB
 
-	mu       sync.Mutex
-	problems []string
-	allowed  []*regexp.Regexp
+	problemLog
 }
 
 // NewTab opens a tab in the shared browser and closes it when the test ends.
@@ -179,39 +177,45 @@ func newTabIn(t testing.TB, b *sharedBrowser, bound time.Duration, opts ...chrom
 	t.Cleanup(func() {
 		cancelTab()
 		cancelTimeout()
-		tab.mu.Lock()
-		defer tab.mu.Unlock()
-		for _, p := range tab.problems {
+		for _, p := range tab.Problems() {
 			t.Errorf("harness: the page reported: %s", p)
 		}
 	})
 	return tab
 }
 
+// problemLog is what a tab of either browser records: every console error, uncaught exception
+// and failed request not allowed by the test.
+type problemLog struct {
+	mu       sync.Mutex
+	problems []string
+	allowed  []*regexp.Regexp
+}
+
 // Allow lets problems whose text matches pattern pass, for a test that provokes them on purpose.
-func (tab *Tab) Allow(pattern string) {
-	tab.mu.Lock()
-	defer tab.mu.Unlock()
-	tab.allowed = append(tab.allowed, regexp.MustCompile(pattern))
+func (l *problemLog) Allow(pattern string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.allowed = append(l.allowed, regexp.MustCompile(pattern))
 }
 
-// Problems returns what the tab has recorded so far, allowed or not.
-func (tab *Tab) Problems() []string {
-	tab.mu.Lock()
-	defer tab.mu.Unlock()
-	return append([]string(nil), tab.problems...)
+// Problems returns what the tab has recorded so far.
+func (l *problemLog) Problems() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.problems...)
 }
 
-func (tab *Tab) record(format string, args ...any) {
+func (l *problemLog) record(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	tab.mu.Lock()
-	defer tab.mu.Unlock()
-	for _, re := range tab.allowed {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, re := range l.allowed {
 		if re.MatchString(msg) {
 			return
 		}
 	}
-	tab.problems = append(tab.problems, msg)
+	l.problems = append(l.problems, msg)
 }
 
 func (tab *Tab) onEvent(ev any) {

@@ -389,9 +389,7 @@ type FirefoxTab struct {
 	// ctx bounds the tab's whole life; each command has its own bound within it.
 	ctx context.Context
 
-	mu       sync.Mutex
-	problems []string
-	allowed  []*regexp.Regexp
+	problemLog
 }
 
 // NewFirefoxTab opens a tab in the Firefox the test binary shares (started on the first call)
@@ -427,39 +425,11 @@ func NewFirefoxTab(t testing.TB) *FirefoxTab {
 		firefox.mu.Lock()
 		delete(firefox.tabs, tab.context)
 		firefox.mu.Unlock()
-		tab.mu.Lock()
-		defer tab.mu.Unlock()
-		for _, p := range tab.problems {
+		for _, p := range tab.Problems() {
 			t.Errorf("harness: the page in Firefox reported: %s", p)
 		}
 	})
 	return tab
-}
-
-// Allow lets problems whose text matches pattern pass, for a test that provokes them on purpose.
-func (tab *FirefoxTab) Allow(pattern string) {
-	tab.mu.Lock()
-	defer tab.mu.Unlock()
-	tab.allowed = append(tab.allowed, regexp.MustCompile(pattern))
-}
-
-// Problems returns what the tab has recorded so far, allowed or not.
-func (tab *FirefoxTab) Problems() []string {
-	tab.mu.Lock()
-	defer tab.mu.Unlock()
-	return append([]string(nil), tab.problems...)
-}
-
-func (tab *FirefoxTab) record(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	tab.mu.Lock()
-	defer tab.mu.Unlock()
-	for _, re := range tab.allowed {
-		if re.MatchString(msg) {
-			return
-		}
-	}
-	tab.problems = append(tab.problems, msg)
 }
 
 // Navigate loads url in the tab and waits until its document has loaded.
