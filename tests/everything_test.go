@@ -55,22 +55,37 @@ func startEverythingServer(t *testing.T) string {
 	if _, err := os.Stat(everythingServer); err != nil {
 		t.Fatalf("the MCP reference server is not installed (%v): ./build.sh test installs it into .cache/mcp-everything", err)
 	}
+	return startListeningNode(t, "the MCP reference server", true, readyBound, everythingServer, "streamableHttp")
+}
+
+// startListeningNode runs node with args on a free loopback port (its PORT), ended with the test
+// and with the test binary, and returns its host:port once a line it prints (on stderr when
+// onStderr, else stdout) says it is listening, within bound.
+func startListeningNode(t *testing.T, what string, onStderr bool, bound time.Duration, args ...string) string {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node is not on PATH: %v", err)
 	}
 	port := harness.RestartablePort(t)
-	cmd := exec.Command(node, everythingServer, "streamableHttp")
+	cmd := exec.Command(node, args...)
 	cmd.Env = append(os.Environ(), "PORT="+port, "NODE_ENV=production")
-	cmd.Stdout = io.Discard
-	errs, _ := cmd.StderrPipe()
+	var said io.Reader
+	if onStderr {
+		cmd.Stdout = io.Discard
+		said, _ = cmd.StderrPipe()
+	} else {
+		cmd.Stderr = io.Discard
+		said, _ = cmd.StdoutPipe()
+	}
+	harness.DieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	listening := make(chan bool, 1)
 	go func() {
-		sc := bufio.NewScanner(errs)
+		sc := bufio.NewScanner(said)
 		for sc.Scan() {
 			if strings.Contains(sc.Text(), "listening") {
 				select {
@@ -84,10 +99,10 @@ func startEverythingServer(t *testing.T) string {
 	select {
 	case ok := <-listening:
 		if !ok {
-			t.Fatal("the MCP reference server ended before it listened")
+			t.Fatalf("%s ended before it listened", what)
 		}
-	case <-time.After(readyBound):
-		t.Fatal("the MCP reference server did not say it listens")
+	case <-time.After(bound):
+		t.Fatalf("%s did not say it listens", what)
 	}
 	return "127.0.0.1:" + port
 }

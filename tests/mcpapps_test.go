@@ -3,13 +3,10 @@
 package tests
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,42 +113,7 @@ func startExampleServer(t *testing.T, name string, args ...string) string {
 	if _, err := os.Stat(index); err != nil {
 		t.Fatalf("the MCP Apps example server %s is not installed (%v): ./build.sh test installs it into .cache/mcp-apps", name, err)
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not on PATH: %v", err)
-	}
-	port := harness.RestartablePort(t)
-	cmd := exec.Command(node, append([]string{index}, args...)...)
-	cmd.Env = append(os.Environ(), "PORT="+port, "NODE_ENV=production")
-	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = io.Discard
-	harness.DieWithTest(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	listening := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening") {
-				select {
-				case listening <- true:
-				default:
-				}
-			}
-		}
-		close(listening)
-	}()
-	select {
-	case ok := <-listening:
-		if !ok {
-			t.Fatalf("the example server %s ended before it listened", name)
-		}
-	case <-time.After(appsStartBound):
-		t.Fatalf("the example server %s did not say it listens", name)
-	}
-	return "127.0.0.1:" + port
+	return startListeningNode(t, "the example server "+name, false, appsStartBound, append([]string{index}, args...)...)
 }
 
 // onePagePDF is a PDF of one page that shows text: the objects, then a cross-reference table
