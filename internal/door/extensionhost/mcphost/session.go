@@ -316,7 +316,7 @@ func (c *Session) dial() {
 	}
 	c.session, c.err = session, nil
 	c.mu.Unlock()
-	c.list()
+	c.list(false)
 }
 
 // fail records why there is no session.
@@ -339,7 +339,7 @@ func (c *Session) toolsChanged(session *mcp.ClientSession) {
 		return // the session was ended: what else it says is not read
 	}
 	if _, err := c.transport.budget.Take(); err != nil {
-		r := refusal.New(refusal.BudgetExhausted, "the server sent more tools/list_changed notifications than %s's request budget holds (each spends a request, %s spent); the session is ended and no further listing is made", c.id, c.transport.budget.Spent())
+		r := c.changesSpentTheBudget()
 		c.mu.Lock()
 		stop := c.session == session
 		if stop {
@@ -355,6 +355,13 @@ func (c *Session) toolsChanged(session *mcp.ClientSession) {
 	c.requestList()
 }
 
+// changesSpentTheBudget is why a session is ended when its tools/list_changed notifications, or
+// the listings they asked for, spend the last request of the budget: one wording whichever of the
+// two reached the end first, which depends only on timing.
+func (c *Session) changesSpentTheBudget() *refusal.Refusal {
+	return refusal.New(refusal.BudgetExhausted, "the server's tools/list_changed notifications and the listings they asked for spent %s's request budget (each spends a request, %s spent); the session is ended and no further listing is made", c.id, c.transport.budget.Spent())
+}
+
 // requestList asks for a listing: it starts one when none runs, or has the running one followed
 // by exactly one more. At most one listing runs and one waits, per session.
 func (c *Session) requestList() {
@@ -368,7 +375,7 @@ func (c *Session) requestList() {
 	c.mu.Unlock()
 	c.background.Go(func() {
 		for {
-			c.list()
+			c.list(true)
 			c.mu.Lock()
 			again := c.relist && !c.closed
 			c.relist, c.listing = false, again
@@ -405,8 +412,9 @@ func clipWhy(s string) string {
 }
 
 // list reads the server's tools again (at most extensions.MaxMCPTools), judges each, and tells
-// the host, which stages a new plan when the server added tools.
-func (c *Session) list() {
+// the host, which stages a new plan when the server added tools. afterChange says a
+// tools/list_changed notification asked for it.
+func (c *Session) list(afterChange bool) {
 	c.listMu.Lock()
 	defer c.listMu.Unlock()
 	c.mu.Lock()
@@ -424,6 +432,9 @@ func (c *Session) list() {
 			// A session whose listing failed is dropped and made again by itself: a server that
 			// died mid-listing is not left with a session that never lists.
 			r := c.refusalOf(ctx, err, "listing the tools of")
+			if afterChange && r.Rule == refusal.BudgetExhausted {
+				r = c.changesSpentTheBudget()
+			}
 			c.fail(r)
 			c.broke(session, r)
 			if r.Rule != refusal.BudgetExhausted {
