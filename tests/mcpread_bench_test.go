@@ -5,6 +5,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,7 +37,10 @@ const (
 //     read_text_file) on the same folder, run by Node.
 //
 // Each reports its p50 and p99 over mcpReadRounds interleaved rounds of mcpReadPerRound reads,
-// and mcp-x / bridge-x the ratio of its p50 to the reference's.
+// and mcp-x / bridge-x the ratio of its p50 to the reference's; and the CPU time the server's
+// processes spent per read (*-cpu-us: the relay's for /mcp, the bridge's and the relay's for
+// `relay mcp`, Node's for the reference), which a loaded machine disturbs far less than the
+// latencies.
 func BenchmarkMCPReadWorkspace(b *testing.B) {
 	dir := b.TempDir()
 	content := strings.Repeat("notes ", mcpReadBytes/6) + strings.Repeat("n", mcpReadBytes%6)
@@ -48,21 +52,25 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 	ctx := context.Background()
 
 	overHTTP, _ := connectMCP(b, relay, "bench")
-	bridge := connectStdio(b, exec.Command(filepath.Join(harness.RepoRoot(), "bin", "relay"), "mcp",
-		"--relay", relay.URL, "--bearer-file", bearerFile(b, relay.MintMCPBearer(b, "bench-bridge"))))
+	bridgeCmd := exec.Command(filepath.Join(harness.RepoRoot(), "bin", "relay"), "mcp",
+		"--relay", relay.URL, "--bearer-file", bearerFile(b, relay.MintMCPBearer(b, "bench-bridge")))
+	bridge := connectStdio(b, bridgeCmd)
 	node, server := referenceFilesystem(b)
-	reference := connectStdio(b, exec.Command(node, server, dir))
+	referenceCmd := exec.Command(node, server, dir)
+	reference := connectStdio(b, referenceCmd)
 
 	type reader struct {
 		s    *sdk.ClientSession
 		tool string
 		args map[string]string
 		us   []float64
+		pids []int         // the server's processes
+		cpu  time.Duration // their CPU time over the measured reads
 	}
 	readers := []*reader{
-		{s: overHTTP, tool: "read_file", args: map[string]string{"name": "notes.md"}},
-		{s: bridge, tool: "read_file", args: map[string]string{"name": "notes.md"}},
-		{s: reference, tool: "read_text_file", args: map[string]string{"path": filepath.Join(dir, "notes.md")}},
+		{s: overHTTP, tool: "read_file", args: map[string]string{"name": "notes.md"}, pids: []int{relay.PID()}},
+		{s: bridge, tool: "read_file", args: map[string]string{"name": "notes.md"}, pids: []int{bridgeCmd.Process.Pid, relay.PID()}},
+		{s: reference, tool: "read_text_file", args: map[string]string{"path": filepath.Join(dir, "notes.md")}, pids: []int{referenceCmd.Process.Pid}},
 	}
 	read := func(r *reader) {
 		t0 := time.Now()
@@ -84,9 +92,11 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 	for b.Loop() {
 		for range mcpReadRounds {
 			for _, r := range readers {
+				cpu0 := processesCPU(b, r.pids)
 				for range mcpReadPerRound {
 					read(r)
 				}
+				r.cpu += processesCPU(b, r.pids) - cpu0
 			}
 		}
 	}
@@ -94,6 +104,9 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 	harness.ReportPercentiles(b, readers[0].us, "mcp-us")
 	harness.ReportPercentiles(b, readers[1].us, "bridge-us")
 	harness.ReportPercentiles(b, readers[2].us, "reference-us")
+	for i, name := range []string{"mcp-cpu-us", "bridge-cpu-us", "reference-cpu-us"} {
+		b.ReportMetric(float64(readers[i].cpu.Microseconds())/float64(len(readers[i].us)), name)
+	}
 	ref := median(readers[2].us)
 	b.ReportMetric(median(readers[0].us)/ref, "mcp-x")
 	b.ReportMetric(median(readers[1].us)/ref, "bridge-x")
@@ -164,6 +177,29 @@ func referenceFilesystem(tb testing.TB) (node, server string) {
 		}
 	}
 	return node, server
+}
+
+// processesCPU is the CPU time the processes pids have spent, summed over their threads
+// (/proc/PID/task/*/schedstat: nanoseconds on a CPU).
+func processesCPU(tb testing.TB, pids []int) time.Duration {
+	tb.Helper()
+	var sum time.Duration
+	for _, pid := range pids {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+		if err != nil || len(tasks) == 0 {
+			tb.Fatalf("the CPU time of process %d cannot be read (%v): the benchmark needs Linux's /proc", pid, err)
+		}
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue // a thread that ended between the listing and the read
+			}
+			var ns int64
+			fmt.Sscan(string(b), &ns)
+			sum += time.Duration(ns)
+		}
+	}
+	return sum
 }
 
 // median is the middle of samples.
