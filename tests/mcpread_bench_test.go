@@ -40,7 +40,9 @@ const (
 // and mcp-x / bridge-x the ratio of its p50 to the reference's; and the CPU time the server's
 // processes spent per read (*-cpu-us: the relay's for /mcp, the bridge's and the relay's for
 // `relay mcp`, Node's for the reference), which a loaded machine disturbs far less than the
-// latencies.
+// latencies. With VOICEBOX_BENCH_BRIDGE_BEFORE naming another build's relay binary, its `relay mcp`
+// takes its turns too (bridge-before-*), so a change to the bridge is measured before and after
+// in one run.
 func BenchmarkMCPReadWorkspace(b *testing.B) {
 	dir := b.TempDir()
 	content := strings.Repeat("notes ", mcpReadBytes/6) + strings.Repeat("n", mcpReadBytes%6)
@@ -52,14 +54,17 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 	ctx := context.Background()
 
 	overHTTP, _ := connectMCP(b, relay, "bench")
-	bridgeCmd := exec.Command(filepath.Join(harness.RepoRoot(), "bin", "relay"), "mcp",
-		"--relay", relay.URL, "--bearer-file", bearerFile(b, relay.MintMCPBearer(b, "bench-bridge")))
-	bridge := connectStdio(b, bridgeCmd)
+	bridgeOf := func(bin, name string) (*sdk.ClientSession, []int) {
+		cmd := exec.Command(bin, "mcp", "--relay", relay.URL, "--bearer-file", bearerFile(b, relay.MintMCPBearer(b, name)))
+		return connectStdio(b, cmd), []int{cmd.Process.Pid, relay.PID()}
+	}
+	bridge, bridgePIDs := bridgeOf(filepath.Join(harness.RepoRoot(), "bin", "relay"), "bench-bridge")
 	node, server := referenceFilesystem(b)
 	referenceCmd := exec.Command(node, server, dir)
 	reference := connectStdio(b, referenceCmd)
 
 	type reader struct {
+		name string
 		s    *sdk.ClientSession
 		tool string
 		args map[string]string
@@ -67,10 +72,17 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 		pids []int         // the server's processes
 		cpu  time.Duration // their CPU time over the measured reads
 	}
+	readFile := map[string]string{"name": "notes.md"}
 	readers := []*reader{
-		{s: overHTTP, tool: "read_file", args: map[string]string{"name": "notes.md"}, pids: []int{relay.PID()}},
-		{s: bridge, tool: "read_file", args: map[string]string{"name": "notes.md"}, pids: []int{bridgeCmd.Process.Pid, relay.PID()}},
-		{s: reference, tool: "read_text_file", args: map[string]string{"path": filepath.Join(dir, "notes.md")}, pids: []int{referenceCmd.Process.Pid}},
+		{name: "mcp", s: overHTTP, tool: "read_file", args: readFile, pids: []int{relay.PID()}},
+		{name: "bridge", s: bridge, tool: "read_file", args: readFile, pids: bridgePIDs},
+		{name: "reference", s: reference, tool: "read_text_file", args: map[string]string{"path": filepath.Join(dir, "notes.md")}, pids: []int{referenceCmd.Process.Pid}},
+	}
+	if bin := os.Getenv("VOICEBOX_BENCH_BRIDGE_BEFORE"); bin != "" {
+		// Another build's `relay mcp` (main's, say) on the same relay, taking its turns with the
+		// others: a change to the bridge measured before and after in one run.
+		s, pids := bridgeOf(bin, "bench-bridge-before")
+		readers = append(readers, &reader{name: "bridge-before", s: s, tool: "read_file", args: readFile, pids: pids})
 	}
 	read := func(r *reader) {
 		t0 := time.Now()
@@ -101,15 +113,14 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	harness.ReportPercentiles(b, readers[0].us, "mcp-us")
-	harness.ReportPercentiles(b, readers[1].us, "bridge-us")
-	harness.ReportPercentiles(b, readers[2].us, "reference-us")
-	for i, name := range []string{"mcp-cpu-us", "bridge-cpu-us", "reference-cpu-us"} {
-		b.ReportMetric(float64(readers[i].cpu.Microseconds())/float64(len(readers[i].us)), name)
-	}
 	ref := median(readers[2].us)
-	b.ReportMetric(median(readers[0].us)/ref, "mcp-x")
-	b.ReportMetric(median(readers[1].us)/ref, "bridge-x")
+	for _, r := range readers {
+		harness.ReportPercentiles(b, r.us, r.name+"-us")
+		b.ReportMetric(float64(r.cpu.Microseconds())/float64(len(r.us)), r.name+"-cpu-us")
+		if r.name != "reference" {
+			b.ReportMetric(median(r.us)/ref, r.name+"-x")
+		}
+	}
 }
 
 // waitWorkspace waits for the relay's --workspace to hold the root.

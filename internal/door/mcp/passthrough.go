@@ -30,6 +30,11 @@ const (
 	// CancelNoticeBound bounds how long the bridge spends telling the relay that the local
 	// client cancelled a passed call.
 	CancelNoticeBound = 5 * time.Second
+	// maxDrainBytes bounds what the bridge reads of an answer's stream past the answer, so its
+	// connection to the relay is kept for the next call; past it the connection is closed.
+	maxDrainBytes = 64 << 10
+	// drainBound bounds how long the bridge reads an answer's stream past the answer.
+	drainBound = time.Second
 )
 
 // passer is how `relay mcp` answers its local client's tools/call: the line goes to the relay's
@@ -116,12 +121,12 @@ func (p *passer) call(req *jsonrpc.Request) bool {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		member := p.relay(ctx, c, req.Params)
+		defer cancel()
+		member, rest := p.relay(ctx, c, req.Params)
 		p.mu.Lock()
 		delete(p.calls, string(id))
 		cancelled := c.cancelled
 		p.mu.Unlock()
-		cancel()
 		switch {
 		case cancelled:
 			p.tellCancelled(c.wire)
@@ -134,6 +139,15 @@ func (p *passer) call(req *jsonrpc.Request) bool {
 				"relay mcp stopped before the relay answered this call; it may or may not have run"))
 		}
 		p.answer(id, member)
+		if rest != nil {
+			// The relay ends the stream right after the answer: read it to its end, so the
+			// connection is kept for the next call rather than closed and dialled again.
+			// A stream kept open past drainBound is cut (the call's context ends).
+			stop := time.AfterFunc(drainBound, cancel)
+			io.Copy(io.Discard, io.LimitReader(rest, maxDrainBytes))
+			rest.Close()
+			stop.Stop()
+		}
 	}()
 	return true
 }
@@ -181,7 +195,7 @@ func errorMember(code int64, rf *refusal.Refusal) []byte {
 
 // relay posts the call to the relay and reads its answer, passing on the notifications before
 // it. It returns the answer's result or error member; nil when the client cancelled first.
-func (p *passer) relay(ctx context.Context, c *passedCall, params json.RawMessage) []byte {
+func (p *passer) relay(ctx context.Context, c *passedCall, params json.RawMessage) (member []byte, rest io.ReadCloser) {
 	body, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      string          `json:"id"`
@@ -189,39 +203,38 @@ func (p *passer) relay(ctx context.Context, c *passedCall, params json.RawMessag
 		Params  json.RawMessage `json:"params,omitempty"`
 	}{"2.0", c.wire, "tools/call", params})
 	if err != nil {
-		return errorMember(jsonrpc.CodeInvalidParams, refusal.New(refusal.InvalidArgument, "the call's params are not JSON: %v", err))
+		return errorMember(jsonrpc.CodeInvalidParams, refusal.New(refusal.InvalidArgument, "the call's params are not JSON: %v", err)), nil
 	}
 	resp, err := p.post(ctx, body)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil
+			return nil, nil
 		}
 		if rf, ok := refusal.As(err); ok {
-			return errorMember(jsonrpc.CodeInternalError, rf)
+			return errorMember(jsonrpc.CodeInternalError, rf), nil
 		}
-		return errorMember(jsonrpc.CodeInternalError, refusal.New(refusal.InternalError, "the relay did not take the call: %v", err))
+		return errorMember(jsonrpc.CodeInternalError, refusal.New(refusal.InternalError, "the relay did not take the call: %v", err)), nil
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode >= http.StatusBadRequest {
-		return errorOfStatus(resp)
+		return errorOfStatus(resp), resp.Body
 	}
 	br := bufio.NewReaderSize(resp.Body, 32<<10)
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		msg, tooLong, _ := readBoundedLine(br, MaxBridgedAnswerBytes)
-		return p.answerOf(c, msg, tooLong)
+		return p.answerOf(c, msg, tooLong), resp.Body
 	}
 	for {
 		data, tooLong, err := readEvent(br)
 		if len(data) > 0 || tooLong {
 			if member := p.answerOf(c, data, tooLong); member != nil {
-				return member
+				return member, resp.Body
 			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return nil, resp.Body
 			}
-			return errorMember(jsonrpc.CodeInternalError, refusal.New(refusal.InternalError, "the relay's answer ended before the call's result came (%v); the call may or may not have run", err))
+			return errorMember(jsonrpc.CodeInternalError, refusal.New(refusal.InternalError, "the relay's answer ended before the call's result came (%v); the call may or may not have run", err)), resp.Body
 		}
 	}
 }
