@@ -218,7 +218,9 @@ func (p *passer) relay(ctx context.Context, c *passedCall, params json.RawMessag
 	if resp.StatusCode >= http.StatusBadRequest {
 		return errorOfStatus(resp), resp.Body
 	}
-	br := bufio.NewReaderSize(resp.Body, 32<<10)
+	br := answerReaders.Get().(*bufio.Reader)
+	br.Reset(resp.Body)
+	defer func() { br.Reset(nil); answerReaders.Put(br) }()
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		msg, tooLong, _ := readBoundedLine(br, MaxBridgedAnswerBytes)
 		return p.answerOf(c, msg, tooLong), resp.Body
@@ -238,6 +240,10 @@ func (p *passer) relay(ctx context.Context, c *passedCall, params json.RawMessag
 		}
 	}
 }
+
+// answerReaders are the buffered readers of the relay's answers, one per call at a time, kept
+// between calls rather than allocated for each.
+var answerReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 
 // post sends one JSON-RPC message of the bridge's session to the relay.
 func (p *passer) post(ctx context.Context, body []byte) (*http.Response, error) {
