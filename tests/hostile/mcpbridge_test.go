@@ -106,7 +106,8 @@ func (b *stdioBridge) next(what string) map[string]any {
 
 // TestTheStdioBridgePassesNoCallItsServerWouldRefuse: `relay mcp` passes its client's tools/call
 // lines to the relay as bytes (issue 38), past the SDK's server that checked them before. A call
-// before the client has initialized is still refused there (the file is not read); a call whose
+// before the client has initialized, and one after a notifications/initialized sent with no
+// initialize before it, are still refused there (the file is not read); a call whose
 // params are no object gets the relay's JSON-RPC error (-32602) with the client's id; a call answered and
 // then cancelled, and a cancellation naming no call, add no second answer; and the next call is
 // served.
@@ -126,6 +127,12 @@ func TestTheStdioBridgePassesNoCallItsServerWouldRefuse(t *testing.T) {
 	m := b.next("a call before initialize")
 	if m["id"] != "early" || m["error"] == nil || strings.Contains(mustJSON(m), "the secret text") {
 		t.Fatalf("a call before initialize answered %v", m)
+	}
+	b.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	b.send(read(`"unasked"`))
+	m = b.next("a call after initialized with no initialize")
+	if m["id"] != "unasked" || m["error"] == nil || strings.Contains(mustJSON(m), "the secret text") {
+		t.Fatalf("a call after initialized with no initialize answered %v", m)
 	}
 	b.send(mcpInit)
 	if m := b.next("initialize"); m["result"] == nil {

@@ -41,8 +41,8 @@ const (
 // /mcp as it came but for its id (the bridge's own, so it never meets the ids of the bridge's
 // SDK session on the same relay session), and the relay's answer comes back as one line with
 // the client's id, its result never decoded. What the SDK's server of the bridge checked before
-// is kept: nothing passes before the client has initialized (until then the SDK answers, and
-// refuses), an id already being answered is refused as the SDK refuses it, every passed call
+// is kept: nothing passes before the client has initialized, initialize and then
+// notifications/initialized (until then the SDK answers, and refuses), an id already being answered is refused as the SDK refuses it, every passed call
 // gets exactly one answer (the relay's, or an error naming why there is none), the notifications
 // the relay sends on the call's stream (progress, log lines) are passed on before it, and
 // notifications/cancelled of a passed call stops it here and at the relay.
@@ -57,7 +57,8 @@ type passer struct {
 	write func([]byte) error // one line to the local client
 
 	mu    sync.Mutex
-	ready bool // the local client sent notifications/initialized
+	asked bool // the local client sent initialize
+	ready bool // and then notifications/initialized
 	seq   uint64
 	calls map[string]*passedCall // the client's id, as JSON -> its call
 	wg    sync.WaitGroup
@@ -79,9 +80,14 @@ func (p *passer) take(msg jsonrpc.Message) bool {
 		return false
 	}
 	switch {
+	case req.Method == "initialize" && req.IsCall():
+		p.mu.Lock()
+		p.asked = true
+		p.mu.Unlock()
+		return false // the SDK's server answers it
 	case req.Method == "notifications/initialized" && !req.IsCall():
 		p.mu.Lock()
-		p.ready = true
+		p.ready = p.asked // an initialized before any initialize opens nothing
 		p.mu.Unlock()
 		return false // the SDK's server records it too
 	case req.Method == "notifications/cancelled" && !req.IsCall():

@@ -114,14 +114,21 @@ func call(id, args string) string {
 	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"read_file","arguments":` + args + `}}`
 }
 
-// TestPasserPassesACallAsBytes: before notifications/initialized nothing passes (the SDK's server
-// answers, and refuses); after it, a call goes to the relay with the bridge's session and an id
+// TestPasserPassesACallAsBytes: before initialize and then notifications/initialized nothing
+// passes (the SDK's server answers, and refuses); after it, a call goes to the relay with the bridge's session and an id
 // of the bridge's, and its answer comes back with the client's id, its result as the relay sent
 // it, after the notification the relay sent first.
 func TestPasserPassesACallAsBytes(t *testing.T) {
 	p, f, lines := passerOn(t)
 	if p.take(message(t, call(`1`, `{"now":1}`))) {
 		t.Fatal("a call passed before the client initialized")
+	}
+	p.take(message(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	if p.take(message(t, call(`2`, `{"now":1}`))) {
+		t.Fatal("a call passed after notifications/initialized with no initialize before it")
+	}
+	if p.take(message(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)) {
+		t.Fatal("initialize was kept from the SDK's server")
 	}
 	if p.take(message(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)) {
 		t.Fatal("notifications/initialized was kept from the SDK's server")
@@ -149,6 +156,7 @@ func TestPasserPassesACallAsBytes(t *testing.T) {
 // error and the relay is told, and a refused POST or a stream that ends early is an error.
 func TestPasserAnswersEachIdOnce(t *testing.T) {
 	p, f, lines := passerOn(t)
+	p.take(message(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
 	p.take(message(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	for i := range MaxBridgedCalls {
 		p.take(message(t, call(fmt.Sprint(i), `{}`)))
