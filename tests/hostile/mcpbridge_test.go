@@ -106,8 +106,9 @@ func (b *stdioBridge) next(what string) map[string]any {
 
 // TestTheStdioBridgePassesNoCallItsServerWouldRefuse: `relay mcp` passes its client's tools/call
 // lines to the relay as bytes (issue 38), past the SDK's server that checked them before. A call
-// before the client has initialized, and one after a notifications/initialized sent with no
-// initialize before it, are still refused there (the file is not read); a call whose
+// before the client has initialized, one after a notifications/initialized sent with no
+// initialize before it, and one after an initialize the bridge refused, are still refused there
+// (the file is not read); a call whose
 // params are no object gets the relay's JSON-RPC error (-32602) with the client's id; a call answered and
 // then cancelled, and a cancellation naming no call, add no second answer; and the next call is
 // served.
@@ -133,6 +134,16 @@ func TestTheStdioBridgePassesNoCallItsServerWouldRefuse(t *testing.T) {
 	m = b.next("a call after initialized with no initialize")
 	if m["id"] != "unasked" || m["error"] == nil || strings.Contains(mustJSON(m), "the secret text") {
 		t.Fatalf("a call after initialized with no initialize answered %v", m)
+	}
+	b.send(`{"jsonrpc":"2.0","id":"bad-init","method":"initialize","params":"x"}`)
+	if m := b.next("an initialize with params that are no object"); m["error"] == nil {
+		t.Fatalf("an initialize with params that are no object answered %v", m)
+	}
+	b.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	b.send(read(`"refused-init"`))
+	m = b.next("a call after a refused initialize")
+	if m["id"] != "refused-init" || m["error"] == nil || strings.Contains(mustJSON(m), "the secret text") {
+		t.Fatalf("a call after a refused initialize answered %v", m)
 	}
 	b.send(mcpInit)
 	if m := b.next("initialize"); m["result"] == nil {

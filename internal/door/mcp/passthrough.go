@@ -41,8 +41,9 @@ const (
 // /mcp as it came but for its id (the bridge's own, so it never meets the ids of the bridge's
 // SDK session on the same relay session), and the relay's answer comes back as one line with
 // the client's id, its result never decoded. What the SDK's server of the bridge checked before
-// is kept: nothing passes before the client has initialized, initialize and then
-// notifications/initialized (until then the SDK answers, and refuses), an id already being answered is refused as the SDK refuses it, every passed call
+// is kept: nothing passes before the client has initialized, an initialize the SDK's server
+// answered with a result and then notifications/initialized (until then the SDK answers, and
+// refuses), an id already being answered is refused as the SDK refuses it, every passed call
 // gets exactly one answer (the relay's, or an error naming why there is none), the notifications
 // the relay sends on the call's stream (progress, log lines) are passed on before it, and
 // notifications/cancelled of a passed call stops it here and at the relay.
@@ -56,12 +57,13 @@ type passer struct {
 
 	write func([]byte) error // one line to the local client
 
-	mu    sync.Mutex
-	asked bool // the local client sent initialize
-	ready bool // and then notifications/initialized
-	seq   uint64
-	calls map[string]*passedCall // the client's id, as JSON -> its call
-	wg    sync.WaitGroup
+	mu         sync.Mutex
+	initialize jsonrpc.ID // the id of the client's latest initialize
+	asked      bool       // the SDK's server answered an initialize with a result
+	ready      bool       // and then the client sent notifications/initialized
+	seq        uint64
+	calls      map[string]*passedCall // the client's id, as JSON -> its call
+	wg         sync.WaitGroup
 }
 
 // passedCall is a tools/call the relay has not answered yet.
@@ -82,9 +84,9 @@ func (p *passer) take(msg jsonrpc.Message) bool {
 	switch {
 	case req.Method == "initialize" && req.IsCall():
 		p.mu.Lock()
-		p.asked = true
+		p.initialize = req.ID
 		p.mu.Unlock()
-		return false // the SDK's server answers it
+		return false // the SDK's server answers it; sent sees the answer
 	case req.Method == "notifications/initialized" && !req.IsCall():
 		p.mu.Lock()
 		p.ready = p.asked // an initialized before any initialize opens nothing
@@ -96,6 +98,20 @@ func (p *passer) take(msg jsonrpc.Message) bool {
 		return p.call(req)
 	}
 	return false
+}
+
+// sent sees each message the SDK's server writes to the client: a result answering the
+// client's initialize lets notifications/initialized open the pass-through.
+func (p *passer) sent(msg jsonrpc.Message) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.initialize.IsValid() && resp.ID == p.initialize {
+		p.asked = true
+	}
 }
 
 // call starts passing req to the relay; false when the client has not initialized.

@@ -114,8 +114,8 @@ func call(id, args string) string {
 	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"read_file","arguments":` + args + `}}`
 }
 
-// TestPasserPassesACallAsBytes: before initialize and then notifications/initialized nothing
-// passes (the SDK's server answers, and refuses); after it, a call goes to the relay with the bridge's session and an id
+// TestPasserPassesACallAsBytes: before an initialize the SDK's server answered with a result and
+// then notifications/initialized nothing passes (the SDK's server answers, and refuses); after it, a call goes to the relay with the bridge's session and an id
 // of the bridge's, and its answer comes back with the client's id, its result as the relay sent
 // it, after the notification the relay sent first.
 func TestPasserPassesACallAsBytes(t *testing.T) {
@@ -130,6 +130,12 @@ func TestPasserPassesACallAsBytes(t *testing.T) {
 	if p.take(message(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)) {
 		t.Fatal("initialize was kept from the SDK's server")
 	}
+	p.sent(message(t, `{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"invalid params"}}`))
+	p.take(message(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	if p.take(message(t, call(`3`, `{"now":1}`))) {
+		t.Fatal("a call passed after an initialize the SDK's server refused")
+	}
+	p.sent(message(t, `{"jsonrpc":"2.0","id":0,"result":{}}`))
 	if p.take(message(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)) {
 		t.Fatal("notifications/initialized was kept from the SDK's server")
 	}
@@ -157,6 +163,7 @@ func TestPasserPassesACallAsBytes(t *testing.T) {
 func TestPasserAnswersEachIdOnce(t *testing.T) {
 	p, f, lines := passerOn(t)
 	p.take(message(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
+	p.sent(message(t, `{"jsonrpc":"2.0","id":0,"result":{}}`))
 	p.take(message(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	for i := range MaxBridgedCalls {
 		p.take(message(t, call(fmt.Sprint(i), `{}`)))

@@ -183,6 +183,9 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
+	if c.pass != nil {
+		c.pass.sent(msg)
+	}
 	return c.writeLine(b)
 }
 
