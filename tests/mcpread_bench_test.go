@@ -5,6 +5,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,7 +37,12 @@ const (
 //     read_text_file) on the same folder, run by Node.
 //
 // Each reports its p50 and p99 over mcpReadRounds interleaved rounds of mcpReadPerRound reads,
-// and mcp-x / bridge-x the ratio of its p50 to the reference's.
+// and mcp-x / bridge-x the ratio of its p50 to the reference's; and the CPU time the server's
+// processes spent per read (*-cpu-us: the relay's for /mcp, the bridge's and the relay's for
+// `relay mcp`, Node's for the reference), which a loaded machine disturbs far less than the
+// latencies. With VOICEBOX_BENCH_BRIDGE_BEFORE naming another build's relay binary, its `relay mcp`
+// takes its turns too (bridge-before-*), so a change to the bridge is measured before and after
+// in one run.
 func BenchmarkMCPReadWorkspace(b *testing.B) {
 	dir := b.TempDir()
 	content := strings.Repeat("notes ", mcpReadBytes/6) + strings.Repeat("n", mcpReadBytes%6)
@@ -48,21 +54,35 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 	ctx := context.Background()
 
 	overHTTP, _ := connectMCP(b, relay, "bench")
-	bridge := connectStdio(b, exec.Command(filepath.Join(harness.RepoRoot(), "bin", "relay"), "mcp",
-		"--relay", relay.URL, "--bearer-file", bearerFile(b, relay.MintMCPBearer(b, "bench-bridge"))))
+	bridgeOf := func(bin, name string) (*sdk.ClientSession, []int) {
+		cmd := exec.Command(bin, "mcp", "--relay", relay.URL, "--bearer-file", bearerFile(b, relay.MintMCPBearer(b, name)))
+		return connectStdio(b, cmd), []int{cmd.Process.Pid, relay.PID()}
+	}
+	bridge, bridgePIDs := bridgeOf(filepath.Join(harness.RepoRoot(), "bin", "relay"), "bench-bridge")
 	node, server := referenceFilesystem(b)
-	reference := connectStdio(b, exec.Command(node, server, dir))
+	referenceCmd := exec.Command(node, server, dir)
+	reference := connectStdio(b, referenceCmd)
 
 	type reader struct {
+		name string
 		s    *sdk.ClientSession
 		tool string
 		args map[string]string
 		us   []float64
+		pids []int         // the server's processes
+		cpu  time.Duration // their CPU time over the measured reads
 	}
+	readFile := map[string]string{"name": "notes.md"}
 	readers := []*reader{
-		{s: overHTTP, tool: "read_file", args: map[string]string{"name": "notes.md"}},
-		{s: bridge, tool: "read_file", args: map[string]string{"name": "notes.md"}},
-		{s: reference, tool: "read_text_file", args: map[string]string{"path": filepath.Join(dir, "notes.md")}},
+		{name: "mcp", s: overHTTP, tool: "read_file", args: readFile, pids: []int{relay.PID()}},
+		{name: "bridge", s: bridge, tool: "read_file", args: readFile, pids: bridgePIDs},
+		{name: "reference", s: reference, tool: "read_text_file", args: map[string]string{"path": filepath.Join(dir, "notes.md")}, pids: []int{referenceCmd.Process.Pid}},
+	}
+	if bin := os.Getenv("VOICEBOX_BENCH_BRIDGE_BEFORE"); bin != "" {
+		// Another build's `relay mcp` (main's, say) on the same relay, taking its turns with the
+		// others: a change to the bridge measured before and after in one run.
+		s, pids := bridgeOf(bin, "bench-bridge-before")
+		readers = append(readers, &reader{name: "bridge-before", s: s, tool: "read_file", args: readFile, pids: pids})
 	}
 	read := func(r *reader) {
 		t0 := time.Now()
@@ -84,19 +104,23 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 	for b.Loop() {
 		for range mcpReadRounds {
 			for _, r := range readers {
+				cpu0 := processesCPU(b, r.pids)
 				for range mcpReadPerRound {
 					read(r)
 				}
+				r.cpu += processesCPU(b, r.pids) - cpu0
 			}
 		}
 	}
 	b.StopTimer()
-	harness.ReportPercentiles(b, readers[0].us, "mcp-us")
-	harness.ReportPercentiles(b, readers[1].us, "bridge-us")
-	harness.ReportPercentiles(b, readers[2].us, "reference-us")
 	ref := median(readers[2].us)
-	b.ReportMetric(median(readers[0].us)/ref, "mcp-x")
-	b.ReportMetric(median(readers[1].us)/ref, "bridge-x")
+	for _, r := range readers {
+		harness.ReportPercentiles(b, r.us, r.name+"-us")
+		b.ReportMetric(float64(r.cpu.Microseconds())/float64(len(r.us)), r.name+"-cpu-us")
+		if r.name != "reference" {
+			b.ReportMetric(median(r.us)/ref, r.name+"-x")
+		}
+	}
 }
 
 // waitWorkspace waits for the relay's --workspace to hold the root.
@@ -164,6 +188,29 @@ func referenceFilesystem(tb testing.TB) (node, server string) {
 		}
 	}
 	return node, server
+}
+
+// processesCPU is the CPU time the processes pids have spent, summed over their threads
+// (/proc/PID/task/*/schedstat: nanoseconds on a CPU).
+func processesCPU(tb testing.TB, pids []int) time.Duration {
+	tb.Helper()
+	var sum time.Duration
+	for _, pid := range pids {
+		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+		if err != nil || len(tasks) == 0 {
+			tb.Fatalf("the CPU time of process %d cannot be read (%v): the benchmark needs Linux's /proc", pid, err)
+		}
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue // a thread that ended between the listing and the read
+			}
+			var ns int64
+			fmt.Sscan(string(b), &ns)
+			sum += time.Duration(ns)
+		}
+	}
+	return sum
 }
 
 // median is the middle of samples.

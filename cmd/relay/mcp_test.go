@@ -652,11 +652,30 @@ func TestMCPStdioBridgeReadsOnPastABadLine(t *testing.T) {
 // exactly the table's.
 func TestBridgeServesWhatMCPServes(t *testing.T) {
 	t.Parallel()
+	// On lines (mcp.LineTransport, what `relay mcp` runs on) tools/call passes to the relay as
+	// bytes; on any other transport the bridge's SDK server answers it.
+	for _, over := range []string{"memory", "lines"} {
+		t.Run(over, func(t *testing.T) {
+			t.Parallel()
+			bridgeServesWhatMCPServes(t, over == "lines")
+		})
+	}
+}
+
+func bridgeServesWhatMCPServes(t *testing.T, lines bool) {
 	url, stateDir, root := machineRelay(t)
 	os.WriteFile(filepath.Join(root, "hello.txt"), []byte("hello"), 0o644)
 	direct, _ := mcpSession(t, url, mintMCP(t, stateDir, "direct"))
 
-	local, client := sdk.NewInMemoryTransports()
+	var local, client sdk.Transport
+	if lines {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		local, client = &mcp.LineTransport{In: inR, Out: outW}, &sdk.IOTransport{Reader: outR, Writer: inW}
+		t.Cleanup(func() { inW.Close(); outW.Close() })
+	} else {
+		local, client = sdk.NewInMemoryTransports()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ran := make(chan error, 1)
@@ -685,6 +704,12 @@ func TestBridgeServesWhatMCPServes(t *testing.T) {
 		{"tools/list", func(s *sdk.ClientSession) (any, error) { return s.ListTools(ctx, nil) }},
 		{"tools/call", func(s *sdk.ClientSession) (any, error) {
 			return s.CallTool(ctx, &sdk.CallToolParams{Name: "read_file", Arguments: map[string]string{"name": "hello.txt"}})
+		}},
+		{"tools/call", func(s *sdk.ClientSession) (any, error) {
+			return s.CallTool(ctx, &sdk.CallToolParams{Name: "read_file", Arguments: map[string]string{"name": "../outside"}})
+		}},
+		{"tools/call", func(s *sdk.ClientSession) (any, error) {
+			return s.CallTool(ctx, &sdk.CallToolParams{Name: "no_such_tool", Arguments: map[string]string{}})
 		}},
 		{"resources/list", func(s *sdk.ClientSession) (any, error) { return s.ListResources(ctx, nil) }},
 		{"resources/templates/list", func(s *sdk.ClientSession) (any, error) { return s.ListResourceTemplates(ctx, nil) }},
@@ -735,6 +760,7 @@ func TestBridgeServesWhatMCPServes(t *testing.T) {
 		}
 	}
 	slices.Sort(served)
+	served = slices.Compact(served)
 	if want := mcp.ServedMethods(); !slices.Equal(served, want) {
 		t.Errorf("/mcp answers %v, the table says %v", served, want)
 	}

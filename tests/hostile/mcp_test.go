@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -255,61 +254,8 @@ func TestMCPErrorsAreRefusalsNeverPlainText(t *testing.T) {
 func TestABadLineCannotEndTheStdioBridge(t *testing.T) {
 	t.Parallel()
 	r := harness.StartRelay(t)
-	bearerFile := filepath.Join(t.TempDir(), "bearer")
-	if err := os.WriteFile(bearerFile, []byte(r.MintMCPBearer(t, "stdio")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(harness.RepoRoot(), "bin", "relay"), "mcp", "--relay", r.URL, "--bearer-file", bearerFile)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(mcpBound):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	answers := make(chan map[string]any, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 4<<20)
-		for sc.Scan() {
-			var m map[string]any
-			json.Unmarshal(sc.Bytes(), &m)
-			if _, answer := m["id"]; answer {
-				answers <- m // notifications carry no id
-			}
-		}
-		close(answers)
-	}()
-	send := func(line string) {
-		t.Helper()
-		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
-			t.Fatalf("writing to the bridge: %v", err)
-		}
-	}
-	next := func(what string) map[string]any {
-		t.Helper()
-		select {
-		case m, ok := <-answers:
-			if !ok {
-				t.Fatalf("the bridge ended after %s", what)
-			}
-			return m
-		case <-time.After(mcpBound):
-			t.Fatalf("no answer to %s", what)
-		}
-		return nil
-	}
+	b := startStdioBridge(t, r)
+	send, next := b.send, b.next
 	send(mcpInit)
 	if m := next("initialize"); m["result"] == nil {
 		t.Fatalf("initialize answered %v", m)
@@ -338,7 +284,7 @@ func TestABadLineCannotEndTheStdioBridge(t *testing.T) {
 	if m := next("tools/list"); m["id"] != float64(6) || m["result"] == nil {
 		t.Fatalf("tools/list after the bad lines answered %v", m)
 	}
-	if strings.Contains(stderr.String(), "vbm_") {
+	if strings.Contains(b.Stderr(), "vbm_") {
 		t.Fatal("the bridge logged its bearer")
 	}
 }

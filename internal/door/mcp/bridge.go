@@ -112,6 +112,15 @@ func (b *Bridge) Run(ctx context.Context, local sdk.Transport) error {
 		ready.Done()
 		return fmt.Errorf("mcp bridge: the relay's tools could not be listed: %w", err)
 	}
+	if lt, ok := local.(*LineTransport); ok {
+		// A client on lines has its tools/call passed to the relay as bytes (passer).
+		pctx, stop := context.WithCancel(ctx)
+		pass := &passer{endpoint: b.Endpoint, session: remote.ID(), protocol: init.ProtocolVersion,
+			http: httpClient, log: log, ctx: pctx, calls: map[string]*passedCall{}}
+		local = &LineTransport{In: lt.In, Out: lt.Out, pass: pass}
+		defer pass.wg.Wait()
+		defer stop()
+	}
 	ready.Done()
 	err = srv.Run(ctx, local)
 	if errors.Is(err, context.Canceled) {

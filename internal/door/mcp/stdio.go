@@ -32,14 +32,22 @@ const (
 // parse error (-32700), one that is JSON but no single JSON-RPC message (a batch among them) or
 // is longer than MaxStdioLineBytes with an invalid-request error (-32600), each with id null and
 // data {refused, why}, and the next line is read. The connection ends when In ends.
+//
+// Served by a Bridge, a LineTransport passes the client's tools/call lines to the relay as bytes
+// (passer) instead of through the SDK's server.
 type LineTransport struct {
 	In  io.Reader
 	Out io.Writer
+
+	pass *passer // the Bridge's pass-through, when a Bridge serves it
 }
 
 // Connect implements sdk.Transport.
 func (t *LineTransport) Connect(context.Context) (sdk.Connection, error) {
-	c := &lineConn{out: t.Out, incoming: make(chan lineRead), closed: make(chan struct{})}
+	c := &lineConn{out: t.Out, incoming: make(chan lineRead), closed: make(chan struct{}), pass: t.pass}
+	if c.pass != nil {
+		c.pass.write = c.writeLine
+	}
 	go c.readLines(t.In)
 	return c, nil
 }
@@ -56,6 +64,7 @@ type lineConn struct {
 	incoming  chan lineRead
 	closed    chan struct{}
 	closeOnce sync.Once
+	pass      *passer // nil: every message goes to the SDK's server
 }
 
 // readLines reads in line by line until it ends, handing each message to Read and answering each
@@ -71,6 +80,9 @@ func (c *lineConn) readLines(in io.Reader) {
 			msg, code, rf := decodeLine(line)
 			if rf != nil {
 				c.refuse(code, rf)
+				break
+			}
+			if c.pass != nil && c.pass.take(msg) {
 				break
 			}
 			if !c.deliver(lineRead{msg: msg}) {
@@ -170,6 +182,9 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
+	}
+	if c.pass != nil {
+		c.pass.sent(msg)
 	}
 	return c.writeLine(b)
 }

@@ -1,0 +1,231 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// fakeRelay is a relay's /mcp for the pass-through: each tools/call is answered on an event
+// stream, a progress notification first, then its result once released (or at once when its
+// arguments say "now"); notifications/cancelled are recorded.
+type fakeRelay struct {
+	release   chan struct{}
+	mu        sync.Mutex
+	cancelled []string
+	headers   []http.Header
+}
+
+func (f *fakeRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var m struct {
+		ID     string          `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	b, _ := io.ReadAll(r.Body)
+	json.Unmarshal(b, &m)
+	f.mu.Lock()
+	f.headers = append(f.headers, r.Header.Clone())
+	f.mu.Unlock()
+	switch {
+	case m.Method == "notifications/cancelled":
+		var p struct {
+			RequestID string `json:"requestId"`
+		}
+		json.Unmarshal(m.Params, &p)
+		f.mu.Lock()
+		f.cancelled = append(f.cancelled, p.RequestID)
+		f.mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+		return
+	case strings.Contains(string(m.Params), "refuse"):
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"ok":false,"refused":"mcp-session-unknown","why":"gone"}`)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n")
+	w.(http.Flusher).Flush()
+	if strings.Contains(string(m.Params), "hangup") {
+		return // the stream ends with no answer
+	}
+	if !strings.Contains(string(m.Params), "now") {
+		select {
+		case <-f.release:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%q,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"read \\\"x\\\"\"}]}}\n\n", m.ID)
+}
+
+// passerOn is a passer on a fake relay, its lines to the client on a channel.
+func passerOn(t *testing.T) (*passer, *fakeRelay, chan map[string]any) {
+	f := &fakeRelay{release: make(chan struct{})}
+	srv := httptest.NewServer(f)
+	ctx, cancel := context.WithCancel(context.Background())
+	lines := make(chan map[string]any, 64)
+	p := &passer{endpoint: srv.URL, session: "s1", protocol: "2025-06-18", http: srv.Client(),
+		log: slog.New(slog.DiscardHandler), ctx: ctx, calls: map[string]*passedCall{},
+		write: func(b []byte) error {
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Errorf("the client was sent a line that is not JSON: %s", b)
+			}
+			lines <- m
+			return nil
+		}}
+	t.Cleanup(func() { cancel(); p.wg.Wait(); srv.Close() })
+	return p, f, lines
+}
+
+func message(t *testing.T, line string) jsonrpc.Message {
+	t.Helper()
+	m, err := jsonrpc.DecodeMessage([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func nextLine(t *testing.T, lines chan map[string]any) map[string]any {
+	t.Helper()
+	select {
+	case m := <-lines:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing was written to the client")
+	}
+	return nil
+}
+
+func call(id, args string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"read_file","arguments":` + args + `}}`
+}
+
+// TestPasserPassesACallAsBytes: before an initialize the SDK's server answered with a result and
+// then notifications/initialized nothing passes (the SDK's server answers, and refuses); after it, a call goes to the relay with the bridge's session and an id
+// of the bridge's, and its answer comes back with the client's id, its result as the relay sent
+// it, after the notification the relay sent first.
+func TestPasserPassesACallAsBytes(t *testing.T) {
+	p, f, lines := passerOn(t)
+	if p.take(message(t, call(`1`, `{"now":1}`))) {
+		t.Fatal("a call passed before the client initialized")
+	}
+	p.take(message(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	if p.take(message(t, call(`2`, `{"now":1}`))) {
+		t.Fatal("a call passed after notifications/initialized with no initialize before it")
+	}
+	if p.take(message(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)) {
+		t.Fatal("initialize was kept from the SDK's server")
+	}
+	p.sent(message(t, `{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"invalid params"}}`))
+	p.take(message(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	if p.take(message(t, call(`3`, `{"now":1}`))) {
+		t.Fatal("a call passed after an initialize the SDK's server refused")
+	}
+	p.sent(message(t, `{"jsonrpc":"2.0","id":0,"result":{}}`))
+	if p.take(message(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)) {
+		t.Fatal("notifications/initialized was kept from the SDK's server")
+	}
+	if !p.take(message(t, call(`"a"`, `{"now":1}`))) {
+		t.Fatal("a call did not pass once the client initialized")
+	}
+	if m := nextLine(t, lines); m["method"] != "notifications/progress" {
+		t.Fatalf("first came %v, not the relay's notification", m)
+	}
+	m := nextLine(t, lines)
+	res, _ := m["result"].(map[string]any)
+	content, _ := res["content"].([]any)
+	if m["id"] != "a" || len(content) != 1 || content[0].(map[string]any)["text"] != `read "x"` {
+		t.Fatalf("the answer was %v", m)
+	}
+	h := f.headers[0]
+	if h.Get("Mcp-Session-Id") != "s1" || h.Get("Mcp-Protocol-Version") != "2025-06-18" {
+		t.Fatalf("the relay was asked with %v", h)
+	}
+}
+
+// TestPasserAnswersEachIdOnce: an id in use is refused as the SDK refuses it (id null), past
+// MaxBridgedCalls a call is answered too-many-calls, a cancelled call is answered once with an
+// error and the relay is told, and a refused POST or a stream that ends early is an error.
+func TestPasserAnswersEachIdOnce(t *testing.T) {
+	p, f, lines := passerOn(t)
+	p.take(message(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`))
+	p.sent(message(t, `{"jsonrpc":"2.0","id":0,"result":{}}`))
+	p.take(message(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	for i := range MaxBridgedCalls {
+		p.take(message(t, call(fmt.Sprint(i), `{}`)))
+	}
+	for range MaxBridgedCalls {
+		if m := nextLine(t, lines); m["method"] != "notifications/progress" {
+			t.Fatalf("a held call wrote %v", m)
+		}
+	}
+	p.take(message(t, call(`0`, `{}`)))
+	m := nextLine(t, lines)
+	e, _ := m["error"].(map[string]any)
+	if data, _ := e["data"].(map[string]any); m["id"] != nil || e["code"] != float64(-32600) || data["refused"] != "malformed-call" {
+		t.Fatalf("an id in use answered %v", m)
+	}
+	p.take(message(t, call(`"over"`, `{}`)))
+	m = nextLine(t, lines)
+	res, _ := m["result"].(map[string]any)
+	if content, _ := res["content"].([]any); m["id"] != "over" || res["isError"] != true || !strings.Contains(fmt.Sprint(content), "too-many-calls") {
+		t.Fatalf("a call past the bound answered %v", m)
+	}
+	p.take(message(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`))
+	m = nextLine(t, lines)
+	e, _ = m["error"].(map[string]any)
+	if m["id"] != float64(3) || e == nil {
+		t.Fatalf("a cancelled call answered %v", m)
+	}
+	close(f.release) // every other held call answers now, each once
+	seen := map[any]int{}
+	for range MaxBridgedCalls - 1 {
+		m := nextLine(t, lines)
+		seen[m["id"]]++
+		if m["result"] == nil {
+			t.Fatalf("a released call answered %v", m)
+		}
+	}
+	for id, n := range seen {
+		if n != 1 || id == float64(3) {
+			t.Fatalf("answers per id: %v", seen)
+		}
+	}
+	f.mu.Lock()
+	if len(f.cancelled) != 1 || !strings.HasPrefix(f.cancelled[0], "relay-mcp-") {
+		t.Fatalf("the relay was told of cancellations %v", f.cancelled)
+	}
+	f.mu.Unlock()
+	p.take(message(t, call(`"r"`, `{"refuse":1}`)))
+	m = nextLine(t, lines)
+	e, _ = m["error"].(map[string]any)
+	if data, _ := e["data"].(map[string]any); m["id"] != "r" || data["refused"] != "mcp-session-unknown" {
+		t.Fatalf("a refused POST answered %v", m)
+	}
+	p.take(message(t, call(`"h"`, `{"hangup":1}`)))
+	nextLine(t, lines) // the notification
+	m = nextLine(t, lines)
+	e, _ = m["error"].(map[string]any)
+	if data, _ := e["data"].(map[string]any); m["id"] != "h" || data["refused"] != "internal-error" {
+		t.Fatalf("a stream that ended early answered %v", m)
+	}
+	select {
+	case m := <-lines:
+		t.Fatalf("one more line: %v", m)
+	default:
+	}
+}
