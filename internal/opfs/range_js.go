@@ -100,4 +100,3 @@ func (f *fileReader) Close() error {
 	f.file = safejs.Value{}
 	return nil
 }
-
