@@ -20,6 +20,11 @@ import (
 // archive, however large a file of the workspace is.
 const ExportChunkBytes = 1 << 20
 
+// pendingBytes is what the download's pending bytes may reach while a chunk is made: the chunk,
+// and a local header (the longest name) or a data descriptor begun just before it was full. Only
+// the archive's end (the central directory) may pass it.
+const pendingBytes = ExportChunkBytes + localHeaderBytes + fsroot.MaxPathBytes + dataDescriptorBytes
+
 // The workspace's download: every file of the open workspace, as a stored zip archive
 // (zipstore.go) made as the page reads it, chunk by chunk. Hidden files (a dot name, the history
 // under .voicebox/ among them) are the workspace's own and stay out, as every tool leaves them.
@@ -154,6 +159,11 @@ func (a *Engine) exportNext(ctx context.Context, req request) (result, *refusal.
 			if !x.zip.fits(f.Name, rd.Size()) {
 				rd.Close() // grown past the bound since the list was made: left out
 				continue
+			}
+			if x.pending == nil {
+				// Room for a chunk and what may pass it (a local header after the last piece
+				// of a chunk, or a data descriptor), so pending is made once per download.
+				x.pending = make([]byte, 0, pendingBytes)
 			}
 			x.pending = append(x.pending, x.zip.begin(f.Name, f.ModTime)...)
 			x.cur, x.curName, x.curOff = rd, f.Name, 0

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/fsroot/fsroottest"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -52,11 +53,9 @@ func osTestRoot(t testing.TB) (*fsroot.OSRoot, string) {
 // bigContent is n bytes that differ from chunk to chunk and within each, so a piece out of
 // place or missing shows.
 func bigContent(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(i*31 + i>>16)
-	}
-	return b
+	// A pattern whose length (a prime) no chunk's is a multiple of.
+	const period = 65521
+	return bytes.Repeat(fsroottest.Pattern(period, 3), n/period+1)[:n]
 }
 
 // exportAll runs one download to its end, measuring what each files.export.next allocates, and
@@ -65,6 +64,7 @@ func exportAll(t *testing.T, a *Engine) (archive []byte, most uint64) {
 	t.Helper()
 	v, _ := mustDo(t, a, "files.export.begin", `{}`, nil)
 	id := v["exportId"].(string)
+	archive = make([]byte, 0, int(v["bytes"].(float64))+1<<20)
 	var before, after runtime.MemStats
 	for i := 0; ; i++ {
 		if i > bigFileBytes/ExportChunkBytes+10 {
@@ -101,9 +101,12 @@ func readZip(t *testing.T, archive []byte) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := io.ReadAll(rc)
-		if err != nil {
+		b := make([]byte, f.UncompressedSize64)
+		if _, err := io.ReadFull(rc, b); err != nil {
 			t.Fatalf("%s: %v", f.Name, err)
+		}
+		if n, err := rc.Read(make([]byte, 1)); n != 0 || err != io.EOF { // the CRC-32 is checked at EOF
+			t.Fatalf("%s: past its %d bytes: %d, %v", f.Name, len(b), n, err)
 		}
 		got[f.Name] = b
 	}
