@@ -86,3 +86,55 @@ func TestDownloadAllStreamsAFileOfManyChunks(t *testing.T) {
 			len(got), len(got["big.bin"]), bytes.Equal(got["big.bin"], want), got["notes.txt"], size)
 	}
 }
+
+// TestDownloadAllEndsWithFileChangedWhenAFileChangesMidEntry: in the page's worker, a file
+// replaced (here by a save) while its entry is half sent ends the download with file-changed
+// naming it (the browser refuses the worker's stale snapshot of the file), the download is over,
+// and the next one gives the file as it is now.
+func TestDownloadAllEndsWithFileChangedWhenAFileChangesMidEntry(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	openWorkspace(t, tab, relay.URL)
+	harness.Eval[bool](tab, `(() => {
+		const dt = new DataTransfer();
+		dt.items.add(new File([new Uint8Array(3 << 20).fill(7)], 'big.bin'));
+		const panel = document.querySelector('#files');
+		panel.dispatchEvent(new DragEvent('dragover', {dataTransfer: dt, bubbles: true, cancelable: true}));
+		panel.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));
+		return true;
+	})()`)
+	harness.WaitFor[bool](tab, `document.querySelector('#uploads li[data-state="done"]') !== null`, 60*time.Second)
+	type step struct {
+		Refused string `json:"refused"`
+		Why     string `json:"why"`
+		Bytes   int    `json:"bytes"`
+	}
+	got := harness.Eval[[]step](tab, `(async () => {
+		const steps = [];
+		const note = (a) => steps.push(a.ok ? {bytes: a.value.bytes.length} : {refused: a.refused, why: a.why});
+		const begun = await voicebox.must('files.export.begin', undefined);
+		note(await voicebox.call('files.export.next', {exportId: begun.exportId}));
+		await voicebox.must('files.write', {path: 'big.bin', content: 'now short'});
+		note(await voicebox.call('files.export.next', {exportId: begun.exportId}));
+		note(await voicebox.call('files.export.next', {exportId: begun.exportId}));
+		return steps;
+	})()`)
+	if len(got) != 3 || got[0].Bytes != 1<<20 || got[1].Refused != "file-changed" || !bytes.Contains([]byte(got[1].Why), []byte("big.bin")) || got[2].Refused != "not-found" {
+		t.Fatalf("first chunk, the chunk after the save, one more: %+v; want a chunk, file-changed naming big.bin, not-found", got)
+	}
+	n := harness.Eval[int](tab, `(async () => {
+		const begun = await voicebox.must('files.export.begin', undefined);
+		let n = 0;
+		for (;;) {
+			const next = await voicebox.must('files.export.next', {exportId: begun.exportId});
+			n += next.bytes.length;
+			if (next.done) return n;
+		}
+	})()`)
+	// One entry of 9 bytes: its local header and name, the data, the descriptor, the central
+	// header and name, the end.
+	if want := 30 + 7 + 9 + 16 + 46 + 7 + 22; n != want {
+		t.Errorf("the next download is %d bytes; want %d (big.bin as it is now)", n, want)
+	}
+}
