@@ -25,8 +25,6 @@ import (
 // few chunks, however large the file being downloaded.
 const exportMemoryBound = 4 * ExportChunkBytes
 
-// bigFileBytes is the size of the file the bounded-memory tests download: many chunks.
-const bigFileBytes = 64 << 20
 
 // rootAPI returns an engine whose workspace, once root.open is called, is root.
 func rootAPI(t testing.TB, root fsroot.Root) *Engine {
@@ -113,7 +111,8 @@ func readZip(t *testing.T, archive []byte) map[string][]byte {
 	return got
 }
 
-// TestALargeFileDownloadsAChunkAtATime: a 64 MiB file (64 chunks) downloads with no call of
+// TestALargeFileDownloadsAChunkAtATime: a 64 MiB file (64 chunks; 16 MiB under the race
+// detector, whose copies are slow) downloads with no call of
 // files.export.next allocating more than a few chunks, from the memory root and the OS root, and
 // the archive holds it byte for byte beside a small file. Before the export read files in pieces,
 // the call that reached the file read all of it (and copied it twice more): 192 MiB.
