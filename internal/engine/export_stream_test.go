@@ -25,7 +25,6 @@ import (
 // few chunks, however large the file being downloaded.
 const exportMemoryBound = 4 * ExportChunkBytes
 
-
 // rootAPI returns an engine whose workspace, once root.open is called, is root.
 func rootAPI(t testing.TB, root fsroot.Root) *Engine {
 	t.Helper()
