@@ -187,7 +187,9 @@ const (
 	FileError        Rule = "file-error"
 	// FileChanged refuses a save whose file is no longer the version the saver read (write-file's
 	// expect): someone else (the assistant, an upload, another program) changed it since, and
-	// writing would lose that change without a word. The saver shows both and asks.
+	// writing would lose that change without a word. The saver shows both and asks. It also ends
+	// the workspace's download when a file changed while its entry was half sent (the rest of
+	// the entry would be another version's): the page discards the partial archive.
 	FileChanged Rule = "file-changed"
 	// FolderNotEmpty refuses deleting a folder that still holds files or folders: a delete of a
 	// folder never takes what is inside with it.

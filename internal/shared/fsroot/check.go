@@ -143,6 +143,9 @@ var (
 	ErrNotEmpty error = &kindError{"directory not empty", fs.ErrExist}
 	// ErrNotRegular: a read named a FIFO, a device or a socket, which no file tool opens.
 	ErrNotRegular error = &kindError{"not a regular file", fs.ErrInvalid}
+	// ErrChanged: a FileReader's version of the file is gone (replaced, or written in place by
+	// another program) before the read was done; reading on would mix two versions.
+	ErrChanged error = &kindError{"the file changed while it was read", fs.ErrInvalid}
 	// ErrNoSpace: a write found no room: the disk is full or a quota is spent (ENOSPC, EDQUOT;
 	// the browser's QuotaExceededError). No fs sentinel is close to it, so it wraps none.
 	ErrNoSpace error = &kindError{"no space left for the write", nil}

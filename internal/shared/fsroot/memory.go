@@ -33,6 +33,7 @@ var (
 	_ Root         = (*MemRoot)(nil)
 	_ Metadata     = (*MemRoot)(nil)
 	_ PrefixReader = (*MemRoot)(nil)
+	_ RangeReader  = (*MemRoot)(nil)
 	_ Renamer      = (*MemRoot)(nil)
 )
 
@@ -110,6 +111,24 @@ func (m *MemRoot) ReadFile(ctx context.Context, name string) ([]byte, error) {
 // ReadFilePrefix returns a copy of at most n bytes of the file's content and its size.
 func (m *MemRoot) ReadFilePrefix(ctx context.Context, name string, n int) ([]byte, int64, error) {
 	return m.read("read", name, n)
+}
+
+// OpenRange opens the stored content of name for reading in pieces, without a copy: a write
+// stores a new slice, so the reader keeps the version it opened.
+func (m *MemRoot) OpenRange(ctx context.Context, name string) (FileReader, error) {
+	if err := Check(name); err != nil {
+		return nil, WithOp(err, "read")
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n, err := m.find(name)
+	if err == nil && n.dir {
+		err = ErrIsDir
+	}
+	if err != nil {
+		return nil, Err("read", name, err)
+	}
+	return NewBytesReader(name, n.data), nil
 }
 
 func (m *MemRoot) read(op, name string, limit int) ([]byte, int64, error) {

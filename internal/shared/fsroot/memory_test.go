@@ -1,7 +1,10 @@
 package fsroot_test
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"io/fs"
 	"testing"
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
@@ -22,4 +25,27 @@ func TestMemoryConformance(t *testing.T) {
 			return func() { m.FailWrites(nil) }
 		},
 	})
+}
+
+// plainRoot hides every optional interface of the root it wraps.
+type plainRoot struct{ fsroot.Root }
+
+func TestOpenRangeFallsBackToReadFile(t *testing.T) {
+	ctx := context.Background()
+	m := fsroot.NewMemory()
+	data := fsroottest.Pattern(100, 1)
+	if err := m.WriteFile(ctx, "f", data); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsroot.OpenRange(ctx, plainRoot{m}, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 30)
+	if n, err := f.ReadAt(ctx, p, 80); err != nil || n != 20 || !bytes.Equal(p[:n], data[80:]) || f.Size() != 100 {
+		t.Errorf("ReadAt(30 bytes at 80) of the fallback = %d, %v (size %d); want the last 20 bytes", n, err, f.Size())
+	}
+	if _, err := fsroot.OpenRange(ctx, plainRoot{m}, "missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenRange(missing) through the fallback = %v; want fs.ErrNotExist", err)
+	}
 }

@@ -1,6 +1,9 @@
 package fsroot
 
-import "context"
+import (
+	"context"
+	"io/fs"
+)
 
 // Metadata is implemented by a root that keeps a hidden metadata area (MetaDir) beside the
 // workspace. Meta returns a Root over that area, creating it if needed; its names are checked
@@ -42,4 +45,85 @@ func ReadPrefix(ctx context.Context, r Root, name string, n int) ([]byte, int64,
 // folder) do not implement it, and the executor refuses the move.
 type Renamer interface {
 	Rename(ctx context.Context, from, to string) error
+}
+
+// RangeReader is implemented by a root that can read a file a piece at a time, so a reader of a
+// large file (the workspace's download) holds a piece of it, never all of it. OpenRange opens one
+// version of the file name: its errors are ReadFile's (a refused name, fs.ErrNotExist, ErrIsDir).
+type RangeReader interface {
+	OpenRange(ctx context.Context, name string) (FileReader, error)
+}
+
+// FileReader reads one version of a file in pieces (see RangeReader): every piece comes from the
+// version it opened, so pieces read one after another make that version and nothing else. A
+// root that keeps the version through a replace (the OS root holds the open file, the memory
+// root the stored bytes) keeps reading it; a root that cannot (the browser invalidates a File
+// once the file changes), or that sees the version itself change under it (another program
+// writing the OS file in place), fails the read with ErrChanged rather than mix two versions.
+// A FileReader is used by one goroutine at a time.
+type FileReader interface {
+	// Size is the length of the version opened.
+	Size() int64
+	// ReadAt reads into p the bytes at off of the version: min(len(p), Size()-off) of them,
+	// none at or past the end, never fewer otherwise (a version that no longer has them is
+	// ErrChanged). A negative off is fs.ErrInvalid; a read after Close is fs.ErrClosed.
+	ReadAt(ctx context.Context, p []byte, off int64) (int, error)
+	// Close releases what the reader holds. Closing twice does nothing.
+	Close() error
+}
+
+// OpenRange opens the file name for reading in pieces through the root's RangeReader when it has
+// one, and otherwise reads the whole file with ReadFile and hands it out in pieces (the memory
+// saving is then lost, not the behaviour).
+func OpenRange(ctx context.Context, r Root, name string) (FileReader, error) {
+	if rr, ok := r.(RangeReader); ok {
+		return rr.OpenRange(ctx, name)
+	}
+	data, err := r.ReadFile(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return NewBytesReader(name, data), nil
+}
+
+// NewBytesReader returns a FileReader over data, a version that never changes: the caller must
+// not modify data while the reader is in use. name is the path its errors name.
+func NewBytesReader(name string, data []byte) FileReader {
+	return &bytesReader{name: name, data: data}
+}
+
+type bytesReader struct {
+	name   string
+	data   []byte
+	closed bool
+}
+
+func (b *bytesReader) Size() int64 { return int64(len(b.data)) }
+
+func (b *bytesReader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if err := CheckReadAt(b.name, off, b.closed); err != nil {
+		return 0, err
+	}
+	if off >= int64(len(b.data)) {
+		return 0, nil
+	}
+	return copy(p, b.data[off:]), nil
+}
+
+func (b *bytesReader) Close() error {
+	b.closed = true
+	b.data = nil
+	return nil
+}
+
+// CheckReadAt is the check every FileReader's ReadAt makes first: the error for a read at off of
+// the file name by a reader that is closed, or at a negative offset; nil when the read may go on.
+func CheckReadAt(name string, off int64, closed bool) error {
+	switch {
+	case closed:
+		return Err("read", name, fs.ErrClosed)
+	case off < 0:
+		return Err("read", name, fs.ErrInvalid)
+	}
+	return nil
 }

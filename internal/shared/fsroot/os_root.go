@@ -47,6 +47,7 @@ var (
 	_ Root         = (*OSRoot)(nil)
 	_ Metadata     = (*OSRoot)(nil)
 	_ PrefixReader = (*OSRoot)(nil)
+	_ RangeReader  = (*OSRoot)(nil)
 	_ Renamer      = (*OSRoot)(nil)
 )
 
@@ -151,30 +152,98 @@ func (r *OSRoot) ReadFilePrefix(ctx context.Context, name string, n int) ([]byte
 	return r.read(name, n)
 }
 
-func (r *OSRoot) read(name string, limit int) ([]byte, int64, error) {
+// open opens the regular file name for reading, with its Stat.
+func (r *OSRoot) open(name string) (*os.File, fs.FileInfo, error) {
 	const op = "read"
 	if err := Check(name); err != nil {
-		return nil, 0, WithOp(err, op)
+		return nil, nil, WithOp(err, op)
 	}
 	if err := r.viaDot(op, name, true); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	// O_NONBLOCK: opening a FIFO planted in the folder must not hang the read.
 	f, err := r.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, 0, osErr(op, name, err)
+		return nil, nil, osErr(op, name, err)
+	}
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		err = osErr(op, name, err)
+	case st.IsDir():
+		err = Err(op, name, ErrIsDir)
+	case !st.Mode().IsRegular():
+		err = Err(op, name, ErrNotRegular)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
+}
+
+// OpenRange opens name for reading in pieces. The reader holds the open file, so a replace
+// through a root (a rename of a new file into place) leaves its version whole; a change in place
+// by another program (a different size or modification time of the open file, checked after each
+// piece) is ErrChanged.
+func (r *OSRoot) OpenRange(ctx context.Context, name string) (FileReader, error) {
+	f, st, err := r.open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &osFileReader{name: name, f: f, size: st.Size(), mod: st.ModTime()}, nil
+}
+
+type osFileReader struct {
+	name string
+	f    *os.File // nil once closed
+	size int64
+	mod  time.Time
+}
+
+func (o *osFileReader) Size() int64 { return o.size }
+
+func (o *osFileReader) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if err := CheckReadAt(o.name, off, o.f == nil); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, Err("read", o.name, err)
+	}
+	want := int(min(int64(len(p)), max(o.size-off, 0)))
+	if want == 0 {
+		return 0, nil
+	}
+	n, err := o.f.ReadAt(p[:want], off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return 0, osErr("read", o.name, err)
+	}
+	st, err := o.f.Stat()
+	if err != nil {
+		return 0, osErr("read", o.name, err)
+	}
+	if n < want || st.Size() != o.size || !st.ModTime().Equal(o.mod) {
+		return 0, Err("read", o.name, ErrChanged)
+	}
+	return n, nil
+}
+
+func (o *osFileReader) Close() error {
+	if o.f == nil {
+		return nil
+	}
+	err := o.f.Close()
+	o.f = nil
+	return err
+}
+
+func (r *OSRoot) read(name string, limit int) ([]byte, int64, error) {
+	const op = "read"
+	f, st, err := r.open(name)
+	if err != nil {
+		return nil, 0, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, 0, osErr(op, name, err)
-	}
-	if st.IsDir() {
-		return nil, 0, Err(op, name, ErrIsDir)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, 0, Err(op, name, ErrNotRegular)
-	}
 	size := st.Size()
 	want := size
 	if limit >= 0 && int64(limit) < want {

@@ -3,10 +3,12 @@
 package fsroot_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot/fsroottest"
@@ -221,5 +223,51 @@ func TestOSLookalikeNamesStoredBeforeStayReachable(t *testing.T) {
 	}
 	if entries, err = r.ReadDir(ctx, ""); err != nil || len(entries) != 1 || entries[0].Name != "gnp.exe" {
 		t.Fatalf("ReadDir after the clean-up = %v, %v; want gnp.exe alone", entries, err)
+	}
+}
+
+// TestOSRangeReaderSeesAChangeInPlace: another program writing the open file in place (no
+// rename, so the reader's open file is the one changed) makes the reader's next piece
+// ErrChanged, whether the file shrank, grew or kept its length.
+func TestOSRangeReaderSeesAChangeInPlace(t *testing.T) {
+	ctx := context.Background()
+	r := newOSRoot(t).(*fsroot.OSRoot)
+	host := filepath.Join(r.Name(), "f")
+	for _, c := range []struct {
+		name   string
+		change func() error
+	}{
+		{"truncated", func() error { return os.Truncate(host, 100) }},
+		{"appended", func() error {
+			f, err := os.OpenFile(host, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return err
+			}
+			_, err = f.Write([]byte("more"))
+			return errors.Join(err, f.Close())
+		}},
+		{"overwritten", func() error {
+			f, err := os.OpenFile(host, os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			_, err = f.WriteAt([]byte("other"), 2000)
+			// The same length: only the modification time tells; make it differ for sure.
+			later := time.Now().Add(time.Hour)
+			return errors.Join(err, f.Close(), os.Chtimes(host, later, later))
+		}},
+	} {
+		must(t, os.WriteFile(host, fsroottest.Pattern(3000, 2), 0o644))
+		f, err := fsroot.OpenRange(ctx, r, "f")
+		must(t, err)
+		p := make([]byte, 1000)
+		if _, err := f.ReadAt(ctx, p, 0); err != nil {
+			t.Fatalf("%s: the first piece: %v", c.name, err)
+		}
+		must(t, c.change())
+		if n, err := f.ReadAt(ctx, p, 1500); !errors.Is(err, fsroot.ErrChanged) {
+			t.Errorf("%s: the piece after the change = %d bytes, %v; want ErrChanged", c.name, n, err)
+		}
+		f.Close()
 	}
 }

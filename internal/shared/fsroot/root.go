@@ -5,7 +5,9 @@
 // The roots here are MemRoot (NewMemory) and, outside the browser, OSRoot (OpenOS); the page's
 // OPFS and directory-handle roots live in opfs/. Every root passes the conformance suite in
 // fsroottest. Roots may add Metadata (the hidden MetaDir area, where the executor keeps its
-// audit log) and PrefixReader (reading the start of a large file without all of it).
+// audit log), PrefixReader (reading the start of a large file without all of it) and
+// RangeReader (reading one version of a file a piece at a time; every root here and in opfs/ has
+// it, and OpenRange falls back to ReadFile for a root without).
 //
 // # Wasm
 //

@@ -81,6 +81,8 @@ func Run(t *testing.T, newRoot func(t *testing.T) fsroot.Root, opts Options) {
 		{"CreateCommit", s.createCommit},
 		{"CreateAbort", s.createAbort},
 		{"PrefixRead", s.prefixRead},
+		{"RangeRead", s.rangeRead},
+		{"RangeReadAcrossReplace", s.rangeReadAcrossReplace},
 		{"Metadata", s.metadata},
 		{"Atomicity", s.atomicity},
 		{"SymlinkEscapes", s.symlinkEscapes},
@@ -276,6 +278,16 @@ func (s suite) containment(t *testing.T) {
 		{"MkdirAll", func(n string) error { return r.MkdirAll(ctx, n) }},
 		{"Remove", func(n string) error { return r.Remove(ctx, n) }},
 	}
+	ops = append(ops, struct {
+		name string
+		do   func(name string) error
+	}{"OpenRange", func(n string) error {
+		f, err := fsroot.OpenRange(ctx, r, n)
+		if err == nil {
+			f.Close()
+		}
+		return err
+	}})
 	if pr, isPR := r.(fsroot.PrefixReader); isPR {
 		ops = append(ops, struct {
 			name string
@@ -731,6 +743,126 @@ func (s suite) prefixRead(t *testing.T) {
 	WantErr(t, "ReadPrefix", err, "missing", fs.ErrNotExist)
 	_, _, err = fsroot.ReadPrefix(ctx, r, "d", 10)
 	WantErr(t, "ReadPrefix", err, "d", fsroot.ErrIsDir)
+}
+
+// rangeRead reads a file in pieces through the root's RangeReader (every root has one: the
+// workspace's download reads large files with it): pieces at the start, inside, across and past
+// the end, an empty file, and the errors of a missing file, a folder, a bad offset and a closed
+// reader.
+func (s suite) rangeRead(t *testing.T) {
+	r := s.root(t)
+	if _, isRR := r.(fsroot.RangeReader); !isRR {
+		t.Fatalf("%T is no fsroot.RangeReader: a download of a large file would hold all of it", r)
+	}
+	ctx := context.Background()
+	data := Pattern(1000, 6)
+	write(t, r, "f", data)
+	write(t, r, "empty", nil)
+	mkdir(t, r, "d")
+	f, err := fsroot.OpenRange(ctx, r, "f")
+	ok(t, "OpenRange(f)", err)
+	if f.Size() != 1000 {
+		t.Errorf("OpenRange(f).Size() = %d; want 1000", f.Size())
+	}
+	cases := []struct {
+		name string
+		off  int64
+		len  int
+		want []byte
+	}{
+		{"start", 0, 10, data[:10]},
+		{"nothing", 0, 0, nil},
+		{"inside", 500, 100, data[500:600]},
+		{"whole", 0, 1000, data},
+		{"across the end", 990, 100, data[990:]},
+		{"at the end", 1000, 10, nil},
+		{"past the end", 5000, 10, nil},
+		{"inside again", 3, 4, data[3:7]},
+	}
+	for _, c := range cases {
+		p := bytes.Repeat([]byte{0xee}, c.len)
+		n, err := f.ReadAt(ctx, p, c.off)
+		ok(t, "ReadAt "+c.name, err)
+		if n != len(c.want) || !bytes.Equal(p[:n], c.want) {
+			t.Errorf("ReadAt %s (%d bytes at %d) = %d bytes %s; want %d bytes %s", c.name, c.len, c.off, n, head(p[:n]), len(c.want), head(c.want))
+		}
+	}
+	_, err = f.ReadAt(ctx, make([]byte, 4), -1)
+	WantErr(t, "ReadAt at -1", err, "f", fs.ErrInvalid)
+	ok(t, "Close", f.Close())
+	ok(t, "Close again", f.Close())
+	_, err = f.ReadAt(ctx, make([]byte, 4), 0)
+	WantErr(t, "ReadAt after Close", err, "f", fs.ErrClosed)
+
+	e, err := fsroot.OpenRange(ctx, r, "empty")
+	ok(t, "OpenRange(empty)", err)
+	if n, err := e.ReadAt(ctx, make([]byte, 4), 0); err != nil || n != 0 || e.Size() != 0 {
+		t.Errorf("the empty file: Size %d, ReadAt = %d, %v; want 0, 0, nil", e.Size(), n, err)
+	}
+	e.Close()
+
+	_, err = fsroot.OpenRange(ctx, r, "missing")
+	WantErr(t, "OpenRange", err, "missing", fs.ErrNotExist)
+	_, err = fsroot.OpenRange(ctx, r, "d")
+	WantErr(t, "OpenRange", err, "d", fsroot.ErrIsDir)
+	_, err = fsroot.OpenRange(ctx, r, "d/missing")
+	WantErr(t, "OpenRange", err, "d/missing", fs.ErrNotExist)
+}
+
+// rangeReadAcrossReplace replaces (and then removes) a file between two pieces of one reader:
+// the second piece is the opened version's or ErrChanged, never the new content; a reader
+// opened after the replace reads the new version.
+func (s suite) rangeReadAcrossReplace(t *testing.T) {
+	r := s.root(t)
+	ctx := context.Background()
+	old, shorter, longer := Pattern(3000, 7), Pattern(1000, 8), Pattern(5000, 9)
+	for _, c := range []struct {
+		name string
+		next []byte // nil: removed
+	}{
+		{"shorter", shorter},
+		{"longer", longer},
+		{"same length", Pattern(3000, 10)},
+		{"removed", nil},
+	} {
+		write(t, r, "f", old)
+		f, err := fsroot.OpenRange(ctx, r, "f")
+		ok(t, c.name+": OpenRange", err)
+		p := make([]byte, 1000)
+		n, err := f.ReadAt(ctx, p, 0)
+		ok(t, c.name+": ReadAt before", err)
+		if n != 1000 || !bytes.Equal(p, old[:1000]) {
+			t.Errorf("%s: the first piece = %d bytes %s; want the first 1000 of the old", c.name, n, head(p[:n]))
+		}
+		if c.next == nil {
+			ok(t, c.name+": Remove", r.Remove(ctx, "f"))
+		} else {
+			write(t, r, "f", c.next)
+		}
+		clear(p)
+		n, err = f.ReadAt(ctx, p, 1500)
+		switch {
+		case errors.Is(err, fsroot.ErrChanged):
+			WantErr(t, c.name+": ReadAt after", err, "f", fsroot.ErrChanged)
+		case err != nil:
+			t.Errorf("%s: ReadAt after the change = %v; want the old version's bytes or ErrChanged", c.name, err)
+		case n != 1000 || !bytes.Equal(p, old[1500:2500]) || f.Size() != 3000:
+			t.Errorf("%s: ReadAt after the change = %d bytes %s of a version of %d; want the old version's 1000 at 1500 or ErrChanged", c.name, n, head(p[:n]), f.Size())
+		}
+		ok(t, c.name+": Close", f.Close())
+		if c.next == nil {
+			continue
+		}
+		g, err := fsroot.OpenRange(ctx, r, "f")
+		ok(t, c.name+": OpenRange after", err)
+		got := make([]byte, len(c.next)+10)
+		n, err = g.ReadAt(ctx, got, 0)
+		ok(t, c.name+": ReadAt of the new version", err)
+		if g.Size() != int64(len(c.next)) || !bytes.Equal(got[:n], c.next) {
+			t.Errorf("%s: a reader opened after the replace read %d bytes %s of %d; want the new %d", c.name, n, head(got[:n]), g.Size(), len(c.next))
+		}
+		ok(t, c.name+": Close", g.Close())
+	}
 }
 
 func (s suite) metadata(t *testing.T) {
