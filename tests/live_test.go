@@ -335,12 +335,16 @@ func TestCaptureWorkletResamplesAndClamps(t *testing.T) {
 			let Proc;
 			const scope = {
 				sampleRate: rate,
-				AudioWorkletProcessor: class { constructor() { this.port = { postMessage: (b) => posted.push(b), onmessage: null }; } },
+				AudioWorkletProcessor: class { constructor() { this.port = { onmessage: null }; } },
 				registerProcessor: (name, cls) => { Proc = cls; },
 			};
 			new Function(...Object.keys(scope), code)(...Object.values(scope));
 			const p = new Proc({ processorOptions: { targetRate: target } });
-			for (const b of blocks) p.process([[b]]);
+			// Frames go to the port the page hands over (the live worker's); those made before it
+			// arrives are held for it, so it arrives after the first block here.
+			p.process([[blocks[0]]]);
+			p.port.onmessage({ data: { type: 'port', port: { postMessage: (b) => posted.push(b) } } });
+			for (const b of blocks.slice(1)) p.process([[b]]);
 			posted.delay = p.delay || 0;
 			return posted;
 		};
