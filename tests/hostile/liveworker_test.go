@@ -23,6 +23,8 @@ import (
 // live-audio-frame-invalid) and none reaches the relay; the PCM16 frame and the text sent after
 // them reach the vendor. The player worklet's port is sent reports whose counts are no numbers
 // or run backwards: they are dropped, and the counts a barge-in reports from stay as they were.
+// A barge-in carrying a playedMs of its own is answered with the worker's count (the relay
+// refuses nothing), and stop closes the session.
 func TestTheLiveWorkerTakesOnlyItsOwnMessages(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -56,6 +58,7 @@ func TestTheLiveWorkerTakesOnlyItsOwnMessages(t *testing.T) {
 	r, err := chromedp.Run(ctx, chromedp.Evaluate[result](`(async () => {
 		const w = new Worker('/live-worker.js');
 		const got = [];
+		window.__live = { w, got };
 		w.onmessage = (e) => got.push(e.data);
 		w.onerror = () => got.push({ type: 'error' });
 		// until waits (bounded) for a message the predicate takes.
@@ -136,9 +139,40 @@ func TestTheLiveWorkerTakesOnlyItsOwnMessages(t *testing.T) {
 		return slices.Contains(typed, "still here")
 	})
 	mu.Lock()
-	defer mu.Unlock()
 	if slices.Contains(typed, "smuggled") || audio != 640 {
 		t.Fatalf("the vendor got text %q and %d bytes of audio; want only \"still here\" and the 640-byte frame", typed, audio)
+	}
+	mu.Unlock()
+
+	// A barge-in says how much was heard from the worker's own counts (a playedMs of the page's
+	// is not taken): the relay refuses nothing. Stop ends the session: the socket closes.
+	type ending struct {
+		Refused []string `json:"refused"`
+		Closed  bool     `json:"closed"`
+	}
+	end, err := chromedp.Run(ctx, chromedp.Evaluate[ending](`(async () => {
+		const { w, got } = window.__live;
+		const until = async (pred) => {
+			for (let i = 0; i < 1000; i++) {
+				if (got.some(pred)) return true;
+				await new Promise((r) => setTimeout(r, 10));
+			}
+			return false;
+		};
+		const from = got.length;
+		w.postMessage({ type: 'barge-in', playedMs: 'x' });
+		await until((m) => m.type === 'interrupted');
+		w.postMessage({ type: 'stop', code: 'x' });
+		const closed = await until((m) => m.type === 'closed');
+		const refused = got.slice(from).filter((m) => m.type === 'refused' || (m.type === 'frame' && m.frame.type === 'refused'))
+			.map((m) => m.refused || m.frame.refused);
+		return { refused, closed };
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !end.Closed || len(end.Refused) > 0 {
+		t.Fatalf("after a barge-in and stop: closed %v, refused %q; want closed, nothing refused", end.Closed, end.Refused)
 	}
 	served(t, relay)
 }
