@@ -33,9 +33,11 @@ const LEAD_MAX = 0.2;
 const LEAD_SHRINK_AFTER = 10;
 /**
  * CAPTURE_FRAME_MS is the length of one microphone frame sent to the relay: a sound waits in the
- * worklet until its frame is full, half a frame on average.
+ * worklet until its frame is full, half a frame on average. 10 ms rather than 20 took 12-17 ms
+ * off the capture's p50 (BENCHMARKS.md); the vendors take frames of any length, and the relay's
+ * cost per frame is tens of microseconds.
  */
-const CAPTURE_FRAME_MS = 20;
+const CAPTURE_FRAME_MS = 10;
 /**
  * MicState is the Talk panel's state: no-key and unavailable (the chosen provider has no live
  * voice API) cannot start; idle can; connecting, listening and speaking are a session; error is
@@ -356,9 +358,9 @@ export function startLive({ typed, firstSteps }) {
     let worklet;
     try {
       try {
-        graph = await build({ sampleRate: rate, latencyHint: 'interactive' });
+        graph = await build({ sampleRate: rate });
       } catch {
-        graph = await build({ latencyHint: 'interactive' });
+        graph = await build({});
       }
       worklet = new AudioWorkletNode(graph.ctx, 'voicebox-capture', { processorOptions: { targetRate: rate, frameMs: CAPTURE_FRAME_MS }, numberOfOutputs: 1 });
       const ch = new MessageChannel();

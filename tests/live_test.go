@@ -161,7 +161,7 @@ func TestTalkingWritesAFileThroughATool(t *testing.T) {
 		t.Fatalf("write_file was refused: %s", output)
 	}
 
-	// The microphone's tone reached the vendor as audio, not silence, at 24 kHz in 20 ms frames.
+	// The microphone's tone reached the vendor as audio, not silence, at 24 kHz in 10 ms frames.
 	heard.mustBeTheTone(t)
 	conn := fx.Conn(t, 0, liveBound)
 	for _, fr := range conn.Frames() {
@@ -186,8 +186,8 @@ func TestTalkingWritesAFileThroughATool(t *testing.T) {
 	harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.live.stats().samplesPlayed >= %d`, want), liveBound)
 	harness.WaitFor[bool](tab, `voicebox.live.state() === 'listening'`, liveBound)
 	s := stats(tab)
-	if s.ToolCalls != 1 || s.ToolResults != 1 || s.FramesSent < 25 || s.BytesSent != s.FramesSent*960 {
-		t.Fatalf("page stats %+v; want one call and result, 20 ms frames of 960 bytes", s)
+	if s.ToolCalls != 1 || s.ToolResults != 1 || s.FramesSent < 25 || s.BytesSent != s.FramesSent*480 {
+		t.Fatalf("page stats %+v; want one call and result, 10 ms frames of 480 bytes", s)
 	}
 	lines := strings.Join(harness.Eval[[]string](tab, `voicebox.live.transcript()`), "\n")
 	for _, w := range []string{"You: please save a note", `Tool: write_file({"content":"` + content + `","name":"voice-note.txt"})`, "→ Wrote", "Model: I saved your note."} {

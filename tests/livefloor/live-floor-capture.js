@@ -1,6 +1,6 @@
 // @ts-nocheck
 // The floor page's capture worklet: the context runs at the socket's rate, so each sample is
-// clamped and written as PCM16; a full 20 ms frame is posted (transferred) at once.
+// clamped and written as PCM16; a full frame is posted (transferred) at once.
 class FloorCapture extends AudioWorkletProcessor {
   constructor(options) {
     super();
