@@ -299,8 +299,9 @@ func TestWithoutAKeyTheTalkPanelSaysSoOnce(t *testing.T) {
 }
 
 // TestCaptureWorkletResamplesAndClamps runs the capture worklet's code in the page with a stand-in
-// for the AudioWorklet globals: a 48 kHz sine comes out as 16 kHz PCM16 frames of 20 ms with the
-// same tone, and samples past full scale are clamped, not wrapped.
+// for the AudioWorklet globals: a 48 kHz sine comes out as 16 kHz PCM16 frames of 20 ms (its
+// default; the page asks for 10) with the same tone, and samples past full scale are clamped, not
+// wrapped.
 func TestCaptureWorkletResamplesAndClamps(t *testing.T) {
 	t.Parallel()
 	relay := harness.StartRelay(t)
@@ -435,7 +436,7 @@ func TestCaptureWorkletResamplesAndClamps(t *testing.T) {
 const minAliasRejectionDB = 60
 
 // TestGeminiSessionCapturesAt16kHz: with Gemini (the default provider) the relay announces 16 kHz,
-// the page captures at that rate (320-sample frames of 20 ms), the vendor hears the tone, and the
+// the page captures at that rate (160-sample frames of 10 ms), the vendor hears the tone, and the
 // page plays Gemini's 24 kHz reply.
 func TestGeminiSessionCapturesAt16kHz(t *testing.T) {
 	t.Parallel()
@@ -455,8 +456,8 @@ func TestGeminiSessionCapturesAt16kHz(t *testing.T) {
 	clickMic(t, tab)
 	harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.live.stats().samplesPlayed >= %d`, len(reply)/2), liveBound)
 	s := stats(tab)
-	if s.BytesSent != s.FramesSent*640 {
-		t.Fatalf("page stats %+v; want 20 ms frames of 640 bytes at 16 kHz", s)
+	if s.BytesSent != s.FramesSent*320 {
+		t.Fatalf("page stats %+v; want 10 ms frames of 320 bytes at 16 kHz", s)
 	}
 	heard.mustBeTheTone(t)
 	conn := fx.Conn(t, 0, liveBound)
