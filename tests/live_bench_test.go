@@ -210,10 +210,11 @@ func percentile(sorted []float64, p float64) float64 {
 }
 
 // BenchmarkLiveVoiceLatency measures the live voice path as a person hears it, in real Chromium
-// against the vendor fixture, for the product page and the hand-written floor page
-// (tests/livefloor), idle and busy:
+// against the vendor fixture, for the product page and two hand-written floor pages
+// (tests/livefloor: "floor" keeps the socket on the main thread, "floorworker" in a worker with
+// the worklets' ports handed to it, as the product page does), idle and busy:
 //   - capture-ms: a marked onset leaves the microphone -> the vendor receives the frame holding
-//     it (the relay and the framing, 10 ms frames on both pages, included);
+//     it (the relay and the framing, 10 ms frames on every page, included);
 //   - playback-ms: the vendor sends a reply whose first sample is an onset -> the platform says
 //     that sample is heard (getOutputTimestamp, so the platform's output latency, reported as
 //     platform-ms, is included);
@@ -245,6 +246,7 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 	pages := []page{
 		{"page", "/", "mic", `voicebox.live.state() === 'listening' && voicebox.live.stats().framesSent > 10`},
 		{"floor", "/live-floor.html", "start", `window.floor.ready && window.floor.framesSent > 10`},
+		{"floorworker", "/live-floor-worker.html", "start", `window.floor.ready && window.floor.framesSent > 10`},
 	}
 	for _, p := range pages {
 		loads := []string{"idle", "busy"}
