@@ -7,9 +7,11 @@
 // leadMax); after shrinkAfter seconds played without one, the lead halves back towards
 // leadStart. When the context runs at another rate than the reply's, samples are interpolated
 // linearly. Messages in: {type: 'push', pcm: ArrayBuffer}, {type: 'end'} (the reply has no more
-// audio), {type: 'stop'} (drop everything queued). Messages out: progress (pos: samples taken
-// from the queue, played or dropped; played: samples played; playing; leadMs; drained),
-// underrun (leadMs), stopped (pos, played).
+// audio), {type: 'stop'} (drop everything queued), {type: 'port', port} (a MessagePort to the
+// worker that owns the session's socket, live-worker.js: from then on messages come on it too and
+// go out on it only). Messages out: progress (pos: samples taken from the queue, played or
+// dropped; played: samples played; playing; leadMs; drained), underrun (leadMs), stopped (pos,
+// played).
 'use strict';
 
 /** PROGRESS_QUANTA is how many render quanta pass between two progress messages. */
@@ -42,12 +44,24 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
     this.a = 0;
     this.b = 0;
     this.t = 1;
+    /** @type {MessagePort} where messages out go: the node's port, or the worker's once given */
+    this.out = this.port;
     this.port.onmessage = (e) => this.onMessage(e.data);
   }
 
-  /** @param {{type: string, pcm?: ArrayBuffer}} m */
+  /** @param {object} m */
+  post(m) {
+    this.out.postMessage(m);
+  }
+
+  /** @param {{type: string, pcm?: ArrayBuffer, port?: MessagePort}} m */
   onMessage(m) {
     switch (m.type) {
+      case 'port':
+        if (!m.port) return;
+        this.out = m.port;
+        this.out.onmessage = (e) => this.onMessage(e.data);
+        break;
       case 'push': {
         const c = new Int16Array(/** @type {ArrayBuffer} */ (m.pcm));
         if (c.length === 0) return;
@@ -68,7 +82,7 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
         this.waitingSince = -1;
         this.a = this.b = 0;
         this.t = 1;
-        this.port.postMessage({ type: 'stopped', pos: this.pos, played: this.played });
+        this.post({ type: 'stopped', pos: this.pos, played: this.played });
         break;
     }
   }
@@ -124,7 +138,7 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
         } else {
           this.lead = Math.min(this.leadMax, this.lead * 2);
           this.sinceUnderrun = 0;
-          this.port.postMessage({ type: 'underrun', leadMs: this.lead * 1000 });
+          this.post({ type: 'underrun', leadMs: this.lead * 1000 });
         }
         break;
       }
@@ -138,7 +152,7 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
       this.sinceUnderrun = 0;
     }
     if (++this.quanta % PROGRESS_QUANTA === 0 || this.drained) {
-      this.port.postMessage({ type: 'progress', pos: this.pos, played: this.played, playing: this.playing, leadMs: this.lead * 1000, drained: this.drained });
+      this.post({ type: 'progress', pos: this.pos, played: this.played, playing: this.playing, leadMs: this.lead * 1000, drained: this.drained });
       this.drained = false;
     }
     return true;

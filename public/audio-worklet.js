@@ -1,7 +1,10 @@
 // @ts-check
 // The microphone's AudioWorklet: it turns the context's float samples into PCM16 little-endian
-// mono at the rate the relay announced, in 20 ms frames posted to the main thread (as transferred
-// ArrayBuffers). When the browser gave the context another rate than the one asked for, it
+// mono at the rate the relay announced, in frames of frameMs (processorOptions) posted as
+// transferred ArrayBuffers on the MessagePort the page sends it, {type: 'port', port}: the worker
+// that owns the session's socket (live-worker.js), so no frame waits for the page's main thread.
+// Frames made before the port arrives are held (at most HELD_FRAMES) and posted when it does.
+// {type: 'stop'} (or 'stop') ends the worklet. When the browser gave the context another rate than the one asked for, it
 // resamples through a windowed-sinc low-pass (a Kaiser window), so what lies above the lower
 // rate's Nyquist frequency is filtered out instead of folding back into speech; the filter delays
 // the audio by its half length (HALF_ZEROS samples of the lower rate, about 1.7 ms). Samples are
@@ -17,6 +20,10 @@ const CUTOFF = 0.46;
 const HALF_ZEROS = 27;
 /** KAISER_BETA shapes the window for a 70 dB stopband. */
 const KAISER_BETA = 6.76;
+/** HELD_FRAMES is how many frames wait for the port at most; older ones are dropped. */
+const HELD_FRAMES = 50;
+/** DEFAULT_FRAME_MS is the frame length when the page names none. */
+const DEFAULT_FRAME_MS = 20;
 /** KERNEL_STEPS is how many kernel values the table holds per input sample (interpolated between). */
 const KERNEL_STEPS = 256;
 
@@ -54,12 +61,12 @@ function lowPass(fc, half) {
 }
 
 class VoiceboxCapture extends AudioWorkletProcessor {
-  /** @param {{processorOptions: {targetRate: number}}} options */
+  /** @param {{processorOptions: {targetRate: number, frameMs?: number}}} options */
   constructor(options) {
     super();
     const target = options.processorOptions.targetRate;
     this.step = sampleRate / target; // input samples per output sample
-    this.frameSamples = Math.round(target / 50);
+    this.frameSamples = Math.round(target * (options.processorOptions.frameMs || DEFAULT_FRAME_MS) / 1000);
     this.frame = new DataView(new ArrayBuffer(this.frameSamples * 2));
     this.n = 0;
     // Resampling: every input sample goes into a ring; t is the next output's position among
@@ -76,7 +83,19 @@ class VoiceboxCapture extends AudioWorkletProcessor {
     /** delay is how late the resampled audio is, in output samples. */
     this.delay = this.step === 1 ? 0 : this.half / this.step;
     this.stopped = false;
-    this.port.onmessage = (e) => { if (e.data === 'stop') this.stopped = true; };
+    /** @type {MessagePort | null} */
+    this.out = null;
+    /** @type {ArrayBuffer[]} frames made before the port arrived */
+    this.held = [];
+    this.port.onmessage = (e) => {
+      const m = e.data;
+      if (m === 'stop' || m?.type === 'stop') this.stopped = true;
+      else if (m?.type === 'port' && m.port && !this.out) {
+        const out = this.out = /** @type {MessagePort} */ (m.port);
+        for (const buf of this.held) out.postMessage(buf, [buf]);
+        this.held = [];
+      }
+    };
   }
 
   /** @param {number} v */
@@ -85,7 +104,8 @@ class VoiceboxCapture extends AudioWorkletProcessor {
     this.frame.setInt16(this.n * 2, Math.round(s < 0 ? s * 0x8000 : s * 0x7fff), true);
     if (++this.n === this.frameSamples) {
       const buf = this.frame.buffer;
-      this.port.postMessage(buf, [buf]);
+      if (this.out) this.out.postMessage(buf, [buf]);
+      else if (this.held.push(buf) > HELD_FRAMES) this.held.shift();
       this.frame = new DataView(new ArrayBuffer(this.frameSamples * 2));
       this.n = 0;
     }

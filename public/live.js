@@ -3,6 +3,9 @@
 // microphone is captured by an AudioWorklet (audio-worklet.js) as PCM16 at the rate the relay
 // announces; the model's 24 kHz PCM16 is played back to back by another AudioWorklet
 // (audio-player.js) with a small adaptive lead, and stopped at once when the person barges in.
+// The socket and the audio between it and the worklets live in a dedicated worker
+// (live-worker.js), so nothing this thread does (a long list drawn, a mini-app's burst) delays a
+// frame; this thread builds the audio graphs and shows what the worker tells it.
 // Captions show both sides as they come, and every tool call and its result is written into the
 // transcript. The settings (provider, model, voice, thinking
 // depth) apply to the next session; the relay never sends a vendor key here, only whether one is
@@ -28,8 +31,13 @@ const LEAD_START = 0.02;
 const LEAD_MAX = 0.2;
 /** LEAD_SHRINK_AFTER is how much audio plays without an underrun before the lead halves (seconds). */
 const LEAD_SHRINK_AFTER = 10;
-/** CLOSE_GRACE_MS is how long a stopped session waits for the relay to close the socket. */
-const CLOSE_GRACE_MS = 2000;
+/**
+ * CAPTURE_FRAME_MS is the length of one microphone frame sent to the relay: a sound waits in the
+ * worklet until its frame is full, half a frame on average. 10 ms rather than 20 took 12-17 ms
+ * off the capture's p50 (BENCHMARKS.md); the vendors take frames of any length, and the relay's
+ * cost per frame is tens of microseconds.
+ */
+const CAPTURE_FRAME_MS = 10;
 /**
  * MicState is the Talk panel's state: no-key and unavailable (the chosen provider has no live
  * voice API) cannot start; idle can; connecting, listening and speaking are a session; error is
@@ -69,7 +77,7 @@ export function startLive({ typed, firstSteps }) {
     textForm: byId('live-text-form'), text: byId('live-text', HTMLInputElement),
   };
 
-  const stats = { framesSent: 0, bytesSent: 0, chunksReceived: 0, samplesQueued: 0, samplesPlayed: 0, underruns: 0, leadMs: LEAD_START * 1000, interrupts: 0, toolCalls: 0, toolResults: 0 };
+  const stats = { framesSent: 0, bytesSent: 0, framesRefused: 0, chunksReceived: 0, samplesQueued: 0, samplesPlayed: 0, underruns: 0, leadMs: LEAD_START * 1000, interrupts: 0, toolCalls: 0, toolResults: 0 };
   /** @type {MicState} */
   let state = 'idle';
   /** @type {Session | null} */
@@ -281,128 +289,54 @@ export function startLive({ typed, firstSteps }) {
 
   // ---- playback ----
 
-  // Player plays PCM16 chunks back to back through an AudioWorklet (audio-player.js) that owns
-  // the queue, so the main thread only hands chunks over. A reply waits at most the worklet's
-  // adaptive lead (LEAD_START, doubled on an underrun up to LEAD_MAX, halved back after
-  // LEAD_SHRINK_AFTER without one) before it plays, and stop() silences everything at once. It
-  // counts what was heard of the reply from the worklet's progress reports.
-  class Player {
-    /** @param {number} rate */
-    constructor(rate) {
-      this.rate = rate;
-      // At the reply's rate the worklet copies samples; a browser that refuses gets its own
-      // rate and the worklet interpolates.
-      try {
-        this.ctx = new AudioContext({ sampleRate: rate });
-      } catch {
-        this.ctx = new AudioContext();
-      }
-      /** @type {AudioWorkletNode | null} */
-      this.node = null;
-      /** @type {[object, Transferable[]][]} messages posted before the worklet was ready */
-      this.pending = [];
-      this.queued = 0; // samples handed over, in all
-      this.replyStart = -1; // the current reply's first sample among them
-      this.report = { pos: 0, played: 0, playing: false, at: 0 };
-      this.muted = false; // stopped: progress is not counted until the worklet confirms
-      this.ctx.audioWorklet.addModule('/audio-player.js').then(() => {
-        if (this.ctx.state === 'closed') return;
-        const node = new AudioWorkletNode(this.ctx, 'voicebox-player', {
-          numberOfInputs: 0, outputChannelCount: [1],
-          processorOptions: { rate, leadStart: LEAD_START, leadMax: LEAD_MAX, shrinkAfter: LEAD_SHRINK_AFTER },
-        });
-        node.port.onmessage = (e) => this.onWorklet(e.data);
-        node.connect(this.ctx.destination);
-        this.node = node;
-        for (const [m, t] of this.pending) node.port.postMessage(m, t);
-        this.pending = [];
-      }, (err) => {
-        el.status.textContent = 'The reply cannot be played: ' + (err instanceof Error ? err.message : String(err));
+  // startPlayer builds the reply's audio graph: an AudioWorklet (audio-player.js) that owns the
+  // queue and plays the chunks back to back with its adaptive lead (LEAD_START, doubled on an
+  // underrun up to LEAD_MAX, halved back after LEAD_SHRINK_AFTER without one). The worklet's
+  // port goes to the session's worker (live-worker.js), which feeds it and stops it; the page
+  // only builds and closes the graph.
+  /**
+   * @param {number} rate
+   * @param {(port: MessagePort) => void} toWorker
+   * @returns {{close: () => void}}
+   */
+  function startPlayer(rate, toWorker) {
+    /** @type {AudioContext} */
+    let ctx;
+    // At the reply's rate the worklet copies samples; a browser that refuses gets its own rate
+    // and the worklet interpolates.
+    try {
+      ctx = new AudioContext({ sampleRate: rate });
+    } catch {
+      ctx = new AudioContext();
+    }
+    ctx.audioWorklet.addModule('/audio-player.js').then(() => {
+      if (ctx.state === 'closed') return;
+      const node = new AudioWorkletNode(ctx, 'voicebox-player', {
+        numberOfInputs: 0, outputChannelCount: [1],
+        processorOptions: { rate, leadStart: LEAD_START, leadMax: LEAD_MAX, shrinkAfter: LEAD_SHRINK_AFTER },
       });
-    }
-
-    /**
-     * @param {object} msg
-     * @param {Transferable[]} [transfer]
-     */
-    post(msg, transfer = []) {
-      if (this.node) this.node.port.postMessage(msg, transfer);
-      else this.pending.push([msg, transfer]);
-    }
-
-    /** @param {ArrayBuffer} buf */
-    push(buf) {
-      const n = buf.byteLength >> 1;
-      if (n === 0) return;
-      if (this.replyStart < 0) this.replyStart = this.queued;
-      this.queued += n;
-      stats.samplesQueued += n;
-      this.post({ type: 'push', pcm: buf }, [buf]);
-      if (state === 'listening') setState('speaking');
-    }
-
-    /** @param {{type: string, pos: number, played: number, playing?: boolean, leadMs: number, drained?: boolean}} m */
-    onWorklet(m) {
-      switch (m.type) {
-        case 'progress':
-          if (this.muted) return;
-          stats.samplesPlayed += m.played - this.report.played;
-          this.report = { pos: m.pos, played: m.played, playing: !!m.playing, at: this.ctx.currentTime };
-          stats.leadMs = m.leadMs;
-          if (!m.playing && this.report.pos === this.queued && state === 'speaking') setState('listening');
-          break;
-        case 'underrun':
-          stats.underruns++;
-          stats.leadMs = m.leadMs;
-          break;
-        case 'stopped':
-          this.muted = false;
-          this.report = { pos: m.pos, played: m.played, playing: false, at: this.ctx.currentTime };
-          break;
-      }
-    }
-
-    // heardMs is how much of the current reply has played: the worklet's last report, plus the
-    // time since while it was playing.
-    heardMs() {
-      if (this.replyStart < 0) return 0;
-      const r = this.report;
-      const since = r.playing ? Math.max(0, this.ctx.currentTime - r.at) * this.rate : 0;
-      const pos = Math.min(this.queued, r.pos + since);
-      return Math.max(0, Math.round((pos - this.replyStart) / this.rate * 1000));
-    }
-
-    // stop silences everything queued now, and returns how much of the reply was heard.
-    stop() {
-      const heard = this.heardMs();
-      this.post({ type: 'stop' });
-      this.muted = true;
-      this.replyStart = -1;
-      return heard;
-    }
-
-    endReply() {
-      this.replyStart = -1;
-      this.post({ type: 'end' });
-    }
-
-    close() {
-      this.stop();
-      this.ctx.close();
-    }
+      const ch = new MessageChannel();
+      node.port.postMessage({ type: 'port', port: ch.port1 }, [ch.port1]);
+      toWorker(ch.port2);
+      node.connect(ctx.destination);
+    }, (err) => {
+      el.status.textContent = 'The reply cannot be played: ' + (err instanceof Error ? err.message : String(err));
+    });
+    return { close: () => { ctx.close(); } };
   }
 
   // ---- capture ----
 
-  // startCapture opens the microphone and an AudioWorklet that posts PCM16 frames at rate. It
+  // startCapture opens the microphone and an AudioWorklet that makes PCM16 frames of
+  // CAPTURE_FRAME_MS at rate and posts them to the session's worker (toWorker gets the port). It
   // asks the context for that rate; a browser that gives another one (or cannot connect the
   // microphone to it) gets a context at its own rate, and the worklet resamples.
   /**
    * @param {number} rate
-   * @param {(frame: ArrayBuffer) => void} onFrame
+   * @param {(port: MessagePort) => void} toWorker
    * @returns {Promise<{contextRate: number, stop: () => void}>}
    */
-  async function startCapture(rate, onFrame) {
+  async function startCapture(rate, toWorker) {
     const stream = await navigator.mediaDevices.getUserMedia({
       audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
     });
@@ -428,8 +362,10 @@ export function startLive({ typed, firstSteps }) {
       } catch {
         graph = await build({});
       }
-      worklet = new AudioWorkletNode(graph.ctx, 'voicebox-capture', { processorOptions: { targetRate: rate }, numberOfOutputs: 1 });
-      worklet.port.onmessage = (e) => onFrame(e.data);
+      worklet = new AudioWorkletNode(graph.ctx, 'voicebox-capture', { processorOptions: { targetRate: rate, frameMs: CAPTURE_FRAME_MS }, numberOfOutputs: 1 });
+      const ch = new MessageChannel();
+      worklet.port.postMessage({ type: 'port', port: ch.port1 }, [ch.port1]);
+      toWorker(ch.port2);
       const mute = graph.ctx.createGain();
       mute.gain.value = 0;
       graph.src.connect(worklet);
@@ -447,7 +383,7 @@ export function startLive({ typed, firstSteps }) {
     return {
       contextRate: ctx.sampleRate,
       stop() {
-        worklet.port.postMessage('stop');
+        worklet.port.postMessage({ type: 'stop' });
         for (const t of stream.getTracks()) t.stop();
         ctx.close();
       },
@@ -460,13 +396,15 @@ export function startLive({ typed, firstSteps }) {
     return (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/live';
   }
 
+  // Session is one live session seen from the page: its worker (live-worker.js) owns the /live
+  // socket and the audio's path through it; the page builds the audio graphs when the relay
+  // names the rates, and shows what the worker tells it.
   class Session {
     constructor() {
-      this.ws = new WebSocket(liveURL());
-      this.ws.binaryType = 'arraybuffer';
+      this.worker = new Worker('/live-worker.js', { name: 'voicebox-live' });
       /** @type {{contextRate: number, stop: () => void} | null} */
       this.capture = null;
-      /** @type {Player | null} */
+      /** @type {{close: () => void} | null} */
       this.player = null;
       /** @type {Frame | null} the relay's rate frame: the session's rates, provider and model */
       this.rate = null;
@@ -475,40 +413,61 @@ export function startLive({ typed, firstSteps }) {
       this.ended = false;
       this.over = false; // stopped or closed: a microphone granted later is closed at once
       this.failed = ''; // why the page ended the session itself, kept on screen
-      this.ws.onmessage = (e) => this.onMessage(e.data);
-      this.ws.onclose = (e) => this.onClose(e);
+      this.worker.onmessage = (e) => this.fromWorker(e.data);
+      this.worker.onerror = () => {
+        if (this.over) return;
+        this.failed = 'The voice session stopped: its worker failed to start.';
+        this.onClose(0);
+      };
+      this.worker.postMessage({ type: 'open', url: liveURL() });
     }
 
-    /** @param {object} obj */
-    send(obj) {
-      if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(obj));
+    /**
+     * @param {object} msg
+     * @param {Transferable[]} [transfer]
+     */
+    post(msg, transfer = []) {
+      this.worker.postMessage(msg, transfer);
     }
 
-    /** @param {string | ArrayBuffer} data */
-    async onMessage(data) {
-      if (typeof data !== 'string') {
-        stats.chunksReceived++;
-        if (this.player) this.player.push(data);
-        return;
+    /** @param {string} text */
+    sendText(text) {
+      this.post({ type: 'text', text });
+    }
+
+    /** @param {{type: string, [key: string]: any}} m */
+    fromWorker(m) {
+      switch (m.type) {
+        case 'stats': Object.assign(stats, m.stats); break;
+        case 'frame': this.onFrame(m.frame); break;
+        case 'speaking': if (!this.over && state === 'listening') setState('speaking'); break;
+        case 'listening': if (!this.over && state === 'speaking') setState('listening'); break;
+        case 'interrupted':
+          endTurn();
+          if (state === 'speaking') setState('listening');
+          break;
+        case 'refused': this.onFrame(m); break;
+        case 'closed': this.onClose(m.code); break;
       }
-      /** @type {Frame} */
-      let f;
-      try { f = JSON.parse(data); } catch { return; }
+    }
+
+    /** @param {Frame} f */
+    async onFrame(f) {
       switch (f.type) {
         case 'rate':
           if (this.over) break; // stopped before the relay answered: no microphone, no playback
           this.rate = f;
-          this.player = new Player(f.outputRate);
+          this.player = startPlayer(f.outputRate, (port) => this.post({ type: 'player', port, rate: f.outputRate }, [port]));
           try {
-            const capture = await startCapture(f.inputRate, (buf) => {
-              if (this.ws.readyState !== WebSocket.OPEN) return;
-              this.ws.send(buf);
-              stats.framesSent++;
-              stats.bytesSent += buf.byteLength;
-            });
+            /** @type {MessagePort | null} */
+            let capturePort = null;
+            const capture = await startCapture(f.inputRate, (port) => { capturePort = port; });
             // The session may have ended while the browser asked for the microphone.
-            if (this.over) capture.stop();
-            else this.capture = capture;
+            if (this.over || !capturePort) capture.stop();
+            else {
+              this.capture = capture;
+              this.post({ type: 'capture', port: capturePort }, [capturePort]);
+            }
           } catch (err) {
             if (this.over) break;
             this.failed = 'The microphone could not be opened: ' + (err instanceof Error ? err.message || err.name : String(err));
@@ -536,11 +495,7 @@ export function startLive({ typed, firstSteps }) {
         case 'transport-open': el.status.textContent = 'Connected to the model; setting up…'; break;
         case 'ready': setState('listening', `Listening (${this.rate?.provider} · ${this.rate?.model}). Speak, or type below.`); break;
         case 'reconnecting': setState('connecting', f.detail); break;
-        case 'interrupted': this.bargeIn(); break;
-        case 'turn-complete':
-          endTurn();
-          if (this.player) this.player.endReply();
-          break;
+        case 'turn-complete': endTurn(); break; // the worker tells the player the reply ended
         case 'go-away': el.status.textContent = f.detail; break;
         case 'error': el.status.textContent = 'The model reported: ' + f.detail; break;
         default:
@@ -551,23 +506,21 @@ export function startLive({ typed, firstSteps }) {
       }
     }
 
-    // bargeIn stops the reply at once and tells the relay how much of it was heard.
+    // bargeIn stops the reply at once: the worker stops the player and tells the relay how much
+    // of the reply was heard.
     bargeIn() {
-      stats.interrupts++;
-      const heard = this.player ? this.player.stop() : -1;
-      this.send({ type: 'interrupt', playedMs: heard });
-      endTurn();
-      if (state === 'speaking') setState('listening');
+      this.post({ type: 'barge-in' });
     }
 
-    /** @param {CloseEvent} e */
-    onClose(e) {
+    /** @param {number} code */
+    onClose(code) {
       this.cleanup();
+      this.worker.terminate();
       if (session === this) session = null;
       // A refusal the session went on after is not why it ended.
       if (this.failed || this.ended) return;
       if (this.refused) setState('error', `Refused (${this.refused.refused}): ${this.refused.why}`);
-      else setState('error', `The relay closed the voice socket (${e.code}).`);
+      else setState('error', `The relay closed the voice socket (${code}).`);
     }
 
     cleanup() {
@@ -583,9 +536,8 @@ export function startLive({ typed, firstSteps }) {
     }
 
     stop() {
-      this.send({ type: 'close' });
+      this.post({ type: 'stop' });
       this.cleanup();
-      setTimeout(() => { if (this.ws.readyState !== WebSocket.CLOSED) this.ws.close(); }, CLOSE_GRACE_MS);
     }
   }
 
@@ -616,7 +568,7 @@ export function startLive({ typed, firstSteps }) {
       typed(text);
       return;
     }
-    session.send({ type: 'text', text });
+    session.sendText(text);
     appendText('user', text);
     endTurn();
     el.text.value = '';

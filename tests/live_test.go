@@ -161,7 +161,7 @@ func TestTalkingWritesAFileThroughATool(t *testing.T) {
 		t.Fatalf("write_file was refused: %s", output)
 	}
 
-	// The microphone's tone reached the vendor as audio, not silence, at 24 kHz in 20 ms frames.
+	// The microphone's tone reached the vendor as audio, not silence, at 24 kHz in 10 ms frames.
 	heard.mustBeTheTone(t)
 	conn := fx.Conn(t, 0, liveBound)
 	for _, fr := range conn.Frames() {
@@ -186,8 +186,8 @@ func TestTalkingWritesAFileThroughATool(t *testing.T) {
 	harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.live.stats().samplesPlayed >= %d`, want), liveBound)
 	harness.WaitFor[bool](tab, `voicebox.live.state() === 'listening'`, liveBound)
 	s := stats(tab)
-	if s.ToolCalls != 1 || s.ToolResults != 1 || s.FramesSent < 25 || s.BytesSent != s.FramesSent*960 {
-		t.Fatalf("page stats %+v; want one call and result, 20 ms frames of 960 bytes", s)
+	if s.ToolCalls != 1 || s.ToolResults != 1 || s.FramesSent < 25 || s.BytesSent != s.FramesSent*480 {
+		t.Fatalf("page stats %+v; want one call and result, 10 ms frames of 480 bytes", s)
 	}
 	lines := strings.Join(harness.Eval[[]string](tab, `voicebox.live.transcript()`), "\n")
 	for _, w := range []string{"You: please save a note", `Tool: write_file({"content":"` + content + `","name":"voice-note.txt"})`, "→ Wrote", "Model: I saved your note."} {
@@ -299,8 +299,9 @@ func TestWithoutAKeyTheTalkPanelSaysSoOnce(t *testing.T) {
 }
 
 // TestCaptureWorkletResamplesAndClamps runs the capture worklet's code in the page with a stand-in
-// for the AudioWorklet globals: a 48 kHz sine comes out as 16 kHz PCM16 frames of 20 ms with the
-// same tone, and samples past full scale are clamped, not wrapped.
+// for the AudioWorklet globals: a 48 kHz sine comes out as 16 kHz PCM16 frames of 20 ms (its
+// default; the page asks for 10) with the same tone, and samples past full scale are clamped, not
+// wrapped.
 func TestCaptureWorkletResamplesAndClamps(t *testing.T) {
 	t.Parallel()
 	relay := harness.StartRelay(t)
@@ -335,12 +336,16 @@ func TestCaptureWorkletResamplesAndClamps(t *testing.T) {
 			let Proc;
 			const scope = {
 				sampleRate: rate,
-				AudioWorkletProcessor: class { constructor() { this.port = { postMessage: (b) => posted.push(b), onmessage: null }; } },
+				AudioWorkletProcessor: class { constructor() { this.port = { onmessage: null }; } },
 				registerProcessor: (name, cls) => { Proc = cls; },
 			};
 			new Function(...Object.keys(scope), code)(...Object.values(scope));
 			const p = new Proc({ processorOptions: { targetRate: target } });
-			for (const b of blocks) p.process([[b]]);
+			// Frames go to the port the page hands over (the live worker's); those made before it
+			// arrives are held for it, so it arrives after the first block here.
+			p.process([[blocks[0]]]);
+			p.port.onmessage({ data: { type: 'port', port: { postMessage: (b) => posted.push(b) } } });
+			for (const b of blocks.slice(1)) p.process([[b]]);
 			posted.delay = p.delay || 0;
 			return posted;
 		};
@@ -431,7 +436,7 @@ func TestCaptureWorkletResamplesAndClamps(t *testing.T) {
 const minAliasRejectionDB = 60
 
 // TestGeminiSessionCapturesAt16kHz: with Gemini (the default provider) the relay announces 16 kHz,
-// the page captures at that rate (320-sample frames of 20 ms), the vendor hears the tone, and the
+// the page captures at that rate (160-sample frames of 10 ms), the vendor hears the tone, and the
 // page plays Gemini's 24 kHz reply.
 func TestGeminiSessionCapturesAt16kHz(t *testing.T) {
 	t.Parallel()
@@ -451,8 +456,8 @@ func TestGeminiSessionCapturesAt16kHz(t *testing.T) {
 	clickMic(t, tab)
 	harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.live.stats().samplesPlayed >= %d`, len(reply)/2), liveBound)
 	s := stats(tab)
-	if s.BytesSent != s.FramesSent*640 {
-		t.Fatalf("page stats %+v; want 20 ms frames of 640 bytes at 16 kHz", s)
+	if s.BytesSent != s.FramesSent*320 {
+		t.Fatalf("page stats %+v; want 10 ms frames of 320 bytes at 16 kHz", s)
 	}
 	heard.mustBeTheTone(t)
 	conn := fx.Conn(t, 0, liveBound)

@@ -135,6 +135,14 @@ func NewTab(t testing.TB) *Tab {
 	return newTab(t, TabBound)
 }
 
+// NewTabFor opens a tab as NewTab does, whose whole life is bounded by bound instead of
+// TabBound: for a benchmark that drives one page for longer (BenchmarkLiveVoiceLatency's busy
+// page).
+func NewTabFor(t testing.TB, bound time.Duration) *Tab {
+	t.Helper()
+	return newTab(t, bound)
+}
+
 // NewTabWithoutAppHosts opens a tab in a second shared browser, one where the per-app hosts
 // (app-<hex>.localhost) do not resolve (NoAppHostsResolverRules), and closes it when the test
 // ends. The browser starts on the first call.

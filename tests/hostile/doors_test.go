@@ -93,7 +93,7 @@ var jsDispatch = regexp.MustCompile(`typeof [\w.]+ === '[^']+'|case '([^']+)':|\
 
 // dispatches are the scanned sources: the relay's sockets, which parse their frames by hand, and
 // the page's scripts that take messages from mini-apps, MCP Apps views, external apps and the
-// bridge.
+// bridge, and the live session's worker.
 var dispatches = []dispatch{
 	// /channel: the machine's hello, the page's control frames (root, tools); anything else is an
 	// answer envelope (internal/shared/wire), its own door below.
@@ -103,6 +103,8 @@ var dispatches = []dispatch{
 	{"public/mini-app-bridge.js", "mini-app-bridge.js message ", jsDispatch},
 	{"public/mini-apps.js", "mini-apps.js message ", jsDispatch},
 	{"public/external-apps.js", "external-apps.js message ", jsDispatch},
+	// The live session's worker: the page's messages and the player worklet's reports.
+	{"public/live-worker.js", "live-worker.js message ", jsDispatch},
 }
 
 // scannedDoors are the message types of dispatches, and the doors each socket has besides.

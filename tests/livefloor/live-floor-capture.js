@@ -1,12 +1,15 @@
 // @ts-nocheck
 // The floor page's capture worklet: the context runs at the socket's rate, so each sample is
-// clamped and written as PCM16; a full 20 ms frame is posted (transferred) at once.
+// clamped and written as PCM16; a full frame is posted (transferred) at once.
 class FloorCapture extends AudioWorkletProcessor {
   constructor(options) {
     super();
     this.size = options.processorOptions.frame;
     this.buf = new Int16Array(this.size);
     this.n = 0;
+    // The worker floor hands it a port to its worker; the main-thread floor listens here.
+    this.out = this.port;
+    this.port.onmessage = (e) => { this.out = e.data; };
   }
 
   process(inputs) {
@@ -16,7 +19,7 @@ class FloorCapture extends AudioWorkletProcessor {
       const s = Math.max(-1, Math.min(1, ch[i]));
       this.buf[this.n++] = s < 0 ? s * 0x8000 : s * 0x7fff;
       if (this.n === this.size) {
-        this.port.postMessage(this.buf.buffer, [this.buf.buffer]);
+        this.out.postMessage(this.buf.buffer, [this.buf.buffer]);
         this.buf = new Int16Array(this.size);
         this.n = 0;
       }

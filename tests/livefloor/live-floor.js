@@ -1,6 +1,6 @@
 // @ts-nocheck
-// The floor page: opens /live, captures the microphone with a minimal AudioWorklet posting 20 ms
-// PCM16 frames straight to the socket, and plays each reply chunk as soon as it arrives (one
+// The floor page: opens /live, captures the microphone with a minimal AudioWorklet posting 10 ms
+// PCM16 frames (the product page's length) straight to the socket, and plays each reply chunk as soon as it arrives (one
 // AudioBufferSourceNode per chunk, back to back, no lead), and stops them all when the vendor
 // hears the person speak. It is what a browser allows with the least code; the benchmark
 // compares the product page against it.
@@ -48,7 +48,7 @@ document.getElementById('start').addEventListener('click', () => {
     const stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1 } });
     const ctx = new AudioContext({ sampleRate: f.inputRate });
     await ctx.audioWorklet.addModule('/live-floor-capture.js');
-    const node = new AudioWorkletNode(ctx, 'floor-capture', { processorOptions: { frame: f.inputRate / 50 } });
+    const node = new AudioWorkletNode(ctx, 'floor-capture', { processorOptions: { frame: f.inputRate / 100 } });
     node.port.onmessage = (m) => { ws.send(m.data); floor.framesSent++; };
     const mute = ctx.createGain();
     mute.gain.value = 0;

@@ -27,7 +27,7 @@ import (
 // Bounds of the /live socket.
 const (
 	// MaxAudioFrameBytes bounds one binary frame of PCM16 from the page (about 340 ms at
-	// 24 kHz; the page sends 20 ms frames).
+	// 24 kHz; the page sends 10 ms frames).
 	MaxAudioFrameBytes = 16 << 10
 	// MaxTextBytes bounds typed text in one frame.
 	MaxTextBytes = 4 << 10
