@@ -32,6 +32,9 @@ var forbiddenInPage = []struct {
 	{pkg: "archive/zip", why: "56 KB brotli (285 KB raw) with compress/flate, measured 2026-12-05; the workspace's download writes its stored zip itself (internal/engine/zipstore.go)"},
 	{pkg: "compress/flate", why: "most of archive/zip's weight; the page stores, the relay compresses"},
 	{pkg: "crypto/rand", why: "links the FIPS DRBG and AES; temporary names need only math/rand/v2"},
+	{pkg: "html", exact: true, why: "26 KB brotli, measured 2026-12-05: its table of every HTML entity; an app's <title> is read with miniappstore's unescapeTitle"},
+	{pkg: "github.com/h2non/filetype", why: "24 KB brotli, measured 2026-12-05: its tables of every kind it knows; read-media's image and audio signatures are the executor's own (sniff.go)"},
+	{pkg: "crypto/", why: "32 KB brotli, measured 2026-12-05: crypto/sha256 alone registers the FIPS module (AES, GCM, the DRBG, SHA-3, SHA-512, HMAC); the page hashes with internal/shared/sha"},
 }
 
 // TestPageImportsStayLean guards the GOOS=js build of the page (this command and the engine it

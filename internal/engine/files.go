@@ -3,10 +3,10 @@ package engine
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/voicebox-go/voicebox/internal/shared/sha"
 	"hash"
 	"io/fs"
 	"strconv"
@@ -204,7 +204,7 @@ func (a *Engine) filesWrite(ctx context.Context, req request) (result, *refusal.
 // sha256Hex is the SHA-256 of b in hex, as the executor's history and write-file's expect name a
 // version.
 func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
+	sum := sha.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 
@@ -346,7 +346,7 @@ func (a *Engine) beginUpload(ctx context.Context, root fsroot.Root, exec *worksp
 	a.ws.mu.Lock()
 	a.ws.nextUpload++
 	id := "up" + strconv.Itoa(a.ws.nextUpload)
-	a.ws.uploads[id] = &upload{id: id, path: path, create: create, exec: exec, w: w, sum: sha256.New()}
+	a.ws.uploads[id] = &upload{id: id, path: path, create: create, exec: exec, w: w, sum: sha.New()}
 	a.ws.mu.Unlock()
 	return result{Value: map[string]any{"uploadId": id}}, nil
 }

@@ -2,10 +2,10 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/voicebox-go/voicebox/internal/shared/sha"
 	"io/fs"
 	"path"
 	"strings"
@@ -254,7 +254,7 @@ func (a *Engine) fileEntry(ctx context.Context, st *miniappstore.Store, p string
 		taken = taken || d.AppID == e.AppID
 	}
 	if taken {
-		h := sha256.Sum256([]byte(p))
+		h := sha.Sum256([]byte(p))
 		e.AppID += "-" + hex.EncodeToString(h[:4])
 	}
 	if e.Title == "" {

@@ -19,9 +19,9 @@ package tool
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/voicebox-go/voicebox/internal/shared/sha"
 )
 
 // MaxModelName is the longest tool name the vendors take (of a-z, A-Z, 0-9, _ and -).
@@ -68,6 +68,6 @@ func ModelName(scope, name string) string {
 // Digest is the first DigestLength hex digits of SHA-256(s): what a cut name carries so that it
 // stays distinct, and what a scope uses to name an app in few characters.
 func Digest(s string) string {
-	h := sha256.Sum256([]byte(s))
+	h := sha.Sum256([]byte(s))
 	return hex.EncodeToString(h[:DigestLength/2])
 }

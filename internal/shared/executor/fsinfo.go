@@ -8,16 +8,13 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/h2non/filetype"
-	"github.com/h2non/filetype/types"
-
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // The bounds of the filesystem-server primitives (file-info, directory-tree, read-files,
-// read-media, and read-file's head and tail). read-media reads a file's type from its bytes with
-// h2non/filetype (its image and audio matchers).
+// read-media, and read-file's head and tail). read-media reads a file's type from its first bytes
+// (sniff.go: the image and audio signatures of h2non/filetype).
 const (
 	// MaxTreeDepth is the deepest directory-tree goes below its folder; DefaultTreeDepth is the
 	// depth when none is asked for.
@@ -325,10 +322,7 @@ func (e *Executor) readMedia(ctx context.Context, raw json.RawMessage) (json.Raw
 		return nil, note, refusal.New(refusal.FileTooLarge, "%q is %d bytes; media files are read whole, at most %d bytes", name, size, MaxMediaBytes)
 	}
 	head := data[:min(len(data), mediaSniffBytes)]
-	kind, t := "image", mediaType(filetype.Image, head)
-	if t == "" {
-		kind, t = "audio", mediaType(filetype.Audio, head)
-	}
+	kind, t := sniffMedia(head)
 	if t == "" {
 		return nil, note, refusal.New(refusal.NotMedia, "%q is not an image or audio file its bytes say (PNG, JPEG, GIF, WebP, BMP, TIFF, ICO, HEIF, AVIF; MP3, WAV, OGG, FLAC, M4A, AMR, AIFF, MIDI); read it with read_file", name)
 	}
@@ -336,13 +330,4 @@ func (e *Executor) readMedia(ctx context.Context, raw json.RawMessage) (json.Raw
 	note.Bytes = size
 	out, err := marshal(mediaObserved{Path: name, MIMEType: mt, Kind: kind, Size: size, Data: base64.StdEncoding.EncodeToString(data)})
 	return out, note, err
-}
-
-// mediaType returns the MIME type match finds in head, or "".
-func mediaType(match func([]byte) (types.Type, error), head []byte) string {
-	t, err := match(head)
-	if err != nil || t == filetype.Unknown {
-		return ""
-	}
-	return t.MIME.Value
 }

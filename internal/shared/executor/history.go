@@ -3,11 +3,11 @@ package executor
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/voicebox-go/voicebox/internal/shared/sha"
 	"io/fs"
 	"path"
 	"slices"
@@ -505,7 +505,7 @@ func (h *History) Len(ctx context.Context) (int, error) {
 }
 
 func digest(b []byte) string {
-	sum := sha256.Sum256(b)
+	sum := sha.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 

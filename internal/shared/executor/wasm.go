@@ -2,9 +2,9 @@ package executor
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/voicebox-go/voicebox/internal/shared/sha"
 
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"github.com/voicebox-go/voicebox/internal/shared/wasmabi"
@@ -52,7 +52,7 @@ func (e *Executor) wasm(ctx context.Context, raw json.RawMessage) (json.RawMessa
 	if len(a.Module) > wasmabi.MaxPageModuleBytes {
 		return nil, note, refusal.New(refusal.OverBudget, "the module is %d bytes; a module run here is at most %d", len(a.Module), wasmabi.MaxPageModuleBytes)
 	}
-	sum := sha256.Sum256(a.Module)
+	sum := sha.Sum256(a.Module)
 	if got := hex.EncodeToString(sum[:]); got != a.Digest {
 		return nil, note, refusal.New(refusal.DigestMismatch, "%s", wasmabi.MismatchWhy("the module sent", got, a.Digest))
 	}

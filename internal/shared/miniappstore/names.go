@@ -2,7 +2,6 @@ package miniappstore
 
 import (
 	"context"
-	"html"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -110,7 +109,7 @@ func findTitle(data []byte) string {
 	if end < 0 {
 		return ""
 	}
-	text := strings.ToValidUTF8(html.UnescapeString(s[start:start+end]), "\uFFFD")
+	text := strings.ToValidUTF8(unescapeTitle(s[start:start+end]), "\uFFFD")
 	// A document's title is its author's, not a name Voicebox makes: shown escaped, not refused.
 	return clip(names.Escape(strings.Join(strings.Fields(text), " ")))
 }

@@ -124,7 +124,7 @@ func scanFrame(frame []byte, allow []string) (fields, frameFault) {
 	if !utf8.Valid(frame) {
 		return f, "the frame is not valid UTF-8"
 	}
-	if !json.Valid(frame) {
+	if !valid(frame) {
 		return f, "the frame is not a single JSON value (broken syntax or trailing data)"
 	}
 	s := scanners.Get().(*scanner)

@@ -35,12 +35,7 @@ func compactObject(raw []byte, spaced bool) (json.RawMessage, bool) {
 	if !spaced {
 		return append(json.RawMessage(nil), raw...), true
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(raw))
-	if json.Compact(&buf, raw) != nil {
-		return nil, false
-	}
-	return buf.Bytes(), true
+	return compactValid(make(json.RawMessage, 0, len(raw)), raw), true
 }
 
 // canonNum is a JSON number reduced to sign, significant digits and a power of ten, so that two
@@ -182,9 +177,8 @@ func appendString(dst []byte, s string) []byte {
 }
 
 // appendObject appends raw, which must be one JSON object, without insignificant whitespace, and
-// reports whether it was one. The library's validator reads raw once; raw with no whitespace
-// outside its strings (what encoding/json and this package write) is then copied as it is, so an
-// answer carrying a large observation costs one validating pass rather than three.
+// reports whether it was one. The validator (valid) reads raw once; raw with no whitespace
+// outside its strings (what encoding/json and this package write) is then copied as it is.
 func appendObject(dst, raw []byte) ([]byte, bool) {
 	i := 0
 	for i < len(raw) && isSpace(raw[i]) {
@@ -193,17 +187,13 @@ func appendObject(dst, raw []byte) ([]byte, bool) {
 	if i == len(raw) || raw[i] != '{' {
 		return dst, false
 	}
-	if !spaced(raw) {
-		if !json.Valid(raw) {
-			return dst, false
-		}
-		return append(dst, raw...), true
-	}
-	buf := bytes.NewBuffer(dst)
-	if json.Compact(buf, raw) != nil {
+	if !valid(raw) {
 		return dst, false
 	}
-	return buf.Bytes(), true
+	if !spaced(raw) {
+		return append(dst, raw...), true
+	}
+	return compactValid(dst, raw), true
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
