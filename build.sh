@@ -272,7 +272,47 @@ run_tests() {
 	FAILED=$((FAILED + $(grep -cP '^FAIL\t' "$log" || true)))
 	if [ $rc -ne 0 ]; then
 		say "build.sh: step '$step' failed; the whole output is in $log"
-		say "  rerun it alone with ./build.sh test $step"
+		say "  rerun it alone with ./build.sh test ${step//+/ or ./build.sh test }"
+		[ -n "${TOGETHER:-}" ] || summary
+		exit 1
+	fi
+}
+
+# layer_build is the build, as a step of ./build.sh test.
+layer_build() { cmd_build; }
+
+# timed LAYER: runs layer LAYER and says how long it took.
+timed() {
+	local start=$SECONDS
+	"layer_$1"
+	say "build.sh: $1 done in $((SECONDS - start)) s"
+}
+
+# together LAYER...: runs the layers at the same time, each in the background with its output
+# kept apart (.cache/LAYER.out), then says what each said, in the order named, and adds up their
+# counts; it fails, once all have ended, if any failed. For layers whose tests spend much of their
+# time waiting (for a browser, a process, a timeout) rather than computing: on two cores, the
+# other's work fills those waits.
+together() {
+	local layer i=0 status=0 counts
+	local -a pids=()
+	for layer in "$@"; do
+		(
+			TOGETHER=1 PASSED=0 FAILED=0
+			trap 'echo "$PASSED $FAILED" >"$CACHE/$layer.counts"' EXIT
+			timed "$layer"
+		) >"$CACHE/$layer.out" 2>&1 &
+		pids+=($!)
+	done
+	for layer in "$@"; do
+		wait "${pids[i]}" || status=1
+		i=$((i + 1))
+		cat "$CACHE/$layer.out"
+		read -r -a counts <"$CACHE/$layer.counts" || counts=(0 0)
+		PASSED=$((PASSED + counts[0]))
+		FAILED=$((FAILED + counts[1]))
+	done
+	if [ $status -ne 0 ]; then
 		summary
 		exit 1
 	fi
@@ -320,22 +360,39 @@ layer_browser() {
 # The end-to-end layer's packages: every package of tests/ but the chaos suite, a layer of its own.
 e2e_packages() { go -C tests list ./... | grep -v '/tests/chaos$'; }
 
-layer_e2e() {
+# setup_e2e installs what the end-to-end tests run beside the relay and the page.
+setup_e2e() {
 	setup_conformance
 	setup_web # the accessibility tests inject axe-core from .cache/web
 	setup_everything
 	setup_apps
 	setup_firefox # the Firefox smoke (tests/firefox_test.go)
+}
+
+# The end-to-end package runs ~6 min on a quiet machine; go test's default 10 min budget for a
+# package is too close on a loaded one, and the suite's own budget is 15 min.
+E2E_TIMEOUT=15m
+
+layer_e2e() {
+	setup_e2e
 	# shellcheck disable=SC2046
-	# The end-to-end package runs ~6 min on a quiet machine; go test's default 10 min budget for a
-	# package is too close on a loaded one, and the suite's own budget is 15 min.
-	run_tests e2e go -C tests test -count=1 -timeout 15m $(e2e_packages)
+	run_tests e2e go -C tests test -count=1 -timeout "$E2E_TIMEOUT" $(e2e_packages)
 }
 
 # layer_chaos runs the chaos suite; each scenario is bounded in rounds and time, and the layer in
 # CI's budget (about 2.5 minutes on 2 cores). ./build.sh bench runs its longer soak.
 layer_chaos() {
 	run_tests chaos go -C tests test -count=1 ./chaos/
+}
+
+# layer_e2e+chaos runs both layers in one go test, for the whole run. go test runs as many test
+# binaries at a time as there are cores (-p), and starts them in the order named: the package
+# tests/, the longest by far, first; beside it the chaos suite, then the hostile suite and
+# tests/mcpapps, one after the other.
+layer_e2e+chaos() {
+	setup_e2e
+	# shellcheck disable=SC2046
+	run_tests e2e+chaos go -C tests test -count=1 -timeout "$E2E_TIMEOUT" $(e2e_packages | sed '1a github.com/voicebox-go/voicebox/tests/chaos')
 }
 
 cmd_test() {
@@ -345,16 +402,18 @@ cmd_test() {
 	setup_wabt
 	setup_nats
 	setup_web
-	cmd_build
 	case "${1:-all}" in
 	all)
-		layer_lint
-		layer_native
-		layer_browser
-		layer_e2e
-		layer_chaos
+		# The build compresses the page's WebAssembly on one core for most of a minute, and lint
+		# reads the sources, not what the build makes: they run side by side.
+		together build lint
+		together native browser
+		timed e2e+chaos
 		;;
-	lint | native | browser | e2e | chaos) "layer_$1" ;;
+	lint | native | browser | e2e | chaos)
+		cmd_build
+		"layer_$1"
+		;;
 	*) die "test: unknown layer '$1' (lint, native, browser, e2e or chaos)" ;;
 	esac
 	summary

@@ -3,17 +3,13 @@
 package tests
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
@@ -56,55 +52,6 @@ func startEverythingServer(t *testing.T) string {
 		t.Fatalf("the MCP reference server is not installed (%v): ./build.sh test installs it into .cache/mcp-everything", err)
 	}
 	return startListeningNode(t, "the MCP reference server", true, readyBound, everythingServer, "streamableHttp")
-}
-
-// startListeningNode runs node with args on a free loopback port (its PORT), ended with the test
-// and with the test binary, and returns its host:port once a line it prints (on stderr when
-// onStderr, else stdout) says it is listening, within bound.
-func startListeningNode(t *testing.T, what string, onStderr bool, bound time.Duration, args ...string) string {
-	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not on PATH: %v", err)
-	}
-	port := harness.RestartablePort(t)
-	cmd := exec.Command(node, args...)
-	cmd.Env = append(os.Environ(), "PORT="+port, "NODE_ENV=production")
-	var said io.Reader
-	if onStderr {
-		cmd.Stdout = io.Discard
-		said, _ = cmd.StderrPipe()
-	} else {
-		cmd.Stderr = io.Discard
-		said, _ = cmd.StdoutPipe()
-	}
-	harness.DieWithTest(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	listening := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(said)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening") {
-				select {
-				case listening <- true:
-				default:
-				}
-			}
-		}
-		close(listening)
-	}()
-	select {
-	case ok := <-listening:
-		if !ok {
-			t.Fatalf("%s ended before it listened", what)
-		}
-	case <-time.After(bound):
-		t.Fatalf("%s did not say it listens", what)
-	}
-	return "127.0.0.1:" + port
 }
 
 // TestRealMCPReferenceServerAllToolsUsable: @modelcontextprotocol/server-everything (pinned),
@@ -174,12 +121,4 @@ func TestRealMCPReferenceServerAllToolsUsable(t *testing.T) {
 	if m := postAPI(t, relay.URL, "/api/extensions/call", token, `{"extension":"every","tool":"every__get-sum","args":{"a":1,"b":1}}`); m["ok"] != true {
 		t.Fatalf("the next good call: %v", m)
 	}
-}
-
-// clip shortens an answer quoted in a failure.
-func clip(s string) string {
-	if len(s) > 600 {
-		return s[:600] + "..."
-	}
-	return s
 }

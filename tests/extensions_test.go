@@ -3,9 +3,7 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,28 +16,6 @@ import (
 )
 
 var codeLine = regexp.MustCompile(`approval code for extension ([a-z0-9.-]+): (\d{8})`)
-
-// postAPI posts body as JSON to relay+path, with the host token when token is not "", and
-// decodes the answer whatever its status.
-func postAPI(t *testing.T, relay, path, token, body string) map[string]any {
-	t.Helper()
-	req, _ := http.NewRequest("POST", relay+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("X-Voicebox-Host-Token", token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("POST %s answered %d %q", path, resp.StatusCode, b)
-	}
-	return m
-}
 
 // approveInPanel asks for a code for proposal id in the panel, reads it from the relay's console
 // as the host would, types it in and waits until the panel lists id as admitted.

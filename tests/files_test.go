@@ -10,19 +10,6 @@ import (
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
-// openWorkspace loads the page and waits until the file browser shows browser storage.
-func openWorkspace(t testing.TB, tab *harness.Tab, url string) {
-	t.Helper()
-	tab.Navigate(url)
-	harness.WaitFor[bool](tab, workspaceReady, readyBound)
-}
-
-// workspaceReady is the page's readiness signal every browser's tests wait for: the worker says
-// ready, and the workspace is open and listed.
-const workspaceReady = `document.querySelector('#status').dataset.state === 'ready' &&
-	!document.querySelector('#new-file').disabled &&
-	document.querySelector('#file-list').children.length > 0`
-
 // listed returns the names the file list shows.
 func listed(tab *harness.Tab) []string {
 	return harness.Eval[[]string](tab, `[...document.querySelectorAll('#file-list li[data-path]')].map(li => li.dataset.path)`)

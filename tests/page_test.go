@@ -8,13 +8,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
-
-// readyBound bounds how long the page may take to start its worker and say ready.
-const readyBound = 30 * time.Second
 
 func relayBuild(t *testing.T, relay *harness.Relay) string {
 	t.Helper()

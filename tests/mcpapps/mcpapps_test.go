@@ -1,6 +1,6 @@
 //go:build !js
 
-package tests
+package mcpapps
 
 import (
 	"context"
@@ -23,7 +23,7 @@ var appsServers = filepath.Join(harness.RepoRoot(), ".cache", "mcp-apps", "node_
 
 // appsStartBound bounds an example server's start: the larger ones load for many seconds on a
 // loaded machine before they listen.
-const appsStartBound = 3 * readyBound
+const appsStartBound = 3 * harness.ReadyBound
 
 // exampleServer is one MCP Apps example server of ext-apps 2.0.3 and what the test does with it.
 type exampleServer struct {
@@ -113,7 +113,7 @@ func startExampleServer(t *testing.T, name string, args ...string) string {
 	if _, err := os.Stat(index); err != nil {
 		t.Fatalf("the MCP Apps example server %s is not installed (%v): ./build.sh test installs it into .cache/mcp-apps", name, err)
 	}
-	return startListeningNode(t, "the example server "+name, false, appsStartBound, append([]string{index}, args...)...)
+	return harness.StartListeningNode(t, "the example server "+name, false, appsStartBound, append([]string{index}, args...)...)
 }
 
 // onePagePDF is a PDF of one page that shows text: the objects, then a cross-reference table
@@ -147,7 +147,7 @@ func onePagePDF(text string) []byte {
 // session, straight to the server).
 func serverTools(t *testing.T, host string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), readyBound)
+	ctx, cancel := context.WithTimeout(context.Background(), harness.ReadyBound)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "count", Version: "1"}, nil)
 	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + host + "/mcp"}, nil)
@@ -169,7 +169,7 @@ func serverTools(t *testing.T, host string) []string {
 // approveWhile approves each approval the page asks until cond holds in the view's frame or the
 // bound passes; it reports whether cond held.
 func approveWhile(tab *harness.Tab, cond string) bool {
-	for deadline := time.Now().Add(readyBound); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(harness.ReadyBound); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if harness.EvalInFrame[bool](tab, "about:srcdoc", `(() => { try { return !!(`+cond+`) } catch { return false } })()`) {
 			return true
 		}
@@ -217,18 +217,18 @@ func TestMCPAppsExampleServers(t *testing.T) {
 			id := strings.ReplaceAll(s.name, "-", "")
 			raw := fmt.Sprintf(`{"id":%q,"name":%q,"runsIn":"remote","capabilities":["network"],"bounds":{"hosts":[%q],"maxRequests":1000,"maxBytes":%d},"tools":[],"mcp":{"url":"http://%s/mcp"}}`,
 				id, s.name, host, 8<<20, host)
-			admitRemote(t, relay, token, raw, id)
-			offered = len(offeredTools(getListing(t, relay.URL), id))
+			harness.AdmitRemote(t, relay, token, raw, id)
+			offered = len(harness.OfferedTools(harness.GetListing(t, relay.URL), id))
 			if offered != total {
-				b, _ := json.Marshal(getListing(t, relay.URL))
-				t.Errorf("%d of the %d tools %v are offered\n%s", offered, total, listed, clip(string(b)))
+				b, _ := json.Marshal(harness.GetListing(t, relay.URL))
+				t.Errorf("%d of the %d tools %v are offered\n%s", offered, total, listed, harness.Clip(string(b)))
 			}
 
 			tool := id + "__" + s.main
-			m := postAPI(t, relay.URL, "/api/extensions/call", token, fmt.Sprintf(`{"extension":%q,"tool":%q,"args":%s}`, id, tool, s.args))
+			m := harness.PostAPI(t, relay.URL, "/api/extensions/call", token, fmt.Sprintf(`{"extension":%q,"tool":%q,"args":%s}`, id, tool, s.args))
 			b, _ := json.Marshal(m)
 			if m["ok"] != true || !strings.Contains(string(b), s.want) {
-				t.Fatalf("%s%s answered %s, want ok and %q in it", s.main, s.args, clip(string(b)), s.want)
+				t.Fatalf("%s%s answered %s, want ok and %q in it", s.main, s.args, harness.Clip(string(b)), s.want)
 			}
 			answers = "yes"
 			if s.viewNeeds != "" {
@@ -238,14 +238,14 @@ func TestMCPAppsExampleServers(t *testing.T) {
 
 			// A tab of the shared browser each: a view that fails fails its own subtest.
 			tab := harness.NewTab(t)
-			openWorkspace(t, tab, relay.URL)
+			harness.OpenWorkspace(t, tab, relay.URL)
 			call := "{}"
 			if s.withResult {
 				observed, _ := json.Marshal(m["observed"])
 				call = fmt.Sprintf(`{input: %s, result: %s}`, s.args, observed)
 			}
 			appID := harness.Eval[string](tab, fmt.Sprintf(`voicebox.miniApps.openView(%q, %q, %s).then(r => r.appId)`, id, tool, call))
-			harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).mcp.initialized`, appID), readyBound)
+			harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).mcp.initialized`, appID), harness.ReadyBound)
 			if !approveWhile(tab, s.rendered) {
 				t.Fatalf("the view never showed what it is for (%s); it shows:\n%s", s.rendered, frameShows(tab))
 			}
