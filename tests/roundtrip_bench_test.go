@@ -115,7 +115,7 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 			jsPage.Navigate(url + "/jspeer.html")
 			harness.Eval[bool](jsPage, `window.peerReady`)
 			waitForRoot(b, h, "JavaScript peer") // its take may reach the hub after peerReady
-			timeRoundTrips(b, h, path, 20) // warm up
+			timeRoundTrips(b, h, path, 20)       // warm up
 			jsSamples = append(jsSamples, timeRoundTrips(b, h, path, perRound)...)
 
 			jsPage.Navigate(url + "/jsworker.html")
