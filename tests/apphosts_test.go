@@ -28,6 +28,7 @@ const fallbackBound = miniapp.BridgeHandshakeTimeout + appBound
 // the page say that apps are less isolated; a frame that never answers on the shared host either
 // is stopped within the bound with the words of what failed.
 func TestAnAppWhoseHostCannotLoadFallsBackAndSaysSo(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	t.Run("falls back", func(t *testing.T) {
 		tab := harness.NewTabWithoutAppHosts(t)

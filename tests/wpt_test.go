@@ -99,6 +99,7 @@ func tally(results map[string]guestResult) (passed, total int, failed []string) 
 }
 
 func TestWebMCPPassesItsWebPlatformTests(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	results := runWPT(t, relay, "")
 	passed, total, failed := tally(results)
@@ -126,6 +127,7 @@ func TestWebMCPPassesItsWebPlatformTests(t *testing.T) {
 // away before the polyfill installs its own. It records the polyfill's count beside ours
 // (BENCHMARKS.md) and fails only if the files stop running.
 func TestWebMCPPolyfillWebPlatformTests(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	prelude := `delete document.modelContext; delete navigator.modelContext;
 for (const k of ['ModelContext', 'ToolActivatedEvent', 'ToolCancelEvent']) delete window[k];
