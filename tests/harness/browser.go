@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -392,6 +393,9 @@ func (tab *Tab) Close() {
 	}
 }
 
+// maxFrameDepth bounds how many frame targets EvalInFrame walks up from a frame to its tab.
+const maxFrameDepth = 8
+
 // EvalInFrame evaluates expr in an isolated world of the first frame whose URL is url (for
 // example "about:srcdoc", a mini-app's frame), awaiting a promise, and decodes the result. An
 // isolated world shares the frame's DOM but none of its scripts' globals, so a test reads what the
@@ -405,8 +409,24 @@ func EvalInFrame[T any](tab *Tab, url, expr string) T {
 	if err != nil {
 		tab.t.Fatalf("harness: list targets: %v", err)
 	}
+	// The browser is shared by the tests that run at once: only a frame of this tab's page (its
+	// parent, or its parent's parent, is the tab) is this tab's, never another test's.
+	parent := map[target.ID]target.ID{}
 	for _, info := range infos {
-		if info.Type == "iframe" && info.URL == url {
+		parent[info.TargetID] = info.ParentID
+	}
+	self := chromedp.FromContext(tab.Ctx).Target.TargetID
+	ours := func(id target.ID) bool {
+		for depth := 0; depth < maxFrameDepth && id != ""; depth++ {
+			if id == self {
+				return true
+			}
+			id = parent[id]
+		}
+		return false
+	}
+	for _, info := range infos {
+		if info.Type == "iframe" && info.URL == url && ours(info.ParentID) {
 			fctx, cancel := chromedp.NewContext(tab.Ctx, chromedp.WithTargetID(info.TargetID), chromedp.WithDetachOnCancel())
 			defer cancel()
 			ctx = fctx
