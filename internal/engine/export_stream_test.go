@@ -35,6 +35,18 @@ func rootAPI(t testing.TB, root fsroot.Root) *Engine {
 	return a
 }
 
+// namedRoot is a root a test runs against, and its name for the subtest.
+type namedRoot struct {
+	name string
+	root fsroot.Root
+}
+
+// memoryAndOSRoots are a fresh memory root and a fresh OS root: the export's tests run on both.
+func memoryAndOSRoots(t testing.TB) []namedRoot {
+	osRoot, _ := osTestRoot(t)
+	return []namedRoot{{"memory", fsroot.NewMemory()}, {"os", osRoot}}
+}
+
 // osTestRoot is an OS root over a fresh temporary folder, and that folder.
 func osTestRoot(t testing.TB) (*fsroot.OSRoot, string) {
 	t.Helper()
@@ -119,12 +131,7 @@ func readZip(t *testing.T, archive []byte) map[string][]byte {
 // Not parallel: it measures the process's allocations.
 func TestALargeFileDownloadsAChunkAtATime(t *testing.T) {
 	big := bigContent(bigFileBytes)
-	mem := fsroot.NewMemory()
-	osRoot, _ := osTestRoot(t)
-	for _, c := range []struct {
-		name string
-		root fsroot.Root
-	}{{"memory", mem}, {"os", osRoot}} {
+	for _, c := range memoryAndOSRoots(t) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			if err := c.root.WriteFile(ctx, "big.bin", big); err != nil {
@@ -213,12 +220,7 @@ func TestAFileChangedInPlaceMidDownloadEndsItWithFileChanged(t *testing.T) {
 // from the memory root and the OS root: the archive is true to one version, never a mix.
 func TestAFileReplacedMidDownloadKeepsTheVersionBegun(t *testing.T) {
 	t.Parallel()
-	mem := fsroot.NewMemory()
-	osRoot, _ := osTestRoot(t)
-	for _, c := range []struct {
-		name string
-		root fsroot.Root
-	}{{"memory", mem}, {"os", osRoot}} {
+	for _, c := range memoryAndOSRoots(t) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			old := bigContent(3 * ExportChunkBytes)
