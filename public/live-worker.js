@@ -23,6 +23,12 @@
 
 /** CLOSE_GRACE_MS is how long a stopped session waits for the relay to close the socket. */
 const CLOSE_GRACE_MS = 2000;
+/**
+ * MAX_PLAYER_PENDING bounds the messages kept for the player worklet before its port arrives (the
+ * page sends it as soon as the playback graph is built); past it the oldest is dropped, so a page
+ * whose playback never started does not hold a whole reply's audio here.
+ */
+const MAX_PLAYER_PENDING = 256;
 /** STATS_EVERY_MS is the shortest time between two stats messages while frames flow. */
 const STATS_EVERY_MS = 50;
 /** LIVE_MESSAGE_INVALID is shared/refusal.LiveMessageInvalid: a message of no known shape. */
@@ -96,7 +102,10 @@ const player = {
    */
   post(msg, transfer = []) {
     if (this.port) this.port.postMessage(msg, transfer);
-    else this.pending.push([msg, transfer]);
+    else {
+      this.pending.push([msg, transfer]);
+      if (this.pending.length > MAX_PLAYER_PENDING) this.pending.shift();
+    }
   },
 
   /** @param {ArrayBuffer} buf */

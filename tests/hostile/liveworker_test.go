@@ -5,6 +5,7 @@ package hostile
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -174,5 +175,81 @@ func TestTheLiveWorkerTakesOnlyItsOwnMessages(t *testing.T) {
 	if !end.Closed || len(end.Refused) > 0 {
 		t.Fatalf("after a barge-in and stop: closed %v, refused %q; want closed, nothing refused", end.Closed, end.Refused)
 	}
+	served(t, relay)
+}
+
+// replyBeforePlayerChunks is how many audio chunks of 4,800 bytes the vendor sends in
+// TestAReplyBeforeThePlayerIsHeldWithinItsBound: more than the worker keeps for a player that has
+// not arrived (MAX_PLAYER_PENDING, 256, in public/live-worker.js).
+const replyBeforePlayerChunks = 400
+
+// TestAReplyBeforeThePlayerIsHeldWithinItsBound: the vendor sends a long reply while the page
+// has not handed the live worker its player's port (a page whose playback graph never started).
+// The worker keeps at most 256 messages for the player, the newest: when the port comes it is
+// handed no more than that, and the session still takes the text typed after.
+func TestAReplyBeforeThePlayerIsHeldWithinItsBound(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var typed []string
+	fx := vendorfixture.Start(t, vendorfixture.Options{Script: vendorfixture.Script{
+		OnText: func(c *vendorfixture.Conn, text string) {
+			mu.Lock()
+			typed = append(typed, text)
+			mu.Unlock()
+			if text == "a long reply" {
+				c.Say("", make([]byte, replyBeforePlayerChunks*4800))
+			}
+		},
+	}})
+	relay := harness.StartRelay(t, "VOICEBOX_OPENAI_URL="+fx.OpenAIURL(), "OPENAI_API_KEY="+fx.Key(), "GEMINI_API_KEY=", "VOICEBOX_LIVE_PROVIDER=openai")
+	tab := harness.NewTab(t)
+	tab.Allow(`favicon\.ico`)
+	tab.Navigate(relay.URL + "/api/health")
+	type result struct {
+		Ready    bool `json:"ready"`
+		Received int  `json:"received"`
+		Pushes   int  `json:"pushes"`
+	}
+	ctx, cancel := context.WithTimeout(tab.Ctx, patience)
+	defer cancel()
+	r, err := chromedp.Run(ctx, chromedp.Evaluate[result](`(async () => {
+		const w = new Worker('/live-worker.js');
+		const got = [];
+		w.onmessage = (e) => got.push(e.data);
+		const until = async (pred) => {
+			for (let i = 0; i < 1000; i++) {
+				const m = got.find(pred);
+				if (m) return m;
+				await new Promise((r) => setTimeout(r, 10));
+			}
+			return null;
+		};
+		w.postMessage({ type: 'open', url: 'ws://' + location.host + '/live' });
+		const ready = !!(await until((m) => m.type === 'frame' && m.frame.type === 'state' && m.frame.state === 'ready'));
+		w.postMessage({ type: 'text', text: 'a long reply' });
+		const all = await until((m) => m.type === 'stats' && m.stats.chunksReceived >= `+strconv.Itoa(replyBeforePlayerChunks)+`);
+		const pl = new MessageChannel();
+		let pushes = 0;
+		pl.port1.onmessage = (e) => { if (e.data && e.data.type === 'push') pushes++; };
+		w.postMessage({ type: 'player', port: pl.port2, rate: 24000 }, [pl.port2]);
+		w.postMessage({ type: 'text', text: 'still here' });
+		for (let i = 0; i < 100 && pushes === 0; i++) await new Promise((r) => setTimeout(r, 10));
+		await new Promise((r) => setTimeout(r, 100)); // what was handed over arrives in one go
+		return { ready, received: all ? all.stats.chunksReceived : 0, pushes };
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Ready || r.Received < replyBeforePlayerChunks {
+		t.Fatalf("session ready %v, %d chunks received; want ready and %d", r.Ready, r.Received, replyBeforePlayerChunks)
+	}
+	if r.Pushes == 0 || r.Pushes > 256 {
+		t.Fatalf("the player was handed %d of the %d chunks that came before it; want the newest, at most 256", r.Pushes, r.Received)
+	}
+	waitFor(t, "the text typed after the reply to reach the vendor", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(typed, "still here")
+	})
 	served(t, relay)
 }
