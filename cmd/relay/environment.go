@@ -28,6 +28,7 @@ var environment = []envVar{
 	{"VOICEBOX_TLS_CERT", "tls-cert", "the TLS certificate file"},
 	{"VOICEBOX_TLS_KEY", "tls-key", "the TLS key file"},
 	{"VOICEBOX_SESSION_LIFETIME", "session-lifetime", fmt.Sprintf("how long a session lasts (default %v)", session.DefaultLifetime)},
+	{"VOICEBOX_DEPLOYMENT", "deployment", "the deployment's name, which names the session cookie: a fleet's relays share one, relays apart on one host need two (default: the fleet's prefix, else the relay's port)"},
 	{"VOICEBOX_TRUSTED_PROXY", "trusted-proxy", "the trusted reverse proxies, CIDR[,CIDR...]"},
 	{"VOICEBOX_ACME_HOST", "acme-host", "the host name to obtain certificates for with ACME"},
 	{"VOICEBOX_ACME_EMAIL", "acme-email", "the ACME contact address"},

@@ -148,7 +148,7 @@ func TestLoopbackGate(t *testing.T) {
 	}
 	var session *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == SessionCookie {
+		if c.Name == SessionCookieName("") {
 			session = c
 		}
 	}
@@ -158,7 +158,7 @@ func TestLoopbackGate(t *testing.T) {
 	if session.Value == ticket {
 		t.Fatal("the session is the ticket")
 	}
-	withSession := map[string]string{"Cookie": SessionCookie + "=" + session.Value}
+	withSession := map[string]string{"Cookie": SessionCookieName("") + "=" + session.Value}
 
 	tests := []struct {
 		name, method, path string
@@ -173,7 +173,7 @@ func TestLoopbackGate(t *testing.T) {
 		{"a page file without a session", "GET", "/index.html", nil, "", 401, ""},
 		{"the API without a session", "POST", "/api/echo", map[string]string{"Content-Type": "application/json"}, `{"name":"x"}`, 401, refusal.LoopbackUnauthenticated},
 		{"an unknown API route without a session", "GET", "/api/nothing", nil, "", 401, refusal.LoopbackUnauthenticated},
-		{"a wrong session", "GET", "/api/nothing", map[string]string{"Cookie": SessionCookie + "=" + strings.Repeat("0", 64)}, "", 401, refusal.LoopbackUnauthenticated},
+		{"a wrong session", "GET", "/api/nothing", map[string]string{"Cookie": SessionCookieName("") + "=" + strings.Repeat("0", 64)}, "", 401, refusal.LoopbackUnauthenticated},
 		{"a wrong host token", "GET", "/", map[string]string{HostTokenHeader: "nope"}, "", 401, ""},
 		{"health stays open", "GET", "/api/health", nil, "", 200, ""},
 		{"the page with the session", "GET", "/", withSession, "", 200, ""},
@@ -232,12 +232,12 @@ func TestBootstrapKeepsTheOtherParameters(t *testing.T) {
 			}
 			var cookie string
 			for _, c := range resp.Cookies() {
-				if c.Name == SessionCookie {
+				if c.Name == SessionCookieName("") {
 					cookie = c.Value
 				}
 			}
 			// The same link again: a signed-in browser is sent on, a stranger is refused.
-			again, _ := do(t, http.MethodGet, ts.URL+"/?"+query, map[string]string{"Cookie": SessionCookie + "=" + cookie}, "")
+			again, _ := do(t, http.MethodGet, ts.URL+"/?"+query, map[string]string{"Cookie": SessionCookieName("") + "=" + cookie}, "")
 			if again.StatusCode != http.StatusSeeOther || again.Header.Get("Location") != tt.want || len(again.Cookies()) != 0 {
 				t.Fatalf("a used link with a session: %d to %q (cookies %v)", again.StatusCode, again.Header.Get("Location"), again.Cookies())
 			}
