@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voicebox-go/voicebox/internal/core/session"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -256,4 +257,50 @@ func newTicket(t testing.TB, gate *Gate) string {
 		t.Fatal(err)
 	}
 	return tk
+}
+
+// TestTheSessionCookieIsTheDeployments: two deployments' gates on one host set two cookie names
+// (vb_session_ and 12 hex digits), one deployment one; a gate reads only its own name, and the
+// old vb_session when its own is absent (a session signed in before the upgrade), never another
+// deployment's; the old name is never set.
+func TestTheSessionCookieIsTheDeployments(t *testing.T) {
+	t.Parallel()
+	if SessionCookieName("fleet-a") != SessionCookieName("fleet-a") || SessionCookieName("fleet-a") == SessionCookieName("fleet-b") {
+		t.Fatal("one deployment's name differs, or two deployments share one")
+	}
+	if n := SessionCookieName("x"); !strings.HasPrefix(n, LegacySessionCookie+"_") || len(n) != len(LegacySessionCookie)+1+sessionCookieHexLen {
+		t.Fatalf("the name %q", n)
+	}
+	store := session.NewStore(session.Options{})
+	a, b := NewDeploymentGate(store, "a"), NewDeploymentGate(store, "b") // one store, so only the name keeps them apart
+	ts := echoServer(t, 0, Config{Gate: a})
+	resp, _ := do(t, http.MethodGet, ts.URL+"/?bootstrap="+newTicket(t, a), nil, "")
+	var tok string
+	for _, c := range resp.Cookies() {
+		if c.Name == LegacySessionCookie {
+			t.Fatal("the old name was set")
+		}
+		if c.Name == a.Cookie() {
+			tok = c.Value
+		}
+	}
+	if tok == "" {
+		t.Fatalf("no %s cookie: %q", a.Cookie(), resp.Header.Values("Set-Cookie"))
+	}
+	for _, c := range []struct {
+		gate   *Gate
+		cookie string
+		in     bool
+	}{
+		{a, a.Cookie() + "=" + tok, true},
+		{b, a.Cookie() + "=" + tok, false},
+		{a, LegacySessionCookie + "=" + tok, true},
+		{a, a.Cookie() + "=" + strings.Repeat("0", 64) + "; " + LegacySessionCookie + "=" + tok, false}, // its own name first
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Cookie", c.cookie)
+		if got := c.gate.Session(r); got != c.in {
+			t.Fatalf("gate %s with %q: session %v, want %v", c.gate.Cookie(), c.cookie, got, c.in)
+		}
+	}
 }
