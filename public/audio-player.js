@@ -5,12 +5,13 @@
 // whichever comes first (or at once when the reply is known to have ended). When the queue runs
 // dry before the reply ended, that is an underrun: it is counted and the lead doubles (up to
 // leadMax); after shrinkAfter seconds played without one, the lead halves back towards
-// leadStart. When the context runs at another rate than the reply's, samples are interpolated
-// linearly. Messages in: {type: 'push', pcm: ArrayBuffer}, {type: 'end'} (the reply has no more
+// leadStart. The silence an underrun puts inside a reply (from running dry until it plays again)
+// is counted: lateMs, the reply's audio heard that much later than it would have been. When the
+// context runs at another rate than the reply's, samples are interpolated linearly. Messages in: {type: 'push', pcm: ArrayBuffer}, {type: 'end'} (the reply has no more
 // audio), {type: 'stop'} (drop everything queued), {type: 'port', port} (a MessagePort to the
 // worker that owns the session's socket, live-worker.js: from then on messages come on it too and
 // go out on it only). Messages out: progress (pos: samples taken from the queue, played or
-// dropped; played: samples played; playing; leadMs; drained), underrun (leadMs), stopped (pos,
+// dropped; played: samples played; playing; leadMs; lateMs; drained), underrun (leadMs), stopped (pos,
 // played).
 'use strict';
 
@@ -39,6 +40,8 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
     this.pos = 0;
     this.played = 0;
     this.sinceUnderrun = 0;
+    this.starved = false; // the reply ran dry before its end and has not played since
+    this.late = 0; // output samples of silence inside replies, in all
     this.quanta = 0;
     // linear interpolation (another context rate): the output lies at t between a and b
     this.a = 0;
@@ -78,7 +81,7 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
         this.pos += this.buffered;
         this.chunks = [];
         this.at = this.buffered = 0;
-        this.playing = this.ended = false;
+        this.playing = this.ended = this.starved = false;
         this.waitingSince = -1;
         this.a = this.b = 0;
         this.t = 1;
@@ -128,6 +131,7 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
         const waited = currentTime - this.waitingSince;
         if (this.buffered < this.lead * this.rate && !this.ended && waited < this.lead) break;
         this.playing = true;
+        this.starved = false;
         this.waitingSince = -1;
       }
       if (this.buffered === 0) {
@@ -138,6 +142,7 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
         } else {
           this.lead = Math.min(this.leadMax, this.lead * 2);
           this.sinceUnderrun = 0;
+          this.starved = true;
           this.post({ type: 'underrun', leadMs: this.lead * 1000 });
         }
         break;
@@ -145,6 +150,7 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
       out[i++] = this.sample();
     }
     out.fill(0, i);
+    if (this.starved) this.late += out.length - i;
     for (let c = 1; c < outputs[0].length; c++) outputs[0][c].set(out);
     this.sinceUnderrun += this.played - before;
     if (this.sinceUnderrun >= this.shrinkAfter && this.lead > this.leadStart) {
@@ -152,7 +158,7 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
       this.sinceUnderrun = 0;
     }
     if (++this.quanta % PROGRESS_QUANTA === 0 || this.drained) {
-      this.post({ type: 'progress', pos: this.pos, played: this.played, playing: this.playing, leadMs: this.lead * 1000, drained: this.drained });
+      this.post({ type: 'progress', pos: this.pos, played: this.played, playing: this.playing, leadMs: this.lead * 1000, lateMs: this.late / sampleRate * 1000, drained: this.drained });
       this.drained = false;
     }
     return true;

@@ -38,11 +38,13 @@ const LIVE_AUDIO_FRAME_INVALID = 'live-audio-frame-invalid';
 
 /**
  * stats are the session's audio counts the page shows (and tests read); leadMs, the player's
- * lead, is there once the player reported it.
- * @type {{framesSent: number, bytesSent: number, framesRefused: number, chunksReceived: number, samplesQueued: number,
- *   samplesPlayed: number, underruns: number, interrupts: number, leadMs?: number}}
+ * lead, and lateMs, the silence underruns put inside replies, are there once the player reported
+ * them; chunksDropped counts the reply's chunks let go while waiting for the player's port
+ * (MAX_PLAYER_PENDING).
+ * @type {{framesSent: number, bytesSent: number, framesRefused: number, chunksReceived: number, chunksDropped: number, samplesQueued: number,
+ *   samplesPlayed: number, underruns: number, interrupts: number, leadMs?: number, lateMs?: number}}
  */
-const stats = { framesSent: 0, bytesSent: 0, framesRefused: 0, chunksReceived: 0, samplesQueued: 0, samplesPlayed: 0, underruns: 0, interrupts: 0 };
+const stats = { framesSent: 0, bytesSent: 0, framesRefused: 0, chunksReceived: 0, chunksDropped: 0, samplesQueued: 0, samplesPlayed: 0, underruns: 0, interrupts: 0 };
 /** @type {WebSocket | null} */
 let ws = null;
 let over = false; // stopped: audio is neither sent nor played any more
@@ -87,7 +89,7 @@ function send(obj) {
 const player = {
   /** @type {MessagePort | null} */
   port: null,
-  /** @type {[object, Transferable[]][]} messages posted before the port arrived */
+  /** @type {[{type: string, [key: string]: unknown}, Transferable[]][]} messages posted before the port arrived */
   pending: [],
   rate: 24000,
   queued: 0, // samples handed over, in all
@@ -97,14 +99,14 @@ const player = {
   speaking: false, // the page was told the reply is being heard
 
   /**
-   * @param {object} msg
+   * @param {{type: string, [key: string]: unknown}} msg
    * @param {Transferable[]} [transfer]
    */
   post(msg, transfer = []) {
     if (this.port) this.port.postMessage(msg, transfer);
     else {
       this.pending.push([msg, transfer]);
-      if (this.pending.length > MAX_PLAYER_PENDING) this.pending.shift();
+      if (this.pending.length > MAX_PLAYER_PENDING && this.pending.shift()?.[0].type === 'push') stats.chunksDropped++;
     }
   },
 
@@ -124,9 +126,9 @@ const player = {
 
   // onWorklet takes the worklet's reports (audio-player.js); one whose counts are not numbers,
   // or that moves them back, is dropped (it would corrupt what a barge-in says was heard).
-  /** @param {{type: string, pos: number, played: number, playing?: boolean, leadMs: number}} m */
+  /** @param {{type: string, pos: number, played: number, playing?: boolean, leadMs: number, lateMs?: number}} m */
   onWorklet(m) {
-    if (!m || typeof m !== 'object' || !Number.isFinite(m.leadMs ?? 0)) return;
+    if (!m || typeof m !== 'object' || !Number.isFinite(m.leadMs ?? 0) || !Number.isFinite(m.lateMs ?? 0)) return;
     if (m.type !== 'underrun' && !(Number.isSafeInteger(m.pos) && Number.isSafeInteger(m.played) && m.played >= this.report.played && m.pos >= m.played)) return;
     switch (m.type) {
       case 'progress':
@@ -134,6 +136,7 @@ const player = {
         stats.samplesPlayed += m.played - this.report.played;
         this.report = { pos: m.pos, played: m.played, playing: !!m.playing, at: performance.now() };
         stats.leadMs = m.leadMs;
+        if (m.lateMs !== undefined) stats.lateMs = m.lateMs;
         statsChanged();
         if (!m.playing && m.pos === this.queued && this.speaking) {
           this.speaking = false;
