@@ -1,6 +1,7 @@
 // @ts-check
 // The live voice session's audio path, off the page's main thread: this dedicated worker owns the
-// relay's /live WebSocket, and the page hands it the two AudioWorklets' ports. The microphone's
+// relay's /live WebSocket, and the page hands it the two AudioWorklets' ports. It is a module
+// worker (started with {type: 'module'}): the relay's bounds and rule ids come from rules.js. The microphone's
 // frames go worklet -> here -> socket, the reply's chunks socket -> here -> the player worklet,
 // and the vendor's "interrupted" (the person barged in) stops the player from here, so a busy
 // page (a long list drawn, a mini-app's burst) delays neither. The page (live.js) gets only what
@@ -19,7 +20,7 @@
 // (the reply was stopped: by the vendor or a barge-in), {type: 'refused', refused, why} (a
 // message or a frame this worker does not take), {type: 'stats', stats} (at most every
 // STATS_EVERY_MS while they change, and before each of the others), {type: 'closed', code}.
-'use strict';
+import { LIVE_AUDIO_FRAME_INVALID, LIVE_MESSAGE_INVALID, MAX_AUDIO_FRAME_BYTES } from './rules.js';
 
 /** CLOSE_GRACE_MS is how long a stopped session waits for the relay to close the socket. */
 const CLOSE_GRACE_MS = 2000;
@@ -31,10 +32,6 @@ const CLOSE_GRACE_MS = 2000;
 const MAX_PLAYER_PENDING = 256;
 /** STATS_EVERY_MS is the shortest time between two stats messages while frames flow. */
 const STATS_EVERY_MS = 50;
-/** LIVE_MESSAGE_INVALID is shared/refusal.LiveMessageInvalid: a message of no known shape. */
-const LIVE_MESSAGE_INVALID = 'live-message-invalid';
-/** LIVE_AUDIO_FRAME_INVALID is shared/refusal.LiveAudioFrameInvalid: a capture frame that is not PCM16. */
-const LIVE_AUDIO_FRAME_INVALID = 'live-audio-frame-invalid';
 
 /**
  * stats are the session's audio counts the page shows (and tests read); leadMs, the player's
@@ -197,9 +194,9 @@ let capture = null;
 /** @param {unknown} pcm */
 function sendFrame(pcm) {
   if (over || !ws || ws.readyState !== WebSocket.OPEN) return;
-  if (!(pcm instanceof ArrayBuffer) || pcm.byteLength === 0 || pcm.byteLength % 2 !== 0) {
+  if (!(pcm instanceof ArrayBuffer) || pcm.byteLength === 0 || pcm.byteLength % 2 !== 0 || pcm.byteLength > MAX_AUDIO_FRAME_BYTES) {
     stats.framesRefused++;
-    refuse(LIVE_AUDIO_FRAME_INVALID, 'a microphone frame is PCM16: an ArrayBuffer of an even number of bytes; this one was not, so it was not sent');
+    refuse(LIVE_AUDIO_FRAME_INVALID, `a microphone frame is PCM16: an ArrayBuffer of an even number of bytes, 2 to ${MAX_AUDIO_FRAME_BYTES}, as the relay takes them; this one was not, so it was not sent`);
     return;
   }
   ws.send(pcm);

@@ -401,7 +401,7 @@ export function startLive({ typed, firstSteps }) {
   // names the rates, and shows what the worker tells it.
   class Session {
     constructor() {
-      this.worker = new Worker('/live-worker.js', { name: 'voicebox-live' });
+      this.worker = new Worker('/live-worker.js', { name: 'voicebox-live', type: 'module' });
       /** @type {{contextRate: number, stop: () => void} | null} */
       this.capture = null;
       /** @type {{close: () => void} | null} */
