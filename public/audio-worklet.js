@@ -5,11 +5,10 @@
 // that owns the session's socket (live-worker.js), so no frame waits for the page's main thread.
 // Frames made before the port arrives are held (at most HELD_FRAMES) and posted when it does.
 // {type: 'stop'} (or 'stop') ends the worklet. When the browser gave the context another rate
-// than the one asked for, it
-// resamples through the windowed-sinc low-pass of resampler.js (shared with the reply's worklet),
-// so what lies above the lower rate's Nyquist frequency is filtered out instead of folding back
-// into speech; the filter delays the audio by about 1.7 ms at 16 kHz. Samples are
-// clamped to [-1, 1] before scaling, so a loud input never wraps around.
+// than the one asked for, it resamples through the windowed-sinc low-pass of resampler.js (shared
+// with the reply's worklet), so what lies above the lower rate's Nyquist frequency is filtered
+// out instead of folding back into speech; the filter delays the audio by about 1.7 ms at 16 kHz.
+// Samples are clamped to [-1, 1] before scaling, so a loud input never wraps around.
 import { Resampler } from './resampler.js';
 
 /** HELD_FRAMES is how many frames wait for the port at most; older ones are dropped. */
