@@ -30,7 +30,9 @@ const (
 //   - gaps-heard: the silences of 5 ms or more the ear (the tap) heard inside the reply;
 //   - stretch-ms: how much longer than 60 s the reply took to be heard, first sound to last (the
 //     platform's clock, getOutputTimestamp);
-//   - dropped-chunks: reply chunks let go before the player (the product page's worker).
+//   - dropped-chunks: reply chunks let go before the player (the product page's worker);
+//   - vendor-late-ms: how late the fixture sent its latest chunk against the real-time schedule
+//     (on a loaded machine the sender is woken late too: an underrun then is not the page's).
 func BenchmarkLiveVoiceUnderruns(b *testing.B) {
 	bench := startLiveBench(b, nil)
 	reply := vendorfixture.Tone(24000, liveLongReplyMs, 440)
@@ -53,7 +55,7 @@ func BenchmarkLiveVoiceUnderruns(b *testing.B) {
 				if !product {
 					dry0 = harness.Eval[int](tab, `window.floor.dry`)
 				}
-				conn.SayInRealTime("", reply)
+				vendorLate := conn.SayInRealTime("", reply)
 				// The reply is heard to its end when the ear has heard as much sound as was sent
 				// since its first onset (gaps only add to it); bounded.
 				ended := fmt.Sprintf(`(() => {
@@ -69,6 +71,7 @@ func BenchmarkLiveVoiceUnderruns(b *testing.B) {
 				stretch := h.Off[len(h.Off)-1] - h.On[0] - liveLongReplyMs
 				b.ReportMetric(float64(len(h.On)-1), "gaps-heard")
 				b.ReportMetric(stretch, "stretch-ms")
+				b.ReportMetric(float64(vendorLate.Microseconds())/1000, "vendor-late-ms")
 				if product {
 					type stats struct {
 						Underruns     float64 `json:"underruns"`
