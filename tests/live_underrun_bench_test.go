@@ -30,6 +30,7 @@ const (
 //   - gaps-heard: the silences of 5 ms or more the ear (the tap) heard inside the reply;
 //   - stretch-ms: how much longer than 60 s the reply took to be heard, first sound to last (the
 //     platform's clock, getOutputTimestamp);
+//   - chunks: the reply's chunks that reached the page (600 were sent);
 //   - dropped-chunks: reply chunks let go before the player (the product page's worker);
 //   - vendor-late-ms: how late the fixture sent its latest chunk against the real-time schedule
 //     (on a loaded machine the sender is woken late too: an underrun then is not the page's).
@@ -80,6 +81,7 @@ func BenchmarkLiveVoiceUnderruns(b *testing.B) {
 						ChunksDropped float64 `json:"chunksDropped"`
 					}
 					s := harness.Eval[stats](tab, `voicebox.live.stats()`)
+					b.ReportMetric(harness.Eval[float64](tab, `voicebox.live.stats().chunksReceived`), "chunks")
 					b.ReportMetric(s.Underruns, "underruns")
 					b.ReportMetric(s.LateMs, "late-ms")
 					b.ReportMetric(s.LeadMs, "lead-ms")
@@ -87,6 +89,7 @@ func BenchmarkLiveVoiceUnderruns(b *testing.B) {
 				} else {
 					// The floor's player runs dry once at the reply's end; every other time is an underrun.
 					b.ReportMetric(float64(harness.Eval[int](tab, `window.floor.dry`)-dry0-1), "underruns")
+					b.ReportMetric(harness.Eval[float64](tab, `window.floor.chunks`), "chunks")
 				}
 				if load == "app" {
 					if why := harness.Eval[string](tab, fmt.Sprintf(`JSON.stringify(voicebox.miniApps.stats(%q).stopped || '')`, appID)); why != `""` {
