@@ -47,13 +47,13 @@ func (c *Conn) Say(text string, pcm []byte) { c.say(text, pcm, nil) }
 // SayInRealTime answers as Say does, with the audio's chunks sent as a vendor streaming speech as
 // it makes it: each when the audio before it has had time to play (the first at once), on a
 // schedule kept from the start, so a late send does not delay the ones after it. It returns how
-// late the latest chunk left against that schedule (a busy machine wakes the fixture late).
-func (c *Conn) SayInRealTime(text string, pcm []byte) (late time.Duration) {
+// late each chunk left against that schedule (a busy machine wakes the fixture late).
+func (c *Conn) SayInRealTime(text string, pcm []byte) (late []time.Duration) {
 	start := time.Now()
 	c.say(text, pcm, func(sent int) {
 		due := start.Add(time.Duration(sent/2) * time.Second / 24000)
 		time.Sleep(time.Until(due))
-		late = max(late, time.Since(due))
+		late = append(late, time.Since(due))
 	})
 	return late
 }
