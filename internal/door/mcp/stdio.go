@@ -186,6 +186,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if c.pass != nil {
 		c.pass.sent(msg)
 	}
+	b, _ = withErrorData(b)
 	return c.writeLine(b)
 }
 
