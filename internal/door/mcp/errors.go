@@ -177,7 +177,7 @@ func withRefusalErrors(next sdk.MethodHandler) sdk.MethodHandler {
 		if len(we.Data) == 0 {
 			rf, ok := refusal.As(err)
 			if !ok {
-				rf = codeRefusal(we.Code, err.Error())
+				rf = refusal.New(codeRule(we.Code), "%s", err.Error())
 			}
 			we.Data, _ = json.Marshal(rf)
 		}
@@ -185,20 +185,19 @@ func withRefusalErrors(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
-// codeRefusal is the refusal a JSON-RPC error of code and message names when it carries none of
-// its own.
-func codeRefusal(code int64, message string) *refusal.Refusal {
+// codeRule is the rule a JSON-RPC error of code names when it carries no refusal of its own.
+func codeRule(code int64) refusal.Rule {
 	switch code {
 	case jsonrpc.CodeMethodNotFound:
-		return refusal.New(refusal.UnknownMethod, "%s", message)
+		return refusal.UnknownMethod
 	case jsonrpc.CodeInvalidParams:
-		return refusal.New(refusal.InvalidArgument, "the request's params do not fit its method: an MCP request's params are an object holding the method's fields, each of its type (%s)", message)
+		return refusal.InvalidArgument
 	case jsonrpc.CodeInvalidRequest:
-		return refusal.New(refusal.MalformedCall, "%s", message)
+		return refusal.MalformedCall
 	case jsonrpc.CodeParseError:
-		return refusal.New(refusal.MalformedJSON, "%s", message)
+		return refusal.MalformedJSON
 	}
-	return refusal.New(refusal.InternalError, "%s", message)
+	return refusal.InternalError
 }
 
 // withErrorData is msg, one JSON-RPC message as the SDK encodes it, with data {refused, why}
@@ -220,7 +219,11 @@ func withErrorData(msg []byte) (_ []byte, added bool) {
 	if json.Unmarshal(msg, &m) != nil || len(m.Error.Data) != 0 {
 		return msg, false
 	}
-	b, ok := withRefusalData(string(msg), codeRefusal(m.Error.Code, m.Error.Message))
+	rf := refusal.New(codeRule(m.Error.Code), "%s", m.Error.Message)
+	if m.Error.Code == jsonrpc.CodeInvalidParams { // the SDK's own words name its Go types
+		rf = refusal.New(refusal.InvalidArgument, "the request's params do not fit its method: an MCP request's params are an object holding the method's fields, each of its type (%s)", m.Error.Message)
+	}
+	b, ok := withRefusalData(string(msg), rf)
 	if !ok {
 		return msg, false
 	}
