@@ -54,4 +54,6 @@ var environment = []envVar{
 	{"VOICEBOX_RELAY_ID", "relay-id", "this relay's name in the fleet"},
 	{"VOICEBOX_NATS_REPLICAS", "nats-replicas", "JetStream replicas of the fleet's buckets and streams"},
 	{"VOICEBOX_MCP_BEARER_FILE", "bearer-file", "the MCP client's bearer file, for relay mcp"},
+	{"GOGC", "", "Go's collector setting; when it or GOMEMLIMIT is set, the relay's collector is left as they say instead of tuned (core.TuneCollector: GOGC between 100 and 400, the heap at most 32 MiB past what is live, docs/server.md)"},
+	{"GOMEMLIMIT", "", "Go's soft memory limit; when set, as GOGC, the collector is left as the runtime sets it"},
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/voicebox-go/voicebox/cmd/relay/internal/checkapp"
 	"github.com/voicebox-go/voicebox/cmd/relay/internal/extcheck"
 	"github.com/voicebox-go/voicebox/cmd/relay/internal/toolcheck"
+	"github.com/voicebox-go/voicebox/internal/core"
 	"github.com/voicebox-go/voicebox/internal/core/hoststate"
 	"github.com/voicebox-go/voicebox/internal/door/fleet"
 	"github.com/voicebox-go/voicebox/internal/relay"
@@ -91,6 +92,7 @@ func init() {
 }
 
 func main() {
+	core.TuneCollector() // every command's process: the relay, `relay mcp`, `relay env`
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
