@@ -1,0 +1,343 @@
+package rawjson
+
+import (
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Valid reports whether b is exactly one JSON value with white space around it at most: what
+// json.Valid reports (a string's bytes are not checked to be UTF-8, as there), nesting at most
+// MaxDepth deep.
+func Valid(b []byte) bool {
+	end, ok := valueEnd(b, skipSpace(b, 0))
+	return ok && skipSpace(b, end) == len(b)
+}
+
+// valueEnd returns the end of the one JSON value that starts at i, validating it.
+func valueEnd(b []byte, i int) (int, bool) {
+	var stack []byte // '{' or '[' for each open container
+	for {
+		if i >= len(b) {
+			return 0, false
+		}
+		switch c := b[i]; c {
+		case '{', '[':
+			if len(stack) == MaxDepth {
+				return 0, false
+			}
+			i = skipSpace(b, i+1)
+			if i < len(b) && ((c == '{' && b[i] == '}') || (c == '[' && b[i] == ']')) {
+				i++
+				break
+			}
+			stack = append(stack, c)
+			if c == '{' {
+				if i = keyEnd(b, i); i < 0 {
+					return 0, false
+				}
+			}
+			continue
+		case '"':
+			if i = stringEnd(b, i); i < 0 {
+				return 0, false
+			}
+		case 't':
+			if i = literal(b, i, "true"); i < 0 {
+				return 0, false
+			}
+		case 'f':
+			if i = literal(b, i, "false"); i < 0 {
+				return 0, false
+			}
+		case 'n':
+			if i = literal(b, i, "null"); i < 0 {
+				return 0, false
+			}
+		default:
+			if i = numberEnd(b, i); i < 0 {
+				return 0, false
+			}
+		}
+		for {
+			if len(stack) == 0 {
+				return i, true
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return 0, false
+			}
+			top := stack[len(stack)-1]
+			if (top == '{' && b[i] == '}') || (top == '[' && b[i] == ']') {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			if b[i] != ',' {
+				return 0, false
+			}
+			i = skipSpace(b, i+1)
+			if top == '{' {
+				if i = keyEnd(b, i); i < 0 {
+					return 0, false
+				}
+			}
+			break
+		}
+	}
+}
+
+// keyEnd reads `"key" :` and white space from i; -1 when that is not there.
+func keyEnd(b []byte, i int) int {
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	if i = stringEnd(b, i); i < 0 {
+		return -1
+	}
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return -1
+	}
+	return skipSpace(b, i+1)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+func literal(b []byte, i int, lit string) int {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// numberEnd returns the end of the number at i, or -1.
+func numberEnd(b []byte, i int) int {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return -1
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return -1
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i
+}
+
+func isHex(c byte) bool { return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') }
+
+// stringEnd returns the end of the string literal at i (after its closing quote), or -1.
+func stringEnd(b []byte, i int) int {
+	i++
+	for i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1
+		case c < 0x20:
+			return -1
+		case c == '\\':
+			if i+1 >= len(b) {
+				return -1
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if len(b)-i < 6 || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return -1
+				}
+				i += 6
+			default:
+				return -1
+			}
+		default:
+			i++
+		}
+	}
+	return -1
+}
+
+// Unquote decodes raw, which must be exactly one JSON string literal, as json.Unmarshal decodes
+// it into a string: an invalid UTF-8 byte and an unpaired surrogate escape each become U+FFFD.
+func Unquote(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || stringEnd(raw, 0) != len(raw) {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	plain := true
+	for _, c := range body {
+		if c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(body), true
+	}
+	out := make([]byte, 0, len(body))
+	for i := 0; i < len(body); {
+		c := body[i]
+		switch {
+		case c == '\\':
+			switch e := body[i+1]; e {
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r := hex4(body[i+2:])
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if len(body)-i >= 6 && body[i] == '\\' && body[i+1] == 'u' {
+						if d := utf16.DecodeRune(r, hex4(body[i+2:])); d != utf8.RuneError {
+							out = utf8.AppendRune(out, d)
+							i += 6
+							continue
+						}
+					}
+					r = utf8.RuneError
+				}
+				out = utf8.AppendRune(out, r)
+				continue
+			default: // '"', '\\', '/'
+				out = append(out, e)
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(body[i:])
+			if r == utf8.RuneError && size == 1 {
+				out = utf8.AppendRune(out, utf8.RuneError)
+			} else {
+				out = append(out, body[i:i+size]...)
+			}
+			i += size
+		}
+	}
+	return string(out), true
+}
+
+// hex4 reads four hex digits (already checked).
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case isDigit(c):
+			c -= '0'
+		case c >= 'a':
+			c = c - 'a' + 10
+		default:
+			c = c - 'A' + 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// AppendCompact appends b, which must be valid JSON, without its insignificant white space, as
+// json.Compact does; with escapeHTML it also escapes <, > and & within strings, as json.Marshal
+// does for a json.RawMessage, and U+2028 and U+2029 as well.
+func AppendCompact(dst, b []byte, escapeHTML bool) []byte {
+	start := 0
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !inString {
+			if isSpace(c) {
+				dst = append(dst, b[start:i]...)
+				start = i + 1
+			} else if c == '"' {
+				inString = true
+			}
+			continue
+		}
+		switch {
+		case c == '\\':
+			i++
+		case c == '"':
+			inString = false
+		case escapeHTML && (c == '<' || c == '>' || c == '&'):
+			dst = append(dst, b[start:i]...)
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			start = i + 1
+		case escapeHTML && c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && b[i+2]&^1 == 0xA8:
+			dst = append(dst, b[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[b[i+2]&0xF])
+			start = i + 3
+			i += 2
+		}
+	}
+	return append(dst, b[start:]...)
+}
+
+// Members calls fn with each member of obj, which must be exactly one JSON object with white space
+// around it at most, in document order: the name decoded (as Unquote) and the value as written.
+// It reports false, before calling fn at all, when obj is not one valid object. A name given
+// twice is given to fn twice; fn decides (json.Unmarshal into a map keeps the last).
+func Members(obj []byte, fn func(name string, value []byte) bool) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' || !Valid(obj) {
+		return false
+	}
+	i = skipSpace(obj, i+1)
+	if obj[i] == '}' {
+		return true
+	}
+	for {
+		kEnd := stringEnd(obj, i)
+		name, _ := Unquote(obj[i:kEnd])
+		i = skipSpace(obj, kEnd)
+		i = skipSpace(obj, i+1) // the colon
+		vEnd, _ := valueEnd(obj, i)
+		if !fn(name, obj[i:vEnd]) {
+			return true
+		}
+		i = skipSpace(obj, vEnd)
+		if obj[i] == '}' {
+			return true
+		}
+		i = skipSpace(obj, i+1) // the comma
+	}
+}
