@@ -12,7 +12,10 @@
 package rawjson
 
 import (
+	"encoding/json"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -184,3 +187,171 @@ func (o *Object) Value(name string, v Appender) {
 
 // Close ends the object and returns the whole buffer.
 func (o *Object) Close() []byte { return append(o.b, '}') }
+
+// Decode reads raw, exactly one JSON value with white space around it at most, as json.Unmarshal
+// into an any with UseNumber: objects as map[string]any (a name given twice keeps its last
+// value), arrays as []any, numbers as json.Number spelled as written, strings, bools and nil.
+func Decode(raw []byte) (any, bool) {
+	if !Valid(raw) {
+		return nil, false
+	}
+	v, _ := decodeValid(raw, skipSpace(raw, 0))
+	return v, true
+}
+
+// decodeValid decodes the valid value at i and returns it with its end.
+func decodeValid(b []byte, i int) (any, int) {
+	switch c := b[i]; c {
+	case '{':
+		m := map[string]any{}
+		i = skipSpace(b, i+1)
+		if b[i] == '}' {
+			return m, i + 1
+		}
+		for {
+			kEnd := stringEnd(b, i)
+			name, _ := Unquote(b[i:kEnd])
+			i = skipSpace(b, skipSpace(b, kEnd)+1)
+			var v any
+			v, i = decodeValid(b, i)
+			m[name] = v
+			i = skipSpace(b, i)
+			if b[i] == '}' {
+				return m, i + 1
+			}
+			i = skipSpace(b, i+1)
+		}
+	case '[':
+		a := []any{}
+		i = skipSpace(b, i+1)
+		if b[i] == ']' {
+			return a, i + 1
+		}
+		for {
+			var v any
+			v, i = decodeValid(b, i)
+			a = append(a, v)
+			i = skipSpace(b, i)
+			if b[i] == ']' {
+				return a, i + 1
+			}
+			i = skipSpace(b, i+1)
+		}
+	case '"':
+		end := stringEnd(b, i)
+		s, _ := Unquote(b[i:end])
+		return s, end
+	case 't':
+		return true, i + 4
+	case 'f':
+		return false, i + 5
+	case 'n':
+		return nil, i + 4
+	}
+	end := numberEnd(b, i)
+	return json.Number(b[i:end]), end
+}
+
+// AppendValue appends v as json.Marshal writes it (escapeHTML true) or an Encoder with
+// SetEscapeHTML(false): nil, bool, string, float64, int, int64, json.Number, json.RawMessage,
+// map[string]any (names sorted), map[string]string, []any, []string and Appender, at any depth.
+// It reports false for anything else, and for NaN, the infinities, an invalid json.Number or
+// json.RawMessage, and nesting beyond MaxDepth; dst then holds part of the value.
+func AppendValue(dst []byte, v any, escapeHTML bool) ([]byte, bool) {
+	return appendValue(dst, v, escapeHTML, 0)
+}
+
+func appendValue(dst []byte, v any, escapeHTML bool, depth int) ([]byte, bool) {
+	if depth > MaxDepth {
+		return dst, false
+	}
+	switch v := v.(type) {
+	case nil:
+		return append(dst, "null"...), true
+	case bool:
+		return strconv.AppendBool(dst, v), true
+	case string:
+		return AppendString(dst, v, escapeHTML), true
+	case float64:
+		return AppendFloat(dst, v)
+	case int:
+		return strconv.AppendInt(dst, int64(v), 10), true
+	case int64:
+		return strconv.AppendInt(dst, v, 10), true
+	case json.Number:
+		if v == "" {
+			return append(dst, '0'), true
+		}
+		if numberEnd([]byte(v), 0) != len(v) {
+			return dst, false
+		}
+		return append(dst, v...), true
+	case json.RawMessage:
+		if v == nil {
+			return append(dst, "null"...), true
+		}
+		if !Valid(v) {
+			return dst, false
+		}
+		return AppendCompact(dst, v, escapeHTML), true
+	case Appender:
+		return v.AppendJSON(dst), true
+	case map[string]any:
+		if v == nil {
+			return append(dst, "null"...), true
+		}
+		dst = append(dst, '{')
+		ok := true
+		for i, k := range slices.Sorted(maps.Keys(v)) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(AppendString(dst, k, escapeHTML), ':')
+			if dst, ok = appendValue(dst, v[k], escapeHTML, depth+1); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, '}'), true
+	case map[string]string:
+		if v == nil {
+			return append(dst, "null"...), true
+		}
+		dst = append(dst, '{')
+		for i, k := range slices.Sorted(maps.Keys(v)) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(AppendString(dst, k, escapeHTML), ':')
+			dst = AppendString(dst, v[k], escapeHTML)
+		}
+		return append(dst, '}'), true
+	case []any:
+		if v == nil {
+			return append(dst, "null"...), true
+		}
+		dst = append(dst, '[')
+		ok := true
+		for i, e := range v {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, ok = appendValue(dst, e, escapeHTML, depth+1); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, ']'), true
+	case []string:
+		if v == nil {
+			return append(dst, "null"...), true
+		}
+		dst = append(dst, '[')
+		for i, e := range v {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendString(dst, e, escapeHTML)
+		}
+		return append(dst, ']'), true
+	}
+	return dst, false
+}

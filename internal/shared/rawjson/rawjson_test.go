@@ -3,6 +3,8 @@ package rawjson
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"reflect"
 	"math"
 	"strings"
 	"testing"
@@ -215,6 +217,7 @@ func FuzzRawJSON(f *testing.F) {
 		checkCompact(t, b)
 		checkMembers(t, b)
 		checkUnquote(t, b)
+		checkDecode(t, b)
 		for _, html := range []bool{true, false} {
 			if got, want := string(AppendString(nil, string(b), html)), encodeString(t, string(b), html); got != want {
 				t.Fatalf("AppendString(%q) = %s, encoding/json %s", b, got, want)
@@ -230,4 +233,68 @@ func FuzzRawJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+func checkDecode(t *testing.T, d []byte) {
+	dec := json.NewDecoder(bytes.NewReader(d))
+	dec.UseNumber()
+	var want any
+	err := dec.Decode(&want)
+	if err == nil && !json.Valid(d) { // trailing data, which Decode leaves unread
+		err = errTrailing
+	}
+	got, ok := Decode(d)
+	if ok != (err == nil) || (ok && !reflect.DeepEqual(got, want)) {
+		t.Fatalf("Decode(%.60q) = %v %v; encoding/json: %v %v", d, got, ok, want, err)
+	}
+	if !ok {
+		return
+	}
+	for _, html := range []bool{true, false} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		if err := enc.Encode(got); err != nil {
+			t.Fatal(err)
+		}
+		out, ok := AppendValue(nil, got, html)
+		if w := bytes.TrimSuffix(b.Bytes(), []byte("\n")); !ok || !bytes.Equal(out, w) {
+			t.Fatalf("AppendValue(%.60q) = %.60q %v; encoding/json %.60q", d, out, ok, w)
+		}
+	}
+}
+
+var errTrailing = errors.New("trailing data")
+
+func TestDecodeAgreesWithJSON(t *testing.T) {
+	for _, d := range documents {
+		checkDecode(t, []byte(d))
+	}
+}
+
+func TestAppendValueAgreesWithJSON(t *testing.T) {
+	values := []any{nil, true, "s<>", 1.5, 7, int64(-3), json.Number("12e3"), json.Number(""), json.RawMessage(` [1, "<"] `),
+		json.RawMessage(nil), map[string]any{"b": 1, "a": []any{"x", nil}}, map[string]string{"z": "&", "y": ""}, []string{"a"},
+		[]string(nil), map[string]any(nil), []any(nil)}
+	for _, v := range values {
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := AppendValue(nil, v, true); !ok || !bytes.Equal(got, want) {
+			t.Errorf("AppendValue(%#v) = %s %v; json.Marshal %s", v, got, ok, want)
+		}
+	}
+	for _, v := range []any{math.NaN(), json.Number("1."), json.RawMessage(`{`), struct{}{}, []int{1}} {
+		if _, err := json.Marshal(v); err == nil && v != nil {
+			if _, ok := v.(struct{}); !ok {
+				if _, ok := v.([]int); !ok {
+					t.Fatalf("encoding/json wrote %#v", v)
+				}
+			}
+		}
+		if _, ok := AppendValue(nil, v, true); ok {
+			t.Errorf("AppendValue(%#v) accepted what it does not write", v)
+		}
+	}
 }
