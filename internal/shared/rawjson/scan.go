@@ -1,6 +1,8 @@
 package rawjson
 
 import (
+	"strconv"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -340,4 +342,65 @@ func Members(obj []byte, fn func(name string, value []byte) bool) bool {
 		}
 		i = skipSpace(obj, i+1) // the comma
 	}
+}
+
+// First returns the first JSON value of b (after white space), valid, and what follows it, as a
+// json.Decoder reads one value from a stream and leaves the rest unread; ok is false when b does
+// not begin with one valid value.
+func First(b []byte) (value, rest []byte, ok bool) {
+	start := skipSpace(b, 0)
+	end, ok := valueEnd(b, start)
+	if !ok {
+		return nil, nil, false
+	}
+	return b[start:end], b[end:], true
+}
+
+// Fold is name as encoding/json folds a member name to match it to a field case-insensitively
+// (ASCII letters upper-cased, any other rune the smallest of its case-folding orbit): a member
+// goes to the field its name matches exactly, else to the one whose folded name equals its own.
+func Fold(name string) string {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c >= utf8.RuneSelf || ('a' <= c && c <= 'z') {
+			return foldSlow(name)
+		}
+	}
+	return name
+}
+
+func foldSlow(name string) string {
+	out := make([]byte, 0, len(name))
+	for _, r := range name {
+		if r < utf8.RuneSelf {
+			c := byte(r)
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			out = append(out, c)
+			continue
+		}
+		out = utf8.AppendRune(out, foldRune(r))
+	}
+	return string(out)
+}
+
+// foldRune is the smallest rune of r's case-folding orbit (K, k and the Kelvin sign fold alike).
+func foldRune(r rune) rune {
+	for {
+		next := unicode.SimpleFold(r)
+		if next <= r {
+			return next
+		}
+		r = next
+	}
+}
+
+// Float reads raw, one JSON value, as json.Unmarshal reads it into a float64: false when it is not
+// a number or is out of float64's range.
+func Float(raw []byte) (float64, bool) {
+	if len(raw) == 0 || numberEnd(raw, 0) != len(raw) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	return f, err == nil
 }
