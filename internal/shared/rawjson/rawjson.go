@@ -209,7 +209,7 @@ func decodeValid(b []byte, i int) (any, int) {
 			return m, i + 1
 		}
 		for {
-			kEnd := stringEnd(b, i)
+			kEnd, _ := stringEnd(b, i)
 			name, _ := Unquote(b[i:kEnd])
 			i = skipSpace(b, skipSpace(b, kEnd)+1)
 			var v any
@@ -238,7 +238,7 @@ func decodeValid(b []byte, i int) (any, int) {
 			i = skipSpace(b, i+1)
 		}
 	case '"':
-		end := stringEnd(b, i)
+		end, _ := stringEnd(b, i)
 		s, _ := Unquote(b[i:end])
 		return s, end
 	case 't':
@@ -248,7 +248,7 @@ func decodeValid(b []byte, i int) (any, int) {
 	case 'n':
 		return nil, i + 4
 	}
-	end := numberEnd(b, i)
+	end, _ := numberEnd(b, i)
 	return json.Number(b[i:end]), end
 }
 
@@ -282,7 +282,7 @@ func appendValue(dst []byte, v any, escapeHTML bool, depth int) ([]byte, bool) {
 		if v == "" {
 			return append(dst, '0'), true
 		}
-		if numberEnd([]byte(v), 0) != len(v) {
+		if end, ok := numberEnd([]byte(v), 0); !ok || end != len(v) {
 			return dst, false
 		}
 		return append(dst, v...), true

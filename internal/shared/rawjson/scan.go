@@ -17,15 +17,25 @@ func Valid(b []byte) bool {
 
 // valueEnd returns the end of the one JSON value that starts at i, validating it.
 func valueEnd(b []byte, i int) (int, bool) {
+	end, failAt := Scan(b, i)
+	return end, failAt < 0
+}
+
+// Scan validates the one JSON value that starts at i (white space before it skipped) and returns
+// its end, with failAt -1; or, when it is not valid, failAt: the index of the byte where it stops
+// being JSON (where encoding/json's scanner reports its syntax error, one before the error's
+// Offset), or len(b) when b ends first.
+func Scan(b []byte, i int) (end, failAt int) {
 	var stack []byte // '{' or '[' for each open container
+	i = skipSpace(b, i)
 	for {
 		if i >= len(b) {
-			return 0, false
+			return 0, len(b)
 		}
 		switch c := b[i]; c {
 		case '{', '[':
 			if len(stack) == MaxDepth {
-				return 0, false
+				return 0, i
 			}
 			i = skipSpace(b, i+1)
 			if i < len(b) && ((c == '{' && b[i] == '}') || (c == '[' && b[i] == ']')) {
@@ -34,39 +44,41 @@ func valueEnd(b []byte, i int) (int, bool) {
 			}
 			stack = append(stack, c)
 			if c == '{' {
-				if i = keyEnd(b, i); i < 0 {
-					return 0, false
+				var ok bool
+				if i, ok = keyEnd(b, i); !ok {
+					return 0, i
 				}
 			}
 			continue
 		case '"':
-			if i = stringEnd(b, i); i < 0 {
-				return 0, false
+			var ok bool
+			if i, ok = stringEnd(b, i); !ok {
+				return 0, i
 			}
-		case 't':
-			if i = literal(b, i, "true"); i < 0 {
-				return 0, false
+		case 't', 'f', 'n':
+			lit := "null"
+			if c == 't' {
+				lit = "true"
+			} else if c == 'f' {
+				lit = "false"
 			}
-		case 'f':
-			if i = literal(b, i, "false"); i < 0 {
-				return 0, false
-			}
-		case 'n':
-			if i = literal(b, i, "null"); i < 0 {
-				return 0, false
+			var ok bool
+			if i, ok = literal(b, i, lit); !ok {
+				return 0, i
 			}
 		default:
-			if i = numberEnd(b, i); i < 0 {
-				return 0, false
+			var ok bool
+			if i, ok = numberEnd(b, i); !ok {
+				return 0, i
 			}
 		}
 		for {
 			if len(stack) == 0 {
-				return i, true
+				return i, -1
 			}
 			i = skipSpace(b, i)
 			if i >= len(b) {
-				return 0, false
+				return 0, len(b)
 			}
 			top := stack[len(stack)-1]
 			if (top == '{' && b[i] == '}') || (top == '[' && b[i] == ']') {
@@ -75,12 +87,13 @@ func valueEnd(b []byte, i int) (int, bool) {
 				continue
 			}
 			if b[i] != ',' {
-				return 0, false
+				return 0, i
 			}
 			i = skipSpace(b, i+1)
 			if top == '{' {
-				if i = keyEnd(b, i); i < 0 {
-					return 0, false
+				var ok bool
+				if i, ok = keyEnd(b, i); !ok {
+					return 0, i
 				}
 			}
 			break
@@ -88,19 +101,20 @@ func valueEnd(b []byte, i int) (int, bool) {
 	}
 }
 
-// keyEnd reads `"key" :` and white space from i; -1 when that is not there.
-func keyEnd(b []byte, i int) int {
+// keyEnd reads `"key" :` and white space from i; on failure it returns where.
+func keyEnd(b []byte, i int) (int, bool) {
 	if i >= len(b) || b[i] != '"' {
-		return -1
+		return i, false
 	}
-	if i = stringEnd(b, i); i < 0 {
-		return -1
+	i, ok := stringEnd(b, i)
+	if !ok {
+		return i, false
 	}
 	i = skipSpace(b, i)
 	if i >= len(b) || b[i] != ':' {
-		return -1
+		return i, false
 	}
-	return skipSpace(b, i+1)
+	return skipSpace(b, i+1), true
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -112,17 +126,19 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-func literal(b []byte, i int, lit string) int {
-	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
-		return -1
+func literal(b []byte, i int, lit string) (int, bool) {
+	for k := 0; k < len(lit); k++ {
+		if i+k >= len(b) || b[i+k] != lit[k] {
+			return i + k, false
+		}
 	}
-	return i + len(lit)
+	return i + len(lit), true
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// numberEnd returns the end of the number at i, or -1.
-func numberEnd(b []byte, i int) int {
+// numberEnd returns the end of the number at i, or where it stops being one.
+func numberEnd(b []byte, i int) (int, bool) {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
@@ -134,12 +150,12 @@ func numberEnd(b []byte, i int) int {
 			i++
 		}
 	default:
-		return -1
+		return i, false
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
 		if i >= len(b) || !isDigit(b[i]) {
-			return -1
+			return i, false
 		}
 		for i < len(b) && isDigit(b[i]) {
 			i++
@@ -151,52 +167,58 @@ func numberEnd(b []byte, i int) int {
 			i++
 		}
 		if i >= len(b) || !isDigit(b[i]) {
-			return -1
+			return i, false
 		}
 		for i < len(b) && isDigit(b[i]) {
 			i++
 		}
 	}
-	return i
+	return i, true
 }
 
 func isHex(c byte) bool { return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') }
 
-// stringEnd returns the end of the string literal at i (after its closing quote), or -1.
-func stringEnd(b []byte, i int) int {
+// stringEnd returns the end of the string literal at i (after its closing quote), or where it
+// stops being one.
+func stringEnd(b []byte, i int) (int, bool) {
 	i++
 	for i < len(b) {
 		switch c := b[i]; {
 		case c == '"':
-			return i + 1
+			return i + 1, true
 		case c < 0x20:
-			return -1
+			return i, false
 		case c == '\\':
 			if i+1 >= len(b) {
-				return -1
+				return i + 1, false
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				if len(b)-i < 6 || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
-					return -1
+				for k := i + 2; k < i+6; k++ {
+					if k >= len(b) || !isHex(b[k]) {
+						return k, false
+					}
 				}
 				i += 6
 			default:
-				return -1
+				return i + 1, false
 			}
 		default:
 			i++
 		}
 	}
-	return -1
+	return i, false
 }
 
 // Unquote decodes raw, which must be exactly one JSON string literal, as json.Unmarshal decodes
 // it into a string: an invalid UTF-8 byte and an unpaired surrogate escape each become U+FFFD.
 func Unquote(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || stringEnd(raw, 0) != len(raw) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if end, ok := stringEnd(raw, 0); !ok || end != len(raw) {
 		return "", false
 	}
 	body := raw[1 : len(raw)-1]
@@ -328,7 +350,7 @@ func Members(obj []byte, fn func(name string, value []byte) bool) bool {
 		return true
 	}
 	for {
-		kEnd := stringEnd(obj, i)
+		kEnd, _ := stringEnd(obj, i)
 		name, _ := Unquote(obj[i:kEnd])
 		i = skipSpace(obj, kEnd)
 		i = skipSpace(obj, i+1) // the colon
@@ -398,9 +420,26 @@ func foldRune(r rune) rune {
 // Float reads raw, one JSON value, as json.Unmarshal reads it into a float64: false when it is not
 // a number or is out of float64's range.
 func Float(raw []byte) (float64, bool) {
-	if len(raw) == 0 || numberEnd(raw, 0) != len(raw) {
+	if end, ok := numberEnd(raw, 0); len(raw) == 0 || !ok || end != len(raw) {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)
 	return f, err == nil
+}
+
+// Elements calls fn with each element of arr, one valid JSON array, as written.
+func Elements(arr []byte, fn func(value []byte)) {
+	i := skipSpace(arr, 1)
+	if arr[i] == ']' {
+		return
+	}
+	for {
+		end, _ := valueEnd(arr, i)
+		fn(arr[i:end])
+		i = skipSpace(arr, end)
+		if arr[i] == ']' {
+			return
+		}
+		i = skipSpace(arr, i+1)
+	}
 }
