@@ -32,7 +32,6 @@ var jsonReflectEntries = map[string][]string{
 // shrinks: a new caller fails TestPageJSONWithoutReflection (write the JSON with rawjson, decode
 // an object with strictjson.DecodeStruct), and so does an entry whose call has gone (take it out).
 var jsonReflectCallers = []string{
-	"internal/engine/api.go:Engine.readyMessage",
 	"internal/engine/api.go:answer.appendJSON", // a value of a type rawjson.AppendValue does not know
 	"internal/engine/assistant.go:Engine.launchForModel",
 	"internal/engine/assistant.go:Engine.toolCreateMiniApp",
@@ -48,9 +47,7 @@ var jsonReflectCallers = []string{
 	"internal/engine/miniapps.go:seedSamples",
 	"internal/engine/miniapps.go:viewOf",
 	"internal/engine/peer.go:isControl",
-	"internal/engine/peer.go:peer.SetRoot",
 	"internal/engine/peer.go:peer.serve",
-	"internal/engine/run_js.go:Run",
 	"internal/shared/channel/admitted.go:ControlType",
 	"internal/shared/channel/admitted.go:MarshalAdmitted",
 	"internal/shared/channel/admitted.go:ParseAdmitted",
@@ -75,7 +72,6 @@ var jsonReflectCallers = []string{
 	"internal/shared/strictjson/strictjson.go:Decode", // a type that is not a strictjson.Struct
 	"internal/shared/strictjson/strictjson.go:prober.accepts",
 	"internal/shared/strictjson/strictjson.go:prober.find",
-	"shared/refusal/refusal.go:Refusal.JSON",
 }
 
 const modulePath = "github.com/voicebox-go/voicebox/"

@@ -236,8 +236,10 @@ type answer struct {
 
 // readyMessage is what the worker says once Go is running.
 func (a *Engine) readyMessage() []byte {
-	b, _ := json.Marshal(map[string]string{"type": "ready", "build": a.build})
-	return b
+	w := rawjson.NewObject(nil, true) // as json.Marshal writes the map: names sorted
+	w.String("build", a.build)
+	w.String("type", "ready")
+	return w.Close()
 }
 
 // parse reads a call from the page. ok is false when it has no numeric id to answer to.

@@ -74,3 +74,17 @@ func TestAnswerEncodingAgreesWithJSON(t *testing.T) {
 		t.Errorf("an answer that cannot be written became %+v (%v); want internal-error for id 6", got, err)
 	}
 }
+
+func TestSmallFramesAgreeWithJSON(t *testing.T) {
+	for _, s := range []string{"", "dev", "<a & b>", "caf\u00e9 \u2028 \xff"} {
+		a := &Engine{build: s}
+		if want, _ := json.Marshal(map[string]string{"type": "ready", "build": s}); !bytes.Equal(a.readyMessage(), want) {
+			t.Errorf("readyMessage wrote %s; json.Marshal %s", a.readyMessage(), want)
+		}
+		st := PeerState{State: "offline", Why: s, RetryMs: int64(len(s)) * 1000}
+		want, _ := json.Marshal(map[string]any{"type": "channel", "state": st.State, "why": st.Why, "retryMs": st.RetryMs})
+		if got := st.appendJSON(nil); !bytes.Equal(got, want) {
+			t.Errorf("PeerState wrote %s; json.Marshal %s", got, want)
+		}
+	}
+}
