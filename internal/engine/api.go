@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -292,7 +293,8 @@ func (m *message) decode(in []byte) bool {
 	typed := true
 	rawjson.Members(obj, func(name string, v []byte) bool {
 		isNull := string(v) == "null"
-		switch rawjson.Fold(name) {
+		var buf [16]byte
+		switch string(rawjson.AppendFold(buf[:0], name)) {
 		case "TYPE":
 			typed = isNull || setString(&m.Type, v)
 		case "ID":
@@ -324,19 +326,20 @@ func setString(dst *string, v []byte) bool {
 // its value cannot be written (a NaN, say). A value of a type rawjson.AppendValue does not know
 // goes through encoding/json.
 func (ans answer) appendJSON(dst []byte) ([]byte, bool) {
-	w := rawjson.NewObject(dst, true)
+	size := 64 + len(ans.Why)
+	if raw, ok := ans.Value.(json.RawMessage); ok {
+		size += len(raw)
+	}
+	w := rawjson.NewObject(slices.Grow(dst, size), true)
 	w.String("type", ans.Type)
 	if !w.Float("id", ans.ID) {
 		return nil, false
 	}
 	w.Bool("ok", ans.OK)
-	if ans.Value != nil {
-		v, ok := rawjson.AppendValue(nil, ans.Value, true)
-		if !ok {
-			var err error
-			if v, err = json.Marshal(ans.Value); err != nil {
-				return nil, false
-			}
+	if ans.Value != nil && !w.Any("value", ans.Value) {
+		v, err := json.Marshal(ans.Value)
+		if err != nil {
+			return nil, false
 		}
 		w.Raw("value", v)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -331,7 +332,7 @@ func (f *frames) unbind(appID string, doc *uint64) {
 // exactly one of result (the tool's JSON, as text) or refused and why.
 // appendJSON writes the call as json.Marshal does; false when args is not JSON.
 func (c portCall) appendJSON(dst []byte) ([]byte, bool) {
-	w := rawjson.NewObject(dst, true)
+	w := rawjson.NewObject(slices.Grow(dst, 64+len(c.CallID)+len(c.Name)+len(c.Args)), true)
 	w.String("type", c.Type)
 	w.String("callId", c.CallID)
 	w.String("name", c.Name)
@@ -346,7 +347,7 @@ var errUnencodable = errors.New("the arguments are not JSON")
 
 // appendJSON writes the notice as json.Marshal does.
 func (n portNotice) appendJSON(dst []byte) []byte {
-	w := rawjson.NewObject(dst, true)
+	w := rawjson.NewObject(slices.Grow(dst, 80+len(n.CallID)+len(n.AppID)+len(n.Tool)), true)
 	w.String("type", n.Type)
 	w.String("callId", n.CallID)
 	w.String("appId", n.AppID)
@@ -357,7 +358,7 @@ func (n portNotice) appendJSON(dst []byte) []byte {
 
 // appendJSON writes the notice as json.Marshal does.
 func (n expiredNotice) appendJSON(dst []byte) []byte {
-	w := rawjson.NewObject(dst, true)
+	w := rawjson.NewObject(slices.Grow(dst, 112+len(n.CallID)+len(n.AppID)+len(n.Tool)), true)
 	w.String("type", n.Type)
 	w.String("callId", n.CallID)
 	w.String("appId", n.AppID)
@@ -380,13 +381,14 @@ func (m *portAnswer) decode(msg []byte) bool {
 	typed := true
 	rawjson.Members(obj, func(name string, v []byte) bool {
 		if string(v) == "null" {
-			if rawjson.Fold(name) == "RESULT" {
+			if rawjson.FoldEqual(name, "result") {
 				m.Result = nil
 			}
 			return true
 		}
 		var into *string
-		switch rawjson.Fold(name) {
+		var buf [16]byte
+		switch string(rawjson.AppendFold(buf[:0], name)) {
 		case "TYPE":
 			into = &m.Type
 		case "CALLID":

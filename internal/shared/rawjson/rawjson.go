@@ -179,6 +179,18 @@ func (o *Object) Raw(name string, raw []byte) bool {
 	return true
 }
 
+// Any writes a member with AppendValue's JSON of v; it reports false, writing nothing, when
+// AppendValue refuses v.
+func (o *Object) Any(name string, v any) bool {
+	save, n := len(o.b), o.n
+	o.key(name)
+	var ok bool
+	if o.b, ok = appendValue(o.b, v, o.escapeHTML, 0); !ok {
+		o.b, o.n = o.b[:save], n
+	}
+	return ok
+}
+
 // Value writes a member with an Appender's JSON.
 func (o *Object) Value(name string, v Appender) {
 	o.key(name)

@@ -298,3 +298,25 @@ func TestAppendValueAgreesWithJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestFoldAgreesWithJSONMatching(t *testing.T) {
+	names := []string{"id", "ID", "Id", "ıd", "\u212Aey", "key", "KEY", "ſtate", "state", "STATE", "caf\u00e9", "CAF\u00c9", "\u00df", "SS"}
+	for _, field := range names {
+		// A struct with one field of this json name, as encoding/json sees it.
+		typ := reflect.StructOf([]reflect.StructField{{Name: "F", Type: reflect.TypeFor[int](), Tag: reflect.StructTag(`json:"` + field + `"`)}})
+		for _, member := range names {
+			v := reflect.New(typ)
+			doc, _ := json.Marshal(map[string]int{member: 1})
+			if err := json.Unmarshal(doc, v.Interface()); err != nil {
+				t.Fatal(err)
+			}
+			taken := v.Elem().Field(0).Int() == 1
+			if got := field == member || FoldEqual(field, member); got != taken {
+				t.Errorf("member %q to field %q: FoldEqual says %v, encoding/json %v", member, field, got, taken)
+			}
+			if got := field == member || Fold(field) == Fold(member); got != taken {
+				t.Errorf("member %q to field %q: Fold says %v, encoding/json %v", member, field, got, taken)
+			}
+		}
+	}
+}

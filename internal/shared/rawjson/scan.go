@@ -26,7 +26,8 @@ func valueEnd(b []byte, i int) (int, bool) {
 // being JSON (where encoding/json's scanner reports its syntax error, one before the error's
 // Offset), or len(b) when b ends first.
 func Scan(b []byte, i int) (end, failAt int) {
-	var stack []byte // '{' or '[' for each open container
+	var shallow [32]byte
+	stack := shallow[:0] // '{' or '[' for each open container; on the stack while shallow
 	i = skipSpace(b, i)
 	for {
 		if i >= len(b) {
@@ -381,29 +382,58 @@ func First(b []byte) (value, rest []byte, ok bool) {
 // Fold is name as encoding/json folds a member name to match it to a field case-insensitively
 // (ASCII letters upper-cased, any other rune the smallest of its case-folding orbit): a member
 // goes to the field its name matches exactly, else to the one whose folded name equals its own.
-func Fold(name string) string {
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c >= utf8.RuneSelf || ('a' <= c && c <= 'z') {
-			return foldSlow(name)
-		}
-	}
-	return name
-}
+func Fold(name string) string { return string(AppendFold(nil, name)) }
 
-func foldSlow(name string) string {
-	out := make([]byte, 0, len(name))
-	for _, r := range name {
-		if r < utf8.RuneSelf {
-			c := byte(r)
+// AppendFold appends Fold(name) to dst; `switch string(AppendFold(buf[:0], name))` over a
+// stack buffer folds a member name without allocating.
+func AppendFold(dst []byte, name string) []byte {
+	for i := 0; i < len(name); {
+		c := name[i]
+		if c < utf8.RuneSelf {
 			if 'a' <= c && c <= 'z' {
 				c -= 'a' - 'A'
 			}
-			out = append(out, c)
+			dst = append(dst, c)
+			i++
 			continue
 		}
-		out = utf8.AppendRune(out, foldRune(r))
+		r, n := utf8.DecodeRuneInString(name[i:])
+		dst = utf8.AppendRune(dst, foldRune(r))
+		i += n
 	}
-	return string(out)
+	return dst
+}
+
+// FoldEqual reports whether Fold(a) == Fold(b), without allocating when both are ASCII.
+func FoldEqual(a, b string) bool {
+	if !isASCII(a) || !isASCII(b) {
+		return Fold(a) == Fold(b)
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'a' <= x && x <= 'z' {
+			x -= 'a' - 'A'
+		}
+		if 'a' <= y && y <= 'z' {
+			y -= 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // foldRune is the smallest rune of r's case-folding orbit (K, k and the Kelvin sign fold alike).

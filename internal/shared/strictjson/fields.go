@@ -106,9 +106,8 @@ func match(fields []Field, name string) *Field {
 			return &fields[i]
 		}
 	}
-	folded := rawjson.Fold(name)
 	for i := range fields {
-		if rawjson.Fold(fields[i].Name) == folded {
+		if rawjson.FoldEqual(fields[i].Name, name) {
 			return &fields[i]
 		}
 	}
