@@ -1,11 +1,11 @@
 package engine
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/internal/shared/miniappstore"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -236,14 +237,16 @@ type answer struct {
 
 // readyMessage is what the worker says once Go is running.
 func (a *Engine) readyMessage() []byte {
-	b, _ := json.Marshal(map[string]string{"type": "ready", "build": a.build})
-	return b
+	w := rawjson.NewObject(nil, true) // as json.Marshal writes the map: names sorted
+	w.String("build", a.build)
+	w.String("type", "ready")
+	return w.Close()
 }
 
 // parse reads a call from the page. ok is false when it has no numeric id to answer to.
 func parse(in []byte) (id float64, req request, r *refusal.Refusal, ok bool) {
 	var m message
-	if err := json.NewDecoder(bytes.NewReader(in)).Decode(&m); err != nil || m.ID == nil {
+	if !m.decode(in) || m.ID == nil {
 		return 0, request{}, nil, false
 	}
 	if m.Type != "call" || m.Method == "" {
@@ -272,11 +275,81 @@ func refused(id float64, r *refusal.Refusal) answer {
 }
 
 func encode(ans answer) []byte {
-	b, err := json.Marshal(ans)
-	if err != nil {
-		b, _ = json.Marshal(refused(ans.ID, refusal.New(refusal.InternalError, "the worker could not encode its answer")))
+	b, ok := ans.appendJSON(nil)
+	if !ok {
+		b, _ = refused(ans.ID, refusal.New(refusal.InternalError, "the worker could not encode its answer")).appendJSON(nil)
 	}
 	return b
+}
+
+// decode reads in as json.NewDecoder(in).Decode(m) does (TestMessageDecodeAgreesWithJSON): the
+// first value of in, an object whose members go to the field their name matches exactly, else
+// case-insensitively; other members are skipped; a member of the wrong type fails the whole.
+func (m *message) decode(in []byte) bool {
+	obj, _, ok := rawjson.First(in)
+	if !ok || obj[0] != '{' {
+		return ok && string(obj) == "null" // null leaves m as it is
+	}
+	typed := true
+	rawjson.Members(obj, func(name string, v []byte) bool {
+		isNull := string(v) == "null"
+		var buf [16]byte
+		switch string(rawjson.AppendFold(buf[:0], name)) {
+		case "TYPE":
+			typed = isNull || setString(&m.Type, v)
+		case "ID":
+			if isNull {
+				m.ID = nil
+				break
+			}
+			f, ok := rawjson.Float(v)
+			m.ID, typed = &f, ok
+		case "METHOD":
+			typed = isNull || setString(&m.Method, v)
+		case "PARAMS":
+			m.Params = append(json.RawMessage(nil), v...)
+		}
+		return typed
+	})
+	return typed
+}
+
+func setString(dst *string, v []byte) bool {
+	s, ok := rawjson.Unquote(v)
+	if ok {
+		*dst = s
+	}
+	return ok
+}
+
+// appendJSON writes the answer as json.Marshal does (TestAnswerEncodingAgreesWithJSON); false when
+// its value cannot be written (a NaN, say). A value of a type rawjson.AppendValue does not know
+// goes through encoding/json.
+func (ans answer) appendJSON(dst []byte) ([]byte, bool) {
+	size := 64 + len(ans.Why)
+	if raw, ok := ans.Value.(json.RawMessage); ok {
+		size += len(raw)
+	}
+	w := rawjson.NewObject(slices.Grow(dst, size), true)
+	w.String("type", ans.Type)
+	if !w.Float("id", ans.ID) {
+		return nil, false
+	}
+	w.Bool("ok", ans.OK)
+	if ans.Value != nil && !w.Any("value", ans.Value) {
+		v, err := json.Marshal(ans.Value)
+		if err != nil {
+			return nil, false
+		}
+		w.Raw("value", v)
+	}
+	if ans.Refused != "" {
+		w.String("refused", string(ans.Refused))
+	}
+	if ans.Why != "" {
+		w.String("why", ans.Why)
+	}
+	return w.Close(), true
 }
 
 type statusValue struct {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -211,15 +213,16 @@ func (f *frames) askPort(ctx context.Context, appID, tool string, args json.RawM
 	f.pending[id] = p
 	ap.sent++
 	f.mu.Unlock()
-	msg, err := json.Marshal(portCall{"call_tool", id, tool, args})
-	if err == nil {
+	msg, encoded := portCall{"call_tool", id, tool, args}.appendJSON(nil)
+	err = errUnencodable
+	if encoded {
 		err = ap.port.Post(msg)
 	}
 	if err != nil {
 		f.take(id)
 		return nil, refusal.New(refusal.MiniAppClosed, "the call could not be sent to the mini-app: %v", err), true
 	}
-	notice, _ := json.Marshal(portNotice{"miniapp.call", id, appID, tool, true})
+	notice := portNotice{"miniapp.call", id, appID, tool, true}.appendJSON(nil)
 	select {
 	case ans := <-p.done:
 		// The page hears of the call once it is answered: its main thread wakes off the path.
@@ -231,7 +234,10 @@ func (f *frames) askPort(ctx context.Context, appID, tool string, args json.RawM
 	case <-ctx.Done():
 		f.post(notice)
 		if f.take(id) {
-			cancel, _ := json.Marshal(map[string]string{"type": "cancel", "callId": id})
+			w := rawjson.NewObject(nil, true)
+			w.String("callId", id)
+			w.String("type", "cancel")
+			cancel := w.Close()
 			_ = ap.port.Post(cancel)
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				f.expired(id, ap, tool)
@@ -243,7 +249,7 @@ func (f *frames) askPort(ctx context.Context, appID, tool string, args json.RawM
 
 // expired tells the page that call id on ap passed its deadline (see expiredNotice).
 func (f *frames) expired(id string, ap *appPort, tool string) {
-	b, _ := json.Marshal(expiredNotice{"miniapp.cancel", id, ap.appID, tool, ap.doc, true})
+	b := expiredNotice{"miniapp.cancel", id, ap.appID, tool, ap.doc, true}.appendJSON(nil)
 	f.post(b)
 }
 
@@ -324,6 +330,85 @@ func (f *frames) unbind(appID string, doc *uint64) {
 
 // portAnswer is the bridge's answer to a call over a port: {type: "tool_result", callId} with
 // exactly one of result (the tool's JSON, as text) or refused and why.
+// appendJSON writes the call as json.Marshal does; false when args is not JSON.
+func (c portCall) appendJSON(dst []byte) ([]byte, bool) {
+	w := rawjson.NewObject(slices.Grow(dst, 64+len(c.CallID)+len(c.Name)+len(c.Args)), true)
+	w.String("type", c.Type)
+	w.String("callId", c.CallID)
+	w.String("name", c.Name)
+	if !w.Raw("args", c.Args) {
+		return nil, false
+	}
+	return w.Close(), true
+}
+
+// errUnencodable is why a call whose arguments are not JSON is not sent.
+var errUnencodable = errors.New("the arguments are not JSON")
+
+// appendJSON writes the notice as json.Marshal does.
+func (n portNotice) appendJSON(dst []byte) []byte {
+	w := rawjson.NewObject(slices.Grow(dst, 80+len(n.CallID)+len(n.AppID)+len(n.Tool)), true)
+	w.String("type", n.Type)
+	w.String("callId", n.CallID)
+	w.String("appId", n.AppID)
+	w.String("tool", n.Tool)
+	w.Bool("onPort", n.OnPort)
+	return w.Close()
+}
+
+// appendJSON writes the notice as json.Marshal does.
+func (n expiredNotice) appendJSON(dst []byte) []byte {
+	w := rawjson.NewObject(slices.Grow(dst, 112+len(n.CallID)+len(n.AppID)+len(n.Tool)), true)
+	w.String("type", n.Type)
+	w.String("callId", n.CallID)
+	w.String("appId", n.AppID)
+	w.String("tool", n.Tool)
+	w.Int("doc", int64(n.Doc))
+	w.Bool("expired", n.Expired)
+	return w.Close()
+}
+
+// decode reads msg as json.Unmarshal does into a portAnswer (TestPortAnswerDecodeAgreesWithJSON),
+// reporting whether it would have succeeded.
+func (m *portAnswer) decode(msg []byte) bool {
+	if !rawjson.Valid(msg) {
+		return false
+	}
+	obj, _, _ := rawjson.First(msg)
+	if obj[0] != '{' {
+		return string(obj) == "null"
+	}
+	typed := true
+	rawjson.Members(obj, func(name string, v []byte) bool {
+		if string(v) == "null" {
+			if rawjson.FoldEqual(name, "result") {
+				m.Result = nil
+			}
+			return true
+		}
+		var into *string
+		var buf [16]byte
+		switch string(rawjson.AppendFold(buf[:0], name)) {
+		case "TYPE":
+			into = &m.Type
+		case "CALLID":
+			into = &m.CallID
+		case "RESULT":
+			into = new(string)
+			m.Result = into
+		case "REFUSED":
+			into = &m.Refused
+		case "WHY":
+			into = &m.Why
+		default:
+			return true
+		}
+		typed = setString(into, v)
+		return typed
+	})
+	return typed
+}
+
 type portAnswer struct {
 	Type    string  `json:"type"`
 	CallID  string  `json:"callId"`
@@ -338,7 +423,7 @@ type portAnswer struct {
 // app's is.
 func (f *frames) fromPort(ap *appPort, msg []byte) {
 	var m portAnswer
-	valid := msg != nil && json.Unmarshal(msg, &m) == nil && m.Type == "tool_result" && m.CallID != "" && (m.Result == nil) != (m.Refused == "")
+	valid := msg != nil && m.decode(msg) && m.Type == "tool_result" && m.CallID != "" && (m.Result == nil) != (m.Refused == "")
 	f.mu.Lock()
 	p, ok := f.pending[m.CallID]
 	ok = ok && valid && p.via == ap && f.ports[ap.appID] == ap

@@ -12,6 +12,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/internal/shared/channel"
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 )
 
 // The page's connection to the relay's /channel, where it is the executor of its root.
@@ -68,6 +69,17 @@ type PeerState struct {
 	RetryMs int64 `json:"retryMs,omitempty"`
 }
 
+// appendJSON writes the state as the page hears it, {type: "channel", state, why, retryMs}, as
+// json.Marshal writes that map: names sorted, nothing omitted (TestPeerStateAgreesWithJSON).
+func (st PeerState) appendJSON(dst []byte) []byte {
+	w := rawjson.NewObject(dst, true)
+	w.Int("retryMs", st.RetryMs)
+	w.String("state", st.State)
+	w.String("type", "channel")
+	w.String("why", st.Why)
+	return w.Close()
+}
+
 // peer keeps the page connected as the executor of its root, reconnecting with backoff. After a
 // refusal or a replacement it waits for Resume: retrying could not help (refused), or would take
 // the slot back from the tab the user just opened (replaced).
@@ -100,7 +112,11 @@ func (p *peer) Admitted() *channel.LiveAdmitted { return p.admitted }
 // SetRoot makes door the executor of calls, for the root described by info. The relay learns of
 // the change at once when connected.
 func (p *peer) SetRoot(door *channel.Door, info RootInfo) {
-	frame, _ := json.Marshal(map[string]string{"type": "root", "kind": info.Kind, "name": info.Name})
+	w := rawjson.NewObject(nil, true) // as json.Marshal writes the map: names sorted
+	w.String("kind", info.Kind)
+	w.String("name", info.Name)
+	w.String("type", "root")
+	frame := w.Close()
 	p.mu.Lock()
 	p.door, p.root = door, frame
 	c := p.conn

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -34,8 +33,7 @@ func Run(build string) error {
 		OpenShelf: func(ctx context.Context) (fsroot.Root, error) { return opfs.OpenOPFS(ctx, opfsShelf) }})
 	if url, err := channelURL(global); err == nil {
 		a.relay.peer = newPeer(url, dialConn, func(st PeerState) {
-			b, _ := json.Marshal(map[string]any{"type": "channel", "state": st.State, "why": st.Why, "retryMs": st.RetryMs})
-			out.post(b, nil)
+			out.post(st.appendJSON(nil), nil)
 		})
 		go a.relay.peer.Run(context.Background())
 	} else {

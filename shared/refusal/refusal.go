@@ -6,9 +6,10 @@
 package refusal
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 )
 
 // Rule is a stable refusal id such as "unknown-field".
@@ -393,10 +394,9 @@ func RuleOf(err error) Rule {
 
 // JSON returns the refusal as the body a JSON door answers with: {"ok":false,"refused":...,"why":...}.
 func (r *Refusal) JSON() []byte {
-	b, _ := json.Marshal(struct {
-		OK      bool   `json:"ok"`
-		Refused Rule   `json:"refused"`
-		Why     string `json:"why"`
-	}{false, r.Rule, r.Why})
-	return b
+	w := rawjson.NewObject(nil, true) // as json.Marshal writes it (TestJSONAgreesWithMarshal)
+	w.Bool("ok", false)
+	w.String("refused", string(r.Rule))
+	w.String("why", r.Why)
+	return w.Close()
 }

@@ -1,6 +1,7 @@
 package refusal
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,5 +40,22 @@ func TestRefusalMarshalsToAnswerFields(t *testing.T) {
 	}
 	if want := `{"ok":false,"refused":"no-page","why":"no page is connected"}`; string(New(NoPage, "no page is connected").JSON()) != want {
 		t.Fatalf("JSON() = %s", New(NoPage, "no page is connected").JSON())
+	}
+}
+
+func TestJSONAgreesWithMarshal(t *testing.T) {
+	for _, why := range []string{"", "plain", "<b> & \"q\" \\ \n", "caf\u00e9 \u2028 \xff"} {
+		r := New(InvalidArgument, "%s", why)
+		want, err := json.Marshal(struct {
+			OK      bool   `json:"ok"`
+			Refused Rule   `json:"refused"`
+			Why     string `json:"why"`
+		}{false, r.Rule, r.Why})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.JSON(); !bytes.Equal(got, want) {
+			t.Errorf("JSON() = %s; json.Marshal %s", got, want)
+		}
 	}
 }

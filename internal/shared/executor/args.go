@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -26,8 +27,11 @@ func parseArgs(raw json.RawMessage, specs []argSpec) (map[string]string, error) 
 	if len(raw) == 0 {
 		raw = []byte("{}")
 	}
-	var m map[string]json.RawMessage
-	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+	m := make(map[string][]byte, len(specs))
+	if raw[0] != '{' || !rawjson.Members(raw, func(name string, value []byte) bool {
+		m[name] = value // a name given twice: the last, as encoding/json keeps
+		return true
+	}) {
 		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments must be a JSON object")
 	}
 	known := make([]string, len(specs))
@@ -70,19 +74,15 @@ func parseArgs(raw json.RawMessage, specs []argSpec) (map[string]string, error) 
 
 // decodeString decodes v, a JSON value that has already been checked as valid JSON, when it is a
 // string. A string with no escapes and valid UTF-8 is its own content, which saves two passes
-// over a large write's content; anything else goes through encoding/json.
-func decodeString(v json.RawMessage) (string, bool) {
+// over a large write's content; anything else is decoded as encoding/json decodes it.
+func decodeString(v []byte) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
 	if body := v[1 : len(v)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
 		return string(body), true
 	}
-	var str string
-	if json.Unmarshal(v, &str) != nil {
-		return "", false
-	}
-	return str, true
+	return rawjson.Unquote(v)
 }
 
 // pathArgs is parseArgs for a primitive whose first argument is the required "path" of a file,

@@ -60,12 +60,14 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/internal/shared/names"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -268,6 +270,18 @@ type readObserved struct {
 	Content   string `json:"content"`
 }
 
+// AppendJSON writes the observation as encoding/json does without HTML escaping.
+func (o *readObserved) AppendJSON(dst []byte) []byte {
+	w := rawjson.NewObject(slices.Grow(dst, len(o.Content)+len(o.Path)+96), false)
+	w.String("path", o.Path)
+	w.Int("size", o.Size)
+	w.Int("bytes", int64(o.Bytes))
+	w.Bool("truncated", o.Truncated)
+	w.String("encoding", o.Encoding)
+	w.String("content", o.Content)
+	return w.Close()
+}
+
 func (e *Executor) readFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
 	args, note, err := pathArgs(raw, argSpec{name: "head"}, argSpec{name: "tail"})
 	if err != nil {
@@ -329,6 +343,19 @@ type writeObserved struct {
 	ParentsCreated bool   `json:"parentsCreated"`
 	// Undoable is set by an executor with a History.
 	Undoable bool `json:"undoable,omitempty"`
+}
+
+// AppendJSON writes the observation as encoding/json does without HTML escaping.
+func (o writeObserved) AppendJSON(dst []byte) []byte {
+	w := rawjson.NewObject(dst, false)
+	w.String("path", o.Path)
+	w.Int("bytes", int64(o.Bytes))
+	w.Bool("created", o.Created)
+	w.Bool("parentsCreated", o.ParentsCreated)
+	if o.Undoable {
+		w.Bool("undoable", true)
+	}
+	return w.Close()
 }
 
 func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.RawMessage, auditNote, error) {
@@ -483,7 +510,13 @@ func FileRefusal(err error, name string) error {
 	return err
 }
 
+// marshal encodes an observation as encoding/json does without HTML escaping: one that writes
+// its own JSON (rawjson.Appender; TestObservationsAgreeWithJSON holds each to encoding/json)
+// without reflection, any other through encoding/json.
 func marshal(v any) (json.RawMessage, error) {
+	if a, ok := v.(rawjson.Appender); ok {
+		return a.AppendJSON(nil), nil
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -4,7 +4,9 @@
 // whose Kind says what was wrong, so callers choose their refusal by Kind, never by an error's
 // text.
 //
-// It is encoding/json underneath, with its rules for matching member names to fields (tags, then
+// A Struct (a type that lists its fields) is read without reflection, with the same verdicts, so
+// the page's wasm need not carry encoding/json's decoder for it: DecodeStruct. Any other type goes
+// through encoding/json, with its rules for matching member names to fields (tags, then
 // a case-insensitive match) and for null (it leaves a field as it is). What it adds is the
 // verdict: encoding/json reports a member no field takes only as text, so Decode tells that case
 // apart by decoding again without the check, and finds the member by asking encoding/json about
@@ -107,10 +109,15 @@ func KindOf(err error) Kind {
 // Decode reads data, which must be exactly one JSON object with white space around it at most,
 // into v, a non-nil pointer. A member no field of v's type takes is refused, at any depth. On an
 // error v may hold part of the object. The error is always an *Error.
+//
+// A Struct is read without reflection (see DecodeStruct); anything else through encoding/json.
 func Decode(data []byte, v any) error {
 	start := firstNonSpace(data)
 	if start == len(data) || data[start] != '{' {
 		return &Error{Kind: NotObject}
+	}
+	if s, ok := v.(Struct); ok {
+		return decodeStruct(data, s)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

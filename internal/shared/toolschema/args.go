@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -369,47 +370,32 @@ func firstInWalk(v any, loc string, orders map[string][]string) error {
 // keys the later value wins, as in decoding, and the key keeps its first place.
 func keyOrders(raw []byte) map[string][]string {
 	out := map[string][]string{}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var walk func(loc string) bool
-	walk = func(loc string) bool {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		switch tok {
-		case json.Delim('{'):
+	var walk func(v []byte, loc string)
+	walk = func(v []byte, loc string) {
+		switch v[0] {
+		case '{':
 			var keys []string
 			seen := map[string]bool{}
-			for dec.More() {
-				kt, err := dec.Token()
-				k, ok := kt.(string)
-				if err != nil || !ok {
-					return false
-				}
+			rawjson.Members(v, func(k string, member []byte) bool {
 				if !seen[k] {
 					seen[k] = true
 					keys = append(keys, k)
 				}
-				if !walk(join(loc, k)) {
-					return false
-				}
-			}
+				walk(member, join(loc, k))
+				return true
+			})
 			out[loc] = jsOrder(keys)
-			_, err := dec.Token()
-			return err == nil
-		case json.Delim('['):
-			for i := 0; dec.More(); i++ {
-				if !walk(join(loc, strconv.Itoa(i))) {
-					return false
-				}
-			}
-			_, err := dec.Token()
-			return err == nil
+		case '[':
+			i := 0
+			rawjson.Elements(v, func(e []byte) {
+				walk(e, join(loc, strconv.Itoa(i)))
+				i++
+			})
 		}
-		return true
 	}
-	walk("")
+	if first, _, ok := rawjson.First(raw); ok {
+		walk(first, "")
+	}
 	return out
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -392,8 +393,8 @@ func show(v any) string {
 	case []any, map[string]any:
 		return jsonKind(v)
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	b, ok := rawjson.AppendValue(nil, v, true)
+	if !ok {
 		return jsonKind(v)
 	}
 	return clip(string(b))

@@ -59,12 +59,12 @@
 package toolschema
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
 	"unicode/utf8"
 
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -182,13 +182,11 @@ func fromValue(v any, d Dialect) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(top); err != nil {
-		return nil, refusal.New(refusal.InvalidToolParameters, "the parameter schema does not encode: %v", err)
+	norm, ok := rawjson.AppendValue(nil, top, false)
+	if !ok {
+		return nil, refusal.New(refusal.InvalidToolParameters, "the parameter schema does not encode")
 	}
-	return &Schema{doc: top, norm: bytes.TrimRight(buf.Bytes(), "\n"), root: compileNode(top)}, nil
+	return &Schema{doc: top, norm: norm, root: compileNode(top)}, nil
 }
 
 // JSON returns the schema in normal form: keys sorted, no insignificant whitespace, numbers as

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -55,16 +56,7 @@ func SameJSON(a, b []byte) bool {
 }
 
 func decodeValue(raw []byte) (any, bool) {
-	if !valid(raw) { // also refuses trailing data, which Decode would leave unread
-		return nil, false
-	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	if d.Decode(&v) != nil {
-		return nil, false
-	}
-	return v, true
+	return rawjson.Decode(raw)
 }
 
 func sameValue(a, b any) bool {

@@ -2,11 +2,11 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"unicode/utf8"
 
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -199,8 +199,8 @@ func (s *scanner) object(depth int, allow []string, top *fields) frameFault {
 		raw, esc := s.str()
 		k := keyRef{raw: raw, esc: esc}
 		if esc {
-			var d string
-			if json.Unmarshal(s.b[s.i-len(raw)-2:s.i], &d) != nil {
+			d, ok := rawjson.Unquote(s.b[s.i-len(raw)-2 : s.i])
+			if !ok {
 				return "the frame holds an undecodable key"
 			}
 			k.dec = d

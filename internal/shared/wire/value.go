@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 )
 
 // isNull reports whether a raw property value is absent or JSON null; the wire treats both alike.
@@ -19,11 +21,7 @@ func stringValue(raw []byte) (string, bool) {
 	if bytes.IndexByte(inner, '\\') < 0 {
 		return string(inner), true
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return rawjson.Unquote(raw)
 }
 
 // compactObject returns a compact copy of a raw JSON value that must be an object; spaced says

@@ -1,0 +1,242 @@
+package strictjson
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
+)
+
+// Struct is a type that lists its fields for Decode, which then reads it without reflection and
+// with the same verdicts (TestStructsAgreeWithReference and FuzzStructsAgreeWithReference hold the
+// two paths together; strictjsontest.CheckFields holds a type's list to its struct tags).
+type Struct interface {
+	StrictFields() []Field
+}
+
+// Field is one member of a Struct: its name as the field's json tag gives it, and a pointer to the
+// field. Into is one of *string, *bool, *int, *int64, *uint64, **uint64, *float64,
+// *json.RawMessage, *[]string, *[]json.RawMessage, or a Struct (a pointer to a nested struct).
+type Field struct {
+	Name string
+	Into any
+}
+
+// DecodeStruct is Decode for a Struct, without reflection: the page's callers use it so that
+// encoding/json's decoder is not linked in for them.
+func DecodeStruct(data []byte, s Struct) error {
+	start := firstNonSpace(data)
+	if start == len(data) || data[start] != '{' {
+		return &Error{Kind: NotObject}
+	}
+	return decodeStruct(data, s)
+}
+
+// decodeStruct is Decode for a Struct. The verdicts come in encoding/json's order: a syntax error
+// of the first value, then the first member of the wrong type in document order (members nothing
+// takes are not looked into), then the first member nothing takes, then data after the object.
+func decodeStruct(data []byte, s Struct) error {
+	start := firstNonSpace(data)
+	end, failAt := rawjson.Scan(data, start)
+	switch {
+	case failAt == len(data):
+		return &Error{Kind: Syntax, Err: errEndsEarly}
+	case failAt >= 0:
+		return &Error{Kind: Syntax, Offset: int64(failAt) + 1, Err: errSyntax}
+	}
+	d := structDecoder{}
+	d.object(data[start:end], s, nil, nil)
+	switch {
+	case d.wrongType != nil:
+		return &Error{Kind: WrongType, Field: strings.Join(d.wrongType, "."), Err: errWrongType}
+	case d.unknown != nil:
+		return &Error{Kind: UnknownField, Field: strings.Join(d.unknown, ".")}
+	}
+	if rest := firstNonSpace(data[end:]); end+rest != len(data) {
+		return &Error{Kind: Trailing, Offset: int64(end + rest)}
+	}
+	return nil
+}
+
+// The Err of an *Error from a Struct's decode: encoding/json's own errors name Go types, which a
+// Struct's decode does not know.
+var (
+	errEndsEarly = errorString("unexpected end of JSON input")
+	errSyntax    = errorString("invalid character")
+	errWrongType = errorString("a value of the wrong type")
+)
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// structDecoder keeps the first member of the wrong type and the first unknown one, as paths.
+type structDecoder struct {
+	wrongType []string
+	unknown   []string
+}
+
+// object decodes obj, a valid JSON object, into s; at names obj's place by its fields' names (as
+// encoding/json names a member of the wrong type), written by the members' names as the document
+// spells them (as the prober names an unknown member).
+func (d *structDecoder) object(obj []byte, s Struct, at, written []string) {
+	fields := s.StrictFields()
+	rawjson.Members(obj, func(name string, v []byte) bool {
+		f := match(fields, name)
+		if f == nil {
+			if d.unknown == nil {
+				d.unknown = append(append([]string(nil), written...), name)
+			}
+			return true
+		}
+		here := append(at[:len(at):len(at)], f.Name)
+		if !d.value(v, f.Into, here, append(written[:len(written):len(written)], name)) && d.wrongType == nil {
+			d.wrongType = here
+		}
+		return d.wrongType == nil
+	})
+}
+
+// match is the field a member goes to: the one whose name it is, else the one whose name folds
+// to the same as its own (as encoding/json matches).
+func match(fields []Field, name string) *Field {
+	for i := range fields {
+		if fields[i].Name == name {
+			return &fields[i]
+		}
+	}
+	for i := range fields {
+		if rawjson.FoldEqual(fields[i].Name, name) {
+			return &fields[i]
+		}
+	}
+	return nil
+}
+
+// value decodes v into into; false when v has the wrong type for it. null leaves a field as it
+// is, except a pointer, slice or json.RawMessage, which it sets as encoding/json does.
+func (d *structDecoder) value(v []byte, into any, at, written []string) bool {
+	null := string(v) == "null"
+	switch p := into.(type) {
+	case *json.RawMessage:
+		*p = append((*p)[:0:0], v...)
+		return true
+	case *[]json.RawMessage:
+		if null {
+			*p = nil
+			return true
+		}
+		if v[0] != '[' {
+			return false
+		}
+		out := []json.RawMessage{}
+		rawjson.Elements(v, func(e []byte) { out = append(out, append(json.RawMessage(nil), e...)) })
+		*p = out
+		return true
+	case *[]string:
+		if null {
+			*p = nil
+			return true
+		}
+		if v[0] != '[' {
+			return false
+		}
+		old, out, ok := *p, []string{}, true
+		rawjson.Elements(v, func(e []byte) {
+			if string(e) == "null" { // leaves the element there was, as encoding/json does
+				if len(out) < len(old) {
+					out = append(out, old[len(out)])
+				} else {
+					out = append(out, "")
+				}
+				return
+			}
+			s, isString := rawjson.Unquote(e)
+			ok = ok && isString
+			out = append(out, s)
+		})
+		*p = out
+		return ok
+	case Struct:
+		if null {
+			return true
+		}
+		if v[0] != '{' {
+			return false
+		}
+		d.object(v, p, at, written)
+		return true
+	}
+	if null {
+		if p, ok := into.(**uint64); ok {
+			*p = nil
+		}
+		return true
+	}
+	switch p := into.(type) {
+	case *string:
+		s, ok := rawjson.Unquote(v)
+		if ok {
+			*p = s
+		}
+		return ok
+	case *bool:
+		if string(v) != "true" && string(v) != "false" {
+			return false
+		}
+		*p = string(v) == "true"
+		return true
+	case *float64:
+		f, ok := rawjson.Float(v)
+		if ok {
+			*p = f
+		}
+		return ok
+	case *int:
+		n, ok := intValue(v, strconv.IntSize)
+		if ok {
+			*p = int(n)
+		}
+		return ok
+	case *int64:
+		n, ok := intValue(v, 64)
+		if ok {
+			*p = n
+		}
+		return ok
+	case *uint64:
+		n, ok := uintValue(v)
+		if ok {
+			*p = n
+		}
+		return ok
+	case **uint64:
+		n, ok := uintValue(v)
+		if ok {
+			*p = &n
+		}
+		return ok
+	}
+	panic("strictjson: a Field's Into of a kind Decode does not take")
+}
+
+// intValue and uintValue read a number as encoding/json reads one into an integer: its spelling
+// must be an integer of the type's range (1.0 and 1e2 are not).
+func intValue(v []byte, bits int) (int64, bool) {
+	if !isNumber(v) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(v), 10, bits)
+	return n, err == nil
+}
+
+func uintValue(v []byte) (uint64, bool) {
+	if !isNumber(v) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(v), 10, 64)
+	return n, err == nil
+}
+
+func isNumber(v []byte) bool { return len(v) > 0 && (v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) }

@@ -1,0 +1,100 @@
+package strictjson_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
+	"github.com/voicebox-go/voicebox/internal/shared/strictjson/strictjsontest"
+)
+
+type sInner struct {
+	Max  int    `json:"maxBytes"`
+	Name string `json:"name"`
+}
+
+func (s *sInner) StrictFields() []strictjson.Field {
+	return []strictjson.Field{{Name: "maxBytes", Into: &s.Max}, {Name: "name", Into: &s.Name}}
+}
+
+type sDoc struct {
+	Name   string            `json:"name"`
+	Count  int               `json:"count"`
+	Big    int64             `json:"big"`
+	U      uint64            `json:"u"`
+	P      *uint64           `json:"p"`
+	F      float64           `json:"f"`
+	B      bool              `json:"b"`
+	Raw    json.RawMessage   `json:"raw"`
+	List   []string          `json:"list"`
+	Raws   []json.RawMessage `json:"raws"`
+	Bounds sInner            `json:"bounds"`
+	Plain  string            // no tag: its Go name
+}
+
+func (s *sDoc) StrictFields() []strictjson.Field {
+	return []strictjson.Field{{"name", &s.Name}, {"count", &s.Count}, {"big", &s.Big}, {"u", &s.U}, {"p", &s.P},
+		{"f", &s.F}, {"b", &s.B}, {"raw", &s.Raw}, {"list", &s.List}, {"raws", &s.Raws}, {"bounds", &s.Bounds},
+		{"Plain", &s.Plain}}
+}
+
+// refDoc is sDoc without its list of fields: Decode reads it through encoding/json, the reference.
+type refDoc sDoc
+
+func TestStructFieldsMatchTags(t *testing.T) {
+	strictjsontest.CheckFields(t, &sDoc{})
+}
+
+var structSamples = []string{
+	`{"name":"a","count":2,"big":-9007199254740993,"u":18446744073709551615,"p":3,"f":1.5e300,"b":true,"raw":{"x" : [1]},
+	"list":["a",null,"\u00e9"],"raws":[1,"x",{}],"bounds":{"maxBytes":4,"name":"n"},"Plain":"p"}`,
+	`{"NAME":"a","Count":1,"plain":"x","BOUNDS":{"MAXBYTES":1}}`, `{"name":null,"p":null,"list":null,"raw":null,"raws":null,"bounds":null}`,
+	`{"list":["a","b"],"list":[null]}`, `{"list":[]}`, `{"raws":[]}`, `{"p":1,"p":null}`, `{"bounds":{"name":"a"},"bounds":{"maxBytes":2}}`,
+	`{"count":"2"}`, `{"count":1.0}`, `{"count":1e2}`, `{"count":-0}`, `{"count":9223372036854775808}`, `{"u":-1}`, `{"u":-0}`,
+	`{"p":-1}`, `{"f":1e400}`, `{"b":"true"}`, `{"b":1}`, `{"name":1}`, `{"name":{}}`, `{"list":"a"}`, `{"list":[1]}`, `{"list":[[]]}`,
+	`{"raws":{}}`, `{"bounds":[]}`, `{"bounds":{"maxBytes":"x"}}`, `{"bounds":{"maxBytes":1,"sneaky":2}}`, `{"admin":true,"count":"x"}`,
+	`{"count":"x","admin":true}`, `{"admin":{"count":"x"}}`, `{"a.b \"c\"":1}`, `{"name":"a","admin":true,"other":1}`, `{"ſ":1}`, `{"K":1}`,
+	`{"name":}`, `{"name":"a"`, `{"name":"a"}{"name":"b"}`, `{"name":"a"}]`, `{} }`, "{}\nx", ``, `  `, `null`, `[]`, `"x"`, `{"name":"\x01"}`,
+	`{"name":"\u12x4"}`, `{"name":tru}`, `{"name":nul`, `{"count":01}`, `{"count":-}`, `{"count":1.}`, `{"count":1e+}`, `{,}`, `{"a" 1}`, `{"a":1,}`,
+	`{"raw":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`, `{"raw":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`,
+	`{"name":"\ud800 \xff <&>"}`, `{"list":["a",1,"b"]}`, `{"list":[1],"count":"x"}`, `{"bounds":{"sneaky":1},"count":"x"}`,
+}
+
+func checkStruct(t *testing.T, in []byte) {
+	var got sDoc
+	var want refDoc
+	gotErr := strictjson.Decode(in, &got)
+	wantErr := strictjson.Decode(in, &want)
+	ge, _ := gotErr.(*strictjson.Error)
+	we, _ := wantErr.(*strictjson.Error)
+	if (ge == nil) != (we == nil) {
+		t.Fatalf("Decode(%.80q) = %v; through encoding/json %v", in, gotErr, wantErr)
+	}
+	if ge == nil {
+		if !reflect.DeepEqual(got, sDoc(want)) {
+			t.Fatalf("Decode(%.80q) = %+v; through encoding/json %+v", in, got, want)
+		}
+		return
+	}
+	if ge.Kind != we.Kind || ge.Field != we.Field || ge.Offset != we.Offset || strictjson.Problem(gotErr) != strictjson.Problem(wantErr) {
+		t.Fatalf("Decode(%.80q) = %v (%s); through encoding/json %v (%s)", in, gotErr, strictjson.Problem(gotErr), wantErr, strictjson.Problem(wantErr))
+	}
+	if gotErr.Error() != wantErr.Error() {
+		t.Fatalf("Decode(%.80q) says %q; through encoding/json %q", in, gotErr.Error(), wantErr.Error())
+	}
+}
+
+func TestStructsAgreeWithReference(t *testing.T) {
+	for _, s := range structSamples {
+		checkStruct(t, []byte(s))
+	}
+}
+
+func FuzzStructsAgreeWithReference(f *testing.F) {
+	for _, s := range structSamples {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) { checkStruct(t, in) })
+}
