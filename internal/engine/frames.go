@@ -51,6 +51,17 @@ type pendingCall struct {
 type AppPort interface {
 	Post(msg []byte, callID string, owe bool) error
 	Close()
+	// Refused is what the port refused before Go read it (what is not an answer the app owes:
+	// app-port.js names it there, so a flood costs a check and a count per message).
+	Refused() PortRefusals
+}
+
+// PortRefusals is what a port refused: how many, by rule, and the first
+// miniapp.MaxPortRefusalSamples of them.
+type PortRefusals struct {
+	Dropped int                  `json:"dropped"`
+	Refused map[refusal.Rule]int `json:"refused"`
+	Samples []PortRefusal        `json:"samples"`
 }
 
 // PortOpener takes the port object the page transferred with miniapps.port (params.port) and
@@ -59,10 +70,6 @@ type AppPort interface {
 // concurrently with another of the same port. The first message over the budget closes the
 // port and is given to over instead (why, and what the app had spent in the window).
 type PortOpener func(obj any, receive func(msg []byte), over func(why string, messages, bytes int)) (AppPort, error)
-
-// MaxPortRefusalSamples bounds the refusals an app's port keeps to show (the first ones); the
-// rest are counted by rule.
-const MaxPortRefusalSamples = 5
 
 // appPort is a bound port and what came over it; its counters are guarded by frames.mu.
 type appPort struct {
@@ -90,7 +97,7 @@ func (ap *appPort) refuse(rule refusal.Rule, why string) {
 		ap.refused = map[refusal.Rule]int{}
 	}
 	ap.refused[rule]++
-	if len(ap.samples) < MaxPortRefusalSamples {
+	if len(ap.samples) < miniapp.MaxPortRefusalSamples {
 		ap.samples = append(ap.samples, PortRefusal{rule, why})
 	}
 }
@@ -467,9 +474,21 @@ func (f *frames) portStats(appID string) (PortStats, bool) {
 	if ap == nil {
 		return PortStats{}, false
 	}
-	st := PortStats{AppID: appID, Doc: ap.doc, Sent: ap.sent, Answered: ap.answered, Dropped: ap.dropped, Samples: slices.Clone(ap.samples)}
-	if len(ap.refused) > 0 {
-		st.Refused = maps.Clone(ap.refused)
+	// The port's own refusals (before Go read a message) first, then Go's.
+	early := ap.port.Refused()
+	st := PortStats{AppID: appID, Doc: ap.doc, Sent: ap.sent, Answered: ap.answered, Dropped: early.Dropped + ap.dropped}
+	st.Samples = append(slices.Clone(early.Samples), ap.samples...)
+	if len(st.Samples) > miniapp.MaxPortRefusalSamples {
+		st.Samples = st.Samples[:miniapp.MaxPortRefusalSamples]
+	}
+	if len(early.Refused)+len(ap.refused) > 0 {
+		st.Refused = maps.Clone(early.Refused)
+		if st.Refused == nil {
+			st.Refused = map[refusal.Rule]int{}
+		}
+		for rule, n := range ap.refused {
+			st.Refused[rule] += n
+		}
 	}
 	return st, true
 }

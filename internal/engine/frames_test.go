@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -77,6 +78,8 @@ func (p *fakePort) Post(msg []byte, _ string, _ bool) error {
 	p.sent <- m
 	return nil
 }
+
+func (p *fakePort) Refused() PortRefusals { return PortRefusals{} }
 
 func (p *fakePort) Close() {
 	p.mu.Lock()
@@ -181,7 +184,7 @@ func TestFramesPortTakesOnlyItsOwnAnswers(t *testing.T) {
 	}
 	// By name: seven not of an answer's shape; the call never made, another port's and the
 	// second answer unsolicited.
-	if st.Refused[refusal.MalformedAnswer] != 7 || st.Refused[refusal.MiniAppUnsolicitedAnswer] != 3 || len(st.Samples) != MaxPortRefusalSamples {
+	if st.Refused[refusal.MalformedAnswer] != 7 || st.Refused[refusal.MiniAppUnsolicitedAnswer] != 3 || len(st.Samples) != miniapp.MaxPortRefusalSamples {
 		t.Fatalf("app_x's port refused %v, samples %v", st.Refused, st.Samples)
 	}
 	if s := st.Samples[0]; s.Rule != refusal.MiniAppUnsolicitedAnswer || !strings.Contains(s.Why, "no call mc-999 was made") {

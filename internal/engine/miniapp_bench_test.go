@@ -27,6 +27,8 @@ func (p *echoPort) Post(msg []byte, _ string, _ bool) error {
 
 func (p *echoPort) Close() {}
 
+func (p *echoPort) Refused() PortRefusals { return PortRefusals{} }
+
 // BenchmarkEngineCallsAMiniAppTool is one miniapps.call through the engine: the page's request
 // decoded, the arguments validated against the tool's schema, the call sent on the app's port,
 // the answer read and checked, and the page's answer encoded.

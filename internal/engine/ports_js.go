@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"sync"
 
@@ -18,9 +19,9 @@ type jsPort struct {
 	released sync.Once
 }
 
-// openPort starts the MessagePort obj: each message within the app's budget is given to receive
-// as JSON text (nil when it is not JSON), one after another; the first over it closes the port
-// and is given to over.
+// openPort starts the MessagePort obj: each answer the app owes, within its budget, is given to
+// receive as JSON text, one after another (app-port.js refuses and counts the rest, Refused);
+// the first message over the budget closes the port and is given to over.
 func openPort(obj any, receive func([]byte), over func(why string, messages, bytes int)) (AppPort, error) {
 	v, ok := obj.(safejs.Value)
 	if !ok || v.Type() != safejs.TypeObject {
@@ -76,6 +77,16 @@ func openPort(obj any, receive func([]byte), over func(why string, messages, byt
 func (p *jsPort) Post(msg []byte, callID string, owe bool) error {
 	_, err := p.end.Call("post", string(msg), callID, owe)
 	return err
+}
+
+// Refused reads what app-port.js refused before Go read it.
+func (p *jsPort) Refused() PortRefusals {
+	var out PortRefusals
+	if v, err := p.end.Call("refused"); err == nil && v.Type() == safejs.TypeString {
+		s, _ := v.String()
+		_ = json.Unmarshal([]byte(s), &out)
+	}
+	return out
 }
 
 // Close ends the port; later calls do nothing.

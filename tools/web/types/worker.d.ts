@@ -9,7 +9,7 @@ declare class Go {
 }
 declare var voiceboxInbox: unknown[];
 // app-port.js's openAppPort, set before Go starts (internal/engine ports_js.go calls it).
-declare var voiceboxOpenAppPort: (port: MessagePort, receive: (text: string | null) => void, over: (why: string, messages: number, bytes: number) => void) => { post: (text: string, callId: string, owe: boolean) => void; close: () => void };
+declare var voiceboxOpenAppPort: (port: MessagePort, receive: (text: string) => void, over: (why: string, messages: number, bytes: number) => void) => { post: (text: string, callId: string, owe: boolean) => void; refused: () => string; close: () => void };
 
 // audio-worklet.js and audio-player.js
 declare var sampleRate: number;
