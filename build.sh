@@ -34,7 +34,8 @@ Usage: ./build.sh COMMAND
                    chaos    the chaos suite, tests/chaos: real relays, machine environments and
                             pages killed (-9), their disks filled, their readers stopped
   bench          run the benchmarks, natively and in Chromium (installs the Node relay the live
-                 capacity benchmark measures ours against, tools/noderelay, into .cache/), and the
+                 capacity benchmark measures ours against, tools/noderelay, into .cache/, and
+                 Debian's sox, which the resampler benchmark measures ours against), and the
                  chaos suite's longer soak (its Benchmark* cases, more rounds)
 EOF
 }
@@ -142,6 +143,21 @@ setup_wabt() {
 		command -v wat2wasm >/dev/null || die "setup: no wat2wasm on PATH; install Debian's wabt package"
 	fi
 	export VOICEBOX_REQUIRE_WAT2WASM=1
+}
+
+# setup_sox makes sure sox is there (Debian's sox package, installed with apt-get as wabt is): the
+# resampler benchmark (tests/resampler_bench_test.go) measures the capture resampler against sox's
+# rate effect on the same sweep, and fails without it. The benchmarks only use it.
+setup_sox() {
+	if ! command -v sox >/dev/null; then
+		if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+			say "setup: installing sox with apt-get"
+			apt-get update -qq >"$CACHE/apt.log" 2>&1 || die "setup: apt-get update failed (see $CACHE/apt.log)"
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sox >>"$CACHE/apt.log" 2>&1 ||
+				die "setup: apt-get install sox failed (see $CACHE/apt.log)"
+		fi
+		command -v sox >/dev/null || die "setup: no sox on PATH; install Debian's sox package"
+	fi
 }
 
 # setup_firefox makes sure Firefox ESR is there for the end-to-end layer's Firefox smoke
@@ -429,6 +445,7 @@ cmd_bench() {
 	setup_noderelay # the live capacity benchmark (internal/core/voice) runs the Node relay
 	setup_filesystem # the MCP read benchmark (tests/) measures against the reference file server
 	setup_nats
+	setup_sox # the resampler benchmark (tests/) measures ours against sox's
 	cmd_build
 	say "== native"
 	# shellcheck disable=SC2046

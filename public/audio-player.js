@@ -1,18 +1,22 @@
 // @ts-check
 // The reply's AudioWorklet: it plays the model's PCM16 chunks back to back from a queue on the
 // audio thread, so a busy main thread never delays a sample already received. A reply starts
-// once `lead` seconds of it are buffered, or `lead` seconds after its first chunk arrived,
-// whichever comes first (or at once when the reply is known to have ended). When the queue runs
-// dry before the reply ended, that is an underrun: it is counted and the lead doubles (up to
-// leadMax); after shrinkAfter seconds played without one, the lead halves back towards
-// leadStart. When the context runs at another rate than the reply's, samples are interpolated
-// linearly. Messages in: {type: 'push', pcm: ArrayBuffer}, {type: 'end'} (the reply has no more
-// audio), {type: 'stop'} (drop everything queued), {type: 'port', port} (a MessagePort to the
-// worker that owns the session's socket, live-worker.js: from then on messages come on it too and
-// go out on it only). Messages out: progress (pos: samples taken from the queue, played or
-// dropped; played: samples played; playing; leadMs; drained), underrun (leadMs), stopped (pos,
-// played).
-'use strict';
+// `lead` seconds after its first chunk arrived (at once when the reply is known to have ended):
+// the lead is a cushion in time, so under a vendor streaming at real time each chunk arrives
+// about `lead` before the queue would run dry, however long the chunks. When the queue runs dry
+// before the reply ended, that is an underrun: it is counted, the lead doubles (up to leadMax)
+// and the reply resumes the new lead after its audio comes again; after shrinkAfter seconds played
+// without one, the lead halves back towards leadStart. The silence an underrun puts inside a
+// reply (from running dry until it plays again) is counted: lateMs, the reply's audio heard that
+// much later than it would have been. When the context runs at another rate than the reply's,
+// the samples go through the windowed-sinc low-pass of resampler.js (shared with the
+// microphone's worklet). Messages in: {type: 'push', pcm: ArrayBuffer}, {type: 'end'} (the reply
+// has no more audio), {type: 'stop'} (drop everything queued), {type: 'port', port} (a
+// MessagePort to the worker that owns the session's socket, live-worker.js: from then on
+// messages come on it too and go out on it only). Messages out: progress (pos: samples taken
+// from the queue, played or dropped; played: samples played; playing; leadMs; lateMs; drained),
+// underrun (leadMs), stopped (pos, played).
+import { Resampler } from './resampler.js';
 
 /** PROGRESS_QUANTA is how many render quanta pass between two progress messages. */
 const PROGRESS_QUANTA = 4;
@@ -23,7 +27,8 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
     super();
     const o = options.processorOptions;
     this.rate = o.rate;
-    this.step = o.rate / sampleRate; // reply samples per output sample
+    /** @type {Resampler | null} from the reply's rate to the context's, when they differ */
+    this.rs = o.rate === sampleRate ? null : new Resampler(o.rate, sampleRate);
     this.leadStart = o.leadStart;
     this.leadMax = o.leadMax;
     this.shrinkAfter = o.shrinkAfter * o.rate;
@@ -39,11 +44,9 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
     this.pos = 0;
     this.played = 0;
     this.sinceUnderrun = 0;
+    this.starved = false; // the reply ran dry before its end and has not played since
+    this.late = 0; // output samples of silence inside replies, in all
     this.quanta = 0;
-    // linear interpolation (another context rate): the output lies at t between a and b
-    this.a = 0;
-    this.b = 0;
-    this.t = 1;
     /** @type {MessagePort} where messages out go: the node's port, or the worker's once given */
     this.out = this.port;
     this.port.onmessage = (e) => this.onMessage(e.data);
@@ -78,10 +81,9 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
         this.pos += this.buffered;
         this.chunks = [];
         this.at = this.buffered = 0;
-        this.playing = this.ended = false;
+        this.playing = this.ended = this.starved = false;
         this.waitingSince = -1;
-        this.a = this.b = 0;
-        this.t = 1;
+        if (this.rs) this.rs.reset();
         this.post({ type: 'stopped', pos: this.pos, played: this.played });
         break;
     }
@@ -101,17 +103,17 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
     return v;
   }
 
-  /** sample returns the next output sample (the queue holds at least one sample). */
-  sample() {
-    if (this.step === 1) return this.take();
-    while (this.t >= 1 && this.buffered > 0) {
-      this.t -= 1;
-      this.a = this.b;
-      this.b = this.take();
-    }
-    const v = this.a + (this.b - this.a) * Math.min(this.t, 1);
-    this.t += this.step;
-    return v;
+  /**
+   * next returns the next output sample, or undefined when there is none yet: the queue ran dry
+   * (with the resampler, what it holds of the reply's end comes out first).
+   * @returns {number | undefined}
+   */
+  next() {
+    const rs = this.rs;
+    if (!rs) return this.buffered > 0 ? this.take() : undefined;
+    while (!rs.ready() && this.buffered > 0) rs.write(this.take());
+    if (rs.ready() || (this.ended && rs.flush())) return rs.read();
+    return undefined;
   }
 
   /**
@@ -125,26 +127,30 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
     while (i < out.length) {
       if (!this.playing) {
         if (this.buffered === 0) break;
-        const waited = currentTime - this.waitingSince;
-        if (this.buffered < this.lead * this.rate && !this.ended && waited < this.lead) break;
+        if (!this.ended && currentTime - this.waitingSince < this.lead) break;
         this.playing = true;
+        this.starved = false;
         this.waitingSince = -1;
       }
-      if (this.buffered === 0) {
+      const v = this.next();
+      if (v === undefined) {
         this.playing = false;
         if (this.ended) {
           this.ended = false;
           this.drained = true;
+          if (this.rs) this.rs.reset();
         } else {
           this.lead = Math.min(this.leadMax, this.lead * 2);
           this.sinceUnderrun = 0;
+          this.starved = true;
           this.post({ type: 'underrun', leadMs: this.lead * 1000 });
         }
         break;
       }
-      out[i++] = this.sample();
+      out[i++] = v;
     }
     out.fill(0, i);
+    if (this.starved) this.late += out.length - i;
     for (let c = 1; c < outputs[0].length; c++) outputs[0][c].set(out);
     this.sinceUnderrun += this.played - before;
     if (this.sinceUnderrun >= this.shrinkAfter && this.lead > this.leadStart) {
@@ -152,7 +158,7 @@ class VoiceboxPlayer extends AudioWorkletProcessor {
       this.sinceUnderrun = 0;
     }
     if (++this.quanta % PROGRESS_QUANTA === 0 || this.drained) {
-      this.post({ type: 'progress', pos: this.pos, played: this.played, playing: this.playing, leadMs: this.lead * 1000, drained: this.drained });
+      this.post({ type: 'progress', pos: this.pos, played: this.played, playing: this.playing, leadMs: this.lead * 1000, lateMs: this.late / sampleRate * 1000, drained: this.drained });
       this.drained = false;
     }
     return true;

@@ -1,6 +1,7 @@
 // @ts-check
 // The live voice session's audio path, off the page's main thread: this dedicated worker owns the
-// relay's /live WebSocket, and the page hands it the two AudioWorklets' ports. The microphone's
+// relay's /live WebSocket, and the page hands it the two AudioWorklets' ports. It is a module
+// worker (started with {type: 'module'}): the relay's bounds and rule ids come from rules.js. The microphone's
 // frames go worklet -> here -> socket, the reply's chunks socket -> here -> the player worklet,
 // and the vendor's "interrupted" (the person barged in) stops the player from here, so a busy
 // page (a long list drawn, a mini-app's burst) delays neither. The page (live.js) gets only what
@@ -19,7 +20,7 @@
 // (the reply was stopped: by the vendor or a barge-in), {type: 'refused', refused, why} (a
 // message or a frame this worker does not take), {type: 'stats', stats} (at most every
 // STATS_EVERY_MS while they change, and before each of the others), {type: 'closed', code}.
-'use strict';
+import { LIVE_AUDIO_FRAME_INVALID, LIVE_MESSAGE_INVALID, MAX_AUDIO_FRAME_BYTES } from './rules.js';
 
 /** CLOSE_GRACE_MS is how long a stopped session waits for the relay to close the socket. */
 const CLOSE_GRACE_MS = 2000;
@@ -31,18 +32,16 @@ const CLOSE_GRACE_MS = 2000;
 const MAX_PLAYER_PENDING = 256;
 /** STATS_EVERY_MS is the shortest time between two stats messages while frames flow. */
 const STATS_EVERY_MS = 50;
-/** LIVE_MESSAGE_INVALID is shared/refusal.LiveMessageInvalid: a message of no known shape. */
-const LIVE_MESSAGE_INVALID = 'live-message-invalid';
-/** LIVE_AUDIO_FRAME_INVALID is shared/refusal.LiveAudioFrameInvalid: a capture frame that is not PCM16. */
-const LIVE_AUDIO_FRAME_INVALID = 'live-audio-frame-invalid';
 
 /**
  * stats are the session's audio counts the page shows (and tests read); leadMs, the player's
- * lead, is there once the player reported it.
- * @type {{framesSent: number, bytesSent: number, framesRefused: number, chunksReceived: number, samplesQueued: number,
- *   samplesPlayed: number, underruns: number, interrupts: number, leadMs?: number}}
+ * lead, and lateMs, the silence underruns put inside replies, are there once the player reported
+ * them; chunksDropped counts the reply's chunks let go while waiting for the player's port
+ * (MAX_PLAYER_PENDING).
+ * @type {{framesSent: number, bytesSent: number, framesRefused: number, chunksReceived: number, chunksDropped: number, samplesQueued: number,
+ *   samplesPlayed: number, underruns: number, interrupts: number, leadMs?: number, lateMs?: number}}
  */
-const stats = { framesSent: 0, bytesSent: 0, framesRefused: 0, chunksReceived: 0, samplesQueued: 0, samplesPlayed: 0, underruns: 0, interrupts: 0 };
+const stats = { framesSent: 0, bytesSent: 0, framesRefused: 0, chunksReceived: 0, chunksDropped: 0, samplesQueued: 0, samplesPlayed: 0, underruns: 0, interrupts: 0 };
 /** @type {WebSocket | null} */
 let ws = null;
 let over = false; // stopped: audio is neither sent nor played any more
@@ -87,7 +86,7 @@ function send(obj) {
 const player = {
   /** @type {MessagePort | null} */
   port: null,
-  /** @type {[object, Transferable[]][]} messages posted before the port arrived */
+  /** @type {[{type: string, [key: string]: unknown}, Transferable[]][]} messages posted before the port arrived */
   pending: [],
   rate: 24000,
   queued: 0, // samples handed over, in all
@@ -97,14 +96,14 @@ const player = {
   speaking: false, // the page was told the reply is being heard
 
   /**
-   * @param {object} msg
+   * @param {{type: string, [key: string]: unknown}} msg
    * @param {Transferable[]} [transfer]
    */
   post(msg, transfer = []) {
     if (this.port) this.port.postMessage(msg, transfer);
     else {
       this.pending.push([msg, transfer]);
-      if (this.pending.length > MAX_PLAYER_PENDING) this.pending.shift();
+      if (this.pending.length > MAX_PLAYER_PENDING && this.pending.shift()?.[0].type === 'push') stats.chunksDropped++;
     }
   },
 
@@ -124,9 +123,9 @@ const player = {
 
   // onWorklet takes the worklet's reports (audio-player.js); one whose counts are not numbers,
   // or that moves them back, is dropped (it would corrupt what a barge-in says was heard).
-  /** @param {{type: string, pos: number, played: number, playing?: boolean, leadMs: number}} m */
+  /** @param {{type: string, pos: number, played: number, playing?: boolean, leadMs: number, lateMs?: number}} m */
   onWorklet(m) {
-    if (!m || typeof m !== 'object' || !Number.isFinite(m.leadMs ?? 0)) return;
+    if (!m || typeof m !== 'object' || !Number.isFinite(m.leadMs ?? 0) || !Number.isFinite(m.lateMs ?? 0)) return;
     if (m.type !== 'underrun' && !(Number.isSafeInteger(m.pos) && Number.isSafeInteger(m.played) && m.played >= this.report.played && m.pos >= m.played)) return;
     switch (m.type) {
       case 'progress':
@@ -134,6 +133,7 @@ const player = {
         stats.samplesPlayed += m.played - this.report.played;
         this.report = { pos: m.pos, played: m.played, playing: !!m.playing, at: performance.now() };
         stats.leadMs = m.leadMs;
+        if (m.lateMs !== undefined) stats.lateMs = m.lateMs;
         statsChanged();
         if (!m.playing && m.pos === this.queued && this.speaking) {
           this.speaking = false;
@@ -194,9 +194,9 @@ let capture = null;
 /** @param {unknown} pcm */
 function sendFrame(pcm) {
   if (over || !ws || ws.readyState !== WebSocket.OPEN) return;
-  if (!(pcm instanceof ArrayBuffer) || pcm.byteLength === 0 || pcm.byteLength % 2 !== 0) {
+  if (!(pcm instanceof ArrayBuffer) || pcm.byteLength === 0 || pcm.byteLength % 2 !== 0 || pcm.byteLength > MAX_AUDIO_FRAME_BYTES) {
     stats.framesRefused++;
-    refuse(LIVE_AUDIO_FRAME_INVALID, 'a microphone frame is PCM16: an ArrayBuffer of an even number of bytes; this one was not, so it was not sent');
+    refuse(LIVE_AUDIO_FRAME_INVALID, `a microphone frame is PCM16: an ArrayBuffer of an even number of bytes, 2 to ${MAX_AUDIO_FRAME_BYTES}, as the relay takes them; this one was not, so it was not sent`);
     return;
   }
   ws.send(pcm);

@@ -77,7 +77,7 @@ export function startLive({ typed, firstSteps }) {
     textForm: byId('live-text-form'), text: byId('live-text', HTMLInputElement),
   };
 
-  const stats = { framesSent: 0, bytesSent: 0, framesRefused: 0, chunksReceived: 0, samplesQueued: 0, samplesPlayed: 0, underruns: 0, leadMs: LEAD_START * 1000, interrupts: 0, toolCalls: 0, toolResults: 0 };
+  const stats = { framesSent: 0, bytesSent: 0, framesRefused: 0, chunksReceived: 0, chunksDropped: 0, samplesQueued: 0, samplesPlayed: 0, underruns: 0, leadMs: LEAD_START * 1000, lateMs: 0, interrupts: 0, toolCalls: 0, toolResults: 0 };
   /** @type {MicState} */
   let state = 'idle';
   /** @type {Session | null} */
@@ -401,7 +401,7 @@ export function startLive({ typed, firstSteps }) {
   // names the rates, and shows what the worker tells it.
   class Session {
     constructor() {
-      this.worker = new Worker('/live-worker.js', { name: 'voicebox-live' });
+      this.worker = new Worker('/live-worker.js', { name: 'voicebox-live', type: 'module' });
       /** @type {{contextRate: number, stop: () => void} | null} */
       this.capture = null;
       /** @type {{close: () => void} | null} */

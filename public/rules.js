@@ -98,3 +98,12 @@ export const EXTERNAL_CALL_TIMEOUT_MS = 10000;
 
 /** FILE_CHANGING_TOOLS is the built-in tools whose success changes the workspace's files (internal/shared/commands Tool.ChangesFiles). */
 export const FILE_CHANGING_TOOLS = Object.freeze(["write_file","create_folder","move_file","delete_file","edit_file","create_mini_app","undo_last_action","redo_last_action"]);
+
+/** MAX_AUDIO_FRAME_BYTES is the largest microphone frame of PCM16 the live worker sends on /live; the relay refuses a larger one (internal/shared/liveaudio.MaxFrameBytes). */
+export const MAX_AUDIO_FRAME_BYTES = 16384;
+
+/** LIVE_AUDIO_FRAME_INVALID is the rule a microphone frame that is not PCM16, or is over MAX_AUDIO_FRAME_BYTES, is refused with (shared/refusal.LiveAudioFrameInvalid). */
+export const LIVE_AUDIO_FRAME_INVALID = "live-audio-frame-invalid";
+
+/** LIVE_MESSAGE_INVALID is the rule a message of no known shape sent to the live worker is refused with (shared/refusal.LiveMessageInvalid). */
+export const LIVE_MESSAGE_INVALID = "live-message-invalid";

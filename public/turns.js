@@ -15,7 +15,13 @@ const MAX_EARLY = 64;
 
 /** @typedef {import('./http.js').RelayAnswer} RelayAnswer */
 
-/** @type {Map<string, (t: RelayAnswer) => void>} who waits for which turn's outcome */
+/**
+ * Waiting is who waits for a turn's outcome: done with the outcome, and the run of the relay that
+ * took the turn (its instance, '' when that relay named none).
+ * @typedef {{done: (t: RelayAnswer) => void, instance: string}} Waiting
+ */
+
+/** @type {Map<string, Waiting>} who waits for which turn's outcome */
 const awaited = new Map();
 /** @type {Map<string, RelayAnswer>} outcomes nobody waited for when they came, oldest first */
 const early = new Map();
@@ -23,25 +29,53 @@ const early = new Map();
 listen('relay:turn', (t) => {
   const id = t && typeof t.turnId === 'string' ? t.turnId : '';
   if (!id) return;
-  const done = awaited.get(id);
-  if (done) {
+  const w = awaited.get(id);
+  if (w) {
     awaited.delete(id);
-    done(t);
+    w.done(t);
     return;
   }
   early.delete(id);
   early.set(id, t);
   while (early.size > MAX_EARLY) early.delete(/** @type {string} */ (early.keys().next().value));
 });
-// A new stream (perhaps of a relay started again, whose turn ids begin anew) sends the outcomes
-// it holds after its hello; those kept from before are dropped.
-listen('relay:hello', () => { early.clear(); });
+// A new stream sends the outcomes it holds after its hello; those kept from before are dropped.
+// Its hello names the relay's instance and every turn it can still answer for (held, or its
+// outcome following). A turn waited for that it does not name is lost at once when that relay
+// took it (it no longer holds it), or when another relay alone greets the page (the one that took
+// it stopped: a relay restarted answers at its address). In a fleet another relay may hold it and
+// its outcome crosses the fleet, so it is waited for as before. A hello naming no turns (an older
+// relay) proves nothing.
+listen('relay:hello', (hello) => {
+  early.clear();
+  if (!hello || !Array.isArray(hello.turns) || typeof hello.instance !== 'string') return;
+  const named = new Set(hello.turns);
+  for (const [id, w] of [...awaited]) {
+    if (named.has(id) || !w.instance) continue;
+    if (w.instance !== hello.instance && hello.fleet) continue;
+    awaited.delete(id);
+    w.done(lost(id, w.instance === hello.instance
+      ? 'the relay no longer holds this turn and no outcome of it reached the page'
+      : 'the relay that took this turn stopped before its outcome reached the page'));
+  }
+});
+
+/**
+ * lost is the outcome of a turn whose outcome will never reach the page.
+ * @param {string} id
+ * @param {string} because
+ * @returns {RelayAnswer}
+ */
+function lost(id, because) {
+  return { ok: false, turnId: id, refused: 'outcome-unknown', why: `${because}: look at the files to see whether it ran` };
+}
 
 /**
  * sendTurn sends one turn ({transcript} or {action}) and resolves with its outcome, the relay's
  * Turn. When the relay answers that the turn waits for the person, onPending is told at once
  * (with {turnId, pending}), and the outcome is awaited on the event stream: up to the approval's
- * own wait and OUTCOME_GRACE_MS more, past which it resolves outcome-unknown. It rejects as
+ * own wait and OUTCOME_GRACE_MS more, past which it resolves outcome-unknown (at once when a
+ * relay's hello shows the turn lost, above). It rejects as
  * relay() does (RelayDownError). When signal aborts (its caller stopped waiting: a view that sent
  * notifications/cancelled, or was closed), a turn that waits for the person is cancelled on the
  * relay (POST /api/turn/{id}/cancel): its request for approval goes and nothing is done; its
@@ -70,14 +104,12 @@ export async function sendTurn(body, onPending, signal) {
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       awaited.delete(id);
-      resolve({
-        ok: false, turnId: id, refused: 'outcome-unknown',
-        why: 'no outcome of this turn reached the page (its connection to the relay broke while it waited): look at the files to see whether it ran',
-      });
+      resolve(lost(id, 'no outcome of this turn reached the page (its connection to the relay broke while it waited)'));
     }, waits + OUTCOME_GRACE_MS);
-    awaited.set(id, (t) => {
+    const instance = typeof answer.instance === 'string' ? answer.instance : '';
+    awaited.set(id, { instance, done: (t) => {
       clearTimeout(timer);
       resolve(t);
-    });
+    } });
   });
 }

@@ -222,33 +222,12 @@ func percentile(sorted []float64, p float64) float64 {
 //     output is heard to go silent (getOutputTimestamp again);
 //   - underruns: what the page's player counted (the product page only).
 func BenchmarkLiveVoiceLatency(b *testing.B) {
-	public := b.TempDir()
-	if err := os.CopyFS(public, os.DirFS(filepath.Join(harness.RepoRoot(), "public"))); err != nil {
-		b.Fatal(err)
-	}
-	floor, _ := fs.Sub(liveFloor, "livefloor")
-	if err := os.CopyFS(public, floor); err != nil {
-		b.Fatal(err)
-	}
 	var ears onsetEars
-	conns := make(chan *vendorfixture.Conn, 16)
-	fx := vendorfixture.Start(b, vendorfixture.Options{Script: vendorfixture.Script{
-		OnSetup: func(c *vendorfixture.Conn) { conns <- c },
-		OnAudio: func(_ *vendorfixture.Conn, pcm []byte) { ears.hear(pcm) },
-	}})
-	relay := harness.StartRelayWith(b, []string{"--public", public}, "VOICEBOX_OPENAI_URL="+fx.OpenAIURL(),
-		"OPENAI_API_KEY="+fx.Key(), "GEMINI_API_KEY=", "VOICEBOX_LIVE_PROVIDER=openai")
+	bench := startLiveBench(b, func(_ *vendorfixture.Conn, pcm []byte) { ears.hear(pcm) })
 	reply := vendorfixture.Tone(24000, 60, 440)
 	long := vendorfixture.Tone(24000, 3000, 440)
 
-	// ready: the session is up and the microphone's frames flow.
-	type page struct{ name, path, button, ready string }
-	pages := []page{
-		{"page", "/", "mic", `voicebox.live.state() === 'listening' && voicebox.live.stats().framesSent > 10`},
-		{"floor", "/live-floor.html", "start", `window.floor.ready && window.floor.framesSent > 10`},
-		{"floorworker", "/live-floor-worker.html", "start", `window.floor.ready && window.floor.framesSent > 10`},
-	}
-	for _, p := range pages {
+	for _, p := range liveBenchPages {
 		loads := []string{"idle", "busy"}
 		if p.name == "page" {
 			loads = append(loads, "app") // the floor page has no mini-apps
@@ -256,36 +235,7 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 		for _, load := range loads {
 			b.Run(p.name+"-"+load, func(b *testing.B) {
 				for range b.N {
-					tab := harness.NewTabFor(b, liveBenchTabBound)
-					tab.Navigate(relay.URL + p.path)
-					if p.name == "page" {
-						harness.WaitFor[bool](tab, `!!(window.voicebox && voicebox.live) && !document.querySelector('#mic').disabled`, liveBound)
-					}
-					harness.Eval[bool](tab, liveBenchInstrument)
-					if _, err := chromedp.Run(tab.Ctx, chromedp.Click(chromedp.ID(p.button))); err != nil {
-						b.Fatalf("press %s: %v", p.button, err)
-					}
-					harness.WaitFor[bool](tab, p.ready, liveBound)
-					var conn *vendorfixture.Conn
-					select {
-					case conn = <-conns:
-					case <-time.After(liveBound):
-						b.Fatal("no vendor connection")
-					}
-					if load == "busy" {
-						harness.Eval[bool](tab, `__bench.busy()`)
-					}
-					appID := ""
-					if load == "app" {
-						harness.WaitFor[bool](tab, workspaceReady, readyBound)
-						content, _ := json.Marshal(liveBenchApp)
-						harness.Eval[bool](tab, fmt.Sprintf(`voicebox.must('files.write', {path: 'chatter.html', content: %s}).then(() => true)`, content))
-						appID = harness.Eval[string](tab, `voicebox.miniApps.launch({path: 'chatter.html'}).then(a => a.appId)`)
-						harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.tools(%q).length >= 1`, appID), liveBound)
-						if !harness.Eval[bool](tab, fmt.Sprintf(`voicebox.call('miniapps.call', {appId: %q, tool: 'chatter', args: {}}).then(a => a.ok)`, appID)) {
-							b.Fatal("the chatter app's tool was refused")
-						}
-					}
+					tab, conn, appID := bench.open(b, p, load)
 					ears.reset()
 
 					// Capture: onsets placed in the microphone, heard by the vendor.
@@ -382,7 +332,91 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 			})
 		}
 	}
-	if v := fx.Violations(); len(v) > 0 {
+	bench.checkVendor(b)
+}
+
+// liveBenchPage is a page the live benchmarks drive: where it is, the button that starts its
+// session, and when it is ready (the session is up and the microphone's frames flow).
+type liveBenchPage struct{ name, path, button, ready string }
+
+// liveBenchPages are the product page and the hand-written floor pages (tests/livefloor: "floor"
+// keeps the socket on the main thread, "floorworker" in a worker with the worklets' ports handed
+// to it, as the product page does).
+var liveBenchPages = []liveBenchPage{
+	{"page", "/", "mic", `voicebox.live.state() === 'listening' && voicebox.live.stats().framesSent > 10`},
+	{"floor", "/live-floor.html", "start", `window.floor.ready && window.floor.framesSent > 10`},
+	{"floorworker", "/live-floor-worker.html", "start", `window.floor.ready && window.floor.framesSent > 10`},
+}
+
+// liveBench is a relay serving the product page and the floor pages, with the vendor fixture
+// behind it; each session's vendor connection arrives on conns.
+type liveBench struct {
+	relay *harness.Relay
+	fx    *vendorfixture.Fixture
+	conns chan *vendorfixture.Conn
+}
+
+// startLiveBench starts the vendor fixture (onAudio hears the microphone's frames, when not nil)
+// and a relay serving public/ with the floor pages beside it.
+func startLiveBench(b *testing.B, onAudio func(*vendorfixture.Conn, []byte)) *liveBench {
+	public := b.TempDir()
+	if err := os.CopyFS(public, os.DirFS(filepath.Join(harness.RepoRoot(), "public"))); err != nil {
+		b.Fatal(err)
+	}
+	floor, _ := fs.Sub(liveFloor, "livefloor")
+	if err := os.CopyFS(public, floor); err != nil {
+		b.Fatal(err)
+	}
+	conns := make(chan *vendorfixture.Conn, 16)
+	fx := vendorfixture.Start(b, vendorfixture.Options{Script: vendorfixture.Script{
+		OnSetup: func(c *vendorfixture.Conn) { conns <- c },
+		OnAudio: onAudio,
+	}})
+	relay := harness.StartRelayWith(b, []string{"--public", public}, "VOICEBOX_OPENAI_URL="+fx.OpenAIURL(),
+		"OPENAI_API_KEY="+fx.Key(), "GEMINI_API_KEY=", "VOICEBOX_LIVE_PROVIDER=openai")
+	return &liveBench{relay: relay, fx: fx, conns: conns}
+}
+
+// open opens page p instrumented (liveBenchInstrument), starts its session and puts the load on
+// it: "idle" none, "busy" the list redrawn, "app" the chatter mini-app (the product page only).
+// It returns the tab, the session's vendor connection and the app's id.
+func (lb *liveBench) open(b *testing.B, p liveBenchPage, load string) (*harness.Tab, *vendorfixture.Conn, string) {
+	tab := harness.NewTabFor(b, liveBenchTabBound)
+	tab.Navigate(lb.relay.URL + p.path)
+	if p.name == "page" {
+		harness.WaitFor[bool](tab, `!!(window.voicebox && voicebox.live) && !document.querySelector('#mic').disabled`, liveBound)
+	}
+	harness.Eval[bool](tab, liveBenchInstrument)
+	if _, err := chromedp.Run(tab.Ctx, chromedp.Click(chromedp.ID(p.button))); err != nil {
+		b.Fatalf("press %s: %v", p.button, err)
+	}
+	harness.WaitFor[bool](tab, p.ready, liveBound)
+	var conn *vendorfixture.Conn
+	select {
+	case conn = <-lb.conns:
+	case <-time.After(liveBound):
+		b.Fatal("no vendor connection")
+	}
+	if load == "busy" {
+		harness.Eval[bool](tab, `__bench.busy()`)
+	}
+	appID := ""
+	if load == "app" {
+		harness.WaitFor[bool](tab, workspaceReady, readyBound)
+		content, _ := json.Marshal(liveBenchApp)
+		harness.Eval[bool](tab, fmt.Sprintf(`voicebox.must('files.write', {path: 'chatter.html', content: %s}).then(() => true)`, content))
+		appID = harness.Eval[string](tab, `voicebox.miniApps.launch({path: 'chatter.html'}).then(a => a.appId)`)
+		harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.tools(%q).length >= 1`, appID), liveBound)
+		if !harness.Eval[bool](tab, fmt.Sprintf(`voicebox.call('miniapps.call', {appId: %q, tool: 'chatter', args: {}}).then(a => a.ok)`, appID)) {
+			b.Fatal("the chatter app's tool was refused")
+		}
+	}
+	return tab, conn, appID
+}
+
+// checkVendor fails the benchmark when the vendor fixture refused what the relay sent.
+func (lb *liveBench) checkVendor(b *testing.B) {
+	if v := lb.fx.Violations(); len(v) > 0 {
 		b.Errorf("the vendor fixture refused what the relay sent: %q", v)
 	}
 }

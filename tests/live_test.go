@@ -330,7 +330,7 @@ func TestCaptureWorkletResamplesAndClamps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(tab.Ctx, liveBound)
 	defer cancel()
 	r, err := chromedp.Run(ctx, chromedp.Evaluate[results](`(async () => {
-		const code = await (await fetch('/audio-worklet.js')).text();
+		const code = await (`+workletSource+`)('/audio-worklet.js');
 		const run = (rate, target, blocks) => {
 			const posted = [];
 			let Proc;
@@ -431,6 +431,15 @@ func TestCaptureWorkletResamplesAndClamps(t *testing.T) {
 	}
 	t.Logf("alias rejection, worst tone: %.1f dB (48 -> 16 kHz), %.1f dB (44.1 -> 16 kHz), %.1f dB (48 -> 24 kHz)", r.Aliasing[0], r.Aliasing[1], r.Aliasing[2])
 }
+
+// workletSource is a JavaScript function that fetches an AudioWorklet module of public/ and returns
+// its source as a script a stand-in scope can run: the resampler both worklets import
+// (resampler.js) first, the imports and exports dropped.
+const workletSource = `(async (path) => {
+	const text = async (p) => (await fetch(p)).text();
+	const shared = (await text('/resampler.js')).replace(/^export /gm, '');
+	return shared + '\n' + (await text(path)).replace(/^import .*$/gm, '');
+})`
 
 // minAliasRejectionDB is issue 38's goal for the resampler's alias rejection.
 const minAliasRejectionDB = 60

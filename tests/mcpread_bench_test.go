@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,10 @@ const (
 // `relay mcp`, Node's for the reference), which a loaded machine disturbs far less than the
 // latencies. With VOICEBOX_BENCH_BRIDGE_BEFORE naming another build's relay binary, its `relay mcp`
 // takes its turns too (bridge-before-*), so a change to the bridge is measured before and after
-// in one run.
+// in one run. A second relay on the same folder with GOGC=100 (Go's own collector, as an
+// operator's GOGC leaves it: core.TuneCollector steps aside) takes its turns too, over /mcp and
+// through a `relay mcp` of its own at GOGC=100 (mcp-gc100-*, bridge-gc100-*): the tuned collector
+// measured against Go's default in one run; *-peak-kib is each relay's peak resident memory.
 func BenchmarkMCPReadWorkspace(b *testing.B) {
 	dir := b.TempDir()
 	content := strings.Repeat("notes ", mcpReadBytes/6) + strings.Repeat("n", mcpReadBytes%6)
@@ -51,14 +55,20 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 	}
 	relay := harness.StartRelay(b, "VOICEBOX_WORKSPACE="+dir)
 	waitWorkspace(b, relay)
+	defaultGC := harness.StartRelay(b, "VOICEBOX_WORKSPACE="+dir, "GOGC=100")
+	waitWorkspace(b, defaultGC)
 	ctx := context.Background()
 
 	overHTTP, _ := connectMCP(b, relay, "bench")
-	bridgeOf := func(bin, name string) (*sdk.ClientSession, []int) {
+	overHTTPDefaultGC, _ := connectMCP(b, defaultGC, "bench")
+	bridgeOf := func(relay *harness.Relay, bin, name string, env ...string) (*sdk.ClientSession, []int) {
 		cmd := exec.Command(bin, "mcp", "--relay", relay.URL, "--bearer-file", bearerFile(b, relay.MintMCPBearer(b, name)))
+		cmd.Env = append(os.Environ(), env...)
 		return connectStdio(b, cmd), []int{cmd.Process.Pid, relay.PID()}
 	}
-	bridge, bridgePIDs := bridgeOf(filepath.Join(harness.RepoRoot(), "bin", "relay"), "bench-bridge")
+	relayBin := filepath.Join(harness.RepoRoot(), "bin", "relay")
+	bridge, bridgePIDs := bridgeOf(relay, relayBin, "bench-bridge")
+	bridgeDefaultGC, bridgeDefaultGCPIDs := bridgeOf(defaultGC, relayBin, "bench-bridge", "GOGC=100")
 	node, server := referenceFilesystem(b)
 	referenceCmd := exec.Command(node, server, dir)
 	reference := connectStdio(b, referenceCmd)
@@ -77,11 +87,13 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 		{name: "mcp", s: overHTTP, tool: "read_file", args: readFile, pids: []int{relay.PID()}},
 		{name: "bridge", s: bridge, tool: "read_file", args: readFile, pids: bridgePIDs},
 		{name: "reference", s: reference, tool: "read_text_file", args: map[string]string{"path": filepath.Join(dir, "notes.md")}, pids: []int{referenceCmd.Process.Pid}},
+		{name: "mcp-gc100", s: overHTTPDefaultGC, tool: "read_file", args: readFile, pids: []int{defaultGC.PID()}},
+		{name: "bridge-gc100", s: bridgeDefaultGC, tool: "read_file", args: readFile, pids: bridgeDefaultGCPIDs},
 	}
 	if bin := os.Getenv("VOICEBOX_BENCH_BRIDGE_BEFORE"); bin != "" {
 		// Another build's `relay mcp` (main's, say) on the same relay, taking its turns with the
 		// others: a change to the bridge measured before and after in one run.
-		s, pids := bridgeOf(bin, "bench-bridge-before")
+		s, pids := bridgeOf(relay, bin, "bench-bridge-before")
 		readers = append(readers, &reader{name: "bridge-before", s: s, tool: "read_file", args: readFile, pids: pids})
 	}
 	read := func(r *reader) {
@@ -121,6 +133,24 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 			b.ReportMetric(median(r.us)/ref, r.name+"-x")
 		}
 	}
+	b.ReportMetric(float64(peakResidentKiB(b, relay.PID())), "mcp-peak-kib")
+	b.ReportMetric(float64(peakResidentKiB(b, defaultGC.PID())), "mcp-gc100-peak-kib")
+}
+
+// peakResidentKiB is the most resident memory process pid has held (VmHWM), in KiB.
+func peakResidentKiB(tb testing.TB, pid int) int {
+	tb.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Fatalf("the memory of process %d cannot be read (%v): the benchmark needs Linux's /proc", pid, err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return kib
+		}
+	}
+	return 0
 }
 
 // waitWorkspace waits for the relay's --workspace to hold the root.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -88,4 +89,46 @@ func TestSessionsEndAndCloseThePagesChannel(t *testing.T) {
 	}
 	signIn(strings.Replace(minted, relay.URL, page, 1))
 	ended("session-expired", "lifetime")
+}
+
+// printedTicket returns the one-time sign-in address relay printed at start.
+func printedTicket(t *testing.T, relay *harness.Relay) string {
+	t.Helper()
+	for range 20 {
+		line := relay.NextLine(t, 10*time.Second)
+		if i := strings.Index(line, relay.URL+"/?bootstrap="); i >= 0 {
+			return strings.Fields(line[i:])[0]
+		}
+	}
+	t.Fatalf("relay %s printed no sign-in address in its first 20 lines", relay.URL)
+	return ""
+}
+
+// TestTwoRelaysOnOneMachineKeepTheirOwnSessions: a browser scopes cookies by host, not port. One
+// browser signs in to two gated relays apart and to one relay of a gated fleet, all on
+// 127.0.0.1; afterwards every one of them still admits it (each relay's session kept under its
+// own deployment's name), and so does the fleet's other relay, which it never signed in to (the
+// fleet's relays share one name).
+func TestTwoRelaysOnOneMachineKeepTheirOwnSessions(t *testing.T) {
+	t.Parallel()
+	a := harness.StartRelay(t, "VOICEBOX_LOOPBACK_AUTH=1")
+	b := harness.StartRelay(t, "VOICEBOX_LOOPBACK_AUTH=1")
+	nats := fleettest.Start(t)
+	f1 := harness.StartRelay(t, "VOICEBOX_LOOPBACK_AUTH=1", "VOICEBOX_NATS="+nats.URL(), "VOICEBOX_NATS_PREFIX=cookies")
+	f2 := harness.StartRelay(t, "VOICEBOX_LOOPBACK_AUTH=1", "VOICEBOX_NATS="+nats.URL(), "VOICEBOX_NATS_PREFIX=cookies")
+	tab := harness.NewIsolatedTab(t)
+
+	apiStatus := `fetch('/api/root').then(r => r.status)`
+	for _, r := range []*harness.Relay{a, b, f1} {
+		tab.Navigate(printedTicket(t, r))
+		if got := harness.Eval[int](tab, apiStatus); got != 200 {
+			t.Fatalf("just signed in to %s, its API answered %d", r.URL, got)
+		}
+	}
+	for _, r := range []*harness.Relay{a, b, f1, f2} {
+		tab.Navigate(r.URL + "/")
+		if got := harness.Eval[int](tab, apiStatus); got != 200 {
+			t.Fatalf("after signing in to the three, %s answered the browser %d, want 200 (its session kept)", r.URL, got)
+		}
+	}
 }

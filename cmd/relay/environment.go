@@ -28,6 +28,7 @@ var environment = []envVar{
 	{"VOICEBOX_TLS_CERT", "tls-cert", "the TLS certificate file"},
 	{"VOICEBOX_TLS_KEY", "tls-key", "the TLS key file"},
 	{"VOICEBOX_SESSION_LIFETIME", "session-lifetime", fmt.Sprintf("how long a session lasts (default %v)", session.DefaultLifetime)},
+	{"VOICEBOX_DEPLOYMENT", "deployment", "the deployment's name, which names the session cookie: a fleet's relays share one, relays apart on one host need two (default: the fleet's prefix, else the relay's port)"},
 	{"VOICEBOX_TRUSTED_PROXY", "trusted-proxy", "the trusted reverse proxies, CIDR[,CIDR...]"},
 	{"VOICEBOX_ACME_HOST", "acme-host", "the host name to obtain certificates for with ACME"},
 	{"VOICEBOX_ACME_EMAIL", "acme-email", "the ACME contact address"},
@@ -53,4 +54,6 @@ var environment = []envVar{
 	{"VOICEBOX_RELAY_ID", "relay-id", "this relay's name in the fleet"},
 	{"VOICEBOX_NATS_REPLICAS", "nats-replicas", "JetStream replicas of the fleet's buckets and streams"},
 	{"VOICEBOX_MCP_BEARER_FILE", "bearer-file", "the MCP client's bearer file, for relay mcp"},
+	{"GOGC", "", "Go's collector setting; when it or GOMEMLIMIT is set, the relay's collector is left as they say instead of tuned (core.TuneCollector: GOGC between 100 and 400, the heap at most 32 MiB past what is live, docs/server.md)"},
+	{"GOMEMLIMIT", "", "Go's soft memory limit; when set, as GOGC, the collector is left as the runtime sets it"},
 }

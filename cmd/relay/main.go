@@ -43,6 +43,7 @@ import (
 	"github.com/voicebox-go/voicebox/cmd/relay/internal/checkapp"
 	"github.com/voicebox-go/voicebox/cmd/relay/internal/extcheck"
 	"github.com/voicebox-go/voicebox/cmd/relay/internal/toolcheck"
+	"github.com/voicebox-go/voicebox/internal/core"
 	"github.com/voicebox-go/voicebox/internal/core/hoststate"
 	"github.com/voicebox-go/voicebox/internal/door/fleet"
 	"github.com/voicebox-go/voicebox/internal/relay"
@@ -91,6 +92,7 @@ func init() {
 }
 
 func main() {
+	core.TuneCollector() // every command's process: the relay, `relay mcp`, `relay env`
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -182,6 +184,7 @@ type serveConfig struct {
 	tlsCert    string
 	tlsKey     string
 	lifetime   string
+	deployment string
 	trusted    string
 	acme       relay.ACME
 	acmeHTTP   string
@@ -208,6 +211,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.StringVar(&cfg.acme.Directory, "acme-directory", "", "ACME directory `URL` (default $VOICEBOX_ACME_DIRECTORY, else Let's Encrypt's production CA)")
 	fs.StringVar(&cfg.acmeHTTP, "acme-http-addr", "", "`host:port` (such as :80) on which to answer ACME HTTP-01 challenges and redirect everything else to https; without it only TLS-ALPN-01 is answered, which needs --addr on port 443 (default $VOICEBOX_ACME_HTTP_ADDR)")
 	fs.StringVar(&cfg.lifetime, "session-lifetime", "", "`duration` a session lasts from its sign-in, such as 8h or 30m (default $VOICEBOX_SESSION_LIFETIME, else 24h)")
+	fs.StringVar(&cfg.deployment, "deployment", "", "`name` of the deployment this relay is part of; the session cookie is named for it, so relays that name one share sign-ins and relays on one host that name two keep them apart (default $VOICEBOX_DEPLOYMENT, else the fleet's prefix with --nats, else this relay's port)")
 	fs.StringVar(&cfg.trusted, "trusted-proxy", "", "`CIDR[,CIDR...]` of reverse proxies whose Forwarded/X-Forwarded-* headers are believed; from any other peer they are ignored (default $VOICEBOX_TRUSTED_PROXY, else none)")
 	fs.StringVar(&cfg.logFormat, "log-format", "", "`format` of the log on stderr: auto (text on a terminal, JSON otherwise), json or text (default $VOICEBOX_LOG_FORMAT, else auto)")
 	fs.StringVar(&cfg.public, "public", "", "`directory` the page is served from instead of the page built into this binary, for development (default $VOICEBOX_PUBLIC_DIR, else the built-in page)")

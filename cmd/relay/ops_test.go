@@ -315,17 +315,17 @@ func TestLogsCarryNoSecrets(t *testing.T) {
 			ids = append(ids, id)
 		}
 	}
-	withCookie := map[string]string{"Cookie": "vb_session=" + cookie.Value}
+	withCookie := map[string]string{"Cookie": cookie.Name + "=" + cookie.Value}
 	send("GET", "/?bootstrap="+ticket, "", nil)       // spent
 	send("GET", "/?bootstrap="+mintedTicket, "", nil) // redeemed now
 	send("GET", "/", "", withCookie)
 	send("GET", "/api/root", "", map[string]string{"X-Voicebox-Host-Token": token})
 	send("GET", "/api/sessions", "", map[string]string{"X-Voicebox-Host-Token": token})
-	send("GET", "/api/root", "", map[string]string{"Authorization": "Bearer " + bearer, "Cookie": "vb_session=" + cookie.Value})
+	send("GET", "/api/root", "", map[string]string{"Authorization": "Bearer " + bearer, "Cookie": cookie.Name + "=" + cookie.Value})
 	send("POST", "/api/extensions/approve", `{"id":"x","code":"`+approvalCode+`"}`, map[string]string{"X-Voicebox-Host-Token": token})
 	send("GET", "/api/root?key="+geminiKey, "", map[string]string{"X-Api-Key": apiKey, "X-Goog-Api-Key": apiKey, "Authorization": "Bearer " + sk})
 	send("GET", "/nothing/here?token="+token, "", withCookie)
-	send("GET", "/", "", map[string]string{"X-Forwarded-For": "203.0.113.9", "X-Request-Id": "edge-7", "Cookie": "vb_session=" + cookie.Value})
+	send("GET", "/", "", map[string]string{"X-Forwarded-For": "203.0.113.9", "X-Request-Id": "edge-7", "Cookie": cookie.Name + "=" + cookie.Value})
 	// A machine says hello with its bearer on /channel.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voicebox-go/voicebox/internal/core"
 	"github.com/voicebox-go/voicebox/internal/core/assistant"
 	"github.com/voicebox-go/voicebox/internal/core/hoststate"
 	"github.com/voicebox-go/voicebox/internal/core/hub"
@@ -122,6 +123,8 @@ var referenceBounds = []referenceBound{
 	{"mcp.BodyReadBound", int64(mcp.BodyReadBound), duration},
 	{"mcp.MaxSessions", mcp.MaxSessions, countUnit},
 	{"mcp.SessionIdle", int64(mcp.SessionIdle), duration},
+	{"core.GCHeadroomBytes", core.GCHeadroomBytes, bytesUnit},
+	{"core.MaxGCPercent", core.MaxGCPercent, countUnit},
 	{"mcp.MaxCallsPerClient", mcp.MaxCallsPerClient, countUnit},
 	{"mcp.MaxBridgedCalls", mcp.MaxBridgedCalls, countUnit},
 	{"mcp.MaxBridgedAnswerBytes", mcp.MaxBridgedAnswerBytes, bytesUnit},

@@ -130,7 +130,7 @@ func (cfg *serveConfig) settle(stderr io.Writer) (*serveSettings, error) {
 		return nil, fmt.Errorf("--wasm-placement %q: say relay or page", placement)
 	}
 	return &serveSettings{addr: addr, acmeHTTP: acmeHTTP, Config: relay.Config{Config: core.Config{Public: public, HelloBound: time.Duration(helloMS) * time.Millisecond,
-		Gated: gated, Origin: origin, SessionLifetime: lifetime, TrustedProxies: trusted, Log: log, TLS: tlsConfig,
+		Gated: gated, Origin: origin, SessionLifetime: lifetime, Deployment: orEnv(cfg.deployment, "VOICEBOX_DEPLOYMENT"), TrustedProxies: trusted, Log: log, TLS: tlsConfig,
 		ACME: acmeCfg, VendorURLs: vendorURLs}, MiniApps: miniApps, WasmShelfDir: orEnv(cfg.wasmShelf, "VOICEBOX_WASM_SHELF_DIR"), WasmPlacement: placement, Fleet: nats, Workspace: workspace}}, nil
 }
 

@@ -34,6 +34,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,6 +113,12 @@ type Config struct {
 	Origin string
 	// SessionLifetime is how long a gate session lasts; zero means session.DefaultLifetime.
 	SessionLifetime time.Duration
+	// Deployment names the deployment this relay is part of; the gate's session cookie is named
+	// for it (server.SessionCookieName), since a browser keeps one cookie of a name per host
+	// whatever the port. The relays of a fleet name one (internal/relay names it for the fleet's
+	// prefix when the operator names none), so a session is carried between them; "" names a
+	// relay alone for the port it listens on, so two relays on one machine keep two sessions.
+	Deployment string
 	// HelloBound is how long a /channel connection that is not the page has to say hello; zero
 	// means hub.DefaultHelloBound.
 	HelloBound time.Duration
@@ -227,7 +234,8 @@ func New(cfg Config) (*Core, error) {
 		c.base = c.scheme + "://" + ReachableAddr(cfg.Listener.Addr())
 	}
 	if cfg.Gated {
-		c.Gate = server.NewGateFor(session.NewStore(session.Options{Lifetime: cfg.SessionLifetime, Records: shared.Sessions}))
+		c.Gate = server.NewDeploymentGate(session.NewStore(session.Options{Lifetime: cfg.SessionLifetime, Records: shared.Sessions}), deployment(cfg))
+		c.Log.Info("loopback gate on", "session_cookie", c.Gate.Cookie())
 	}
 	if err := c.buildServer(); err != nil {
 		c.closeGate()
@@ -315,6 +323,18 @@ func (c *Core) closeDoors() {
 		c.mounted[i].Close()
 	}
 	c.mounted = nil
+}
+
+// deployment is the deployment cfg's gate names its cookie for: cfg.Deployment, or a relay alone
+// named by its listening port.
+func deployment(cfg Config) string {
+	if cfg.Deployment != "" {
+		return cfg.Deployment
+	}
+	if tcp, ok := cfg.Listener.Addr().(*net.TCPAddr); ok {
+		return "relay-port-" + strconv.Itoa(tcp.Port)
+	}
+	return "relay-at-" + cfg.Listener.Addr().String()
 }
 
 func (c *Core) closeGate() {

@@ -21,6 +21,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/shared/approval"
 	"github.com/voicebox-go/voicebox/internal/shared/commands"
 	"github.com/voicebox-go/voicebox/internal/shared/externalapp"
+	"github.com/voicebox-go/voicebox/internal/shared/liveaudio"
 	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/internal/shared/toolschema"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -89,6 +90,9 @@ func Rules() []Rule {
 		{"OUTCOME_GRACE_MS", "internal/shared/approval.OutcomeGrace", "how long past an approval's deadline the page still waits for the outcome of a turn that waited for it", approval.OutcomeGrace.Milliseconds()},
 		{"EXTERNAL_CALL_TIMEOUT_MS", "internal/shared/externalapp.CallTimeout", "how long an external app has to answer a tool call once it may run", externalapp.CallTimeout.Milliseconds()},
 		{"FILE_CHANGING_TOOLS", "internal/shared/commands Tool.ChangesFiles", "the built-in tools whose success changes the workspace's files", changing},
+		{"MAX_AUDIO_FRAME_BYTES", "internal/shared/liveaudio.MaxFrameBytes", "the largest microphone frame of PCM16 the live worker sends on /live; the relay refuses a larger one", liveaudio.MaxFrameBytes},
+		{"LIVE_AUDIO_FRAME_INVALID", "shared/refusal.LiveAudioFrameInvalid", "the rule a microphone frame that is not PCM16, or is over MAX_AUDIO_FRAME_BYTES, is refused with", string(refusal.LiveAudioFrameInvalid)},
+		{"LIVE_MESSAGE_INVALID", "shared/refusal.LiveMessageInvalid", "the rule a message of no known shape sent to the live worker is refused with", string(refusal.LiveMessageInvalid)},
 	}
 }
 

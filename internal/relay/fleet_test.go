@@ -268,7 +268,7 @@ func TestFleetSessionsAndPairings(t *testing.T) {
 	}
 	var cookie string
 	for _, ck := range jar.Cookies(resp.Request.URL) {
-		if ck.Name == server.SessionCookie {
+		if ck.Name == b.Core.Gate.Cookie() {
 			cookie = ck.Name + "=" + ck.Value
 		}
 	}
@@ -690,7 +690,7 @@ func signIn(t testing.TB, minter, redeemer *member) string {
 	}
 	resp.Body.Close()
 	for _, ck := range jar.Cookies(resp.Request.URL) {
-		if ck.Name == server.SessionCookie {
+		if ck.Name == redeemer.Core.Gate.Cookie() {
 			return ck.Name + "=" + ck.Value
 		}
 	}

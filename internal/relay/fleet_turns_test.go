@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,14 @@ func TestFleetAPageTurnsOutcomeReachesItsPage(t *testing.T) {
 	if answer.StatusCode != http.StatusAccepted || handle == nil || handle["id"] == "" {
 		t.Fatalf("the delete through B answered %d %v", answer.StatusCode, pending)
 	}
+	// A page whose stream opens on A meanwhile is not told the turn is lost: A's hello is a
+	// fleet's, of another instance than the turn's (public/turns.js waits on); B's names it.
+	if h := helloOf(t, a); h["fleet"] != true || h["instance"] == pending["instance"] || pending["instance"] == nil {
+		t.Fatalf("A's hello (fleet %v, instance %v) while B holds turn %v of instance %v", h["fleet"], h["instance"], pending["turnId"], pending["instance"])
+	}
+	if h := helloOf(t, b); h["instance"] != pending["instance"] || !slices.Contains(h["turns"].([]any), pending["turnId"]) {
+		t.Fatalf("B's hello (instance %v, turns %v) does not name its turn %v", h["instance"], h["turns"], pending["turnId"])
+	}
 	if status, out := a.do(t, http.MethodPost, "/api/approvals/"+handle["id"].(string), map[string]any{"approve": true}); status != http.StatusOK {
 		t.Fatalf("approving on A a request waiting on B: %d %v", status, out)
 	}
@@ -98,4 +107,29 @@ func TestFleetAPageTurnsOutcomeReachesItsPage(t *testing.T) {
 	if got := a.call(t, "read-file", map[string]any{"path": "old.txt"}); ruleOf(got) == "" {
 		t.Fatalf("the file is still there: %v", got)
 	}
+}
+
+// helloOf opens an event stream on m and returns its hello.
+func helloOf(t *testing.T, m *member) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.url+"/api/events", nil)
+	req.Header.Set("Origin", m.url)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			var hello map[string]any
+			json.Unmarshal([]byte(d), &hello)
+			return hello
+		}
+	}
+	t.Fatalf("no hello on %s: %v", m.url, sc.Err())
+	return nil
 }

@@ -144,6 +144,9 @@ func (r *Relay) joinFleet(cfg *Config) error {
 	if cfg.Log != nil {
 		cfg.Log.Info("fleet: joining", "relay", f.ID())
 	}
+	if cfg.Deployment == "" {
+		cfg.Deployment = "fleet-" + f.Prefix() // what the fleet's relays share, so its sessions pass on each
+	}
 	cfg.Shared = &core.Shared{Sessions: f.Records(), Pairings: f.Pairings(), MCPClients: f.MCPClients(), Settings: f.Files()}
 	return nil
 }

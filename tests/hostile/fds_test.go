@@ -52,7 +52,8 @@ func mintTicket(t testing.TB, relay *harness.Relay) string {
 	return ticket
 }
 
-// signInFrom redeems ticket from the loopback address ip and returns the session cookie's value.
+// signInFrom redeems ticket from the loopback address ip and returns the session cookie as a
+// Cookie header carries it (name=value; the name is the relay's deployment's).
 func signInFrom(t testing.TB, relay *harness.Relay, ip, ticket string) string {
 	t.Helper()
 	client := clientFrom(ip)
@@ -63,11 +64,11 @@ func signInFrom(t testing.TB, relay *harness.Relay, ip, ticket string) string {
 	}
 	resp.Body.Close()
 	for _, c := range resp.Cookies() {
-		if c.Name == "vb_session" {
+		if strings.HasPrefix(c.Name, "vb_session_") {
 			if resp.StatusCode != http.StatusSeeOther {
 				break
 			}
-			return c.Value
+			return c.Name + "=" + c.Value
 		}
 	}
 	t.Fatalf("sign in from %s: %d, no session", ip, resp.StatusCode)
@@ -77,7 +78,7 @@ func signInFrom(t testing.TB, relay *harness.Relay, ip, ticket string) string {
 // withSession reads GET /api/extensions from ip with the session cookie.
 func withSession(t testing.TB, relay *harness.Relay, ip, cookie string) reply {
 	t.Helper()
-	return send(t, clientFrom(ip), http.MethodGet, relay.URL+"/api/extensions", map[string]string{"Cookie": "vb_session=" + cookie}, "")
+	return send(t, clientFrom(ip), http.MethodGet, relay.URL+"/api/extensions", map[string]string{"Cookie": cookie}, "")
 }
 
 // release closes the stallers from the client's side and waits until ip is served health again.

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/voicebox-go/voicebox/internal/core/server"
 	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
@@ -39,9 +40,13 @@ func TestForgedSessionsPassNoRelayOfTheFleet(t *testing.T) {
 	}
 	forged := []string{strings.Repeat("ab", 32), strings.Repeat("0", 64), "*", ">", "a.b.c", "voicebox_sessions.>", strings.Repeat("f", 100_000)}
 	for _, r := range relays {
-		for _, c := range forged {
+		for i, c := range forged {
+			name := server.SessionCookieName("fleet-forged") // the fleet's own name; every other forgery under the name before it
+			if i%2 == 1 {
+				name = server.LegacySessionCookie
+			}
 			req, _ := http.NewRequest(http.MethodGet, r.URL+"/api/root", nil)
-			req.Header.Set("Cookie", "vb_session="+c)
+			req.Header.Set("Cookie", name+"="+c)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -77,6 +82,9 @@ func TestForgedSessionsPassNoRelayOfTheFleet(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusSeeOther {
 				started.Add(1)
+				if c := resp.Cookies(); len(c) != 1 || c[0].Name != server.SessionCookieName("fleet-forged") {
+					t.Errorf("the session was set as %v, not under the name the forgeries used", c)
+				}
 			}
 		})
 	}

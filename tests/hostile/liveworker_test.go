@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/voicebox-go/voicebox/internal/core/live/vendorfixture"
+	"github.com/voicebox-go/voicebox/internal/core/voice"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -57,7 +58,7 @@ func TestTheLiveWorkerTakesOnlyItsOwnMessages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(tab.Ctx, patience)
 	defer cancel()
 	r, err := chromedp.Run(ctx, chromedp.Evaluate[result](`(async () => {
-		const w = new Worker('/live-worker.js');
+		const w = new Worker('/live-worker.js', { type: 'module' });
 		const got = [];
 		window.__live = { w, got };
 		w.onmessage = (e) => got.push(e.data);
@@ -213,7 +214,7 @@ func TestAReplyBeforeThePlayerIsHeldWithinItsBound(t *testing.T) {
 	ctx, cancel := context.WithTimeout(tab.Ctx, patience)
 	defer cancel()
 	r, err := chromedp.Run(ctx, chromedp.Evaluate[result](`(async () => {
-		const w = new Worker('/live-worker.js');
+		const w = new Worker('/live-worker.js', { type: 'module' });
 		const got = [];
 		w.onmessage = (e) => got.push(e.data);
 		const until = async (pred) => {
@@ -250,6 +251,81 @@ func TestAReplyBeforeThePlayerIsHeldWithinItsBound(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Contains(typed, "still here")
+	})
+	served(t, relay)
+}
+
+// TestTheLiveWorkerHoldsMicrophoneFramesToTheRelaysBound: the live worker's microphone port is
+// sent a PCM16 frame two bytes over the relay's bound (voice.MaxAudioFrameBytes, which the worker
+// has from public/rules.js) and one exactly at it. The worker refuses the first itself, by name
+// (live-audio-frame-invalid), so it never reaches the socket (the relay has nothing to refuse);
+// the second, and a frame after, reach the vendor.
+func TestTheLiveWorkerHoldsMicrophoneFramesToTheRelaysBound(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	audio := 0
+	fx := vendorfixture.Start(t, vendorfixture.Options{Script: vendorfixture.Script{
+		OnAudio: func(_ *vendorfixture.Conn, pcm []byte) {
+			mu.Lock()
+			defer mu.Unlock()
+			audio += len(pcm)
+		},
+	}})
+	relay := harness.StartRelay(t, "VOICEBOX_OPENAI_URL="+fx.OpenAIURL(), "OPENAI_API_KEY="+fx.Key(), "GEMINI_API_KEY=", "VOICEBOX_LIVE_PROVIDER=openai")
+	tab := harness.NewTab(t)
+	tab.Allow(`favicon\.ico`)
+	tab.Navigate(relay.URL + "/api/health")
+	type result struct {
+		Ready        bool     `json:"ready"`
+		Worker       []string `json:"worker"`
+		Relay        []string `json:"relay"`
+		FramesSent   int      `json:"framesSent"`
+		FramesRefuse int      `json:"framesRefused"`
+	}
+	ctx, cancel := context.WithTimeout(tab.Ctx, patience)
+	defer cancel()
+	r, err := chromedp.Run(ctx, chromedp.Evaluate[result](`(async () => {
+		const w = new Worker('/live-worker.js', { type: 'module' });
+		const got = [];
+		w.onmessage = (e) => got.push(e.data);
+		const until = async (pred) => {
+			for (let i = 0; i < 1000; i++) {
+				const m = got.find(pred);
+				if (m) return m;
+				await new Promise((r) => setTimeout(r, 10));
+			}
+			return null;
+		};
+		w.postMessage({ type: 'open', url: 'ws://' + location.host + '/live' });
+		const ready = !!(await until((m) => m.type === 'frame' && m.frame.type === 'state' && m.frame.state === 'ready'));
+		const mic = new MessageChannel();
+		w.postMessage({ type: 'capture', port: mic.port2 }, [mic.port2]);
+		mic.port1.postMessage(new ArrayBuffer(`+strconv.Itoa(voice.MaxAudioFrameBytes+2)+`));
+		mic.port1.postMessage(new Int16Array(`+strconv.Itoa(voice.MaxAudioFrameBytes/2)+`).fill(8000).buffer);
+		mic.port1.postMessage(new Int16Array(320).fill(8000).buffer);
+		const stats = await until((m) => m.type === 'stats' && m.stats.framesSent + m.stats.framesRefused >= 3);
+		// A refusal of the relay's would come on the socket after the frame it answers: the
+		// session's typed text, answered after every frame before it, bounds the wait for one.
+		w.postMessage({ type: 'text', text: 'a'.repeat(5000) });
+		await until((m) => m.type === 'frame' && m.frame.type === 'refused' && m.frame.refused === 'live-message-invalid');
+		return { ready,
+			worker: got.filter((m) => m.type === 'refused').map((m) => m.refused),
+			relay: got.filter((m) => m.type === 'frame' && m.frame.type === 'refused' && m.frame.refused !== 'live-message-invalid').map((m) => m.frame.refused),
+			framesSent: stats ? stats.stats.framesSent : -1, framesRefused: stats ? stats.stats.framesRefused : -1 };
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Ready || !slices.Equal(r.Worker, []string{"live-audio-frame-invalid"}) || r.FramesRefuse != 1 {
+		t.Fatalf("session ready %v; the worker refused %q (%d frames); want ready and the oversize frame refused live-audio-frame-invalid by the worker", r.Ready, r.Worker, r.FramesRefuse)
+	}
+	if len(r.Relay) > 0 || r.FramesSent != 2 {
+		t.Fatalf("the relay refused %q and the worker sent %d frames; want nothing for the relay to refuse and the 2 frames within the bound sent", r.Relay, r.FramesSent)
+	}
+	waitFor(t, "the two frames within the bound to reach the vendor", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return audio == voice.MaxAudioFrameBytes+640
 	})
 	served(t, relay)
 }

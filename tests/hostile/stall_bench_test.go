@@ -57,5 +57,6 @@ func BenchmarkHealthWithStalledBodies(b *testing.B) {
 	b.ReportMetric(float64(before.rssKB)/1024, "rss-before-MiB")
 	b.ReportMetric(float64(during.rssKB)/1024, "rss-during-MiB")
 	b.ReportMetric(float64(after.rssKB)/1024, "rss-after-MiB")
+	b.ReportMetric(float64(after.peakKB)/1024, "rss-peak-MiB")
 	b.ReportMetric(float64(during.fds), "fds-during")
 }

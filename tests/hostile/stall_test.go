@@ -35,10 +35,12 @@ const soakPerAddress = 200
 // (internal/core/server.MaxConnsPerClient).
 const maxConnsPerClient = 256
 
-// procStats is what /proc says of a process: its open file descriptors and resident memory.
+// procStats is what /proc says of a process: its open file descriptors, its resident memory and
+// the most it has held.
 type procStats struct {
-	fds   int
-	rssKB int
+	fds    int
+	rssKB  int
+	peakKB int
 }
 
 func statsOf(t testing.TB, pid int) procStats {
@@ -52,6 +54,9 @@ func statsOf(t testing.TB, pid int) procStats {
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			st.rssKB, _ = strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+		}
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			st.peakKB, _ = strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
 		}
 	}
 	return st
@@ -222,7 +227,7 @@ func TestStalledRequestsCannotStopTheRelay(t *testing.T) {
 	// And the memory they took (it hands it back once the flood has settled).
 	waitFor(t, "the relay's memory to come back near where it was", func() bool { return statsOf(t, relay.PID()).rssKB <= before.rssKB+rssSlackKB })
 	after := statsOf(t, relay.PID())
-	t.Logf("relay: %d descriptors and %d KiB resident before, %d and %d KiB with %d stalled connections, %d and %d KiB after",
-		before.fds, before.rssKB, during.fds, during.rssKB, soakConns+maxConnsPerClient, after.fds, after.rssKB)
+	t.Logf("relay: %d descriptors and %d KiB resident before, %d and %d KiB with %d stalled connections, %d and %d KiB after (%d KiB at the most)",
+		before.fds, before.rssKB, during.fds, during.rssKB, soakConns+maxConnsPerClient, after.fds, after.rssKB, after.peakKB)
 	served(t, relay)
 }

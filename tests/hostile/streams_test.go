@@ -161,7 +161,7 @@ func TestAStoppedMCPReaderCannotStallTheOthers(t *testing.T) {
 		t.Fatalf("the healthy session after the stopped ones: %v", err)
 	}
 	st = statsOf(t, relay.PID())
-	t.Logf("once they were closed: the relay holds %d descriptors, %d KiB resident", st.fds, st.rssKB)
+	t.Logf("once they were closed: the relay holds %d descriptors, %d KiB resident (%d KiB at the most)", st.fds, st.rssKB, st.peakKB)
 	served(t, relay)
 }
 

@@ -3,7 +3,7 @@
 // (live-floor-socket.js). The page builds the two audio graphs and hands their worklets' ports to
 // the worker: the capture worklet's frames go straight to it, and it feeds the player worklet
 // (live-floor-player.js: chunks back to back, no lead) and stops it on "interrupted".
-const floor = (window.floor = { ready: false, framesSent: 0, chunks: 0 });
+const floor = (window.floor = { ready: false, framesSent: 0, chunks: 0, dry: 0 });
 
 document.getElementById('start').addEventListener('click', () => {
   const w = new Worker('/live-floor-socket.js');
@@ -20,6 +20,7 @@ document.getElementById('start').addEventListener('click', () => {
     const out = new AudioWorkletNode(player, 'floor-player', { numberOfInputs: 0, outputChannelCount: [1] });
     const toPlayer = new MessageChannel();
     out.port.postMessage(toPlayer.port1, [toPlayer.port1]);
+    out.port.onmessage = (ev) => { floor.dry = ev.data.dry; };
     w.postMessage({ player: toPlayer.port2 }, [toPlayer.port2]);
     out.connect(player.destination);
     const stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1 } });

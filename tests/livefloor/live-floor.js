@@ -2,9 +2,10 @@
 // The floor page: opens /live, captures the microphone with a minimal AudioWorklet posting 10 ms
 // PCM16 frames (the product page's length) straight to the socket, and plays each reply chunk as soon as it arrives (one
 // AudioBufferSourceNode per chunk, back to back, no lead), and stops them all when the vendor
-// hears the person speak. It is what a browser allows with the least code; the benchmark
+// hears the person speak. floor.dry counts the chunks that came after what was scheduled had
+// run out (each reply's first, and each underrun). It is what a browser allows with the least code; the benchmark
 // compares the product page against it.
-const floor = (window.floor = { ready: false, framesSent: 0, chunks: 0 });
+const floor = (window.floor = { ready: false, framesSent: 0, chunks: 0, dry: 0 });
 const state = document.getElementById('state');
 
 document.getElementById('start').addEventListener('click', () => {
@@ -24,6 +25,7 @@ document.getElementById('start').addEventListener('click', () => {
       const src = player.createBufferSource();
       src.buffer = buf;
       src.connect(player.destination);
+      if (next < player.currentTime) floor.dry++;
       next = Math.max(next, player.currentTime);
       src.start(next);
       playing.add(src);

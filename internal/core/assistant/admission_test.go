@@ -41,7 +41,7 @@ func TestApprovalsAndEventsAreAdmittedLikeThePage(t *testing.T) {
 	resp.Body.Close()
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == server.SessionCookie {
+		if c.Name == gate.Cookie() {
 			cookie = c
 		}
 	}

@@ -58,6 +58,8 @@ package assistant
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"slices"
@@ -104,6 +106,11 @@ type Tools struct {
 	events    *events
 	approvals *approvals
 	seq       atomic.Uint64
+	// instance names this run of the relay's Tools in every turn id it makes and in the event
+	// stream's hello: a page waiting for a turn's outcome tells by it whether the relay that
+	// greets it is the one that took the turn (and, restarted, turn ids begin anew without
+	// meeting the old ones; in a fleet, no two relays' turns share an id).
+	instance string
 	// waiting holds the cancel of each turn answered 202 (turnAtOnce) until it ends, by turn id:
 	// POST /api/turn/{id}/cancel ends it. Each is bounded in time (the approval's wait and
 	// approval.RunBound) and in number by MaxPendingApprovals while it waits.
@@ -120,7 +127,7 @@ func New(opts Options) *Tools {
 	if opts.ApprovalTimeout <= 0 {
 		opts.ApprovalTimeout = DefaultApprovalTimeout
 	}
-	c := &Tools{opts: opts, log: opts.Log, listeners: map[uint64]func(){}}
+	c := &Tools{opts: opts, log: opts.Log, listeners: map[uint64]func(){}, instance: newInstance()}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -128,6 +135,17 @@ func New(opts Options) *Tools {
 	c.events = newEvents(c.log)
 	c.approvals = newApprovals(c.events)
 	return c
+}
+
+// instanceHexLen is the length of a Tools' instance name: 48 random bits in hex, so two runs of a
+// relay (or two relays of a fleet) do not meet by chance.
+const instanceHexLen = 12
+
+// newInstance returns a fresh instance name.
+func newInstance() string {
+	b := make([]byte, instanceHexLen/2)
+	rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b)
 }
 
 // UseExtensions has the extension tools call x (the extension door); until it is called they
@@ -250,7 +268,7 @@ func (c *Tools) UseFleet(f Fleet) {
 
 // DeliverEvent hands an event another relay published to this relay's event streams.
 func (c *Tools) DeliverEvent(frame []byte) {
-	c.events.deliver(frame)
+	c.events.deliver(frame, nil)
 	c.events.announce() // delivering may have dropped the last subscriber
 }
 

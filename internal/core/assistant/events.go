@@ -72,7 +72,11 @@ func frame(kind string, v any) []byte {
 // With nobody to send it to (no stream here, no fleet), an event that is not kept is not
 // encoded at all: a call's event carries its result, and an MCP client's reads with no page open
 // would each pay to encode it for nobody.
-func (e *events) publish(kind string, v any) {
+func (e *events) publish(kind string, v any) { e.publishKept(kind, v, nil) }
+
+// publishKept is publish, calling kept (when not nil) once a turn event is kept for the streams
+// opened later and before any stream is sent it.
+func (e *events) publishKept(kind string, v any, kept func()) {
 	e.mu.Lock()
 	idle := len(e.subs) == 0 && e.fleet == nil
 	e.mu.Unlock()
@@ -80,7 +84,7 @@ func (e *events) publish(kind string, v any) {
 		return
 	}
 	f := frame(kind, v)
-	e.deliver(f)
+	e.deliver(f, kept)
 	e.mu.Lock()
 	fl := e.fleet
 	e.mu.Unlock()
@@ -90,8 +94,9 @@ func (e *events) publish(kind string, v any) {
 	}
 }
 
-// deliver sends an encoded event to this relay's subscribers.
-func (e *events) deliver(f []byte) {
+// deliver sends an encoded event to this relay's subscribers, calling kept (when not nil) once
+// a turn event is kept and before it is sent.
+func (e *events) deliver(f []byte, kept func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if bytes.HasPrefix(f, turnFrame) {
@@ -100,11 +105,36 @@ func (e *events) deliver(f []byte) {
 		}
 		e.turns = append(e.turns, f)
 	}
+	if kept != nil {
+		kept()
+	}
 	for s := range e.subs {
 		if !s.Send(f) {
 			delete(e.subs, s) // closed: its stream logs why
 		}
 	}
+}
+
+// turnIDs returns the turn ids of turn event frames (recentTurns), in their order.
+func turnIDs(frames [][]byte) []string {
+	ids := make([]string, 0, len(frames))
+	for _, f := range frames {
+		_, data, _ := bytes.Cut(f, []byte("\ndata: "))
+		var t struct {
+			TurnID string `json:"turnId"`
+		}
+		if json.Unmarshal(bytes.TrimSpace(data), &t) == nil && t.TurnID != "" {
+			ids = append(ids, t.TurnID)
+		}
+	}
+	return ids
+}
+
+// inFleet reports whether the events cross a fleet: turns another relay took may then end here.
+func (e *events) inFleet() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.fleet != nil
 }
 
 // recentTurns returns the latest turn events delivered, oldest first.

@@ -157,9 +157,22 @@ func (c *Tools) serveEvents(w http.ResponseWriter, r *http.Request) {
 	// hello is composed after subscribing, so no event is missed, and goes before any event
 	// queued meanwhile; after it, the outcomes of turns answered with a pending handle: a page
 	// whose stream broke while it waited gets them still. One it saw already it knows by its
-	// turnId.
-	first := frame("hello", map[string]any{"mode": c.mode(), "tools": names, "approvals": c.approvals.pending(), "root": c.opts.Holder.Holding()})
-	for _, f := range c.events.recentTurns() {
+	// turnId. The hello names this relay's instance and every turn it can still answer for: those
+	// it holds and those whose outcome follows. The held ones are read first and a turn's outcome
+	// is kept before it stops being held (turnAtOnce), so a turn moving from one to the other
+	// meanwhile is named all the same. A page whose pending turn this instance took and does not
+	// name (or, the relay alone, that another instance took) knows it is lost (public/turns.js);
+	// in a fleet another relay may hold it, and its outcome crosses the fleet.
+	held := []string{}
+	c.waiting.Range(func(id, _ any) bool {
+		held = append(held, id.(string))
+		return true
+	})
+	recent := c.events.recentTurns()
+	held = append(held, turnIDs(recent)...)
+	first := frame("hello", map[string]any{"mode": c.mode(), "tools": names, "approvals": c.approvals.pending(), "root": c.opts.Holder.Holding(),
+		"instance": c.instance, "fleet": c.events.inFleet(), "turns": held})
+	for _, f := range recent {
 		first = append(first, f...)
 	}
 	out.Lead(first)
@@ -193,6 +206,10 @@ type Turn struct {
 	// Pending is the request for the person's approval the turn waits for, in the answer given
 	// at once (202, turnAtOnce); the turn's outcome comes later as the event stream's turn event.
 	Pending *Approval `json:"pending,omitempty"`
+	// Instance names the run of the relay that took the turn, in the answer given at once: the
+	// event stream's hello names its own and the turns it holds (serveEvents), so a page learns at
+	// once that a turn is lost when that relay stopped.
+	Instance string `json:"instance,omitempty"`
 }
 
 // MiniAppToolCall is a call of an open app's tool by its name in the app (Turn.MiniAppToolCall).
@@ -250,15 +267,17 @@ func (c *Tools) turnAtOnce(w http.ResponseWriter, r *http.Request, t Turn, run f
 		end := time.AfterFunc(c.opts.ApprovalTimeout+approval.RunBound, cancel)
 		c.waiting.Store(t.TurnID, cancel)
 		w.Header().Set("Preference-Applied", "respond-async")
-		server.WriteJSON(w, http.StatusAccepted, Turn{OK: true, TurnID: t.TurnID, Mode: t.Mode, Pending: &a})
+		server.WriteJSON(w, http.StatusAccepted, Turn{OK: true, TurnID: t.TurnID, Mode: t.Mode, Pending: &a, Instance: c.instance})
 		go func() {
 			out := <-done
 			end.Stop()
-			c.waiting.Delete(t.TurnID)
 			if len(out.Result) > maxTurnEventResultBytes {
 				out.Result = json.RawMessage(`{"note":"the result is too large to show here"}`)
 			}
-			c.events.publish("turn", out)
+			// No longer held once kept among the recent turns, and before any stream hears it
+			// (its caller may cancel no more): a hello names every turn in one or the other
+			// (serveEvents).
+			c.events.publishKept("turn", out, func() { c.waiting.Delete(t.TurnID) })
 		}()
 	case <-r.Context().Done():
 		cancel() // the caller left before anyone was asked
@@ -274,7 +293,7 @@ func (c *Tools) TypedTurn(ctx context.Context, transcript string) Turn {
 
 // newTurn names a new turn.
 func (c *Tools) newTurn() Turn {
-	return Turn{TurnID: "turn-" + itoa(c.seq.Add(1)), Mode: c.mode()}
+	return Turn{TurnID: "turn-" + c.instance + "-" + itoa(c.seq.Add(1)), Mode: c.mode()}
 }
 
 func (c *Tools) typedTurn(ctx context.Context, t Turn, transcript string) Turn {

@@ -166,3 +166,50 @@ func TestAPendingTurnItsCallerCancelsEndsAndDoesNothing(t *testing.T) {
 		t.Fatalf("the next turn answered %d %v", code, m)
 	}
 }
+
+// TestTheHelloNamesTheTurnsItCanAnswerFor: a stream's hello names the relay's instance and each
+// turn answered 202 that it can still answer for: while it waits for the person (held), and once
+// it ended (its outcome follows the hello). The 202 names the same instance, and the turn ids of
+// another run of the relay (a restart) neither meet these nor share its instance.
+func TestTheHelloNamesTheTurnsItCanAnswerFor(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{ApprovalTimeout: bound})
+	dir := r.machine()
+	ev := r.events()
+	os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("keep"), 0o644)
+	code, m := r.postAsync(map[string]string{"transcript": "delete keep.txt"})
+	p, _ := m["pending"].(map[string]any)
+	if code != http.StatusAccepted || p == nil || m["instance"] == "" || m["instance"] == nil {
+		t.Fatalf("the delete answered %d %v", code, m)
+	}
+	named := func(hello map[string]any) bool {
+		if hello["instance"] != m["instance"] || hello["fleet"] != false {
+			t.Fatalf("the hello names instance %v (fleet %v), the turn's is %v", hello["instance"], hello["fleet"], m["instance"])
+		}
+		turns, _ := hello["turns"].([]any)
+		for _, id := range turns {
+			if id == m["turnId"] {
+				return true
+			}
+		}
+		return false
+	}
+	if !named(next(t, r.events(), "hello").Data) {
+		t.Fatalf("a hello while turn %v waits does not name it", m["turnId"])
+	}
+	if code, d := r.post("/api/approvals/"+p["id"].(string), map[string]bool{"approve": false}); code != http.StatusOK {
+		t.Fatalf("denying answered %d %v", code, d)
+	}
+	if out := next(t, ev, "turn").Data; out["turnId"] != m["turnId"] {
+		t.Fatalf("the turn ended %v", out)
+	}
+	if !named(next(t, r.events(), "hello").Data) {
+		t.Fatalf("a hello after turn %v ended does not name it (its outcome follows)", m["turnId"])
+	}
+
+	again := newRig(t, assistant.Options{ApprovalTimeout: bound}) // the relay started again
+	hello := next(t, again.events(), "hello").Data
+	if hello["instance"] == m["instance"] || len(hello["turns"].([]any)) != 0 {
+		t.Fatalf("another run's hello names instance %v and turns %v", hello["instance"], hello["turns"])
+	}
+}

@@ -33,7 +33,7 @@ func BenchmarkRequest(b *testing.B) {
 			req := httptest.NewRequest("GET", "/api/bench", nil)
 			if bc.gate != nil {
 				tok, _, _, _ := gate.store.Redeem(newTicket(b, gate), "")
-				req.Header.Set("Cookie", SessionCookie+"="+tok)
+				req.Header.Set("Cookie", SessionCookieName("")+"="+tok)
 			}
 			b.ReportAllocs()
 			for b.Loop() {

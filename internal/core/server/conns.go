@@ -514,7 +514,7 @@ func (s *Server) credentialed(r *http.Request) bool {
 		return true
 	}
 	if s.cfg.Gate != nil {
-		if _, err := r.Cookie(SessionCookie); err == nil && s.cfg.Gate.Session(r) {
+		if s.cfg.Gate.Session(r) {
 			return true
 		}
 	}

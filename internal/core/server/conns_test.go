@@ -263,8 +263,8 @@ func TestASignedInConnectionIsLetInPastItsAddressBound(t *testing.T) {
 		status       int
 	}{
 		{"a stranger", "", http.StatusTooManyRequests},
-		{"a forged session", "Cookie: " + SessionCookie + "=" + strings.Repeat("0", 64) + "\r\n", http.StatusTooManyRequests},
-		{"the session", "Cookie: " + SessionCookie + "=" + cookie + "\r\n", http.StatusOK},
+		{"a forged session", "Cookie: " + SessionCookieName("") + "=" + strings.Repeat("0", 64) + "\r\n", http.StatusTooManyRequests},
+		{"the session", "Cookie: " + SessionCookieName("") + "=" + cookie + "\r\n", http.StatusOK},
 		{"the host token", HostTokenHeader + ": host\r\n", http.StatusOK},
 	} {
 		c := rawRequest(t, addr, "GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"+tt.header+"\r\n", "")

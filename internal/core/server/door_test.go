@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voicebox-go/voicebox/internal/core/session"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -148,7 +149,7 @@ func TestLoopbackGate(t *testing.T) {
 	}
 	var session *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == SessionCookie {
+		if c.Name == SessionCookieName("") {
 			session = c
 		}
 	}
@@ -158,7 +159,7 @@ func TestLoopbackGate(t *testing.T) {
 	if session.Value == ticket {
 		t.Fatal("the session is the ticket")
 	}
-	withSession := map[string]string{"Cookie": SessionCookie + "=" + session.Value}
+	withSession := map[string]string{"Cookie": SessionCookieName("") + "=" + session.Value}
 
 	tests := []struct {
 		name, method, path string
@@ -173,7 +174,7 @@ func TestLoopbackGate(t *testing.T) {
 		{"a page file without a session", "GET", "/index.html", nil, "", 401, ""},
 		{"the API without a session", "POST", "/api/echo", map[string]string{"Content-Type": "application/json"}, `{"name":"x"}`, 401, refusal.LoopbackUnauthenticated},
 		{"an unknown API route without a session", "GET", "/api/nothing", nil, "", 401, refusal.LoopbackUnauthenticated},
-		{"a wrong session", "GET", "/api/nothing", map[string]string{"Cookie": SessionCookie + "=" + strings.Repeat("0", 64)}, "", 401, refusal.LoopbackUnauthenticated},
+		{"a wrong session", "GET", "/api/nothing", map[string]string{"Cookie": SessionCookieName("") + "=" + strings.Repeat("0", 64)}, "", 401, refusal.LoopbackUnauthenticated},
 		{"a wrong host token", "GET", "/", map[string]string{HostTokenHeader: "nope"}, "", 401, ""},
 		{"health stays open", "GET", "/api/health", nil, "", 200, ""},
 		{"the page with the session", "GET", "/", withSession, "", 200, ""},
@@ -232,12 +233,12 @@ func TestBootstrapKeepsTheOtherParameters(t *testing.T) {
 			}
 			var cookie string
 			for _, c := range resp.Cookies() {
-				if c.Name == SessionCookie {
+				if c.Name == SessionCookieName("") {
 					cookie = c.Value
 				}
 			}
 			// The same link again: a signed-in browser is sent on, a stranger is refused.
-			again, _ := do(t, http.MethodGet, ts.URL+"/?"+query, map[string]string{"Cookie": SessionCookie + "=" + cookie}, "")
+			again, _ := do(t, http.MethodGet, ts.URL+"/?"+query, map[string]string{"Cookie": SessionCookieName("") + "=" + cookie}, "")
 			if again.StatusCode != http.StatusSeeOther || again.Header.Get("Location") != tt.want || len(again.Cookies()) != 0 {
 				t.Fatalf("a used link with a session: %d to %q (cookies %v)", again.StatusCode, again.Header.Get("Location"), again.Cookies())
 			}
@@ -256,4 +257,50 @@ func newTicket(t testing.TB, gate *Gate) string {
 		t.Fatal(err)
 	}
 	return tk
+}
+
+// TestTheSessionCookieIsTheDeployments: two deployments' gates on one host set two cookie names
+// (vb_session_ and 12 hex digits), one deployment one; a gate reads only its own name, and the
+// old vb_session when its own is absent (a session signed in before the upgrade), never another
+// deployment's; the old name is never set.
+func TestTheSessionCookieIsTheDeployments(t *testing.T) {
+	t.Parallel()
+	if SessionCookieName("fleet-a") != SessionCookieName("fleet-a") || SessionCookieName("fleet-a") == SessionCookieName("fleet-b") {
+		t.Fatal("one deployment's name differs, or two deployments share one")
+	}
+	if n := SessionCookieName("x"); !strings.HasPrefix(n, LegacySessionCookie+"_") || len(n) != len(LegacySessionCookie)+1+sessionCookieHexLen {
+		t.Fatalf("the name %q", n)
+	}
+	store := session.NewStore(session.Options{})
+	a, b := NewDeploymentGate(store, "a"), NewDeploymentGate(store, "b") // one store, so only the name keeps them apart
+	ts := echoServer(t, 0, Config{Gate: a})
+	resp, _ := do(t, http.MethodGet, ts.URL+"/?bootstrap="+newTicket(t, a), nil, "")
+	var tok string
+	for _, c := range resp.Cookies() {
+		if c.Name == LegacySessionCookie {
+			t.Fatal("the old name was set")
+		}
+		if c.Name == a.Cookie() {
+			tok = c.Value
+		}
+	}
+	if tok == "" {
+		t.Fatalf("no %s cookie: %q", a.Cookie(), resp.Header.Values("Set-Cookie"))
+	}
+	for _, c := range []struct {
+		gate   *Gate
+		cookie string
+		in     bool
+	}{
+		{a, a.Cookie() + "=" + tok, true},
+		{b, a.Cookie() + "=" + tok, false},
+		{a, LegacySessionCookie + "=" + tok, true},
+		{a, a.Cookie() + "=" + strings.Repeat("0", 64) + "; " + LegacySessionCookie + "=" + tok, false}, // its own name first
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Cookie", c.cookie)
+		if got := c.gate.Session(r); got != c.in {
+			t.Fatalf("gate %s with %q: session %v, want %v", c.gate.Cookie(), c.cookie, got, c.in)
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,8 +12,24 @@ import (
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
-// SessionCookie is the cookie the loopback gate's session travels in.
-const SessionCookie = "vb_session"
+// LegacySessionCookie is the name every relay gave its session cookie before the name was its
+// deployment's (SessionCookieName). A browser scopes cookies by host, not by port, so two relays
+// on one machine shared it and signing in to one signed the other out. A gate still reads it when
+// its own is absent, so a fleet's sessions outlive its upgrade; it never sets it.
+const LegacySessionCookie = "vb_session"
+
+// sessionCookieHexLen is how many hex digits of the deployment's hash a session cookie's name
+// carries: 48 bits, so two deployments on one host do not meet by chance.
+const sessionCookieHexLen = 12
+
+// SessionCookieName is the name of the session cookie of the deployment named deployment:
+// "vb_session_" and the first hex digits of the name's SHA-256. The relays of one fleet name one
+// deployment, so a session signed in on one is carried to every other; two relays apart name two,
+// so a browser signed in to both keeps both sessions (see core.Config.Deployment).
+func SessionCookieName(deployment string) string {
+	sum := sha256.Sum256([]byte("voicebox deployment\x00" + deployment))
+	return LegacySessionCookie + "_" + hex.EncodeToString(sum[:])[:sessionCookieHexLen]
+}
 
 // BootstrapParam is the query parameter a bootstrap ticket is redeemed with: /?bootstrap=TICKET.
 const BootstrapParam = "bootstrap"
@@ -25,14 +43,25 @@ const BootstrapParam = "bootstrap"
 // Tickets and sessions live in a session.Store, in memory: a restart ends every session. The zero
 // value is not usable; call NewGate or NewGateFor.
 type Gate struct {
-	store *session.Store
+	store  *session.Store
+	cookie string
 }
 
-// NewGate returns a gate over a new store whose sessions last session.DefaultLifetime.
+// NewGate returns a gate over a new store whose sessions last session.DefaultLifetime, for the
+// unnamed deployment "".
 func NewGate() *Gate { return NewGateFor(session.NewStore(session.Options{})) }
 
-// NewGateFor returns a gate over store.
-func NewGateFor(store *session.Store) *Gate { return &Gate{store: store} }
+// NewGateFor returns a gate over store for the unnamed deployment "".
+func NewGateFor(store *session.Store) *Gate { return NewDeploymentGate(store, "") }
+
+// NewDeploymentGate returns a gate over store whose cookie is deployment's
+// (SessionCookieName(deployment)).
+func NewDeploymentGate(store *session.Store, deployment string) *Gate {
+	return &Gate{store: store, cookie: SessionCookieName(deployment)}
+}
+
+// Cookie is the name of the cookie this gate's sessions travel in.
+func (g *Gate) Cookie() string { return g.cookie }
 
 // Store returns the gate's session store: for listing and revoking sessions, and for the socket
 // routes' Sockets.Admit.
@@ -58,9 +87,14 @@ func (g *Gate) SessionID(r *http.Request) string {
 // Check returns the ID of r's live session, "" when it has none, and an error when the sessions
 // cannot be read (a fleet's shared store out of reach).
 func (g *Gate) Check(r *http.Request) (string, error) {
-	c, err := r.Cookie(SessionCookie)
+	c, err := r.Cookie(g.cookie)
 	if err != nil {
-		return "", nil
+		// A browser signed in before cookies were named for their deployment (a fleet's
+		// session outlives a rolling upgrade); a token another relay's gate made is no session
+		// here, so reading it lets no one in.
+		if c, err = r.Cookie(LegacySessionCookie); err != nil {
+			return "", nil
+		}
 	}
 	id, _, err := g.store.Lookup(c.Value)
 	return id, err
@@ -84,7 +118,7 @@ func (s *Server) gate(w http.ResponseWriter, r *http.Request) bool {
 		}
 		if ok {
 			s.log.Info("session started", "session", info.ID, "client", info.Client, "expires", info.Expires.UTC().Format(time.RFC3339), "request_id", RequestID(r.Context()))
-			http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: tok, Path: "/", MaxAge: int(g.store.Lifetime().Seconds()),
+			http.SetCookie(w, &http.Cookie{Name: g.cookie, Value: tok, Path: "/", MaxAge: int(g.store.Lifetime().Seconds()),
 				HttpOnly: true, Secure: HTTPS(r), SameSite: http.SameSiteStrictMode})
 			w.Header().Set("Cache-Control", "no-store")
 			http.Redirect(w, r, withoutTicket(r.URL.RawQuery), http.StatusSeeOther)

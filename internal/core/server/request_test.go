@@ -193,7 +193,7 @@ func TestSessionRoutes(t *testing.T) {
 	ts := echoServer(t, 0, Config{Gate: gate, HostToken: func(s string) bool { return s == token }, BootstrapBase: "https://voicebox.example.com"})
 	resp, _ := do(t, "GET", ts.URL+"/?bootstrap="+newTicket(t, gate), nil, "")
 	cookie := resp.Cookies()[0]
-	withSession := map[string]string{"Cookie": SessionCookie + "=" + cookie.Value}
+	withSession := map[string]string{"Cookie": SessionCookieName("") + "=" + cookie.Value}
 	if cookie.MaxAge <= 0 {
 		t.Fatalf("the cookie has no Max-Age: %+v", cookie)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/core/server"
 	"github.com/voicebox-go/voicebox/internal/core/session"
 	"github.com/voicebox-go/voicebox/internal/core/wsbound"
+	"github.com/voicebox-go/voicebox/internal/shared/liveaudio"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/tool"
@@ -27,8 +28,9 @@ import (
 // Bounds of the /live socket.
 const (
 	// MaxAudioFrameBytes bounds one binary frame of PCM16 from the page (about 340 ms at
-	// 24 kHz; the page sends 10 ms frames).
-	MaxAudioFrameBytes = 16 << 10
+	// 24 kHz; the page sends 10 ms frames): liveaudio.MaxFrameBytes, the bound the page's live
+	// worker holds its frames to as well.
+	MaxAudioFrameBytes = liveaudio.MaxFrameBytes
 	// MaxTextBytes bounds typed text in one frame.
 	MaxTextBytes = 4 << 10
 	// maxReadBytes is the socket's read limit: the larger of the two, with room for JSON.

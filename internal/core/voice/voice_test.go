@@ -599,7 +599,7 @@ func signIn(t *testing.T, r *relay, gate *server.Gate) string {
 	}
 	resp.Body.Close()
 	for _, c := range resp.Cookies() {
-		if c.Name == server.SessionCookie {
+		if c.Name == gate.Cookie() {
 			return c.Name + "=" + c.Value
 		}
 	}

@@ -203,6 +203,10 @@ func (f *Fleet) Connected() bool { return f.nc.IsConnected() }
 func (f *Fleet) Close() { f.nc.Close() }
 
 // name returns the fleet's name for a bucket or a subject token.
+// Prefix is the fleet's prefix (Config.Prefix, DefaultPrefix when it was ""): the relays of one
+// fleet share it.
+func (f *Fleet) Prefix() string { return f.cfg.Prefix }
+
 func (f *Fleet) name(s string) string { return f.cfg.Prefix + "_" + s }
 
 // subject returns the fleet's subject for the dot-separated tokens.

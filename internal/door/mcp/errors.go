@@ -47,7 +47,29 @@ func (w *refusalWriter) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	w.passed = true
-	return w.ResponseWriter.Write(b)
+	if _, err := w.ResponseWriter.Write(eventWithErrorData(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// eventWithErrorData is event, one server-sent event as the SDK's transport writes it (its
+// fields, then "data: " and one JSON-RPC message, then a blank line), with the message passed
+// through withErrorData.
+func eventWithErrorData(event []byte) []byte {
+	i := bytes.Index(event, []byte("data: "))
+	if i < 0 || (i > 0 && event[i-1] != '\n') {
+		return event
+	}
+	data, end := event[i+len("data: "):], ""
+	if d, ok := bytes.CutSuffix(data, []byte("\n\n")); ok {
+		data, end = d, "\n\n"
+	}
+	fixed, added := withErrorData(data)
+	if !added {
+		return event
+	}
+	return append(append(append(bytes.Clone(event[:i]), "data: "...), fixed...), end...)
 }
 
 // Flush passes a flush of an event stream on; a held error is written by finish.
@@ -153,23 +175,84 @@ func withRefusalErrors(next sdk.MethodHandler) sdk.MethodHandler {
 			we.Code, we.Data = wrapped.Code, wrapped.Data
 		}
 		if len(we.Data) == 0 {
-			rule := refusal.InternalError
-			switch we.Code {
-			case jsonrpc.CodeMethodNotFound:
-				rule = refusal.UnknownMethod
-			case jsonrpc.CodeInvalidParams:
-				rule = refusal.InvalidArgument
-			case jsonrpc.CodeInvalidRequest:
-				rule = refusal.MalformedCall
-			case jsonrpc.CodeParseError:
-				rule = refusal.MalformedJSON
-			}
 			rf, ok := refusal.As(err)
 			if !ok {
-				rf = refusal.New(rule, "%s", err.Error())
+				rf = refusal.New(codeRule(we.Code), "%s", err.Error())
 			}
 			we.Data, _ = json.Marshal(rf)
 		}
 		return res, we
 	}
+}
+
+// codeRule is the rule a JSON-RPC error of code names when it carries no refusal of its own.
+func codeRule(code int64) refusal.Rule {
+	switch code {
+	case jsonrpc.CodeMethodNotFound:
+		return refusal.UnknownMethod
+	case jsonrpc.CodeInvalidParams:
+		return refusal.InvalidArgument
+	case jsonrpc.CodeInvalidRequest:
+		return refusal.MalformedCall
+	case jsonrpc.CodeParseError:
+		return refusal.MalformedJSON
+	}
+	return refusal.InternalError
+}
+
+// withErrorData is msg, one JSON-RPC message as the SDK encodes it, with data {refused, why}
+// added to its error when it is an error answer that has no data (added reports that): the errors the SDK answers
+// before any middleware runs (params that do not decode into the method's type) reach the client
+// only through the transport, so /mcp's event stream and `relay mcp`'s lines pass every message
+// through here. Any other message is returned as it is, looked at only as far as its id.
+func withErrorData(msg []byte) (_ []byte, added bool) {
+	if !isErrorAnswer(msg) {
+		return msg, false
+	}
+	var m struct {
+		Error struct {
+			Code    int64           `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(msg, &m) != nil || len(m.Error.Data) != 0 {
+		return msg, false
+	}
+	rf := refusal.New(codeRule(m.Error.Code), "%s", m.Error.Message)
+	if m.Error.Code == jsonrpc.CodeInvalidParams { // the SDK's own words name its Go types
+		rf = refusal.New(refusal.InvalidArgument, "the request's params do not fit its method: an MCP request's params are an object holding the method's fields, each of its type (%s)", m.Error.Message)
+	}
+	b, ok := withRefusalData(string(msg), rf)
+	if !ok {
+		return msg, false
+	}
+	return bytes.TrimSuffix(b, []byte("\n")), true
+}
+
+// errorAnswerStart is how the SDK's encoder begins every answer: its members in the order of its
+// wire struct, the id before result or error.
+const errorAnswerStart = `{"jsonrpc":"2.0","id":`
+
+// isErrorAnswer reports whether msg is an answer whose next member after its id is its error,
+// without decoding it: the id is skipped (a string, a number or null), the rest is not read.
+func isErrorAnswer(msg []byte) bool {
+	rest, ok := bytes.CutPrefix(msg, []byte(errorAnswerStart))
+	if !ok || len(rest) == 0 {
+		return false
+	}
+	i := 0
+	if rest[0] == '"' {
+		for i = 1; i < len(rest) && rest[i] != '"'; i++ {
+			if rest[i] == '\\' {
+				i++
+			}
+		}
+		i++
+	} else {
+		for i < len(rest) && rest[i] != ',' && rest[i] != '}' {
+			i++
+		}
+	}
+	return i <= len(rest) && bytes.HasPrefix(rest[i:], []byte(`,"error":`))
 }

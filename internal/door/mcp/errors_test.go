@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // TestTransportErrorsBecomeRefusals: whatever the SDK's transport answers with an error status
@@ -78,5 +80,49 @@ func TestTransportErrorsBecomeRefusals(t *testing.T) {
 			}
 			c.want(t, rec.Body.String())
 		})
+	}
+}
+
+// TestWithErrorDataNamesOnlyBareErrors: an error answer with no data gains {refused, why} by its
+// code, whatever its id; an error with data of its own, a result (whose content may say
+// "error"), a request and anything not written the SDK's way pass untouched.
+func TestWithErrorDataNamesOnlyBareErrors(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		rule string // "" when msg passes untouched
+	}{
+		{`{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"invalid params"}}`, "invalid-argument"},
+		{`{"jsonrpc":"2.0","id":"a\",\"error\":","error":{"code":-32601,"message":"no such method"}}`, "unknown-method"},
+		{`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`, "malformed-json"},
+		{`{"jsonrpc":"2.0","id":-1.5e3,"error":{"code":-32000,"message":"boom"}}`, "internal-error"},
+		{`{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"x","data":{"supported":["2025-06-18"]}}}`, ""},
+		{`{"jsonrpc":"2.0","id":"x\",\"error\":","result":{"content":[{"type":"text","text":"\"error\":"}]}}`, ""},
+		{`{"jsonrpc":"2.0","id":7,"result":{"error":{"code":1}}}`, ""},
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}`, ""},
+		{`{"id":7,"jsonrpc":"2.0","error":{"code":-32602,"message":"x"}}`, ""},
+		{`{"jsonrpc":"2.0","id":"unterminated`, ""},
+	} {
+		got, added := withErrorData([]byte(tc.msg))
+		if tc.rule == "" {
+			if added || string(got) != tc.msg {
+				t.Errorf("%s became %s", tc.msg, got)
+			}
+			continue
+		}
+		var m struct {
+			ID    json.RawMessage `json:"id"`
+			Error struct {
+				Code int64           `json:"code"`
+				Data refusal.Refusal `json:"data"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(got, &m); err != nil || !added || string(m.Error.Data.Rule) != tc.rule || m.Error.Data.Why == "" {
+			t.Errorf("%s became %s (%v), want data refused %s", tc.msg, got, err, tc.rule)
+		}
+	}
+	event := "event: message\nid: 3\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-32602,\"message\":\"invalid params\"}}\n\n"
+	got := string(eventWithErrorData([]byte(event)))
+	if !strings.HasPrefix(got, "event: message\nid: 3\ndata: {") || !strings.HasSuffix(got, "}\n\n") || !strings.Contains(got, `"refused":"invalid-argument"`) {
+		t.Errorf("the event became %q", got)
 	}
 }

@@ -229,3 +229,40 @@ func TestPasserAnswersEachIdOnce(t *testing.T) {
 	default:
 	}
 }
+
+// TestDecodeMessageReadsLinesAsTheSDKDoes: the bridge's own reading of a line gives the message
+// the SDK's jsonrpc.DecodeMessage gives, and refuses what it refuses.
+func TestDecodeMessageReadsLinesAsTheSDKDoes(t *testing.T) {
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file","arguments":{"name":"a.md"}}}`,
+		`{"jsonrpc":"2.0","id":"x\"y","method":"tools/call","params":null}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"result":{"a":[1,2]}}`,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"m","data":{"x":1}}}`,
+		`{"jsonrpc":"2.0","id":3,"error":null,"result":{}}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":{},"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":5}`,
+		`{"jsonrpc":"1.0","id":3,"method":"ping"}`,
+		`{"id":3,"method":"ping"}`,
+		`{"jsonrpc":"2.0","result":{}}`,
+		`{"jsonrpc":"2.0","id":3,"error":"x"}`,
+		`7`,
+	} {
+		want, wantErr := jsonrpc.DecodeMessage([]byte(line))
+		got, gotErr := decodeMessage([]byte(line))
+		if (wantErr != nil) != (gotErr != nil) {
+			t.Errorf("%s: the SDK says %v, the bridge %v", line, wantErr, gotErr)
+			continue
+		}
+		if wantErr != nil {
+			continue
+		}
+		w, _ := jsonrpc.EncodeMessage(want)
+		g, _ := jsonrpc.EncodeMessage(got)
+		if string(w) != string(g) {
+			t.Errorf("%s: the SDK reads %s, the bridge %s", line, w, g)
+		}
+	}
+}

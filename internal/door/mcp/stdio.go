@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -123,11 +124,57 @@ func decodeLine(line []byte) (jsonrpc.Message, int, *refusal.Refusal) {
 	if line[0] == '[' {
 		return nil, codeInvalidRequest, refusal.New(refusal.MalformedCall, "a batch was skipped; send one JSON-RPC message per line")
 	}
-	msg, err := jsonrpc.DecodeMessage(line)
+	msg, err := decodeMessage(line)
 	if err != nil {
 		return nil, codeInvalidRequest, refusal.New(refusal.MalformedCall, "a line that is no JSON-RPC message was skipped: %v", err)
 	}
 	return msg, 0, nil
+}
+
+// decodeMessage is the JSON-RPC message of line, valid JSON, read as the SDK's
+// jsonrpc.DecodeMessage reads it (member names matched exactly, "jsonrpc" "2.0", a method makes
+// a request, else an id and a result or an error make a response), without its decoder: that
+// starts a 32 KiB buffer for each of the two values it decodes of every line (BENCHMARKS.md).
+// The members are split by one scan that skips values; only the id, the method and an error are
+// decoded, and params and result are kept as they came.
+func decodeMessage(line []byte) (jsonrpc.Message, error) {
+	m, ok := topMembers(line)
+	if !ok {
+		return nil, errors.New("not a JSON object")
+	}
+	var version string
+	if json.Unmarshal(m["jsonrpc"], &version) != nil || version != "2.0" {
+		return nil, fmt.Errorf("invalid message version tag %s; expected \"2.0\"", m["jsonrpc"])
+	}
+	var raw any
+	if v, has := m["id"]; has {
+		if err := json.Unmarshal(v, &raw); err != nil {
+			return nil, err
+		}
+	}
+	id, err := jsonrpc.MakeID(raw)
+	if err != nil {
+		return nil, err
+	}
+	if v, has := m["method"]; has {
+		var method string
+		if err := json.Unmarshal(v, &method); err != nil {
+			return nil, fmt.Errorf("the method is no string: %w", err)
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: m["params"]}, nil
+	}
+	if !id.IsValid() {
+		return nil, errors.New("a response without an id")
+	}
+	resp := &jsonrpc.Response{ID: id, Result: m["result"]}
+	if v := m["error"]; v != nil && string(v) != "null" {
+		var e jsonrpc.Error
+		if err := json.Unmarshal(v, &e); err != nil {
+			return nil, fmt.Errorf("the error is no JSON-RPC error: %w", err)
+		}
+		resp.Error = &e
+	}
+	return resp, nil
 }
 
 // deliver hands r to Read; false once the connection is closed.
@@ -186,6 +233,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if c.pass != nil {
 		c.pass.sent(msg)
 	}
+	b, _ = withErrorData(b)
 	return c.writeLine(b)
 }
 

@@ -3,6 +3,7 @@ package vendorfixture
 import (
 	"encoding/base64"
 	"encoding/json"
+	"time"
 )
 
 // chunkBytes is the size of the audio pieces the fixture sends (100 ms at 24 kHz).
@@ -41,12 +42,37 @@ func (c *Conn) ackOpenAI(session json.RawMessage) {
 // Say answers as the model: the audio pcm (24 kHz PCM16) in chunks with text as its transcript,
 // then the end of the turn. OpenAI: one whole response, from response.created to response.done;
 // Gemini: modelTurn audio parts, outputTranscription, turnComplete.
-func (c *Conn) Say(text string, pcm []byte) {
+func (c *Conn) Say(text string, pcm []byte) { c.say(text, pcm, nil) }
+
+// SayInRealTime answers as Say does, with the audio's chunks sent as a vendor streaming speech as
+// it makes it: each when the audio before it has had time to play (the first at once), on a
+// schedule kept from the start, so a late send does not delay the ones after it. It returns how
+// late each chunk left against that schedule (a busy machine wakes the fixture late).
+func (c *Conn) SayInRealTime(text string, pcm []byte) (late []time.Duration) {
+	start := time.Now()
+	c.say(text, pcm, func(sent int) {
+		due := start.Add(time.Duration(sent/2) * time.Second / 24000)
+		time.Sleep(time.Until(due))
+		late = append(late, time.Since(due))
+	})
+	return late
+}
+
+// say sends the answer; before each audio chunk, wait (when not nil) is given the bytes sent so far.
+func (c *Conn) say(text string, pcm []byte, wait func(sent int)) {
+	sent := 0
+	next := func(n int) []byte {
+		if wait != nil {
+			wait(sent)
+		}
+		sent += n
+		return pcm[:n]
+	}
 	if c.Vendor == Gemini {
 		for len(pcm) > 0 {
 			n := min(chunkBytes, len(pcm))
 			c.SendJSON(map[string]any{"serverContent": map[string]any{"modelTurn": map[string]any{"parts": []any{
-				map[string]any{"inlineData": map[string]string{"mimeType": "audio/pcm;rate=24000", "data": base64.StdEncoding.EncodeToString(pcm[:n])}}}}}})
+				map[string]any{"inlineData": map[string]string{"mimeType": "audio/pcm;rate=24000", "data": base64.StdEncoding.EncodeToString(next(n))}}}}}})
 			pcm = pcm[n:]
 		}
 		if text != "" {
@@ -65,7 +91,7 @@ func (c *Conn) Say(text string, pcm []byte) {
 		c.SendJSON(map[string]any{"type": "response.content_part.added", "event_id": c.id("event"), "response_id": resp, "item_id": itemID, "output_index": 0, "content_index": 0, "part": map[string]string{"type": "audio"}})
 		for len(pcm) > 0 {
 			n := min(chunkBytes, len(pcm))
-			c.SendJSON(map[string]any{"type": "response.output_audio.delta", "event_id": c.id("event"), "response_id": resp, "item_id": itemID, "output_index": 0, "content_index": 0, "delta": base64.StdEncoding.EncodeToString(pcm[:n])})
+			c.SendJSON(map[string]any{"type": "response.output_audio.delta", "event_id": c.id("event"), "response_id": resp, "item_id": itemID, "output_index": 0, "content_index": 0, "delta": base64.StdEncoding.EncodeToString(next(n))})
 			pcm = pcm[n:]
 		}
 		if text != "" {
