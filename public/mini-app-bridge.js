@@ -40,16 +40,19 @@
 // calls of them go to it as tools/call.
 //
 // The worker's port: with each document's port to the app, the bridge makes a second
-// MessageChannel and hands one end to the page with its handshake message; the page hands it to
-// the worker (miniapps.port), once per document. The worker then sends its calls on it
-// ({type: call_tool, callId, name, args} and {type: cancel, callId}) and takes their answers
-// ({type: tool_result, callId, result | refused, why}) there, so a call crosses neither the
-// page's main thread nor its message listener: worker -> bridge -> app and back. The walls are
-// the same as for a call the page sends: the bridge's names, deadline, output bound and budget
-// (an answer is credited, anything else the app sends is charged), one answer per call. Only
-// the bridge writes on that port; it is closed when its document goes, after the document's
-// calls on it were answered mini-app-closed. A view has no handshake, so no such port: its
-// tools are called through the page.
+// MessageChannel, hands one end to the app's document beside its own port and the other to the
+// page with its handshake message; the page hands it to the worker (miniapps.port), once per
+// document. The worker then sends its calls on it ({type: call_tool, callId, name, args} and
+// {type: cancel_call, callId}) and takes the SDK's answers ({type: tool_result, callId, ok,
+// result | error}) there, so a call crosses neither the page's main thread nor this bridge:
+// worker -> app and back. The walls this bridge holds for the calls the page sends are held in
+// the worker for those (internal/engine frames.go, public/app-port.js): the same message budget
+// (message-budget.js, charged where the message lands: in the worker), the worker's deadline,
+// the answer's shape and output bound, one answer per call, and everything else the app posts
+// there refused by name. The app keeps its sandbox and origin; the port goes with its document
+// (a reload or a stop: the page tells the worker, which closes its end and answers the calls
+// waiting there mini-app-closed). A view has no handshake, so no such port: its tools are called
+// through the page.
 //
 // Besides registering tools and answering calls, the app may ask the host to check the
 // arguments of a call its own agent makes (validate_args, WebMCP executeTool); the host's cancel
@@ -146,12 +149,10 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
   let shaken = false; // the current document has its port
   /** @type {MessagePort | null} */
   let port = null;
-  /** @type {MessagePort | null} the worker's port of the current document (see above) */
-  let wport = null;
   /** @type {Set<string>} */
   let names = new Set(); // tools of the current document, offered or registered
-  /** @type {Map<unknown, {timer: number, via: MessagePort | null}>} */
-  const calls = new Map(); // callId -> its timer and the port it came on (null: the host), for calls sent to the current document
+  /** @type {Map<unknown, {timer: number}>} */
+  const calls = new Map(); // callId -> its timer, for the host's calls sent to the current document
   // The MCP Apps adapter: what the page gave for the view (its host context, the tool's input
   // and result), whether the current document initialised, and its requests the page serves.
   /** @type {{hostContext?: object, input?: object, result?: object, csp?: object}} */
@@ -252,8 +253,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     if (c === undefined) return false; // answered already, or never sent here
     clearTimeout(c.timer);
     calls.delete(callId);
-    if (c.via) c.via.postMessage({ type: 'tool_result', callId, ...msg });
-    else toHost({ type: 'tool_result', callId, ...msg });
+    toHost({ type: 'tool_result', callId, ...msg });
     return true;
   }
 
@@ -266,11 +266,6 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       port = null;
     }
     for (const callId of [...calls.keys()]) answer(callId, { refused: 'mini-app-closed', why });
-    if (wport) {
-      wport.onmessage = null;
-      wport.close();
-      wport = null;
-    }
     names = new Set();
     viewNames = new Set();
     viewTools = false;
@@ -345,49 +340,27 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       if (!charge(event.data, owed, event.timeStamp)) return;
       fromApp(event.data);
     };
-    inner?.contentWindow?.postMessage({ type: 'mini_app_port' }, '*', [channel.port2]);
+    // The worker's port: one end to the app's document, the other to the page for the worker.
     const toWorker = new MessageChannel();
-    wport = toWorker.port1;
-    const mine = wport;
-    wport.onmessage = (event) => fromWorker(mine, event.data);
+    inner?.contentWindow?.postMessage({ type: 'mini_app_port' }, '*', [channel.port2, toWorker.port1]);
     toHost({ type: 'handshake', generation }, [toWorker.port2]);
   }
 
   /**
-   * fromWorker serves a message the worker sent on via, the current document's port to it.
-   * @param {MessagePort} via
-   * @param {any} msg
-   */
-  function fromWorker(via, msg) {
-    if (via !== wport || !msg || typeof msg !== 'object') return;
-    if (msg.type === 'call_tool') callTool(msg.callId, msg.name, msg.args, via);
-    else if (msg.type === 'cancel') {
-      // The worker stopped waiting: it takes no answer, the app is told.
-      const c = calls.get(msg.callId);
-      if (!c || c.via !== via) return;
-      clearTimeout(c.timer);
-      calls.delete(msg.callId);
-      port?.postMessage({ type: 'cancel_call', callId: msg.callId });
-      cancelView(msg.callId);
-    }
-  }
-
-  /**
    * callTool sends the app (or the view) the call callId of its tool name, within the deadline,
-   * to be answered on via (the worker's port) or to the host (null).
+   * to be answered to the host.
    * @param {unknown} callId
    * @param {unknown} name
    * @param {unknown} args
-   * @param {MessagePort | null} via
    */
-  function callTool(callId, name, args, via) {
+  function callTool(callId, name, args) {
     if (calls.has(callId)) return;
     const tool = String(name);
     if (viewNames.has(tool) && mcpInitialized) {
       // One of the view's own tools: asked as tools/call, within the same deadline.
       const id = `voicebox-call-${++viewSeq}`;
       viewRequests.set(id, callId);
-      calls.set(callId, { via, timer: setTimeout(() => {
+      calls.set(callId, { timer: setTimeout(() => {
         if (answer(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` })) cancelView(callId);
       }, TOOL_TIMEOUT_MS) });
       toView({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: tool, arguments: args && typeof args === 'object' ? args : {} } });
@@ -395,11 +368,10 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
     }
     if (!port || !names.has(tool)) {
       const refusal = { type: 'tool_result', callId, refused: 'unknown-tool', why: `the app has no tool named ${tool}` };
-      if (via) via.postMessage(refusal);
-      else toHost(refusal);
+      toHost(refusal);
       return;
     }
-    calls.set(callId, { via, timer: setTimeout(() => {
+    calls.set(callId, { timer: setTimeout(() => {
       if (answer(callId, { refused: 'tool-timeout', why: `tool execution timed out after ${TOOL_TIMEOUT_MS}ms` })) port?.postMessage({ type: 'cancel_call', callId });
     }, TOOL_TIMEOUT_MS) });
     credits++;
@@ -755,7 +727,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
         else port.postMessage({ type: 'tool_refused', name: msg.name, refused: msg.refused, why: msg.why });
         break;
       case 'call_tool':
-        callTool(msg.callId, msg.name, msg.args, null);
+        callTool(msg.callId, msg.name, msg.args);
         break;
       case 'cancel':
         if (answer(msg.callId, { refused: 'tool-timeout', why: 'the host stopped waiting for this call' })) {

@@ -33,7 +33,9 @@
 // this frame the "tools" feature, so document.permissionsPolicy says so (libraries check it).
 //
 // The SDK talks to the bridge only over the MessagePort the bridge hands it: it says
-// mini_app_ready to its parent and takes a port only from its parent. A refused declaration is
+// mini_app_ready to its parent and takes ports only from its parent. With it comes a second port,
+// whose other end the page's worker holds: the worker's calls come on it and are answered on it
+// (the bridge is off a call's path), and nothing else is said there. A refused declaration is
 // reported here too (webMcp.refusals, a "webmcp-refused" event on window, a console warning).
 'use strict';
 
@@ -347,22 +349,27 @@
     return Promise.resolve(value);
   }
 
-  /** @param {{callId: unknown, name: string, args: unknown}} call */
-  async function run({ callId, name, args }) {
+  /**
+   * run runs a call and answers it where it came from: the bridge's port, or the worker's.
+   * @param {{callId: unknown, name: string, args: unknown}} call
+   * @param {(msg: object) => void} answer
+   */
+  async function run({ callId, name, args }, answer) {
     watch();
     const entry = tools.get(name);
     if (!entry) {
-      say({ type: 'tool_result', callId, ok: false, error: `this app has no tool named ${name}` });
+      answer({ type: 'tool_result', callId, ok: false, error: `this app has no tool named ${name}` });
       return;
     }
     const controller = new AbortController();
     running.set(callId, { controller, name });
     try {
       const value = await runTool(entry, args, controller);
-      const result = value === undefined ? 'null' : JSON.stringify(value);
-      if (running.delete(callId)) say({ type: 'tool_result', callId, ok: true, result });
+      const text = value === undefined ? 'null' : JSON.stringify(value);
+      const result = typeof text === 'string' ? text : 'null';
+      if (running.delete(callId)) answer({ type: 'tool_result', callId, ok: true, result });
     } catch (err) {
-      if (running.delete(callId)) say({ type: 'tool_result', callId, ok: false, error: String((err instanceof Error && err.message) || err) });
+      if (running.delete(callId)) answer({ type: 'tool_result', callId, ok: false, error: String((err instanceof Error && err.message) || err) });
     }
   }
 
@@ -756,7 +763,7 @@
     if (!msg || typeof msg !== 'object') return;
     switch (msg.type) {
       case 'call_tool':
-        run(msg);
+        run(msg, say);
         break;
       case 'cancel_call':
         cancel(msg.callId);
@@ -796,11 +803,25 @@
       parentWindow.postMessage({ type: 'mini_app_ready' }, '*');
       return;
     }
-    if (!msg || msg.type !== 'mini_app_port' || !event.ports || event.ports.length !== 1) return;
+    if (!msg || msg.type !== 'mini_app_port' || !event.ports || event.ports.length < 1 || event.ports.length > 2) return;
     port = event.ports[0];
     port.onmessage = onPortMessage;
     for (const m of outbox.splice(0)) port.postMessage(m);
+    const worker = event.ports[1];
+    if (worker) worker.onmessage = (e) => fromWorker(worker, e.data);
   });
+
+  /**
+   * fromWorker serves what the page's worker sends on its port: a call, answered on the same
+   * port, or a call's cancel.
+   * @param {MessagePort} worker
+   * @param {any} msg
+   */
+  function fromWorker(worker, msg) {
+    if (!msg || typeof msg !== 'object') return;
+    if (msg.type === 'call_tool') run(msg, (answer) => worker.postMessage(answer));
+    else if (msg.type === 'cancel_call') cancel(msg.callId);
+  }
 
   /**
    * noteRefusal records a refused registration where the app can read it: webMcp.refusals (the

@@ -5,9 +5,11 @@
 // call's arguments. A call does not pass through here: each document of an app gets a port to
 // the worker from its bridge (with the bridge's handshake message, from the bridge's own window
 // and origin only, one per document, numbered as it is handed on: miniapps.port {appId, doc}),
-// and the worker calls the app's tools over it; this file hears of each such call only for
-// display (miniapp.call with onPort), and of one that passed its deadline (miniapp.cancel with
-// the app and its document), which stops the app. An app without such a port (an MCP Apps view)
+// and the worker calls the app's tools over it (the port's other end is the app's document: the
+// bridge is off the path too); this file hears of each such call only for display (miniapp.call
+// with onPort), of one that passed its deadline (miniapp.cancel with the app and its document),
+// and of a document over its message budget on that port (miniapp.over_budget), each of which
+// stops the app. An app without such a port (an MCP Apps view)
 // is called through here: a call from the worker (miniapp.call) goes to the app's bridge, and its
 // answer goes back as miniapps.result, once; the host gives up after 5,000 ms whatever the
 // bridge does.
@@ -713,7 +715,8 @@ export function startMiniApps(vb) {
         app.tools = [];
         stats.ready = false;
         showTools(app);
-        await vb.call('miniapps.reset', { appId: app.appId });
+        // The document that went: its port to the worker goes with it (not a newer one's).
+        await vb.call('miniapps.reset', { appId: app.appId, doc: running.doc });
         break;
       case 'register_tool': {
         if (msg.generation !== app.generation) return;
@@ -922,6 +925,13 @@ export function startMiniApps(vb) {
   vb.on('miniapp.open', ({ entry, html, folder }) => {
     const target = entry.kind === 'page' && entry.source === 'workspace' ? { path: entry.storagePath } : { name: entry.appId };
     show(entry, html, target, undefined, folder, false).then(refreshTray).catch(vb.notify);
+  });
+
+  // A document passed its message budget on its port to the worker (which charges what the app
+  // posts there, as the bridge charges the rest): that document's app is stopped, never a newer.
+  vb.on('miniapp.over_budget', ({ appId, doc, why, messages, bytes }) => {
+    const app = apps.get(String(appId));
+    if (app && doc && app.running.doc === doc) stop(app, overBudget(String(why).slice(0, 200), messages, bytes));
   });
 
   // The worker stopped waiting: its deadline passed (expired), which stops the app, or its caller

@@ -42,6 +42,15 @@ export const MAX_SIZED_VALUES = 4096;
 /** MESSAGE_BUDGET_EXCEEDED is the rule an app over its message budget is stopped with (shared/refusal.MessageBudgetExceeded). */
 export const MESSAGE_BUDGET_EXCEEDED = "message-budget-exceeded";
 
+/** MAX_PORT_REFUSAL_SAMPLES is the refused messages of an app's port to the worker kept to show; the rest are counted by rule (internal/shared/miniapp.MaxPortRefusalSamples). */
+export const MAX_PORT_REFUSAL_SAMPLES = 5;
+
+/** MALFORMED_ANSWER is the rule a message on an app's port to the worker that is not an answer's shape is refused with (shared/refusal.MalformedAnswer). */
+export const MALFORMED_ANSWER = "malformed-answer";
+
+/** MINI_APP_UNSOLICITED_ANSWER is the rule an answer on an app's port to the worker to no call waiting there is refused with (shared/refusal.MiniAppUnsolicitedAnswer). */
+export const MINI_APP_UNSOLICITED_ANSWER = "mini-app-unsolicited-answer";
+
 /** BRIDGE_HANDSHAKE_MS is how long an app's bridge frame has to say it is ready; a per-app host silent by then falls back to the shared app host (internal/shared/miniapp.BridgeHandshakeTimeout). */
 export const BRIDGE_HANDSHAKE_MS = 8000;
 

@@ -70,6 +70,7 @@
  *   'miniapp.call': {type: 'miniapp.call', callId: string, appId: string, tool: string, args?: unknown, onPort?: boolean},
  *   'miniapp.open': {type: 'miniapp.open', entry: StoreEntry, html: string, folder?: {path: string, size: number}[]},
  *   'miniapp.cancel': {type: 'miniapp.cancel', callId: string, expired: boolean, appId?: string, tool?: string, doc?: number},
+ *   'miniapp.over_budget': {type: 'miniapp.over_budget', appId: string, doc: number, why: string, messages: number, bytes: number},
  *   'externalapp.call': {type: 'externalapp.call', callId: string, name: string, args: unknown},
  *   'externalapp.cancel': {type: 'externalapp.cancel', callId: string},
  * }} Events

@@ -83,7 +83,7 @@
  *   'miniapps.list': [undefined, {entries: StoreEntry[]}],
  *   'miniapps.launch': [{name: string} | {path: string}, {entry: StoreEntry, html: string, folder?: {path: string, size: number}[]}],
  *   'miniapps.file': [{appId: string, path: string}, {path: string, size: number, bytes: Uint8Array<ArrayBuffer>}],
- *   'miniapps.reset': [{appId: string}, {reset: boolean}],
+ *   'miniapps.reset': [{appId: string, doc?: number}, {reset: boolean}],
  *   'miniapps.close': [{appId: string, why?: string, doc?: number}, {closed: boolean}],
  *   'miniapps.port': [{appId: string, doc: number, port: MessagePort}, {bound: boolean, doc: number}],
  *   'miniapps.ports': [{appId?: string}, {ports: {appId: string, doc: number, sent: number, answered: number, dropped: number}[]}],

@@ -22,11 +22,18 @@ function fail(message) {
   self.postMessage({ type: 'failed', message: String(message) });
 }
 
+// The mini-apps' direct ports are opened through app-port.js (the message budget the bridge and
+// the page charge, one implementation): loaded beside the engine, set before Go starts.
+const appPortModule = '/app-port.js';
+
 try {
   importScripts('/wasm_exec.js');
   const go = new Go();
-  WebAssembly.instantiateStreaming(fetch('/voicebox.wasm'), go.importObject)
-    .then(({ instance }) => go.run(instance))
+  Promise.all([import(appPortModule), WebAssembly.instantiateStreaming(fetch('/voicebox.wasm'), go.importObject)])
+    .then(([ports, { instance }]) => {
+      self.voiceboxOpenAppPort = ports.openAppPort;
+      return go.run(instance);
+    })
     .then(() => fail('the engine stopped'), (err) => fail('the engine could not start: ' + err));
 } catch (err) {
   fail('the engine could not load: ' + err);

@@ -3,6 +3,7 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -14,36 +15,62 @@ import (
 )
 
 // BenchmarkMiniAppToolCall measures one mini-app tool call end to end, twice: from the page's
-// own API (main thread -> worker: validation -> the worker's port to the app's bridge -> the
-// app's port -> the app's execute, and back), and from the relay (POST /api/root/call -> /channel
-// -> the worker -> the same path -> the relay's answer). Beside the latencies it reports the CPU
-// time each call costs the processes this test started (the relay and all of Chromium's, see
-// childrenCPU): on a 2-core machine the p50 follows that more than any single hop.
+// own API (main thread -> worker: validation -> the worker's port to the app's document -> the
+// app's execute, and back), and from the relay (POST /api/root/call -> /channel -> the worker ->
+// the same path -> the relay's answer). Beside the latencies it reports the CPU time each call
+// costs the processes this test started (the relay and all of Chromium's, see childrenCPU): on a
+// 2-core machine the p50 follows that more than any single hop.
+//
+// With VOICEBOX_BENCH_MINIAPP_BEFORE naming another build's relay binary (main's, say: it carries
+// its page and wasm inside it), that relay is started too, with a tab of its own, and the page
+// path is measured on both in turns (rounds of miniAppRound calls, the order swapped each round),
+// reported as page-before-us and page-before-cpu-us/call: a change measured before and after in
+// one run, under the same load.
 func BenchmarkMiniAppToolCall(b *testing.B) {
 	relay := harness.StartRelay(b)
-	tab := harness.NewTab(b)
-	tab.Quiet()
-	tab.Navigate(relay.URL)
-	harness.WaitFor[bool](tab, `!!(window.voicebox && voicebox.miniApps) && !document.querySelector('#new-file').disabled`, readyBound)
-	harness.Eval[string](tab, `voicebox.miniApps.launch({name: 'Scoreboard'}).then(a => a.appId)`)
-	harness.WaitFor[bool](tab, `voicebox.miniApps.tools('app_scoreboard').length === 4`, appBound)
+	type side struct {
+		tab *harness.Tab
+		us  []float64
+		cpu float64
+	}
+	open := func(url string) *side {
+		tab := harness.NewTab(b)
+		tab.Quiet()
+		tab.Navigate(url)
+		harness.WaitFor[bool](tab, `!!(window.voicebox && voicebox.miniApps) && !document.querySelector('#new-file').disabled`, readyBound)
+		harness.Eval[string](tab, `voicebox.miniApps.launch({name: 'Scoreboard'}).then(a => a.appId)`)
+		harness.WaitFor[bool](tab, `voicebox.miniApps.tools('app_scoreboard').length === 4`, appBound)
+		return &side{tab: tab}
+	}
+	page := open(relay.URL)
+	sides := []*side{page}
+	var before *side
+	if bin := os.Getenv("VOICEBOX_BENCH_MINIAPP_BEFORE"); bin != "" {
+		before = open(harness.StartAlone(b, bin).URL)
+		sides = append(sides, before)
+	}
 	const n = 300
-	var page, fromRelay []float64
-	var pageCPU, relayCPU float64
+	var fromRelay []float64
+	var relayCPU float64
 	name := miniapp.ModelName("app_scoreboard", "add_points")
 	for b.Loop() {
-		c0 := childrenCPU()
-		page = append(page, harness.Eval[[]float64](tab, `(async () => {
-			const out = [];
-			for (let i = 0; i < 300; i++) {
-				const t0 = performance.now();
-				await voicebox.miniApps.call('app_scoreboard', 'add_points', {team: 'home', points: 1});
-				out.push((performance.now() - t0) * 1000);
+		for round := range n / miniAppRound {
+			for i := range sides {
+				s := sides[(i+round)%len(sides)]
+				c0 := childrenCPU()
+				s.us = append(s.us, harness.Eval[[]float64](s.tab, fmt.Sprintf(`(async () => {
+					const out = [];
+					for (let i = 0; i < %d; i++) {
+						const t0 = performance.now();
+						await voicebox.miniApps.call('app_scoreboard', 'add_points', {team: 'home', points: 1});
+						out.push((performance.now() - t0) * 1000);
+					}
+					return out;
+				})()`, miniAppRound))...)
+				s.cpu += childrenCPU() - c0
 			}
-			return out;
-		})()`)...)
+		}
 		c1 := childrenCPU()
-		pageCPU += c1 - c0
 		for range n {
 			t0 := time.Now()
 			if a := relay.Call(b, name, map[string]any{"team": "away", "points": 1}); !a.OK {
@@ -54,11 +81,18 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		relayCPU += childrenCPU() - c1
 	}
 	b.StopTimer()
-	b.ReportMetric(pageCPU/float64(len(page))*1e6, "page-cpu-us/call")
+	b.ReportMetric(page.cpu/float64(len(page.us))*1e6, "page-cpu-us/call")
 	b.ReportMetric(relayCPU/float64(len(fromRelay))*1e6, "relay-cpu-us/call")
-	harness.ReportPercentiles(b, page, "page-us")
+	harness.ReportPercentiles(b, page.us, "page-us")
 	harness.ReportPercentiles(b, fromRelay, "relay-us")
+	if before != nil {
+		b.ReportMetric(before.cpu/float64(len(before.us))*1e6, "page-before-cpu-us/call")
+		harness.ReportPercentiles(b, before.us, "page-before-us")
+	}
 }
+
+// miniAppRound is how many page calls BenchmarkMiniAppToolCall makes in one turn of a side.
+const miniAppRound = 25
 
 // childrenCPU is the CPU time, in seconds, that the processes descending from this test binary
 // and still running have spent (user and system, from /proc; 0 where there is none). Clock ticks

@@ -111,9 +111,9 @@ webMcp.registerTool({name: 'greet', description: 'Greet someone', parameters: {t
 	}
 }
 
-// A mini-app's calls, from the page's API and from the relay, go worker -> bridge -> app over the
-// port its bridge made for its document: the bridge posts the page nothing for them, and the page
-// hears each only as the worker's notice. A reload gives the new document a new port (numbered
+// A mini-app's calls, from the page's API and from the relay, go worker -> app over the port its
+// bridge made for its document (one end the app's, one the worker's): the bridge posts the page
+// nothing for them, and the page hears each only as the worker's notice. A reload gives the new document a new port (numbered
 // higher), and calls go over that one.
 func TestMiniAppCallsGoOverTheWorkersPort(t *testing.T) {
 	relay := harness.StartRelay(t)

@@ -36,17 +36,22 @@
 //
 // A call to a mini-app tool (from miniapps.call, or from the relay over /channel under its
 // model-facing name app_HHHHHHHH__tool) is validated by the registry, then sent over the app's
-// port, when its bridge handed one over (miniapps.port, once per document, see frames.go):
+// port, when its bridge handed one over (miniapps.port, once per document, see frames.go). The
+// port's other end is the app's document itself (the bridge made the channel; it is off the
+// call's path), and what the app posts there is charged to its message budget first
+// (public/app-port.js, loaded by worker.js):
 //
-//	worker -> bridge {type: "call_tool", callId, name, args}
-//	worker -> bridge {type: "cancel", callId}            the worker stopped waiting
-//	bridge -> worker {type: "tool_result", callId, result} | {type: "tool_result", callId, refused, why}
-//	                                                     result: the tool's JSON as text
+//	worker -> app {type: "call_tool", callId, name, args}
+//	worker -> app {type: "cancel_call", callId}       the worker stopped waiting
+//	app -> worker {type: "tool_result", callId, ok: true, result} | {type: "tool_result", callId, ok: false, error}
+//	                                                  result: the tool's JSON as text; a failure is exec-threw
 //
 // and the page hears {"type":"miniapp.call", callId, appId, tool, onPort: true} for display only
-// (no args; nothing is asked of it), and {"type":"miniapp.cancel", callId, appId, tool, doc,
-// expired: true} when the call passed its deadline in the worker or in the bridge: the page then
-// stops that document of the app. An app with no port (an MCP Apps view) is called through the
+// (no args; nothing is asked of it), {"type":"miniapp.cancel", callId, appId, tool, doc,
+// expired: true} when the call passed its deadline, and {"type":"miniapp.over_budget", appId,
+// doc, why, messages, bytes} when the app passed its message budget on the port: the page then
+// stops that document of the app. Anything else the app posts on the port is refused by name
+// (malformed-answer, mini-app-unsolicited-answer) and counted (miniapps.ports). An app with no port (an MCP Apps view) is called through the
 // page: {"type":"miniapp.call", callId, appId, tool, args}, answered with miniapps.result; a
 // {"type":"miniapp.cancel", callId, expired} tells the page the worker stopped waiting; expired
 // is true when a deadline passed, and the page then stops the app.

@@ -4,24 +4,30 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
-	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // frames carries the registry's calls to the mini-app frames. An app whose bridge handed the
-// worker a port (miniapps.port, once per document) is called over that port: the call goes
-// worker -> bridge -> app and back without the page's main thread, which only hears a short
-// notice for display ({"type":"miniapp.call", ..., onPort: true}, posted once the call ended). Any
-// other app (an MCP Apps view, or an app whose port has not arrived yet) is called through the
-// main thread: a {"type":"miniapp.call"} message, answered by the miniapps.result method. Each
-// call is answered once; an answer for a call that has already been answered (it timed out, or
-// its app closed), that was never asked, or that comes on another app's port or an old port of
-// the same app, is dropped and counted.
+// worker a port (miniapps.port, once per document) is called over that port, whose other end the
+// app's document holds: the call goes worker -> app and back, past neither the page's main thread
+// (which only hears a short notice for display, {"type":"miniapp.call", ..., onPort: true},
+// posted once the call ended) nor the bridge. The walls the bridge held for such a call are held
+// here: the app's message budget (charged by app-port.js before Go reads a message; the first
+// over it stops the app, see overBudget), the call's deadline (the caller's context; past it the
+// page stops the app), the answer's shape, and one answer per call. Any other app (an MCP Apps
+// view, or an app whose port has not arrived yet) is called through the main thread: a
+// {"type":"miniapp.call"} message, answered by the miniapps.result method. Each call is answered
+// once; whatever comes on a port that is not the answer to a call waiting on that very port (a
+// second answer, one past the deadline, one to a call never made or made on another port, or
+// anything not of an answer's shape) is refused by name and counted (PortStats).
 type frames struct {
 	post func(msg []byte)
 
@@ -37,36 +43,74 @@ type pendingCall struct {
 	done  chan frameAnswer // buffered: settling never blocks
 }
 
-// AppPort is the worker's end of a MessageChannel whose other end is held by one app's bridge
-// (public/mini-app-bridge.js), for one document of the app: Post sends the bridge a JSON
-// message, Close ends the port (a message posted after it is lost, and none is received).
+// AppPort is the worker's end of a MessageChannel whose other end is held by one document of an
+// app (its bridge made the channel and handed the ends out, public/mini-app-bridge.js): Post
+// sends the app a JSON message, callID naming a call whose answer the app owes from now (owe: a
+// call, free of its message budget) or no longer (a cancel); Close ends the port (a message
+// posted after it is lost, and none is received).
 type AppPort interface {
-	Post(msg []byte) error
+	Post(msg []byte, callID string, owe bool) error
 	Close()
+	// Refused is what the port refused before Go read it (what is not an answer the app owes:
+	// app-port.js names it there, so a flood costs a check and a count per message).
+	Refused() PortRefusals
+}
+
+// PortRefusals is what a port refused: how many, by rule, and the first
+// miniapp.MaxPortRefusalSamples of them.
+type PortRefusals struct {
+	Dropped int                  `json:"dropped"`
+	Refused map[refusal.Rule]int `json:"refused"`
+	Samples []PortRefusal        `json:"samples"`
 }
 
 // PortOpener takes the port object the page transferred with miniapps.port (params.port) and
-// starts it: every message that arrives on it is given to receive as JSON (nil when it could
-// not be read as JSON), one at a time, never concurrently with another of the same port.
-type PortOpener func(obj any, receive func(msg []byte)) (AppPort, error)
+// starts it: every message that arrives on it is charged to the app's message budget, then
+// given to receive as JSON (nil when it could not be read as JSON), one at a time, never
+// concurrently with another of the same port. The first message over the budget closes the
+// port and is given to over instead (why, and what the app had spent in the window).
+type PortOpener func(obj any, receive func(msg []byte), over func(why string, messages, bytes int)) (AppPort, error)
 
 // appPort is a bound port and what came over it; its counters are guarded by frames.mu.
 type appPort struct {
 	appID string
 	doc   uint64
 	port  AppPort
-	// sent counts calls posted on it, answered the answers taken, dropped the messages dropped
-	// (malformed, of no call waiting on this port, or after the port was replaced).
+	// sent counts calls posted on it, answered the answers taken, dropped the messages refused
+	// (malformed, of no call waiting on this port, or after the port was replaced), by rule in
+	// refused, the first MaxPortRefusalSamples of them in samples.
 	sent, answered, dropped int
+	refused                 map[refusal.Rule]int
+	samples                 []PortRefusal
+}
+
+// PortRefusal is a message refused on an app's port: the rule and why.
+type PortRefusal struct {
+	Rule refusal.Rule `json:"rule"`
+	Why  string       `json:"why"`
+}
+
+// refuse counts a message refused on ap; f.mu is held.
+func (ap *appPort) refuse(rule refusal.Rule, why string) {
+	ap.dropped++
+	if ap.refused == nil {
+		ap.refused = map[refusal.Rule]int{}
+	}
+	ap.refused[rule]++
+	if len(ap.samples) < miniapp.MaxPortRefusalSamples {
+		ap.samples = append(ap.samples, PortRefusal{rule, why})
+	}
 }
 
 // PortStats is what miniapps.ports reports of an app's port.
 type PortStats struct {
-	AppID    string `json:"appId"`
-	Doc      uint64 `json:"doc"`
-	Sent     int    `json:"sent"`
-	Answered int    `json:"answered"`
-	Dropped  int    `json:"dropped"`
+	AppID    string               `json:"appId"`
+	Doc      uint64               `json:"doc"`
+	Sent     int                  `json:"sent"`
+	Answered int                  `json:"answered"`
+	Dropped  int                  `json:"dropped"`
+	Refused  map[refusal.Rule]int `json:"refused,omitempty"`
+	Samples  []PortRefusal        `json:"samples,omitempty"`
 }
 
 type frameAnswer struct {
@@ -168,7 +212,7 @@ func (f *frames) closeApp(appID, why string) {
 	}
 }
 
-// portCall is a call as it goes out on a port: the bridge's {type: "call_tool"} message.
+// portCall is a call as it goes out on a port: the SDK's {type: "call_tool"} message.
 type portCall struct {
 	Type   string          `json:"type"`
 	CallID string          `json:"callId"`
@@ -186,8 +230,8 @@ type portNotice struct {
 }
 
 // expiredNotice tells the page that a call over appID's port (of document doc) passed its
-// deadline, in the worker or in the bridge: the page stops that document's app, as it stops one
-// whose call through the main thread expired.
+// deadline: the page stops that document's app, as it stops one whose call through the main
+// thread expired.
 type expiredNotice struct {
 	Type    string `json:"type"`
 	CallID  string `json:"callId"`
@@ -213,32 +257,26 @@ func (f *frames) askPort(ctx context.Context, appID, tool string, args json.RawM
 	f.pending[id] = p
 	ap.sent++
 	f.mu.Unlock()
-	msg, encoded := portCall{"call_tool", id, tool, args}.appendJSON(nil)
-	err = errUnencodable
-	if encoded {
-		err = ap.port.Post(msg)
+	msg, err := json.Marshal(portCall{"call_tool", id, tool, args})
+	if err == nil {
+		err = ap.port.Post(msg, id, true)
 	}
 	if err != nil {
 		f.take(id)
 		return nil, refusal.New(refusal.MiniAppClosed, "the call could not be sent to the mini-app: %v", err), true
 	}
-	notice := portNotice{"miniapp.call", id, appID, tool, true}.appendJSON(nil)
+	notice, _ := json.Marshal(portNotice{"miniapp.call", id, appID, tool, true})
 	select {
 	case ans := <-p.done:
 		// The page hears of the call once it is answered: its main thread wakes off the path.
 		f.post(notice)
-		if r, ok := refusal.As(ans.err); ok && r.Rule == refusal.ToolTimeout {
-			f.expired(id, ap, tool) // the bridge's own deadline passed: the page stops the app
-		}
 		return ans.out, ans.err, true
 	case <-ctx.Done():
 		f.post(notice)
 		if f.take(id) {
-			w := rawjson.NewObject(nil, true)
-			w.String("callId", id)
-			w.String("type", "cancel")
-			cancel := w.Close()
-			_ = ap.port.Post(cancel)
+			// The app is told (its SDK aborts the tool's signal), and owes no answer now.
+			cancel, _ := json.Marshal(map[string]string{"type": "cancel_call", "callId": id})
+			_ = ap.port.Post(cancel, id, false)
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				f.expired(id, ap, tool)
 			}
@@ -249,7 +287,7 @@ func (f *frames) askPort(ctx context.Context, appID, tool string, args json.RawM
 
 // expired tells the page that call id on ap passed its deadline (see expiredNotice).
 func (f *frames) expired(id string, ap *appPort, tool string) {
-	b := expiredNotice{"miniapp.cancel", id, ap.appID, tool, ap.doc, true}.appendJSON(nil)
+	b, _ := json.Marshal(expiredNotice{"miniapp.cancel", id, ap.appID, tool, ap.doc, true})
 	f.post(b)
 }
 
@@ -257,12 +295,12 @@ func (f *frames) expired(id string, ap *appPort, tool string) {
 // document is closed, and the calls waiting on it are answered mini-app-closed. A port for a
 // document that is not newer than the one bound (the same document twice, or an older one) is
 // refused mini-app-port-refused and closed.
-func (f *frames) bind(appID string, doc uint64, open func(receive func([]byte)) (AppPort, error)) *refusal.Refusal {
+func (f *frames) bind(appID string, doc uint64, open func(receive func([]byte), over func(string, int, int)) (AppPort, error)) *refusal.Refusal {
 	f.mu.Lock()
 	old := f.ports[appID]
 	f.mu.Unlock()
 	if doc == 0 || (old != nil && doc <= old.doc) {
-		if port, err := open(func([]byte) {}); err == nil {
+		if port, err := open(func([]byte) {}, func(string, int, int) {}); err == nil {
 			port.Close()
 		}
 		cur := uint64(0)
@@ -272,7 +310,7 @@ func (f *frames) bind(appID string, doc uint64, open func(receive func([]byte)) 
 		return refusal.New(refusal.MiniAppPortRefused, "app %q already has the port of document %d; a port is taken once per document, for a newer one (%d is not)", clip(appID), cur, doc)
 	}
 	ap := &appPort{appID: appID, doc: doc}
-	port, err := open(func(msg []byte) { f.fromPort(ap, msg) })
+	port, err := open(func(msg []byte) { f.fromPort(ap, msg) }, func(why string, messages, bytes int) { f.overBudget(ap, why, messages, bytes) })
 	if err != nil {
 		return refusal.New(refusal.MalformedCall, "params.port is not a port: %v", err)
 	}
@@ -315,8 +353,9 @@ func (f *frames) pendingOn(ap *appPort) []string {
 
 // unbind closes appID's port when it is of document doc or an earlier one (a page that stopped
 // or closed an app names the document it stopped, so a port bound since is kept); any doc when
-// doc is nil. Calls waiting on it are the caller's to answer (closeApp).
-func (f *frames) unbind(appID string, doc *uint64) {
+// doc is nil. Calls waiting on it are the caller's to answer (closeApp), unless why is given:
+// then they are answered mini-app-closed with it here (a reload, whose other calls go on).
+func (f *frames) unbind(appID string, doc *uint64, why string) {
 	f.mu.Lock()
 	ap := f.ports[appID]
 	if ap == nil || (doc != nil && ap.doc > *doc) {
@@ -324,124 +363,107 @@ func (f *frames) unbind(appID string, doc *uint64) {
 		return
 	}
 	delete(f.ports, appID)
+	var stale []string
+	if why != "" {
+		stale = f.pendingOn(ap)
+	}
 	f.mu.Unlock()
 	ap.port.Close()
-}
-
-// portAnswer is the bridge's answer to a call over a port: {type: "tool_result", callId} with
-// exactly one of result (the tool's JSON, as text) or refused and why.
-// appendJSON writes the call as json.Marshal does; false when args is not JSON.
-func (c portCall) appendJSON(dst []byte) ([]byte, bool) {
-	w := rawjson.NewObject(slices.Grow(dst, 64+len(c.CallID)+len(c.Name)+len(c.Args)), true)
-	w.String("type", c.Type)
-	w.String("callId", c.CallID)
-	w.String("name", c.Name)
-	if !w.Raw("args", c.Args) {
-		return nil, false
+	for _, id := range stale {
+		f.settle(id, frameAnswer{err: refusal.New(refusal.MiniAppClosed, "%s", why)})
 	}
-	return w.Close(), true
 }
 
-// errUnencodable is why a call whose arguments are not JSON is not sent.
-var errUnencodable = errors.New("the arguments are not JSON")
-
-// appendJSON writes the notice as json.Marshal does.
-func (n portNotice) appendJSON(dst []byte) []byte {
-	w := rawjson.NewObject(slices.Grow(dst, 80+len(n.CallID)+len(n.AppID)+len(n.Tool)), true)
-	w.String("type", n.Type)
-	w.String("callId", n.CallID)
-	w.String("appId", n.AppID)
-	w.String("tool", n.Tool)
-	w.Bool("onPort", n.OnPort)
-	return w.Close()
-}
-
-// appendJSON writes the notice as json.Marshal does.
-func (n expiredNotice) appendJSON(dst []byte) []byte {
-	w := rawjson.NewObject(slices.Grow(dst, 112+len(n.CallID)+len(n.AppID)+len(n.Tool)), true)
-	w.String("type", n.Type)
-	w.String("callId", n.CallID)
-	w.String("appId", n.AppID)
-	w.String("tool", n.Tool)
-	w.Int("doc", int64(n.Doc))
-	w.Bool("expired", n.Expired)
-	return w.Close()
-}
-
-// decode reads msg as json.Unmarshal does into a portAnswer (TestPortAnswerDecodeAgreesWithJSON),
-// reporting whether it would have succeeded.
-func (m *portAnswer) decode(msg []byte) bool {
-	if !rawjson.Valid(msg) {
-		return false
+// overBudget stops the app whose port ap passed its message budget (app-port.js closed the port
+// at the first message over it): the port is unbound, the calls waiting on it are answered
+// mini-app-closed with the reason, and the page is told ({"type":"miniapp.over_budget"}), which
+// stops that document's app as it stops one its bridge found over the budget.
+func (f *frames) overBudget(ap *appPort, why string, messages, bytes int) {
+	f.mu.Lock()
+	if f.ports[ap.appID] == ap {
+		delete(f.ports, ap.appID)
 	}
-	obj, _, _ := rawjson.First(msg)
-	if obj[0] != '{' {
-		return string(obj) == "null"
+	stale := f.pendingOn(ap)
+	f.mu.Unlock()
+	if ap.port != nil {
+		ap.port.Close()
 	}
-	typed := true
-	rawjson.Members(obj, func(name string, v []byte) bool {
-		if string(v) == "null" {
-			if rawjson.FoldEqual(name, "result") {
-				m.Result = nil
-			}
-			return true
-		}
-		var into *string
-		var buf [16]byte
-		switch string(rawjson.AppendFold(buf[:0], name)) {
-		case "TYPE":
-			into = &m.Type
-		case "CALLID":
-			into = &m.CallID
-		case "RESULT":
-			into = new(string)
-			m.Result = into
-		case "REFUSED":
-			into = &m.Refused
-		case "WHY":
-			into = &m.Why
-		default:
-			return true
-		}
-		typed = setString(into, v)
-		return typed
-	})
-	return typed
+	for _, id := range stale {
+		f.settle(id, frameAnswer{err: refusal.New(refusal.MiniAppClosed, "the mini-app was stopped: %s: %s", refusal.MessageBudgetExceeded, why)})
+	}
+	b, _ := json.Marshal(overBudgetNotice{"miniapp.over_budget", ap.appID, ap.doc, why, messages, bytes})
+	f.post(b)
 }
 
+// overBudgetNotice tells the page that appID's document doc passed its message budget on its
+// port to the worker, with what it had spent in the window.
+type overBudgetNotice struct {
+	Type     string `json:"type"`
+	AppID    string `json:"appId"`
+	Doc      uint64 `json:"doc"`
+	Why      string `json:"why"`
+	Messages int    `json:"messages"`
+	Bytes    int    `json:"bytes"`
+}
+
+// portAnswer is an app's answer to a call on its port, as its SDK writes it
+// (public/mini-app-sdk.js): {type: "tool_result", callId, ok: true, result} with the tool's value
+// as JSON text, or {type: "tool_result", callId, ok: false, error} with why the tool failed. The
+// app names no refusal rule: a failure is exec-threw, whatever it says.
 type portAnswer struct {
-	Type    string  `json:"type"`
-	CallID  string  `json:"callId"`
-	Result  *string `json:"result"`
-	Refused string  `json:"refused"`
-	Why     string  `json:"why"`
+	Type   string  `json:"type"`
+	CallID string  `json:"callId"`
+	OK     *bool   `json:"ok"`
+	Result *string `json:"result"`
+	Error  *string `json:"error"`
 }
 
-// fromPort takes one message that arrived on ap. Only an answer to a call waiting on this very
-// port, while it is its app's current port, is taken; everything else is dropped and counted.
-// The answer's output is bounded and checked as JSON by the registry (MaxOutputBytes), as any
-// app's is.
+// shaped reports whether m has an answer's shape: its type, a call id, and exactly one of a
+// result (ok) or an error (not ok).
+func (m *portAnswer) shaped() bool {
+	return m.Type == "tool_result" && m.CallID != "" && m.OK != nil && *m.OK == (m.Result != nil) && *m.OK != (m.Error != nil)
+}
+
+// fromPort takes one message that arrived on ap (within the app's budget). Only an answer to a
+// call waiting on this very port, while it is its app's current port, is taken; everything else
+// is refused by name and counted: malformed-answer for a message not of an answer's shape,
+// mini-app-unsolicited-answer for an answer to no call waiting there. The answer's output is
+// bounded and checked as JSON by the registry (MaxOutputBytes), as any app's is.
 func (f *frames) fromPort(ap *appPort, msg []byte) {
 	var m portAnswer
-	valid := msg != nil && m.decode(msg) && m.Type == "tool_result" && m.CallID != "" && (m.Result == nil) != (m.Refused == "")
+	shaped := msg != nil && json.Unmarshal(msg, &m) == nil && m.shaped()
 	f.mu.Lock()
-	p, ok := f.pending[m.CallID]
-	ok = ok && valid && p.via == ap && f.ports[ap.appID] == ap
-	if ok {
+	p, waiting := f.pending[m.CallID]
+	switch {
+	case !shaped:
+		ap.refuse(refusal.MalformedAnswer, "what the app sent on its port is not an answer: {type: \"tool_result\", callId, ok: true, result} or {type: \"tool_result\", callId, ok: false, error}")
+	case !waiting || p.via != ap:
+		ap.refuse(refusal.MiniAppUnsolicitedAnswer, f.unsolicited(m.CallID))
+	case f.ports[ap.appID] != ap:
+		ap.refuse(refusal.MiniAppUnsolicitedAnswer, "the port is no longer the app's: its document was replaced or stopped")
+	default:
 		delete(f.pending, m.CallID)
 		ap.answered++
-	} else {
-		ap.dropped++
 	}
+	taken := shaped && waiting && p.via == ap && f.ports[ap.appID] == ap
 	f.mu.Unlock()
-	if !ok {
+	if !taken {
 		return
 	}
-	if m.Result != nil {
+	if *m.OK {
 		p.done <- frameAnswer{out: json.RawMessage(*m.Result)}
 		return
 	}
-	p.done <- frameAnswer{err: refusal.New(refusal.Rule(m.Refused), "%s", clipWhy(m.Why))}
+	p.done <- frameAnswer{err: refusal.New(refusal.ExecThrew, "the tool failed: %s", clipWhy(*m.Error))}
+}
+
+// unsolicited says why an answer to callID is not taken: the call was made and is over, or was
+// never made here; f.mu is held.
+func (f *frames) unsolicited(callID string) string {
+	if n, err := strconv.ParseUint(strings.TrimPrefix(callID, "mc-"), 10, 64); err == nil && strings.HasPrefix(callID, "mc-") && n > 0 && n <= f.next {
+		return fmt.Sprintf("call %s waits on this port no longer (or never did): it was answered already, passed its deadline, was cancelled, or went to another app", clip(callID))
+	}
+	return fmt.Sprintf("no call %s was made", clip(callID))
 }
 
 // portStats reports appID's port, if it has one.
@@ -452,7 +474,23 @@ func (f *frames) portStats(appID string) (PortStats, bool) {
 	if ap == nil {
 		return PortStats{}, false
 	}
-	return PortStats{AppID: appID, Doc: ap.doc, Sent: ap.sent, Answered: ap.answered, Dropped: ap.dropped}, true
+	// The port's own refusals (before Go read a message) first, then Go's.
+	early := ap.port.Refused()
+	st := PortStats{AppID: appID, Doc: ap.doc, Sent: ap.sent, Answered: ap.answered, Dropped: early.Dropped + ap.dropped}
+	st.Samples = append(slices.Clone(early.Samples), ap.samples...)
+	if len(st.Samples) > miniapp.MaxPortRefusalSamples {
+		st.Samples = st.Samples[:miniapp.MaxPortRefusalSamples]
+	}
+	if len(early.Refused)+len(ap.refused) > 0 {
+		st.Refused = maps.Clone(early.Refused)
+		if st.Refused == nil {
+			st.Refused = map[refusal.Rule]int{}
+		}
+		for rule, n := range ap.refused {
+			st.Refused[rule] += n
+		}
+	}
+	return st, true
 }
 
 // clip shortens an id an app chose to a length fit for a refusal's sentence.

@@ -3,10 +3,12 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -61,10 +63,11 @@ type fakePort struct {
 	posted  []map[string]any
 	closed  bool
 	receive func([]byte)
+	over    func(string, int, int)
 	sent    chan map[string]any
 }
 
-func (p *fakePort) Post(msg []byte) error {
+func (p *fakePort) Post(msg []byte, _ string, _ bool) error {
 	var m map[string]any
 	if err := json.Unmarshal(msg, &m); err != nil {
 		return err
@@ -75,6 +78,8 @@ func (p *fakePort) Post(msg []byte) error {
 	p.sent <- m
 	return nil
 }
+
+func (p *fakePort) Refused() PortRefusals { return PortRefusals{} }
 
 func (p *fakePort) Close() {
 	p.mu.Lock()
@@ -92,8 +97,8 @@ func (p *fakePort) isClosed() bool {
 func bindFake(t *testing.T, f *frames, appID string, doc uint64) (*fakePort, error) {
 	t.Helper()
 	p := &fakePort{sent: make(chan map[string]any, 16)}
-	if r := f.bind(appID, doc, func(receive func([]byte)) (AppPort, error) {
-		p.receive = receive
+	if r := f.bind(appID, doc, func(receive func([]byte), over func(string, int, int)) (AppPort, error) {
+		p.receive, p.over = receive, over
 		return p, nil
 	}); r != nil {
 		return p, r
@@ -113,7 +118,7 @@ func pagePosts() (func([]byte), chan map[string]any) {
 
 // A call to an app with a port goes out on the port, never to the page (which hears a notice
 // only), and takes only its own answer: one that names no waiting call, another app's call, a
-// call already answered, or that is malformed is dropped and counted.
+// call already answered, or that is malformed is refused by name and counted.
 func TestFramesPortTakesOnlyItsOwnAnswers(t *testing.T) {
 	t.Parallel()
 	post, page := pagePosts()
@@ -145,23 +150,24 @@ func TestFramesPortTakesOnlyItsOwnAnswers(t *testing.T) {
 	}
 	xID, yID := xCall["callId"].(string), yCall["callId"].(string)
 	for _, forged := range []string{
-		`{"type":"tool_result","callId":"mc-999","result":"1"}`,               // no such call
-		`{"type":"tool_result","callId":"` + yID + `","result":"\"forged\""}`, // another app's call
-		`{"type":"tool_result","callId":"` + xID + `","result":"1","refused":"exec-threw"}`,
-		`{"type":"tool_result","callId":"` + xID + `"}`,
-		`{"type":"register_tool","callId":"` + xID + `","result":"1"}`,
+		`{"type":"tool_result","callId":"mc-999","ok":true,"result":"1"}`,               // no such call
+		`{"type":"tool_result","callId":"` + yID + `","ok":true,"result":"\"forged\""}`, // another app's call
+		`{"type":"tool_result","callId":"` + xID + `","ok":true,"result":"1","error":"x"}`,
+		`{"type":"tool_result","callId":"` + xID + `","ok":true}`,
+		`{"type":"tool_result","callId":"` + xID + `","result":"1"}`,
+		`{"type":"register_tool","callId":"` + xID + `","ok":true,"result":"1"}`,
 		`["tool_result"]`,
 		``,
 	} {
 		x.receive([]byte(forged))
 	}
 	x.receive(nil) // what JSON.stringify could not take
-	x.receive([]byte(`{"type":"tool_result","callId":"` + xID + `","result":"\"first\""}`))
-	x.receive([]byte(`{"type":"tool_result","callId":"` + xID + `","result":"\"second\""}`))
+	x.receive([]byte(`{"type":"tool_result","callId":"` + xID + `","ok":true,"result":"\"first\""}`))
+	x.receive([]byte(`{"type":"tool_result","callId":"` + xID + `","ok":true,"result":"\"second\""}`))
 	if g := <-xDone; g.err != nil || string(g.out) != `"first"` {
 		t.Fatalf("app_x's call answered %s, %v; want its first answer", g.out, g.err)
 	}
-	y.receive([]byte(`{"type":"tool_result","callId":"` + yID + `","refused":"exec-threw","why":"it failed"}`))
+	y.receive([]byte(`{"type":"tool_result","callId":"` + yID + `","ok":false,"error":"it failed"}`))
 	if g := <-yDone; g.err == nil || g.err.Error() == "" {
 		t.Fatalf("app_y's call answered %s, want its own refusal", g.out)
 	} else if r, ok := refusal.As(g.err); !ok || r.Rule != refusal.ExecThrew {
@@ -173,8 +179,16 @@ func TestFramesPortTakesOnlyItsOwnAnswers(t *testing.T) {
 		}
 	}
 	st, _ := f.portStats("app_x")
-	if st.Sent != 1 || st.Answered != 1 || st.Dropped != 9 {
-		t.Fatalf("app_x's port: %+v, want 1 sent, 1 answered, 9 dropped", st)
+	if st.Sent != 1 || st.Answered != 1 || st.Dropped != 10 {
+		t.Fatalf("app_x's port: %+v, want 1 sent, 1 answered, 10 dropped", st)
+	}
+	// By name: seven not of an answer's shape; the call never made, another port's and the
+	// second answer unsolicited.
+	if st.Refused[refusal.MalformedAnswer] != 7 || st.Refused[refusal.MiniAppUnsolicitedAnswer] != 3 || len(st.Samples) != miniapp.MaxPortRefusalSamples {
+		t.Fatalf("app_x's port refused %v, samples %v", st.Refused, st.Samples)
+	}
+	if s := st.Samples[0]; s.Rule != refusal.MiniAppUnsolicitedAnswer || !strings.Contains(s.Why, "no call mc-999 was made") {
+		t.Fatalf("the first refusal says %+v", s)
 	}
 	select {
 	case m := <-page:
@@ -220,12 +234,12 @@ func TestFramesBindsOnePortPerDocument(t *testing.T) {
 		t.Fatal("the old port was left open")
 	}
 	five := uint64(5)
-	f.unbind("app_x", &five) // a late close of document 5
+	f.unbind("app_x", &five, "") // a late close of document 5
 	if second.isClosed() {
 		t.Fatal("closing document 5 closed the port of document 6")
 	}
 	six := uint64(6)
-	f.unbind("app_x", &six)
+	f.unbind("app_x", &six, "")
 	if !second.isClosed() {
 		t.Fatal("closing document 6 left its port open")
 	}
@@ -235,8 +249,9 @@ func TestFramesBindsOnePortPerDocument(t *testing.T) {
 }
 
 // A call over a port whose deadline passes is cancelled on the port and the page is told which
-// app and document, to stop it; a caller going away cancels the call only; the bridge's own
-// deadline (its tool-timeout answer) tells the page too.
+// app and document, to stop it; a caller going away cancels the call only. The app cannot name
+// the rule it fails with: whatever it says, a failure is exec-threw, and the page is told nothing
+// but the notice.
 func TestFramesPortDeadlines(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
@@ -255,9 +270,9 @@ func TestFramesPortDeadlines(t *testing.T) {
 			time.AfterFunc(20*time.Millisecond, cancel)
 			return ctx, cancel
 		}, "", "", false, true},
-		{"the bridge's deadline passed", func() (context.Context, context.CancelFunc) {
+		{"the app says it timed out", func() (context.Context, context.CancelFunc) {
 			return context.WithCancel(context.Background())
-		}, `"refused":"tool-timeout","why":"tool execution timed out after 5000ms"`, refusal.ToolTimeout, true, false},
+		}, `"ok":false,"error":"tool-timeout"`, refusal.ExecThrew, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -286,7 +301,7 @@ func TestFramesPortDeadlines(t *testing.T) {
 				t.Fatalf("the call answered %v, want %s", err, tt.rule)
 			}
 			if tt.canceled {
-				if c := <-p.sent; c["type"] != "cancel" || c["callId"] != call["callId"] {
+				if c := <-p.sent; c["type"] != "cancel_call" || c["callId"] != call["callId"] {
 					t.Fatalf("the port carried %v, want the call's cancel", c)
 				}
 			}
@@ -310,4 +325,42 @@ func TestFramesPortDeadlines(t *testing.T) {
 func isRule(err error, rule refusal.Rule) bool {
 	r, ok := refusal.As(err)
 	return ok && r.Rule == rule
+}
+
+// An app over its message budget on its port (app-port.js reports the first message over it) is
+// stopped: the call waiting on the port is answered mini-app-closed with the reason, the port is
+// unbound and closed, and the page is told which app and document, to stop it.
+func TestFramesPortOverBudgetStopsTheApp(t *testing.T) {
+	t.Parallel()
+	post, page := pagePosts()
+	f := newFrames(post)
+	p, err := bindFake(t, f, "app_x", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.app("app_x").CallTool(context.Background(), "holds", json.RawMessage(`{}`))
+		done <- err
+	}()
+	<-p.sent
+	p.over("it sent more than 500 messages within 1000 ms", 501, 9000)
+	err = <-done
+	if r, ok := refusal.As(err); !ok || r.Rule != refusal.MiniAppClosed || !strings.Contains(r.Why, "message-budget-exceeded: it sent more than 500 messages") {
+		t.Fatalf("the held call answered %v", err)
+	}
+	if !p.isClosed() {
+		t.Fatal("the port over budget was left open")
+	}
+	if _, ok := f.portStats("app_x"); ok {
+		t.Fatal("the port over budget is still bound")
+	}
+	seen := map[string]map[string]any{}
+	for range 2 {
+		n := <-page
+		seen[n["type"].(string)] = n
+	}
+	if n := seen["miniapp.over_budget"]; n == nil || n["appId"] != "app_x" || n["doc"] != 4.0 || n["messages"] != 501.0 || n["bytes"] != 9000.0 {
+		t.Fatalf("the page was told %v", seen)
+	}
 }

@@ -32,7 +32,7 @@ func miniAppMethodTable() []methodSpec {
 			"resolves a name through the store, or a workspace .html file; folder lists a folder app's files", (*Engine).miniAppsLaunch},
 		{"miniapps.file", "{appId: string, path: string}", "{path: string, size: number, bytes: Uint8Array<ArrayBuffer>}",
 			"one file of a launched folder app, in value.bytes", (*Engine).miniAppsFile},
-		{"miniapps.reset", "{appId: string}", "{reset: boolean}",
+		{"miniapps.reset", "{appId: string, doc?: number}", "{reset: boolean}",
 			"the frame loaded a new document: forget its tools", (*Engine).miniAppsReset},
 		{"miniapps.close", "{appId: string, why?: string, doc?: number}", "{closed: boolean}",
 			"forgets the app; why is what calls still waiting are told, and its port is closed if of document doc or older (any, without doc)", (*Engine).miniAppsClose},
@@ -282,15 +282,20 @@ type appParam struct {
 }
 
 // miniAppsReset forgets appID's tools when its frame loaded a new document, which registers
-// its tools afresh.
+// its tools afresh. The port of the document that went ({doc}, or any without it) is closed and
+// the calls waiting on it are answered mini-app-closed: that document will answer none.
 func (a *Engine) miniAppsReset(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p appParam
+	var p struct {
+		AppID string  `json:"appId"`
+		Doc   *uint64 `json:"doc"`
+	}
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
 	if !a.apps.registry.IsOpen(p.AppID) {
 		return result{}, refusal.New(refusal.InvalidAppID, "no app %q is open", p.AppID)
 	}
+	a.apps.frames.unbind(p.AppID, p.Doc, "the mini-app reloaded itself before it answered")
 	a.openApp(p.AppID)
 	return result{Value: map[string]bool{"reset": true}}, nil
 }
@@ -311,7 +316,7 @@ func (a *Engine) miniAppsClose(_ context.Context, req request) (result, *refusal
 	if p.Why != "" {
 		why = clipWhy(p.Why)
 	}
-	a.apps.frames.unbind(p.AppID, p.Doc)
+	a.apps.frames.unbind(p.AppID, p.Doc, "")
 	a.apps.frames.closeApp(p.AppID, why)
 	a.apps.registry.Close(p.AppID)
 	a.toolsChanged()
@@ -474,9 +479,11 @@ func (a *Engine) miniAppsPort(_ context.Context, req request) (result, *refusal.
 	if req.Object == nil {
 		return result{}, refusal.New(refusal.MissingArgument, "%s carries the bridge's port as params.port", PortMethod)
 	}
-	open := func(receive func([]byte)) (AppPort, error) { return a.apps.ports(req.Object, receive) }
+	open := func(receive func([]byte), over func(string, int, int)) (AppPort, error) {
+		return a.apps.ports(req.Object, receive, over)
+	}
 	if !a.apps.registry.IsOpen(p.AppID) {
-		if port, err := open(func([]byte) {}); err == nil {
+		if port, err := open(func([]byte) {}, func(string, int, int) {}); err == nil {
 			port.Close()
 		}
 		return result{}, refusal.New(refusal.InvalidAppID, "no app %q is open", clip(p.AppID))
@@ -536,7 +543,7 @@ func (a *Engine) miniAppsDelete(ctx context.Context, req request) (result, *refu
 	if err != nil {
 		return result{}, storeRefusal(err)
 	}
-	a.apps.frames.unbind(e.AppID, nil)
+	a.apps.frames.unbind(e.AppID, nil, "")
 	a.apps.frames.closeApp(e.AppID, "the mini-app was deleted before it answered")
 	a.apps.registry.Close(e.AppID)
 	a.toolsChanged()

@@ -1,24 +1,28 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/hack-pad/safejs"
 )
 
-// jsPort is a MessagePort a mini-app's bridge made and the page transferred to the worker.
+// jsPort is the worker's end of a mini-app document's direct port, opened through app-port.js
+// (worker.js sets it as self.voiceboxOpenAppPort before Go starts), which charges every message
+// the app sends to its message budget before Go reads it.
 type jsPort struct {
-	port safejs.Value
-	json safejs.Value
-	fn   safejs.Func
-	once sync.Once
+	end      safejs.Value // {post(text, callId, owe), close()}
+	receive  safejs.Func
+	over     safejs.Func
+	once     sync.Once
+	released sync.Once
 }
 
-// openPort starts the MessagePort obj: each message's data is given to receive as JSON text
-// (nil when JSON.stringify cannot take it), in the port's event, one after another.
-func openPort(obj any, receive func([]byte)) (AppPort, error) {
+// openPort starts the MessagePort obj: each answer the app owes, within its budget, is given to
+// receive as JSON text, one after another (app-port.js refuses and counts the rest, Refused);
+// the first message over the budget closes the port and is given to over.
+func openPort(obj any, receive func([]byte), over func(why string, messages, bytes int)) (AppPort, error) {
 	v, ok := obj.(safejs.Value)
 	if !ok || v.Type() != safejs.TypeObject {
 		return nil, errors.New("not an object")
@@ -26,19 +30,15 @@ func openPort(obj any, receive func([]byte)) (AppPort, error) {
 	if pm, err := v.Get("postMessage"); err != nil || pm.Type() != safejs.TypeFunction {
 		return nil, errors.New("it has no postMessage")
 	}
-	jsonObj, err := safejs.Global().Get("JSON")
-	if err != nil {
-		return nil, err
+	open, err := safejs.Global().Get("voiceboxOpenAppPort")
+	if err != nil || open.Type() != safejs.TypeFunction {
+		return nil, errors.New("this worker did not load app-port.js")
 	}
-	fn, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+	onMessage, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
 		var msg []byte
-		if len(args) > 0 {
-			if data, err := args[0].Get("data"); err == nil {
-				if text, err := jsonObj.Call("stringify", data); err == nil && text.Type() == safejs.TypeString {
-					s, _ := text.String()
-					msg = []byte(s)
-				}
-			}
+		if len(args) > 0 && args[0].Type() == safejs.TypeString {
+			s, _ := args[0].String()
+			msg = []byte(s)
 		}
 		receive(msg)
 		return nil
@@ -46,29 +46,61 @@ func openPort(obj any, receive func([]byte)) (AppPort, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Setting onmessage starts the port: messages the bridge sent before now are delivered.
-	if err := v.Set("onmessage", fn.Value()); err != nil {
-		fn.Release()
-		return nil, fmt.Errorf("its onmessage cannot be set: %w", err)
+	p := &jsPort{receive: onMessage}
+	p.over, err = safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+		why, messages, bytes := "", 0, 0
+		if len(args) == 3 {
+			why, _ = args[0].String()
+			messages, _ = args[1].Int()
+			bytes, _ = args[2].Int()
+		}
+		// The port closed itself; the app is stopped outside this callback, which then closes Go's
+		// side of the port (and releases this function) once it has returned.
+		go over(why, messages, bytes)
+		return nil
+	})
+	if err != nil {
+		onMessage.Release()
+		return nil, err
 	}
-	return &jsPort{port: v, json: jsonObj, fn: fn}, nil
+	// Opening starts the port: messages the app sent before now are delivered.
+	p.end, err = open.Invoke(v, onMessage.Value(), p.over.Value())
+	if err != nil {
+		p.release()
+		return nil, err
+	}
+	return p, nil
 }
 
-// Post sends msg (JSON) to the bridge.
-func (p *jsPort) Post(msg []byte) error {
-	v, err := p.json.Call("parse", string(msg))
-	if err != nil {
-		return err
-	}
-	_, err = p.port.Call("postMessage", v)
+// Post sends msg (JSON) to the app; callID, when set, is a call whose answer the app owes from
+// now (owe) or no longer (a cancel).
+func (p *jsPort) Post(msg []byte, callID string, owe bool) error {
+	_, err := p.end.Call("post", string(msg), callID, owe)
 	return err
+}
+
+// Refused reads what app-port.js refused before Go read it.
+func (p *jsPort) Refused() PortRefusals {
+	var out PortRefusals
+	if v, err := p.end.Call("refused"); err == nil && v.Type() == safejs.TypeString {
+		s, _ := v.String()
+		_ = json.Unmarshal([]byte(s), &out)
+	}
+	return out
 }
 
 // Close ends the port; later calls do nothing.
 func (p *jsPort) Close() {
 	p.once.Do(func() {
-		_ = p.port.Set("onmessage", safejs.Null())
-		_, _ = p.port.Call("close")
-		p.fn.Release()
+		_, _ = p.end.Call("close")
+		p.release()
+	})
+}
+
+// release lets go of the callbacks, once.
+func (p *jsPort) release() {
+	p.released.Do(func() {
+		p.receive.Release()
+		p.over.Release()
 	})
 }

@@ -81,6 +81,11 @@ const (
 	// MiniAppPortRefused answers a port handed to the page's worker for an app's document that
 	// already has one, or for an older document: a port is taken once per document.
 	MiniAppPortRefused Rule = "mini-app-port-refused"
+	// MiniAppUnsolicitedAnswer is what the page's worker refuses, on the port an app's document
+	// holds to it, an answer to no call waiting on that port: a second answer, one after the
+	// call's deadline or its cancel, one to a call never made or made on another port. It is
+	// counted and shown (miniapps.ports), never taken, and never answers the app.
+	MiniAppUnsolicitedAnswer Rule = "mini-app-unsolicited-answer"
 	// MessageBudgetExceeded is why the page stopped a mini-app (sandboxed or external) that sent
 	// more messages than its budget allows (public/mini-apps.js, public/external-apps.js); a
 	// stopped app's card shows it, and its calls waiting are answered MiniAppClosed.

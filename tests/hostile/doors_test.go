@@ -101,6 +101,8 @@ var dispatches = []dispatch{
 	// /live: the page's text frames.
 	{"internal/core/voice/socket.go", "socket /live frame ", regexp.MustCompile(`m\.Type == "([a-z]+)"`)},
 	{"public/mini-app-bridge.js", "mini-app-bridge.js message ", jsDispatch},
+	// The worker's end of an app's port to it: an answer is the one message it takes.
+	{"public/app-port.js", "app-port.js message ", regexp.MustCompile(`data\.type !== '([a-z_]+)'`)},
 	{"public/mini-apps.js", "mini-apps.js message ", jsDispatch},
 	{"public/external-apps.js", "external-apps.js message ", jsDispatch},
 	// The live session's worker: the page's messages and the player worklet's reports.

@@ -139,13 +139,13 @@ func TestForgedAnswersOnAPortAreDropped(t *testing.T) {
 	harness.Eval[bool](tab, fmt.Sprintf(`(() => {
 		const {port, callId} = forger.calls[%q];
 		const other = forger.calls[%q].callId;
-		port.postMessage({type: 'tool_result', callId: 'mc-999999', result: '"unknown"'});
-		port.postMessage({type: 'tool_result', result: '"no id"'});
-		port.postMessage({type: 'tool_result', callId, result: '"both"', refused: 'exec-threw', why: 'x'});
-		port.postMessage({type: 'tool_result', callId: other, result: '"another app\'s"'});
+		port.postMessage({type: 'tool_result', callId: 'mc-999999', ok: true, result: '"unknown"'});
+		port.postMessage({type: 'tool_result', ok: true, result: '"no id"'});
+		port.postMessage({type: 'tool_result', callId, ok: true, result: '"both"', error: 'x'});
+		port.postMessage({type: 'tool_result', callId: other, ok: true, result: '"another app\'s"'});
 		port.postMessage('tool_result');
-		port.postMessage({type: 'tool_result', callId, result: '"first"'});
-		port.postMessage({type: 'tool_result', callId, result: '"second"'});
+		port.postMessage({type: 'tool_result', callId, ok: true, result: '"first"'});
+		port.postMessage({type: 'tool_result', callId, ok: true, result: '"second"'});
 		return true;
 	})()`, x, y))
 	if a := harness.Eval[answer](tab, `window.xCall`); !a.OK || string(a.Value) != `{"result":"first"}` {
@@ -153,7 +153,7 @@ func TestForgedAnswersOnAPortAreDropped(t *testing.T) {
 	}
 	harness.Eval[bool](tab, fmt.Sprintf(`(() => {
 		const {port, callId} = forger.calls[%q];
-		port.postMessage({type: 'tool_result', callId, result: '"own"'});
+		port.postMessage({type: 'tool_result', callId, ok: true, result: '"own"'});
 		return true;
 	})()`, y))
 	if a := harness.Eval[answer](tab, `window.yCall`); !a.OK || string(a.Value) != `{"result":"own"}` {
@@ -173,7 +173,7 @@ func TestForgedAnswersOnAPortAreDropped(t *testing.T) {
 	harness.WaitFor[bool](tab, fmt.Sprintf(`(async () => { const p = (await voicebox.call('miniapps.ports', {appId: %q})).value.ports[0]; return p.sent === 2; })()`, x), appBound)
 	harness.Eval[bool](tab, fmt.Sprintf(`(() => {
 		const {port, callId} = forger.calls[%q];
-		port.postMessage({type: 'tool_result', callId, result: JSON.stringify('x'.repeat(70000))});
+		port.postMessage({type: 'tool_result', callId, ok: true, result: JSON.stringify('x'.repeat(70000))});
 		return true;
 	})()`, x))
 	if a := harness.Eval[answer](tab, `window.xCall`); a.OK || a.Refused != "tool-output-over-budget" {
@@ -182,35 +182,40 @@ func TestForgedAnswersOnAPortAreDropped(t *testing.T) {
 	stillServes(t, tab)
 }
 
-// portFloodApp takes its own port to the bridge (the SDK's) and floods it: with answers to the
-// call it is asked (one is owed, the rest are not), or, for the call it holds, with answers to
-// calls nobody made.
+// portFloodApp takes the ports its SDK was handed, its own to the bridge and the one to the
+// worker, and floods them: the worker's with answers to the call it is asked (one is owed, the
+// rest are not), or, for the call it holds, with answers to calls nobody made; the bridge's so,
+// for the call it holds.
 const portFloodApp = `<!doctype html><title>Port flood</title><script>
-let port = null;
+let port = null, wp = null;
 addEventListener('message', (e) => {
   if (!e.data || e.data.type !== 'mini_app_port') return;
   port = e.ports[0];
-  port.addEventListener('message', (m) => { if (m.data.type === 'call_tool' && m.data.name === 'answers') flood(m.data.callId); });
+  wp = e.ports[1];
+  wp.addEventListener('message', (m) => { if (m.data.type === 'call_tool' && m.data.name === 'answers') flood(wp, m.data.callId); });
 });
-const flood = (callId) => { for (let i = 0; i < 600; i++) port.postMessage({type: 'tool_result', callId, ok: true, result: '"flood"'}); };
+const flood = (p, callId) => { for (let i = 0; i < 600; i++) p.postMessage({type: 'tool_result', callId, ok: true, result: '"flood"'}); };
 webMcp.registerTool({name: 'answers', description: 'answers 600 times', execute: () => new Promise(() => {})});
-webMcp.registerTool({name: 'holds', description: 'never answers, and floods', execute: () => { setTimeout(() => flood('mc-forged'), 50); return new Promise(() => {}); }});
+webMcp.registerTool({name: 'holds', description: 'never answers, and floods the worker port', execute: () => { setTimeout(() => flood(wp, 'mc-forged'), 50); return new Promise(() => {}); }});
+webMcp.registerTool({name: 'holds_bridge', description: 'never answers, and floods the bridge port', execute: () => { setTimeout(() => flood(port, 'mc-forged'), 50); return new Promise(() => {}); }});
 webMcp.registerTool({name: 'ping', description: 'pong', execute: () => 'pong'});
 </script>`
 
-// TestFloodingItsPortStopsTheApp: the app's messages on its port are charged to its budget
-// whatever they claim to be; past it the app is stopped as any flooding app is (frame removed,
-// tools gone in the worker, the reason in its card), its worker port is closed, and a call it held
-// is answered once, mini-app-closed.
+// TestFloodingItsPortStopsTheApp: the app's messages on its ports are charged to its budget
+// whatever they claim to be: on its port to the worker by the worker (with the bridge's budget,
+// message-budget.js), on its port to the bridge by the bridge; past it the app is stopped as any
+// flooding app is (frame removed, tools gone in the worker, the reason in its card), its worker
+// port is closed (what it posts after reaches nothing: the next document's port starts clean),
+// and a call it held is answered once, mini-app-closed.
 func TestFloodingItsPortStopsTheApp(t *testing.T) {
 	relay := harness.StartRelay(t)
 	tab := pageWithScoreboard(t, relay.URL)
-	id := writeAndLaunch(t, tab, "hostile/port-flood.html", portFloodApp, 3)
+	id := writeAndLaunch(t, tab, "hostile/port-flood.html", portFloodApp, 4)
 	if a := callTool(tab, id, "ping", "{}"); !a.OK {
 		t.Fatalf("ping answered %+v", a)
 	}
 
-	for _, tt := range []struct{ tool, want string }{{"answers", "flood"}, {"holds", "mini-app-closed"}} {
+	for _, tt := range []struct{ tool, want string }{{"answers", "flood"}, {"holds", "mini-app-closed"}, {"holds_bridge", "mini-app-closed"}} {
 		a := callTool(tab, id, tt.tool, "{}")
 		switch {
 		case tt.want == "flood" && (!a.OK || string(a.Value) != `{"result":"flood"}`):
@@ -232,14 +237,17 @@ func TestFloodingItsPortStopsTheApp(t *testing.T) {
 			t.Errorf("the stopped app's port is still bound: %+v", p)
 		}
 		stillServes(t, tab)
-		startAgain(t, tab, id, 3)
+		startAgain(t, tab, id, 4)
 		if a := callTool(tab, id, "ping", "{}"); !a.OK || string(a.Value) != `{"result":"pong"}` {
 			t.Fatalf("started again, ping answered %+v", a)
+		}
+		if p, ok := portOf(tab, id); !ok || p.Dropped != 0 || p.Answered != 1 {
+			t.Errorf("started again after %s, the new port: %+v, %v", tt.tool, p, ok)
 		}
 	}
 	var st map[string]any
 	_ = json.Unmarshal([]byte(harness.Eval[string](tab, fmt.Sprintf(`JSON.stringify(voicebox.miniApps.stats(%q))`, id))), &st)
-	if st["starts"] != 3.0 {
-		t.Errorf("the app started %v times, want 3", st["starts"])
+	if st["starts"] != 4.0 {
+		t.Errorf("the app started %v times, want 4", st["starts"])
 	}
 }

@@ -63,6 +63,10 @@ const (
 	// 8 MiB messages at 200 a second, well under the count, held the page's main thread up to
 	// 1.5 s each time.
 	MessageByteBudget = 4 << 20
+	// MaxPortRefusalSamples bounds the refused messages of one app's port to the page's worker
+	// that are kept to show, with their rule and why (the first ones); the rest are counted by
+	// rule (public/app-port.js, internal/engine's frames).
+	MaxPortRefusalSamples = 5
 	// MaxSizedValues bounds the values the estimate of one message's bytes visits (see
 	// MessageByteBudget), so sizing a message costs the page at most that many steps.
 	MaxSizedValues = 4096

@@ -8,6 +8,8 @@ declare class Go {
   run(instance: WebAssembly.Instance): Promise<void>;
 }
 declare var voiceboxInbox: unknown[];
+// app-port.js's openAppPort, set before Go starts (internal/engine ports_js.go calls it).
+declare var voiceboxOpenAppPort: (port: MessagePort, receive: (text: string) => void, over: (why: string, messages: number, bytes: number) => void) => { post: (text: string, callId: string, owe: boolean) => void; refused: () => string; close: () => void };
 
 // audio-worklet.js and audio-player.js
 declare var sampleRate: number;
