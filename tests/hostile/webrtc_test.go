@@ -364,7 +364,8 @@ func listenerHeardNothing(t *testing.T, l *turnListener) {
 // sandbox (no Voicebox headers) reaches the listener with the secret, so the cases below can
 // fail.
 func TestTheControlPageReachesTheListener(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the control passes only if each door's document runs within the attack's 3 s
+	// bound; beside other tests on two cores a nested frame did not (sandboxed-srcdoc: no answer).
 	l := newTurnListener(t)
 	udp, tcp := l.ports()
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
