@@ -368,9 +368,15 @@ layer_native() {
 	run_tests native go test -count=1 -race $(native_packages)
 }
 
+# BROWSER_PARALLEL is how many tests of one browser package run at once (go test -parallel). Its
+# default is GOMAXPROCS, which is 1 under js/wasm: without it a t.Parallel test there waits for
+# the one before, though an OPFS test mostly waits on the browser's storage (the mini-app store's
+# suite, TestMiniAppStore, over two kinds of root and four seeds each).
+BROWSER_PARALLEL=4
+
 layer_browser() {
 	# shellcheck disable=SC2046
-	run_tests browser browser_env go test -exec="$TOOLS_BIN/go_js_wasm_exec" $(browser_packages)
+	run_tests browser browser_env go test -parallel "$BROWSER_PARALLEL" -exec="$TOOLS_BIN/go_js_wasm_exec" $(browser_packages)
 }
 
 # The end-to-end layer's packages: every package of tests/ but the chaos suite, a layer of its own.

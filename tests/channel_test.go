@@ -339,7 +339,8 @@ func TestTheLoopbackGateLetsThePageInWithItsTicket(t *testing.T) {
 	if resp, err := http.Get(relay.URL + "/"); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("without a session / answered %v %v, want 401", resp.StatusCode, err)
 	}
-	tab := harness.NewTab(t)
+	// Its session cookie, on 127.0.0.1 whatever the port, stays in a browser context of its own.
+	tab := harness.NewIsolatedTab(t)
 	tab.Navigate(ticket)
 	if got := harness.Eval[string](tab, `location.href`); got != relay.URL+"/" {
 		t.Fatalf("after the ticket the page is at %s, want %s/", got, relay.URL)

@@ -14,6 +14,7 @@ import (
 // the page still runs the call (a second listener used to replace the first, and the call then
 // waited for an answer that never came).
 func TestWorkerMessagesReachEveryListener(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)
@@ -73,6 +74,7 @@ func TestThePageIsModulesWithOneHandle(t *testing.T) {
 // An external app that loads the guest library from its old address (/miniapp-guest.js, before
 // the file was renamed mini-app-guest.js) still connects and offers its tools.
 func TestTheGuestLibraryOldAddressStillWorks(t *testing.T) {
+	t.Parallel()
 	app := newOrigin(t)
 	reg, _ := json.Marshal(map[string]any{"old": map[string]any{"name": "Old guest", "url": app.URL + "/", "origin": app.URL}})
 	relay := harness.StartRelay(t, "MINI_APPS="+string(reg))

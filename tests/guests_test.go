@@ -83,6 +83,7 @@ func refusedRule(tab *harness.Tab, appID, tool, args string) string {
 }
 
 func TestWebMCPConformance(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)
@@ -131,6 +132,7 @@ func TestWebMCPConformance(t *testing.T) {
 }
 
 func TestAnAppWrittenForTheOriginalRuns(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)
@@ -209,6 +211,7 @@ addEventListener('unhandledrejection', (e) => __errors.push('unhandled: ' + Stri
 }
 
 func TestWebMCPPolyfillsCoexist(t *testing.T) {
+	t.Parallel()
 	// The strict polyfill finds document.modelContext installed and stays out of the way;
 	// @mcp-b/global replaces it with its own, which mirrors every tool into the one it found.
 	tests := []struct {
@@ -260,6 +263,7 @@ func TestWebMCPPolyfillsCoexist(t *testing.T) {
 }
 
 func TestAModelContextInstalledAfterOursIsReadBack(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)
@@ -324,6 +328,7 @@ func guestHandler(host string) http.Handler {
 }
 
 func TestExternalGuestsInTheProtocolTheirAuthorUsed(t *testing.T) {
+	t.Parallel()
 	app := newOrigin(t)
 	entry := func(name, file, protocol string) map[string]any {
 		e := map[string]any{"name": name, "url": app.URL + "/" + file, "origin": app.URL}
@@ -399,6 +404,7 @@ func TestExternalGuestsInTheProtocolTheirAuthorUsed(t *testing.T) {
 }
 
 func TestAFolderAppLoadsItsSiblingsAndNothingElse(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)
@@ -488,6 +494,7 @@ document.querySelector('form[toolname=search]').addEventListener('submit', (e) =
 }
 
 func TestFormsWithToolnameAreTools(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	for _, tt := range []struct{ name, script string }{
 		{"sdk", ""},

@@ -37,12 +37,14 @@ const layoutProblems = `(() => {
 
 // TestLayoutFitsFrom360 is the page at 360, 768 and 1280 px wide with files, a turn and an open
 // mini-app in it: nothing scrolls sideways and every control of the header (and of the panels)
-// is on screen.
+// is on screen. The widths run at once, each with a relay and a tab of its own (a second tab of
+// one relay would wait for the first to let go of the workspace).
 func TestLayoutFitsFrom360(t *testing.T) {
 	t.Parallel()
-	relay := harness.StartRelay(t)
 	for _, width := range []int64{360, 768, 1280} {
 		t.Run(fmt.Sprint(width), func(t *testing.T) {
+			t.Parallel()
+			relay := harness.StartRelay(t)
 			tab := harness.NewTab(t)
 			tab.Viewport(width, 860)
 			openWorkspace(t, tab, relay.URL)

@@ -65,6 +65,7 @@ func bearerProxy(t testing.TB, relayURL, bearer string) string {
 // in tools/mcp-conformance/baseline.yml; the suite fails the run when one of them passes (a
 // stale entry) or any other fails.
 func TestMCPConformance(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("VOICEBOX_MCP_CONFORMANCE")
 	if dir == "" {
 		t.Skip("VOICEBOX_MCP_CONFORMANCE is unset: ./build.sh test installs the suite and sets it")

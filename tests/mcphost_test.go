@@ -72,7 +72,7 @@ func startBasicServer(t *testing.T) string {
 // HTTP, admitted as a remote MCP extension: its tool called through the relay, its view named,
 // a budget exhausted, and a server outside the plan's hosts refused at the gate.
 func TestRealMCPAppsServerAsExtension(t *testing.T) {
-	// Not parallel: EvalInFrame finds "about:srcdoc" among every tab of the shared browser.
+	t.Parallel()
 	host := startBasicServer(t)
 	relay := harness.StartRelay(t)
 	token := relay.HostToken(t)
@@ -223,7 +223,7 @@ func extAppsPage(t *testing.T, name string) string {
 // does not have, and a teardown when closed. The same document opened as a workspace mini-app
 // gets the same host, its tools/call going to the assistant's catalogue.
 func TestMCPAppsViewWrittenHere(t *testing.T) {
-	// Not parallel: EvalInFrame finds "about:srcdoc" among every tab of the shared browser.
+	t.Parallel()
 	view := extAppsView(t)
 	srv := mcp.NewServer(&mcp.Implementation{Name: "views", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}},
@@ -288,7 +288,7 @@ func TestMCPAppsViewWrittenHere(t *testing.T) {
 // (nothing is sent), and a flood of size changes that stops it (message-budget-exceeded) while
 // the page keeps working.
 func TestHostileMCPAppsView(t *testing.T) {
-	// Not parallel: EvalInFrame finds "about:srcdoc" among every tab of the shared browser.
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)

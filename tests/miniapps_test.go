@@ -23,9 +23,8 @@ func launchApp(t *testing.T, tab *harness.Tab, target string, tools int) string 
 	return id
 }
 
-// The tests that read a mini-app's frame (EvalInFrame finds it among all the browser's frames)
-// do not run in parallel, so the only app frame is their own.
 func TestSampleScoreboardIsDrivenByItsTools(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)
@@ -85,6 +84,7 @@ func TestSampleScoreboardIsDrivenByItsTools(t *testing.T) {
 }
 
 func TestAnyHTMLFileOpensAsAMiniApp(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)
@@ -116,6 +116,7 @@ webMcp.registerTool({name: 'greet', description: 'Greet someone', parameters: {t
 // nothing for them, and the page hears each only as the worker's notice. A reload gives the new document a new port (numbered
 // higher), and calls go over that one.
 func TestMiniAppCallsGoOverTheWorkersPort(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)

@@ -17,6 +17,7 @@ import (
 // the app's diagnostics on its card) and the script goes on, so the later tools register and run.
 // document.modelContext keeps the draft's stricter registerTool, which rejects.
 func TestAnOriginalAppKeepsItsToolsPastABadOne(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	tab.Allow(`was refused`)

@@ -267,6 +267,7 @@ var ticketLine = regexp.MustCompile(`open (http://\S+/\?bootstrap=[0-9a-f]+) onc
 // bar, and the bare address of a gated relay answers a sentence that names the way in. The times
 // are logged (go test -v); the decision they informed is in the README and docs/configuration.md.
 func TestTheGatesCostToANewcomer(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	start := time.Now()
@@ -289,7 +290,9 @@ func TestTheGatesCostToANewcomer(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "bootstrap") {
 		t.Fatalf("the gated relay's bare address answers %d %q; want 401 naming the printed sign-in address", resp.StatusCode, body)
 	}
-	tab2 := harness.NewTab(t)
+	// The session cookie lands on 127.0.0.1, whatever the port: a browser context of its own
+	// keeps it from the other tests' tabs (and theirs from it).
+	tab2 := harness.NewIsolatedTab(t)
 	start = time.Now()
 	openWorkspace(t, tab2, ticket)
 	on := time.Since(start)

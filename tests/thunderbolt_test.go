@@ -24,6 +24,7 @@ import (
 // when the person's colour scheme turns dark the guest is sent
 // ui/notifications/host-context-changed with only the theme.
 func TestThunderboltGuestKeepsItsTokenAndHearsTheHostContext(t *testing.T) {
+	t.Parallel()
 	app := newOrigin(t)
 	reg, _ := json.Marshal(map[string]any{
 		"tba": map[string]any{"name": "Thunderbolt auth guest", "url": app.URL + "/thunderbolt-auth-guest.html", "origin": app.URL,

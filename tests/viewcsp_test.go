@@ -60,7 +60,7 @@ document.addEventListener('securitypolicyviolation', (e) => seen.push(e.violated
 // the allowed loopback host is answered, the other is blocked by the bridge's CSP before any
 // request leaves, and the view's card says which domains were dropped and why.
 func TestMCPAppsViewDeclaredDomains(t *testing.T) {
-	// Not parallel: EvalInFrame finds "about:srcdoc" among every tab of the shared browser.
+	t.Parallel()
 	var allowedHits, otherHits atomic.Int64
 	allowed, other := pongServer(t, &allowedHits), pongServer(t, &otherHits)
 	view := strings.Replace(cspView, "TARGETS", fmt.Sprintf(`[['allowed', %q], ['other', %q]]`, allowed.URL+"/ping", other.URL+"/ping"), 1)

@@ -20,7 +20,7 @@ import (
 // call_extension's optional extension. No view is open before; once the person approves, the page
 // opens the tool's view and shows that call's result in it.
 func TestMCPAppsViewOpensForEveryCaller(t *testing.T) {
-	// Not parallel: EvalInFrame finds "about:srcdoc" among every tab of the shared browser.
+	t.Parallel()
 	host := startBasicServer(t)
 	relay := harness.StartRelay(t)
 	token := relay.HostToken(t)

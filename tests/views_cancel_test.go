@@ -18,7 +18,7 @@ import (
 // is still there). Its next call is served. A call still waiting when the view is closed goes too:
 // no approval outlives the view that asked.
 func TestAStoppedViewsCallsStop(t *testing.T) {
-	// Not parallel: EvalInFrame finds "about:srcdoc" among every tab of the shared browser.
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)

@@ -19,7 +19,7 @@ import (
 // the same subset), a call with good arguments reaches it and answers, a call with bad ones is
 // refused by the registry before it reaches the view, and its isError is a refusal.
 func TestMCPAppsViewListsItsOwnTools(t *testing.T) {
-	// Not parallel: EvalInFrame finds "about:srcdoc" among every tab of the shared browser.
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, relay.URL)

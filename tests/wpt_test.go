@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/voicebox-go/voicebox/tests/harness"
@@ -66,20 +67,31 @@ func wptPage(t *testing.T, root, file string, prelude string) string {
 	return page
 }
 
-// runWPT runs every file as a mini-app in a fresh tab of relay, with prelude before the harness,
-// and returns each subtest's result by name.
-func runWPT(t *testing.T, relay *harness.Relay, prelude string) map[string]guestResult {
+// runWPT runs every file as a mini-app, with prelude before the harness, and returns each
+// subtest's result by name. The files run at once, each a subtest with a relay and a tab of its
+// own (its own origin, so no tab waits for another to let go of the workspace).
+func runWPT(t *testing.T, prelude string) map[string]guestResult {
 	root := filepath.Join(harness.RepoRoot(), "tests", "wpt")
+	var mu sync.Mutex
 	out := map[string]guestResult{}
-	for _, file := range wptFiles {
-		tab := harness.NewTab(t)
-		tab.Allow(`.`) // the files provoke errors on purpose; what counts is #results
-		openWorkspace(t, tab, relay.URL)
-		id := openPage(t, tab, "wpt/"+file, wptPage(t, root, file, prelude), 0)
-		harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).handshakes >= 1`, id), appBound)
-		out[file] = appResults(t, tab)
-		tab.Close()
-	}
+	// t.Run returns once the parallel subtests it holds have all ended.
+	t.Run("files", func(t *testing.T) {
+		for _, file := range wptFiles {
+			t.Run(file, func(t *testing.T) {
+				t.Parallel()
+				relay := harness.StartRelay(t)
+				tab := harness.NewTab(t)
+				tab.Allow(`.`) // the files provoke errors on purpose; what counts is #results
+				openWorkspace(t, tab, relay.URL)
+				id := openPage(t, tab, "wpt/"+file, wptPage(t, root, file, prelude), 0)
+				harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).handshakes >= 1`, id), appBound)
+				got := appResults(t, tab)
+				mu.Lock()
+				out[file] = got
+				mu.Unlock()
+			})
+		}
+	})
 	return out
 }
 
@@ -100,8 +112,7 @@ func tally(results map[string]guestResult) (passed, total int, failed []string) 
 
 func TestWebMCPPassesItsWebPlatformTests(t *testing.T) {
 	t.Parallel()
-	relay := harness.StartRelay(t)
-	results := runWPT(t, relay, "")
+	results := runWPT(t, "")
 	passed, total, failed := tally(results)
 	t.Logf("WebMCP web-platform-tests: %d of %d subtests pass", passed, total)
 	for _, f := range failed {
@@ -128,13 +139,12 @@ func TestWebMCPPassesItsWebPlatformTests(t *testing.T) {
 // (BENCHMARKS.md) and fails only if the files stop running.
 func TestWebMCPPolyfillWebPlatformTests(t *testing.T) {
 	t.Parallel()
-	relay := harness.StartRelay(t)
 	prelude := `delete document.modelContext; delete navigator.modelContext;
 for (const k of ['ModelContext', 'ToolActivatedEvent', 'ToolCancelEvent']) delete window[k];
 ` + polyfill(t, "@mcp-b/webmcp-polyfill/dist/index.iife.js") + `
 if (!document.modelContext || !document.modelContext.__isWebMCPPolyfill && document.modelContext[Symbol.for('voicebox.modelContext')]) throw new Error('the polyfill did not install');
 `
-	results := runWPT(t, relay, prelude)
+	results := runWPT(t, prelude)
 	passed, total, failed := tally(results)
 	t.Logf("@mcp-b/webmcp-polyfill 5.1.0 on the WebMCP web-platform-tests: %d of %d subtests pass", passed, total)
 	for _, f := range failed {

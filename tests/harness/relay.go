@@ -75,19 +75,33 @@ var addrLine = regexp.MustCompile(`^voicebox on http://(?:127\.0\.0\.1|0\.0\.0\.
 // RestartablePort is a free loopback port for a relay that a test stops and starts again on the
 // same port (pass "PORT="+port to both starts). It lies below Linux's ephemeral range (32768 and
 // up), so that while the relay is down no outgoing connection of another process can be given
-// that port as its own and keep the second start from listening there.
+// that port as its own and keep the second start from listening there. A port is handed out once
+// a test binary: tests running at once each get their own, though the first has yet to listen on
+// its port when the second asks.
 func RestartablePort(t testing.TB) string {
 	t.Helper()
+	portsGiven.Lock()
+	defer portsGiven.Unlock()
 	for range 200 {
 		port := fmt.Sprint(20000 + mathrand.IntN(12000))
+		if portsGiven.m[port] {
+			continue
+		}
 		if ln, err := net.Listen("tcp", "127.0.0.1:"+port); err == nil {
 			ln.Close()
+			portsGiven.m[port] = true
 			return port
 		}
 	}
 	t.Fatal("harness: no free port below the ephemeral range")
 	return ""
 }
+
+// portsGiven are the ports RestartablePort has handed out in this test binary.
+var portsGiven = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
 
 // StartRelay starts bin/relay (built by ./build.sh build) with PORT=0 and the extra environment
 // given, serving the checkout's public/, and stops it when the test ends.

@@ -20,6 +20,7 @@ import (
 // next check (no workspace is open: root-not-declared); of two verbs the later is the one run
 // and checked; mini_app_tool reaches only an open app's tools, unknown-tool for a built-in.
 func TestAnActionIsHeldToItsBoundAsSentAndMiniAppToolReachesNoBuiltIn(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	page := map[string]string{"Origin": relay.URL}
 	turn := func(action string) reply {
@@ -58,6 +59,7 @@ func TestAnActionIsHeldToItsBoundAsSentAndMiniAppToolReachesNoBuiltIn(t *testing
 // two names, nothing paired; the name rule holds for envKey (invalid-argument); the next pairing
 // by envKey is served, under that name.
 func TestPairingTakesOneNameInEitherSpelling(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	token := map[string]string{"X-Voicebox-Host-Token": relay.HostToken(t)}
 	pair := func(header map[string]string, body string) reply {

@@ -331,6 +331,7 @@ func knownTests(t *testing.T) map[string]bool {
 // tests/hostile or where "Attacks that live elsewhere" says. A new route, message type or
 // descriptor field without a case fails here, by name.
 func TestEveryDoorHasAHostileCase(t *testing.T) {
+	t.Parallel()
 	all := doors(t)
 	rows := doorsTable(t)
 	known := knownTests(t)

@@ -107,6 +107,7 @@ func release(t testing.TB, relay *harness.Relay, stallers []staller, ip string) 
 // stalled connections from 127.0.0.1 itself: a request from there with the session is served, a
 // stranger's is refused too-many-connections.
 func TestAStalledFloodCannotLockOutSignedInClients(t *testing.T) {
+	// Not parallel: it raises the test binary's descriptor limit and floods the relay past its own: alone, so no other test's sockets count against either.
 	raiseNoFile(t, 4*floodConns)
 	relay := harness.StartRelayNoFile(t, relayNoFile, "VOICEBOX_LOOPBACK_AUTH=1")
 	cookie := signInFrom(t, relay, "127.0.0.1", mintTicket(t, relay))

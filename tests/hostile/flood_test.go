@@ -150,6 +150,7 @@ func keysThrough(t testing.TB, tab *harness.Tab, start func()) ([]probeKey, int)
 // worker too, the reason in its card with Start again), the page handles input while the flood
 // arrives, other apps keep working, and nothing forged gets in.
 func TestFloodingMiniAppIsStopped(t *testing.T) {
+	// Not parallel: the wall is a rate (messages a second) the app must reach; beside other tests on two cores it could fall short of it.
 	relay := harness.StartRelay(t)
 	tab := pageWithScoreboard(t, relay.URL)
 	id := writeAndLaunch(t, tab, "hostile/flood.html", floodApp, 2)
@@ -216,6 +217,7 @@ func TestFloodingMiniAppIsStopped(t *testing.T) {
 // cost the page real work. 100,000 of them stop it at its budget, with the reason in its card;
 // started again, it answers.
 func TestFloodingExternalAppIsStopped(t *testing.T) {
+	// Not parallel: the wall is a rate (messages a second) the app must reach; beside other tests on two cores it could fall short of it.
 	appOrigin := newOrigin(t)
 	reg, _ := json.Marshal(map[string]any{"flooder": map[string]any{
 		"name": "Post flood", "url": appOrigin.URL + "/fixtures/postflood.html", "origin": appOrigin.URL}})
@@ -309,6 +311,7 @@ webMcp.ready();
 // message over the bytes, with the reason saying bytes; the page handles input after it; the
 // other app answers; an app chattering under both budgets is not stopped.
 func TestBigMessagesStopAMiniApp(t *testing.T) {
+	// Not parallel: the wall is a rate (bytes a second) the app must reach; beside other tests on two cores it could fall short of it.
 	relay := harness.StartRelay(t)
 	tab := pageWithScoreboard(t, relay.URL)
 	id := writeAndLaunch(t, tab, "hostile/bigpost.html", bigPostApp, 3)
@@ -378,6 +381,7 @@ func TestBigMessagesStopAMiniApp(t *testing.T) {
 // with the reason saying bytes, before it takes it; the page keeps serving, and the app started
 // again answers.
 func TestBigMessagesStopAnExternalApp(t *testing.T) {
+	// Not parallel: the wall is a rate (bytes a second) the app must reach; beside other tests on two cores it could fall short of it.
 	appOrigin := newOrigin(t)
 	reg, _ := json.Marshal(map[string]any{"big": map[string]any{
 		"name": "Big posts", "url": appOrigin.URL + "/fixtures/bigpost.html", "origin": appOrigin.URL}})

@@ -17,6 +17,7 @@ import (
 // own that lies, and an external app that sends what the host cannot serve.
 
 func TestMiniAppAbusesTheArgumentCheck(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := pageWithScoreboard(t, relay.URL)
 	// The app asks the host to check arguments for a tool it does not have, for a tool of
@@ -65,6 +66,7 @@ webMcp.registerTool({ name: 'results', description: 'what the attempts answered'
 }
 
 func TestMiniAppWithALyingModelContext(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := pageWithScoreboard(t, relay.URL)
 	// The app replaces document.modelContext with one whose getTools lists a hundred tools, some
@@ -102,6 +104,7 @@ for (let i = 0; i < 1000; i++) parent.postMessage({ jsonrpc: '2.0', protocol: 'v
 </script>`
 
 func TestExternalAppSendsWhatTheHostCannotServe(t *testing.T) {
+	t.Parallel()
 	app := newOrigin(t)
 	reg, _ := json.Marshal(map[string]any{"noise": map[string]any{"name": "Noise", "url": app.URL + "/", "origin": app.URL}})
 	relay := harness.StartRelay(t, "MINI_APPS="+string(reg))

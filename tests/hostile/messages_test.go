@@ -27,6 +27,7 @@ const callBound = 20_000 // ms
 // call is answered within callBound: a value, or a refusal {rule, why} that is never
 // internal-error. The worker lists files and the scoreboard answers after.
 func TestEveryWorkerMethodRefusesMalformedParams(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := pageWithScoreboard(t, relay.URL)
 	params := []string{
@@ -128,6 +129,7 @@ webMcp.ready();
 // the app's own tool answers; its teardown requests close it and nothing else; the page serves
 // on.
 func TestEveryMiniAppMessageIsRefusedOrDropped(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := pageWithScoreboard(t, relay.URL)
 	types := append(messageTypes(t, "mini-app-bridge.js message "), messageTypes(t, "mini-apps.js message ")...)
@@ -209,6 +211,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // serves external apps, malformed. Nothing throws on the page, what is ignored is counted, the
 // app's card stays a card of its own, and the page serves on.
 func TestEveryExternalAppMethodIsRefusedOrIgnored(t *testing.T) {
+	t.Parallel()
 	app := newOrigin(t)
 	reg, _ := json.Marshal(map[string]any{"sweep": map[string]any{"name": "Sweep", "url": app.URL + "/", "origin": app.URL}})
 	relay := harness.StartRelay(t, "MINI_APPS="+string(reg))

@@ -249,7 +249,7 @@ func TestLookalikeClientNamesAreRefused(t *testing.T) {
 // saving an app to the shelf under a title with U+202E are each refused invalid-name with the
 // character and its index; the app's own tool and the file list keep working.
 func TestLookalikeNamesAreRefusedInThePage(t *testing.T) {
-	// Not parallel: the page's tests share the browser.
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openPage(t, tab, relay.URL)

@@ -56,6 +56,7 @@ webMcp.registerTool({name: 'seen', description: 'what reached the forged ports',
 // one too, and one for an app that is not open invalid-app-id), and the app's calls keep going
 // over its bridge's one port.
 func TestForgedPortsReachNoCall(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := pageWithScoreboard(t, relay.URL)
 	id := writeAndLaunch(t, tab, "hostile/port-forger.html", forgerApp, 2)
@@ -119,6 +120,7 @@ webMcp.registerTool({name: 'echo', description: 'never answers', execute: () => 
 // tool-output-over-budget. The ports here are the test's own, handed over as the page hands a
 // bridge's, so the test can write on them what a bridge never would.
 func TestForgedAnswersOnAPortAreDropped(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := pageWithScoreboard(t, relay.URL)
 	x := writeAndLaunch(t, tab, "hostile/pending-x.html", pendingApp, 1)
@@ -208,6 +210,7 @@ webMcp.registerTool({name: 'ping', description: 'pong', execute: () => 'pong'});
 // port is closed (what it posts after reaches nothing: the next document's port starts clean),
 // and a call it held is answered once, mini-app-closed.
 func TestFloodingItsPortStopsTheApp(t *testing.T) {
+	// Not parallel: the wall is a rate (messages a second) the app must reach; beside other tests on two cores it could fall short of it.
 	relay := harness.StartRelay(t)
 	tab := pageWithScoreboard(t, relay.URL)
 	id := writeAndLaunch(t, tab, "hostile/port-flood.html", portFloodApp, 4)

@@ -19,6 +19,7 @@ import (
 // as the app's own word (by "sdk"), never as the host's; the one that is not strings is dropped;
 // the other app's diagnostics are untouched. The app's own tool, the worker and the other app still answer.
 func TestAnAppsOwnRefusalReportsAreBoundedAndMarkedAsItsOwn(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := pageWithScoreboard(t, relay.URL)
 	tab.Allow(`was refused`)

@@ -30,6 +30,7 @@ webMcp.ready();
 // own, so Chromium puts each app in its own process: the other app answers while the loop runs.
 // The call that passes its deadline stops the spinning app, which starts again in a new process.
 func TestSpinningMiniAppStallsNoOther(t *testing.T) {
+	// Not parallel: a spinning app must stall no other, and other tests' work on the cores would blur what stalls it.
 	relay := harness.StartRelay(t)
 	tab := pageWithScoreboard(t, relay.URL)
 	id := writeAndLaunch(t, tab, "hostile/spin.html", spinApp, 3)

@@ -188,6 +188,7 @@ func ended(t testing.TB, stallers []staller) {
 // answering; one address gets at most its bound and then 429 too-many-connections; each stalled
 // connection is ended by the relay within its read bounds; and its descriptors come back.
 func TestStalledRequestsCannotStopTheRelay(t *testing.T) {
+	// Not parallel: it raises the test binary's descriptor limit and holds hundreds of stalled sockets: alone, so no other test's sockets count against either.
 	raiseNoFile(t, 3*soakConns)
 	relay := harness.StartRelay(t)
 	served(t, relay)

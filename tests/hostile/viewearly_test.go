@@ -41,6 +41,7 @@ rpc({id: 'init', method: 'ui/initialize', params: {appInfo: {name: 'v', version:
 // reaches the page; the held ones are answered after the handshake, and the view's
 // next request is served.
 func TestAViewsEarlyRequestsWaitForItsHandshake(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openPage(t, tab, relay.URL)

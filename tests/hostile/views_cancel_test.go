@@ -32,6 +32,7 @@ function run() { %s }
 // cancellation of no request the host serves); the page stopped no call; the view's next request
 // is served.
 func TestAViewCancelsOnlyItsOwnCalls(t *testing.T) {
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openPage(t, tab, relay.URL)

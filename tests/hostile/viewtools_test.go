@@ -47,7 +47,7 @@ say({id: 1, method: 'ui/initialize', params: {appInfo: {name: 'hostile', version
 // tool-timeout and stops the view, an answer over the output bound is tool-output-over-budget, forged answers are
 // dropped, and the page keeps working.
 func TestAViewsOwnToolsAreHeldToAnAppsLimits(t *testing.T) {
-	// Not parallel: the page's tests share the browser.
+	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
 	openPage(t, tab, relay.URL)

@@ -17,6 +17,7 @@ import (
 // refused outside-root, nothing outside changes or appears, and the next write lands in the
 // folder.
 func TestTheWorkspaceFolderIsTheOnlyFolderItsToolsReach(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	dir, outside := filepath.Join(parent, "workspace"), filepath.Join(parent, "outside")
 	for _, d := range []string{dir, outside} {

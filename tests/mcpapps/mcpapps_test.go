@@ -188,96 +188,108 @@ func frameShows(tab *harness.Tab) string {
 // lists is offered and its main tool answers through the relay; unless the view needs the
 // network, it opens in the page's sandbox and renders (a check of the frame's DOM), and a view
 // that calls its server's tools has its call answered through the bridge and shows the answer.
-// One relay and one browser serve every server (a tab each, so a view that fails fails its own
-// subtest); the table of outcomes is logged.
+// Each server is a subtest with a relay and a tab of its own (its own origin, so its tab holds
+// its workspace with no other tab waiting on it), and they run at once; the table of outcomes is
+// logged in the order of exampleServers.
 func TestMCPAppsExampleServers(t *testing.T) {
-	// Not parallel: EvalInFrame finds "about:srcdoc" among every tab of the shared browser.
+	rows := make([]string, len(exampleServers))
+	// A test's cleanup runs once its parallel subtests have all ended.
+	t.Cleanup(func() {
+		table := []string{"server | tools offered/total | main tool answers | view renders | view calls back"}
+		for _, row := range rows {
+			if row != "" {
+				table = append(table, row)
+			}
+		}
+		t.Logf("MCP Apps example servers of ext-apps 2.0.3:\n%s", strings.Join(table, "\n"))
+	})
+	for i, s := range exampleServers {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			runExampleServer(t, s, &rows[i])
+		})
+	}
+}
+
+// runExampleServer runs server s against a relay and a tab of its own and writes its row of the
+// table of outcomes to row when it ends, passed or failed.
+func runExampleServer(t *testing.T, s exampleServer, row *string) {
+	offered, total, answers, renders, calls := 0, 0, "no", "no", "n/a"
+	defer func() {
+		*row = fmt.Sprintf("%s | %d/%d | %s | %s | %s", s.name, offered, total, answers, renders, calls)
+	}()
 	relay := harness.StartRelay(t)
 	token := relay.HostToken(t)
-
-	rows := []string{"server | tools offered/total | main tool answers | view renders | view calls back"}
-	for _, s := range exampleServers {
-		offered, total, answers, renders, calls := 0, 0, "no", "no", "n/a"
-		ran := false
-		t.Run(s.name, func(t *testing.T) {
-			ran = true
-			var serverArgs []string
-			if s.withPDF {
-				pdf := filepath.Join(t.TempDir(), "one-page.pdf")
-				if err := os.WriteFile(pdf, onePagePDF("Voicebox 1"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				serverArgs = append(serverArgs, pdf)
-				quoted, _ := json.Marshal(pdf)
-				s.args = strings.ReplaceAll(s.args, `"PDF_PATH"`, string(quoted))
-			}
-			host := startExampleServer(t, s.name, serverArgs...)
-			listed := serverTools(t, host)
-			total = len(listed)
-			id := strings.ReplaceAll(s.name, "-", "")
-			raw := fmt.Sprintf(`{"id":%q,"name":%q,"runsIn":"remote","capabilities":["network"],"bounds":{"hosts":[%q],"maxRequests":1000,"maxBytes":%d},"tools":[],"mcp":{"url":"http://%s/mcp"}}`,
-				id, s.name, host, 8<<20, host)
-			harness.AdmitRemote(t, relay, token, raw, id)
-			offered = len(harness.OfferedTools(harness.GetListing(t, relay.URL), id))
-			if offered != total {
-				b, _ := json.Marshal(harness.GetListing(t, relay.URL))
-				t.Errorf("%d of the %d tools %v are offered\n%s", offered, total, listed, harness.Clip(string(b)))
-			}
-
-			tool := id + "__" + s.main
-			m := harness.PostAPI(t, relay.URL, "/api/extensions/call", token, fmt.Sprintf(`{"extension":%q,"tool":%q,"args":%s}`, id, tool, s.args))
-			b, _ := json.Marshal(m)
-			if m["ok"] != true || !strings.Contains(string(b), s.want) {
-				t.Fatalf("%s%s answered %s, want ok and %q in it", s.main, s.args, harness.Clip(string(b)), s.want)
-			}
-			answers = "yes"
-			if s.viewNeeds != "" {
-				renders, calls = "not run: "+s.viewNeeds, ""
-				return
-			}
-
-			// A tab of the shared browser each: a view that fails fails its own subtest.
-			tab := harness.NewTab(t)
-			harness.OpenWorkspace(t, tab, relay.URL)
-			call := "{}"
-			if s.withResult {
-				observed, _ := json.Marshal(m["observed"])
-				call = fmt.Sprintf(`{input: %s, result: %s}`, s.args, observed)
-			}
-			appID := harness.Eval[string](tab, fmt.Sprintf(`voicebox.miniApps.openView(%q, %q, %s).then(r => r.appId)`, id, tool, call))
-			harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).mcp.initialized`, appID), harness.ReadyBound)
-			if !approveWhile(tab, s.rendered) {
-				t.Fatalf("the view never showed what it is for (%s); it shows:\n%s", s.rendered, frameShows(tab))
-			}
-			renders = "yes"
-
-			if s.calledBack == "" {
-				return
-			}
-			calls = "no"
-			harness.EvalInFrame[bool](tab, "about:srcdoc", `(() => { const sc = document.createElement('script'); sc.textContent = "const e0 = console.error; console.error = (...a) => { document.documentElement.dataset.errs = (document.documentElement.dataset.errs || '') + a.map(x => x && x.stack || String(x)).join(' ') + ' | '; e0(...a); }"; document.head.append(sc); return true })()`)
-			if s.callBack != "" {
-				harness.EvalInFrame[bool](tab, "about:srcdoc", s.callBack)
-			}
-			if s.callFails != "" {
-				if !approveWhile(tab, `document.body.innerText.includes('[ERROR]')`) {
-					t.Fatalf("the view's call was expected to fail (%s); it shows:\n%s", s.callFails, frameShows(tab))
-				}
-				calls = "no: " + s.callFails
-				return
-			}
-			if !approveWhile(tab, s.calledBack) {
-				t.Fatalf("the view's call was never answered and shown (%s); it shows:\n%s", s.calledBack, frameShows(tab))
-			}
-			if stats := harness.Eval[map[string]any](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).mcp`, appID)); stats["calls"].(float64) < 1 {
-				t.Fatalf("the view shows an answer but made no call: %v", stats)
-			}
-			calls = "yes"
-		})
-		if !ran {
-			continue
+	var serverArgs []string
+	if s.withPDF {
+		pdf := filepath.Join(t.TempDir(), "one-page.pdf")
+		if err := os.WriteFile(pdf, onePagePDF("Voicebox 1"), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		rows = append(rows, fmt.Sprintf("%s | %d/%d | %s | %s | %s", s.name, offered, total, answers, renders, calls))
+		serverArgs = append(serverArgs, pdf)
+		quoted, _ := json.Marshal(pdf)
+		s.args = strings.ReplaceAll(s.args, `"PDF_PATH"`, string(quoted))
 	}
-	t.Logf("MCP Apps example servers of ext-apps 2.0.3:\n%s", strings.Join(rows, "\n"))
+	host := startExampleServer(t, s.name, serverArgs...)
+	listed := serverTools(t, host)
+	total = len(listed)
+	id := strings.ReplaceAll(s.name, "-", "")
+	raw := fmt.Sprintf(`{"id":%q,"name":%q,"runsIn":"remote","capabilities":["network"],"bounds":{"hosts":[%q],"maxRequests":1000,"maxBytes":%d},"tools":[],"mcp":{"url":"http://%s/mcp"}}`,
+		id, s.name, host, 8<<20, host)
+	harness.AdmitRemote(t, relay, token, raw, id)
+	offered = len(harness.OfferedTools(harness.GetListing(t, relay.URL), id))
+	if offered != total {
+		b, _ := json.Marshal(harness.GetListing(t, relay.URL))
+		t.Errorf("%d of the %d tools %v are offered\n%s", offered, total, listed, harness.Clip(string(b)))
+	}
+
+	tool := id + "__" + s.main
+	m := harness.PostAPI(t, relay.URL, "/api/extensions/call", token, fmt.Sprintf(`{"extension":%q,"tool":%q,"args":%s}`, id, tool, s.args))
+	b, _ := json.Marshal(m)
+	if m["ok"] != true || !strings.Contains(string(b), s.want) {
+		t.Fatalf("%s%s answered %s, want ok and %q in it", s.main, s.args, harness.Clip(string(b)), s.want)
+	}
+	answers = "yes"
+	if s.viewNeeds != "" {
+		renders, calls = "not run: "+s.viewNeeds, ""
+		return
+	}
+
+	// A tab of the shared browser each: a view that fails fails its own subtest.
+	tab := harness.NewTab(t)
+	harness.OpenWorkspace(t, tab, relay.URL)
+	call := "{}"
+	if s.withResult {
+		observed, _ := json.Marshal(m["observed"])
+		call = fmt.Sprintf(`{input: %s, result: %s}`, s.args, observed)
+	}
+	appID := harness.Eval[string](tab, fmt.Sprintf(`voicebox.miniApps.openView(%q, %q, %s).then(r => r.appId)`, id, tool, call))
+	harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).mcp.initialized`, appID), harness.ReadyBound)
+	if !approveWhile(tab, s.rendered) {
+		t.Fatalf("the view never showed what it is for (%s); it shows:\n%s", s.rendered, frameShows(tab))
+	}
+	renders = "yes"
+
+	if s.calledBack == "" {
+		return
+	}
+	calls = "no"
+	harness.EvalInFrame[bool](tab, "about:srcdoc", `(() => { const sc = document.createElement('script'); sc.textContent = "const e0 = console.error; console.error = (...a) => { document.documentElement.dataset.errs = (document.documentElement.dataset.errs || '') + a.map(x => x && x.stack || String(x)).join(' ') + ' | '; e0(...a); }"; document.head.append(sc); return true })()`)
+	if s.callBack != "" {
+		harness.EvalInFrame[bool](tab, "about:srcdoc", s.callBack)
+	}
+	if s.callFails != "" {
+		if !approveWhile(tab, `document.body.innerText.includes('[ERROR]')`) {
+			t.Fatalf("the view's call was expected to fail (%s); it shows:\n%s", s.callFails, frameShows(tab))
+		}
+		calls = "no: " + s.callFails
+		return
+	}
+	if !approveWhile(tab, s.calledBack) {
+		t.Fatalf("the view's call was never answered and shown (%s); it shows:\n%s", s.calledBack, frameShows(tab))
+	}
+	if stats := harness.Eval[map[string]any](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).mcp`, appID)); stats["calls"].(float64) < 1 {
+		t.Fatalf("the view shows an answer but made no call: %v", stats)
+	}
+	calls = "yes"
 }
