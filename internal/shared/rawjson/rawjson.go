@@ -211,57 +211,95 @@ func Decode(raw []byte) (any, bool) {
 	return v, true
 }
 
-// decodeValid decodes the valid value at i and returns it with its end.
+// openValue is an object or array decodeValid is filling: an object with the name its next value
+// goes under, or an array.
+type openValue struct {
+	obj  map[string]any
+	arr  []any
+	name string
+}
+
+// readName reads the member name at i and the colon after it into o, and returns where the
+// member's value starts.
+func (o *openValue) readName(b []byte, i int) int {
+	end, _ := stringEnd(b, i)
+	o.name, _ = Unquote(b[i:end])
+	return skipSpace(b, skipSpace(b, end)+1)
+}
+
+// decodeValid decodes the valid value at i and returns it with its end. It keeps the objects and
+// arrays it is inside on a stack of its own rather than recursing: under js/wasm a Go call is a
+// call of the browser's WebAssembly stack, which a document MaxDepth deep overflows (a
+// RangeError that ends the worker), so the depth Valid accepts must cost no stack.
 func decodeValid(b []byte, i int) (any, int) {
-	switch c := b[i]; c {
-	case '{':
-		m := map[string]any{}
-		i = skipSpace(b, i+1)
-		if b[i] == '}' {
-			return m, i + 1
-		}
-		for {
-			kEnd, _ := stringEnd(b, i)
-			name, _ := Unquote(b[i:kEnd])
-			i = skipSpace(b, skipSpace(b, kEnd)+1)
-			var v any
-			v, i = decodeValid(b, i)
-			m[name] = v
-			i = skipSpace(b, i)
-			if b[i] == '}' {
-				return m, i + 1
+	var stack []openValue
+	for {
+		var v any
+		switch c := b[i]; c {
+		case '{', '[':
+			o := openValue{}
+			if c == '{' {
+				o.obj = map[string]any{}
+			} else {
+				o.arr = []any{}
 			}
 			i = skipSpace(b, i+1)
-		}
-	case '[':
-		a := []any{}
-		i = skipSpace(b, i+1)
-		if b[i] == ']' {
-			return a, i + 1
-		}
-		for {
-			var v any
-			v, i = decodeValid(b, i)
-			a = append(a, v)
-			i = skipSpace(b, i)
-			if b[i] == ']' {
-				return a, i + 1
+			if b[i] != '}' && b[i] != ']' {
+				if c == '{' {
+					i = o.readName(b, i)
+				}
+				stack = append(stack, o)
+				continue
 			}
-			i = skipSpace(b, i+1)
+			i++
+			if c == '{' {
+				v = o.obj
+			} else {
+				v = o.arr
+			}
+		case '"':
+			end, _ := stringEnd(b, i)
+			v, _ = Unquote(b[i:end])
+			i = end
+		case 't':
+			v, i = true, i+4
+		case 'f':
+			v, i = false, i+5
+		case 'n':
+			v, i = nil, i+4
+		default:
+			end, _ := numberEnd(b, i)
+			v, i = json.Number(b[i:end]), end
 		}
-	case '"':
-		end, _ := stringEnd(b, i)
-		s, _ := Unquote(b[i:end])
-		return s, end
-	case 't':
-		return true, i + 4
-	case 'f':
-		return false, i + 5
-	case 'n':
-		return nil, i + 4
+		// v is whole: put it into the container it is in, and close every container it ends.
+		for {
+			if len(stack) == 0 {
+				return v, i
+			}
+			top := &stack[len(stack)-1]
+			if top.obj != nil {
+				top.obj[top.name] = v
+			} else {
+				top.arr = append(top.arr, v)
+			}
+			i = skipSpace(b, i)
+			if b[i] == ',' {
+				i = skipSpace(b, i+1)
+				if top.obj != nil {
+					i = top.readName(b, i)
+				}
+				break
+			}
+			// b[i] is the container's '}' or ']' (the document is valid).
+			i++
+			if top.obj != nil {
+				v = top.obj
+			} else {
+				v = top.arr
+			}
+			stack = stack[:len(stack)-1]
+		}
 	}
-	end, _ := numberEnd(b, i)
-	return json.Number(b[i:end]), end
 }
 
 // AppendValue appends v as json.Marshal writes it (escapeHTML true) or an Encoder with
