@@ -74,16 +74,19 @@ cmd_build() {
 		env GOOS=js GOARCH=wasm go build -trimpath -ldflags "-s -w -X main.build=$v" -o public/voicebox.wasm ./browser ||
 		die "build: the page's Go (./browser) did not compile"
 	cp "$(go env GOROOT)/lib/wasm/wasm_exec.js" public/wasm_exec.js
-	step "[2/3] compressing it (public/voicebox.wasm.gz and .br, which the relay serves)" build_precompress ||
-		die "build: could not precompress public/voicebox.wasm"
+	step "[2/3] joining its data segments and compressing it (public/voicebox.wasm.gz and .br, which the relay serves)" build_precompress ||
+		die "build: could not pack and precompress public/voicebox.wasm"
 	step "[3/3] compiling the relay, with the page inside it (bin/relay)" \
 		go build -trimpath -ldflags "-X main.build=$v" -o bin/relay ./cmd/relay ||
 		die "build: the relay (./cmd/relay) did not compile"
 }
 
+# build_precompress joins the wasm's data segments (tools/wasmpack: the same memory image, 77 KB
+# less brotli) and writes its .br and .gz.
 build_precompress() {
-	(cd tools && go build -o "$TOOLS_BIN/precompress" ./precompress) || die "build: tools/precompress did not compile"
-	"$TOOLS_BIN/precompress" public/voicebox.wasm
+	(cd tools && go build -o "$TOOLS_BIN/precompress" ./precompress && go build -o "$TOOLS_BIN/wasmpack" ./wasmpack) ||
+		die "build: tools/precompress or tools/wasmpack did not compile"
+	"$TOOLS_BIN/wasmpack" public/voicebox.wasm && "$TOOLS_BIN/precompress" public/voicebox.wasm
 }
 
 cmd_run() {

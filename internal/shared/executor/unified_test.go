@@ -153,3 +153,26 @@ func parseHunkHeader(h string, aStart, aCount, bStart, bCount *int) error {
 	}
 	return side(f[2][1:], bStart, bCount)
 }
+
+// TestUnifiedDiffPastTheBoundStillApplies: when more than MaxDiffEdits lines differ, the search
+// stops and the span between the first and the last difference is one change, still a diff that
+// turns old into new, with the unchanged lines around it kept as context.
+func TestUnifiedDiffPastTheBoundStillApplies(t *testing.T) {
+	t.Parallel()
+	var old, new strings.Builder
+	old.WriteString("head\n")
+	new.WriteString("head\n")
+	for i := range MaxDiffEdits {
+		fmt.Fprintf(&old, "old %d\n", i)
+		fmt.Fprintf(&new, "new %d\n", i)
+	}
+	old.WriteString("tail\n")
+	new.WriteString("tail\n")
+	if blocks := lineDiff(splitLinesKeep(old.String()), splitLinesKeep(new.String())); len(blocks) != 1 || blocks[0] != (diffBlock{1, MaxDiffEdits + 1, 1, MaxDiffEdits + 1}) {
+		t.Fatalf("lineDiff past the bound = %v, want the one block between head and tail", blocks)
+	}
+	d := unifiedDiff("a/f", "b/f", old.String(), new.String())
+	if err := checkApplies(d, old.String(), new.String()); err != nil {
+		t.Fatal(err)
+	}
+}

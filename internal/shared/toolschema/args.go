@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -411,11 +412,12 @@ func jsOrder(keys []string) []string {
 			rest = append(rest, k)
 		}
 	}
-	slices.SortFunc(idx, func(a, b string) int {
-		if len(a) != len(b) {
-			return len(a) - len(b)
-		}
-		return strings.Compare(a, b)
+	// sort.Slice rather than slices.SortFunc: a generic sort with a comparison function is a copy
+	// of pdqsort of its own (about 20 KB of wasm code for this one); sort.Slice is one copy for
+	// every type.
+	sort.Slice(idx, func(i, j int) bool {
+		a, b := idx[i], idx[j]
+		return len(a) < len(b) || len(a) == len(b) && a < b
 	})
 	return append(idx, rest...)
 }

@@ -224,3 +224,14 @@ func TestArgumentsInJavaScriptsOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestJSOrderListsIndicesFirst holds jsOrder to JavaScript's own-key order: array indices
+// ascending by value (not by text), then the other keys as given, including numbers that are not
+// canonical indices.
+func TestJSOrderListsIndicesFirst(t *testing.T) {
+	got := jsOrder([]string{"b", "10", "2", "a", "0", "01", "4294967295", "4294967294", "-1"})
+	want := []string{"0", "2", "10", "4294967294", "b", "a", "01", "4294967295", "-1"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("jsOrder = %q, want %q", got, want)
+	}
+}
