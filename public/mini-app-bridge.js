@@ -390,10 +390,13 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
 
   /**
    * registerTool checks a tool's declaration (its name, the app's count, its size) and passes it
-   * to the host, whose registry checks the rest; it reports whether it passed it on.
+   * to the host, whose registry checks the rest; it reports whether it passed it on. view: the
+   * view serves it (asked tools/call here), so the worker calls it through the host, not on the
+   * app's port to the worker, whose SDK does not know it.
    * @param {any} tool
+   * @param {boolean} [view]
    */
-  function registerTool(tool) {
+  function registerTool(tool, view = false) {
     const name = tool && typeof tool.name === 'string' ? tool.name : '';
     if (!WEBMCP_TOOL_NAME.test(name)) return refuseRegistration(String(name).slice(0, 80), 'invalid-tool-name', 'a tool name is 1 to 128 of a-z, A-Z, 0-9, _, - and .'), false;
     if (names.has(name)) return refuseRegistration(name, 'invalid-tool-name', `the app already has a tool named ${name}`), false;
@@ -404,7 +407,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       return refuseRegistration(name, 'invalid-tool-parameters', `a declaration is JSON of at most ${MAX_DECLARATION_BYTES} bytes`), false;
     }
     names.add(name);
-    toHost({ type: 'register_tool', generation, tool: JSON.parse(text) });
+    toHost(view ? { type: 'register_tool', generation, tool: JSON.parse(text), view: true } : { type: 'register_tool', generation, tool: JSON.parse(text) });
     return true;
   }
 
@@ -516,7 +519,7 @@ const DOCTYPE = /^(\uFEFF?\s*(?:<!--[\s\S]*?-->\s*)*<!doctype[^>]*>)/i;
       if (typeof t.description === 'string') decl.description = t.description;
       if (t.inputSchema !== undefined) decl.inputSchema = t.inputSchema;
       if (t.annotations && t.annotations.readOnlyHint === true) decl.annotations = { readOnlyHint: true };
-      if (registerTool(decl)) viewNames.add(name);
+      if (registerTool(decl, true)) viewNames.add(name);
     }
   }
 

@@ -720,7 +720,7 @@ export function startMiniApps(vb) {
         break;
       case 'register_tool': {
         if (msg.generation !== app.generation) return;
-        const answer = await vb.call('miniapps.register', { appId: app.appId, tool: msg.tool });
+        const answer = await vb.call('miniapps.register', msg.view === true ? { appId: app.appId, tool: msg.tool, view: true } : { appId: app.appId, tool: msg.tool });
         if (!current() || msg.generation !== app.generation) return;
         const name = msg.tool && msg.tool.name;
         if (answer.ok) {

@@ -31,7 +31,7 @@
 // miniapps.close: forgets the app; why is what calls still waiting are told, and its port is closed if of document doc or older (any, without doc)
 // miniapps.port: the port the app's bridge made for its document doc (the page numbers them, growing); served as it arrives
 // miniapps.ports: the ports handed over and what went over them
-// miniapps.register: a tool an app declares, checked by the registry
+// miniapps.register: a tool an app declares, checked by the registry; view: its document serves it as an MCP Apps view, so its calls go through the bridge, not the app's port
 // miniapps.unregister: an app withdraws a tool
 // miniapps.tools: the open apps' tools
 // miniapps.call: calls an app's tool, by its app and name or by its model-facing name
@@ -87,7 +87,7 @@
  *   'miniapps.close': [{appId: string, why?: string, doc?: number}, {closed: boolean}],
  *   'miniapps.port': [{appId: string, doc: number, port: MessagePort}, {bound: boolean, doc: number}],
  *   'miniapps.ports': [{appId?: string}, {ports: {appId: string, doc: number, sent: number, answered: number, dropped: number}[]}],
- *   'miniapps.register': [{appId: string, tool: unknown}, RegisteredTool],
+ *   'miniapps.register': [{appId: string, tool: unknown, view?: boolean}, RegisteredTool],
  *   'miniapps.unregister': [{appId: string, name: string}, {removed: boolean}],
  *   'miniapps.tools': [{appId?: string}, {tools: RegisteredTool[]}],
  *   'miniapps.call': [{appId: string, tool: string, args: unknown} | {name: string, args: unknown}, {result: unknown}],

@@ -35,6 +35,10 @@ type frames struct {
 	next    uint64
 	pending map[string]pendingCall
 	ports   map[string]*appPort // appID -> the port of its current document
+	// viewTools are, per app, the tools its document serves as an MCP Apps view (its bridge asks
+	// the view tools/call): the app's SDK, at the other end of the port, does not know them, so
+	// their calls go through the page and its bridge.
+	viewTools map[string]map[string]bool
 }
 
 type pendingCall struct {
@@ -133,8 +137,10 @@ type frameApp struct {
 // CallTool posts the call on the app's port (or, with none, to the page) and waits for its
 // answer or for ctx, whichever is first.
 func (a frameApp) CallTool(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
-	if out, err, ok := a.f.askPort(ctx, a.appID, tool, args); ok {
-		return out, err
+	if !a.f.isViewTool(a.appID, tool) {
+		if out, err, ok := a.f.askPort(ctx, a.appID, tool, args); ok {
+			return out, err
+		}
 	}
 	return a.f.ask(ctx, a.appID, "miniapp.cancel", func(id string) any {
 		return struct {
@@ -200,6 +206,7 @@ func (f *frames) settle(id string, ans frameAnswer) bool {
 // frame closed or loaded a new document.
 func (f *frames) closeApp(appID, why string) {
 	f.mu.Lock()
+	delete(f.viewTools, appID)
 	var ids []string
 	for id, p := range f.pending {
 		if p.appID == appID {
@@ -210,6 +217,31 @@ func (f *frames) closeApp(appID, why string) {
 	for _, id := range ids {
 		f.settle(id, frameAnswer{err: refusal.New(refusal.MiniAppClosed, "%s", why)})
 	}
+}
+
+// setViewTool records whether appID's tool name is served by its document as an MCP Apps view
+// (registered from the view's tools/list by its bridge), which only the bridge can call.
+func (f *frames) setViewTool(appID, name string, view bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !view {
+		delete(f.viewTools[appID], name)
+		return
+	}
+	if f.viewTools == nil {
+		f.viewTools = map[string]map[string]bool{}
+	}
+	if f.viewTools[appID] == nil {
+		f.viewTools[appID] = map[string]bool{}
+	}
+	f.viewTools[appID][name] = true
+}
+
+// isViewTool reports whether appID's tool name is one its view serves (see setViewTool).
+func (f *frames) isViewTool(appID, name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.viewTools[appID][name]
 }
 
 // portCall is a call as it goes out on a port: the SDK's {type: "call_tool"} message.

@@ -40,8 +40,8 @@ func miniAppMethodTable() []methodSpec {
 			"the port the app's bridge made for its document doc (the page numbers them, growing); served as it arrives", (*Engine).miniAppsPort},
 		{"miniapps.ports", "{appId?: string}", "{ports: {appId: string, doc: number, sent: number, answered: number, dropped: number}[]}",
 			"the ports handed over and what went over them", (*Engine).miniAppsPorts},
-		{"miniapps.register", "{appId: string, tool: unknown}", "RegisteredTool",
-			"a tool an app declares, checked by the registry", (*Engine).miniAppsRegister},
+		{"miniapps.register", "{appId: string, tool: unknown, view?: boolean}", "RegisteredTool",
+			"a tool an app declares, checked by the registry; view: its document serves it as an MCP Apps view, so its calls go through the bridge, not the app's port", (*Engine).miniAppsRegister},
 		{"miniapps.unregister", "{appId: string, name: string}", "{removed: boolean}", "an app withdraws a tool", (*Engine).miniAppsUnregister},
 		{"miniapps.tools", "{appId?: string}", "{tools: RegisteredTool[]}", "the open apps' tools", (*Engine).miniAppsTools},
 		{"miniapps.call", "{appId: string, tool: string, args: unknown} | {name: string, args: unknown}", "{result: unknown}",
@@ -346,6 +346,7 @@ func (a *Engine) miniAppsRegister(_ context.Context, req request) (result, *refu
 	var p struct {
 		AppID string          `json:"appId"`
 		Tool  json.RawMessage `json:"tool"`
+		View  bool            `json:"view"`
 	}
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
@@ -354,6 +355,7 @@ func (a *Engine) miniAppsRegister(_ context.Context, req request) (result, *refu
 	if err != nil {
 		return result{}, asRefusal(err)
 	}
+	a.apps.frames.setViewTool(p.AppID, d.Name, p.View)
 	a.toolsChanged()
 	return result{Value: viewOf(p.AppID, d)}, nil
 }
@@ -367,6 +369,7 @@ func (a *Engine) miniAppsUnregister(_ context.Context, req request) (result, *re
 		return result{}, r
 	}
 	removed := a.apps.registry.Unregister(p.AppID, p.Name)
+	a.apps.frames.setViewTool(p.AppID, p.Name, false)
 	a.toolsChanged()
 	return result{Value: map[string]bool{"removed": removed}}, nil
 }
