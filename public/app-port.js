@@ -15,7 +15,7 @@
 // message, as it costs the bridge, never a crossing into Go: a realm slow to read a flood would
 // spread it over several budget windows (the window is of when messages are read).
 import { MessageBudget } from './message-budget.js';
-import { MALFORMED_ANSWER, MAX_PORT_REFUSAL_SAMPLES, MINI_APP_UNSOLICITED_ANSWER } from './rules.js';
+import { MALFORMED_ANSWER, MAX_OUTPUT_BYTES, MAX_PORT_REFUSAL_SAMPLES, MINI_APP_UNSOLICITED_ANSWER } from './rules.js';
 
 /**
  * AppPortEnd is the worker's side of one app document's port.
@@ -31,6 +31,21 @@ export function shaped(data) {
   if (!data || typeof data !== 'object' || data.type !== 'tool_result' || typeof data.callId !== 'string' || data.callId === '') return false;
   if (data.ok === true) return typeof data.result === 'string' && data.error === undefined;
   return data.ok === false && typeof data.error === 'string' && data.result === undefined;
+}
+
+/**
+ * crossing is what of an owed answer crosses into Go: its own fields alone, its text cut just past
+ * the output bound (MAX_OUTPUT_BYTES + 1 UTF-16 units are more than MAX_OUTPUT_BYTES bytes of
+ * UTF-8), so Go still refuses an answer over the bound by name (tool-output-over-budget) but the
+ * worker's WebAssembly memory, which never shrinks, is not grown by what the bound refuses, nor
+ * by fields beside the answer's.
+ * @param {{type: string, callId: string, ok: boolean, result?: string, error?: string}} data a shaped answer
+ */
+export function crossing(data) {
+  /** @param {string} text */
+  const cut = (text) => (text.length > MAX_OUTPUT_BYTES ? text.slice(0, MAX_OUTPUT_BYTES + 1) : text);
+  if (data.ok) return { type: data.type, callId: data.callId, ok: true, result: cut(String(data.result)) };
+  return { type: data.type, callId: data.callId, ok: false, error: cut(String(data.error)) };
 }
 
 /**
@@ -81,7 +96,7 @@ export function openAppPort(port, receive, over) {
       return;
     }
     if (owed) {
-      receive(JSON.stringify(data));
+      receive(JSON.stringify(crossing(data)));
       return;
     }
     if (answer) {

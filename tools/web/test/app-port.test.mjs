@@ -3,8 +3,8 @@
 // by name and counted there.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openAppPort, shaped } from '../../../public/app-port.js';
-import { MALFORMED_ANSWER, MAX_PORT_REFUSAL_SAMPLES, MESSAGE_BUDGET, MINI_APP_UNSOLICITED_ANSWER } from '../../../public/rules.js';
+import { crossing, openAppPort, shaped } from '../../../public/app-port.js';
+import { MALFORMED_ANSWER, MAX_OUTPUT_BYTES, MAX_PORT_REFUSAL_SAMPLES, MESSAGE_BUDGET, MINI_APP_UNSOLICITED_ANSWER } from '../../../public/rules.js';
 
 /**
  * until waits for done() to hold, polling, at most 5 s.
@@ -54,6 +54,26 @@ test('what is not an answer is refused by name; a cancel takes the owed answer b
   assert.match(r.samples[0].why, /no call mc-2 waits on this port/);
   assert.equal(shaped({ type: 'tool_result', callId: 'x', ok: true, result: 'null' }), true);
   assert.equal(shaped({ type: 'tool_result', callId: '', ok: true, result: 'null' }), false);
+  end.close();
+  port2.close();
+});
+
+test('an owed answer crosses into Go as its own fields, its text cut just past the output bound', async () => {
+  const { port1, port2 } = new MessageChannel();
+  const got = [];
+  const end = openAppPort(port1, (text) => got.push(text), () => assert.fail('over'));
+  end.post('{"type":"call_tool","callId":"mc-4"}', 'mc-4', true);
+  end.post('{"type":"call_tool","callId":"mc-5"}', 'mc-5', true);
+  const big = JSON.stringify('x'.repeat(4 * MAX_OUTPUT_BYTES));
+  port2.postMessage({ type: 'tool_result', callId: 'mc-4', ok: true, result: big, beside: 'y'.repeat(MAX_OUTPUT_BYTES) });
+  port2.postMessage({ type: 'tool_result', callId: 'mc-5', ok: false, error: 'e'.repeat(2 * MAX_OUTPUT_BYTES) });
+  await until(() => got.length === 2);
+  const [ok, failed] = got.map((text) => JSON.parse(text));
+  assert.deepEqual(Object.keys(ok), ['type', 'callId', 'ok', 'result']);
+  assert.equal(ok.result, big.slice(0, MAX_OUTPUT_BYTES + 1)); // still over the bound: Go refuses it by name
+  assert.ok(new TextEncoder().encode(ok.result).length > MAX_OUTPUT_BYTES);
+  assert.equal(failed.error.length, MAX_OUTPUT_BYTES + 1);
+  assert.equal(crossing({ type: 'tool_result', callId: 'c', ok: true, result: '1' }).result, '1');
   end.close();
   port2.close();
 });
