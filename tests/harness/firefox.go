@@ -236,10 +236,19 @@ func (ff *sharedFirefox) launch() error {
 	case <-time.After(FirefoxStartBound):
 		return fmt.Errorf("harness: Firefox (%s) did not listen for WebDriver BiDi within %v; its stderr: %s", bin, FirefoxStartBound, ff.stderr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), FirefoxCommandBound)
-	defer cancel()
-	conn, _, err := websocket.Dial(ctx, strings.TrimSuffix(url, "/")+"/session", nil)
-	if err != nil {
+	// Each step has a bound of its own (FirefoxCommandBound is one command's): on a loaded
+	// machine a cold Firefox's session.new took most of one shared bound, and the subscription
+	// after it had what was left.
+	step := func(do func(ctx context.Context) error) error {
+		ctx, cancel := context.WithTimeout(context.Background(), FirefoxCommandBound)
+		defer cancel()
+		return do(ctx)
+	}
+	var conn *websocket.Conn
+	if err := step(func(ctx context.Context) (err error) {
+		conn, _, err = websocket.Dial(ctx, strings.TrimSuffix(url, "/")+"/session", nil)
+		return err
+	}); err != nil {
 		return fmt.Errorf("harness: connect to Firefox's WebDriver BiDi at %s: %w", url, err)
 	}
 	conn.SetReadLimit(64 << 20)
@@ -247,10 +256,16 @@ func (ff *sharedFirefox) launch() error {
 	ff.pending = map[int]chan bidiMessage{}
 	ff.tabs = map[string]*FirefoxTab{}
 	go ff.read()
-	if _, err := ff.command(ctx, "session.new", map[string]any{"capabilities": map[string]any{}}); err != nil {
+	if err := step(func(ctx context.Context) error {
+		_, err := ff.command(ctx, "session.new", map[string]any{"capabilities": map[string]any{}})
+		return err
+	}); err != nil {
 		return fmt.Errorf("harness: open a WebDriver BiDi session: %w", err)
 	}
-	if _, err := ff.command(ctx, "session.subscribe", map[string]any{"events": []string{"log.entryAdded"}}); err != nil {
+	if err := step(func(ctx context.Context) error {
+		_, err := ff.command(ctx, "session.subscribe", map[string]any{"events": []string{"log.entryAdded"}})
+		return err
+	}); err != nil {
 		return fmt.Errorf("harness: subscribe to Firefox's log: %w", err)
 	}
 	return nil
