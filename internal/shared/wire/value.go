@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 )
@@ -123,56 +122,10 @@ func sameNumber(a, b string) bool {
 	return okA && okB && ca == cb
 }
 
-// appendString appends s as a JSON string. It escapes only what JSON requires (and U+2028,
-// U+2029, which some JavaScript parsers treat as line ends), so a frame stays readable.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendString appends s as a JSON string, escaping only what JSON requires (and U+2028, U+2029,
+// which some JavaScript parsers treat as line ends), so a frame stays readable: rawjson's writer
+// without HTML escaping.
+func appendString(dst []byte, s string) []byte { return rawjson.AppendString(dst, s, false) }
 
 // appendObject appends raw, which must be one JSON object, without insignificant whitespace, and
 // reports whether it was one. The validator (valid) reads raw once; raw with no whitespace
