@@ -19,13 +19,8 @@ const maxExternalAnswerBytes = 256 << 10
 // externalapps.result. The page holds its own deadlines (the approval, then the app's answer);
 // ctx bounds the wait here.
 func (f *frames) externalCall(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	out, err := f.ask(ctx, "", "externalapp.cancel", func(id string) any {
-		return struct {
-			Type   string          `json:"type"`
-			CallID string          `json:"callId"`
-			Name   string          `json:"name"`
-			Args   json.RawMessage `json:"args"`
-		}{"externalapp.call", id, name, args}
+	out, err := f.ask(ctx, "", "externalapp.cancel", func(id string) ([]byte, bool) {
+		return appendExternalCall(nil, id, name, args)
 	})
 	if err != nil {
 		return nil, err
