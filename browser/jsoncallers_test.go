@@ -45,7 +45,6 @@ var jsonReflectCallers = []string{
 	"internal/engine/files.go:decodeParams",
 	"internal/engine/miniapps.go:seedSamples",
 	"internal/engine/miniapps.go:viewOf",
-	"internal/engine/ports_js.go:jsPort.Refused",
 	"internal/shared/channel/admitted.go:ControlType",
 	"internal/shared/channel/admitted.go:MarshalAdmitted",
 	"internal/shared/channel/admitted.go:ParseAdmitted",

@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"strconv"
+
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // The worker's port frames are written and read without reflection, byte for byte as
@@ -142,4 +145,76 @@ func appendPortCancel(dst []byte, id string) []byte {
 	w.String("callId", id)
 	w.String("type", "cancel_call")
 	return w.Close()
+}
+
+// decode reads app-port.js's report of what a port refused ({dropped, refused: {rule: n},
+// samples: [{rule, why}]}, its JSON.stringify) into r, as json.Unmarshal reads it
+// (FuzzPortRefusalsDecodeAgreesWithJSON holds the two together on every document encoding/json
+// reads without an error and that names no member twice at one level; otherwise r keeps what
+// each well-typed member gave, where encoding/json may keep more or less of it: JSON.stringify
+// writes no such document).
+func (r *PortRefusals) decode(b []byte) {
+	rawjson.Members(b, func(name string, v []byte) bool {
+		null := string(v) == "null"
+		switch {
+		case rawjson.FoldEqual(name, "dropped"):
+			if n, ok := intOf(v); ok {
+				r.Dropped = n
+			}
+		case rawjson.FoldEqual(name, "refused"):
+			if null {
+				r.Refused = nil
+				return true
+			}
+			if v[0] != '{' {
+				return true
+			}
+			if r.Refused == nil {
+				r.Refused = map[refusal.Rule]int{}
+			}
+			rawjson.Members(v, func(rule string, c []byte) bool {
+				if n, ok := intOf(c); ok {
+					r.Refused[refusal.Rule(rule)] = n
+				} else if string(c) == "null" {
+					r.Refused[refusal.Rule(rule)] = 0
+				}
+				return true
+			})
+		case rawjson.FoldEqual(name, "samples"):
+			if null {
+				r.Samples = nil
+				return true
+			}
+			if v[0] != '[' {
+				return true
+			}
+			r.Samples = []PortRefusal{}
+			rawjson.Elements(v, func(e []byte) {
+				var s PortRefusal
+				rawjson.Members(e, func(name string, f []byte) bool {
+					str, ok := rawjson.Unquote(f)
+					switch {
+					case !ok:
+					case rawjson.FoldEqual(name, "rule"):
+						s.Rule = refusal.Rule(str)
+					case rawjson.FoldEqual(name, "why"):
+						s.Why = str
+					}
+					return true
+				})
+				r.Samples = append(r.Samples, s)
+			})
+		}
+		return true
+	})
+}
+
+// intOf reads a JSON number into an int as encoding/json does: it must be spelled as an integer
+// in the int's range (1.0 and 1e2 are not).
+func intOf(v []byte) (int, bool) {
+	if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(v), 10, strconv.IntSize)
+	return int(n), err == nil
 }

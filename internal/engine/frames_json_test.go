@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson/strictjsontest"
 )
 
@@ -118,4 +119,62 @@ func FuzzPortAnswerDecodeAgreesWithJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) { checkPortAnswer(t, msg) })
+}
+
+var portRefusalSamples = []string{
+	`{"dropped":0,"refused":{},"samples":[]}`,
+	`{"dropped":3,"refused":{"malformed-answer":2,"mini-app-unsolicited-answer":1},"samples":[{"rule":"malformed-answer","why":"not JSON <&>"},{"rule":"x","why":"\u00e9\ud800"}]}`,
+	`{"DROPPED":1,"Refused":null,"SAMPLES":null}`, `{"refused":{"a":null},"samples":[null,{},{"rule":"r","extra":[1]}]}`, `{"other":1}`,
+	`{"dropped":1.5}`, `{"dropped":"1"}`, `{"refused":[]}`, `{"samples":{}}`, `{"samples":[1]}`, `null`, `[]`, ``, `{`, `{} x`,
+}
+
+func checkPortRefusals(t *testing.T, in []byte) {
+	var want PortRefusals
+	if json.Unmarshal(in, &want) != nil || repeatsAName(in) {
+		return
+	}
+	var got PortRefusals
+	got.decode(in)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decode(%q) = %+v; json.Unmarshal %+v", in, got, want)
+	}
+}
+
+// repeatsAName reports whether an object in v, a valid JSON value, names a member twice (as
+// encoding/json folds names to match them): PortRefusals.decode's agreement leaves such
+// documents out.
+func repeatsAName(v []byte) bool {
+	v, _, _ = rawjson.First(v)
+	repeated := false
+	switch v[0] {
+	case '{':
+		seen := map[string]bool{}
+		rawjson.Members(v, func(name string, val []byte) bool {
+			k := rawjson.Fold(name)
+			repeated = repeated || seen[k] || repeatsAName(val)
+			seen[k] = true
+			return !repeated
+		})
+	case '[':
+		rawjson.Elements(v, func(e []byte) { repeated = repeated || repeatsAName(e) })
+	}
+	return repeated
+}
+
+func TestPortRefusalsDecodeAgreesWithJSON(t *testing.T) {
+	for _, s := range portRefusalSamples {
+		checkPortRefusals(t, []byte(s))
+	}
+	var r PortRefusals
+	r.decode([]byte(portRefusalSamples[1]))
+	if r.Dropped != 3 || r.Refused["malformed-answer"] != 2 || len(r.Samples) != 2 || r.Samples[1].Why != "\u00e9\ufffd" {
+		t.Errorf("decoded %+v", r)
+	}
+}
+
+func FuzzPortRefusalsDecodeAgreesWithJSON(f *testing.F) {
+	for _, s := range portRefusalSamples {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) { checkPortRefusals(t, in) })
 }
