@@ -69,11 +69,11 @@ func asObject(out json.RawMessage) json.RawMessage {
 }
 
 // strictArgs decodes a call's arguments into v, refusing unknown keys; none (or null) are {}.
-func strictArgs(raw json.RawMessage, v any) error {
+func strictArgs(raw json.RawMessage, v strictjson.Struct) error {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		raw = json.RawMessage(`{}`)
 	}
-	if err := strictjson.Decode(raw, v); err != nil {
+	if err := strictjson.DecodeStruct(raw, v); err != nil {
 		return refusal.New(refusal.InvalidArgument, "the arguments do not fit the tool: %s", strictjson.Problem(err))
 	}
 	return nil
@@ -89,7 +89,7 @@ type appListing struct {
 }
 
 func (a *Engine) toolListMiniApps(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-	if err := strictArgs(raw, &struct{}{}); err != nil {
+	if err := strictArgs(raw, &noParams{}); err != nil {
 		return nil, err
 	}
 	st, r := a.miniStore(ctx)
@@ -119,9 +119,7 @@ type launchObserved struct {
 const launchNote = "The app is opening in the page; the tools it registers are offered to you once it has loaded."
 
 func (a *Engine) toolLaunchMiniApp(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-	var p struct {
-		Name string `json:"name"`
-	}
+	var p toolLaunchMiniAppParams
 	if err := strictArgs(raw, &p); err != nil {
 		return nil, err
 	}
@@ -154,10 +152,7 @@ func (a *Engine) launchForModel(ctx context.Context, target map[string]string, c
 // executor (so the write is kept for undo), and launches it. A name already taken is refused
 // mini-app-name-taken; nothing is overwritten.
 func (a *Engine) toolCreateMiniApp(ctx context.Context, w *workspace, call wire.Call) (json.RawMessage, error) {
-	var p struct {
-		Title string `json:"title"`
-		HTML  string `json:"html"`
-	}
+	var p toolCreateMiniAppParams
 	if err := strictArgs(call.Args, &p); err != nil {
 		return nil, err
 	}

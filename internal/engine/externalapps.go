@@ -52,9 +52,7 @@ func (a *Engine) externalAppsReport(_ context.Context, req request) (result, *re
 	if len(req.Params) > maxExternalReportBytes {
 		return result{}, refusal.New(refusal.ToolOutputOverBudget, "the report is %d bytes, over the bound of %d", len(req.Params), maxExternalReportBytes)
 	}
-	var p struct {
-		Apps []json.RawMessage `json:"apps"`
-	}
+	var p externalAppsReportParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}

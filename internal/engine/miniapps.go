@@ -111,7 +111,7 @@ func seedSamples(ctx context.Context, st *miniappstore.Store, shelf fsroot.Root)
 }
 
 func (a *Engine) miniAppsList(ctx context.Context, req request) (result, *refusal.Refusal) {
-	if r := decodeParams(req, &struct{}{}); r != nil {
+	if r := decodeParams(req, &noParams{}); r != nil {
 		return result{}, r
 	}
 	st, r := a.miniStore(ctx)
@@ -145,10 +145,7 @@ type folderRef struct {
 // miniAppsLaunch resolves {name} through the store, or takes the workspace file {path} ("Open as
 // mini-app"), and opens it in the registry with no tools; a frame already showing it is replaced.
 func (a *Engine) miniAppsLaunch(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		Name string `json:"name"`
-		Path string `json:"path"`
-	}
+	var p miniAppsLaunchParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -207,10 +204,7 @@ func (a *Engine) sourceRoot(e miniappstore.Entry) fsroot.Root {
 // miniAppsFile reads one file of a launched folder app, {appId, path} with path relative to its
 // folder and held to the file tools' containment (miniappstore.ReadFolderFile), as bytes.
 func (a *Engine) miniAppsFile(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string `json:"appId"`
-		Path  string `json:"path"`
-	}
+	var p miniAppsFileParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -285,10 +279,7 @@ type appParam struct {
 // its tools afresh. The port of the document that went ({doc}, or any without it) is closed and
 // the calls waiting on it are answered mini-app-closed: that document will answer none.
 func (a *Engine) miniAppsReset(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string  `json:"appId"`
-		Doc   *uint64 `json:"doc"`
-	}
+	var p miniAppsResetParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -304,11 +295,7 @@ func (a *Engine) miniAppsReset(_ context.Context, req request) (result, *refusal
 // saying why (the page's reason when it stopped the app, {why}). Its port is closed when it is
 // of document {doc} or an earlier one (any, without doc).
 func (a *Engine) miniAppsClose(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string  `json:"appId"`
-		Why   string  `json:"why"`
-		Doc   *uint64 `json:"doc"`
-	}
+	var p miniAppsCloseParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -343,11 +330,7 @@ func viewOf(appID string, d *miniapp.Declaration) toolView {
 }
 
 func (a *Engine) miniAppsRegister(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string          `json:"appId"`
-		Tool  json.RawMessage `json:"tool"`
-		View  bool            `json:"view"`
-	}
+	var p miniAppsRegisterParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -361,10 +344,7 @@ func (a *Engine) miniAppsRegister(_ context.Context, req request) (result, *refu
 }
 
 func (a *Engine) miniAppsUnregister(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string `json:"appId"`
-		Name  string `json:"name"`
-	}
+	var p miniAppsUnregisterParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -394,12 +374,7 @@ func (a *Engine) miniAppsTools(_ context.Context, req request) (result, *refusal
 // miniAppsCall calls a tool by {appId, tool} or by its model-facing {name}, through the same
 // checks as a call from the relay.
 func (a *Engine) miniAppsCall(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string          `json:"appId"`
-		Tool  string          `json:"tool"`
-		Name  string          `json:"name"`
-		Args  json.RawMessage `json:"args"`
-	}
+	var p miniAppsCallParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -422,11 +397,7 @@ func (a *Engine) miniAppsCall(ctx context.Context, req request) (result, *refusa
 // answers {args} re-encoded from the validated value; nothing is called. The page asks it for an
 // app's own in-page agent (document.modelContext.executeTool), which runs the tool in the app.
 func (a *Engine) miniAppsValidate(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string          `json:"appId"`
-		Tool  string          `json:"tool"`
-		Args  json.RawMessage `json:"args"`
-	}
+	var p miniAppsValidateParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -443,18 +414,13 @@ func (a *Engine) miniAppsValidate(_ context.Context, req request) (result, *refu
 
 // miniAppsResult is a frame's answer to a miniapp.call: {callId, result} or {callId, refused, why}.
 func (a *Engine) miniAppsResult(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		CallID  string          `json:"callId"`
-		Result  json.RawMessage `json:"result"`
-		Refused refusal.Rule    `json:"refused"`
-		Why     string          `json:"why"`
-	}
+	var p miniAppsResultParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
 	ans := frameAnswer{out: p.Result}
 	if p.Refused != "" {
-		ans = frameAnswer{err: refusal.New(p.Refused, "%s", p.Why)}
+		ans = frameAnswer{err: refusal.New(refusal.Rule(p.Refused), "%s", p.Why)}
 	}
 	return result{Value: map[string]bool{"accepted": a.apps.frames.settle(p.CallID, ans)}}, nil
 }
@@ -469,10 +435,7 @@ const PortMethod = "miniapps.port"
 // invalid-app-id for an app that is not open, mini-app-port-refused for a document not newer
 // than the one bound.
 func (a *Engine) miniAppsPort(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string `json:"appId"`
-		Doc   uint64 `json:"doc"`
-	}
+	var p miniAppsPortParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -513,10 +476,7 @@ func (a *Engine) miniAppsPorts(_ context.Context, req request) (result, *refusal
 }
 
 func (a *Engine) miniAppsSave(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		Name  string `json:"name"`
-		Title string `json:"title"`
-	}
+	var p miniAppsSaveParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -532,9 +492,7 @@ func (a *Engine) miniAppsSave(ctx context.Context, req request) (result, *refusa
 }
 
 func (a *Engine) miniAppsDelete(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		ID string `json:"id"`
-	}
+	var p miniAppsDeleteParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -556,7 +514,7 @@ func (a *Engine) miniAppsDelete(ctx context.Context, req request) (result, *refu
 // miniAppsRestoreSamples saves each shipped sample whose shelf name is free again (the person
 // deleted it), leaving the samples that are there as they are: the way back from deleting one.
 func (a *Engine) miniAppsRestoreSamples(ctx context.Context, req request) (result, *refusal.Refusal) {
-	if r := decodeParams(req, &struct{}{}); r != nil {
+	if r := decodeParams(req, &noParams{}); r != nil {
 		return result{}, r
 	}
 	st, r := a.miniStore(ctx)
