@@ -33,15 +33,6 @@ var jsonReflectEntries = map[string][]string{
 // an object with strictjson.DecodeStruct), and so does an entry whose call has gone (take it out).
 var jsonReflectCallers = []string{
 	"internal/engine/api.go:answer.appendJSON", // a value of a type rawjson.AppendValue does not know
-	"internal/engine/assistant.go:Engine.launchForModel",
-	"internal/engine/assistant.go:Engine.toolCreateMiniApp",
-	"internal/engine/assistant.go:Engine.toolListMiniApps",
-	"internal/engine/assistant.go:Engine.toolsChanged",
-	"internal/engine/assistant.go:asObject",
-	"internal/engine/externalapps.go:Engine.externalAppsReport",
-	"internal/engine/files.go:Engine.filesWrite",
-	"internal/engine/miniapps.go:seedSamples",
-	"internal/engine/miniapps.go:viewOf",
 	"internal/shared/channel/admitted.go:ControlType",
 	"internal/shared/channel/admitted.go:MarshalAdmitted",
 	"internal/shared/channel/admitted.go:ParseAdmitted",

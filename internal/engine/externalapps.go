@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/voicebox-go/voicebox/internal/shared/externalapp"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -58,7 +59,7 @@ func (a *Engine) externalAppsReport(_ context.Context, req request) (result, *re
 	}
 	var report json.RawMessage
 	if len(p.Apps) > 0 {
-		report, _ = json.Marshal(p)
+		report = p.appendJSON(nil)
 	}
 	a.relay.mu.Lock()
 	a.relay.externalReport = report
@@ -69,3 +70,28 @@ func (a *Engine) externalAppsReport(_ context.Context, req request) (result, *re
 
 // routesExternal reports whether the relay's call of tool goes to the external apps.
 func routesExternal(tool string) bool { return externalapp.Routed(tool) }
+
+// appendJSON writes the report, {"apps": [...]}, as json.Marshal writes it: each app compacted;
+// nil, as json.Marshal's error left it, when an app is not one JSON value (DecodeStruct took
+// each as one).
+func (p externalAppsReportParams) appendJSON(dst []byte) []byte {
+	size := 16
+	for _, app := range p.Apps {
+		size += len(app) + 1
+	}
+	b := append(grow(dst, size), `{"apps":`...)
+	if p.Apps == nil {
+		return append(b, "null}"...)
+	}
+	b = append(b, '[')
+	for i, app := range p.Apps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if !rawjson.Valid(app) {
+			return nil
+		}
+		b = rawjson.AppendCompact(b, app, true)
+	}
+	return append(b, "]}"...)
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/shared/channel"
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -193,9 +194,13 @@ func (a *Engine) filesWrite(ctx context.Context, req request) (result, *refusal.
 		}
 		// The answer carries the digest of what was written: the version the viewer now holds,
 		// which its next save expects.
-		var v map[string]any
-		if err := json.Unmarshal(out, &v); err != nil {
-			return result{}, refusal.New(refusal.MalformedAnswer, "the write's observation could not be read: %v", err)
+		// Decoded as json.Unmarshal decodes into an any with UseNumber: the executor's numbers
+		// are written back as it spelled them (json.Unmarshal's float64 wrote the same for the
+		// integers it writes).
+		decoded, _ := rawjson.Decode(out)
+		v, ok := decoded.(map[string]any)
+		if !ok {
+			return result{}, refusal.New(refusal.MalformedAnswer, "the write's observation could not be read: it is not a JSON object")
 		}
 		v["digest"] = sha256Hex([]byte(p.Content))
 		return result{Value: v}, nil

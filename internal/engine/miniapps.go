@@ -7,12 +7,15 @@ import (
 	"errors"
 	"github.com/voicebox-go/voicebox/internal/shared/sha"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/internal/shared/miniappstore"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/samples"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -90,7 +93,7 @@ func (a *Engine) miniStore(ctx context.Context) (*miniappstore.Store, *refusal.R
 func seedSamples(ctx context.Context, st *miniappstore.Store, shelf fsroot.Root) {
 	done := map[string]bool{}
 	if data, err := shelf.ReadFile(ctx, seededFile); err == nil {
-		_ = json.Unmarshal(data, &done)
+		readSeeded(data, done)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return
 	}
@@ -105,8 +108,7 @@ func seedSamples(ctx context.Context, st *miniappstore.Store, shelf fsroot.Root)
 		done[s.Name], changed = true, true
 	}
 	if changed {
-		data, _ := json.Marshal(done)
-		_ = shelf.WriteFile(ctx, seededFile, data)
+		_ = shelf.WriteFile(ctx, seededFile, appendSeeded(nil, done))
 	}
 }
 
@@ -321,12 +323,42 @@ type toolView struct {
 }
 
 func viewOf(appID string, d *miniapp.Declaration) toolView {
-	var norm struct {
-		Parameters json.RawMessage `json:"parameters"`
-	}
-	_ = json.Unmarshal(d.JSON(), &norm)
 	return toolView{AppID: appID, Name: d.Name, ModelName: miniapp.ModelName(appID, d.Name),
-		Description: d.Description, ReadOnly: d.ReadOnly, Parameters: norm.Parameters}
+		Description: d.Description, ReadOnly: d.ReadOnly, Parameters: parametersOf(d.JSON())}
+}
+
+// parametersOf is the "parameters" member of a declaration's JSON, as json.Unmarshal reads it
+// into a json.RawMessage field: the last member whose name folds to it, as written (null too);
+// nil when there is none or decl is not one JSON object.
+func parametersOf(decl []byte) json.RawMessage {
+	var params json.RawMessage
+	rawjson.Members(decl, func(name string, v []byte) bool {
+		if rawjson.FoldEqual(name, "parameters") {
+			params = append(json.RawMessage(nil), v...)
+		}
+		return true
+	})
+	return params
+}
+
+// readSeeded reads the shelf's record of the samples it has had, {name: true}, into done, as
+// json.Unmarshal reads it into a map[string]bool whose error is not looked at: nothing unless it
+// is one JSON object; each member is true when its value is, false otherwise (encoding/json sets
+// a member of another type to false too, and reports the error).
+func readSeeded(data []byte, done map[string]bool) {
+	rawjson.Members(data, func(name string, v []byte) bool {
+		done[name] = string(v) == "true"
+		return true
+	})
+}
+
+// appendSeeded writes the record of the samples had as json.Marshal writes the map: names sorted.
+func appendSeeded(dst []byte, done map[string]bool) []byte {
+	w := rawjson.NewObject(dst, true)
+	for _, name := range slices.Sorted(maps.Keys(done)) {
+		w.Bool(name, done[name])
+	}
+	return w.Close()
 }
 
 func (a *Engine) miniAppsRegister(_ context.Context, req request) (result, *refusal.Refusal) {
