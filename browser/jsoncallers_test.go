@@ -32,7 +32,6 @@ var jsonReflectEntries = map[string][]string{
 // shrinks: a new caller fails TestPageJSONWithoutReflection (write the JSON with rawjson, decode
 // an object with strictjson.DecodeStruct), and so does an entry whose call has gone (take it out).
 var jsonReflectCallers = []string{
-	"internal/engine/api.go:answer.appendJSON", // a value of a type rawjson.AppendValue does not know
 	"internal/shared/channel/admitted.go:ControlType",
 	"internal/shared/channel/admitted.go:MarshalAdmitted",
 	"internal/shared/channel/admitted.go:ParseAdmitted",

@@ -65,7 +65,7 @@ func (a *Engine) externalAppsReport(_ context.Context, req request) (result, *re
 	a.relay.externalReport = report
 	a.relay.mu.Unlock()
 	a.toolsChanged()
-	return result{Value: map[string]int{"apps": len(p.Apps)}}, nil
+	return result{Value: map[string]any{"apps": len(p.Apps)}}, nil
 }
 
 // routesExternal reports whether the relay's call of tool goes to the external apps.

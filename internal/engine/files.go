@@ -289,7 +289,7 @@ func (a *Engine) historyConflict(ctx context.Context, req request) (result, *ref
 		if err != nil {
 			return result{}, fileRefusal(err)
 		}
-		return result{Value: c}, nil
+		return result{Value: conflictValue(c)}, nil
 	})
 }
 

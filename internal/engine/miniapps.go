@@ -127,7 +127,7 @@ func (a *Engine) miniAppsList(ctx context.Context, req request) (result, *refusa
 	if entries == nil {
 		entries = []miniappstore.Entry{}
 	}
-	return result{Value: map[string]any{"entries": entries}}, nil
+	return result{Value: entriesValue{"entries", entries}}, nil
 }
 
 // launched is what the page needs to show an app: its entry and its HTML, and for a folder app
@@ -290,7 +290,7 @@ func (a *Engine) miniAppsReset(_ context.Context, req request) (result, *refusal
 	}
 	a.apps.frames.unbind(p.AppID, p.Doc, "the mini-app reloaded itself before it answered")
 	a.openApp(p.AppID)
-	return result{Value: map[string]bool{"reset": true}}, nil
+	return result{Value: map[string]any{"reset": true}}, nil
 }
 
 // miniAppsClose forgets appID's tools and answers its calls still waiting with mini-app-closed,
@@ -309,7 +309,7 @@ func (a *Engine) miniAppsClose(_ context.Context, req request) (result, *refusal
 	a.apps.frames.closeApp(p.AppID, why)
 	a.apps.registry.Close(p.AppID)
 	a.toolsChanged()
-	return result{Value: map[string]bool{"closed": true}}, nil
+	return result{Value: map[string]any{"closed": true}}, nil
 }
 
 // toolView is a registered tool as the page shows it.
@@ -383,7 +383,7 @@ func (a *Engine) miniAppsUnregister(_ context.Context, req request) (result, *re
 	removed := a.apps.registry.Unregister(p.AppID, p.Name)
 	a.apps.frames.setViewTool(p.AppID, p.Name, false)
 	a.toolsChanged()
-	return result{Value: map[string]bool{"removed": removed}}, nil
+	return result{Value: map[string]any{"removed": removed}}, nil
 }
 
 func (a *Engine) miniAppsTools(_ context.Context, req request) (result, *refusal.Refusal) {
@@ -400,7 +400,7 @@ func (a *Engine) miniAppsTools(_ context.Context, req request) (result, *refusal
 			views = append(views, viewOf(id, d))
 		}
 	}
-	return result{Value: map[string]any{"tools": views}}, nil
+	return result{Value: map[string]any{"tools": toolViews(views)}}, nil
 }
 
 // miniAppsCall calls a tool by {appId, tool} or by its model-facing {name}, through the same
@@ -422,7 +422,7 @@ func (a *Engine) miniAppsCall(ctx context.Context, req request) (result, *refusa
 	if err != nil {
 		return result{}, asRefusal(err)
 	}
-	return result{Value: map[string]json.RawMessage{"result": out}}, nil
+	return result{Value: map[string]any{"result": out}}, nil
 }
 
 // miniAppsValidate checks {appId, tool, args} against the tool's schema as a call would be, and
@@ -441,7 +441,7 @@ func (a *Engine) miniAppsValidate(_ context.Context, req request) (result, *refu
 	if err != nil {
 		return result{}, asRefusal(err)
 	}
-	return result{Value: map[string]json.RawMessage{"args": valid}}, nil
+	return result{Value: map[string]any{"args": valid}}, nil
 }
 
 // miniAppsResult is a frame's answer to a miniapp.call: {callId, result} or {callId, refused, why}.
@@ -454,7 +454,7 @@ func (a *Engine) miniAppsResult(_ context.Context, req request) (result, *refusa
 	if p.Refused != "" {
 		ans = frameAnswer{err: refusal.New(refusal.Rule(p.Refused), "%s", p.Why)}
 	}
-	return result{Value: map[string]bool{"accepted": a.apps.frames.settle(p.CallID, ans)}}, nil
+	return result{Value: map[string]any{"accepted": a.apps.frames.settle(p.CallID, ans)}}, nil
 }
 
 // PortMethod is the method that hands the worker an app's port: {appId, doc} with the port
@@ -489,7 +489,7 @@ func (a *Engine) miniAppsPort(_ context.Context, req request) (result, *refusal.
 	if r := a.apps.frames.bind(p.AppID, p.Doc, open); r != nil {
 		return result{}, r
 	}
-	return result{Value: map[string]any{"bound": true, "doc": p.Doc}}, nil
+	return result{Value: map[string]any{"bound": true, "doc": jsonUint(p.Doc)}}, nil
 }
 
 // miniAppsPorts reports the open apps' ports ({appId} for one): for the tests and the console.
@@ -504,7 +504,7 @@ func (a *Engine) miniAppsPorts(_ context.Context, req request) (result, *refusal
 			ports = append(ports, st)
 		}
 	}
-	return result{Value: map[string]any{"ports": ports}}, nil
+	return result{Value: map[string]any{"ports": portStatsList(ports)}}, nil
 }
 
 func (a *Engine) miniAppsSave(ctx context.Context, req request) (result, *refusal.Refusal) {
@@ -520,7 +520,7 @@ func (a *Engine) miniAppsSave(ctx context.Context, req request) (result, *refusa
 	if err != nil {
 		return result{}, storeRefusal(err)
 	}
-	return result{Value: e}, nil
+	return result{Value: entryValue(e)}, nil
 }
 
 func (a *Engine) miniAppsDelete(ctx context.Context, req request) (result, *refusal.Refusal) {
@@ -540,7 +540,7 @@ func (a *Engine) miniAppsDelete(ctx context.Context, req request) (result, *refu
 	a.apps.frames.closeApp(e.AppID, "the mini-app was deleted before it answered")
 	a.apps.registry.Close(e.AppID)
 	a.toolsChanged()
-	return result{Value: e}, nil
+	return result{Value: entryValue(e)}, nil
 }
 
 // miniAppsRestoreSamples saves each shipped sample whose shelf name is free again (the person
@@ -575,7 +575,7 @@ func (a *Engine) miniAppsRestoreSamples(ctx context.Context, req request) (resul
 		restored = append(restored, e)
 	}
 	a.toolsChanged()
-	return result{Value: map[string]any{"restored": restored}}, nil
+	return result{Value: entriesValue{"restored", restored}}, nil
 }
 
 // storeRefusal names a store error: its own refusal, or a root's error by kind.

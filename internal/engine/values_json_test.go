@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voicebox-go/voicebox/internal/shared/executor"
 	"github.com/voicebox-go/voicebox/internal/shared/miniappstore"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/tool"
 )
 
@@ -137,4 +139,57 @@ func FuzzParametersOfAgreesWithJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) { checkParameters(t, in) })
+}
+
+// TestEveryMethodsValueIsWritten holds the answer of every kind of value a method answers with
+// (api.go's, files.go's, export.go's, miniapps.go's results) to what json.Marshal wrote for it:
+// no value reaches encoding/json now, so one rawjson cannot write would be refused
+// internal-error.
+func TestEveryMethodsValueIsWritten(t *testing.T) {
+	at := time.Date(2026, 12, 5, 23, 1, 2, 3, time.UTC)
+	entry := miniappstore.Entry{AppID: "a1", Title: "<T>", Kind: "html", Size: 5, CreatedAt: at}
+	root := RootInfo{Kind: "opfs", Name: "caf\u00e9", SyncHandles: true}
+	conflict := executor.Conflict{InConflict: true,
+		Change:  executor.HistoryEntry{Seq: 1 << 63, Time: at, Action: "write", Path: "a", To: "b", By: "person", Created: true},
+		Current: executor.Version{Exists: true, Folder: true, Size: 3, Text: "<x>"}, Resolutions: []string{"keep-current"}}
+	stats := []PortStats{{AppID: "a", Doc: 2, Sent: 3, Refused: map[refusal.Rule]int{"z": 1, "a": 2}, Samples: []PortRefusal{{"a", "<why>"}}}, {AppID: "b"}}
+	views := []toolView{{AppID: "a", Name: "t", ModelName: "mini_a_t", Description: "d", ReadOnly: true, Parameters: json.RawMessage(` {"type" : "object"} `)}, {Name: "u"}}
+	for _, c := range []struct{ value, reference any }{
+		{statusValue{Build: "dev", Go: "go1", UptimeMs: 7}, nil},
+		{statusValue{Build: "dev", Root: &root}, nil},
+		{root, nil},
+		{viewValue{Path: "a<b>", Size: 3, Text: "x\u2028", Digest: "ab"}, nil},
+		{viewValue{Binary: true, Truncated: true}, nil},
+		{conflictValue(conflict), conflict},
+		{conflictValue(executor.Conflict{}), executor.Conflict{}},
+		{entriesValue{"entries", []miniappstore.Entry{entry, {}}}, map[string]any{"entries": []miniappstore.Entry{entry, {}}}},
+		{entriesValue{"restored", nil}, map[string]any{"restored": []miniappstore.Entry(nil)}},
+		{entryValue(entry), entry},
+		{launched{Entry: entry, HTML: "<p>"}, nil},
+		{views[0], nil},
+		{map[string]any{"tools": toolViews(views)}, map[string]any{"tools": views}},
+		{map[string]any{"tools": toolViews(nil)}, map[string]any{"tools": []toolView(nil)}},
+		{map[string]any{"ports": portStatsList(stats)}, map[string]any{"ports": stats}},
+		{map[string]any{"bound": true, "doc": jsonUint(1<<64 - 1)}, map[string]any{"bound": true, "doc": uint64(1<<64 - 1)}},
+		{map[string]any{"exportId": "export-1", "files": 2, "bytes": int64(1) << 40}, nil},
+		{map[string]any{"result": json.RawMessage(` {"a" : 1} `)}, nil},
+		{map[string]any{"args": json.RawMessage(nil)}, nil},
+		{map[string]any{"path": "p", "size": int64(3), "created": true, "undoable": false}, nil},
+		{json.RawMessage(`{"ok" : true}`), nil},
+	} {
+		if c.reference == nil {
+			c.reference = c.value
+		}
+		want, err := json.Marshal(answer{Type: "result", ID: 1, OK: true, Value: c.reference})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := encode(answer{Type: "result", ID: 1, OK: true, Value: c.value}); !bytes.Equal(got, want) {
+			t.Errorf("%T:\nwrote          %s\njson.Marshal %s", c.value, got, want)
+		}
+	}
+	bad := entryValue{CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if got := encode(answer{Type: "result", ID: 2, OK: true, Value: bad}); !bytes.Contains(got, []byte(`"refused":"internal-error"`)) {
+		t.Errorf("an entry encoding/json cannot write was answered %s", got)
+	}
 }
