@@ -91,9 +91,14 @@ func (d *structDecoder) object(obj []byte, s Struct, at, written []string) {
 			}
 			return true
 		}
-		here := append(at[:len(at):len(at)], f.Name)
-		if !d.value(v, f.Into, here, append(written[:len(written):len(written)], name)) && d.wrongType == nil {
-			d.wrongType = here
+		// The paths are made only where they are needed: for a nested Struct, whose members'
+		// verdicts name them, and for a verdict (a plain member of the right type costs none).
+		var here, hereWritten []string
+		if _, nested := f.Into.(Struct); nested {
+			here, hereWritten = append(at[:len(at):len(at)], f.Name), append(written[:len(written):len(written)], name)
+		}
+		if !d.value(v, f.Into, here, hereWritten) && d.wrongType == nil {
+			d.wrongType = append(at[:len(at):len(at)], f.Name)
 		}
 		return d.wrongType == nil
 	})
