@@ -32,27 +32,6 @@ var jsonReflectEntries = map[string][]string{
 // shrinks: a new caller fails TestPageJSONWithoutReflection (write the JSON with rawjson, decode
 // an object with strictjson.DecodeStruct), and so does an entry whose call has gone (take it out).
 var jsonReflectCallers = []string{
-	"internal/engine/api.go:answer.appendJSON", // a value of a type rawjson.AppendValue does not know
-	"internal/engine/assistant.go:Engine.launchForModel",
-	"internal/engine/assistant.go:Engine.toolCreateMiniApp",
-	"internal/engine/assistant.go:Engine.toolListMiniApps",
-	"internal/engine/assistant.go:Engine.toolsChanged",
-	"internal/engine/assistant.go:asObject",
-	"internal/engine/assistant.go:strictArgs",
-	"internal/engine/executor.go:workspace.run",
-	"internal/engine/externalapps.go:Engine.externalAppsReport",
-	"internal/engine/files.go:Engine.filesWrite",
-	"internal/engine/files.go:decodeParams",
-	"internal/engine/frames.go:frames.ask",
-	"internal/engine/frames.go:frames.askPort", // the worker's port protocol (port38) arrived beside rawjson: to do
-	"internal/engine/frames.go:frames.expired",
-	"internal/engine/frames.go:frames.fromPort",
-	"internal/engine/frames.go:frames.overBudget",
-	"internal/engine/miniapps.go:seedSamples",
-	"internal/engine/miniapps.go:viewOf",
-	"internal/engine/peer.go:isControl",
-	"internal/engine/peer.go:peer.serve",
-	"internal/engine/ports_js.go:jsPort.Refused",
 	"internal/shared/channel/admitted.go:ControlType",
 	"internal/shared/channel/admitted.go:MarshalAdmitted",
 	"internal/shared/channel/admitted.go:ParseAdmitted",

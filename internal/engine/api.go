@@ -323,8 +323,8 @@ func setString(dst *string, v []byte) bool {
 }
 
 // appendJSON writes the answer as json.Marshal does (TestAnswerEncodingAgreesWithJSON); false when
-// its value cannot be written (a NaN, say). A value of a type rawjson.AppendValue does not know
-// goes through encoding/json.
+// its value cannot be written (a NaN, say), or is of a type neither an answerValue nor one
+// rawjson.AppendValue knows (TestEveryMethodsValueIsWritten).
 func (ans answer) appendJSON(dst []byte) ([]byte, bool) {
 	size := 64 + len(ans.Why)
 	if raw, ok := ans.Value.(json.RawMessage); ok {
@@ -336,12 +336,17 @@ func (ans answer) appendJSON(dst []byte) ([]byte, bool) {
 		return nil, false
 	}
 	w.Bool("ok", ans.OK)
-	if ans.Value != nil && !w.Any("value", ans.Value) {
-		v, err := json.Marshal(ans.Value)
-		if err != nil {
+	if v, ok := ans.Value.(answerValue); ok {
+		written := false
+		w.Value("value", appendFunc(func(b []byte) []byte {
+			b, written = v.appendValue(b)
+			return b
+		}))
+		if !written {
 			return nil, false
 		}
-		w.Raw("value", v)
+	} else if ans.Value != nil && !w.Any("value", ans.Value) {
+		return nil, false
 	}
 	if ans.Refused != "" {
 		w.String("refused", string(ans.Refused))

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"strconv"
 	"strings"
 
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
 	"github.com/voicebox-go/voicebox/internal/shared/miniappstore"
 	"github.com/voicebox-go/voicebox/internal/shared/names"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -64,16 +66,19 @@ func asObject(out json.RawMessage) json.RawMessage {
 	if len(bytes.TrimSpace(out)) == 0 {
 		out = json.RawMessage("null")
 	}
-	b, _ := json.Marshal(map[string]json.RawMessage{"result": out})
-	return b
+	w := rawjson.NewObject(make([]byte, 0, 16+len(out)), true)
+	if !w.Raw("result", out) {
+		return nil // not JSON: as json.Marshal, which refused it
+	}
+	return w.Close()
 }
 
 // strictArgs decodes a call's arguments into v, refusing unknown keys; none (or null) are {}.
-func strictArgs(raw json.RawMessage, v any) error {
+func strictArgs(raw json.RawMessage, v strictjson.Struct) error {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		raw = json.RawMessage(`{}`)
 	}
-	if err := strictjson.Decode(raw, v); err != nil {
+	if err := strictjson.DecodeStruct(raw, v); err != nil {
 		return refusal.New(refusal.InvalidArgument, "the arguments do not fit the tool: %s", strictjson.Problem(err))
 	}
 	return nil
@@ -89,7 +94,7 @@ type appListing struct {
 }
 
 func (a *Engine) toolListMiniApps(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-	if err := strictArgs(raw, &struct{}{}); err != nil {
+	if err := strictArgs(raw, &noParams{}); err != nil {
 		return nil, err
 	}
 	st, r := a.miniStore(ctx)
@@ -104,7 +109,40 @@ func (a *Engine) toolListMiniApps(ctx context.Context, raw json.RawMessage) (jso
 	for _, e := range entries {
 		out = append(out, appListing{ID: e.AppID, Title: e.Title, Kind: e.Kind, FileName: e.FileName, Source: e.Source, Open: a.apps.registry.IsOpen(e.AppID)})
 	}
-	return json.Marshal(map[string]any{"count": len(out), "apps": out})
+	return appendListings(nil, out), nil
+}
+
+// appendListings writes {"apps": listings, "count": n} as json.Marshal writes that map: names
+// sorted.
+func appendListings(dst []byte, listings []appListing) []byte {
+	b := append(grow(dst, 32+128*len(listings)), `{"apps":`...)
+	if listings == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, l := range listings {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = l.AppendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"count":`...)
+	b = strconv.AppendInt(b, int64(len(listings)), 10)
+	return append(b, '}')
+}
+
+// AppendJSON writes the listing as json.Marshal does.
+func (l appListing) AppendJSON(dst []byte) []byte {
+	w := rawjson.NewObject(dst, true)
+	w.String("id", l.ID)
+	w.String("title", l.Title)
+	w.String("kind", string(l.Kind))
+	w.String("fileName", l.FileName)
+	w.String("source", l.Source)
+	w.Bool("open", l.Open)
+	return w.Close()
 }
 
 type launchObserved struct {
@@ -119,9 +157,7 @@ type launchObserved struct {
 const launchNote = "The app is opening in the page; the tools it registers are offered to you once it has loaded."
 
 func (a *Engine) toolLaunchMiniApp(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-	var p struct {
-		Name string `json:"name"`
-	}
+	var p toolLaunchMiniAppParams
 	if err := strictArgs(raw, &p); err != nil {
 		return nil, err
 	}
@@ -130,34 +166,42 @@ func (a *Engine) toolLaunchMiniApp(ctx context.Context, raw json.RawMessage) (js
 
 // launchForModel launches through miniapps.launch and has the main thread open the frame.
 func (a *Engine) launchForModel(ctx context.Context, target map[string]string, created string) (json.RawMessage, error) {
-	params, _ := json.Marshal(target)
+	params, _ := rawjson.AppendValue(nil, target, true)
 	res, r := a.miniAppsLaunch(ctx, request{Method: "miniapps.launch", Params: params})
 	if r != nil {
 		return nil, r
 	}
 	l := res.Value.(launched)
-	msg, err := json.Marshal(struct {
-		Type string `json:"type"`
-		launched
-	}{"miniapp.open", l})
-	if err != nil {
-		return nil, refusal.New(refusal.InternalError, "the app could not be handed to the page: %v", err)
+	msg, ok := l.appendJSON(nil, "miniapp.open")
+	if !ok {
+		return nil, refusal.New(refusal.InternalError, "the app could not be handed to the page: its folder's files could not be written as JSON")
 	}
 	a.toolsChanged()
 	if a.post != nil {
 		a.post(msg)
 	}
-	return json.Marshal(launchObserved{Launched: true, ID: l.Entry.AppID, Title: l.Entry.Title, Kind: l.Entry.Kind, Path: created, Note: launchNote})
+	return launchObserved{Launched: true, ID: l.Entry.AppID, Title: l.Entry.Title, Kind: l.Entry.Kind, Path: created, Note: launchNote}.AppendJSON(nil), nil
+}
+
+// AppendJSON writes the observation as json.Marshal does.
+func (o launchObserved) AppendJSON(dst []byte) []byte {
+	w := rawjson.NewObject(dst, true)
+	w.Bool("launched", o.Launched)
+	w.String("id", o.ID)
+	w.String("title", o.Title)
+	w.String("kind", string(o.Kind))
+	if o.Path != "" {
+		w.String("path", o.Path)
+	}
+	w.String("note", o.Note)
+	return w.Close()
 }
 
 // toolCreateMiniApp writes {title, html} to <slug>.html at the top of the workspace, through the
 // executor (so the write is kept for undo), and launches it. A name already taken is refused
 // mini-app-name-taken; nothing is overwritten.
 func (a *Engine) toolCreateMiniApp(ctx context.Context, w *workspace, call wire.Call) (json.RawMessage, error) {
-	var p struct {
-		Title string `json:"title"`
-		HTML  string `json:"html"`
-	}
+	var p toolCreateMiniAppParams
 	if err := strictArgs(call.Args, &p); err != nil {
 		return nil, err
 	}
@@ -182,7 +226,7 @@ func (a *Engine) toolCreateMiniApp(ctx context.Context, w *workspace, call wire.
 	if _, err := root.Stat(ctx, name); !errors.Is(err, fs.ErrNotExist) {
 		return nil, refusal.New(refusal.MiniAppNameTaken, "%s already exists in the workspace; choose another title, or open it with launch_mini_app", name)
 	}
-	args, _ := json.Marshal(map[string]string{"path": name, "content": p.HTML})
+	args, _ := rawjson.AppendValue(nil, map[string]string{"path": name, "content": p.HTML}, true)
 	write := call
 	write.Tool, write.Args = string(executor.WriteFile), args
 	if _, err := w.Execute(ctx, write); err != nil {
@@ -203,12 +247,8 @@ func (a *Engine) toolsChanged() {
 	a.relay.mu.Lock()
 	external := a.relay.externalReport
 	a.relay.mu.Unlock()
-	frame, err := json.Marshal(struct {
-		Type         string             `json:"type"`
-		Tools        []tool.Declaration `json:"tools"`
-		ExternalApps json.RawMessage    `json:"externalApps,omitempty"`
-	}{"tools", decls, external})
-	if err != nil || len(frame) > wire.MaxFrameBytes {
+	frame, ok := appendToolsFrame(nil, decls, external)
+	if !ok || len(frame) > wire.MaxFrameBytes {
 		return // past the frame bound (hundreds of large tools): the relay keeps the last set
 	}
 	a.relay.mu.Lock()
@@ -218,4 +258,38 @@ func (a *Engine) toolsChanged() {
 	if !same {
 		a.relay.peer.SetTools(frame)
 	}
+}
+
+// appendToolsFrame writes the tools frame, {"type":"tools", tools, externalApps}, as json.Marshal
+// writes it (externalApps left out when empty); false when a tool's parameters or the external
+// apps' report is not one JSON value.
+func appendToolsFrame(dst []byte, decls []tool.Declaration, external json.RawMessage) ([]byte, bool) {
+	size := 64 + len(external)
+	for _, d := range decls {
+		size += 64 + len(d.Name) + len(d.Description) + len(d.Parameters)
+	}
+	w := rawjson.NewObject(grow(dst, size), true)
+	w.String("type", "tools")
+	ok := true
+	w.Value("tools", appendFunc(func(b []byte) []byte {
+		if decls == nil {
+			return append(b, "null"...)
+		}
+		b = append(b, '[')
+		for i, d := range decls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			dw := rawjson.NewObject(b, true)
+			dw.String("name", d.Name)
+			dw.String("description", d.Description)
+			ok = ok && dw.Raw("parameters", d.Parameters)
+			b = dw.Close()
+		}
+		return append(b, ']')
+	}))
+	if len(external) > 0 {
+		ok = ok && w.Raw("externalApps", external)
+	}
+	return w.Close(), ok
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -65,11 +66,8 @@ func (w *workspace) Execute(ctx context.Context, call wire.Call) (json.RawMessag
 }
 
 // run runs a primitive for the page's UI, under the built-in descriptor.
-func (w *workspace) run(ctx context.Context, prim executor.Primitive, args any) (json.RawMessage, *refusal.Refusal) {
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return nil, refusal.New(refusal.InvalidArgument, "the arguments could not be encoded: %v", err)
-	}
+func (w *workspace) run(ctx context.Context, prim executor.Primitive, args rawjson.Appender) (json.RawMessage, *refusal.Refusal) {
+	raw := args.AppendJSON(nil)
 	call := wire.Call{
 		CallID:       "page-" + strconv.FormatUint(w.seq.Add(1), 10),
 		Tool:         string(prim),

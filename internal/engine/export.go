@@ -74,7 +74,7 @@ func (x *exportState) drop() {
 }
 
 func (a *Engine) exportBegin(ctx context.Context, req request) (result, *refusal.Refusal) {
-	return onRoot(a, req, func(root fsroot.Root, _ *workspace, _ struct{}) (result, *refusal.Refusal) {
+	return onRoot(a, req, func(root fsroot.Root, _ *workspace, _ noParams) (result, *refusal.Refusal) {
 		var files []fsroot.Entry
 		var total int64
 		var z storedZip
@@ -120,9 +120,7 @@ func (a *Engine) exportBegin(ctx context.Context, req request) (result, *refusal
 }
 
 func (a *Engine) exportNext(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		ExportID string `json:"exportId"`
-	}
+	var p exportNextParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/voicebox-go/voicebox/internal/shared/externalapp"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -19,13 +20,8 @@ const maxExternalAnswerBytes = 256 << 10
 // externalapps.result. The page holds its own deadlines (the approval, then the app's answer);
 // ctx bounds the wait here.
 func (f *frames) externalCall(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	out, err := f.ask(ctx, "", "externalapp.cancel", func(id string) any {
-		return struct {
-			Type   string          `json:"type"`
-			CallID string          `json:"callId"`
-			Name   string          `json:"name"`
-			Args   json.RawMessage `json:"args"`
-		}{"externalapp.call", id, name, args}
+	out, err := f.ask(ctx, "", "externalapp.cancel", func(id string) ([]byte, bool) {
+		return appendExternalCall(nil, id, name, args)
 	})
 	if err != nil {
 		return nil, err
@@ -57,22 +53,45 @@ func (a *Engine) externalAppsReport(_ context.Context, req request) (result, *re
 	if len(req.Params) > maxExternalReportBytes {
 		return result{}, refusal.New(refusal.ToolOutputOverBudget, "the report is %d bytes, over the bound of %d", len(req.Params), maxExternalReportBytes)
 	}
-	var p struct {
-		Apps []json.RawMessage `json:"apps"`
-	}
+	var p externalAppsReportParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
 	var report json.RawMessage
 	if len(p.Apps) > 0 {
-		report, _ = json.Marshal(p)
+		report = p.appendJSON(nil)
 	}
 	a.relay.mu.Lock()
 	a.relay.externalReport = report
 	a.relay.mu.Unlock()
 	a.toolsChanged()
-	return result{Value: map[string]int{"apps": len(p.Apps)}}, nil
+	return result{Value: map[string]any{"apps": len(p.Apps)}}, nil
 }
 
 // routesExternal reports whether the relay's call of tool goes to the external apps.
 func routesExternal(tool string) bool { return externalapp.Routed(tool) }
+
+// appendJSON writes the report, {"apps": [...]}, as json.Marshal writes it: each app compacted;
+// nil, as json.Marshal's error left it, when an app is not one JSON value (DecodeStruct took
+// each as one).
+func (p externalAppsReportParams) appendJSON(dst []byte) []byte {
+	size := 16
+	for _, app := range p.Apps {
+		size += len(app) + 1
+	}
+	b := append(grow(dst, size), `{"apps":`...)
+	if p.Apps == nil {
+		return append(b, "null}"...)
+	}
+	b = append(b, '[')
+	for i, app := range p.Apps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if !rawjson.Valid(app) {
+			return nil
+		}
+		b = rawjson.AppendCompact(b, app, true)
+	}
+	return append(b, "]}"...)
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/shared/channel"
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -26,13 +27,13 @@ const MaxViewBytes = 1 << 20
 // MaxUploads bounds the uploads one page may have in progress at once.
 const MaxUploads = 8
 
-// decodeParams reads params strictly into v: unknown keys are refused.
-func decodeParams(req request, v any) *refusal.Refusal {
+// decodeParams reads params strictly into v, without reflection: unknown keys are refused.
+func decodeParams(req request, v strictjson.Struct) *refusal.Refusal {
 	p := req.Params
 	if len(bytes.TrimSpace(p)) == 0 || string(bytes.TrimSpace(p)) == "null" {
 		p = []byte("{}")
 	}
-	if err := strictjson.Decode(p, v); err != nil {
+	if err := strictjson.DecodeStruct(p, v); err != nil {
 		return refusal.New(refusal.InvalidArgument, "the parameters of %s do not fit it: %s", req.Method, strictjson.Problem(err))
 	}
 	return nil
@@ -46,9 +47,12 @@ func (a *Engine) current() (fsroot.Root, RootInfo, bool) {
 
 // onRoot decodes req's parameters into a P and runs fn with them on the open root and its
 // executor; without a root it refuses no-root.
-func onRoot[P any](a *Engine, req request, fn func(root fsroot.Root, w *workspace, p P) (result, *refusal.Refusal)) (result, *refusal.Refusal) {
+func onRoot[P any, PP interface {
+	*P
+	strictjson.Struct
+}](a *Engine, req request, fn func(root fsroot.Root, w *workspace, p P) (result, *refusal.Refusal)) (result, *refusal.Refusal) {
 	var p P
-	if r := decodeParams(req, &p); r != nil {
+	if r := decodeParams(req, PP(&p)); r != nil {
 		return result{}, r
 	}
 	a.ws.mu.Lock()
@@ -69,9 +73,7 @@ func observed(out json.RawMessage, r *refusal.Refusal) (result, *refusal.Refusal
 }
 
 func (a *Engine) rootOpen(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		Kind string `json:"kind"`
-	}
+	var p rootOpenParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -192,9 +194,13 @@ func (a *Engine) filesWrite(ctx context.Context, req request) (result, *refusal.
 		}
 		// The answer carries the digest of what was written: the version the viewer now holds,
 		// which its next save expects.
-		var v map[string]any
-		if err := json.Unmarshal(out, &v); err != nil {
-			return result{}, refusal.New(refusal.MalformedAnswer, "the write's observation could not be read: %v", err)
+		// Decoded as json.Unmarshal decodes into an any with UseNumber: the executor's numbers
+		// are written back as it spelled them (json.Unmarshal's float64 wrote the same for the
+		// integers it writes).
+		decoded, _ := rawjson.Decode(out)
+		v, ok := decoded.(map[string]any)
+		if !ok {
+			return result{}, refusal.New(refusal.MalformedAnswer, "the write's observation could not be read: it is not a JSON object")
 		}
 		v["digest"] = sha256Hex([]byte(p.Content))
 		return result{Value: v}, nil
@@ -249,8 +255,8 @@ func (a *Engine) historyChanged() { a.post([]byte(`{"type":"history"}`)) }
 
 // historyList lists the undo history's changes, newest first, with who made each.
 func (a *Engine) historyList(ctx context.Context, req request) (result, *refusal.Refusal) {
-	return onRoot(a, req, func(_ fsroot.Root, w *workspace, _ struct{}) (result, *refusal.Refusal) {
-		return observed(w.run(ctx, executor.ListHistory, struct{}{}))
+	return onRoot(a, req, func(_ fsroot.Root, w *workspace, _ noParams) (result, *refusal.Refusal) {
+		return observed(w.run(ctx, executor.ListHistory, noParams{}))
 	})
 }
 
@@ -268,8 +274,8 @@ func (a *Engine) historyUndo(ctx context.Context, req request) (result, *refusal
 
 // historyRedo puts back the change undone last.
 func (a *Engine) historyRedo(ctx context.Context, req request) (result, *refusal.Refusal) {
-	return onRoot(a, req, func(_ fsroot.Root, w *workspace, _ struct{}) (result, *refusal.Refusal) {
-		return observed(w.run(ctx, executor.RedoLast, struct{}{}))
+	return onRoot(a, req, func(_ fsroot.Root, w *workspace, _ noParams) (result, *refusal.Refusal) {
+		return observed(w.run(ctx, executor.RedoLast, noParams{}))
 	})
 }
 
@@ -278,12 +284,12 @@ const maxConflictViewBytes = 64 << 10
 
 // historyConflict describes the change an undo would take back and the two versions of its file.
 func (a *Engine) historyConflict(ctx context.Context, req request) (result, *refusal.Refusal) {
-	return onRoot(a, req, func(_ fsroot.Root, w *workspace, _ struct{}) (result, *refusal.Refusal) {
+	return onRoot(a, req, func(_ fsroot.Root, w *workspace, _ noParams) (result, *refusal.Refusal) {
 		c, err := w.ui.UndoConflict(ctx, maxConflictViewBytes)
 		if err != nil {
 			return result{}, fileRefusal(err)
 		}
-		return result{Value: c}, nil
+		return result{Value: conflictValue(c)}, nil
 	})
 }
 

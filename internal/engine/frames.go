@@ -142,31 +142,26 @@ func (a frameApp) CallTool(ctx context.Context, tool string, args json.RawMessag
 			return out, err
 		}
 	}
-	return a.f.ask(ctx, a.appID, "miniapp.cancel", func(id string) any {
-		return struct {
-			Type   string          `json:"type"`
-			CallID string          `json:"callId"`
-			AppID  string          `json:"appId"`
-			Tool   string          `json:"tool"`
-			Args   json.RawMessage `json:"args"`
-		}{"miniapp.call", id, a.appID, tool, args}
+	return a.f.ask(ctx, a.appID, "miniapp.cancel", func(id string) ([]byte, bool) {
+		return appendMiniAppCall(nil, id, a.appID, tool, args)
 	})
 }
 
-// ask posts the message msg builds for a fresh call id and waits for the call's answer or for
-// ctx, whichever is first; when ctx wins, it posts {type: cancelType, callId, expired}, expired
-// true when a deadline passed (the page then stops the app) rather than the caller going away.
-func (f *frames) ask(ctx context.Context, appID, cancelType string, msg func(id string) any) (json.RawMessage, error) {
+// ask posts the message msg writes for a fresh call id (false: it could not be written, its
+// arguments not being one JSON value) and waits for the call's answer or for ctx, whichever is
+// first; when ctx wins, it posts {type: cancelType, callId, expired}, expired true when a
+// deadline passed (the page then stops the app) rather than the caller going away.
+func (f *frames) ask(ctx context.Context, appID, cancelType string, msg func(id string) ([]byte, bool)) (json.RawMessage, error) {
 	f.mu.Lock()
 	f.next++
 	id := "mc-" + strconv.FormatUint(f.next, 10)
 	p := pendingCall{appID: appID, done: make(chan frameAnswer, 1)}
 	f.pending[id] = p
 	f.mu.Unlock()
-	b, err := json.Marshal(msg(id))
-	if err != nil {
+	b, ok := msg(id)
+	if !ok {
 		f.take(id)
-		return nil, refusal.New(refusal.InternalError, "the call could not be encoded: %v", err)
+		return nil, refusal.New(refusal.InternalError, "the call could not be encoded: its arguments are not one JSON value")
 	}
 	f.post(b)
 	select {
@@ -174,8 +169,7 @@ func (f *frames) ask(ctx context.Context, appID, cancelType string, msg func(id 
 		return ans.out, ans.err
 	case <-ctx.Done():
 		if f.take(id) {
-			cancel, _ := json.Marshal(map[string]any{"type": cancelType, "callId": id, "expired": errors.Is(ctx.Err(), context.DeadlineExceeded)})
-			f.post(cancel)
+			f.post(appendCancel(nil, cancelType, id, errors.Is(ctx.Err(), context.DeadlineExceeded)))
 		}
 		return nil, ctx.Err()
 	}
@@ -289,15 +283,17 @@ func (f *frames) askPort(ctx context.Context, appID, tool string, args json.RawM
 	f.pending[id] = p
 	ap.sent++
 	f.mu.Unlock()
-	msg, err := json.Marshal(portCall{"call_tool", id, tool, args})
-	if err == nil {
+	msg, ok := portCall{"call_tool", id, tool, args}.appendJSON(nil)
+	if !ok {
+		err = errors.New("its arguments are not one JSON value")
+	} else {
 		err = ap.port.Post(msg, id, true)
 	}
 	if err != nil {
 		f.take(id)
 		return nil, refusal.New(refusal.MiniAppClosed, "the call could not be sent to the mini-app: %v", err), true
 	}
-	notice, _ := json.Marshal(portNotice{"miniapp.call", id, appID, tool, true})
+	notice := portNotice{"miniapp.call", id, appID, tool, true}.appendJSON(nil)
 	select {
 	case ans := <-p.done:
 		// The page hears of the call once it is answered: its main thread wakes off the path.
@@ -307,8 +303,7 @@ func (f *frames) askPort(ctx context.Context, appID, tool string, args json.RawM
 		f.post(notice)
 		if f.take(id) {
 			// The app is told (its SDK aborts the tool's signal), and owes no answer now.
-			cancel, _ := json.Marshal(map[string]string{"type": "cancel_call", "callId": id})
-			_ = ap.port.Post(cancel, id, false)
+			_ = ap.port.Post(appendPortCancel(nil, id), id, false)
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				f.expired(id, ap, tool)
 			}
@@ -319,8 +314,7 @@ func (f *frames) askPort(ctx context.Context, appID, tool string, args json.RawM
 
 // expired tells the page that call id on ap passed its deadline (see expiredNotice).
 func (f *frames) expired(id string, ap *appPort, tool string) {
-	b, _ := json.Marshal(expiredNotice{"miniapp.cancel", id, ap.appID, tool, ap.doc, true})
-	f.post(b)
+	f.post(expiredNotice{"miniapp.cancel", id, ap.appID, tool, ap.doc, true}.appendJSON(nil))
 }
 
 // bind makes port (opened by open) the port of appID's document doc: the port of an earlier
@@ -423,8 +417,7 @@ func (f *frames) overBudget(ap *appPort, why string, messages, bytes int) {
 	for _, id := range stale {
 		f.settle(id, frameAnswer{err: refusal.New(refusal.MiniAppClosed, "the mini-app was stopped: %s: %s", refusal.MessageBudgetExceeded, why)})
 	}
-	b, _ := json.Marshal(overBudgetNotice{"miniapp.over_budget", ap.appID, ap.doc, why, messages, bytes})
-	f.post(b)
+	f.post(overBudgetNotice{"miniapp.over_budget", ap.appID, ap.doc, why, messages, bytes}.appendJSON(nil))
 }
 
 // overBudgetNotice tells the page that appID's document doc passed its message budget on its
@@ -463,7 +456,7 @@ func (m *portAnswer) shaped() bool {
 // bounded and checked as JSON by the registry (MaxOutputBytes), as any app's is.
 func (f *frames) fromPort(ap *appPort, msg []byte) {
 	var m portAnswer
-	shaped := msg != nil && json.Unmarshal(msg, &m) == nil && m.shaped()
+	shaped := msg != nil && m.decode(msg) && m.shaped()
 	f.mu.Lock()
 	p, waiting := f.pending[m.CallID]
 	switch {

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"github.com/voicebox-go/voicebox/internal/shared/sha"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/internal/shared/miniappstore"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/samples"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -90,7 +93,7 @@ func (a *Engine) miniStore(ctx context.Context) (*miniappstore.Store, *refusal.R
 func seedSamples(ctx context.Context, st *miniappstore.Store, shelf fsroot.Root) {
 	done := map[string]bool{}
 	if data, err := shelf.ReadFile(ctx, seededFile); err == nil {
-		_ = json.Unmarshal(data, &done)
+		readSeeded(data, done)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return
 	}
@@ -105,13 +108,12 @@ func seedSamples(ctx context.Context, st *miniappstore.Store, shelf fsroot.Root)
 		done[s.Name], changed = true, true
 	}
 	if changed {
-		data, _ := json.Marshal(done)
-		_ = shelf.WriteFile(ctx, seededFile, data)
+		_ = shelf.WriteFile(ctx, seededFile, appendSeeded(nil, done))
 	}
 }
 
 func (a *Engine) miniAppsList(ctx context.Context, req request) (result, *refusal.Refusal) {
-	if r := decodeParams(req, &struct{}{}); r != nil {
+	if r := decodeParams(req, &noParams{}); r != nil {
 		return result{}, r
 	}
 	st, r := a.miniStore(ctx)
@@ -125,7 +127,7 @@ func (a *Engine) miniAppsList(ctx context.Context, req request) (result, *refusa
 	if entries == nil {
 		entries = []miniappstore.Entry{}
 	}
-	return result{Value: map[string]any{"entries": entries}}, nil
+	return result{Value: entriesValue{"entries", entries}}, nil
 }
 
 // launched is what the page needs to show an app: its entry and its HTML, and for a folder app
@@ -145,10 +147,7 @@ type folderRef struct {
 // miniAppsLaunch resolves {name} through the store, or takes the workspace file {path} ("Open as
 // mini-app"), and opens it in the registry with no tools; a frame already showing it is replaced.
 func (a *Engine) miniAppsLaunch(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		Name string `json:"name"`
-		Path string `json:"path"`
-	}
+	var p miniAppsLaunchParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -207,10 +206,7 @@ func (a *Engine) sourceRoot(e miniappstore.Entry) fsroot.Root {
 // miniAppsFile reads one file of a launched folder app, {appId, path} with path relative to its
 // folder and held to the file tools' containment (miniappstore.ReadFolderFile), as bytes.
 func (a *Engine) miniAppsFile(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string `json:"appId"`
-		Path  string `json:"path"`
-	}
+	var p miniAppsFileParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -285,10 +281,7 @@ type appParam struct {
 // its tools afresh. The port of the document that went ({doc}, or any without it) is closed and
 // the calls waiting on it are answered mini-app-closed: that document will answer none.
 func (a *Engine) miniAppsReset(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string  `json:"appId"`
-		Doc   *uint64 `json:"doc"`
-	}
+	var p miniAppsResetParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -297,18 +290,14 @@ func (a *Engine) miniAppsReset(_ context.Context, req request) (result, *refusal
 	}
 	a.apps.frames.unbind(p.AppID, p.Doc, "the mini-app reloaded itself before it answered")
 	a.openApp(p.AppID)
-	return result{Value: map[string]bool{"reset": true}}, nil
+	return result{Value: map[string]any{"reset": true}}, nil
 }
 
 // miniAppsClose forgets appID's tools and answers its calls still waiting with mini-app-closed,
 // saying why (the page's reason when it stopped the app, {why}). Its port is closed when it is
 // of document {doc} or an earlier one (any, without doc).
 func (a *Engine) miniAppsClose(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string  `json:"appId"`
-		Why   string  `json:"why"`
-		Doc   *uint64 `json:"doc"`
-	}
+	var p miniAppsCloseParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -320,7 +309,7 @@ func (a *Engine) miniAppsClose(_ context.Context, req request) (result, *refusal
 	a.apps.frames.closeApp(p.AppID, why)
 	a.apps.registry.Close(p.AppID)
 	a.toolsChanged()
-	return result{Value: map[string]bool{"closed": true}}, nil
+	return result{Value: map[string]any{"closed": true}}, nil
 }
 
 // toolView is a registered tool as the page shows it.
@@ -334,20 +323,46 @@ type toolView struct {
 }
 
 func viewOf(appID string, d *miniapp.Declaration) toolView {
-	var norm struct {
-		Parameters json.RawMessage `json:"parameters"`
-	}
-	_ = json.Unmarshal(d.JSON(), &norm)
 	return toolView{AppID: appID, Name: d.Name, ModelName: miniapp.ModelName(appID, d.Name),
-		Description: d.Description, ReadOnly: d.ReadOnly, Parameters: norm.Parameters}
+		Description: d.Description, ReadOnly: d.ReadOnly, Parameters: parametersOf(d.JSON())}
+}
+
+// parametersOf is the "parameters" member of a declaration's JSON, as json.Unmarshal reads it
+// into a json.RawMessage field: the last member whose name folds to it, as written (null too);
+// nil when there is none or decl is not one JSON object.
+func parametersOf(decl []byte) json.RawMessage {
+	var params json.RawMessage
+	rawjson.Members(decl, func(name string, v []byte) bool {
+		if rawjson.FoldEqual(name, "parameters") {
+			params = append(json.RawMessage(nil), v...)
+		}
+		return true
+	})
+	return params
+}
+
+// readSeeded reads the shelf's record of the samples it has had, {name: true}, into done, as
+// json.Unmarshal reads it into a map[string]bool whose error is not looked at: nothing unless it
+// is one JSON object; each member is true when its value is, false otherwise (encoding/json sets
+// a member of another type to false too, and reports the error).
+func readSeeded(data []byte, done map[string]bool) {
+	rawjson.Members(data, func(name string, v []byte) bool {
+		done[name] = string(v) == "true"
+		return true
+	})
+}
+
+// appendSeeded writes the record of the samples had as json.Marshal writes the map: names sorted.
+func appendSeeded(dst []byte, done map[string]bool) []byte {
+	w := rawjson.NewObject(dst, true)
+	for _, name := range slices.Sorted(maps.Keys(done)) {
+		w.Bool(name, done[name])
+	}
+	return w.Close()
 }
 
 func (a *Engine) miniAppsRegister(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string          `json:"appId"`
-		Tool  json.RawMessage `json:"tool"`
-		View  bool            `json:"view"`
-	}
+	var p miniAppsRegisterParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -361,17 +376,14 @@ func (a *Engine) miniAppsRegister(_ context.Context, req request) (result, *refu
 }
 
 func (a *Engine) miniAppsUnregister(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string `json:"appId"`
-		Name  string `json:"name"`
-	}
+	var p miniAppsUnregisterParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
 	removed := a.apps.registry.Unregister(p.AppID, p.Name)
 	a.apps.frames.setViewTool(p.AppID, p.Name, false)
 	a.toolsChanged()
-	return result{Value: map[string]bool{"removed": removed}}, nil
+	return result{Value: map[string]any{"removed": removed}}, nil
 }
 
 func (a *Engine) miniAppsTools(_ context.Context, req request) (result, *refusal.Refusal) {
@@ -388,18 +400,13 @@ func (a *Engine) miniAppsTools(_ context.Context, req request) (result, *refusal
 			views = append(views, viewOf(id, d))
 		}
 	}
-	return result{Value: map[string]any{"tools": views}}, nil
+	return result{Value: map[string]any{"tools": toolViews(views)}}, nil
 }
 
 // miniAppsCall calls a tool by {appId, tool} or by its model-facing {name}, through the same
 // checks as a call from the relay.
 func (a *Engine) miniAppsCall(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string          `json:"appId"`
-		Tool  string          `json:"tool"`
-		Name  string          `json:"name"`
-		Args  json.RawMessage `json:"args"`
-	}
+	var p miniAppsCallParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -415,18 +422,14 @@ func (a *Engine) miniAppsCall(ctx context.Context, req request) (result, *refusa
 	if err != nil {
 		return result{}, asRefusal(err)
 	}
-	return result{Value: map[string]json.RawMessage{"result": out}}, nil
+	return result{Value: map[string]any{"result": out}}, nil
 }
 
 // miniAppsValidate checks {appId, tool, args} against the tool's schema as a call would be, and
 // answers {args} re-encoded from the validated value; nothing is called. The page asks it for an
 // app's own in-page agent (document.modelContext.executeTool), which runs the tool in the app.
 func (a *Engine) miniAppsValidate(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string          `json:"appId"`
-		Tool  string          `json:"tool"`
-		Args  json.RawMessage `json:"args"`
-	}
+	var p miniAppsValidateParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -438,25 +441,20 @@ func (a *Engine) miniAppsValidate(_ context.Context, req request) (result, *refu
 	if err != nil {
 		return result{}, asRefusal(err)
 	}
-	return result{Value: map[string]json.RawMessage{"args": valid}}, nil
+	return result{Value: map[string]any{"args": valid}}, nil
 }
 
 // miniAppsResult is a frame's answer to a miniapp.call: {callId, result} or {callId, refused, why}.
 func (a *Engine) miniAppsResult(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		CallID  string          `json:"callId"`
-		Result  json.RawMessage `json:"result"`
-		Refused refusal.Rule    `json:"refused"`
-		Why     string          `json:"why"`
-	}
+	var p miniAppsResultParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
 	ans := frameAnswer{out: p.Result}
 	if p.Refused != "" {
-		ans = frameAnswer{err: refusal.New(p.Refused, "%s", p.Why)}
+		ans = frameAnswer{err: refusal.New(refusal.Rule(p.Refused), "%s", p.Why)}
 	}
-	return result{Value: map[string]bool{"accepted": a.apps.frames.settle(p.CallID, ans)}}, nil
+	return result{Value: map[string]any{"accepted": a.apps.frames.settle(p.CallID, ans)}}, nil
 }
 
 // PortMethod is the method that hands the worker an app's port: {appId, doc} with the port
@@ -469,10 +467,7 @@ const PortMethod = "miniapps.port"
 // invalid-app-id for an app that is not open, mini-app-port-refused for a document not newer
 // than the one bound.
 func (a *Engine) miniAppsPort(_ context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		AppID string `json:"appId"`
-		Doc   uint64 `json:"doc"`
-	}
+	var p miniAppsPortParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -494,7 +489,7 @@ func (a *Engine) miniAppsPort(_ context.Context, req request) (result, *refusal.
 	if r := a.apps.frames.bind(p.AppID, p.Doc, open); r != nil {
 		return result{}, r
 	}
-	return result{Value: map[string]any{"bound": true, "doc": p.Doc}}, nil
+	return result{Value: map[string]any{"bound": true, "doc": jsonUint(p.Doc)}}, nil
 }
 
 // miniAppsPorts reports the open apps' ports ({appId} for one): for the tests and the console.
@@ -509,14 +504,11 @@ func (a *Engine) miniAppsPorts(_ context.Context, req request) (result, *refusal
 			ports = append(ports, st)
 		}
 	}
-	return result{Value: map[string]any{"ports": ports}}, nil
+	return result{Value: map[string]any{"ports": portStatsList(ports)}}, nil
 }
 
 func (a *Engine) miniAppsSave(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		Name  string `json:"name"`
-		Title string `json:"title"`
-	}
+	var p miniAppsSaveParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -528,13 +520,11 @@ func (a *Engine) miniAppsSave(ctx context.Context, req request) (result, *refusa
 	if err != nil {
 		return result{}, storeRefusal(err)
 	}
-	return result{Value: e}, nil
+	return result{Value: entryValue(e)}, nil
 }
 
 func (a *Engine) miniAppsDelete(ctx context.Context, req request) (result, *refusal.Refusal) {
-	var p struct {
-		ID string `json:"id"`
-	}
+	var p miniAppsDeleteParams
 	if r := decodeParams(req, &p); r != nil {
 		return result{}, r
 	}
@@ -550,13 +540,13 @@ func (a *Engine) miniAppsDelete(ctx context.Context, req request) (result, *refu
 	a.apps.frames.closeApp(e.AppID, "the mini-app was deleted before it answered")
 	a.apps.registry.Close(e.AppID)
 	a.toolsChanged()
-	return result{Value: e}, nil
+	return result{Value: entryValue(e)}, nil
 }
 
 // miniAppsRestoreSamples saves each shipped sample whose shelf name is free again (the person
 // deleted it), leaving the samples that are there as they are: the way back from deleting one.
 func (a *Engine) miniAppsRestoreSamples(ctx context.Context, req request) (result, *refusal.Refusal) {
-	if r := decodeParams(req, &struct{}{}); r != nil {
+	if r := decodeParams(req, &noParams{}); r != nil {
 		return result{}, r
 	}
 	st, r := a.miniStore(ctx)
@@ -585,7 +575,7 @@ func (a *Engine) miniAppsRestoreSamples(ctx context.Context, req request) (resul
 		restored = append(restored, e)
 	}
 	a.toolsChanged()
-	return result{Value: map[string]any{"restored": restored}}, nil
+	return result{Value: entriesValue{"restored", restored}}, nil
 }
 
 // storeRefusal names a store error: its own refusal, or a root's error by kind.

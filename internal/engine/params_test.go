@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
@@ -8,7 +10,8 @@ import (
 )
 
 func TestParamsListTheirFields(t *testing.T) {
-	for _, p := range []strictjson.Struct{&pathParam{}, &dirParam{}, &writeParam{}, &moveParam{}, &undoParam{}, &uploadParam{}} {
+	for _, p := range []strictjson.Struct{&pathParam{}, &dirParam{}, &writeParam{}, &moveParam{}, &undoParam{}, &uploadParam{},
+		&uploadBeginParam{}, &appParam{}, &controlProbe{}, &portAnswer{}, &noParams{}, &miniAppsLaunchParams{}, &miniAppsFileParams{}, &miniAppsResetParams{}, &miniAppsCloseParams{}, &miniAppsRegisterParams{}, &miniAppsUnregisterParams{}, &miniAppsCallParams{}, &miniAppsValidateParams{}, &miniAppsResultParams{}, &miniAppsPortParams{}, &miniAppsSaveParams{}, &miniAppsDeleteParams{}, &exportNextParams{}, &rootOpenParams{}, &toolLaunchMiniAppParams{}, &toolCreateMiniAppParams{}, &externalAppsReportParams{}} {
 		strictjsontest.CheckFields(t, p)
 	}
 }
@@ -26,5 +29,22 @@ func TestParamsAreDecodedWithoutReflection(t *testing.T) {
 	r := decodeParams(request{Method: "files.write", Params: []byte(`{"path":"a.txt","admin":true}`)}, &p)
 	if r == nil || r.Why != `the parameters of files.write do not fit it: it has the member "admin", which is not taken here` {
 		t.Errorf("an unknown member: %v", r)
+	}
+}
+
+// TestRunArgumentsAgreeWithJSON holds what the file methods hand the executor to what
+// json.Marshal wrote for the same parameters.
+func TestRunArgumentsAgreeWithJSON(t *testing.T) {
+	for _, s := range []string{"", "a.txt", "<a & b>/caf\u00e9 \u2028 \xff \x01\"\\"} {
+		for _, v := range []any{noParams{}, dirParam{s}, pathParam{s}, moveParam{s, s + "x"}, undoParam{}, undoParam{s},
+			writeParam{Path: s, Content: s}, writeParam{Path: s, Content: s, Mode: s + "m", Expect: s + "e"}} {
+			want, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v.(interface{ AppendJSON([]byte) []byte }).AppendJSON(nil); !bytes.Equal(got, want) {
+				t.Errorf("%T wrote %s; json.Marshal %s", v, got, want)
+			}
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/shared/channel"
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
+	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 )
 
 // The page's connection to the relay's /channel, where it is the executor of its root.
@@ -274,10 +274,7 @@ func (p *peer) serve(ctx context.Context, c conn) PeerState {
 	for range callServers {
 		go serveCalls(ctx, c, calls)
 	}
-	var control struct {
-		Type string `json:"type"`
-		Why  string `json:"why"`
-	}
+	var control controlFrame
 	for {
 		frame, err := c.Receive(ctx)
 		if err != nil {
@@ -289,7 +286,7 @@ func (p *peer) serve(ctx context.Context, c conn) PeerState {
 				p.admitted.Replace(set)
 				continue
 			}
-			json.Unmarshal([]byte(frame), &control)
+			control.decode([]byte(frame))
 			switch control.Type {
 			case "holding":
 				p.notify(PeerState{State: "connected", Why: control.Why})
@@ -361,12 +358,61 @@ func isControl(frame string) bool {
 	if strings.HasPrefix(frame, `{"v":`) {
 		return false
 	}
-	var probe struct {
-		Type *string         `json:"type"`
-		V    json.RawMessage `json:"v"`
+	var probe controlProbe
+	return probe.decode([]byte(frame)) && probe.Type != nil && probe.V == nil
+}
+
+// controlProbe is what isControl reads of a frame.
+type controlProbe struct {
+	Type *string         `json:"type"`
+	V    json.RawMessage `json:"v"`
+}
+
+func (p *controlProbe) StrictFields() []strictjson.Field {
+	return []strictjson.Field{{Name: "type", Into: &p.Type}, {Name: "v", Into: &p.V}}
+}
+
+// decode reads the first JSON value of frame into p as a json.Decoder does (what follows it is
+// not read), and reports whether that succeeds: members of the wrong type refused, members p
+// does not know passed over (TestControlFramesAgreeWithJSON).
+func (p *controlProbe) decode(frame []byte) bool {
+	v, _, ok := rawjson.First(frame)
+	if !ok {
+		return false
 	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(frame)))
-	return dec.Decode(&probe) == nil && probe.Type != nil && probe.V == nil
+	if v[0] != '{' {
+		return string(v) == "null" // a json.Decoder takes null into a struct, changing nothing
+	}
+	err := strictjson.DecodeStruct(v, p)
+	return err == nil || strictjson.KindOf(err) == strictjson.UnknownField
+}
+
+// controlFrame is a control frame from the relay: {type, why}.
+type controlFrame struct {
+	Type string `json:"type"`
+	Why  string `json:"why"`
+}
+
+// decode reads frame into c as json.Unmarshal does, whose error the peer never looked at: nothing
+// unless frame is exactly one JSON value; of an object, each member named (case folded) type or
+// why that is a string, the last one given winning; a member of another type, or null, leaves the
+// field as it was (TestControlFramesAgreeWithJSON).
+func (c *controlFrame) decode(frame []byte) {
+	rawjson.Members(frame, func(name string, v []byte) bool {
+		var into *string
+		switch {
+		case rawjson.FoldEqual(name, "type"):
+			into = &c.Type
+		case rawjson.FoldEqual(name, "why"):
+			into = &c.Why
+		default:
+			return true
+		}
+		if s, ok := rawjson.Unquote(v); ok {
+			*into = s
+		}
+		return true
+	})
 }
 
 func firstOf(s ...string) string {

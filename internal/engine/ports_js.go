@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"errors"
 	"sync"
 
@@ -84,7 +83,7 @@ func (p *jsPort) Refused() PortRefusals {
 	var out PortRefusals
 	if v, err := p.end.Call("refused"); err == nil && v.Type() == safejs.TypeString {
 		s, _ := v.String()
-		_ = json.Unmarshal([]byte(s), &out)
+		out.decode([]byte(s))
 	}
 	return out
 }

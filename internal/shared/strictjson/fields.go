@@ -16,8 +16,9 @@ type Struct interface {
 }
 
 // Field is one member of a Struct: its name as the field's json tag gives it, and a pointer to the
-// field. Into is one of *string, *bool, *int, *int64, *uint64, **uint64, *float64,
-// *json.RawMessage, *[]string, *[]json.RawMessage, or a Struct (a pointer to a nested struct).
+// field. Into is one of *string, *bool, *int, *int64, *uint64, **uint64, **string, **bool,
+// *float64, *json.RawMessage, *[]string, *[]json.RawMessage, or a Struct (a pointer to a nested
+// struct). A pointer field is set to nil by a null member, as encoding/json sets it.
 type Field struct {
 	Name string
 	Into any
@@ -90,9 +91,14 @@ func (d *structDecoder) object(obj []byte, s Struct, at, written []string) {
 			}
 			return true
 		}
-		here := append(at[:len(at):len(at)], f.Name)
-		if !d.value(v, f.Into, here, append(written[:len(written):len(written)], name)) && d.wrongType == nil {
-			d.wrongType = here
+		// The paths are made only where they are needed: for a nested Struct, whose members'
+		// verdicts name them, and for a verdict (a plain member of the right type costs none).
+		var here, hereWritten []string
+		if _, nested := f.Into.(Struct); nested {
+			here, hereWritten = append(at[:len(at):len(at)], f.Name), append(written[:len(written):len(written)], name)
+		}
+		if !d.value(v, f.Into, here, hereWritten) && d.wrongType == nil {
+			d.wrongType = append(at[:len(at):len(at)], f.Name)
 		}
 		return d.wrongType == nil
 	})
@@ -169,7 +175,12 @@ func (d *structDecoder) value(v []byte, into any, at, written []string) bool {
 		return true
 	}
 	if null {
-		if p, ok := into.(**uint64); ok {
+		switch p := into.(type) {
+		case **uint64:
+			*p = nil
+		case **string:
+			*p = nil
+		case **bool:
 			*p = nil
 		}
 		return true
@@ -217,6 +228,19 @@ func (d *structDecoder) value(v []byte, into any, at, written []string) bool {
 			*p = &n
 		}
 		return ok
+	case **string:
+		s, ok := rawjson.Unquote(v)
+		if ok {
+			*p = &s
+		}
+		return ok
+	case **bool:
+		if string(v) != "true" && string(v) != "false" {
+			return false
+		}
+		b := string(v) == "true"
+		*p = &b
+		return true
 	}
 	panic("strictjson: a Field's Into of a kind Decode does not take")
 }
