@@ -3,6 +3,7 @@ package rematch
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -49,6 +50,8 @@ type Regexp struct {
 	prog     []inst
 	start    int32
 	anchored bool // the pattern can only match at the string's start
+	asserts  bool // the program holds an assertion, so positions need their context
+	machines sync.Pool
 }
 
 // Compile parses and compiles a pattern; the error is an *Error naming the construct refused.
@@ -64,7 +67,11 @@ func Compile(pattern string) (*Regexp, error) {
 		return nil, &Error{Why: "the pattern compiles to more than " + strconv.Itoa(MaxInstructions) + " instructions (each repetition is written out); use smaller counts"}
 	}
 	c.patch(f.outs, m)
-	return &Regexp{source: pattern, prog: c.prog, start: f.start, anchored: anchoredAtStart(tree)}, nil
+	re := &Regexp{source: pattern, prog: c.prog, start: f.start, anchored: anchoredAtStart(tree)}
+	for _, i := range re.prog {
+		re.asserts = re.asserts || i.op == opAssert
+	}
+	return re, nil
 }
 
 // String is the pattern's source.
@@ -201,13 +208,10 @@ func (c *compiler) repeat(x *node, min, max int) frag {
 	return f
 }
 
-// context is what assertions see at a position.
-func context(s string, pos int) assertion {
+// context is what assertions see at pos, with before the rune that ends there (-1 at the start).
+func context(s string, pos int, before rune) assertion {
 	var a assertion
-	before, after := rune(-1), rune(-1)
-	if pos > 0 {
-		before, _ = utf8.DecodeLastRuneInString(s[:pos])
-	}
+	after := rune(-1)
 	if pos < len(s) {
 		after, _ = utf8.DecodeRuneInString(s[pos:])
 	}
@@ -249,11 +253,12 @@ func (t *threads) add(pc int32) {
 	t.dense = append(t.dense, pc)
 }
 
-// machine is one match's state.
+// machine is one match's state, kept in the Regexp's pool between matches.
 type machine struct {
-	re    *Regexp
-	stack []int32
-	steps int
+	re        *Regexp
+	cur, next threads
+	stack     []int32
+	steps     int
 }
 
 // follow adds pc and what it reaches without a rune to set; it reports reaching the match.
@@ -289,12 +294,26 @@ func (m *machine) follow(set *threads, pc int32, ctx assertion) bool {
 // out would take more than MaxSteps steps. Invalid UTF-8 reads as U+FFFD a byte at a time, as
 // Go's regexp reads it.
 func (re *Regexp) MatchString(s string) (bool, error) {
-	n := len(re.prog)
-	buf := make([]int32, 4*n)
-	cur := &threads{dense: buf[0:0:n], sparse: buf[n : 2*n]}
-	next := &threads{dense: buf[2*n : 2*n : 3*n], sparse: buf[3*n : 4*n]}
-	m := &machine{re: re}
-	ctx := context(s, 0)
+	m, _ := re.machines.Get().(*machine)
+	if m == nil {
+		n := len(re.prog)
+		buf := make([]int32, 4*n)
+		m = &machine{re: re, cur: threads{dense: buf[0:0:n], sparse: buf[n : 2*n]},
+			next: threads{dense: buf[2*n : 2*n : 3*n], sparse: buf[3*n : 4*n]}}
+	}
+	ok, err := m.match(s)
+	m.cur.dense, m.next.dense, m.steps = m.cur.dense[:0], m.next.dense[:0], 0
+	re.machines.Put(m)
+	return ok, err
+}
+
+func (m *machine) match(s string) (bool, error) {
+	re := m.re
+	cur, next := &m.cur, &m.next
+	var ctx assertion
+	if re.asserts {
+		ctx = context(s, 0, -1)
+	}
 	for pos := 0; ; {
 		if pos == 0 || !re.anchored {
 			if m.follow(cur, re.start, ctx) {
@@ -306,7 +325,9 @@ func (re *Regexp) MatchString(s string) (bool, error) {
 		}
 		r, w := utf8.DecodeRuneInString(s[pos:])
 		pos += w
-		ctx = context(s, pos)
+		if re.asserts {
+			ctx = context(s, pos, r)
+		}
 		for _, pc := range cur.dense {
 			m.steps++
 			i := &re.prog[pc]
