@@ -146,3 +146,33 @@ func FuzzAgreesWithRegexp(f *testing.F) {
 		}
 	})
 }
+
+// TestOneRegexpServesManyGoroutines: a Regexp shared by goroutines (its machines are pooled)
+// answers each of them as regexp does.
+func TestOneRegexpServesManyGoroutines(t *testing.T) {
+	t.Parallel()
+	re, err := Compile(`^(?:[a-z]+\.){1,3}[a-z]{2,}$`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := regexp.MustCompile(re.String())
+	in := []string{"a.example", "example", "a.b.c.d.ee", "x.y", "x.yy", "a..bb", ""}
+	done := make(chan string, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 300 {
+				s := in[(g+i)%len(in)]
+				if got, _ := re.MatchString(s); got != ref.MatchString(s) {
+					done <- s
+					return
+				}
+			}
+			done <- ""
+		}()
+	}
+	for range 8 {
+		if s := <-done; s != "" {
+			t.Errorf("a goroutine got a verdict on %q that regexp does not give", s)
+		}
+	}
+}
