@@ -27,7 +27,8 @@ var patterns = []string{
 	`(?i)a(?-i)b`, `(?i-s:.)`, `(?U)a+`, `(?is)A.`, `(?)a`, `()`, `(|a)`, `a|`, `|`, `a||b`,
 	`((a)|b)+`, `(a{2}){3}`, `(?:ab){0,3}c`, `a{,5}`, `a{1`, `{`, `a{x}`, `}`, `]`, `a]`,
 	`é+`, `[é-ü]`, `日本`, `[^日]`, `\x{FFFD}`, `[\x{80}-\x{10FFFF}]`, `(?i)straße`, `(?i)Σ`,
-	`.{0,1000}`, `(?:[a-z]{0,20}\.){0,4}x`, `a*b*c*$`, `(a|b|c|d|e)*f`,
+	`.{0,1000}`, `(?:[a-z]{0,20}\.){0,4}x`, `a*b*c*$`, `(a|b|c|d|e)*f`, `(?i)[[:upper:]]+`,
+	`(?i)[^[:lower:]]`, `(?i)[\d[:^alpha:]]`, `(?i)[^\S]`, `(?i:[^k-s])`, `(?m)\Bb$`,
 }
 
 // inputs are strings matched against every pattern, with the edges of the assertions.
