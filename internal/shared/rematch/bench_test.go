@@ -2,6 +2,7 @@ package rematch
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +38,21 @@ func BenchmarkMatch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkWorstMatch is the longest one match can hold its caller: every instruction of a
+// 2,000-instruction program live until MaxSteps.
+func BenchmarkWorstMatch(b *testing.B) {
+	re, err := Compile(`[a-z]{0,1000}!`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := strings.Repeat("a", 20000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := re.MatchString(s); err != ErrTooCostly {
+			b.Fatalf("answered %v", err)
+		}
 	}
 }

@@ -13,9 +13,11 @@ const (
 	// `.{0,1000}` is 2,000 instructions; RE2 would take a pattern of a few million.
 	MaxInstructions = 8192
 	// MaxSteps bounds one match: a string that would take more steps is answered ErrTooCostly
-	// rather than held. A pattern of 2,000 instructions, every one live, still matches a 16 KiB
-	// string within it.
-	MaxSteps = 1 << 25
+	// rather than held. A step is a few tens of nanoseconds in the page's wasm, so the worker is
+	// held a fraction of a second at worst (BenchmarkWorstMatch). A schema's pattern of a few
+	// dozen instructions matches any string an argument can hold within it; one that keeps 2,000
+	// instructions live (`[a-z]{0,1000}!` unanchored) a string of about 2,000 runes.
+	MaxSteps = 1 << 23
 )
 
 // ErrTooCostly is a match that would take more than MaxSteps steps.
