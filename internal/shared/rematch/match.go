@@ -265,6 +265,13 @@ type machine struct {
 
 // follow adds pc and what it reaches without a rune to set; it reports reaching the match.
 func (m *machine) follow(set *threads, pc int32, ctx assertion) bool {
+	if op := m.re.prog[pc].op; op <= opAnyNL { // a rune-consuming instruction: nothing to follow
+		if !set.has(pc) {
+			set.add(pc)
+			m.steps++
+		}
+		return false
+	}
 	m.stack = append(m.stack[:0], pc)
 	matched := false
 	for len(m.stack) > 0 {
