@@ -25,7 +25,7 @@ var forbiddenInPage = []struct {
 	{pkg: "github.com/chromedp/", why: "the tests' browser driver"},
 	{pkg: "github.com/santhosh-tekuri/jsonschema/", why: "0.33 MB brotli with golang.org/x/text; only toolschema's tests use it, as the reference"},
 	{pkg: "golang.org/x/text/", why: "Unicode tables the page does not need"},
-	{pkg: "regexp", via: "github.com/voicebox-go/voicebox/internal/shared/toolschema", why: "about 70 KB brotli; only the WebMCP draft's `pattern` needs it, matched with RE2 so a hostile pattern cannot hold the worker (go-udiff's Unified once brought it too)"},
+	{pkg: "regexp", why: "51 KB brotli with regexp/syntax and the Unicode tables only it reaches (measured 2026-12-05); the WebMCP draft's `pattern` is matched by internal/shared/rematch, linear in the string like RE2 (go-udiff's Unified once brought regexp too)"},
 	{pkg: "github.com/aymanbagabas/go-udiff", why: "its package-level regexp links regexp, and its lcs package log (19 KB brotli with lcs, measured 2026-12-05); diff-file's lines are matched by the executor's lineDiff"},
 	{pkg: "log", exact: true, why: "its standard logger links os's file writer; only go-udiff's lcs brought it"},
 	{pkg: "log/slog", why: "about 25 KB brotli; channel and executor take a one-method Logger"},

@@ -46,6 +46,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/shared/externalapp"
 	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/internal/shared/miniappstore"
+	"github.com/voicebox-go/voicebox/internal/shared/rematch"
 	"github.com/voicebox-go/voicebox/internal/shared/toolschema"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -81,6 +82,8 @@ var referenceBounds = []referenceBound{
 	{"approval.OutcomeGrace", int64(approval.OutcomeGrace), duration},
 	{"assistant.MaxPendingApprovals", assistant.MaxPendingApprovals, countUnit},
 	{"toolschema.MaxArgumentBytes", toolschema.MaxArgumentBytes, bytesUnit},
+	{"rematch.MaxInstructions", rematch.MaxInstructions, countUnit},
+	{"rematch.MaxSteps", rematch.MaxSteps, countUnit},
 	{"executor.MaxHistoryEntries", executor.MaxHistoryEntries, countUnit},
 	{"executor.MaxHistoryBytes", executor.MaxHistoryBytes, bytesUnit},
 	{"executor.MaxHistoryFileBytes", executor.MaxHistoryFileBytes, bytesUnit},

@@ -3,12 +3,12 @@ package toolschema
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
+	"github.com/voicebox-go/voicebox/internal/shared/rematch"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -401,12 +401,13 @@ func show(v any) string {
 }
 
 // checkPattern checks a pattern, present only in the WebMCP draft's dialect: a string of at most
-// MaxPatternLength code points that Go's regexp (RE2) compiles. The host matches patterns with
-// RE2, whose time is linear in the argument, never with a backtracking engine: a pattern is the
-// app's and the argument the model's, and a backtracking match of the two could hold the worker
-// for minutes. What RE2 refuses (lookaround, backreferences) is refused here; the page's SDK
-// also compiles each pattern with its JavaScript RegExp, so a pattern both engines take is one
-// whose meaning they share.
+// MaxPatternLength code points that internal/shared/rematch compiles (RE2's syntax, less Unicode
+// classes and octal escapes, within rematch.MaxInstructions). The host matches patterns with
+// rematch, whose time is linear in the argument, never with a backtracking engine: a pattern is
+// the app's and the argument the model's, and a backtracking match of the two could hold the
+// worker for minutes. What RE2 refuses (lookaround, backreferences) is refused here; the page's
+// SDK also compiles each pattern with its JavaScript RegExp, so a pattern both engines take is
+// one whose meaning they share.
 func checkPattern(obj map[string]any, loc string) error {
 	p, ok := obj["pattern"]
 	if !ok {
@@ -420,8 +421,8 @@ func checkPattern(obj map[string]any, loc string) error {
 	if n := utf8.RuneCountInString(s); n > MaxPatternLength {
 		return bad(ploc, "the pattern is %d characters, over the bound of %d", n, MaxPatternLength)
 	}
-	if _, err := regexp.Compile(s); err != nil {
-		return bad(ploc, "the pattern %q is not one the host matches (RE2 syntax, no lookaround or backreferences): %v", clip(s), err)
+	if _, err := rematch.Compile(s); err != nil {
+		return bad(ploc, "the pattern %q is not one the host matches (RE2 syntax without Unicode classes, no lookaround or backreferences): %v", clip(s), err)
 	}
 	return nil
 }

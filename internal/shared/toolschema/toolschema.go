@@ -135,7 +135,8 @@ const (
 	Original Dialect = iota
 	// WebMCPDraft is the WebMCP draft's subset, for tools registered through
 	// document.modelContext: Original's, plus pattern on a string (a regular expression both
-	// RE2 and the page's JavaScript RegExp take; the host matches it with RE2, see checkPattern)
+	// RE2 and the page's JavaScript RegExp take; the host matches it with internal/shared/rematch,
+	// linear in the string like RE2, see checkPattern)
 	// and prefixItems on an array (item schemas by position, items for the rest), with
 	// additionalProperties only false.
 	WebMCPDraft

@@ -3,11 +3,11 @@ package toolschema
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/voicebox-go/voicebox/internal/shared/rematch"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -31,8 +31,8 @@ type node struct {
 	required       []string
 	closed         bool // additionalProperties is false
 	items          *node
-	prefix         []*node        // prefixItems, by position (the WebMCP draft's dialect)
-	pattern        *regexp.Regexp // nil when absent (the WebMCP draft's dialect)
+	prefix         []*node         // prefixItems, by position (the WebMCP draft's dialect)
+	pattern        *rematch.Regexp // nil when absent (the WebMCP draft's dialect)
 }
 
 // compileNode builds the node of a checked schema.
@@ -100,7 +100,7 @@ func compileNode(obj map[string]any) *node {
 		}
 	}
 	if p, ok := obj["pattern"].(string); ok {
-		n.pattern = regexp.MustCompile(p) // checkPattern compiled it
+		n.pattern, _ = rematch.Compile(p) // checkPattern compiled it
 	}
 	return n
 }
@@ -153,10 +153,16 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 	}
 	switch v := v.(type) {
 	case string:
-		if n.pattern != nil && !n.pattern.MatchString(v) {
-			loc := at.String()
-			found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentPattern, loc: loc, path: at.tokens(),
-				why: fmt.Sprintf("argument %s does not match the pattern %s", quoteLoc(loc), clip(n.pattern.String()))})
+		if n.pattern != nil {
+			if ok, err := n.pattern.MatchString(v); err != nil {
+				loc := at.String()
+				found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentPattern, loc: loc, path: at.tokens(),
+					why: fmt.Sprintf("argument %s is too long to match against the pattern %s within the host's bound of %d steps; send a shorter string", quoteLoc(loc), clip(n.pattern.String()), rematch.MaxSteps)})
+			} else if !ok {
+				loc := at.String()
+				found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentPattern, loc: loc, path: at.tokens(),
+					why: fmt.Sprintf("argument %s does not match the pattern %s", quoteLoc(loc), clip(n.pattern.String()))})
+			}
 		}
 		if n.minLen < 0 && n.maxLen < 0 {
 			return found
