@@ -16,8 +16,8 @@
 // parameters and inputSchema are one schema under two names, checked by the worker's registry,
 // which also checks every call's arguments before the tool runs. Through document.modelContext
 // (and navigator.modelContext) the schema is the WebMCP draft's subset (dialect "webmcp-draft":
-// pattern and prefixItems; a pattern must compile in this page's RegExp and in the host's RE2,
-// which matches model calls in linear time); through window.webMcp and
+// pattern and prefixItems; a pattern must compile in this page's RegExp and in the host's own
+// linear-time matcher, RE2's syntax without Unicode classes, which matches model calls); through window.webMcp and
 // window.voicebox it is the original Voicebox's. executeTool checks a draft tool's input here,
 // against the schema the host took, so the tool starts in the caller's task as the draft runs it,
 // and a webMcp tool's input through the host. Where the draft cannot hold here it says so: every
