@@ -4,7 +4,6 @@ package tests
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -15,10 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/chromedp/cdproto/cdp"
-	cdppage "github.com/chromedp/cdproto/page"
-	"github.com/chromedp/chromedp"
 
 	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/tests/harness"
@@ -79,21 +74,6 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		for round := range n / miniAppRound {
 			for i := range sides {
 				s := sides[(i+round)%len(sides)]
-				// The tab measured is the one in front: Chromium gives a tab behind another less
-				// of the machine, which favoured the tab opened last by 20-40% when both were the
-				// same build. A few calls after the switch are not measured.
-				if len(sides) > 1 {
-					if err := chromedp.Do(s.tab.Ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-						_, err := cdp.Call(ctx, t, cdppage.BringToFront, cdp.Empty{})
-						return err
-					})); err != nil {
-						b.Fatal(err)
-					}
-					harness.Eval[bool](s.tab, fmt.Sprintf(`(async () => {
-						for (let i = 0; i < %d; i++) await voicebox.miniApps.call('app_scoreboard', 'add_points', {team: 'home', points: 1});
-						return true;
-					})()`, miniAppTurnWarmUp))
-				}
 				c0, by0 := childrenCPU(), childrenCPUByProcess()
 				if prof != nil && s == page && round == 0 {
 					prof.Start(b)
@@ -151,10 +131,6 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 
 // miniAppWarmUp is how many calls BenchmarkMiniAppToolCall makes on a side before it measures.
 const miniAppWarmUp = 300
-
-// miniAppTurnWarmUp is how many calls a side makes, unmeasured, after its tab is brought to the
-// front for its turn.
-const miniAppTurnWarmUp = 5
 
 // miniAppRound is how many page calls BenchmarkMiniAppToolCall makes in one turn of a side.
 const miniAppRound = 25
