@@ -89,6 +89,10 @@ const profileTop = 60
 // through a sync access handle (the floor: the same socket, thread and storage without Go), in
 // the same browser, alternating. The tabs are quiet (no Network or Log domain).
 //
+// Beside the latencies it reports the CPU each call cost Chromium (all its processes: the page's
+// renderer, the network service, the browser) while the Go worker and the JavaScript worker
+// peer were timed: the figure a loaded machine moves least.
+//
 // With VOICEBOX_BENCH_ROUNDTRIP_BEFORE naming another build's public/ folder (main's, built), a
 // second hub serves that page too, in a tab of its own, and its Go worker is measured in the same
 // rounds (go-before-us): a change measured before and after under the same load.
@@ -127,6 +131,14 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 		}
 	}
 	var goSamples, jsSamples, jsWorkerSamples, beforeSamples []float64
+	// Chromium's CPU (every process of it, from /proc) while each peer was timed, in seconds.
+	var goCPU, jsWorkerCPU, beforeCPU float64
+	timed := func(cpu *float64, h *hub.Hub) []float64 {
+		c0 := childrenCPU()
+		samples := timeRoundTrips(b, h, path, perRound)
+		*cpu += childrenCPU() - c0
+		return samples
+	}
 	var prof *harness.WorkerProfiler
 	if os.Getenv("VOICEBOX_PROFILE") != "" {
 		prof = harness.ProfileWorker(b, goPage, "/worker.js")
@@ -143,7 +155,7 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 			harness.Eval[bool](jsPage, `window.peerReady`)
 			waitForRoot(b, h, "JavaScript worker peer")
 			timeRoundTrips(b, h, path, 20)
-			jsWorkerSamples = append(jsWorkerSamples, timeRoundTrips(b, h, path, perRound)...)
+			jsWorkerSamples = append(jsWorkerSamples, timed(&jsWorkerCPU, h)...)
 
 			harness.Eval[bool](goPage, `voicebox.call('channel.connect').then(() => true)`)
 			harness.WaitFor[bool](goPage, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
@@ -151,7 +163,7 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 			before := func() {
 				if beforeHub != nil {
 					timeRoundTrips(b, beforeHub, path, 20)
-					beforeSamples = append(beforeSamples, timeRoundTrips(b, beforeHub, path, perRound)...)
+					beforeSamples = append(beforeSamples, timed(&beforeCPU, beforeHub)...)
 				}
 			}
 			if round%2 == 1 {
@@ -161,7 +173,7 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 			if prof != nil && round == 0 {
 				prof.Start(b)
 			}
-			goSamples = append(goSamples, timeRoundTrips(b, h, path, perRound)...)
+			goSamples = append(goSamples, timed(&goCPU, h)...)
 			if prof != nil && round == 0 {
 				prof.Stop(b, os.Stdout, profileTop)
 			}
@@ -171,6 +183,12 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	perCall := func(cpu float64, n int) float64 { return cpu / float64(max(n, 1)) * 1e6 }
+	b.ReportMetric(perCall(goCPU, len(goSamples)), "go-worker-cpu-us/call")
+	b.ReportMetric(perCall(jsWorkerCPU, len(jsWorkerSamples)), "js-worker-cpu-us/call")
+	if beforeHub != nil {
+		b.ReportMetric(perCall(beforeCPU, len(beforeSamples)), "go-before-cpu-us/call")
+	}
 	harness.ReportPercentiles(b, goSamples, "go-worker-us")
 	harness.ReportPercentiles(b, jsSamples, "js-main-us")
 	harness.ReportPercentiles(b, jsWorkerSamples, "js-worker-us")
