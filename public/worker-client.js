@@ -94,6 +94,50 @@ export class RefusalError extends Error {
 }
 
 /**
+ * wrap is a call as it crosses to the worker: its JSON text, which Go reads in one crossing (a
+ * string) rather than walking an object, and beside it, out of the text, the one value JSON cannot
+ * carry: params.bytes (binary data) or params.handle / params.port (an object the browser
+ * clones or transfers). A call with neither is the text alone.
+ * @param {number} id
+ * @param {string} method
+ * @param {any} params
+ * @returns {string | {call: string, bytes?: unknown, object?: unknown}}
+ */
+export function wrap(id, method, params) {
+  if (!params || typeof params !== 'object' || !('bytes' in params || 'handle' in params || 'port' in params)) {
+    return JSON.stringify({ type: 'call', id, method, params });
+  }
+  const { bytes, handle, port, ...rest } = params;
+  /** @type {{call: string, bytes?: unknown, object?: unknown}} */
+  const out = { call: JSON.stringify({ type: 'call', id, method, params: rest }) };
+  if (bytes !== undefined) out.bytes = bytes;
+  const object = handle !== undefined ? handle : port;
+  if (object !== undefined) out.object = object;
+  return out;
+}
+
+/**
+ * unwrap reads what the worker posted: the engine posts its messages as JSON text (one crossing
+ * out of Go, parsed here), with an answer's bytes beside the text ({json, bytes}: value.bytes);
+ * worker.js posts plain objects before Go runs.
+ * @param {any} data
+ * @returns {any}
+ */
+export function unwrap(data) {
+  try {
+    if (typeof data === 'string') return JSON.parse(data);
+    if (data && typeof data.json === 'string') {
+      const msg = JSON.parse(data.json);
+      if (msg && msg.value && typeof msg.value === 'object') msg.value.bytes = data.bytes;
+      return msg;
+    }
+  } catch {
+    // Not the engine's JSON: handed on as it came, so emit logs it as unexpected.
+  }
+  return data;
+}
+
+/**
  * WorkerClient is the page's side of the worker. Every call gets exactly one answer: the
  * worker's, or page-closed once the worker failed. Several listeners may take one event type;
  * a message of a type nobody listens to is logged.
@@ -107,7 +151,7 @@ export class WorkerClient {
     this.nextId = 1;
     /** @type {Map<string, Set<(msg: any) => void>>} */
     this.listeners = new Map();
-    worker.onmessage = (event) => this.receive(event.data);
+    worker.onmessage = (event) => this.receive(unwrap(event.data));
     worker.onerror = (event) => {
       event.preventDefault();
       // An error the worker did not catch may leave the engine running: calls stay pending.
@@ -176,7 +220,7 @@ export class WorkerClient {
     const id = this.nextId++;
     return new Promise((resolve) => {
       this.pending.set(id, resolve);
-      this.worker.postMessage({ type: 'call', id, method, params }, transfer || []);
+      this.worker.postMessage(wrap(id, method, params), transfer || []);
     });
   }
 

@@ -3,8 +3,13 @@
 package tests
 
 import (
+	"cmp"
 	"fmt"
+	"io"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,6 +45,13 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		harness.WaitFor[bool](tab, `!!(window.voicebox && voicebox.miniApps) && !document.querySelector('#new-file').disabled`, readyBound)
 		harness.Eval[string](tab, `voicebox.miniApps.launch({name: 'Scoreboard'}).then(a => a.appId)`)
 		harness.WaitFor[bool](tab, `voicebox.miniApps.tools('app_scoreboard').length === 4`, appBound)
+		// Warmed up first: for some seconds after a page and its app load, Chromium's own UI
+		// renderer and the browser process work (about 2 ms of CPU per call over the first few
+		// hundred calls, none after), which is not the call's cost.
+		harness.Eval[bool](tab, fmt.Sprintf(`(async () => {
+			for (let i = 0; i < %d; i++) await voicebox.miniApps.call('app_scoreboard', 'add_points', {team: 'home', points: 1});
+			return true;
+		})()`, miniAppWarmUp))
 		return &side{tab: tab}
 	}
 	page := open(relay.URL)
@@ -49,15 +61,23 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		before = open(harness.StartAlone(b, bin).URL)
 		sides = append(sides, before)
 	}
+	var prof *harness.WorkerProfiler
+	if os.Getenv("VOICEBOX_PROFILE") != "" {
+		prof = harness.ProfileWorker(b, page.tab, "/worker.js")
+	}
 	const n = 300
 	var fromRelay []float64
+	pageCPU, relayCPUBy := processCPU{}, processCPU{}
 	var relayCPU float64
 	name := miniapp.ModelName("app_scoreboard", "add_points")
 	for b.Loop() {
 		for round := range n / miniAppRound {
 			for i := range sides {
 				s := sides[(i+round)%len(sides)]
-				c0 := childrenCPU()
+				c0, by0 := childrenCPU(), childrenCPUByProcess()
+				if prof != nil && s == page && round == 0 {
+					prof.Start(b)
+				}
 				s.us = append(s.us, harness.Eval[[]float64](s.tab, fmt.Sprintf(`(async () => {
 					const out = [];
 					for (let i = 0; i < %d; i++) {
@@ -67,10 +87,17 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 					}
 					return out;
 				})()`, miniAppRound))...)
+				if prof != nil && s == page && round == 0 {
+					fmt.Println("the worker during a turn of page calls:")
+					prof.Stop(b, os.Stdout, profileTop)
+				}
 				s.cpu += childrenCPU() - c0
+				if s == page {
+					pageCPU.add(childrenCPUByProcess(), by0)
+				}
 			}
 		}
-		c1 := childrenCPU()
+		c1, by1 := childrenCPU(), childrenCPUByProcess()
 		for range n {
 			t0 := time.Now()
 			if a := relay.Call(b, name, map[string]any{"team": "away", "points": 1}); !a.OK {
@@ -79,17 +106,31 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 			fromRelay = append(fromRelay, float64(time.Since(t0).Microseconds()))
 		}
 		relayCPU += childrenCPU() - c1
+		relayCPUBy.add(childrenCPUByProcess(), by1)
 	}
 	b.StopTimer()
 	b.ReportMetric(page.cpu/float64(len(page.us))*1e6, "page-cpu-us/call")
 	b.ReportMetric(relayCPU/float64(len(fromRelay))*1e6, "relay-cpu-us/call")
 	harness.ReportPercentiles(b, page.us, "page-us")
 	harness.ReportPercentiles(b, fromRelay, "relay-us")
+	if os.Getenv("VOICEBOX_BENCH_CPU_BY_PROCESS") != "" {
+		// Which renderer is the page's: its main thread busy for a while, alone.
+		by0 := childrenCPUByProcess()
+		harness.Eval[bool](page.tab, `(() => { const t = performance.now(); while (performance.now() - t < 500); return true; })()`)
+		burnt := processCPU{}
+		burnt.add(childrenCPUByProcess(), by0)
+		burnt.print(os.Stdout, "the page's main thread busy for 500 ms", 1)
+		pageCPU.print(os.Stdout, "page path", len(page.us))
+		relayCPUBy.print(os.Stdout, "relay path", len(fromRelay))
+	}
 	if before != nil {
 		b.ReportMetric(before.cpu/float64(len(before.us))*1e6, "page-before-cpu-us/call")
 		harness.ReportPercentiles(b, before.us, "page-before-us")
 	}
 }
+
+// miniAppWarmUp is how many calls BenchmarkMiniAppToolCall makes on a side before it measures.
+const miniAppWarmUp = 300
 
 // miniAppRound is how many page calls BenchmarkMiniAppToolCall makes in one turn of a side.
 const miniAppRound = 25
@@ -98,9 +139,55 @@ const miniAppRound = 25
 // and still running have spent (user and system, from /proc; 0 where there is none). Clock ticks
 // are 10 ms: read it around hundreds of calls, not one.
 func childrenCPU() float64 {
+	total := 0.0
+	for _, t := range childrenCPUByProcess() {
+		total += t
+	}
+	return total
+}
+
+// processCPU is CPU seconds by process, named by processName.
+type processCPU map[string]float64
+
+// add adds what each process spent between from and to (two childrenCPUByProcess readings).
+func (c processCPU) add(to, from processCPU) {
+	for name, t := range to {
+		c[name] += t - from[name]
+	}
+}
+
+// print writes the CPU each process spent per call, largest first; calls is how many were made.
+func (c processCPU) print(w io.Writer, what string, calls int) {
+	names := slices.Collect(maps.Keys(c))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(c[b], c[a]) })
+	fmt.Fprintf(w, "CPU per call by process, %s (%d calls):\n", what, calls)
+	for _, name := range names {
+		if us := c[name] / float64(calls) * 1e6; us >= 1 {
+			fmt.Fprintf(w, "  %8.0f us  %s\n", us, name)
+		}
+	}
+}
+
+// childrenCPUByProcess is childrenCPU per process, each named by processName (its pid after it).
+func childrenCPUByProcess() processCPU {
+	out := processCPU{}
+	me := os.Getpid()
+	parents, spent := procTable()
+	for pid, t := range spent {
+		for p, hops := parents[pid], 0; p > 1 && hops < maxProcDepth; p, hops = parents[p], hops+1 {
+			if p == me {
+				out[fmt.Sprintf("%s %d", processName(pid), pid)] = t
+				break
+			}
+		}
+	}
+	return out
+}
+
+// procTable reads every process's parent and CPU seconds (user and system) from /proc.
+func procTable() (parent map[int]int, spent map[int]float64) {
 	entries, _ := os.ReadDir("/proc")
-	parent := map[int]int{}
-	spent := map[int]float64{}
+	parent, spent = map[int]int{}, map[int]float64{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -110,8 +197,6 @@ func childrenCPU() float64 {
 		if err != nil {
 			continue
 		}
-		// The fields after the command's closing parenthesis: state, ppid, ... utime (14th
-		// field of the line), stime (15th).
 		s := string(stat)
 		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 		if len(f) < 13 {
@@ -122,16 +207,35 @@ func childrenCPU() float64 {
 		system, _ := strconv.ParseFloat(f[12], 64)
 		spent[pid] = (user + system) / clockTicks
 	}
-	me, total := os.Getpid(), 0.0
-	for pid, t := range spent {
-		for p, hops := parent[pid], 0; p > 1 && hops < maxProcDepth; p, hops = parent[p], hops+1 {
-			if p == me {
-				total += t
-				break
-			}
+	return parent, spent
+}
+
+// processName names a process by its command and Chromium's --type (and the renderer of
+// Chromium's own UI, --top-chrome-webui, apart from the pages').
+func processName(pid int) string {
+	raw, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	// Chromium rewrites its processes' titles: the arguments may be one string, space-separated.
+	args := strings.Fields(strings.ReplaceAll(string(raw), "\x00", " "))
+	if len(args) == 0 {
+		return "?"
+	}
+	name := filepath.Base(args[0])
+	if strings.HasPrefix(name, "voicebox-chromium") {
+		name = "chromium"
+	}
+	for _, a := range args[1:] {
+		switch {
+		case strings.HasPrefix(a, "--type="):
+			name += " " + strings.TrimPrefix(a, "--type=")
+		case a == "--top-chrome-webui":
+			name += " (UI)"
+		case strings.HasPrefix(a, "--utility-sub-type="):
+			name += " " + strings.TrimPrefix(a, "--utility-sub-type=")
+		case strings.HasPrefix(a, "--renderer-client-id="):
+			name += " #" + strings.TrimPrefix(a, "--renderer-client-id=")
 		}
 	}
-	return total
+	return name
 }
 
 // clockTicks is Linux's USER_HZ, the unit of /proc/PID/stat's CPU times.

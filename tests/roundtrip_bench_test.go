@@ -29,9 +29,13 @@ var benchPeer embed.FS
 // benchRelay serves the checkout's public/ (built) plus the JavaScript peer page, with a hub on
 // /channel, in this process, so a benchmark can time the hub's Ask directly.
 func benchRelay(b *testing.B) (*hub.Hub, string) {
+	return benchRelayOf(b, filepath.Join(harness.RepoRoot(), "public"))
+}
+
+// benchRelayOf is benchRelay serving the public/ folder src (another build's, say).
+func benchRelayOf(b *testing.B, src string) (*hub.Hub, string) {
 	b.Helper()
 	public := b.TempDir()
-	src := filepath.Join(harness.RepoRoot(), "public")
 	if err := os.CopyFS(public, os.DirFS(src)); err != nil {
 		b.Fatal(err)
 	}
@@ -85,6 +89,14 @@ const profileTop = 60
 // through a sync access handle (the floor: the same socket, thread and storage without Go), in
 // the same browser, alternating. The tabs are quiet (no Network or Log domain).
 //
+// Beside the latencies it reports the CPU each call cost Chromium (all its processes: the page's
+// renderer, the network service, the browser) while the Go worker and the JavaScript worker
+// peer were timed: the figure a loaded machine moves least.
+//
+// With VOICEBOX_BENCH_ROUNDTRIP_BEFORE naming another build's public/ folder (main's, built), a
+// second hub serves that page too, in a tab of its own, and its Go worker is measured in the same
+// rounds (go-before-us): a change measured before and after under the same load.
+//
 // With VOICEBOX_PROFILE set, the worker's CPU is sampled during the first round of the Go peer and
 // its heaviest functions printed; build the page's wasm with its names for that (see
 // BENCHMARKS.md).
@@ -105,7 +117,28 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 	jsPage.Quiet()
 	jsPage.Allow(`.`) // the JavaScript peer is only measured; the Go page's tab keeps its checks
 
-	var goSamples, jsSamples, jsWorkerSamples []float64
+	var beforeHub *hub.Hub
+	var beforePage *harness.Tab
+	if dir := os.Getenv("VOICEBOX_BENCH_ROUNDTRIP_BEFORE"); dir != "" {
+		var beforeURL string
+		beforeHub, beforeURL = benchRelayOf(b, dir)
+		beforePage = harness.NewTab(b)
+		beforePage.Quiet()
+		beforePage.Navigate(beforeURL)
+		harness.WaitFor[bool](beforePage, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
+		if a := beforeHub.Ask(context.Background(), wire.Call{CallID: beforeHub.NewCallID(), Tool: "write-file", DescriptorID: executor.BuiltinDescriptor, Args: args, BoundsEcho: json.RawMessage(`{}`)}); !a.OK {
+			b.Fatalf("write-file (before) answered %s: %s", a.Refused, a.Why)
+		}
+	}
+	var goSamples, jsSamples, jsWorkerSamples, beforeSamples []float64
+	// Chromium's CPU (every process of it, from /proc) while each peer was timed, in seconds.
+	var goCPU, jsWorkerCPU, beforeCPU float64
+	timed := func(cpu *float64, h *hub.Hub) []float64 {
+		c0 := childrenCPU()
+		samples := timeRoundTrips(b, h, path, perRound)
+		*cpu += childrenCPU() - c0
+		return samples
+	}
 	var prof *harness.WorkerProfiler
 	if os.Getenv("VOICEBOX_PROFILE") != "" {
 		prof = harness.ProfileWorker(b, goPage, "/worker.js")
@@ -122,25 +155,46 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 			harness.Eval[bool](jsPage, `window.peerReady`)
 			waitForRoot(b, h, "JavaScript worker peer")
 			timeRoundTrips(b, h, path, 20)
-			jsWorkerSamples = append(jsWorkerSamples, timeRoundTrips(b, h, path, perRound)...)
+			jsWorkerSamples = append(jsWorkerSamples, timed(&jsWorkerCPU, h)...)
 
 			harness.Eval[bool](goPage, `voicebox.call('channel.connect').then(() => true)`)
 			harness.WaitFor[bool](goPage, `document.querySelector('#channel').dataset.state === 'connected'`, channelBound)
 			waitForRoot(b, h, "Browser storage")
+			before := func() {
+				if beforeHub != nil {
+					timeRoundTrips(b, beforeHub, path, 20)
+					beforeSamples = append(beforeSamples, timed(&beforeCPU, beforeHub)...)
+				}
+			}
+			if round%2 == 1 {
+				before() // the two builds' order swapped every round
+			}
 			timeRoundTrips(b, h, path, 20)
 			if prof != nil && round == 0 {
 				prof.Start(b)
 			}
-			goSamples = append(goSamples, timeRoundTrips(b, h, path, perRound)...)
+			goSamples = append(goSamples, timed(&goCPU, h)...)
 			if prof != nil && round == 0 {
 				prof.Stop(b, os.Stdout, profileTop)
+			}
+			if round%2 == 0 {
+				before()
 			}
 		}
 	}
 	b.StopTimer()
+	perCall := func(cpu float64, n int) float64 { return cpu / float64(max(n, 1)) * 1e6 }
+	b.ReportMetric(perCall(goCPU, len(goSamples)), "go-worker-cpu-us/call")
+	b.ReportMetric(perCall(jsWorkerCPU, len(jsWorkerSamples)), "js-worker-cpu-us/call")
+	if beforeHub != nil {
+		b.ReportMetric(perCall(beforeCPU, len(beforeSamples)), "go-before-cpu-us/call")
+	}
 	harness.ReportPercentiles(b, goSamples, "go-worker-us")
 	harness.ReportPercentiles(b, jsSamples, "js-main-us")
 	harness.ReportPercentiles(b, jsWorkerSamples, "js-worker-us")
+	if beforeHub != nil {
+		harness.ReportPercentiles(b, beforeSamples, "go-before-us")
+	}
 }
 
 // waitForRoot waits until the hub's executor is the one that named its root name.

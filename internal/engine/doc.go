@@ -6,9 +6,14 @@
 //
 // # What JavaScript sees
 //
-// The worker and the page's main thread talk through postMessage with plain objects (the page's
-// one client of the worker, public/worker-client.js, spells every shape below as a JSDoc type
-// that tsc checks the page against: change the two together):
+// The worker and the page's main thread talk through postMessage with the shapes below (the
+// page's one client of the worker, public/worker-client.js, spells every shape as a JSDoc type
+// that tsc checks the page against: change the two together). Each crosses as its JSON text,
+// which Go reads or writes in one crossing into JavaScript (walking an object took about twenty,
+// each value handed back costing Go's js bridge a finalizer); what JSON cannot carry goes beside
+// the text: a call with params.bytes, params.handle or params.port is posted as {call: text,
+// bytes, object}, those taken out of its params, and an answer with bytes as {json: text, bytes}
+// (worker-client.js's wrap and unwrap):
 //
 //	worker -> page  {type: "ready", build}                         once, when Go is running
 //	page -> worker  {type: "call", id, method, params}             id: a number the page chooses

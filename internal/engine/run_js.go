@@ -72,18 +72,16 @@ func dialConn(ctx context.Context, url string) (conn, error) {
 	return dialSocket(ctx, url)
 }
 
-// poster posts JSON messages (and bytes beside them) to the page.
+// poster posts JSON messages (and bytes beside them) to the page: as their text, which the
+// page's worker-client.js parses (one crossing out of Go for a message, where parsing it here
+// took a JSON.parse call and an object handed back into Go first), and, with bytes, as
+// {json: text, bytes}, the bytes' buffer transferred (the page puts them at value.bytes).
 type poster struct {
 	endpoint safejs.Value
-	json     safejs.Value
 }
 
 func newPoster(endpoint safejs.Value) (*poster, error) {
-	j, err := safejs.Global().Get("JSON")
-	if err != nil {
-		return nil, err
-	}
-	return &poster{endpoint: endpoint, json: j}, nil
+	return &poster{endpoint: endpoint}, nil
 }
 
 // openRoot opens the workspace root the page asked for.
@@ -119,11 +117,11 @@ func openRoot(ctx context.Context, kind string, handle any) (fsroot.Root, RootIn
 // tests): it takes over endpoint.onmessage, answers what arrived before it started (the
 // endpoint's voiceboxInbox, if any), and says ready.
 func serve(endpoint safejs.Value, a *Engine, out *poster) error {
-	jsonObj, post := out.json, out.post
+	post := out.post
 	onMessage, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
 		if len(args) > 0 {
 			if data, err := args[0].Get("data"); err == nil {
-				receive(jsonObj, a, post, data)
+				receive(a, post, data)
 			}
 		}
 		return nil
@@ -138,7 +136,7 @@ func serve(endpoint safejs.Value, a *Engine, out *poster) error {
 		n, _ := inbox.Length()
 		for i := range n {
 			if v, err := inbox.Index(i); err == nil {
-				receive(jsonObj, a, post, v)
+				receive(a, post, v)
 			}
 		}
 		endpoint.Delete("voiceboxInbox")
@@ -147,24 +145,19 @@ func serve(endpoint safejs.Value, a *Engine, out *poster) error {
 	return nil
 }
 
-// post sends a JSON message to the page, with bytes (if any) as value.bytes, transferred.
+// post sends a JSON message to the page, with bytes (if any) beside it, transferred.
 func (out *poster) post(b []byte, bytes []byte) {
-	v, err := out.json.Call("parse", string(b))
-	if err != nil {
-		fmt.Println("voicebox worker: could not answer:", err)
-		return
-	}
-	args := []any{v}
+	args := []any{string(b)}
 	if bytes != nil {
 		arr, err := jsutil.BytesToJS(bytes)
+		var buf safejs.Value
 		if err == nil {
-			value, _ := v.Get("value")
-			err = value.Set("bytes", arr)
+			buf, err = arr.Get("buffer")
 		}
 		if err != nil {
 			fmt.Println("voicebox worker: could not attach bytes:", err)
-		} else if buf, err := arr.Get("buffer"); err == nil {
-			args = append(args, []any{buf})
+		} else {
+			args = []any{map[string]any{"json": string(b), "bytes": arr}, []any{buf}}
 		}
 	}
 	if _, err := out.endpoint.Call("postMessage", args...); err != nil {
@@ -173,19 +166,13 @@ func (out *poster) post(b []byte, bytes []byte) {
 }
 
 // receive answers one message from the page, in its own goroutine.
-func receive(jsonObj safejs.Value, a *Engine, post func([]byte, []byte), data safejs.Value) {
-	req, bytes, object, err := splitMessage(data)
+func receive(a *Engine, post func([]byte, []byte), data safejs.Value) {
+	text, bytes, object, err := splitMessage(data)
 	if err != nil {
 		fmt.Println("voicebox worker: dropped a message:", err)
 		return
 	}
-	text, err := jsonObj.Call("stringify", req)
-	if err != nil || text.Type() != safejs.TypeString {
-		fmt.Println("voicebox worker: dropped a message that is not JSON data")
-		return
-	}
-	s, _ := text.String()
-	id, r, ref, ok := parse([]byte(s))
+	id, r, ref, ok := parse(text)
 	if !ok {
 		fmt.Println("voicebox worker: dropped a message with no numeric id")
 		return
@@ -210,49 +197,32 @@ func receive(jsonObj safejs.Value, a *Engine, post func([]byte, []byte), data sa
 	go serveOne()
 }
 
-// splitMessage takes params.bytes (a Uint8Array or ArrayBuffer) and params.handle or params.port
-// (a JS object) out of a message, returning a shallow copy without them for JSON encoding.
-func splitMessage(data safejs.Value) (msg safejs.Value, bytes []byte, object any, err error) {
-	if data.Type() != safejs.TypeObject {
-		return data, nil, nil, nil
-	}
-	params, err := data.Get("params")
-	if err != nil || params.Type() != safejs.TypeObject {
-		return data, nil, nil, nil
-	}
-	objectCtor, err := safejs.Global().Get("Object")
-	if err != nil {
-		return safejs.Value{}, nil, nil, err
-	}
-	copyOf := func(v safejs.Value) (safejs.Value, error) {
-		return objectCtor.Call("assign", jsutil.Object(map[string]any{}), v)
-	}
-	if msg, err = copyOf(data); err != nil {
-		return safejs.Value{}, nil, nil, err
-	}
-	rest, err := copyOf(params)
-	if err != nil {
-		return safejs.Value{}, nil, nil, err
-	}
-	if b, err := params.Get("bytes"); err == nil && !b.IsUndefined() {
-		if bytes, err = jsutil.BytesToGo(b); err != nil {
-			return safejs.Value{}, nil, nil, fmt.Errorf("params.bytes is not binary data: %w", err)
+// splitMessage reads a call as the page's worker-client.js posts it (wrap there): its JSON text,
+// or {call: text, bytes, object} when it carries what JSON cannot, params.bytes (a Uint8Array or
+// ArrayBuffer, copied into Go) or params.handle / params.port (a JS object, kept as it is). A
+// call is read with as few crossings into JavaScript as it takes: each costs Go's js bridge a
+// call and, for every object or string it hands back, a finalizer run by a later collection.
+func splitMessage(data safejs.Value) (text []byte, bytes []byte, object any, err error) {
+	call := data
+	if data.Type() == safejs.TypeObject {
+		if call, err = data.Get("call"); err != nil {
+			return nil, nil, nil, err
 		}
-		if bytes == nil {
-			bytes = []byte{}
+		if b, err := data.Get("bytes"); err == nil && !b.IsUndefined() {
+			if bytes, err = jsutil.BytesToGo(b); err != nil {
+				return nil, nil, nil, fmt.Errorf("bytes is not binary data: %w", err)
+			}
+			if bytes == nil {
+				bytes = []byte{}
+			}
 		}
-		rest.Delete("bytes")
+		if o, err := data.Get("object"); err == nil && o.Type() == safejs.TypeObject {
+			object = o
+		}
 	}
-	if h, err := params.Get("handle"); err == nil && h.Type() == safejs.TypeObject {
-		object = h
-		rest.Delete("handle")
+	if call.Type() != safejs.TypeString {
+		return nil, nil, nil, errors.New("a call is JSON text, or {call: text, bytes, object}")
 	}
-	if p, err := params.Get("port"); err == nil && p.Type() == safejs.TypeObject {
-		object = p
-		rest.Delete("port")
-	}
-	if err := msg.Set("params", rest); err != nil {
-		return safejs.Value{}, nil, nil, err
-	}
-	return msg, bytes, object, nil
+	s, err := call.String()
+	return []byte(s), bytes, object, err
 }

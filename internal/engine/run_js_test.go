@@ -9,15 +9,17 @@ import (
 )
 
 // TestServeOverAMessagePort runs the worker's message loop over a real MessageChannel on the
-// page's main thread: a call queued before Go started is answered, Go says ready, and a later
-// call gets its answer, all through the browser's structured clone.
+// page's main thread: a call queued before Go started is answered, Go says ready, a later call
+// gets its answer, and a call with bytes beside its text ({call, bytes}, as worker-client.js
+// wraps one) reaches its method, all through the browser's structured clone, every message the
+// worker posts being its JSON text.
 func TestServeOverAMessagePort(t *testing.T) {
 	channel := must(must(safejs.Global().Get("MessageChannel")).New())
 	port1 := must(channel.Get("port1"))
 	port2 := must(channel.Get("port2"))
 
 	inbox := must(safejs.Global().Get("JSON"))
-	queued := must(inbox.Call("parse", `[{"type":"call","id":1,"method":"status"}]`))
+	queued := must(inbox.Call("parse", `["{\"type\":\"call\",\"id\":1,\"method\":\"status\"}"]`))
 	if err := port1.Set("voiceboxInbox", queued); err != nil {
 		t.Fatal(err)
 	}
@@ -25,8 +27,11 @@ func TestServeOverAMessagePort(t *testing.T) {
 	received := make(chan string, 8)
 	onMessage, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
 		data := must(args[0].Get("data"))
-		text := must(must(safejs.Global().Get("JSON")).Call("stringify", data))
-		s, _ := text.String()
+		if data.Type() != safejs.TypeString {
+			received <- "not text"
+			return nil
+		}
+		s, _ := data.String()
 		received <- s
 		return nil
 	})
@@ -45,13 +50,18 @@ func TestServeOverAMessagePort(t *testing.T) {
 	if undefined := must(port1.Get("voiceboxInbox")); !undefined.IsUndefined() {
 		t.Error("serve left the inbox in place")
 	}
-	later := must(inbox.Call("parse", `{"type":"call","id":2,"method":"nope"}`))
-	if _, err := port2.Call("postMessage", later); err != nil {
+	if _, err := port2.Call("postMessage", `{"type":"call","id":2,"method":"nope"}`); err != nil {
+		t.Fatal(err)
+	}
+	// A chunk of no upload begun: read from its text beside its bytes, refused by the method.
+	bytes := must(must(safejs.Global().Get("Uint8Array")).New(3))
+	withBytes := map[string]any{"call": `{"type":"call","id":3,"method":"files.upload.chunk","params":{"uploadId":"up999"}}`, "bytes": bytes}
+	if _, err := port2.Call("postMessage", withBytes); err != nil {
 		t.Fatal(err)
 	}
 
 	seen := map[string]map[string]any{}
-	for len(seen) < 3 {
+	for len(seen) < 4 {
 		select {
 		case s := <-received:
 			var m map[string]any
@@ -64,7 +74,7 @@ func TestServeOverAMessagePort(t *testing.T) {
 			}
 			seen[key] = m
 		case <-time.After(10 * time.Second):
-			t.Fatalf("only %d of 3 messages arrived: %v", len(seen), seen)
+			t.Fatalf("only %d of 4 messages arrived: %v", len(seen), seen)
 		}
 	}
 	if seen["ready"]["build"] != "dev" {
@@ -75,6 +85,9 @@ func TestServeOverAMessagePort(t *testing.T) {
 	}
 	if seen["result-2"]["ok"] != false || seen["result-2"]["refused"] != "unknown-method" {
 		t.Errorf("the later call answered %v", seen["result-2"])
+	}
+	if seen["result-3"]["ok"] != false || seen["result-3"]["refused"] != "invalid-argument" {
+		t.Errorf("the call with bytes answered %v", seen["result-3"])
 	}
 	port1.Call("close")
 	port2.Call("close")
