@@ -199,13 +199,14 @@ type decisionReply struct {
 	OK bool `json:"ok"`
 }
 
-// beat says this relay is alive heartbeatsPerTTL times per lease TTL, and ends the approvals of
-// the relays that fell silent.
+// beat says this relay is alive heartbeatsPerTTL times per lease TTL and each time NATS
+// (re)connects, and ends the approvals of the relays that fell silent.
 func (e *Events) beat() {
 	defer close(e.done)
 	t := time.NewTicker(e.f.cfg.LeaseTTL / heartbeatsPerTTL)
 	defer t.Stop()
 	for {
+		back := e.f.reconnected()
 		e.say("")
 		e.endSilent()
 		e.tellRuns()
@@ -213,6 +214,7 @@ func (e *Events) beat() {
 		case <-e.stop:
 			return
 		case <-t.C:
+		case <-back: // heard at once on (re)connecting, before any turn this run takes is listed elsewhere
 		}
 	}
 }
