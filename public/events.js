@@ -29,7 +29,7 @@
  *   'relay': {up: boolean},
  *   'where': Where,
  *   'history': undefined,
- *   'relay:hello': {mode: string, tools: string[], approvals: any[], root?: RelayRoot, instance?: string, fleet?: boolean, turns?: string[]},
+ *   'relay:hello': {mode: string, tools: string[], approvals: any[], root?: RelayRoot, instance?: string, fleet?: boolean, turns?: string[], runs?: string[]},
  *   'relay:call': {id: string, source: string, tool: string, action?: any, ok: boolean, result: any, client?: string},
  *   'relay:approval': any,
  *   'relay:approval-settled': {id: string, outcome: string},
@@ -37,6 +37,7 @@
  *   'relay:tools': {tools: string[]},
  *   'relay:root': RelayRoot,
  *   'relay:extensions': {what: string, id?: string},
+ *   'relay:runs': {runs: string[]},
  * }} PageEvents
  */
 

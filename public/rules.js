@@ -93,6 +93,9 @@ export const APPROVAL_TIMEOUT_MS = 60000;
 /** OUTCOME_GRACE_MS is how long past an approval's deadline the page still waits for the outcome of a turn that waited for it (internal/shared/approval.OutcomeGrace). */
 export const OUTCOME_GRACE_MS = 45000;
 
+/** MAX_LIVE_RUNS is the most relay runs an event stream lists as the fleet's live ones; the page takes no longer list (internal/shared/approval.MaxLiveRuns). */
+export const MAX_LIVE_RUNS = 64;
+
 /** EXTERNAL_CALL_TIMEOUT_MS is how long an external app has to answer a tool call once it may run (internal/shared/externalapp.CallTimeout). */
 export const EXTERNAL_CALL_TIMEOUT_MS = 10000;
 

@@ -11,7 +11,7 @@ import { emit, listen } from './events.js';
 import { reachable, relay } from './http.js';
 
 /** The kinds of event the relay sends (internal/core/assistant's events). */
-const KINDS = /** @type {const} */ (['hello', 'call', 'approval', 'approval-settled', 'turn', 'tools', 'root', 'extensions']);
+const KINDS = /** @type {const} */ (['hello', 'call', 'approval', 'approval-settled', 'turn', 'tools', 'root', 'extensions', 'runs']);
 /** RETRY_MIN_MS and RETRY_MAX_MS bound the pause before the stream is opened again. */
 const RETRY_MIN_MS = 1000;
 const RETRY_MAX_MS = 15000;

@@ -8,7 +8,7 @@
 // (stream.js), which this module hands to whoever waits for that turn.
 import { listen } from './events.js';
 import { relay } from './http.js';
-import { OUTCOME_GRACE_MS } from './rules.js';
+import { MAX_LIVE_RUNS, OUTCOME_GRACE_MS } from './rules.js';
 
 /** MAX_EARLY bounds the turn outcomes kept that nobody waits for yet: one that arrived before its 202, or another tab's. */
 const MAX_EARLY = 64;
@@ -44,21 +44,61 @@ listen('relay:turn', (t) => {
 // outcome following). A turn waited for that it does not name is lost at once when that relay
 // took it (it no longer holds it), or when another relay alone greets the page (the one that took
 // it stopped: a relay restarted answers at its address). In a fleet another relay may hold it and
-// its outcome crosses the fleet, so it is waited for as before. A hello naming no turns (an older
-// relay) proves nothing.
+// its outcome crosses the fleet, so it is waited for as before, unless the relay lists the
+// fleet's live runs (runs, when it knows them all) and that turn's run is not among them: it
+// stopped, or lost the fleet and with it the requests it asked for. The same list comes again as a
+// runs event whenever it changes, so a page learns that another relay's run died without
+// reconnecting. A hello naming no turns (an older relay), or no runs, proves nothing.
 listen('relay:hello', (hello) => {
   early.clear();
   if (!hello || !Array.isArray(hello.turns) || typeof hello.instance !== 'string') return;
   const named = new Set(hello.turns);
+  const live = liveRuns(hello.runs);
   for (const [id, w] of [...awaited]) {
     if (named.has(id) || !w.instance) continue;
-    if (w.instance !== hello.instance && hello.fleet) continue;
-    awaited.delete(id);
-    w.done(lost(id, w.instance === hello.instance
+    if (w.instance !== hello.instance && hello.fleet) {
+      if (live && !live.has(w.instance)) settle(id, w, GONE_FROM_FLEET);
+      continue;
+    }
+    settle(id, w, w.instance === hello.instance
       ? 'the relay no longer holds this turn and no outcome of it reached the page'
-      : 'the relay that took this turn stopped before its outcome reached the page'));
+      : 'the relay that took this turn stopped before its outcome reached the page');
   }
 });
+listen('relay:runs', (event) => {
+  const live = liveRuns(event && event.runs);
+  if (!live) return;
+  for (const [id, w] of [...awaited]) {
+    if (w.instance && !live.has(w.instance)) settle(id, w, GONE_FROM_FLEET);
+  }
+});
+
+/** GONE_FROM_FLEET is why a turn whose relay run the fleet no longer hears is lost. */
+const GONE_FROM_FLEET = 'the relay that took this turn stopped (the fleet no longer hears it) before its outcome reached the page';
+
+/**
+ * liveRuns is the fleet's live relay runs a hello or a runs event lists, or null when it lists
+ * none or not in the relay's shape (an array of at most MAX_LIVE_RUNS strings): then nothing is
+ * known, and the turns wait as before.
+ * @param {unknown} runs
+ * @returns {Set<string> | null}
+ */
+function liveRuns(runs) {
+  if (!Array.isArray(runs) || runs.length === 0 || runs.length > MAX_LIVE_RUNS) return null;
+  if (!runs.every((r) => typeof r === 'string' && r !== '')) return null;
+  return new Set(runs);
+}
+
+/**
+ * settle ends the wait for turn id as lost, because.
+ * @param {string} id
+ * @param {Waiting} w
+ * @param {string} because
+ */
+function settle(id, w, because) {
+  awaited.delete(id);
+  w.done(lost(id, because));
+}
 
 /**
  * lost is the outcome of a turn whose outcome will never reach the page.

@@ -80,6 +80,7 @@ var referenceBounds = []referenceBound{
 	{"approval.Timeout", int64(approval.Timeout), duration},
 	{"approval.RunBound", int64(approval.RunBound), duration},
 	{"approval.OutcomeGrace", int64(approval.OutcomeGrace), duration},
+	{"approval.MaxLiveRuns", approval.MaxLiveRuns, countUnit},
 	{"assistant.MaxPendingApprovals", assistant.MaxPendingApprovals, countUnit},
 	{"toolschema.MaxArgumentBytes", toolschema.MaxArgumentBytes, bytesUnit},
 	{"rematch.MaxInstructions", rematch.MaxInstructions, countUnit},

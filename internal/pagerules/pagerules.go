@@ -88,6 +88,7 @@ func Rules() []Rule {
 		{"CONTEXT_TOOL", "internal/shared/externalapp.ContextTool", "the tool that reads what an external app shows", externalapp.ContextTool},
 		{"APPROVAL_TIMEOUT_MS", "internal/shared/approval.Timeout", "how long every request for the person's approval waits", approval.Timeout.Milliseconds()},
 		{"OUTCOME_GRACE_MS", "internal/shared/approval.OutcomeGrace", "how long past an approval's deadline the page still waits for the outcome of a turn that waited for it", approval.OutcomeGrace.Milliseconds()},
+		{"MAX_LIVE_RUNS", "internal/shared/approval.MaxLiveRuns", "the most relay runs an event stream lists as the fleet's live ones; the page takes no longer list", approval.MaxLiveRuns},
 		{"EXTERNAL_CALL_TIMEOUT_MS", "internal/shared/externalapp.CallTimeout", "how long an external app has to answer a tool call once it may run", externalapp.CallTimeout.Milliseconds()},
 		{"FILE_CHANGING_TOOLS", "internal/shared/commands Tool.ChangesFiles", "the built-in tools whose success changes the workspace's files", changing},
 		{"MAX_AUDIO_FRAME_BYTES", "internal/shared/liveaudio.MaxFrameBytes", "the largest microphone frame of PCM16 the live worker sends on /live; the relay refuses a larger one", liveaudio.MaxFrameBytes},

@@ -133,3 +133,33 @@ func helloOf(t *testing.T, m *member) map[string]any {
 	t.Fatalf("no hello on %s: %v", m.url, sc.Err())
 	return nil
 }
+
+// TestTheHelloListsTheFleetsLiveRuns: a relay's hello lists no runs within a lease TTL of joining
+// (it may not have heard every relay yet), then both relays' runs; once B crashes (its NATS
+// connection drops without a word) A's hello lists A's run alone, so a page greeted then knows a
+// turn B took is lost.
+func TestTheHelloListsTheFleetsLiveRuns(t *testing.T) {
+	t.Parallel()
+	nats := fleettest.Start(t)
+	a := startMember(t, nats, "liveruns", false)
+	if runs, ok := helloOf(t, a)["runs"]; ok {
+		t.Fatalf("a relay that just joined lists the fleet's runs: %v", runs)
+	}
+	b := startMember(t, nats, "liveruns", false)
+	instA, instB := a.Core.Tools.Instance(), b.Core.Tools.Instance()
+	both := []string{instA, instB}
+	slices.Sort(both)
+	runsOf := func(m *member) []string {
+		var runs []string
+		list, _ := helloOf(t, m)["runs"].([]any)
+		for _, r := range list {
+			s, _ := r.(string)
+			runs = append(runs, s)
+		}
+		return runs
+	}
+	waitFor(t, "A's hello listing both runs", func() bool { return slices.Equal(runsOf(a), both) })
+	waitFor(t, "B's hello listing both runs", func() bool { return slices.Equal(runsOf(b), both) })
+	b.kill(t)
+	waitFor(t, "A's hello listing its own run alone", func() bool { return slices.Equal(runsOf(a), []string{instA}) })
+}

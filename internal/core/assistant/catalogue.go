@@ -256,6 +256,10 @@ type Fleet interface {
 	// Watched reports whether a page follows the event stream of another relay, so a call
 	// needing the person's approval asks there instead of refusing no-page.
 	Watched() bool
+	// LiveRuns returns the fleet's live relay runs (their instances, this relay's among them),
+	// at most approval.MaxLiveRuns, and known true only when the list is whole: the hello
+	// tells them to a page, which then knows a turn taken by a run not listed is lost.
+	LiveRuns() (runs []string, known bool)
 }
 
 // UseFleet shares the catalogue's events and approvals with a fleet from now on.
@@ -271,6 +275,10 @@ func (c *Tools) DeliverEvent(frame []byte) {
 	c.events.deliver(frame, nil)
 	c.events.announce() // delivering may have dropped the last subscriber
 }
+
+// Instance names this run of the relay (random per process): the turns it takes name it, and a
+// fleet tells it to the others (internal/door/fleet's presence).
+func (c *Tools) Instance() string { return c.instance }
 
 // DecideLocal records the person's decision on an approval waiting on this relay, and reports
 // whether one was; a fleet calls it for decisions made through another relay.

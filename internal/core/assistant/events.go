@@ -137,6 +137,21 @@ func (e *events) inFleet() bool {
 	return e.fleet != nil
 }
 
+// liveRuns returns the fleet's live runs when its list is whole (Fleet.LiveRuns), else nil: a
+// relay alone lists none (its hello's instance is the one run there is).
+func (e *events) liveRuns() []string {
+	e.mu.Lock()
+	fl := e.fleet
+	e.mu.Unlock()
+	if fl == nil {
+		return nil
+	}
+	if runs, known := fl.LiveRuns(); known {
+		return runs
+	}
+	return nil
+}
+
 // recentTurns returns the latest turn events delivered, oldest first.
 func (e *events) recentTurns() [][]byte {
 	e.mu.Lock()

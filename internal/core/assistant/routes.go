@@ -52,7 +52,8 @@ func (c *Tools) mode() string {
 //	                           (an MCP server is sent notifications/cancelled); 404 not-found when
 //	                           no such turn runs
 //	GET  /api/events           server-sent events: hello, call, approval, approval-settled, turn,
-//	                           tools, and what the relay publishes (Publish): root, extensions
+//	                           tools, and what the relay publishes (Publish): root, extensions;
+//	                           in a fleet, runs (its live relay runs, internal/door/fleet)
 //	GET  /api/approvals        {ok, approvals}: the requests waiting for the user
 //	POST /api/approvals/{id}   {approve: bool}: decide one; 404 not-found when none waits, 410
 //	                           approval-requester-gone when the fleet relay that asked went away
@@ -162,7 +163,8 @@ func (c *Tools) serveEvents(w http.ResponseWriter, r *http.Request) {
 	// is kept before it stops being held (turnAtOnce), so a turn moving from one to the other
 	// meanwhile is named all the same. A page whose pending turn this instance took and does not
 	// name (or, the relay alone, that another instance took) knows it is lost (public/turns.js);
-	// in a fleet another relay may hold it, and its outcome crosses the fleet.
+	// in a fleet another relay may hold it, and its outcome crosses the fleet, unless the hello's
+	// runs (the fleet's live runs, when this relay knows them all) do not name its instance.
 	held := []string{}
 	c.waiting.Range(func(id, _ any) bool {
 		held = append(held, id.(string))
@@ -170,8 +172,12 @@ func (c *Tools) serveEvents(w http.ResponseWriter, r *http.Request) {
 	})
 	recent := c.events.recentTurns()
 	held = append(held, turnIDs(recent)...)
-	first := frame("hello", map[string]any{"mode": c.mode(), "tools": names, "approvals": c.approvals.pending(), "root": c.opts.Holder.Holding(),
-		"instance": c.instance, "fleet": c.events.inFleet(), "turns": held})
+	hello := map[string]any{"mode": c.mode(), "tools": names, "approvals": c.approvals.pending(), "root": c.opts.Holder.Holding(),
+		"instance": c.instance, "fleet": c.events.inFleet(), "turns": held}
+	if runs := c.events.liveRuns(); runs != nil {
+		hello["runs"] = runs // the fleet's live runs, when known; later changes come as runs events
+	}
+	first := frame("hello", hello)
 	for _, f := range recent {
 		first = append(first, f...)
 	}

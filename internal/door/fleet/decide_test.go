@@ -13,10 +13,14 @@ import (
 
 // catalogue is a relay's catalogue that holds no approval and hands what the fleet delivers to
 // a channel.
-type catalogue struct{ delivered chan string }
+type catalogue struct {
+	delivered chan string
+	instance  string
+}
 
 func (c *catalogue) DeliverEvent(frame []byte)     { c.delivered <- string(frame) }
 func (c *catalogue) DecideLocal(string, bool) bool { return false }
+func (c *catalogue) Instance() string              { return c.instance }
 func (c *catalogue) waitFor(t *testing.T, kind string) {
 	t.Helper()
 	deadline := time.After(waitBound)

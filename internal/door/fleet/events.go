@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,10 +28,23 @@ const MaxEventBytes = 256 << 10
 // relayHeader names the relay a fleet message came from, so a relay skips its own.
 const relayHeader = "Voicebox-Relay"
 
+// instanceHeader names, on a presence message, the run of the relay that says it (its catalogue's
+// instance, random per process): a relay restarted under the same id is another run.
+const instanceHeader = "Voicebox-Instance"
+
+// maxInstanceBytes bounds a run's name heard on <prefix>.presence; a longer one is not recorded.
+const maxInstanceBytes = 64
+
+// runsEvent is the event that tells this relay's pages the fleet's live runs, when the list
+// becomes known or changes (Events.LiveRuns).
+const runsEvent = "runs"
+
 // EventSink is what the fleet's events reach on this relay (internal/core/assistant's *Tools).
 type EventSink interface {
 	DeliverEvent(frame []byte)
 	DecideLocal(id string, approve bool) bool
+	// Instance names this run of the relay: the one its page's turns name (the 202's instance).
+	Instance() string
 }
 
 // Events carries a relay's event stream and approval decisions to the fleet's other relays (an
@@ -44,6 +59,12 @@ type EventSink interface {
 // relay that still hears the fleet ends it on its own event streams with one "approval-settled"
 // event, outcome RequesterGone, and a decision posted for it afterwards is refused
 // approval-requester-gone instead of finding nothing.
+//
+// Each presence message names the run that says it (instanceHeader), so every relay knows the
+// fleet's live runs (LiveRuns): its own and those heard within a lease TTL. Its pages are told
+// them in the event stream's hello and, when they become known or change, in a "runs" event; a
+// page's turn pending approval whose run is not among them is lost (its relay died, or lost NATS
+// and with it the approvals it asked for), and the page says so at once (public/turns.js).
 type Events struct {
 	f    *Fleet
 	c    EventSink
@@ -58,6 +79,12 @@ type Events struct {
 	left   map[string]bool           // the relays that said they leave, until heard again
 	asked  map[string]remoteApproval // the other relays' approvals still waiting, by id
 	gone   map[string]time.Time      // approvals ended RequesterGone, until their deadline
+	runs   map[string]time.Time      // the other relays' runs, by instance: when last heard
+	full   time.Time                 // when a run was last not recorded, runs being full
+	began  time.Time                 // when this Events started hearing presence
+
+	tellMu sync.Mutex // serializes tellRuns, so the pages are told the runs in order
+	told   string     // the live runs last told to the pages, comma-separated; "" for none
 
 	stop chan struct{}
 	done chan struct{}
@@ -92,7 +119,7 @@ type decision struct {
 // NewEvents starts carrying c's events to and from the fleet. Close it before the fleet.
 func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 	e := &Events{f: f, c: c, heard: map[string]time.Time{}, left: map[string]bool{}, asked: map[string]remoteApproval{}, gone: map[string]time.Time{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		runs: map[string]time.Time{}, began: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	sub, err := f.nc.Subscribe(f.subject("events"), func(m *nats.Msg) {
 		from := m.Header.Get(relayHeader)
 		if from == f.ID() {
@@ -115,11 +142,14 @@ func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 		if from == f.ID() || !validName(from, maxRelayIDBytes) {
 			return
 		}
+		leaving := string(m.Data) == leavingMessage
 		e.peerMu.Lock()
-		e.heardLocked(from, string(m.Data) == leavingMessage)
+		e.heardLocked(from, leaving)
+		e.runHeardLocked(m.Header.Get(instanceHeader), leaving)
 		e.peerMu.Unlock()
-		if string(m.Data) == leavingMessage {
+		if leaving {
 			e.endSilent()
+			e.tellRuns()
 		}
 	})
 	if err != nil {
@@ -169,19 +199,22 @@ type decisionReply struct {
 	OK bool `json:"ok"`
 }
 
-// beat says this relay is alive heartbeatsPerTTL times per lease TTL, and ends the approvals of
-// the relays that fell silent.
+// beat says this relay is alive heartbeatsPerTTL times per lease TTL and each time NATS
+// (re)connects, and ends the approvals of the relays that fell silent.
 func (e *Events) beat() {
 	defer close(e.done)
 	t := time.NewTicker(e.f.cfg.LeaseTTL / heartbeatsPerTTL)
 	defer t.Stop()
 	for {
+		back := e.f.reconnected()
 		e.say("")
 		e.endSilent()
+		e.tellRuns()
 		select {
 		case <-e.stop:
 			return
 		case <-t.C:
+		case <-back: // heard at once on (re)connecting, before any turn this run takes is listed elsewhere
 		}
 	}
 }
@@ -193,6 +226,7 @@ func (e *Events) say(what string) {
 	}
 	m := &nats.Msg{Subject: e.f.subject("presence"), Data: []byte(what), Header: nats.Header{}}
 	m.Header.Set(relayHeader, e.f.ID())
+	m.Header.Set(instanceHeader, e.c.Instance())
 	e.f.nc.PublishMsg(m) // a lost beat is made up by the next
 }
 
@@ -258,6 +292,93 @@ func (e *Events) heardLocked(from string, leaving bool) {
 	} else {
 		delete(e.left, from)
 	}
+}
+
+// maxHeardRuns bounds the other relays' runs a relay records: one more than it may list, so a
+// fleet past approval.MaxLiveRuns is seen to be, and names made up on <prefix>.presence cannot
+// grow a relay's memory.
+const maxHeardRuns = approval.MaxLiveRuns
+
+// runHeardLocked records that the run instance was heard now, or forgets it at once when it says
+// it leaves. The caller holds peerMu.
+func (e *Events) runHeardLocked(instance string, leaving bool) {
+	if !validName(instance, maxInstanceBytes) || instance == e.c.Instance() {
+		return
+	}
+	if leaving {
+		delete(e.runs, instance)
+		return
+	}
+	now := time.Now()
+	if _, known := e.runs[instance]; !known {
+		e.forgetSilentRunsLocked(now)
+		if len(e.runs) >= maxHeardRuns {
+			e.full = now // the list is not whole until this one could have been recorded
+			return
+		}
+	}
+	e.runs[instance] = now
+}
+
+// forgetSilentRunsLocked forgets the runs not heard for a lease TTL. The caller holds peerMu.
+func (e *Events) forgetSilentRunsLocked(now time.Time) {
+	for k, at := range e.runs {
+		if now.Sub(at) >= e.f.cfg.LeaseTTL {
+			delete(e.runs, k)
+		}
+	}
+}
+
+// LiveRuns implements assistant.Fleet: the fleet's live runs (this relay's and those heard on
+// <prefix>.presence within a lease TTL), sorted, and known true when that list is whole. It is
+// not while NATS is away, within a lease TTL of joining or reconnecting (a live relay may not
+// have been heard yet), nor with more than approval.MaxLiveRuns runs heard within a lease TTL.
+func (e *Events) LiveRuns() (runs []string, known bool) {
+	if !e.f.Connected() {
+		return nil, false
+	}
+	now := time.Now()
+	ttl := e.f.cfg.LeaseTTL
+	since := e.f.joinedAt()
+	e.peerMu.Lock()
+	defer e.peerMu.Unlock()
+	if e.began.After(since) {
+		since = e.began
+	}
+	if now.Sub(since) < ttl || now.Sub(e.full) < ttl {
+		return nil, false
+	}
+	e.forgetSilentRunsLocked(now)
+	runs = append(make([]string, 0, len(e.runs)+1), e.c.Instance())
+	for k := range e.runs {
+		runs = append(runs, k)
+	}
+	if len(runs) > approval.MaxLiveRuns {
+		return nil, false
+	}
+	slices.Sort(runs)
+	return runs, true
+}
+
+// tellRuns tells this relay's event streams the fleet's live runs, in a runs event, when they
+// became known or changed since last told.
+// While the list is not known nothing is told (a page waits as it would without it), and once it
+// is again it is told anew, for the streams opened meanwhile, whose hello had none.
+func (e *Events) tellRuns() {
+	e.tellMu.Lock()
+	defer e.tellMu.Unlock()
+	runs, known := e.LiveRuns()
+	list := ""
+	if known {
+		list = strings.Join(runs, ",")
+	}
+	changed := list != e.told
+	e.told = list
+	if !known || !changed {
+		return
+	}
+	data, _ := json.Marshal(map[string][]string{"runs": runs})
+	e.c.DeliverEvent(append(append([]byte("event: "+runsEvent+"\ndata: "), data...), "\n\n"...))
 }
 
 // endSilent ends, on this relay's event streams, every approval whose relay has not been heard

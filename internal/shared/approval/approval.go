@@ -27,3 +27,10 @@ const RunBound = channel.DefaultTimeout
 // outcome on the event stream). It is RunBound and room for the outcome to travel; past it, with
 // no outcome seen (the page's stream broke for longer than that), the page says outcome-unknown.
 const OutcomeGrace = RunBound + 15*time.Second
+
+// MaxLiveRuns bounds the fleet's live relay runs an event stream lists to the page (the hello's
+// and the runs event's "runs", internal/door/fleet.Events.LiveRuns): a page's turn pending
+// approval whose run is not among a complete list is lost at once, instead of after Timeout and
+// OutcomeGrace. A fleet with more live runs lists none, and the page waits as it would without
+// the list; the page takes no longer list either.
+const MaxLiveRuns = 64
