@@ -242,6 +242,7 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 				for range b.N {
 					tab, conn, appID := bench.open(b, p, load)
 					ears.reset()
+					bench.vendorTap.ears.reset()
 
 					// Capture: onsets placed in the microphone, heard by the vendor.
 					for range liveBenchOnsets {
@@ -263,7 +264,7 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 						b.Fatalf("the vendor heard none of %d onsets", len(mic))
 					}
 					b.ReportMetric(float64(missed), "capture-missed")
-					reportCaptureHops(b, tab, liveBenchOnsets, mic, at)
+					reportCaptureHops(b, tab, liveBenchOnsets, mic, epochs(bench.vendorTap.ears.reset()), at)
 
 					// Playback: replies starting with an onset, heard through the page.
 					var sent []float64
@@ -358,6 +359,8 @@ var liveBenchPages = []liveBenchPage{
 // behind it; each session's vendor connection arrives on conns.
 type liveBench struct {
 	relay *harness.Relay
+	// vendorTap stamps the onsets on the wire from the relays to the vendor fixture (wireTap).
+	vendorTap *wireTap
 	// base, when liveBenchBaseEnv names a folder, serves the product page with that folder's
 	// files over this page's (main's, for a cut measured against it in the same run).
 	base  *harness.Relay
@@ -376,14 +379,16 @@ func startLiveBench(b *testing.B, onAudio func(*vendorfixture.Conn, []byte)) *li
 	if err := os.CopyFS(public, floor); err != nil {
 		b.Fatal(err)
 	}
-	probeLiveHops(b, public)
 	conns := make(chan *vendorfixture.Conn, 16)
 	fx := vendorfixture.Start(b, vendorfixture.Options{Script: vendorfixture.Script{
 		OnSetup: func(c *vendorfixture.Conn) { conns <- c },
 		OnAudio: onAudio,
 	}})
-	env := []string{"VOICEBOX_OPENAI_URL=" + fx.OpenAIURL(), "OPENAI_API_KEY=" + fx.Key(), "GEMINI_API_KEY=", "VOICEBOX_LIVE_PROVIDER=openai"}
-	lb := &liveBench{relay: harness.StartRelayWith(b, []string{"--public", public}, env...), fx: fx, conns: conns}
+	vendorTap := startWireTap(b, hostOf(b, fx.OpenAIURL()), vendorAudio)
+	env := []string{"VOICEBOX_OPENAI_URL=ws://" + vendorTap.addr() + vendorfixture.OpenAIPath, "OPENAI_API_KEY=" + fx.Key(),
+		"GEMINI_API_KEY=", "VOICEBOX_LIVE_PROVIDER=openai"}
+	lb := &liveBench{relay: harness.StartRelayWith(b, []string{"--public", public}, env...), fx: fx, conns: conns, vendorTap: vendorTap}
+	probeLiveHops(b, public)
 	if over := os.Getenv(liveBenchBaseEnv); over != "" {
 		base := b.TempDir()
 		if err := os.CopyFS(base, os.DirFS(public)); err != nil {
@@ -402,8 +407,8 @@ func startLiveBench(b *testing.B, onAudio func(*vendorfixture.Conn, []byte)) *li
 				b.Fatal(err)
 			}
 		}
-		probeLiveHops(b, base)
 		lb.base = harness.StartRelayWith(b, []string{"--public", base}, env...)
+		probeLiveHops(b, base)
 	}
 	return lb
 }
@@ -431,7 +436,7 @@ func (lb *liveBench) open(b *testing.B, p liveBenchPage, load string) (*harness.
 	}
 	harness.Eval[bool](tab, liveBenchInstrument)
 	harness.Eval[bool](tab, liveHopsInstrument)
-	harness.Eval[bool](tab, liveHopProbe+"true")
+	harness.Eval[bool](tab, liveHopProbeFor()+"true")
 	if _, err := chromedp.Run(tab.Ctx, chromedp.Click(chromedp.ID(p.button))); err != nil {
 		b.Fatalf("press %s: %v", p.button, err)
 	}

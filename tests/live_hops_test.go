@@ -3,7 +3,13 @@
 package tests
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,8 +33,9 @@ import (
 // A worklet's stamps wait in globalThis.__benchHops until the benchmark's tap worklet in the same
 // context (live-tap.js) posts them to the page; a worker's go to the page on the BroadcastChannel
 // "bench-hops"; the page keeps them in __bench.hops[stage]. An onset is a sample above
-// liveBenchLevel after at least 30 ms below it, as the vendor's ear counts them.
-var liveHopProbe = fmt.Sprintf(`(() => {
+// liveBenchLevel after at least 30 ms below it, as the vendor's ear counts them. It is a format:
+// liveHopProbeFor fills in the level.
+const liveHopProbe = `(() => {
 	if (globalThis.__hopProbe) return;
 	globalThis.__hopProbe = true;
 	const hasPerf = typeof performance !== 'undefined';
@@ -83,7 +90,10 @@ var liveHopProbe = fmt.Sprintf(`(() => {
 		return r;
 	};
 })();
-`, liveBenchLevel)
+`
+
+// liveHopProbeFor is liveHopProbe with its level filled in.
+func liveHopProbeFor() string { return fmt.Sprintf(liveHopProbe, liveBenchLevel) }
 
 // liveHopStages are the stages liveHopProbe stamps, in the order an onset passes them.
 var liveHopStages = []string{"held", "posted", "sent"}
@@ -101,7 +111,7 @@ func probeLiveHops(b *testing.B, public string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := os.WriteFile(path, append([]byte(liveHopProbe), src...), 0o644); err != nil {
+		if err := os.WriteFile(path, append([]byte(liveHopProbeFor()), src...), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -150,9 +160,10 @@ onsets:
 }
 
 // reportCaptureHops waits (bounded) for the probe's stamps of n onsets to reach the page, chains
-// them with the microphone's and the vendor's, and reports each hop's p50 / p99. vendor holds the
-// fixture's stamps of the same onsets.
-func reportCaptureHops(b *testing.B, tab *harness.Tab, n int, mic, vendor []float64) {
+// them with the microphone's, the tap's (wire: the relay's append event reached the vendor's side
+// of the loopback) and the vendor's, and reports each hop's p50 / p99. No tap stands in front of
+// the relay: the page's policy lets its sockets reach the relay's own port only.
+func reportCaptureHops(b *testing.B, tab *harness.Tab, n int, mic, wire, vendor []float64) {
 	ready := fmt.Sprintf(`Math.min(__bench.hops.held.length, __bench.hops.posted.length, __bench.hops.sent.length) >= %d`, n)
 	for deadline := time.Now().Add(liveBenchSettle); !harness.Eval[bool](tab, ready) && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
@@ -161,9 +172,9 @@ func reportCaptureHops(b *testing.B, tab *harness.Tab, n int, mic, vendor []floa
 	for _, s := range liveHopStages {
 		stages = append(stages, harness.Eval[[]float64](tab, `__bench.hops.`+s))
 	}
-	stages = append(stages, vendor)
+	stages = append(stages, wire, vendor)
 	hops, unmatched := captureHops(mic, stages...)
-	names := append(slices.Clone(liveHopStages), "vendor")
+	names := append(slices.Clone(liveHopStages), "wire", "vendor")
 	var line strings.Builder
 	for i, d := range hops {
 		slices.Sort(d)
@@ -175,4 +186,171 @@ func reportCaptureHops(b *testing.B, tab *harness.Tab, n int, mic, vendor []floa
 	b.ReportMetric(float64(unmatched), "hops-unmatched")
 	b.Logf("capture hops p50/p99 ms: mic%s (%d onsets chained, %d not; performance clock in the worklet: %v)",
 		line.String(), len(hops[0]), unmatched, harness.Eval[bool](tab, `__bench.hops.perf`))
+}
+
+// wireTap is a loopback TCP proxy in front of a WebSocket server that stamps, in the client's
+// messages, the onsets of the microphone's audio when their bytes are read from the client
+// (before they are forwarded): in front of the vendor fixture (the relay's append events, base64
+// in JSON), when the relay's write of an onset reached the loopback. Its own forwarding is
+// counted in the hop after it.
+type wireTap struct {
+	ln     net.Listener
+	target string
+	ears   onsetEars
+	pcm    func(opcode byte, payload []byte) []byte // the audio a client message carries, or nil
+}
+
+// tapStream is what a tap knows of one client's messages: the message being put together from
+// its frames, and its opcode.
+type tapStream struct {
+	message []byte
+	opcode  byte
+}
+
+// startWireTap proxies a listener of its own to target (host:port); pcm picks the audio out of
+// each whole client message.
+func startWireTap(b *testing.B, target string, pcm func(opcode byte, payload []byte) []byte) *wireTap {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &wireTap{ln: ln, target: target, pcm: pcm}
+	w.ears.quiet = liveBenchQuiet
+	b.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go w.serve(c)
+		}
+	}()
+	return w
+}
+
+// addr is the tap's host:port.
+func (w *wireTap) addr() string { return w.ln.Addr().String() }
+
+func (w *wireTap) serve(c net.Conn) {
+	defer c.Close()
+	up, err := net.Dial("tcp", w.target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go func() { io.Copy(c, up); c.Close() }()
+	var pending []byte
+	var st tapStream
+	headDone := false
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			if _, werr := up.Write(buf[:n]); werr != nil {
+				return
+			}
+			pending = append(pending, buf[:n]...)
+			if !headDone {
+				end := bytes.Index(pending, []byte("\r\n\r\n"))
+				if end < 0 {
+					continue
+				}
+				headDone, pending = true, pending[end+4:]
+			}
+			pending = w.frames(pending, &st)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// frames takes the whole client frames at the start of p (masked, RFC 6455), hears the audio of
+// each whole message, and returns what is left of p.
+func (w *wireTap) frames(p []byte, st *tapStream) []byte {
+	for len(p) >= 2 {
+		fin, opcode := p[0]&0x80 != 0, p[0]&0x0f
+		size, at := int(p[1]&0x7f), 2
+		switch size {
+		case 126:
+			if len(p) < 4 {
+				return p
+			}
+			size, at = int(binary.BigEndian.Uint16(p[2:])), 4
+		case 127:
+			if len(p) < 10 {
+				return p
+			}
+			size, at = int(binary.BigEndian.Uint64(p[2:])), 10
+		}
+		masked := p[1]&0x80 != 0
+		var key []byte
+		if masked {
+			if len(p) < at+4 {
+				return p
+			}
+			key, at = p[at:at+4], at+4
+		}
+		if len(p) < at+size {
+			return p
+		}
+		payload := slices.Clone(p[at : at+size])
+		for i := range payload {
+			if masked {
+				payload[i] ^= key[i%4]
+			}
+		}
+		p = p[at+size:]
+		if opcode >= 8 {
+			continue // a control frame
+		}
+		if opcode != 0 {
+			st.message, st.opcode = st.message[:0], opcode
+		}
+		st.message = append(st.message, payload...)
+		if fin {
+			if pcm := w.pcm(st.opcode, st.message); pcm != nil {
+				w.ears.hear(pcm)
+			}
+		}
+	}
+	return p
+}
+
+// vendorAudio is the audio of the relay's message to the vendor (OpenAI's protocol): the base64
+// of an input_audio_buffer.append event.
+func vendorAudio(opcode byte, payload []byte) []byte {
+	const append, audio = `"type":"input_audio_buffer.append"`, `"audio":"`
+	if opcode != 1 || !bytes.Contains(payload, []byte(append)) {
+		return nil
+	}
+	_, b64, ok := bytes.Cut(payload, []byte(audio))
+	if !ok {
+		return nil
+	}
+	b64, _, _ = bytes.Cut(b64, []byte(`"`))
+	pcm, err := base64.StdEncoding.DecodeString(string(b64))
+	if err != nil {
+		return nil
+	}
+	return pcm
+}
+
+// hostOf is the host:port of a URL.
+func hostOf(b *testing.B, raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return u.Host
+}
+
+// epochs are the times t as epochMs counts them.
+func epochs(t []time.Time) []float64 {
+	out := make([]float64, len(t))
+	for i, x := range t {
+		out[i] = epochMs(x)
+	}
+	return out
 }
