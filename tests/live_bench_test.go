@@ -436,7 +436,7 @@ func (lb *liveBench) open(b *testing.B, p liveBenchPage, load string) (*harness.
 	}
 	harness.Eval[bool](tab, liveBenchInstrument)
 	harness.Eval[bool](tab, liveHopsInstrument)
-	harness.Eval[bool](tab, liveHopProbeFor()+"true")
+	harness.Eval[bool](tab, liveHopProbeSource+"true")
 	if _, err := chromedp.Run(tab.Ctx, chromedp.Click(chromedp.ID(p.button))); err != nil {
 		b.Fatalf("press %s: %v", p.button, err)
 	}

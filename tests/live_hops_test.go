@@ -34,7 +34,7 @@ import (
 // context (live-tap.js) posts them to the page; a worker's go to the page on the BroadcastChannel
 // "bench-hops"; the page keeps them in __bench.hops[stage]. An onset is a sample above
 // liveBenchLevel after at least 30 ms below it, as the vendor's ear counts them. It is a format:
-// liveHopProbeFor fills in the level.
+// liveHopProbeSource fills in the level.
 const liveHopProbe = `(() => {
 	if (globalThis.__hopProbe) return;
 	globalThis.__hopProbe = true;
@@ -92,8 +92,8 @@ const liveHopProbe = `(() => {
 })();
 `
 
-// liveHopProbeFor is liveHopProbe with its level filled in.
-func liveHopProbeFor() string { return fmt.Sprintf(liveHopProbe, liveBenchLevel) }
+// liveHopProbeSource is liveHopProbe with its level filled in.
+var liveHopProbeSource = fmt.Sprintf(liveHopProbe, liveBenchLevel)
 
 // liveHopStages are the stages liveHopProbe stamps, in the order an onset passes them.
 var liveHopStages = []string{"held", "posted", "sent"}
@@ -111,7 +111,7 @@ func probeLiveHops(b *testing.B, public string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := os.WriteFile(path, append([]byte(liveHopProbeFor()), src...), 0o644); err != nil {
+		if err := os.WriteFile(path, append([]byte(liveHopProbeSource), src...), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
