@@ -32,10 +32,11 @@ const LEAD_MAX = 0.2;
 /** LEAD_SHRINK_AFTER is how much audio plays without an underrun before the lead halves (seconds). */
 const LEAD_SHRINK_AFTER = 10;
 /**
- * CAPTURE_FRAME_MS is the length of one microphone frame sent to the relay: a sound waits in the
- * worklet until its frame is full, half a frame on average. 10 ms rather than 20 took 12-17 ms
- * off the capture's p50 (BENCHMARKS.md); the vendors take frames of any length, and the relay's
- * cost per frame is tens of microseconds.
+ * CAPTURE_FRAME_MS is the longest microphone frame sent to the relay. The worklet posts what each
+ * render quantum made (128 samples: 5.3 ms at 24 kHz, 8 ms at 16 kHz), so no sound waits for a
+ * later quantum to fill its frame; this bounds a frame only where a quantum makes more. The
+ * vendors take frames of any length, and the relay's cost per frame is tens of microseconds
+ * (BENCHMARKS.md).
  */
 const CAPTURE_FRAME_MS = 10;
 /**
@@ -327,9 +328,9 @@ export function startLive({ typed, firstSteps }) {
 
   // ---- capture ----
 
-  // startCapture opens the microphone and an AudioWorklet that makes PCM16 frames of
-  // CAPTURE_FRAME_MS at rate and posts them to the session's worker (toWorker gets the port). It
-  // asks the context for that rate; a browser that gives another one (or cannot connect the
+  // startCapture opens the microphone and an AudioWorklet that makes PCM16 frames (one render
+  // quantum each, at most CAPTURE_FRAME_MS) at rate and posts them to the session's worker
+  // (toWorker gets the port). It asks the context for that rate; a browser that gives another one (or cannot connect the
   // microphone to it) gets a context at its own rate, and the worklet resamples.
   /**
    * @param {number} rate

@@ -85,6 +85,7 @@ const liveBenchInstrument = `(() => {
 				tap.connect(mute);
 				mute.connect(this.destination);
 				tap.port.onmessage = (e) => {
+					if (e.data.hops) { window.__benchWorkletHops?.(e.data.hops); return; }
 					const ts = this.getOutputTimestamp();
 					B.platformMs = (this.outputLatency + this.baseLatency) * 1000;
 					const at = e.data.on ?? e.data.off;
@@ -227,7 +228,11 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 	reply := vendorfixture.Tone(24000, 60, 440)
 	long := vendorfixture.Tone(24000, 3000, 440)
 
-	for _, p := range liveBenchPages {
+	pages := liveBenchPages
+	if bench.base != nil {
+		pages = append([]liveBenchPage{liveBenchBase}, pages...)
+	}
+	for _, p := range pages {
 		loads := []string{"idle", "busy"}
 		if p.name == "page" {
 			loads = append(loads, "app") // the floor page has no mini-apps
@@ -237,6 +242,7 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 				for range b.N {
 					tab, conn, appID := bench.open(b, p, load)
 					ears.reset()
+					bench.vendorTap.ears.reset()
 
 					// Capture: onsets placed in the microphone, heard by the vendor.
 					for range liveBenchOnsets {
@@ -258,6 +264,7 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 						b.Fatalf("the vendor heard none of %d onsets", len(mic))
 					}
 					b.ReportMetric(float64(missed), "capture-missed")
+					reportCaptureHops(b, tab, liveBenchOnsets, mic, epochs(bench.vendorTap.ears.reset()), at)
 
 					// Playback: replies starting with an onset, heard through the page.
 					var sent []float64
@@ -304,7 +311,7 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 					b.ReportMetric(percentile(bargeIn, 0.99), "bargein-p99-ms")
 					platform := harness.Eval[float64](tab, `__bench.platformMs`)
 					underruns := 0.0
-					if p.name == "page" {
+					if p.name == "page" || p.name == liveBenchBase.name {
 						underruns = harness.Eval[float64](tab, `voicebox.live.stats().underruns || 0`)
 					}
 					if load == "app" {
@@ -352,6 +359,11 @@ var liveBenchPages = []liveBenchPage{
 // behind it; each session's vendor connection arrives on conns.
 type liveBench struct {
 	relay *harness.Relay
+	// vendorTap stamps the onsets on the wire from the relays to the vendor fixture (wireTap).
+	vendorTap *wireTap
+	// base, when liveBenchBaseEnv names a folder, serves the product page with that folder's
+	// files over this page's (main's, for a cut measured against it in the same run).
+	base  *harness.Relay
 	fx    *vendorfixture.Fixture
 	conns chan *vendorfixture.Conn
 }
@@ -372,21 +384,59 @@ func startLiveBench(b *testing.B, onAudio func(*vendorfixture.Conn, []byte)) *li
 		OnSetup: func(c *vendorfixture.Conn) { conns <- c },
 		OnAudio: onAudio,
 	}})
-	relay := harness.StartRelayWith(b, []string{"--public", public}, "VOICEBOX_OPENAI_URL="+fx.OpenAIURL(),
-		"OPENAI_API_KEY="+fx.Key(), "GEMINI_API_KEY=", "VOICEBOX_LIVE_PROVIDER=openai")
-	return &liveBench{relay: relay, fx: fx, conns: conns}
+	vendorTap := startWireTap(b, hostOf(b, fx.OpenAIURL()), vendorAudio)
+	env := []string{"VOICEBOX_OPENAI_URL=ws://" + vendorTap.addr() + vendorfixture.OpenAIPath, "OPENAI_API_KEY=" + fx.Key(),
+		"GEMINI_API_KEY=", "VOICEBOX_LIVE_PROVIDER=openai"}
+	lb := &liveBench{relay: harness.StartRelayWith(b, []string{"--public", public}, env...), fx: fx, conns: conns, vendorTap: vendorTap}
+	probeLiveHops(b, public)
+	if over := os.Getenv(liveBenchBaseEnv); over != "" {
+		base := b.TempDir()
+		if err := os.CopyFS(base, os.DirFS(public)); err != nil {
+			b.Fatal(err)
+		}
+		overlay, err := os.ReadDir(over)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range overlay {
+			src, err := os.ReadFile(filepath.Join(over, f.Name()))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(base, f.Name()), src, 0o644)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		lb.base = harness.StartRelayWith(b, []string{"--public", base}, env...)
+		probeLiveHops(b, base)
+	}
+	return lb
 }
+
+// liveBenchBaseEnv names a folder of the page's files (e.g. main's public/audio-worklet.js and
+// live.js) that the benchmark serves over this branch's, as page "base", beside the others in
+// the same run.
+const liveBenchBaseEnv = "VOICEBOX_LIVE_BENCH_BASE"
+
+// liveBenchBase is the product page served by liveBench.base.
+var liveBenchBase = liveBenchPage{"base", "/", "mic", liveBenchPages[0].ready}
 
 // open opens page p instrumented (liveBenchInstrument), starts its session and puts the load on
 // it: "idle" none, "busy" the list redrawn, "app" the chatter mini-app (the product page only).
 // It returns the tab, the session's vendor connection and the app's id.
 func (lb *liveBench) open(b *testing.B, p liveBenchPage, load string) (*harness.Tab, *vendorfixture.Conn, string) {
 	tab := harness.NewTabFor(b, liveBenchTabBound)
-	tab.Navigate(lb.relay.URL + p.path)
-	if p.name == "page" {
+	relay := lb.relay
+	if p.name == liveBenchBase.name {
+		relay = lb.base
+	}
+	tab.Navigate(relay.URL + p.path)
+	if p.name == "page" || p.name == liveBenchBase.name {
 		harness.WaitFor[bool](tab, `!!(window.voicebox && voicebox.live) && !document.querySelector('#mic').disabled`, liveBound)
 	}
 	harness.Eval[bool](tab, liveBenchInstrument)
+	harness.Eval[bool](tab, liveHopsInstrument)
+	harness.Eval[bool](tab, liveHopProbeSource+"true")
 	if _, err := chromedp.Run(tab.Ctx, chromedp.Click(chromedp.ID(p.button))); err != nil {
 		b.Fatalf("press %s: %v", p.button, err)
 	}
