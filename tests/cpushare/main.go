@@ -130,11 +130,13 @@ func kind(cmdline string) string {
 	base := filepath.Base(argv0)
 	switch {
 	case strings.Contains(argv0, "chromium") || (argv0 == "/proc/self/exe" && strings.Contains(cmdline, "--type=")):
+		// The browser process is the one without a --type; its --enable-features names
+		// NetworkService too, so the types are matched by their whole flags.
 		for _, k := range []struct{ flag, name string }{
 			{"--top-chrome-webui", "Chromium browser UI (WebUI)"},
 			{"--type=renderer", "Chromium renderer"},
 			{"--type=gpu-process", "Chromium GPU"},
-			{"NetworkService", "Chromium network service"},
+			{"--utility-sub-type=network.mojom.NetworkService", "Chromium network service"},
 			{"--type=utility", "Chromium other utility"},
 			{"--type=zygote", "Chromium zygote"},
 		} {
