@@ -78,6 +78,17 @@ const HostResolverRules = "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE *.localho
 // resolve, as in a browser or behind a proxy or DNS that does not serve them.
 const NoAppHostsResolverRules = "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"
 
+// DisabledFeatures are the Chromium features every Chromium of the tests runs without (its
+// --disable-features, which replaces chromedp's default list, so that list's two come first).
+// Headless Chromium is the whole browser with its windows drawn off screen, and it gives every
+// window the address bar's suggestion popup as WebUI pages (chrome://omnibox-popup.top-chrome,
+// two a window) in a renderer of their own. A test opens a window a tab and never types in an
+// address bar, yet that renderer took about a tenth of the end-to-end layer's CPU (65 of 689
+// CPU-seconds, docs/testing.md). The popup is the browser's own chrome, outside every page: no
+// page can see whether it exists, so the product under test is unchanged.
+const DisabledFeatures = "Translate,BlinkGenPropertyTrees," +
+	"WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup"
+
 // start starts b, with a fresh profile and the flags a closed, root-run machine needs.
 func (browser *sharedBrowser) start() (context.Context, error) {
 	browser.once.Do(func() {
@@ -101,6 +112,7 @@ func (browser *sharedBrowser) start() (context.Context, error) {
 			chromedp.Flag("disable-component-update", true),
 			chromedp.Flag("disable-sync", true),
 			chromedp.Flag("host-resolver-rules", browser.rules),
+			chromedp.Flag("disable-features", DisabledFeatures),
 			chromedp.Env("TMPDIR="+dir),
 			// The microphone (see media.go); harmless for pages that never ask for it.
 			chromedp.Flag("use-fake-device-for-media-stream", true),
