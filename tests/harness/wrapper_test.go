@@ -31,6 +31,10 @@ func TestChromiumWrapperResolvesAppHosts(t *testing.T) {
 	if !strings.Contains(string(script), "--host-resolver-rules="+HostResolverRules) {
 		t.Errorf("the wrapper's resolver rules are not the harness's %q", HostResolverRules)
 	}
+	if !strings.HasSuffix(strings.TrimSpace(string(script)), `"$@" \
+  --disable-features=`+DisabledFeatures) {
+		t.Errorf("the wrapper does not end with the harness's features turned off, after the runner's own list: %q", DisabledFeatures)
+	}
 	if _, err := os.Stat(ChromiumPath()); err != nil {
 		t.Skipf("no Chromium at %s: ./build.sh setup installs it", ChromiumPath())
 	}
