@@ -59,7 +59,6 @@ var jsonReflectCallers = []string{
 	"internal/shared/executor/audit.go:EncodeRecord",
 	"internal/shared/executor/audit.go:RootAudit.Records",
 	"internal/shared/executor/edit.go:editArgs",
-	"internal/shared/executor/executor.go:marshal", // an observation that does not write its own JSON
 	"internal/shared/executor/fsinfo.go:Executor.readFiles",
 	"internal/shared/executor/history.go:History.load",
 	"internal/shared/executor/history.go:History.write",

@@ -158,6 +158,12 @@ func (o *Object) Int(name string, v int64) {
 	o.b = strconv.AppendInt(o.b, v, 10)
 }
 
+// Uint writes an unsigned integer member.
+func (o *Object) Uint(name string, v uint64) {
+	o.key(name)
+	o.b = strconv.AppendUint(o.b, v, 10)
+}
+
 // Bool writes a boolean member.
 func (o *Object) Bool(name string, v bool) {
 	o.key(name)
