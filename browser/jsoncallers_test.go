@@ -58,8 +58,6 @@ var jsonReflectCallers = []string{
 	"internal/shared/channel/admitted.go:ParseAdmitted",
 	"internal/shared/executor/audit.go:EncodeRecord",
 	"internal/shared/executor/audit.go:RootAudit.Records",
-	"internal/shared/executor/edit.go:editArgs",
-	"internal/shared/executor/fsinfo.go:Executor.readFiles",
 	"internal/shared/executor/history.go:History.load",
 	"internal/shared/executor/history.go:History.write",
 	"internal/shared/executor/wasm.go:Executor.wasm",
