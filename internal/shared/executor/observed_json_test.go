@@ -3,9 +3,14 @@ package executor
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
+	"github.com/voicebox-go/voicebox/internal/shared/strictjson/strictjsontest"
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // observationSamples are values of every observation, built from s, n and flag: each field set
@@ -74,4 +79,68 @@ func FuzzObservationsAgreeWithJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string, n int64, flag bool) {
 		checkObservations(t, s, n, flag)
 	})
+}
+
+// recordSamples are audit and history records built from s, n and flag, every field set and each
+// left at its zero value.
+func recordSamples(s string, n int64, flag bool) []observation {
+	tm := time.Unix(n, n%1e9).In(time.FixedZone("", int(n%(14*3600))))
+	return []observation{
+		Record{Time: tm, CallID: s, Tool: s, DescriptorID: s, Primitive: Primitive(s), Path: s, OK: flag, Refused: refusal.Rule(s), Error: s, Bytes: n},
+		Record{},
+		historyRecord{Seq: uint64(n), Time: tm, Action: s, Path: s, To: s, By: Actor(s), Existed: flag, Size: n, After: s, Before: s,
+			Undone: !flag, AfterSize: n, Folders: []string{s, "", s + "/x"}},
+		historyRecord{}, historyRecord{Folders: []string{}},
+	}
+}
+
+// checkRecords holds the records' writers to json.Marshal and their readers to json.Unmarshal,
+// on what json.Marshal wrote and on in, a document from elsewhere (a newer build, a damaged disk).
+func checkRecords(t *testing.T, s string, n int64, flag bool, in []byte) {
+	for _, v := range recordSamples(s, n, flag) {
+		got, ok := v.appendJSON(nil)
+		want, err := json.Marshal(v)
+		if ok != (err == nil) || (ok && !bytes.Equal(got, want)) {
+			t.Errorf("%T wrote %.200s (%v)\nencoding/json writes %.200s (%v)", v, got, ok, want, err)
+		}
+		for _, doc := range [][]byte{want, in} {
+			switch v.(type) {
+			case Record:
+				var got, want Record
+				checkRead(t, doc, &got, &want, func() bool { return reflect.DeepEqual(got, want) })
+			case historyRecord:
+				var got, want historyRecord
+				checkRead(t, doc, &got, &want, func() bool { return reflect.DeepEqual(got, want) })
+			}
+		}
+	}
+}
+
+func checkRead(t *testing.T, doc []byte, got strictjson.Struct, want any, same func() bool) {
+	gotErr := strictjson.DecodeStructLoose(doc, got)
+	wantErr := json.Unmarshal(doc, want)
+	if (gotErr == nil) != (wantErr == nil) || (gotErr == nil && !same()) {
+		t.Errorf("%T read %.200q as %+v (%v); json.Unmarshal %+v (%v)", got, doc, got, gotErr, want, wantErr)
+	}
+}
+
+func TestRecordsAgreeWithJSON(t *testing.T) {
+	for _, in := range []string{`{"seq":1,"time":"2026-12-05T23:00:00Z","newer":{"x":[1]},"by":"person","folders":["a",null]}`,
+		`{"time":"never"}`, `{"seq":-1}`, `null`, `[]`, `{"ok":"yes","path":"x"}`, `{} x`, `{"Seq":2,"PATH":"p","callid":"c"}`} {
+		for _, n := range []int64{0, 1, -1, 1765000000, 1<<62 + 12345} {
+			checkRecords(t, "<a&b> \u2028 \xff", n, n%2 == 0, []byte(in))
+		}
+	}
+}
+
+func FuzzRecordsAgreeWithJSON(f *testing.F) {
+	f.Add("a.txt", int64(1765000000), true, []byte(`{"seq":1,"time":"2026-12-05T23:00:00Z","extra":1}`))
+	f.Fuzz(func(t *testing.T, s string, n int64, flag bool, in []byte) {
+		checkRecords(t, s, n, flag, in)
+	})
+}
+
+func TestRecordFieldsMatchTags(t *testing.T) {
+	strictjsontest.CheckFields(t, &Record{})
+	strictjsontest.CheckFields(t, &historyRecord{})
 }

@@ -17,7 +17,10 @@ type Struct interface {
 
 // Field is one member of a Struct: its name as the field's json tag gives it, and a pointer to the
 // field. Into is one of *string, *bool, *int, *int64, *uint64, **uint64, *float64,
-// *json.RawMessage, *[]string, *[]json.RawMessage, or a Struct (a pointer to a nested struct).
+// *json.RawMessage, *[]string, *[]json.RawMessage, a Struct (a pointer to a nested struct), or a
+// json.Unmarshaler such as *time.Time, given the member's value as written (null included), as
+// encoding/json gives it; its error is the Error's Err, of Kind Invalid. A field of a named string
+// type is listed as a *string: (*string)(&s.Field).
 type Field struct {
 	Name string
 	Into any
@@ -48,6 +51,8 @@ func decodeStruct(data []byte, s Struct) error {
 	d := structDecoder{}
 	d.object(data[start:end], s, nil, nil)
 	switch {
+	case d.invalid != nil:
+		return &Error{Kind: Invalid, Err: d.invalid}
 	case d.wrongType != nil:
 		return &Error{Kind: WrongType, Field: strings.Join(d.wrongType, "."), Err: errWrongType}
 	case d.unknown != nil:
@@ -71,10 +76,47 @@ type errorString string
 
 func (e errorString) Error() string { return string(e) }
 
-// structDecoder keeps the first member of the wrong type and the first unknown one, as paths.
+// DecodeStructLoose reads data into s as json.Unmarshal reads it into a struct, without
+// reflection: a member no field takes is skipped, null is left as it is (a nil error), and data
+// must be one JSON value alone. It is for documents Voicebox wrote itself and reads back, which a
+// newer build may have written with members this one does not know. The error is an *Error.
+func DecodeStructLoose(data []byte, s Struct) error {
+	if !rawjson.Valid(data) {
+		end, failAt := rawjson.Scan(data, firstNonSpace(data))
+		if failAt < 0 {
+			return &Error{Kind: Trailing, Offset: int64(end + firstNonSpace(data[end:]))}
+		}
+		if failAt == len(data) {
+			return &Error{Kind: Syntax, Err: errEndsEarly}
+		}
+		return &Error{Kind: Syntax, Offset: int64(failAt) + 1, Err: errSyntax}
+	}
+	start := firstNonSpace(data)
+	switch {
+	case data[start] == 'n':
+		return nil
+	case data[start] != '{':
+		return &Error{Kind: NotObject}
+	}
+	d := structDecoder{loose: true}
+	d.object(data[start:], s, nil, nil)
+	switch {
+	case d.invalid != nil:
+		return &Error{Kind: Invalid, Err: d.invalid}
+	case d.wrongType != nil:
+		return &Error{Kind: WrongType, Field: strings.Join(d.wrongType, "."), Err: errWrongType}
+	}
+	return nil
+}
+
+// structDecoder keeps the first member of the wrong type and the first unknown one, as paths, and
+// the first error of a json.Unmarshaler, which ends the decode (as it ends encoding/json's).
 type structDecoder struct {
 	wrongType []string
 	unknown   []string
+	invalid   error
+	// loose skips unknown members, as json.Unmarshal does.
+	loose bool
 }
 
 // object decodes obj, a valid JSON object, into s; at names obj's place by its fields' names (as
@@ -85,7 +127,7 @@ func (d *structDecoder) object(obj []byte, s Struct, at, written []string) {
 	rawjson.Members(obj, func(name string, v []byte) bool {
 		f := match(fields, name)
 		if f == nil {
-			if d.unknown == nil {
+			if d.unknown == nil && !d.loose {
 				d.unknown = append(append([]string(nil), written...), name)
 			}
 			return true
@@ -94,7 +136,7 @@ func (d *structDecoder) object(obj []byte, s Struct, at, written []string) {
 		if !d.value(v, f.Into, here, append(written[:len(written):len(written)], name)) && d.wrongType == nil {
 			d.wrongType = here
 		}
-		return d.wrongType == nil
+		return d.invalid == nil
 	})
 }
 
@@ -166,6 +208,11 @@ func (d *structDecoder) value(v []byte, into any, at, written []string) bool {
 			return false
 		}
 		d.object(v, p, at, written)
+		return true
+	case json.Unmarshaler:
+		if err := p.UnmarshalJSON(v); err != nil && d.invalid == nil {
+			d.invalid = err
+		}
 		return true
 	}
 	if null {
