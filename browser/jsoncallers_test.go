@@ -56,7 +56,6 @@ var jsonReflectCallers = []string{
 	"internal/shared/channel/admitted.go:ControlType",
 	"internal/shared/channel/admitted.go:MarshalAdmitted",
 	"internal/shared/channel/admitted.go:ParseAdmitted",
-	"internal/shared/executor/wasm.go:Executor.wasm",
 	"internal/shared/externalapp/externalapp.go:BoundPayload",
 	"internal/shared/externalapp/externalapp.go:Declarations",
 	"internal/shared/externalapp/externalapp.go:selectionLine",

@@ -10,6 +10,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson/strictjsontest"
+	"github.com/voicebox-go/voicebox/internal/shared/wasmabi"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -143,4 +144,23 @@ func FuzzRecordsAgreeWithJSON(f *testing.F) {
 func TestRecordFieldsMatchTags(t *testing.T) {
 	strictjsontest.CheckFields(t, &Record{})
 	strictjsontest.CheckFields(t, &historyRecord{})
+}
+
+func TestWasmOutputAgreesWithJSON(t *testing.T) {
+	text, empty := "<hi> & \u2028 \xff", ""
+	for _, o := range []*wasmabi.Output{{}, {ABI: "buffer-abi/1", Returned: 5, Bytes: 5, Hex: "3c68693e", Text: &text}, {Text: &empty, Returned: -1},
+		{ABI: "buffer-abi/diff", Returned: 40, Bytes: 40, Truncated: true, Blocks: []wasmabi.Block{{Op: "equal", ALine: 1, ACount: 2, BLine: 3, BCount: 4}, {Op: "<&>", ALine: 1<<32 - 1, BCount: 7}}},
+		{Blocks: []wasmabi.Block{}}} {
+		want, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendOutput(nil, o); !bytes.Equal(got, want) {
+			t.Errorf("appendOutput wrote %s\nencoding/json writes %s", got, want)
+		}
+	}
+}
+
+func TestWasmArgsFieldsMatchTags(t *testing.T) {
+	strictjsontest.CheckFields(t, &WasmArgs{})
 }

@@ -1,6 +1,7 @@
 package strictjson
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -17,7 +18,7 @@ type Struct interface {
 
 // Field is one member of a Struct: its name as the field's json tag gives it, and a pointer to the
 // field. Into is one of *string, *bool, *int, *int64, *uint64, **uint64, *float64,
-// *json.RawMessage, *[]string, *[]json.RawMessage, a Struct (a pointer to a nested struct), or a
+// *json.RawMessage, *[]string, *[]json.RawMessage, *[]byte, *[][]byte (base64), a Struct (a pointer to a nested struct), or a
 // json.Unmarshaler such as *time.Time, given the member's value as written (null included), as
 // encoding/json gives it; its error is the Error's Err, of Kind Invalid. A field of a named string
 // type is listed as a *string: (*string)(&s.Field).
@@ -53,6 +54,8 @@ func decodeStruct(data []byte, s Struct) error {
 	switch {
 	case d.invalid != nil:
 		return &Error{Kind: Invalid, Err: d.invalid}
+	case d.badBytes != nil:
+		return &Error{Kind: Invalid, Err: d.badBytes}
 	case d.wrongType != nil:
 		return &Error{Kind: WrongType, Field: strings.Join(d.wrongType, "."), Err: errWrongType}
 	case d.unknown != nil:
@@ -103,6 +106,8 @@ func DecodeStructLoose(data []byte, s Struct) error {
 	switch {
 	case d.invalid != nil:
 		return &Error{Kind: Invalid, Err: d.invalid}
+	case d.badBytes != nil:
+		return &Error{Kind: Invalid, Err: d.badBytes}
 	case d.wrongType != nil:
 		return &Error{Kind: WrongType, Field: strings.Join(d.wrongType, "."), Err: errWrongType}
 	}
@@ -115,6 +120,9 @@ type structDecoder struct {
 	wrongType []string
 	unknown   []string
 	invalid   error
+	// badBytes is a []byte member whose string is not base64: encoding/json keeps the first of it
+	// and a member of the wrong type, and goes on.
+	badBytes error
 	// loose skips unknown members, as json.Unmarshal does.
 	loose bool
 }
@@ -133,7 +141,7 @@ func (d *structDecoder) object(obj []byte, s Struct, at, written []string) {
 			return true
 		}
 		here := append(at[:len(at):len(at)], f.Name)
-		if !d.value(v, f.Into, here, append(written[:len(written):len(written)], name)) && d.wrongType == nil {
+		if !d.value(v, f.Into, here, append(written[:len(written):len(written)], name)) && d.wrongType == nil && d.badBytes == nil {
 			d.wrongType = here
 		}
 		return d.invalid == nil
@@ -209,6 +217,24 @@ func (d *structDecoder) value(v []byte, into any, at, written []string) bool {
 		}
 		d.object(v, p, at, written)
 		return true
+	case *[]byte:
+		return d.bytes(v, p)
+	case *[][]byte:
+		if null {
+			*p = nil
+			return true
+		}
+		if v[0] != '[' {
+			return false
+		}
+		out, ok := [][]byte{}, true
+		rawjson.Elements(v, func(e []byte) {
+			var b []byte
+			ok = d.bytes(e, &b) && ok
+			out = append(out, b)
+		})
+		*p = out
+		return ok
 	case json.Unmarshaler:
 		if err := p.UnmarshalJSON(v); err != nil && d.invalid == nil {
 			d.invalid = err
@@ -266,6 +292,47 @@ func (d *structDecoder) value(v []byte, into any, at, written []string) bool {
 		return ok
 	}
 	panic("strictjson: a Field's Into of a kind Decode does not take")
+}
+
+// bytes decodes v into p as encoding/json decodes a []byte: a base64 string (its error kept in
+// badBytes), an array of numbers from 0 to 255, or null; false when v has the wrong type.
+func (d *structDecoder) bytes(v []byte, p *[]byte) bool {
+	switch v[0] {
+	case 'n':
+		*p = nil
+		return true
+	case '"':
+		s, _ := rawjson.Unquote(v)
+		b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+		n, err := base64.StdEncoding.Decode(b, []byte(s))
+		if err != nil {
+			if d.badBytes == nil && d.wrongType == nil {
+				d.badBytes = err
+			}
+			return true
+		}
+		*p = b[:n]
+		return true
+	case '[':
+		old, out, ok := *p, []byte{}, true
+		old = old[:cap(old)]
+		rawjson.Elements(v, func(e []byte) {
+			if string(e) == "null" { // leaves the byte there was, as encoding/json does
+				if len(out) < len(old) {
+					out = append(out, old[len(out)])
+				} else {
+					out = append(out, 0)
+				}
+				return
+			}
+			n, isByte := uintValue(e)
+			ok = ok && isByte && n <= 255
+			out = append(out, byte(n))
+		})
+		*p = out
+		return ok
+	}
+	return false
 }
 
 // intValue and uintValue read a number as encoding/json reads one into an integer: its spelling

@@ -35,6 +35,8 @@ type sDoc struct {
 	Plain  string            // no tag: its Go name
 	T      time.Time         `json:"t"`
 	Kind   kindName          `json:"kind"`
+	Bin    []byte            `json:"bin"`
+	Bins   [][]byte          `json:"bins"`
 }
 
 type kindName string
@@ -42,7 +44,7 @@ type kindName string
 func (s *sDoc) StrictFields() []strictjson.Field {
 	return []strictjson.Field{{"name", &s.Name}, {"count", &s.Count}, {"big", &s.Big}, {"u", &s.U}, {"p", &s.P},
 		{"f", &s.F}, {"b", &s.B}, {"raw", &s.Raw}, {"list", &s.List}, {"raws", &s.Raws}, {"bounds", &s.Bounds},
-		{"Plain", &s.Plain}, {"t", &s.T}, {"kind", (*string)(&s.Kind)}}
+		{"Plain", &s.Plain}, {"t", &s.T}, {"kind", (*string)(&s.Kind)}, {"bin", &s.Bin}, {"bins", &s.Bins}}
 }
 
 // refDoc is sDoc without its list of fields: Decode reads it through encoding/json, the reference.
@@ -65,7 +67,10 @@ var structSamples = []string{
 	`{"name":"\u12x4"}`, `{"name":tru}`, `{"name":nul`, `{"count":01}`, `{"count":-}`, `{"count":1.}`, `{"count":1e+}`, `{,}`, `{"a" 1}`, `{"a":1,}`,
 	`{"raw":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`, `{"raw":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`,
 	`{"name":"\ud800 \xff <&>"}`, `{"t":"2026-12-05T23:00:00.5+01:00","kind":"k"}`, `{"t":null}`, `{"t":"yesterday"}`, `{"t":1}`,
-	`{"count":"x","t":"x"}`, `{"t":"x","count":"x"}`, `{"admin":1,"t":"x"}`, `{"t":"10000-01-01T00:00:00Z"}`, `{"kind":1}`, `{"list":["a",1,"b"]}`, `{"list":[1],"count":"x"}`, `{"bounds":{"sneaky":1},"count":"x"}`,
+	`{"count":"x","t":"x"}`, `{"t":"x","count":"x"}`, `{"admin":1,"t":"x"}`, `{"t":"10000-01-01T00:00:00Z"}`, `{"kind":1}`,
+	`{"bin":"aGk=","bins":["","aA==",null,[1,2]]}`, `{"bin":"a"}`, `{"bin":"!!!!"}`, `{"bin":[1,256]}`, `{"bin":[-1]}`, `{"bin":[1.0]}`, `{"bin":["a"]}`,
+	`{"bin":[null,1]}`, `{"bin":"AAE=","bin":[null,null,null]}`, `{"bins":"aGk="}`, `{"bins":[1]}`, `{"bins":["!"],"count":"x"}`, `{"count":"x","bin":"!"}`,
+	`{"admin":1,"bin":"!"}`, `{"bin":"!","t":"x"}`, `{"bin":"aG\nk="}`, `{"bin":"aGk"}`, `{"list":["a",1,"b"]}`, `{"list":[1],"count":"x"}`, `{"bounds":{"sneaky":1},"count":"x"}`,
 }
 
 func checkStruct(t *testing.T, in []byte) {
