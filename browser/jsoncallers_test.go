@@ -53,11 +53,6 @@ var jsonReflectCallers = []string{
 	"internal/engine/peer.go:isControl",
 	"internal/engine/peer.go:peer.serve",
 	"internal/engine/ports_js.go:jsPort.Refused",
-	"internal/shared/miniapp/declaration.go:Declaration.JSON",
-	"internal/shared/miniapp/declaration.go:ParseDeclaration",
-	"internal/shared/miniapp/declaration.go:stringField",
-	"internal/shared/miniapp/registry.go:Registry.Dispatch",
-	"internal/shared/miniapp/registry.go:Registry.Validate",
 	"internal/shared/miniappstore/store.go:Store.save",
 	"internal/shared/miniappstore/store.go:readRecord",
 	"internal/shared/strictjson/strictjson.go:Decode", // a type that is not a strictjson.Struct
