@@ -53,9 +53,6 @@ var jsonReflectCallers = []string{
 	"internal/engine/peer.go:isControl",
 	"internal/engine/peer.go:peer.serve",
 	"internal/engine/ports_js.go:jsPort.Refused",
-	"internal/shared/strictjson/strictjson.go:Decode", // a type that is not a strictjson.Struct
-	"internal/shared/strictjson/strictjson.go:prober.accepts",
-	"internal/shared/strictjson/strictjson.go:prober.find",
 }
 
 const modulePath = "github.com/voicebox-go/voicebox/"
