@@ -202,7 +202,7 @@ type AuditLine struct{ b []byte }
 // EncodeRecord encodes rec for AppendLines. A caller that batches records encodes each as it
 // comes, so the cost is spread over the calls rather than paid at once when the batch is written.
 func EncodeRecord(rec Record) (AuditLine, error) {
-	b, ok := rec.appendJSON(nil)
+	b, ok := rec.appendJSON(make([]byte, 0, recordBytes))
 	if !ok {
 		return AuditLine{}, errors.New("executor: encode the audit record: a time outside the years 0 to 9999")
 	}

@@ -408,7 +408,7 @@ func (h *History) writeKept(ctx context.Context, rec historyRecord, before []byt
 
 // write writes rec's record file.
 func (h *History) write(ctx context.Context, rec historyRecord) error {
-	data, _ := rec.appendJSON(nil) // nil for a time JSON cannot hold, as json.Marshal's was
+	data, _ := rec.appendJSON(make([]byte, 0, recordBytes)) // empty for a time JSON cannot hold, as json.Marshal left it
 	return h.area.WriteFile(ctx, recordName(rec.Seq), data)
 }
 

@@ -20,9 +20,13 @@ type errorString string
 
 func (e errorString) Error() string { return string(e) }
 
+// observationBytes is the room marshal starts with: a small observation's JSON fits, so it is
+// written with one allocation (one with content grows its buffer once, to its size).
+const observationBytes = 512
+
 // marshal writes an observation's JSON.
 func marshal(o observation) (json.RawMessage, error) {
-	b, ok := o.appendJSON(nil)
+	b, ok := o.appendJSON(make([]byte, 0, observationBytes))
 	if !ok {
 		return nil, errObservation
 	}

@@ -45,6 +45,9 @@ func (r *Record) StrictFields() []strictjson.Field {
 		{Name: "ok", Into: &r.OK}, {Name: "refused", Into: (*string)(&r.Refused)}, {Name: "error", Into: &r.Error}, {Name: "bytes", Into: &r.Bytes}}
 }
 
+// recordBytes is the room a record's JSON starts with: one allocation for the usual record.
+const recordBytes = 384
+
 // appendJSON writes the record as json.Marshal does; false for a time it refuses.
 func (r historyRecord) appendJSON(dst []byte) ([]byte, bool) {
 	w := rawjson.NewObject(dst, true)
