@@ -39,8 +39,9 @@ const (
 	WrongType
 	// UnknownField: a member has no field to go to.
 	UnknownField
-	// Invalid: a value its type's own UnmarshalJSON refused (Err says why), or v cannot be
-	// decoded into at all (not a non-nil pointer: a mistake of the caller's).
+	// Invalid: a value its type's own UnmarshalJSON refused (Err says why), a []byte member's
+	// string is not base64, or v cannot be decoded into at all (not a non-nil pointer, or in the
+	// page a type that is not a Struct: a mistake of the caller's).
 	Invalid
 	// Trailing: something other than white space follows the object.
 	Trailing
