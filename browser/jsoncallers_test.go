@@ -28,35 +28,10 @@ var jsonReflectEntries = map[string][]string{
 }
 
 // jsonReflectCallers are the page's functions that still call one of jsonReflectEntries, as
-// "package/file.go:Func": what keeps encoding/json's codec in the page's wasm. The list only
-// shrinks: a new caller fails TestPageJSONWithoutReflection (write the JSON with rawjson, decode
-// an object with strictjson.DecodeStruct), and so does an entry whose call has gone (take it out).
-var jsonReflectCallers = []string{
-	"internal/shared/channel/admitted.go:ControlType",
-	"internal/shared/channel/admitted.go:MarshalAdmitted",
-	"internal/shared/channel/admitted.go:ParseAdmitted",
-	"internal/shared/executor/audit.go:EncodeRecord",
-	"internal/shared/executor/audit.go:RootAudit.Records",
-	"internal/shared/executor/edit.go:editArgs",
-	"internal/shared/executor/executor.go:marshal", // an observation that does not write its own JSON
-	"internal/shared/executor/fsinfo.go:Executor.readFiles",
-	"internal/shared/executor/history.go:History.load",
-	"internal/shared/executor/history.go:History.write",
-	"internal/shared/executor/wasm.go:Executor.wasm",
-	"internal/shared/externalapp/externalapp.go:BoundPayload",
-	"internal/shared/externalapp/externalapp.go:Declarations",
-	"internal/shared/externalapp/externalapp.go:selectionLine",
-	"internal/shared/miniapp/declaration.go:Declaration.JSON",
-	"internal/shared/miniapp/declaration.go:ParseDeclaration",
-	"internal/shared/miniapp/declaration.go:stringField",
-	"internal/shared/miniapp/registry.go:Registry.Dispatch",
-	"internal/shared/miniapp/registry.go:Registry.Validate",
-	"internal/shared/miniappstore/store.go:Store.save",
-	"internal/shared/miniappstore/store.go:readRecord",
-	"internal/shared/strictjson/strictjson.go:Decode", // a type that is not a strictjson.Struct
-	"internal/shared/strictjson/strictjson.go:prober.accepts",
-	"internal/shared/strictjson/strictjson.go:prober.find",
-}
+// "package/file.go:Func": what would keep encoding/json's codec in the page's wasm. It is empty,
+// and stays so: a new caller fails TestPageJSONWithoutReflection (write the JSON with rawjson,
+// decode an object with strictjson.DecodeStruct), and so does an entry whose call has gone.
+var jsonReflectCallers = []string{}
 
 const modulePath = "github.com/voicebox-go/voicebox/"
 

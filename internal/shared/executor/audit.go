@@ -3,7 +3,6 @@ package executor
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -202,9 +202,9 @@ type AuditLine struct{ b []byte }
 // EncodeRecord encodes rec for AppendLines. A caller that batches records encodes each as it
 // comes, so the cost is spread over the calls rather than paid at once when the batch is written.
 func EncodeRecord(rec Record) (AuditLine, error) {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return AuditLine{}, fmt.Errorf("executor: encode the audit record: %w", err)
+	b, ok := rec.appendJSON(make([]byte, 0, recordBytes))
+	if !ok {
+		return AuditLine{}, errors.New("executor: encode the audit record: a time outside the years 0 to 9999")
 	}
 	return AuditLine{append(b, '\n')}, nil
 }
@@ -270,7 +270,7 @@ func (a *RootAudit) Records(ctx context.Context) ([]Record, error) {
 		}
 		for line := range bytes.Lines(data) {
 			var r Record
-			if err := json.Unmarshal(line, &r); err != nil {
+			if err := strictjson.DecodeStructLoose(line, &r); err != nil {
 				return nil, fmt.Errorf("executor: audit segment %d holds a line that is not a record: %w", seq, err)
 			}
 			recs = append(recs, r)

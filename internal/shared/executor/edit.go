@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -119,8 +120,9 @@ func editArgs(args map[string]string) ([]textEdit, error) {
 		}
 		return []textEdit{{args["oldText"], nt}}, nil
 	case many:
-		var olds, news []string
-		if json.Unmarshal([]byte(args["oldTexts"]), &olds) != nil || json.Unmarshal([]byte(args["newTexts"]), &news) != nil {
+		olds, okOld := rawjson.Strings([]byte(args["oldTexts"]))
+		news, okNew := rawjson.Strings([]byte(args["newTexts"]))
+		if !okOld || !okNew {
 			return nil, refusal.New(refusal.InvalidArgumentType, "oldTexts and newTexts must be JSON arrays of strings, as text")
 		}
 		if len(olds) != len(news) {

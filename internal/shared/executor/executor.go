@@ -52,12 +52,10 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"path"
 	"slices"
@@ -254,11 +252,13 @@ func (e *Executor) now(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	t := e.opts.Clock().In(e.opts.Location)
 	zone, _ := t.Zone()
-	return marshal(struct {
-		Now    string `json:"now"`
-		UnixMs int64  `json:"unixMs"`
-		Zone   string `json:"zone"`
-	}{t.Format(time.RFC3339Nano), t.UnixMilli(), zone})
+	return marshal(nowObserved{t.Format(time.RFC3339Nano), t.UnixMilli(), zone})
+}
+
+type nowObserved struct {
+	Now    string `json:"now"`
+	UnixMs int64  `json:"unixMs"`
+	Zone   string `json:"zone"`
 }
 
 type readObserved struct {
@@ -508,22 +508,6 @@ func FileRefusal(err error, name string) error {
 		return noSpace(name)
 	}
 	return err
-}
-
-// marshal encodes an observation as encoding/json does without HTML escaping: one that writes
-// its own JSON (rawjson.Appender; TestObservationsAgreeWithJSON holds each to encoding/json)
-// without reflection, any other through encoding/json.
-func marshal(v any) (json.RawMessage, error) {
-	if a, ok := v.(rawjson.Appender); ok {
-		return a.AppendJSON(nil), nil
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("executor: encode the observation: %w", err)
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // nameNoSpace turns a failure for want of room in the workspace (fsroot.ErrNoSpace, from any

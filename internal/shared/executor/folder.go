@@ -162,7 +162,10 @@ func (e *Executor) removeFolder(ctx context.Context, raw json.RawMessage) (json.
 }
 
 // undoable is what folderChange needs of an observation: whether the change entered the history.
-type undoable interface{ undoable() bool }
+type undoable interface {
+	observation
+	undoable() bool
+}
 
 func (o folderObserved) undoable() bool       { return o.Undoable }
 func (o removeFolderObserved) undoable() bool { return o.Undoable }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -185,8 +186,8 @@ func (e *Executor) readFiles(ctx context.Context, raw json.RawMessage) (json.Raw
 	if err != nil {
 		return nil, auditNote{}, err
 	}
-	var paths []string
-	if json.Unmarshal([]byte(args["paths"]), &paths) != nil {
+	paths, ok := rawjson.Strings([]byte(args["paths"]))
+	if !ok {
 		return nil, auditNote{}, refusal.New(refusal.InvalidArgumentType, "argument \"paths\" must be a JSON array of paths, as text")
 	}
 	if len(paths) == 0 || len(paths) > MaxReadFiles {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/voicebox-go/voicebox/internal/shared/sha"
+	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"io/fs"
 	"path"
 	"slices"
@@ -255,7 +256,7 @@ func (h *History) load(ctx context.Context) error {
 	for seq := range records {
 		data, err := h.area.ReadFile(ctx, recordName(seq))
 		var rec historyRecord
-		if err != nil || json.Unmarshal(data, &rec) != nil || rec.Seq != seq || (rec.Existed && rec.Action != actionMove && !contents[seq]) ||
+		if err != nil || strictjson.DecodeStructLoose(data, &rec) != nil || rec.Seq != seq || (rec.Existed && rec.Action != actionMove && !contents[seq]) ||
 			(rec.Undone && rec.keepsAfter() && !afters[seq]) {
 			h.forget(ctx, historyRecord{Seq: seq, Existed: true, Undone: true, After: "x"})
 			continue
@@ -407,7 +408,7 @@ func (h *History) writeKept(ctx context.Context, rec historyRecord, before []byt
 
 // write writes rec's record file.
 func (h *History) write(ctx context.Context, rec historyRecord) error {
-	data, _ := json.Marshal(rec)
+	data, _ := rec.appendJSON(make([]byte, 0, recordBytes)) // empty for a time JSON cannot hold, as json.Marshal left it
 	return h.area.WriteFile(ctx, recordName(rec.Seq), data)
 }
 

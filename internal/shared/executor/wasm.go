@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/voicebox-go/voicebox/internal/shared/sha"
 
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
+	"github.com/voicebox-go/voicebox/internal/shared/sha"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"github.com/voicebox-go/voicebox/internal/shared/wasmabi"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -45,7 +46,7 @@ func (e *Executor) wasm(ctx context.Context, raw json.RawMessage) (json.RawMessa
 		return nil, auditNote{}, refusal.New(refusal.UnknownTool, "this executor runs no WebAssembly; the relay runs its modules itself")
 	}
 	var a WasmArgs
-	if err := strictjson.Decode(raw, &a); err != nil {
+	if err := strictjson.DecodeStruct(raw, &a); err != nil {
 		return nil, auditNote{}, refusal.New(refusal.InvalidToolArguments, "a wasm call is {module, digest, abi, export, inputs}: %s", strictjson.Problem(err))
 	}
 	note := auditNote{Bytes: int64(len(a.Module))}
@@ -76,8 +77,54 @@ func (e *Executor) wasm(ctx context.Context, raw json.RawMessage) (json.RawMessa
 	if err != nil {
 		return nil, note, err
 	}
-	b, err := json.Marshal(o)
-	return b, note, err
+	return appendOutput(nil, o), note, nil
+}
+
+// StrictFields lists the arguments' members for strictjson.
+func (a *WasmArgs) StrictFields() []strictjson.Field {
+	return []strictjson.Field{{Name: "module", Into: &a.Module}, {Name: "digest", Into: &a.Digest}, {Name: "abi", Into: &a.ABI},
+		{Name: "export", Into: &a.Export}, {Name: "inputs", Into: &a.Inputs}}
+}
+
+// appendOutput writes what a module's call observed as json.Marshal writes a wasmabi.Output
+// (TestWasmOutputAgreesWithJSON).
+func appendOutput(dst []byte, o *wasmabi.Output) []byte {
+	w := rawjson.NewObject(dst, true)
+	w.String("abi", o.ABI)
+	w.Int("returned", o.Returned)
+	w.Int("bytes", int64(o.Bytes))
+	if o.Hex != "" {
+		w.String("hex", o.Hex)
+	}
+	if o.Text != nil {
+		w.String("text", *o.Text)
+	}
+	if len(o.Blocks) > 0 {
+		w.Value("blocks", blockList(o.Blocks))
+	}
+	if o.Truncated {
+		w.Bool("truncated", true)
+	}
+	return w.Close()
+}
+
+type blockList []wasmabi.Block
+
+func (l blockList) AppendJSON(dst []byte) []byte {
+	dst = append(dst, '[')
+	for i, b := range l {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		w := rawjson.NewObject(dst, true)
+		w.String("op", b.Op)
+		w.Uint("aLine", uint64(b.ALine))
+		w.Uint("aCount", uint64(b.ACount))
+		w.Uint("bLine", uint64(b.BLine))
+		w.Uint("bCount", uint64(b.BCount))
+		dst = w.Close()
+	}
+	return append(dst, ']')
 }
 
 // unfit is the first of wasmabi's checks after compiling that the module fails, or nil: its

@@ -39,6 +39,8 @@ import (
 
 	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/internal/shared/names"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
+	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"github.com/voicebox-go/voicebox/internal/shared/toolschema"
 	"github.com/voicebox-go/voicebox/shared/tool"
 )
@@ -234,7 +236,7 @@ func Declarations(apps []App) []tool.Declaration {
 		}
 	}
 	if len(readable) > 0 {
-		ids, _ := json.Marshal(readable)
+		ids, _ := rawjson.AppendValue(nil, readable, true)
 		out = append(out, tool.Declaration{
 			Name: ContextTool,
 			Description: "Read what an open app shows now: its title, summary and selection, and its full data. " +
@@ -306,15 +308,22 @@ func ViewNote(views []View) string {
 	return b.String()
 }
 
+// withheldPayload is what BoundPayload puts in place of a payload over the bound.
+type withheldPayload struct {
+	Withheld bool   `json:"withheld"`
+	Note     string `json:"note"`
+}
+
+func (w *withheldPayload) StrictFields() []strictjson.Field {
+	return []strictjson.Field{{Name: "withheld", Into: &w.Withheld}, {Name: "note", Into: &w.Note}}
+}
+
 func selectionLine(raw json.RawMessage) string {
 	if len(raw) == 0 || string(raw) == "null" {
 		return ""
 	}
-	var withheld struct {
-		Withheld bool   `json:"withheld"`
-		Note     string `json:"note"`
-	}
-	if json.Unmarshal(raw, &withheld) == nil && withheld.Withheld {
+	var withheld withheldPayload
+	if strictjson.DecodeStructLoose(raw, &withheld) == nil && withheld.Withheld {
 		return "(withheld: over " + fmt.Sprint(MaxContextPayloadChars) + " characters)"
 	}
 	var compact bytes.Buffer
@@ -334,6 +343,6 @@ func BoundPayload(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 || utf8.RuneCount(raw) <= MaxContextPayloadChars {
 		return raw
 	}
-	note, _ := json.Marshal(fmt.Sprintf("withheld: %d characters, over the %d-character bound", utf8.RuneCount(raw), MaxContextPayloadChars))
+	note := rawjson.AppendString(nil, fmt.Sprintf("withheld: %d characters, over the %d-character bound", utf8.RuneCount(raw), MaxContextPayloadChars), true)
 	return json.RawMessage(`{"withheld":true,"note":` + string(note) + `}`)
 }

@@ -28,12 +28,13 @@
 package miniapp
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/internal/shared/names"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
+	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"github.com/voicebox-go/voicebox/internal/shared/toolschema"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -89,8 +90,8 @@ func ParseDeclaration(raw []byte) (*Declaration, error) {
 		return nil, refusal.New(refusal.InvalidToolParameters,
 			"the declaration is %d bytes, over the bound of %d", len(raw), MaxDeclarationBytes)
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+	fields, ok := members(raw)
+	if !ok {
 		return nil, refusal.New(refusal.InvalidToolDeclaration, "a tool declaration must be a JSON object {name, description, parameters}")
 	}
 	// Field names match exactly (encoding/json alone would also take "NAME"); fields other than
@@ -128,8 +129,7 @@ func ParseDeclaration(raw []byte) (*Declaration, error) {
 	}
 	dialect, draft := toolschema.Original, false
 	if raw, ok := fields["dialect"]; ok {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil || s != DraftDialect {
+		if s, ok := rawjson.Unquote(raw); !ok || s != DraftDialect {
 			return nil, refusal.New(refusal.InvalidToolDeclaration, "tool %q: dialect must be %q or absent", name, DraftDialect)
 		}
 		dialect, draft = toolschema.WebMCPDraft, true
@@ -141,24 +141,23 @@ func ParseDeclaration(raw []byte) (*Declaration, error) {
 	}
 	d := &Declaration{Name: name, Description: description, Parameters: schema, Draft: draft}
 	if dj.Annotations != nil {
-		var ann struct {
-			ReadOnlyHint         *json.RawMessage `json:"readOnlyHint"`
-			UntrustedContentHint *json.RawMessage `json:"untrustedContentHint"`
-		}
-		if err := json.Unmarshal(dj.Annotations, &ann); err != nil {
+		var ann annotationHints
+		if err := strictjson.DecodeStructLoose(dj.Annotations, &ann); err != nil {
 			return nil, refusal.New(refusal.InvalidToolParameters, "tool %q: annotations must be an object", name)
 		}
 		for _, h := range []struct {
 			key string
-			raw *json.RawMessage
+			raw optionalRaw
 			out *bool
 		}{{"readOnlyHint", ann.ReadOnlyHint, &d.ReadOnly}, {"untrustedContentHint", ann.UntrustedContentHint, &d.UntrustedContent}} {
 			if h.raw == nil {
 				continue
 			}
-			if err := json.Unmarshal(*h.raw, h.out); err != nil {
+			if b := string(h.raw); b != "true" && b != "false" {
 				return nil, refusal.New(refusal.InvalidToolParameters,
 					"tool %q: annotations.%s must be true or false", name, h.key)
+			} else {
+				*h.out = b == "true"
 			}
 		}
 	}
@@ -175,41 +174,80 @@ func AtIndex(i int, err error) error {
 }
 
 // JSON returns the declaration in normal form: {name, description, parameters} with the schema in
-// its normal form, and annotations only when a hint is true.
+// its normal form, and annotations only when a hint is true; the bytes an encoding/json Encoder
+// without HTML escaping wrote (TestDeclarationJSONAgreesWithJSON).
 func (d *Declaration) JSON() json.RawMessage {
-	type annotations struct {
-		ReadOnlyHint         bool `json:"readOnlyHint,omitempty"`
-		UntrustedContentHint bool `json:"untrustedContentHint,omitempty"`
-	}
-	out := struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-		Annotations *annotations    `json:"annotations,omitempty"`
-		Dialect     string          `json:"dialect,omitempty"`
-	}{Name: d.Name, Description: d.Description, Parameters: d.Parameters.JSON()}
-	if d.Draft {
-		out.Dialect = DraftDialect
-	}
+	w := rawjson.NewObject(nil, false)
+	w.String("name", d.Name)
+	w.String("description", d.Description)
+	w.Raw("parameters", d.Parameters.JSON()) // a schema's normal form is JSON
 	if d.ReadOnly || d.UntrustedContent {
-		out.Annotations = &annotations{d.ReadOnly, d.UntrustedContent}
+		ann := rawjson.NewObject(nil, false)
+		if d.ReadOnly {
+			ann.Bool("readOnlyHint", true)
+		}
+		if d.UntrustedContent {
+			ann.Bool("untrustedContentHint", true)
+		}
+		w.Raw("annotations", ann.Close())
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(out) // strings and a valid RawMessage always encode
-	return bytes.TrimRight(buf.Bytes(), "\n")
+	if d.Draft {
+		w.String("dialect", DraftDialect)
+	}
+	return w.Close()
 }
 
-// stringField reads fields[key] as a string; the error completes "the declaration ...".
+// members reads raw as json.Unmarshal reads it into a map[string]json.RawMessage that must not
+// be nil: one JSON object, a name given twice keeping its last value.
+func members(raw []byte) (map[string]json.RawMessage, bool) {
+	fields := map[string]json.RawMessage{}
+	ok := rawjson.Members(raw, func(name string, v []byte) bool {
+		fields[name] = append(json.RawMessage(nil), v...)
+		return true
+	})
+	return fields, ok
+}
+
+// annotationHints are the WebMCP hints of a declaration's annotations, read as json.Unmarshal
+// reads them into *json.RawMessage fields: names matched without regard to case, other members
+// ignored, null the same as absent.
+type annotationHints struct {
+	ReadOnlyHint         optionalRaw `json:"readOnlyHint"`
+	UntrustedContentHint optionalRaw `json:"untrustedContentHint"`
+}
+
+func (a *annotationHints) StrictFields() []strictjson.Field {
+	return []strictjson.Field{{Name: "readOnlyHint", Into: &a.ReadOnlyHint}, {Name: "untrustedContentHint", Into: &a.UntrustedContentHint}}
+}
+
+// optionalRaw is a member's value as written, nil when it is null or absent.
+type optionalRaw []byte
+
+// UnmarshalJSON keeps b, or nothing for null.
+func (o *optionalRaw) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*o = nil
+		return nil
+	}
+	*o = append((*o)[:0:0], b...)
+	return nil
+}
+
+// stringField reads fields[key] as json.Unmarshal reads it into a string (null leaves out as it
+// is); the error completes "the declaration ...".
 func stringField(fields map[string]json.RawMessage, key string, out *string) error {
 	v, ok := fields[key]
 	if !ok {
 		return fmt.Errorf("has no %s", key)
 	}
-	if err := json.Unmarshal(v, out); err != nil {
+	if string(v) == "null" {
+		return nil
+	}
+	s, isString := rawjson.Unquote(v)
+	if !isString {
 		return fmt.Errorf("has a %s that is not a string", key)
 	}
+	*out = s
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/voicebox-go/voicebox/internal/shared/names"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/tool"
 )
@@ -328,13 +329,11 @@ func (r *Registry) Dispatch(ctx context.Context, name string, args json.RawMessa
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(valid); err != nil {
-		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments do not encode: %v", err)
+	out, err := encodeArgs(valid)
+	if err != nil {
+		return nil, err
 	}
-	return r.call(ctx, app, ref.decl.Name, bytes.TrimRight(buf.Bytes(), "\n"))
+	return r.call(ctx, app, ref.decl.Name, out)
 }
 
 // Validate checks args against the schema of tool of appID, the check Dispatch makes, and returns
@@ -356,13 +355,17 @@ func (r *Registry) Validate(appID, tool string, args json.RawMessage) (json.RawM
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(valid); err != nil {
-		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments do not encode: %v", err)
+	return encodeArgs(valid)
+}
+
+// encodeArgs writes validated arguments as encoding/json does without HTML escaping; their depth
+// is toolschema's MaxArgumentDepth at most.
+func encodeArgs(valid map[string]any) (json.RawMessage, error) {
+	out, ok := rawjson.AppendValue(nil, valid, false)
+	if !ok {
+		return nil, refusal.New(refusal.InvalidToolArguments, "the arguments do not encode: a value JSON cannot hold")
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return out, nil
 }
 
 type result struct {

@@ -43,6 +43,7 @@
 package miniappstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -58,6 +59,8 @@ import (
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/internal/shared/names"
+	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
+	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -159,6 +162,41 @@ type Record struct {
 	Folder    string    `json:"folder,omitempty"`
 	CreatedAt time.Time `json:"createdAt,omitzero"`
 	UpdatedAt time.Time `json:"updatedAt,omitzero"`
+}
+
+// A record is a file on the shelf, read back by older and newer builds: it is written byte for
+// byte as json.MarshalIndent wrote it and read as json.Unmarshal read it (members it does not
+// know skipped), without reflection (TestRecordAgreesWithJSON, FuzzRecord).
+
+// StrictFields lists the record's members for strictjson.
+func (r *Record) StrictFields() []strictjson.Field {
+	return []strictjson.Field{{Name: "appId", Into: &r.AppID}, {Name: "slug", Into: &r.Slug}, {Name: "title", Into: &r.Title},
+		{Name: "workspacePath", Into: &r.WorkspacePath}, {Name: "folder", Into: &r.Folder}, {Name: "createdAt", Into: &r.CreatedAt},
+		{Name: "updatedAt", Into: &r.UpdatedAt}}
+}
+
+var errRecordTime = errors.New("miniappstore: a record's time is outside the years 0 to 9999")
+
+// marshalIndent writes the record as json.MarshalIndent(r, "", "  ") does.
+func (r *Record) marshalIndent() ([]byte, error) {
+	w := rawjson.NewObject(nil, true)
+	w.String("appId", r.AppID)
+	w.String("slug", r.Slug)
+	w.String("title", r.Title)
+	if r.WorkspacePath != "" {
+		w.String("workspacePath", r.WorkspacePath)
+	}
+	if r.Folder != "" {
+		w.String("folder", r.Folder)
+	}
+	if (!r.CreatedAt.IsZero() && !w.Time("createdAt", r.CreatedAt)) || (!r.UpdatedAt.IsZero() && !w.Time("updatedAt", r.UpdatedAt)) {
+		return nil, errRecordTime
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, w.Close(), "", "  "); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // Store discovers, resolves, deletes and saves mini-apps over its roots. It is safe for
@@ -370,7 +408,7 @@ func readRecord(ctx context.Context, shelf fsroot.Root, name string) (*Record, e
 		return nil, errors.New("miniappstore: record too large")
 	}
 	var r Record
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := strictjson.DecodeStructLoose(data, &r); err != nil {
 		return nil, fmt.Errorf("miniappstore: record %s: %w", name, err)
 	}
 	return &r, nil
@@ -738,7 +776,7 @@ func (s *Store) save(ctx context.Context, opts SaveOptions, slug string) (Entry,
 			next.CreatedAt = prev.CreatedAt
 		}
 	}
-	data, err := json.MarshalIndent(next, "", "  ")
+	data, err := next.marshalIndent()
 	if err != nil {
 		undoFolder()
 		return Entry{}, err

@@ -17,6 +17,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -111,6 +112,17 @@ func AppendFloat(dst []byte, f float64) ([]byte, bool) {
 	return dst, true
 }
 
+// AppendTime appends t as time.Time's MarshalJSON writes it (RFC 3339 with nanoseconds, quoted),
+// and reports false, appending nothing, for a time MarshalJSON refuses (a year outside 0 to 9999).
+func AppendTime(dst []byte, t time.Time) ([]byte, bool) {
+	start := len(dst)
+	b, err := t.AppendText(append(dst, '"'))
+	if err != nil {
+		return dst[:start], false
+	}
+	return append(b, '"'), true
+}
+
 // Object writes one JSON object member by member; the zero value is not ready: start one with
 // NewObject. Member names are written with AppendString, HTML-escaped as json.Marshal writes
 // them when escapeHTML is set; names are the caller's own constants.
@@ -166,6 +178,18 @@ func (o *Object) Float(name string, v float64) bool {
 	o.key(name)
 	o.b, _ = AppendFloat(o.b, v)
 	return true
+}
+
+// Time writes a time member as AppendTime does; it reports false (nothing written) for a time
+// AppendTime refuses.
+func (o *Object) Time(name string, t time.Time) bool {
+	save, n := len(o.b), o.n
+	o.key(name)
+	var ok bool
+	if o.b, ok = AppendTime(o.b, t); !ok {
+		o.b, o.n = o.b[:save], n
+	}
+	return ok
 }
 
 // Raw writes a member whose value is already JSON, compacted as json.Marshal writes a

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // encodeString is encoding/json's spelling of s, with or without HTML escaping.
@@ -219,6 +220,7 @@ func FuzzRawJSON(f *testing.F) {
 		checkMembers(t, b)
 		checkUnquote(t, b)
 		checkDecode(t, b)
+		checkStrings(t, b)
 		for _, html := range []bool{true, false} {
 			if got, want := string(AppendString(nil, string(b), html)), encodeString(t, string(b), html); got != want {
 				t.Fatalf("AppendString(%q) = %s, encoding/json %s", b, got, want)
@@ -332,6 +334,41 @@ func TestFoldAgreesWithJSONMatching(t *testing.T) {
 			if got := field == member || Fold(field) == Fold(member); got != taken {
 				t.Errorf("member %q to field %q: Fold says %v, encoding/json %v", member, field, got, taken)
 			}
+		}
+	}
+}
+
+func checkStrings(t *testing.T, d []byte) {
+	var want []string
+	err := json.Unmarshal(d, &want)
+	got, ok := Strings(d)
+	if ok != (err == nil) || (ok && !reflect.DeepEqual(got, want)) {
+		t.Fatalf("Strings(%.60q) = %q %v; encoding/json: %q %v", d, got, ok, want, err)
+	}
+}
+
+func TestStringsAgreesWithJSON(t *testing.T) {
+	for _, d := range append(documents, `["a",null,"b"]`, ` null `, `[]`, `["a",1]`, `["a"] x`, `"a"`, `[["a"]]`, `[{"a":1}]`,
+		`["\u00e9\ud800"]`, ` [ "x" , "y" ] `) {
+		checkStrings(t, []byte(d))
+	}
+}
+
+func TestAppendTimeAgreesWithJSON(t *testing.T) {
+	for _, tm := range []time.Time{{}, time.Unix(0, 0), time.Unix(1765000000, 123456789).UTC(),
+		time.Date(2026, 12, 5, 23, 0, 0, 1, time.FixedZone("", 5*3600+30*60)), time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", -8*3600)),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 24*3600+60)),
+		time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("", 3600+7))} {
+		want, err := json.Marshal(tm)
+		got, ok := AppendTime([]byte("x"), tm)
+		if ok != (err == nil) || (ok && string(got) != "x"+string(want)) || (!ok && string(got) != "x") {
+			t.Errorf("AppendTime(%v) = %s %v; encoding/json %s %v", tm, got, ok, want, err)
+		}
+		o := NewObject(nil, true)
+		o.Int("a", 1)
+		if o.Time("t", tm) != ok {
+			t.Errorf("Object.Time(%v) reports %v, AppendTime %v", tm, !ok, ok)
 		}
 	}
 }

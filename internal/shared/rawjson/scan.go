@@ -473,3 +473,30 @@ func Elements(arr []byte, fn func(value []byte)) {
 		i = skipSpace(arr, i+1)
 	}
 }
+
+// Strings reads raw as json.Unmarshal reads it into a []string: an array of strings (a null
+// element is ""), or null (a nil slice). It reports false for anything else, or raw that is not
+// exactly one JSON value with white space around it at most.
+func Strings(raw []byte) ([]string, bool) {
+	i := skipSpace(raw, 0)
+	if !Valid(raw) {
+		return nil, false
+	}
+	if raw[i] == 'n' {
+		return nil, true
+	}
+	if raw[i] != '[' {
+		return nil, false
+	}
+	out, ok := []string{}, true
+	Elements(raw[i:], func(e []byte) {
+		if string(e) == "null" {
+			out = append(out, "")
+			return
+		}
+		s, isString := Unquote(e)
+		ok = ok && isString
+		out = append(out, s)
+	})
+	return out, ok
+}

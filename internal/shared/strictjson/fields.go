@@ -1,6 +1,7 @@
 package strictjson
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -17,8 +18,11 @@ type Struct interface {
 
 // Field is one member of a Struct: its name as the field's json tag gives it, and a pointer to the
 // field. Into is one of *string, *bool, *int, *int64, *uint64, **uint64, **string, **bool,
-// *float64, *json.RawMessage, *[]string, *[]json.RawMessage, or a Struct (a pointer to a nested
-// struct). A pointer field is set to nil by a null member, as encoding/json sets it.
+// *float64, *json.RawMessage, *[]string, *[]json.RawMessage, *[]byte, *[][]byte (base64), a
+// Struct (a pointer to a nested struct), or a json.Unmarshaler such as *time.Time, given the
+// member's value as written (null included), as encoding/json gives it; its error is the Error's
+// Err, of Kind Invalid. A pointer field is set to nil by a null member, as encoding/json sets it.
+// A field of a named string type is listed as a *string: (*string)(&s.Field).
 type Field struct {
 	Name string
 	Into any
@@ -49,6 +53,10 @@ func decodeStruct(data []byte, s Struct) error {
 	d := structDecoder{}
 	d.object(data[start:end], s, nil, nil)
 	switch {
+	case d.invalid != nil:
+		return &Error{Kind: Invalid, Err: d.invalid}
+	case d.badBytes != nil:
+		return &Error{Kind: Invalid, Err: d.badBytes}
 	case d.wrongType != nil:
 		return &Error{Kind: WrongType, Field: strings.Join(d.wrongType, "."), Err: errWrongType}
 	case d.unknown != nil:
@@ -72,10 +80,52 @@ type errorString string
 
 func (e errorString) Error() string { return string(e) }
 
-// structDecoder keeps the first member of the wrong type and the first unknown one, as paths.
+// DecodeStructLoose reads data into s as json.Unmarshal reads it into a struct, without
+// reflection: a member no field takes is skipped, null is left as it is (a nil error), and data
+// must be one JSON value alone. It is for documents Voicebox wrote itself and reads back, which a
+// newer build may have written with members this one does not know. The error is an *Error.
+func DecodeStructLoose(data []byte, s Struct) error {
+	if !rawjson.Valid(data) {
+		end, failAt := rawjson.Scan(data, firstNonSpace(data))
+		if failAt < 0 {
+			return &Error{Kind: Trailing, Offset: int64(end + firstNonSpace(data[end:]))}
+		}
+		if failAt == len(data) {
+			return &Error{Kind: Syntax, Err: errEndsEarly}
+		}
+		return &Error{Kind: Syntax, Offset: int64(failAt) + 1, Err: errSyntax}
+	}
+	start := firstNonSpace(data)
+	switch {
+	case data[start] == 'n':
+		return nil
+	case data[start] != '{':
+		return &Error{Kind: NotObject}
+	}
+	d := structDecoder{loose: true}
+	d.object(data[start:], s, nil, nil)
+	switch {
+	case d.invalid != nil:
+		return &Error{Kind: Invalid, Err: d.invalid}
+	case d.badBytes != nil:
+		return &Error{Kind: Invalid, Err: d.badBytes}
+	case d.wrongType != nil:
+		return &Error{Kind: WrongType, Field: strings.Join(d.wrongType, "."), Err: errWrongType}
+	}
+	return nil
+}
+
+// structDecoder keeps the first member of the wrong type and the first unknown one, as paths, and
+// the first error of a json.Unmarshaler, which ends the decode (as it ends encoding/json's).
 type structDecoder struct {
 	wrongType []string
 	unknown   []string
+	invalid   error
+	// badBytes is a []byte member whose string is not base64: encoding/json keeps the first of it
+	// and a member of the wrong type, and goes on.
+	badBytes error
+	// loose skips unknown members, as json.Unmarshal does.
+	loose bool
 }
 
 // object decodes obj, a valid JSON object, into s; at names obj's place by its fields' names (as
@@ -86,7 +136,7 @@ func (d *structDecoder) object(obj []byte, s Struct, at, written []string) {
 	rawjson.Members(obj, func(name string, v []byte) bool {
 		f := match(fields, name)
 		if f == nil {
-			if d.unknown == nil {
+			if d.unknown == nil && !d.loose {
 				d.unknown = append(append([]string(nil), written...), name)
 			}
 			return true
@@ -97,10 +147,10 @@ func (d *structDecoder) object(obj []byte, s Struct, at, written []string) {
 		if _, nested := f.Into.(Struct); nested {
 			here, hereWritten = append(at[:len(at):len(at)], f.Name), append(written[:len(written):len(written)], name)
 		}
-		if !d.value(v, f.Into, here, hereWritten) && d.wrongType == nil {
+		if !d.value(v, f.Into, here, hereWritten) && d.wrongType == nil && d.badBytes == nil {
 			d.wrongType = append(at[:len(at):len(at)], f.Name)
 		}
-		return d.wrongType == nil
+		return d.invalid == nil
 	})
 }
 
@@ -173,6 +223,29 @@ func (d *structDecoder) value(v []byte, into any, at, written []string) bool {
 		}
 		d.object(v, p, at, written)
 		return true
+	case *[]byte:
+		return d.bytes(v, p)
+	case *[][]byte:
+		if null {
+			*p = nil
+			return true
+		}
+		if v[0] != '[' {
+			return false
+		}
+		out, ok := [][]byte{}, true
+		rawjson.Elements(v, func(e []byte) {
+			var b []byte
+			ok = d.bytes(e, &b) && ok
+			out = append(out, b)
+		})
+		*p = out
+		return ok
+	case json.Unmarshaler:
+		if err := p.UnmarshalJSON(v); err != nil && d.invalid == nil {
+			d.invalid = err
+		}
+		return true
 	}
 	if null {
 		switch p := into.(type) {
@@ -243,6 +316,47 @@ func (d *structDecoder) value(v []byte, into any, at, written []string) bool {
 		return true
 	}
 	panic("strictjson: a Field's Into of a kind Decode does not take")
+}
+
+// bytes decodes v into p as encoding/json decodes a []byte: a base64 string (its error kept in
+// badBytes), an array of numbers from 0 to 255, or null; false when v has the wrong type.
+func (d *structDecoder) bytes(v []byte, p *[]byte) bool {
+	switch v[0] {
+	case 'n':
+		*p = nil
+		return true
+	case '"':
+		s, _ := rawjson.Unquote(v)
+		b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+		n, err := base64.StdEncoding.Decode(b, []byte(s))
+		if err != nil {
+			if d.badBytes == nil && d.wrongType == nil {
+				d.badBytes = err
+			}
+			return true
+		}
+		*p = b[:n]
+		return true
+	case '[':
+		old, out, ok := *p, []byte{}, true
+		old = old[:cap(old)]
+		rawjson.Elements(v, func(e []byte) {
+			if string(e) == "null" { // leaves the byte there was, as encoding/json does
+				if len(out) < len(old) {
+					out = append(out, old[len(out)])
+				} else {
+					out = append(out, 0)
+				}
+				return
+			}
+			n, isByte := uintValue(e)
+			ok = ok && isByte && n <= 255
+			out = append(out, byte(n))
+		})
+		*p = out
+		return ok
+	}
+	return false
 }
 
 // intValue and uintValue read a number as encoding/json reads one into an integer: its spelling

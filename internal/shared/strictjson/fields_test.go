@@ -1,3 +1,5 @@
+//go:build !js
+
 package strictjson_test
 
 import (
@@ -5,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson/strictjsontest"
@@ -32,12 +35,18 @@ type sDoc struct {
 	Raws   []json.RawMessage `json:"raws"`
 	Bounds sInner            `json:"bounds"`
 	Plain  string            // no tag: its Go name
+	T      time.Time         `json:"t"`
+	Kind   kindName          `json:"kind"`
+	Bin    []byte            `json:"bin"`
+	Bins   [][]byte          `json:"bins"`
 }
+
+type kindName string
 
 func (s *sDoc) StrictFields() []strictjson.Field {
 	return []strictjson.Field{{"name", &s.Name}, {"count", &s.Count}, {"big", &s.Big}, {"u", &s.U}, {"p", &s.P},
 		{"f", &s.F}, {"b", &s.B}, {"raw", &s.Raw}, {"list", &s.List}, {"raws", &s.Raws}, {"bounds", &s.Bounds},
-		{"Plain", &s.Plain}}
+		{"Plain", &s.Plain}, {"t", &s.T}, {"kind", (*string)(&s.Kind)}, {"bin", &s.Bin}, {"bins", &s.Bins}}
 }
 
 // refDoc is sDoc without its list of fields: Decode reads it through encoding/json, the reference.
@@ -59,7 +68,11 @@ var structSamples = []string{
 	`{"name":}`, `{"name":"a"`, `{"name":"a"}{"name":"b"}`, `{"name":"a"}]`, `{} }`, "{}\nx", ``, `  `, `null`, `[]`, `"x"`, `{"name":"\x01"}`,
 	`{"name":"\u12x4"}`, `{"name":tru}`, `{"name":nul`, `{"count":01}`, `{"count":-}`, `{"count":1.}`, `{"count":1e+}`, `{,}`, `{"a" 1}`, `{"a":1,}`,
 	`{"raw":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`, `{"raw":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`,
-	`{"name":"\ud800 \xff <&>"}`, `{"list":["a",1,"b"]}`, `{"list":[1],"count":"x"}`, `{"bounds":{"sneaky":1},"count":"x"}`,
+	`{"name":"\ud800 \xff <&>"}`, `{"t":"2026-12-05T23:00:00.5+01:00","kind":"k"}`, `{"t":null}`, `{"t":"yesterday"}`, `{"t":1}`,
+	`{"count":"x","t":"x"}`, `{"t":"x","count":"x"}`, `{"admin":1,"t":"x"}`, `{"t":"10000-01-01T00:00:00Z"}`, `{"kind":1}`,
+	`{"bin":"aGk=","bins":["","aA==",null,[1,2]]}`, `{"bin":"a"}`, `{"bin":"!!!!"}`, `{"bin":[1,256]}`, `{"bin":[-1]}`, `{"bin":[1.0]}`, `{"bin":["a"]}`,
+	`{"bin":[null,1]}`, `{"bin":"AAE=","bin":[null,null,null]}`, `{"bins":"aGk="}`, `{"bins":[1]}`, `{"bins":["!"],"count":"x"}`, `{"count":"x","bin":"!"}`,
+	`{"admin":1,"bin":"!"}`, `{"bin":"!","t":"x"}`, `{"bin":"aG\nk="}`, `{"bin":"aGk"}`, `{"list":["a",1,"b"]}`, `{"list":[1],"count":"x"}`, `{"bounds":{"sneaky":1},"count":"x"}`,
 }
 
 func checkStruct(t *testing.T, in []byte) {
@@ -89,6 +102,19 @@ func checkStruct(t *testing.T, in []byte) {
 func TestStructsAgreeWithReference(t *testing.T) {
 	for _, s := range structSamples {
 		checkStruct(t, []byte(s))
+		checkLoose(t, []byte(s))
+	}
+}
+
+// checkLoose holds DecodeStructLoose to json.Unmarshal: the same values, an error exactly when
+// json.Unmarshal has one.
+func checkLoose(t *testing.T, in []byte) {
+	var got sDoc
+	var want refDoc
+	gotErr := strictjson.DecodeStructLoose(in, &got)
+	wantErr := json.Unmarshal(in, &want)
+	if (gotErr == nil) != (wantErr == nil) || (gotErr == nil && !reflect.DeepEqual(got, sDoc(want))) {
+		t.Fatalf("DecodeStructLoose(%.80q) = %+v, %v; json.Unmarshal %+v, %v", in, got, gotErr, want, wantErr)
 	}
 }
 
@@ -96,5 +122,8 @@ func FuzzStructsAgreeWithReference(f *testing.F) {
 	for _, s := range structSamples {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, in []byte) { checkStruct(t, in) })
+	f.Fuzz(func(t *testing.T, in []byte) {
+		checkStruct(t, in)
+		checkLoose(t, in)
+	})
 }

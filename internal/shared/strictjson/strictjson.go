@@ -14,19 +14,16 @@
 //
 // # Wasm
 //
-// The package is portable Go and behaves the same under GOOS=js GOARCH=wasm; the page uses it for
-// the worker's requests and tool arguments.
+// The package is portable Go and behaves the same under GOOS=js GOARCH=wasm for a Struct; the page
+// uses it for the worker's requests and tool arguments. The page decodes nothing but Structs, so
+// that its wasm carries no encoding/json decoder: under js, Decode refuses any other type (Kind
+// Invalid), and the reflection path is built for the relay alone (decode_reflect.go).
 package strictjson
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"reflect"
 	"strconv"
-	"strings"
 )
 
 // Kind says what was wrong with a document.
@@ -42,8 +39,9 @@ const (
 	WrongType
 	// UnknownField: a member has no field to go to.
 	UnknownField
-	// Invalid: a value its type's own UnmarshalJSON refused (Err says why), or v cannot be
-	// decoded into at all (not a non-nil pointer: a mistake of the caller's).
+	// Invalid: a value its type's own UnmarshalJSON refused (Err says why), a []byte member's
+	// string is not base64, or v cannot be decoded into at all (not a non-nil pointer, or in the
+	// page a type that is not a Struct: a mistake of the caller's).
 	Invalid
 	// Trailing: something other than white space follows the object.
 	Trailing
@@ -110,7 +108,8 @@ func KindOf(err error) Kind {
 // into v, a non-nil pointer. A member no field of v's type takes is refused, at any depth. On an
 // error v may hold part of the object. The error is always an *Error.
 //
-// A Struct is read without reflection (see DecodeStruct); anything else through encoding/json.
+// A Struct is read without reflection (see DecodeStruct); anything else through encoding/json,
+// outside the browser only (see the package's Wasm section).
 func Decode(data []byte, v any) error {
 	start := firstNonSpace(data)
 	if start == len(data) || data[start] != '{' {
@@ -119,61 +118,7 @@ func Decode(data []byte, v any) error {
 	if s, ok := v.(Struct); ok {
 		return decodeStruct(data, s)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		end := dec.InputOffset()
-		if rest := firstNonSpace(data[end:]); int(end)+rest != len(data) {
-			return &Error{Kind: Trailing, Offset: end + int64(rest)}
-		}
-		return nil
-	}
-	if e := typed(err); e != nil {
-		return e
-	}
-	// Only encoding/json's unknown-member error is untyped: a decode without the check that
-	// succeeds says that was it.
-	fresh, ok := freshOf(v)
-	if !ok {
-		return &Error{Kind: Invalid, Err: err}
-	}
-	lenient := json.NewDecoder(bytes.NewReader(data))
-	if err2 := lenient.Decode(fresh.Interface()); err2 != nil {
-		if e := typed(err2); e != nil {
-			return e
-		}
-		return &Error{Kind: Invalid, Err: err2}
-	}
-	p := &prober{typ: fresh.Type().Elem(), budget: MaxProbes}
-	path, _ := p.find(nil, data)
-	return &Error{Kind: UnknownField, Field: strings.Join(path, ".")}
-}
-
-// typed is the *Error of one of encoding/json's typed errors, or nil.
-func typed(err error) *Error {
-	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return &Error{Kind: Syntax, Offset: se.Offset, Err: err}
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return &Error{Kind: Syntax, Err: err}
-	}
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		return &Error{Kind: WrongType, Field: te.Field, Err: err}
-	}
-	if _, ok := errors.AsType[*json.InvalidUnmarshalError](err); ok {
-		return &Error{Kind: Invalid, Err: err}
-	}
-	return nil
-}
-
-// freshOf returns a new zero value of what v points to, as a pointer.
-func freshOf(v any) (reflect.Value, bool) {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return reflect.Value{}, false
-	}
-	return reflect.New(rv.Type().Elem()), true
+	return decodeReflect(data, v)
 }
 
 func firstNonSpace(b []byte) int {
@@ -183,72 +128,6 @@ func firstNonSpace(b []byte) int {
 		}
 	}
 	return len(b)
-}
-
-// prober finds the unknown member by asking encoding/json about documents that hold one member
-// alone, along a path of objects: {"a":{"b":null}} is refused exactly when b is unknown in a.
-type prober struct {
-	typ    reflect.Type
-	budget int
-}
-
-// find returns the path of the first unknown member within obj, the object found at path.
-func (p *prober) find(path []string, obj []byte) ([]string, bool) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, false
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		name, _ := t.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil, false
-		}
-		here := append(append([]string(nil), path...), name)
-		known, ok := p.accepts(here, []byte("null"))
-		if !ok {
-			return nil, false
-		}
-		if !known {
-			return here, true
-		}
-		if whole, ok := p.accepts(here, val); !ok {
-			return nil, false
-		} else if !whole { // the unknown member is inside this one
-			if deeper, ok := p.find(here, val); ok {
-				return deeper, true
-			}
-			return here, true // inside an array: the member that holds it
-		}
-	}
-	return nil, false
-}
-
-// accepts reports whether {"path[0]":{...{"path[n]": leaf}}} decodes into the type with the
-// check on; false, false once the budget is spent.
-func (p *prober) accepts(path []string, leaf []byte) (known, ok bool) {
-	if p.budget <= 0 {
-		return false, false
-	}
-	p.budget--
-	var b bytes.Buffer
-	for _, name := range path {
-		q, _ := json.Marshal(name)
-		b.WriteByte('{')
-		b.Write(q)
-		b.WriteByte(':')
-	}
-	b.Write(leaf)
-	for range path {
-		b.WriteByte('}')
-	}
-	dec := json.NewDecoder(&b)
-	dec.DisallowUnknownFields()
-	return dec.Decode(reflect.New(p.typ).Interface()) == nil, true
 }
 
 // Problem says what was wrong with a document in words a refusal can carry ("a syntax error at
