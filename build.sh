@@ -70,23 +70,33 @@ cmd_build() {
 	local v
 	v=$(version)
 	mkdir -p bin "$TOOLS_BIN"
+	# The page's wasm is made and compressed in $PAGE_STAGE and only its finished files are moved
+	# (renamed) into public/: public/ embeds every file it holds (go:embed *, dot files too), so a
+	# tool's temporary file there could vanish under a go vet or go build reading the directory
+	# meanwhile (the lint layer runs beside this step).
+	mkdir -p "$PAGE_STAGE"
 	step "[1/3] compiling the page's Go to WebAssembly (public/voicebox.wasm)" \
-		env GOOS=js GOARCH=wasm go build -trimpath -ldflags "-s -w -X main.build=$v" -o public/voicebox.wasm ./browser ||
+		env GOOS=js GOARCH=wasm go build -trimpath -ldflags "-s -w -X main.build=$v" -o "$PAGE_STAGE/voicebox.wasm" ./browser ||
 		die "build: the page's Go (./browser) did not compile"
 	cp "$(go env GOROOT)/lib/wasm/wasm_exec.js" public/wasm_exec.js
 	step "[2/3] joining its data segments and compressing it (public/voicebox.wasm.gz and .br, which the relay serves)" build_precompress ||
 		die "build: could not pack and precompress public/voicebox.wasm"
+	mv -f "$PAGE_STAGE/voicebox.wasm" "$PAGE_STAGE/voicebox.wasm.br" "$PAGE_STAGE/voicebox.wasm.gz" public/
 	step "[3/3] compiling the relay, with the page inside it (bin/relay)" \
 		go build -trimpath -ldflags "-X main.build=$v" -o bin/relay ./cmd/relay ||
 		die "build: the relay (./cmd/relay) did not compile"
 }
+
+# PAGE_STAGE is where the build makes the page's wasm and its compressed copies before moving
+# them into public/ (on the same file system, so each move is a rename).
+PAGE_STAGE=$CACHE/page
 
 # build_precompress joins the wasm's data segments (tools/wasmpack: the same memory image, 77 KB
 # less brotli) and writes its .br and .gz.
 build_precompress() {
 	(cd tools && go build -o "$TOOLS_BIN/precompress" ./precompress && go build -o "$TOOLS_BIN/wasmpack" ./wasmpack) ||
 		die "build: tools/precompress or tools/wasmpack did not compile"
-	"$TOOLS_BIN/wasmpack" public/voicebox.wasm && "$TOOLS_BIN/precompress" public/voicebox.wasm
+	"$TOOLS_BIN/wasmpack" "$PAGE_STAGE/voicebox.wasm" && "$TOOLS_BIN/precompress" "$PAGE_STAGE/voicebox.wasm"
 }
 
 cmd_run() {

@@ -13,8 +13,9 @@ import (
 	"io/fs"
 )
 
-// files is everything in this directory but dot files, this Go file among them (the relay
-// serves only the file types it knows, never .go).
+// files is everything in this directory, this Go file and any dot file among them (a pattern's
+// match takes dot files too; the relay serves only the file types it knows, never .go). So
+// nothing may make a temporary file here: ./build.sh makes the wasm elsewhere and moves it in.
 //
 //go:embed *
 var files embed.FS
