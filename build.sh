@@ -72,7 +72,7 @@ cmd_build() {
 	mkdir -p bin "$TOOLS_BIN"
 	# The page's wasm is made and compressed in $PAGE_STAGE and only its finished files are moved
 	# (renamed) into public/: public/ embeds every file it holds (go:embed *, dot files too), so a
-	# tool's temporary file there could vanish under a go vet or go build reading the directory
+	# tool's temporary file there could vanish under the Go tools (vet, a compile) reading it
 	# meanwhile (the lint layer runs beside this step).
 	mkdir -p "$PAGE_STAGE"
 	step "[1/3] compiling the page's Go to WebAssembly (public/voicebox.wasm)" \

@@ -15,9 +15,9 @@
 // # Wasm
 //
 // The package is portable Go and behaves the same under GOOS=js GOARCH=wasm for a Struct; the page
-// uses it for the worker's requests and tool arguments. The page decodes nothing but Structs, so
-// that its wasm carries no encoding/json decoder: under js, Decode refuses any other type (Kind
-// Invalid), and the reflection path is built for the relay alone (decode_reflect.go).
+// uses it for the worker's requests and tool arguments. The page calls DecodeStruct only, never
+// Decode, so that its wasm carries no encoding/json decoder (browser/jsoncallers_test.go holds
+// it); a shared package that decodes other types through Decode (the relay's) works under js too.
 package strictjson
 
 import (
@@ -40,8 +40,8 @@ const (
 	// UnknownField: a member has no field to go to.
 	UnknownField
 	// Invalid: a value its type's own UnmarshalJSON refused (Err says why), a []byte member's
-	// string is not base64, or v cannot be decoded into at all (not a non-nil pointer, or in the
-	// page a type that is not a Struct: a mistake of the caller's).
+	// string is not base64, or v cannot be decoded into at all (not a non-nil pointer: a mistake
+	// of the caller's).
 	Invalid
 	// Trailing: something other than white space follows the object.
 	Trailing
@@ -108,8 +108,8 @@ func KindOf(err error) Kind {
 // into v, a non-nil pointer. A member no field of v's type takes is refused, at any depth. On an
 // error v may hold part of the object. The error is always an *Error.
 //
-// A Struct is read without reflection (see DecodeStruct); anything else through encoding/json,
-// outside the browser only (see the package's Wasm section).
+// A Struct is read without reflection (see DecodeStruct); anything else through encoding/json
+// (see the package's Wasm section).
 func Decode(data []byte, v any) error {
 	start := firstNonSpace(data)
 	if start == len(data) || data[start] != '{' {
