@@ -14,21 +14,6 @@ import (
 // The worker's answers and frames that carry the shelf's and the registry's values write them
 // with rawjson, as json.Marshal writes them (TestValuesAgreeWithJSON).
 
-// appendTime writes t as json.Marshal writes a time.Time (RFC 3339 with nanoseconds, quoted);
-// false when encoding/json refuses it (a year outside 0-9999, a zone offset of 24 hours or
-// more).
-func appendTime(dst []byte, t time.Time) ([]byte, bool) {
-	if y := t.Year(); y < 0 || y > 9999 {
-		return dst, false
-	}
-	if _, off := t.Zone(); off <= -24*60*60 || off >= 24*60*60 {
-		return dst, false
-	}
-	dst = append(dst, '"')
-	dst = t.AppendFormat(dst, time.RFC3339Nano)
-	return append(dst, '"'), true
-}
-
 // appendEntry writes a shelf entry as json.Marshal writes a miniappstore.Entry; false when one
 // of its times cannot be written.
 func appendEntry(dst []byte, e miniappstore.Entry) ([]byte, bool) {
@@ -54,7 +39,7 @@ func appendEntry(dst []byte, e miniappstore.Entry) ([]byte, bool) {
 	}{{"createdAt", e.CreatedAt}, {"updatedAt", e.UpdatedAt}} {
 		if !t.at.IsZero() {
 			w.Value(t.name, appendFunc(func(b []byte) []byte {
-				b, tok := appendTime(b, t.at)
+				b, tok := rawjson.AppendTime(b, t.at)
 				ok = ok && tok
 				return b
 			}))
@@ -152,7 +137,7 @@ func (c conflictValue) appendValue(dst []byte) ([]byte, bool) {
 		hw := rawjson.NewObject(b, true)
 		hw.Uint("seq", h.Seq)
 		hw.Value("time", appendFunc(func(b []byte) []byte {
-			b, ok = appendTime(b, h.Time)
+			b, ok = rawjson.AppendTime(b, h.Time)
 			return b
 		}))
 		hw.String("action", h.Action)
