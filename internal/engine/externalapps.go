@@ -29,7 +29,7 @@ func (f *frames) externalCall(ctx context.Context, name string, args json.RawMes
 	if len(out) > maxExternalAnswerBytes {
 		return nil, refusal.New(refusal.ToolOutputOverBudget, "the page answered %s with %d bytes, over the bound of %d", name, len(out), maxExternalAnswerBytes)
 	}
-	if !json.Valid(out) || len(out) == 0 || out[0] != '{' {
+	if !rawjson.Valid(out) || len(out) == 0 || out[0] != '{' {
 		return nil, refusal.New(refusal.ExecThrew, "the page answered %s with something that is not a JSON object", name)
 	}
 	return out, nil

@@ -29,7 +29,6 @@
 package externalapp
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -326,14 +325,14 @@ func selectionLine(raw json.RawMessage) string {
 	if strictjson.DecodeStructLoose(raw, &withheld) == nil && withheld.Withheld {
 		return "(withheld: over " + fmt.Sprint(MaxContextPayloadChars) + " characters)"
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil {
+	if !rawjson.Valid(raw) {
 		return "(not JSON)"
 	}
-	if n := utf8.RuneCountInString(compact.String()); n > MaxNoteSelectionChars {
+	compact := string(rawjson.AppendCompact(nil, raw, false))
+	if n := utf8.RuneCountInString(compact); n > MaxNoteSelectionChars {
 		return fmt.Sprintf("(a selection of %d characters; %s has it)", n, ContextTool)
 	}
-	return appText(compact.String())
+	return appText(compact)
 }
 
 // BoundPayload keeps a structured payload whole when its JSON is at most MaxContextPayloadChars

@@ -407,7 +407,7 @@ func (r *Registry) call(ctx context.Context, app App, tool string, args json.Raw
 	if len(bytes.TrimSpace(res.out)) == 0 {
 		return json.RawMessage("null"), nil
 	}
-	if !json.Valid(res.out) {
+	if !rawjson.Valid(res.out) {
 		return nil, refusal.New(refusal.ExecThrew, "tool %q answered with something that is not JSON", tool)
 	}
 	return res.out, nil

@@ -43,10 +43,8 @@
 package miniappstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -192,11 +190,7 @@ func (r *Record) marshalIndent() ([]byte, error) {
 	if (!r.CreatedAt.IsZero() && !w.Time("createdAt", r.CreatedAt)) || (!r.UpdatedAt.IsZero() && !w.Time("updatedAt", r.UpdatedAt)) {
 		return nil, errRecordTime
 	}
-	var b bytes.Buffer
-	if err := json.Indent(&b, w.Close(), "", "  "); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return rawjson.AppendIndent(nil, w.Close(), "", "  "), nil
 }
 
 // Store discovers, resolves, deletes and saves mini-apps over its roots. It is safe for

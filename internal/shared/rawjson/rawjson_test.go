@@ -83,6 +83,34 @@ func TestCompactAgreesWithJSON(t *testing.T) {
 	}
 }
 
+func TestIndentAgreesWithJSON(t *testing.T) {
+	for _, d := range documents {
+		checkIndent(t, []byte(d))
+	}
+	checkIndent(t, []byte(" \t{\"a\": [ ], \"b\":{},\"c\":[1, {\"d\":\"x\\\"y\"}]} \n "))
+}
+
+// checkIndent holds AppendIndent to json.Indent, with the store's prefix and indent and with
+// others, on every valid document.
+func checkIndent(t *testing.T, d []byte) {
+	if !json.Valid(d) {
+		return
+	}
+	variants := [][2]string{{"", ""}, {"", "  "}, {">", "\t"}}
+	if bytes.Count(d, []byte("["))+bytes.Count(d, []byte("{")) > 1000 {
+		variants = variants[:1] // indented, the MaxDepth document is some hundred megabytes
+	}
+	for _, pi := range variants {
+		var want bytes.Buffer
+		if err := json.Indent(&want, d, pi[0], pi[1]); err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendIndent([]byte("x"), d, pi[0], pi[1]); !bytes.Equal(got[1:], want.Bytes()) || got[0] != 'x' {
+			t.Fatalf("AppendIndent(%.60q, %q, %q) = %.80q, json.Indent writes %.80q", d, pi[0], pi[1], got[1:], want.Bytes())
+		}
+	}
+}
+
 func checkCompact(t *testing.T, d []byte) {
 	if !json.Valid(d) {
 		return
@@ -217,6 +245,7 @@ func FuzzRawJSON(f *testing.F) {
 			t.Fatalf("Valid(%q) = %v, json.Valid %v", b, got, want)
 		}
 		checkCompact(t, b)
+		checkIndent(t, b)
 		checkMembers(t, b)
 		checkUnquote(t, b)
 		checkDecode(t, b)

@@ -337,6 +337,60 @@ func AppendCompact(dst, b []byte, escapeHTML bool) []byte {
 	return append(dst, b[start:]...)
 }
 
+// AppendIndent appends b, which must be valid JSON, indented as json.Indent writes it: each
+// member and element on a line of its own, begun with prefix and indent once per level of
+// nesting, a space after each colon, empty objects and arrays as {} and []; white space before
+// the value is dropped and after it kept.
+func AppendIndent(dst, b []byte, prefix, indent string) []byte {
+	start := skipSpace(b, 0)
+	end, _ := valueEnd(b, start)
+	depth := 0
+	open := false // a { or [ was written and its first member not yet
+	for i := start; i < end; i++ {
+		c := b[i]
+		if isSpace(c) {
+			continue
+		}
+		if open && c != '}' && c != ']' {
+			open = false
+			depth++
+			dst = appendNewline(dst, prefix, indent, depth)
+		}
+		switch c {
+		case '"':
+			j, _ := stringEnd(b, i)
+			dst = append(dst, b[i:j]...)
+			i = j - 1
+		case '{', '[':
+			open = true
+			dst = append(dst, c)
+		case ',':
+			dst = appendNewline(append(dst, c), prefix, indent, depth)
+		case ':':
+			dst = append(dst, c, ' ')
+		case '}', ']':
+			if open {
+				open = false
+			} else {
+				depth--
+				dst = appendNewline(dst, prefix, indent, depth)
+			}
+			dst = append(dst, c)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, b[end:]...)
+}
+
+func appendNewline(dst []byte, prefix, indent string, depth int) []byte {
+	dst = append(append(dst, '\n'), prefix...)
+	for range depth {
+		dst = append(dst, indent...)
+	}
+	return dst
+}
+
 // Members calls fn with each member of obj, which must be exactly one JSON object with white space
 // around it at most, in document order: the name decoded (as Unquote) and the value as written.
 // It reports false, before calling fn at all, when obj is not one valid object. A name given

@@ -133,13 +133,10 @@ func decodeArguments(raw []byte, maxBytes int) (map[string]any, decoded, error) 
 	}
 	if len(raw) > maxBytes {
 		// Only a payload over the bound as received can be within it once compacted.
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			return nil, decoded{}, notJSON(err)
-		}
-		if buf.Len() > maxBytes {
+		// raw was parsed above, so it is JSON (rawjson.AppendCompact's precondition).
+		if n := len(rawjson.AppendCompact(nil, raw, false)); n > maxBytes {
 			return nil, decoded{}, refusal.New(refusal.InvalidToolArguments,
-				"the arguments are %d bytes encoded, over the bound of %d bytes", buf.Len(), maxBytes)
+				"the arguments are %d bytes encoded, over the bound of %d bytes", n, maxBytes)
 		}
 	}
 	return args, decoded{raw: raw, orders: orders, sawNull: st.sawNull}, nil
