@@ -116,18 +116,7 @@ func (a *Engine) toolListMiniApps(ctx context.Context, raw json.RawMessage) (jso
 // sorted.
 func appendListings(dst []byte, listings []appListing) []byte {
 	b := append(grow(dst, 32+128*len(listings)), `{"apps":`...)
-	if listings == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, l := range listings {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = l.AppendJSON(b)
-		}
-		b = append(b, ']')
-	}
+	b = rawjson.AppendArray(b, listings, func(b []byte, l appListing) []byte { return l.AppendJSON(b) })
 	b = append(b, `,"count":`...)
 	b = strconv.AppendInt(b, int64(len(listings)), 10)
 	return append(b, '}')
@@ -272,21 +261,13 @@ func appendToolsFrame(dst []byte, decls []tool.Declaration, external json.RawMes
 	w.String("type", "tools")
 	ok := true
 	w.Value("tools", appendFunc(func(b []byte) []byte {
-		if decls == nil {
-			return append(b, "null"...)
-		}
-		b = append(b, '[')
-		for i, d := range decls {
-			if i > 0 {
-				b = append(b, ',')
-			}
+		return rawjson.AppendArray(b, decls, func(b []byte, d tool.Declaration) []byte {
 			dw := rawjson.NewObject(b, true)
 			dw.String("name", d.Name)
 			dw.String("description", d.Description)
 			ok = ok && dw.Raw("parameters", d.Parameters)
-			b = dw.Close()
-		}
-		return append(b, ']')
+			return dw.Close()
+		})
 	}))
 	if len(external) > 0 {
 		ok = ok && w.Raw("externalApps", external)

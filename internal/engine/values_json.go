@@ -227,31 +227,14 @@ func (v toolView) AppendJSON(dst []byte) []byte {
 type toolViews []toolView
 
 func (vs toolViews) AppendJSON(dst []byte) []byte {
-	if vs == nil {
-		return append(dst, "null"...)
-	}
-	dst = append(dst, '[')
-	for i, v := range vs {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = v.AppendJSON(dst)
-	}
-	return append(dst, ']')
+	return rawjson.AppendArray(dst, vs, func(dst []byte, v toolView) []byte { return v.AppendJSON(dst) })
 }
 
 // portStatsList are miniapps.ports' ports.
 type portStatsList []PortStats
 
 func (ps portStatsList) AppendJSON(dst []byte) []byte {
-	if ps == nil {
-		return append(dst, "null"...)
-	}
-	dst = append(dst, '[')
-	for i, s := range ps {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
+	return rawjson.AppendArray(dst, ps, func(dst []byte, s PortStats) []byte {
 		w := rawjson.NewObject(dst, true)
 		w.String("appId", s.AppID)
 		w.Uint("doc", s.Doc)
@@ -269,22 +252,16 @@ func (ps portStatsList) AppendJSON(dst []byte) []byte {
 		}
 		if len(s.Samples) > 0 {
 			w.Value("samples", appendFunc(func(b []byte) []byte {
-				b = append(b, '[')
-				for i, r := range s.Samples {
-					if i > 0 {
-						b = append(b, ',')
-					}
+				return rawjson.AppendArray(b, s.Samples, func(b []byte, r PortRefusal) []byte {
 					rw := rawjson.NewObject(b, true)
 					rw.String("rule", string(r.Rule))
 					rw.String("why", r.Why)
-					b = rw.Close()
-				}
-				return append(b, ']')
+					return rw.Close()
+				})
 			}))
 		}
-		dst = w.Close()
-	}
-	return append(dst, ']')
+		return w.Close()
+	})
 }
 
 // jsonUint is a uint64 in a map[string]any value (rawjson.AppendValue writes no uint64).

@@ -106,20 +106,11 @@ func appendSlice[E observation](s []E) jsonSlice[E] { return jsonSlice[E]{s: s, 
 // AppendJSON writes the slice.
 func (j jsonSlice[E]) AppendJSON(dst []byte) []byte {
 	*j.ok = true
-	if j.s == nil {
-		return append(dst, "null"...)
-	}
-	dst = append(dst, '[')
-	for i, e := range j.s {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		var ok bool
-		if dst, ok = e.appendJSON(dst); !ok {
-			*j.ok = false
-		}
-	}
-	return append(dst, ']')
+	return rawjson.AppendArray(dst, j.s, func(dst []byte, e E) []byte {
+		dst, ok := e.appendJSON(dst)
+		*j.ok = *j.ok && ok
+		return dst
+	})
 }
 
 func (o listEntry) appendJSON(dst []byte) ([]byte, bool) {

@@ -123,6 +123,22 @@ func AppendTime(dst []byte, t time.Time) ([]byte, bool) {
 	return append(b, '"'), true
 }
 
+// AppendArray writes s as json.Marshal writes a slice: null for a nil one, else its elements,
+// each written by each, between brackets and separated by commas.
+func AppendArray[E any](dst []byte, s []E, each func(dst []byte, e E) []byte) []byte {
+	if s == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, e := range s {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = each(dst, e)
+	}
+	return append(dst, ']')
+}
+
 // Object writes one JSON object member by member; the zero value is not ready: start one with
 // NewObject. Member names are written with AppendString, HTML-escaped as json.Marshal writes
 // them when escapeHTML is set; names are the caller's own constants.

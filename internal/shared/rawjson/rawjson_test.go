@@ -401,3 +401,16 @@ func TestAppendTimeAgreesWithJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendArrayAgreesWithJSON(t *testing.T) {
+	for _, s := range [][]string{nil, {}, {"a"}, {"a", "<b>", ""}} {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := AppendArray([]byte("x"), s, func(dst []byte, e string) []byte { return AppendString(dst, e, true) })
+		if string(got) != "x"+string(want) {
+			t.Errorf("AppendArray(%q) = %s, json.Marshal writes %s", s, got[1:], want)
+		}
+	}
+}
