@@ -37,6 +37,13 @@ const (
 	drainBound = time.Second
 )
 
+// BridgeProcs is how many threads run the Go code of `relay mcp` at once (its GOMAXPROCS, unless
+// the environment sets one). The bridge moves one message at a time between two sockets; with a
+// second processor idle, every goroutine it wakes (the line read, the call, the HTTP client's
+// reader and writer) also wakes a thread to look for work there, and those wake-ups were a large
+// share of its CPU per read (BENCHMARKS.md, "relay mcp made lean").
+const BridgeProcs = 1
+
 // passer is how `relay mcp` answers its local client's tools/call: the line goes to the relay's
 // /mcp as it came but for its id (the bridge's own, so it never meets the ids of the bridge's
 // SDK session on the same relay session), and the relay's answer comes back as one line with
