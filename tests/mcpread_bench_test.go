@@ -155,8 +155,9 @@ const forwardEnv = "VOICEBOX_BENCH_FORWARD"
 
 // forwarderOf is the command that runs the reference server (node server dir) behind a second
 // process that only copies bytes: the client's stdin to the server, the server's stdout to the
-// client (forwardStdio, this test binary again). Its CPU per read is what a second process in
-// the path costs at the least, whatever it does with the messages.
+// client (forwardStdio, this test binary again), a Go process run as `relay mcp` runs. Its CPU
+// per read is what a second process in the path costs at the least, whatever it does with the
+// messages.
 func forwarderOf(tb testing.TB, node, server, dir string) *exec.Cmd {
 	tb.Helper()
 	self, err := os.Executable()
@@ -164,7 +165,7 @@ func forwarderOf(tb testing.TB, node, server, dir string) *exec.Cmd {
 		tb.Fatal(err)
 	}
 	cmd := exec.Command(self, node, server, dir)
-	cmd.Env = append(os.Environ(), forwardEnv+"=1")
+	cmd.Env = append(os.Environ(), forwardEnv+"=1", "GOMAXPROCS=1") // as `relay mcp` runs (mcp.BridgeProcs)
 	return cmd
 }
 

@@ -100,9 +100,10 @@ func main() {
 
 // tunesCollector reports whether the command args names has its collector tuned
 // (core.TuneCollector): every command but `relay mcp`. The bridge's live heap is small and it
-// makes little garbage per message, so the 32 MiB the tuned collector lets its heap grow by would
-// only be fresh pages to fault in and clear, where Go's default reuses a few warm ones: a sixth
-// of the bridge's CPU per read (BENCHMARKS.md, "relay mcp made lean").
+// makes little garbage per message, so the 32 MiB the tuned collector lets its heap grow by are
+// only fresh pages to fault in and clear, where Go's default reuses a few warm ones: at Go's
+// default the bridge spent about a seventh less CPU per read (BENCHMARKS.md, "relay mcp made
+// lean").
 func tunesCollector(args []string) bool {
 	return len(args) == 0 || args[0] != "mcp"
 }

@@ -41,10 +41,11 @@ const (
 )
 
 // BridgeProcs is how many threads run the Go code of `relay mcp` at once (its GOMAXPROCS, unless
-// the environment sets one). The bridge moves one message at a time between two sockets; with a
-// second processor idle, every goroutine it wakes (the line read, the call, the HTTP client's
-// reader and writer) also wakes a thread to look for work there, and those wake-ups were a large
-// share of its CPU per read (BENCHMARKS.md, "relay mcp made lean").
+// the environment sets one). The bridge moves one message at a time between its client and the
+// relay; with a second processor, the goroutines each message wakes in turn (the line read, the
+// call, the HTTP client's writer and reader) are handed between threads, each hand-off a wake-up.
+// With Go's own collector (cmd/relay tunesCollector), one processor took about a fifth off the
+// bridge's CPU per read (BENCHMARKS.md, "relay mcp made lean").
 const BridgeProcs = 1
 
 // passer is how `relay mcp` answers its local client's tools/call: the line goes to the relay's
