@@ -31,23 +31,27 @@ const (
 )
 
 // BenchmarkMCPReadWorkspace measures what an MCP client feels reading a 4 KiB file of a folder
-// on the relay's own machine, one tools/call at a time, the same Go SDK client for all three:
+// on the relay's own machine, one tools/call at a time, the same Go SDK client for each:
 //
 //   - mcp-us: Voicebox's /mcp (Streamable HTTP) on a relay serving the folder with --workspace;
 //   - bridge-us: the same relay through `relay mcp`, the stdio bridge a desktop client starts;
 //   - reference-us: @modelcontextprotocol/server-filesystem (tools/mcp-filesystem, pinned; stdio,
-//     read_text_file) on the same folder, run by Node.
+//     read_text_file) on the same folder, run by Node;
+//   - forward-us: the same reference server behind a second process that only copies bytes
+//     between the pipes (forwarderOf): what a second process in the path costs at the least.
 //
 // Each reports its p50 and p99 over mcpReadRounds interleaved rounds of mcpReadPerRound reads,
 // and mcp-x / bridge-x the ratio of its p50 to the reference's; and the CPU time the server's
 // processes spent per read (*-cpu-us: the relay's for /mcp, the bridge's and the relay's for
 // `relay mcp`, Node's for the reference), which a loaded machine disturbs far less than the
-// latencies. With VOICEBOX_BENCH_BRIDGE_BEFORE naming another build's relay binary, its `relay mcp`
+// latencies; *-front-cpu-us is the second process's alone (the bridge's, the forwarder's). With
+// VOICEBOX_BENCH_BRIDGE_BEFORE naming another build's relay binary, its `relay mcp`
 // takes its turns too (bridge-before-*), so a change to the bridge is measured before and after
 // in one run. A second relay on the same folder with GOGC=100 (Go's own collector, as an
 // operator's GOGC leaves it: core.TuneCollector steps aside) takes its turns too, over /mcp and
-// through a `relay mcp` of its own at GOGC=100 (mcp-gc100-*, bridge-gc100-*): the tuned collector
-// measured against Go's default in one run; *-peak-kib is each relay's peak resident memory.
+// through a `relay mcp` of its own (mcp-gc100-*, bridge-gc100-*; `relay mcp` itself keeps Go's
+// collector either way): the tuned collector measured against Go's default in one run;
+// *-peak-kib is each relay's peak resident memory.
 func BenchmarkMCPReadWorkspace(b *testing.B) {
 	dir := b.TempDir()
 	content := strings.Repeat("notes ", mcpReadBytes/6) + strings.Repeat("n", mcpReadBytes%6)
