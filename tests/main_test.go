@@ -6,9 +6,15 @@
 package tests
 
 import (
+	"os"
 	"testing"
 
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
-func TestMain(m *testing.M) { harness.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(forwardEnv) != "" {
+		os.Exit(forwardStdio(os.Args[1:])) // BenchmarkMCPReadWorkspace's second process, not a test run
+	}
+	harness.Main(m)
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,23 +31,27 @@ const (
 )
 
 // BenchmarkMCPReadWorkspace measures what an MCP client feels reading a 4 KiB file of a folder
-// on the relay's own machine, one tools/call at a time, the same Go SDK client for all three:
+// on the relay's own machine, one tools/call at a time, the same Go SDK client for each:
 //
 //   - mcp-us: Voicebox's /mcp (Streamable HTTP) on a relay serving the folder with --workspace;
 //   - bridge-us: the same relay through `relay mcp`, the stdio bridge a desktop client starts;
 //   - reference-us: @modelcontextprotocol/server-filesystem (tools/mcp-filesystem, pinned; stdio,
-//     read_text_file) on the same folder, run by Node.
+//     read_text_file) on the same folder, run by Node;
+//   - forward-us: the same reference server behind a second process that only copies bytes
+//     between the pipes (forwarderOf): what a second process in the path costs at the least.
 //
 // Each reports its p50 and p99 over mcpReadRounds interleaved rounds of mcpReadPerRound reads,
 // and mcp-x / bridge-x the ratio of its p50 to the reference's; and the CPU time the server's
 // processes spent per read (*-cpu-us: the relay's for /mcp, the bridge's and the relay's for
 // `relay mcp`, Node's for the reference), which a loaded machine disturbs far less than the
-// latencies. With VOICEBOX_BENCH_BRIDGE_BEFORE naming another build's relay binary, its `relay mcp`
+// latencies; *-front-cpu-us is the second process's alone (the bridge's, the forwarder's). With
+// VOICEBOX_BENCH_BRIDGE_BEFORE naming another build's relay binary, its `relay mcp`
 // takes its turns too (bridge-before-*), so a change to the bridge is measured before and after
 // in one run. A second relay on the same folder with GOGC=100 (Go's own collector, as an
 // operator's GOGC leaves it: core.TuneCollector steps aside) takes its turns too, over /mcp and
-// through a `relay mcp` of its own at GOGC=100 (mcp-gc100-*, bridge-gc100-*): the tuned collector
-// measured against Go's default in one run; *-peak-kib is each relay's peak resident memory.
+// through a `relay mcp` of its own (mcp-gc100-*, bridge-gc100-*; `relay mcp` itself keeps Go's
+// collector either way): the tuned collector measured against Go's default in one run;
+// *-peak-kib is each relay's peak resident memory.
 func BenchmarkMCPReadWorkspace(b *testing.B) {
 	dir := b.TempDir()
 	content := strings.Repeat("notes ", mcpReadBytes/6) + strings.Repeat("n", mcpReadBytes%6)
@@ -72,6 +77,8 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 	node, server := referenceFilesystem(b)
 	referenceCmd := exec.Command(node, server, dir)
 	reference := connectStdio(b, referenceCmd)
+	forwardCmd := forwarderOf(b, node, server, dir)
+	forwarded := connectStdio(b, forwardCmd)
 
 	type reader struct {
 		name string
@@ -81,20 +88,26 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 		us   []float64
 		pids []int         // the server's processes
 		cpu  time.Duration // their CPU time over the measured reads
+		// front is the process the client talks to when it is not the server (the bridge, the
+		// forwarder), 0 when it is; frontCPU its own CPU time over the measured reads.
+		front    int
+		frontCPU time.Duration
 	}
 	readFile := map[string]string{"name": "notes.md"}
+	referenceArgs := map[string]string{"path": filepath.Join(dir, "notes.md")}
 	readers := []*reader{
 		{name: "mcp", s: overHTTP, tool: "read_file", args: readFile, pids: []int{relay.PID()}},
-		{name: "bridge", s: bridge, tool: "read_file", args: readFile, pids: bridgePIDs},
-		{name: "reference", s: reference, tool: "read_text_file", args: map[string]string{"path": filepath.Join(dir, "notes.md")}, pids: []int{referenceCmd.Process.Pid}},
+		{name: "bridge", s: bridge, tool: "read_file", args: readFile, pids: bridgePIDs, front: bridgePIDs[0]},
+		{name: "reference", s: reference, tool: "read_text_file", args: referenceArgs, pids: []int{referenceCmd.Process.Pid}},
+		{name: "forward", s: forwarded, tool: "read_text_file", args: referenceArgs, pids: forwarderPIDs(b, forwardCmd), front: forwardCmd.Process.Pid},
 		{name: "mcp-gc100", s: overHTTPDefaultGC, tool: "read_file", args: readFile, pids: []int{defaultGC.PID()}},
-		{name: "bridge-gc100", s: bridgeDefaultGC, tool: "read_file", args: readFile, pids: bridgeDefaultGCPIDs},
+		{name: "bridge-gc100", s: bridgeDefaultGC, tool: "read_file", args: readFile, pids: bridgeDefaultGCPIDs, front: bridgeDefaultGCPIDs[0]},
 	}
 	if bin := os.Getenv("VOICEBOX_BENCH_BRIDGE_BEFORE"); bin != "" {
 		// Another build's `relay mcp` (main's, say) on the same relay, taking its turns with the
 		// others: a change to the bridge measured before and after in one run.
 		s, pids := bridgeOf(relay, bin, "bench-bridge-before")
-		readers = append(readers, &reader{name: "bridge-before", s: s, tool: "read_file", args: readFile, pids: pids})
+		readers = append(readers, &reader{name: "bridge-before", s: s, tool: "read_file", args: readFile, pids: pids, front: pids[0]})
 	}
 	read := func(r *reader) {
 		t0 := time.Now()
@@ -116,11 +129,12 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 	for b.Loop() {
 		for range mcpReadRounds {
 			for _, r := range readers {
-				cpu0 := processesCPU(b, r.pids)
+				cpu0, front0 := processesCPU(b, r.pids), frontCPU(b, r.front)
 				for range mcpReadPerRound {
 					read(r)
 				}
 				r.cpu += processesCPU(b, r.pids) - cpu0
+				r.frontCPU += frontCPU(b, r.front) - front0
 			}
 		}
 	}
@@ -129,12 +143,88 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 	for _, r := range readers {
 		harness.ReportPercentiles(b, r.us, r.name+"-us")
 		b.ReportMetric(float64(r.cpu.Microseconds())/float64(len(r.us)), r.name+"-cpu-us")
+		if r.front != 0 {
+			b.ReportMetric(float64(r.frontCPU.Microseconds())/float64(len(r.us)), r.name+"-front-cpu-us")
+		}
 		if r.name != "reference" {
 			b.ReportMetric(median(r.us)/ref, r.name+"-x")
 		}
 	}
 	b.ReportMetric(float64(peakResidentKiB(b, relay.PID())), "mcp-peak-kib")
 	b.ReportMetric(float64(peakResidentKiB(b, defaultGC.PID())), "mcp-gc100-peak-kib")
+}
+
+// forwardEnv set makes this test binary the forwarder of forwarderOf instead of a test run.
+const forwardEnv = "VOICEBOX_BENCH_FORWARD"
+
+// forwarderOf is the command that runs the reference server (node server dir) behind a second
+// process that only copies bytes: the client's stdin to the server, the server's stdout to the
+// client (forwardStdio, this test binary again), a Go process run as `relay mcp` runs. Its CPU
+// per read is what a second process in the path costs at the least, whatever it does with the
+// messages.
+func forwarderOf(tb testing.TB, node, server, dir string) *exec.Cmd {
+	tb.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(self, node, server, dir)
+	cmd.Env = append(os.Environ(), forwardEnv+"=1", "GOMAXPROCS=1") // as `relay mcp` runs (mcp.BridgeProcs)
+	return cmd
+}
+
+// forwardStdio runs argv as a child and copies this process's stdin to the child's and the
+// child's stdout to this process's, as they come, until the child ends; its exit code.
+func forwardStdio(argv []string) int {
+	if len(argv) == 0 {
+		return 2
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return 1
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
+		return 1
+	}
+	go func() {
+		io.Copy(in, os.Stdin)
+		in.Close()
+	}()
+	io.Copy(os.Stdout, out)
+	cmd.Wait()
+	return 0
+}
+
+// forwarderPIDs is the forwarder's process and the server it started (a child of any of the
+// forwarder's threads).
+func forwarderPIDs(tb testing.TB, cmd *exec.Cmd) []int {
+	tb.Helper()
+	pid := cmd.Process.Pid
+	lists, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var children []string
+	for _, f := range lists {
+		b, _ := os.ReadFile(f)
+		children = append(children, strings.Fields(string(b))...)
+	}
+	if len(children) != 1 {
+		tb.Fatalf("the server behind forwarder %d cannot be found (children %q): the benchmark needs Linux's /proc", pid, children)
+	}
+	child, _ := strconv.Atoi(children[0])
+	return []int{pid, child}
+}
+
+// frontCPU is processesCPU of pid alone; 0 for no process.
+func frontCPU(tb testing.TB, pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	return processesCPU(tb, []int{pid})
 }
 
 // peakResidentKiB is the most resident memory process pid has held (VmHWM), in KiB.

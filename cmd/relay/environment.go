@@ -56,4 +56,5 @@ var environment = []envVar{
 	{"VOICEBOX_MCP_BEARER_FILE", "bearer-file", "the MCP client's bearer file, for relay mcp"},
 	{"GOGC", "", "Go's collector setting; when it or GOMEMLIMIT is set, the relay's collector is left as they say instead of tuned (core.TuneCollector: GOGC between 100 and 400, the heap at most 32 MiB past what is live, docs/server.md)"},
 	{"GOMEMLIMIT", "", "Go's soft memory limit; when set, as GOGC, the collector is left as the runtime sets it"},
+	{"GOMAXPROCS", "", "Go's count of threads running Go code at once; `relay mcp` runs on mcp.BridgeProcs (1) unless it is set, and, unlike the relay, with Go's own collector (docs/mcp.md)"},
 }

@@ -92,8 +92,20 @@ func init() {
 }
 
 func main() {
-	core.TuneCollector() // every command's process: the relay, `relay mcp`, `relay env`
+	if tunesCollector(os.Args[1:]) {
+		core.TuneCollector()
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// tunesCollector reports whether the command args names has its collector tuned
+// (core.TuneCollector): every command but `relay mcp`. The bridge's live heap is small and it
+// makes little garbage per message, so the 32 MiB the tuned collector lets its heap grow by are
+// only fresh pages to fault in and clear, where Go's default reuses a few warm ones: at Go's
+// default the bridge spent about a seventh less CPU per read (BENCHMARKS.md, "relay mcp made
+// lean").
+func tunesCollector(args []string) bool {
+	return len(args) == 0 || args[0] != "mcp"
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -322,3 +322,16 @@ func TestEveryCommandAnswersHelp(t *testing.T) {
 		t.Errorf("relay help's line for approval-code omits --nats")
 	}
 }
+
+// TestOnlyRelayMCPKeepsGosCollector: every command's process tunes its collector but the stdio
+// bridge's, whose small heap does better at Go's default (BENCHMARKS.md, "relay mcp made lean").
+func TestOnlyRelayMCPKeepsGosCollector(t *testing.T) {
+	for _, args := range [][]string{nil, {"serve"}, {"--workspace", "x"}, {"env"}, {"mcp-token", "a"}} {
+		if !tunesCollector(args) {
+			t.Errorf("relay %v keeps Go's collector; it should tune it", args)
+		}
+	}
+	if tunesCollector([]string{"mcp", "--bearer-file", "f"}) {
+		t.Error("relay mcp tunes its collector")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -70,9 +71,16 @@ func mcpBridgeFlags(stderr io.Writer) (*flag.FlagSet, *mcpBridgeConfig) {
 }
 
 func runMCP(args []string, stdout, stderr io.Writer) int {
+	if os.Getenv("GOMAXPROCS") == "" { // an operator's setting wins
+		runtime.GOMAXPROCS(mcp.BridgeProcs)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return mcpUntil(ctx, args, &mcp.LineTransport{In: os.Stdin, Out: os.Stdout}, stderr)
+	stdin, restoreIn := mcp.Polled(os.Stdin.Fd(), "/dev/stdin")
+	defer restoreIn()
+	stdout, restoreOut := mcp.Polled(os.Stdout.Fd(), "/dev/stdout")
+	defer restoreOut()
+	return mcpUntil(ctx, args, &mcp.LineTransport{In: stdin, Out: stdout}, stderr)
 }
 
 // mcpUntil runs the stdio bridge on local until the local client leaves or ctx ends.

@@ -133,6 +133,7 @@ var referenceBounds = []referenceBound{
 	{"mcp.MaxBridgedCalls", mcp.MaxBridgedCalls, countUnit},
 	{"mcp.MaxBridgedAnswerBytes", mcp.MaxBridgedAnswerBytes, bytesUnit},
 	{"mcp.CancelNoticeBound", int64(mcp.CancelNoticeBound), duration},
+	{"mcp.BridgeProcs", mcp.BridgeProcs, countUnit},
 	{"hoststate.MaxMCPClients", hoststate.MaxMCPClients, countUnit},
 	{"server.MaxBodyBytes", server.MaxBodyBytes, bytesUnit},
 	{"server.HeaderTimeout", int64(server.HeaderTimeout), duration},

@@ -115,8 +115,8 @@ func (b *Bridge) Run(ctx context.Context, local sdk.Transport) error {
 	if lt, ok := local.(*LineTransport); ok {
 		// A client on lines has its tools/call passed to the relay as bytes (passer).
 		pctx, stop := context.WithCancel(ctx)
-		pass := &passer{endpoint: b.Endpoint, session: remote.ID(), protocol: init.ProtocolVersion,
-			http: httpClient, log: log, ctx: pctx, calls: map[string]*passedCall{}}
+		pass := &passer{endpoint: b.Endpoint, session: remote.ID(), bearer: b.Bearer, protocol: init.ProtocolVersion,
+			http: &http.Client{}, log: log, ctx: pctx, calls: map[string]*passedCall{}, idle: make(chan func())}
 		local = &LineTransport{In: lt.In, Out: lt.Out, pass: pass}
 		defer pass.wg.Wait()
 		defer stop()

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -35,7 +36,17 @@ const (
 	maxDrainBytes = 64 << 10
 	// drainBound bounds how long the bridge reads an answer's stream past the answer.
 	drainBound = time.Second
+	// maxIdleWorkers bounds the goroutines that wait for the next passed call (run).
+	maxIdleWorkers = 4
 )
+
+// BridgeProcs is how many threads run the Go code of `relay mcp` at once (its GOMAXPROCS, unless
+// the environment sets one). The bridge moves one message at a time between its client and the
+// relay; with a second processor, the goroutines each message wakes in turn (the line read, the
+// call, the HTTP client's writer and reader) are handed between threads, each hand-off a wake-up.
+// With Go's own collector (cmd/relay tunesCollector), one processor took about a fifth off the
+// bridge's CPU per read (BENCHMARKS.md, "relay mcp made lean").
+const BridgeProcs = 1
 
 // passer is how `relay mcp` answers its local client's tools/call: the line goes to the relay's
 // /mcp as it came but for its id (the bridge's own, so it never meets the ids of the bridge's
@@ -50,6 +61,7 @@ const (
 type passer struct {
 	endpoint string // the relay's /mcp
 	session  string // the Mcp-Session-Id of the bridge's session on the relay
+	bearer   string // the client's bearer, sent with every request
 	protocol string // the protocol version that session speaks
 	http     *http.Client
 	log      *slog.Logger
@@ -64,6 +76,9 @@ type passer struct {
 	seq        uint64
 	calls      map[string]*passedCall // the client's id, as JSON -> its call
 	wg         sync.WaitGroup
+
+	idle   chan func()  // an idle worker takes a call here (run)
+	idlers atomic.Int32 // the workers waiting on idle
 }
 
 // passedCall is a tools/call the relay has not answered yet.
@@ -141,7 +156,7 @@ func (p *passer) call(req *jsonrpc.Request) bool {
 	c := &passedCall{wire: fmt.Sprintf("relay-mcp-%d", p.seq), cancel: cancel}
 	p.calls[string(id)] = c
 	p.wg.Add(1)
-	go func() {
+	p.run(func() {
 		defer p.wg.Done()
 		defer cancel()
 		member, rest := p.relay(ctx, c, req.Params)
@@ -170,8 +185,37 @@ func (p *passer) call(req *jsonrpc.Request) bool {
 			rest.Close()
 			stop.Stop()
 		}
-	}()
+	})
 	return true
+}
+
+// run runs a passed call on an idle worker, or on a new one when none is idle. A worker keeps
+// its goroutine, and the stack the HTTP client grew it to, for the next call, where a goroutine
+// of its own per call grew a fresh stack each time; at most maxIdleWorkers wait idle, the others
+// end.
+func (p *passer) run(call func()) {
+	select {
+	case p.idle <- call:
+	default:
+		go p.work(call)
+	}
+}
+
+func (p *passer) work(call func()) {
+	for {
+		call()
+		if p.idlers.Add(1) > maxIdleWorkers {
+			p.idlers.Add(-1)
+			return
+		}
+		select {
+		case call = <-p.idle:
+			p.idlers.Add(-1)
+		case <-p.ctx.Done():
+			p.idlers.Add(-1)
+			return
+		}
+	}
 }
 
 // cancel stops the passed call params names; false when it names none (the SDK's server may hold
@@ -218,14 +262,15 @@ func errorMember(code int64, rf *refusal.Refusal) []byte {
 // relay posts the call to the relay and reads its answer, passing on the notifications before
 // it. It returns the answer's result or error member; nil when the client cancelled first.
 func (p *passer) relay(ctx context.Context, c *passedCall, params json.RawMessage) (member []byte, rest io.ReadCloser) {
-	body, err := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      string          `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params,omitempty"`
-	}{"2.0", c.wire, "tools/call", params})
-	if err != nil {
-		return errorMember(jsonrpc.CodeInvalidParams, refusal.New(refusal.InvalidArgument, "the call's params are not JSON: %v", err)), nil
+	// The client's params as they came (its line was checked to be JSON), in the bridge's request.
+	body := make([]byte, 0, len(params)+len(c.wire)+64)
+	body = append(body, `{"jsonrpc":"2.0","id":"`...)
+	body = append(body, c.wire...)
+	body = append(body, `","method":"tools/call"`...)
+	if len(params) > 0 {
+		body = append(append(append(body, `,"params":`...), params...), '}')
+	} else {
+		body = append(body, '}')
 	}
 	resp, err := p.post(ctx, body)
 	if err != nil {
@@ -277,6 +322,7 @@ func (p *passer) post(ctx context.Context, body []byte) (*http.Response, error) 
 	r.Header.Set("Accept", "application/json, text/event-stream")
 	r.Header.Set("Mcp-Session-Id", p.session)
 	r.Header.Set("Mcp-Protocol-Version", p.protocol)
+	r.Header.Set("Authorization", "Bearer "+p.bearer) // a refusal of it is read by errorOfStatus
 	return p.http.Do(r)
 }
 
@@ -302,33 +348,45 @@ func (p *passer) answerOf(c *passedCall, msg []byte, tooLong bool) []byte {
 	if tooLong {
 		return errorMember(jsonrpc.CodeInternalError, refusal.New(refusal.BodyTooLarge, "the relay's answer to this call was longer than %d bytes, the bound of relay mcp", MaxBridgedAnswerBytes))
 	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
+	m, ok := topMembers(msg) // one scan that skips values: the result is never decoded
+	if !ok {
+		return errorMember(jsonrpc.CodeInternalError, refusal.New(refusal.InternalError, "the relay answered something that is not a JSON-RPC message"))
 	}
-	if err := json.Unmarshal(msg, &m); err != nil {
-		return errorMember(jsonrpc.CodeInternalError, refusal.New(refusal.InternalError, "the relay answered something that is not JSON-RPC: %v", err))
-	}
+	method, id := m["method"], m["id"]
 	switch {
-	case m.Method != "" && m.ID == nil:
+	case method != nil && id == nil:
 		var line bytes.Buffer
 		if json.Compact(&line, msg) == nil {
 			p.write(line.Bytes())
 		}
-	case m.Method != "":
-		p.log.Warn("mcp bridge: the relay asked something of the client during a call; relay mcp does not relay it", "method", m.Method)
-	case string(m.ID) != `"`+c.wire+`"`:
-		p.log.Warn("mcp bridge: the relay answered another id on a call's stream", "id", string(m.ID))
-	case m.Error != nil:
-		return append([]byte(`"error":`), m.Error...)
-	case m.Result != nil:
-		return append([]byte(`"result":`), m.Result...)
+	case method != nil:
+		p.log.Warn("mcp bridge: the relay asked something of the client during a call; relay mcp does not relay it", "method", string(method))
+	case string(id) != `"`+c.wire+`"`:
+		p.log.Warn("mcp bridge: the relay answered another id on a call's stream", "id", string(id))
+	case m["error"] != nil:
+		return oneLine("error", m["error"])
+	case m["result"] != nil:
+		return oneLine("result", m["result"])
 	default:
 		return errorMember(jsonrpc.CodeInternalError, refusal.New(refusal.InternalError, "the relay's answer to this call had neither result nor error"))
 	}
 	return nil
+}
+
+// oneLine is the member "name":value, on one line: an event's data on several lines comes
+// joined by newlines, which would end the client's line early, so such a value is compacted; a
+// value that is not JSON is an internal error.
+func oneLine(name string, value []byte) []byte {
+	member := make([]byte, 0, len(name)+3+len(value))
+	member = append(append(append(member, '"'), name...), '"', ':')
+	if bytes.IndexAny(value, "\r\n") < 0 {
+		return append(member, value...)
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, value) != nil {
+		return errorMember(jsonrpc.CodeInternalError, refusal.New(refusal.InternalError, "the relay's answer to this call was not JSON"))
+	}
+	return append(member, b.Bytes()...)
 }
 
 // errorOfStatus is the error member of a refused POST: the relay's JSON-RPC error as it is, or

@@ -77,7 +77,7 @@ func passerOn(t *testing.T) (*passer, *fakeRelay, chan map[string]any) {
 	ctx, cancel := context.WithCancel(context.Background())
 	lines := make(chan map[string]any, 64)
 	p := &passer{endpoint: srv.URL, session: "s1", protocol: "2025-06-18", http: srv.Client(),
-		log: slog.New(slog.DiscardHandler), ctx: ctx, calls: map[string]*passedCall{},
+		log: slog.New(slog.DiscardHandler), ctx: ctx, calls: map[string]*passedCall{}, idle: make(chan func()),
 		write: func(b []byte) error {
 			var m map[string]any
 			if err := json.Unmarshal(b, &m); err != nil {
@@ -264,5 +264,37 @@ func TestDecodeMessageReadsLinesAsTheSDKDoes(t *testing.T) {
 		if string(w) != string(g) {
 			t.Errorf("%s: the SDK reads %s, the bridge %s", line, w, g)
 		}
+	}
+}
+
+// TestAnswerOfKeepsTheClientsLineOneLine: the relay's answer to a passed call becomes its
+// result or error member as it came, on one line even when the event's data spanned several
+// (joined by a newline, which would end the client's line early); a notification is passed on,
+// and an answer that is no JSON-RPC message, or has neither result nor error, is an error.
+func TestAnswerOfKeepsTheClientsLineOneLine(t *testing.T) {
+	p, _, lines := passerOn(t)
+	c := &passedCall{wire: "relay-mcp-1"}
+	for _, tc := range []struct{ data, member string }{
+		{`{"jsonrpc":"2.0","id":"relay-mcp-1","result":{"content":[{"type":"text","text":"a\nb"}]}}`, `"result":{"content":[{"type":"text","text":"a\nb"}]}`},
+		{"{\"jsonrpc\":\"2.0\",\"id\":\"relay-mcp-1\",\n\"result\":{\"content\":\n[{\"type\":\"text\",\"text\":\"x\"}]}}", `"result":{"content":[{"type":"text","text":"x"}]}`},
+		{`{"jsonrpc":"2.0","id":"relay-mcp-1","error":{"code":-32603,"message":"no"}}`, `"error":{"code":-32603,"message":"no"}`},
+	} {
+		if got := string(p.answerOf(c, []byte(tc.data), false)); got != tc.member {
+			t.Errorf("the answer %q gave the member %s, want %s", tc.data, got, tc.member)
+		}
+	}
+	for _, data := range []string{`{"jsonrpc":"2.0","id":"relay-mcp-1"}`, `{"jsonrpc":"2.0","id":"relay-mcp-1","result":{"a":`, `not json`} {
+		if got := string(p.answerOf(c, []byte(data), false)); !strings.HasPrefix(got, `"error":`) || !strings.Contains(got, "internal-error") {
+			t.Errorf("the answer %q gave %s, want an internal-error", data, got)
+		}
+	}
+	if got := p.answerOf(c, []byte("{\"jsonrpc\":\"2.0\",\n\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}"), false); got != nil {
+		t.Errorf("a notification was taken for the answer: %s", got)
+	}
+	if m := nextLine(t, lines); m["method"] != "notifications/progress" {
+		t.Errorf("the notification was passed on as %v", m)
+	}
+	if got := p.answerOf(c, []byte(`{"jsonrpc":"2.0","id":"relay-mcp-9","result":{}}`), false); got != nil {
+		t.Errorf("an answer to another id was taken for this call's: %s", got)
 	}
 }
