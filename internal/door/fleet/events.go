@@ -35,12 +35,19 @@ const instanceHeader = "Voicebox-Instance"
 // maxInstanceBytes bounds a run's name heard on <prefix>.presence; a longer one is not recorded.
 const maxInstanceBytes = 64
 
-// LeaveCheckWait bounds how long a relay that heard another relay's run say it leaves waits for
-// that relay to answer whether it still lives (on <prefix>.alive.<relay>). A relay that has
-// left subscribes there no more, so NATS answers at once that nobody does; this bound matters
-// only when something subscribed there does not answer, and then the leave is not believed
-// (the run is forgotten once silent for a lease TTL, as without it).
+// LeaveCheckWait bounds each wait of a relay that heard another relay's run say it leaves, for
+// that run and then that relay to answer whether they still live (aliveRun, aliveRelay). One
+// that has left subscribes there no more, so NATS answers at once that nobody does; this bound
+// matters only when something subscribed there does not answer, and then the leave is not
+// believed (the run is forgotten once silent for a lease TTL, as without it).
 const LeaveCheckWait = time.Second
+
+// aliveRun and aliveRelay are the subjects (after <prefix>.) on which a relay answers, while it
+// serves, that its run (aliveRun and the instance) and the relay (aliveRelay and its id) live.
+const (
+	aliveRun   = "alive.run."
+	aliveRelay = "alive.relay."
+)
 
 // runsEvent is the event that tells this relay's pages the fleet's live runs, when the list
 // becomes known or changes (Events.LiveRuns).
@@ -94,7 +101,7 @@ type Events struct {
 	tellMu sync.Mutex // serializes tellRuns, so the pages are told the runs in order
 	told   string     // the live runs last told to the pages, comma-separated; "" for none
 
-	alive *nats.Subscription // on <prefix>.alive.<relay>, answered with this run's instance
+	alive []*nats.Subscription // on aliveRun and aliveRelay: this run and this relay live
 
 	stop chan struct{}
 	done chan struct{}
@@ -102,7 +109,6 @@ type Events struct {
 
 // peerRun is another relay's run heard on <prefix>.presence.
 type peerRun struct {
-	relay    string    // the relay its heartbeats came from
 	at       time.Time // when it was last heard
 	checking bool      // a leave naming it is being checked (Events.checkLeave)
 }
@@ -124,10 +130,11 @@ const MaxRemoteApprovals = 1024
 // it. It is said on <prefix>.presence too, for relays of an older version; there it is ignored.
 //
 // Nothing on the fleet's subjects is signed (NATS credentials are the fleet's trust boundary),
-// so a leave is believed only of a run recorded for the relay that says it, and only once that
-// relay answers on <prefix>.alive.<relay> no more, or with another run (checkLeave): a relay
-// stops answering there before it says it leaves, and a live run answers with itself, so a
-// leave forged by another NATS client ends no live run.
+// so a leave is believed only of a run recorded here, and only once nobody answers for that run
+// (aliveRun), and it ends the approvals of the relay that says it only once nobody answers for
+// that relay either (aliveRelay; checkLeave): a relay stops answering for itself and its run
+// before it says it leaves, and a live one answers, so a leave forged by another NATS client
+// ends no live run and no live relay's approvals.
 const leavingMessage = "leaving"
 
 // remoteApproval is an approval another relay asked for.
@@ -175,7 +182,7 @@ func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 		}
 		e.peerMu.Lock()
 		e.heardLocked(from, false)
-		e.runHeardLocked(from, m.Header.Get(instanceHeader))
+		e.runHeardLocked(m.Header.Get(instanceHeader))
 		e.peerMu.Unlock()
 	})
 	if err != nil {
@@ -215,42 +222,53 @@ func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 		return nil, err
 	}
 	e.subs = append(e.subs, sub)
-	// Whether this relay still lives, and as which run: asked by a relay that heard one of its
-	// runs say it leaves (checkLeave).
-	e.alive, err = f.nc.Subscribe(f.subject("alive."+f.ID()), func(m *nats.Msg) { m.Respond([]byte(c.Instance())) })
-	if err != nil {
-		close(e.done)
-		e.Close()
-		return nil, err
+	// Whether this run and this relay still live: asked by a relay that heard a leave naming
+	// them (checkLeave). A run with no valid name is recorded by nobody, so never asked.
+	alive := []string{aliveRelay + f.ID()}
+	if validName(c.Instance(), maxInstanceBytes) {
+		alive = append(alive, aliveRun+c.Instance())
+	}
+	for _, s := range alive {
+		sub, err := f.nc.Subscribe(f.subject(s), func(m *nats.Msg) { m.Respond(nil) })
+		if err != nil {
+			close(e.done)
+			e.Close()
+			return nil, err
+		}
+		e.alive = append(e.alive, sub)
 	}
 	go e.beat()
 	return e, nil
 }
 
 // leaveHeard takes the leave of relay from's run instance, heard on <prefix>.events after every
-// event the run published there: a run recorded for that relay is checked (checkLeave), once at
-// a time; a leave naming anything else is not believed (what it names is forgotten once silent
-// for a lease TTL).
+// event the run published there: a run recorded here is checked (checkLeave), once at a time; a
+// leave naming no such run is not believed (silence ends what it names, a lease TTL on).
 func (e *Events) leaveHeard(from, instance string) {
 	e.peerMu.Lock()
 	defer e.peerMu.Unlock()
 	r, ok := e.runs[instance]
-	if !ok || r.relay != from || r.checking {
+	if !ok || r.checking || !validName(from, maxRelayIDBytes) {
 		return
 	}
 	r.checking = true
 	go e.checkLeave(from, instance)
 }
 
-// checkLeave asks relay from whether it still lives, after its run instance was heard leaving,
-// and believes the leave when nobody answers for that relay (it has left: its approvals end and
-// its run is forgotten at once) or another run does (that run has left, restarted under the same
-// name). When instance itself answers, the leave was forged and nothing changes; with no answer
+// checkLeave asks whether the run instance still lives, after a leave naming it was heard from
+// relay from, and believes the leave when nobody answers for it: the run is forgotten at once
+// (and not taken back for a heartbeat it sent before leaving). The approvals of relay from end
+// at once only when nobody answers for that relay either (a relay restarted under the same id
+// lives on). When the run answers, the leave was forged and nothing changes; with no answer
 // within LeaveCheckWait, nothing changes either, and silence ends the run a lease TTL on.
 func (e *Events) checkLeave(from, instance string) {
-	reply, err := e.f.nc.Request(e.f.subject("alive."+from), nil, LeaveCheckWait)
-	relayGone := errors.Is(err, nats.ErrNoResponders)
-	runGone := relayGone || err == nil && string(reply.Data) != instance
+	_, err := e.f.nc.Request(e.f.subject(aliveRun+instance), nil, LeaveCheckWait)
+	runGone := errors.Is(err, nats.ErrNoResponders)
+	relayGone := false
+	if runGone {
+		_, rerr := e.f.nc.Request(e.f.subject(aliveRelay+from), nil, LeaveCheckWait)
+		relayGone = errors.Is(rerr, nats.ErrNoResponders)
+	}
 	e.peerMu.Lock()
 	if r, ok := e.runs[instance]; ok {
 		r.checking = false
@@ -271,9 +289,9 @@ func (e *Events) checkLeave(from, instance string) {
 		e.endSilent()
 		e.tellRuns()
 	case err == nil:
-		e.f.log.Warn("fleet: a leave of a live relay's run was not believed: it still answers", "relay", from, "instance", instance)
+		e.f.log.Warn("fleet: a leave of a live run was not believed: the run still answers", "relay", from, "instance", instance)
 	default:
-		e.f.log.Warn("fleet: a leave was not believed: the relay did not answer whether it lives", "relay", from, "instance", instance, "err", err)
+		e.f.log.Warn("fleet: a leave was not believed: nothing said whether the run still lives", "relay", from, "instance", instance, "err", err)
 	}
 }
 
@@ -394,10 +412,10 @@ func (e *Events) heardLocked(from string, leaving bool) {
 // grow a relay's memory.
 const maxHeardRuns = approval.MaxLiveRuns
 
-// runHeardLocked records that relay from's run instance was heard now. A run whose leave was
-// believed within a lease TTL is not recorded again (a heartbeat it sent before leaving may be
-// heard after the leave). The caller holds peerMu.
-func (e *Events) runHeardLocked(from, instance string) {
+// runHeardLocked records that the run instance was heard now. A run whose leave was believed
+// within a lease TTL is not recorded again (a heartbeat it sent before leaving may be heard after
+// the leave). The caller holds peerMu.
+func (e *Events) runHeardLocked(instance string) {
 	if !validName(instance, maxInstanceBytes) || instance == e.c.Instance() {
 		return
 	}
@@ -418,7 +436,7 @@ func (e *Events) runHeardLocked(from, instance string) {
 		r = &peerRun{}
 		e.runs[instance] = r
 	}
-	r.relay, r.at = from, now
+	r.at = now
 }
 
 // forgetSilentRunsLocked forgets the runs not heard for a lease TTL. The caller holds peerMu.
@@ -551,8 +569,8 @@ func eventParts(frame []byte) (name string, data []byte) {
 }
 
 // Close stops carrying events, and tells the others this relay leaves (so they end the
-// approvals it asked for, and forget its run, at once): it stops answering whether it lives
-// first, so a relay that checks the leave finds nobody.
+// approvals it asked for, and forget its run, at once): it stops answering that it and its run
+// live first, so a relay that checks the leave finds nobody.
 func (e *Events) Close() {
 	select {
 	case <-e.stop:
@@ -560,8 +578,8 @@ func (e *Events) Close() {
 		close(e.stop)
 	}
 	<-e.done
-	if e.alive != nil {
-		e.alive.Unsubscribe()
+	for _, s := range e.alive {
+		s.Unsubscribe()
 	}
 	e.leave()
 	e.say(leavingMessage) // for relays of an older version

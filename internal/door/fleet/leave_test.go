@@ -100,40 +100,44 @@ func TestALeaveIsHeardAfterTheRunsLastEvents(t *testing.T) {
 }
 
 // TestAForgedLeaveOfALiveRunIsNotBelieved: a NATS client that is no relay says B's live run
-// leaves (as B, on events and on presence), says so of a run B never had and of B's run as
-// another relay. B answers that it lives as its run, so A still lists it and ends none of its
-// approvals; when B really leaves, A forgets it at once.
+// leaves (as B and as another relay, on events and on presence), says so of a run nobody heard,
+// and makes up a run of B's, heard alive, then says it leaves as B. B's run answers that it
+// lives, so A still lists it; the made-up run is forgotten (nobody answers for it) but B answers
+// for itself, so none of B's approvals end. When B really leaves, A forgets it at once.
 func TestAForgedLeaveOfALiveRunIsNotBelieved(t *testing.T) {
 	t.Parallel()
 	srv := fleettest.Start(t)
 	a, sa := logged(t, srv, "leave2", "run-a")
 	b, _ := member(t, srv, "leave2", "run-b", longLease)
-	until(t, "A hearing run-b", func() bool { return heardRun(a, "run-b") })
-	knownLongAgo(a)
-	deadline := time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano)
-	b.PublishEvent([]byte(fmt.Sprintf("event: approval\ndata: {\"id\":\"ap-b\",\"deadline\":%q}\n\n", deadline)))
-
 	nc, err := nats.Connect(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
 	bID := b.f.ID()
+	presence(t, nc, "leave2", bID, "run-made-up", "")
+	until(t, "A hearing run-b and the made-up run", func() bool { return heardRun(a, "run-b") && heardRun(a, "run-made-up") })
+	knownLongAgo(a)
+	deadline := time.Now().Add(time.Minute).UTC().Format(time.RFC3339Nano)
+	b.PublishEvent([]byte(fmt.Sprintf("event: approval\ndata: {\"id\":\"ap-b\",\"deadline\":%q}\n\n", deadline)))
+
 	presence(t, nc, "leave2", bID, "run-b", leavingMessage)
 	leave(t, nc, "leave2", bID, "run-b")
-	leave(t, nc, "leave2", bID, "run-never")
 	leave(t, nc, "leave2", "relay-other", "run-b")
+	leave(t, nc, "leave2", bID, "run-never")
+	leave(t, nc, "leave2", bID, "run-made-up")
 	// The forged leaves were taken before B's next event (NATS had them first: flushed); then
-	// the one check they started (of run-b, as B's) ended.
+	// the checks they started ended.
 	b.PublishEvent([]byte("event: step\ndata: {}\n\n"))
 	until(t, "A taking B's event after the forged leaves, and checking them", func() bool {
 		a.peerMu.Lock()
 		defer a.peerMu.Unlock()
 		r, ok := a.runs["run-b"]
-		return sa.index("step {}") >= 0 && (!ok || !r.checking)
+		_, madeUp := a.runs["run-made-up"]
+		return sa.index("step {}") >= 0 && ok && !r.checking && !madeUp
 	})
 	if runs, known := a.LiveRuns(); !known || !slices.Equal(runs, []string{"run-a", "run-b"}) {
-		t.Fatalf("after a forged leave of run-b, A lists %v (known %v)", runs, known)
+		t.Fatalf("after forged leaves of run-b, A lists %v (known %v)", runs, known)
 	}
 	a.endSilent()
 	a.peerMu.Lock()
@@ -150,4 +154,7 @@ func TestAForgedLeaveOfALiveRunIsNotBelieved(t *testing.T) {
 		return known && slices.Equal(runs, []string{"run-a"})
 	})
 	until(t, "A's pages told run-b left", func() bool { return sa.index(`runs {"runs":["run-a"]}`) >= 0 })
+	until(t, "B's approval ended on A: B left", func() bool {
+		return sa.index(`approval-settled {"id":"ap-b","outcome":"requester-gone"}`) >= 0
+	})
 }
