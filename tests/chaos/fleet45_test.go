@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ import (
 )
 
 // leaveRounds is how many times a relay is stopped just after its turn's outcome went out.
-const leaveRounds = 6
+const leaveRounds = 10
 
 // busyEvents is how many events the rest of the fleet publishes just before each stop, so the
 // relay that hears them is still handing them to its pages when the stopped relay's last turn
@@ -128,6 +129,7 @@ func TestAStoppedRelaysLastTurnOutcomeComesBeforeItsLeave(t *testing.T) {
 
 	for round := range leaveRounds {
 		a := harness.StartRelay(t, env...)
+		waitFor(t, fmt.Sprintf("round %d: the page on B seen by A", round), func() bool { return a.Call(t, "now", map[string]string{}).OK })
 		id, instance := asyncTurn(t, a, name)
 		from := 0
 		waitFor(t, fmt.Sprintf("round %d: B listing A's run %s", round, instance), func() bool {
@@ -151,7 +153,7 @@ func TestAStoppedRelaysLastTurnOutcomeComesBeforeItsLeave(t *testing.T) {
 		})
 		outcome := stream.find(from, func(n, d string) bool { return n == "turn" && strings.Contains(d, `"turnId":"`+id+`"`) })
 		if outcome < 0 || outcome > gone {
-			t.Fatalf("round %d: B's stream said A's run is gone (event %d) before the outcome of its turn %s (event %d): the page showed outcome-unknown", round, gone, id, outcome)
+			t.Fatalf("round %d: B's stream said A's run is gone (event %d) before the outcome of its turn %s (event %d): the page showed outcome-unknown\nA's log:\n%s\nB's log:\n%s", round, gone, id, outcome, a.Stderr(), b.Stderr())
 		}
 		if r := b.Call(t, "read-file", map[string]string{"path": name}); !r.OK || !strings.Contains(string(r.Raw), "still here") {
 			t.Fatalf("round %d: %s after a delete never approved: %s", round, name, r.Raw)
@@ -201,12 +203,13 @@ func asyncTurn(t *testing.T, relay *harness.Relay, name string) (id, instance st
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
 	var got struct {
 		TurnID   string `json:"turnId"`
 		Instance string `json:"instance"`
 	}
-	if json.NewDecoder(resp.Body).Decode(&got); resp.StatusCode != http.StatusAccepted || got.TurnID == "" || got.Instance == "" {
-		t.Fatalf("a delete through %s answered %d %+v, not a pending handle", relay.URL, resp.StatusCode, got)
+	if json.Unmarshal(raw, &got); resp.StatusCode != http.StatusAccepted || got.TurnID == "" || got.Instance == "" {
+		t.Fatalf("a delete through %s answered %d %s, not a pending handle", relay.URL, resp.StatusCode, raw)
 	}
 	return got.TurnID, got.Instance
 }

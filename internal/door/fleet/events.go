@@ -583,6 +583,14 @@ func (e *Events) Close() {
 	}
 	e.leave()
 	e.say(leavingMessage) // for relays of an older version
+	// NATS has the leave, and every event before it, before the connection closes: a socket
+	// closed with messages from NATS still unread is reset, and what this relay wrote last
+	// could be lost with it (the others would then hear its run end only by silence).
+	if e.f.Connected() {
+		if err := e.f.nc.FlushTimeout(OpTimeout); err != nil {
+			e.f.log.Warn("fleet: NATS may not have this relay's last events and its leave", "err", err)
+		}
+	}
 	for _, s := range e.subs {
 		s.Unsubscribe()
 	}
