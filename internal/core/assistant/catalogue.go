@@ -115,6 +115,9 @@ type Tools struct {
 	// POST /api/turn/{id}/cancel ends it. Each is bounded in time (the approval's wait and
 	// approval.RunBound) and in number by MaxPendingApprovals while it waits.
 	waiting sync.Map
+	// outcomes counts the turns answered 202 whose outcome is not yet published: Close waits
+	// for them, so a relay leaving a fleet says so after its turns' outcomes.
+	outcomes unpublished
 
 	mu        sync.Mutex
 	pageTools json.RawMessage // the last declarations the page sent, as sent
@@ -302,11 +305,65 @@ func (c *Tools) decideElsewhere(id string, approve bool) (decided bool, why erro
 // encoded as JSON.
 func (c *Tools) Publish(kind string, v any) { c.events.publish(kind, v) }
 
-// Close ends every event stream and settles the approvals still waiting as timed out; for
-// shutdown. Calls made afterwards still get their one answer.
+// OutcomesWait bounds how long Close waits for the outcomes of the turns answered 202 to be
+// published. A turn waiting for approval ends at once when the shutdown settles it; one already
+// approved and running may take longer, and past this bound its outcome is not waited for (a
+// page following another relay of the fleet then shows it outcome-unknown once this run is gone).
+const OutcomesWait = 2 * time.Second
+
+// Close settles the approvals still waiting as timed out, waits (OutcomesWait at most) for the
+// turns answered 202 to publish their outcomes, so in a fleet they go out before this relay says
+// it leaves, and ends every event stream; for shutdown. Calls made afterwards still get their one
+// answer.
 func (c *Tools) Close() {
 	c.approvals.closeAll()
+	if !c.outcomes.wait(OutcomesWait) {
+		c.log.Warn("shutdown: a turn's outcome was not published in time", "waited", OutcomesWait)
+	}
 	c.events.close()
+}
+
+// unpublished counts the turns whose outcome is still to be published.
+type unpublished struct {
+	mu   sync.Mutex
+	n    int
+	none chan struct{} // closed while n is zero
+}
+
+func (u *unpublished) add() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.n == 0 {
+		u.none = make(chan struct{})
+	}
+	u.n++
+}
+
+func (u *unpublished) done() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.n--; u.n == 0 {
+		close(u.none)
+	}
+}
+
+// wait reports whether no outcome is unpublished, waiting up to bound for that.
+func (u *unpublished) wait(bound time.Duration) bool {
+	u.mu.Lock()
+	none := u.none
+	idle := u.n == 0
+	u.mu.Unlock()
+	if idle {
+		return true
+	}
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-none:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // Source says who made a call, for the page's record of them.

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,5 +213,58 @@ func TestTheHelloNamesTheTurnsItCanAnswerFor(t *testing.T) {
 	hello := next(t, again.events(), "hello").Data
 	if hello["instance"] == m["instance"] || len(hello["turns"].([]any)) != 0 {
 		t.Fatalf("another run's hello names instance %v and turns %v", hello["instance"], hello["turns"])
+	}
+}
+
+// publishedFleet is a fleet of one that keeps every event frame published to it.
+type publishedFleet struct {
+	mu     sync.Mutex
+	frames []string
+}
+
+func (f *publishedFleet) PublishEvent(frame []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.frames = append(f.frames, string(frame))
+}
+func (f *publishedFleet) Decide(string, bool) (bool, error) { return false, nil }
+func (f *publishedFleet) Watching(bool)                     {}
+func (f *publishedFleet) Watched() bool                     { return false }
+func (f *publishedFleet) LiveRuns() ([]string, bool)        { return nil, false }
+
+// TestClosePublishesThePendingTurnsOutcomesFirst: turns answered 202 wait for the person when
+// the relay shuts down. When Close returns, each one's outcome (refused: nothing was done) has
+// gone out to the fleet, so a relay leaving a fleet says it leaves after them, never before.
+func TestClosePublishesThePendingTurnsOutcomesFirst(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, assistant.Options{ApprovalTimeout: bound})
+	dir := r.machine()
+	r.events()
+	fleet := &publishedFleet{}
+	r.cat.UseFleet(fleet)
+	const n = 4
+	var turns []string
+	for i := range n {
+		name := fmt.Sprintf("f%d.txt", i)
+		os.WriteFile(filepath.Join(dir, name), []byte(name), 0o644)
+		code, m := r.postAsync(map[string]any{"action": map[string]string{"verb": "delete_file", "name": name}})
+		if code != http.StatusAccepted || m["turnId"] == "" {
+			t.Fatalf("delete %d answered %d %v", i, code, m)
+		}
+		turns = append(turns, m["turnId"].(string))
+	}
+	r.cat.Close()
+	fleet.mu.Lock()
+	published := strings.Join(fleet.frames, "")
+	fleet.mu.Unlock()
+	for _, id := range turns {
+		if !strings.Contains(published, `"turnId":"`+id+`"`) {
+			t.Fatalf("Close returned before the outcome of turn %s went out to the fleet", id)
+		}
+	}
+	for i := range n {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("f%d.txt", i))); err != nil {
+			t.Fatalf("a delete never approved ran: %v", err)
+		}
 	}
 }

@@ -35,6 +35,20 @@ const instanceHeader = "Voicebox-Instance"
 // maxInstanceBytes bounds a run's name heard on <prefix>.presence; a longer one is not recorded.
 const maxInstanceBytes = 64
 
+// LeaveCheckWait bounds each wait of a relay that heard another relay's run say it leaves, for
+// that run and then that relay to answer whether they still live (aliveRun, aliveRelay). One
+// that has left subscribes there no more, so NATS answers at once that nobody does; this bound
+// matters only when something subscribed there does not answer, and then the leave is not
+// believed (the run is forgotten once silent for a lease TTL, as without it).
+const LeaveCheckWait = time.Second
+
+// aliveRun and aliveRelay are the subjects (after <prefix>.) on which a relay answers, while it
+// serves, that its run (aliveRun and the instance) and the relay (aliveRelay and its id) live.
+const (
+	aliveRun   = "alive.run."
+	aliveRelay = "alive.relay."
+)
+
 // runsEvent is the event that tells this relay's pages the fleet's live runs, when the list
 // becomes known or changes (Events.LiveRuns).
 const runsEvent = "runs"
@@ -79,15 +93,24 @@ type Events struct {
 	left   map[string]bool           // the relays that said they leave, until heard again
 	asked  map[string]remoteApproval // the other relays' approvals still waiting, by id
 	gone   map[string]time.Time      // approvals ended RequesterGone, until their deadline
-	runs   map[string]time.Time      // the other relays' runs, by instance: when last heard
+	runs   map[string]*peerRun       // the other relays' runs, by instance
+	ended  map[string]time.Time      // the runs whose leave was believed, until a lease TTL later
 	full   time.Time                 // when a run was last not recorded, runs being full
 	began  time.Time                 // when this Events started hearing presence
 
 	tellMu sync.Mutex // serializes tellRuns, so the pages are told the runs in order
 	told   string     // the live runs last told to the pages, comma-separated; "" for none
 
+	alive []*nats.Subscription // on aliveRun and aliveRelay: this run and this relay live
+
 	stop chan struct{}
 	done chan struct{}
+}
+
+// peerRun is another relay's run heard on <prefix>.presence.
+type peerRun struct {
+	at       time.Time // when it was last heard
+	checking bool      // a leave naming it is being checked (Events.checkLeave)
 }
 
 // RequesterGone is the outcome, in the "approval-settled" event, of an approval whose requesting
@@ -99,8 +122,19 @@ const RequesterGone = "requester-gone"
 // first, so a flood of approval events from the fleet cannot grow a relay's memory.
 const MaxRemoteApprovals = 1024
 
-// leavingMessage is what a relay that closes says on <prefix>.presence, so the others end its
-// approvals at once instead of after a lease TTL of silence.
+// leavingMessage is what a relay that closes says, so the others end its approvals and forget
+// its run at once instead of after a lease TTL of silence. It is said on <prefix>.events, after
+// every event the run published there: a relay hears one subject's messages from one publisher
+// in the order they were published (nats.go hands each subscription's messages to its own
+// goroutine, in order), so the leave is heard after the run's last turn outcome, never before
+// it. It is said on <prefix>.presence too, for relays of an older version; there it is ignored.
+//
+// Nothing on the fleet's subjects is signed (NATS credentials are the fleet's trust boundary),
+// so a leave is believed only of a run recorded here, and only once nobody answers for that run
+// (aliveRun), and it ends the approvals of the relay that says it only once nobody answers for
+// that relay either (aliveRelay; checkLeave): a relay stops answering for itself and its run
+// before it says it leaves, and a live one answers, so a leave forged by another NATS client
+// ends no live run and no live relay's approvals.
 const leavingMessage = "leaving"
 
 // remoteApproval is an approval another relay asked for.
@@ -119,10 +153,14 @@ type decision struct {
 // NewEvents starts carrying c's events to and from the fleet. Close it before the fleet.
 func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 	e := &Events{f: f, c: c, heard: map[string]time.Time{}, left: map[string]bool{}, asked: map[string]remoteApproval{}, gone: map[string]time.Time{},
-		runs: map[string]time.Time{}, began: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+		runs: map[string]*peerRun{}, ended: map[string]time.Time{}, began: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	sub, err := f.nc.Subscribe(f.subject("events"), func(m *nats.Msg) {
 		from := m.Header.Get(relayHeader)
 		if from == f.ID() {
+			return
+		}
+		if string(m.Data) == leavingMessage {
+			e.leaveHeard(from, m.Header.Get(instanceHeader))
 			return
 		}
 		if !ValidEventFrame(m.Data) {
@@ -139,18 +177,13 @@ func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 	e.subs = append(e.subs, sub)
 	sub, err = f.nc.Subscribe(f.subject("presence"), func(m *nats.Msg) {
 		from := m.Header.Get(relayHeader)
-		if from == f.ID() || !validName(from, maxRelayIDBytes) {
-			return
+		if from == f.ID() || !validName(from, maxRelayIDBytes) || string(m.Data) == leavingMessage {
+			return // a leave is heard on <prefix>.events, after the run's last events
 		}
-		leaving := string(m.Data) == leavingMessage
 		e.peerMu.Lock()
-		e.heardLocked(from, leaving)
-		e.runHeardLocked(m.Header.Get(instanceHeader), leaving)
+		e.heardLocked(from, false)
+		e.runHeardLocked(m.Header.Get(instanceHeader))
 		e.peerMu.Unlock()
-		if leaving {
-			e.endSilent()
-			e.tellRuns()
-		}
 	})
 	if err != nil {
 		close(e.done)
@@ -189,8 +222,77 @@ func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 		return nil, err
 	}
 	e.subs = append(e.subs, sub)
+	// Whether this run and this relay still live: asked by a relay that heard a leave naming
+	// them (checkLeave). A run with no valid name is recorded by nobody, so never asked.
+	alive := []string{aliveRelay + f.ID()}
+	if validName(c.Instance(), maxInstanceBytes) {
+		alive = append(alive, aliveRun+c.Instance())
+	}
+	for _, s := range alive {
+		sub, err := f.nc.Subscribe(f.subject(s), func(m *nats.Msg) { m.Respond(nil) })
+		if err != nil {
+			close(e.done)
+			e.Close()
+			return nil, err
+		}
+		e.alive = append(e.alive, sub)
+	}
 	go e.beat()
 	return e, nil
+}
+
+// leaveHeard takes the leave of relay from's run instance, heard on <prefix>.events after every
+// event the run published there: a run recorded here is checked (checkLeave), once at a time; a
+// leave naming no such run is not believed (silence ends what it names, a lease TTL on).
+func (e *Events) leaveHeard(from, instance string) {
+	e.peerMu.Lock()
+	defer e.peerMu.Unlock()
+	r, ok := e.runs[instance]
+	if !ok || r.checking || !validName(from, maxRelayIDBytes) {
+		return
+	}
+	r.checking = true
+	go e.checkLeave(from, instance)
+}
+
+// checkLeave asks whether the run instance still lives, after a leave naming it was heard from
+// relay from, and believes the leave when nobody answers for it: the run is forgotten at once
+// (and not taken back for a heartbeat it sent before leaving). The approvals of relay from end
+// at once only when nobody answers for that relay either (a relay restarted under the same id
+// lives on). When the run answers, the leave was forged and nothing changes; with no answer
+// within LeaveCheckWait, nothing changes either, and silence ends the run a lease TTL on.
+func (e *Events) checkLeave(from, instance string) {
+	_, err := e.f.nc.Request(e.f.subject(aliveRun+instance), nil, LeaveCheckWait)
+	runGone := errors.Is(err, nats.ErrNoResponders)
+	relayGone := false
+	if runGone {
+		_, rerr := e.f.nc.Request(e.f.subject(aliveRelay+from), nil, LeaveCheckWait)
+		relayGone = errors.Is(rerr, nats.ErrNoResponders)
+	}
+	e.peerMu.Lock()
+	if r, ok := e.runs[instance]; ok {
+		r.checking = false
+	}
+	if runGone {
+		delete(e.runs, instance)
+		if len(e.ended) >= maxHeardRuns {
+			dropOldest(e.ended, func(t time.Time) time.Time { return t })
+		}
+		e.ended[instance] = time.Now()
+	}
+	if relayGone {
+		e.heardLocked(from, true)
+	}
+	e.peerMu.Unlock()
+	switch {
+	case runGone:
+		e.endSilent()
+		e.tellRuns()
+	case err == nil:
+		e.f.log.Warn("fleet: a leave of a live run was not believed: the run still answers", "relay", from, "instance", instance)
+	default:
+		e.f.log.Warn("fleet: a leave was not believed: nothing said whether the run still lives", "relay", from, "instance", instance, "err", err)
+	}
 }
 
 // decisionReply is what the relay a decision was addressed to answers: whether it held the
@@ -228,6 +330,17 @@ func (e *Events) say(what string) {
 	m.Header.Set(relayHeader, e.f.ID())
 	m.Header.Set(instanceHeader, e.c.Instance())
 	e.f.nc.PublishMsg(m) // a lost beat is made up by the next
+}
+
+// leave says on <prefix>.events, after every event this run published there, that it leaves.
+func (e *Events) leave() {
+	if !e.f.Connected() {
+		return
+	}
+	m := &nats.Msg{Subject: e.f.subject("events"), Data: []byte(leavingMessage), Header: nats.Header{}}
+	m.Header.Set(relayHeader, e.f.ID())
+	m.Header.Set(instanceHeader, e.c.Instance())
+	e.f.nc.PublishMsg(m) // a lost leave is made up by silence, a lease TTL on
 }
 
 // track keeps what an event from relay from says of its approvals: asked for, or settled.
@@ -299,31 +412,37 @@ func (e *Events) heardLocked(from string, leaving bool) {
 // grow a relay's memory.
 const maxHeardRuns = approval.MaxLiveRuns
 
-// runHeardLocked records that the run instance was heard now, or forgets it at once when it says
-// it leaves. The caller holds peerMu.
-func (e *Events) runHeardLocked(instance string, leaving bool) {
+// runHeardLocked records that the run instance was heard now. A run whose leave was believed
+// within a lease TTL is not recorded again (a heartbeat it sent before leaving may be heard after
+// the leave). The caller holds peerMu.
+func (e *Events) runHeardLocked(instance string) {
 	if !validName(instance, maxInstanceBytes) || instance == e.c.Instance() {
 		return
 	}
-	if leaving {
-		delete(e.runs, instance)
-		return
-	}
 	now := time.Now()
-	if _, known := e.runs[instance]; !known {
+	if at, ended := e.ended[instance]; ended {
+		if now.Sub(at) < e.f.cfg.LeaseTTL {
+			return
+		}
+		delete(e.ended, instance)
+	}
+	r, known := e.runs[instance]
+	if !known {
 		e.forgetSilentRunsLocked(now)
 		if len(e.runs) >= maxHeardRuns {
 			e.full = now // the list is not whole until this one could have been recorded
 			return
 		}
+		r = &peerRun{}
+		e.runs[instance] = r
 	}
-	e.runs[instance] = now
+	r.at = now
 }
 
 // forgetSilentRunsLocked forgets the runs not heard for a lease TTL. The caller holds peerMu.
 func (e *Events) forgetSilentRunsLocked(now time.Time) {
-	for k, at := range e.runs {
-		if now.Sub(at) >= e.f.cfg.LeaseTTL {
+	for k, r := range e.runs {
+		if now.Sub(r.at) >= e.f.cfg.LeaseTTL {
 			delete(e.runs, k)
 		}
 	}
@@ -450,7 +569,8 @@ func eventParts(frame []byte) (name string, data []byte) {
 }
 
 // Close stops carrying events, and tells the others this relay leaves (so they end the
-// approvals it asked for at once).
+// approvals it asked for, and forget its run, at once): it stops answering that it and its run
+// live first, so a relay that checks the leave finds nobody.
 func (e *Events) Close() {
 	select {
 	case <-e.stop:
@@ -458,7 +578,19 @@ func (e *Events) Close() {
 		close(e.stop)
 	}
 	<-e.done
-	e.say(leavingMessage)
+	for _, s := range e.alive {
+		s.Unsubscribe()
+	}
+	e.leave()
+	e.say(leavingMessage) // for relays of an older version
+	// NATS has the leave, and every event before it, before the connection closes: a socket
+	// closed with messages from NATS still unread is reset, and what this relay wrote last
+	// could be lost with it (the others would then hear its run end only by silence).
+	if e.f.Connected() {
+		if err := e.f.nc.FlushTimeout(OpTimeout); err != nil {
+			e.f.log.Warn("fleet: NATS may not have this relay's last events and its leave", "err", err)
+		}
+	}
 	for _, s := range e.subs {
 		s.Unsubscribe()
 	}

@@ -1,0 +1,215 @@
+//go:build !js
+
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/coder/websocket"
+	"github.com/nats-io/nats.go"
+
+	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
+	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
+	"github.com/voicebox-go/voicebox/internal/shared/executor"
+	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/tests/harness"
+)
+
+// leaveRounds is how many times a relay is stopped just after its turn's outcome went out.
+const leaveRounds = 10
+
+// busyEvents is how many events the rest of the fleet publishes just before each stop, so the
+// relay that hears them is still handing them to its pages when the stopped relay's last turn
+// outcome and its leave arrive (below outbound.QueueMessages: the stream that reads them keeps
+// up).
+const busyEvents = 800
+
+// streamLog is one relay's /api/events as it was read: each event's name and data, in order.
+type streamLog struct {
+	mu     sync.Mutex
+	events []string // "name data"
+	ended  bool
+}
+
+// follow reads relay's event stream until the test ends.
+func follow(t *testing.T, relay *harness.Relay) *streamLog {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, relay.URL+"/api/events", nil)
+	req.Header.Set("Origin", relay.URL)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &streamLog{}
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		name := ""
+		for sc.Scan() {
+			if n, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				name = n
+			} else if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				l.mu.Lock()
+				l.events = append(l.events, name+" "+d)
+				l.mu.Unlock()
+			}
+		}
+		l.mu.Lock()
+		l.ended = true
+		l.mu.Unlock()
+	}()
+	return l
+}
+
+// find returns the position of the first event from position from on that match accepts, or -1.
+func (l *streamLog) find(from int, match func(name, data string) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := from; i < len(l.events); i++ {
+		name, data, _ := strings.Cut(l.events[i], " ")
+		if match(name, data) {
+			return i
+		}
+	}
+	return -1
+}
+
+// len is how many events were read so far.
+func (l *streamLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.events)
+}
+
+// listsRun reports whether a runs event's data lists the run instance.
+func listsRun(data, instance string) bool {
+	var r struct {
+		Runs []string `json:"runs"`
+	}
+	return json.Unmarshal([]byte(data), &r) == nil && slices.Contains(r.Runs, instance)
+}
+
+// TestAStoppedRelaysLastTurnOutcomeComesBeforeItsLeave: relay A of a fleet takes a delete that
+// waits for the person's approval, and is stopped (SIGTERM) while the rest of the fleet keeps
+// relay B's fleet events busy. A's shutdown ends the turn (nothing was done) and publishes its
+// outcome, then says it leaves. B's stream, the one the page follows, must give the turn's
+// outcome before it says A's run is gone: the other way round, the page shows outcome-unknown
+// and drops the real outcome arriving just after. leaveRounds rounds, each with a new run of A;
+// the file is still there, and a delete through B is asked and done.
+func TestAStoppedRelaysLastTurnOutcomeComesBeforeItsLeave(t *testing.T) {
+	srv := fleettest.Start(t)
+	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=fleet45"}
+	b := harness.StartRelay(t, env...)
+	page := hubtest.Serve(hubtest.Dial(t, b.URL, http.Header{"Origin": {b.URL}}, patience), executor.New(fsroot.NewMemory(), executor.Options{}))
+	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
+	waitFor(t, "B holding the page's root", func() bool { return rootKind(b.URL) == "opfs" })
+	token := b.HostToken(t)
+	const name = "kept.txt"
+	if got := fleetDo(b, token, http.MethodPost, "/api/turn", map[string]any{"action": map[string]string{"verb": "write_file", "name": name, "content": "still here"}}); !got.ok() {
+		t.Fatalf("writing %s: %v", name, got)
+	}
+	stream := follow(t, b)
+	busy, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+
+	for round := range leaveRounds {
+		a := harness.StartRelay(t, env...)
+		waitFor(t, fmt.Sprintf("round %d: the page on B seen by A", round), func() bool { return a.Call(t, "now", map[string]string{}).OK })
+		id, instance := asyncTurn(t, a, name)
+		from := 0
+		waitFor(t, fmt.Sprintf("round %d: B listing A's run %s", round, instance), func() bool {
+			from = stream.find(0, func(n, d string) bool { return n == "runs" && listsRun(d, instance) })
+			return from >= 0
+		})
+		for i := range busyEvents {
+			m := &nats.Msg{Subject: "fleet45.events", Data: fmt.Appendf(nil, "event: call\ndata: {\"tool\":\"read_file\",\"n\":%d}\n\n", i), Header: nats.Header{}}
+			m.Header.Set("Voicebox-Relay", "relay-busy")
+			busy.PublishMsg(m)
+		}
+		if err := busy.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		a.Stop(t)
+
+		gone := -1
+		waitFor(t, fmt.Sprintf("round %d: B saying A's run is gone", round), func() bool {
+			gone = stream.find(from, func(n, d string) bool { return n == "runs" && !listsRun(d, instance) })
+			return gone >= 0
+		})
+		outcome := stream.find(from, func(n, d string) bool { return n == "turn" && strings.Contains(d, `"turnId":"`+id+`"`) })
+		if outcome < 0 || outcome > gone {
+			t.Fatalf("round %d: B's stream said A's run is gone (event %d) before the outcome of its turn %s (event %d): the page showed outcome-unknown\nA's log:\n%s\nB's log:\n%s", round, gone, id, outcome, a.Stderr(), b.Stderr())
+		}
+		if r := b.Call(t, "read-file", map[string]string{"path": name}); !r.OK || !strings.Contains(string(r.Raw), "still here") {
+			t.Fatalf("round %d: %s after a delete never approved: %s", round, name, r.Raw)
+		}
+	}
+
+	// The next delete, through B, is asked, approved and done.
+	mark := stream.len()
+	id, _ := asyncTurn(t, b, name)
+	var ask struct {
+		ID string `json:"id"`
+	}
+	waitFor(t, "B asking for the delete's approval", func() bool {
+		at := stream.find(mark, func(n, d string) bool {
+			return n == "approval" && json.Unmarshal([]byte(d), &ask) == nil && ask.ID != ""
+		})
+		return at >= 0
+	})
+	if got := fleetDo(b, token, http.MethodPost, "/api/approvals/"+ask.ID, map[string]bool{"approve": true}); got.err != nil || got.status != http.StatusOK {
+		t.Fatalf("approving the delete through B: %v", got)
+	}
+	waitFor(t, "the approved delete's outcome on B's stream", func() bool {
+		return stream.find(mark, func(n, d string) bool { return n == "turn" && strings.Contains(d, `"turnId":"`+id+`"`) }) >= 0
+	})
+	if stream.find(mark, func(n, d string) bool {
+		return n == "turn" && strings.Contains(d, `"turnId":"`+id+`"`) && strings.Contains(d, `"ok":true`)
+	}) < 0 {
+		t.Fatal("the approved delete through B did not succeed")
+	}
+	if r := b.Call(t, "read-file", map[string]string{"path": name}); r.OK {
+		t.Fatalf("%s is still there after its approved delete", name)
+	}
+}
+
+// asyncTurn sends relay a delete of name that waits for the person's approval, with Prefer:
+// respond-async as the page does, and returns the turn's id and the run that took it.
+func asyncTurn(t *testing.T, relay *harness.Relay, name string) (id, instance string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"action":{"verb":"delete_file","name":%q}}`, name)
+	req, _ := http.NewRequest(http.MethodPost, relay.URL+"/api/turn", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", relay.URL)
+	req.Header.Set("x-voicebox-host-token", relay.HostToken(t))
+	req.Header.Set("Prefer", "respond-async")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var got struct {
+		TurnID   string `json:"turnId"`
+		Instance string `json:"instance"`
+	}
+	if json.Unmarshal(raw, &got); resp.StatusCode != http.StatusAccepted || got.TurnID == "" || got.Instance == "" {
+		t.Fatalf("a delete through %s answered %d %s, not a pending handle", relay.URL, resp.StatusCode, raw)
+	}
+	return got.TurnID, got.Instance
+}

@@ -1,0 +1,241 @@
+//go:build !js
+
+package hostile
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/coder/websocket"
+	"github.com/nats-io/nats.go"
+
+	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
+	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
+	"github.com/voicebox-go/voicebox/internal/shared/approval"
+	"github.com/voicebox-go/voicebox/internal/shared/executor"
+	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/tests/harness"
+)
+
+// madeUpRuns is how many runs nobody has the forger says are alive: past approval.MaxLiveRuns.
+const madeUpRuns = 4 * approval.MaxLiveRuns
+
+// forgedLeaves is how many times the forger says the live run of relay B leaves.
+const forgedLeaves = 200
+
+// runName is what a run's name in a runs event may be: what a relay records, and no more.
+var runName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// eventLog is a relay's /api/events as read: each event as "name data", in order.
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+// readEvents reads relay's event stream with its own origin until the test ends.
+func readEvents(t *testing.T, relay *harness.Relay) *eventLog {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, relay.URL+"/api/events", nil)
+	req.Header.Set("Origin", relay.URL)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &eventLog{}
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		name := ""
+		for sc.Scan() {
+			if n, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				name = n
+			} else if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				l.mu.Lock()
+				l.events = append(l.events, name+" "+d)
+				l.mu.Unlock()
+			}
+		}
+	}()
+	return l
+}
+
+// find returns the data of the first event named name, from position from on, that match
+// accepts, and its position; -1 when there is none yet.
+func (l *eventLog) find(from int, name string, match func(data string) bool) (string, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := from; i < len(l.events); i++ {
+		n, d, _ := strings.Cut(l.events[i], " ")
+		if n == name && match(d) {
+			return d, i
+		}
+	}
+	return "", -1
+}
+
+func (l *eventLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.events)
+}
+
+// runsOf returns the runs a runs event's data lists.
+func runsOf(data string) []string {
+	var r struct {
+		Runs []string `json:"runs"`
+	}
+	json.Unmarshal([]byte(data), &r)
+	return r.Runs
+}
+
+// TestForgedPresenceEndsNoLiveRun: relays A and B of a fleet, the page following A, a delete
+// taken by B waiting for the person's approval. A NATS client that is no relay attacks the
+// presence door: heartbeats naming malformed runs (empty, spaces, subject dots and wildcards,
+// 100 KB) and madeUpRuns made-up runs, forgedLeaves leaves of B's live run (as B and as another
+// relay, on the events and the presence subjects), leaves of runs nobody has, and joins and
+// leaves of made-up runs of B's. No runs event on A's stream lists more than
+// approval.MaxLiveRuns runs, a malformed name, or leaves B's run out; A logs that a leave of a
+// live run was not believed (a publish has nobody to refuse). The delete approved on A reaches
+// B and its outcome reaches A's stream; B, stopped, is dropped from A's list.
+func TestForgedPresenceEndsNoLiveRun(t *testing.T) {
+	t.Parallel()
+	srv := fleettest.Start(t)
+	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=presence"}
+	a := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-a")...)
+	b := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-b")...)
+	page := hubtest.Serve(hubtest.Dial(t, a.URL, http.Header{"Origin": {a.URL}}, patience), executor.New(fsroot.NewMemory(), executor.Options{}))
+	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
+	waitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
+	if w := a.Call(t, "write-file", map[string]string{"path": "notes.txt", "content": "keep"}); !w.OK {
+		t.Fatalf("writing notes.txt: %s", w.Raw)
+	}
+	stream := readEvents(t, a)
+	var hello struct {
+		Instance string `json:"instance"`
+	}
+	waitFor(t, "A's hello", func() bool {
+		d, at := stream.find(0, "hello", func(string) bool { return true })
+		return at >= 0 && json.Unmarshal([]byte(d), &hello) == nil && hello.Instance != ""
+	})
+
+	// The genuine turn: a delete through B, answered at once with its pending handle.
+	req, _ := http.NewRequest(http.MethodPost, b.URL+"/api/turn", strings.NewReader(`{"action":{"verb":"delete_file","name":"notes.txt"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-voicebox-host-token", b.HostToken(t))
+	req.Header.Set("Prefer", "respond-async")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turn struct {
+		TurnID   string `json:"turnId"`
+		Instance string `json:"instance"`
+	}
+	json.NewDecoder(resp.Body).Decode(&turn)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || turn.TurnID == "" || turn.Instance == "" {
+		t.Fatalf("the delete through B answered %d %+v, not a pending handle", resp.StatusCode, turn)
+	}
+	runB := turn.Instance
+	both := []string{hello.Instance, runB}
+	slices.Sort(both)
+	known := -1
+	waitFor(t, "A listing both runs", func() bool {
+		_, known = stream.find(0, "runs", func(d string) bool { return slices.Equal(runsOf(d), both) })
+		return known >= 0
+	})
+	var ask struct {
+		ID string `json:"id"`
+	}
+	waitFor(t, "the delete's approval on A's stream", func() bool {
+		_, at := stream.find(0, "approval", func(d string) bool { return json.Unmarshal([]byte(d), &ask) == nil && ask.ID != "" })
+		return at >= 0
+	})
+
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	say := func(subject, relay, instance, data string) {
+		m := &nats.Msg{Subject: "presence." + subject, Data: []byte(data), Header: nats.Header{}}
+		m.Header.Set("Voicebox-Relay", relay)
+		m.Header.Set("Voicebox-Instance", instance)
+		if err := nc.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bad := range []string{"", "has space", "a.b", "*", ">", "run\ttab", strings.Repeat("x", 100<<10), "rün"} {
+		say("presence", "relay-ghost", bad, "")
+		say("presence", "relay-b", bad, "")
+		say("events", "relay-b", bad, "leaving")
+	}
+	for i := range forgedLeaves {
+		say("events", "relay-b", runB, "leaving")
+		say("presence", "relay-b", runB, "leaving")
+		say("events", fmt.Sprintf("relay-forger-%d", i%4), runB, "leaving")
+		say("events", "relay-b", fmt.Sprintf("run-never-%d", i), "leaving")
+	}
+	for i := range madeUpRuns {
+		run := fmt.Sprintf("run-made-up-%d", i)
+		say("presence", "relay-b", run, "")
+		if i%2 == 0 {
+			say("events", "relay-b", run, "leaving")
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Once the made-up runs fall silent, A lists both runs again; nothing it told its page on
+	// the way lists too many runs, a malformed one, or leaves B's run out.
+	mark := stream.len()
+	waitFor(t, "A listing both runs again after the attack", func() bool {
+		_, at := stream.find(mark, "runs", func(d string) bool { return slices.Equal(runsOf(d), both) })
+		return at >= 0
+	})
+	if d, at := stream.find(known, "runs", func(d string) bool {
+		runs := runsOf(d)
+		return len(runs) > approval.MaxLiveRuns || !slices.Contains(runs, runB) ||
+			slices.ContainsFunc(runs, func(r string) bool { return !runName.MatchString(r) })
+	}); at >= 0 {
+		t.Fatalf("A's page was told %s: B's run left out, or a run the forger named", d)
+	}
+	waitFor(t, "A saying a leave of a live run was not believed", func() bool {
+		return strings.Contains(a.Stderr(), "a leave of a live run was not believed")
+	})
+
+	// The genuine turn is still B's: approved on A, it runs there and its outcome reaches A.
+	if status, out := postDecision(t, a, ask.ID); status != http.StatusOK {
+		t.Fatalf("approving the delete on A after the attack: %d %s", status, out)
+	}
+	waitFor(t, "the delete's outcome on A's stream", func() bool {
+		_, at := stream.find(known, "turn", func(d string) bool { return strings.Contains(d, `"turnId":"`+turn.TurnID+`"`) })
+		return at >= 0
+	})
+	if d, _ := stream.find(known, "turn", func(d string) bool { return strings.Contains(d, `"turnId":"`+turn.TurnID+`"`) }); !strings.Contains(d, `"ok":true`) {
+		t.Fatalf("the approved delete through B ended %s", d)
+	}
+	if r := a.Call(t, "read-file", map[string]string{"path": "notes.txt"}); r.OK {
+		t.Fatalf("the approved delete did not run: %s", r.Raw)
+	}
+
+	// A relay that really leaves is dropped from A's list.
+	mark = stream.len()
+	b.Stop(t)
+	waitFor(t, "A telling its page B's run left", func() bool {
+		_, at := stream.find(mark, "runs", func(d string) bool { return slices.Equal(runsOf(d), []string{hello.Instance}) })
+		return at >= 0
+	})
+	served(t, a)
+}
