@@ -315,16 +315,18 @@ func (c *Core) Close() {
 }
 
 // settleWaits ends what a call in flight may be waiting for, before the doors close: /live's
-// sessions, the approvals still waiting (each call gets its answer: approval-timed-out, the relay
-// is shutting down) and the page's channel (its calls in flight refused). A door's Close waits
-// for its handlers (the MCP SDK's session Close waits for every call in flight), so a door closed
-// first would wait for an approval's deadline.
+// sessions, the page's channel (its calls in flight refused page-closed or machine-closed), then
+// the approvals still waiting (each call gets its answer: approval-timed-out, the relay is
+// shutting down) and the turns' outcomes published (Tools.Close). A door's Close waits for its
+// handlers (the MCP SDK's session Close waits for every call in flight), so a door closed first
+// would wait for an approval's deadline; and the fleet's door says this relay leaves only after
+// the outcomes went out.
 func (c *Core) settleWaits() {
 	if c.Live != nil {
 		c.Live.Close()
 	}
-	c.Tools.Close()
 	c.Hub.Close()
+	c.Tools.Close()
 }
 
 func (c *Core) closeDoors() {

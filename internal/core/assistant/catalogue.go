@@ -70,6 +70,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/core/hub"
 	"github.com/voicebox-go/voicebox/internal/shared/approval"
 	"github.com/voicebox-go/voicebox/internal/shared/commands"
+	"github.com/voicebox-go/voicebox/internal/shared/inflight"
 	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -117,7 +118,7 @@ type Tools struct {
 	waiting sync.Map
 	// outcomes counts the turns answered 202 whose outcome is not yet published: Close waits
 	// for them, so a relay leaving a fleet says so after its turns' outcomes.
-	outcomes unpublished
+	outcomes inflight.Count
 
 	mu        sync.Mutex
 	pageTools json.RawMessage // the last declarations the page sent, as sent
@@ -317,53 +318,10 @@ const OutcomesWait = 2 * time.Second
 // answer.
 func (c *Tools) Close() {
 	c.approvals.closeAll()
-	if !c.outcomes.wait(OutcomesWait) {
+	if !c.outcomes.Wait(OutcomesWait) {
 		c.log.Warn("shutdown: a turn's outcome was not published in time", "waited", OutcomesWait)
 	}
 	c.events.close()
-}
-
-// unpublished counts the turns whose outcome is still to be published.
-type unpublished struct {
-	mu   sync.Mutex
-	n    int
-	none chan struct{} // closed while n is zero
-}
-
-func (u *unpublished) add() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.n == 0 {
-		u.none = make(chan struct{})
-	}
-	u.n++
-}
-
-func (u *unpublished) done() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.n--; u.n == 0 {
-		close(u.none)
-	}
-}
-
-// wait reports whether no outcome is unpublished, waiting up to bound for that.
-func (u *unpublished) wait(bound time.Duration) bool {
-	u.mu.Lock()
-	none := u.none
-	idle := u.n == 0
-	u.mu.Unlock()
-	if idle {
-		return true
-	}
-	t := time.NewTimer(bound)
-	defer t.Stop()
-	select {
-	case <-none:
-		return true
-	case <-t.C:
-		return false
-	}
 }
 
 // Source says who made a call, for the page's record of them.

@@ -273,10 +273,10 @@ func (c *Tools) turnAtOnce(w http.ResponseWriter, r *http.Request, t Turn, run f
 		end := time.AfterFunc(c.opts.ApprovalTimeout+approval.RunBound, cancel)
 		c.waiting.Store(t.TurnID, cancel)
 		w.Header().Set("Preference-Applied", "respond-async")
-		c.outcomes.add()
+		c.outcomes.Add()
 		server.WriteJSON(w, http.StatusAccepted, Turn{OK: true, TurnID: t.TurnID, Mode: t.Mode, Pending: &a, Instance: c.instance})
 		go func() {
-			defer c.outcomes.done()
+			defer c.outcomes.Done()
 			out := <-done
 			end.Stop()
 			if len(out.Result) > maxTurnEventResultBytes {

@@ -64,6 +64,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/core/hoststate"
 	"github.com/voicebox-go/voicebox/internal/core/outbound"
 	"github.com/voicebox-go/voicebox/internal/core/server"
+	"github.com/voicebox-go/voicebox/internal/shared/inflight"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/tool"
 )
@@ -85,6 +86,10 @@ const (
 	// MaxCallsPerClient bounds the tool calls one client has running at once; one more is
 	// answered with the refusal too-many-calls (a tool result, nothing run).
 	MaxCallsPerClient = 16
+	// CloseWait bounds how long Close lets the POSTs being served finish writing their answers
+	// before it closes the sessions (whose Close ends their streams, answered or not). The relay
+	// settles what calls wait for (approvals, the page's calls) first, so they end at once.
+	CloseWait = 2 * time.Second
 )
 
 // Clients finds the MCP client a bearer was minted for (a hoststate.MCPClientStore, such as
@@ -117,6 +122,7 @@ type Handler struct {
 	stream http.Handler
 	tools  *toolSync
 	cancel func()
+	posts  inflight.Count // the POSTs being served: calls answered on them among them
 
 	mu      sync.Mutex
 	calls   map[string]int    // client name -> tool calls running
@@ -164,9 +170,13 @@ func New(opts Options) *Handler {
 	return h
 }
 
-// Close stops following the catalogue and closes every session.
+// Close stops following the catalogue, lets the POSTs being served finish (CloseWait at most),
+// and closes every session.
 func (h *Handler) Close() {
 	h.cancel()
+	if !h.posts.Wait(CloseWait) {
+		h.log.Warn("mcp: closing with calls still unanswered", "waited", CloseWait)
+	}
 	for s := range h.server.Sessions() {
 		s.Close()
 	}
@@ -193,6 +203,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		server.WriteRefusal(w, status, rf)
 		return
+	}
+	if r.Method == http.MethodPost {
+		h.posts.Add()
+		defer h.posts.Done()
 	}
 	// Every answer goes through a stream of internal/core/outbound: the SDK's writes (a notification
 	// fanned out to every session among them) are queued and return, and a reader that does not
