@@ -154,6 +154,10 @@ func (p *printer) printf(format string, args []any) {
 	}
 }
 
+// MaxWidth bounds a width or precision written in a format, as fmt bounds it: digits past it are
+// read but no longer counted, so a format cannot ask for an unbounded amount of padding.
+const MaxWidth = 1e6
+
 // number reads the decimal number at format[i:], returning -1 when there is none.
 func number(format string, i int) (int, int) {
 	n := -1
@@ -161,7 +165,7 @@ func number(format string, i int) (int, int) {
 		if n < 0 {
 			n = 0
 		}
-		if n < 1e6 {
+		if n < MaxWidth {
 			n = n*10 + int(format[i]-'0')
 		}
 	}
@@ -224,32 +228,15 @@ func (p *printer) arg(arg any, verb rune, s spec) {
 		p.pad(strconv.FormatBool(v), s)
 	case float64:
 		p.float(v, 64, verb, s, arg)
-	case float32:
-		p.float(float64(v), 32, verb, s, arg)
 	case int:
-		p.integer(int64(v), false, verb, s, arg)
-	case int8:
-		p.integer(int64(v), false, verb, s, arg)
-	case int16:
-		p.integer(int64(v), false, verb, s, arg)
-	case int32:
 		p.integer(int64(v), false, verb, s, arg)
 	case int64:
 		p.integer(v, false, verb, s, arg)
-	case uint:
-		p.integer(int64(v), true, verb, s, arg)
-	case uint8:
-		p.integer(int64(v), true, verb, s, arg)
-	case uint16:
-		p.integer(int64(v), true, verb, s, arg)
-	case uint32:
-		p.integer(int64(v), true, verb, s, arg)
 	case uint64:
 		p.integer(int64(v), true, verb, s, arg)
-	case uintptr:
-		p.integer(int64(v), true, verb, s, arg)
 	default:
-		// A type defined on a basic kind, without a String method: its underlying value.
+		// The other sizes, and a type defined on a basic kind without a String method: its
+		// underlying value.
 		r := reflect.ValueOf(arg)
 		switch r.Kind() {
 		case reflect.String:
