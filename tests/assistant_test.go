@@ -52,15 +52,22 @@ func lastTurn(t *testing.T, tab *harness.Tab) (state, result string) {
 }
 
 // pendingApproval waits for the page to show an approval request and returns its summary.
+// undecidedApproval is a JavaScript expression for the first approval row the person has not
+// decided: a row whose button was just pressed stays, its buttons disabled, until the relay
+// answers the page, which may be after the asker has its answer and asks again.
+const undecidedApproval = `[...document.querySelectorAll('#approvals li.approval')].find((li) => !li.querySelector('button.approve').disabled)`
+
+// pendingApproval waits for an undecided approval on the page and returns its summary.
 func pendingApproval(t *testing.T, tab *harness.Tab) string {
 	t.Helper()
-	return harness.WaitFor[string](tab, `(() => { const a = document.querySelector('#approvals li.approval');
+	return harness.WaitFor[string](tab, `(() => { const a = `+undecidedApproval+`;
 		return a && !document.querySelector('#approvals').hidden && /s left/.test(a.querySelector('.deadline').textContent) && a.querySelector('.summary').textContent; })()`, turnBound)
 }
 
+// clickApproval presses button (approve or deny) of the first undecided approval.
 func clickApproval(t *testing.T, tab *harness.Tab, button string) {
 	t.Helper()
-	harness.Eval[bool](tab, fmt.Sprintf(`(document.querySelector('#approvals li.approval button.%s').click(), true)`, button))
+	harness.Eval[bool](tab, fmt.Sprintf(`(`+undecidedApproval+`.querySelector('button.%s').click(), true)`, button))
 }
 
 // fileBytes reads a workspace file through the page's worker, byte for byte (base64).

@@ -26,6 +26,7 @@ var firefoxLacks = []string{"This browser has no folder picker (showDirectoryPic
 // is read back both through the assistant and straight from OPFS; a mini-app on its per-app host
 // registers its tools and answers a tool call sent through POST /api/turn.
 func TestFirefoxOpensTheWorkspaceWritesBrowserStorageAndRunsAMiniApp(t *testing.T) {
+	harness.StartFirefox(t) // before t.Parallel(), while the binary's other browser tests wait
 	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewFirefoxTab(t)

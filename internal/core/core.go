@@ -306,16 +306,25 @@ func (o *offers) PageOffered(off hub.Offer) {
 }
 
 // Close releases a core that was built but will not serve (an assembly that failed after New):
-// /live, the doors in the reverse of mounting, the catalogue, the hub and the gate. Serve does
+// what calls wait for (settleWaits), then the doors in the reverse of mounting, and the gate. Serve does
 // the same at its shutdown, so a core is given to one or the other.
 func (c *Core) Close() {
+	c.settleWaits()
+	c.closeDoors()
+	c.closeGate()
+}
+
+// settleWaits ends what a call in flight may be waiting for, before the doors close: /live's
+// sessions, the approvals still waiting (each call gets its answer: approval-timed-out, the relay
+// is shutting down) and the page's channel (its calls in flight refused). A door's Close waits
+// for its handlers (the MCP SDK's session Close waits for every call in flight), so a door closed
+// first would wait for an approval's deadline.
+func (c *Core) settleWaits() {
 	if c.Live != nil {
 		c.Live.Close()
 	}
-	c.closeDoors()
 	c.Tools.Close()
 	c.Hub.Close()
-	c.closeGate()
 }
 
 func (c *Core) closeDoors() {

@@ -86,10 +86,8 @@ func (c *Core) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	c.stopping.Store(true)
-	c.Live.Close()
+	c.settleWaits()
 	c.closeDoors()
-	c.Tools.Close()
-	c.Hub.Close()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {

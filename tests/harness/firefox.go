@@ -407,6 +407,22 @@ type FirefoxTab struct {
 	problemLog
 }
 
+// StartFirefox starts the Firefox the test binary shares now (NewFirefoxTab would on its first
+// call), or fails the test. Firefox's start is CPU-heavy: about 1.3 CPU-seconds until it listens
+// for WebDriver BiDi and 4 more until session.new answers, for WebDriver BiDi answers it only once
+// the browser's startup idle tasks have run (the add-on manager, the browser window, session
+// restore: Firefox's own profile of a start). Started in the middle of a binary's parallel
+// browser tests (eight Chromium pages on two cores), those 5 CPU-seconds took longer than a
+// command's bound. A test calls it before t.Parallel(): Go runs every test's part before
+// t.Parallel() one after another before any parallel part, so Firefox starts while the binary's
+// other browser tests wait.
+func StartFirefox(t testing.TB) {
+	t.Helper()
+	if err := firefox.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // NewFirefoxTab opens a tab in the Firefox the test binary shares (started on the first call)
 // and closes it when the test ends. It fails the test when Firefox is missing or does not start.
 func NewFirefoxTab(t testing.TB) *FirefoxTab {

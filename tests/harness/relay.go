@@ -44,7 +44,9 @@ type Relay struct {
 	StateDir string
 	cmd      *exec.Cmd
 	stopped  bool
-	lines    <-chan string
+	// stateGiven says the test named StateDir (VOICEBOX_STATE_DIR) rather than the harness.
+	stateGiven bool
+	lines      <-chan string
 
 	mu     sync.Mutex
 	stderr bytes.Buffer
@@ -121,16 +123,40 @@ func StartRelayWith(t testing.TB, args []string, env ...string) *Relay {
 			t.Fatalf("harness: %s is missing; run ./build.sh build first (./build.sh test does)", need)
 		}
 	}
+	r := newRelay(t, env)
+	r.start(t, func(stateDir string) *exec.Cmd {
+		cmd := exec.Command(bin, append([]string{"serve", "--public", filepath.Join(root, "public")}, args...)...)
+		cmd.Env = append(os.Environ(), append([]string{"PORT=0", "VOICEBOX_STATE_DIR=" + stateDir}, env...)...)
+		return cmd
+	}, portChosen(args, env))
+	return r
+}
+
+// newRelay is a Relay whose state directory is the one env names, or a fresh one.
+func newRelay(t testing.TB, env []string) *Relay {
 	r := &Relay{StateDir: filepath.Join(t.TempDir(), "state")}
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "VOICEBOX_STATE_DIR="); ok {
-			r.StateDir = v
+			r.StateDir, r.stateGiven = v, true
 		}
 	}
-	cmd := exec.Command(bin, append([]string{"serve", "--public", filepath.Join(root, "public")}, args...)...)
-	cmd.Env = append(os.Environ(), append([]string{"PORT=0", "VOICEBOX_STATE_DIR=" + r.StateDir}, env...)...)
-	r.start(t, cmd)
 	return r
+}
+
+// portChosen says whether the caller chose the relay's port (PORT= in env, or --addr in args),
+// as a test that restarts a relay on its port does.
+func portChosen(args, env []string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PORT=") && kv != "PORT=0" {
+			return true
+		}
+	}
+	for _, a := range args {
+		if a == "--addr" || strings.HasPrefix(a, "--addr=") {
+			return true
+		}
+	}
+	return false
 }
 
 // StartRelayNoFile is StartRelay with the relay's descriptor limit (RLIMIT_NOFILE, soft and hard)
@@ -143,10 +169,12 @@ func StartRelayNoFile(t testing.TB, nofile int, env ...string) *Relay {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("harness: %s is missing; run ./build.sh build first (./build.sh test does)", bin)
 	}
-	r := &Relay{StateDir: filepath.Join(t.TempDir(), "state")}
-	cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile), bin, "serve", "--public", filepath.Join(root, "public"))
-	cmd.Env = append(os.Environ(), append([]string{"PORT=0", "VOICEBOX_STATE_DIR=" + r.StateDir}, env...)...)
-	r.start(t, cmd)
+	r := newRelay(t, env)
+	r.start(t, func(stateDir string) *exec.Cmd {
+		cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile), bin, "serve", "--public", filepath.Join(root, "public"))
+		cmd.Env = append(os.Environ(), append([]string{"PORT=0", "VOICEBOX_STATE_DIR=" + stateDir}, env...)...)
+		return cmd
+	}, portChosen(nil, env))
 	return r
 }
 
@@ -165,16 +193,61 @@ func StartAlone(t testing.TB, bin string) *Relay {
 	if err := os.WriteFile(alone, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := &Relay{StateDir: filepath.Join(t.TempDir(), "state")}
-	cmd := exec.Command(alone, "serve")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "PORT=0", "VOICEBOX_STATE_DIR=" + r.StateDir}
-	r.start(t, cmd)
+	r := newRelay(t, nil)
+	r.start(t, func(stateDir string) *exec.Cmd {
+		cmd := exec.Command(alone, "serve")
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "PORT=0", "VOICEBOX_STATE_DIR=" + stateDir}
+		return cmd
+	}, false)
 	return r
 }
 
-// start runs cmd as r's process, stops it when the test ends, and reads the address it prints.
-func (r *Relay) start(t testing.TB, cmd *exec.Cmd) {
+// Ports a relay of this binary listened on. The tabs of a test binary share one browser
+// profile, which keeps an origin's storage (OPFS, IndexedDB, local storage) after its tabs close,
+// and an origin is a scheme, host and port: a relay on a port an earlier relay of the binary had
+// would serve a page that finds the earlier test's files (a "Download all" with a file no step
+// of its test wrote). The kernel does hand a freed port out again (a few hundred relays a binary
+// over the ~14,000 ports it gives bind: a repeat is likely in every run), so start takes only
+// ports no earlier relay had, unless the test chose the port itself to restart a relay on it.
+var portsListened = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
+
+// relayStartAttempts bounds the starts of one relay whose port an earlier relay had.
+const relayStartAttempts = 20
+
+// start runs the process command makes as r's relay, stops it when the test ends, and reads the
+// address it prints. A relay given a port an earlier relay of this binary listened on is stopped
+// and started again (with a fresh state directory, unless the test named one), unless
+// portChosen.
+func (r *Relay) start(t testing.TB, command func(stateDir string) *exec.Cmd, portChosen bool) {
+	t.Helper()
+	t.Cleanup(func() { r.stop(t) })
+	for range relayStartAttempts {
+		r.startOnce(t, command(r.StateDir))
+		portsListened.Lock()
+		again := portsListened.m[r.Port()] && !portChosen
+		portsListened.m[r.Port()] = true
+		portsListened.Unlock()
+		if !again {
+			return
+		}
+		r.stop(t)
+		r.stopped = false
+		r.mu.Lock()
+		r.stderr.Reset()
+		r.mu.Unlock()
+		if !r.stateGiven {
+			r.StateDir = filepath.Join(t.TempDir(), "state")
+		}
+	}
+	t.Fatalf("harness: %d relays in a row were given ports earlier relays of this binary had", relayStartAttempts)
+}
+
+// startOnce runs cmd as r's process and reads the address it prints.
+func (r *Relay) startOnce(t testing.TB, cmd *exec.Cmd) {
 	t.Helper()
 	DieWithTest(cmd)
 	cmd.Stderr = lockedWriter{r}
@@ -186,7 +259,6 @@ func (r *Relay) start(t testing.TB, cmd *exec.Cmd) {
 		t.Fatalf("harness: start relay: %v", err)
 	}
 	r.cmd = cmd
-	t.Cleanup(func() { r.stop(t) })
 
 	lines := make(chan string, 64)
 	go func() {

@@ -36,7 +36,7 @@ func TestChromiumWrapperResolvesAppHosts(t *testing.T) {
 		t.Errorf("the wrapper does not end with the harness's features turned off, after the runner's own list: %q", DisabledFeatures)
 	}
 	if _, err := os.Stat(ChromiumPath()); err != nil {
-		t.Skipf("no Chromium at %s: ./build.sh setup installs it", ChromiumPath())
+		t.Fatalf("no Chromium at %s: ./build.sh setup installs it (every browser test of this module needs it)", ChromiumPath())
 	}
 
 	const marker = "per-app host served"
