@@ -106,10 +106,8 @@ func Call(ctx context.Context, v Value, method string, args ...any) (Value, erro
 	return Await(ctx, p)
 }
 
-// Thrown turns the error a synchronous safejs call returns for a JavaScript throw into an
-// *Error, so its DOMException name can be read. safejs wraps the thrown value in syscall/js's
-// Error; this is the one place the package names syscall/js, because safejs's message drops the
-// name.
+// Thrown turns the error a synchronous Value call returns for a JavaScript throw (syscall/js's
+// Error, whose message drops the DOMException name) into an *Error, so its name can be read.
 func Thrown(err error) error {
 	var jsErr js.Error
 	if errors.As(err, &jsErr) {
