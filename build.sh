@@ -284,7 +284,7 @@ browser_env() {
 # stays out of the product's module); every package of the product runs natively, and those with
 # GOOS=js builds run in the browser as well.
 native_packages() { go list ./...; }
-browser_packages() { GOOS=js GOARCH=wasm go list ./... | grep -E '^github.com/voicebox-go/voicebox/(shared|internal/shared|internal/opfs|internal/engine|browser)(/|$)'; }
+browser_packages() { GOOS=js GOARCH=wasm go list ./... | grep -E '^github.com/voicebox-go/voicebox/(shared|internal/shared|internal/jsutil|internal/opfs|internal/engine|browser)(/|$)'; }
 
 PASSED=0
 FAILED=0

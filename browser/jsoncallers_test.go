@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -86,17 +87,7 @@ func TestPageJSONWithoutReflection(t *testing.T) {
 	if len(jsonReflectCallers) > 0 || t.Failed() {
 		return
 	}
-	wasm := filepath.Join(t.TempDir(), "page.wasm")
-	build := exec.Command("go", "build", "-trimpath", "-o", wasm, modulePath+"browser")
-	build.Env = append(build.Environ(), "GOOS=js", "GOARCH=wasm")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	names := wasmFunctionNames(t, wasm)
-	if len(names) < 1000 {
-		t.Fatalf("the wasm names %d functions; the guard would see nothing", len(names))
-	}
-	for _, n := range names {
+	for _, n := range pageFunctionNames(t) {
 		if strings.HasPrefix(n, "encoding/json.(*decodeState)") || strings.HasPrefix(n, "encoding/json.(*encodeState)") ||
 			n == "encoding/json.checkValid" {
 			t.Errorf("the page's wasm links %s: something reaches encoding/json's codec", n)
@@ -162,6 +153,40 @@ func jsonCallers(t *testing.T, file string) []string {
 		}
 	}
 	return callers
+}
+
+// pageWasm is the page's wasm built once (with its names) for the tests that read what it links.
+var pageWasm struct {
+	once  sync.Once
+	names []string
+	err   string
+}
+
+// pageFunctionNames returns the names of the functions linked into the page's wasm.
+func pageFunctionNames(t *testing.T) []string {
+	pageWasm.once.Do(func() {
+		dir, err := os.MkdirTemp("", "pagewasm")
+		if err != nil {
+			pageWasm.err = err.Error()
+			return
+		}
+		defer os.RemoveAll(dir)
+		wasm := filepath.Join(dir, "page.wasm")
+		build := exec.Command("go", "build", "-trimpath", "-o", wasm, modulePath+"browser")
+		build.Env = append(build.Environ(), "GOOS=js", "GOARCH=wasm")
+		if b, err := build.CombinedOutput(); err != nil {
+			pageWasm.err = "go build: " + err.Error() + "\n" + string(b)
+			return
+		}
+		pageWasm.names = wasmFunctionNames(t, wasm)
+	})
+	if pageWasm.err != "" {
+		t.Fatal(pageWasm.err)
+	}
+	if len(pageWasm.names) < 1000 {
+		t.Fatalf("the wasm names %d functions; the guard would see nothing", len(pageWasm.names))
+	}
+	return pageWasm.names
 }
 
 // wasmFunctionNames reads the function names of a wasm module's "name" section.

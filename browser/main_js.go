@@ -1,9 +1,10 @@
 package main
 
 import (
-	"fmt"
+	"os"
 
 	"github.com/voicebox-go/voicebox/internal/engine"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
 
 // build is the version string, set at link time by build.sh (-X main.build=...).
@@ -11,7 +12,7 @@ var build = "dev"
 
 func main() {
 	if err := engine.Run(build); err != nil {
-		fmt.Println("voicebox worker:", err)
+		os.Stdout.WriteString(textf.Sprintf("voicebox worker: %v\n", err))
 		return
 	}
 	select {} // the engine answers from JS callbacks and its goroutines

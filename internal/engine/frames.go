@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/voicebox-go/voicebox/internal/shared/miniapp"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -486,9 +486,9 @@ func (f *frames) fromPort(ap *appPort, msg []byte) {
 // never made here; f.mu is held.
 func (f *frames) unsolicited(callID string) string {
 	if n, err := strconv.ParseUint(strings.TrimPrefix(callID, "mc-"), 10, 64); err == nil && strings.HasPrefix(callID, "mc-") && n > 0 && n <= f.next {
-		return fmt.Sprintf("call %s waits on this port no longer (or never did): it was answered already, passed its deadline, was cancelled, or went to another app", clip(callID))
+		return textf.Sprintf("call %s waits on this port no longer (or never did): it was answered already, passed its deadline, was cancelled, or went to another app", clip(callID))
 	}
-	return fmt.Sprintf("no call %s was made", clip(callID))
+	return textf.Sprintf("no call %s was made", clip(callID))
 }
 
 // portStats reports appID's port, if it has one.

@@ -2,10 +2,11 @@ package engine
 
 import (
 	"bytes"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
 
 //go:generate go run ./gen -o ../../public/worker-methods.js
@@ -34,21 +35,21 @@ func MethodsModule() ([]byte, error) {
 	seen := map[string]bool{}
 	for _, m := range methodTable() {
 		if seen[m.Name] || m.Name == "" || m.Params == "" || m.Value == "" || m.Doc == "" || m.run == nil {
-			return nil, fmt.Errorf("engine: method %q: a method is named once, with its params, value, doc and Go", m.Name)
+			return nil, textf.Errorf("engine: method %q: a method is named once, with its params, value, doc and Go", m.Name)
 		}
 		if strings.ContainsAny(m.Params+m.Value+m.Doc, "\n") || strings.Contains(m.Params+m.Value+m.Doc, "*/") {
-			return nil, fmt.Errorf("engine: method %q: its types and doc must be one line each, without */", m.Name)
+			return nil, textf.Errorf("engine: method %q: its types and doc must be one line each, without */", m.Name)
 		}
 		seen[m.Name] = true
-		fmt.Fprintf(&b, "// %s: %s\n", m.Name, m.Doc)
+		b.WriteString(textf.Sprintf("// %s: %s\n", m.Name, m.Doc))
 	}
 	b.WriteString("\n")
 	for _, s := range pageShapes {
-		fmt.Fprintf(&b, "/** @typedef {import('./worker-client.js').%s} %s */\n", s, s)
+		b.WriteString(textf.Sprintf("/** @typedef {import('./worker-client.js').%s} %s */\n", s, s))
 	}
 	b.WriteString("\n/**\n * Methods maps each method of the worker to [its params, the value of its answer].\n * @typedef {{\n")
 	for _, m := range methodTable() {
-		fmt.Fprintf(&b, " *   '%s': [%s, %s],\n", m.Name, m.Params, m.Value)
+		b.WriteString(textf.Sprintf(" *   '%s': [%s, %s],\n", m.Name, m.Params, m.Value))
 	}
 	b.WriteString(" * }} Methods\n */\n\nexport {};\n")
 	return b.Bytes(), nil

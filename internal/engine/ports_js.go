@@ -4,16 +4,16 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/hack-pad/safejs"
+	"github.com/voicebox-go/voicebox/internal/jsutil"
 )
 
 // jsPort is the worker's end of a mini-app document's direct port, opened through app-port.js
 // (worker.js sets it as self.voiceboxOpenAppPort before Go starts), which charges every message
 // the app sends to its message budget before Go reads it.
 type jsPort struct {
-	end      safejs.Value // {post(text, callId, owe), close()}
-	receive  safejs.Func
-	over     safejs.Func
+	end      jsutil.Value // {post(text, callId, owe), close()}
+	receive  jsutil.Func
+	over     jsutil.Func
 	once     sync.Once
 	released sync.Once
 }
@@ -22,20 +22,20 @@ type jsPort struct {
 // receive as JSON text, one after another (app-port.js refuses and counts the rest, Refused);
 // the first message over the budget closes the port and is given to over.
 func openPort(obj any, receive func([]byte), over func(why string, messages, bytes int)) (AppPort, error) {
-	v, ok := obj.(safejs.Value)
-	if !ok || v.Type() != safejs.TypeObject {
+	v, ok := obj.(jsutil.Value)
+	if !ok || v.Type() != jsutil.TypeObject {
 		return nil, errors.New("not an object")
 	}
-	if pm, err := v.Get("postMessage"); err != nil || pm.Type() != safejs.TypeFunction {
+	if pm, err := v.Get("postMessage"); err != nil || pm.Type() != jsutil.TypeFunction {
 		return nil, errors.New("it has no postMessage")
 	}
-	open, err := safejs.Global().Get("voiceboxOpenAppPort")
-	if err != nil || open.Type() != safejs.TypeFunction {
+	open, err := jsutil.Global().Get("voiceboxOpenAppPort")
+	if err != nil || open.Type() != jsutil.TypeFunction {
 		return nil, errors.New("this worker did not load app-port.js")
 	}
-	onMessage, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+	onMessage, err := jsutil.FuncOf(func(_ jsutil.Value, args []jsutil.Value) any {
 		var msg []byte
-		if len(args) > 0 && args[0].Type() == safejs.TypeString {
+		if len(args) > 0 && args[0].Type() == jsutil.TypeString {
 			s, _ := args[0].String()
 			msg = []byte(s)
 		}
@@ -46,7 +46,7 @@ func openPort(obj any, receive func([]byte), over func(why string, messages, byt
 		return nil, err
 	}
 	p := &jsPort{receive: onMessage}
-	p.over, err = safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+	p.over, err = jsutil.FuncOf(func(_ jsutil.Value, args []jsutil.Value) any {
 		why, messages, bytes := "", 0, 0
 		if len(args) == 3 {
 			why, _ = args[0].String()
@@ -81,7 +81,7 @@ func (p *jsPort) Post(msg []byte, callID string, owe bool) error {
 // Refused reads what app-port.js refused before Go read it.
 func (p *jsPort) Refused() PortRefusals {
 	var out PortRefusals
-	if v, err := p.end.Call("refused"); err == nil && v.Type() == safejs.TypeString {
+	if v, err := p.end.Call("refused"); err == nil && v.Type() == jsutil.TypeString {
 		s, _ := v.String()
 		out.decode([]byte(s))
 	}

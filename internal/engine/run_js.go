@@ -3,13 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
-
-	"github.com/hack-pad/safejs"
+	"os"
 
 	"github.com/voicebox-go/voicebox/internal/jsutil"
 	"github.com/voicebox-go/voicebox/internal/opfs"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
 
 // opfsWorkspace is the OPFS directory that is the workspace when the user picks browser storage.
@@ -24,7 +23,7 @@ const opfsShelf = "shelf"
 // saved mini-apps in OPFS, and dials the relay's /channel beside the page. It returns once the
 // engine serves; the caller keeps the program alive.
 func Run(build string) error {
-	global := safejs.Global()
+	global := jsutil.Global()
 	out, err := newPoster(global)
 	if err != nil {
 		return err
@@ -37,13 +36,13 @@ func Run(build string) error {
 		})
 		go a.relay.peer.Run(context.Background())
 	} else {
-		fmt.Println("voicebox worker: no /channel:", err)
+		os.Stdout.WriteString(textf.Sprintf("voicebox worker: no /channel: %v\n", err))
 	}
 	return serve(global, a, out)
 }
 
 // channelURL is the relay's /channel beside the page that started this worker.
-func channelURL(global safejs.Value) (string, error) {
+func channelURL(global jsutil.Value) (string, error) {
 	loc, err := global.Get("location")
 	if err != nil {
 		return "", err
@@ -77,10 +76,10 @@ func dialConn(ctx context.Context, url string) (conn, error) {
 // took a JSON.parse call and an object handed back into Go first), and, with bytes, as
 // {json: text, bytes}, the bytes' buffer transferred (the page puts them at value.bytes).
 type poster struct {
-	endpoint safejs.Value
+	endpoint jsutil.Value
 }
 
-func newPoster(endpoint safejs.Value) (*poster, error) {
+func newPoster(endpoint jsutil.Value) (*poster, error) {
 	return &poster{endpoint: endpoint}, nil
 }
 
@@ -94,11 +93,11 @@ func openRoot(ctx context.Context, kind string, handle any) (fsroot.Root, RootIn
 		}
 		return r, RootInfo{Kind: kind, Name: "Browser storage", SyncHandles: r.UsesSyncHandles()}, nil
 	case "handle":
-		h, ok := handle.(safejs.Value)
-		if !ok || h.Type() != safejs.TypeObject {
+		h, ok := handle.(jsutil.Value)
+		if !ok || h.Type() != jsutil.TypeObject {
 			return nil, RootInfo{}, errors.New("the handle is not a directory handle")
 		}
-		if k, err := h.Get("kind"); err != nil || k.Type() != safejs.TypeString {
+		if k, err := h.Get("kind"); err != nil || k.Type() != jsutil.TypeString {
 			return nil, RootInfo{}, errors.New("the handle is not a file system handle")
 		} else if kind, _ := k.String(); kind != "directory" {
 			return nil, RootInfo{}, errors.New("the handle is not a directory handle")
@@ -110,15 +109,15 @@ func openRoot(ctx context.Context, kind string, handle any) (fsroot.Root, RootIn
 		r := opfs.FromHandle(h)
 		return r, RootInfo{Kind: kind, Name: name, SyncHandles: r.UsesSyncHandles()}, nil
 	}
-	return nil, RootInfo{}, fmt.Errorf("unknown root kind %q", kind)
+	return nil, RootInfo{}, textf.Errorf("unknown root kind %q", kind)
 }
 
 // serve answers the messages that reach endpoint (the worker's global scope, or a MessagePort in
 // tests): it takes over endpoint.onmessage, answers what arrived before it started (the
 // endpoint's voiceboxInbox, if any), and says ready.
-func serve(endpoint safejs.Value, a *Engine, out *poster) error {
+func serve(endpoint jsutil.Value, a *Engine, out *poster) error {
 	post := out.post
-	onMessage, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+	onMessage, err := jsutil.FuncOf(func(_ jsutil.Value, args []jsutil.Value) any {
 		if len(args) > 0 {
 			if data, err := args[0].Get("data"); err == nil {
 				receive(a, post, data)
@@ -150,31 +149,31 @@ func (out *poster) post(b []byte, bytes []byte) {
 	args := []any{string(b)}
 	if bytes != nil {
 		arr, err := jsutil.BytesToJS(bytes)
-		var buf safejs.Value
+		var buf jsutil.Value
 		if err == nil {
 			buf, err = arr.Get("buffer")
 		}
 		if err != nil {
-			fmt.Println("voicebox worker: could not attach bytes:", err)
+			os.Stdout.WriteString(textf.Sprintf("voicebox worker: could not attach bytes: %v\n", err))
 		} else {
 			args = []any{map[string]any{"json": string(b), "bytes": arr}, []any{buf}}
 		}
 	}
 	if _, err := out.endpoint.Call("postMessage", args...); err != nil {
-		fmt.Println("voicebox worker: could not answer:", err)
+		os.Stdout.WriteString(textf.Sprintf("voicebox worker: could not answer: %v\n", err))
 	}
 }
 
 // receive answers one message from the page, in its own goroutine.
-func receive(a *Engine, post func([]byte, []byte), data safejs.Value) {
+func receive(a *Engine, post func([]byte, []byte), data jsutil.Value) {
 	text, bytes, object, err := splitMessage(data)
 	if err != nil {
-		fmt.Println("voicebox worker: dropped a message:", err)
+		os.Stdout.WriteString(textf.Sprintf("voicebox worker: dropped a message: %v\n", err))
 		return
 	}
 	id, r, ref, ok := parse(text)
 	if !ok {
-		fmt.Println("voicebox worker: dropped a message with no numeric id")
+		os.Stdout.WriteString("voicebox worker: dropped a message with no numeric id\n")
 		return
 	}
 	if ref != nil {
@@ -202,25 +201,25 @@ func receive(a *Engine, post func([]byte, []byte), data safejs.Value) {
 // ArrayBuffer, copied into Go) or params.handle / params.port (a JS object, kept as it is). A
 // call is read with as few crossings into JavaScript as it takes: each costs Go's js bridge a
 // call and, for every object or string it hands back, a finalizer run by a later collection.
-func splitMessage(data safejs.Value) (text []byte, bytes []byte, object any, err error) {
+func splitMessage(data jsutil.Value) (text []byte, bytes []byte, object any, err error) {
 	call := data
-	if data.Type() == safejs.TypeObject {
+	if data.Type() == jsutil.TypeObject {
 		if call, err = data.Get("call"); err != nil {
 			return nil, nil, nil, err
 		}
 		if b, err := data.Get("bytes"); err == nil && !b.IsUndefined() {
 			if bytes, err = jsutil.BytesToGo(b); err != nil {
-				return nil, nil, nil, fmt.Errorf("bytes is not binary data: %w", err)
+				return nil, nil, nil, textf.Errorf("bytes is not binary data: %w", err)
 			}
 			if bytes == nil {
 				bytes = []byte{}
 			}
 		}
-		if o, err := data.Get("object"); err == nil && o.Type() == safejs.TypeObject {
+		if o, err := data.Get("object"); err == nil && o.Type() == jsutil.TypeObject {
 			object = o
 		}
 	}
-	if call.Type() != safejs.TypeString {
+	if call.Type() != jsutil.TypeString {
 		return nil, nil, nil, errors.New("a call is JSON text, or {call: text, bytes, object}")
 	}
 	s, err := call.String()

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hack-pad/safejs"
+	"github.com/voicebox-go/voicebox/internal/jsutil"
 )
 
 // TestServeOverAMessagePort runs the worker's message loop over a real MessageChannel on the
@@ -14,20 +14,20 @@ import (
 // wraps one) reaches its method, all through the browser's structured clone, every message the
 // worker posts being its JSON text.
 func TestServeOverAMessagePort(t *testing.T) {
-	channel := must(must(safejs.Global().Get("MessageChannel")).New())
+	channel := must(must(jsutil.Global().Get("MessageChannel")).New())
 	port1 := must(channel.Get("port1"))
 	port2 := must(channel.Get("port2"))
 
-	inbox := must(safejs.Global().Get("JSON"))
+	inbox := must(jsutil.Global().Get("JSON"))
 	queued := must(inbox.Call("parse", `["{\"type\":\"call\",\"id\":1,\"method\":\"status\"}"]`))
 	if err := port1.Set("voiceboxInbox", queued); err != nil {
 		t.Fatal(err)
 	}
 
 	received := make(chan string, 8)
-	onMessage, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+	onMessage, err := jsutil.FuncOf(func(_ jsutil.Value, args []jsutil.Value) any {
 		data := must(args[0].Get("data"))
-		if data.Type() != safejs.TypeString {
+		if data.Type() != jsutil.TypeString {
 			received <- "not text"
 			return nil
 		}
@@ -54,7 +54,7 @@ func TestServeOverAMessagePort(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A chunk of no upload begun: read from its text beside its bytes, refused by the method.
-	bytes := must(must(safejs.Global().Get("Uint8Array")).New(3))
+	bytes := must(must(jsutil.Global().Get("Uint8Array")).New(3))
 	withBytes := map[string]any{"call": `{"type":"call","id":3,"method":"files.upload.chunk","params":{"uploadId":"up999"}}`, "bytes": bytes}
 	if _, err := port2.Call("postMessage", withBytes); err != nil {
 		t.Fatal(err)

@@ -3,20 +3,18 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
-	"github.com/hack-pad/safejs"
-
 	"github.com/voicebox-go/voicebox/internal/jsutil"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
 
 // socket is a thin wrapper over the browser's own WebSocket, for text frames. The page uses it
 // instead of coder/websocket, whose GOOS=js build pulls in net/http and crypto/tls (megabytes of
 // wasm and tens of milliseconds of start-up) for the same browser object underneath.
 type socket struct {
-	ws    safejs.Value
-	funcs []safejs.Func
+	ws    jsutil.Value
+	funcs []jsutil.Func
 
 	mu     sync.Mutex
 	queue  []string
@@ -27,7 +25,7 @@ type socket struct {
 
 // dialSocket opens a WebSocket to url and waits until it is open or has failed.
 func dialSocket(ctx context.Context, url string) (*socket, error) {
-	ctor, err := safejs.Global().Get("WebSocket")
+	ctor, err := jsutil.Global().Get("WebSocket")
 	if err != nil || ctor.IsUndefined() {
 		return nil, errors.New("this context has no WebSocket")
 	}
@@ -38,8 +36,8 @@ func dialSocket(ctx context.Context, url string) (*socket, error) {
 	s := &socket{ws: ws, signal: make(chan struct{}, 1), done: make(chan struct{})}
 	opened := make(chan struct{})
 	var openOnce sync.Once
-	on := func(event string, fn func(args []safejs.Value)) error {
-		f, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+	on := func(event string, fn func(args []jsutil.Value)) error {
+		f, err := jsutil.FuncOf(func(_ jsutil.Value, args []jsutil.Value) any {
 			fn(args)
 			return nil
 		})
@@ -50,10 +48,10 @@ func dialSocket(ctx context.Context, url string) (*socket, error) {
 		return ws.Set(event, f.Value())
 	}
 	errs := []error{
-		on("onopen", func([]safejs.Value) { openOnce.Do(func() { close(opened) }) }),
-		on("onmessage", func(args []safejs.Value) {
+		on("onopen", func([]jsutil.Value) { openOnce.Do(func() { close(opened) }) }),
+		on("onmessage", func(args []jsutil.Value) {
 			data, err := args[0].Get("data")
-			if err != nil || data.Type() != safejs.TypeString {
+			if err != nil || data.Type() != jsutil.TypeString {
 				return // the protocol is text frames only
 			}
 			text, _ := data.String()
@@ -62,7 +60,7 @@ func dialSocket(ctx context.Context, url string) (*socket, error) {
 			s.mu.Unlock()
 			s.wake()
 		}),
-		on("onclose", func(args []safejs.Value) {
+		on("onclose", func(args []jsutil.Value) {
 			info := &closeInfo{Code: 1006}
 			if code, err := args[0].Get("code"); err == nil {
 				info.Code, _ = code.Int()
@@ -78,7 +76,7 @@ func dialSocket(ctx context.Context, url string) (*socket, error) {
 			s.mu.Unlock()
 			s.wake()
 		}),
-		on("onerror", func([]safejs.Value) {}), // a close event always follows
+		on("onerror", func([]jsutil.Value) {}), // a close event always follows
 	}
 	if err := errors.Join(errs...); err != nil {
 		s.release()
@@ -89,7 +87,7 @@ func dialSocket(ctx context.Context, url string) (*socket, error) {
 		return s, nil
 	case <-s.done:
 		s.release()
-		return nil, fmt.Errorf("connection failed (close %d %s)", s.closed.Code, s.closed.Reason)
+		return nil, textf.Errorf("connection failed (close %d %s)", s.closed.Code, s.closed.Reason)
 	case <-ctx.Done():
 		s.Close(1000, "gave up connecting")
 		return nil, ctx.Err()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/hack-pad/safejs"
-
 	"github.com/voicebox-go/voicebox/internal/jsutil"
 	"github.com/voicebox-go/voicebox/internal/shared/wasmabi"
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -23,11 +21,11 @@ type workerRunner struct {
 	slot chan struct{} // one call at a time
 
 	// Held with slot.
-	worker    safejs.Value
+	worker    jsutil.Value
 	live      bool
-	answers   chan safejs.Value // the Worker's answers (and its error events, as a null)
-	onMessage safejs.Func
-	onError   safejs.Func
+	answers   chan jsutil.Value // the Worker's answers (and its error events, as a null)
+	onMessage jsutil.Func
+	onError   jsutil.Func
 	seq       int
 }
 
@@ -84,12 +82,12 @@ func (w *workerRunner) start() error {
 	if w.live {
 		return nil
 	}
-	ctor, err := safejs.Global().Get("Worker")
+	ctor, err := jsutil.Global().Get("Worker")
 	if err != nil {
 		return err
 	}
-	answers := make(chan safejs.Value, 1)
-	w.onMessage, err = safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+	answers := make(chan jsutil.Value, 1)
+	w.onMessage, err = jsutil.FuncOf(func(_ jsutil.Value, args []jsutil.Value) any {
 		if len(args) > 0 {
 			if data, err := args[0].Get("data"); err == nil {
 				select {
@@ -103,9 +101,9 @@ func (w *workerRunner) start() error {
 	if err != nil {
 		return err
 	}
-	w.onError, err = safejs.FuncOf(func(safejs.Value, []safejs.Value) any {
+	w.onError, err = jsutil.FuncOf(func(jsutil.Value, []jsutil.Value) any {
 		select {
-		case answers <- safejs.Null():
+		case answers <- jsutil.Null():
 		default:
 		}
 		return nil
@@ -138,25 +136,25 @@ func (w *workerRunner) stop() {
 }
 
 // message builds the call wasm-runner.js reads.
-func (w *workerRunner) message(module []byte, export string, layout wasmabi.Layout, inputs [][]byte, refuse *refusal.Refusal) (safejs.Value, error) {
+func (w *workerRunner) message(module []byte, export string, layout wasmabi.Layout, inputs [][]byte, refuse *refusal.Refusal) (jsutil.Value, error) {
 	w.seq++
 	msg := jsutil.Object(map[string]any{"id": w.seq, "export": export,
 		"output": map[string]any{"offset": int(layout.Output.Offset), "maxBytes": int(layout.Output.MaxBytes)}})
 	mod, err := jsutil.BytesToJS(module)
 	if err != nil {
-		return safejs.Value{}, err
+		return jsutil.Value{}, err
 	}
 	msg.Set("module", mod)
-	arrayCtor, err := safejs.Global().Get("Array")
+	arrayCtor, err := jsutil.Global().Get("Array")
 	if err != nil {
-		return safejs.Value{}, err
+		return jsutil.Value{}, err
 	}
 	ins, _ := arrayCtor.New()
 	offsets, _ := arrayCtor.New()
 	for i, in := range inputs {
 		arr, err := jsutil.BytesToJS(in)
 		if err != nil {
-			return safejs.Value{}, err
+			return jsutil.Value{}, err
 		}
 		ins.SetIndex(i, arr)
 		if i < len(layout.Inputs) {
@@ -168,14 +166,14 @@ func (w *workerRunner) message(module []byte, export string, layout wasmabi.Layo
 	if refuse != nil {
 		msg.Set("refuse", jsutil.Object(map[string]any{"rule": string(refuse.Rule), "why": refuse.Why}))
 	} else {
-		msg.Set("refuse", safejs.Null())
+		msg.Set("refuse", jsutil.Null())
 	}
 	return msg, nil
 }
 
 // answerOf reads the worker's answer: a refusal, or what the module returned and wrote.
-func answerOf(data safejs.Value) (int64, bool, []byte, error) {
-	if r, err := data.Get("refused"); err == nil && r.Type() == safejs.TypeString {
+func answerOf(data jsutil.Value) (int64, bool, []byte, error) {
+	if r, err := data.Get("refused"); err == nil && r.Type() == jsutil.TypeString {
 		rule, _ := r.String()
 		why := ""
 		if v, err := data.Get("why"); err == nil {
@@ -198,7 +196,7 @@ func answerOf(data safejs.Value) (int64, bool, []byte, error) {
 	return int64(int32(int64(f))), hasResult, out, nil
 }
 
-func mustInt(v safejs.Value) int {
+func mustInt(v jsutil.Value) int {
 	n, _ := v.Int()
 	return n
 }

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hack-pad/safejs"
+	"github.com/voicebox-go/voicebox/internal/jsutil"
 )
 
 // TestInADedicatedWorker proves this test binary runs where the page's Go runs: in a dedicated
 // worker, where OPFS sync access handles exist (they do not on the main thread).
 func TestInADedicatedWorker(t *testing.T) {
-	global := safejs.Global()
+	global := jsutil.Global()
 	scope := must(global.Get("DedicatedWorkerGlobalScope"))
 	if scope.IsUndefined() {
 		t.Fatal("DedicatedWorkerGlobalScope is undefined: this is not a worker")
@@ -23,7 +23,7 @@ func TestInADedicatedWorker(t *testing.T) {
 
 	storage := must(must(global.Get("navigator")).Get("storage"))
 	root := await(t, must(storage.Call("getDirectory")))
-	opts := must(safejs.ValueOf(map[string]any{"create": true}))
+	opts := must(jsutil.ValueOf(map[string]any{"create": true}))
 	file := await(t, must(root.Call("getFileHandle", "worker-harness-probe", opts)))
 	handle := await(t, must(file.Call("createSyncAccessHandle")))
 	defer func() {
@@ -33,10 +33,10 @@ func TestInADedicatedWorker(t *testing.T) {
 
 	want := []byte("sync access handle")
 	buf := must(must(global.Get("Uint8Array")).New(len(want)))
-	if _, err := safejs.CopyBytesToJS(buf, want); err != nil {
+	if _, err := jsutil.CopyBytesToJS(buf, want); err != nil {
 		t.Fatal(err)
 	}
-	zero := must(safejs.ValueOf(map[string]any{"at": 0}))
+	zero := must(jsutil.ValueOf(map[string]any{"at": 0}))
 	if n := must(must(handle.Call("write", buf, zero)).Int()); n != len(want) {
 		t.Fatalf("wrote %d bytes, want %d", n, len(want))
 	}
@@ -46,21 +46,21 @@ func TestInADedicatedWorker(t *testing.T) {
 		t.Fatalf("read %d bytes, want %d", n, len(want))
 	}
 	got := make([]byte, len(want))
-	safejs.CopyBytesToGo(got, back)
+	jsutil.CopyBytesToGo(got, back)
 	if string(got) != string(want) {
 		t.Fatalf("read %q, want %q", got, want)
 	}
 }
 
 // await waits for a JS promise from a test goroutine (never from inside a JS callback).
-func await(t *testing.T, promise safejs.Value) safejs.Value {
+func await(t *testing.T, promise jsutil.Value) jsutil.Value {
 	t.Helper()
 	type settled struct {
-		v   safejs.Value
+		v   jsutil.Value
 		err error
 	}
 	done := make(chan settled, 1)
-	onOK, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+	onOK, err := jsutil.FuncOf(func(_ jsutil.Value, args []jsutil.Value) any {
 		done <- settled{v: args[0]}
 		return nil
 	})
@@ -68,7 +68,7 @@ func await(t *testing.T, promise safejs.Value) safejs.Value {
 		t.Fatal(err)
 	}
 	defer onOK.Release()
-	onErr, err := safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
+	onErr, err := jsutil.FuncOf(func(_ jsutil.Value, args []jsutil.Value) any {
 		msg := "rejected"
 		if s, err := args[0].Call("toString"); err == nil {
 			msg, _ = s.String()

@@ -3,10 +3,9 @@ package jsutil
 import (
 	"context"
 	"errors"
-	"fmt"
 	"syscall/js"
 
-	"github.com/hack-pad/safejs"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
 
 // Error is a JavaScript exception or rejection: its name (the DOMException name, such as
@@ -28,18 +27,18 @@ func Name(err error) string {
 }
 
 // FromValue turns a thrown or rejected JavaScript value into an *Error.
-func FromValue(v safejs.Value) *Error {
+func FromValue(v Value) *Error {
 	e := &Error{Name: "Error", Message: "(no message)"}
-	if v.Type() != safejs.TypeObject {
+	if v.Type() != TypeObject {
 		if s, err := v.String(); err == nil {
 			e.Message = s
 		}
 		return e
 	}
-	if n, err := v.Get("name"); err == nil && n.Type() == safejs.TypeString {
+	if n, err := v.Get("name"); err == nil && n.Type() == TypeString {
 		e.Name, _ = n.String()
 	}
-	if m, err := v.Get("message"); err == nil && m.Type() == safejs.TypeString {
+	if m, err := v.Get("message"); err == nil && m.Type() == TypeString {
 		e.Message, _ = m.String()
 	}
 	return e
@@ -48,20 +47,20 @@ func FromValue(v safejs.Value) *Error {
 // Await waits for promise to settle and returns its value, or the rejection as an *Error. It must
 // be called from a goroutine, never from inside a JavaScript callback. When ctx ends first it
 // returns ctx.Err(); the promise still settles later and its callbacks release themselves.
-func Await(ctx context.Context, promise safejs.Value) (safejs.Value, error) {
+func Await(ctx context.Context, promise Value) (Value, error) {
 	type settled struct {
-		v   safejs.Value
+		v   Value
 		err error
 	}
 	done := make(chan settled, 1)
-	var onOK, onErr safejs.Func
+	var onOK, onErr Func
 	release := func() {
 		onOK.Release()
 		onErr.Release()
 	}
 	var err error
-	onOK, err = safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
-		v := safejs.Undefined()
+	onOK, err = FuncOf(func(_ Value, args []Value) any {
+		v := Undefined()
 		if len(args) > 0 {
 			v = args[0]
 		}
@@ -70,10 +69,10 @@ func Await(ctx context.Context, promise safejs.Value) (safejs.Value, error) {
 		return nil
 	})
 	if err != nil {
-		return safejs.Value{}, err
+		return Value{}, err
 	}
-	onErr, err = safejs.FuncOf(func(_ safejs.Value, args []safejs.Value) any {
-		reason := safejs.Undefined()
+	onErr, err = FuncOf(func(_ Value, args []Value) any {
+		reason := Undefined()
 		if len(args) > 0 {
 			reason = args[0]
 		}
@@ -83,45 +82,43 @@ func Await(ctx context.Context, promise safejs.Value) (safejs.Value, error) {
 	})
 	if err != nil {
 		onOK.Release()
-		return safejs.Value{}, err
+		return Value{}, err
 	}
 	if _, err := promise.Call("then", onOK.Value(), onErr.Value()); err != nil {
 		release()
-		return safejs.Value{}, fmt.Errorf("jsutil: not a promise: %w", err)
+		return Value{}, textf.Errorf("jsutil: not a promise: %w", err)
 	}
 	select {
 	case s := <-done:
 		return s.v, s.err
 	case <-ctx.Done():
-		return safejs.Value{}, ctx.Err()
+		return Value{}, ctx.Err()
 	}
 }
 
 // Call calls method on v and awaits the promise it returns. A synchronous throw is returned as an
 // *Error too.
-func Call(ctx context.Context, v safejs.Value, method string, args ...any) (safejs.Value, error) {
+func Call(ctx context.Context, v Value, method string, args ...any) (Value, error) {
 	p, err := v.Call(method, args...)
 	if err != nil {
-		return safejs.Value{}, Thrown(err)
+		return Value{}, Thrown(err)
 	}
 	return Await(ctx, p)
 }
 
-// Thrown turns the error a synchronous safejs call returns for a JavaScript throw into an
-// *Error, so its DOMException name can be read. safejs wraps the thrown value in syscall/js's
-// Error; this is the one place the package names syscall/js, because safejs's message drops the
-// name.
+// Thrown turns the error a synchronous Value call returns for a JavaScript throw (syscall/js's
+// Error, whose message drops the DOMException name) into an *Error, so its name can be read.
 func Thrown(err error) error {
 	var jsErr js.Error
 	if errors.As(err, &jsErr) {
-		return FromValue(safejs.Safe(jsErr.Value))
+		return FromValue(Safe(jsErr.Value))
 	}
 	return err
 }
 
 // Object builds a plain JavaScript object from m.
-func Object(m map[string]any) safejs.Value {
-	v, err := safejs.ValueOf(m)
+func Object(m map[string]any) Value {
+	v, err := ValueOf(m)
 	if err != nil {
 		panic("jsutil: " + err.Error())
 	}
@@ -129,25 +126,25 @@ func Object(m map[string]any) safejs.Value {
 }
 
 // BytesToJS copies b into a new Uint8Array.
-func BytesToJS(b []byte) (safejs.Value, error) {
-	ctor, err := safejs.Global().Get("Uint8Array")
+func BytesToJS(b []byte) (Value, error) {
+	ctor, err := Global().Get("Uint8Array")
 	if err != nil {
-		return safejs.Value{}, err
+		return Value{}, err
 	}
 	arr, err := ctor.New(len(b))
 	if err != nil {
-		return safejs.Value{}, err
+		return Value{}, err
 	}
-	if _, err := safejs.CopyBytesToJS(arr, b); err != nil {
-		return safejs.Value{}, err
+	if _, err := CopyBytesToJS(arr, b); err != nil {
+		return Value{}, err
 	}
 	return arr, nil
 }
 
 // BytesToGo copies a Uint8Array (or an ArrayBuffer) into a new Go slice.
-func BytesToGo(v safejs.Value) ([]byte, error) {
+func BytesToGo(v Value) ([]byte, error) {
 	if ok, _ := isInstance(v, "ArrayBuffer"); ok {
-		ctor, err := safejs.Global().Get("Uint8Array")
+		ctor, err := Global().Get("Uint8Array")
 		if err != nil {
 			return nil, err
 		}
@@ -160,14 +157,14 @@ func BytesToGo(v safejs.Value) ([]byte, error) {
 		return nil, err
 	}
 	b := make([]byte, n)
-	if _, err := safejs.CopyBytesToGo(b, v); err != nil {
+	if _, err := CopyBytesToGo(b, v); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-func isInstance(v safejs.Value, ctor string) (bool, error) {
-	c, err := safejs.Global().Get(ctor)
+func isInstance(v Value, ctor string) (bool, error) {
+	c, err := Global().Get(ctor)
 	if err != nil || c.IsUndefined() {
 		return false, err
 	}

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/hack-pad/safejs"
-
 	"github.com/voicebox-go/voicebox/internal/jsutil"
 )
 
@@ -16,12 +14,12 @@ type handlePool struct {
 	max int
 
 	mu    sync.Mutex
-	open  map[string]safejs.Value
+	open  map[string]jsutil.Value
 	order []string // least recently used first
 
 	readMu  sync.Mutex
-	scratch safejs.Value // a Uint8Array of readScratchBytes, once a read made it
-	at0     safejs.Value // the read options {at: 0}
+	scratch jsutil.Value // a Uint8Array of readScratchBytes, once a read made it
+	at0     jsutil.Value // the read options {at: 0}
 	ready   bool         // scratch and at0 are made
 }
 
@@ -31,11 +29,11 @@ type handlePool struct {
 const readScratchBytes = 64 << 10
 
 func newHandlePool(max int) *handlePool {
-	return &handlePool{max: max, open: map[string]safejs.Value{}}
+	return &handlePool{max: max, open: map[string]jsutil.Value{}}
 }
 
 // get returns the open handle of name, opening it with opener when there is none.
-func (p *handlePool) get(name string, opener func() (safejs.Value, error)) (safejs.Value, error) {
+func (p *handlePool) get(name string, opener func() (jsutil.Value, error)) (jsutil.Value, error) {
 	p.mu.Lock()
 	if h, ok := p.open[name]; ok {
 		p.touch(name)
@@ -46,7 +44,7 @@ func (p *handlePool) get(name string, opener func() (safejs.Value, error)) (safe
 
 	h, err := opener()
 	if err != nil {
-		return safejs.Value{}, err
+		return jsutil.Value{}, err
 	}
 
 	p.mu.Lock()
@@ -76,7 +74,7 @@ func (p *handlePool) get(name string, opener func() (safejs.Value, error)) (safe
 // It reads into the kept scratch buffer first: a file shorter than the buffer, the common case,
 // then needs no getSize (one call across the wasm boundary fewer per read; the size is what the
 // read returned).
-func (p *handlePool) readPrefix(h safejs.Value, limit int) ([]byte, int64, error) {
+func (p *handlePool) readPrefix(h jsutil.Value, limit int) ([]byte, int64, error) {
 	p.readMu.Lock()
 	defer p.readMu.Unlock()
 	if !p.ready {
@@ -111,14 +109,14 @@ func (p *handlePool) readPrefix(h safejs.Value, limit int) ([]byte, int64, error
 		}
 	}
 	b := make([]byte, min(m, n))
-	if _, err := safejs.CopyBytesToGo(b, buf); err != nil {
+	if _, err := jsutil.CopyBytesToGo(b, buf); err != nil {
 		return nil, 0, err
 	}
 	return b, size, nil
 }
 
 // readInto reads the file open as h from its start into buf, and returns how many bytes it read.
-func readInto(h, buf, at0 safejs.Value) (int, error) {
+func readInto(h, buf, at0 jsutil.Value) (int, error) {
 	got, err := h.Call("read", buf, at0)
 	if err != nil {
 		return 0, jsutil.Thrown(err)
@@ -127,7 +125,7 @@ func readInto(h, buf, at0 safejs.Value) (int, error) {
 }
 
 // handleSize is the size of the file open as h.
-func handleSize(h safejs.Value) (int64, error) {
+func handleSize(h jsutil.Value) (int64, error) {
 	v, err := h.Call("getSize")
 	if err != nil {
 		return 0, jsutil.Thrown(err)

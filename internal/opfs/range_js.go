@@ -4,8 +4,6 @@ import (
 	"context"
 	"io/fs"
 
-	"github.com/hack-pad/safejs"
-
 	"github.com/voicebox-go/voicebox/internal/jsutil"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 )
@@ -50,7 +48,7 @@ func (r *Root) OpenRange(ctx context.Context, name string) (fsroot.FileReader, e
 // fileReader reads pieces of one File snapshot.
 type fileReader struct {
 	name   string
-	file   safejs.Value
+	file   jsutil.Value
 	size   int64
 	closed bool
 }
@@ -78,14 +76,14 @@ func (f *fileReader) ReadAt(ctx context.Context, p []byte, off int64) (int, erro
 		}
 		return 0, pathError(op, f.name, err, false)
 	}
-	view, err := safejs.Global().Get("Uint8Array")
+	view, err := jsutil.Global().Get("Uint8Array")
 	if err == nil {
 		view, err = view.New(ab)
 	}
 	if err != nil {
 		return 0, pathError(op, f.name, err, false)
 	}
-	n, err := safejs.CopyBytesToGo(p[:want], view)
+	n, err := jsutil.CopyBytesToGo(p[:want], view)
 	if err != nil {
 		return 0, pathError(op, f.name, err, false)
 	}
@@ -97,6 +95,6 @@ func (f *fileReader) ReadAt(ctx context.Context, p []byte, off int64) (int, erro
 
 func (f *fileReader) Close() error {
 	f.closed = true
-	f.file = safejs.Value{}
+	f.file = jsutil.Value{}
 	return nil
 }

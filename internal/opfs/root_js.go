@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"path"
@@ -13,10 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hack-pad/safejs"
-
 	"github.com/voicebox-go/voicebox/internal/jsutil"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
 
 // MaxOpenHandles bounds the pool of sync access handles an OPFS root keeps open for reads.
@@ -39,12 +37,12 @@ const (
 
 // Root is a workspace root over a FileSystemDirectoryHandle.
 type Root struct {
-	dir  safejs.Value
+	dir  jsutil.Value
 	pool *handlePool // nil when sync access handles are not used
 
 	mu      sync.Mutex
-	dirs    map[string]safejs.Value // directory handles by path, "" is the root
-	files   map[string]safejs.Value // file handles by path (each lookup is a round trip)
+	dirs    map[string]jsutil.Value // directory handles by path, "" is the root
+	files   map[string]jsutil.Value // file handles by path (each lookup is a round trip)
 	writing map[string]int          // files with a write in progress: reads use the async API
 	failAt  int64                   // writes fail past this many bytes; negative: never
 	meta    *Root                   // the metadata area's root, once asked for
@@ -70,7 +68,7 @@ func (r *Root) failLimit() int64 {
 // (created if missing) when sub is not empty. sub must pass fsroot.Check, except that it may be
 // a dot name: the page keeps host-owned areas there, out of the tools' reach.
 func OpenOPFS(ctx context.Context, sub string) (*Root, error) {
-	nav, err := safejs.Global().Get("navigator")
+	nav, err := jsutil.Global().Get("navigator")
 	if err != nil {
 		return nil, err
 	}
@@ -99,10 +97,10 @@ func OpenOPFS(ctx context.Context, sub string) (*Root, error) {
 
 // FromHandle returns a root over dir, a FileSystemDirectoryHandle the caller already holds
 // permission for. It uses the asynchronous API only (sync access handles exist only in OPFS).
-func FromHandle(dir safejs.Value) *Root { return newRoot(dir) }
+func FromHandle(dir jsutil.Value) *Root { return newRoot(dir) }
 
-func newRoot(dir safejs.Value) *Root {
-	return &Root{dir: dir, dirs: map[string]safejs.Value{"": dir}, files: map[string]safejs.Value{}, writing: map[string]int{}, failAt: -1}
+func newRoot(dir jsutil.Value) *Root {
+	return &Root{dir: dir, dirs: map[string]jsutil.Value{"": dir}, files: map[string]jsutil.Value{}, writing: map[string]int{}, failAt: -1}
 }
 
 // Meta returns the root's hidden metadata area (fsroot.MetaDir), a root of its own over that
@@ -124,7 +122,7 @@ func (r *Root) Meta(ctx context.Context) (fsroot.Root, error) {
 }
 
 // Handle returns the root's FileSystemDirectoryHandle.
-func (r *Root) Handle() safejs.Value { return r.dir }
+func (r *Root) Handle() jsutil.Value { return r.dir }
 
 // UsesSyncHandles reports whether reads go through the pool of sync access handles.
 func (r *Root) UsesSyncHandles() bool { return r.pool != nil }
@@ -137,7 +135,7 @@ func (r *Root) Close() {
 }
 
 func syncHandlesAvailable() bool {
-	ctor, err := safejs.Global().Get("FileSystemFileHandle")
+	ctor, err := jsutil.Global().Get("FileSystemFileHandle")
 	if err != nil || ctor.IsUndefined() {
 		return false
 	}
@@ -146,13 +144,13 @@ func syncHandlesAvailable() bool {
 		return false
 	}
 	m, err := proto.Get("createSyncAccessHandle")
-	return err == nil && m.Type() == safejs.TypeFunction
+	return err == nil && m.Type() == jsutil.TypeFunction
 }
 
 // dirHandle returns the handle of directory p ("" is the root), creating missing directories
 // when create is set. Its errors are the browser's; callers turn them into path errors naming
 // the path they were asked for.
-func (r *Root) dirHandle(ctx context.Context, p string, create bool) (safejs.Value, error) {
+func (r *Root) dirHandle(ctx context.Context, p string, create bool) (jsutil.Value, error) {
 	r.mu.Lock()
 	h, ok := r.dirs[p]
 	r.mu.Unlock()
@@ -162,11 +160,11 @@ func (r *Root) dirHandle(ctx context.Context, p string, create bool) (safejs.Val
 	parent, base := split(p)
 	ph, err := r.dirHandle(ctx, parent, create)
 	if err != nil {
-		return safejs.Value{}, err
+		return jsutil.Value{}, err
 	}
 	h, err = jsutil.Call(ctx, ph, "getDirectoryHandle", base, jsutil.Object(map[string]any{"create": create}))
 	if err != nil {
-		return safejs.Value{}, err
+		return jsutil.Value{}, err
 	}
 	r.mu.Lock()
 	r.dirs[p] = h
@@ -191,14 +189,14 @@ func (r *Root) forget(p string) {
 	}
 }
 
-func (r *Root) cachedFile(name string) (safejs.Value, bool) {
+func (r *Root) cachedFile(name string) (jsutil.Value, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h, ok := r.files[name]
 	return h, ok
 }
 
-func (r *Root) cacheFile(name string, h safejs.Value) {
+func (r *Root) cacheFile(name string, h jsutil.Value) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.files) >= maxCachedFiles {
@@ -253,10 +251,10 @@ func (r *Root) isWriting(name string) bool {
 }
 
 func (r *Root) readSync(ctx context.Context, op, name string, limit int) ([]byte, int64, error) {
-	h, err := r.pool.get(r.poolKey+name, func() (safejs.Value, error) {
+	h, err := r.pool.get(r.poolKey+name, func() (jsutil.Value, error) {
 		fh, err := r.fileHandle(ctx, op, name, false)
 		if err != nil {
-			return safejs.Value{}, err
+			return jsutil.Value{}, err
 		}
 		return jsutil.Call(ctx, fh, "createSyncAccessHandle")
 	})
@@ -293,7 +291,7 @@ func (r *Root) readAsync(ctx context.Context, op, name string, limit int) ([]byt
 					return nil, 0, pathError(op, name, jsutil.Thrown(err), false)
 				}
 			}
-			var ab safejs.Value
+			var ab jsutil.Value
 			if ab, err = jsutil.Call(ctx, part, "arrayBuffer"); err == nil {
 				b, err := jsutil.BytesToGo(ab)
 				return b, size, err
@@ -311,18 +309,18 @@ func (r *Root) readAsync(ctx context.Context, op, name string, limit int) ([]byt
 }
 
 // fileHandle returns the handle of file name; with create, a missing file is created empty.
-func (r *Root) fileHandle(ctx context.Context, op, name string, create bool) (safejs.Value, error) {
+func (r *Root) fileHandle(ctx context.Context, op, name string, create bool) (jsutil.Value, error) {
 	if h, ok := r.cachedFile(name); ok {
 		return h, nil
 	}
 	parent, base := split(name)
 	dh, err := r.dirHandle(ctx, parent, false)
 	if err != nil {
-		return safejs.Value{}, pathError(op, name, err, true)
+		return jsutil.Value{}, pathError(op, name, err, true)
 	}
 	fh, err := jsutil.Call(ctx, dh, "getFileHandle", base, jsutil.Object(map[string]any{"create": create}))
 	if err != nil {
-		return safejs.Value{}, pathError(op, name, err, false)
+		return jsutil.Value{}, pathError(op, name, err, false)
 	}
 	r.cacheFile(name, fh)
 	return fh, nil
@@ -372,11 +370,11 @@ type writer struct {
 	r        *Root
 	ctx      context.Context
 	op, name string
-	dir      safejs.Value
+	dir      jsutil.Value
 	base     string
 	tmp      string       // the temporary name, for a new file
-	file     safejs.Value // the handle written to
-	stream   safejs.Value
+	file     jsutil.Value // the handle written to
+	stream   jsutil.Value
 	written  int64
 	broken   error // the first failed Write: Commit then aborts and returns it
 	finished bool
@@ -431,7 +429,7 @@ func (w *writer) Write(p []byte) (int, error) {
 	var injected error
 	if limit := w.r.failLimit(); limit >= 0 && w.written+int64(len(p)) > limit {
 		p = p[:max(limit-w.written, 0)]
-		injected = fmt.Errorf("opfs: injected failure writing %s past %d bytes", w.name, limit)
+		injected = textf.Errorf("opfs: injected failure writing %s past %d bytes", w.name, limit)
 	}
 	if len(p) > 0 {
 		chunk, err := jsutil.BytesToJS(p)
@@ -552,7 +550,7 @@ func (r *Root) ReadDir(ctx context.Context, name string) ([]fsroot.Entry, error)
 }
 
 // describe turns a handle into an Entry, reading a file's size and time.
-func (r *Root) describe(ctx context.Context, p string, h safejs.Value) (fsroot.Entry, error) {
+func (r *Root) describe(ctx context.Context, p string, h jsutil.Value) (fsroot.Entry, error) {
 	_, base := split(p)
 	if stringProp(h, "kind") == "directory" {
 		return fsroot.Entry{Name: base, Dir: true}, nil
@@ -677,24 +675,24 @@ func (r *Root) Rename(ctx context.Context, from, to string) error {
 	return nil
 }
 
-func truthy(v safejs.Value) bool {
+func truthy(v jsutil.Value) bool {
 	b, err := v.Truthy()
 	return err == nil && b
 }
 
-func stringProp(v safejs.Value, p string) string {
+func stringProp(v jsutil.Value, p string) string {
 	s, err := v.Get(p)
-	if err != nil || s.Type() != safejs.TypeString {
+	if err != nil || s.Type() != jsutil.TypeString {
 		return ""
 	}
 	str, _ := s.String()
 	return str
 }
 
-func newUint8Array(n int) (safejs.Value, error) {
-	ctor, err := safejs.Global().Get("Uint8Array")
+func newUint8Array(n int) (jsutil.Value, error) {
+	ctor, err := jsutil.Global().Get("Uint8Array")
 	if err != nil {
-		return safejs.Value{}, err
+		return jsutil.Value{}, err
 	}
 	return ctor.New(n)
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hack-pad/safejs"
-
 	"github.com/voicebox-go/voicebox/internal/jsutil"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot/fsroottest"
@@ -19,7 +17,7 @@ import (
 const testArea = "opfs-tests"
 
 // freshDir creates an empty OPFS directory for one test and returns its handle.
-func freshDir(t *testing.T) safejs.Value {
+func freshDir(t *testing.T) jsutil.Value {
 	t.Helper()
 	ctx := context.Background()
 	area, err := OpenOPFS(ctx, testArea)

@@ -7,9 +7,9 @@ package refusal
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
 
 // Rule is a stable refusal id such as "unknown-field".
@@ -359,9 +359,9 @@ type Refusal struct {
 	Why  string `json:"why"`
 }
 
-// New returns a refusal for rule with a Why formatted like fmt.Sprintf.
+// New returns a refusal for rule with a Why formatted as fmt.Sprintf would (by textf, which the page links instead of fmt).
 func New(rule Rule, format string, args ...any) *Refusal {
-	return &Refusal{Rule: rule, Why: fmt.Sprintf(format, args...)}
+	return &Refusal{Rule: rule, Why: textf.Sprintf(format, args...)}
 }
 
 // Error returns "rule: why", so a refusal logs as what it is.

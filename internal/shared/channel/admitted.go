@@ -3,13 +3,13 @@ package channel
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sync/atomic"
 
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -143,7 +143,7 @@ func (m *admittedSet) UnmarshalJSON(b []byte) error {
 // object, every primitive a string, at most wire.MaxFrameBytes.
 func ParseAdmitted(frame []byte) (map[string]AdmittedEntry, error) {
 	if len(frame) > wire.MaxFrameBytes {
-		return nil, fmt.Errorf("channel: an admitted frame of %d bytes is over the bound of %d", len(frame), wire.MaxFrameBytes)
+		return nil, textf.Errorf("channel: an admitted frame of %d bytes is over the bound of %d", len(frame), wire.MaxFrameBytes)
 	}
 	var f admittedFrame
 	if strictjson.DecodeStruct(frame, &f) != nil || f.Type != AdmittedType || f.Extensions == nil {

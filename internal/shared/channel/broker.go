@@ -3,11 +3,11 @@ package channel
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -29,7 +29,7 @@ func (k Kind) String() string {
 	case Machine:
 		return "machine"
 	}
-	return fmt.Sprintf("channel.Kind(%d)", int(k))
+	return textf.Sprintf("channel.Kind(%d)", int(k))
 }
 
 // Unreachable is the rule for asking while the peer is not connected.
@@ -176,7 +176,7 @@ func (b *Broker) Ask(ctx context.Context, call wire.Call) wire.Answer {
 	case a := <-ch:
 		return a
 	case <-timer.C:
-		return b.expire(call.CallID, ch, fmt.Sprintf("did not answer within %v", timeout))
+		return b.expire(call.CallID, ch, textf.Sprintf("did not answer within %v", timeout))
 	case <-ctx.Done():
 		why := "did not answer before the caller's deadline"
 		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -109,7 +109,7 @@ func (d *Door) finish(a wire.Answer, tool string) (wire.Answer, []byte) {
 	}
 	if err == nil {
 		if r := wire.CheckFrame(out, refusal.MalformedAnswer); r != nil {
-			err = fmt.Errorf("%s", r.Why)
+			err = textf.Errorf("%s", r.Why)
 		}
 	}
 	if err != nil {
@@ -128,7 +128,7 @@ func (d *Door) threw(callID, format string, args ...any) wire.Answer {
 func (d *Door) run(ctx context.Context, call wire.Call) (a wire.Answer) {
 	defer func() {
 		if v := recover(); v != nil {
-			a = d.threw(call.CallID, "the executor panicked running %q: %s", call.Tool, clip(fmt.Sprint(v)))
+			a = d.threw(call.CallID, "the executor panicked running %q: %s", call.Tool, clip(textf.Sprintf("%v", v)))
 		}
 	}()
 	observed, err := d.exec.Execute(ctx, call)
@@ -154,7 +154,7 @@ func (d *Door) run(ctx context.Context, call wire.Call) (a wire.Answer) {
 func (d *Door) passOn(call wire.Call, r *refusal.Refusal) wire.Answer {
 	a := wire.Refuse(call.CallID, r)
 	if a.Why == "" {
-		a.Why = fmt.Sprintf("the executor refused %q without saying why", call.Tool)
+		a.Why = textf.Sprintf("the executor refused %q without saying why", call.Tool)
 	}
 	if _, err := a.MarshalJSON(); err != nil {
 		return d.threw(call.CallID, "the executor refused %q with %q, which is not a rule id", call.Tool, clip(string(r.Rule)))

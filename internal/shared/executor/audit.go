@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -122,11 +122,11 @@ type RootAudit struct {
 func OpenRootAudit(ctx context.Context, root fsroot.Root) (*RootAudit, error) {
 	md, ok := root.(fsroot.Metadata)
 	if !ok {
-		return nil, fmt.Errorf("executor: the root %T keeps no metadata area for an audit log", root)
+		return nil, textf.Errorf("executor: the root %T keeps no metadata area for an audit log", root)
 	}
 	meta, err := md.Meta(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("executor: open the metadata area: %w", err)
+		return nil, textf.Errorf("executor: open the metadata area: %w", err)
 	}
 	return OpenAudit(ctx, meta)
 }
@@ -135,7 +135,7 @@ func OpenRootAudit(ctx context.Context, root fsroot.Root) (*RootAudit, error) {
 // last segment.
 func OpenAudit(ctx context.Context, meta fsroot.Root) (*RootAudit, error) {
 	if err := meta.MkdirAll(ctx, AuditDir); err != nil {
-		return nil, fmt.Errorf("executor: open the audit log: %w", err)
+		return nil, textf.Errorf("executor: open the audit log: %w", err)
 	}
 	a := &RootAudit{meta: meta, seq: 1, segBytes: AuditSegmentBytes, keep: AuditSegments}
 	seqs, err := a.segments(ctx)
@@ -146,7 +146,7 @@ func OpenAudit(ctx context.Context, meta fsroot.Root) (*RootAudit, error) {
 		a.seq = seqs[len(seqs)-1]
 		data, err := meta.ReadFile(ctx, segmentName(a.seq))
 		if err != nil {
-			return nil, fmt.Errorf("executor: open the audit log: %w", err)
+			return nil, textf.Errorf("executor: open the audit log: %w", err)
 		}
 		if len(data) >= a.segBytes {
 			a.seq++
@@ -157,13 +157,13 @@ func OpenAudit(ctx context.Context, meta fsroot.Root) (*RootAudit, error) {
 	return a, nil
 }
 
-func segmentName(seq int) string { return fmt.Sprintf("%s/%08d.jsonl", AuditDir, seq) }
+func segmentName(seq int) string { return textf.Sprintf("%s/%08d.jsonl", AuditDir, seq) }
 
 // segments returns the sequence numbers of the segment files, in order.
 func (a *RootAudit) segments(ctx context.Context) ([]int, error) {
 	entries, err := a.meta.ReadDir(ctx, AuditDir)
 	if err != nil {
-		return nil, fmt.Errorf("executor: list the audit log: %w", err)
+		return nil, textf.Errorf("executor: list the audit log: %w", err)
 	}
 	var seqs []int
 	for _, e := range entries {
@@ -241,12 +241,12 @@ func (a *RootAudit) AppendLines(ctx context.Context, recs []AuditLine) error {
 // The caller holds mu.
 func (a *RootAudit) writeSegment(ctx context.Context, seq int, data []byte) error {
 	if err := a.meta.WriteFile(ctx, segmentName(seq), data); err != nil {
-		return fmt.Errorf("executor: append to the audit log: %w", err)
+		return textf.Errorf("executor: append to the audit log: %w", err)
 	}
 	if seq != a.seq {
 		if old := seq - a.keep; old > 0 {
 			if err := a.meta.Remove(ctx, segmentName(old)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("executor: drop an old audit segment: %w", err)
+				return textf.Errorf("executor: drop an old audit segment: %w", err)
 			}
 		}
 		a.seq = seq
@@ -266,12 +266,12 @@ func (a *RootAudit) Records(ctx context.Context) ([]Record, error) {
 	for _, seq := range seqs {
 		data, err := a.meta.ReadFile(ctx, segmentName(seq))
 		if err != nil {
-			return nil, fmt.Errorf("executor: read the audit log: %w", err)
+			return nil, textf.Errorf("executor: read the audit log: %w", err)
 		}
 		for line := range bytes.Lines(data) {
 			var r Record
 			if err := strictjson.DecodeStructLoose(line, &r); err != nil {
-				return nil, fmt.Errorf("executor: audit segment %d holds a line that is not a record: %w", seq, err)
+				return nil, textf.Errorf("executor: audit segment %d holds a line that is not a record: %w", seq, err)
 			}
 			recs = append(recs, r)
 		}

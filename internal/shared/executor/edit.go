@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -147,7 +147,7 @@ func applyEdits(name string, before []byte, edits []textEdit) ([]byte, int, erro
 	for i, ed := range edits {
 		which := ""
 		if len(edits) > 1 {
-			which = fmt.Sprintf(" (replacement %d of %d)", i+1, len(edits))
+			which = textf.Sprintf(" (replacement %d of %d)", i+1, len(edits))
 		}
 		if ed.old == "" {
 			return nil, 0, refusal.New(refusal.OldTextAmbiguous, "oldText%s is empty, which is everywhere in %q; give the exact text to replace", which, name)

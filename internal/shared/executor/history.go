@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"github.com/voicebox-go/voicebox/internal/shared/sha"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"io/fs"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/internal/shared/names"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -179,7 +179,7 @@ func OpenHistory(ctx context.Context, root fsroot.Root, opts HistoryOptions) (*H
 	}
 	area, err := md.Meta(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("executor: open the history: %w", err)
+		return nil, textf.Errorf("executor: open the history: %w", err)
 	}
 	return NewHistory(area, opts), nil
 }
@@ -199,9 +199,9 @@ func NewHistory(area fsroot.Root, opts HistoryOptions) *History {
 	return h
 }
 
-func recordName(seq uint64) string  { return fmt.Sprintf("%s/%012d.json", historyDir, seq) }
-func contentName(seq uint64) string { return fmt.Sprintf("%s/%012d.bin", historyDir, seq) }
-func afterName(seq uint64) string   { return fmt.Sprintf("%s/%012d.after", historyDir, seq) }
+func recordName(seq uint64) string  { return textf.Sprintf("%s/%012d.json", historyDir, seq) }
+func contentName(seq uint64) string { return textf.Sprintf("%s/%012d.bin", historyDir, seq) }
+func afterName(seq uint64) string   { return textf.Sprintf("%s/%012d.after", historyDir, seq) }
 
 // changed tells OnChange; the caller holds no lock.
 func (h *History) changed() {
@@ -380,7 +380,7 @@ func (h *History) reserveWith(ctx context.Context, rec historyRecord, release, a
 			return rec, nil
 		}
 		if skips == MaxHistorySkips {
-			return rec, fmt.Errorf("executor: the %d history numbers from %d on are all taken", MaxHistorySkips, seq-uint64(skips))
+			return rec, textf.Errorf("executor: the %d history numbers from %d on are all taken", MaxHistorySkips, seq-uint64(skips))
 		}
 	}
 }
@@ -557,7 +557,7 @@ func (e *Executor) change(ctx context.Context, c change) (undoable bool, err err
 	// here) makes no change: applied now, it would land after changes asked for since, through
 	// the next connection, and put back what they replaced.
 	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("executor: the call ended before its change of %q was made: %w", c.name, err)
+		return false, textf.Errorf("executor: the call ended before its change of %q was made: %w", c.name, err)
 	}
 	name := c.name
 	existed := false

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"path"
 	"slices"
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -176,9 +176,9 @@ func (e *Executor) undoMove(ctx context.Context, h *History, rec historyRecord, 
 			h.entries = h.entries[:len(h.entries)-1]
 			return nil
 		}
-		what := fmt.Sprintf("%q is no longer where it was moved from %q", rec.To, rec.Path)
+		what := textf.Sprintf("%q is no longer where it was moved from %q", rec.To, rec.Path)
 		if back {
-			what = fmt.Sprintf("something new is at %q, where %q was moved from", rec.Path, rec.To)
+			what = textf.Sprintf("something new is at %q, where %q was moved from", rec.Path, rec.To)
 		}
 		return refusal.New(refusal.UndoConflict, "%s; moving it back would replace or lose something, so nothing was done. Keep things as they are (keep-current) to go on to the change before", what)
 	}

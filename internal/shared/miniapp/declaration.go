@@ -29,12 +29,12 @@ package miniapp
 
 import (
 	"encoding/json"
-	"fmt"
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/internal/shared/names"
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/internal/shared/toolschema"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -238,14 +238,14 @@ func (o *optionalRaw) UnmarshalJSON(b []byte) error {
 func stringField(fields map[string]json.RawMessage, key string, out *string) error {
 	v, ok := fields[key]
 	if !ok {
-		return fmt.Errorf("has no %s", key)
+		return textf.Errorf("has no %s", key)
 	}
 	if string(v) == "null" {
 		return nil
 	}
 	s, isString := rawjson.Unquote(v)
 	if !isString {
-		return fmt.Errorf("has a %s that is not a string", key)
+		return textf.Errorf("has a %s that is not a string", key)
 	}
 	*out = s
 	return nil

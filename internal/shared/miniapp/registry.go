@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/internal/shared/names"
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 	"github.com/voicebox-go/voicebox/shared/tool"
 )
@@ -75,9 +75,9 @@ const (
 
 // Reasons a call's answer carries when the app passes a bound. The bridge in the page says the same.
 var (
-	outputOverBudget = fmt.Sprintf("output over budget (max %dKB)", MaxOutputBytes/1024)
+	outputOverBudget = textf.Sprintf("output over budget (max %dKB)", MaxOutputBytes/1024)
 	timedOut         = func(d time.Duration) string {
-		return fmt.Sprintf("tool execution timed out after %dms", d.Milliseconds())
+		return textf.Sprintf("tool execution timed out after %dms", d.Milliseconds())
 	}
 )
 

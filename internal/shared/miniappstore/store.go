@@ -46,7 +46,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"path"
@@ -59,6 +58,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/shared/names"
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -212,7 +212,7 @@ func New(cfg Config) (*Store, error) {
 			return nil, errors.New("miniappstore: a sandbox needs a name and a root")
 		}
 		if seen[sb.Name] {
-			return nil, fmt.Errorf("miniappstore: sandbox %q named twice", sb.Name)
+			return nil, textf.Errorf("miniappstore: sandbox %q named twice", sb.Name)
 		}
 		seen[sb.Name] = true
 	}
@@ -256,7 +256,7 @@ func (s *Store) Discover(ctx context.Context) ([]Entry, error) {
 			wsFiles = append(wsFiles, found{p, e, readTitle(ctx, s.cfg.Workspace, p)})
 		})
 		if err != nil {
-			return nil, fmt.Errorf("miniappstore: list workspace: %w", err)
+			return nil, textf.Errorf("miniappstore: list workspace: %w", err)
 		}
 	}
 	var pages []Entry
@@ -273,7 +273,7 @@ func (s *Store) Discover(ctx context.Context) ([]Entry, error) {
 			pages = append(pages, pageEntry(SourceSandbox, sb.Name, p, e, readTitle(ctx, sb.Root, p)))
 		})
 		if err != nil {
-			return nil, fmt.Errorf("miniappstore: list sandbox %q: %w", sb.Name, err)
+			return nil, textf.Errorf("miniappstore: list sandbox %q: %w", sb.Name, err)
 		}
 	}
 
@@ -367,7 +367,7 @@ func unique(taken map[string]bool, id string) string {
 func (s *Store) readShelf(ctx context.Context) ([]shelfItem, error) {
 	list, err := s.cfg.Shelf.ReadDir(ctx, "")
 	if err != nil {
-		return nil, fmt.Errorf("miniappstore: list shelf: %w", err)
+		return nil, textf.Errorf("miniappstore: list shelf: %w", err)
 	}
 	var items []shelfItem
 	for _, e := range list {
@@ -403,7 +403,7 @@ func readRecord(ctx context.Context, shelf fsroot.Root, name string) (*Record, e
 	}
 	var r Record
 	if err := strictjson.DecodeStructLoose(data, &r); err != nil {
-		return nil, fmt.Errorf("miniappstore: record %s: %w", name, err)
+		return nil, textf.Errorf("miniappstore: record %s: %w", name, err)
 	}
 	return &r, nil
 }
@@ -540,7 +540,7 @@ func (s *Store) Delete(ctx context.Context, name string) (Entry, error) {
 		return Entry{}, refusal.New(refusal.MiniAppReadOnly, "%q is in the read-only sandbox %q; it cannot be deleted here", e.FileName, e.Sandbox)
 	}
 	if err := own.Remove(ctx, e.StoragePath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return Entry{}, fmt.Errorf("miniappstore: delete %s: %w", e.AppID, err)
+		return Entry{}, textf.Errorf("miniappstore: delete %s: %w", e.AppID, err)
 	}
 	if e.Kind != KindApp || e.stem == "" {
 		return e, nil
@@ -555,13 +555,13 @@ func (s *Store) Delete(ctx context.Context, name string) (Entry, error) {
 			continue
 		}
 		if err := s.cfg.Shelf.Remove(ctx, name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return Entry{}, fmt.Errorf("miniappstore: delete %s: %w", e.AppID, err)
+			return Entry{}, textf.Errorf("miniappstore: delete %s: %w", e.AppID, err)
 		}
 	}
 	if shelfFolder(rec.Folder) {
 		// A folder app goes as one unit: its files with its copy and record.
 		if err := removeAll(ctx, s.cfg.Shelf, rec.Folder); err != nil {
-			return Entry{}, fmt.Errorf("miniappstore: delete %s: %w", e.AppID, err)
+			return Entry{}, textf.Errorf("miniappstore: delete %s: %w", e.AppID, err)
 		}
 	}
 	return e, nil
@@ -585,7 +585,7 @@ func (s *Store) copyFolder(ctx context.Context, slug string, from fsroot.Root, d
 	folder := slug + "-files-" + hex.EncodeToString(b[:])
 	shelf := s.cfg.Shelf
 	if err := shelf.MkdirAll(ctx, folder); err != nil {
-		return "", fmt.Errorf("miniappstore: save %s: %w", slug, err)
+		return "", textf.Errorf("miniappstore: save %s: %w", slug, err)
 	}
 	for _, f := range files {
 		if f.Path == FolderIndex {
@@ -602,7 +602,7 @@ func (s *Store) copyFolder(ctx context.Context, slug string, from fsroot.Root, d
 		}
 		if err != nil {
 			removeAll(ctx, shelf, folder)
-			return "", fmt.Errorf("miniappstore: save %s: %s: %w", slug, f.Path, err)
+			return "", textf.Errorf("miniappstore: save %s: %s: %w", slug, f.Path, err)
 		}
 	}
 	return folder, nil
@@ -735,7 +735,7 @@ func (s *Store) save(ctx context.Context, opts SaveOptions, slug string) (Entry,
 	case err == nil:
 		prev = rec
 		if prevRaw, err = shelf.ReadFile(ctx, recName); err != nil {
-			return Entry{}, fmt.Errorf("miniappstore: save %s: %w", slug, err)
+			return Entry{}, textf.Errorf("miniappstore: save %s: %w", slug, err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return Entry{}, s.taken(ctx, slug, nil)
@@ -743,7 +743,7 @@ func (s *Store) save(ctx context.Context, opts SaveOptions, slug string) (Entry,
 	_, statErr := shelf.Stat(ctx, htmlName)
 	copyExists := statErr == nil
 	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) {
-		return Entry{}, fmt.Errorf("miniappstore: save %s: %w", slug, statErr)
+		return Entry{}, textf.Errorf("miniappstore: save %s: %w", slug, statErr)
 	}
 	if (prev != nil || copyExists) && (prev == nil || prev.WorkspacePath != opts.WorkspacePath) {
 		return Entry{}, s.taken(ctx, slug, prev)
@@ -777,7 +777,7 @@ func (s *Store) save(ctx context.Context, opts SaveOptions, slug string) (Entry,
 	}
 	if err := shelf.WriteFile(ctx, recName, append(data, '\n')); err != nil {
 		undoFolder()
-		return Entry{}, fmt.Errorf("miniappstore: save %s: %w", slug, err)
+		return Entry{}, textf.Errorf("miniappstore: save %s: %w", slug, err)
 	}
 	if err := shelf.WriteFile(ctx, htmlName, opts.HTML); err != nil {
 		// Put the record back as it was, so a failed save leaves the previous state whole.
@@ -787,7 +787,7 @@ func (s *Store) save(ctx context.Context, opts SaveOptions, slug string) (Entry,
 			shelf.Remove(ctx, recName)
 		}
 		undoFolder()
-		return Entry{}, fmt.Errorf("miniappstore: save %s: %w", slug, err)
+		return Entry{}, textf.Errorf("miniappstore: save %s: %w", slug, err)
 	}
 	if prev != nil && shelfFolder(prev.Folder) && prev.Folder != next.Folder {
 		removeAll(ctx, shelf, prev.Folder)
@@ -801,7 +801,7 @@ func (s *Store) save(ctx context.Context, opts SaveOptions, slug string) (Entry,
 			return e, nil
 		}
 	}
-	return Entry{}, fmt.Errorf("miniappstore: saved %s but discovery does not list it", slug)
+	return Entry{}, textf.Errorf("miniappstore: saved %s but discovery does not list it", slug)
 }
 
 // taken is the refusal for a shelf name held by another app, naming that app.
@@ -859,7 +859,7 @@ func (s *Store) SavePage(ctx context.Context, name, title string) (Entry, error)
 	}
 	html, err := root.ReadFile(ctx, p)
 	if err != nil {
-		return Entry{}, fmt.Errorf("miniappstore: read %s: %w", p, err)
+		return Entry{}, textf.Errorf("miniappstore: read %s: %w", p, err)
 	}
 	opts := SaveOptions{Title: title, HTML: html}
 	if root == ws {

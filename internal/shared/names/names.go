@@ -35,11 +35,11 @@
 package names
 
 import (
-	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -234,13 +234,13 @@ func Escape(s string) string {
 	for at, r := range s {
 		if r == utf8.RuneError {
 			if _, n := utf8.DecodeRuneInString(s[at:]); n == 1 {
-				fmt.Fprintf(&b, `\x{%02X}`, s[at])
+				b.WriteString(textf.Sprintf(`\x{%02X}`, s[at]))
 				prev = -1
 				continue
 			}
 		}
 		if c := Class(r); c != "" && !joinerTaken(r, prev, s[at+utf8.RuneLen(r):]) {
-			fmt.Fprintf(&b, `\u{%04X}`, r)
+			b.WriteString(textf.Sprintf(`\u{%04X}`, r))
 		} else {
 			b.WriteRune(r)
 		}
@@ -253,13 +253,13 @@ func Escape(s string) string {
 // reaches the reader raw, and cut to MaxShownBytes.
 func Quote(s string) string {
 	if len(s) <= MaxShownBytes {
-		return fmt.Sprintf("%q", s)
+		return textf.Sprintf("%q", s)
 	}
 	cut := MaxShownBytes
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return fmt.Sprintf("%q...", s[:cut])
+	return textf.Sprintf("%q...", s[:cut])
 }
 
 // Fold returns a key that names a file system may take for one file share: s in Unicode NFC,

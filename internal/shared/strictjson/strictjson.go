@@ -22,8 +22,9 @@ package strictjson
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
+
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
 
 // Kind says what was wrong with a document.
@@ -143,19 +144,19 @@ func Problem(err error) string {
 		return "it is not one JSON object"
 	case Syntax:
 		if e.Offset > 0 {
-			return fmt.Sprintf("a syntax error at byte %d", e.Offset)
+			return textf.Sprintf("a syntax error at byte %d", e.Offset)
 		}
 		return "it ends early"
 	case WrongType:
 		if e.Field == "" {
 			return "it has the wrong type"
 		}
-		return fmt.Sprintf("member %q has the wrong type", e.Field)
+		return textf.Sprintf("member %q has the wrong type", e.Field)
 	case UnknownField:
 		if e.Field == "" {
 			return "it has a member that is not taken here"
 		}
-		return fmt.Sprintf("it has the member %q, which is not taken here", e.Field)
+		return textf.Sprintf("it has the member %q, which is not taken here", e.Field)
 	case Trailing:
 		return "it has data after the object"
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -187,7 +187,7 @@ func nullRequired(schema map[string]any, args map[string]any, at []string, found
 				path := append(slices.Clip(at), name)
 				loc := locOf(path)
 				found = append(found, failure{rank: rankRequired, loc: loc, path: path,
-					why: fmt.Sprintf("missing required argument %s (null counts as missing)", quoteLoc(loc))})
+					why: textf.Sprintf("missing required argument %s (null counts as missing)", quoteLoc(loc))})
 			}
 		}
 	}

@@ -2,10 +2,11 @@ package toolschema
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
 
 // Depth and nodes are measured the same way for a parameter schema and for an argument value:
@@ -129,7 +130,7 @@ func numberInBounds(s string) bool {
 func join(loc, key string) string {
 	seg := key
 	if !plainKey(key) {
-		seg = fmt.Sprintf("[%q]", key)
+		seg = textf.Sprintf("[%q]", key)
 		if loc == "" {
 			return seg
 		}

@@ -2,13 +2,13 @@ package toolschema
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/internal/shared/rematch"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -37,7 +37,7 @@ var (
 )
 
 func bad(loc, format string, args ...any) error {
-	return refusal.New(refusal.InvalidToolParameters, "%s: %s", where(loc), fmt.Sprintf(format, args...))
+	return refusal.New(refusal.InvalidToolParameters, "%s: %s", where(loc), textf.Sprintf(format, args...))
 }
 
 // keywordsOK refuses the first key of obj (in sorted order) that is not in allowed.
@@ -126,15 +126,15 @@ func checkObjectBody(obj map[string]any, loc string, depth int, nodes *int, d Di
 			name, ok := e.(string)
 			switch {
 			case !ok:
-				return bad(fmt.Sprintf("%s.%d", rloc, i), "a required name must be a string, got %s", show(e))
+				return bad(textf.Sprintf("%s.%d", rloc, i), "a required name must be a string, got %s", show(e))
 			case name == "":
-				return bad(fmt.Sprintf("%s.%d", rloc, i), "a required name must not be empty")
+				return bad(textf.Sprintf("%s.%d", rloc, i), "a required name must not be empty")
 			case name == "__proto__":
-				return bad(fmt.Sprintf("%s.%d", rloc, i), `"__proto__" cannot be required`)
+				return bad(textf.Sprintf("%s.%d", rloc, i), `"__proto__" cannot be required`)
 			case seen[name]:
-				return bad(fmt.Sprintf("%s.%d", rloc, i), "%q is required twice", name)
+				return bad(textf.Sprintf("%s.%d", rloc, i), "%q is required twice", name)
 			case closed && props[name] == nil:
-				return bad(fmt.Sprintf("%s.%d", rloc, i),
+				return bad(textf.Sprintf("%s.%d", rloc, i),
 					"%q is required but not declared under properties, and additionalProperties is false", name)
 			}
 			seen[name] = true
@@ -249,7 +249,7 @@ func enumOf(obj map[string]any, loc, typ string) ([]any, error) {
 	}
 	for i, m := range list {
 		if !memberOf(m, typ) {
-			return nil, bad(fmt.Sprintf("%s.%d", eloc, i), "enum member %s is not of type %s", show(m), typ)
+			return nil, bad(textf.Sprintf("%s.%d", eloc, i), "enum member %s is not of type %s", show(m), typ)
 		}
 	}
 	return list, nil
@@ -384,7 +384,7 @@ func jsonKind(v any) string {
 	case map[string]any:
 		return "an object"
 	}
-	return fmt.Sprintf("a %T", v)
+	return textf.Sprintf("a %T", v)
 }
 
 // show renders a decoded value for a reason: scalars as JSON, containers by kind.
@@ -443,7 +443,7 @@ func checkPrefixItems(obj map[string]any, loc string) error {
 		return bad(ploc, "prefixItems lists %d schemas; it must list 1 to %d", len(list), MaxPrefixItems)
 	}
 	for i, it := range list {
-		if err := checkItems(it, fmt.Sprintf("%s.%d", ploc, i)); err != nil {
+		if err := checkItems(it, textf.Sprintf("%s.%d", ploc, i)); err != nil {
 			return err
 		}
 	}

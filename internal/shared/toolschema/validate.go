@@ -2,12 +2,12 @@ package toolschema
 
 import (
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/internal/shared/rematch"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -140,7 +140,7 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 	if !n.hasType(v) {
 		loc := at.String()
 		return append(found, failure{rank: rankType, loc: loc, path: at.tokens(),
-			why: fmt.Sprintf("argument %s must be %s, got %s", quoteLoc(loc), typeName(n.typ), typeName(valueType(v)))})
+			why: textf.Sprintf("argument %s must be %s, got %s", quoteLoc(loc), typeName(n.typ), typeName(valueType(v)))})
 	}
 	if n.enum != nil && !n.inEnum(v) {
 		loc := at.String()
@@ -149,7 +149,7 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 			want[i] = show(w)
 		}
 		return append(found, failure{rank: rankEnum, loc: loc, path: at.tokens(),
-			why: fmt.Sprintf("argument %s is %s, not one of %s", quoteLoc(loc), show(v), clip(strings.Join(want, ", ")))})
+			why: textf.Sprintf("argument %s is %s, not one of %s", quoteLoc(loc), show(v), clip(strings.Join(want, ", ")))})
 	}
 	switch v := v.(type) {
 	case string:
@@ -157,11 +157,11 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 			if ok, err := n.pattern.MatchString(v); err != nil {
 				loc := at.String()
 				found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentPattern, loc: loc, path: at.tokens(),
-					why: fmt.Sprintf("argument %s is too long to match against the pattern %s within the host's bound of %d steps; send a shorter string", quoteLoc(loc), clip(n.pattern.String()), rematch.MaxSteps)})
+					why: textf.Sprintf("argument %s is too long to match against the pattern %s within the host's bound of %d steps; send a shorter string", quoteLoc(loc), clip(n.pattern.String()), rematch.MaxSteps)})
 			} else if !ok {
 				loc := at.String()
 				found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentPattern, loc: loc, path: at.tokens(),
-					why: fmt.Sprintf("argument %s does not match the pattern %s", quoteLoc(loc), clip(n.pattern.String()))})
+					why: textf.Sprintf("argument %s does not match the pattern %s", quoteLoc(loc), clip(n.pattern.String()))})
 			}
 		}
 		if n.minLen < 0 && n.maxLen < 0 {
@@ -171,12 +171,12 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 		if n.minLen >= 0 && l < n.minLen {
 			loc := at.String()
 			found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc, path: at.tokens(),
-				why: fmt.Sprintf("argument %s is %s long, under the minimum of %d", quoteLoc(loc), characters(l), n.minLen)})
+				why: textf.Sprintf("argument %s is %s long, under the minimum of %d", quoteLoc(loc), characters(l), n.minLen)})
 		}
 		if n.maxLen >= 0 && l > n.maxLen {
 			loc := at.String()
 			found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentLength, loc: loc, path: at.tokens(),
-				why: fmt.Sprintf("argument %s is %s long, over the maximum of %d", quoteLoc(loc), characters(l), n.maxLen)})
+				why: textf.Sprintf("argument %s is %s long, over the maximum of %d", quoteLoc(loc), characters(l), n.maxLen)})
 		}
 	case json.Number:
 		if n.minimum == nil && n.maximum == nil {
@@ -188,11 +188,11 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 			d, _ := parseDecimal(string(v))
 			if below {
 				found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc, path: at.tokens(),
-					why: fmt.Sprintf("argument %s is %s, under the minimum of %s", quoteLoc(loc), d.String(), n.minimum.String())})
+					why: textf.Sprintf("argument %s is %s, under the minimum of %s", quoteLoc(loc), d.String(), n.minimum.String())})
 			}
 			if above {
 				found = append(found, failure{rank: rankBounds, rule: refusal.InvalidArgumentRange, loc: loc, path: at.tokens(),
-					why: fmt.Sprintf("argument %s is %s, over the maximum of %s", quoteLoc(loc), d.String(), n.maximum.String())})
+					why: textf.Sprintf("argument %s is %s, over the maximum of %s", quoteLoc(loc), d.String(), n.maximum.String())})
 			}
 		}
 	case []any:
@@ -209,7 +209,7 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 			if _, ok := v[name]; !ok {
 				loc := join(at.String(), name)
 				found = append(found, failure{rank: rankRequired, loc: loc, path: append(at.tokens(), name),
-					why: fmt.Sprintf("missing required argument %s", quoteLoc(loc))})
+					why: textf.Sprintf("missing required argument %s", quoteLoc(loc))})
 			}
 		}
 		for name, e := range v {
@@ -218,7 +218,7 @@ func (n *node) check(v any, at *place, found []failure) []failure {
 			} else if n.closed {
 				loc := join(at.String(), name)
 				found = append(found, failure{rank: rankUnknown, loc: loc, path: append(at.tokens(), name),
-					why: fmt.Sprintf("unknown argument %s: the tool declares no such parameter", quoteLoc(loc))})
+					why: textf.Sprintf("unknown argument %s: the tool declares no such parameter", quoteLoc(loc))})
 			}
 		}
 	}

@@ -54,11 +54,11 @@ package wasmabi
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 	"slices"
 	"time"
 	"unicode/utf8"
 
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -263,7 +263,7 @@ const DigestPrefix = 16
 
 // MismatchWhy is the sentence of a digest-mismatch: both digests' prefixes.
 func MismatchWhy(what, measured, pinned string) string {
-	return fmt.Sprintf("%s hashes %s... but the pin is %s...: these are not the bytes that were admitted, so nothing runs", what, prefix(measured), prefix(pinned))
+	return textf.Sprintf("%s hashes %s... but the pin is %s...: these are not the bytes that were admitted, so nothing runs", what, prefix(measured), prefix(pinned))
 }
 
 func prefix(s string) string {
@@ -317,7 +317,7 @@ func memoriesOf(n uint64) string {
 	if n == 1 {
 		return "one memory"
 	}
-	return fmt.Sprintf("%d memories, imported and defined, together", n)
+	return textf.Sprintf("%d memories, imported and defined, together", n)
 }
 
 // CheckBytes is the check of a module's bytes that needs no compiler: wasm-invalid when they are

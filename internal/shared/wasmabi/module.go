@@ -3,8 +3,9 @@ package wasmabi
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"strings"
+
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
 
 // Shape is what a runner needs to know of a module before it runs it: its imports, its memory,
@@ -107,7 +108,7 @@ func Scan(b []byte) (Shape, error) {
 			for n := sec.uleb(); n > 0 && sec.err == nil; n-- {
 				mod, name := sec.name(), sec.name()
 				if s.Imports == 0 {
-					s.FirstImport = fmt.Sprintf("%s.%s", mod, name)
+					s.FirstImport = textf.Sprintf("%s.%s", mod, name)
 				}
 				s.Imports++
 				switch sec.byte() {
@@ -151,7 +152,7 @@ func Scan(b []byte) (Shape, error) {
 			}
 		}
 		if sec.err != nil {
-			return s, fmt.Errorf("section %d: %w", id, sec.err)
+			return s, textf.Errorf("section %d: %w", id, sec.err)
 		}
 	}
 	return s, nil

@@ -3,9 +3,9 @@ package wire
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -45,7 +45,7 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("%s (budget %d of %d used)", e.Refusal.Error(), e.Budget.Used, e.Budget.Max)
+	return textf.Sprintf("%s (budget %d of %d used)", e.Refusal.Error(), e.Budget.Used, e.Budget.Max)
 }
 
 // Unwrap returns the refusal.

@@ -3,9 +3,9 @@ package wire
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"unicode/utf8"
 
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -58,9 +58,9 @@ func quoteName(raw []byte) string {
 		for cut > 0 && !utf8.RuneStart(raw[cut]) {
 			cut--
 		}
-		return fmt.Sprintf("%q...", raw[:cut])
+		return textf.Sprintf("%q...", raw[:cut])
 	}
-	return fmt.Sprintf("%q", raw)
+	return textf.Sprintf("%q", raw)
 }
 
 // checkVersion returns the bad-version fault for a raw "v" value, or nil.

@@ -2,11 +2,11 @@ package wire
 
 import (
 	"bytes"
-	"fmt"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -27,8 +27,8 @@ const MaxIDBytes = 256
 type frameFault string
 
 var (
-	faultTooLarge = frameFault(fmt.Sprintf("the frame is larger than the wire's bound of %d bytes (MaxFrameBytes); send less per call", MaxFrameBytes))
-	faultTooDeep  = frameFault(fmt.Sprintf("the frame nests objects and arrays deeper than the wire's bound of %d levels (MaxDepth)", MaxDepth))
+	faultTooLarge = frameFault(textf.Sprintf("the frame is larger than the wire's bound of %d bytes (MaxFrameBytes); send less per call", MaxFrameBytes))
+	faultTooDeep  = frameFault(textf.Sprintf("the frame nests objects and arrays deeper than the wire's bound of %d levels (MaxDepth)", MaxDepth))
 )
 
 // fields holds the raw value of each allowlisted top-level property, indexed like the allowlist,
