@@ -1,6 +1,7 @@
 package opfs
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 
@@ -134,6 +135,27 @@ func handleSize(h safejs.Value) (int64, error) {
 	}
 	f, err := v.Float()
 	return int64(f), err
+}
+
+// writeAtEnd writes data at the end of the file open as h, synchronously (no yield, like every
+// use of a pooled handle), and fails unless all of it was written.
+func (p *handlePool) writeAtEnd(h safejs.Value, data []byte) error {
+	size, err := handleSize(h)
+	if err != nil {
+		return err
+	}
+	chunk, err := jsutil.BytesToJS(data)
+	if err != nil {
+		return err
+	}
+	n, err := h.Call("write", chunk, jsutil.Object(map[string]any{"at": size}))
+	if err != nil {
+		return jsutil.Thrown(err)
+	}
+	if wrote, err := n.Int(); err != nil || wrote != len(data) {
+		return fmt.Errorf("opfs: the browser wrote %d of %d bytes", wrote, len(data))
+	}
+	return nil
 }
 
 func (p *handlePool) touch(name string) {

@@ -5,6 +5,7 @@ package opfs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 )
@@ -61,5 +62,44 @@ func TestWorkerPrefixReadsAroundTheScratchBuffer(t *testing.T) {
 		if err := r.Remove(ctx, name); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestWorkerAppendsThroughTheSyncHandle: AppendFile creates a file, adds to its end through the
+// sync handle the pool keeps (a read in between uses the same handle), and a replace and a
+// removal of the file afterwards work (they close that handle first).
+func TestWorkerAppendsThroughTheSyncHandle(t *testing.T) {
+	ctx := context.Background()
+	r, err := OpenOPFS(ctx, testArea)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "append.jsonl"
+	want := []byte{}
+	for i := range 5 {
+		line := []byte(`{"n":` + strconv.Itoa(i) + "}\n")
+		if err := r.AppendFile(ctx, name, line); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		want = append(want, line...)
+		if got, err := r.ReadFile(ctx, name); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("after append %d the file reads %q, %v; want %q", i, got, err, want)
+		}
+	}
+	if err := r.WriteFile(ctx, name, []byte("replaced\n")); err != nil {
+		t.Fatalf("replacing an appended file: %v", err)
+	}
+	if err := r.AppendFile(ctx, name, []byte("more\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ReadFile(ctx, name); err != nil || string(got) != "replaced\nmore\n" {
+		t.Fatalf("the file reads %q, %v", got, err)
+	}
+	if err := r.Remove(ctx, name); err != nil {
+		t.Fatalf("removing an appended file: %v", err)
+	}
+	// A root without sync handles leaves the append to fsroot.Append's rewrite.
+	if err := FromHandle(r.Handle()).AppendFile(ctx, name, []byte("x")); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("a handle root's AppendFile = %v; want errors.ErrUnsupported", err)
 	}
 }
