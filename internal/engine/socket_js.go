@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/hack-pad/safejs"
 
@@ -23,6 +24,9 @@ type socket struct {
 	signal chan struct{} // a receive waiting for the queue
 	closed *closeInfo
 	done   chan struct{}
+
+	sendMu  sync.Mutex
+	scratch safejs.Value // sendScratchBytes, once a send made it
 }
 
 // dialSocket opens a WebSocket to url and waits until it is open or has failed.
@@ -134,10 +138,43 @@ func (s *socket) Send(text string) error {
 	if s.Closed() != nil || !s.open() {
 		return errSocketClosed
 	}
-	if _, err := s.ws.Call("send", text); err != nil {
+	frame, err := s.binary(text)
+	if err != nil {
+		return err
+	}
+	if _, err := s.ws.Call("send", frame); err != nil {
 		return jsutil.Thrown(err)
 	}
 	return nil
+}
+
+// sendScratchBytes is the size of the buffer a frame up to that size is copied into on its way
+// to the socket, kept from frame to frame (a call's answer: a tool's read returns at most 64 KiB).
+const sendScratchBytes = 72 << 10
+
+// binary returns text's bytes as a Uint8Array for a binary frame: a view of the kept scratch
+// buffer when it fits, a new array otherwise. The browser copies a frame's bytes when it is sent,
+// so the buffer is free again at once. Sent as binary, the frame crosses from Go as bytes: no
+// decoding into a JavaScript string and encoding back into UTF-8 (the relay reads either kind of
+// frame as the same bytes).
+func (s *socket) binary(text string) (safejs.Value, error) {
+	b := unsafe.Slice(unsafe.StringData(text), len(text))
+	if len(b) > sendScratchBytes {
+		return jsutil.BytesToJS(b)
+	}
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if s.scratch.IsUndefined() {
+		arr, err := jsutil.BytesToJS(make([]byte, sendScratchBytes))
+		if err != nil {
+			return safejs.Value{}, err
+		}
+		s.scratch = arr
+	}
+	if _, err := safejs.CopyBytesToJS(s.scratch, b); err != nil {
+		return safejs.Value{}, err
+	}
+	return s.scratch.Call("subarray", 0, len(b))
 }
 
 // wsOpen is a WebSocket's readyState while it is open.
