@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"unsafe"
 
 	"github.com/hack-pad/safejs"
 
 	"github.com/voicebox-go/voicebox/internal/jsutil"
 )
 
-// socket is a thin wrapper over the browser's own WebSocket, for text frames. The page uses it
+// socket is a thin wrapper over the browser's own WebSocket: it receives the relay's text frames
+// and sends its own as binary messages (Send). The page uses it
 // instead of coder/websocket, whose GOOS=js build pulls in net/http and crypto/tls (megabytes of
 // wasm and tens of milliseconds of start-up) for the same browser object underneath.
 type socket struct {
@@ -131,18 +131,18 @@ func (s *socket) Receive(ctx context.Context) (string, error) {
 	}
 }
 
-// Send sends a text frame. A socket the browser has begun to close (readyState CLOSING or
+// Send sends frame, JSON, as a binary message (see binary). A socket the browser has begun to close (readyState CLOSING or
 // CLOSED, before its close event reached us) takes nothing: the browser would drop the frame and
 // log an error, so the sender is told the socket closed instead.
-func (s *socket) Send(text string) error {
+func (s *socket) Send(frame []byte) error {
 	if s.Closed() != nil || !s.open() {
 		return errSocketClosed
 	}
-	frame, err := s.binary(text)
+	arr, err := s.binary(frame)
 	if err != nil {
 		return err
 	}
-	if _, err := s.ws.Call("send", frame); err != nil {
+	if _, err := s.ws.Call("send", arr); err != nil {
 		return jsutil.Thrown(err)
 	}
 	return nil
@@ -152,13 +152,12 @@ func (s *socket) Send(text string) error {
 // to the socket, kept from frame to frame (a call's answer: a tool's read returns at most 64 KiB).
 const sendScratchBytes = 72 << 10
 
-// binary returns text's bytes as a Uint8Array for a binary frame: a view of the kept scratch
+// binary returns b as a Uint8Array for a binary frame: a view of the kept scratch
 // buffer when it fits, a new array otherwise. The browser copies a frame's bytes when it is sent,
 // so the buffer is free again at once. Sent as binary, the frame crosses from Go as bytes: no
 // decoding into a JavaScript string and encoding back into UTF-8 (the relay reads either kind of
 // frame as the same bytes).
-func (s *socket) binary(text string) (safejs.Value, error) {
-	b := unsafe.Slice(unsafe.StringData(text), len(text))
+func (s *socket) binary(b []byte) (safejs.Value, error) {
 	if len(b) > sendScratchBytes {
 		return jsutil.BytesToJS(b)
 	}
