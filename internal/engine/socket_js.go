@@ -12,9 +12,9 @@ import (
 )
 
 // socket is a thin wrapper over the browser's own WebSocket: it receives the relay's text frames
-// and sends its own as binary messages (Send). The page uses it
-// instead of coder/websocket, whose GOOS=js build pulls in net/http and crypto/tls (megabytes of
-// wasm and tens of milliseconds of start-up) for the same browser object underneath.
+// and sends its own as binary messages (Send). The page uses it instead of coder/websocket, whose
+// GOOS=js build pulls in net/http and crypto/tls (megabytes of wasm and tens of milliseconds of
+// start-up) for the same browser object underneath.
 type socket struct {
 	ws    safejs.Value
 	funcs []safejs.Func
