@@ -20,9 +20,10 @@ import (
 // model may write through a tool (executor.MaxWriteBytes): a person editing a file is no model.
 const uiMaxWriteBytes = 16 << 20
 
-// The audit log is written after the answer, off the call's path: each write rewrites a segment,
-// milliseconds on OPFS. Records wait at most auditFlushDelay and are written in batches of up to
-// auditBatch; past auditQueue waiting records, new ones are dropped and counted.
+// The audit log is written after the answer, off the call's path: each write appends a batch to
+// the current segment (through the segment's sync access handle on OPFS; a rewrite of the
+// segment on a picked folder). Records wait at most auditFlushDelay and are written in batches of
+// up to auditBatch; past auditQueue waiting records, new ones are dropped and counted.
 const (
 	auditQueue      = 1024
 	auditBatch      = 256

@@ -44,7 +44,7 @@ const (
 // conn is what the peer needs of a socket; the js build dials the browser's WebSocket.
 type conn interface {
 	Receive(ctx context.Context) (string, error)
-	Send(text string) error
+	Send(frame []byte) error
 	Close(code int, reason string)
 	Closed() *closeInfo
 }
@@ -122,7 +122,7 @@ func (p *peer) SetRoot(door *channel.Door, info RootInfo) {
 	c := p.conn
 	p.mu.Unlock()
 	if c != nil {
-		c.Send(string(frame))
+		c.Send(frame)
 	}
 	p.poke()
 }
@@ -135,7 +135,7 @@ func (p *peer) SetTools(frame []byte) {
 	c := p.conn
 	p.mu.Unlock()
 	if c != nil {
-		c.Send(string(frame))
+		c.Send(frame)
 	}
 }
 
@@ -153,7 +153,7 @@ func (p *peer) Resume() {
 	}
 	p.mu.Unlock()
 	if c != nil {
-		c.Send(takeFrame)
+		c.Send([]byte(takeFrame))
 	}
 	p.poke()
 }
@@ -255,14 +255,14 @@ func (p *peer) serve(ctx context.Context, c conn) PeerState {
 		p.conn = nil
 		p.mu.Unlock()
 	}()
-	if err := c.Send(string(root)); err != nil {
+	if err := c.Send(root); err != nil {
 		return PeerState{State: "offline", Why: "the connection closed at once"}
 	}
 	if tools != nil {
-		c.Send(string(tools))
+		c.Send(tools)
 	}
 	if take {
-		c.Send(takeFrame)
+		c.Send([]byte(takeFrame))
 	}
 	// Connected once the relay says this page holds the slot ("holding"), not before: a page
 	// that joins while another tab holds it is told "standby" instead, and never shows itself
@@ -334,7 +334,7 @@ type call struct {
 
 func (j call) serve(ctx context.Context, c conn) {
 	if answer := j.door.Serve(ctx, []byte(j.frame)); answer != nil {
-		c.Send(string(answer))
+		c.Send(answer)
 	}
 }
 

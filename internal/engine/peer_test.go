@@ -54,11 +54,11 @@ func (c *fakeConn) Receive(ctx context.Context) (string, error) {
 	}
 }
 
-func (c *fakeConn) Send(text string) error {
+func (c *fakeConn) Send(frame []byte) error {
 	if c.Closed() != nil {
 		return errSocketClosed
 	}
-	c.sent <- text
+	c.sent <- string(frame)
 	return nil
 }
 

@@ -9,9 +9,10 @@ import (
 	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
 
-// socket is a thin wrapper over the browser's own WebSocket, for text frames. The page uses it
-// instead of coder/websocket, whose GOOS=js build pulls in net/http and crypto/tls (megabytes of
-// wasm and tens of milliseconds of start-up) for the same browser object underneath.
+// socket is a thin wrapper over the browser's own WebSocket: it receives the relay's text frames
+// and sends its own as binary messages (Send). The page uses it instead of coder/websocket, whose
+// GOOS=js build pulls in net/http and crypto/tls (megabytes of wasm and tens of milliseconds of
+// start-up) for the same browser object underneath.
 type socket struct {
 	ws    jsutil.Value
 	funcs []jsutil.Func
@@ -21,6 +22,9 @@ type socket struct {
 	signal chan struct{} // a receive waiting for the queue
 	closed *closeInfo
 	done   chan struct{}
+
+	sendMu  sync.Mutex
+	scratch jsutil.Value // sendScratchBytes, once a send made it
 }
 
 // dialSocket opens a WebSocket to url and waits until it is open or has failed.
@@ -125,17 +129,49 @@ func (s *socket) Receive(ctx context.Context) (string, error) {
 	}
 }
 
-// Send sends a text frame. A socket the browser has begun to close (readyState CLOSING or
+// Send sends frame, JSON, as a binary message (see binary). A socket the browser has begun to close (readyState CLOSING or
 // CLOSED, before its close event reached us) takes nothing: the browser would drop the frame and
 // log an error, so the sender is told the socket closed instead.
-func (s *socket) Send(text string) error {
+func (s *socket) Send(frame []byte) error {
 	if s.Closed() != nil || !s.open() {
 		return errSocketClosed
 	}
-	if _, err := s.ws.Call("send", text); err != nil {
+	arr, err := s.binary(frame)
+	if err != nil {
+		return err
+	}
+	if _, err := s.ws.Call("send", arr); err != nil {
 		return jsutil.Thrown(err)
 	}
 	return nil
+}
+
+// sendScratchBytes is the size of the buffer a frame up to that size is copied into on its way
+// to the socket, kept from frame to frame (a call's answer: a tool's read returns at most 64 KiB).
+const sendScratchBytes = 72 << 10
+
+// binary returns b as a Uint8Array for a binary frame: a view of the kept scratch
+// buffer when it fits, a new array otherwise. The browser copies a frame's bytes when it is sent,
+// so the buffer is free again at once. Sent as binary, the frame crosses from Go as bytes: no
+// decoding into a JavaScript string and encoding back into UTF-8 (the relay reads either kind of
+// frame as the same bytes).
+func (s *socket) binary(b []byte) (jsutil.Value, error) {
+	if len(b) > sendScratchBytes {
+		return jsutil.BytesToJS(b)
+	}
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if s.scratch.IsUndefined() {
+		arr, err := jsutil.BytesToJS(make([]byte, sendScratchBytes))
+		if err != nil {
+			return jsutil.Value{}, err
+		}
+		s.scratch = arr
+	}
+	if _, err := jsutil.CopyBytesToJS(s.scratch, b); err != nil {
+		return jsutil.Value{}, err
+	}
+	return s.scratch.Call("subarray", 0, len(b))
 }
 
 // wsOpen is a WebSocket's readyState while it is open.

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/voicebox-go/voicebox/internal/jsutil"
+	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
 
 // handlePool keeps up to max sync access handles open, by path, closing the least recently used
@@ -132,6 +133,27 @@ func handleSize(h jsutil.Value) (int64, error) {
 	}
 	f, err := v.Float()
 	return int64(f), err
+}
+
+// writeAtEnd writes data at the end of the file open as h, synchronously (no yield, like every
+// use of a pooled handle), and fails unless all of it was written.
+func (p *handlePool) writeAtEnd(h jsutil.Value, data []byte) error {
+	size, err := handleSize(h)
+	if err != nil {
+		return err
+	}
+	chunk, err := jsutil.BytesToJS(data)
+	if err != nil {
+		return err
+	}
+	n, err := h.Call("write", chunk, jsutil.Object(map[string]any{"at": size}))
+	if err != nil {
+		return jsutil.Thrown(err)
+	}
+	if wrote, err := n.Int(); err != nil || wrote != len(data) {
+		return textf.Errorf("opfs: the browser wrote %d of %d bytes", wrote, len(data))
+	}
+	return nil
 }
 
 func (p *handlePool) touch(name string) {

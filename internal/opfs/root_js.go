@@ -503,6 +503,39 @@ func (w *writer) done() {
 	}
 }
 
+// AppendFile adds data at the end of name, creating it when missing (fsroot.Appender), through
+// the file's sync access handle: the one the pool keeps for reads, opened if need be, written at
+// the file's size. Nothing already in the file is written again (a rewrite through
+// createWritable copies the whole file to a swap file and back). It is not atomic: a write the
+// browser cuts short leaves part of data at the end. Without sync handles (a picked directory,
+// the main thread), or while a write replaces name, or when another context holds the file, it
+// answers errors.ErrUnsupported and fsroot.Append rewrites the file instead.
+func (r *Root) AppendFile(ctx context.Context, name string, data []byte) error {
+	if err := fsroot.CheckCreate(name); err != nil {
+		return fsroot.WithOp(err, "append")
+	}
+	if r.pool == nil || r.isWriting(name) {
+		return errors.ErrUnsupported
+	}
+	h, err := r.pool.get(r.poolKey+name, func() (jsutil.Value, error) {
+		fh, err := r.fileHandle(ctx, "append", name, true)
+		if err != nil {
+			return jsutil.Value{}, err
+		}
+		return jsutil.Call(ctx, fh, "createSyncAccessHandle")
+	})
+	if jsutil.Name(err) == "NoModificationAllowedError" {
+		return errors.ErrUnsupported
+	}
+	if err != nil {
+		return pathError("append", name, err, false)
+	}
+	if err := r.pool.writeAtEnd(h, data); err != nil {
+		return pathError("append", name, err, false)
+	}
+	return nil
+}
+
 // ReadDir lists directory name ("" is the root), sorted by name, without dot entries (temporary
 // files and host metadata).
 func (r *Root) ReadDir(ctx context.Context, name string) ([]fsroot.Entry, error) {

@@ -921,3 +921,37 @@ func TestRootListenersHearEveryChange(t *testing.T) {
 	m.WS.Close(websocket.StatusNormalClosure, "the machine stops")
 	next(Holding{Kind: RootMachine, Name: "box", Connected: false})
 }
+
+// TestAPageMaySendBinaryFrames: the page's worker sends its frames as binary WebSocket messages
+// (its bytes cross from Go as they are, with no string made of them); the hub reads a binary
+// control frame and a binary answer as it reads text ones.
+func TestAPageMaySendBinaryFrames(t *testing.T) {
+	t.Parallel()
+	r := startRelay(t, Options{}, server.Config{})
+	ws := r.dial(t, r.origin("127.0.0.1"), nil)
+	ctx := context.Background()
+	door := channel.NewDoor(executor.New(fsroot.NewMemory(), executor.Options{}), executor.BuiltinAdmitted(), channel.DoorOptions{})
+	go func() {
+		for {
+			_, b, err := ws.Read(ctx)
+			if err != nil {
+				return
+			}
+			if _, err := wire.ParseCall(b); err == nil {
+				if a := door.Serve(ctx, b); a != nil {
+					ws.Write(ctx, websocket.MessageBinary, a)
+				}
+			}
+		}
+	}()
+	for _, typ := range []string{"root", "take"} {
+		b, _ := json.Marshal(map[string]string{"type": typ, "kind": "opfs", "name": "binary"})
+		if err := ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.waitRoot(t, func(m map[string]any) bool { return connected(m) && m["name"] == "binary" })
+	if got := r.call(t, "now", map[string]any{}); got["ok"] != true {
+		t.Fatalf("a call answered in a binary frame settled %v", got)
+	}
+}

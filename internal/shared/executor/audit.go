@@ -91,7 +91,8 @@ const (
 	// AuditDir is the folder, inside a root's metadata area, that holds the audit segments.
 	AuditDir = "audit"
 	// AuditSegmentBytes bounds one segment file; a record that would take it over starts the
-	// next. Every append rewrites the current segment, so this also bounds the cost of one.
+	// next. On a root without in-place appends (fsroot.Appender) every write rewrites the
+	// current segment, so this also bounds the cost of one there.
 	AuditSegmentBytes = 64 << 10
 	// AuditSegments is how many segments are kept; starting a new one removes the oldest
 	// beyond it, so the log holds the most recent AuditSegments*AuditSegmentBytes (4 MiB).
@@ -103,18 +104,23 @@ const (
 // refused by fsroot.Check, and the metadata area is reached only through fsroot.Metadata, which
 // only the holder of the workspace root's concrete type has.
 //
-// Root has no append, so each Append atomically rewrites the current segment with the new line
-// added: a record is whole or absent, never torn, on every root (OPFS included). The segments
-// keep that rewrite bounded. One RootAudit must own a metadata area at a time: two would each
-// keep their own copy of the current segment and lose each other's records.
+// Records are added at the end of the current segment (fsroot.Append: in place where the root
+// can, as OPFS's sync access handles do; otherwise by an atomic rewrite). An append in place is
+// not atomic, so a record is kept whole or lost whole by its line: a line without its newline (a
+// crash, or a failed write, part way through an append) is no record. Records skips it, and
+// before the next append (on opening the log, or after a failed one) the segment is cut back to
+// its last whole line, so every record that follows starts on a line of its own. The segments
+// keep the log bounded. One RootAudit must own a metadata area at a time: two would each count
+// the current segment's size alone.
 type RootAudit struct {
 	meta fsroot.Root
 	// segBytes and keep are AuditSegmentBytes and AuditSegments (tests shrink them).
 	segBytes, keep int
 
-	mu  sync.Mutex
-	seq int
-	cur []byte
+	mu   sync.Mutex
+	seq  int
+	size int  // bytes of segment seq, all of them whole lines unless torn
+	torn bool // an append failed: segment seq may end in part of a line
 }
 
 // OpenRootAudit opens the audit log in root's metadata area; root must implement
@@ -132,7 +138,7 @@ func OpenRootAudit(ctx context.Context, root fsroot.Root) (*RootAudit, error) {
 }
 
 // OpenAudit opens (or starts) the audit log kept in meta, a metadata root, and continues its
-// last segment.
+// last segment (cut back to its last whole line when an append was torn there).
 func OpenAudit(ctx context.Context, meta fsroot.Root) (*RootAudit, error) {
 	if err := meta.MkdirAll(ctx, AuditDir); err != nil {
 		return nil, textf.Errorf("executor: open the audit log: %w", err)
@@ -143,18 +149,33 @@ func OpenAudit(ctx context.Context, meta fsroot.Root) (*RootAudit, error) {
 		return nil, err
 	}
 	if len(seqs) > 0 {
-		a.seq = seqs[len(seqs)-1]
-		data, err := meta.ReadFile(ctx, segmentName(a.seq))
-		if err != nil {
+		a.seq, a.torn = seqs[len(seqs)-1], true
+		if err := a.mend(ctx); err != nil {
 			return nil, textf.Errorf("executor: open the audit log: %w", err)
-		}
-		if len(data) >= a.segBytes {
-			a.seq++
-		} else {
-			a.cur = data
 		}
 	}
 	return a, nil
+}
+
+// mend cuts segment seq back to its last whole line when it ends in part of one, learns its
+// size, and moves on to the next segment when it is full. The caller holds mu (or owns a).
+func (a *RootAudit) mend(ctx context.Context) error {
+	data, err := a.meta.ReadFile(ctx, segmentName(a.seq))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	whole := data[:bytes.LastIndexByte(data, '\n')+1]
+	if len(whole) < len(data) {
+		// The one rewrite an append in place ever needs: the torn line goes, atomically.
+		if err := a.meta.WriteFile(ctx, segmentName(a.seq), whole); err != nil {
+			return err
+		}
+	}
+	a.size, a.torn = len(whole), false
+	if a.size >= a.segBytes {
+		a.seq, a.size = a.seq+1, 0
+	}
+	return nil
 }
 
 func segmentName(seq int) string { return textf.Sprintf("%s/%08d.jsonl", AuditDir, seq) }
@@ -181,7 +202,7 @@ func (a *RootAudit) Append(ctx context.Context, rec Record) error {
 	return a.AppendAll(ctx, []Record{rec})
 }
 
-// AppendAll adds recs, in order, with one rewrite of the current segment (one more for each
+// AppendAll adds recs, in order, with one append to the current segment (one more for each
 // segment the batch starts), so a caller that queues records pays for the batch, not per record.
 func (a *RootAudit) AppendAll(ctx context.Context, recs []Record) error {
 	lines := make([]AuditLine, 0, len(recs))
@@ -209,47 +230,52 @@ func EncodeRecord(rec Record) (AuditLine, error) {
 	return AuditLine{append(b, '\n')}, nil
 }
 
-// AppendLines appends encoded records in order, with one rewrite of the current segment (or one
+// AppendLines appends encoded records in order, with one append to the current segment (or one
 // per segment they fill).
 func (a *RootAudit) AppendLines(ctx context.Context, recs []AuditLine) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	seq, cur := a.seq, a.cur[:len(a.cur):len(a.cur)]
-	dirty := false
+	if a.torn {
+		if err := a.mend(ctx); err != nil {
+			return textf.Errorf("executor: mend the audit log after a failed append: %w", err)
+		}
+	}
+	var pending []byte // the lines for segment seq
+	seq, size := a.seq, a.size
 	for _, rec := range recs {
 		line := rec.b
-		if len(cur) > 0 && len(cur)+len(line) > a.segBytes {
-			if dirty {
-				if err := a.writeSegment(ctx, seq, cur); err != nil {
+		if size > 0 && size+len(line) > a.segBytes {
+			if len(pending) > 0 {
+				if err := a.appendSegment(ctx, seq, pending); err != nil {
 					return err
 				}
 			}
-			seq, cur = seq+1, nil
+			seq, size, pending = seq+1, 0, pending[:0]
 		}
-		cur, dirty = append(cur, line...), true
+		pending, size = append(pending, line...), size+len(line)
 	}
-	if dirty {
-		if err := a.writeSegment(ctx, seq, cur); err != nil {
-			return err
-		}
+	if len(pending) > 0 {
+		return a.appendSegment(ctx, seq, pending)
 	}
-	a.seq, a.cur = seq, cur
 	return nil
 }
 
-// writeSegment replaces segment seq with data; starting a segment drops the oldest beyond keep.
-// The caller holds mu.
-func (a *RootAudit) writeSegment(ctx context.Context, seq int, data []byte) error {
-	if err := a.meta.WriteFile(ctx, segmentName(seq), data); err != nil {
+// appendSegment adds data, whole lines, to segment seq (a.seq, or the one after it, which it
+// starts); starting a segment drops the oldest beyond keep. The caller holds mu.
+func (a *RootAudit) appendSegment(ctx context.Context, seq int, data []byte) error {
+	started := seq != a.seq
+	if started {
+		a.seq, a.size = seq, 0
+	}
+	if err := fsroot.Append(ctx, a.meta, segmentName(seq), data); err != nil {
+		a.torn = true
 		return textf.Errorf("executor: append to the audit log: %w", err)
 	}
-	if seq != a.seq {
-		if old := seq - a.keep; old > 0 {
-			if err := a.meta.Remove(ctx, segmentName(old)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return textf.Errorf("executor: drop an old audit segment: %w", err)
-			}
+	a.size += len(data)
+	if old := seq - a.keep; started && old > 0 {
+		if err := a.meta.Remove(ctx, segmentName(old)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return textf.Errorf("executor: drop an old audit segment: %w", err)
 		}
-		a.seq = seq
 	}
 	return nil
 }
@@ -269,6 +295,9 @@ func (a *RootAudit) Records(ctx context.Context) ([]Record, error) {
 			return nil, textf.Errorf("executor: read the audit log: %w", err)
 		}
 		for line := range bytes.Lines(data) {
+			if line[len(line)-1] != '\n' {
+				break // a torn append: the record was lost whole
+			}
 			var r Record
 			if err := strictjson.DecodeStructLoose(line, &r); err != nil {
 				return nil, textf.Errorf("executor: audit segment %d holds a line that is not a record: %w", seq, err)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"slices"
 	"testing"
 	"time"
 
@@ -188,6 +190,150 @@ func TestAuditBatchesMatchSingleAppends(t *testing.T) {
 	for i := range eb {
 		if eb[i].Size > 300 || eb[i].Size != ea[i].Size {
 			t.Errorf("segment %s: %d bytes batched, %d single", eb[i].Name, eb[i].Size, ea[i].Size)
+		}
+	}
+}
+
+// appendingRoot is a memory root that appends in place (fsroot.Appender), counts the whole-file
+// rewrites it is asked for, and can tear its next append: write the first half of it, then fail,
+// as a crash or a full disk part way through a write would leave the file.
+type appendingRoot struct {
+	*fsroot.MemRoot
+	rewrites int
+	tearNext bool
+}
+
+func (r *appendingRoot) WriteFile(ctx context.Context, name string, data []byte) error {
+	r.rewrites++
+	return r.MemRoot.WriteFile(ctx, name, data)
+}
+
+func (r *appendingRoot) AppendFile(ctx context.Context, name string, data []byte) error {
+	old, err := r.MemRoot.ReadFile(ctx, name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if r.tearNext {
+		r.tearNext = false
+		r.MemRoot.WriteFile(ctx, name, append(old, data[:len(data)/2]...))
+		return errors.New("the disk went away part way")
+	}
+	return r.MemRoot.WriteFile(ctx, name, append(old, data...))
+}
+
+func auditIDs(t *testing.T, log *executor.RootAudit) []string {
+	t.Helper()
+	recs, err := log.Records(context.Background())
+	if err != nil {
+		t.Fatalf("Records: %v", err)
+	}
+	var ids []string
+	for _, r := range recs {
+		ids = append(ids, r.CallID)
+	}
+	return ids
+}
+
+// TestAuditAppendsInPlace shows a root that appends in place is never asked to rewrite a
+// segment: each batch costs its own bytes, not the segment's.
+func TestAuditAppendsInPlace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := &appendingRoot{MemRoot: fsroot.NewMemory()}
+	log, err := executor.OpenAudit(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	executor.ShrinkSegments(log, 300, 3)
+	for i := range 20 {
+		if err := log.Append(ctx, executor.Record{CallID: fmt.Sprintf("c%02d", i), Tool: "now", OK: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if root.rewrites != 0 {
+		t.Errorf("%d whole-segment rewrites for 20 appends; want 0", root.rewrites)
+	}
+	ids := auditIDs(t, log)
+	if len(ids) == 0 || ids[len(ids)-1] != "c19" || !slices.IsSorted(ids) {
+		t.Errorf("records %v; want the newest last, in order", ids)
+	}
+	entries, _ := root.ReadDir(ctx, executor.AuditDir)
+	if len(entries) != 3 {
+		t.Errorf("%d segments kept; want 3", len(entries))
+	}
+	for _, e := range entries {
+		if e.Size > 300 {
+			t.Errorf("segment %s is %d bytes, over the bound", e.Name, e.Size)
+		}
+	}
+}
+
+// TestAuditTornAppendLosesOneRecordWhole tears an append part way: the records before it all
+// load, the torn one is lost whole (never half read, never an error), and the next append starts
+// on a line of its own.
+func TestAuditTornAppendLosesOneRecordWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := &appendingRoot{MemRoot: fsroot.NewMemory()}
+	log, err := executor.OpenAudit(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := log.Append(ctx, executor.Record{CallID: id, Tool: "now", OK: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root.tearNext = true
+	if err := log.Append(ctx, executor.Record{CallID: "torn", Tool: "now", OK: true}); err == nil {
+		t.Fatal("the torn append reported no error")
+	}
+	if got := auditIDs(t, log); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("after the torn append the log reads %v; want [a b]", got)
+	}
+	if err := log.Append(ctx, executor.Record{CallID: "c", Tool: "now", OK: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := auditIDs(t, log); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("after the next append the log reads %v; want [a b c]", got)
+	}
+	seg, _ := root.ReadFile(ctx, "audit/00000001.jsonl")
+	if n := bytes.Count(seg, []byte("\n")); n != 3 || seg[len(seg)-1] != '\n' || bytes.Contains(seg, []byte("torn")) {
+		t.Errorf("the segment holds %d lines, ending %q; want three whole records:\n%s", n, seg[len(seg)-1], seg)
+	}
+}
+
+// TestAuditOpensASegmentWithATornLastLine is a crash mid-append found on the next start: the
+// segment's last line is cut short. Every earlier record loads, and the next record starts on a
+// new line.
+func TestAuditOpensASegmentWithATornLastLine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, root := range []fsroot.Root{fsroot.NewMemory(), &appendingRoot{MemRoot: fsroot.NewMemory()}} {
+		first, err := executor.OpenAudit(ctx, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := first.AppendAll(ctx, []executor.Record{{CallID: "a", Tool: "now"}, {CallID: "b", Tool: "now"}}); err != nil {
+			t.Fatal(err)
+		}
+		seg, _ := root.ReadFile(ctx, "audit/00000001.jsonl")
+		cut := append(slices.Clone(seg), `{"time":"2026-12-06T00:00:00Z","callId":"lo`...)
+		if err := root.WriteFile(ctx, "audit/00000001.jsonl", cut); err != nil {
+			t.Fatal(err)
+		}
+		log, err := executor.OpenAudit(ctx, root)
+		if err != nil {
+			t.Fatalf("%T: opening a segment with a torn last line: %v", root, err)
+		}
+		if got := auditIDs(t, log); !slices.Equal(got, []string{"a", "b"}) {
+			t.Errorf("%T: the log reads %v; want [a b]", root, got)
+		}
+		if err := log.Append(ctx, executor.Record{CallID: "c", Tool: "now"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := auditIDs(t, log); !slices.Equal(got, []string{"a", "b", "c"}) {
+			t.Errorf("%T: after an append the log reads %v; want [a b c]", root, got)
 		}
 	}
 }

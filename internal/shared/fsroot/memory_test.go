@@ -49,3 +49,21 @@ func TestOpenRangeFallsBackToReadFile(t *testing.T) {
 		t.Errorf("OpenRange(missing) through the fallback = %v; want fs.ErrNotExist", err)
 	}
 }
+
+// TestAppendRewritesWithoutAnAppender: on a root with no in-place append, Append creates a
+// missing file and adds to an existing one by an atomic rewrite.
+func TestAppendRewritesWithoutAnAppender(t *testing.T) {
+	ctx := context.Background()
+	m := fsroot.NewMemory()
+	for _, part := range []string{"one\n", "two\n"} {
+		if err := fsroot.Append(ctx, plainRoot{m}, "log", []byte(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := m.ReadFile(ctx, "log"); err != nil || string(got) != "one\ntwo\n" {
+		t.Fatalf("the file reads %q, %v", got, err)
+	}
+	if err := fsroot.Append(ctx, plainRoot{m}, "no-such-dir/log", []byte("x")); err == nil {
+		t.Fatal("Append into a missing folder succeeded")
+	}
+}

@@ -2,6 +2,7 @@ package fsroot
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 )
 
@@ -36,6 +37,33 @@ func ReadPrefix(ctx context.Context, r Root, name string, n int) ([]byte, int64,
 		data = data[:n:n]
 	}
 	return data, size, nil
+}
+
+// Appender is implemented by a root that can add bytes at the end of a file in place, without
+// writing again what the file already holds. AppendFile appends data to the file name, creating it
+// empty first when it is missing (its parent must exist). Unlike WriteFile it is not atomic: a
+// failure or a crash part way may leave a prefix of data at the file's end, so a caller appends
+// what it can recognise whole when it reads it back (lines, say). A root that cannot append to
+// name at the moment (no in-place writes for that file) returns errors.ErrUnsupported, and
+// Append rewrites the file instead.
+type Appender interface {
+	AppendFile(ctx context.Context, name string, data []byte) error
+}
+
+// Append adds data at the end of the file name (created when missing): through the root's
+// Appender when it has one and it can, and otherwise by replacing the file with its content and
+// data, atomically (which costs a read and a write of the whole file).
+func Append(ctx context.Context, r Root, name string, data []byte) error {
+	if ap, ok := r.(Appender); ok {
+		if err := ap.AppendFile(ctx, name, data); !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
+	}
+	old, err := r.ReadFile(ctx, name)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return r.WriteFile(ctx, name, append(old[:len(old):len(old)], data...))
 }
 
 // Renamer is a Root that can move a file or a folder (with everything in it) to another name in

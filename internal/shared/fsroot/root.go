@@ -5,9 +5,10 @@
 // The roots here are MemRoot (NewMemory) and, outside the browser, OSRoot (OpenOS); the page's
 // OPFS and directory-handle roots live in opfs/. Every root passes the conformance suite in
 // fsroottest. Roots may add Metadata (the hidden MetaDir area, where the executor keeps its
-// audit log), PrefixReader (reading the start of a large file without all of it) and
+// audit log), PrefixReader (reading the start of a large file without all of it),
 // RangeReader (reading one version of a file a piece at a time; every root here and in opfs/ has
-// it, and OpenRange falls back to ReadFile for a root without).
+// it, and OpenRange falls back to ReadFile for a root without) and Appender (adding to a file's
+// end in place, which the audit log uses; Append rewrites the file for a root without).
 //
 // # Wasm
 //

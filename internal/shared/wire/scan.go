@@ -64,14 +64,25 @@ func (k keyRef) equal(o keyRef) bool {
 // linear scan to a map.
 const dupMapAfter = 16
 
+// scanner reads a frame once (scanFrame). Scanners are pooled with the room their keys took, so
+// a frame costs no allocation.
 type scanner struct {
 	b      []byte
 	i      int
 	keys   []keyRef
-	spaces int // how many whitespace runs ws has skipped
+	high   int        // the most keys held at once, which putScanner clears
+	spaces int        // how many whitespace runs ws has skipped
+	fault  frameFault // a fault of meaning (a repeated key, a frame that is no object), once seen
 }
 
 var scanners = sync.Pool{New: func() any { return &scanner{keys: make([]keyRef, 0, 32)} }}
+
+// putScanner pools s again, holding nothing of the frame it read.
+func putScanner(s *scanner) {
+	clear(s.keys[:s.high])
+	*s = scanner{keys: s.keys[:0]}
+	scanners.Put(s)
+}
 
 // CheckFrame reports how frame breaks the wire's own bounds, at most MaxFrameBytes and nesting
 // at most MaxDepth, as a refusal of rule, or nil when it keeps them. It is the one check of those
@@ -114,34 +125,57 @@ func boundsFault(frame []byte) frameFault {
 	return ""
 }
 
-// scanFrame checks that frame is one JSON object with no duplicate keys and no nesting beyond
-// MaxDepth, and collects its top-level properties against allow.
+// scanFrame checks that frame is one JSON object of valid UTF-8 with no duplicate keys and no
+// nesting beyond MaxDepth, and collects its top-level properties against allow. It reads a
+// well-formed frame once, validating as it goes, and allocates nothing for it (escaped keys and
+// objects of more than dupMapAfter keys aside). Only a frame it refuses is read again, by each
+// check in turn (bounds, UTF-8, syntax, then meaning), so the fault named is the first by that
+// order wherever in the frame each lies.
 func scanFrame(frame []byte, allow []string) (fields, frameFault) {
 	var f fields
-	if fault := boundsFault(frame); fault != "" {
-		return f, fault
-	}
-	if !utf8.Valid(frame) {
-		return f, "the frame is not valid UTF-8"
-	}
-	if !valid(frame) {
-		return f, "the frame is not a single JSON value (broken syntax or trailing data)"
+	if len(frame) > MaxFrameBytes {
+		return f, faultTooLarge
 	}
 	s := scanners.Get().(*scanner)
-	defer func() {
-		clear(s.keys[:cap(s.keys)])
-		*s = scanner{keys: s.keys[:0]}
-		scanners.Put(s)
-	}()
 	s.b = frame
+	ok := s.frame(allow, &f)
+	fault := s.fault
+	putScanner(s)
+	if ok {
+		return f, ""
+	}
+	return fields{}, orderedFault(frame, fault)
+}
+
+// orderedFault names what is wrong with a frame scanFrame refused: the wire's bounds first, then
+// its encoding, its syntax, and last what it means (fault, which the scan found).
+func orderedFault(frame []byte, fault frameFault) frameFault {
+	switch {
+	case boundsFault(frame) != "":
+		return boundsFault(frame)
+	case !utf8.Valid(frame):
+		return "the frame is not valid UTF-8"
+	case !valid(frame) || fault == "":
+		return "the frame is not a single JSON value (broken syntax or trailing data)"
+	}
+	return fault
+}
+
+// frame scans the whole frame: one object, whitespace around it.
+func (s *scanner) frame(allow []string, top *fields) bool {
 	s.ws()
+	if s.i >= len(s.b) {
+		return false
+	}
 	if s.b[s.i] != '{' {
-		return f, "the frame is JSON but not an object"
+		s.fault = "the frame is JSON but not an object"
+		return false
 	}
-	if fault := s.object(1, allow, &f); fault != "" {
-		return fields{}, fault
+	if !s.object(1, allow, top) {
+		return false
 	}
-	return f, ""
+	s.ws()
+	return s.i == len(s.b)
 }
 
 func (s *scanner) ws() {
@@ -150,74 +184,111 @@ func (s *scanner) ws() {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
 			s.i++
-		default:
-			if s.i > start {
-				s.spaces++
-			}
-			return
+			continue
 		}
+		break
 	}
 	if s.i > start {
 		s.spaces++
 	}
 }
 
-// str advances over the string starting at s.i (the input is known to be valid JSON) and returns
-// its raw content without quotes, and whether it holds an escape.
-func (s *scanner) str() ([]byte, bool) {
-	start := s.i + 1
-	esc := false
-	for j := start; ; j++ {
-		switch s.b[j] {
-		case '\\':
-			esc = true
-			j++
-		case '"':
+// str advances over the JSON string whose opening quote is at s.i, checking it (no control
+// characters, only JSON's escapes, valid UTF-8), and reports whether it holds an escape and
+// whether it is one.
+func (s *scanner) str() (esc, ok bool) {
+	b := s.b
+	for j := s.i + 1; j < len(b); {
+		switch c := b[j]; {
+		case c == '"':
 			s.i = j + 1
-			return s.b[start:j], esc
+			return esc, true
+		case c == '\\':
+			esc = true
+			if j+1 >= len(b) {
+				return false, false
+			}
+			switch b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if len(b)-j < 6 || !isHex(b[j+2]) || !isHex(b[j+3]) || !isHex(b[j+4]) || !isHex(b[j+5]) {
+					return false, false
+				}
+				j += 6
+			default:
+				return false, false
+			}
+		case c < 0x20:
+			return false, false
+		case c < utf8.RuneSelf:
+			j++
+		default:
+			r, size := utf8.DecodeRune(b[j:])
+			if r == utf8.RuneError && size == 1 {
+				return false, false
+			}
+			j += size
 		}
 	}
+	return false, false
 }
 
-// object scans the object at s.i. When top is non-nil it is the envelope: its properties are
-// matched against allow and recorded in top.
-func (s *scanner) object(depth int, allow []string, top *fields) frameFault {
+// object scans the object at s.i, which would sit at depth. When top is non-nil it is the
+// envelope: its properties are matched against allow and recorded in top.
+func (s *scanner) object(depth int, allow []string, top *fields) bool {
 	if depth > MaxDepth {
-		return faultTooDeep
+		return false
 	}
+	base := len(s.keys)
+	ok := s.members(depth, allow, top)
+	s.keys = s.keys[:base]
+	return ok
+}
+
+func (s *scanner) members(depth int, allow []string, top *fields) bool {
 	s.i++ // {
 	base := len(s.keys)
-	defer func() { s.keys = s.keys[:base] }()
 	var seen map[string]struct{}
 	s.ws()
-	if s.b[s.i] == '}' {
+	if s.i < len(s.b) && s.b[s.i] == '}' {
 		s.i++
-		return ""
+		return true
 	}
 	for {
-		s.ws()
-		raw, esc := s.str()
-		k := keyRef{raw: raw, esc: esc}
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
+			return false
+		}
+		start := s.i
+		esc, ok := s.str()
+		if !ok {
+			return false
+		}
+		k := keyRef{raw: s.b[start+1 : s.i-1], esc: esc}
 		if esc {
-			d, ok := rawjson.Unquote(s.b[s.i-len(raw)-2 : s.i])
+			d, ok := rawjson.Unquote(s.b[start:s.i])
 			if !ok {
-				return "the frame holds an undecodable key"
+				s.fault = "the frame holds an undecodable key"
+				return false
 			}
 			k.dec = d
 		}
 		if seen != nil {
 			d := k.decoded()
 			if _, dup := seen[d]; dup {
-				return "the frame repeats a key in one object, so its meaning is ambiguous"
+				s.fault = faultRepeatedKey
+				return false
 			}
 			seen[d] = struct{}{}
 		} else {
 			for _, o := range s.keys[base:] {
 				if o.equal(k) {
-					return "the frame repeats a key in one object, so its meaning is ambiguous"
+					s.fault = faultRepeatedKey
+					return false
 				}
 			}
 			s.keys = append(s.keys, k)
+			s.high = max(s.high, len(s.keys))
 			if len(s.keys)-base > dupMapAfter {
 				seen = make(map[string]struct{}, 2*dupMapAfter)
 				for _, o := range s.keys[base:] {
@@ -226,23 +297,36 @@ func (s *scanner) object(depth int, allow []string, top *fields) frameFault {
 			}
 		}
 		s.ws()
-		s.i++ // :
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
 		s.ws()
 		start, spaces := s.i, s.spaces
-		if fault := s.value(depth + 1); fault != "" {
-			return fault
+		if !s.value(depth + 1) {
+			return false
 		}
 		if top != nil {
 			top.note(k, s.b[start:s.i], s.spaces != spaces, allow)
 		}
 		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
 		c := s.b[s.i]
 		s.i++
-		if c == '}' {
-			return ""
+		switch c {
+		case ',':
+			s.ws()
+		case '}':
+			return true
+		default:
+			return false
 		}
 	}
 }
+
+const faultRepeatedKey = frameFault("the frame repeats a key in one object, so its meaning is ambiguous")
 
 func (f *fields) note(k keyRef, val []byte, spaced bool, allow []string) {
 	for n, a := range allow {
@@ -259,44 +343,67 @@ func (f *fields) note(k keyRef, val []byte, spaced bool, allow []string) {
 	}
 }
 
-func (s *scanner) value(depth int) frameFault {
+// value scans the JSON value at s.i, which would sit at depth if it is an object or an array.
+func (s *scanner) value(depth int) bool {
+	if s.i >= len(s.b) {
+		return false
+	}
 	switch s.b[s.i] {
 	case '{':
 		return s.object(depth, nil, nil)
 	case '[':
 		if depth > MaxDepth {
-			return faultTooDeep
+			return false
 		}
 		s.i++
 		s.ws()
-		if s.b[s.i] == ']' {
+		if s.i < len(s.b) && s.b[s.i] == ']' {
 			s.i++
-			return ""
+			return true
 		}
 		for {
-			s.ws()
-			if fault := s.value(depth + 1); fault != "" {
-				return fault
+			if !s.value(depth + 1) {
+				return false
 			}
 			s.ws()
+			if s.i >= len(s.b) {
+				return false
+			}
 			c := s.b[s.i]
 			s.i++
-			if c == ']' {
-				return ""
+			switch c {
+			case ',':
+				s.ws()
+			case ']':
+				return true
+			default:
+				return false
 			}
 		}
 	case '"':
-		s.str()
-		return ""
-	default: // number, true, false, null
-		for s.i < len(s.b) {
-			switch c := s.b[s.i]; {
-			case c >= '0' && c <= '9', c >= 'a' && c <= 'z', c == '-', c == '+', c == '.', c == 'E':
-				s.i++
-			default:
-				return ""
-			}
+		_, ok := s.str()
+		return ok
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.literal("null")
+	default:
+		end := numberEnd(s.b, s.i)
+		if end < 0 {
+			return false
 		}
-		return ""
+		s.i = end
+		return true
 	}
+}
+
+func (s *scanner) literal(word string) bool {
+	end := literal(s.b, s.i, word)
+	if end < 0 {
+		return false
+	}
+	s.i = end
+	return true
 }
