@@ -5,6 +5,7 @@ package wasmtool
 import (
 	"os"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,13 +72,14 @@ func spin(n int) (stop func()) {
 	return func() { close(done) }
 }
 
-var sink uint64
+// sink keeps what burn computes, so the compiler cannot drop the work.
+var sink atomic.Uint64
 
-// burn does n rounds of arithmetic the compiler cannot drop.
+// burn does n rounds of arithmetic.
 func burn(n int) {
-	x := sink
+	x := uint64(n)
 	for i := range n {
 		x = x*6364136223846793005 + uint64(i)
 	}
-	sink = x
+	sink.Add(x)
 }
