@@ -3,6 +3,7 @@
 package harness
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -33,5 +34,31 @@ func TestTheBrowserDrawsNoAddressBarPopup(t *testing.T) {
 	}
 	if !sawSelf {
 		t.Fatalf("the test's own tab is not among the browser's %d targets", len(infos))
+	}
+}
+
+// TestTheBrowserDrawsNoWindowAroundThePage: the tests' Chromium is its headless shell
+// (HeadlessShell), which draws no user interface of its own around a page, and the page still
+// sees the window it saw in the full browser's headless mode: a viewport of WindowWidth by
+// WindowHeight and the language list AcceptLanguages. The full browser drew a window with a
+// toolbar and a tab strip for every tab, whose height the page sees as outerHeight less
+// innerHeight.
+func TestTheBrowserDrawsNoWindowAroundThePage(t *testing.T) {
+	tab := NewTab(t)
+	tab.Navigate("data:text/html,<title>plain</title>")
+	seen := Eval[map[string]any](tab, `({inner: [innerWidth, innerHeight], outer: [outerWidth, outerHeight],
+		languages: navigator.languages.join(','), visible: document.visibilityState})`)
+	want := []any{float64(WindowWidth), float64(WindowHeight)}
+	if !reflect.DeepEqual(seen["inner"], want) {
+		t.Errorf("the page's viewport is %v, want %v", seen["inner"], want)
+	}
+	if !reflect.DeepEqual(seen["outer"], seen["inner"]) {
+		t.Errorf("the page's window is %v around a viewport of %v: the browser drew its own user interface around it", seen["outer"], seen["inner"])
+	}
+	if seen["languages"] != AcceptLanguages {
+		t.Errorf("the page's languages are %q, want %q", seen["languages"], AcceptLanguages)
+	}
+	if seen["visible"] != "visible" {
+		t.Errorf("the page is %v, want visible", seen["visible"])
 	}
 }
