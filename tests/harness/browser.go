@@ -79,6 +79,13 @@ func ChromiumPath() string {
 // (WindowWidth, WindowHeight, AcceptLanguages).
 const HeadlessShell = "/usr/lib/chromium/chromium-headless-shell"
 
+// SiteIsolation is the flag that gives every site a renderer process of its own, which the full
+// browser does on every desktop and the headless shell does only when told: a mini-app's bridge
+// on its own host (<app>.localhost) is then out of process, as people's browsers run it, and the
+// hostile suite's walls that rest on it (a spinning app stalls no other) hold for the reason they
+// hold there (TestMiniAppHostsRunOutOfProcess).
+const SiteIsolation = "site-per-process"
+
 // WindowWidth and WindowHeight are the size of a tab's viewport in CSS pixels: the one the full
 // browser's headless mode gave a page (its 800 by 600 window less its toolbar and tab strip), so
 // that a page laid out in the headless shell, whose window is all viewport, gets the room it got
@@ -138,6 +145,7 @@ func (browser *sharedBrowser) start() (context.Context, error) {
 			chromedp.Flag("disable-sync", true),
 			chromedp.Flag("host-resolver-rules", browser.rules),
 			chromedp.Flag("disable-features", DisabledFeatures),
+			chromedp.Flag(SiteIsolation, true),
 			chromedp.WindowSize(WindowWidth, WindowHeight),
 			chromedp.Flag("accept-lang", AcceptLanguages),
 			chromedp.Env("TMPDIR="+dir),

@@ -3,9 +3,13 @@
 package harness
 
 import (
+	"net"
+	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -61,4 +65,52 @@ func TestTheBrowserDrawsNoWindowAroundThePage(t *testing.T) {
 	if seen["visible"] != "visible" {
 		t.Errorf("the page is %v, want visible", seen["visible"])
 	}
+}
+
+// outOfProcessBound bounds how long a frame of another site may take to show as a target of its
+// own.
+const outOfProcessBound = 20 * time.Second
+
+// TestMiniAppHostsRunOutOfProcess: a frame from a per-app host (<app>.localhost) in a page of
+// 127.0.0.1 runs in a renderer process of its own (it is a target of the browser, an
+// out-of-process frame), as the full browser runs every site: the headless shell does so only
+// with SiteIsolation, and without it the hostile suite would test mini-apps sharing the page's
+// process.
+func TestMiniAppHostsRunOutOfProcess(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	frame := "http://app-probe.localhost:" + port + "/frame"
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/frame" {
+			w.Write([]byte("<!doctype html><p>the app's frame</p>"))
+			return
+		}
+		w.Write([]byte(`<!doctype html><iframe src="` + frame + `"></iframe>`))
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	tab := NewTab(t)
+	tab.Navigate("http://127.0.0.1:" + port + "/")
+	WaitFor[bool](tab, `document.querySelector('iframe') !== null`, outOfProcessBound)
+	self := chromedp.FromContext(tab.Ctx).Target.TargetID
+	var seen []string
+	for deadline := time.Now().Add(outOfProcessBound); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		infos, err := chromedp.Targets(tab.Ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = seen[:0]
+		for _, info := range infos {
+			if info.Type == "iframe" && info.URL == frame && info.ParentID == self {
+				return
+			}
+			seen = append(seen, string(info.Type)+" "+info.URL)
+		}
+	}
+	t.Fatalf("the frame %s never became a target of its own (an out-of-process frame) within %v; the browser's targets: %v", frame, outOfProcessBound, seen)
 }
