@@ -59,14 +59,45 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// ChromiumPath is the browser binary: $VOICEBOX_CHROMIUM, else Debian's real binary (not the
-// /usr/bin wrapper script).
+// ChromiumPath is the browser binary: $VOICEBOX_CHROMIUM, else HeadlessShell.
 func ChromiumPath() string {
 	if p := os.Getenv("VOICEBOX_CHROMIUM"); p != "" {
 		return p
 	}
-	return "/usr/lib/chromium/chromium"
+	return HeadlessShell
 }
+
+// HeadlessShell is the Chromium the tests run: Chromium's headless shell (Debian's
+// chromium-headless-shell, the same release as its chromium package, real binary rather than the
+// /usr/bin wrapper script). It is the same Blink, V8, network service and storage as the full
+// browser, whose pages it runs as that does, without the browser's own user interface: no
+// window, tab strip, toolbar or address bar. The full browser's headless mode draws all of those
+// off screen for every tab a test opens (one window a tab), and so did its browser process most
+// of its work: creating and closing each window and compositing its toolbar and tab strip
+// (the tab's loading throbber redrew it at the frame rate while the page loaded). No page can see
+// the browser's own user interface; what a page can see of its window is kept as it was
+// (WindowWidth, WindowHeight, AcceptLanguages).
+const HeadlessShell = "/usr/lib/chromium/chromium-headless-shell"
+
+// SiteIsolation is the flag that gives every site a renderer process of its own, which the full
+// browser does on every desktop and the headless shell does only when told: a mini-app's bridge
+// on its own host (<app>.localhost) is then out of process, as people's browsers run it, and the
+// hostile suite's walls that rest on it (a spinning app stalls no other) hold for the reason they
+// hold there (TestMiniAppHostsRunOutOfProcess).
+const SiteIsolation = "site-per-process"
+
+// WindowWidth and WindowHeight are the size of a tab's viewport in CSS pixels: the one the full
+// browser's headless mode gave a page (its 800 by 600 window less its toolbar and tab strip), so
+// that a page laid out in the headless shell, whose window is all viewport, gets the room it got
+// there. A test that needs another size sets it (Tab.Viewport).
+const (
+	WindowWidth  = 780
+	WindowHeight = 437
+)
+
+// AcceptLanguages is the browser's language list (navigator.languages, Accept-Language): the full
+// browser's default for an en-US locale, which the headless shell shortens to "en-US".
+const AcceptLanguages = "en-US,en"
 
 // HostResolverRules is the resolver rule every Chromium of the tests runs with (this one, and the
 // wrapper tools/bin/chromium the browser-side go test starts): no name resolves but loopback's,
@@ -80,12 +111,13 @@ const NoAppHostsResolverRules = "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127
 
 // DisabledFeatures are the Chromium features every Chromium of the tests runs without (its
 // --disable-features, which replaces chromedp's default list, so that list's two come first).
-// Headless Chromium is the whole browser with its windows drawn off screen, and it gives every
-// window the address bar's suggestion popup as WebUI pages (chrome://omnibox-popup.top-chrome,
-// two a window) in a renderer of their own. A test opens a window a tab and never types in an
-// address bar, yet that renderer took about a tenth of the end-to-end layer's CPU (65 of 689
-// CPU-seconds, docs/testing.md). The popup is the browser's own chrome, outside every page: no
-// page can see whether it exists, so the product under test is unchanged.
+// The full browser's headless mode (VOICEBOX_CHROMIUM naming /usr/lib/chromium/chromium) is the
+// whole browser with its windows drawn off screen, and it gives every window the address bar's
+// suggestion popup as WebUI pages (chrome://omnibox-popup.top-chrome, two a window) in a renderer
+// of their own. A test opens a window a tab and never types in an address bar, yet that renderer
+// took about a tenth of the end-to-end layer's CPU (65 of 689 CPU-seconds, docs/testing.md). The
+// popup is the browser's own chrome, outside every page: no page can see whether it exists, so
+// the product under test is unchanged. The headless shell (HeadlessShell) has no address bar.
 const DisabledFeatures = "Translate,BlinkGenPropertyTrees," +
 	"WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup"
 
@@ -113,6 +145,9 @@ func (browser *sharedBrowser) start() (context.Context, error) {
 			chromedp.Flag("disable-sync", true),
 			chromedp.Flag("host-resolver-rules", browser.rules),
 			chromedp.Flag("disable-features", DisabledFeatures),
+			chromedp.Flag(SiteIsolation, true),
+			chromedp.WindowSize(WindowWidth, WindowHeight),
+			chromedp.Flag("accept-lang", AcceptLanguages),
 			chromedp.Env("TMPDIR="+dir),
 			// The microphone (see media.go); harmless for pages that never ask for it.
 			chromedp.Flag("use-fake-device-for-media-stream", true),

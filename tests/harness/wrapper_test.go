@@ -31,6 +31,9 @@ func TestChromiumWrapperResolvesAppHosts(t *testing.T) {
 	if !strings.Contains(string(script), "--host-resolver-rules="+HostResolverRules) {
 		t.Errorf("the wrapper's resolver rules are not the harness's %q", HostResolverRules)
 	}
+	if !strings.Contains(string(script), " --"+SiteIsolation+" ") {
+		t.Errorf("the wrapper does not give every site a process of its own (--%s)", SiteIsolation)
+	}
 	if !strings.HasSuffix(strings.TrimSpace(string(script)), `"$@" \
   --disable-features=`+DisabledFeatures) {
 		t.Errorf("the wrapper does not end with the harness's features turned off, after the runner's own list: %q", DisabledFeatures)
