@@ -38,9 +38,7 @@ func TestAFleetsTurnPendingApprovalIsKnownLostWhenItsRelayRestarts(t *testing.T)
 	harness.StartRelay(t, fleetEnv...) // relay B, alive throughout
 	state := a.StateDir
 	tab := openPage(t, a)
-	tab.Allow(`WebSocket connection to .*/channel' failed`)
-	tab.Allow(`ERR_CONNECTION_REFUSED|ERR_CONNECTION_RESET|ERR_EMPTY_RESPONSE|ERR_NETWORK_CHANGED`)
-	tab.Allow(`Failed to load resource|ERR_INCOMPLETE_CHUNKED_ENCODING|answered 503: .*/api/(events|turn)`)
+	allowRelayDown(tab)
 
 	const name = "kept.txt"
 	if !harness.Eval[bool](tab, fmt.Sprintf(`voicebox.call('files.write', {path: %q, content: 'still here'}).then(a => a.ok)`, name)) {

@@ -22,9 +22,7 @@ import (
 func TestARelayStoppingAnswersTheCallsWaitingForApproval(t *testing.T) {
 	relay := harness.StartRelay(t)
 	tab := openPage(t, relay)
-	tab.Allow(`WebSocket connection to .*/(channel|live)' failed`)
-	tab.Allow(`ERR_CONNECTION_REFUSED|ERR_CONNECTION_RESET|ERR_EMPTY_RESPONSE|ERR_NETWORK_CHANGED`)
-	tab.Allow(`Failed to load resource|ERR_INCOMPLETE_CHUNKED_ENCODING|answered 503: .*/api/events`)
+	allowRelayDown(tab)
 	if !harness.Eval[bool](tab, `voicebox.call('files.write', {path: 'kept.txt', content: 'still here'}).then(a => a.ok)`) {
 		t.Fatal("writing kept.txt failed")
 	}

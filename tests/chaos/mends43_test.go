@@ -45,9 +45,7 @@ func TestATurnPendingApprovalIsKnownLostWhenItsRelayRestarts(t *testing.T) {
 	relay := harness.StartRelay(t, "PORT="+port)
 	state := relay.StateDir
 	tab := openPage(t, relay)
-	tab.Allow(`WebSocket connection to .*/channel' failed`)
-	tab.Allow(`ERR_CONNECTION_REFUSED|ERR_CONNECTION_RESET|ERR_EMPTY_RESPONSE|ERR_NETWORK_CHANGED`)
-	tab.Allow(`Failed to load resource|ERR_INCOMPLETE_CHUNKED_ENCODING|answered 503: .*/api/events`)
+	allowRelayDown(tab)
 	for round := 1; round <= chaosRounds; round++ {
 		name := fmt.Sprintf("kept-%d.txt", round)
 		if !harness.Eval[bool](tab, fmt.Sprintf(`voicebox.call('files.write', {path: %q, content: 'still here'}).then(a => a.ok)`, name)) {

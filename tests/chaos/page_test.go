@@ -35,6 +35,15 @@ func openPage(t testing.TB, relay *harness.Relay) *harness.Tab {
 	return tab
 }
 
+// allowRelayDown lets tab log what a page logs while its relay is down or stopping: its sockets
+// (/channel, /live) fail, its requests are refused, reset or cut short (a socket the browser had
+// open may also be not connected any more), and the relay answers 503 while it shuts down.
+func allowRelayDown(tab *harness.Tab) {
+	tab.Allow(`WebSocket connection to .*/(channel|live)' failed`)
+	tab.Allow(`ERR_CONNECTION_REFUSED|ERR_CONNECTION_RESET|ERR_EMPTY_RESPONSE|ERR_NETWORK_CHANGED|ERR_SOCKET_NOT_CONNECTED`)
+	tab.Allow(`Failed to load resource|ERR_INCOMPLETE_CHUNKED_ENCODING|answered 503: .*/api/(events|turn)`)
+}
+
 // workerAnswers reports whether the page's worker answers a call of its own (a listing of the
 // big folder) within workerAnswerBound.
 func workerAnswers(tab *harness.Tab) bool {
@@ -62,9 +71,7 @@ func TestThePageSurvivesItsRelayGoingAwayMidWrite(t *testing.T) {
 	token := relay.HostToken(t)
 	tab := openPage(t, relay)
 	// While the relay is down the page's channel and its checks for the relay fail: expected.
-	tab.Allow(`WebSocket connection to .*/channel' failed`)
-	tab.Allow(`ERR_CONNECTION_REFUSED|ERR_CONNECTION_RESET|ERR_EMPTY_RESPONSE|ERR_NETWORK_CHANGED`)
-	tab.Allow(`Failed to load resource|ERR_INCOMPLETE_CHUNKED_ENCODING|answered 503: .*/api/events`)
+	allowRelayDown(tab)
 	was := make([]string, writers)
 	for round, stop := range []func(){
 		func() { relay.Kill(t) },

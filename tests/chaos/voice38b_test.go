@@ -39,9 +39,7 @@ func TestAVoiceSessionEndsWithItsRelayAndTheNextOneTalks(t *testing.T) {
 	state := relay.StateDir
 	tab := openPage(t, relay)
 	// While the relay is down the page's sockets and its checks for the relay fail: expected.
-	tab.Allow(`WebSocket connection to .*/(channel|live)' failed`)
-	tab.Allow(`ERR_CONNECTION_REFUSED|ERR_CONNECTION_RESET|ERR_EMPTY_RESPONSE|ERR_NETWORK_CHANGED`)
-	tab.Allow(`Failed to load resource|ERR_INCOMPLETE_CHUNKED_ENCODING|answered 503: .*/api/events`)
+	allowRelayDown(tab)
 	talk := func(round int) {
 		t.Helper()
 		harness.WaitFor[bool](tab, `!!(window.voicebox && voicebox.live) && !document.querySelector('#mic').disabled && !voicebox.live.open()`, patience)
