@@ -3,7 +3,6 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -32,66 +30,6 @@ const leaveRounds = 10
 // outcome and its leave arrive (below outbound.QueueMessages: the stream that reads them keeps
 // up).
 const busyEvents = 800
-
-// streamLog is one relay's /api/events as it was read: each event's name and data, in order.
-type streamLog struct {
-	mu     sync.Mutex
-	events []string // "name data"
-	ended  bool
-}
-
-// follow reads relay's event stream until the test ends.
-func follow(t *testing.T, relay *harness.Relay) *streamLog {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, relay.URL+"/api/events", nil)
-	req.Header.Set("Origin", relay.URL)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &streamLog{}
-	go func() {
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(nil, 1<<20)
-		name := ""
-		for sc.Scan() {
-			if n, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
-				name = n
-			} else if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				l.mu.Lock()
-				l.events = append(l.events, name+" "+d)
-				l.mu.Unlock()
-			}
-		}
-		l.mu.Lock()
-		l.ended = true
-		l.mu.Unlock()
-	}()
-	return l
-}
-
-// find returns the position of the first event from position from on that match accepts, or -1.
-func (l *streamLog) find(from int, match func(name, data string) bool) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i := from; i < len(l.events); i++ {
-		name, data, _ := strings.Cut(l.events[i], " ")
-		if match(name, data) {
-			return i
-		}
-	}
-	return -1
-}
-
-// len is how many events were read so far.
-func (l *streamLog) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.events)
-}
 
 // listsRun reports whether a runs event's data lists the run instance.
 func listsRun(data, instance string) bool {
@@ -120,7 +58,7 @@ func TestAStoppedRelaysLastTurnOutcomeComesBeforeItsLeave(t *testing.T) {
 	if got := fleetDo(b, token, http.MethodPost, "/api/turn", map[string]any{"action": map[string]string{"verb": "write_file", "name": name, "content": "still here"}}); !got.ok() {
 		t.Fatalf("writing %s: %v", name, got)
 	}
-	stream := follow(t, b)
+	stream := harness.FollowEvents(t, b)
 	busy, err := nats.Connect(srv.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +71,7 @@ func TestAStoppedRelaysLastTurnOutcomeComesBeforeItsLeave(t *testing.T) {
 		id, instance := asyncTurn(t, a, name)
 		from := 0
 		waitFor(t, fmt.Sprintf("round %d: B listing A's run %s", round, instance), func() bool {
-			from = stream.find(0, func(n, d string) bool { return n == "runs" && listsRun(d, instance) })
+			_, from = stream.Find(0, "runs", func(d string) bool { return listsRun(d, instance) })
 			return from >= 0
 		})
 		for i := range busyEvents {
@@ -148,10 +86,10 @@ func TestAStoppedRelaysLastTurnOutcomeComesBeforeItsLeave(t *testing.T) {
 
 		gone := -1
 		waitFor(t, fmt.Sprintf("round %d: B saying A's run is gone", round), func() bool {
-			gone = stream.find(from, func(n, d string) bool { return n == "runs" && !listsRun(d, instance) })
+			_, gone = stream.Find(from, "runs", func(d string) bool { return !listsRun(d, instance) })
 			return gone >= 0
 		})
-		outcome := stream.find(from, func(n, d string) bool { return n == "turn" && strings.Contains(d, `"turnId":"`+id+`"`) })
+		_, outcome := stream.Find(from, "turn", func(d string) bool { return strings.Contains(d, `"turnId":"`+id+`"`) })
 		if outcome < 0 || outcome > gone {
 			t.Fatalf("round %d: B's stream said A's run is gone (event %d) before the outcome of its turn %s (event %d): the page showed outcome-unknown\nA's log:\n%s\nB's log:\n%s", round, gone, id, outcome, a.Stderr(), b.Stderr())
 		}
@@ -161,14 +99,14 @@ func TestAStoppedRelaysLastTurnOutcomeComesBeforeItsLeave(t *testing.T) {
 	}
 
 	// The next delete, through B, is asked, approved and done.
-	mark := stream.len()
+	mark := stream.Len()
 	id, _ := asyncTurn(t, b, name)
 	var ask struct {
 		ID string `json:"id"`
 	}
 	waitFor(t, "B asking for the delete's approval", func() bool {
-		at := stream.find(mark, func(n, d string) bool {
-			return n == "approval" && json.Unmarshal([]byte(d), &ask) == nil && ask.ID != ""
+		_, at := stream.Find(mark, "approval", func(d string) bool {
+			return json.Unmarshal([]byte(d), &ask) == nil && ask.ID != ""
 		})
 		return at >= 0
 	})
@@ -176,11 +114,12 @@ func TestAStoppedRelaysLastTurnOutcomeComesBeforeItsLeave(t *testing.T) {
 		t.Fatalf("approving the delete through B: %v", got)
 	}
 	waitFor(t, "the approved delete's outcome on B's stream", func() bool {
-		return stream.find(mark, func(n, d string) bool { return n == "turn" && strings.Contains(d, `"turnId":"`+id+`"`) }) >= 0
+		_, at := stream.Find(mark, "turn", func(d string) bool { return strings.Contains(d, `"turnId":"`+id+`"`) })
+		return at >= 0
 	})
-	if stream.find(mark, func(n, d string) bool {
-		return n == "turn" && strings.Contains(d, `"turnId":"`+id+`"`) && strings.Contains(d, `"ok":true`)
-	}) < 0 {
+	if _, at := stream.Find(mark, "turn", func(d string) bool {
+		return strings.Contains(d, `"turnId":"`+id+`"`) && strings.Contains(d, `"ok":true`)
+	}); at < 0 {
 		t.Fatal("the approved delete through B did not succeed")
 	}
 	if r := b.Call(t, "read-file", map[string]string{"path": name}); r.OK {

@@ -3,7 +3,6 @@
 package hostile
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -33,61 +31,6 @@ const forgedLeaves = 200
 
 // runName is what a run's name in a runs event may be: what a relay records, and no more.
 var runName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// eventLog is a relay's /api/events as read: each event as "name data", in order.
-type eventLog struct {
-	mu     sync.Mutex
-	events []string
-}
-
-// readEvents reads relay's event stream with its own origin until the test ends.
-func readEvents(t *testing.T, relay *harness.Relay) *eventLog {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, relay.URL+"/api/events", nil)
-	req.Header.Set("Origin", relay.URL)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &eventLog{}
-	go func() {
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		name := ""
-		for sc.Scan() {
-			if n, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
-				name = n
-			} else if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				l.mu.Lock()
-				l.events = append(l.events, name+" "+d)
-				l.mu.Unlock()
-			}
-		}
-	}()
-	return l
-}
-
-// find returns the data of the first event named name, from position from on, that match
-// accepts, and its position; -1 when there is none yet.
-func (l *eventLog) find(from int, name string, match func(data string) bool) (string, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i := from; i < len(l.events); i++ {
-		n, d, _ := strings.Cut(l.events[i], " ")
-		if n == name && match(d) {
-			return d, i
-		}
-	}
-	return "", -1
-}
-
-func (l *eventLog) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.events)
-}
 
 // runsOf returns the runs a runs event's data lists.
 func runsOf(data string) []string {
@@ -119,12 +62,12 @@ func TestForgedPresenceEndsNoLiveRun(t *testing.T) {
 	if w := a.Call(t, "write-file", map[string]string{"path": "notes.txt", "content": "keep"}); !w.OK {
 		t.Fatalf("writing notes.txt: %s", w.Raw)
 	}
-	stream := readEvents(t, a)
+	stream := harness.FollowEvents(t, a)
 	var hello struct {
 		Instance string `json:"instance"`
 	}
 	waitFor(t, "A's hello", func() bool {
-		d, at := stream.find(0, "hello", func(string) bool { return true })
+		d, at := stream.Find(0, "hello", func(string) bool { return true })
 		return at >= 0 && json.Unmarshal([]byte(d), &hello) == nil && hello.Instance != ""
 	})
 
@@ -151,14 +94,14 @@ func TestForgedPresenceEndsNoLiveRun(t *testing.T) {
 	slices.Sort(both)
 	known := -1
 	waitFor(t, "A listing both runs", func() bool {
-		_, known = stream.find(0, "runs", func(d string) bool { return slices.Equal(runsOf(d), both) })
+		_, known = stream.Find(0, "runs", func(d string) bool { return slices.Equal(runsOf(d), both) })
 		return known >= 0
 	})
 	var ask struct {
 		ID string `json:"id"`
 	}
 	waitFor(t, "the delete's approval on A's stream", func() bool {
-		_, at := stream.find(0, "approval", func(d string) bool { return json.Unmarshal([]byte(d), &ask) == nil && ask.ID != "" })
+		_, at := stream.Find(0, "approval", func(d string) bool { return json.Unmarshal([]byte(d), &ask) == nil && ask.ID != "" })
 		return at >= 0
 	})
 
@@ -199,12 +142,12 @@ func TestForgedPresenceEndsNoLiveRun(t *testing.T) {
 
 	// Once the made-up runs fall silent, A lists both runs again; nothing it told its page on
 	// the way lists too many runs, a malformed one, or leaves B's run out.
-	mark := stream.len()
+	mark := stream.Len()
 	waitFor(t, "A listing both runs again after the attack", func() bool {
-		_, at := stream.find(mark, "runs", func(d string) bool { return slices.Equal(runsOf(d), both) })
+		_, at := stream.Find(mark, "runs", func(d string) bool { return slices.Equal(runsOf(d), both) })
 		return at >= 0
 	})
-	if d, at := stream.find(known, "runs", func(d string) bool {
+	if d, at := stream.Find(known, "runs", func(d string) bool {
 		runs := runsOf(d)
 		return len(runs) > approval.MaxLiveRuns || !slices.Contains(runs, runB) ||
 			slices.ContainsFunc(runs, func(r string) bool { return !runName.MatchString(r) })
@@ -220,10 +163,10 @@ func TestForgedPresenceEndsNoLiveRun(t *testing.T) {
 		t.Fatalf("approving the delete on A after the attack: %d %s", status, out)
 	}
 	waitFor(t, "the delete's outcome on A's stream", func() bool {
-		_, at := stream.find(known, "turn", func(d string) bool { return strings.Contains(d, `"turnId":"`+turn.TurnID+`"`) })
+		_, at := stream.Find(known, "turn", func(d string) bool { return strings.Contains(d, `"turnId":"`+turn.TurnID+`"`) })
 		return at >= 0
 	})
-	if d, _ := stream.find(known, "turn", func(d string) bool { return strings.Contains(d, `"turnId":"`+turn.TurnID+`"`) }); !strings.Contains(d, `"ok":true`) {
+	if d, _ := stream.Find(known, "turn", func(d string) bool { return strings.Contains(d, `"turnId":"`+turn.TurnID+`"`) }); !strings.Contains(d, `"ok":true`) {
 		t.Fatalf("the approved delete through B ended %s", d)
 	}
 	if r := a.Call(t, "read-file", map[string]string{"path": "notes.txt"}); r.OK {
@@ -231,10 +174,10 @@ func TestForgedPresenceEndsNoLiveRun(t *testing.T) {
 	}
 
 	// A relay that really leaves is dropped from A's list.
-	mark = stream.len()
+	mark = stream.Len()
 	b.Stop(t)
 	waitFor(t, "A telling its page B's run left", func() bool {
-		_, at := stream.find(mark, "runs", func(d string) bool { return slices.Equal(runsOf(d), []string{hello.Instance}) })
+		_, at := stream.Find(mark, "runs", func(d string) bool { return slices.Equal(runsOf(d), []string{hello.Instance}) })
 		return at >= 0
 	})
 	served(t, a)
