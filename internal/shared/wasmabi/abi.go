@@ -354,10 +354,8 @@ func (l Layout) CheckExports(s Shape, export string) error {
 // The host's bounds of a run, the same wherever it runs. No descriptor or manifest can raise
 // them: the digest binds a module's bytes, never what they do.
 const (
-	// Deadline is one call's time budget, starting the module included; past it the run is
-	// stopped and the call refused time-exceeded. The page counts wall clock (it terminates its
-	// Worker); a Linux relay counts the CPU time the module used, with a wall-clock backstop
-	// (internal/door/extensionhost/wasmtool), so a busy machine never fails a legitimate call.
+	// Deadline bounds one call's wall clock, starting the module included; past it the run is
+	// stopped (the page terminates its Worker) and the call refused time-exceeded.
 	Deadline = 5 * time.Second
 	// MaxMemoryPages bounds a module's memory: 64 pages of 64 KiB, 4 MiB (a buffer-abi/diff
 	// module needs 7 for its buffers, and room to work in).

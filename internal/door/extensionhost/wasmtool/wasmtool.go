@@ -11,17 +11,8 @@
 // proposal, so such a module within the bounds is wasm-invalid here and runs in a browser).
 // The runner's own bounds (Limits): the module's size, its memory (checked when it starts and
 // enforced while it grows: memory.grow past the bound answers -1 and the call is stopped
-// resource-exceeded), the tables' maxima, a time budget that includes a start function, and how
-// many calls run at once.
-//
-// # The time budget
-//
-// On Linux the budget counts the CPU time the module used, not the wall clock: a call runs on its
-// caller's goroutine locked to its OS thread (wazero runs a module's code on the goroutine that
-// calls it), and a watchdog reads that thread's CPU clock from another goroutine, so a machine
-// busy with other work never makes a legitimate call fail. A module starved of the CPU is still
-// stopped at BackstopFactor times the budget of wall clock, with its own why. Elsewhere the budget
-// is wall clock. Waiting for a wasm slot is bounded by the budget of wall clock everywhere.
+// resource-exceeded), the tables' maxima, a wall-clock deadline that includes a start function,
+// and how many calls run at once.
 //
 // Each call gets a fresh instance, so nothing a call leaves behind (a grown memory, a global)
 // reaches the next one, and a hostile call never stops the next from running. The runtime closes
@@ -55,8 +46,8 @@ const (
 	// DefaultMaxMemoryPages bounds a module's memory: wasmabi.MaxMemoryPages, the bound the
 	// page holds modules to as well.
 	DefaultMaxMemoryPages = wasmabi.MaxMemoryPages
-	// DefaultTimeout is one call's time budget, instantiation (a start function) included:
-	// wasmabi.Deadline. On Linux it counts the module's CPU time (see "The time budget").
+	// DefaultTimeout bounds one call's wall clock, instantiation (a start function) included:
+	// wasmabi.Deadline.
 	DefaultTimeout = wasmabi.Deadline
 	// DefaultMaxConcurrent bounds the calls running at once; a call waits for a slot within its
 	// own time bound.
@@ -71,10 +62,7 @@ type Limits struct {
 	MaxModuleBytes int
 	MaxMemoryPages uint32
 	Timeout        time.Duration
-	// Backstop bounds a run's wall clock whatever its clock counts; zero takes BackstopFactor
-	// times Timeout.
-	Backstop      time.Duration
-	MaxConcurrent int
+	MaxConcurrent  int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -89,9 +77,6 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxConcurrent <= 0 {
 		l.MaxConcurrent = DefaultMaxConcurrent
-	}
-	if l.Backstop <= 0 {
-		l.Backstop = BackstopFactor * l.Timeout
 	}
 	return l
 }
@@ -161,23 +146,20 @@ func (r *Runner) Call(ctx context.Context, module []byte, tool extensions.WasmTo
 		return nil, err
 	}
 
-	wait, stopWaiting := context.WithTimeout(ctx, r.limits.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
+	defer cancel()
 	select {
 	case r.slots <- struct{}{}:
-		stopWaiting()
 		defer func() { <-r.slots }()
-	case <-wait.Done():
-		stopWaiting()
+	case <-ctx.Done():
 		return nil, refusal.New(refusal.TimeExceeded, "no wasm slot came free within %d ms (%d calls run at once)", r.limits.Timeout.Milliseconds(), r.limits.MaxConcurrent)
 	}
 
-	u := startMetered(ctx, r.limits.Timeout, r.limits.Backstop)
-	defer u.end()
-	mem := &boundedMemory{max: uint64(r.limits.MaxMemoryPages) * wasmabi.PageBytes, over: func() { u.cancel(errMemory) }}
-	mod, err := r.rt.InstantiateModule(experimental.WithMemoryAllocator(u.ctx, mem), compiled,
+	mem := &boundedMemory{max: uint64(r.limits.MaxMemoryPages) * wasmabi.PageBytes, over: cancel}
+	mod, err := r.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), compiled,
 		wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
-		return nil, r.failed(u, mem, err, "starting the module")
+		return nil, r.failed(ctx, mem, err, "starting the module")
 	}
 	defer mod.Close(context.Background())
 	params := make([]uint64, len(inputs))
@@ -187,9 +169,9 @@ func (r *Runner) Call(ctx context.Context, module []byte, tool extensions.WasmTo
 		}
 		params[i] = uint64(len(in))
 	}
-	res, err := mod.ExportedFunction(tool.Export).Call(u.ctx, params...)
+	res, err := mod.ExportedFunction(tool.Export).Call(ctx, params...)
 	if err != nil {
-		return nil, r.failed(u, mem, err, "running "+tool.Export)
+		return nil, r.failed(ctx, mem, err, "running "+tool.Export)
 	}
 	size := min(uint64(layout.Output.MaxBytes), uint64(mod.Memory().Size())-min(uint64(mod.Memory().Size()), uint64(layout.Output.Offset)))
 	out, _ := mod.Memory().Read(layout.Output.Offset, uint32(size))
@@ -201,18 +183,13 @@ func (r *Runner) Call(ctx context.Context, module []byte, tool extensions.WasmTo
 }
 
 // failed names why instantiating or calling stopped.
-func (r *Runner) failed(u *metered, mem *boundedMemory, err error, doing string) error {
-	budget := r.limits.Timeout.Milliseconds()
-	switch cause := context.Cause(u.ctx); {
+func (r *Runner) failed(ctx context.Context, mem *boundedMemory, err error, doing string) error {
+	switch {
 	case mem.exceeded.Load():
 		return refusal.New(refusal.ResourceExceeded, "the module grew its memory past the bound of %d pages (%d KiB) while %s", r.limits.MaxMemoryPages, r.limits.MaxMemoryPages*wasmabi.PageBytes>>10, doing)
-	case errors.Is(cause, errOverBudget) && u.clock.cpu:
-		return refusal.New(refusal.TimeExceeded, "the module used %d ms of CPU while %s, past its budget of %d ms; it was stopped", u.clock.used().Milliseconds(), doing, budget)
-	case errors.Is(cause, errOverBudget):
-		return refusal.New(refusal.TimeExceeded, "the module was still %s after %d ms; it was stopped", doing, budget)
-	case errors.Is(cause, errBackstop):
-		return refusal.New(refusal.TimeExceeded, "the module was still %s after %d ms of wall clock, having used %d of its %d ms of CPU: it waited for the CPU that long, the machine being busy; it was stopped", doing, time.Since(u.start).Milliseconds(), u.clock.used().Milliseconds(), budget)
-	case u.ctx.Err() != nil:
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return refusal.New(refusal.TimeExceeded, "the module was still %s after %d ms; it was stopped", doing, r.limits.Timeout.Milliseconds())
+	case ctx.Err() != nil:
 		return refusal.New(refusal.TimeExceeded, "the call was cancelled while %s", doing)
 	}
 	return refusal.New(refusal.WasmTrapped, "the module trapped while %s: %s", doing, firstLine(err))

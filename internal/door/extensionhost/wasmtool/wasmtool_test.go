@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -214,9 +213,7 @@ func TestABoundedTableRuns(t *testing.T) {
 	}
 }
 
-// TestDefaultBoundStopsAnInfiniteLoop runs the loop under the real 5,000 ms bound, which on Linux
-// counts the CPU time the module used (past its budget, or waiting for the CPU past the backstop
-// on a busy machine).
+// TestDefaultBoundStopsAnInfiniteLoop runs the loop under the real 5,000 ms bound.
 func TestDefaultBoundStopsAnInfiniteLoop(t *testing.T) {
 	t.Parallel()
 	r := New(Limits{})
@@ -227,9 +224,6 @@ func TestDefaultBoundStopsAnInfiniteLoop(t *testing.T) {
 	_, err := call(t, r, fixture(t, "loop"), "run", nil)
 	if refusal.RuleOf(err) != refusal.TimeExceeded || !strings.Contains(err.Error(), "5000 ms") {
 		t.Fatalf("err = %v", err)
-	}
-	if runtime.GOOS == "linux" && !strings.Contains(err.Error(), "ms of CPU") {
-		t.Fatalf("the refusal names no CPU time: %v", err)
 	}
 }
 
