@@ -150,9 +150,10 @@ func scanFrame(frame []byte, allow []string) (fields, frameFault) {
 // orderedFault names what is wrong with a frame scanFrame refused: the wire's bounds first, then
 // its encoding, its syntax, and last what it means (fault, which the scan found).
 func orderedFault(frame []byte, fault frameFault) frameFault {
+	if bounds := boundsFault(frame); bounds != "" {
+		return bounds
+	}
 	switch {
-	case boundsFault(frame) != "":
-		return boundsFault(frame)
 	case !utf8.Valid(frame):
 		return "the frame is not valid UTF-8"
 	case !valid(frame) || fault == "":
