@@ -86,48 +86,68 @@ func messageTypes(t *testing.T, prefix string) []string {
 }
 
 // sweepApp is a mini-app whose attack tool posts every message type in TYPES to its bridge
-// (parent) and to the page (top): bare, with fields of every wrong type, with a 64 KB string,
-// and as JSON-RPC requests and notifications with wrong params. It posts in rounds under the
-// message budget, so the whole sweep is read rather than cut short by the stop.
+// (parent) and to the page (top): bare, with fields of every wrong type, and as JSON-RPC requests
+// and notifications with wrong params; to the bridge also with 64 KB strings (the page reads
+// nothing of a message from a frame inside an app but its source: it counts and charges it).
+//
+// It stays within the message budget by construction, so the whole sweep is read and the test's
+// verdict never depends on when a budget stop lands: it posts two types at a time, then asks the
+// bridge a JSON-RPC ping (one window's messages to another arrive in order, so the answer comes
+// after the bridge read everything before it) and waits a quarter second more. The bridge's window
+// of a second then holds at most four rounds (about 2 MB, half its byte budget); the page's is
+// small whatever the timing. progress says "rounds read/rounds/messages posted to the page".
 const sweepApp = `<!doctype html><title>Sweeper</title><script>
 const TYPES = %s;
 const big = 'x'.repeat(65536);
-const messages = [];
-for (const type of TYPES) {
-  messages.push({type});
-  messages.push({type, generation: 'x', callId: {}, checkId: [], name: 12, tool: 'x', args: 'x', id: {}, ok: 'yes', html: 5, sdk: [], view: 7, result: 5, refused: {}, why: [], method: 5, params: 'x', error: 'x', hostContext: 5, width: 'x', height: -1});
-  messages.push({type, name: big, tool: {name: big, description: big}, generation: 1, callId: big});
-  messages.push({jsonrpc: '2.0', id: 1e9, method: type, params: 'x'});
-  messages.push({jsonrpc: '2.0', method: type, params: {arguments: 5, name: {}, url: 'javascript:alert(1)', content: 7, width: 1e308}});
-}
+const small = (type) => [
+  {type},
+  {type, generation: 'x', callId: {}, checkId: [], name: 12, tool: 'x', args: 'x', id: {}, ok: 'yes', html: 5, sdk: [], view: 7, result: 5, refused: {}, why: [], method: 5, params: 'x', error: 'x', hostContext: 5, width: 'x', height: -1},
+  {jsonrpc: '2.0', id: 1e9, method: type, params: 'x'},
+  {jsonrpc: '2.0', method: type, params: {arguments: 5, name: {}, url: 'javascript:alert(1)', content: 7, width: 1e308}},
+];
+const large = (type) => ({type, name: big, tool: {name: big, description: big}, generation: 1, callId: big});
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 webMcp.registerTool({name: 'ping', description: 'answers pong', execute: () => 'pong'});
-// A view may ask to be torn down, and the bridge takes that from any app: those messages close
-// the app, so they go last, once the rest is checked (the finale tool).
-const last = messages.filter((m) => JSON.stringify(m).includes('teardown'));
-const first = messages.filter((m) => !last.includes(m));
-let posted = 0;
-const post = async (list) => {
-  for (let i = 0; i < list.length; i += 40) {
-    for (const m of list.slice(i, i + 40)) {
-      try { parent.postMessage(m, '*'); } catch {}
-      try { top.postMessage(m, '*'); } catch {}
-      posted++;
+// A view may ask to be torn down, and the bridge takes that from any app: those types close the
+// app, so they go last, once the rest is checked (the finale tool).
+const last = TYPES.filter((t) => t.includes('teardown'));
+const first = TYPES.filter((t) => !last.includes(t));
+let seq = 0;
+const read = (id) => new Promise((resolve) => {
+  const on = (e) => {
+    if (e.source !== parent || !e.data || e.data.id !== id) return;
+    removeEventListener('message', on);
+    resolve();
+  };
+  addEventListener('message', on);
+});
+let rounds = 0, toTop = 0;
+const post = async (types) => {
+  for (let i = 0; i < types.length; i += 2) {
+    for (const type of types.slice(i, i + 2)) {
+      for (const m of [...small(type), large(type)]) try { parent.postMessage(m, '*'); } catch {}
+      for (const m of small(type)) try { top.postMessage(m, '*'); toTop++; } catch {}
     }
+    const id = 'swept-' + ++seq;
+    const answered = read(id);
+    parent.postMessage({jsonrpc: '2.0', id, method: 'ping'}, '*');
+    await answered;
+    rounds++;
     await sleep(250);
   }
 };
+const total = Math.ceil(first.length / 2);
 webMcp.registerTool({name: 'attack', description: 'starts posting every message type, malformed', execute: () => { post(first); return 'started'; }});
-webMcp.registerTool({name: 'progress', description: 'how many messages it posted, of how many', execute: () => posted + '/' + first.length});
+webMcp.registerTool({name: 'progress', description: 'rounds the bridge read, of how many, and the messages posted to the page', execute: () => rounds + '/' + total + '/' + toTop});
 webMcp.registerTool({name: 'finale', description: 'posts the teardown requests', execute: () => { post(last); return last.length; }});
 webMcp.ready();
 </script>`
 
 // TestEveryMiniAppMessageIsRefusedOrDropped: a mini-app posts every message type the bridge
-// (mini-app-bridge.js) and the Apps panel (mini-apps.js) dispatch on, malformed, to both. No
-// forged tool is registered in the worker, no other app is reached, nothing throws on the page;
-// the app's own tool answers; its teardown requests close it and nothing else; the page serves
-// on.
+// (mini-app-bridge.js) and the Apps panel (mini-apps.js) dispatch on, malformed, to both, within
+// its budget. No forged tool is registered in the worker, no other app is reached, nothing throws
+// on the page, the app is not stopped; its own tool answers; its teardown requests close it and
+// nothing else; the page serves on.
 func TestEveryMiniAppMessageIsRefusedOrDropped(t *testing.T) {
 	t.Parallel()
 	relay := harness.StartRelay(t)
@@ -140,41 +160,51 @@ func TestEveryMiniAppMessageIsRefusedOrDropped(t *testing.T) {
 	if a := callTool(tab, id, "attack", "{}"); !a.OK {
 		t.Fatalf("the attack did not start: %+v", a)
 	}
-	// The app either posts every round or is stopped at its budget, by name; either way nothing
-	// it forged is taken.
-	var a answer
-	waitFor(t, "the sweeper to post every message, or be stopped", func() bool {
-		a = callTool(tab, id, "progress", "{}")
+	// The bridge has read every round once the app counts them all (see sweepApp); the page has
+	// read what the app posted to it once it counts that many messages from inside the app.
+	var toTop int
+	waitFor(t, "the bridge to read every round of the sweep", func() bool {
+		a := callTool(tab, id, "progress", "{}")
+		if !a.OK {
+			t.Fatalf("the sweeper's progress answered %+v; stats %v", a, appStats(tab, id))
+		}
 		var p struct{ Result string }
 		json.Unmarshal(a.Value, &p)
-		done, total, _ := strings.Cut(p.Result, "/")
-		return !a.OK || (done == total && done != "")
+		var rounds, total int
+		fmt.Sscanf(p.Result, "%d/%d/%d", &rounds, &total, &toTop)
+		return total > 0 && rounds == total
 	})
-	if !a.OK && (a.Refused == "" || a.Refused == "internal-error") {
-		t.Errorf("the sweeper's tool answered %+v", a)
+	waitFor(t, "the page to read every message posted to it", func() bool {
+		return harness.Eval[int](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).foreign`, id)) >= toTop
+	})
+	if st := appStats(tab, id); st["stopped"] != nil {
+		t.Fatalf("the sweeper, within its budget, was stopped: %v", st)
 	}
-	if tools := workerTools(tab, id); len(tools) > 4 || (a.OK && !slices.Equal(sorted(tools), []string{"attack", "finale", "ping", "progress"})) {
+	if tools := workerTools(tab, id); !slices.Equal(sorted(tools), []string{"attack", "finale", "ping", "progress"}) {
 		t.Errorf("the worker holds the sweeper's tools %v; a forged register_tool was taken", tools)
 	}
 	if tools := workerTools(tab, "app_scoreboard"); len(tools) != 4 {
 		t.Errorf("the scoreboard's tools are %v", tools)
 	}
-	if a.OK {
-		if p := callTool(tab, id, "ping", "{}"); !p.OK {
-			t.Errorf("the sweeper's own tool answered %+v", p)
-		}
-		// The teardown requests close the sweeper (an app may close itself), and nothing else.
-		if f := callTool(tab, id, "finale", "{}"); !f.OK {
-			t.Errorf("the finale answered %+v", f)
-		}
-		waitFor(t, "the sweeper to close itself", func() bool {
-			return harness.Eval[bool](tab, cardOf(id)+` === null`)
-		})
-	} else {
-		t.Logf("the sweeper's progress answered %+v", a)
-		t.Logf("the sweeper was stopped: %s", stopped(t, tab, id))
+	if p := callTool(tab, id, "ping", "{}"); !p.OK {
+		t.Errorf("the sweeper's own tool answered %+v", p)
+	}
+	// The teardown requests close the sweeper (an app may close itself), and nothing else.
+	if f := callTool(tab, id, "finale", "{}"); !f.OK {
+		t.Errorf("the finale answered %+v", f)
+	}
+	waitFor(t, "the sweeper to close itself", func() bool {
+		return harness.Eval[bool](tab, cardOf(id)+` === null`)
+	})
+	if tools := workerTools(tab, "app_scoreboard"); len(tools) != 4 {
+		t.Errorf("after the sweeper closed, the scoreboard's tools are %v", tools)
 	}
 	stillServes(t, tab)
+}
+
+// appStats is what the page counted of appID's frames (voicebox.miniApps.stats).
+func appStats(tab *harness.Tab, appID string) map[string]any {
+	return harness.Eval[map[string]any](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q)`, appID))
 }
 
 func sorted(s []string) []string {
