@@ -5,8 +5,10 @@ package harness
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -88,7 +90,8 @@ func (p *WorkerProfiler) Start(t testing.TB) {
 
 // Stop stops sampling and writes the functions that took the most time to w: by self time (the
 // function on top of the stack) and by total time (anywhere on it), each with its share of all
-// samples.
+// samples. With VOICEBOX_PROFILE_OUT naming a file, the whole profile is written there too, as
+// DevTools saves one (a .cpuprofile to open in its Performance panel, or to walk by its call tree).
 func (p *WorkerProfiler) Stop(t testing.TB, w io.Writer, top int) {
 	t.Helper()
 	var prof *profiler.Profile
@@ -99,6 +102,17 @@ func (p *WorkerProfiler) Stop(t testing.TB, w io.Writer, top int) {
 	}))
 	if err != nil || prof == nil {
 		t.Fatalf("harness: stop the profiler: %v", err)
+	}
+	if out := os.Getenv("VOICEBOX_PROFILE_OUT"); out != "" {
+		// The whole profile, as DevTools saves it (a .cpuprofile): its call tree, for a reader
+		// that wants to know who calls what.
+		b, err := json.Marshal(prof)
+		if err == nil {
+			err = os.WriteFile(out, b, 0o644)
+		}
+		if err != nil {
+			t.Fatalf("harness: write the profile to %s: %v", out, err)
+		}
 	}
 	WriteProfileSummary(w, prof, top)
 }
