@@ -18,10 +18,10 @@ import (
 // The page's connection to the relay's /channel, where it is the executor of its root.
 //
 // Frames: the page asks for them as binary messages (/channel?frames=binary); a relay that does
-// not know that sends text, which the socket reads as the same bytes. The relay sends wire call envelopes (objects with "v") and control frames (objects with
-// "type"): {"type":"admitted",...} with the admitted set before any call and after every change
-// (channel.AdmittedType; the door verifies extension calls against it), {"type":"refused",...}
-// before it closes 1008, {"type":"replaced",...} before it closes 4001 because a newer executor
+// not know that sends text, which the socket reads as the same bytes. The relay sends wire call
+// envelopes (objects with "v") and control frames (objects with "type"): {"type":"admitted",...}
+// with the admitted set before any call and after every change (channel.AdmittedType; the door
+// verifies extension calls against it), {"type":"refused",...} before it closes 1008, {"type":"replaced",...} before it closes 4001 because a newer executor
 // took the slot (on another relay of a fleet), {"type":"holding",...} when this page holds the
 // slot (before any call) and {"type":"standby","why":...} when another executor holds it and this
 // page waits, its socket open, to take it over when that one goes away (internal/core/hub). The
