@@ -230,7 +230,7 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 		idle, t0 := processCPU{}, childrenCPUByThread()
 		time.Sleep(time.Second)
 		idle.add(childrenCPUByThread(), t0)
-		idle.print(os.Stdout, "nothing asked, 1 s", 1)
+		idle.print(os.Stdout, "nothing asked for a second (the figure is per second)", 1)
 		threadCPU[&goCPU].print(os.Stdout, "the Go worker", len(goSamples))
 		threadCPU[&jsWorkerCPU].print(os.Stdout, "the JavaScript worker", len(jsWorkerSamples))
 		if beforeHub != nil {

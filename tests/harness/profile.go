@@ -117,7 +117,8 @@ func (p *WorkerProfiler) Stop(t testing.TB, w io.Writer, top int) {
 	WriteProfileSummary(w, prof, top)
 }
 
-// WriteProfileSummary writes prof's heaviest functions by self and by total time. Idle samples
+// WriteProfileSummary writes prof's heaviest functions by self and by total time, counting each
+// sample as one sampling interval (profileSampleUs). Idle samples
 // ("(idle)", "(program)") count in the whole but are named so they can be told apart.
 func WriteProfileSummary(w io.Writer, prof *profiler.Profile, top int) {
 	parent := map[int64]int64{}
@@ -135,11 +136,11 @@ func WriteProfileSummary(w io.Writer, prof *profiler.Profile, top int) {
 	self := map[string]int64{}
 	total := map[string]int64{}
 	var all int64
-	for i, id := range prof.Samples {
-		dt := int64(0)
-		if i+1 < len(prof.TimeDeltas) {
-			dt = prof.TimeDeltas[i+1]
-		}
+	for _, id := range prof.Samples {
+		// Each sample counts as one sampling interval, whatever time passed before the next: on
+		// a loaded machine the sampler itself waits for a core, and a sample's delta reaches
+		// 200 ms, so weighting samples by their deltas let a handful of them outweigh the rest.
+		dt := int64(profileSampleUs)
 		all += dt
 		self[name[id]] += dt
 		seen := map[string]bool{}
