@@ -184,6 +184,48 @@ func childrenCPUByProcess() processCPU {
 	return out
 }
 
+// childrenCPUByThread is childrenCPUByProcess per thread, each named by its process's name and
+// the thread's own (Chromium names its threads: CrRendererMain, DedicatedWorker thread,
+// NetworkService, ...); threads of one name in one process are summed.
+func childrenCPUByThread() processCPU {
+	out := processCPU{}
+	me := os.Getpid()
+	parents, _ := procTable()
+	for pid := range parents {
+		mine := false
+		for p, hops := parents[pid], 0; p > 1 && hops < maxProcDepth; p, hops = parents[p], hops+1 {
+			if p == me {
+				mine = true
+				break
+			}
+		}
+		if !mine {
+			continue
+		}
+		proc := processName(pid) + " " + strconv.Itoa(pid)
+		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		for _, t := range tasks {
+			stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/stat")
+			if err != nil {
+				continue
+			}
+			s := string(stat)
+			open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+			if open < 0 || end < open {
+				continue
+			}
+			f := strings.Fields(s[end+1:])
+			if len(f) < 13 {
+				continue
+			}
+			user, _ := strconv.ParseFloat(f[11], 64)
+			system, _ := strconv.ParseFloat(f[12], 64)
+			out[proc+" / "+s[open+1:end]] += (user + system) / clockTicks
+		}
+	}
+	return out
+}
+
 // procTable reads every process's parent and CPU seconds (user and system) from /proc.
 func procTable() (parent map[int]int, spent map[int]float64) {
 	entries, _ := os.ReadDir("/proc")

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,11 @@ func timeRoundTrips(b *testing.B, h *hub.Hub, path string, n int) []float64 {
 	return samples
 }
 
+// roundTripWarmUp is how many calls each Go page answers before BenchmarkRoundTripRelayPageRelay
+// times any: enough for V8 to have optimized the worker's hot wasm (the thread pool's CPU per
+// call falls from about 1.6 ms in the first 200 calls to under 0.2 ms after 800, load 11-14).
+const roundTripWarmUp = 1000
+
 // profileTop is how many functions a worker profile lists, by self and by total time.
 const profileTop = 60
 
@@ -91,7 +97,11 @@ const profileTop = 60
 //
 // Beside the latencies it reports the CPU each call cost Chromium (all its processes: the page's
 // renderer, the network service, the browser) while the Go worker and the JavaScript worker
-// peer were timed: the figure a loaded machine moves least.
+// peer were timed: the figure a loaded machine moves least. Each Go page first answers
+// roundTripWarmUp calls untimed (their CPU is reported apart), so its rounds measure the worker
+// as it runs once V8 has optimized it. With VOICEBOX_BENCH_CPU_BY_THREAD set, that CPU is printed
+// by Chromium's process and thread too (each of the Go worker's rounds, then every peer's whole);
+// VOICEBOX_BENCH_ROUNDTRIP_ROUNDS sets how many rounds (3).
 //
 // With VOICEBOX_BENCH_ROUNDTRIP_BEFORE naming another build's public/ folder (main's, built), a
 // second hub serves that page too, in a tab of its own, and its Go worker is measured in the same
@@ -103,7 +113,10 @@ const profileTop = 60
 func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 	h, url := benchRelay(b)
 	const path = "bench-4k.txt"
-	const rounds, perRound = 3, 200
+	rounds, perRound := 3, 200
+	if n, err := strconv.Atoi(os.Getenv("VOICEBOX_BENCH_ROUNDTRIP_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
 
 	goPage := harness.NewTab(b)
 	goPage.Quiet()
@@ -130,13 +143,43 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 			b.Fatalf("write-file (before) answered %s: %s", a.Refused, a.Why)
 		}
 	}
+	// Each Go page's first calls run its wasm as V8's baseline compiler made it while V8 compiles
+	// the hot functions again, optimized, on the renderer's thread pool: a one-time cost of a
+	// worker's first few hundred calls, most of the CPU per call it first costs. Both Go pages
+	// answer roundTripWarmUp calls before any is timed, and what those cost is reported apart
+	// (go-warmup-cpu-us/call, go-before-warmup-cpu-us/call).
+	var goWarmCPU, beforeWarmCPU float64
+	warmUp := func(cpu *float64, h *hub.Hub) {
+		c0 := childrenCPU()
+		timeRoundTrips(b, h, path, roundTripWarmUp)
+		*cpu = childrenCPU() - c0
+	}
+	warmUp(&goWarmCPU, h)
+	if beforeHub != nil {
+		warmUp(&beforeWarmCPU, beforeHub)
+	}
 	var goSamples, jsSamples, jsWorkerSamples, beforeSamples []float64
 	// Chromium's CPU (every process of it, from /proc) while each peer was timed, in seconds.
 	var goCPU, jsWorkerCPU, beforeCPU float64
+	// With VOICEBOX_BENCH_CPU_BY_THREAD set, the same by Chromium's process and thread.
+	byThread := os.Getenv("VOICEBOX_BENCH_CPU_BY_THREAD") != ""
+	threadCPU := map[*float64]processCPU{&goCPU: {}, &jsWorkerCPU: {}, &beforeCPU: {}}
 	timed := func(cpu *float64, h *hub.Hub) []float64 {
+		var t0 processCPU
+		if byThread {
+			t0 = childrenCPUByThread()
+		}
 		c0 := childrenCPU()
 		samples := timeRoundTrips(b, h, path, perRound)
 		*cpu += childrenCPU() - c0
+		if byThread {
+			round := processCPU{}
+			round.add(childrenCPUByThread(), t0)
+			threadCPU[cpu].add(round, processCPU{})
+			if cpu == &goCPU {
+				round.print(os.Stdout, "the Go worker, one round", len(samples))
+			}
+		}
 		return samples
 	}
 	var prof *harness.WorkerProfiler
@@ -183,11 +226,24 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	if byThread {
+		idle, t0 := processCPU{}, childrenCPUByThread()
+		time.Sleep(time.Second)
+		idle.add(childrenCPUByThread(), t0)
+		idle.print(os.Stdout, "nothing asked for a second (the figure is per second)", 1)
+		threadCPU[&goCPU].print(os.Stdout, "the Go worker", len(goSamples))
+		threadCPU[&jsWorkerCPU].print(os.Stdout, "the JavaScript worker", len(jsWorkerSamples))
+		if beforeHub != nil {
+			threadCPU[&beforeCPU].print(os.Stdout, "the Go worker before", len(beforeSamples))
+		}
+	}
 	perCall := func(cpu float64, n int) float64 { return cpu / float64(max(n, 1)) * 1e6 }
 	b.ReportMetric(perCall(goCPU, len(goSamples)), "go-worker-cpu-us/call")
+	b.ReportMetric(perCall(goWarmCPU, roundTripWarmUp), "go-warmup-cpu-us/call")
 	b.ReportMetric(perCall(jsWorkerCPU, len(jsWorkerSamples)), "js-worker-cpu-us/call")
 	if beforeHub != nil {
 		b.ReportMetric(perCall(beforeCPU, len(beforeSamples)), "go-before-cpu-us/call")
+		b.ReportMetric(perCall(beforeWarmCPU, roundTripWarmUp), "go-before-warmup-cpu-us/call")
 	}
 	harness.ReportPercentiles(b, goSamples, "go-worker-us")
 	harness.ReportPercentiles(b, jsSamples, "js-main-us")

@@ -1,11 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,10 +17,11 @@ import (
 
 // The page's connection to the relay's /channel, where it is the executor of its root.
 //
-// Frames: the relay sends wire call envelopes (objects with "v") and control frames (objects with
-// "type"): {"type":"admitted",...} with the admitted set before any call and after every change
-// (channel.AdmittedType; the door verifies extension calls against it), {"type":"refused",...}
-// before it closes 1008, {"type":"replaced",...} before it closes 4001 because a newer executor
+// Frames: the page asks for them as binary messages (/channel?frames=binary); a relay that does
+// not know that sends text, which the socket reads as the same bytes. The relay sends wire call
+// envelopes (objects with "v") and control frames (objects with "type"): {"type":"admitted",...}
+// with the admitted set before any call and after every change (channel.AdmittedType; the door
+// verifies extension calls against it), {"type":"refused",...} before it closes 1008, {"type":"replaced",...} before it closes 4001 because a newer executor
 // took the slot (on another relay of a fleet), {"type":"holding",...} when this page holds the
 // slot (before any call) and {"type":"standby","why":...} when another executor holds it and this
 // page waits, its socket open, to take it over when that one goes away (internal/core/hub). The
@@ -43,7 +44,8 @@ const (
 
 // conn is what the peer needs of a socket; the js build dials the browser's WebSocket.
 type conn interface {
-	Receive(ctx context.Context) (string, error)
+	// Receive returns the next frame the relay sent, text or binary, as its bytes.
+	Receive(ctx context.Context) ([]byte, error)
 	Send(frame []byte) error
 	Close(code int, reason string)
 	Closed() *closeInfo
@@ -281,12 +283,12 @@ func (p *peer) serve(ctx context.Context, c conn) PeerState {
 			break
 		}
 		if isControl(frame) {
-			if channel.ControlType([]byte(frame)) == channel.AdmittedType {
-				set, _ := channel.ParseAdmitted([]byte(frame)) // a malformed set admits nothing
+			if channel.ControlType(frame) == channel.AdmittedType {
+				set, _ := channel.ParseAdmitted(frame) // a malformed set admits nothing
 				p.admitted.Replace(set)
 				continue
 			}
-			control.decode([]byte(frame))
+			control.decode(frame)
 			switch control.Type {
 			case "holding":
 				p.notify(PeerState{State: "connected", Why: control.Why})
@@ -329,11 +331,11 @@ const callServers = 4
 // call is one call frame for door.
 type call struct {
 	door  *channel.Door
-	frame string
+	frame []byte
 }
 
 func (j call) serve(ctx context.Context, c conn) {
-	if answer := j.door.Serve(ctx, []byte(j.frame)); answer != nil {
+	if answer := j.door.Serve(ctx, j.frame); answer != nil {
 		c.Send(answer)
 	}
 }
@@ -354,12 +356,12 @@ func serveCalls(ctx context.Context, c conn, calls <-chan call) {
 // call envelope. A frame that is neither goes to the door, which refuses or drops it. A frame that
 // starts as the relay writes every call, with "v", is no control frame whatever follows, so the
 // common case costs no decoding.
-func isControl(frame string) bool {
-	if strings.HasPrefix(frame, `{"v":`) {
+func isControl(frame []byte) bool {
+	if bytes.HasPrefix(frame, []byte(`{"v":`)) {
 		return false
 	}
 	var probe controlProbe
-	return probe.decode([]byte(frame)) && probe.Type != nil && probe.V == nil
+	return probe.decode(frame) && probe.Type != nil && probe.V == nil
 }
 
 // controlProbe is what isControl reads of a frame.

@@ -38,19 +38,19 @@ func newStandbyConn() *fakeConn {
 	return &fakeConn{in: make(chan string, 16), sent: make(chan string, 16), done: make(chan struct{})}
 }
 
-func (c *fakeConn) Receive(ctx context.Context) (string, error) {
+func (c *fakeConn) Receive(ctx context.Context) ([]byte, error) {
 	select {
 	case f := <-c.in:
-		return f, nil
+		return []byte(f), nil
 	case <-c.done:
 		select {
 		case f := <-c.in:
-			return f, nil
+			return []byte(f), nil
 		default:
 		}
-		return "", errSocketClosed
+		return nil, errSocketClosed
 	case <-ctx.Done():
-		return "", ctx.Err()
+		return nil, ctx.Err()
 	}
 }
 
@@ -366,7 +366,7 @@ func TestIsControl(t *testing.T) {
 		{`["type"]`, false},
 	}
 	for _, tt := range tests {
-		if got := isControl(tt.frame); got != tt.want {
+		if got := isControl([]byte(tt.frame)); got != tt.want {
 			t.Errorf("isControl(%s) = %v, want %v", tt.frame, got, tt.want)
 		}
 	}
@@ -407,5 +407,38 @@ func TestPeerSlowCallsHoldUpNoOther(t *testing.T) {
 		if got := next(t, c); !strings.Contains(got, `"callId":"slow`) {
 			t.Fatalf("answer %s, want a slow call's", got)
 		}
+	}
+}
+
+// TestPeerRefusesABinaryFrameAsTheWireDoes: a frame that came as a binary message is read as the
+// same bytes a text one is, so what only a binary message can carry (bytes that are not UTF-8,
+// which the browser never lets through as text) meets the wire's own check: such a frame, whose
+// callId cannot be trusted, gets no answer and is counted, as a text frame the wire cannot read
+// gets none; the next call is answered.
+func TestPeerRefusesABinaryFrameAsTheWireDoes(t *testing.T) {
+	t.Parallel()
+	h := startPeer(t)
+	c := newFakeConn()
+	h.dialer.conns <- c
+	door, _ := memoryDoor(t)
+	h.peer.SetRoot(door, RootInfo{Kind: "opfs", Name: "Browser storage"})
+	h.wantState(t, "connected")
+	next(t, c) // the root frame
+	bad := strings.Replace(strings.Replace(readCall, `"c1"`, `"c2"`, 1), `hello.txt`, "hello\xff.txt", 1)
+	if _, err := wire.ParseCall([]byte(bad)); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Fatalf("the wire reads the test's frame with %v, want its UTF-8 refused", err)
+	}
+	c.in <- bad
+	c.in <- `{"v":1,"callId":"c3"` // a text frame cut short: no answer either
+	c.in <- readCall
+	var ans struct {
+		CallID string `json:"callId"`
+		OK     bool   `json:"ok"`
+	}
+	if err := json.Unmarshal([]byte(next(t, c)), &ans); err != nil || ans.CallID != "c1" || !ans.OK {
+		t.Fatalf("the first answer = %+v (%v), want c1's", ans, err)
+	}
+	if n := door.Unanswered(); n != 2 {
+		t.Fatalf("the door counted %d frames without an answer, want 2", n)
 	}
 }

@@ -64,7 +64,9 @@ func channelURL(global jsutil.Value) (string, error) {
 	if h == "" {
 		return "", errors.New("the worker has no host")
 	}
-	return scheme + "//" + h + "/channel", nil
+	// Calls as binary messages: they reach Go as bytes, with no JavaScript string made of them
+	// (hub.FramesQuery; a relay that does not know it sends text, which the socket reads too).
+	return scheme + "//" + h + "/channel?frames=binary", nil
 }
 
 func dialConn(ctx context.Context, url string) (conn, error) {

@@ -9,8 +9,9 @@ import (
 	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
 
-// socket is a thin wrapper over the browser's own WebSocket: it receives the relay's text frames
-// and sends its own as binary messages (Send). The page uses it instead of coder/websocket, whose
+// socket is a thin wrapper over the browser's own WebSocket: it receives the relay's frames, text
+// or binary (the page asks for calls as binary, FramesQuery; an older relay sends text), and sends
+// its own as binary messages (Send). The page uses it instead of coder/websocket, whose
 // GOOS=js build pulls in net/http and crypto/tls (megabytes of wasm and tens of milliseconds of
 // start-up) for the same browser object underneath.
 type socket struct {
@@ -18,14 +19,24 @@ type socket struct {
 	funcs []jsutil.Func
 
 	mu     sync.Mutex
-	queue  []string
+	queue  [][]byte
 	signal chan struct{} // a receive waiting for the queue
 	closed *closeInfo
 	done   chan struct{}
 
 	sendMu  sync.Mutex
 	scratch jsutil.Value // sendScratchBytes, once a send made it
+
+	// uint8Array is the Uint8Array constructor, and received a kept buffer a binary frame is
+	// copied into first (onmessage only, one message at a time): a frame that fits crosses from
+	// JavaScript in two calls (a view of its ArrayBuffer, the copy) and is then cut to its size.
+	uint8Array jsutil.Value
+	received   []byte
 }
+
+// receiveScratchBytes is the size of the buffer a binary frame is copied into on arrival: a call
+// frame is far smaller; a larger frame (up to wire.MaxFrameBytes) is copied again at its size.
+const receiveScratchBytes = 16 << 10
 
 // dialSocket opens a WebSocket to url and waits until it is open or has failed.
 func dialSocket(ctx context.Context, url string) (*socket, error) {
@@ -38,6 +49,13 @@ func dialSocket(ctx context.Context, url string) (*socket, error) {
 		return nil, jsutil.Thrown(err)
 	}
 	s := &socket{ws: ws, signal: make(chan struct{}, 1), done: make(chan struct{})}
+	// Binary frames arrive as ArrayBuffers (the default, Blob, would take a promise to read).
+	if err := ws.Set("binaryType", "arraybuffer"); err != nil {
+		return nil, jsutil.Thrown(err)
+	}
+	if s.uint8Array, err = jsutil.Global().Get("Uint8Array"); err != nil {
+		return nil, jsutil.Thrown(err)
+	}
 	opened := make(chan struct{})
 	var openOnce sync.Once
 	on := func(event string, fn func(args []jsutil.Value)) error {
@@ -55,12 +73,15 @@ func dialSocket(ctx context.Context, url string) (*socket, error) {
 		on("onopen", func([]jsutil.Value) { openOnce.Do(func() { close(opened) }) }),
 		on("onmessage", func(args []jsutil.Value) {
 			data, err := args[0].Get("data")
-			if err != nil || data.Type() != jsutil.TypeString {
-				return // the protocol is text frames only
+			if err != nil {
+				return
 			}
-			text, _ := data.String()
+			frame, ok := s.frameOf(data)
+			if !ok {
+				return
+			}
 			s.mu.Lock()
-			s.queue = append(s.queue, text)
+			s.queue = append(s.queue, frame)
 			s.mu.Unlock()
 			s.wake()
 		}),
@@ -105,26 +126,60 @@ func (s *socket) wake() {
 	}
 }
 
-// Receive returns the next text frame, or errSocketClosed once the socket has closed and every
-// frame that arrived before has been returned.
-func (s *socket) Receive(ctx context.Context) (string, error) {
+// frameOf returns the bytes of a message's data: a text frame's UTF-8, or a binary frame's bytes
+// (an ArrayBuffer). Anything else is no frame. A binary frame is not checked here: the peer and
+// the door read it as they read text, so a malformed one is refused as a malformed text frame is.
+func (s *socket) frameOf(data jsutil.Value) ([]byte, bool) {
+	if data.Type() == jsutil.TypeString {
+		text, err := data.String()
+		return []byte(text), err == nil
+	}
+	if data.Type() != jsutil.TypeObject {
+		return nil, false
+	}
+	view, err := s.uint8Array.New(data) // throws for what is not an ArrayBuffer
+	if err != nil {
+		return nil, false
+	}
+	if s.received == nil {
+		s.received = make([]byte, receiveScratchBytes)
+	}
+	n, err := jsutil.CopyBytesToGo(s.received, view)
+	if err != nil {
+		return nil, false
+	}
+	if n < len(s.received) {
+		return append([]byte(nil), s.received[:n]...), true
+	}
+	if n, err = view.Length(); err != nil {
+		return nil, false
+	}
+	frame := make([]byte, n)
+	_, err = jsutil.CopyBytesToGo(frame, view)
+	return frame, err == nil
+}
+
+// Receive returns the next frame, or errSocketClosed once the socket has closed and every frame
+// that arrived before has been returned.
+func (s *socket) Receive(ctx context.Context) ([]byte, error) {
 	for {
 		s.mu.Lock()
 		if len(s.queue) > 0 {
-			text := s.queue[0]
+			frame := s.queue[0]
+			s.queue[0] = nil
 			s.queue = s.queue[1:]
 			s.mu.Unlock()
-			return text, nil
+			return frame, nil
 		}
 		closed := s.closed != nil
 		s.mu.Unlock()
 		if closed {
-			return "", errSocketClosed
+			return nil, errSocketClosed
 		}
 		select {
 		case <-s.signal:
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 }

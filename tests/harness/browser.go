@@ -154,6 +154,9 @@ func (browser *sharedBrowser) start() (context.Context, error) {
 			chromedp.Flag("use-fake-ui-for-media-stream", true),
 			chromedp.Flag("use-file-for-fake-audio-capture", mic),
 		)
+		if f := os.Getenv("VOICEBOX_JS_FLAGS"); f != "" {
+			opts = append(opts, chromedp.Flag("js-flags", f))
+		}
 		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 		ctx, cancelCtx := chromedp.NewContext(alloc)
 		browser.stop = func() { cancelCtx(); cancelAlloc() }

@@ -5,8 +5,10 @@ package harness
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -88,7 +90,8 @@ func (p *WorkerProfiler) Start(t testing.TB) {
 
 // Stop stops sampling and writes the functions that took the most time to w: by self time (the
 // function on top of the stack) and by total time (anywhere on it), each with its share of all
-// samples.
+// samples. With VOICEBOX_PROFILE_OUT naming a file, the whole profile is written there too, as
+// DevTools saves one (a .cpuprofile to open in its Performance panel, or to walk by its call tree).
 func (p *WorkerProfiler) Stop(t testing.TB, w io.Writer, top int) {
 	t.Helper()
 	var prof *profiler.Profile
@@ -100,10 +103,22 @@ func (p *WorkerProfiler) Stop(t testing.TB, w io.Writer, top int) {
 	if err != nil || prof == nil {
 		t.Fatalf("harness: stop the profiler: %v", err)
 	}
+	if out := os.Getenv("VOICEBOX_PROFILE_OUT"); out != "" {
+		// The whole profile, as DevTools saves it (a .cpuprofile): its call tree, for a reader
+		// that wants to know who calls what.
+		b, err := json.Marshal(prof)
+		if err == nil {
+			err = os.WriteFile(out, b, 0o644)
+		}
+		if err != nil {
+			t.Fatalf("harness: write the profile to %s: %v", out, err)
+		}
+	}
 	WriteProfileSummary(w, prof, top)
 }
 
-// WriteProfileSummary writes prof's heaviest functions by self and by total time. Idle samples
+// WriteProfileSummary writes prof's heaviest functions by self and by total time, counting each
+// sample as one sampling interval (profileSampleUs). Idle samples
 // ("(idle)", "(program)") count in the whole but are named so they can be told apart.
 func WriteProfileSummary(w io.Writer, prof *profiler.Profile, top int) {
 	parent := map[int64]int64{}
@@ -121,11 +136,11 @@ func WriteProfileSummary(w io.Writer, prof *profiler.Profile, top int) {
 	self := map[string]int64{}
 	total := map[string]int64{}
 	var all int64
-	for i, id := range prof.Samples {
-		dt := int64(0)
-		if i+1 < len(prof.TimeDeltas) {
-			dt = prof.TimeDeltas[i+1]
-		}
+	for _, id := range prof.Samples {
+		// Each sample counts as one sampling interval, whatever time passed before the next: on
+		// a loaded machine the sampler itself waits for a core, and a sample's delta reaches
+		// 200 ms, so weighting samples by their deltas let a handful of them outweigh the rest.
+		dt := int64(profileSampleUs)
 		all += dt
 		self[name[id]] += dt
 		seen := map[string]bool{}

@@ -61,6 +61,13 @@
 // channel.AdmittedType) to an executor before it takes the slot, and again on every change
 // (SetAdmitted), so the executor's door verifies extension calls against its own current copy.
 // No frame may exceed wire.MaxFrameBytes.
+//
+// The relay writes calls and the admitted set as text WebSocket messages, or as binary ones to a
+// socket whose upgrade asked for them (/channel?frames=binary, as the page's worker does: a
+// binary message reaches its Go as bytes, with no JavaScript string made of it). Either way the
+// bytes are the same JSON; control frames are text. An executor may send either kind; the relay
+// reads both as the same bytes, so a page and a relay of different versions still understand
+// each other.
 package hub
 
 import (
@@ -108,6 +115,13 @@ const CloseReplaced websocket.StatusCode = 4001
 // checked now (1013, try again later): it reconnects by itself, where a refusal (1008) would make
 // the page wait for its person and a machine stop for good.
 const CloseTryAgain = websocket.StatusTryAgainLater
+
+// FramesQuery and FramesBinary are the query parameter, and its value, with which a /channel
+// upgrade asks for calls as binary messages.
+const (
+	FramesQuery  = "frames"
+	FramesBinary = "binary"
+)
 
 // MaxControlBytes bounds a control frame; a larger frame is read as an answer envelope.
 const MaxControlBytes = 4 << 10
@@ -611,8 +625,11 @@ type conn struct {
 	slow    sync.Once     // logs slow-reader once
 	kind    channel.Kind
 	pairing string
-	broker  *channel.Broker
-	gone    atomic.Bool
+	// frames is the message type of the calls and admitted sets written to it: binary when its
+	// upgrade asked for that (FramesQuery), text otherwise.
+	frames websocket.MessageType
+	broker *channel.Broker
+	gone   atomic.Bool
 	// root, tools and external are what the page last reported (hub.mu guards them), kept while
 	// it waits so it serves them the moment it takes the slot.
 	root            Holding
@@ -627,7 +644,7 @@ func (c *conn) Connected() bool { return !c.gone.Load() }
 // Send implements channel.Peer. A peer that takes no bytes for writeTimeout is closed
 // slow-reader; the calls waiting on it settle with its kind's closed rule.
 func (c *conn) Send(frame []byte) error {
-	err := c.out.Write(websocket.MessageText, frame)
+	err := c.out.Write(c.frames, frame)
 	if err != nil && c.out.SlowReader() {
 		c.slow.Do(func() {
 			why := outbound.SlowReader("the executor took no bytes for " + writeTimeout.String())
@@ -689,7 +706,10 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if sid != "" {
 		log = log.With("session", sid)
 	}
-	c := &conn{hub: h, done: make(chan struct{}), ready: make(chan struct{})}
+	c := &conn{hub: h, frames: websocket.MessageText, done: make(chan struct{}), ready: make(chan struct{})}
+	if r.URL.Query().Get(FramesQuery) == FramesBinary {
+		c.frames = websocket.MessageBinary
+	}
 	defer close(c.done)
 	var releases []func() // run in reverse when the socket ends
 	defer func() {

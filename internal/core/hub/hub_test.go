@@ -955,3 +955,75 @@ func TestAPageMaySendBinaryFrames(t *testing.T) {
 		t.Fatalf("a call answered in a binary frame settled %v", got)
 	}
 }
+
+// TestCallsAreBinaryToASocketThatAskedForThem: a socket whose upgrade asked for binary frames
+// (/channel?frames=binary, the page's worker) gets its calls and admitted sets as binary
+// messages, the same bytes; one that did not (an older page, a machine) gets text, as before.
+// Control frames stay text for both.
+func TestCallsAreBinaryToASocketThatAskedForThem(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		query string
+		want  websocket.MessageType
+	}{
+		{"?" + FramesQuery + "=" + FramesBinary, websocket.MessageBinary},
+		{"", websocket.MessageText},
+		{"?" + FramesQuery + "=text", websocket.MessageText},
+	} {
+		t.Run(c.query, func(t *testing.T) {
+			t.Parallel()
+			r := startRelay(t, Options{}, server.Config{})
+			r.hub.SetAdmitted(channel.MarshalAdmitted(nil))
+			ctx, cancel := context.WithTimeout(context.Background(), patience)
+			defer cancel()
+			ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.url, "http")+"/channel"+c.query,
+				&websocket.DialOptions{HTTPHeader: http.Header{"Origin": {r.origin("127.0.0.1")}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ws.CloseNow()
+			sendRoot(t, ws, "opfs", "frames")
+			type frame struct {
+				typ websocket.MessageType
+				b   []byte
+			}
+			frames := make(chan frame, 16)
+			door := channel.NewDoor(executor.New(fsroot.NewMemory(), executor.Options{}), executor.BuiltinAdmitted(), channel.DoorOptions{})
+			go func() {
+				for {
+					typ, b, err := ws.Read(context.Background())
+					if err != nil {
+						close(frames)
+						return
+					}
+					frames <- frame{typ, b}
+					if _, err := wire.ParseCall(b); err == nil {
+						ws.Write(context.Background(), websocket.MessageText, door.Serve(context.Background(), b))
+					}
+				}
+			}()
+			r.waitRoot(t, func(m map[string]any) bool { return connected(m) && m["name"] == "frames" })
+			if got := r.call(t, "now", map[string]any{}); got["ok"] != true {
+				t.Fatalf("the call settled %v", got)
+			}
+			seen := map[string]websocket.MessageType{}
+			for len(seen) < 3 {
+				f, ok := <-frames
+				if !ok {
+					t.Fatalf("the socket ended having seen %v", seen)
+				}
+				switch {
+				case bytes.Contains(f.b, []byte(`"v":`)):
+					seen["call"] = f.typ
+				case channel.ControlType(f.b) == channel.AdmittedType:
+					seen["admitted"] = f.typ
+				case bytes.Contains(f.b, []byte(`"holding"`)):
+					seen["holding"] = f.typ
+				}
+			}
+			if seen["call"] != c.want || seen["admitted"] != c.want || seen["holding"] != websocket.MessageText {
+				t.Fatalf("frames by kind %v, want the call and the admitted set as %v and holding as text", seen, c.want)
+			}
+		})
+	}
+}
