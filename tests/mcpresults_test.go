@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strings"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,23 +28,13 @@ func TestAWebMCPToolsResultReachesMCPClientsAsMade(t *testing.T) {
 	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := openExecutor(t, relay)
-	s, _ := connectMCP(t, relay, "desk")
+	s, changed := connectMCP(t, relay, "desk")
 	if _, isErr := mcpCall(t, s, "write_file", map[string]string{"name": "forecast.html", "content": resultsApp}); isErr {
 		t.Fatal("write_file of the app failed")
 	}
 	launchApp(t, tab, `{name: 'forecast.html'}`, 2)
-	var forecast, outage string
-	for _, n := range mcpToolNames(t, s) {
-		switch {
-		case strings.HasSuffix(n, "__forecast"):
-			forecast = n
-		case strings.HasSuffix(n, "__outage"):
-			outage = n
-		}
-	}
-	if forecast == "" || outage == "" {
-		t.Fatalf("the app's tools are not listed: %v", mcpToolNames(t, s))
-	}
+	listed := mcpToolsListed(t, s, changed, "forecast", "outage")
+	forecast, outage := listed["forecast"], listed["outage"]
 	ctx, cancel := context.WithTimeout(context.Background(), mcpBound)
 	defer cancel()
 	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: forecast, Arguments: map[string]any{}})

@@ -4,6 +4,7 @@ package hostile
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -296,11 +297,16 @@ func TestAChangeNotificationFloodIsCoalescedAndBudgeted(t *testing.T) {
 					maxInFlight.Store(n)
 				}
 				mu.Unlock()
-				defer inFlight.Add(-1)
+				// A listing is in flight until its answer is written: the relay may ask the next
+				// one as soon as it reads that, before this handler has returned.
+				w = &answeredWriter{ResponseWriter: w, answered: func() { inFlight.Add(-1) }}
 			}
 			r.Body = io.NopCloser(strings.NewReader(string(body)))
 		}
 		sdkHandler.ServeHTTP(w, r)
+		if aw, ok := w.(*answeredWriter); ok {
+			aw.answer()
+		}
 	}))
 	t.Cleanup(ts.Close)
 	host := strings.TrimPrefix(ts.URL, "http://")
@@ -343,3 +349,24 @@ func TestAChangeNotificationFloodIsCoalescedAndBudgeted(t *testing.T) {
 	t.Logf("%d notifications sent, %d listings, at most %d in flight, %d log lines", sent.Load(), lists.Load(), maxInFlight.Load(), lines)
 	served(t, relay)
 }
+
+// answeredWriter calls answered once, before the first body bytes holding a JSON-RPC answer
+// ("result" or "error") are written, or when answer is called if none were.
+type answeredWriter struct {
+	http.ResponseWriter
+	answered func()
+	once     sync.Once
+}
+
+func (w *answeredWriter) answer() { w.once.Do(w.answered) }
+
+func (w *answeredWriter) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte(`"result"`)) || bytes.Contains(b, []byte(`"error"`)) {
+		w.answer()
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *answeredWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
+
+func (w *answeredWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
