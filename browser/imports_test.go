@@ -119,3 +119,15 @@ func TestPageLinksNoTimeParse(t *testing.T) {
 		t.Errorf("the page's wasm links time's layout parser (%s): read a time with strictjson (a *time.Time field), never time.Parse, and call no UnmarshalJSON through an interface; `GOOS=js GOARCH=wasm go build -ldflags=-dumpdep ./browser` says what reaches it", strings.Join(linked, ", "))
 	}
 }
+
+// TestPageLinksNoErrorsAs holds the page's wasm to linking no errors.As: its reflection (through
+// internal/reflectlite: Implements, AssignableTo, Value.Set, with runtime.FuncForPC) cost 8 KB
+// brotli, measured 2026-12-06; errors.AsType asks the same with a type assertion.
+func TestPageLinksNoErrorsAs(t *testing.T) {
+	t.Parallel()
+	for _, n := range pageFunctionNames(t) {
+		if n == "errors.As" || n == "errors.as" {
+			t.Errorf("the page's wasm links %s: ask with errors.AsType; `GOOS=js GOARCH=wasm go build -ldflags=-dumpdep ./browser` says what reaches it", n)
+		}
+	}
+}
