@@ -174,3 +174,26 @@ func pad(n, width int) string {
 	}
 	return string(s)
 }
+
+// BenchmarkReadTime reads a record's time as the page writes it, against UnmarshalJSON.
+func BenchmarkReadTime(b *testing.B) {
+	v := []byte(`"2026-12-06T05:17:53.123456789Z"`)
+	b.Run("readTime", func(b *testing.B) {
+		b.ReportAllocs()
+		var t time.Time
+		for b.Loop() {
+			if err := readTime(v, &t); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("UnmarshalJSON", func(b *testing.B) {
+		b.ReportAllocs()
+		var t time.Time
+		for b.Loop() {
+			if err := t.UnmarshalJSON(v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
