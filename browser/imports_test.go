@@ -95,3 +95,39 @@ func TestPageLinksNoFmt(t *testing.T) {
 		t.Errorf("the page's wasm links %d of fmt's functions (%s, ...): word sentences with internal/shared/textf; `GOOS=js GOARCH=wasm go build -ldflags=-dumpdep ./browser` says what reaches fmt", len(linked), linked[0])
 	}
 }
+
+// timeParseNames are the names of time's layout parser as the wasm's name section spells them:
+// (*time.Time).UnmarshalJSON reaches it, and any call of UnmarshalJSON through an interface keeps
+// that method, since the page puts a time.Time in interfaces (context's timers).
+var timeParseNames = []string{"time.Parse", "time.ParseInLocation", "time.parse", "time.parseStrictRFC3339",
+	"time.__Time_.UnmarshalJSON", "time.__Time_.UnmarshalText", "time.parseRFC3339"}
+
+// TestPageLinksNoTimeParse holds the page's wasm to linking no part of time's layout parser (13.5
+// KB brotli with its number and zone readers, measured 2026-12-06): the records' times are read by
+// strictjson's own RFC 3339 reader, and strictjson calls a field's UnmarshalStrict, never an
+// UnmarshalJSON through an interface.
+func TestPageLinksNoTimeParse(t *testing.T) {
+	t.Parallel()
+	var linked []string
+	for _, n := range pageFunctionNames(t) {
+		base, _, _ := strings.Cut(n, "_go.shape.") // a generic function's instances
+		if slices.Contains(timeParseNames, base) {
+			linked = append(linked, n)
+		}
+	}
+	if len(linked) > 0 {
+		t.Errorf("the page's wasm links time's layout parser (%s): read a time with strictjson (a *time.Time field), never time.Parse, and call no UnmarshalJSON through an interface; `GOOS=js GOARCH=wasm go build -ldflags=-dumpdep ./browser` says what reaches it", strings.Join(linked, ", "))
+	}
+}
+
+// TestPageLinksNoErrorsAs holds the page's wasm to linking no errors.As: its reflection (through
+// internal/reflectlite: Implements, AssignableTo, Value.Set, with runtime.FuncForPC) cost 8 KB
+// brotli, measured 2026-12-06; errors.AsType asks the same with a type assertion.
+func TestPageLinksNoErrorsAs(t *testing.T) {
+	t.Parallel()
+	for _, n := range pageFunctionNames(t) {
+		if n == "errors.As" || n == "errors.as" {
+			t.Errorf("the page's wasm links %s: ask with errors.AsType; `GOOS=js GOARCH=wasm go build -ldflags=-dumpdep ./browser` says what reaches it", n)
+		}
+	}
+}

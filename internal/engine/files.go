@@ -419,8 +419,7 @@ func (a *Engine) uploadAbort(_ context.Context, req request) (result, *refusal.R
 // that is no rule is file-error.
 func fileRefusal(err error) *refusal.Refusal {
 	name := ""
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		name = pe.Path
 	}
 	if r, ok := refusal.As(executor.FileRefusal(err, name)); ok {

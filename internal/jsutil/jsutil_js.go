@@ -19,8 +19,7 @@ func (e *Error) Error() string { return e.Name + ": " + e.Message }
 
 // Name returns the DOMException name err carries, or "" when it carries none.
 func Name(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Name
 	}
 	return ""
@@ -109,8 +108,7 @@ func Call(ctx context.Context, v Value, method string, args ...any) (Value, erro
 // Thrown turns the error a synchronous Value call returns for a JavaScript throw (syscall/js's
 // Error, whose message drops the DOMException name) into an *Error, so its name can be read.
 func Thrown(err error) error {
-	var jsErr js.Error
-	if errors.As(err, &jsErr) {
+	if jsErr, ok := errors.AsType[js.Error](err); ok {
 		return FromValue(Safe(jsErr.Value))
 	}
 	return err

@@ -14,8 +14,7 @@ import (
 // (jsutil.Name still finds it). wantDir says the call expected a directory, which decides what a
 // TypeMismatchError (the other kind of entry is there) means.
 func pathError(op, name string, err error, wantDir bool) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if _, ok := errors.AsType[*fs.PathError](err); ok || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	if errors.Is(err, fs.ErrClosed) {

@@ -380,13 +380,9 @@ func Of(rule Rule) *Refusal { return &Refusal{Rule: rule} }
 // As returns the refusal err is or wraps, if any.
 func As(err error) (*Refusal, bool) {
 	if err == nil {
-		return nil, false // before r escapes to errors.As: the audio path asks on every frame
+		return nil, false // the audio path asks on every frame
 	}
-	var r *Refusal
-	if errors.As(err, &r) {
-		return r, true
-	}
-	return nil, false
+	return errors.AsType[*Refusal](err)
 }
 
 // RuleOf returns the rule id of the refusal err is or wraps, or "" when it is not a refusal.

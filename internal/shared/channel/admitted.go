@@ -77,7 +77,7 @@ type nullableString struct {
 
 var errNotString = errors.New("channel: not a string")
 
-func (n *nullableString) UnmarshalJSON(b []byte) error {
+func (n *nullableString) UnmarshalStrict(b []byte) error {
 	if string(b) == "null" {
 		*n = nullableString{}
 		return nil
@@ -116,7 +116,7 @@ func (f *admittedFrame) StrictFields() []strictjson.Field {
 // it, a second object adds to the first, each entry strictly.
 type admittedSet map[string]AdmittedEntry
 
-func (m *admittedSet) UnmarshalJSON(b []byte) error {
+func (m *admittedSet) UnmarshalStrict(b []byte) error {
 	if string(b) == "null" {
 		*m = nil
 		return nil

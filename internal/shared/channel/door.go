@@ -80,8 +80,7 @@ func (d *Door) Unanswered() uint64 { return d.unanswered.Load() }
 func (d *Door) handle(ctx context.Context, frame []byte) (wire.Answer, []byte) {
 	call, err := wire.ParseCall(frame)
 	if err != nil {
-		var pe *wire.ParseError
-		errors.As(err, &pe)
+		pe, _ := errors.AsType[*wire.ParseError](err)
 		if pe.CallID == "" {
 			d.unanswered.Add(1)
 			d.log.Warn("channel: call frame refused without an answer", "rule", string(pe.Rule), "why", pe.Why, "bytes", len(frame))
@@ -135,8 +134,7 @@ func (d *Door) run(ctx context.Context, call wire.Call) (a wire.Answer) {
 	if err == nil {
 		return wire.OK(call.CallID, observed) // finish checks that it is one JSON object
 	}
-	var be *wire.BudgetError
-	if errors.As(err, &be) && be.Refusal != nil {
+	if be, ok := errors.AsType[*wire.BudgetError](err); ok && be.Refusal != nil {
 		a = d.passOn(call, be.Refusal)
 		if !a.OK && a.Refused == be.Refusal.Rule {
 			budget := be.Budget

@@ -518,8 +518,7 @@ func nameNoSpace(err error) error {
 		return err
 	}
 	name := "the file"
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		name = pe.Path
 	}
 	return noSpace(name)

@@ -170,8 +170,7 @@ func Err(op, name string, kind error) error {
 // WithOp returns err with its Op set to op when it is a *fs.PathError (such as Check's, whose Op
 // is "check"), and err unchanged otherwise. The original is not modified.
 func WithOp(err error, op string) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Op != op {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Op != op {
 		return &fs.PathError{Op: op, Path: pe.Path, Err: pe.Err}
 	}
 	return err

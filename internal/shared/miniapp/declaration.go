@@ -223,8 +223,8 @@ func (a *annotationHints) StrictFields() []strictjson.Field {
 // optionalRaw is a member's value as written, nil when it is null or absent.
 type optionalRaw []byte
 
-// UnmarshalJSON keeps b, or nothing for null.
-func (o *optionalRaw) UnmarshalJSON(b []byte) error {
+// UnmarshalStrict keeps b, or nothing for null.
+func (o *optionalRaw) UnmarshalStrict(b []byte) error {
 	if string(b) == "null" {
 		*o = nil
 		return nil

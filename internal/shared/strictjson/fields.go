@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 )
@@ -16,12 +17,22 @@ type Struct interface {
 	StrictFields() []Field
 }
 
+// Unmarshaler is a field that reads its own member, as a json.Unmarshaler does for encoding/json:
+// UnmarshalStrict is given the member's value as written (null included), and its error is the
+// Error's Err, of Kind Invalid, which ends the decode. It is not json.Unmarshaler because one call
+// of UnmarshalJSON through an interface keeps, in the page's wasm, the UnmarshalJSON of every type
+// the page puts in an interface: time.Time's, and time.Parse with it (browser's
+// TestPageLinksNoTimeParse). strictjsontest.CheckFields fails a field that reads itself only for
+// encoding/json.
+type Unmarshaler interface {
+	UnmarshalStrict(b []byte) error
+}
+
 // Field is one member of a Struct: its name as the field's json tag gives it, and a pointer to the
 // field. Into is one of *string, *bool, *int, *int64, *uint64, **uint64, **string, **bool,
 // *float64, *json.RawMessage, *[]string, *[]json.RawMessage, *[]byte, *[][]byte (base64), a
-// Struct (a pointer to a nested struct), or a json.Unmarshaler such as *time.Time, given the
-// member's value as written (null included), as encoding/json gives it; its error is the Error's
-// Err, of Kind Invalid. A pointer field is set to nil by a null member, as encoding/json sets it.
+// Struct (a pointer to a nested struct), a *time.Time (read as its UnmarshalJSON reads it), or an
+// Unmarshaler. A pointer field is set to nil by a null member, as encoding/json sets it.
 // A field of a named string type is listed as a *string: (*string)(&s.Field).
 type Field struct {
 	Name string
@@ -116,7 +127,7 @@ func DecodeStructLoose(data []byte, s Struct) error {
 }
 
 // structDecoder keeps the first member of the wrong type and the first unknown one, as paths, and
-// the first error of a json.Unmarshaler, which ends the decode (as it ends encoding/json's).
+// the first error of an Unmarshaler or a time, which ends the decode (as it ends encoding/json's).
 type structDecoder struct {
 	wrongType []string
 	unknown   []string
@@ -241,8 +252,13 @@ func (d *structDecoder) value(v []byte, into any, at, written []string) bool {
 		})
 		*p = out
 		return ok
-	case json.Unmarshaler:
-		if err := p.UnmarshalJSON(v); err != nil && d.invalid == nil {
+	case *time.Time:
+		if err := readTime(v, p); err != nil && d.invalid == nil {
+			d.invalid = err
+		}
+		return true
+	case Unmarshaler:
+		if err := p.UnmarshalStrict(v); err != nil && d.invalid == nil {
 			d.invalid = err
 		}
 		return true

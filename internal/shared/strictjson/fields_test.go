@@ -2,6 +2,7 @@ package strictjson_test
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -124,4 +125,96 @@ func FuzzStructsAgreeWithReference(f *testing.F) {
 		checkStruct(t, in)
 		checkLoose(t, in)
 	})
+}
+
+// selfRead reads its own member: a string other than "bad", or null (which empties it).
+type selfRead struct {
+	set bool
+	s   string
+}
+
+var errBadValue = errors.New("bad is not a selfRead")
+
+func (r *selfRead) UnmarshalStrict(b []byte) error {
+	if string(b) == "null" {
+		*r = selfRead{}
+		return nil
+	}
+	if string(b) == `"bad"` {
+		return errBadValue
+	}
+	*r = selfRead{true, string(b)}
+	return nil
+}
+
+type selfReadDoc struct {
+	V     selfRead `json:"v"`
+	Count int      `json:"count"`
+}
+
+func (d *selfReadDoc) StrictFields() []strictjson.Field {
+	return []strictjson.Field{{Name: "v", Into: &d.V}, {Name: "count", Into: &d.Count}}
+}
+
+func TestStructCallsUnmarshalStrict(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want selfRead
+		kind strictjson.Kind // 0: decodes
+	}{
+		{`{"v":"x"}`, selfRead{true, `"x"`}, 0},
+		{`{"v":[1, 2]}`, selfRead{true, `[1, 2]`}, 0},
+		{`{"v":"x","v":null}`, selfRead{}, 0},
+		{`{"v":"bad"}`, selfRead{}, strictjson.Invalid},
+		{`{"v":"bad","count":"x"}`, selfRead{}, strictjson.Invalid}, // its error ends the decode
+		{`{"count":"x","v":"bad"}`, selfRead{}, strictjson.Invalid}, // and wins over a wrong type before it, as in encoding/json
+	}
+	for _, tt := range tests {
+		var d selfReadDoc
+		err := strictjson.DecodeStruct([]byte(tt.in), &d)
+		if strictjson.KindOf(err) != tt.kind || (tt.kind == 0 && d.V != tt.want) {
+			t.Errorf("DecodeStruct(%s) = %+v, %v; want %+v, kind %v", tt.in, d.V, err, tt.want, tt.kind)
+		}
+		if tt.kind == strictjson.Invalid && !errors.Is(err, errBadValue) {
+			t.Errorf("DecodeStruct(%s) = %v, want it to wrap UnmarshalStrict's error", tt.in, err)
+		}
+	}
+}
+
+// jsonOnly reads itself for encoding/json only: DecodeStruct would not call its UnmarshalJSON.
+type jsonOnly string
+
+func (j *jsonOnly) UnmarshalJSON(b []byte) error { *j = jsonOnly(b); return nil }
+
+type jsonOnlyDoc struct {
+	V jsonOnly `json:"v"`
+}
+
+func (d *jsonOnlyDoc) StrictFields() []strictjson.Field {
+	return []strictjson.Field{{Name: "v", Into: &d.V}}
+}
+
+// recorder is a testing.TB that keeps what fails it.
+type recorder struct {
+	testing.TB
+	errors []string
+}
+
+func (r *recorder) Helper()                           {}
+func (r *recorder) Errorf(format string, args ...any) { r.errors = append(r.errors, format) }
+
+func TestCheckFieldsRefusesAFieldThatReadsItselfForJSONOnly(t *testing.T) {
+	t.Parallel()
+	r := &recorder{TB: t}
+	strictjsontest.CheckFields(r, &jsonOnlyDoc{})
+	if len(r.errors) != 1 || !strings.Contains(r.errors[0], "UnmarshalStrict") {
+		t.Fatalf("CheckFields(jsonOnlyDoc) failed with %q, want one failure naming UnmarshalStrict", r.errors)
+	}
+	r = &recorder{TB: t}
+	strictjsontest.CheckFields(r, &selfReadDoc{})
+	strictjsontest.CheckFields(r, &sDoc{}) // a time.Time, a json.RawMessage
+	if len(r.errors) != 0 {
+		t.Fatalf("CheckFields failed a Struct whose fields all read: %q", r.errors)
+	}
 }

@@ -40,9 +40,10 @@ const (
 	WrongType
 	// UnknownField: a member has no field to go to.
 	UnknownField
-	// Invalid: a value its type's own UnmarshalJSON refused (Err says why), a []byte member's
-	// string is not base64, or v cannot be decoded into at all (not a non-nil pointer: a mistake
-	// of the caller's).
+	// Invalid: a value its type's own reader refused (a Struct field's UnmarshalStrict or a
+	// time's, another type's UnmarshalJSON; Err says why), a []byte member's string is not
+	// base64, or v cannot be decoded into at all (not a non-nil pointer: a mistake of the
+	// caller's).
 	Invalid
 	// Trailing: something other than white space follows the object.
 	Trailing
@@ -72,7 +73,7 @@ type Error struct {
 	Field string
 	// Offset is the byte offset of a Syntax error, or where Trailing data begins.
 	Offset int64
-	// Err is encoding/json's error, or the UnmarshalJSON's; nil for NotObject, UnknownField and
+	// Err is encoding/json's error, or the field's reader's; nil for NotObject, UnknownField and
 	// Trailing.
 	Err error
 }

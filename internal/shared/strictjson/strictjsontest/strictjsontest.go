@@ -1,13 +1,17 @@
 // Package strictjsontest holds a strictjson.Struct's list of fields to its struct tags, for the
 // tests of the packages that declare one: a field added to the struct and not to the list (which
-// strictjson.DecodeStruct would then refuse as an unknown member), or a list entry of the wrong
-// name or for the wrong field, fails the test. It uses reflection and is for tests only.
+// strictjson.DecodeStruct would then refuse as an unknown member), a list entry of the wrong name
+// or for the wrong field, or a field whose type reads itself for encoding/json only (a
+// json.Unmarshaler that is not a strictjson.Unmarshaler) fails the test. It uses reflection and
+// is for tests only.
 package strictjsontest
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 )
@@ -51,6 +55,8 @@ func CheckFields(t testing.TB, s strictjson.Struct) {
 			t.Errorf("%T lists %q twice", s, f.Name)
 		case reflect.ValueOf(f.Into).Pointer() != addr:
 			t.Errorf("%T lists %q with a pointer to another field", s, f.Name)
+		case readsItselfForJSONOnly(f.Into):
+			t.Errorf("%T lists %q, a %T, which has an UnmarshalJSON and no UnmarshalStrict: strictjson would not call it", s, f.Name, f.Into)
 		}
 		seen[f.Name] = true
 	}
@@ -59,4 +65,16 @@ func CheckFields(t testing.TB, s strictjson.Struct) {
 			t.Errorf("%T does not list its field %q", s, name)
 		}
 	}
+}
+
+// readsItselfForJSONOnly reports whether into has its own UnmarshalJSON that DecodeStruct would
+// not call (it calls a *time.Time's reader of its own and an Unmarshaler's UnmarshalStrict).
+func readsItselfForJSONOnly(into any) bool {
+	switch into.(type) {
+	case *time.Time, *json.RawMessage, strictjson.Unmarshaler:
+		return false
+	case json.Unmarshaler:
+		return true
+	}
+	return false
 }
