@@ -49,6 +49,13 @@ const (
 	aliveRelay = "alive.relay."
 )
 
+// alivePendingMsgs and alivePendingBytes bound what a relay holds of the asks on aliveRun and
+// aliveRelay not yet answered; past either, NATS's client drops what arrives.
+const (
+	alivePendingMsgs  = 256
+	alivePendingBytes = 64 << 10
+)
+
 // runsEvent is the event that tells this relay's pages the fleet's live runs, when the list
 // becomes known or changes (Events.LiveRuns).
 const runsEvent = "runs"
@@ -230,6 +237,13 @@ func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 	}
 	for _, s := range alive {
 		sub, err := f.nc.Subscribe(f.subject(s), func(m *nats.Msg) { m.Respond(nil) })
+		if err == nil {
+			// An ask carries nothing, and is answered at once: what waits beyond a small queue
+			// is a flood, dropped by the client as it arrives rather than held (by default a
+			// subscription holds up to 64 MB). A genuine ask dropped meanwhile goes unanswered,
+			// so the leave it checks is not believed (LeaveCheckWait), never believed wrongly.
+			err = sub.SetPendingLimits(alivePendingMsgs, alivePendingBytes)
+		}
 		if err != nil {
 			close(e.done)
 			e.Close()

@@ -115,6 +115,40 @@ type Fleet struct {
 	joined  time.Time     // when NATS last (re)connected
 	down    chan struct{} // closed when the connection to NATS drops, made anew when it is back
 	isDown  bool          // down is closed
+
+	droppedMu sync.Mutex
+	droppedAt map[string]time.Time // when a flood dropped on each subject was last said
+}
+
+// droppedSayEvery bounds how often the relay says, for one subject, that NATS's client dropped
+// messages past the subscription's bounds (a flood: one line per subject per period).
+const droppedSayEvery = 10 * time.Second
+
+// maxDroppedSubjects bounds the subjects whose last such line is remembered; the relay's own
+// subscriptions are few, so past it the memory starts over.
+const maxDroppedSubjects = 64
+
+// asyncError says what NATS's client reports out of band: a subscription past its bounds (a
+// flood; what arrives meanwhile is dropped) at most once per subject per droppedSayEvery.
+func (f *Fleet) asyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
+	if !errors.Is(err, nats.ErrSlowConsumer) || sub == nil {
+		f.log.Warn("fleet: NATS reported an error", "err", err)
+		return
+	}
+	f.droppedMu.Lock()
+	if f.droppedAt == nil || len(f.droppedAt) >= maxDroppedSubjects {
+		f.droppedAt = map[string]time.Time{}
+	}
+	last, said := f.droppedAt[sub.Subject]
+	now := time.Now()
+	if said && now.Sub(last) < droppedSayEvery {
+		f.droppedMu.Unlock()
+		return
+	}
+	f.droppedAt[sub.Subject] = now
+	f.droppedMu.Unlock()
+	dropped, _ := sub.Dropped()
+	f.log.Warn("fleet: messages past a subscription's bounds were dropped (a flood on the fleet's subjects)", "subject", sub.Subject, "dropped", dropped)
 }
 
 // Connect joins the fleet at cfg.URL. It returns at once even when NATS cannot be reached yet:
@@ -161,6 +195,7 @@ func Connect(cfg Config) (*Fleet, error) {
 			f.log.Warn("fleet: NATS disconnected; shared state is refused until it is back", "err", err)
 			f.dropped()
 		}),
+		nats.ErrorHandler(f.asyncError),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			f.log.Info("fleet: NATS reconnected")
 			f.connectedAgain()
