@@ -116,39 +116,44 @@ type Fleet struct {
 	down    chan struct{} // closed when the connection to NATS drops, made anew when it is back
 	isDown  bool          // down is closed
 
-	droppedMu sync.Mutex
-	droppedAt map[string]time.Time // when a flood dropped on each subject was last said
+	saidMu sync.Mutex
+	said   map[string]time.Time // when each line sayOnce keys was last said
 }
 
-// droppedSayEvery bounds how often the relay says, for one subject, that NATS's client dropped
-// messages past the subscription's bounds (a flood: one line per subject per period).
-const droppedSayEvery = 10 * time.Second
+// sayEvery bounds how often the relay says one thing of the fleet's that a flood can repeat (a
+// subscription past its bounds, a leave of a live run not believed): one line per subject or run
+// per period.
+const sayEvery = 10 * time.Second
 
-// maxDroppedSubjects bounds the subjects whose last such line is remembered; the relay's own
-// subscriptions are few, so past it the memory starts over.
-const maxDroppedSubjects = 64
+// maxSaid bounds the keys whose last line is remembered; past it the memory starts over.
+const maxSaid = 64
+
+// sayOnce reports whether the line keyed key may be said now: not said within sayEvery.
+func (f *Fleet) sayOnce(key string) bool {
+	f.saidMu.Lock()
+	defer f.saidMu.Unlock()
+	if f.said == nil || len(f.said) >= maxSaid {
+		f.said = map[string]time.Time{}
+	}
+	now := time.Now()
+	if last, ok := f.said[key]; ok && now.Sub(last) < sayEvery {
+		return false
+	}
+	f.said[key] = now
+	return true
+}
 
 // asyncError says what NATS's client reports out of band: a subscription past its bounds (a
-// flood; what arrives meanwhile is dropped) at most once per subject per droppedSayEvery.
+// flood; what arrives meanwhile is dropped) at most once per subject per sayEvery.
 func (f *Fleet) asyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
 	if !errors.Is(err, nats.ErrSlowConsumer) || sub == nil {
 		f.log.Warn("fleet: NATS reported an error", "err", err)
 		return
 	}
-	f.droppedMu.Lock()
-	if f.droppedAt == nil || len(f.droppedAt) >= maxDroppedSubjects {
-		f.droppedAt = map[string]time.Time{}
+	if f.sayOnce("dropped " + sub.Subject) {
+		dropped, _ := sub.Dropped()
+		f.log.Warn("fleet: messages past a subscription's bounds were dropped (a flood on the fleet's subjects)", "subject", sub.Subject, "dropped", dropped)
 	}
-	last, said := f.droppedAt[sub.Subject]
-	now := time.Now()
-	if said && now.Sub(last) < droppedSayEvery {
-		f.droppedMu.Unlock()
-		return
-	}
-	f.droppedAt[sub.Subject] = now
-	f.droppedMu.Unlock()
-	dropped, _ := sub.Dropped()
-	f.log.Warn("fleet: messages past a subscription's bounds were dropped (a flood on the fleet's subjects)", "subject", sub.Subject, "dropped", dropped)
 }
 
 // Connect joins the fleet at cfg.URL. It returns at once even when NATS cannot be reached yet:
