@@ -11,6 +11,8 @@
 // partial file; a file cannot have a sync handle and a writable open at once, so a write closes
 // that file's pooled handle first and reads of a file being written use the asynchronous API.
 // A new file is written under a hidden temporary name and moved into place, so it never appears
-// half-written. Where sync handles do not exist (the main thread, a picked directory), every
+// half-written. A sync handle locks its file against the origin's other contexts (another tab's
+// worker), so the pools of every context lend their handles back on request (release_js.go).
+// Where sync handles do not exist (the main thread, a picked directory), every
 // read uses the asynchronous API and retries when a replace invalidated its snapshot.
 package opfs

@@ -37,6 +37,9 @@ func pathError(op, name string, err error, wantDir bool) error {
 		kind = fs.ErrInvalid
 	case "QuotaExceededError":
 		kind = fsroot.ErrNoSpace
+	case "NoModificationAllowedError":
+		// Another context of the origin holds the file open and did not let go when asked.
+		kind = fsroot.ErrBusy
 	default:
 		return &fs.PathError{Op: op, Path: name, Err: err}
 	}

@@ -12,7 +12,9 @@ import (
 // one past that. A read takes a handle and uses it without yielding (sync handle calls are
 // synchronous), so no other goroutine can close a handle while it is read.
 type handlePool struct {
-	max int
+	max    int
+	base   string  // the path of the pool's root from the origin's storage root ("" is that root)
+	lender *lender // lends the handles to the origin's other contexts; nil in tests of the pool
 
 	mu    sync.Mutex
 	open  map[string]jsutil.Value
@@ -31,6 +33,14 @@ const readScratchBytes = 64 << 10
 
 func newHandlePool(max int) *handlePool {
 	return &handlePool{max: max, open: map[string]jsutil.Value{}}
+}
+
+// path is the path of key from the origin's storage root, as the origin's contexts ask for it.
+func (p *handlePool) path(key string) string {
+	if p.base == "" {
+		return key
+	}
+	return p.base + "/" + key
 }
 
 // get returns the open handle of name, opening it with opener when there is none.

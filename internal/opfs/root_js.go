@@ -80,10 +80,12 @@ func OpenOPFS(ctx context.Context, sub string) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
+	var base []string
 	for seg := range strings.SplitSeq(sub, "/") {
 		if seg == "" {
 			continue
 		}
+		base = append(base, seg)
 		if dir, err = jsutil.Call(ctx, dir, "getDirectoryHandle", seg, jsutil.Object(map[string]any{"create": true})); err != nil {
 			return nil, err
 		}
@@ -91,6 +93,8 @@ func OpenOPFS(ctx context.Context, sub string) (*Root, error) {
 	r := newRoot(dir)
 	if syncHandlesAvailable() {
 		r.pool = newHandlePool(MaxOpenHandles)
+		r.pool.base = strings.Join(base, "/")
+		r.pool.lender = lend(r.pool)
 	}
 	return r, nil
 }
@@ -402,7 +406,13 @@ func (w *writer) open() error {
 	default:
 		return pathError(w.op, w.name, err, false)
 	}
-	if w.stream, err = jsutil.Call(w.ctx, w.file, "createWritable"); err != nil {
+	// Another context's sync access handle on the file (a tab's worker that read it) makes
+	// createWritable fail until that context lets go of it: ask it to.
+	err = w.r.whileLocked(w.ctx, w.name, func() (err error) {
+		w.stream, err = jsutil.Call(w.ctx, w.file, "createWritable")
+		return err
+	})
+	if err != nil {
 		w.removeTemp()
 		return pathError(w.op, w.name, err, false)
 	}
@@ -508,8 +518,11 @@ func (w *writer) done() {
 // the file's size. Nothing already in the file is written again (a rewrite through
 // createWritable copies the whole file to a swap file and back). It is not atomic: a write the
 // browser cuts short leaves part of data at the end. Without sync handles (a picked directory,
-// the main thread), or while a write replaces name, or when another context holds the file, it
-// answers errors.ErrUnsupported and fsroot.Append rewrites the file instead.
+// the main thread), or while a write replaces name, it answers errors.ErrUnsupported and
+// fsroot.Append rewrites the file instead. When another context holds the file (a second tab's
+// worker appending to the same audit log), it asks for the handle (see whileLocked) and appends
+// once it has it: the exclusive handle is what keeps two contexts' appends from mixing, where a
+// rewrite could drop what the other appended between its read and its write.
 func (r *Root) AppendFile(ctx context.Context, name string, data []byte) error {
 	if err := fsroot.CheckCreate(name); err != nil {
 		return fsroot.WithOp(err, "append")
@@ -517,16 +530,17 @@ func (r *Root) AppendFile(ctx context.Context, name string, data []byte) error {
 	if r.pool == nil || r.isWriting(name) {
 		return errors.ErrUnsupported
 	}
-	h, err := r.pool.get(r.poolKey+name, func() (jsutil.Value, error) {
-		fh, err := r.fileHandle(ctx, "append", name, true)
-		if err != nil {
-			return jsutil.Value{}, err
-		}
-		return jsutil.Call(ctx, fh, "createSyncAccessHandle")
+	var h jsutil.Value
+	err := r.whileLocked(ctx, name, func() (err error) {
+		h, err = r.pool.get(r.poolKey+name, func() (jsutil.Value, error) {
+			fh, err := r.fileHandle(ctx, "append", name, true)
+			if err != nil {
+				return jsutil.Value{}, err
+			}
+			return jsutil.Call(ctx, fh, "createSyncAccessHandle")
+		})
+		return err
 	})
-	if jsutil.Name(err) == "NoModificationAllowedError" {
-		return errors.ErrUnsupported
-	}
 	if err != nil {
 		return pathError("append", name, err, false)
 	}
@@ -648,7 +662,11 @@ func (r *Root) Remove(ctx context.Context, name string) error {
 	if r.pool != nil {
 		r.pool.close(r.poolKey + name)
 	}
-	if _, err := jsutil.Call(ctx, dh, "removeEntry", base); err != nil {
+	err = r.whileLocked(ctx, name, func() error {
+		_, err := jsutil.Call(ctx, dh, "removeEntry", base)
+		return err
+	})
+	if err != nil {
 		return pathError("remove", name, err, false)
 	}
 	r.forget(name)
@@ -700,7 +718,11 @@ func (r *Root) Rename(ctx context.Context, from, to string) error {
 	if r.pool != nil {
 		r.pool.close(r.poolKey + from)
 	}
-	if _, err := jsutil.Call(ctx, h, "move", tdh, tbase); err != nil {
+	err = r.whileLocked(ctx, from, func() error {
+		_, err := jsutil.Call(ctx, h, "move", tdh, tbase)
+		return err
+	})
+	if err != nil {
 		return pathError("rename", to, err, false)
 	}
 	r.forget(from)

@@ -133,6 +133,10 @@ const (
 	// a machine's folder is full (or its quota spent), or the browser's storage quota is. The
 	// file keeps its earlier content, and the same call succeeds once there is space.
 	WorkspaceDiskFull Rule = "workspace-disk-full"
+	// FileBusy answers a change of a file that another context holds locked and did not let go
+	// of when asked (another tab of the page's browser storage, busy past the wait). The file
+	// keeps its earlier content, and the same call succeeds once it is let go.
+	FileBusy Rule = "file-busy"
 
 	// The relay's JSON door (internal/core/server): the body of every JSON route.
 	UnsupportedContentType Rule = "unsupported-content-type"

@@ -4,19 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/voicebox-go/voicebox/internal/shared/linelog"
 )
 
 // MaxCheckedLineBytes bounds the last line a Log parses when it looks for a torn tail: a longer
-// line that ends with its newline is taken as whole without being parsed.
-const MaxCheckedLineBytes = 1 << 20
-
-// tailChunk is how much of a record's end is read at a time, looking back for a newline.
-const tailChunk = 4096
+// line that ends with its newline is taken as whole without being parsed (linelog.WholeEnd).
+const MaxCheckedLineBytes = linelog.MaxCheckedLineBytes
 
 // Log is an append-only record in one file: one record a line, each ended by a newline. Every
 // Log of one path in a process shares one lock, so appends never interleave and a repair never
@@ -138,7 +136,7 @@ func (l *Log) repair(f *os.File) (int64, error) {
 		return 0, err
 	}
 	size := st.Size()
-	end, err := wholeEnd(f, size, l.valid)
+	end, err := linelog.WholeEnd(f, size, l.valid)
 	if err != nil || end == size {
 		return end, err
 	}
@@ -166,7 +164,7 @@ func (l *Log) Read() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	end, _ := wholeEnd(bytes.NewReader(b), int64(len(b)), l.valid) // a bytes.Reader does not fail
+	end := int64(len(linelog.Whole(b, l.valid)))
 	if end < int64(len(b)) {
 		if err := os.Truncate(l.path, end); err != nil {
 			log().Error("durable: a torn last line could not be cut from a state record; it is left out", "file", l.path, "bytes", int64(len(b))-end, "error", err)
@@ -175,52 +173,4 @@ func (l *Log) Read() ([]byte, error) {
 		}
 	}
 	return b[:end], nil
-}
-
-// wholeEnd returns where the whole lines of r (size bytes) end: size when its last line ends
-// with a newline and is valid (or is too long to check), else the start of that last line.
-func wholeEnd(r io.ReaderAt, size int64, valid func([]byte) bool) (int64, error) {
-	if size == 0 {
-		return 0, nil
-	}
-	var last [1]byte
-	if _, err := r.ReadAt(last[:], size-1); err != nil {
-		return 0, err
-	}
-	if last[0] != '\n' {
-		return lineStart(r, size)
-	}
-	start, err := lineStart(r, size-1)
-	if err != nil {
-		return 0, err
-	}
-	n := size - 1 - start
-	if n > MaxCheckedLineBytes {
-		return size, nil
-	}
-	line := make([]byte, n)
-	if _, err := r.ReadAt(line, start); err != nil {
-		return 0, err
-	}
-	if valid(line) {
-		return size, nil
-	}
-	return start, nil
-}
-
-// lineStart returns the offset just after the last newline before end, or 0 when there is none.
-func lineStart(r io.ReaderAt, end int64) (int64, error) {
-	buf := make([]byte, tailChunk)
-	for end > 0 {
-		from := max(end-tailChunk, 0)
-		chunk := buf[:end-from]
-		if _, err := r.ReadAt(chunk, from); err != nil {
-			return 0, err
-		}
-		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
-			return from + int64(i) + 1, nil
-		}
-		end = from
-	}
-	return 0, nil
 }

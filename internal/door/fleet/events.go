@@ -42,11 +42,23 @@ const maxInstanceBytes = 64
 // believed (the run is forgotten once silent for a lease TTL, as without it).
 const LeaveCheckWait = time.Second
 
+// LeaveConfirmWait is how long after nobody answered for a run (or a relay) a relay asks again
+// before it believes the leave: longer than a relay takes to reach NATS again once NATS is back
+// (reconnectWait and its jitter), so a relay that is only coming back answers the second ask.
+const LeaveConfirmWait = time.Second
+
 // aliveRun and aliveRelay are the subjects (after <prefix>.) on which a relay answers, while it
 // serves, that its run (aliveRun and the instance) and the relay (aliveRelay and its id) live.
 const (
 	aliveRun   = "alive.run."
 	aliveRelay = "alive.relay."
+)
+
+// alivePendingMsgs and alivePendingBytes bound what a relay holds of the asks on aliveRun and
+// aliveRelay not yet answered; past either, NATS's client drops what arrives.
+const (
+	alivePendingMsgs  = 256
+	alivePendingBytes = 64 << 10
 )
 
 // runsEvent is the event that tells this relay's pages the fleet's live runs, when the list
@@ -230,6 +242,13 @@ func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 	}
 	for _, s := range alive {
 		sub, err := f.nc.Subscribe(f.subject(s), func(m *nats.Msg) { m.Respond(nil) })
+		if err == nil {
+			// An ask carries nothing, and is answered at once: what waits beyond a small queue
+			// is a flood, dropped by the client as it arrives rather than held (by default a
+			// subscription holds up to 64 MB). A genuine ask dropped meanwhile goes unanswered,
+			// so the leave it checks is not believed (LeaveCheckWait), never believed wrongly.
+			err = sub.SetPendingLimits(alivePendingMsgs, alivePendingBytes)
+		}
 		if err != nil {
 			close(e.done)
 			e.Close()
@@ -256,18 +275,18 @@ func (e *Events) leaveHeard(from, instance string) {
 }
 
 // checkLeave asks whether the run instance still lives, after a leave naming it was heard from
-// relay from, and believes the leave when nobody answers for it: the run is forgotten at once
+// relay from, and believes the leave when nobody answers for it (twice, LeaveConfirmWait apart:
+// nobodyAnswers): the run is forgotten then
 // (and not taken back for a heartbeat it sent before leaving). The approvals of relay from end
 // at once only when nobody answers for that relay either (a relay restarted under the same id
 // lives on). When the run answers, the leave was forged and nothing changes; with no answer
 // within LeaveCheckWait, nothing changes either, and silence ends the run a lease TTL on.
 func (e *Events) checkLeave(from, instance string) {
-	_, err := e.f.nc.Request(e.f.subject(aliveRun+instance), nil, LeaveCheckWait)
+	err := e.nobodyAnswers(aliveRun + instance)
 	runGone := errors.Is(err, nats.ErrNoResponders)
 	relayGone := false
 	if runGone {
-		_, rerr := e.f.nc.Request(e.f.subject(aliveRelay+from), nil, LeaveCheckWait)
-		relayGone = errors.Is(rerr, nats.ErrNoResponders)
+		relayGone = errors.Is(e.nobodyAnswers(aliveRelay+from), nats.ErrNoResponders)
 	}
 	e.peerMu.Lock()
 	if r, ok := e.runs[instance]; ok {
@@ -289,11 +308,42 @@ func (e *Events) checkLeave(from, instance string) {
 		e.endSilent()
 		e.tellRuns()
 	case err == nil:
-		e.f.log.Warn("fleet: a leave of a live run was not believed: the run still answers", "relay", from, "instance", instance)
+		if e.f.sayOnce("live " + instance) {
+			e.f.log.Warn("fleet: a leave of a live run was not believed: the run still answers", "relay", from, "instance", instance)
+		}
 	default:
-		e.f.log.Warn("fleet: a leave was not believed: nothing said whether the run still lives", "relay", from, "instance", instance, "err", err)
+		if e.f.sayOnce("unknown " + instance) {
+			e.f.log.Warn("fleet: a leave was not believed: nothing said whether the run still lives", "relay", from, "instance", instance, "err", err)
+		}
 	}
 }
+
+// nobodyAnswers asks whether anyone answers on subject (after <prefix>.), and returns
+// nats.ErrNoResponders only when nobody does twice, LeaveConfirmWait apart, with this relay
+// connected to NATS throughout: after NATS restarts every relay comes back on its own, so for a
+// moment nobody answers for a run that lives (its relay is not back yet), and a leave forged
+// then would otherwise be believed. Otherwise it returns what the asks did (nil: someone
+// answered).
+func (e *Events) nobodyAnswers(subject string) error {
+	joined := e.f.joinedAt()
+	_, err := e.f.nc.Request(e.f.subject(subject), nil, LeaveCheckWait)
+	if !errors.Is(err, nats.ErrNoResponders) {
+		return err
+	}
+	select {
+	case <-e.stop:
+		return errLeaveUnchecked
+	case <-time.After(LeaveConfirmWait):
+	}
+	_, err = e.f.nc.Request(e.f.subject(subject), nil, LeaveCheckWait)
+	if errors.Is(err, nats.ErrNoResponders) && !e.f.joinedAt().Equal(joined) {
+		return errLeaveUnchecked // this relay came back to NATS meanwhile: the others may not have
+	}
+	return err
+}
+
+// errLeaveUnchecked says a leave could not be checked (this relay closing, or NATS coming back).
+var errLeaveUnchecked = errors.New("fleet: the leave could not be checked")
 
 // decisionReply is what the relay a decision was addressed to answers: whether it held the
 // approval.

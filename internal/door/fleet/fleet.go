@@ -115,6 +115,45 @@ type Fleet struct {
 	joined  time.Time     // when NATS last (re)connected
 	down    chan struct{} // closed when the connection to NATS drops, made anew when it is back
 	isDown  bool          // down is closed
+
+	saidMu sync.Mutex
+	said   map[string]time.Time // when each line sayOnce keys was last said
+}
+
+// sayEvery bounds how often the relay says one thing of the fleet's that a flood can repeat (a
+// subscription past its bounds, a leave of a live run not believed): one line per subject or run
+// per period.
+const sayEvery = 10 * time.Second
+
+// maxSaid bounds the keys whose last line is remembered; past it the memory starts over.
+const maxSaid = 64
+
+// sayOnce reports whether the line keyed key may be said now: not said within sayEvery.
+func (f *Fleet) sayOnce(key string) bool {
+	f.saidMu.Lock()
+	defer f.saidMu.Unlock()
+	if f.said == nil || len(f.said) >= maxSaid {
+		f.said = map[string]time.Time{}
+	}
+	now := time.Now()
+	if last, ok := f.said[key]; ok && now.Sub(last) < sayEvery {
+		return false
+	}
+	f.said[key] = now
+	return true
+}
+
+// asyncError says what NATS's client reports out of band: a subscription past its bounds (a
+// flood; what arrives meanwhile is dropped) at most once per subject per sayEvery.
+func (f *Fleet) asyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
+	if !errors.Is(err, nats.ErrSlowConsumer) || sub == nil {
+		f.log.Warn("fleet: NATS reported an error", "err", err)
+		return
+	}
+	if f.sayOnce("dropped " + sub.Subject) {
+		dropped, _ := sub.Dropped()
+		f.log.Warn("fleet: messages past a subscription's bounds were dropped (a flood on the fleet's subjects)", "subject", sub.Subject, "dropped", dropped)
+	}
 }
 
 // Connect joins the fleet at cfg.URL. It returns at once even when NATS cannot be reached yet:
@@ -161,6 +200,7 @@ func Connect(cfg Config) (*Fleet, error) {
 			f.log.Warn("fleet: NATS disconnected; shared state is refused until it is back", "err", err)
 			f.dropped()
 		}),
+		nats.ErrorHandler(f.asyncError),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			f.log.Info("fleet: NATS reconnected")
 			f.connectedAgain()

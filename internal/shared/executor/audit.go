@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/linelog"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 	"github.com/voicebox-go/voicebox/internal/shared/textf"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
@@ -164,7 +165,7 @@ func (a *RootAudit) mend(ctx context.Context) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	whole := data[:bytes.LastIndexByte(data, '\n')+1]
+	whole := linelog.Whole(data, nil)
 	if len(whole) < len(data) {
 		// The one rewrite an append in place ever needs: the torn line goes, atomically.
 		if err := a.meta.WriteFile(ctx, segmentName(a.seq), whole); err != nil {
@@ -294,10 +295,8 @@ func (a *RootAudit) Records(ctx context.Context) ([]Record, error) {
 		if err != nil {
 			return nil, textf.Errorf("executor: read the audit log: %w", err)
 		}
-		for line := range bytes.Lines(data) {
-			if line[len(line)-1] != '\n' {
-				break // a torn append: the record was lost whole
-			}
+		// A torn append's last line is no record: it was lost whole.
+		for line := range bytes.Lines(linelog.Whole(data, nil)) {
 			var r Record
 			if err := strictjson.DecodeStructLoose(line, &r); err != nil {
 				return nil, textf.Errorf("executor: audit segment %d holds a line that is not a record: %w", seq, err)

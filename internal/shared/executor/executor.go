@@ -506,22 +506,33 @@ func FileRefusal(err error, name string) error {
 		return refusal.New(refusal.PermissionDenied, "access to %q is not allowed; grant the folder again", name)
 	case errors.Is(err, fsroot.ErrNoSpace):
 		return noSpace(name)
+	case errors.Is(err, fsroot.ErrBusy):
+		return busy(name)
 	}
 	return err
 }
 
-// nameNoSpace turns a failure for want of room in the workspace (fsroot.ErrNoSpace, from any
-// primitive and any root) that no primitive named into the workspace-disk-full refusal, for every
-// primitive at once; any other error is returned unchanged.
+// nameNoSpace turns a failure for want of room in the workspace (fsroot.ErrNoSpace), or on a
+// file held locked elsewhere (fsroot.ErrBusy), from any primitive and any root, that no primitive
+// named into its refusal (workspace-disk-full, file-busy), for every primitive at once; any
+// other error is returned unchanged.
 func nameNoSpace(err error) error {
-	if _, named := refusal.As(err); named || !errors.Is(err, fsroot.ErrNoSpace) {
+	if _, named := refusal.As(err); named || !(errors.Is(err, fsroot.ErrNoSpace) || errors.Is(err, fsroot.ErrBusy)) {
 		return err
 	}
 	name := "the file"
 	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		name = pe.Path
 	}
+	if errors.Is(err, fsroot.ErrBusy) {
+		return busy(name)
+	}
 	return noSpace(name)
+}
+
+// busy is the refusal of a change of name that another context holds locked.
+func busy(name string) *refusal.Refusal {
+	return refusal.New(refusal.FileBusy, "%q is held open by another tab of this browser storage, which did not let go of it in time, so it was left unchanged; try again", name)
 }
 
 // noSpace is the refusal of a change of name that found no room in the workspace.

@@ -149,6 +149,10 @@ var (
 	// ErrNoSpace: a write found no room: the disk is full or a quota is spent (ENOSPC, EDQUOT;
 	// the browser's QuotaExceededError). No fs sentinel is close to it, so it wraps none.
 	ErrNoSpace error = &kindError{"no space left for the write", nil}
+	// ErrBusy: another program or context holds the file locked and did not let go of it in
+	// time (a browser's other tab keeping a sync access handle open); the same call may succeed
+	// later. No fs sentinel is close to it, so it wraps none.
+	ErrBusy error = &kindError{"the file is held open elsewhere", nil}
 )
 
 type kindError struct {
