@@ -256,6 +256,11 @@ func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 		}
 		e.alive = append(e.alive, sub)
 	}
+	// The subscriptions are live at the server when NewEvents returns (the client writes them
+	// in the background): a relay that joins after this one returned is heard from its first
+	// beat, not a quarter of a lease TTL later. Away from NATS, the client subscribes again on
+	// its return.
+	f.nc.FlushTimeout(OpTimeout)
 	go e.beat()
 	return e, nil
 }

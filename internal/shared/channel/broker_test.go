@@ -121,8 +121,8 @@ func TestBrokerRules(t *testing.T) {
 				return b.Ask(context.Background(), testCall("c1"))
 			}},
 			{"context deadline", names["timeout"], 1, func(t *testing.T, b *Broker, p *scriptPeer) wire.Answer {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
-				defer cancel()
+				ctx := &deadlineOnSend{Context: context.Background(), done: make(chan struct{})}
+				p.onSend = func([]byte) { ctx.pass() }
 				return b.Ask(ctx, testCall("c1"))
 			}},
 			{"context done before sending", names["timeout"], 0, func(t *testing.T, b *Broker, p *scriptPeer) wire.Answer {
@@ -330,4 +330,26 @@ func TestKindNames(t *testing.T) {
 		}
 	}()
 	New(0, newPeer(), Options{})
+}
+
+// deadlineOnSend is a context whose deadline passes when pass is called: the case of a deadline
+// that passes while the call waits for its answer (a deadline of a few milliseconds could pass
+// before the frame is sent on a busy machine, which is the case "context done before sending").
+type deadlineOnSend struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func (c *deadlineOnSend) pass() { c.once.Do(func() { close(c.done) }) }
+
+func (c *deadlineOnSend) Done() <-chan struct{} { return c.done }
+
+func (c *deadlineOnSend) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
