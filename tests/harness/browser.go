@@ -157,6 +157,7 @@ func (browser *sharedBrowser) start() (context.Context, error) {
 			chromedp.Flag("use-fake-ui-for-media-stream", true),
 			chromedp.Flag("use-file-for-fake-audio-capture", mic),
 		)
+		// $VOICEBOX_JS_FLAGS come last, so they can override the browser's own.
 		if f := strings.TrimSpace(browser.jsFlags + " " + os.Getenv("VOICEBOX_JS_FLAGS")); f != "" {
 			opts = append(opts, chromedp.Flag("js-flags", f))
 		}
@@ -206,13 +207,13 @@ func NewTabWithoutAppHosts(t testing.TB) *Tab {
 }
 
 // WasmCachingFlags are the V8 flags of NewTabWithOwnProfile's browser: V8 hands a module's
-// optimized code to Chromium's code cache as soon as it has made some, rather than once it has
-// made none for two seconds (the default, --wasm-caching-timeout-ms=2000). A test can then wait
-// for the cache entry of a page's first load. In this headless shell that default's timer was
-// not seen to fire at all (no "wasm.CompilationChunkFinished" in 40 s of a trace after a page's
-// optimizing had stopped), so without the flag a test would wait in vain; what is cached, and
-// when Chromium uses it, is the same either way.
-const WasmCachingFlags = "--wasm-caching-timeout-ms=0"
+// optimized code to Chromium's code cache at once whenever 100,000 bytes more of it are made,
+// besides its default (1,000 bytes more, then two seconds with none made). In this headless
+// shell that default's timer was not seen to fire (no cache entry within 30 s of a page's calls,
+// nor with a 500 ms timeout; at once with --wasm-caching-timeout-ms=0), so without the flag a
+// test would wait in vain. What is cached, and when Chromium uses it, is the same either way;
+// a lower threshold would serialize the 5.6 MB module at every kilobyte of new code.
+const WasmCachingFlags = "--wasm-caching-hard-threshold=100000"
 
 // NewTabWithOwnProfile opens a tab in a third shared browser, one only the tests that look into
 // its profile directory use (its code caches on disk: WasmCodeCacheEntries), and returns that
