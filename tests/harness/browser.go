@@ -29,6 +29,7 @@ const TabBound = 2 * time.Minute
 // sharedBrowser is one Chromium the tests of a binary share, started on first use.
 type sharedBrowser struct {
 	rules   string // its host-resolver-rules
+	jsFlags string // V8 flags it runs with beside $VOICEBOX_JS_FLAGS
 	once    sync.Once
 	ctx     context.Context
 	stop    func()
@@ -36,10 +37,12 @@ type sharedBrowser struct {
 	err     error
 }
 
-// browser is the Chromium of NewTab; noAppHosts is the one of NewTabWithoutAppHosts.
+// browser is the Chromium of NewTab; noAppHosts is the one of NewTabWithoutAppHosts; codeCache
+// is the one of NewTabWithOwnProfile.
 var (
 	browser    = &sharedBrowser{rules: HostResolverRules}
 	noAppHosts = &sharedBrowser{rules: NoAppHostsResolverRules}
+	codeCache  = &sharedBrowser{rules: HostResolverRules, jsFlags: WasmCachingFlags}
 )
 
 // Main runs a package's tests and then stops the browsers they shared (Chromium, and Firefox when
@@ -47,7 +50,7 @@ var (
 // A package that uses NewTab calls it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
-	for _, b := range []*sharedBrowser{browser, noAppHosts} {
+	for _, b := range []*sharedBrowser{browser, noAppHosts, codeCache} {
 		if b.stop != nil {
 			b.stop()
 		}
@@ -154,7 +157,8 @@ func (browser *sharedBrowser) start() (context.Context, error) {
 			chromedp.Flag("use-fake-ui-for-media-stream", true),
 			chromedp.Flag("use-file-for-fake-audio-capture", mic),
 		)
-		if f := os.Getenv("VOICEBOX_JS_FLAGS"); f != "" {
+		// $VOICEBOX_JS_FLAGS come last, so they can override the browser's own.
+		if f := strings.TrimSpace(browser.jsFlags + " " + os.Getenv("VOICEBOX_JS_FLAGS")); f != "" {
 			opts = append(opts, chromedp.Flag("js-flags", f))
 		}
 		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -200,6 +204,36 @@ func NewTabFor(t testing.TB, bound time.Duration) *Tab {
 func NewTabWithoutAppHosts(t testing.TB) *Tab {
 	t.Helper()
 	return newTabIn(t, noAppHosts, TabBound)
+}
+
+// WasmCachingFlags are the V8 flags of NewTabWithOwnProfile's browser: V8 hands a module's
+// optimized code to Chromium's code cache at once whenever 100,000 bytes more of it are made,
+// besides its default (1,000 bytes more, then two seconds with none made). In this headless
+// shell that default's timer was not seen to fire (no cache entry within 30 s of a page's calls,
+// nor with a 500 ms timeout; at once with --wasm-caching-timeout-ms=0), so without the flag a
+// test would wait in vain. What is cached, and when Chromium uses it, is the same either way;
+// a lower threshold would serialize the 5.6 MB module at every kilobyte of new code.
+const WasmCachingFlags = "--wasm-caching-hard-threshold=100000"
+
+// NewTabWithOwnProfile opens a tab in a third shared browser, one only the tests that look into
+// its profile directory use (its code caches on disk: WasmCodeCacheEntries), and returns that
+// directory. The browser runs with WasmCachingFlags and starts on the first call.
+func NewTabWithOwnProfile(t testing.TB) (*Tab, string) {
+	t.Helper()
+	tab := newTabIn(t, codeCache, TabBound)
+	return tab, codeCache.profile
+}
+
+// WasmCodeCacheEntries is how many WebAssembly modules' compiled code the profile directory dir
+// holds: the entries of Chromium's code cache for wasm (Default/Code Cache/wasm, one file an
+// entry beside its index).
+func WasmCodeCacheEntries(t testing.TB, dir string) int {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "Default", "Code Cache", "wasm", "*_0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(names)
 }
 
 // NewIsolatedTab opens a tab of the shared browser in a browser context of its own (its own

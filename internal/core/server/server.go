@@ -103,6 +103,8 @@ type Server struct {
 	routesMu sync.RWMutex
 	routes   []Route
 	bodies   map[string]BodyRule
+	// etags are the page's files' validators (etag.go).
+	etags etags
 }
 
 // New checks cfg and returns a Server for it.
@@ -358,6 +360,9 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, name string) 
 			if f, info, err := s.open(name + enc.suffix); err == nil {
 				defer f.Close()
 				h.Set("Content-Encoding", enc.token)
+				if tag := s.etags.of(name+enc.suffix, info, f); tag != "" {
+					h.Set("ETag", tag)
+				}
 				if r.Header.Get("Range") == "" {
 					// ServeContent leaves the length out of encoded answers; the page's
 					// progress needs it.
@@ -374,6 +379,9 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, name string) 
 		return
 	}
 	defer f.Close()
+	if tag := s.etags.of(name, info, f); tag != "" {
+		h.Set("ETag", tag)
+	}
 	http.ServeContent(w, r, "", info.ModTime(), f)
 }
 
