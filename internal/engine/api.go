@@ -233,6 +233,9 @@ type answer struct {
 	Value   any          `json:"value,omitempty"`
 	Refused refusal.Rule `json:"refused,omitempty"`
 	Why     string       `json:"why,omitempty"`
+	// News are the notices the call made for the page (see callNews), handed over with its
+	// answer rather than posted apart.
+	News []json.RawMessage `json:"news,omitempty"`
 }
 
 // readyMessage is what the worker says once Go is running.
@@ -263,11 +266,19 @@ func (a *Engine) call(ctx context.Context, id float64, req request) (answer, []b
 	}
 	ctx, cancel := context.WithTimeout(ctx, callBound)
 	defer cancel()
-	res, r := m(ctx, req)
+	news := &callNews{}
+	res, r := m(context.WithValue(ctx, newsKey{}, news), req)
+	var ans answer
 	if r != nil {
-		return refused(id, r), nil
+		ans = refused(id, r)
+	} else {
+		ans = answer{Type: "result", ID: id, OK: true, Value: res.Value}
 	}
-	return answer{Type: "result", ID: id, OK: true, Value: res.Value}, res.Bytes
+	ans.News = news.seal()
+	if !ans.OK {
+		return ans, nil
+	}
+	return ans, res.Bytes
 }
 
 func refused(id float64, r *refusal.Refusal) answer {
@@ -353,6 +364,18 @@ func (ans answer) appendJSON(dst []byte) ([]byte, bool) {
 	}
 	if ans.Why != "" {
 		w.String("why", ans.Why)
+	}
+	if len(ans.News) > 0 {
+		w.Value("news", appendFunc(func(b []byte) []byte {
+			b = append(b, '[')
+			for i, n := range ans.News {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, n...)
+			}
+			return append(b, ']')
+		}))
 	}
 	return w.Close(), true
 }
