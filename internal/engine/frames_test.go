@@ -432,3 +432,48 @@ func TestPageCallTakesItsNoticeWithItsAnswer(t *testing.T) {
 		t.Fatalf("a notice after the answer posted %q, want it posted once", p)
 	}
 }
+
+// A call from the page's API to an app that never answers is answered tool-timeout at the
+// registry's deadline (miniapp.ToolTimeout): miniapps.call has no deadline of the worker's
+// besides that one (boundedByItself), and still gets its one answer.
+func TestPageCallToASilentAppTimesOut(t *testing.T) {
+	t.Parallel()
+	a, _ := memoryAPI(t)
+	notices := make(chan string, 16)
+	a.post = func(b []byte) {
+		if strings.Contains(string(b), `"onPort":true`) {
+			notices <- string(b)
+		}
+	}
+	a.openApp("app_silent")
+	mustDo(t, a, "miniapps.register", `{"appId":"app_silent","tool":{"name":"wait","description":"Never answers","parameters":{"type":"object","properties":{}}}}`, nil)
+	if _, err := bindFake(t, a.apps.frames, "app_silent", 1); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ans, _ := a.call(context.Background(), 9, request{Method: "miniapps.call", Params: json.RawMessage(`{"appId":"app_silent","tool":"wait","args":{}}`)})
+	if ans.OK || ans.Refused != refusal.ToolTimeout {
+		t.Fatalf("a call the app never answers was answered %+v, want tool-timeout", ans)
+	}
+	if took := time.Since(start); took < miniapp.ToolTimeout || took > callBound/2 {
+		t.Fatalf("it was answered after %v, want the tool's deadline of %v", took, miniapp.ToolTimeout)
+	}
+	// The notice of the call: in its answer, or posted apart when the call's own wait saw the
+	// deadline after the answer was written; once either way.
+	switch len(ans.News) {
+	case 1:
+	case 0:
+		select {
+		case <-notices:
+		case <-time.After(miniapp.ToolTimeout):
+			t.Fatal("the page never heard of the call")
+		}
+	default:
+		t.Fatalf("its answer carried %d notices", len(ans.News))
+	}
+	select {
+	case n := <-notices:
+		t.Fatalf("the page heard of the call twice: %s", n)
+	default:
+	}
+}
