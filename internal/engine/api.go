@@ -277,7 +277,7 @@ func (a *Engine) call(ctx context.Context, id float64, req request) (answer, []b
 		defer cancel()
 	}
 	news := &callNews{}
-	res, r := m(context.WithValue(ctx, newsKey{}, news), req)
+	res, r := m(newsContext{ctx, news}, req)
 	var ans answer
 	if r != nil {
 		ans = refused(id, r)

@@ -241,6 +241,21 @@ func (f *frames) isViewTool(appID, name string) bool {
 // newsKey is the context key of a call's *callNews.
 type newsKey struct{}
 
+// newsContext is ctx carrying news under newsKey: context.WithValue's own type would link its
+// String method's printing into the page's wasm (8 KB) for this one value.
+type newsContext struct {
+	context.Context
+	news *callNews
+}
+
+// Value is news for newsKey, else ctx's value.
+func (c newsContext) Value(key any) any {
+	if _, ok := key.(newsKey); ok {
+		return c.news
+	}
+	return c.Context.Value(key)
+}
+
 // callNews holds the notices one call from the page makes (the worker's news of a call over an
 // app's port, for display) until the call's answer is written: they go to the page inside that
 // answer (answer.News), so a call from the page's own API wakes its main thread once, not once

@@ -424,7 +424,7 @@ func TestPageCallTakesItsNoticeWithItsAnswer(t *testing.T) {
 	if got := news.seal(); len(got) != 0 {
 		t.Fatalf("an empty call's news: %q", got)
 	}
-	ctx := context.WithValue(context.Background(), newsKey{}, news)
+	ctx := newsContext{context.Background(), news}
 	if _, err := a.apps.frames.app("app_scoreboard").CallTool(ctx, "add_points", json.RawMessage(`{"team":"home"}`)); err != nil {
 		t.Fatal(err)
 	}
