@@ -166,6 +166,12 @@ export class WorkerClient {
   receive(msg) {
     const type = msg && msg.type;
     if (type === 'result') {
+      // The news the call made (the worker's notices of it, for display) come with its answer,
+      // heard before the caller is: one message, one wake-up of this thread.
+      if (Array.isArray(msg.news)) {
+        for (const news of msg.news) this.emit(news);
+        delete msg.news;
+      }
       const settle = this.pending.get(msg.id);
       if (settle) {
         this.pending.delete(msg.id);

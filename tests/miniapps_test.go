@@ -113,12 +113,31 @@ webMcp.registerTool({name: 'greet', description: 'Greet someone', parameters: {t
 
 // A mini-app's calls, from the page's API and from the relay, go worker -> app over the port its
 // bridge made for its document (one end the app's, one the worker's): the bridge posts the page
-// nothing for them, and the page hears each only as the worker's notice. A reload gives the new document a new port (numbered
-// higher), and calls go over that one.
+// nothing for them, and the page hears each only as the worker's notice: inside the answer of a
+// call from the page's own API (one message from the worker per call), apart for the relay's. A
+// reload gives the new document a new port (numbered higher), and calls go over that one.
 func TestMiniAppCallsGoOverTheWorkersPort(t *testing.T) {
 	t.Parallel()
 	relay := harness.StartRelay(t)
 	tab := harness.NewTab(t)
+	// What the engine's worker posts the page's main thread: notices on their own, and notices
+	// inside an answer.
+	onNewDocument(t, tab, `(() => {
+		const W = window.Worker;
+		window.fromWorker = {apart: 0, inAnswers: 0, answers: 0};
+		window.Worker = class extends W {
+			constructor(url, ...rest) {
+				super(url, ...rest);
+				if (String(url) !== '/worker.js') return;
+				this.addEventListener('message', (e) => {
+					let m = e.data;
+					try { if (typeof m === 'string') m = JSON.parse(m); } catch { return; }
+					if (m && m.type === 'miniapp.call') fromWorker.apart++;
+					if (m && m.type === 'result') { fromWorker.answers++; fromWorker.inAnswers += Array.isArray(m.news) ? m.news.length : 0; }
+				});
+			}
+		};
+	})()`)
 	openWorkspace(t, tab, relay.URL)
 	id := launchApp(t, tab, `{name: 'Scoreboard'}`, 4)
 	// What reaches the page's main thread: messages from the app's bridge, and the worker's
@@ -135,15 +154,23 @@ func TestMiniAppCallsGoOverTheWorkersPort(t *testing.T) {
 		t.Fatalf("the worker's ports: %v", first)
 	}
 	const calls = 20
+	before := harness.Eval[map[string]float64](tab, `({...fromWorker})`)
 	for range calls {
 		if got := harness.Eval[map[string]any](tab, `voicebox.miniApps.call('app_scoreboard', 'add_points', {team: 'home', points: 1})`); got["home"] == nil {
 			t.Fatalf("add_points answered %v", got)
 		}
 	}
+	after := harness.Eval[map[string]float64](tab, `({...fromWorker})`)
+	if apart, in, answers := after["apart"]-before["apart"], after["inAnswers"]-before["inAnswers"], after["answers"]-before["answers"]; apart != 0 || in != calls || answers != calls {
+		t.Fatalf("for %d calls from the page the worker posted %v notices apart and %v inside %v answers; want each notice inside its call's answer", calls, apart, in, answers)
+	}
 	if a := relay.Call(t, miniapp.ModelName(id, "get_scores"), map[string]any{}); !a.OK || !strings.Contains(string(a.Observed), `"score":20`) {
 		t.Fatalf("the relay's call answered %s", a.Raw)
 	}
 	heard := harness.WaitFor[map[string]float64](tab, fmt.Sprintf(`heard.notices >= %d && heard`, calls+1), appBound)
+	if apart := harness.Eval[float64](tab, `fromWorker.apart`) - after["apart"]; apart != 1 {
+		t.Fatalf("the relay's call was told the page in %v notices apart, want 1", apart)
+	}
 	if heard["bridge"] != 0 || heard["routed"] != 0 || heard["notices"] != calls+1 {
 		t.Fatalf("the page's main thread heard %v for %d calls, want only the %[2]d notices", heard, calls+1)
 	}

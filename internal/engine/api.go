@@ -233,6 +233,9 @@ type answer struct {
 	Value   any          `json:"value,omitempty"`
 	Refused refusal.Rule `json:"refused,omitempty"`
 	Why     string       `json:"why,omitempty"`
+	// News are the notices the call made for the page (see callNews), handed over with its
+	// answer rather than posted apart.
+	News []json.RawMessage `json:"news,omitempty"`
 }
 
 // readyMessage is what the worker says once Go is running.
@@ -255,19 +258,37 @@ func parse(in []byte) (id float64, req request, r *refusal.Refusal, ok bool) {
 	return *m.ID, request{Method: m.Method, Params: m.Params}, nil, true
 }
 
+// boundedByItself reports whether method's work is bounded more tightly than callBound by what
+// it calls, so a.call gives it no deadline of its own: miniapps.call's by the registry's
+// tool-timeout (miniapp.ToolTimeout), whose context holds its wait for the app. A second deadline
+// there would never fire and costs the worker a context, a timer and a parent's child to remove
+// on every call (about 20 us of the worker's wasm; BenchmarkEngineCallsAMiniAppTool).
+func boundedByItself(method string) bool { return method == "miniapps.call" }
+
 // call runs one request and returns its answer and any bytes that go with it.
 func (a *Engine) call(ctx context.Context, id float64, req request) (answer, []byte) {
 	m, ok := a.methods[req.Method]
 	if !ok {
 		return refused(id, refusal.New(refusal.UnknownMethod, "the worker has no method %q", req.Method)), nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, callBound)
-	defer cancel()
-	res, r := m(ctx, req)
-	if r != nil {
-		return refused(id, r), nil
+	if !boundedByItself(req.Method) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, callBound)
+		defer cancel()
 	}
-	return answer{Type: "result", ID: id, OK: true, Value: res.Value}, res.Bytes
+	news := &callNews{}
+	res, r := m(newsContext{ctx, news}, req)
+	var ans answer
+	if r != nil {
+		ans = refused(id, r)
+	} else {
+		ans = answer{Type: "result", ID: id, OK: true, Value: res.Value}
+	}
+	ans.News = news.seal()
+	if !ans.OK {
+		return ans, nil
+	}
+	return ans, res.Bytes
 }
 
 func refused(id float64, r *refusal.Refusal) answer {
@@ -353,6 +374,18 @@ func (ans answer) appendJSON(dst []byte) ([]byte, bool) {
 	}
 	if ans.Why != "" {
 		w.String("why", ans.Why)
+	}
+	if len(ans.News) > 0 {
+		w.Value("news", appendFunc(func(b []byte) []byte {
+			b = append(b, '[')
+			for i, n := range ans.News {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, n...)
+			}
+			return append(b, ']')
+		}))
 	}
 	return w.Close(), true
 }

@@ -55,6 +55,8 @@ func TestAnswerEncodingAgreesWithJSON(t *testing.T) {
 		{Type: "result", ID: 3, OK: true, Value: []string{"a", "b"}},
 		{Type: "result", ID: 4},
 		refused(5, refusal.New(refusal.InvalidArgument, "the parameters of %q do not fit it: <x>", "m")),
+		{Type: "result", ID: 7, OK: true, Value: json.RawMessage(`{"result":1}`), News: []json.RawMessage{[]byte(`{"type":"miniapp.call","onPort":true}`), []byte(`{"type":"x"}`)}},
+		{Type: "result", ID: 8, Refused: refusal.ToolTimeout, Why: "late", News: []json.RawMessage{[]byte(`{"type":"miniapp.call"}`)}},
 	}
 	for _, a := range answers {
 		want, err := json.Marshal(a)

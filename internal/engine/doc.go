@@ -19,6 +19,8 @@
 //	page -> worker  {type: "call", id, method, params}             id: a number the page chooses
 //	worker -> page  {type: "result", id, ok: true, value}          exactly one answer per call
 //	worker -> page  {type: "result", id, ok: false, refused, why}  a refusal with a rule id
+//	                 either may carry news: [message, ...]          messages the call made for the
+//	                                                                page, heard before its answer
 //	worker -> page  {type: "channel", state, why, retryMs}         the connection to the relay
 //	worker -> page  {type: "history"}                              the undo history changed
 //	worker -> page  {type: "failed", message}                      from worker.js when loading fails
@@ -52,7 +54,8 @@
 //	                                                  result: the tool's JSON as text; a failure is exec-threw
 //
 // and the page hears {"type":"miniapp.call", callId, appId, tool, onPort: true} for display only
-// (no args; nothing is asked of it), {"type":"miniapp.cancel", callId, appId, tool, doc,
+// (no args; nothing is asked of it; inside the answer's news for a call of the page's own
+// miniapps.call, posted apart for the relay's), {"type":"miniapp.cancel", callId, appId, tool, doc,
 // expired: true} when the call passed its deadline, and {"type":"miniapp.over_budget", appId,
 // doc, why, messages, bytes} when the app passed its message budget on the port: the page then
 // stops that document of the app. Anything else the app posts on the port is refused by name

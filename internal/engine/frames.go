@@ -238,6 +238,64 @@ func (f *frames) isViewTool(appID, name string) bool {
 	return f.viewTools[appID][name]
 }
 
+// newsKey is the context key of a call's *callNews.
+type newsKey struct{}
+
+// newsContext is ctx carrying news under newsKey: context.WithValue's own type would link its
+// String method's printing into the page's wasm (8 KB) for this one value.
+type newsContext struct {
+	context.Context
+	news *callNews
+}
+
+// Value is news for newsKey, else ctx's value.
+func (c newsContext) Value(key any) any {
+	if _, ok := key.(newsKey); ok {
+		return c.news
+	}
+	return c.Context.Value(key)
+}
+
+// callNews holds the notices one call from the page makes (the worker's news of a call over an
+// app's port, for display) until the call's answer is written: they go to the page inside that
+// answer (answer.News), so a call from the page's own API wakes its main thread once, not once
+// for the notice and again for the answer. A notice made after the answer was written (a call
+// the caller stopped waiting for, still running) is posted on its own, as a call from the relay's
+// always is: none is lost, none is sent twice.
+type callNews struct {
+	mu     sync.Mutex
+	sealed bool
+	msgs   []json.RawMessage
+}
+
+// add keeps msg for the answer; false once the answer was written (the caller then posts msg).
+func (n *callNews) add(msg []byte) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.sealed {
+		return false
+	}
+	n.msgs = append(n.msgs, msg)
+	return true
+}
+
+// seal ends what the answer carries and returns it.
+func (n *callNews) seal() []json.RawMessage {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.sealed = true
+	return n.msgs
+}
+
+// notify gives the page msg: with the answer of the page's call that ctx belongs to while it is
+// being made, else posted now.
+func (f *frames) notify(ctx context.Context, msg []byte) {
+	if n, ok := ctx.Value(newsKey{}).(*callNews); ok && n.add(msg) {
+		return
+	}
+	f.post(msg)
+}
+
 // portCall is a call as it goes out on a port: the SDK's {type: "call_tool"} message.
 type portCall struct {
 	Type   string          `json:"type"`
@@ -296,11 +354,12 @@ func (f *frames) askPort(ctx context.Context, appID, tool string, args json.RawM
 	notice := portNotice{"miniapp.call", id, appID, tool, true}.appendJSON(nil)
 	select {
 	case ans := <-p.done:
-		// The page hears of the call once it is answered: its main thread wakes off the path.
-		f.post(notice)
+		// The page hears of the call once it is answered: its main thread wakes off the path (a
+		// call from the page's own API takes it with its answer: one wake-up, not two).
+		f.notify(ctx, notice)
 		return ans.out, ans.err, true
 	case <-ctx.Done():
-		f.post(notice)
+		f.notify(ctx, notice)
 		if f.take(id) {
 			// The app is told (its SDK aborts the tool's signal), and owes no answer now.
 			_ = ap.port.Post(appendPortCancel(nil, id), id, false)

@@ -364,3 +364,116 @@ func TestFramesPortOverBudgetStopsTheApp(t *testing.T) {
 		t.Fatalf("the page was told %v", seen)
 	}
 }
+
+// A call from the page's own API (miniapps.call) takes the worker's notice of it inside its
+// answer (news), so the page's main thread is woken once for it; a call from the relay, which
+// the page does not answer, still posts its notice apart; and a notice made after the answer was
+// written is posted, never lost.
+func TestPageCallTakesItsNoticeWithItsAnswer(t *testing.T) {
+	t.Parallel()
+	a, _ := memoryAPI(t)
+	var mu sync.Mutex
+	var posted []string
+	a.post = func(b []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		posted = append(posted, string(b))
+	}
+	takePosted := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		p := posted
+		posted = nil
+		return p
+	}
+	a.openApp("app_scoreboard")
+	mustDo(t, a, "miniapps.register", `{"appId":"app_scoreboard","tool":{"name":"add_points","description":"Add points","parameters":{"type":"object","properties":{"team":{"type":"string"}},"required":["team"]}}}`, nil)
+	if r := a.apps.frames.bind("app_scoreboard", 1, func(receive func([]byte), _ func(string, int, int)) (AppPort, error) {
+		return &echoPort{receive: receive}, nil
+	}); r != nil {
+		t.Fatal(r)
+	}
+	takePosted() // the tools frame and such, from the registration
+
+	ans, _ := a.call(context.Background(), 7, request{Method: "miniapps.call", Params: json.RawMessage(`{"appId":"app_scoreboard","tool":"add_points","args":{"team":"home"}}`)})
+	if !ans.OK || len(ans.News) != 1 {
+		t.Fatalf("the page's call answered %+v, want its result and one notice in its news", ans)
+	}
+	var n map[string]any
+	if err := json.Unmarshal(ans.News[0], &n); err != nil || n["type"] != "miniapp.call" || n["onPort"] != true || n["appId"] != "app_scoreboard" || n["tool"] != "add_points" {
+		t.Fatalf("the answer's news: %s (%v)", ans.News[0], err)
+	}
+	var wire map[string]any
+	if err := json.Unmarshal(encode(ans), &wire); err != nil || len(wire["news"].([]any)) != 1 || wire["ok"] != true {
+		t.Fatalf("the answer as the page reads it: %s (%v)", encode(ans), err)
+	}
+	if p := takePosted(); len(p) != 0 {
+		t.Fatalf("the page's call also posted %q; its notice belongs in its answer", p)
+	}
+
+	// From the relay: no answer to the page, so the notice is posted.
+	if _, err := a.apps.registry.Dispatch(context.Background(), miniapp.ModelName("app_scoreboard", "add_points"), json.RawMessage(`{"team":"away"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if p := takePosted(); len(p) != 1 || !strings.Contains(p[0], `"onPort":true`) {
+		t.Fatalf("the relay's call posted %q, want its notice", p)
+	}
+
+	// Once the answer is written, a notice still to come is posted on its own.
+	news := &callNews{}
+	if got := news.seal(); len(got) != 0 {
+		t.Fatalf("an empty call's news: %q", got)
+	}
+	ctx := newsContext{context.Background(), news}
+	if _, err := a.apps.frames.app("app_scoreboard").CallTool(ctx, "add_points", json.RawMessage(`{"team":"home"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if p := takePosted(); len(p) != 1 || !strings.Contains(p[0], `"onPort":true`) {
+		t.Fatalf("a notice after the answer posted %q, want it posted once", p)
+	}
+}
+
+// A call from the page's API to an app that never answers is answered tool-timeout at the
+// registry's deadline (miniapp.ToolTimeout): miniapps.call has no deadline of the worker's
+// besides that one (boundedByItself), and still gets its one answer.
+func TestPageCallToASilentAppTimesOut(t *testing.T) {
+	t.Parallel()
+	a, _ := memoryAPI(t)
+	notices := make(chan string, 16)
+	a.post = func(b []byte) {
+		if strings.Contains(string(b), `"onPort":true`) {
+			notices <- string(b)
+		}
+	}
+	a.openApp("app_silent")
+	mustDo(t, a, "miniapps.register", `{"appId":"app_silent","tool":{"name":"wait","description":"Never answers","parameters":{"type":"object","properties":{}}}}`, nil)
+	if _, err := bindFake(t, a.apps.frames, "app_silent", 1); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ans, _ := a.call(context.Background(), 9, request{Method: "miniapps.call", Params: json.RawMessage(`{"appId":"app_silent","tool":"wait","args":{}}`)})
+	if ans.OK || ans.Refused != refusal.ToolTimeout {
+		t.Fatalf("a call the app never answers was answered %+v, want tool-timeout", ans)
+	}
+	if took := time.Since(start); took < miniapp.ToolTimeout || took > callBound/2 {
+		t.Fatalf("it was answered after %v, want the tool's deadline of %v", took, miniapp.ToolTimeout)
+	}
+	// The notice of the call: in its answer, or posted apart when the call's own wait saw the
+	// deadline after the answer was written; once either way.
+	switch len(ans.News) {
+	case 1:
+	case 0:
+		select {
+		case <-notices:
+		case <-time.After(miniapp.ToolTimeout):
+			t.Fatal("the page never heard of the call")
+		}
+	default:
+		t.Fatalf("its answer carried %d notices", len(ans.News))
+	}
+	select {
+	case n := <-notices:
+		t.Fatalf("the page heard of the call twice: %s", n)
+	default:
+	}
+}
