@@ -104,28 +104,33 @@ func TestTwoTabsOfOneOriginShareTheWorkspacesFiles(t *testing.T) {
 	}
 }
 
-// auditText is every audit record of the origin's browser-storage workspace, read on the tab's
-// main thread (a File snapshot, which no other context's lock stops).
+// auditScript is a script whose value is every audit record of the origin's browser-storage
+// workspace, read on the tab's main thread (a File snapshot, which no other context's lock
+// stops), or null when a segment changed while it was read: a snapshot of a file a worker
+// appends to meanwhile throws NotReadableError, and the caller reads again.
+const auditScript = `(async () => {
+	let d = await navigator.storage.getDirectory();
+	for (const n of ['workspace', '.voicebox', 'audit']) d = await d.getDirectoryHandle(n);
+	const names = [];
+	for await (const [n] of d.entries()) if (n.endsWith('.jsonl')) names.push(n);
+	let out = '';
+	try {
+		for (const n of names.sort()) out += await (await (await d.getFileHandle(n)).getFile()).text();
+	} catch (e) {
+		if (e.name === 'NotReadableError') return null;
+		throw e;
+	}
+	return out;
+})()`
+
+// auditText is every audit record of the origin's browser-storage workspace.
 func auditText(t *testing.T, tab *harness.Tab) string {
 	t.Helper()
-	return harness.Eval[string](tab, `(async () => {
-		let d = await navigator.storage.getDirectory();
-		for (const n of ['workspace', '.voicebox', 'audit']) d = await d.getDirectoryHandle(n);
-		const names = [];
-		for await (const [n] of d.entries()) if (n.endsWith('.jsonl')) names.push(n);
-		let out = '';
-		for (const n of names.sort()) out += await (await (await d.getFileHandle(n)).getFile()).text();
-		return out;
-	})()`)
+	return harness.WaitFor[string](tab, auditScript, channelBound) // null (or empty) is waited past
 }
 
 // waitAudit waits until the audit log holds a record with want.
 func waitAudit(t *testing.T, tab *harness.Tab, want string) {
 	t.Helper()
-	harness.WaitFor[bool](tab, fmt.Sprintf(`(async () => {
-		let d = await navigator.storage.getDirectory();
-		for (const n of ['workspace', '.voicebox', 'audit']) d = await d.getDirectoryHandle(n);
-		for await (const [n, h] of d.entries()) if (n.endsWith('.jsonl') && (await (await h.getFile()).text()).includes(%q)) return true;
-		return false;
-	})()`, want), channelBound)
+	harness.WaitFor[bool](tab, fmt.Sprintf(`(async () => ((await %s) ?? '').includes(%q))()`, auditScript, want), channelBound)
 }
