@@ -21,14 +21,14 @@ import (
 // not know that sends text, which the socket reads as the same bytes. The relay sends wire call
 // envelopes (objects with "v") and control frames (objects with "type"): {"type":"admitted",...}
 // with the admitted set before any call and after every change (channel.AdmittedType; the door
-// verifies extension calls against it), {"type":"refused",...} before it closes 1008, {"type":"replaced",...} before it closes 4001 because a newer executor
-// took the slot (on another relay of a fleet), {"type":"holding",...} when this page holds the
-// slot (before any call) and {"type":"standby","why":...} when another executor holds it and this
-// page waits, its socket open, to take it over when that one goes away (internal/core/hub). The
-// page sends answer envelopes, {"type":"root","kind","name"} after connecting and whenever its
-// root changes, {"type":"tools","tools":[...]} (its open mini-apps' function declarations) after
-// the root frame and whenever they change, and {"type":"take"} when its person asks to use this
-// tab.
+// verifies extension calls against it), {"type":"refused",...} before it closes 1008,
+// {"type":"replaced",...} before it closes 4001 because a newer executor took the slot
+// (on another relay of a fleet), {"type":"holding",...} when this page holds the slot (before any
+// call) and {"type":"standby","why":...} when another executor holds it and this page waits, its
+// socket open, to take it over when that one goes away (internal/core/hub). The page sends answer
+// envelopes, {"type":"root","kind","name"} after connecting and whenever its root changes,
+// {"type":"tools","tools":[...]} (its open mini-apps' function declarations) after the root frame
+// and whenever they change, and {"type":"take"} when its person asks to use this tab.
 
 // Close codes the relay uses.
 const (
