@@ -389,11 +389,13 @@ func WaitFor[T any](tab *Tab, expr string, bound time.Duration) T {
 }
 
 // sceneExpr names what a person would see when a wait failed: the focused element and the
-// page's notices (role alert and status).
+// page's notices (role alert and status) that are shown (a hidden one, such as the relay-down
+// banner's standing text, is no notice).
 const sceneExpr = `(() => {
   const a = document.activeElement;
   const focus = a ? a.tagName.toLowerCase() + (a.id ? '#' + a.id : '') : 'none';
   const notes = [...document.querySelectorAll('[role=alert], [role=status]')]
+    .filter((n) => n.checkVisibility())
     .map((n) => (n.textContent || '').trim()).filter(Boolean).slice(-5);
   return 'focus: ' + focus + '; notices: ' + JSON.stringify(notes);
 })()`

@@ -114,3 +114,14 @@ func TestMiniAppHostsRunOutOfProcess(t *testing.T) {
 	}
 	t.Fatalf("the frame %s never became a target of its own (an out-of-process frame) within %v; the browser's targets: %v", frame, outOfProcessBound, seen)
 }
+
+// TestAFailedWaitNamesOnlyTheShownNotices: the scene a failed wait prints names the notices a
+// person sees (role status and alert) and not those the page keeps hidden until needed.
+func TestAFailedWaitNamesOnlyTheShownNotices(t *testing.T) {
+	tab := NewTab(t)
+	tab.Navigate(`data:text/html,<p role="status">shown</p><div role="alert" hidden>kept hidden</div><p role="status" style="display:none">not drawn</p>`)
+	scene := tab.scene()
+	if !strings.Contains(scene, `"shown"`) || strings.Contains(scene, "kept hidden") || strings.Contains(scene, "not drawn") {
+		t.Fatalf("the scene is %q; want the shown notice alone", scene)
+	}
+}
