@@ -286,10 +286,22 @@ func runExampleServer(t *testing.T, s exampleServer, row *string) {
 		return
 	}
 	if !approveWhile(tab, s.calledBack) {
-		t.Fatalf("the view's call was never answered and shown (%s); it shows:\n%s", s.calledBack, frameShows(tab))
+		t.Fatalf("the view's call was never answered and shown (%s); it shows:\n%s\nthe relay's log of %s:\n%s", s.calledBack, frameShows(tab), id, extensionLog(relay, id))
 	}
 	if stats := harness.Eval[map[string]any](tab, fmt.Sprintf(`voicebox.miniApps.stats(%q).mcp`, appID)); stats["calls"].(float64) < 1 {
 		t.Fatalf("the view shows an answer but made no call: %v", stats)
 	}
 	calls = "yes"
+}
+
+// extensionLog is the relay's log lines about extension id (its MCP session's requests, refusals
+// and ends), the last 40, for a failure's message.
+func extensionLog(relay *harness.Relay, id string) string {
+	var lines []string
+	for line := range strings.SplitSeq(relay.Stderr(), "\n") {
+		if strings.Contains(line, `"extension":"`+id+`"`) {
+			lines = append(lines, line)
+		}
+	}
+	return strings.Join(lines[max(0, len(lines)-40):], "\n")
 }
