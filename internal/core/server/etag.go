@@ -21,25 +21,26 @@ import (
 // times (embed.FS), so without an ETag it had no validator at all.
 type etags struct {
 	mu   sync.Mutex
-	tags map[etagKey]string
+	tags map[string]etag // by the name served: one entry a file, whatever its edits
 }
 
-type etagKey struct {
-	name string
+// etag is a file's tag as of its size and modification time.
+type etag struct {
 	size int64
 	mod  time.Time
+	tag  string
 }
 
 // of returns f's ETag (f as name and info describe it), reading f once if it is not known
-// yet and seeking it back to its start; "" when f cannot be read, which leaves the answer
-// without a validator rather than without the file.
+// yet (or changed since: another size or time) and seeking it back to its start; "" when f
+// cannot be read, which leaves the answer without a validator rather than without the file.
 func (e *etags) of(name string, info fs.FileInfo, f io.ReadSeeker) string {
-	key := etagKey{name, info.Size(), info.ModTime()}
+	size, mod := info.Size(), info.ModTime()
 	e.mu.Lock()
-	tag, ok := e.tags[key]
+	known, ok := e.tags[name]
 	e.mu.Unlock()
-	if ok {
-		return tag
+	if ok && known.size == size && known.mod.Equal(mod) {
+		return known.tag
 	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
@@ -48,12 +49,12 @@ func (e *etags) of(name string, info fs.FileInfo, f io.ReadSeeker) string {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return ""
 	}
-	tag = `"` + base64.RawURLEncoding.EncodeToString(h.Sum(nil)) + `"`
+	tag := `"` + base64.RawURLEncoding.EncodeToString(h.Sum(nil)) + `"`
 	e.mu.Lock()
 	if e.tags == nil {
-		e.tags = map[etagKey]string{}
+		e.tags = map[string]etag{}
 	}
-	e.tags[key] = tag
+	e.tags[name] = etag{size, mod, tag}
 	e.mu.Unlock()
 	return tag
 }

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http/httptest"
 	"testing"
 	"testing/fstest"
+	"time"
 )
 
 // TestStaticFilesRevalidate: the page's files served from an fs.FS without modification times
@@ -55,5 +58,39 @@ func TestStaticFilesRevalidate(t *testing.T) {
 		if stale.StatusCode != 200 {
 			t.Errorf("%s asked with another ETag: status %d, want 200", c.name, stale.StatusCode)
 		}
+	}
+}
+
+// TestAnEditedFileGetsANewTagAndTheTagsStayOneAFile: a file served again after an edit (another
+// size or time) gets the tag of its new bytes, and the validators keep one entry a file however
+// often it is edited (a relay serving --public DIR while its page is worked on).
+func TestAnEditedFileGetsANewTagAndTheTagsStayOneAFile(t *testing.T) {
+	var e etags
+	fsys := fstest.MapFS{}
+	tagOf := func(body string, mod time.Time) string {
+		fsys["page.js"] = &fstest.MapFile{Data: []byte(body), ModTime: mod}
+		f, err := fsys.Open("page.js")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		info, _ := f.Stat()
+		return e.of("page.js", info, f.(io.ReadSeeker))
+	}
+	start := time.Unix(1_700_000_000, 0)
+	first := tagOf("one", start)
+	if again := tagOf("one", start); again != first {
+		t.Fatalf("the same file answered %s, then %s", first, again)
+	}
+	seen := map[string]bool{first: true}
+	for i := range 50 {
+		tag := tagOf(fmt.Sprintf("edit %d", i), start.Add(time.Duration(i+1)*time.Second))
+		if seen[tag] {
+			t.Fatalf("edit %d kept an earlier tag %s", i, tag)
+		}
+		seen[tag] = true
+	}
+	if n := len(e.tags); n != 1 {
+		t.Fatalf("the validators hold %d entries for one file", n)
 	}
 }
