@@ -80,13 +80,13 @@ func (d *Door) Unanswered() uint64 { return d.unanswered.Load() }
 func (d *Door) handle(ctx context.Context, frame []byte) (wire.Answer, []byte) {
 	call, err := wire.ParseCall(frame)
 	if err != nil {
-		pe, _ := errors.AsType[*wire.ParseError](err)
-		if pe.CallID == "" {
-			d.unanswered.Add(1)
-			d.log.Warn("channel: call frame refused without an answer", "rule", string(pe.Rule), "why", pe.Why, "bytes", len(frame))
-			return wire.Answer{}, nil
+		// ParseCall's failures are *ParseError; anything else is read as a frame with no callId.
+		if pe, ok := errors.AsType[*wire.ParseError](err); ok && pe.CallID != "" {
+			return d.finish(wire.Refuse(pe.CallID, pe.Refusal), "")
 		}
-		return d.finish(wire.Refuse(pe.CallID, pe.Refusal), "")
+		d.unanswered.Add(1)
+		d.log.Warn("channel: call frame refused without an answer", "rule", string(refusal.RuleOf(err)), "err", err, "bytes", len(frame))
+		return wire.Answer{}, nil
 	}
 	if r := wire.Verify(call, d.admitted); r != nil {
 		return d.finish(wire.Refuse(call.CallID, r), call.Tool)
