@@ -50,6 +50,9 @@ func TestTheBuiltBinaryRunsAlone(t *testing.T) {
 			if br, encoding := fetch(t, relay.URL+"/voicebox.wasm", "br"); encoding != "br" || len(br) == 0 || len(br) >= len(wasm) {
 				t.Fatalf("the brotli copy: Content-Encoding %q, %d bytes of %d", encoding, len(br), len(wasm))
 			}
+			for _, encoding := range []string{"identity", "br"} {
+				revalidates(t, relay.URL+"/voicebox.wasm", encoding)
+			}
 			if name != "build" {
 				return
 			}
@@ -105,6 +108,35 @@ func fetch(t *testing.T, url, encoding string) ([]byte, string) {
 		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
 	}
 	return body, resp.Header.Get("Content-Encoding")
+}
+
+// revalidates checks that url, fetched with Accept-Encoding encoding, carries a strong ETag and
+// that a request naming it is answered 304 with no body: the binary's embedded page has no
+// modification times, so without the tag a browser downloads the wasm again at every load and
+// drops the code it compiled from it.
+func revalidates(t *testing.T, url, encoding string) {
+	t.Helper()
+	get := func(tag string) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("Accept-Encoding", encoding)
+		if tag != "" {
+			req.Header.Set("If-None-Match", tag)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	tag := get("").Header.Get("ETag")
+	if len(tag) < 3 || tag[0] != '"' {
+		t.Fatalf("GET %s (Accept-Encoding %q): ETag %q, want a strong validator", url, encoding, tag)
+	}
+	if again := get(tag); again.StatusCode != http.StatusNotModified || again.ContentLength > 0 {
+		t.Fatalf("GET %s with If-None-Match %s: %d (%d bytes), want 304 and no body", url, tag, again.StatusCode, again.ContentLength)
+	}
 }
 
 func fileExists(name string) bool {
