@@ -90,6 +90,7 @@ func TestAFloodOfReleaseAsksCostsTheWorkspaceNothing(t *testing.T) {
 
 	// Another page of the origin: the relay's health answer, a document of its own.
 	attacker := harness.NewTab(t)
+	attacker.Allow(`favicon`) // a document of its own may ask for one
 	attacker.Navigate(relay.URL + "/api/health")
 	harness.Eval[bool](attacker, `(async () => {
 		const root = await navigator.storage.getDirectory();
