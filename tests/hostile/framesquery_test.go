@@ -11,7 +11,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/voicebox-go/voicebox/internal/core/hub"
 	"github.com/voicebox-go/voicebox/internal/shared/channel"
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
@@ -26,7 +25,8 @@ const framesQueryHugeBytes = 900 << 10
 // TestTheFramesQueryChangesOnlyTheFrameType: /channel upgrades whose query asks for calls as
 // binary messages (hub.FramesQuery) in every wrong way: other values and spellings, an empty
 // and a bare key, repeated keys in both orders, escapes (good, bad, a NUL), a semicolon, more
-// pairs than net/url parses, and queries of 900 KB; a paired machine asks for binary too. Each
+// pairs than net/url parses, and queries of 900 KB; a paired machine asks for binary too
+// (hub.FramesQuery). Each
 // socket is admitted as it would be without a query, gets its calls as binary messages exactly
 // when the first value of "frames" is "binary" (text otherwise), and answers them; a query past
 // net/http's bound on a header is refused before any socket is made. The relay's descriptors and
@@ -106,8 +106,9 @@ func TestTheFramesQueryChangesOnlyTheFrameType(t *testing.T) {
 	if after.peakKB > before.rssKB+(64<<10) {
 		t.Errorf("the relay held %d KB at its peak, %d before", after.peakKB, before.rssKB)
 	}
-	if a := relay.Call(t, "now", map[string]string{}); a.OK || a.Refused != "no-page" {
-		t.Errorf("with every socket closed a call answered %s, want no-page", a.Raw)
+	// The machine held the slot last.
+	if a := relay.Call(t, "now", map[string]string{}); a.OK || a.Refused != "machine-unreachable" {
+		t.Errorf("with every socket closed a call answered %s, want machine-unreachable", a.Raw)
 	}
 	served(t, relay)
 }
@@ -177,5 +178,3 @@ func answerOneCall(t *testing.T, relay *harness.Relay, ws *websocket.Conn) webso
 		return 0
 	}
 }
-
-var _ = hub.FramesQuery
