@@ -53,11 +53,11 @@ type lender struct {
 	channel jsutil.Value // a BroadcastChannel, or undefined where there is none
 	onMsg   jsutil.Func
 
-	window  time.Time // the start of the second whose asks heard counts
-	heard   int       // asks heard since window
-	deaf    bool      // the channel's onmessage is unset until the second ends
-	saidAt  map[string]time.Time
-	objectF jsutil.Value // the global Object, to read a string's length without copying it
+	window  time.Time           // the start of the second whose asks heard counts
+	heard   int                 // asks heard since window
+	deaf    bool                // the channel's onmessage is unset until the second ends
+	saidAt  [sayKinds]time.Time // when each kind of line was last said
+	objectF jsutil.Value        // the global Object, to read a string's length without copying it
 }
 
 var (
@@ -120,7 +120,7 @@ func (l *lender) hear() bool {
 	if !l.deaf && l.channel.Set("onmessage", jsutil.Null()) == nil {
 		l.deaf = true
 		time.AfterFunc(l.window.Add(time.Second).Sub(now), l.listen)
-		l.sayLocked("flood", "opfs: asks to let go of files came faster than "+strconv.Itoa(asksPerSecond)+
+		l.sayLocked(sayFlood, "opfs: asks to let go of files came faster than "+strconv.Itoa(asksPerSecond)+
 			" a second on "+releaseChannel+" (another page of this origin floods it?): the rest of each such second is not heard")
 	}
 	return false
@@ -139,7 +139,7 @@ func (l *lender) listen() {
 func (l *lender) askOf(ev jsutil.Value) (string, bool) {
 	data, err := ev.Get("data")
 	if err != nil || data.Type() != jsutil.TypeString {
-		l.say("malformed", "opfs: an ask on "+releaseChannel+" that is not a path was dropped")
+		l.say(sayNotPath, "opfs: an ask on "+releaseChannel+" that is not a path was dropped")
 		return "", false
 	}
 	n := -1
@@ -147,27 +147,32 @@ func (l *lender) askOf(ev jsutil.Value) (string, bool) {
 		n, _ = boxed.Length()
 	}
 	if n < 0 || n > maxAskChars {
-		l.say("long", "opfs: an ask on "+releaseChannel+" longer than any path was dropped")
+		l.say(sayTooLong, "opfs: an ask on "+releaseChannel+" longer than any path was dropped")
 		return "", false
 	}
 	p, err := data.String()
 	return p, err == nil
 }
 
+// The kinds of line the lender says, each at most once per floodSayEvery.
+const (
+	sayFlood = iota
+	sayNotPath
+	sayTooLong
+	sayKinds
+)
+
 // say writes line on the console, once per floodSayEvery for its kind.
-func (l *lender) say(kind, line string) {
+func (l *lender) say(kind int, line string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sayLocked(kind, line)
 }
 
-func (l *lender) sayLocked(kind, line string) {
+func (l *lender) sayLocked(kind int, line string) {
 	now := time.Now()
-	if at, ok := l.saidAt[kind]; ok && now.Sub(at) < floodSayEvery {
+	if at := l.saidAt[kind]; !at.IsZero() && now.Sub(at) < floodSayEvery {
 		return
-	}
-	if l.saidAt == nil {
-		l.saidAt = map[string]time.Time{}
 	}
 	l.saidAt[kind] = now
 	println(line)
