@@ -141,3 +141,69 @@ func decide(t *testing.T, relay *harness.Relay, id string) (int, string) {
 	json.NewDecoder(resp.Body).Decode(&body)
 	return resp.StatusCode, body.Refused
 }
+
+// TestAPageKeepsARequestWhoseDecisionIsUnknown: the page on A shows a delete taken by B waiting
+// for approval; B is stopped (SIGSTOP) and the person presses Approve. The answer is
+// outcome-unknown, so the page says so and keeps the request, its buttons live (before, it took
+// the request away with "no request is waiting", and B, once running, deleted the file). B runs
+// again: the request goes when its approval settles (pressed again if B never got the first),
+// and the delete is done.
+func TestAPageKeepsARequestWhoseDecisionIsUnknown(t *testing.T) {
+	t.Parallel()
+	srv := fleettest.Start(t)
+	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=busy47p"}
+	a := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-a")...)
+	b := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-b")...)
+	resume := func() { syscall.Kill(b.PID(), syscall.SIGCONT) }
+	t.Cleanup(resume)
+	tab := openPage(t, a)
+	tab.Allow(`answered 503: .*/api/approvals/|status of 503`)
+	waitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
+	if !harness.Eval[bool](tab, `voicebox.call('files.write', {path: 'notes.txt', content: 'keep'}).then(a => a.ok)`) {
+		t.Fatal("writing notes.txt failed")
+	}
+	turned := make(chan int, 1)
+	token := b.HostToken(t)
+	go func() {
+		turn, _ := http.NewRequest(http.MethodPost, b.URL+"/api/turn", strings.NewReader(`{"action":{"verb":"delete_file","name":"notes.txt"}}`))
+		turn.Header.Set("Content-Type", "application/json")
+		turn.Header.Set("x-voicebox-host-token", token)
+		r, err := http.DefaultClient.Do(turn)
+		if err != nil {
+			turned <- 0
+			return
+		}
+		r.Body.Close()
+		turned <- r.StatusCode
+	}()
+	id := harness.WaitFor[string](tab, `(() => { const li = document.querySelector('#approvals li.approval'); return li ? li.dataset.approvalId : ''; })()`, patience)
+	request := fmt.Sprintf(`document.querySelector('#approvals li.approval[data-approval-id=%q]')`, id)
+
+	if err := syscall.Kill(b.PID(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	harness.Eval[bool](tab, `(`+request+`.querySelector('button.approve').click(), true)`)
+	told := harness.WaitFor[string](tab, `(() => { const n = document.querySelector('#notice'); return !n.hidden && n.textContent.includes('may or may not') ? n.textContent : ''; })()`, patience)
+	kept := harness.Eval[bool](tab, `(() => { const li = `+request+`; return !!li && !li.querySelector('button.approve').disabled; })()`)
+	time.Sleep(time.Until(stopped.Add(busyFor)))
+	resume()
+	t.Logf("the page said: %s", told)
+	if !kept {
+		t.Fatal("the page took the request away (or left its buttons off) though its decision's outcome is unknown")
+	}
+	harness.WaitFor[bool](tab, `(() => { const li = `+request+`;
+		if (li && !li.querySelector('button.approve').disabled) li.querySelector('button.approve').click();
+		return !li; })()`, patience)
+	select {
+	case code := <-turned:
+		if code != http.StatusOK {
+			t.Fatalf("the approved turn through B answered %d", code)
+		}
+	case <-time.After(patience):
+		t.Fatal("the approved turn through B never answered")
+	}
+	if harness.Eval[bool](tab, `voicebox.call('files.read', {path: 'notes.txt'}).then(v => v.ok)`) {
+		t.Fatal("notes.txt is still there after its approved delete")
+	}
+}
