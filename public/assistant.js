@@ -187,6 +187,13 @@ export function startAssistant() {
         yes.disabled = no.disabled = true;
         try {
           const answer = await relay(`/api/approvals/${encodeURIComponent(a.id)}`, { body: { approve } });
+          if (!answer.ok && answer.refused === 'outcome-unknown') {
+            // The fleet's relay that asked did not answer: the decision may or may not have been
+            // taken. The request stays, to be decided again; its approval-settled ends it if taken.
+            yes.disabled = no.disabled = false;
+            notify(new Error(answer.why));
+            return;
+          }
           if (!answer.ok) notify(new Error(answer.why || 'the request is no longer waiting'));
           settle(a.id);
         } catch (err) {

@@ -56,7 +56,9 @@ func (c *Tools) mode() string {
 //	                           in a fleet, runs (its live relay runs, internal/door/fleet)
 //	GET  /api/approvals        {ok, approvals}: the requests waiting for the user
 //	POST /api/approvals/{id}   {approve: bool}: decide one; 404 not-found when none waits, 410
-//	                           approval-requester-gone when the fleet relay that asked went away
+//	                           approval-requester-gone when the fleet relay that asked went away,
+//	                           503 outcome-unknown when it did not answer (the decision or its
+//	                           answer lost: it may or may not have been taken)
 func (c *Tools) Register(srv *server.Server) {
 	srv.Handle("GET /api/assistant", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		set := c.set.Load()
@@ -120,7 +122,11 @@ func (c *Tools) Register(srv *server.Server) {
 		if !c.approvals.decide(id, *body.Approve) {
 			decided, why := c.decideElsewhere(id, *body.Approve)
 			if r, ok := refusal.As(why); ok {
-				server.WriteRefusal(w, http.StatusGone, r)
+				status := http.StatusGone
+				if r.Rule == refusal.OutcomeUnknown {
+					status = http.StatusServiceUnavailable // the fleet lost the decision or its answer
+				}
+				server.WriteRefusal(w, status, r)
 				return
 			}
 			if !decided {

@@ -61,6 +61,26 @@ const (
 	alivePendingBytes = 64 << 10
 )
 
+// What a relay holds of each other subscription's messages not yet handled (bytes of their
+// data); past either bound NATS's client drops what arrives rather than holding up to its
+// default 64 MB a subscription, and the relay says so once a subject per sayEvery (asyncError).
+// Whoever holds the fleet's NATS credentials can publish there, so a flood costs a relay these
+// at most. What a dropped message means on each subject is in docs/scaling.md; in short, a
+// drop on <prefix>.events or <prefix>.presence makes the relay believe no silence until it has
+// heard a lease TTL whole again (heardSince), and a decision that gets no answer is told
+// outcome-unknown, never not-found.
+const (
+	// <prefix>.events: every relay's events for its pages (an event is at most MaxEventBytes).
+	eventsPendingMsgs  = 1024
+	eventsPendingBytes = 4 << 20
+	// <prefix>.presence: heartbeats, which carry nothing but their headers.
+	presencePendingMsgs  = 1024
+	presencePendingBytes = 64 << 10
+	// <prefix>.approvals and <prefix>.approvals.<id>: decisions ({id, approve}, under 200 bytes).
+	decisionPendingMsgs  = 256
+	decisionPendingBytes = 64 << 10
+)
+
 // runsEvent is the event that tells this relay's pages the fleet's live runs, when the list
 // becomes known or changes (Events.LiveRuns).
 const runsEvent = "runs"
@@ -114,6 +134,11 @@ type Events struct {
 	told   string     // the live runs last told to the pages, comma-separated; "" for none
 
 	alive []*nats.Subscription // on aliveRun and aliveRelay: this run and this relay live
+
+	dropMu   sync.Mutex
+	dropSubs []*nats.Subscription // on <prefix>.events and <prefix>.presence
+	dropSeen []int                // what each of dropSubs had dropped when last looked at
+	deafAt   time.Time            // when a drop on one of them was last seen
 
 	stop chan struct{}
 	done chan struct{}
@@ -176,17 +201,26 @@ func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 			return
 		}
 		if !ValidEventFrame(m.Data) {
-			f.log.Warn("fleet: a malformed event from the fleet was dropped", "bytes", len(m.Data))
+			if f.sayOnce("malformed event") {
+				f.log.Warn("fleet: a malformed event from the fleet was dropped (said once per 10 s)", "bytes", len(m.Data))
+			}
 			return
 		}
 		e.track(from, m.Data)
 		c.DeliverEvent(m.Data)
 	})
+	if err == nil {
+		err = sub.SetPendingLimits(eventsPendingMsgs, eventsPendingBytes)
+	}
 	if err != nil {
 		close(e.done)
+		if sub != nil {
+			sub.Unsubscribe()
+		}
 		return nil, err
 	}
 	e.subs = append(e.subs, sub)
+	e.dropSubs = append(e.dropSubs, sub)
 	sub, err = f.nc.Subscribe(f.subject("presence"), func(m *nats.Msg) {
 		from := m.Header.Get(relayHeader)
 		if from == f.ID() || !validName(from, maxRelayIDBytes) || string(m.Data) == leavingMessage {
@@ -197,12 +231,11 @@ func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 		e.runHeardLocked(m.Header.Get(instanceHeader))
 		e.peerMu.Unlock()
 	})
-	if err != nil {
-		close(e.done)
-		e.Close()
+	if err := e.bounded(sub, err, presencePendingMsgs, presencePendingBytes); err != nil {
 		return nil, err
 	}
-	e.subs = append(e.subs, sub)
+	e.dropSubs = append(e.dropSubs, sub)
+	e.dropSeen = make([]int, len(e.dropSubs))
 	sub, err = f.nc.Subscribe(f.subject("approvals"), func(m *nats.Msg) {
 		var d decision
 		if m.Header.Get(relayHeader) == f.ID() || json.Unmarshal(m.Data, &d) != nil {
@@ -212,12 +245,9 @@ func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 			m.Respond([]byte(`{"ok":true}`))
 		}
 	})
-	if err != nil {
-		close(e.done)
-		e.Close()
+	if err := e.bounded(sub, err, decisionPendingMsgs, decisionPendingBytes); err != nil {
 		return nil, err
 	}
-	e.subs = append(e.subs, sub)
 	// A decision addressed to this relay, on an approval the sender knows it asked for: always
 	// answered, held or not, so the sender never takes a slow answer for none.
 	sub, err = f.nc.Subscribe(f.subject("approvals."+f.ID()), func(m *nats.Msg) {
@@ -228,12 +258,9 @@ func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 		b, _ := json.Marshal(decisionReply{OK: c.DecideLocal(d.ID, d.Approve)})
 		m.Respond(b)
 	})
-	if err != nil {
-		close(e.done)
-		e.Close()
+	if err := e.bounded(sub, err, decisionPendingMsgs, decisionPendingBytes); err != nil {
 		return nil, err
 	}
-	e.subs = append(e.subs, sub)
 	// Whether this run and this relay still live: asked by a relay that heard a leave naming
 	// them (checkLeave). A run with no valid name is recorded by nobody, so never asked.
 	alive := []string{aliveRelay + f.ID()}
@@ -263,6 +290,42 @@ func (f *Fleet) NewEvents(c EventSink) (*Events, error) {
 	f.nc.FlushTimeout(OpTimeout)
 	go e.beat()
 	return e, nil
+}
+
+// bounded keeps sub, just subscribed (err is the subscription's), holding at most msgs messages
+// and bytes of their data not yet handled. On an error it ends what NewEvents started.
+func (e *Events) bounded(sub *nats.Subscription, err error, msgs, bytes int) error {
+	if err == nil {
+		if err = sub.SetPendingLimits(msgs, bytes); err != nil {
+			sub.Unsubscribe()
+		}
+	}
+	if err != nil {
+		close(e.done)
+		e.Close()
+		return err
+	}
+	e.subs = append(e.subs, sub)
+	return nil
+}
+
+// heardSince is when this relay last began to hear the fleet whole: its last (re)connection to
+// NATS, or the last time it saw that <prefix>.events or <prefix>.presence dropped messages past
+// their bounds (a flood), whichever is later. A relay is believed silent only when not heard
+// for a lease TTL since then: a heartbeat, an event or a leave may have been among the dropped.
+func (e *Events) heardSince() time.Time {
+	since := e.f.joinedAt()
+	e.dropMu.Lock()
+	defer e.dropMu.Unlock()
+	for i, sub := range e.dropSubs {
+		if n, err := sub.Dropped(); err == nil && n != e.dropSeen[i] {
+			e.dropSeen[i], e.deafAt = n, time.Now()
+		}
+	}
+	if e.deafAt.After(since) {
+		since = e.deafAt
+	}
+	return since
 }
 
 // leaveHeard takes the leave of relay from's run instance, heard on <prefix>.events after every
@@ -505,15 +568,16 @@ func (e *Events) forgetSilentRunsLocked(now time.Time) {
 
 // LiveRuns implements assistant.Fleet: the fleet's live runs (this relay's and those heard on
 // <prefix>.presence within a lease TTL), sorted, and known true when that list is whole. It is
-// not while NATS is away, within a lease TTL of joining or reconnecting (a live relay may not
-// have been heard yet), nor with more than approval.MaxLiveRuns runs heard within a lease TTL.
+// not while NATS is away, within a lease TTL of joining or reconnecting or of a flood's drops
+// (heardSince: a live relay may not have been heard yet), nor with more than
+// approval.MaxLiveRuns runs heard within a lease TTL.
 func (e *Events) LiveRuns() (runs []string, known bool) {
 	if !e.f.Connected() {
 		return nil, false
 	}
+	since := e.heardSince()
 	now := time.Now()
 	ttl := e.f.cfg.LeaseTTL
-	since := e.f.joinedAt()
 	e.peerMu.Lock()
 	defer e.peerMu.Unlock()
 	if e.began.After(since) {
@@ -562,8 +626,8 @@ func (e *Events) endSilent() {
 	if !e.f.Connected() {
 		return
 	}
+	joined := e.heardSince() // the others are given a lease TTL from each reconnection (or flood) to be heard
 	now := time.Now()
-	joined := e.f.joinedAt() // the others are given a lease TTL from each reconnection to be heard
 	var ended []string
 	e.peerMu.Lock()
 	for id, a := range e.asked {
@@ -672,6 +736,13 @@ func (e *Events) Watching(on bool) {
 	case e.closed:
 	case on && e.watching == nil:
 		sub, err := e.f.nc.Subscribe(e.f.subject("watching"), func(m *nats.Msg) { m.Respond(nil) })
+		if err == nil {
+			// An ask carries nothing, as on the alive subjects: a flood past a small queue is
+			// dropped (a genuine ask dropped reads as nobody watching: no-page, said at once).
+			if err = sub.SetPendingLimits(alivePendingMsgs, alivePendingBytes); err != nil {
+				sub.Unsubscribe()
+			}
+		}
 		if err != nil {
 			e.f.log.Warn("fleet: the other relays cannot hear that a page follows this relay's events", "err", err)
 			return
@@ -740,7 +811,10 @@ func (e *Events) Decide(id string, approve bool) (bool, error) {
 			return r.OK, nil
 		}
 		if !errors.Is(err, nats.ErrNoResponders) {
-			return false, nil
+			// It subscribes there, and always answers: its answer, or the decision, was lost
+			// (a flood past its bounds, NATS in trouble). Whether the decision took is not
+			// known, and saying "not found" would tell the person the request is gone.
+			return false, refusal.New(refusal.OutcomeUnknown, "the decision on approval %q was sent to the relay that asked for it (%s), which did not answer within %v: it may or may not have been taken; if the request is still shown, decide again", id, asked.relay, OpTimeout)
 		}
 		// Nobody subscribes to that relay's subject: it is gone (a relay of an older version
 		// is asked on the shared subject below).

@@ -31,6 +31,13 @@ const (
 	extChangedSubject = "extensions"
 )
 
+// extChangedPendingMsgs and extChangedPendingBytes bound what a relay holds of the messages on
+// extChangedSubject not yet handled; past either, NATS's client drops what arrives.
+const (
+	extChangedPendingMsgs  = 64
+	extChangedPendingBytes = 16 << 10
+)
+
 // MaxLedgerLineBytes bounds one line of the fleet's ledger (a ledger line is an action, an id,
 // a hash, who and when: under 300 bytes); the stream refuses a longer message.
 const MaxLedgerLineBytes = 4 << 10
@@ -343,6 +350,14 @@ func (f *Fleet) WatchExtensions(reload func()) (stop func(), err error) {
 			poke()
 		}
 	})
+	if err == nil {
+		// A change's message carries nothing the reload needs: past a small queue a flood is
+		// dropped. What is dropped arrived while that queue was full, and each message of
+		// another relay in it makes a reload after it, which reads the store as it is then.
+		if err = sub.SetPendingLimits(extChangedPendingMsgs, extChangedPendingBytes); err != nil {
+			sub.Unsubscribe()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -111,8 +111,11 @@ const (
 // crash, or a failed write, part way through an append) is no record. Records skips it, and
 // before the next append (on opening the log, or after a failed one) the segment is cut back to
 // its last whole line, so every record that follows starts on a line of its own. The segments
-// keep the log bounded. One RootAudit must own a metadata area at a time: two would each count
-// the current segment's size alone.
+// keep the log bounded. Two RootAudits of one area (two tabs of one browser storage) each count
+// the current segment's size alone, so a segment may grow to twice AuditSegmentBytes, and one
+// that fell behind appends to an older segment than the other's (Records reads by segment, so
+// its records may come before earlier ones of the other around a new segment; each carries its
+// time); starting a segment drops every one past AuditSegments, so the log stays bounded.
 type RootAudit struct {
 	meta fsroot.Root
 	// segBytes and keep are AuditSegmentBytes and AuditSegments (tests shrink them).
@@ -273,7 +276,20 @@ func (a *RootAudit) appendSegment(ctx context.Context, seq int, data []byte) err
 		return textf.Errorf("executor: append to the audit log: %w", err)
 	}
 	a.size += len(data)
-	if old := seq - a.keep; started && old > 0 {
+	if !started {
+		return nil
+	}
+	// Every segment past keep goes, not only the one this start pushes out: another RootAudit
+	// of the area (another tab's) that fell behind starts a segment the others already dropped
+	// when it next appends, and only a later start would ever see it.
+	seqs, err := a.segments(ctx)
+	if err != nil {
+		return err
+	}
+	for _, old := range seqs {
+		if old > seq-a.keep {
+			break
+		}
 		if err := a.meta.Remove(ctx, segmentName(old)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return textf.Errorf("executor: drop an old audit segment: %w", err)
 		}
