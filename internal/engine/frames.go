@@ -134,6 +134,10 @@ type frameApp struct {
 	appID string
 }
 
+// ReturnsWhenDone marks frameApp a miniapp.PromptApp: CallTool waits for its answer or ctx,
+// whichever is first, so the registry calls it on the caller's goroutine.
+func (frameApp) ReturnsWhenDone() {}
+
 // CallTool posts the call on the app's port (or, with none, to the page) and waits for its
 // answer or for ctx, whichever is first.
 func (a frameApp) CallTool(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {

@@ -119,10 +119,11 @@ func openRoot(ctx context.Context, kind string, handle any) (fsroot.Root, RootIn
 // endpoint's voiceboxInbox, if any), and says ready.
 func serve(endpoint jsutil.Value, a *Engine, out *poster) error {
 	post := out.post
+	calls := newWorkers()
 	onMessage, err := jsutil.FuncOf(func(_ jsutil.Value, args []jsutil.Value) any {
 		if len(args) > 0 {
 			if data, err := args[0].Get("data"); err == nil {
-				receive(a, post, data)
+				receive(a, calls, post, data)
 			}
 		}
 		return nil
@@ -137,7 +138,7 @@ func serve(endpoint jsutil.Value, a *Engine, out *poster) error {
 		n, _ := inbox.Length()
 		for i := range n {
 			if v, err := inbox.Index(i); err == nil {
-				receive(a, post, v)
+				receive(a, calls, post, v)
 			}
 		}
 		endpoint.Delete("voiceboxInbox")
@@ -166,8 +167,8 @@ func (out *poster) post(b []byte, bytes []byte) {
 	}
 }
 
-// receive answers one message from the page, in its own goroutine.
-func receive(a *Engine, post func([]byte, []byte), data jsutil.Value) {
+// receive answers one message from the page, on a goroutine of calls.
+func receive(a *Engine, calls *workers, post func([]byte, []byte), data jsutil.Value) {
 	text, bytes, object, err := splitMessage(data)
 	if err != nil {
 		os.Stdout.WriteString(textf.Sprintf("voicebox worker: dropped a message: %v\n", err))
@@ -195,7 +196,7 @@ func receive(a *Engine, post func([]byte, []byte), data jsutil.Value) {
 		serveOne()
 		return
 	}
-	go serveOne()
+	calls.run(serveOne)
 }
 
 // splitMessage reads a call as the page's worker-client.js posts it (wrap there): its JSON text,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -445,41 +446,97 @@ func TestDispatch(t *testing.T) {
 			rule: refusal.ToolTimeout, why: "tool execution timed out after 1ms"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			r := NewRegistry()
-			if tt.timeout != 0 {
-				r.timeout = tt.timeout
-			}
-			app := &fakeApp{answer: tt.answer, reached: make(chan struct{})}
-			if err := r.Open("app_score", app); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.Register("app_score", []byte(setScore)); err != nil {
-				t.Fatal(err)
-			}
-			out, err := r.Dispatch(context.Background(), ModelName("app_score", "set_score"), json.RawMessage(tt.args))
-			if tt.reachesIt {
-				// A call that timed out may reach the app after Dispatch answered: the call is
-				// handed over on a goroutine of its own. It does reach it.
-				<-app.reached
-			} else if app.calls.Load() > 0 {
-				t.Fatal("refused arguments reached the app")
-			}
-			if (out == nil) == (err == nil) {
-				t.Fatalf("Dispatch must give exactly one of a result and a refusal: %s, %v", out, err)
-			}
-			if tt.rule != "" {
-				r, ok := refusal.As(err)
-				if !ok || r.Rule != tt.rule || !strings.Contains(r.Why, tt.why) {
-					t.Fatalf("Dispatch error = %v, want rule %s with %q", err, tt.rule, tt.why)
+		// Every case holds for an App called on a goroutine of the registry's and for a
+		// PromptApp, called on the caller's.
+		for _, prompt := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/prompt=%v", tt.name, prompt), func(t *testing.T) {
+				t.Parallel()
+				r := NewRegistry()
+				if tt.timeout != 0 {
+					r.timeout = tt.timeout
 				}
-				return
+				app := &fakeApp{answer: tt.answer, reached: make(chan struct{})}
+				var called App = app
+				if prompt {
+					called = promptApp{app}
+				}
+				if err := r.Open("app_score", called); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := r.Register("app_score", []byte(setScore)); err != nil {
+					t.Fatal(err)
+				}
+				out, err := r.Dispatch(context.Background(), ModelName("app_score", "set_score"), json.RawMessage(tt.args))
+				if tt.reachesIt {
+					// A call that timed out may reach the app after Dispatch answered: the call is
+					// handed over on a goroutine of its own. It does reach it.
+					<-app.reached
+				} else if app.calls.Load() > 0 {
+					t.Fatal("refused arguments reached the app")
+				}
+				if (out == nil) == (err == nil) {
+					t.Fatalf("Dispatch must give exactly one of a result and a refusal: %s, %v", out, err)
+				}
+				if tt.rule != "" {
+					r, ok := refusal.As(err)
+					if !ok || r.Rule != tt.rule || !strings.Contains(r.Why, tt.why) {
+						t.Fatalf("Dispatch error = %v, want rule %s with %q", err, tt.rule, tt.why)
+					}
+					return
+				}
+				if err != nil || string(out) != tt.want {
+					t.Fatalf("Dispatch = %.100s, %v; want %.100s", out, err, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// promptApp is a fakeApp that promises to return when its ctx is done (miniapp.PromptApp).
+type promptApp struct{ *fakeApp }
+
+func (promptApp) ReturnsWhenDone() {}
+
+// TestAPromptAppIsCalledOnTheCallersGoroutine: the registry calls a PromptApp (the page's frames)
+// on the goroutine that dispatched the call, with no goroutine of its own per call, and an App
+// without the promise on another; both under the tool-timeout.
+func TestAPromptAppIsCalledOnTheCallersGoroutine(t *testing.T) {
+	t.Parallel()
+	// onCaller reports whether the goroutine running the tool is the test's own: its stack
+	// starts in the testing package's tRunner.
+	onCaller := func() bool {
+		buf := make([]byte, 64<<10)
+		return strings.Contains(string(buf[:runtime.Stack(buf, false)]), "testing.tRunner(")
+	}
+	for _, tt := range []struct {
+		name string
+		app  func(*fakeApp) App
+		want bool
+	}{
+		{"a PromptApp", func(a *fakeApp) App { return promptApp{a} }, true},
+		{"an App", func(a *fakeApp) App { return a }, false},
+	} {
+		var inline atomic.Bool
+		fake := &fakeApp{answer: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+			inline.Store(onCaller())
+			if _, ok := ctx.Deadline(); !ok {
+				return nil, errors.New("no deadline")
 			}
-			if err != nil || string(out) != tt.want {
-				t.Fatalf("Dispatch = %.100s, %v; want %.100s", out, err, tt.want)
-			}
-		})
+			return json.RawMessage(`1`), nil
+		}}
+		r := NewRegistry()
+		if err := r.Open("a", tt.app(fake)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Register("a", decl("t")); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := r.Dispatch(context.Background(), ModelName("a", "t"), nil); err != nil || string(out) != "1" {
+			t.Fatalf("%s answered %s, %v", tt.name, out, err)
+		}
+		if inline.Load() != tt.want {
+			t.Errorf("%s ran on the caller's goroutine: %v, want %v", tt.name, inline.Load(), tt.want)
+		}
 	}
 }
 

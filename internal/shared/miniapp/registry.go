@@ -90,6 +90,18 @@ type App interface {
 	CallTool(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error)
 }
 
+// PromptApp is an App whose CallTool returns as soon as its ctx is done (with ctx's error), as
+// the page's frames do (they wait for the answer or ctx, whichever is first). The registry calls
+// it on the caller's goroutine: no goroutine and channel of its own per call, whose fresh stack
+// grew again on every call (copystack, about 15 us a call of the page worker's wasm). Its
+// answers are bounded as any App's; it must not block past ctx, since nothing else then answers
+// tool-timeout.
+type PromptApp interface {
+	App
+	// ReturnsWhenDone marks the promise; it is never called.
+	ReturnsWhenDone()
+}
+
 // Registry holds the tools of the open apps. It is safe for concurrent use.
 type Registry struct {
 	builtins map[string]bool
@@ -376,24 +388,28 @@ type result struct {
 func (r *Registry) call(ctx context.Context, app App, tool string, args json.RawMessage) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	done := make(chan result, 1) // buffered: a late answer never blocks the app's goroutine
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- result{err: refusal.New(refusal.ExecThrew, "tool %q panicked: %v", tool, p)}
-			}
-		}()
-		out, err := app.CallTool(ctx, tool, args)
-		done <- result{out, err}
-	}()
 	var res result
-	select {
-	case res = <-done:
-	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, refusal.New(refusal.ToolTimeout, "%s", timedOut(r.timeout))
+	if p, ok := app.(PromptApp); ok {
+		res = callPrompt(ctx, p, tool, args)
+		if res.err != nil && ctx.Err() != nil {
+			return nil, r.expired(ctx, tool)
 		}
-		return nil, refusal.New(refusal.ToolTimeout, "the call to tool %q was abandoned before it answered", tool)
+	} else {
+		done := make(chan result, 1) // buffered: a late answer never blocks the app's goroutine
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					done <- result{err: refusal.New(refusal.ExecThrew, "tool %q panicked: %v", tool, p)}
+				}
+			}()
+			out, err := app.CallTool(ctx, tool, args)
+			done <- result{out, err}
+		}()
+		select {
+		case res = <-done:
+		case <-ctx.Done():
+			return nil, r.expired(ctx, tool)
+		}
 	}
 	if res.err != nil {
 		if rf, ok := refusal.As(res.err); ok {
@@ -411,6 +427,26 @@ func (r *Registry) call(ctx context.Context, app App, tool string, args json.Raw
 		return nil, refusal.New(refusal.ExecThrew, "tool %q answered with something that is not JSON", tool)
 	}
 	return res.out, nil
+}
+
+// callPrompt calls app on this goroutine; a panic is exec-threw, as on the App's own goroutine.
+func callPrompt(ctx context.Context, app PromptApp, tool string, args json.RawMessage) (res result) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = result{err: refusal.New(refusal.ExecThrew, "tool %q panicked: %v", tool, p)}
+		}
+	}()
+	out, err := app.CallTool(ctx, tool, args)
+	return result{out, err}
+}
+
+// expired is the refusal of a call whose ctx ended before its app answered: tool-timeout, for
+// the registry's deadline or the caller's going away.
+func (r *Registry) expired(ctx context.Context, tool string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return refusal.New(refusal.ToolTimeout, "%s", timedOut(r.timeout))
+	}
+	return refusal.New(refusal.ToolTimeout, "the call to tool %q was abandoned before it answered", tool)
 }
 
 // ModelName is the name the live model is offered for tool of appID: tool under the scope
