@@ -71,7 +71,11 @@ const (
 // outcome-unknown, never not-found.
 const (
 	// <prefix>.events: every relay's events for its pages (an event is at most MaxEventBytes).
-	eventsPendingMsgs  = 1024
+	// A run's turn can publish thousands of small events at once (its steps, then its outcome
+	// and its leave: TestALeaveIsHeardAfterTheRunsLastEvents sends 2,000), and a drop there
+	// costs pages events and the fleet a lease TTL of believing no silence, so the count is
+	// generous; the byte bound is what holds a flood of large ones.
+	eventsPendingMsgs  = 16384
 	eventsPendingBytes = 4 << 20
 	// <prefix>.presence: heartbeats, which carry nothing but their headers.
 	presencePendingMsgs  = 1024
