@@ -23,6 +23,7 @@ export function engineIO(memory) {
   // A view is made again at every use: the memory's ArrayBuffer is replaced when Go's heap grows.
   /** @param {number} addr @param {number} n */
   const bytes = (addr, n) => new Uint8Array(memory.buffer, addr, n);
+  // Go takes each function once and calls it alone (no this).
   return {
     /**
      * frames gives each message ws receives to onFrame: a text or binary frame of up to cap bytes

@@ -11,7 +11,9 @@ import (
 // before Go starts; a context without it (a test binary on the page's main thread) has none, and
 // its callers take the generic way (Value's calls and the byte copies), with the same results.
 type IO struct {
-	v Value
+	// Its functions, taken once: each is called with Invoke, whose crossing carries no method
+	// name for JavaScript to decode from Go's memory.
+	frames, send, read Value
 }
 
 // EngineIO returns the context's IO, and whether it has one.
@@ -20,7 +22,13 @@ func EngineIO() (IO, bool) {
 	if err != nil || v.Type() != TypeObject {
 		return IO{}, false
 	}
-	return IO{v}, true
+	var io IO
+	for name, f := range map[string]*Value{"frames": &io.frames, "send": &io.send, "read": &io.read} {
+		if *f, err = v.Get(name); err != nil || f.Type() != TypeFunction {
+			return IO{}, false
+		}
+	}
+	return io, true
 }
 
 // Kept is a Go buffer JavaScript writes into in place (IO.Frames, IO.Read): allocated once, its
@@ -66,7 +74,7 @@ func (io IO) Frames(ws Value, into *Kept, onFrame func(n int, data Value)) (Func
 		return Func{}, err
 	}
 	buf := into.Bytes()
-	if _, err := io.v.Call("frames", ws, addr(buf), len(buf), f); err != nil {
+	if _, err := io.frames.Invoke(ws, addr(buf), len(buf), f); err != nil {
 		f.Release()
 		return Func{}, err
 	}
@@ -79,7 +87,7 @@ func (io IO) Send(ws Value, frame []byte) (bool, error) {
 	if len(frame) == 0 {
 		frame = []byte{} // a valid address for an empty frame
 	}
-	v, err := io.v.Call("send", ws, addr(frame), len(frame))
+	v, err := io.send.Invoke(ws, addr(frame), len(frame))
 	runtime.KeepAlive(frame)
 	if err != nil {
 		return false, err
@@ -91,7 +99,7 @@ func (io IO) Send(ws Value, frame []byte) (bool, error) {
 // length), and returns how many bytes it read. A throw is returned as Thrown's *Error.
 func (io IO) Read(h Value, into *Kept) (int, error) {
 	buf := into.Bytes()
-	v, err := io.v.Call("read", h, addr(buf), len(buf))
+	v, err := io.read.Invoke(h, addr(buf), len(buf))
 	if err != nil {
 		return 0, Thrown(err)
 	}
