@@ -157,7 +157,11 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 func shapeOf(raw []byte) (spaced bool, depth int) {
 	inString, d := false, 0
 	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; {
+		c := raw[i]
+		if inString && plainInString[c] {
+			continue
+		}
+		switch {
 		case inString:
 			if c == '\\' {
 				i++
