@@ -23,15 +23,18 @@ function fail(message) {
 }
 
 // The mini-apps' direct ports are opened through app-port.js (the message budget the bridge and
-// the page charge, one implementation): loaded beside the engine, set before Go starts.
+// the page charge, one implementation): loaded beside the engine, set before Go starts. So is
+// engine-io.js, the byte paths (the socket's frames, OPFS reads) in one call across each.
 const appPortModule = '/app-port.js';
+const engineIOModule = '/engine-io.js';
 
 try {
   importScripts('/wasm_exec.js');
   const go = new Go();
-  Promise.all([import(appPortModule), WebAssembly.instantiateStreaming(fetch('/voicebox.wasm'), go.importObject)])
-    .then(([ports, { instance }]) => {
+  Promise.all([import(appPortModule), import(engineIOModule), WebAssembly.instantiateStreaming(fetch('/voicebox.wasm'), go.importObject)])
+    .then(([ports, io, { instance }]) => {
       self.voiceboxOpenAppPort = ports.openAppPort;
+      self.voiceboxIO = io.engineIO(/** @type {WebAssembly.Memory} */ (instance.exports.mem));
       return go.run(instance);
     })
     .then(() => fail('the engine stopped'), (err) => fail('the engine could not start: ' + err));

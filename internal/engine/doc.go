@@ -91,7 +91,11 @@
 // Once a root is open the worker dials the relay's /channel (the page's own origin) and serves
 // the relay's calls on that root through the executor door (see peer.go for the frames). It
 // reconnects with backoff when the relay goes away, and waits for channel.connect after the relay
-// refused it or a newer tab took the executor's place.
+// refused it or a newer tab took the executor's place. The socket's frames, both ways, and the
+// OPFS root's pooled reads move their bytes through public/engine-io.js (worker.js sets it as
+// self.voiceboxIO before Go starts; internal/jsutil's IO): one call across the wasm boundary each,
+// reading and writing Go's memory in place. Without it (a test binary on the main thread) they
+// take syscall/js's generic way, with the same results.
 //
 // Only Run, and the message loop, sockets and roots it uses, are GOOS=js; the rest is portable and
 // its tests run natively as well as in the browser.

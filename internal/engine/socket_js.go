@@ -32,6 +32,13 @@ type socket struct {
 	// JavaScript in two calls (a view of its ArrayBuffer, the copy) and is then cut to its size.
 	uint8Array jsutil.Value
 	received   []byte
+
+	// io, when the worker has engine-io.js (hasIO), moves the bytes instead: a frame is written
+	// into inbox before Go's handler is called with its length, and an answer is sent from
+	// where it lies in Go's memory, one call across each way.
+	io    jsutil.IO
+	hasIO bool
+	inbox *jsutil.Kept
 }
 
 // receiveScratchBytes is the size of the buffer a binary frame is copied into on arrival: a call
@@ -71,20 +78,7 @@ func dialSocket(ctx context.Context, url string) (*socket, error) {
 	}
 	errs := []error{
 		on("onopen", func([]jsutil.Value) { openOnce.Do(func() { close(opened) }) }),
-		on("onmessage", func(args []jsutil.Value) {
-			data, err := args[0].Get("data")
-			if err != nil {
-				return
-			}
-			frame, ok := s.frameOf(data)
-			if !ok {
-				return
-			}
-			s.mu.Lock()
-			s.queue = append(s.queue, frame)
-			s.mu.Unlock()
-			s.wake()
-		}),
+		s.listen(),
 		on("onclose", func(args []jsutil.Value) {
 			info := &closeInfo{Code: 1006}
 			if code, err := args[0].Get("code"); err == nil {
@@ -117,6 +111,49 @@ func dialSocket(ctx context.Context, url string) (*socket, error) {
 		s.Close(1000, "gave up connecting")
 		return nil, ctx.Err()
 	}
+}
+
+// listen sets the socket's message handler: through engine-io.js when the worker has it,
+// otherwise a Go function reading each message's data.
+func (s *socket) listen() error {
+	if s.io, s.hasIO = jsutil.EngineIO(); s.hasIO {
+		s.inbox = jsutil.NewKept(receiveScratchBytes)
+		f, err := s.io.Frames(s.ws, s.inbox, func(n int, data jsutil.Value) {
+			if n >= 0 && n <= len(s.inbox.Bytes()) {
+				s.enqueue(append([]byte(nil), s.inbox.Bytes()[:n]...))
+			} else if frame, ok := s.frameOf(data); ok {
+				s.enqueue(frame)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		s.funcs = append(s.funcs, f)
+		return nil
+	}
+	f, err := jsutil.FuncOf(func(_ jsutil.Value, args []jsutil.Value) any {
+		data, err := args[0].Get("data")
+		if err != nil {
+			return nil
+		}
+		if frame, ok := s.frameOf(data); ok {
+			s.enqueue(frame)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.funcs = append(s.funcs, f)
+	return s.ws.Set("onmessage", f.Value())
+}
+
+// enqueue queues a received frame for Receive.
+func (s *socket) enqueue(frame []byte) {
+	s.mu.Lock()
+	s.queue = append(s.queue, frame)
+	s.mu.Unlock()
+	s.wake()
 }
 
 func (s *socket) wake() {
@@ -184,11 +221,26 @@ func (s *socket) Receive(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// Send sends frame, JSON, as a binary message (see binary). A socket the browser has begun to close (readyState CLOSING or
-// CLOSED, before its close event reached us) takes nothing: the browser would drop the frame and
-// log an error, so the sender is told the socket closed instead.
+// Send sends frame, JSON, as a binary message: from where it lies in Go's memory through
+// engine-io.js, one call across, or else through the kept scratch buffer (see binary). A socket
+// the browser has begun to close (readyState CLOSING or CLOSED, before its close event reached
+// us) takes nothing: the browser would drop the frame and log an error, so the sender is told
+// the socket closed instead.
 func (s *socket) Send(frame []byte) error {
-	if s.Closed() != nil || !s.open() {
+	if s.Closed() != nil {
+		return errSocketClosed
+	}
+	if s.hasIO {
+		sent, err := s.io.Send(s.ws, frame)
+		if err != nil {
+			return jsutil.Thrown(err)
+		}
+		if !sent {
+			return errSocketClosed
+		}
+		return nil
+	}
+	if !s.open() {
 		return errSocketClosed
 	}
 	arr, err := s.binary(frame)
@@ -259,6 +311,8 @@ func (s *socket) Close(code int, reason string) {
 
 // release drops the JS callbacks once the socket is finished with.
 func (s *socket) release() {
+	// engine-io.js writes a frame into the inbox before it calls Go: it must stop first.
+	s.ws.Set("onmessage", jsutil.Null())
 	for _, f := range s.funcs {
 		f.Release()
 	}

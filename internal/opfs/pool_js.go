@@ -23,7 +23,14 @@ type handlePool struct {
 	readMu  sync.Mutex
 	scratch jsutil.Value // a Uint8Array of readScratchBytes, once a read made it
 	at0     jsutil.Value // the read options {at: 0}
-	ready   bool         // scratch and at0 are made
+	ready   bool         // scratch and at0 are made, or io and kept
+
+	// io, when the worker has engine-io.js (hasIO), reads a file into kept, Go's own buffer of
+	// readScratchBytes, in one call across the wasm boundary (instead of the read into scratch
+	// and the copy out of it).
+	io    jsutil.IO
+	hasIO bool
+	kept  *jsutil.Kept
 }
 
 // readScratchBytes is the size of the buffer the pool reads files of up to that size into, kept
@@ -89,11 +96,18 @@ func (p *handlePool) readPrefix(h jsutil.Value, limit int) ([]byte, int64, error
 	p.readMu.Lock()
 	defer p.readMu.Unlock()
 	if !p.ready {
-		scratch, err := newUint8Array(readScratchBytes)
-		if err != nil {
-			return nil, 0, err
+		if p.io, p.hasIO = jsutil.EngineIO(); p.hasIO {
+			p.kept, p.ready = jsutil.NewKept(readScratchBytes), true
+		} else {
+			scratch, err := newUint8Array(readScratchBytes)
+			if err != nil {
+				return nil, 0, err
+			}
+			p.scratch, p.at0, p.ready = scratch, jsutil.Object(map[string]any{"at": 0}), true
 		}
-		p.scratch, p.at0, p.ready = scratch, jsutil.Object(map[string]any{"at": 0}), true
+	}
+	if p.hasIO {
+		return p.readKept(h, limit)
 	}
 	m, err := readInto(h, p.scratch, p.at0)
 	if err != nil {
@@ -124,6 +138,34 @@ func (p *handlePool) readPrefix(h jsutil.Value, limit int) ([]byte, int64, error
 		return nil, 0, err
 	}
 	return b, size, nil
+}
+
+// readKept is readPrefix through engine-io.js: the file is read into the kept Go buffer in one
+// call; one that fills it is read again, whole (or its first limit bytes), into a Go buffer of
+// that length.
+func (p *handlePool) readKept(h jsutil.Value, limit int) ([]byte, int64, error) {
+	m, err := p.io.Read(h, p.kept)
+	if err != nil {
+		return nil, 0, err
+	}
+	size := int64(m)
+	if m == readScratchBytes {
+		if size, err = handleSize(h); err != nil {
+			return nil, 0, err
+		}
+	}
+	n := int(size)
+	if limit >= 0 && limit < n {
+		n = limit
+	}
+	if n > m {
+		long := jsutil.NewKept(n)
+		if m, err = p.io.Read(h, long); err != nil {
+			return nil, 0, err
+		}
+		return long.Bytes()[:min(m, n)], size, nil
+	}
+	return append([]byte(nil), p.kept.Bytes()[:n]...), size, nil
 }
 
 // readInto reads the file open as h from its start into buf, and returns how many bytes it read.

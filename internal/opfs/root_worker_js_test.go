@@ -6,11 +6,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/voicebox-go/voicebox/internal/jsutil"
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
 )
 
@@ -31,13 +33,39 @@ func TestWorkerRootsReadThroughSyncHandles(t *testing.T) {
 
 // TestWorkerPrefixReadsAroundTheScratchBuffer: a pooled read of every size around the kept
 // scratch buffer's (where the pool stops trusting the read's count as the size and asks for it),
-// with every kind of limit, returns the file's first bytes and its whole size.
+// with every kind of limit, returns the file's first bytes and its whole size: through
+// engine-io.js into Go's memory (as in the page's worker), and the generic way without it.
 func TestWorkerPrefixReadsAroundTheScratchBuffer(t *testing.T) {
+	for _, withIO := range []bool{true, false} {
+		t.Run("engine-io="+strconv.FormatBool(withIO), func(t *testing.T) {
+			if !withIO {
+				withoutEngineIO(t)
+			}
+			testPrefixReads(t, withIO)
+		})
+	}
+}
+
+// withoutEngineIO takes engine-io.js's self.voiceboxIO away until the test ends: roots opened
+// meanwhile read the generic way.
+func withoutEngineIO(t *testing.T) {
+	global := jsutil.Global()
+	io, err := global.Get("voiceboxIO")
+	if err != nil || io.IsUndefined() {
+		t.Fatal("the worker runner set no voiceboxIO, as the page's worker.js does")
+	}
+	global.Delete("voiceboxIO")
+	t.Cleanup(func() { global.Set("voiceboxIO", io) })
+}
+
+func testPrefixReads(t *testing.T, withIO bool) {
 	ctx := context.Background()
 	r, err := OpenOPFS(ctx, testArea)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
+	var grown [][]byte // keeps the wasm memory grown, so a view made before a read would be stale
 	content := make([]byte, 3*readScratchBytes)
 	for i := range content {
 		content[i] = byte(i*7 + i/251)
@@ -50,6 +78,10 @@ func TestWorkerPrefixReadsAroundTheScratchBuffer(t *testing.T) {
 		if got, err := r.ReadFile(ctx, name); err != nil || !bytes.Equal(got, content[:size]) {
 			t.Fatalf("size %d: ReadFile read %d bytes, %v", size, len(got), err)
 		}
+		if r.pool.hasIO != withIO {
+			t.Fatalf("the pool read through engine-io.js: %v, want %v", r.pool.hasIO, withIO)
+		}
+		grown = append(grown, make([]byte, 8<<20)) // Go's heap grows: the memory's ArrayBuffer is replaced
 		for _, limit := range []int{0, 10, readScratchBytes - 1, readScratchBytes, readScratchBytes + 1, 4 * readScratchBytes} {
 			got, gotSize, err := r.ReadFilePrefix(ctx, name, limit)
 			if err != nil {
@@ -67,6 +99,7 @@ func TestWorkerPrefixReadsAroundTheScratchBuffer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	runtime.KeepAlive(grown)
 }
 
 // TestWorkerAppendsThroughTheSyncHandle: AppendFile creates a file, adds to its end through the

@@ -16,8 +16,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
 )
 
 // WorkerTag is the build tag of test files that must run in a dedicated worker (they use APIs the
@@ -134,10 +136,39 @@ func workerRunnerHandler(wasmPath string) http.Handler {
 		case "/wasm_exec.js":
 			w.Header().Set("Content-Type", "text/javascript")
 			http.ServeFile(w, r, filepath.Join(goRoot(), "lib", "wasm", "wasm_exec.js"))
+		case "/echo":
+			echoFrames(w, r)
+		case "/engine-io.js": // the page's, which its worker.js loads beside the engine
+			w.Header().Set("Content-Type", "text/javascript")
+			http.ServeFile(w, r, filepath.Join(RepoRoot(), "public", "engine-io.js"))
 		default:
 			static.ServeHTTP(w, r)
 		}
 	})
+}
+
+// echoFrames is a WebSocket that sends each message it receives back, as a binary message, then
+// as a text message too when it is UTF-8: the worker's tests of the page's socket
+// (internal/engine) read both kinds of frame from it.
+func echoFrames(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(1 << 20)
+	for {
+		_, msg, err := c.Read(r.Context())
+		if err != nil {
+			return
+		}
+		if c.Write(r.Context(), websocket.MessageBinary, msg) != nil {
+			return
+		}
+		if utf8.Valid(msg) && c.Write(r.Context(), websocket.MessageText, msg) != nil {
+			return
+		}
+	}
 }
 
 func goRoot() string {

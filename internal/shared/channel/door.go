@@ -98,18 +98,17 @@ func (d *Door) handle(ctx context.Context, frame []byte) (wire.Answer, []byte) {
 }
 
 // finish marshals a, the answer to a call of tool; an answer that cannot cross the wire becomes
-// exec-threw. Marshalling is where an observation is checked to be one JSON object: the library's
-// validator reads it once, however large it is.
+// exec-threw. Marshalling is where an observation is checked to be one JSON object, and the frame
+// to be within CheckFrame's bounds: the library's validator reads it once, however large it is,
+// and the bounds are counted as it is written.
 func (d *Door) finish(a wire.Answer, tool string) (wire.Answer, []byte) {
-	out, err := a.MarshalJSON()
+	out, r, err := a.AppendFrame(nil, refusal.MalformedAnswer)
 	if errors.Is(err, wire.ErrObservedNotObject) {
 		a = d.threw(a.CallID, "the executor's result for %q is not a JSON object", tool)
-		out, err = a.MarshalJSON()
+		out, r, err = a.AppendFrame(nil, refusal.MalformedAnswer)
 	}
-	if err == nil {
-		if r := wire.CheckFrame(out, refusal.MalformedAnswer); r != nil {
-			err = textf.Errorf("%s", r.Why)
-		}
+	if err == nil && r != nil {
+		err = textf.Errorf("%s", r.Why)
 	}
 	if err != nil {
 		a = d.threw(a.CallID, "the executor's answer cannot be sent: %s", err)

@@ -33,19 +33,34 @@ const MaxDepth = 10000
 
 const hex = "0123456789abcdef"
 
+// plainJSON[c] is whether AppendString copies the byte c as it is, without HTML escaping: ASCII
+// but control characters, '"' and '\\'. plainHTML is the same without '<', '>' and '&'. One
+// lookup a byte instead of the comparisons (a string's bytes are most of an observation's).
+var plainJSON, plainHTML = func() (plain, html [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		plain[c] = c != '"' && c != '\\'
+		html[c] = plain[c] && c != '<' && c != '>' && c != '&'
+	}
+	return plain, html
+}()
+
 // AppendString appends s as a JSON string the way encoding/json writes it: invalid UTF-8 becomes
 // \ufffd, U+2028 and U+2029 are escaped, and, when escapeHTML is true (json.Marshal; false is an
 // Encoder with SetEscapeHTML(false)), so are <, > and &.
 func AppendString(dst []byte, s string, escapeHTML bool) []byte {
 	dst = append(dst, '"')
+	plain := &plainJSON
+	if escapeHTML {
+		plain = &plainHTML
+	}
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if plain[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && (!escapeHTML || (c != '<' && c != '>' && c != '&')) {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"', '\\':

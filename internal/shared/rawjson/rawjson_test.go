@@ -414,3 +414,15 @@ func TestAppendArrayAgreesWithJSON(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAppendString writes 4 KiB of text as a JSON string, as a read-file observation's
+// content is written (a line end every 64 bytes, one quote in each line).
+func BenchmarkAppendString(b *testing.B) {
+	line := strings.Repeat("text of a file, ", 3) + `"quoted" it` + "\n"
+	s := strings.Repeat(line, 4096/len(line))
+	dst := make([]byte, 0, 2*len(s))
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		dst = AppendString(dst[:0], s, false)
+	}
+}

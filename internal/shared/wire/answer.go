@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/voicebox-go/voicebox/internal/shared/textf"
@@ -201,39 +202,66 @@ var ErrObservedNotObject = errors.New("wire: an answer's observed value is not o
 // fails for an answer ParseAnswer would refuse: with ErrObservedNotObject when that is because
 // Observed is not one JSON object.
 func (a Answer) MarshalJSON() ([]byte, error) {
-	if !validID(a.CallID) {
-		return nil, errBadAnswer
+	b, _, err := a.appendFrame(nil)
+	return b, err
+}
+
+// AppendFrame appends a's frame to dst as MarshalJSON writes it (failing as it does), and checks
+// the frame against the bounds CheckFrame holds a frame to, refusing it by rule as CheckFrame
+// would: its size, then the depth of its brackets, counted as the frame was written rather than
+// by reading it again (TestAppendFrameAgreesWithCheckFrame).
+func (a Answer) AppendFrame(dst []byte, rule refusal.Rule) ([]byte, *refusal.Refusal, error) {
+	b, depth, err := a.appendFrame(dst)
+	if err != nil {
+		return b, nil, err
 	}
-	b := make([]byte, 0, 48+len(a.CallID)+len(a.Observed)+len(a.Why))
+	frame := b[len(dst):]
+	switch {
+	case len(frame) > MaxFrameBytes:
+		return b, refusal.New(rule, "%s", faultTooLarge), nil
+	case depth > MaxDepth:
+		return b, refusal.New(rule, "%s", faultTooDeep), nil
+	}
+	return b, nil, nil
+}
+
+// appendFrame is MarshalJSON appending to dst, and the depth of the frame's brackets.
+func (a Answer) appendFrame(dst []byte) ([]byte, int, error) {
+	if !validID(a.CallID) {
+		return dst, 0, errBadAnswer
+	}
+	b := slices.Grow(dst, 48+len(a.CallID)+len(a.Observed)+len(a.Why))
 	b = append(b, `{"v":1,"callId":`...)
 	b = appendString(b, a.CallID)
 	if a.OK {
 		if a.Refused != "" || a.Why != "" || a.Budget != nil {
-			return nil, errBadAnswer
+			return dst, 0, errBadAnswer
 		}
 		b = append(b, `,"ok":true,"observed":`...)
-		var ok bool
-		if b, ok = appendObject(b, a.Observed); !ok {
-			return nil, ErrObservedNotObject
+		b, depth, ok := appendObject(b, a.Observed)
+		if !ok {
+			return dst, 0, ErrObservedNotObject
 		}
-		return append(b, '}'), nil
+		return append(b, '}'), 1 + depth, nil
 	}
 	if !validRule(string(a.Refused)) || a.Why == "" || a.Observed != nil {
-		return nil, errBadAnswer
+		return dst, 0, errBadAnswer
 	}
 	b = append(b, `,"ok":false,"refused":`...)
 	b = appendString(b, string(a.Refused))
 	b = append(b, `,"why":`...)
 	b = appendString(b, a.Why)
+	depth := 1
 	if a.Budget != nil {
 		if a.Budget.Used < 0 || a.Budget.Used > MaxBudget || a.Budget.Max < 0 || a.Budget.Max > MaxBudget {
-			return nil, errBadAnswer
+			return dst, 0, errBadAnswer
 		}
 		b = append(b, `,"budget":{"used":`...)
 		b = strconv.AppendInt(b, a.Budget.Used, 10)
 		b = append(b, `,"max":`...)
 		b = strconv.AppendInt(b, a.Budget.Max, 10)
 		b = append(b, '}')
+		depth = 2
 	}
-	return append(b, '}'), nil
+	return append(b, '}'), depth, nil
 }

@@ -2,7 +2,10 @@ package wire
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
 // BenchmarkCallRoundTrip measures what a receiver does for one typical call: parse the frame,
@@ -37,4 +40,29 @@ func BenchmarkParseAnswer(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkAnswerFrame writes the answer to a 4 KiB read and checks it against CheckFrame's
+// bounds, as the door does: AppendFrame (the bounds counted as it is written), and MarshalJSON
+// then CheckFrame (the frame read once more).
+func BenchmarkAnswerFrame(b *testing.B) {
+	obs, _ := json.Marshal(map[string]any{"path": "bench-4k.txt", "size": 4096, "content": strings.Repeat("text of a file, \"quoted\"\n", 4096/26)})
+	a := OK("call-1", obs)
+	b.Run("append-frame", func(b *testing.B) {
+		b.SetBytes(int64(len(obs)))
+		for b.Loop() {
+			if _, r, err := a.AppendFrame(nil, refusal.MalformedAnswer); r != nil || err != nil {
+				b.Fatal(r, err)
+			}
+		}
+	})
+	b.Run("marshal-then-check", func(b *testing.B) {
+		b.SetBytes(int64(len(obs)))
+		for b.Loop() {
+			out, err := a.MarshalJSON()
+			if r := CheckFrame(out, refusal.MalformedAnswer); r != nil || err != nil {
+				b.Fatal(r, err)
+			}
+		}
+	})
 }

@@ -173,11 +173,11 @@ func (c Call) MarshalJSON() ([]byte, error) {
 	b = appendString(b, c.DescriptorID)
 	b = append(b, `,"args":`...)
 	var ok bool
-	if b, ok = appendObject(b, args); !ok {
+	if b, _, ok = appendObject(b, args); !ok {
 		return nil, errBadCall
 	}
 	b = append(b, `,"boundsEcho":`...)
-	if b, ok = appendObject(b, c.BoundsEcho); !ok {
+	if b, _, ok = appendObject(b, c.BoundsEcho); !ok {
 		return nil, errBadCall
 	}
 	return append(b, '}'), nil

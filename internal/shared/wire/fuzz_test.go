@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/voicebox-go/voicebox/shared/refusal"
@@ -138,13 +140,15 @@ func FuzzParseAnswer(f *testing.F) {
 
 // FuzzAppendObject holds appendObject, the one check of an object set by code before it crosses,
 // to the library: it takes exactly what encoding/json holds to be one JSON object, and writes what
-// json.Compact would, after whatever dst held.
+// json.Compact would, after whatever dst held; the depth it reports is the deepest nesting of the
+// object's tokens as encoding/json's decoder reads them.
 func FuzzAppendObject(f *testing.F) {
-	for _, seed := range []string{`{}`, ` {"a" : [1, "x y"] }`, "{\"a\":\"\\\"\\\\ \"}\n", `{"a":`, `[1]`, `"s"`, `{} {}`, ``, `{"a":1}x`, "{\"\xff\":1}"} {
+	for _, seed := range []string{`{}`, ` {"a" : [1, "x y"] }`, "{\"a\":\"\\\"\\\\ \"}\n", `{"a":`, `[1]`, `"s"`, `{} {}`, ``, `{"a":1}x`, "{\"\xff\":1}",
+		`{"a":[[],{"b":[{}]}],"c":"[{"}`, `{"x":"\\"}`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		out, ok := appendObject([]byte("prefix"), raw)
+		out, depth, ok := appendObject([]byte("prefix"), raw)
 		trimmed := bytes.TrimLeft(raw, " \t\r\n")
 		want := json.Valid(raw) && len(trimmed) > 0 && trimmed[0] == '{'
 		if ok != want {
@@ -163,6 +167,86 @@ func FuzzAppendObject(f *testing.F) {
 		}
 		if !bytes.Equal(out, compact.Bytes()) {
 			t.Fatalf("appendObject(%q) = %q, want %q", raw, out, compact.Bytes())
+		}
+		if want := tokenDepth(t, raw); depth != want {
+			t.Fatalf("appendObject(%q) depth = %d, want %d", raw, depth, want)
+		}
+	})
+}
+
+// tokenDepth is the deepest nesting of raw's objects and arrays, read by encoding/json's decoder.
+func tokenDepth(t *testing.T, raw []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	depth, deepest := 0, 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return deepest
+		}
+		if err != nil {
+			t.Fatalf("decoding %q: %v", raw, err)
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+			deepest = max(deepest, depth)
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
+}
+
+// FuzzAppendFrameAgreesWithCheckFrame: an answer's AppendFrame writes what MarshalJSON writes,
+// after whatever dst held, fails as it fails, and refuses exactly the frames CheckFrame refuses,
+// with its refusal: the bounds counted as the frame is written are the ones read from it.
+func FuzzAppendFrameAgreesWithCheckFrame(f *testing.F) {
+	deep := func(n int, inner string) string {
+		return strings.Repeat(`{"a":`, n) + inner + strings.Repeat("}", n)
+	}
+	for _, seed := range []struct {
+		observed string
+		ok       bool
+		budget   bool
+	}{
+		{`{"path":"a.txt","content":"x"}`, true, false},
+		{deep(MaxDepth-2, `[]`), true, false},
+		{deep(MaxDepth-1, `[]`), true, false},
+		{deep(MaxDepth-1, `1`), true, false},
+		{deep(MaxDepth, `1`), true, false},
+		{deep(MaxDepth-2, `"[[[{{"`), true, false},
+		{`{"content":"` + strings.Repeat("x", MaxFrameBytes-40) + `"}`, true, false},
+		{`{"content":"` + strings.Repeat("x", MaxFrameBytes) + `"}`, true, false},
+		{` { "a" : [ 1 , 2 ] } `, true, false},
+		{`[1]`, true, false},
+		{``, false, true},
+		{``, false, false},
+	} {
+		f.Add([]byte(seed.observed), seed.ok, seed.budget)
+	}
+	f.Fuzz(func(t *testing.T, observed []byte, ok, budget bool) {
+		a := Answer{CallID: "c1", OK: ok}
+		if ok {
+			a.Observed = observed
+		} else {
+			a.Refused, a.Why = refusal.ToolTimeout, string(observed)+"."
+			if budget {
+				a.Budget = &Budget{Used: 3, Max: 10}
+			}
+		}
+		want, wantErr := a.MarshalJSON()
+		got, r, err := a.AppendFrame([]byte("prefix"), refusal.MalformedAnswer)
+		if !errors.Is(err, wantErr) || (err == nil) != (wantErr == nil) {
+			t.Fatalf("AppendFrame failed with %v, MarshalJSON with %v", err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(got, append([]byte("prefix"), want...)) {
+			t.Fatalf("AppendFrame wrote %.200q, MarshalJSON %.200q", got, want)
+		}
+		wantR := CheckFrame(want, refusal.MalformedAnswer)
+		if (r == nil) != (wantR == nil) || (r != nil && (r.Rule != wantR.Rule || r.Why != wantR.Why)) {
+			t.Fatalf("AppendFrame refused %v, CheckFrame %v", r, wantR)
 		}
 	})
 }

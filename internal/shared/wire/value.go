@@ -128,32 +128,40 @@ func sameNumber(a, b string) bool {
 func appendString(dst []byte, s string) []byte { return rawjson.AppendString(dst, s, false) }
 
 // appendObject appends raw, which must be one JSON object, without insignificant whitespace, and
-// reports whether it was one. The validator (valid) reads raw once; raw with no whitespace
-// outside its strings (what encoding/json and this package write) is then copied as it is.
-func appendObject(dst, raw []byte) ([]byte, bool) {
+// reports whether it was one, and how deep its brackets nest (1 for an object with no object or
+// array inside, as boundsFault counts). The validator (valid) reads raw once, and shapeOf once
+// more; raw with no whitespace outside its strings (what encoding/json and this package write)
+// is then copied as it is.
+func appendObject(dst, raw []byte) ([]byte, int, bool) {
 	i := 0
 	for i < len(raw) && isSpace(raw[i]) {
 		i++
 	}
 	if i == len(raw) || raw[i] != '{' {
-		return dst, false
+		return dst, 0, false
 	}
 	if !valid(raw) {
-		return dst, false
+		return dst, 0, false
 	}
-	if !spaced(raw) {
-		return append(dst, raw...), true
+	spaced, depth := shapeOf(raw)
+	if !spaced {
+		return append(dst, raw...), depth, true
 	}
-	return compactValid(dst, raw), true
+	return compactValid(dst, raw), depth, true
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// spaced reports whether raw holds whitespace outside its strings, for raw that is valid JSON.
-func spaced(raw []byte) bool {
-	inString := false
+// shapeOf reports, for raw that is valid JSON, whether it holds whitespace outside its strings,
+// and the deepest nesting of its brackets outside strings (boundsFault's count).
+func shapeOf(raw []byte) (spaced bool, depth int) {
+	inString, d := false, 0
 	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; {
+		c := raw[i]
+		if inString && plainInString[c] {
+			continue
+		}
+		switch {
 		case inString:
 			if c == '\\' {
 				i++
@@ -162,9 +170,15 @@ func spaced(raw []byte) bool {
 			}
 		case c == '"':
 			inString = true
+		case c == '{' || c == '[':
+			if d++; d > depth {
+				depth = d
+			}
+		case c == '}' || c == ']':
+			d--
 		case isSpace(c):
-			return true
+			spaced = true
 		}
 	}
-	return false
+	return spaced, depth
 }

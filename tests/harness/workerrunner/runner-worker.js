@@ -29,7 +29,8 @@ self.onmessage = async (event) => {
     self.postMessage({ exit: code });
   };
   try {
-    const { instance } = await WebAssembly.instantiateStreaming(fetch('/test.wasm'), go.importObject);
+    const [io, { instance }] = await Promise.all([import('/engine-io.js'), WebAssembly.instantiateStreaming(fetch('/test.wasm'), go.importObject)]);
+    self.voiceboxIO = io.engineIO(instance.exports.mem); // as the page's worker.js does
     await go.run(instance);
   } catch (err) {
     self.postMessage({ line: { fd: 2, text: 'runner: ' + err } });

@@ -8,6 +8,8 @@ declare class Go {
   run(instance: WebAssembly.Instance): Promise<void>;
 }
 declare var voiceboxInbox: unknown[];
+// engine-io.js's engineIO(the instance's memory), set before Go starts (internal/jsutil io_js.go calls it).
+declare var voiceboxIO: unknown;
 // app-port.js's openAppPort, set before Go starts (internal/engine ports_js.go calls it).
 declare var voiceboxOpenAppPort: (port: MessagePort, receive: (text: string) => void, over: (why: string, messages: number, bytes: number) => void) => { post: (text: string, callId: string, owe: boolean) => void; refused: () => string; close: () => void };
 
