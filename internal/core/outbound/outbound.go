@@ -54,11 +54,12 @@ type queue struct {
 }
 
 // item is one thing to write: a response's status line (status != 0), or a message, flushed
-// when flush is set.
+// when flush is set; last marks the stream's last message (SSE.Last).
 type item struct {
 	status int
 	data   []byte
 	flush  bool
+	last   bool
 }
 
 func newQueue() *queue { return &queue{wake: make(chan struct{}, 1)} }
@@ -120,6 +121,26 @@ func (q *queue) end() {
 	q.ended = true
 	q.mu.Unlock()
 	q.signal()
+}
+
+// putLast queues it as the last item and ends the queue, or reports false as put does.
+func (q *queue) putLast(it item) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.gone || q.ended {
+		return false
+	}
+	if len(q.items) >= QueueMessages || q.bytes+len(it.data) > QueueBytes {
+		q.why, q.gone = SlowReader("the reader fell behind: its queue passed its bound"), true
+		q.items, q.bytes = nil, 0
+		q.signal()
+		return false
+	}
+	q.items = append(q.items, it)
+	q.bytes += len(it.data)
+	q.ended = true
+	q.signal()
+	return true
 }
 
 // reason returns why the stream was closed, nil while it was not.

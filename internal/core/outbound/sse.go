@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/voicebox-go/voicebox/internal/core/server"
@@ -27,6 +28,7 @@ type SSE struct {
 	rc      *http.ResponseController
 	q       *queue
 	onClose func(*refusal.Refusal)
+	started bool // Serve wrote a status or a message: the response's header is sent
 }
 
 // NewSSE returns the stream writing to w, the response to r, and bounds the send buffer of r's
@@ -62,6 +64,14 @@ func (s *SSE) Send(p []byte) bool { return s.q.put(item{data: p, flush: true}) }
 // Lead queues p, and its flush, before everything queued so far: the first event of a stream
 // subscribed to before that event was composed. p is the stream's from then on.
 func (s *SSE) Lead(p []byte) bool { return s.q.lead(item{data: p, flush: true}) }
+
+// Last queues p as the stream's last message and ends the stream, as Send then End do, and
+// reports false when the stream is closed (or ended). When p is all the response carries (nothing
+// was written before it), the response is sent with its Content-Length instead of chunked, so the
+// reader has the message and the stream's end in the same bytes: it need not wait for, nor be
+// woken again by, a chunked stream's end (a relay's answer to one MCP call). p is the stream's
+// from then on.
+func (s *SSE) Last(p []byte) bool { return s.q.putLast(item{data: p, flush: true, last: true}) }
 
 // End says nothing more will be written: Serve writes what is queued and returns.
 func (s *SSE) End() { s.q.end() }
@@ -137,9 +147,15 @@ func (s *SSE) write(it item) error {
 		defer s.rc.SetWriteDeadline(time.Time{})
 	}
 	if it.status != 0 {
+		s.started = true
 		s.w.WriteHeader(it.status)
 		return nil
 	}
+	if it.last && !s.started {
+		// The whole body: its length is known, so no chunked end follows it.
+		s.w.Header().Set("Content-Length", strconv.Itoa(len(it.data)))
+	}
+	s.started = true
 	if len(it.data) > 0 {
 		if _, err := s.w.Write(it.data); err != nil {
 			return err

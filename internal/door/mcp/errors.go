@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/voicebox-go/voicebox/internal/core/outbound"
 	"github.com/voicebox-go/voicebox/internal/core/server"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -28,6 +29,10 @@ type refusalWriter struct {
 	held   int // the error status held back; 0 while the answer passes through
 	body   bytes.Buffer
 	passed bool // a status went through
+	// answers is the id of the POST's one call (callID), "" when it holds none; the event
+	// answering it is the stream's last, written through last (outbound.SSE.Last) when set.
+	answers string
+	last    func([]byte) bool
 }
 
 func (w *refusalWriter) WriteHeader(status int) {
@@ -47,10 +52,37 @@ func (w *refusalWriter) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	w.passed = true
-	if _, err := w.ResponseWriter.Write(eventWithErrorData(b)); err != nil {
+	event := eventWithErrorData(b)
+	if w.last != nil && w.answers != "" && answersCall(event, w.answers) {
+		// The SDK ends the stream after this event (its Flush then finds the stream ended).
+		if !w.last(event) {
+			return 0, outbound.ErrClosed
+		}
+		return len(b), nil
+	}
+	if _, err := w.ResponseWriter.Write(event); err != nil {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// answersCall reports whether event, one server-sent event as the SDK's transport writes it, is
+// the answer to the call of id (as the SDK encodes it): its data begins as the SDK's encoder
+// begins every answer, the id, then the result or the error. A request of the server's own that
+// happens to carry the same id has a method there, and is not.
+func answersCall(event []byte, id string) bool {
+	i := bytes.Index(event, []byte("data: "))
+	if i < 0 || (i > 0 && event[i-1] != '\n') {
+		return false
+	}
+	rest, ok := bytes.CutPrefix(event[i+len("data: "):], []byte(errorAnswerStart))
+	if !ok {
+		return false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(id)); !ok {
+		return false
+	}
+	return bytes.HasPrefix(rest, []byte(`,"result":`)) || bytes.HasPrefix(rest, []byte(`,"error":`))
 }
 
 // eventWithErrorData is event, one server-sent event as the SDK's transport writes it (its

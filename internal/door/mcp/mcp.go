@@ -51,6 +51,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -59,6 +60,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/voicebox-go/voicebox/internal/core/hoststate"
@@ -187,8 +189,9 @@ type clientKey struct{}
 // ServeHTTP admits the request (bearer, Origin, Host, body) and hands it to the SDK's transport.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name, rf, status := h.admit(r)
+	var body []byte
 	if rf == nil {
-		rf, status = h.readBody(w, r)
+		body, rf, status = h.readBody(w, r)
 	}
 	opening := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
 	if rf == nil && opening {
@@ -224,7 +227,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer close(served)
 		out.Serve(ctx.Done(), 0)
 	}()
-	rw := &refusalWriter{ResponseWriter: out}
+	rw := &refusalWriter{ResponseWriter: out, answers: callID(body), last: out.Last}
 	h.stream.ServeHTTP(rw, r.WithContext(ctx))
 	rule := rw.finish()
 	out.End()
@@ -312,13 +315,13 @@ func (h *Handler) admit(r *http.Request) (string, *refusal.Refusal, int) {
 }
 
 // readBody reads r's body whole, within MaxBodyBytes and BodyReadBound, and puts it back as a
-// reader, so the SDK never waits on a slow client.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) (*refusal.Refusal, int) {
+// reader, so the SDK never waits on a slow client. It returns the body it read.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *refusal.Refusal, int) {
 	if r.Body == nil || r.Body == http.NoBody {
-		return nil, 0
+		return nil, nil, 0
 	}
 	if r.ContentLength > MaxBodyBytes {
-		return refusal.New(refusal.BodyTooLarge, "a request to /mcp is at most %d bytes", MaxBodyBytes), http.StatusRequestEntityTooLarge
+		return nil, refusal.New(refusal.BodyTooLarge, "a request to /mcp is at most %d bytes", MaxBodyBytes), http.StatusRequestEntityTooLarge
 	}
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(BodyReadBound))
@@ -327,13 +330,38 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) (*refusal.Ref
 	r.Body.Close()
 	switch {
 	case len(b) > MaxBodyBytes:
-		return refusal.New(refusal.BodyTooLarge, "a request to /mcp is at most %d bytes", MaxBodyBytes), http.StatusRequestEntityTooLarge
+		return nil, refusal.New(refusal.BodyTooLarge, "a request to /mcp is at most %d bytes", MaxBodyBytes), http.StatusRequestEntityTooLarge
 	case err != nil:
-		return refusal.New(refusal.BodyTimeout, "the request's body did not arrive within %v", BodyReadBound), http.StatusRequestTimeout
+		return nil, refusal.New(refusal.BodyTimeout, "the request's body did not arrive within %v", BodyReadBound), http.StatusRequestTimeout
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	r.ContentLength = int64(len(b))
-	return nil, 0
+	return b, nil, 0
+}
+
+// callID is the id of the one call body holds, as the SDK's encoder writes it in the call's
+// answer; "" when body is no single call (a notification, a batch, no JSON-RPC message). The
+// SDK's transport ends a POST's stream once its calls are answered, so the answer to this id is
+// the stream's last event (refusalWriter).
+func callID(body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	msg, err := decodeMessage(bytes.TrimSpace(body))
+	if err != nil {
+		return ""
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		return ""
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // as the SDK's jsonrpc2 encoder
+	if enc.Encode(req.ID.Raw()) != nil {
+		return ""
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // instructions is what every client is told at initialization.

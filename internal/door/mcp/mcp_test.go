@@ -195,3 +195,59 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// TestACallsAnswerEndsItsStream: the answer to a POST's one call is the whole response, sent
+// with its Content-Length rather than chunked, so a client has the answer and the stream's end
+// in the same bytes and is not woken again for a chunked end; ids of every kind (a string with
+// the characters an HTML-escaping encoder would change among them) are answered the same way, and
+// a notification's POST is still 202 with no body.
+func TestACallsAnswerEndsItsStream(t *testing.T) {
+	t.Parallel()
+	h := New(Options{Catalogue: fakeCatalogue{}, Clients: fakeClients{"vbm_a": {Name: "a"}}})
+	defer h.Close()
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	post := func(session, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer vbm_a")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, string(b)
+	}
+	resp, _ := post("", initBody)
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp, _ := post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted || resp.ContentLength > 0 {
+		t.Fatalf("notifications/initialized answered %s with %d bytes", resp.Status, resp.ContentLength)
+	}
+	for _, id := range []string{`7`, `"a-b"`, `"<&>"`, `1e0`} {
+		resp, body := post(session, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"echo","arguments":{"x":"`+strings.Repeat("y", 5000)+`"}}}`)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"result":`) || !strings.Contains(body, strings.Repeat("y", 5000)) {
+			t.Fatalf("id %s: %s %.300s", id, resp.Status, body)
+		}
+		if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) != 0 {
+			t.Errorf("id %s: the answer came chunked (%v, Content-Length %d), not as the whole response of %d bytes", id, resp.TransferEncoding, resp.ContentLength, len(body))
+		}
+		if n := strings.Count(body, "data: "); n != 1 {
+			t.Errorf("id %s: %d events, want the answer alone", id, n)
+		}
+	}
+	// An error answer (an unknown tool's) ends its stream the same way.
+	resp, body := post(session, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"nope","arguments":{}}}`)
+	if !strings.Contains(body, `"error":`) || resp.ContentLength != int64(len(body)) {
+		t.Fatalf("an unknown tool answered %s, Content-Length %d: %.300s", resp.Status, resp.ContentLength, body)
+	}
+}
