@@ -51,7 +51,10 @@ const (
 // operator's GOGC leaves it: core.TuneCollector steps aside) takes its turns too, over /mcp and
 // through a `relay mcp` of its own (mcp-gc100-*, bridge-gc100-*; `relay mcp` itself keeps Go's
 // collector either way): the tuned collector measured against Go's default in one run;
-// *-peak-kib is each relay's peak resident memory.
+// *-peak-kib is each relay's peak resident memory. With VOICEBOX_BENCH_RELAY_BEFORE naming
+// another build's relay binary, a relay of it serves the same folder and takes its turns over
+// its /mcp (mcp-before-*) and through its own `relay mcp` (bridge-before-all-*): both doors of
+// that build against this one's, in one run.
 func BenchmarkMCPReadWorkspace(b *testing.B) {
 	dir := b.TempDir()
 	content := strings.Repeat("notes ", mcpReadBytes/6) + strings.Repeat("n", mcpReadBytes%6)
@@ -102,6 +105,16 @@ func BenchmarkMCPReadWorkspace(b *testing.B) {
 		{name: "forward", s: forwarded, tool: "read_text_file", args: referenceArgs, pids: forwarderPIDs(b, forwardCmd), front: forwardCmd.Process.Pid},
 		{name: "mcp-gc100", s: overHTTPDefaultGC, tool: "read_file", args: readFile, pids: []int{defaultGC.PID()}},
 		{name: "bridge-gc100", s: bridgeDefaultGC, tool: "read_file", args: readFile, pids: bridgeDefaultGCPIDs, front: bridgeDefaultGCPIDs[0]},
+	}
+	if bin := os.Getenv("VOICEBOX_BENCH_RELAY_BEFORE"); bin != "" {
+		// Another build's relay (main's, say) on the same folder, over its /mcp and through its
+		// own `relay mcp`: a change to either measured before and after in one run.
+		before := harness.StartRelayOf(b, bin, "VOICEBOX_WORKSPACE="+dir)
+		waitWorkspace(b, before)
+		s, _ := connectMCP(b, before, "bench")
+		readers = append(readers, &reader{name: "mcp-before", s: s, tool: "read_file", args: readFile, pids: []int{before.PID()}})
+		bs, pids := bridgeOf(before, bin, "bench-bridge")
+		readers = append(readers, &reader{name: "bridge-before-all", s: bs, tool: "read_file", args: readFile, pids: pids, front: pids[0]})
 	}
 	if bin := os.Getenv("VOICEBOX_BENCH_BRIDGE_BEFORE"); bin != "" {
 		// Another build's `relay mcp` (main's, say) on the same relay, taking its turns with the

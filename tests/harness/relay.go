@@ -116,8 +116,19 @@ func StartRelay(t testing.TB, env ...string) *Relay {
 // PORT=0; Relay.URL is then on 127.0.0.1 all the same).
 func StartRelayWith(t testing.TB, args []string, env ...string) *Relay {
 	t.Helper()
+	return startRelayOf(t, filepath.Join(RepoRoot(), "bin", "relay"), args, env)
+}
+
+// StartRelayOf is StartRelay of another build's relay binary, bin (main's, say, so that a
+// benchmark measures a change and its base side by side), serving this checkout's public/.
+func StartRelayOf(t testing.TB, bin string, env ...string) *Relay {
+	t.Helper()
+	return startRelayOf(t, bin, nil, env)
+}
+
+func startRelayOf(t testing.TB, bin string, args, env []string) *Relay {
+	t.Helper()
 	root := RepoRoot()
-	bin := filepath.Join(root, "bin", "relay")
 	for _, need := range []string{bin, filepath.Join(root, "public", "voicebox.wasm")} {
 		if _, err := os.Stat(need); err != nil {
 			t.Fatalf("harness: %s is missing; run ./build.sh build first (./build.sh test does)", need)
