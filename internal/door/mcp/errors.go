@@ -54,8 +54,9 @@ func (w *refusalWriter) Write(b []byte) (int, error) {
 	w.passed = true
 	event := eventWithErrorData(b)
 	if w.last != nil && w.answers != "" && answersCall(event, w.answers) {
-		// The SDK ends the stream after this event (its Flush then finds the stream ended).
-		if !w.last(event) {
+		// The SDK ends the stream after this event (its Flush then finds the stream ended). A
+		// Write keeps nothing of b: the stream gets a copy.
+		if !w.last(bytes.Clone(event)) {
 			return 0, outbound.ErrClosed
 		}
 		return len(b), nil
@@ -200,6 +201,9 @@ func withRefusalErrors(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		res, err := next(ctx, method, req)
 		if err == nil {
+			if r, ok := res.(*sdk.CallToolResult); ok && r != nil {
+				return textResult{r}, nil // outermost: the SDK only encodes it from here
+			}
 			return res, nil
 		}
 		we := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}

@@ -228,3 +228,47 @@ func objectSchema(schema any) bool {
 	}
 	return json.Unmarshal(b, &m) == nil && m.Type == "object"
 }
+
+// textResult is a tool result encoded by Voicebox when it is what every built-in tool answers
+// (one text item, maybe isError, nothing else), and by the SDK otherwise. The SDK encodes a
+// result through its content types, each level's JSON checked and compacted again by the level
+// above it (the 4 KiB text of a read three times, with the answer's own encoding); this writes
+// it once, byte for byte as the SDK would (TestTextResultEncodesAsTheSDK).
+type textResult struct {
+	*sdk.CallToolResult
+}
+
+// MarshalJSON implements json.Marshaler.
+func (r textResult) MarshalJSON() ([]byte, error) {
+	res := r.CallToolResult
+	text, ok := onlyText(res)
+	if !ok {
+		return res.MarshalJSON()
+	}
+	s, err := json.Marshal(text) // escaped as the SDK's TextContent escapes it
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(s)+64)
+	b = append(b, `{"content":[{"type":"text","text":`...)
+	b = append(b, s...)
+	b = append(b, "}]"...)
+	if res.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	return append(b, '}'), nil
+}
+
+// onlyText is res's text when res is one text item with no annotations or metadata, an
+// optional isError and nothing else.
+func onlyText(res *sdk.CallToolResult) (string, bool) {
+	if res == nil || len(res.Content) != 1 || res.Meta != nil || res.StructuredContent != nil ||
+		res.InputRequests != nil || res.RequestState != "" || res.NeedsInput() {
+		return "", false
+	}
+	t, ok := res.Content[0].(*sdk.TextContent)
+	if !ok || t.Meta != nil || t.Annotations != nil {
+		return "", false
+	}
+	return t.Text, true
+}

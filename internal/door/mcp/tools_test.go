@@ -43,3 +43,31 @@ func TestResultShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestTextResultEncodesAsTheSDK: a result Voicebox encodes itself (one text item, maybe isError)
+// is byte for byte the SDK's encoding of it, texts of every kind of character among them; any
+// other result is the SDK's own.
+func TestTextResultEncodesAsTheSDK(t *testing.T) {
+	t.Parallel()
+	text := func(s string) []sdk.Content { return []sdk.Content{&sdk.TextContent{Text: s}} }
+	for _, res := range []*sdk.CallToolResult{
+		{Content: text(`{"content":"notes","path":"a.md"}`)},
+		{Content: text(`{"refused":"outside-root","why":"no"}`), IsError: true},
+		{Content: text("")},
+		{Content: text("<a href=\"x\">&amp;</a>\u2028\u2029\x00\x1f\t\n\\ é 😀 \xff")},
+		{Content: text("x"), StructuredContent: map[string]any{"a": 1}},
+		{Content: []sdk.Content{&sdk.TextContent{Text: "x", Annotations: &sdk.Annotations{Priority: 1}}}},
+		{Content: []sdk.Content{&sdk.ImageContent{Data: []byte("png"), MIMEType: "image/png"}, &sdk.TextContent{Text: "{}"}}},
+		{Content: []sdk.Content{}},
+		{Content: text("x"), Meta: sdk.Meta{"k": "v"}},
+	} {
+		want, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.Marshal(textResult{res})
+		if err != nil || string(got) != string(want) {
+			t.Errorf("textResult encoded %s (%v), the SDK %s", got, err, want)
+		}
+	}
+}
