@@ -73,7 +73,12 @@ func (q *queue) signal() {
 
 // put queues it, or reports false when the stream is closed or ended. A put past the bounds
 // closes the stream slow-reader (and reports false).
-func (q *queue) put(it item) bool {
+func (q *queue) put(it item) bool { return q.add(it, false) }
+
+// putLast queues it as the last item and ends the queue, or reports false as put does.
+func (q *queue) putLast(it item) bool { return q.add(it, true) }
+
+func (q *queue) add(it item, last bool) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.gone || q.ended {
@@ -87,6 +92,7 @@ func (q *queue) put(it item) bool {
 	}
 	q.items = append(q.items, it)
 	q.bytes += len(it.data)
+	q.ended = q.ended || last
 	q.signal()
 	return true
 }
@@ -121,26 +127,6 @@ func (q *queue) end() {
 	q.ended = true
 	q.mu.Unlock()
 	q.signal()
-}
-
-// putLast queues it as the last item and ends the queue, or reports false as put does.
-func (q *queue) putLast(it item) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.gone || q.ended {
-		return false
-	}
-	if len(q.items) >= QueueMessages || q.bytes+len(it.data) > QueueBytes {
-		q.why, q.gone = SlowReader("the reader fell behind: its queue passed its bound"), true
-		q.items, q.bytes = nil, 0
-		q.signal()
-		return false
-	}
-	q.items = append(q.items, it)
-	q.bytes += len(it.data)
-	q.ended = true
-	q.signal()
-	return true
 }
 
 // reason returns why the stream was closed, nil while it was not.

@@ -2,6 +2,7 @@ package outbound_test
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -137,5 +138,49 @@ func TestAStoppedReaderMeetsTheWriteBound(t *testing.T) {
 		}
 	case <-time.After(4 * outbound.WriteBound):
 		t.Fatal("the stream was not closed")
+	}
+}
+
+// TestLastEndsTheStream: Last alone is the whole response, sent with its Content-Length (no
+// chunked end follows it); after another message it is written as Send writes, the response stays
+// chunked, and either way the stream ends with it and a later send is refused.
+func TestLastEndsTheStream(t *testing.T) {
+	t.Parallel()
+	for _, first := range []string{"", "data: a\n\n"} {
+		streams := make(chan *outbound.SSE, 1)
+		ended := make(chan *refusal.Refusal, 1)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := outbound.NewSSE(w, r, nil)
+			s.Header().Set("Content-Type", "text/event-stream")
+			if first != "" {
+				s.Send([]byte(first))
+			}
+			if !s.Last([]byte("data: last\n\n")) {
+				t.Error("Last was refused by an open stream")
+			}
+			if s.Send([]byte("data: late\n\n")) {
+				t.Error("a send after Last was queued")
+			}
+			streams <- s
+			ended <- s.Serve(r.Context().Done(), 0)
+		}))
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		<-streams
+		if why := <-ended; why != nil || err != nil {
+			t.Fatalf("the stream ended with %v, the read with %v", why, err)
+		}
+		if string(body) != first+"data: last\n\n" {
+			t.Fatalf("the reader got %q", body)
+		}
+		whole := resp.ContentLength == int64(len(body)) && len(resp.TransferEncoding) == 0
+		if whole != (first == "") {
+			t.Fatalf("after %q: Content-Length %d, transfer encoding %v", first, resp.ContentLength, resp.TransferEncoding)
+		}
+		srv.Close()
 	}
 }
