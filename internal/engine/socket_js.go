@@ -88,11 +88,18 @@ func dialSocket(ctx context.Context, url string) (*socket, error) {
 				info.Reason, _ = reason.String()
 			}
 			s.mu.Lock()
-			if s.closed == nil {
+			first := s.closed == nil
+			if first {
 				s.closed = info
-				close(s.done)
 			}
 			s.mu.Unlock()
+			if first {
+				// The browser calls nothing of a closed socket's: its callbacks (this one
+				// included, which syscall/js allows) and its inbox go now, not at the page's
+				// end, so a page that reconnects all day keeps one socket's.
+				s.release()
+				close(s.done)
+			}
 			s.wake()
 		}),
 		on("onerror", func([]jsutil.Value) {}), // a close event always follows

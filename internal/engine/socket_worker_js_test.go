@@ -77,6 +77,13 @@ func TestWorkerSocketCarriesFramesBothWays(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("the socket did not close")
 			}
+			// A closed socket's callbacks are released at its close, not left for the page's end.
+			if n := len(s.funcs); n != 0 {
+				t.Fatalf("the closed socket still holds %d JavaScript callbacks", n)
+			}
+			if h := must(s.ws.Get("onmessage")); !h.IsNull() {
+				t.Fatal("the closed socket's onmessage is still set")
+			}
 		})
 	}
 }
