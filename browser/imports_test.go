@@ -131,3 +131,17 @@ func TestPageLinksNoErrorsAs(t *testing.T) {
 		}
 	}
 }
+
+// TestPageLinksNoFileWrite holds the page's wasm to writing no line through os's files: the
+// worker's few lines of its own (a message it dropped, an answer it could not post) are the
+// runtime's print, which wasm_exec.js writes to the same console.log as fd 1. os.Stdout's
+// WriteString linked (*os.File).Write and wrapErr and shifted the wasm's layout: 5.5 KB brotli
+// over four build strings, measured 2026-12-06 (os itself stays, by its package init).
+func TestPageLinksNoFileWrite(t *testing.T) {
+	t.Parallel()
+	for _, n := range pageFunctionNames(t) {
+		if n == "os.__File_.Write" || n == "os.__File_.WriteString" || n == "os.__File_.wrapErr" {
+			t.Errorf("the page's wasm links %s: the worker says its lines with print (console.log either way); `GOOS=js GOARCH=wasm go build -ldflags=-dumpdep ./browser` says what reaches it", n)
+		}
+	}
+}
