@@ -35,7 +35,7 @@ func marshal(o observation) (json.RawMessage, error) {
 
 func newObject(dst []byte) rawjson.Object { return rawjson.NewObject(dst, false) }
 
-func (o nowObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *nowObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("now", o.Now)
 	w.Int("unixMs", o.UnixMs)
@@ -45,9 +45,9 @@ func (o nowObserved) appendJSON(dst []byte) ([]byte, bool) {
 
 func (o *readObserved) appendJSON(dst []byte) ([]byte, bool) { return o.AppendJSON(dst), true }
 
-func (o writeObserved) appendJSON(dst []byte) ([]byte, bool) { return o.AppendJSON(dst), true }
+func (o *writeObserved) appendJSON(dst []byte) ([]byte, bool) { return o.AppendJSON(dst), true }
 
-func (o deleteObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *deleteObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("path", o.Path)
 	w.Bool("deleted", o.Deleted)
@@ -56,7 +56,7 @@ func (o deleteObserved) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o editObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *editObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("path", o.Path)
 	w.Int("bytes", int64(o.Bytes))
@@ -83,7 +83,7 @@ func (o grepMatch) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o grepObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *grepObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("query", o.Query)
 	w.String("dir", o.Dir)
@@ -128,7 +128,7 @@ func (o listEntry) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o listObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *listObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("dir", o.Dir)
 	w.Int("count", int64(o.Count))
@@ -154,7 +154,7 @@ func (o removeFolderObserved) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o infoObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *infoObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("path", o.Path)
 	w.String("kind", o.Kind)
@@ -188,7 +188,7 @@ func (n *treeNode) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o treeObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *treeObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("dir", o.Dir)
 	w.Int("depth", int64(o.Depth))
@@ -219,14 +219,14 @@ func (o readManyEntry) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o readManyObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *readManyObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.Int("count", int64(o.Count))
 	w.Value("files", appendSlice(o.Files))
 	return w.Close(), true
 }
 
-func (o mediaObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *mediaObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("path", o.Path)
 	w.String("mimeType", o.MIMEType)
@@ -236,7 +236,7 @@ func (o mediaObserved) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o undoObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *undoObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("undone", o.Undone)
 	w.String("path", o.Path)
@@ -260,7 +260,7 @@ func (o undoObserved) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o redoObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *redoObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("redone", o.Redone)
 	w.String("path", o.Path)
@@ -295,7 +295,7 @@ func (o HistoryEntry) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o historyObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *historyObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	entries := appendSlice(o.Entries)
 	w.Value("entries", entries)
@@ -304,7 +304,7 @@ func (o historyObserved) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), *entries.ok
 }
 
-func (o moveObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *moveObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("path", o.Path)
 	w.String("to", o.To)
@@ -315,7 +315,7 @@ func (o moveObserved) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o diffObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *diffObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("path", o.Path)
 	w.Bool("existed", o.Existed)
