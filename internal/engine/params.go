@@ -225,6 +225,8 @@ func (p *appParam) StrictFields() []strictjson.Field {
 
 func (noParams) AppendJSON(dst []byte) []byte { return append(dst, "{}"...) }
 
+// The parameters' AppendJSON have pointer receivers (w.run takes &p): a value method of a type
+// put in an interface keeps a (*T) wrapper beside it in the page's wasm as well.
 func (p *dirParam) AppendJSON(dst []byte) []byte {
 	w := rawjson.NewObject(dst, true)
 	w.String("dir", p.Dir)

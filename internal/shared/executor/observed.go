@@ -9,7 +9,9 @@ import (
 // observation is what a primitive answers. Each writes its own JSON, byte for byte what
 // encoding/json writes for it without HTML escaping (TestObservationsAgreeWithJSON), so neither
 // the page nor the relay spends reflection on a tool call's answer; ok is false where encoding/json
-// refuses the value (a time outside the years 0 to 9999).
+// refuses the value (a time outside the years 0 to 9999). An observation marshal is given is a
+// pointer (&obs) with a pointer receiver: a value method of a type put in an interface keeps a
+// (*T) wrapper beside it in the page's wasm as well (the elements appendSlice takes stay values).
 type observation interface {
 	appendJSON(dst []byte) (b []byte, ok bool)
 }
