@@ -4,6 +4,7 @@ package main
 
 import (
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -128,6 +129,37 @@ func TestPageLinksNoErrorsAs(t *testing.T) {
 	for _, n := range pageFunctionNames(t) {
 		if n == "errors.As" || n == "errors.as" {
 			t.Errorf("the page's wasm links %s: ask with errors.AsType; `GOOS=js GOARCH=wasm go build -ldflags=-dumpdep ./browser` says what reaches it", n)
+		}
+	}
+}
+
+// TestPageLinksNoFileWrite holds the page's wasm to writing no line through os's files: the
+// worker's few lines of its own (a message it dropped, an answer it could not post) are the
+// runtime's print, which wasm_exec.js writes to the same console.log as fd 1. os.Stdout's
+// WriteString linked (*os.File).Write and wrapErr and shifted the wasm's layout: 5.5 KB brotli
+// over four build strings, measured 2026-12-06 (os itself stays, by its package init).
+func TestPageLinksNoFileWrite(t *testing.T) {
+	t.Parallel()
+	for _, n := range pageFunctionNames(t) {
+		if n == "os.__File_.Write" || n == "os.__File_.WriteString" || n == "os.__File_.wrapErr" {
+			t.Errorf("the page's wasm links %s: the worker says its lines with print (console.log either way); `GOOS=js GOARCH=wasm go build -ldflags=-dumpdep ./browser` says what reaches it", n)
+		}
+	}
+}
+
+// inlinedIntoWrapper matches a closure of a value method T.M compiled into its pointer wrapper
+// (*T).M, as the wasm's name section spells it: "pkg.__T_.M.T.M.func1".
+var inlinedIntoWrapper = regexp.MustCompile(`\.__([A-Za-z0-9]+)_\.([A-Za-z0-9]+)\.([A-Za-z0-9]+)\.([A-Za-z0-9]+)\.`)
+
+// TestPageLinksNoMethodTwice holds the page's wasm to one copy of each method: the linker keeps
+// the (*T).M wrapper of every value method of a type put in an interface, and the compiler
+// inlined a method with closures whole into it (toolViews' and portStatsList's AppendJSON: 9.4
+// KB raw, measured 2026-12-06). Such a method is go:noinline, or has a pointer receiver.
+func TestPageLinksNoMethodTwice(t *testing.T) {
+	t.Parallel()
+	for _, n := range pageFunctionNames(t) {
+		if m := inlinedIntoWrapper.FindStringSubmatch(n); m != nil && m[1] == m[3] && m[2] == m[4] {
+			t.Errorf("the page's wasm holds %s.%s twice, inlined into its pointer wrapper (%s): mark it //go:noinline or give it a pointer receiver", m[1], m[2], n)
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-
 	"github.com/voicebox-go/voicebox/internal/engine"
 	"github.com/voicebox-go/voicebox/internal/shared/textf"
 )
@@ -12,7 +10,7 @@ var build = "dev"
 
 func main() {
 	if err := engine.Run(build); err != nil {
-		os.Stdout.WriteString(textf.Sprintf("voicebox worker: %v\n", err))
+		print(textf.Sprintf("voicebox worker: %v\n", err))
 		return
 	}
 	select {} // the engine answers from JS callbacks and its goroutines

@@ -131,7 +131,7 @@ type dirParam struct {
 
 func (a *Engine) filesList(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p dirParam) (result, *refusal.Refusal) {
-		return observed(w.run(ctx, executor.ListFiles, p))
+		return observed(w.run(ctx, executor.ListFiles, &p))
 	})
 }
 
@@ -188,7 +188,7 @@ type writeParam struct {
 // in the undo history as the person's.
 func (a *Engine) filesWrite(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p writeParam) (result, *refusal.Refusal) {
-		out, r := w.run(ctx, executor.WriteFile, p)
+		out, r := w.run(ctx, executor.WriteFile, &p)
 		if r != nil {
 			return result{}, r
 		}
@@ -223,7 +223,7 @@ type moveParam struct {
 // history.
 func (a *Engine) filesMove(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p moveParam) (result, *refusal.Refusal) {
-		return observed(w.run(ctx, executor.MoveFile, p))
+		return observed(w.run(ctx, executor.MoveFile, &p))
 	})
 }
 
@@ -231,7 +231,7 @@ func (a *Engine) filesMove(ctx context.Context, req request) (result, *refusal.R
 // create-folder, in the undo history like the assistant's.
 func (a *Engine) filesMkdir(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p pathParam) (result, *refusal.Refusal) {
-		return observed(w.run(ctx, executor.CreateFolder, p))
+		return observed(w.run(ctx, executor.CreateFolder, &p))
 	})
 }
 
@@ -244,9 +244,9 @@ func (a *Engine) filesDelete(ctx context.Context, req request) (result, *refusal
 			return result{}, fileRefusal(err)
 		}
 		if !st.Dir {
-			return observed(w.run(ctx, executor.DeleteFile, p))
+			return observed(w.run(ctx, executor.DeleteFile, &p))
 		}
-		return observed(w.run(ctx, executor.RemoveFolder, p))
+		return observed(w.run(ctx, executor.RemoveFolder, &p))
 	})
 }
 
@@ -268,7 +268,7 @@ type undoParam struct {
 // historyUndo takes back the newest change, whoever made it.
 func (a *Engine) historyUndo(ctx context.Context, req request) (result, *refusal.Refusal) {
 	return onRoot(a, req, func(_ fsroot.Root, w *workspace, p undoParam) (result, *refusal.Refusal) {
-		return observed(w.run(ctx, executor.UndoLast, p))
+		return observed(w.run(ctx, executor.UndoLast, &p))
 	})
 }
 

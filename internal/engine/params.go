@@ -225,19 +225,21 @@ func (p *appParam) StrictFields() []strictjson.Field {
 
 func (noParams) AppendJSON(dst []byte) []byte { return append(dst, "{}"...) }
 
-func (p dirParam) AppendJSON(dst []byte) []byte {
+// The parameters' AppendJSON have pointer receivers (w.run takes &p): a value method of a type
+// put in an interface keeps a (*T) wrapper beside it in the page's wasm as well.
+func (p *dirParam) AppendJSON(dst []byte) []byte {
 	w := rawjson.NewObject(dst, true)
 	w.String("dir", p.Dir)
 	return w.Close()
 }
 
-func (p pathParam) AppendJSON(dst []byte) []byte {
+func (p *pathParam) AppendJSON(dst []byte) []byte {
 	w := rawjson.NewObject(dst, true)
 	w.String("path", p.Path)
 	return w.Close()
 }
 
-func (p writeParam) AppendJSON(dst []byte) []byte {
+func (p *writeParam) AppendJSON(dst []byte) []byte {
 	w := rawjson.NewObject(grow(dst, 64+len(p.Path)+len(p.Content)+len(p.Expect)), true)
 	w.String("path", p.Path)
 	w.String("content", p.Content)
@@ -250,14 +252,14 @@ func (p writeParam) AppendJSON(dst []byte) []byte {
 	return w.Close()
 }
 
-func (p moveParam) AppendJSON(dst []byte) []byte {
+func (p *moveParam) AppendJSON(dst []byte) []byte {
 	w := rawjson.NewObject(dst, true)
 	w.String("path", p.Path)
 	w.String("to", p.To)
 	return w.Close()
 }
 
-func (p undoParam) AppendJSON(dst []byte) []byte {
+func (p *undoParam) AppendJSON(dst []byte) []byte {
 	w := rawjson.NewObject(dst, true)
 	if p.Resolve != "" {
 		w.String("resolve", p.Resolve)

@@ -36,8 +36,8 @@ func TestParamsAreDecodedWithoutReflection(t *testing.T) {
 // json.Marshal wrote for the same parameters.
 func TestRunArgumentsAgreeWithJSON(t *testing.T) {
 	for _, s := range []string{"", "a.txt", "<a & b>/caf\u00e9 \u2028 \xff \x01\"\\"} {
-		for _, v := range []any{noParams{}, dirParam{s}, pathParam{s}, moveParam{s, s + "x"}, undoParam{}, undoParam{s},
-			writeParam{Path: s, Content: s}, writeParam{Path: s, Content: s, Mode: s + "m", Expect: s + "e"}} {
+		for _, v := range []any{noParams{}, &dirParam{s}, &pathParam{s}, &moveParam{s, s + "x"}, &undoParam{}, &undoParam{s},
+			&writeParam{Path: s, Content: s}, &writeParam{Path: s, Content: s, Mode: s + "m", Expect: s + "e"}} {
 			want, err := json.Marshal(v)
 			if err != nil {
 				t.Fatal(err)

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"os"
 
 	"github.com/voicebox-go/voicebox/internal/jsutil"
 	"github.com/voicebox-go/voicebox/internal/opfs"
@@ -36,7 +35,7 @@ func Run(build string) error {
 		})
 		go a.relay.peer.Run(context.Background())
 	} else {
-		os.Stdout.WriteString(textf.Sprintf("voicebox worker: no /channel: %v\n", err))
+		print(textf.Sprintf("voicebox worker: no /channel: %v\n", err))
 	}
 	return serve(global, a, out)
 }
@@ -157,13 +156,13 @@ func (out *poster) post(b []byte, bytes []byte) {
 			buf, err = arr.Get("buffer")
 		}
 		if err != nil {
-			os.Stdout.WriteString(textf.Sprintf("voicebox worker: could not attach bytes: %v\n", err))
+			print(textf.Sprintf("voicebox worker: could not attach bytes: %v\n", err))
 		} else {
 			args = []any{map[string]any{"json": string(b), "bytes": arr}, []any{buf}}
 		}
 	}
 	if _, err := out.endpoint.Call("postMessage", args...); err != nil {
-		os.Stdout.WriteString(textf.Sprintf("voicebox worker: could not answer: %v\n", err))
+		print(textf.Sprintf("voicebox worker: could not answer: %v\n", err))
 	}
 }
 
@@ -171,12 +170,12 @@ func (out *poster) post(b []byte, bytes []byte) {
 func receive(a *Engine, calls *workers, post func([]byte, []byte), data jsutil.Value) {
 	text, bytes, object, err := splitMessage(data)
 	if err != nil {
-		os.Stdout.WriteString(textf.Sprintf("voicebox worker: dropped a message: %v\n", err))
+		print(textf.Sprintf("voicebox worker: dropped a message: %v\n", err))
 		return
 	}
 	id, r, ref, ok := parse(text)
 	if !ok {
-		os.Stdout.WriteString("voicebox worker: dropped a message with no numeric id\n")
+		print("voicebox worker: dropped a message with no numeric id\n")
 		return
 	}
 	if ref != nil {

@@ -226,6 +226,11 @@ func (v toolView) AppendJSON(dst []byte) []byte {
 // toolViews are miniapps.tools' tools.
 type toolViews []toolView
 
+// AppendJSON is not inlined (nor portStatsList's): the linker keeps the (*T).AppendJSON wrapper
+// of a type in an interface, and the compiler inlined the whole method and its closures into it,
+// a second copy (4.7 KB of code for the two).
+//
+//go:noinline
 func (vs toolViews) AppendJSON(dst []byte) []byte {
 	return rawjson.AppendArray(dst, vs, func(dst []byte, v toolView) []byte { return v.AppendJSON(dst) })
 }
@@ -233,6 +238,7 @@ func (vs toolViews) AppendJSON(dst []byte) []byte {
 // portStatsList are miniapps.ports' ports.
 type portStatsList []PortStats
 
+//go:noinline
 func (ps portStatsList) AppendJSON(dst []byte) []byte {
 	return rawjson.AppendArray(dst, ps, func(dst []byte, s PortStats) []byte {
 		w := rawjson.NewObject(dst, true)

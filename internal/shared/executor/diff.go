@@ -58,7 +58,7 @@ func (e *Executor) diffFile(ctx context.Context, raw json.RawMessage) (json.RawM
 		obs.Diff, obs.Truncated = clipLines(d, MaxDiffBytes)
 	}
 	note.Bytes = int64(len(proposed))
-	out, err := marshal(obs)
+	out, err := marshal(&obs)
 	return out, note, err
 }
 

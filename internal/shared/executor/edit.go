@@ -81,7 +81,7 @@ func (e *Executor) deleteFile(ctx context.Context, raw json.RawMessage) (json.Ra
 		size = -1 // unknown: nothing read it
 	}
 	note.Bytes = max(size, 0)
-	out, err := marshal(deleteObserved{Path: name, Deleted: true, Bytes: max(size, 0), Undoable: undoable})
+	out, err := marshal(&deleteObserved{Path: name, Deleted: true, Bytes: max(size, 0), Undoable: undoable})
 	return out, note, err
 }
 
@@ -220,7 +220,7 @@ func (e *Executor) editFile(ctx context.Context, raw json.RawMessage) (json.RawM
 	}
 	obs.Undoable = undoable
 	note.Bytes = int64(obs.Bytes)
-	out, err := marshal(obs)
+	out, err := marshal(&obs)
 	return out, note, err
 }
 
@@ -265,7 +265,7 @@ func (e *Executor) grepFiles(ctx context.Context, raw json.RawMessage) (json.Raw
 	}
 	g.obs.Count = len(g.obs.Matches)
 	note.Bytes = int64(g.obs.Count)
-	out, err := marshal(g.obs)
+	out, err := marshal(&g.obs)
 	return out, note, err
 }
 

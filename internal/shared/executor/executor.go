@@ -252,7 +252,7 @@ func (e *Executor) now(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	t := e.opts.Clock().In(e.opts.Location)
 	zone, _ := t.Zone()
-	return marshal(nowObserved{t.Format(time.RFC3339Nano), t.UnixMilli(), zone})
+	return marshal(&nowObserved{t.Format(time.RFC3339Nano), t.UnixMilli(), zone})
 }
 
 type nowObserved struct {
@@ -409,7 +409,7 @@ func (e *Executor) writeFile(ctx context.Context, raw json.RawMessage) (json.Raw
 		return nil, note, err
 	}
 	note.Bytes = int64(len(data))
-	out, err := marshal(writeObserved{Path: name, Bytes: len(data), Created: created, ParentsCreated: parents, Undoable: undoable})
+	out, err := marshal(&writeObserved{Path: name, Bytes: len(data), Created: created, ParentsCreated: parents, Undoable: undoable})
 	return out, note, err
 }
 
@@ -473,7 +473,7 @@ func (e *Executor) listFiles(ctx context.Context, raw json.RawMessage) (json.Raw
 		obs.Entries = append(obs.Entries, le)
 	}
 	note.Bytes = int64(len(obs.Entries))
-	out, err := marshal(obs)
+	out, err := marshal(&obs)
 	return out, note, err
 }
 

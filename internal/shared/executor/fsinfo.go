@@ -65,7 +65,7 @@ func (e *Executor) fileInfo(ctx context.Context, raw json.RawMessage) (json.RawM
 	if st.Dir {
 		obs.Kind, obs.Size = "folder", 0
 	}
-	out, err := marshal(obs)
+	out, err := marshal(&obs)
 	return out, note, err
 }
 
@@ -146,7 +146,7 @@ func (e *Executor) directoryTree(ctx context.Context, raw json.RawMessage) (json
 		}
 	}
 	note.Bytes = int64(obs.Entries)
-	out, err := marshal(obs)
+	out, err := marshal(&obs)
 	return out, note, err
 }
 
@@ -208,7 +208,7 @@ func (e *Executor) readFiles(ctx context.Context, raw json.RawMessage) (json.Raw
 		}
 		obs.Files = append(obs.Files, entry)
 	}
-	out, err := marshal(obs)
+	out, err := marshal(&obs)
 	return out, note, err
 }
 
@@ -329,6 +329,6 @@ func (e *Executor) readMedia(ctx context.Context, raw json.RawMessage) (json.Raw
 	}
 	mt := t
 	note.Bytes = size
-	out, err := marshal(mediaObserved{Path: name, MIMEType: mt, Kind: kind, Size: size, Data: base64.StdEncoding.EncodeToString(data)})
+	out, err := marshal(&mediaObserved{Path: name, MIMEType: mt, Kind: kind, Size: size, Data: base64.StdEncoding.EncodeToString(data)})
 	return out, note, err
 }

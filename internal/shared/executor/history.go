@@ -708,7 +708,7 @@ func (e *Executor) undoLast(ctx context.Context, raw json.RawMessage) (json.RawM
 		return nil, note, err
 	}
 	note.Bytes = obs.Bytes
-	out, err := marshal(obs)
+	out, err := marshal(&obs)
 	return out, note, err
 }
 
@@ -943,7 +943,7 @@ func (e *Executor) redoLast(ctx context.Context, raw json.RawMessage) (json.RawM
 		return nil, note, err
 	}
 	note.Bytes = obs.Bytes
-	out, err := marshal(obs)
+	out, err := marshal(&obs)
 	return out, note, err
 }
 
@@ -1058,7 +1058,7 @@ func (e *Executor) listHistory(ctx context.Context, raw json.RawMessage) (json.R
 			return nil, auditNote{}, refusal.New(refusal.HistoryFailed, "the undo history could not be read: %v", err)
 		}
 	}
-	out, err := marshal(obs)
+	out, err := marshal(&obs)
 	return out, auditNote{Bytes: int64(len(obs.Entries))}, err
 }
 

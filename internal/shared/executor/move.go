@@ -63,7 +63,7 @@ func (e *Executor) moveFile(ctx context.Context, raw json.RawMessage) (json.RawM
 		return nil, note, err
 	}
 	note.Bytes = obs.Bytes
-	out, err := marshal(obs)
+	out, err := marshal(&obs)
 	return out, note, err
 }
 

@@ -9,7 +9,9 @@ import (
 // observation is what a primitive answers. Each writes its own JSON, byte for byte what
 // encoding/json writes for it without HTML escaping (TestObservationsAgreeWithJSON), so neither
 // the page nor the relay spends reflection on a tool call's answer; ok is false where encoding/json
-// refuses the value (a time outside the years 0 to 9999).
+// refuses the value (a time outside the years 0 to 9999). An observation marshal is given is a
+// pointer (&obs) with a pointer receiver: a value method of a type put in an interface keeps a
+// (*T) wrapper beside it in the page's wasm as well (the elements appendSlice takes stay values).
 type observation interface {
 	appendJSON(dst []byte) (b []byte, ok bool)
 }
@@ -35,7 +37,7 @@ func marshal(o observation) (json.RawMessage, error) {
 
 func newObject(dst []byte) rawjson.Object { return rawjson.NewObject(dst, false) }
 
-func (o nowObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *nowObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("now", o.Now)
 	w.Int("unixMs", o.UnixMs)
@@ -45,9 +47,9 @@ func (o nowObserved) appendJSON(dst []byte) ([]byte, bool) {
 
 func (o *readObserved) appendJSON(dst []byte) ([]byte, bool) { return o.AppendJSON(dst), true }
 
-func (o writeObserved) appendJSON(dst []byte) ([]byte, bool) { return o.AppendJSON(dst), true }
+func (o *writeObserved) appendJSON(dst []byte) ([]byte, bool) { return o.AppendJSON(dst), true }
 
-func (o deleteObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *deleteObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("path", o.Path)
 	w.Bool("deleted", o.Deleted)
@@ -56,7 +58,7 @@ func (o deleteObserved) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o editObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *editObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("path", o.Path)
 	w.Int("bytes", int64(o.Bytes))
@@ -83,7 +85,7 @@ func (o grepMatch) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o grepObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *grepObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("query", o.Query)
 	w.String("dir", o.Dir)
@@ -128,7 +130,7 @@ func (o listEntry) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o listObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *listObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("dir", o.Dir)
 	w.Int("count", int64(o.Count))
@@ -154,7 +156,7 @@ func (o removeFolderObserved) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o infoObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *infoObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("path", o.Path)
 	w.String("kind", o.Kind)
@@ -188,7 +190,7 @@ func (n *treeNode) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o treeObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *treeObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("dir", o.Dir)
 	w.Int("depth", int64(o.Depth))
@@ -219,14 +221,14 @@ func (o readManyEntry) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o readManyObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *readManyObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.Int("count", int64(o.Count))
 	w.Value("files", appendSlice(o.Files))
 	return w.Close(), true
 }
 
-func (o mediaObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *mediaObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("path", o.Path)
 	w.String("mimeType", o.MIMEType)
@@ -236,7 +238,7 @@ func (o mediaObserved) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o undoObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *undoObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("undone", o.Undone)
 	w.String("path", o.Path)
@@ -260,7 +262,7 @@ func (o undoObserved) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o redoObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *redoObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("redone", o.Redone)
 	w.String("path", o.Path)
@@ -295,7 +297,7 @@ func (o HistoryEntry) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o historyObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *historyObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	entries := appendSlice(o.Entries)
 	w.Value("entries", entries)
@@ -304,7 +306,7 @@ func (o historyObserved) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), *entries.ok
 }
 
-func (o moveObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *moveObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("path", o.Path)
 	w.String("to", o.To)
@@ -315,7 +317,7 @@ func (o moveObserved) appendJSON(dst []byte) ([]byte, bool) {
 	return w.Close(), true
 }
 
-func (o diffObserved) appendJSON(dst []byte) ([]byte, bool) {
+func (o *diffObserved) appendJSON(dst []byte) ([]byte, bool) {
 	w := newObject(dst)
 	w.String("path", o.Path)
 	w.Bool("existed", o.Existed)
