@@ -429,6 +429,15 @@ func (c *Session) list(afterChange bool) {
 	seen := map[string]bool{}
 	for t, err := range session.Tools(ctx, nil) {
 		if err != nil {
+			c.mu.Lock()
+			ended := c.session != session
+			c.mu.Unlock()
+			if ended {
+				// The session ended while it listed (stopped, broken or closed), which is why
+				// the listing failed: what ended it says why, and this failure (often a request
+				// of its teardown refused) must not take its place.
+				return
+			}
 			// A session whose listing failed is dropped and made again by itself: a server that
 			// died mid-listing is not left with a session that never lists.
 			r := c.refusalOf(ctx, err, "listing the tools of")
