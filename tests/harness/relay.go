@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -85,8 +86,9 @@ func RestartablePort(t testing.TB) string {
 	portsGiven.Lock()
 	defer portsGiven.Unlock()
 	for range 200 {
-		port := fmt.Sprint(20000 + mathrand.IntN(12000))
-		if portsGiven.m[port] {
+		n := 20000 + mathrand.IntN(12000)
+		port := strconv.Itoa(n)
+		if portsGiven.m[port] || !holdPort(n) {
 			continue
 		}
 		if ln, err := net.Listen("tcp", "127.0.0.1:"+port); err == nil {
@@ -97,6 +99,36 @@ func RestartablePort(t testing.TB) string {
 	}
 	t.Fatal("harness: no free port below the ephemeral range")
 	return ""
+}
+
+// holdPort takes port for this test process until it exits: an exclusive lock on a file named
+// for it in the system's temporary folder, which every process of the project's tests that hands
+// out restartable ports takes first (cmd/relay's restartableAddr, tests/harness.RestartablePort).
+// A port its relay freed to start again on is then never handed to another test meanwhile (two
+// test binaries run at once, and each only knew its own ports).
+func holdPort(port int) bool {
+	dir := filepath.Join(os.TempDir(), "voicebox-restartable-ports")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return false
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		f.Close()
+		return false
+	}
+	heldPorts.Lock()
+	heldPorts.files = append(heldPorts.files, f) // open, so locked, until the process exits
+	heldPorts.Unlock()
+	return true
+}
+
+// heldPorts are the lock files of the ports holdPort took.
+var heldPorts struct {
+	sync.Mutex
+	files []*os.File
 }
 
 // portsGiven are the ports RestartablePort has handed out in this test binary.
