@@ -7,21 +7,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	mathrand "math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/voicebox-go/voicebox/internal/core/porttest"
 )
 
 // startServe runs the real serve command on a free port with its own state directory and returns
@@ -296,49 +294,11 @@ func TestEnvReconnectsAndIsReplaced(t *testing.T) {
 // start from listening there (seen under load: "bind: address already in use").
 func restartableAddr(t *testing.T) string {
 	t.Helper()
-	for range 200 {
-		port := 20000 + mathrand.IntN(12000)
-		if !holdPort(port) {
-			continue
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		if ln, err := net.Listen("tcp", addr); err == nil {
-			ln.Close()
-			return addr
-		}
-	}
-	t.Fatal("no free port below the ephemeral range")
-	return ""
-}
-
-// holdPort takes port for this test process until it exits: an exclusive lock on a file named
-// for it in the system's temporary folder, which every process of the project's tests that hands
-// out restartable ports takes first (cmd/relay's restartableAddr, tests/harness.RestartablePort).
-// A port its relay freed to start again on is then never handed to another test meanwhile (two
-// test binaries run at once, and each only knew its own ports).
-func holdPort(port int) bool {
-	dir := filepath.Join(os.TempDir(), "voicebox-restartable-ports")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false
-	}
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o600)
+	port, err := porttest.Restartable()
 	if err != nil {
-		return false
+		t.Fatal(err)
 	}
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-		f.Close()
-		return false
-	}
-	heldPorts.Lock()
-	heldPorts.files = append(heldPorts.files, f) // open, so locked, until the process exits
-	heldPorts.Unlock()
-	return true
-}
-
-// heldPorts are the lock files of the ports holdPort took.
-var heldPorts struct {
-	sync.Mutex
-	files []*os.File
+	return fmt.Sprintf("127.0.0.1:%d", port)
 }
 
 // startServeStoppable is startServe on a given address, with a function that stops it.

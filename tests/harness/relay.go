@@ -11,8 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	mathrand "math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/voicebox-go/voicebox/internal/core/porttest"
 )
 
 // RepoRoot returns the checkout's top directory (the one holding go.mod).
@@ -78,64 +78,16 @@ var addrLine = regexp.MustCompile(`^voicebox on http://(?:127\.0\.0\.1|0\.0\.0\.
 // RestartablePort is a free loopback port for a relay that a test stops and starts again on the
 // same port (pass "PORT="+port to both starts). It lies below Linux's ephemeral range (32768 and
 // up), so that while the relay is down no outgoing connection of another process can be given
-// that port as its own and keep the second start from listening there. A port is handed out once
-// a test binary: tests running at once each get their own, though the first has yet to listen on
-// its port when the second asks.
+// that port as its own and keep the second start from listening there; and it is held by this
+// process until it exits (porttest), so no other test, of this binary or another, is given it.
 func RestartablePort(t testing.TB) string {
 	t.Helper()
-	portsGiven.Lock()
-	defer portsGiven.Unlock()
-	for range 200 {
-		n := 20000 + mathrand.IntN(12000)
-		port := strconv.Itoa(n)
-		if portsGiven.m[port] || !holdPort(n) {
-			continue
-		}
-		if ln, err := net.Listen("tcp", "127.0.0.1:"+port); err == nil {
-			ln.Close()
-			portsGiven.m[port] = true
-			return port
-		}
-	}
-	t.Fatal("harness: no free port below the ephemeral range")
-	return ""
-}
-
-// holdPort takes port for this test process until it exits: an exclusive lock on a file named
-// for it in the system's temporary folder, which every process of the project's tests that hands
-// out restartable ports takes first (cmd/relay's restartableAddr, tests/harness.RestartablePort).
-// A port its relay freed to start again on is then never handed to another test meanwhile (two
-// test binaries run at once, and each only knew its own ports).
-func holdPort(port int) bool {
-	dir := filepath.Join(os.TempDir(), "voicebox-restartable-ports")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return false
-	}
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o600)
+	port, err := porttest.Restartable()
 	if err != nil {
-		return false
+		t.Fatalf("harness: %v", err)
 	}
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-		f.Close()
-		return false
-	}
-	heldPorts.Lock()
-	heldPorts.files = append(heldPorts.files, f) // open, so locked, until the process exits
-	heldPorts.Unlock()
-	return true
+	return strconv.Itoa(port)
 }
-
-// heldPorts are the lock files of the ports holdPort took.
-var heldPorts struct {
-	sync.Mutex
-	files []*os.File
-}
-
-// portsGiven are the ports RestartablePort has handed out in this test binary.
-var portsGiven = struct {
-	sync.Mutex
-	m map[string]bool
-}{m: map[string]bool{}}
 
 // StartRelay starts bin/relay (built by ./build.sh build) with PORT=0 and the extra environment
 // given, serving the checkout's public/, and stops it when the test ends.
