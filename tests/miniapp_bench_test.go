@@ -35,12 +35,26 @@ import (
 // thread (CrRendererMain, DedicatedWorker thread, Chrome_ChildIOThread, ...), whose clock ticks
 // of 10 ms want more calls than the 300 a side of each path: VOICEBOX_BENCH_MINIAPP_CALLS sets
 // how many.
+//
+// A side's calls are measured in two regimes. Back to back (page-us): each call made as the last
+// one is answered, in turns; a turn's first miniAppTurnStart calls follow the pause between turns
+// and are reported apart as well (page-turnstart-us-p50, and page-steady-us for the rest), since
+// they cost what a call after a pause does. Spaced (page-spaced-us): each call after miniAppPause
+// of idle, as a person's spoken calls come, miniAppSpaced a side in turns of miniAppSpacedTurn;
+// page-spaced-cpu-us/call is their CPU less that of the same pauses without calls. A call after a
+// pause finds every thread on its path cold and costs its threads two to three times the CPU of a
+// call back to back (BENCHMARKS.md, call48). The relay path is measured spaced too
+// (relay-spaced-us), the path a spoken call takes.
 func BenchmarkMiniAppToolCall(b *testing.B) {
 	relay := harness.StartRelay(b)
 	type side struct {
 		tab *harness.Tab
 		us  []float64
 		cpu float64
+		// turnStart and steady are us split by a call's place in its turn; spaced are the calls
+		// made after a pause, spacedCPU their CPU in seconds, idleCPU the same pauses' alone.
+		turnStart, steady, spaced []float64
+		spacedCPU, idleCPU        float64
 		// byThread is its CPU by Chromium's process and thread over its turns
 		// (VOICEBOX_BENCH_CPU_BY_THREAD): the other side's threads idle meanwhile.
 		byThread processCPU
@@ -78,7 +92,7 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("VOICEBOX_BENCH_MINIAPP_CALLS")); err == nil && v >= miniAppRound {
 		n = v / miniAppRound * miniAppRound
 	}
-	var fromRelay []float64
+	var fromRelay, relaySpaced []float64
 	pageCPU, relayCPUBy := processCPU{}, processCPU{}
 	var relayCPU float64
 	name := miniapp.ModelName("app_scoreboard", "add_points")
@@ -95,7 +109,7 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 				if prof != nil && s == page && round == 0 {
 					prof.Start(b)
 				}
-				s.us = append(s.us, harness.Eval[[]float64](s.tab, fmt.Sprintf(`(async () => {
+				turn := harness.Eval[[]float64](s.tab, fmt.Sprintf(`(async () => {
 					const out = [];
 					for (let i = 0; i < %d; i++) {
 						const t0 = performance.now();
@@ -103,7 +117,10 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 						out.push((performance.now() - t0) * 1000);
 					}
 					return out;
-				})()`, miniAppRound))...)
+				})()`, miniAppRound))
+				s.us = append(s.us, turn...)
+				s.turnStart = append(s.turnStart, turn[:miniAppTurnStart]...)
+				s.steady = append(s.steady, turn[miniAppTurnStart:]...)
 				if prof != nil && s == page && round == 0 {
 					fmt.Println("the worker during a turn of page calls:")
 					prof.Stop(b, os.Stdout, profileTop)
@@ -117,6 +134,45 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 				}
 			}
 		}
+		spacedByThread := map[*side]processCPU{}
+		for round := range miniAppSpaced / miniAppSpacedTurn {
+			for i := range sides {
+				s := sides[(i+round)%len(sides)]
+				for _, calls := range []bool{true, false} {
+					c0 := childrenCPU()
+					var th0 processCPU
+					if byThread && calls {
+						th0 = childrenCPUByThread()
+					}
+					us := harness.Eval[[]float64](s.tab, fmt.Sprintf(`(async () => {
+						const out = [];
+						for (let i = 0; i < %d; i++) {
+							await new Promise((resolve) => setTimeout(resolve, %d));
+							if (!%t) continue;
+							const t0 = performance.now();
+							await voicebox.miniApps.call('app_scoreboard', 'add_points', {team: 'away', points: 1});
+							out.push((performance.now() - t0) * 1000);
+						}
+						return out;
+					})()`, miniAppSpacedTurn, miniAppPause.Milliseconds(), calls))
+					if !calls {
+						s.idleCPU += childrenCPU() - c0
+						continue
+					}
+					s.spacedCPU += childrenCPU() - c0
+					s.spaced = append(s.spaced, us...)
+					if byThread {
+						if spacedByThread[s] == nil {
+							spacedByThread[s] = processCPU{}
+						}
+						spacedByThread[s].add(childrenCPUByThread(), th0)
+					}
+				}
+			}
+		}
+		if byThread {
+			spacedByThread[page].print(os.Stdout, "spaced page calls, by thread, this build (the pauses' own idle included)", len(page.spaced))
+		}
 		c1, by1 := childrenCPU(), childrenCPUByProcess()
 		for range n {
 			t0 := time.Now()
@@ -127,12 +183,28 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		}
 		relayCPU += childrenCPU() - c1
 		relayCPUBy.add(childrenCPUByProcess(), by1)
+		for range miniAppSpaced {
+			time.Sleep(miniAppPause)
+			t0 := time.Now()
+			if a := relay.Call(b, name, map[string]any{"team": "away", "points": 1}); !a.OK {
+				b.Fatalf("the relay's call was refused: %s", a.Raw)
+			}
+			relaySpaced = append(relaySpaced, float64(time.Since(t0).Microseconds()))
+		}
 	}
 	b.StopTimer()
 	b.ReportMetric(page.cpu/float64(len(page.us))*1e6, "page-cpu-us/call")
 	b.ReportMetric(relayCPU/float64(len(fromRelay))*1e6, "relay-cpu-us/call")
 	harness.ReportPercentiles(b, page.us, "page-us")
+	report := func(s *side, name string) {
+		harness.ReportPercentiles(b, s.steady, name+"-steady-us")
+		b.ReportMetric(median(s.turnStart), name+"-turnstart-us-p50")
+		harness.ReportPercentiles(b, s.spaced, name+"-spaced-us")
+		b.ReportMetric((s.spacedCPU-s.idleCPU)/float64(max(len(s.spaced), 1))*1e6, name+"-spaced-cpu-us/call")
+	}
+	report(page, "page")
 	harness.ReportPercentiles(b, fromRelay, "relay-us")
+	harness.ReportPercentiles(b, relaySpaced, "relay-spaced-us")
 	if os.Getenv("VOICEBOX_BENCH_CPU_BY_PROCESS") != "" {
 		// Which renderer is the page's: its main thread busy for a while, alone.
 		by0 := childrenCPUByProcess()
@@ -149,9 +221,19 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 			before.byThread.print(os.Stdout, "page path, by thread, the build before", len(before.us))
 		}
 	}
+	if f := os.Getenv("VOICEBOX_BENCH_MINIAPP_DUMP"); f != "" {
+		var sb strings.Builder
+		for i, s := range sides {
+			for j, us := range s.us {
+				fmt.Fprintf(&sb, "%d %d %d %.0f\n", i, j/miniAppRound, j%miniAppRound, us)
+			}
+		}
+		os.WriteFile(f, []byte(sb.String()), 0o644)
+	}
 	if before != nil {
 		b.ReportMetric(before.cpu/float64(len(before.us))*1e6, "page-before-cpu-us/call")
 		harness.ReportPercentiles(b, before.us, "page-before-us")
+		report(before, "page-before")
 	}
 }
 
@@ -160,6 +242,20 @@ const miniAppWarmUp = 1200
 
 // miniAppRound is how many page calls BenchmarkMiniAppToolCall makes in one turn of a side.
 const miniAppRound = 25
+
+// miniAppTurnStart is how many of a turn's first calls are reported apart: they follow the pause
+// between turns (the harness's round trip, the other side's turn) and cost what a call after a
+// pause does (2.2-4.1 ms p50 for the first, 1.3-1.5 for the third, 0.9-1.1 from the fourth on).
+const miniAppTurnStart = 3
+
+// miniAppPause is the idle before each spaced call; miniAppSpaced is how many a side makes, in
+// turns of miniAppSpacedTurn, each turn followed by the same pauses without calls (their CPU is
+// the pauses' own, taken off the calls').
+const (
+	miniAppPause      = 50 * time.Millisecond
+	miniAppSpaced     = 60
+	miniAppSpacedTurn = 10
+)
 
 // childrenCPU is the CPU time, in seconds, that the processes descending from this test binary
 // and still running have spent (user and system, from /proc; 0 where there is none). Clock ticks
@@ -212,11 +308,15 @@ func childrenCPUByProcess() processCPU {
 
 // childrenCPUByThread is childrenCPUByProcess per thread, each named by its process's name and
 // the thread's own (Chromium names its threads: CrRendererMain, DedicatedWorker thread,
-// NetworkService, ...); threads of one name in one process are summed.
+// NetworkService, ...); threads of one name in one process are summed. Each thread's figure is
+// the scheduler's own count in nanoseconds (/proc/PID/task/TID/schedstat), not stat's 10 ms
+// ticks; with VOICEBOX_BENCH_RUNQUEUE set, each thread's time waiting on a run queue (runnable,
+// not running: the CPU was another's) is added as a row of its own, named "... (runqueue)".
 func childrenCPUByThread() processCPU {
 	out := processCPU{}
 	me := os.Getpid()
 	parents, _ := procTable()
+	runQueue := os.Getenv("VOICEBOX_BENCH_RUNQUEUE") != ""
 	for pid := range parents {
 		mine := false
 		for p, hops := parents[pid], 0; p > 1 && hops < maxProcDepth; p, hops = parents[p], hops+1 {
@@ -231,22 +331,20 @@ func childrenCPUByThread() processCPU {
 		proc := processName(pid) + " " + strconv.Itoa(pid)
 		tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 		for _, t := range tasks {
-			stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/stat")
-			if err != nil {
+			dir := "/proc/" + strconv.Itoa(pid) + "/task/" + t.Name()
+			comm, err1 := os.ReadFile(dir + "/comm")
+			sched, err2 := os.ReadFile(dir + "/schedstat")
+			f := strings.Fields(string(sched))
+			if err1 != nil || err2 != nil || len(f) < 2 {
 				continue
 			}
-			s := string(stat)
-			open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-			if open < 0 || end < open {
-				continue
+			name := proc + " / " + strings.TrimSpace(string(comm))
+			run, _ := strconv.ParseFloat(f[0], 64)
+			out[name] += run / 1e9
+			if runQueue {
+				wait, _ := strconv.ParseFloat(f[1], 64)
+				out[name+" (runqueue)"] += wait / 1e9
 			}
-			f := strings.Fields(s[end+1:])
-			if len(f) < 13 {
-				continue
-			}
-			user, _ := strconv.ParseFloat(f[11], 64)
-			system, _ := strconv.ParseFloat(f[12], 64)
-			out[proc+" / "+s[open+1:end]] += (user + system) / clockTicks
 		}
 	}
 	return out
