@@ -44,7 +44,9 @@ import (
 // page-spaced-cpu-us/call is their CPU less that of the same pauses without calls. A call after a
 // pause finds every thread on its path cold and costs its threads two to three times the CPU of a
 // call back to back (BENCHMARKS.md, call48). The relay path is measured spaced too
-// (relay-spaced-us), the path a spoken call takes.
+// (relay-spaced-us), the path a spoken call takes. VOICEBOX_BENCH_MINIAPP_DUMP names a file to
+// write every back-to-back page call to, one a line: its side (0 this build, 1 the build before),
+// its turn, its place in the turn and its microseconds.
 func BenchmarkMiniAppToolCall(b *testing.B) {
 	relay := harness.StartRelay(b)
 	type side struct {
@@ -223,12 +225,15 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 	}
 	if f := os.Getenv("VOICEBOX_BENCH_MINIAPP_DUMP"); f != "" {
 		var sb strings.Builder
+		sb.WriteString("side turn place us\n")
 		for i, s := range sides {
 			for j, us := range s.us {
 				fmt.Fprintf(&sb, "%d %d %d %.0f\n", i, j/miniAppRound, j%miniAppRound, us)
 			}
 		}
-		os.WriteFile(f, []byte(sb.String()), 0o644)
+		if err := os.WriteFile(f, []byte(sb.String()), 0o644); err != nil {
+			b.Error(err)
+		}
 	}
 	if before != nil {
 		b.ReportMetric(before.cpu/float64(len(before.us))*1e6, "page-before-cpu-us/call")
