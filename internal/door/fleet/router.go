@@ -59,7 +59,7 @@ const deadlineHeader = "Voicebox-Deadline-Ms"
 // most these (and a slow page makes the fleet's callers wait no longer than a relay alone would).
 const (
 	MaxRoutedCalls = 256
-	MaxRoutedBytes = 16 << 20
+	MaxRoutedBytes = 8 << 20
 )
 
 // What the holder keeps of the lease subject's messages not yet looked at: each is only counted
