@@ -26,8 +26,9 @@ import (
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
-// routedBurst is how many calls B routes at once to the page on A in each round: more than the
-// holder takes in flight (fleet.MaxRoutedCalls).
+// routedBurst is how many calls B and C route at once to the page on A in each round, half
+// each: more than the holder takes in flight (fleet.MaxRoutedCalls), and fewer than one client
+// holds connections open on one relay (server.MaxConnsPerClient).
 const routedBurst = 400
 
 // routedStop is how long A's relay is stopped while B's calls are on their way: well within the
@@ -85,12 +86,14 @@ type routedWrite struct {
 	err    error
 }
 
-// burst writes n files through relay at once, under prefix, and returns every call's answer.
-func burst(relay *harness.Relay, token, prefix string, n int) []routedWrite {
+// burst writes n files at once through relays in turn, under prefix, and returns every call's
+// answer.
+func burst(relays []*harness.Relay, tokens []string, prefix string, n int) []routedWrite {
 	out := make([]routedWrite, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		out[i].path = fmt.Sprintf("%s/%d.txt", prefix, i)
+		relay, token := relays[i%len(relays)], tokens[i%len(relays)]
 		wg.Go(func() {
 			b, _ := json.Marshal(map[string]any{"tool": "write-file", "args": map[string]string{"path": out[i].path, "content": "x"}})
 			ctx, cancel := context.WithTimeout(context.Background(), routedCallBound)
@@ -115,11 +118,11 @@ func burst(relay *harness.Relay, token, prefix string, n int) []routedWrite {
 	return out
 }
 
-// TestRoutedCallsStayBoundedWhileTheHolderStalls: relays A and B of a fleet, the page on A.
-// Round one: the page stalls (it holds every call) while B routes 400 calls at once; at most
+// TestRoutedCallsStayBoundedWhileTheHolderStalls: relays A, B and C of a fleet, the page on A.
+// Round one: the page stalls (it holds every call) while B and C route 400 calls at once; at most
 // fleet.MaxRoutedCalls reach it, the others are answered too-many-calls at once (never
 // outcome-unknown), and once it runs again the held ones are answered. Round two: A's relay is
-// stopped (SIGSTOP) while B routes 400 calls; once it runs again it reads them all at once and
+// stopped (SIGSTOP) while B and C route 400 calls; once it runs again it reads them all at once and
 // still lets at most the bound in flight. Every call gets one answer: ok (its file written
 // once), too-many-calls (nothing written), or page-timeout at its deadline only when A said it
 // dropped messages; calls after it run. On main the page was sent every call at once.
@@ -129,13 +132,16 @@ func TestRoutedCallsStayBoundedWhileTheHolderStalls(t *testing.T) {
 	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=stall48"}
 	a := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-a")...)
 	b := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-b")...)
+	c := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-c")...)
 	resume := func() { syscall.Kill(a.PID(), syscall.SIGCONT) }
 	t.Cleanup(resume)
 	page := &stallingPage{exec: executor.New(fsroot.NewMemory(), executor.Options{}), writes: map[string]int{}}
 	peer := hubtest.Serve(hubtest.Dial(t, a.URL, http.Header{"Origin": {a.URL}}, fleetChaosBound), page)
 	peer.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
-	fleetWaitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
-	token := b.HostToken(t)
+	fleetWaitFor(t, "the page on A seen by B and C", func() bool {
+		return b.Call(t, "now", map[string]string{}).OK && c.Call(t, "now", map[string]string{}).OK
+	})
+	callers, tokens := []*harness.Relay{b, c}, []string{b.HostToken(t), c.HostToken(t)}
 
 	check := func(round string, got []routedWrite) {
 		t.Helper()
@@ -180,7 +186,7 @@ func TestRoutedCallsStayBoundedWhileTheHolderStalls(t *testing.T) {
 	page.stall = make(chan struct{})
 	page.mu.Unlock()
 	done := make(chan []routedWrite, 1)
-	go func() { done <- burst(b, token, "stalled", routedBurst) }()
+	go func() { done <- burst(callers, tokens, "stalled", routedBurst) }()
 	fleetWaitFor(t, "the stalled page to hold the bound's calls", func() bool {
 		page.mu.Lock()
 		defer page.mu.Unlock()
@@ -200,7 +206,7 @@ func TestRoutedCallsStayBoundedWhileTheHolderStalls(t *testing.T) {
 	if err := syscall.Kill(a.PID(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	go func() { done <- burst(b, token, "stopped", routedBurst) }()
+	go func() { done <- burst(callers, tokens, "stopped", routedBurst) }()
 	time.Sleep(routedStop)
 	resume()
 	check("A's relay stopped", <-done)
