@@ -168,7 +168,7 @@ var _ hub.Fleet = (*Router)(nil)
 func (f *Fleet) NewRouter(local Local) *Router {
 	r := &Router{f: f, local: local, ttl: f.cfg.LeaseTTL, changed: make(chan struct{}), wake: make(chan struct{}, 1),
 		outWake: make(chan struct{}, 1), stop: make(chan struct{})}
-	r.unwatch, _ = f.watch(executorBucket, r.heardEntry, false)
+	r.unwatch, _ = f.watch(executorBucket, []string{leaseKey, offerKey}, r.heardEntry, false, false)
 	r.done.Add(3)
 	go r.work()
 	go r.heartbeat()
