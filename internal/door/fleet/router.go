@@ -109,7 +109,8 @@ type Local interface {
 // nobody holds the slot (no-page, machine-unreachable) or nobody answers the subject; its
 // timeout rule when the deadline passes; outcome-unknown when the holder's relay stops renewing
 // its lease (it died) or loses it mid-call and the answer does not follow within
-// LeaseGoneGrace; fleet-unavailable when NATS cannot be reached.
+// LeaseGoneGrace; fleet-unavailable when NATS cannot be reached; too-many-calls, at once, when
+// the holder has MaxRoutedCalls (or MaxRoutedBytes) of routed calls in flight.
 //
 // Leases expire after Config.LeaseTTL without a heartbeat, measured on each relay's own clock
 // from the last renewal it heard; a call is given up as outcome-unknown only after a TTL of
