@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,10 +25,13 @@ import (
 )
 
 // The attack on the fleet's buckets: bucketFloodHuge values of bucketFloodHugeBytes into each
-// bucket a relay watches or lists, and bucketFloodSmall small keys into the executor's.
+// bucket a relay watches, bucketFloodRecords into the MCP clients' (which every listing reads
+// whole; bucketFloodListings at once), and bucketFloodSmall small keys into the executor's.
 const (
 	bucketFloodHuge      = 100
 	bucketFloodHugeBytes = 900 << 10
+	bucketFloodRecords   = 250
+	bucketFloodListings  = 4
 	bucketFloodSmall     = 20000
 )
 
@@ -43,7 +47,7 @@ const bucketFloodRSSSlackKB = 48 << 10
 // clients' (which every listing reads whole), and sessions of 900 KB, then deleted (whose every
 // value the revocation watch heard). Each bucket takes values no larger than its own records
 // (the offer's bound is the page's frame), so the large ones are refused by NATS; the executor's
-// watch hears only its two keys. The relays' memory stays bounded; the listing answers; calls
+// watch hears only its two keys. The relays' memory stays bounded; the listings answer; calls
 // through B keep reaching the page.
 func TestLargeAndManyValuesInTheFleetsBucketsCostBoundedMemory(t *testing.T) {
 	t.Parallel()
@@ -118,10 +122,12 @@ func TestLargeAndManyValuesInTheFleetsBucketsCostBoundedMemory(t *testing.T) {
 	for i := range bucketFloodHuge {
 		put("executor", fmt.Sprintf("junk-%d", i), huge)
 		put("executor", "offer", huge)
-		put("mcpclients", "b."+hex.EncodeToString([]byte(fmt.Sprintf("made-up-%d", i))), huge)
 		if sessionsErr == nil {
 			put("sessions", hex.EncodeToString([]byte(fmt.Sprintf("made-up-session-%d", i)))[:32], huge)
 		}
+	}
+	for i := range bucketFloodRecords {
+		put("mcpclients", "b."+hex.EncodeToString([]byte(fmt.Sprintf("made-up-%d", i))), huge)
 	}
 	for i := range bucketFloodSmall {
 		put("executor", fmt.Sprintf("small-%d", i), []byte("{}"))
@@ -134,11 +140,15 @@ func TestLargeAndManyValuesInTheFleetsBucketsCostBoundedMemory(t *testing.T) {
 	}
 	t.Logf("the attacker's writes: %d taken, %d refused", written, refused)
 
-	for range 3 {
-		if status, body := list(a); status != http.StatusOK || !strings.Contains(body, "desk") {
-			t.Errorf("the MCP clients during the attack: %d %.200s", status, body)
-		}
+	var wg sync.WaitGroup
+	for range bucketFloodListings {
+		wg.Go(func() {
+			if status, body := list(a); status != http.StatusOK || !strings.Contains(body, "desk") {
+				t.Errorf("the MCP clients listed during the attack: %d %.200s", status, body)
+			}
+		})
 	}
+	wg.Wait()
 	if ans := b.Call(t, "now", map[string]string{}); !ans.OK {
 		t.Fatalf("a call through B after the attack answered %s", ans.Raw)
 	}
