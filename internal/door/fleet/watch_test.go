@@ -83,3 +83,47 @@ func TestAWatchHearsOnlyItsKeysAcrossARestart(t *testing.T) {
 	write("two")
 	wait(leaseKey + "=two")
 }
+
+// TestABucketMadeBeforeTheValueBoundTakesIt: a bucket an older relay made, with no value bound
+// and a record in it, is given its bound by the first relay that uses it now: the record stays,
+// a value past the bound is refused, and one within it is taken.
+func TestABucketMadeBeforeTheValueBoundTakesIt(t *testing.T) {
+	srv := fleettest.Start(t)
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	old, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "older48_" + mcpClientsBucket, History: 1, LimitMarkerTTL: markerTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Put(ctx, "b.kept", []byte(strings.Repeat("k", 100<<10))); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Connect(Config{URL: srv.URL(), Prefix: "older48"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	opCtx, opCancel, kv, err := f.op(mcpClientsBucket)
+	if err != nil {
+		t.Fatalf("the older bucket: %v", err)
+	}
+	defer opCancel()
+	if st, err := kv.Status(opCtx); err != nil || st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.MaxMsgSize != recordValueBytes {
+		t.Fatalf("the older bucket's value bound after a relay used it: %v %+v", err, st)
+	}
+	if e, err := kv.Get(opCtx, "b.kept"); err != nil || len(e.Value()) != 100<<10 {
+		t.Fatalf("the record made before the bound: %v", err)
+	}
+	if _, err := kv.Put(opCtx, "b.large", make([]byte, recordValueBytes+1)); err == nil {
+		t.Fatal("a value past the bound was taken")
+	}
+	if _, err := kv.Put(opCtx, "b.small", make([]byte, recordValueBytes-64)); err != nil {
+		t.Fatalf("a value within the bound: %v", err)
+	}
+}
