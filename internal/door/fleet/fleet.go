@@ -49,12 +49,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -264,7 +266,8 @@ func (f *Fleet) bucket(ctx context.Context, name string) (jetstream.KeyValue, er
 	if !f.nc.IsConnected() {
 		return nil, f.unavailable(nats.ErrConnectionClosed)
 	}
-	kv, err := f.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: f.name(name), History: 1, LimitMarkerTTL: markerTTL, Replicas: f.cfg.Replicas})
+	kv, err := f.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: f.name(name), History: 1, LimitMarkerTTL: markerTTL, Replicas: f.cfg.Replicas,
+		MaxValueSize: bucketValueBytes(name)})
 	if err != nil {
 		return nil, f.unavailable(err)
 	}
@@ -272,6 +275,34 @@ func (f *Fleet) bucket(ctx context.Context, name string) (jetstream.KeyValue, er
 	f.buckets[name] = kv
 	f.mu.Unlock()
 	return kv, nil
+}
+
+// What one value of each bucket may hold (its MaxValueSize: NATS refuses a larger write, by a
+// relay or by whoever else holds the fleet's credentials), so a watch or a listing reads no
+// value larger than the bucket's own records. History is 1 everywhere: a key keeps its last value.
+const (
+	// recordValueBytes: a ticket, a session, a pairing, an MCP client's record or its name's
+	// hash (each a few hundred bytes).
+	recordValueBytes = 16 << 10
+	// filesValueBytes: a shared state file (the agent settings, 16 KiB at most).
+	filesValueBytes = 64 << 10
+	// executorValueBytes: the lease, and what the holder's page offers (its declarations, bounded
+	// as the page sent them by the wire's frame).
+	executorValueBytes = wire.MaxFrameBytes + 16<<10
+)
+
+// bucketValueBytes returns MaxValueSize of the bucket name: 0 (NATS's max_payload) for the
+// approval codes' document, read by one Get at a time and never watched.
+func bucketValueBytes(name string) int32 {
+	switch name {
+	case ticketsBucket, sessionsBucket, pairingsBucket, mcpClientsBucket:
+		return recordValueBytes
+	case filesBucket:
+		return filesValueBytes
+	case executorBucket:
+		return executorValueBytes
+	}
+	return 0
 }
 
 // op returns a context bounded by OpTimeout, and the bucket, or fleet-unavailable at once when
@@ -342,12 +373,17 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// watch calls fn with every entry of bucket (from now on when updatesOnly, else the current
-// values first) until stop, and with nil each time a watch is made. When NATS comes back after a disconnection the watch is made again,
+// watch calls fn with every entry of bucket under keys (from now on when updatesOnly, else the
+// current values first; keys only, never their values, when metaOnly) until stop, and with nil
+// each time a watch is made. When NATS comes back after a disconnection the watch is made again,
 // so a watcher never silently stops; without updatesOnly it then starts with the current values.
 // It returns once the first watch is in place (or after OpTimeout, while NATS is away), so what
 // is changed after it returns is heard.
-func (f *Fleet) watch(bucket string, fn func(jetstream.KeyValueEntry), updatesOnly bool) (stop func(), err error) {
+//
+// Whoever holds the fleet's NATS credentials can write any key of a bucket: a watch hears only
+// the keys it names, and the values it reads, so other keys cost it nothing, and what it reads
+// is bounded by the bucket's value size (bucketValueBytes).
+func (f *Fleet) watch(bucket string, keys []string, fn func(jetstream.KeyValueEntry), updatesOnly, metaOnly bool) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	ready := make(chan struct{})
@@ -372,7 +408,10 @@ func (f *Fleet) watch(bucket string, fn func(jetstream.KeyValueEntry), updatesOn
 				if updatesOnly {
 					opts = append(opts, jetstream.UpdatesOnly())
 				}
-				w, err = kv.WatchAll(ctx, opts...)
+				if metaOnly {
+					opts = append(opts, jetstream.MetaOnly())
+				}
+				w, err = kv.WatchFiltered(ctx, slices.Clone(keys), opts...) // it writes the subjects over the keys
 			}
 			if err != nil {
 				select {

@@ -280,7 +280,7 @@ func (r *Records) Sessions(now time.Time) ([]session.Record, error) {
 // removed meanwhile was not heard).
 func (r *Records) WatchEnds(fn func(id string)) (stop func(), err error) {
 	first := true
-	return r.f.watch(sessionsBucket, func(e jetstream.KeyValueEntry) {
+	return r.f.watch(sessionsBucket, []string{jetstream.AllKeys}, func(e jetstream.KeyValueEntry) {
 		switch {
 		case e == nil && first:
 			first = false
@@ -291,7 +291,7 @@ func (r *Records) WatchEnds(fn func(id string)) (stop func(), err error) {
 			r.forget(e.Key())
 			fn(e.Key())
 		}
-	}, true)
+	}, true, true) // a removal is all it hears: the values are not read
 }
 
 // eachValue calls fn with every live key and value in kv.

@@ -48,6 +48,30 @@ const LeaseGoneGrace = time.Second
 // deadlineHeader carries a routed call's remaining time, in milliseconds, to the executor's relay.
 const deadlineHeader = "Voicebox-Deadline-Ms"
 
+// MaxRoutedCalls bounds the calls routed from other relays that the holder's executor has in
+// flight at once, and MaxRoutedBytes their frames together; one more is answered at once with
+// too-many-calls (nothing ran), which the caller's relay gives its caller as the call's one
+// answer. A relay alone has no bound of its own on calls in flight to its page; its callers are
+// bounded where they come in (server.MaxConnsPerClient, 256 connections of one address without a
+// credential; mcp.MaxCallsPerClient), so the fleet takes the first: a holder serves as many
+// routed calls at once as one client may hold requests open on a relay. Whoever holds the fleet's
+// NATS credentials can publish on the lease's subject, so a flood of calls costs the holder at
+// most these (and a slow page makes the fleet's callers wait no longer than a relay alone would).
+const (
+	MaxRoutedCalls = 256
+	MaxRoutedBytes = 8 << 20
+)
+
+// What the holder keeps of the lease subject's messages not yet looked at: each is only counted
+// against MaxRoutedCalls when its turn comes, so the queue stays short; past it NATS's client
+// drops what arrives (said once per sayEvery), and the call's relay answers its caller the kind's
+// timeout rule at the call's deadline (it may or may not have run, as far as the caller can
+// tell). The byte bound holds four of the largest frames.
+const (
+	execPendingMsgs  = 1024
+	execPendingBytes = 4 * (wire.MaxFrameBytes + 4<<10)
+)
+
 // lease is the value of the executor lease.
 type lease struct {
 	ID       string `json:"id"`    // drawn per attachment: the request subject's last token
@@ -85,7 +109,8 @@ type Local interface {
 // nobody holds the slot (no-page, machine-unreachable) or nobody answers the subject; its
 // timeout rule when the deadline passes; outcome-unknown when the holder's relay stops renewing
 // its lease (it died) or loses it mid-call and the answer does not follow within
-// LeaseGoneGrace; fleet-unavailable when NATS cannot be reached.
+// LeaseGoneGrace; fleet-unavailable when NATS cannot be reached; too-many-calls, at once, when
+// the holder has MaxRoutedCalls (or MaxRoutedBytes) of routed calls in flight.
 //
 // Leases expire after Config.LeaseTTL without a heartbeat, measured on each relay's own clock
 // from the last renewal it heard; a call is given up as outcome-unknown only after a TTL of
@@ -116,6 +141,12 @@ type Router struct {
 	mineRev uint64
 	sub     *nats.Subscription
 
+	// The routed calls in flight on this relay's executor, and their frames' bytes
+	// (MaxRoutedCalls, MaxRoutedBytes).
+	routedMu    sync.Mutex
+	routedCalls int
+	routedBytes int
+
 	// What the holder's page offers, as heard (remote) and as this relay's page offers it (out,
 	// written by the offer worker).
 	offMu     sync.Mutex
@@ -138,7 +169,7 @@ var _ hub.Fleet = (*Router)(nil)
 func (f *Fleet) NewRouter(local Local) *Router {
 	r := &Router{f: f, local: local, ttl: f.cfg.LeaseTTL, changed: make(chan struct{}), wake: make(chan struct{}, 1),
 		outWake: make(chan struct{}, 1), stop: make(chan struct{})}
-	r.unwatch, _ = f.watch(executorBucket, r.heardEntry, false)
+	r.unwatch, _ = f.watch(executorBucket, []string{leaseKey, offerKey}, r.heardEntry, false, false)
 	r.done.Add(3)
 	go r.work()
 	go r.heartbeat()
@@ -405,6 +436,11 @@ func (r *Router) apply(s hub.Slot) error {
 	// subject stops being answered once it is written.
 	l := &lease{ID: randomHex(12), Relay: r.f.ID(), Kind: kind, Pairing: s.Pairing, RootKind: s.Root.Kind, RootName: s.Root.Name}
 	sub, err := r.f.nc.Subscribe(r.f.subject("exec."+l.ID), r.serve)
+	if err == nil {
+		if err = sub.SetPendingLimits(execPendingMsgs, execPendingBytes); err != nil {
+			sub.Unsubscribe()
+		}
+	}
 	if err != nil {
 		return r.f.unavailable(err)
 	}
@@ -519,9 +555,19 @@ func (r *Router) dropLocked() {
 }
 
 // serve answers one call routed to this relay's executor. Each call runs on its own goroutine,
-// so a slow call holds up no other.
+// so a slow call holds up no other; past MaxRoutedCalls or MaxRoutedBytes in flight it is
+// refused too-many-calls at once, unread.
 func (r *Router) serve(m *nats.Msg) {
+	size := len(m.Data)
+	if !r.takeRouted(size) {
+		if r.f.sayOnce("routed calls full") {
+			r.f.log.Warn("fleet: routed calls past the executor's bound were refused too-many-calls (said once per 10 s)", "max", MaxRoutedCalls, "maxBytes", MaxRoutedBytes)
+		}
+		m.Respond(refusal.New(refusal.TooManyCalls, "the relay holding the workspace root has %d calls from other relays in flight (or %d MB of them), its bound; nothing ran: try again when one has answered", MaxRoutedCalls, MaxRoutedBytes>>20).JSON())
+		return
+	}
 	go func() {
+		defer r.giveRouted(size)
 		call, err := wire.ParseCall(m.Data)
 		if err != nil {
 			// No callId to answer under: a refusal body, which no relay mistakes for an answer.
@@ -550,6 +596,27 @@ func (r *Router) serve(m *nats.Msg) {
 			r.f.log.Warn("fleet: a routed call's answer could not be sent back", "err", err)
 		}
 	}()
+}
+
+// takeRouted counts a routed call of size bytes in flight, unless that would pass MaxRoutedCalls
+// or MaxRoutedBytes.
+func (r *Router) takeRouted(size int) bool {
+	r.routedMu.Lock()
+	defer r.routedMu.Unlock()
+	if r.routedCalls >= MaxRoutedCalls || r.routedBytes+size > MaxRoutedBytes {
+		return false
+	}
+	r.routedCalls++
+	r.routedBytes += size
+	return true
+}
+
+// giveRouted counts a routed call of size bytes answered.
+func (r *Router) giveRouted(size int) {
+	r.routedMu.Lock()
+	defer r.routedMu.Unlock()
+	r.routedCalls--
+	r.routedBytes -= size
 }
 
 // Ask implements hub.Fleet.
@@ -664,8 +731,21 @@ func (r *Router) answer(ctx context.Context, call wire.Call, kind channel.Kind, 
 		return wire.Refuse(call.CallID, r.f.unavailable(err).(*refusal.Refusal))
 	}
 	a, perr := wire.ParseAnswer(m.Data)
+	if perr != nil && busy(m.Data) {
+		return wire.Refuse(call.CallID, refusal.New(refusal.TooManyCalls,
+			"the relay holding the %s (%s) has as many calls from other relays in flight as it takes; nothing ran: try again when one has answered", kind, l.Relay))
+	}
 	if perr != nil || a.CallID != call.CallID {
 		return wire.Refuse(call.CallID, refusal.New(refusal.MalformedAnswer, "the %s's relay sent back an answer that is not this call's", kind))
 	}
 	return a
+}
+
+// busy reports whether a routed call's reply is the holder's too-many-calls (serve), a refusal
+// body with no callId, sent before the call was read.
+func busy(reply []byte) bool {
+	var r struct {
+		Refused refusal.Rule `json:"refused"`
+	}
+	return len(reply) < 1<<10 && json.Unmarshal(reply, &r) == nil && r.Refused == refusal.TooManyCalls
 }
