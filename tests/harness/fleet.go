@@ -47,7 +47,7 @@ type Fleet struct {
 // server under the prefix "fleet".
 type FleetOptions struct {
 	// Prefix is the fleet's name on NATS (VOICEBOX_NATS_PREFIX); "fleet" when empty. A test that
-	// publishes to the fleet's subjects names it, to write them out.
+	// publishes on the fleet's subjects names it, so that it can spell them out.
 	Prefix string
 	// Relays is how many relays start; 2 when 0. Add starts more later.
 	Relays int
@@ -171,7 +171,7 @@ const RootFrame = `{"type":"root","kind":"opfs","name":"Browser storage"}`
 // GoPage attaches a page in Go to relay on: a /channel socket with the relay's own origin that
 // says it holds browser storage (RootFrame) and answers every call through the real door over an
 // in-memory folder (hubtest, executor), and closes when the test ends. It returns once every
-// other running relay of the fleet routes a call to it.
+// running relay of the fleet (on too) routes a call to it.
 func (f *Fleet) GoPage(on *Relay) *hubtest.Peer {
 	f.t.Helper()
 	return f.GoPageWith(on, executor.New(fsroot.NewMemory(), executor.Options{}))
@@ -191,7 +191,7 @@ func (f *Fleet) GoPageWith(on *Relay, exec channel.Executor) *hubtest.Peer {
 
 // OpenPage opens the real page on relay on in a tab of the shared Chromium (NewTab) and returns
 // it once the page's workspace is open and listed (WorkspaceReady), its channel connected, and
-// every other running relay of the fleet routes a call to it.
+// every running relay of the fleet (on too) routes a call to it.
 func (f *Fleet) OpenPage(on *Relay) *Tab {
 	f.t.Helper()
 	tab := NewTab(f.t)
@@ -202,8 +202,8 @@ func (f *Fleet) OpenPage(on *Relay) *Tab {
 }
 
 // WaitRouted waits until a call through every running relay of the fleet (a "now" through
-// /api/root/call, page is the relay holding the page among them) is answered by the page, failing
-// the test at ReadyBound.
+// /api/root/call with the host token) is answered by the page on relay page, failing the test at
+// ReadyBound.
 func (f *Fleet) WaitRouted(page *Relay) {
 	f.t.Helper()
 	for _, r := range f.Relays {
