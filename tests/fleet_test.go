@@ -13,21 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
-
-// startFleet starts n relay processes (bin/relay) on one NATS embedded in this test, as one
-// fleet named prefix, each with the extra serve arguments args.
-func startFleet(t *testing.T, n int, prefix string, args ...string) []*harness.Relay {
-	t.Helper()
-	nats := fleettest.Start(t)
-	relays := make([]*harness.Relay, n)
-	for i := range relays {
-		relays[i] = harness.StartRelayWith(t, args, "VOICEBOX_NATS="+nats.URL(), "VOICEBOX_NATS_PREFIX="+prefix)
-	}
-	return relays
-}
 
 // balancer is a load balancer in front of a fleet: every request and WebSocket goes to the
 // relay it points at now, with the Host and Origin the browser sent.
@@ -68,8 +55,8 @@ func (lb *balancer) sendTo(relay *harness.Relay) {
 func TestFleetThePageMovesWhenItsRelayDies(t *testing.T) {
 	t.Parallel()
 	lb := startBalancer(t)
-	relays := startFleet(t, 3, "crash", "--origin", lb.URL)
-	a, b, c := relays[0], relays[1], relays[2]
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "crash", Relays: 3, Args: []string{"--origin", lb.URL}})
+	a, b, c := fleet.Relays[0], fleet.Relays[1], fleet.Relays[2]
 	lb.sendTo(a)
 	tab := harness.NewTab(t)
 	openWorkspace(t, tab, lb.URL)
@@ -110,21 +97,10 @@ func TestFleetThePageMovesWhenItsRelayDies(t *testing.T) {
 // the slot from the page on A, which says so, and calls through A reach the page on B.
 func TestFleetRoutesToTheRealPage(t *testing.T) {
 	t.Parallel()
-	relays := startFleet(t, 3, "e2e")
-	a, b, c := relays[0], relays[1], relays[2]
-	first := openExecutor(t, a)
-	// B hears of the lease A took by a watch, a moment after the page on A is connected.
-	for deadline := time.Now().Add(channelBound); ; time.Sleep(20 * time.Millisecond) {
-		var root struct {
-			Connected bool `json:"connected"`
-		}
-		if getJSON(t, b.URL+"/api/root", &root); root.Connected {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("B never saw the page on A connected")
-		}
-	}
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "e2e", Relays: 3})
+	a, b, c := fleet.Relays[0], fleet.Relays[1], fleet.Relays[2]
+	// B and C hear of the lease A took by a watch, a moment after the page on A is connected.
+	first := fleet.OpenPage(a)
 
 	content := "written through relay B, executed by the page on relay A ✓"
 	if ans := b.Call(t, "write-file", map[string]string{"path": "fleet/note.txt", "content": content}); !ans.OK {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -113,9 +112,8 @@ func TestTwoRelaysOnOneMachineKeepTheirOwnSessions(t *testing.T) {
 	t.Parallel()
 	a := harness.StartRelay(t, "VOICEBOX_LOOPBACK_AUTH=1")
 	b := harness.StartRelay(t, "VOICEBOX_LOOPBACK_AUTH=1")
-	nats := fleettest.Start(t)
-	f1 := harness.StartRelay(t, "VOICEBOX_LOOPBACK_AUTH=1", "VOICEBOX_NATS="+nats.URL(), "VOICEBOX_NATS_PREFIX=cookies")
-	f2 := harness.StartRelay(t, "VOICEBOX_LOOPBACK_AUTH=1", "VOICEBOX_NATS="+nats.URL(), "VOICEBOX_NATS_PREFIX=cookies")
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "cookies", Env: []string{"VOICEBOX_LOOPBACK_AUTH=1"}})
+	f1, f2 := fleet.Relays[0], fleet.Relays[1]
 	tab := harness.NewIsolatedTab(t)
 
 	apiStatus := `fetch('/api/root').then(r => r.status)`

@@ -3,22 +3,11 @@
 package chaos
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-	"github.com/nats-io/nats.go"
-
-	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
-	"github.com/voicebox-go/voicebox/internal/shared/executor"
-	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -42,57 +31,26 @@ const busyFor = 3 * time.Second
 // deleted, exactly once.
 func TestADecisionThatFindsItsRelayBusyIsNeverSaidGone(t *testing.T) {
 	t.Parallel()
-	srv := fleettest.Start(t)
-	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=busy47"}
-	a := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-a")...)
-	b := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-b")...)
-	resume := func() { syscall.Kill(b.PID(), syscall.SIGCONT) }
-	t.Cleanup(resume) // before B is stopped for good, whatever happened
-	page := hubtest.Serve(hubtest.Dial(t, a.URL, http.Header{"Origin": {a.URL}}, patience), executor.New(fsroot.NewMemory(), executor.Options{}))
-	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
-	waitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "busy47", Named: true})
+	a, b := fleet.Relays[0], fleet.Relays[1]
+	fleet.GoPage(a)
 	if w := a.Call(t, "write-file", map[string]string{"path": "notes.txt", "content": "keep"}); !w.OK {
 		t.Fatalf("writing notes.txt: %s", w.Raw)
 	}
 	stream := harness.FollowEvents(t, a)
-	waitFor(t, "A's hello", func() bool { _, at := stream.Find(0, "hello", func(string) bool { return true }); return at >= 0 })
+	stream.Instance(t) // A's hello
 
-	turned := make(chan int, 1)
-	token := b.HostToken(t)
-	go func() {
-		turn, _ := http.NewRequest(http.MethodPost, b.URL+"/api/turn", strings.NewReader(`{"action":{"verb":"delete_file","name":"notes.txt"}}`))
-		turn.Header.Set("Content-Type", "application/json")
-		turn.Header.Set("x-voicebox-host-token", token)
-		r, err := http.DefaultClient.Do(turn)
-		if err != nil {
-			turned <- 0
-			return
-		}
-		r.Body.Close()
-		turned <- r.StatusCode
-	}()
-	var asked struct {
-		ID string `json:"id"`
-	}
-	waitFor(t, "the delete's approval shown on A", func() bool {
-		d, at := stream.Find(0, "approval", func(string) bool { return true })
-		return at >= 0 && json.Unmarshal([]byte(d), &asked) == nil && asked.ID != ""
-	})
+	turn := b.DeleteTurn(t, "notes.txt")
+	asked := stream.Approval(t, 0)
 
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if err := syscall.Kill(b.PID(), syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	nc := fleet.Client()
+	resume := b.Pause(t)
 	stopped := time.Now()
 	for i := range busyDecisions {
 		nc.Publish("busy47.approvals.relay-b", []byte(fmt.Sprintf(`{"id":"ap-made-up-%d","approve":true}`, i)))
 	}
 	nc.Flush()
-	status, rule := decide(t, a, asked.ID)
+	status, rule := decide(t, a, asked)
 	time.Sleep(time.Until(stopped.Add(busyFor)))
 	resume()
 	t.Logf("the decision made while B was stopped: %d %s", status, rule)
@@ -103,17 +61,12 @@ func TestADecisionThatFindsItsRelayBusyIsNeverSaidGone(t *testing.T) {
 	// Decide again while it waits; "not found" only once the first was taken.
 	var again int
 	waitFor(t, "a decision made again to be answered for sure", func() bool {
-		again, rule = decide(t, a, asked.ID)
+		again, rule = decide(t, a, asked)
 		return again == http.StatusOK || again == http.StatusNotFound
 	})
 	t.Logf("decided again: %d %s", again, rule)
-	select {
-	case code := <-turned:
-		if code != http.StatusOK {
-			t.Fatalf("the approved turn through B answered %d", code)
-		}
-	case <-time.After(patience):
-		t.Fatal("the approved turn through B never answered")
+	if code := turn.Status(t, patience); code != http.StatusOK {
+		t.Fatalf("the approved turn through B answered %d", code)
 	}
 	if r := a.Call(t, "read-file", map[string]string{"path": "notes.txt"}); r.OK {
 		t.Fatalf("the approved delete did not run: %s", r.Raw)
@@ -127,19 +80,11 @@ func TestADecisionThatFindsItsRelayBusyIsNeverSaidGone(t *testing.T) {
 // the refusal's rule, if any.
 func decide(t *testing.T, relay *harness.Relay, id string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, relay.URL+"/api/approvals/"+id, strings.NewReader(`{"approve":true}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Origin", relay.URL)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	d := relay.Decide(id, true)
+	if d.Status == 0 {
+		t.Fatal(d.Body)
 	}
-	defer resp.Body.Close()
-	var body struct {
-		Refused string `json:"refused"`
-	}
-	json.NewDecoder(resp.Body).Decode(&body)
-	return resp.StatusCode, body.Refused
+	return d.Status, d.Refused
 }
 
 // TestAPageKeepsARequestWhoseDecisionIsUnknown: the page on A shows a delete taken by B waiting
@@ -150,38 +95,18 @@ func decide(t *testing.T, relay *harness.Relay, id string) (int, string) {
 // and the delete is done.
 func TestAPageKeepsARequestWhoseDecisionIsUnknown(t *testing.T) {
 	t.Parallel()
-	srv := fleettest.Start(t)
-	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=busy47p"}
-	a := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-a")...)
-	b := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-b")...)
-	resume := func() { syscall.Kill(b.PID(), syscall.SIGCONT) }
-	t.Cleanup(resume)
-	tab := openPage(t, a)
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "busy47p", Named: true})
+	a, b := fleet.Relays[0], fleet.Relays[1]
+	tab := fleet.OpenPage(a)
 	tab.Allow(`answered 503: .*/api/approvals/|status of 503`)
-	waitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
 	if !harness.Eval[bool](tab, `voicebox.call('files.write', {path: 'notes.txt', content: 'keep'}).then(a => a.ok)`) {
 		t.Fatal("writing notes.txt failed")
 	}
-	turned := make(chan int, 1)
-	token := b.HostToken(t)
-	go func() {
-		turn, _ := http.NewRequest(http.MethodPost, b.URL+"/api/turn", strings.NewReader(`{"action":{"verb":"delete_file","name":"notes.txt"}}`))
-		turn.Header.Set("Content-Type", "application/json")
-		turn.Header.Set("x-voicebox-host-token", token)
-		r, err := http.DefaultClient.Do(turn)
-		if err != nil {
-			turned <- 0
-			return
-		}
-		r.Body.Close()
-		turned <- r.StatusCode
-	}()
+	turn := b.DeleteTurn(t, "notes.txt")
 	id := harness.WaitFor[string](tab, `(() => { const li = document.querySelector('#approvals li.approval'); return li ? li.dataset.approvalId : ''; })()`, patience)
 	request := fmt.Sprintf(`document.querySelector('#approvals li.approval[data-approval-id=%q]')`, id)
 
-	if err := syscall.Kill(b.PID(), syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	resume := b.Pause(t)
 	stopped := time.Now()
 	harness.Eval[bool](tab, `(`+request+`.querySelector('button.approve').click(), true)`)
 	told := harness.WaitFor[string](tab, `(() => { const n = document.querySelector('#notice'); return !n.hidden && n.textContent.includes('may or may not') ? n.textContent : ''; })()`, patience)
@@ -195,13 +120,8 @@ func TestAPageKeepsARequestWhoseDecisionIsUnknown(t *testing.T) {
 	harness.WaitFor[bool](tab, `(() => { const li = `+request+`;
 		if (li && !li.querySelector('button.approve').disabled) li.querySelector('button.approve').click();
 		return !li; })()`, patience)
-	select {
-	case code := <-turned:
-		if code != http.StatusOK {
-			t.Fatalf("the approved turn through B answered %d", code)
-		}
-	case <-time.After(patience):
-		t.Fatal("the approved turn through B never answered")
+	if code := turn.Status(t, patience); code != http.StatusOK {
+		t.Fatalf("the approved turn through B answered %d", code)
 	}
 	if harness.Eval[bool](tab, `voicebox.call('files.read', {path: 'notes.txt'}).then(v => v.ok)`) {
 		t.Fatal("notes.txt is still there after its approved delete")

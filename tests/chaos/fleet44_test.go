@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/internal/shared/approval"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
@@ -31,13 +30,9 @@ const lostTurnBound = approval.Timeout
 // among them, and the page settles the turn outcome-unknown within the approval's own wait. The
 // file is untouched, and a delete typed again is asked, approved and done.
 func TestAFleetsTurnPendingApprovalIsKnownLostWhenItsRelayRestarts(t *testing.T) {
-	nats := fleettest.Start(t)
-	fleetEnv := []string{"VOICEBOX_NATS=" + nats.URL(), "VOICEBOX_NATS_PREFIX=fleet44"}
-	port := harness.RestartablePort(t)
-	a := harness.StartRelay(t, append([]string{"PORT=" + port}, fleetEnv...)...)
-	harness.StartRelay(t, fleetEnv...) // relay B, alive throughout
-	state := a.StateDir
-	tab := openPage(t, a)
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "fleet44", Restartable: true}) // relay B alive throughout
+	a := fleet.Relays[0]
+	tab := fleet.OpenPage(a)
 	allowRelayDown(tab)
 
 	const name = "kept.txt"
@@ -48,7 +43,7 @@ func TestAFleetsTurnPendingApprovalIsKnownLostWhenItsRelayRestarts(t *testing.T)
 	pendingTurn(t, tab)
 
 	a.Kill(t)
-	a = harness.StartRelay(t, append([]string{"PORT=" + port, "VOICEBOX_STATE_DIR=" + state}, fleetEnv...)...)
+	fleet.Restart(0) // on its port, with its state directory: a new run
 	harness.WaitFor[bool](tab, `(() => { const li = document.querySelector('#turns li.turn'); return li.dataset.state !== 'pending'; })()`, lostTurnBound)
 	if got := turnShown(tab); got[0] != "refused" || !strings.Contains(got[1], "outcome-unknown") || !strings.Contains(got[1], "no longer hears") {
 		t.Fatalf("the turn of the killed run shows %q: %q", got[0], got[1])
@@ -78,15 +73,13 @@ func TestAFleetsTurnPendingApprovalIsKnownLostWhenItsRelayRestarts(t *testing.T)
 // have stopped for a lease TTL, is what settles the turn outcome-unknown, within the approval's
 // own wait. The file is untouched, and a delete typed again is asked, approved and done by B.
 func TestAFleetsTurnIsKnownLostWhenTheRelayThatTookItDies(t *testing.T) {
-	nats := fleettest.Start(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	origin := "http://" + ln.Addr().String()
-	fleetEnv := []string{"VOICEBOX_NATS=" + nats.URL(), "VOICEBOX_NATS_PREFIX=fleet44b", "VOICEBOX_ORIGIN=" + origin}
-	a := harness.StartRelay(t, fleetEnv...)
-	b := harness.StartRelay(t, fleetEnv...)
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "fleet44b", Env: []string{"VOICEBOX_ORIGIN=" + origin}})
+	a, b := fleet.Relays[0], fleet.Relays[1]
 	urlA, _ := url.Parse(a.URL)
 	urlB, _ := url.Parse(b.URL)
 	var turnsTo atomic.Pointer[url.URL]

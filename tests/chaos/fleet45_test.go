@@ -3,22 +3,15 @@
 package chaos
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 
-	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
-	"github.com/voicebox-go/voicebox/internal/shared/executor"
-	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -47,28 +40,21 @@ func listsRun(data, instance string) bool {
 // and drops the real outcome arriving just after. leaveRounds rounds, each with a new run of A;
 // the file is still there, and a delete through B is asked and done.
 func TestAStoppedRelaysLastTurnOutcomeComesBeforeItsLeave(t *testing.T) {
-	srv := fleettest.Start(t)
-	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=fleet45"}
-	b := harness.StartRelay(t, env...)
-	page := hubtest.Serve(hubtest.Dial(t, b.URL, http.Header{"Origin": {b.URL}}, patience), executor.New(fsroot.NewMemory(), executor.Options{}))
-	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
-	waitFor(t, "B holding the page's root", func() bool { return rootKind(b.URL) == "opfs" })
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "fleet45", Relays: 1})
+	b := fleet.Relays[0]
+	fleet.GoPage(b)
 	token := b.HostToken(t)
 	const name = "kept.txt"
 	if got := fleetDo(b, token, http.MethodPost, "/api/turn", map[string]any{"action": map[string]string{"verb": "write_file", "name": name, "content": "still here"}}); !got.ok() {
 		t.Fatalf("writing %s: %v", name, got)
 	}
 	stream := harness.FollowEvents(t, b)
-	busy, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
+	busy := fleet.Client()
 
 	for round := range leaveRounds {
-		a := harness.StartRelay(t, env...)
+		a := fleet.Add()
 		waitFor(t, fmt.Sprintf("round %d: the page on B seen by A", round), func() bool { return a.Call(t, "now", map[string]string{}).OK })
-		id, instance := asyncTurn(t, a, name)
+		id, instance := a.DeleteTurnAsync(t, name)
 		from := 0
 		waitFor(t, fmt.Sprintf("round %d: B listing A's run %s", round, instance), func() bool {
 			_, from = stream.Find(0, "runs", func(d string) bool { return listsRun(d, instance) })
@@ -100,17 +86,9 @@ func TestAStoppedRelaysLastTurnOutcomeComesBeforeItsLeave(t *testing.T) {
 
 	// The next delete, through B, is asked, approved and done.
 	mark := stream.Len()
-	id, _ := asyncTurn(t, b, name)
-	var ask struct {
-		ID string `json:"id"`
-	}
-	waitFor(t, "B asking for the delete's approval", func() bool {
-		_, at := stream.Find(mark, "approval", func(d string) bool {
-			return json.Unmarshal([]byte(d), &ask) == nil && ask.ID != ""
-		})
-		return at >= 0
-	})
-	if got := fleetDo(b, token, http.MethodPost, "/api/approvals/"+ask.ID, map[string]bool{"approve": true}); got.err != nil || got.status != http.StatusOK {
+	id, _ := b.DeleteTurnAsync(t, name)
+	askID := stream.Approval(t, mark)
+	if got := fleetDo(b, token, http.MethodPost, "/api/approvals/"+askID, map[string]bool{"approve": true}); got.err != nil || got.status != http.StatusOK {
 		t.Fatalf("approving the delete through B: %v", got)
 	}
 	waitFor(t, "the approved delete's outcome on B's stream", func() bool {
@@ -131,24 +109,5 @@ func TestAStoppedRelaysLastTurnOutcomeComesBeforeItsLeave(t *testing.T) {
 // respond-async as the page does, and returns the turn's id and the run that took it.
 func asyncTurn(t *testing.T, relay *harness.Relay, name string) (id, instance string) {
 	t.Helper()
-	body := fmt.Sprintf(`{"action":{"verb":"delete_file","name":%q}}`, name)
-	req, _ := http.NewRequest(http.MethodPost, relay.URL+"/api/turn", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Origin", relay.URL)
-	req.Header.Set("x-voicebox-host-token", relay.HostToken(t))
-	req.Header.Set("Prefer", "respond-async")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var got struct {
-		TurnID   string `json:"turnId"`
-		Instance string `json:"instance"`
-	}
-	if json.Unmarshal(raw, &got); resp.StatusCode != http.StatusAccepted || got.TurnID == "" || got.Instance == "" {
-		t.Fatalf("a delete through %s answered %d %s, not a pending handle", relay.URL, resp.StatusCode, raw)
-	}
-	return got.TurnID, got.Instance
+	return relay.DeleteTurnAsync(t, name)
 }

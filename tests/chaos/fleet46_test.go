@@ -3,7 +3,6 @@
 package chaos
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,13 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 
-	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
-	"github.com/voicebox-go/voicebox/internal/shared/executor"
-	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -32,39 +26,19 @@ const restartRounds = 4
 // B's run or for B. A never believes it: its page is never told B's run is gone, B's approval
 // is never ended requester-gone, and approved on A after the restarts, the delete runs on B.
 func TestANATSRestartLetsNoForgedLeaveEndALiveRun(t *testing.T) {
-	srv := fleettest.Start(t)
-	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=fleet46"}
-	a := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-a")...)
-	b := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-b")...)
-	page := hubtest.Serve(hubtest.Dial(t, a.URL, http.Header{"Origin": {a.URL}}, patience), executor.New(fsroot.NewMemory(), executor.Options{}))
-	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
-	waitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "fleet46", Named: true})
+	a, b := fleet.Relays[0], fleet.Relays[1]
+	fleet.GoPage(a)
 	const name = "kept.txt"
 	if w := a.Call(t, "write-file", map[string]string{"path": name, "content": "still here"}); !w.OK {
 		t.Fatalf("writing %s: %s", name, w.Raw)
 	}
 	stream := harness.FollowEvents(t, a)
-	id, runB := asyncTurn(t, b, name)
-	known := -1
-	waitFor(t, "A listing B's run", func() bool {
-		_, known = stream.Find(0, "runs", func(d string) bool { return listsRun(d, runB) })
-		return known >= 0
-	})
-	var approvalID string
-	waitFor(t, "B's approval on A's stream", func() bool {
-		d, at := stream.Find(0, "approval", func(d string) bool { return strings.Contains(d, `"id":"`) })
-		if at >= 0 {
-			_, rest, _ := strings.Cut(d, `"id":"`)
-			approvalID, _, _ = strings.Cut(rest, `"`)
-		}
-		return approvalID != ""
-	})
+	id, runB := b.DeleteTurnAsync(t, name)
+	_, known := stream.Wait(t, "A listing B's run", 0, "runs", func(d string) bool { return listsRun(d, runB) })
+	approvalID := stream.Approval(t, 0)
 
-	forger, err := nats.Connect(srv.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(5*time.Millisecond), nats.ReconnectJitter(0, 0), nats.ReconnectBufSize(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer forger.Close()
+	forger := fleet.Client(nats.MaxReconnects(-1), nats.ReconnectWait(5*time.Millisecond), nats.ReconnectJitter(0, 0), nats.ReconnectBufSize(-1))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -85,9 +59,9 @@ func TestANATSRestartLetsNoForgedLeaveEndALiveRun(t *testing.T) {
 
 	for round := range restartRounds {
 		mark := stream.Len()
-		srv.Stop()
+		fleet.NATS.Stop()
 		time.Sleep(100 * time.Millisecond)
-		srv.Restart()
+		fleet.NATS.Restart()
 		// Once A knows the fleet's runs again (a lease TTL after it is back), it tells its page.
 		waitFor(t, fmt.Sprintf("round %d: A telling its page the runs again", round), func() bool {
 			_, at := stream.Find(mark, "runs", func(string) bool { return true })

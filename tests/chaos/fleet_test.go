@@ -22,7 +22,6 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
 	"github.com/voicebox-go/voicebox/internal/shared/channel"
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
@@ -239,15 +238,6 @@ func (p *countingPage) Execute(ctx context.Context, call wire.Call) (json.RawMes
 	return p.exec.Execute(ctx, call)
 }
 
-// attachGoPage attaches a counting page to relay.
-func attachGoPage(t *testing.T, relay *harness.Relay) *countingPage {
-	t.Helper()
-	p := &countingPage{exec: executor.New(fsroot.NewMemory(), executor.Options{}), writes: map[string]int{}}
-	ws := hubtest.Dial(t, relay.URL, http.Header{"Origin": {relay.URL}}, fleetChaosBound)
-	hubtest.Serve(ws, p)
-	return p
-}
-
 // fleetWrite is one write of the load and how it ended.
 type fleetWrite struct {
 	via, path, content string
@@ -405,19 +395,13 @@ func checkFleetLoad(t *testing.T, a, b *harness.Relay, page *countingPage, write
 }
 
 // startFleetOn starts relays A and B on the NATS at urlA and urlB with the extra environment,
-// the page on A, and waits until B sees it.
+// a counting page on A, and waits until B routes to it.
 func startFleetOn(t *testing.T, urlA, urlB string, env ...string) (a, b *harness.Relay, page *countingPage) {
 	t.Helper()
-	env = append([]string{"VOICEBOX_NATS_PREFIX=chaos"}, env...)
-	a = harness.StartRelay(t, append([]string{"VOICEBOX_NATS=" + urlA}, env...)...)
-	b = harness.StartRelay(t, append([]string{"VOICEBOX_NATS=" + urlB}, env...)...)
-	page = attachGoPage(t, a)
-	tb := b.HostToken(t)
-	fleetWaitFor(t, "B seeing A's page", func() bool {
-		r := fleetDo(b, tb, http.MethodGet, "/api/root", nil)
-		return r.err == nil && r.body["connected"] == true
-	})
-	return a, b, page
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "chaos", NATS: []string{urlA, urlB}, Env: env})
+	page = &countingPage{exec: executor.New(fsroot.NewMemory(), executor.Options{}), writes: map[string]int{}}
+	fleet.GoPageWith(fleet.Relays[0], page)
+	return fleet.Relays[0], fleet.Relays[1], page
 }
 
 // TestFleetChaosNATSKilledDuringWritesAndMints: two relays on one NATS, the page attached to A,

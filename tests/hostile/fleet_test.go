@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -18,12 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voicebox-go/voicebox/internal/core/server"
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -33,11 +29,7 @@ import (
 // the shared store; one ticket redeemed at once through three relays starts one session.
 func TestForgedSessionsPassNoRelayOfTheFleet(t *testing.T) {
 	t.Parallel()
-	nats := fleettest.Start(t)
-	var relays []*harness.Relay
-	for range 3 {
-		relays = append(relays, harness.StartRelay(t, "VOICEBOX_NATS="+nats.URL(), "VOICEBOX_NATS_PREFIX=forged", "VOICEBOX_LOOPBACK_AUTH=1"))
-	}
+	relays := harness.StartFleet(t, harness.FleetOptions{Prefix: "forged", Relays: 3, Env: []string{"VOICEBOX_LOOPBACK_AUTH=1"}}).Relays
 	forged := []string{strings.Repeat("ab", 32), strings.Repeat("0", 64), "*", ">", "a.b.c", "voicebox_sessions.>", strings.Repeat("f", 100_000)}
 	for _, r := range relays {
 		for i, c := range forged {
@@ -102,12 +94,9 @@ func TestForgedSessionsPassNoRelayOfTheFleet(t *testing.T) {
 // executing.
 func TestForgedFleetMessagesReachNoPage(t *testing.T) {
 	t.Parallel()
-	srv := fleettest.Start(t)
-	a := harness.StartRelay(t, "VOICEBOX_NATS="+srv.URL(), "VOICEBOX_NATS_PREFIX=insider")
-	b := harness.StartRelay(t, "VOICEBOX_NATS="+srv.URL(), "VOICEBOX_NATS_PREFIX=insider")
-	stopPage := goPage(t, a)
-	defer stopPage()
-	waitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "insider"})
+	a, b := fleet.Relays[0], fleet.Relays[1]
+	fleet.GoPage(a)
 
 	req, _ := http.NewRequest(http.MethodGet, a.URL+"/api/events", nil)
 	req.Header.Set("Origin", a.URL)
@@ -125,11 +114,7 @@ func TestForgedFleetMessagesReachNoPage(t *testing.T) {
 		close(lines)
 	}()
 
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := fleet.Client()
 	for _, f := range []string{
 		"event: call\ndata: {\"forged\":1}\n\nevent: approval\ndata: {\"forged\":2}\n\n",
 		"retry: 1\nevent: call\ndata: {\"forged\":3}\n\n",
@@ -197,39 +182,6 @@ func TestForgedFleetMessagesReachNoPage(t *testing.T) {
 	}
 }
 
-// goPage attaches a Go page to relay (its own origin) whose executor answers "now" and refuses
-// the rest; it returns the function that detaches it.
-func goPage(t *testing.T, relay *harness.Relay) func() {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(relay.URL, "http")+"/channel", &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {relay.URL}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws.Write(ctx, websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
-	go func() {
-		for {
-			_, b, err := ws.Read(ctx)
-			if err != nil {
-				return
-			}
-			var c struct {
-				CallID string `json:"callId"`
-				Tool   string `json:"tool"`
-			}
-			if json.Unmarshal(b, &c) != nil || c.CallID == "" {
-				continue
-			}
-			answer := fmt.Sprintf(`{"v":1,"callId":%q,"ok":true,"observed":{"iso":"2026-01-01T00:00:00Z"}}`, c.CallID)
-			if c.Tool != "now" {
-				answer = fmt.Sprintf(`{"v":1,"callId":%q,"ok":false,"refused":"outside-root","why":"this test page runs only now"}`, c.CallID)
-			}
-			ws.Write(ctx, websocket.MessageText, []byte(answer))
-		}
-	}()
-	return func() { cancel(); ws.CloseNow() }
-}
-
 // TestForgedMCPBearersPassNoRelayOfTheFleet: bearers nobody was given, in every shape (a
 // pairing's, the hash of a real one, NATS wildcards and subject dots, 100 KB), are refused
 // bearer-refused by every relay's /mcp in a fleet, never passed and never an error of the shared
@@ -237,11 +189,7 @@ func goPage(t *testing.T, relay *harness.Relay) func() {
 // bearer-revoked every time.
 func TestForgedMCPBearersPassNoRelayOfTheFleet(t *testing.T) {
 	t.Parallel()
-	nats := fleettest.Start(t)
-	var relays []*harness.Relay
-	for range 3 {
-		relays = append(relays, harness.StartRelay(t, "VOICEBOX_NATS="+nats.URL(), "VOICEBOX_NATS_PREFIX=forgedmcp"))
-	}
+	relays := harness.StartFleet(t, harness.FleetOptions{Prefix: "forgedmcp", Relays: 3}).Relays
 	hostDo := func(r *harness.Relay, method, path, body string) map[string]any {
 		req, _ := http.NewRequest(method, r.URL+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -324,11 +272,8 @@ func consoleCode(t *testing.T, relay *harness.Relay, id string) string {
 // forged reload messages on the fleet's subject changes nothing and the relays keep serving.
 func TestAnApprovalCodeIsRedeemedOnceAcrossTheFleet(t *testing.T) {
 	t.Parallel()
-	srv := fleettest.Start(t)
-	var relays []*harness.Relay
-	for range 3 {
-		relays = append(relays, harness.StartRelay(t, "VOICEBOX_NATS="+srv.URL(), "VOICEBOX_NATS_PREFIX=codes"))
-	}
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "codes", Relays: 3})
+	relays := fleet.Relays
 	stage := func(id string) {
 		raw := json.RawMessage(`{"id":"` + id + `","name":"N","capabilities":["clock"],"tools":[{"name":"` + strings.ReplaceAll(id, "-", "_") + `_now","primitive":"now"}]}`)
 		if r := postJSON(t, relays[0], "/api/extensions/sideload", raw, false); r.status != http.StatusOK {
@@ -383,11 +328,7 @@ func TestAnApprovalCodeIsRedeemedOnceAcrossTheFleet(t *testing.T) {
 		t.Fatalf("the person's code after a stranger's wrong guesses over three relays: %d %s", r.status, r.body)
 	}
 
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := fleet.Client()
 	for range 2000 {
 		nc.Publish("codes.extensions", []byte("reload, and again"))
 	}

@@ -3,22 +3,14 @@
 package hostile
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 
-	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
-	"github.com/voicebox-go/voicebox/internal/shared/executor"
-	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -46,46 +38,18 @@ const aliveRSSSlackKB = 48 << 10
 // A drops its run.
 func TestTheFleetsAliveRespondersHoldUnderAttack(t *testing.T) {
 	t.Parallel()
-	srv := fleettest.Start(t)
-	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=alive"}
-	a := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-a")...)
-	b := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-b")...)
-	page := hubtest.Serve(hubtest.Dial(t, a.URL, http.Header{"Origin": {a.URL}}, patience), executor.New(fsroot.NewMemory(), executor.Options{}))
-	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
-	waitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "alive", Named: true})
+	a, b := fleet.Relays[0], fleet.Relays[1]
+	fleet.GoPage(a)
 	stream := harness.FollowEvents(t, a)
-	var hello struct {
-		Instance string `json:"instance"`
-	}
-	waitFor(t, "A's hello", func() bool {
-		d, at := stream.Find(0, "hello", func(string) bool { return true })
-		return at >= 0 && json.Unmarshal([]byte(d), &hello) == nil && hello.Instance != ""
-	})
-	// B's run: the instance B's hello names.
-	streamB := harness.FollowEvents(t, b)
-	var helloB struct {
-		Instance string `json:"instance"`
-	}
-	waitFor(t, "B's hello", func() bool {
-		d, at := streamB.Find(0, "hello", func(string) bool { return true })
-		return at >= 0 && json.Unmarshal([]byte(d), &helloB) == nil && helloB.Instance != ""
-	})
-	runB := helloB.Instance
-	both := []string{hello.Instance, runB}
+	runA, runB := stream.Instance(t), harness.FollowEvents(t, b).Instance(t)
+	both := []string{runA, runB}
 	slices.Sort(both)
-	known := -1
-	waitFor(t, "A listing both runs", func() bool {
-		_, known = stream.Find(0, "runs", func(d string) bool { return slices.Equal(runsOf(d), both) })
-		return known >= 0
-	})
+	_, known := stream.Wait(t, "A listing both runs", 0, "runs", func(d string) bool { return slices.Equal(runsOf(d), both) })
 	beforeA, beforeB := statsOf(t, a.PID()), statsOf(t, b.PID())
 	threadsA, threadsB := threadsOf(t, a.PID()), threadsOf(t, b.PID())
 
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := fleet.Client()
 	request := func(subject, reply string, data []byte) {
 		t.Helper()
 		if err := nc.PublishMsg(&nats.Msg{Subject: "alive." + subject, Reply: reply, Data: data}); err != nil {
@@ -103,7 +67,7 @@ func TestTheFleetsAliveRespondersHoldUnderAttack(t *testing.T) {
 	}
 	huge := []byte(strings.Repeat("x", aliveHugeBytes))
 	malformed := []string{"alive.run.", "alive.relay.", "alive.run." + runB + ".extra", "alive.relay.relay-b.x", "alive.run", "alive.relay"}
-	replies := []string{"", "_INBOX.nobody", "alive.events", "alive.presence", "alive.approvals", "alive.approvals.relay-a", "alive.alive.run." + hello.Instance, "alive.alive.relay.relay-a"}
+	replies := []string{"", "_INBOX.nobody", "alive.events", "alive.presence", "alive.approvals", "alive.approvals.relay-a", "alive.alive.run." + runA, "alive.alive.relay.relay-a"}
 
 	// During the attack calls through B keep reaching the page on A.
 	call := func(when string) {
@@ -189,7 +153,7 @@ func TestTheFleetsAliveRespondersHoldUnderAttack(t *testing.T) {
 	mark := stream.Len()
 	b.Stop(t)
 	waitFor(t, "A telling its page B's run left", func() bool {
-		_, at := stream.Find(mark, "runs", func(d string) bool { return slices.Equal(runsOf(d), []string{hello.Instance}) })
+		_, at := stream.Find(mark, "runs", func(d string) bool { return slices.Equal(runsOf(d), []string{runA}) })
 		return at >= 0
 	})
 	served(t, a)

@@ -4,7 +4,6 @@ package hostile
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,13 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 
-	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
-	"github.com/voicebox-go/voicebox/internal/shared/executor"
-	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -35,12 +29,9 @@ const forgedApprovals = 30
 // runs, and A's stream stays open.
 func TestForgedApprovalClaimsEndNoGenuineApproval(t *testing.T) {
 	t.Parallel()
-	srv := fleettest.Start(t)
-	a := harness.StartRelay(t, "VOICEBOX_NATS="+srv.URL(), "VOICEBOX_NATS_PREFIX=claims")
-	b := harness.StartRelay(t, "VOICEBOX_NATS="+srv.URL(), "VOICEBOX_NATS_PREFIX=claims")
-	page := hubtest.Serve(hubtest.Dial(t, a.URL, http.Header{"Origin": {a.URL}}, 30*time.Second), executor.New(fsroot.NewMemory(), executor.Options{}))
-	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
-	waitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "claims"})
+	a, b := fleet.Relays[0], fleet.Relays[1]
+	fleet.GoPage(a)
 	if w := a.Call(t, "write-file", map[string]string{"path": "notes.txt", "content": "keep"}); !w.OK {
 		t.Fatalf("writing notes.txt: %s", w.Raw)
 	}
@@ -65,7 +56,7 @@ func TestForgedApprovalClaimsEndNoGenuineApproval(t *testing.T) {
 		}
 		close(events)
 	}()
-	turned := make(chan int, 1)
+	var turn *harness.Turn
 	next := func(kind, containing string) string {
 		t.Helper()
 		deadline := time.After(30 * time.Second)
@@ -79,25 +70,18 @@ func TestForgedApprovalClaimsEndNoGenuineApproval(t *testing.T) {
 					return strings.TrimPrefix(e, kind+" ")
 				}
 			case <-deadline:
-				t.Fatalf("no %s event with %s on A (the turn: %v)", kind, containing, <-turned)
+				answer := "not sent yet"
+				if turn != nil {
+					answer = fmt.Sprint(turn.Status(t, patience))
+				}
+				t.Fatalf("no %s event with %s on A (the turn: %s)", kind, containing, answer)
 			}
 		}
 	}
 	next("hello", "")
 
 	// The genuine approval: a delete through B.
-	go func() {
-		turn, _ := http.NewRequest(http.MethodPost, b.URL+"/api/turn", strings.NewReader(`{"action":{"verb":"delete_file","name":"notes.txt"}}`))
-		turn.Header.Set("Content-Type", "application/json")
-		turn.Header.Set("x-voicebox-host-token", b.HostToken(t))
-		r, err := http.DefaultClient.Do(turn)
-		if err != nil {
-			turned <- 0
-			return
-		}
-		r.Body.Close()
-		turned <- r.StatusCode
-	}()
+	turn = b.DeleteTurn(t, "notes.txt")
 	var genuine struct {
 		ID       string    `json:"id"`
 		Deadline time.Time `json:"deadline"`
@@ -107,11 +91,7 @@ func TestForgedApprovalClaimsEndNoGenuineApproval(t *testing.T) {
 		t.Fatal("the approval event carried no id")
 	}
 
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := fleet.Client()
 	publish := func(relay, frame string) {
 		m := &nats.Msg{Subject: "claims.events", Data: []byte(frame), Header: nats.Header{}}
 		m.Header.Set("Voicebox-Relay", relay)
@@ -135,13 +115,8 @@ func TestForgedApprovalClaimsEndNoGenuineApproval(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("approving the genuine request on A after the forged claims: %d %s", status, out)
 	}
-	select {
-	case code := <-turned:
-		if code != http.StatusOK {
-			t.Fatalf("the approved turn through B answered %d", code)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the approved turn through B never answered")
+	if code := turn.Status(t, 30*time.Second); code != http.StatusOK {
+		t.Fatalf("the approved turn through B answered %d", code)
 	}
 	if r := a.Call(t, "read-file", map[string]string{"path": "notes.txt"}); r.OK {
 		t.Fatalf("the approved delete did not run: %s", r.Raw)
@@ -151,18 +126,9 @@ func TestForgedApprovalClaimsEndNoGenuineApproval(t *testing.T) {
 // postDecision approves the request id on relay with the page's origin.
 func postDecision(t *testing.T, relay *harness.Relay, id string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, relay.URL+"/api/approvals/"+id, strings.NewReader(`{"approve":true}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Origin", relay.URL)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	d := relay.Decide(id, true)
+	if d.Status == 0 {
+		t.Fatal(d.Body)
 	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		b.WriteString(sc.Text())
-	}
-	return resp.StatusCode, b.String()
+	return d.Status, d.Body
 }

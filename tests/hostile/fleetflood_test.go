@@ -3,8 +3,6 @@
 package hostile
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -12,13 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 
-	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
-	"github.com/voicebox-go/voicebox/internal/shared/executor"
-	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -49,70 +42,24 @@ const fleetFloodRSSSlackKB = 48 << 10
 // silently. Once B really stops, A drops its run.
 func TestAFloodOnTheFleetsSubjectsCostsBoundedMemory(t *testing.T) {
 	t.Parallel()
-	srv := fleettest.Start(t)
-	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=flood"}
-	a := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-a")...)
-	b := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-b")...)
-	page := hubtest.Serve(hubtest.Dial(t, a.URL, http.Header{"Origin": {a.URL}}, patience), executor.New(fsroot.NewMemory(), executor.Options{}))
-	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
-	waitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "flood", Named: true})
+	a, b := fleet.Relays[0], fleet.Relays[1]
+	fleet.GoPage(a)
 	if w := a.Call(t, "write-file", map[string]string{"path": "notes.txt", "content": "keep"}); !w.OK {
 		t.Fatalf("writing notes.txt: %s", w.Raw)
 	}
 	stream := harness.FollowEvents(t, a)
-	var hello struct {
-		Instance string `json:"instance"`
-	}
-	waitFor(t, "A's hello", func() bool {
-		d, at := stream.Find(0, "hello", func(string) bool { return true })
-		return at >= 0 && json.Unmarshal([]byte(d), &hello) == nil && hello.Instance != ""
-	})
-	streamB := harness.FollowEvents(t, b)
-	var helloB struct {
-		Instance string `json:"instance"`
-	}
-	waitFor(t, "B's hello", func() bool {
-		d, at := streamB.Find(0, "hello", func(string) bool { return true })
-		return at >= 0 && json.Unmarshal([]byte(d), &helloB) == nil && helloB.Instance != ""
-	})
-	runB := helloB.Instance
-	both := []string{hello.Instance, runB}
+	runA, runB := stream.Instance(t), harness.FollowEvents(t, b).Instance(t)
+	both := []string{runA, runB}
 	slices.Sort(both)
-	known := -1
-	waitFor(t, "A listing both runs", func() bool {
-		_, known = stream.Find(0, "runs", func(d string) bool { return slices.Equal(runsOf(d), both) })
-		return known >= 0
-	})
+	_, known := stream.Wait(t, "A listing both runs", 0, "runs", func(d string) bool { return slices.Equal(runsOf(d), both) })
 
 	// The genuine approval: a delete through B, shown on A.
-	turned := make(chan int, 1)
-	token := b.HostToken(t)
-	go func() {
-		turn, _ := http.NewRequest(http.MethodPost, b.URL+"/api/turn", strings.NewReader(`{"action":{"verb":"delete_file","name":"notes.txt"}}`))
-		turn.Header.Set("Content-Type", "application/json")
-		turn.Header.Set("x-voicebox-host-token", token)
-		r, err := http.DefaultClient.Do(turn)
-		if err != nil {
-			turned <- 0
-			return
-		}
-		r.Body.Close()
-		turned <- r.StatusCode
-	}()
-	var genuine struct {
-		ID string `json:"id"`
-	}
-	waitFor(t, "the delete's approval shown on A", func() bool {
-		d, at := stream.Find(0, "approval", func(string) bool { return true })
-		return at >= 0 && json.Unmarshal([]byte(d), &genuine) == nil && genuine.ID != ""
-	})
+	turn := b.DeleteTurn(t, "notes.txt")
+	genuine := stream.Approval(t, 0)
 
 	beforeA, beforeB := statsOf(t, a.PID()), statsOf(t, b.PID())
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := fleet.Client()
 	publish := func(subject, reply string, data []byte, from string) {
 		t.Helper()
 		m := &nats.Msg{Subject: "flood." + subject, Reply: reply, Data: data, Header: nats.Header{}}
@@ -150,21 +97,8 @@ func TestAFloodOnTheFleetsSubjectsCostsBoundedMemory(t *testing.T) {
 		}
 	}
 	// The person approves on A in the middle of the flood.
-	decided := make(chan [2]any, 1)
-	go func() {
-		req, _ := http.NewRequest(http.MethodPost, a.URL+"/api/approvals/"+genuine.ID, strings.NewReader(`{"approve":true}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Origin", a.URL)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			decided <- [2]any{0, err.Error()}
-			return
-		}
-		defer resp.Body.Close()
-		var body map[string]any
-		json.NewDecoder(resp.Body).Decode(&body)
-		decided <- [2]any{resp.StatusCode, body["refused"]}
-	}()
+	decided := make(chan harness.Decision, 1)
+	go func() { decided <- a.Decide(genuine, true) }()
 	malformedEvents := []string{"event: call\ndata: {\n\n", "event: x\n", "data: {}\n\n", "event: Call\ndata: {}\n\n", "event: call\ndata: {}\r\n\r\n", "\x00"}
 	for i := range fleetFloodSmall {
 		switch i % 6 {
@@ -192,30 +126,25 @@ func TestAFloodOnTheFleetsSubjectsCostsBoundedMemory(t *testing.T) {
 	call("after the flood")
 
 	// The decision: taken (200, the delete ran) or said unknown (503), never "not found".
-	var verdict [2]any
+	var verdict harness.Decision
 	select {
 	case verdict = <-decided:
 	case <-time.After(patience):
 		t.Fatal("the decision on A was never answered")
 	}
-	t.Logf("the decision made during the flood was answered %v %v", verdict[0], verdict[1])
+	t.Logf("the decision made during the flood was answered %d %s", verdict.Status, verdict.Refused)
 	switch {
-	case verdict[0] == http.StatusOK:
-	case verdict[0] == http.StatusServiceUnavailable && verdict[1] == "outcome-unknown":
+	case verdict.Status == http.StatusOK:
+	case verdict.Status == http.StatusServiceUnavailable && verdict.Refused == "outcome-unknown":
 		// Whether it was taken is not known: the person decides again while it is shown.
-		if status, out := postDecision(t, a, genuine.ID); status != http.StatusOK && status != http.StatusNotFound {
+		if status, out := postDecision(t, a, genuine); status != http.StatusOK && status != http.StatusNotFound {
 			t.Fatalf("deciding again after outcome-unknown: %d %s", status, out)
 		}
 	default:
-		t.Fatalf("the decision made during the flood was answered %v %v; want 200, or 503 outcome-unknown", verdict[0], verdict[1])
+		t.Fatalf("the decision made during the flood was answered %d %s; want 200, or 503 outcome-unknown", verdict.Status, verdict.Body)
 	}
-	select {
-	case code := <-turned:
-		if code != http.StatusOK {
-			t.Fatalf("the approved turn through B answered %d", code)
-		}
-	case <-time.After(patience):
-		t.Fatal("the approved turn through B never answered")
+	if code := turn.Status(t, patience); code != http.StatusOK {
+		t.Fatalf("the approved turn through B answered %d", code)
 	}
 	if r := a.Call(t, "read-file", map[string]string{"path": "notes.txt"}); r.OK {
 		t.Fatalf("the approved delete did not run: %s", r.Raw)
@@ -253,7 +182,7 @@ func TestAFloodOnTheFleetsSubjectsCostsBoundedMemory(t *testing.T) {
 	mark := stream.Len()
 	b.Stop(t)
 	waitFor(t, "A telling its page B's run left", func() bool {
-		_, at := stream.Find(mark, "runs", func(d string) bool { return slices.Equal(runsOf(d), []string{hello.Instance}) })
+		_, at := stream.Find(mark, "runs", func(d string) bool { return slices.Equal(runsOf(d), []string{runA}) })
 		return at >= 0
 	})
 	served(t, a)

@@ -3,8 +3,6 @@
 package hostile
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -12,14 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 
-	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/internal/shared/approval"
-	"github.com/voicebox-go/voicebox/internal/shared/executor"
-	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -33,13 +26,7 @@ const forgedLeaves = 200
 var runName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // runsOf returns the runs a runs event's data lists.
-func runsOf(data string) []string {
-	var r struct {
-		Runs []string `json:"runs"`
-	}
-	json.Unmarshal([]byte(data), &r)
-	return r.Runs
-}
+func runsOf(data string) []string { return harness.Runs(data) }
 
 // TestForgedPresenceEndsNoLiveRun: relays A and B of a fleet, the page following A, a delete
 // taken by B waiting for the person's approval. A NATS client that is no relay attacks the
@@ -52,64 +39,23 @@ func runsOf(data string) []string {
 // B and its outcome reaches A's stream; B, stopped, is dropped from A's list.
 func TestForgedPresenceEndsNoLiveRun(t *testing.T) {
 	t.Parallel()
-	srv := fleettest.Start(t)
-	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=presence"}
-	a := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-a")...)
-	b := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-b")...)
-	page := hubtest.Serve(hubtest.Dial(t, a.URL, http.Header{"Origin": {a.URL}}, patience), executor.New(fsroot.NewMemory(), executor.Options{}))
-	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
-	waitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
+	fleet := harness.StartFleet(t, harness.FleetOptions{Prefix: "presence", Named: true})
+	a, b := fleet.Relays[0], fleet.Relays[1]
+	fleet.GoPage(a)
 	if w := a.Call(t, "write-file", map[string]string{"path": "notes.txt", "content": "keep"}); !w.OK {
 		t.Fatalf("writing notes.txt: %s", w.Raw)
 	}
 	stream := harness.FollowEvents(t, a)
-	var hello struct {
-		Instance string `json:"instance"`
-	}
-	waitFor(t, "A's hello", func() bool {
-		d, at := stream.Find(0, "hello", func(string) bool { return true })
-		return at >= 0 && json.Unmarshal([]byte(d), &hello) == nil && hello.Instance != ""
-	})
+	runA := stream.Instance(t)
 
 	// The genuine turn: a delete through B, answered at once with its pending handle.
-	req, _ := http.NewRequest(http.MethodPost, b.URL+"/api/turn", strings.NewReader(`{"action":{"verb":"delete_file","name":"notes.txt"}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-voicebox-host-token", b.HostToken(t))
-	req.Header.Set("Prefer", "respond-async")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var turn struct {
-		TurnID   string `json:"turnId"`
-		Instance string `json:"instance"`
-	}
-	json.NewDecoder(resp.Body).Decode(&turn)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted || turn.TurnID == "" || turn.Instance == "" {
-		t.Fatalf("the delete through B answered %d %+v, not a pending handle", resp.StatusCode, turn)
-	}
-	runB := turn.Instance
-	both := []string{hello.Instance, runB}
+	turnID, runB := b.DeleteTurnAsync(t, "notes.txt")
+	both := []string{runA, runB}
 	slices.Sort(both)
-	known := -1
-	waitFor(t, "A listing both runs", func() bool {
-		_, known = stream.Find(0, "runs", func(d string) bool { return slices.Equal(runsOf(d), both) })
-		return known >= 0
-	})
-	var ask struct {
-		ID string `json:"id"`
-	}
-	waitFor(t, "the delete's approval on A's stream", func() bool {
-		_, at := stream.Find(0, "approval", func(d string) bool { return json.Unmarshal([]byte(d), &ask) == nil && ask.ID != "" })
-		return at >= 0
-	})
+	_, known := stream.Wait(t, "A listing both runs", 0, "runs", func(d string) bool { return slices.Equal(runsOf(d), both) })
+	ask := stream.Approval(t, 0)
 
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := fleet.Client()
 	say := func(subject, relay, instance, data string) {
 		m := &nats.Msg{Subject: "presence." + subject, Data: []byte(data), Header: nats.Header{}}
 		m.Header.Set("Voicebox-Relay", relay)
@@ -159,14 +105,14 @@ func TestForgedPresenceEndsNoLiveRun(t *testing.T) {
 	})
 
 	// The genuine turn is still B's: approved on A, it runs there and its outcome reaches A.
-	if status, out := postDecision(t, a, ask.ID); status != http.StatusOK {
+	if status, out := postDecision(t, a, ask); status != http.StatusOK {
 		t.Fatalf("approving the delete on A after the attack: %d %s", status, out)
 	}
 	waitFor(t, "the delete's outcome on A's stream", func() bool {
-		_, at := stream.Find(known, "turn", func(d string) bool { return strings.Contains(d, `"turnId":"`+turn.TurnID+`"`) })
+		_, at := stream.Find(known, "turn", func(d string) bool { return strings.Contains(d, `"turnId":"`+turnID+`"`) })
 		return at >= 0
 	})
-	if d, _ := stream.Find(known, "turn", func(d string) bool { return strings.Contains(d, `"turnId":"`+turn.TurnID+`"`) }); !strings.Contains(d, `"ok":true`) {
+	if d, _ := stream.Find(known, "turn", func(d string) bool { return strings.Contains(d, `"turnId":"`+turnID+`"`) }); !strings.Contains(d, `"ok":true`) {
 		t.Fatalf("the approved delete through B ended %s", d)
 	}
 	if r := a.Call(t, "read-file", map[string]string{"path": "notes.txt"}); r.OK {
@@ -177,7 +123,7 @@ func TestForgedPresenceEndsNoLiveRun(t *testing.T) {
 	mark = stream.Len()
 	b.Stop(t)
 	waitFor(t, "A telling its page B's run left", func() bool {
-		_, at := stream.Find(mark, "runs", func(d string) bool { return slices.Equal(runsOf(d), []string{hello.Instance}) })
+		_, at := stream.Find(mark, "runs", func(d string) bool { return slices.Equal(runsOf(d), []string{runA}) })
 		return at >= 0
 	})
 	served(t, a)
