@@ -68,7 +68,8 @@ const DefaultPrefix = "voicebox"
 const MaxReplicas = 5
 
 // OpTimeout bounds one key-value operation or publish; past it the operation fails
-// fleet-unavailable.
+// fleet-unavailable. Within it, an operation JetStream refuses for want of a leader (a cluster
+// electing one) is asked again (steadily).
 const OpTimeout = 2 * time.Second
 
 // markerTTL is how long a bucket keeps the marker of a key its TTL removed, so watchers hear of
@@ -255,7 +256,8 @@ func (f *Fleet) name(s string) string { return f.cfg.Prefix + "_" + s }
 func (f *Fleet) subject(tokens string) string { return f.cfg.Prefix + "." + tokens }
 
 // bucket returns the key-value bucket name, made on first use with TTL markers on (per-key TTL
-// and watchers that hear expiries).
+// and watchers that hear expiries); its operations wait for a leader within their context
+// (steadyKV).
 func (f *Fleet) bucket(ctx context.Context, name string) (jetstream.KeyValue, error) {
 	f.mu.Lock()
 	kv := f.buckets[name]
@@ -266,11 +268,14 @@ func (f *Fleet) bucket(ctx context.Context, name string) (jetstream.KeyValue, er
 	if !f.nc.IsConnected() {
 		return nil, f.unavailable(nats.ErrConnectionClosed)
 	}
-	kv, err := f.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: f.name(name), History: 1, LimitMarkerTTL: markerTTL, Replicas: f.cfg.Replicas,
-		MaxValueSize: bucketValueBytes(name)})
+	made, err := steadily(ctx, func() (jetstream.KeyValue, error) {
+		return f.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: f.name(name), History: 1, LimitMarkerTTL: markerTTL, Replicas: f.cfg.Replicas,
+			MaxValueSize: bucketValueBytes(name)})
+	})
 	if err != nil {
 		return nil, f.unavailable(err)
 	}
+	kv = steadyKV{made}
 	f.mu.Lock()
 	f.buckets[name] = kv
 	f.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,22 +35,69 @@ type Server struct {
 	port int
 	cmd  *exec.Cmd
 	done chan struct{}
+
+	// A node of a cluster (StartCluster): its name, its cluster port and the others'.
+	name        string
+	clusterPort int
+	routes      []int
 }
 
 // Start starts a server on a free loopback port with JetStream in t.TempDir(); it stops when the
 // test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	s := &Server{t: t, bin: program(t), dir: t.TempDir(), port: freePort(t)}
+	s.Restart()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// StartCluster starts n servers as one NATS cluster with JetStream, each on free loopback ports
+// with its store in t.TempDir() (the JetStream meta group begins once a majority has met); they
+// stop when the test ends.
+func StartCluster(t testing.TB, n int) []*Server {
+	t.Helper()
+	nodes := make([]*Server, n)
+	for i := range nodes {
+		nodes[i] = &Server{t: t, bin: program(t), dir: t.TempDir(), port: freePort(t), name: "n" + strconv.Itoa(i), clusterPort: freePort(t)}
+	}
+	for i, s := range nodes {
+		for j, o := range nodes {
+			if i != j {
+				s.routes = append(s.routes, o.clusterPort)
+			}
+		}
+	}
+	for _, s := range nodes {
+		s.Restart()
+		t.Cleanup(s.Stop)
+	}
+	return nodes
+}
+
+// freePort returns a loopback port nobody listens on now.
+func freePort(t testing.TB) int {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &Server{t: t, bin: program(t), dir: t.TempDir(), port: port}
-	s.Restart()
-	t.Cleanup(s.Stop)
-	return s
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Name is the server's name in its cluster ("" for a server of its own).
+func (s *Server) Name() string { return s.name }
+
+// Kill ends the server with SIGKILL, as a node that crashes (a no-op when it is down): no
+// leadership is handed over.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
 }
 
 // URL is the server's client URL.
@@ -82,7 +130,16 @@ func (s *Server) RestartEmpty() {
 // Restart starts the server again on its port, with the JetStream store it had.
 func (s *Server) Restart() {
 	s.t.Helper()
-	cmd := exec.Command(s.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-js", "-sd", s.dir)
+	args := []string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.port), "-js", "-sd", s.dir}
+	if s.clusterPort != 0 {
+		routes := make([]string, len(s.routes))
+		for i, p := range s.routes {
+			routes[i] = "nats-route://127.0.0.1:" + strconv.Itoa(p)
+		}
+		args = append(args, "-n", s.name, "--cluster_name", "fleettest", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(s.clusterPort),
+			"--routes", strings.Join(routes, ","))
+	}
+	cmd := exec.Command(s.bin, args...)
 	dieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("nats-server: %v", err)

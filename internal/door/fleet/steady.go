@@ -1,0 +1,111 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// While a NATS cluster elects a leader (its JetStream meta group's, or a bucket's after the
+// server that led it died), JetStream may refuse a request at once: "JetStream system
+// temporarily unavailable" (error code 10008) from a server that knows it has no leader, or no
+// responders while the subjects' interest moves. Nothing was done then, and a leader usually
+// comes within seconds, so an operation on a bucket asks again until its deadline (OpTimeout)
+// rather than refusing the person fleet-unavailable in a millisecond.
+
+// errCodeNoLeader is JetStream's "JetStream system temporarily unavailable".
+const errCodeNoLeader = 10008
+
+// Pauses between the tries of an operation refused for want of a leader.
+const (
+	firstRetryWait = 20 * time.Millisecond
+	maxRetryWait   = 250 * time.Millisecond
+)
+
+// noLeader reports whether err is JetStream's refusal of a request it did not take for want of a
+// leader or a responder (so asking again may succeed, and changes nothing twice).
+func noLeader(err error) bool {
+	if err == nil {
+		return false
+	}
+	var legacy nats.JetStreamError
+	if errors.As(err, &legacy) && legacy.APIError() != nil && legacy.APIError().ErrorCode == errCodeNoLeader {
+		return true
+	}
+	var js jetstream.JetStreamError
+	if errors.As(err, &js) && js.APIError() != nil && js.APIError().ErrorCode == errCodeNoLeader {
+		return true
+	}
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+}
+
+// steadily runs try until it succeeds, fails otherwise than noLeader, or ctx ends (then with the
+// last refusal, saying so), pausing a little longer each time.
+func steadily[T any](ctx context.Context, try func() (T, error)) (T, error) {
+	wait := firstRetryWait
+	for {
+		v, err := try()
+		if !noLeader(err) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, fmt.Errorf("no leader while the operation lasted (%w): %w", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxRetryWait)
+	}
+}
+
+// steadyKV is a bucket whose operations ask again, within their context, while JetStream has no
+// leader for them (steadily). The fleet hands out its buckets as these.
+type steadyKV struct{ jetstream.KeyValue }
+
+func (kv steadyKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	return steadily(ctx, func() (jetstream.KeyValueEntry, error) { return kv.KeyValue.Get(ctx, key) })
+}
+
+func (kv steadyKV) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	return steadily(ctx, func() (uint64, error) { return kv.KeyValue.Put(ctx, key, value) })
+}
+
+func (kv steadyKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return steadily(ctx, func() (uint64, error) { return kv.KeyValue.Create(ctx, key, value, opts...) })
+}
+
+func (kv steadyKV) Update(ctx context.Context, key string, value []byte, revision uint64) (uint64, error) {
+	return steadily(ctx, func() (uint64, error) { return kv.KeyValue.Update(ctx, key, value, revision) })
+}
+
+func (kv steadyKV) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
+	_, err := steadily(ctx, func() (struct{}, error) { return struct{}{}, kv.KeyValue.Delete(ctx, key, opts...) })
+	return err
+}
+
+func (kv steadyKV) Purge(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
+	_, err := steadily(ctx, func() (struct{}, error) { return struct{}{}, kv.KeyValue.Purge(ctx, key, opts...) })
+	return err
+}
+
+func (kv steadyKV) WatchAll(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	return steadily(ctx, func() (jetstream.KeyWatcher, error) { return kv.KeyValue.WatchAll(ctx, opts...) })
+}
+
+func (kv steadyKV) WatchFiltered(ctx context.Context, keys []string, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	return steadily(ctx, func() (jetstream.KeyWatcher, error) {
+		return kv.KeyValue.WatchFiltered(ctx, slices.Clone(keys), opts...) // it writes the subjects over the keys
+	})
+}
+
+func (kv steadyKV) ListKeysFiltered(ctx context.Context, filters ...string) (jetstream.KeyLister, error) {
+	return steadily(ctx, func() (jetstream.KeyLister, error) { return kv.KeyValue.ListKeysFiltered(ctx, filters...) })
+}
+
+func (kv steadyKV) Status(ctx context.Context) (jetstream.KeyValueStatus, error) {
+	return steadily(ctx, func() (jetstream.KeyValueStatus, error) { return kv.KeyValue.Status(ctx) })
+}
