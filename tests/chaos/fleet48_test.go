@@ -11,15 +11,10 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
-	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
 	"github.com/voicebox-go/voicebox/internal/door/fleet"
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
@@ -128,19 +123,10 @@ func burst(relays []*harness.Relay, tokens []string, prefix string, n int) []rou
 // dropped messages; calls after it run. On main the page was sent every call at once.
 func TestRoutedCallsStayBoundedWhileTheHolderStalls(t *testing.T) {
 	t.Parallel()
-	srv := fleettest.Start(t)
-	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=stall48"}
-	a := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-a")...)
-	b := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-b")...)
-	c := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-c")...)
-	resume := func() { syscall.Kill(a.PID(), syscall.SIGCONT) }
-	t.Cleanup(resume)
+	f := harness.StartFleet(t, harness.FleetOptions{Prefix: "stall48", Relays: 3, Named: true})
+	a, b, c := f.Relays[0], f.Relays[1], f.Relays[2]
 	page := &stallingPage{exec: executor.New(fsroot.NewMemory(), executor.Options{}), writes: map[string]int{}}
-	peer := hubtest.Serve(hubtest.Dial(t, a.URL, http.Header{"Origin": {a.URL}}, fleetChaosBound), page)
-	peer.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
-	fleetWaitFor(t, "the page on A seen by B and C", func() bool {
-		return b.Call(t, "now", map[string]string{}).OK && c.Call(t, "now", map[string]string{}).OK
-	})
+	f.GoPageWith(a, page)
 	callers, tokens := []*harness.Relay{b, c}, []string{b.HostToken(t), c.HostToken(t)}
 
 	check := func(round string, got []routedWrite) {
@@ -203,9 +189,7 @@ func TestRoutedCallsStayBoundedWhileTheHolderStalls(t *testing.T) {
 	page.mu.Lock()
 	page.most = 0
 	page.mu.Unlock()
-	if err := syscall.Kill(a.PID(), syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	resume := a.Pause(t)
 	go func() { done <- burst(callers, tokens, "stopped", routedBurst) }()
 	time.Sleep(routedStop)
 	resume()

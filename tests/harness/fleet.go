@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
 	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
@@ -163,6 +164,32 @@ func (f *Fleet) Client(opts ...nats.Option) *nats.Conn {
 	}
 	f.t.Cleanup(nc.Close)
 	return nc
+}
+
+// ExecSubject returns the subject on which the relay holding the page serves calls to it
+// (<prefix>.exec.<lease>), read from the lease in the fleet's executor bucket as a NATS client
+// with the fleet's credentials reads it (Client), failing the test when there is no lease.
+func (f *Fleet) ExecSubject() string {
+	f.t.Helper()
+	js, err := jetstream.New(f.Client())
+	if err != nil {
+		f.t.Fatalf("harness: JetStream on the fleet's NATS: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ReadyBound)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, f.Prefix+"_executor")
+	if err != nil {
+		f.t.Fatalf("harness: the fleet's executor bucket: %v", err)
+	}
+	slot, err := kv.Get(ctx, "slot")
+	if err != nil {
+		f.t.Fatalf("harness: the executor's lease: %v", err)
+	}
+	var lease struct{ ID string }
+	if err := json.Unmarshal(slot.Value(), &lease); err != nil || lease.ID == "" {
+		f.t.Fatalf("harness: the executor's lease: %s", slot.Value())
+	}
+	return f.Prefix + ".exec." + lease.ID
 }
 
 // RootFrame is the frame a page sends on /channel to say which root it holds: browser storage.

@@ -4,7 +4,6 @@ package hostile
 
 import (
 	"bufio"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,8 +15,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voicebox-go/voicebox/internal/core/server"
 	"github.com/voicebox-go/voicebox/tests/harness"
@@ -127,21 +124,9 @@ func TestForgedFleetMessagesReachNoPage(t *testing.T) {
 	if err := nc.Flush(); err != nil { // the forgeries reach NATS before the genuine event is made
 		t.Fatal(err)
 	}
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	kv, err := js.KeyValue(ctx, "insider_executor")
-	if err != nil {
-		t.Fatal(err)
-	}
-	slot, err := kv.Get(ctx, "slot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lease struct{ ID string }
-	json.Unmarshal(slot.Value(), &lease)
+	subject := fleet.ExecSubject()
 	for _, junk := range []string{"", "{}", "not json", `{"v":1,"callId":"x","tool":"write-file","args":{"path":"../../etc/passwd","content":"x"}}`} {
-		m, err := nc.Request("insider.exec."+lease.ID, []byte(junk), 10*time.Second)
+		m, err := nc.Request(subject, []byte(junk), 10*time.Second)
 		if err != nil {
 			t.Fatalf("junk %q got no answer: %v", junk, err)
 		}

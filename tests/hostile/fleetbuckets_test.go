@@ -13,14 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
-	"github.com/voicebox-go/voicebox/internal/shared/executor"
-	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -51,13 +45,9 @@ const bucketFloodRSSSlackKB = 48 << 10
 // through B keep reaching the page.
 func TestLargeAndManyValuesInTheFleetsBucketsCostBoundedMemory(t *testing.T) {
 	t.Parallel()
-	srv := fleettest.Start(t)
-	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=buckets"}
-	a := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-a")...)
-	b := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-b")...)
-	page := hubtest.Serve(hubtest.Dial(t, a.URL, http.Header{"Origin": {a.URL}}, patience), executor.New(fsroot.NewMemory(), executor.Options{}))
-	page.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
-	waitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
+	f := harness.StartFleet(t, harness.FleetOptions{Prefix: "buckets", Named: true})
+	a, b := f.Relays[0], f.Relays[1]
+	f.GoPage(a)
 	list := func(relay *harness.Relay) (int, string) {
 		r := send(t, nil, http.MethodGet, relay.URL+"/api/mcp/clients", map[string]string{"Origin": relay.URL}, "")
 		return r.status, string(r.body)
@@ -67,12 +57,7 @@ func TestLargeAndManyValuesInTheFleetsBucketsCostBoundedMemory(t *testing.T) {
 		t.Fatalf("the MCP clients before the attack: %d %s", status, body)
 	}
 
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(f.Client())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,19 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/voicebox-go/voicebox/internal/core/hub/hubtest"
 	"github.com/voicebox-go/voicebox/internal/door/fleet"
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
@@ -85,10 +80,8 @@ func (p *heldPage) counts() (held, most int) {
 // Once the page answers, every held call is answered once and B's calls run again.
 func TestAFloodOfRoutedCallsIsBoundedOnTheHolder(t *testing.T) {
 	t.Parallel()
-	srv := fleettest.Start(t)
-	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=execflood"}
-	a := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-a")...)
-	b := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-b")...)
+	f := harness.StartFleet(t, harness.FleetOptions{Prefix: "execflood", Named: true})
+	a, b := f.Relays[0], f.Relays[1]
 	page := &heldPage{exec: executor.New(fsroot.NewMemory(), executor.Options{}), release: make(chan struct{})}
 	released := false
 	release := func() {
@@ -98,32 +91,9 @@ func TestAFloodOfRoutedCallsIsBoundedOnTheHolder(t *testing.T) {
 		}
 	}
 	t.Cleanup(release)
-	peer := hubtest.Serve(hubtest.Dial(t, a.URL, http.Header{"Origin": {a.URL}}, patience), page)
-	peer.WS.Write(context.Background(), websocket.MessageText, []byte(`{"type":"root","kind":"opfs","name":"Browser storage"}`))
-	waitFor(t, "the page on A seen by B", func() bool { return b.Call(t, "now", map[string]string{}).OK })
-
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(context.Background(), "execflood_executor")
-	if err != nil {
-		t.Fatal(err)
-	}
-	slot, err := kv.Get(context.Background(), "slot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lease struct{ ID string }
-	if err := json.Unmarshal(slot.Value(), &lease); err != nil || lease.ID == "" {
-		t.Fatalf("the lease: %s", slot.Value())
-	}
-	subject := "execflood.exec." + lease.ID
+	f.GoPageWith(a, page)
+	nc := f.Client()
+	subject := f.ExecSubject()
 
 	// Every reply the attacker gets, by its inbox.
 	var mu sync.Mutex
