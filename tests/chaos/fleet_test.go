@@ -318,7 +318,8 @@ func runFleetLoad(t *testing.T, a, b *harness.Relay, fault, mend func()) ([]flee
 // every request had exactly one answer, ok or a refusal the fleet promises (fleet-unavailable,
 // no-page, outcome-unknown), and A's own writes never failed; every write answered ok reads back
 // with its content and was run once; a routed write refused as not run never ran; every client
-// minted ok is listed by both relays.
+// minted ok is listed by both relays, once their listing is answered (while a cluster elects
+// leaders it may be refused fleet-unavailable).
 func checkFleetLoad(t *testing.T, a, b *harness.Relay, page *countingPage, writes []fleetWrite, minted []fleetMint) {
 	t.Helper()
 	ta, tb := a.HostToken(t), b.HostToken(t)
@@ -368,7 +369,15 @@ func checkFleetLoad(t *testing.T, a, b *harness.Relay, page *countingPage, write
 		if relay == b {
 			token = tb
 		}
-		list := fleetDo(relay, token, http.MethodGet, "/api/mcp/clients", nil)
+		// While the cluster elects leaders for what the lost node led (NATS begins an election
+		// only after 4 to 9 s without the leader's heartbeat, longer than fleet.OpTimeout), the
+		// listing is refused fleet-unavailable, "try again in a moment": the test, like a
+		// person, asks again until the store answers.
+		var list fleetAnswer
+		fleetWaitFor(t, "the clients listed by "+relay.URL, func() bool {
+			list = fleetDo(relay, token, http.MethodGet, "/api/mcp/clients", nil)
+			return list.ok() || list.rule() != "fleet-unavailable"
+		})
 		if !list.ok() {
 			t.Fatalf("listing the clients on %s: %v", relay.URL, list)
 		}
