@@ -374,10 +374,18 @@ func checkFleetLoad(t *testing.T, a, b *harness.Relay, page *countingPage, write
 		// listing is refused fleet-unavailable, "try again in a moment": the test, like a
 		// person, asks again until the store answers.
 		var list fleetAnswer
+		electing := 0
 		fleetWaitFor(t, "the clients listed by "+relay.URL, func() bool {
 			list = fleetDo(relay, token, http.MethodGet, "/api/mcp/clients", nil)
-			return list.ok() || list.rule() != "fleet-unavailable"
+			if list.rule() == "fleet-unavailable" {
+				electing++
+				return false
+			}
+			return true
 		})
+		if electing > 0 {
+			t.Logf("listing the clients on %s was refused fleet-unavailable %d times before the store answered", relay.URL, electing)
+		}
 		if !list.ok() {
 			t.Fatalf("listing the clients on %s: %v", relay.URL, list)
 		}
