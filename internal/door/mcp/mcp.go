@@ -222,16 +222,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cancel()
 		h.closeSession(session)
 	})
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		out.Serve(ctx.Done(), 0)
-	}()
+	// The stream's writer starts with the first message that is not the whole response; a POST
+	// answered by one event alone (a call's answer, outbound.SSE.Last) is written here, after the
+	// SDK's handler returned, without a goroutine and its wake-up per request.
+	out.ServeOnDemand(ctx.Done())
 	rw := &refusalWriter{ResponseWriter: out, answers: callID(body), last: out.Last}
 	h.stream.ServeHTTP(rw, r.WithContext(ctx))
 	rule := rw.finish()
-	out.End()
-	<-served
+	out.Finish()
 	if rule != "" {
 		h.log.Info("mcp: request refused", "rule", rule, "client", name, "method", r.Method)
 	}
