@@ -54,7 +54,7 @@ func (w *refusalWriter) Write(b []byte) (int, error) {
 	w.passed = true
 	var event []byte
 	if strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
-		event, _ = withErrorData(b) // a JSON response: the message itself
+		event = jsonWithErrorData(b) // a JSON response: the message itself, or a batch's
 	} else {
 		event = eventWithErrorData(b)
 	}
@@ -90,6 +90,33 @@ func answersCall(event []byte, id string) bool {
 		return false
 	}
 	return bytes.HasPrefix(rest, []byte(`,"result":`)) || bytes.HasPrefix(rest, []byte(`,"error":`))
+}
+
+// jsonWithErrorData is body, a JSON response of the SDK's transport (one JSON-RPC message, or
+// the array of a batch's answers), with each error answer passed through withErrorData.
+func jsonWithErrorData(body []byte) []byte {
+	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+		fixed, _ := withErrorData(body)
+		return fixed
+	}
+	var msgs []json.RawMessage
+	if json.Unmarshal(body, &msgs) != nil {
+		return body
+	}
+	changed := false
+	for i, m := range msgs {
+		if fixed, added := withErrorData(m); added {
+			msgs[i], changed = fixed, true
+		}
+	}
+	if !changed {
+		return body
+	}
+	out, err := json.Marshal(msgs)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 // eventWithErrorData is event, one server-sent event as the SDK's transport writes it (its
