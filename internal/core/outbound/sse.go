@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/voicebox-go/voicebox/internal/core/server"
@@ -29,6 +31,15 @@ type SSE struct {
 	q       *queue
 	onClose func(*refusal.Refusal)
 	started bool // Serve wrote a status or a message: the response's header is sent
+
+	// Set by ServeOnDemand: done is what Serve is given, writer is closed when a writer goroutine
+	// it started returns, with its result in why; spawned says one was started.
+	demand  bool
+	done    <-chan struct{}
+	spawn   sync.Once
+	spawned atomic.Bool
+	writer  chan struct{}
+	why     *refusal.Refusal
 }
 
 // NewSSE returns the stream writing to w, the response to r, and bounds the send buffer of r's
@@ -44,26 +55,77 @@ func NewSSE(w http.ResponseWriter, r *http.Request, onClose func(*refusal.Refusa
 func (s *SSE) Header() http.Header { return s.w.Header() }
 
 // WriteHeader queues the response's status.
-func (s *SSE) WriteHeader(status int) { s.q.put(item{status: status}) }
+func (s *SSE) WriteHeader(status int) { s.put(item{status: status}) }
 
 // Write queues a copy of p.
 func (s *SSE) Write(p []byte) (int, error) {
-	if !s.q.put(item{data: slices.Clone(p)}) {
+	if !s.put(item{data: slices.Clone(p)}) {
 		return 0, ErrClosed
 	}
 	return len(p), nil
 }
 
 // Flush queues a flush of what was written before it.
-func (s *SSE) Flush() { s.q.put(item{flush: true}) }
+func (s *SSE) Flush() { s.put(item{flush: true}) }
 
 // Send queues p and its flush, and reports false when the stream is closed (or ended). p is the
 // stream's from then on: the caller does not change it.
-func (s *SSE) Send(p []byte) bool { return s.q.put(item{data: p, flush: true}) }
+func (s *SSE) Send(p []byte) bool { return s.put(item{data: p, flush: true}) }
 
 // Lead queues p, and its flush, before everything queued so far: the first event of a stream
 // subscribed to before that event was composed. p is the stream's from then on.
-func (s *SSE) Lead(p []byte) bool { return s.q.lead(item{data: p, flush: true}) }
+func (s *SSE) Lead(p []byte) bool {
+	ok := s.q.lead(item{data: p, flush: true})
+	if ok {
+		s.startWriter()
+	}
+	return ok
+}
+
+// put queues it and, on a stream served on demand, starts its writer.
+func (s *SSE) put(it item) bool {
+	ok := s.q.put(it)
+	if ok {
+		s.startWriter()
+	}
+	return ok
+}
+
+// ServeOnDemand serves the stream without a goroutine of its own until one is needed: the first
+// message queued other than by Last starts Serve(done, 0) on a goroutine of the stream's, and
+// Finish then waits for it. A response that is one Last message alone (a relay's answer to one
+// MCP call) starts none: Finish writes it on the caller's goroutine, within WriteBound as
+// always, and a writer never waits for it, as with Serve. Call it before anything is written,
+// and then Finish once, instead of Serve and End.
+func (s *SSE) ServeOnDemand(done <-chan struct{}) {
+	s.done, s.writer, s.demand = done, make(chan struct{}), true
+}
+
+func (s *SSE) startWriter() {
+	if !s.demand {
+		return
+	}
+	s.spawn.Do(func() {
+		s.spawned.Store(true)
+		go func() {
+			defer close(s.writer)
+			s.why = s.Serve(s.done, 0)
+		}()
+	})
+}
+
+// Finish ends a stream served on demand (End): it waits for the writer ServeOnDemand started,
+// or, when none was, writes what is queued on the caller's goroutine. It returns what Serve
+// returned.
+func (s *SSE) Finish() *refusal.Refusal {
+	s.End()
+	s.spawn.Do(func() {}) // no writer starts from here on
+	if s.spawned.Load() {
+		<-s.writer
+		return s.why
+	}
+	return s.Serve(s.done, 0)
+}
 
 // Last queues p as the stream's last message and ends the stream, as Send then End do, and
 // reports false when the stream is closed (or ended). When p is all the response carries (nothing

@@ -184,3 +184,68 @@ func TestLastEndsTheStream(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// TestOnDemandStartsItsWriterForAnEvent: a stream served on demand writes an event as soon as it
+// is queued, while its handler still runs (a notification before a call's answer), and ends
+// with the Last message after it; the writer's goroutine is started by the event.
+func TestOnDemandStartsItsWriterForAnEvent(t *testing.T) {
+	t.Parallel()
+	read := make(chan struct{})
+	ended := make(chan *refusal.Refusal, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := outbound.NewSSE(w, r, nil)
+		s.Header().Set("Content-Type", "text/event-stream")
+		s.ServeOnDemand(r.Context().Done())
+		s.Send([]byte("data: progress\n\n"))
+		select {
+		case <-read: // the reader had the event before the handler went on
+		case <-time.After(outbound.WriteBound):
+			t.Error("the event was not written while the handler ran: no writer was started for it")
+		}
+		s.Last([]byte("data: answer\n\n"))
+		ended <- s.Finish()
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || line != "data: progress\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	close(read)
+	rest, err := io.ReadAll(br)
+	if why := <-ended; why != nil || err != nil || string(rest) != "\ndata: answer\n\n" {
+		t.Fatalf("the rest %q (%v); the stream ended with %v", rest, err, why)
+	}
+}
+
+// TestOnDemandWritesALastAloneInFinish: a response that is one Last message alone is written by
+// Finish, on the handler's goroutine, whole and with its Content-Length.
+func TestOnDemandWritesALastAloneInFinish(t *testing.T) {
+	t.Parallel()
+	ended := make(chan *refusal.Refusal, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := outbound.NewSSE(w, r, nil)
+		s.Header().Set("Content-Type", "text/event-stream")
+		s.ServeOnDemand(r.Context().Done())
+		s.Last([]byte("data: answer\n\n"))
+		s.Flush() // as the SDK flushes after its event: refused, the stream has ended
+		ended <- s.Finish()
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if why := <-ended; why != nil || err != nil || string(body) != "data: answer\n\n" {
+		t.Fatalf("body %q (%v); the stream ended with %v", body, err, why)
+	}
+	if resp.ContentLength != int64(len(body)) {
+		t.Fatalf("Content-Length %d; want %d", resp.ContentLength, len(body))
+	}
+}

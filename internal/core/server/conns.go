@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -398,6 +399,9 @@ type countedConn struct {
 	hijacked  bool // a WebSocket took it over
 	released  bool
 	judged    bool // its first request was seen
+	// sendBuffer is the send buffer SetSendBuffer set on it, 0 before: a connection kept for many
+	// requests has it set once, not once a request (a system call each).
+	sendBuffer atomic.Int64
 }
 
 func (c *countedConn) Close() error {
@@ -446,8 +450,15 @@ func SetSendBuffer(r *http.Request, n int) bool {
 	if !ok {
 		return false
 	}
+	if cc.sendBuffer.Load() == int64(n) {
+		return true
+	}
 	b, ok := cc.Conn.(interface{ SetWriteBuffer(int) error })
-	return ok && b.SetWriteBuffer(n) == nil
+	if !ok || b.SetWriteBuffer(n) != nil {
+		return false
+	}
+	cc.sendBuffer.Store(int64(n))
+	return true
 }
 
 // ConnState is the http.Server's ConnState for a listener LimitConns made: a connection waiting

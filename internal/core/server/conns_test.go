@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -320,5 +322,35 @@ func TestTheTotalBoundMakesTheCrowdedAddressPay(t *testing.T) {
 		if closedByServer(f, false) {
 			t.Fatalf("connection %d of the address with few was closed", i)
 		}
+	}
+}
+
+// sendBufferConn counts the send buffers set on it.
+type sendBufferConn struct {
+	net.Conn
+	sets []int
+}
+
+func (c *sendBufferConn) SetWriteBuffer(n int) error {
+	c.sets = append(c.sets, n)
+	return nil
+}
+
+// TestASendBufferIsSetOncePerConnection: a connection kept for many requests has its send buffer
+// set at the first stream's request, not again at each (a system call each); another size is
+// set when asked.
+func TestASendBufferIsSetOncePerConnection(t *testing.T) {
+	conn := &sendBufferConn{}
+	cc := &countedConn{Conn: conn}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	r = r.WithContext(ConnContext(r.Context(), cc))
+	for range 3 {
+		if !SetSendBuffer(r, 64<<10) {
+			t.Fatal("SetSendBuffer reported false on a connection that has a send buffer")
+		}
+	}
+	SetSendBuffer(r, 32<<10)
+	if want := []int{64 << 10, 32 << 10}; !slices.Equal(conn.sets, want) {
+		t.Fatalf("send buffers set: %v; want %v (once per size, not once per request)", conn.sets, want)
 	}
 }

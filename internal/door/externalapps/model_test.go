@@ -239,3 +239,15 @@ func TestAnAppToolCallOutlivesTheBrokersTimeout(t *testing.T) {
 		t.Fatalf("get_app_context past the broker's timeout answered %+v", r)
 	}
 }
+
+// The wait an app's tool call asks is the longest any door asks: channel.MaxWait bounds what
+// WithWait marks, and what a relay holding the page in a fleet believes from a routed call's
+// header, so a longer callWait would be cut there.
+func TestAnAppToolCallsWaitIsWithinTheChannelsBound(t *testing.T) {
+	if callWait > channel.MaxWait {
+		t.Fatalf("callWait is %v, past channel.MaxWait (%v): raise MaxWait with it", callWait, channel.MaxWait)
+	}
+	if d, _ := channel.Wait(channel.WithWait(context.Background(), callWait)); d != callWait {
+		t.Fatalf("WithWait(callWait) marked %v", d)
+	}
+}

@@ -42,6 +42,20 @@ const (
 // a hash, who and when: under 300 bytes); the stream refuses a longer message.
 const MaxLedgerLineBytes = 4 << 10
 
+// MaxLedgerLines and MaxLedgerBytes bound the fleet's ledger stream: past either, the stream
+// drops its oldest lines (a limit NATS keeps, so every reload reads at most this much, and so does
+// a revocation's check). A person's ledger line is under 300 bytes, so the bound holds over
+// ten thousand of their admissions, denials and revocations; only a flood reaches it (whoever
+// holds the fleet's NATS credentials can append lines of MaxLedgerLineBytes). Dropping the oldest
+// keeps each extension's latest line while any of its lines is kept (a reload reads each id's
+// latest line): an extension whose every line was dropped is no longer admitted
+// (present-not-admitted, never run) until it is admitted again. ReadLedger says when lines were
+// dropped.
+const (
+	MaxLedgerLines = 10000
+	MaxLedgerBytes = 4 << 20
+)
+
 // ledgerFetchBatch is how many ledger lines one fetch asks for.
 const ledgerFetchBatch = 512
 
@@ -87,7 +101,8 @@ func (s *ExtensionStore) handles(ctx context.Context) (jetstream.ObjectStore, je
 		return nil, nil, s.f.unavailable(err)
 	}
 	st, err := s.f.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: s.f.name(extLedgerStream), Subjects: []string{s.f.subject(extLedgerStream)},
-		Storage: jetstream.FileStorage, MaxMsgSize: MaxLedgerLineBytes, DenyDelete: true, DenyPurge: true, Replicas: s.f.cfg.Replicas})
+		Storage: jetstream.FileStorage, MaxMsgSize: MaxLedgerLineBytes, MaxMsgs: MaxLedgerLines, MaxBytes: MaxLedgerBytes, Discard: jetstream.DiscardOld,
+		DenyDelete: true, DenyPurge: true, Replicas: s.f.cfg.Replicas})
 	if err != nil {
 		return nil, nil, s.f.unavailable(err)
 	}
@@ -234,7 +249,8 @@ func (s *ExtensionStore) AppendLedger(line []byte) error {
 }
 
 // ReadLedger is the extension door's Store method: the stream read from its start by an ephemeral
-// consumer, removed when it is done.
+// consumer, removed when it is done: at most MaxLedgerLines lines, MaxLedgerBytes together (the
+// stream dropped older ones, which is logged, once per 10 s).
 func (s *ExtensionStore) ReadLedger() ([]byte, error) {
 	ctx, cancel := opContext()
 	defer cancel()
@@ -250,13 +266,20 @@ func (s *ExtensionStore) ReadLedger() ([]byte, error) {
 	if info.State.Msgs == 0 {
 		return nil, nil
 	}
+	// Nothing deletes a line (the stream denies deletes and purges) but its bound: what came
+	// before its first line was dropped there.
+	if dropped := info.State.FirstSeq - 1; dropped > 0 && s.f.sayOnce("ledger dropped") {
+		s.f.log.Warn("fleet: the extension ledger holds its newest lines only (said once per 10 s): an extension none of whose lines is kept is not admitted until it is admitted again",
+			"dropped", dropped, "kept", info.State.Msgs, "maxLines", MaxLedgerLines, "maxBytes", MaxLedgerBytes)
+	}
 	c, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
 		InactiveThreshold: OpTimeout, MemoryStorage: true})
 	if err != nil {
 		return nil, s.f.unavailable(err)
 	}
 	defer st.DeleteConsumer(context.Background(), c.CachedInfo().Name)
-	var out []byte
+	// One allocation of what the stream holds (its bound), not a doubling slice's garbage.
+	out := make([]byte, 0, min(info.State.Bytes, MaxLedgerBytes)+min(info.State.Msgs, MaxLedgerLines))
 	for seen := uint64(0); seen < last; {
 		batch, err := c.Fetch(ledgerFetchBatch, jetstream.FetchMaxWait(OpTimeout))
 		if err != nil {

@@ -580,11 +580,12 @@ func (r *Router) serve(m *nats.Msg) {
 		}
 		var a wire.Answer
 		{
-			timeout := channel.DefaultTimeout
-			if ms, err := strconv.ParseInt(m.Header.Get(deadlineHeader), 10, 64); err == nil && ms > 0 {
-				timeout = time.Duration(ms) * time.Millisecond
+			ctx, cancel := context.WithTimeout(context.Background(), routedWait(m.Header.Get(deadlineHeader)))
+			if d, _ := ctx.Deadline(); time.Until(d) > channel.DefaultTimeout {
+				// Longer than any call's own bound: its caller asked a wait (channel.WithWait),
+				// and this relay's page is asked with it, as on the caller's relay alone.
+				ctx = channel.WithWait(ctx, time.Until(d))
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			a = r.local.AskLocal(ctx, call)
 			cancel()
 		}
@@ -596,6 +597,17 @@ func (r *Router) serve(m *nats.Msg) {
 			r.f.log.Warn("fleet: a routed call's answer could not be sent back", "err", err)
 		}
 	}()
+}
+
+// routedWait is how long the holder waits for its page's answer to a routed call whose deadline
+// header says header: what it says, at most channel.MaxWait (whoever publishes on the lease's
+// subject can write any number there); channel.DefaultTimeout when it says nothing readable.
+func routedWait(header string) time.Duration {
+	ms, err := strconv.ParseInt(header, 10, 64)
+	if err != nil || ms <= 0 {
+		return channel.DefaultTimeout
+	}
+	return time.Duration(min(ms, channel.MaxWait.Milliseconds())) * time.Millisecond
 }
 
 // takeRouted counts a routed call of size bytes in flight, unless that would pass MaxRoutedCalls
@@ -647,7 +659,12 @@ func (r *Router) Ask(ctx context.Context, call wire.Call) wire.Answer {
 	if l.Relay == r.f.ID() {
 		return r.local.AskLocal(ctx, call)
 	}
+	// The call's own bound, or the longer wait its caller asked (an external app's call waits
+	// for the person's approval), as on a relay alone; the deadline header carries it.
 	timeout := channel.DefaultTimeout
+	if w, ok := channel.Wait(ctx); ok && w > timeout {
+		timeout = w
+	}
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}

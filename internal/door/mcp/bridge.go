@@ -56,6 +56,23 @@ func (t bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return nil, &rf
 }
 
+// relayReadBuffer is the size of the buffers the bridge reads and writes its connections to the
+// relay through: an answer to a 4 KiB read (about 5 KB with its header) is read in one system
+// call, where net/http's default of 4 KiB took two.
+const relayReadBuffer = 32 << 10
+
+// relayTransport is net/http's client transport (http.DefaultTransport's settings) set for the
+// one relay the bridge talks to: a kept connection for each call it may have running and its
+// notification stream (net/http keeps 2 a host), buffers an answer fits in, and no gzip asked
+// for (the relay sends /mcp's answers as they are, so no answer is read through a decompressor).
+func relayTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = MaxBridgedCalls + 1
+	t.ReadBufferSize, t.WriteBufferSize = relayReadBuffer, relayReadBuffer
+	t.DisableCompression = true
+	return t
+}
+
 // maxRefusalBytes bounds the refusal body the bridge reads.
 const maxRefusalBytes = 16 << 10
 
@@ -79,7 +96,9 @@ func (b *Bridge) Run(ctx context.Context, local sdk.Transport) error {
 			}
 		},
 	})
-	httpClient := &http.Client{Transport: bearerTransport{bearer: b.Bearer, next: http.DefaultTransport}}
+	toRelay := relayTransport()
+	defer toRelay.CloseIdleConnections()
+	httpClient := &http.Client{Transport: bearerTransport{bearer: b.Bearer, next: toRelay}}
 	var err error
 	remote, err = client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: b.Endpoint, HTTPClient: httpClient, MaxRetries: -1}, nil)
 	if err != nil {
@@ -116,7 +135,7 @@ func (b *Bridge) Run(ctx context.Context, local sdk.Transport) error {
 		// A client on lines has its tools/call passed to the relay as bytes (passer).
 		pctx, stop := context.WithCancel(ctx)
 		pass := &passer{endpoint: b.Endpoint, session: remote.ID(), bearer: b.Bearer, protocol: init.ProtocolVersion,
-			http: &http.Client{}, log: log, ctx: pctx, calls: map[string]*passedCall{}, idle: make(chan func())}
+			http: &http.Client{Transport: toRelay}, log: log, ctx: pctx, calls: map[string]*passedCall{}, idle: make(chan func())}
 		local = &LineTransport{In: lt.In, Out: lt.Out, pass: pass}
 		defer pass.wg.Wait()
 		defer stop()

@@ -22,8 +22,8 @@ const maxTransportErrorBytes = 4 << 10
 
 // refusalWriter holds back an error the SDK's streamable transport answers (an HTTP status of
 // 400 or more: http.Error's plain text, or a JSON-RPC error), so that finish can answer it the way
-// every other refusal of /mcp is written. Success answers, event streams among them, pass
-// through untouched.
+// every other refusal of /mcp is written. Success answers (a POST's JSON-RPC message, a GET's
+// event stream) pass through, a JSON-RPC error among them given data {refused, why}.
 type refusalWriter struct {
 	http.ResponseWriter
 	held   int // the error status held back; 0 while the answer passes through
@@ -52,7 +52,12 @@ func (w *refusalWriter) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	w.passed = true
-	event := eventWithErrorData(b)
+	var event []byte
+	if strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+		event = jsonWithErrorData(b) // a JSON response: the message itself, or a batch's
+	} else {
+		event = eventWithErrorData(b)
+	}
 	if w.last != nil && w.answers != "" && answersCall(event, w.answers) {
 		// The SDK ends the stream after this event (its Flush then finds the stream ended). A
 		// Write keeps nothing of b: the stream gets a copy.
@@ -67,16 +72,17 @@ func (w *refusalWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// answersCall reports whether event, one server-sent event as the SDK's transport writes it, is
-// the answer to the call of id (as the SDK encodes it): its data begins as the SDK's encoder
-// begins every answer, the id, then the result or the error. A request of the server's own that
-// happens to carry the same id has a method there, and is not.
+// answersCall reports whether event, one JSON-RPC message or one server-sent event holding one
+// as the SDK's transport writes it, is the answer to the call of id (as the SDK encodes it): the
+// message begins as the SDK's encoder begins every answer, the id, then the result or the error.
+// A request of the server's own that happens to carry the same id has a method there, and is
+// not.
 func answersCall(event []byte, id string) bool {
-	i := bytes.Index(event, []byte("data: "))
-	if i < 0 || (i > 0 && event[i-1] != '\n') {
-		return false
+	msg := event
+	if i := bytes.Index(event, []byte("data: ")); i == 0 || i > 0 && event[i-1] == '\n' {
+		msg = event[i+len("data: "):]
 	}
-	rest, ok := bytes.CutPrefix(event[i+len("data: "):], []byte(errorAnswerStart))
+	rest, ok := bytes.CutPrefix(msg, []byte(errorAnswerStart))
 	if !ok {
 		return false
 	}
@@ -84,6 +90,33 @@ func answersCall(event []byte, id string) bool {
 		return false
 	}
 	return bytes.HasPrefix(rest, []byte(`,"result":`)) || bytes.HasPrefix(rest, []byte(`,"error":`))
+}
+
+// jsonWithErrorData is body, a JSON response of the SDK's transport (one JSON-RPC message, or
+// the array of a batch's answers), with each error answer passed through withErrorData.
+func jsonWithErrorData(body []byte) []byte {
+	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+		fixed, _ := withErrorData(body)
+		return fixed
+	}
+	var msgs []json.RawMessage
+	if json.Unmarshal(body, &msgs) != nil {
+		return body
+	}
+	changed := false
+	for i, m := range msgs {
+		if fixed, added := withErrorData(m); added {
+			msgs[i], changed = fixed, true
+		}
+	}
+	if !changed {
+		return body
+	}
+	out, err := json.Marshal(msgs)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 // eventWithErrorData is event, one server-sent event as the SDK's transport writes it (its

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -124,5 +125,55 @@ func TestWithErrorDataNamesOnlyBareErrors(t *testing.T) {
 	got := string(eventWithErrorData([]byte(event)))
 	if !strings.HasPrefix(got, "event: message\nid: 3\ndata: {") || !strings.HasSuffix(got, "}\n\n") || !strings.Contains(got, `"refused":"invalid-argument"`) {
 		t.Errorf("the event became %q", got)
+	}
+}
+
+// TestABatchsErrorsCarryRefusals: a batch (protocol 2025-03-26) answered as one JSON array
+// carries {refused, why} as the data of each error in it, as a single answer does: here the
+// SDK's error for params that do not decode (a name that is a number), raised before any
+// middleware (fails when the array is passed as one message: the error has no data).
+func TestABatchsErrorsCarryRefusals(t *testing.T) {
+	t.Parallel()
+	h := New(Options{Catalogue: fakeCatalogue{}, Clients: fakeClients{"vbm_a": {Name: "a"}}})
+	defer h.Close()
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	post := func(session, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer vbm_a")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	resp, _ := post("", strings.Replace(initBody, "2025-06-18", "2025-03-26", 1))
+	session := resp.Header.Get("Mcp-Session-Id")
+	post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	_, body := post(session, `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}},{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
+	var answers []struct {
+		ID    int `json:"id"`
+		Error *struct {
+			Data struct {
+				Refused string `json:"refused"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &answers); err != nil || len(answers) != 2 {
+		t.Fatalf("the batch was answered %.300s (%v)", body, err)
+	}
+	for _, a := range answers {
+		if a.ID == 1 && (a.Error == nil || a.Error.Data.Refused == "") {
+			t.Fatalf("the bad params' error carries no refusal: %.300s", body)
+		}
 	}
 }

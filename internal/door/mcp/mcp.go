@@ -17,8 +17,14 @@
 // Resources are the workspace's files, voicebox://workspace/PATH: resources/list walks the
 // workspace (at most MaxResources files, MaxResourceListings folders), resources/read reads one
 // through read_file (at most its 64 KiB), and completion/complete offers the paths that start
-// with what was typed. There are no subscriptions. The logging capability
-// carries one line per tool call (the tool and how it ended) at the level the client sets.
+// with what was typed. There are no subscriptions. There is no logging capability (the
+// protocol's logging is deprecated, SEP-2577): a call's result says how it ended, and the relay's
+// own log has a line for each call.
+//
+// The answer to a POST is its JSON-RPC message as application/json (the transport's
+// JSONResponse), which every client of the Streamable HTTP transport reads, sent whole with its
+// Content-Length; /mcp sends no notification during a call, and what it sends otherwise
+// (notifications/tools/list_changed) goes on the client's GET stream.
 //
 // # Who may connect
 //
@@ -159,6 +165,9 @@ func New(opts Options) *Handler {
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        MaxBodyBytes,
 		Logger:                     log,
+		// A call's answer is its message as application/json: no event to frame on the relay
+		// and to scan on the client (BENCHMARKS.md, "mcp48").
+		JSONResponse: true,
 	})
 	// The SDK's bearer middleware puts the client's name in the request, so the transport binds
 	// each session to the client that opened it. admit has checked the bearer already.
@@ -222,16 +231,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cancel()
 		h.closeSession(session)
 	})
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		out.Serve(ctx.Done(), 0)
-	}()
+	// The stream's writer starts with the first message that is not the whole response; a POST
+	// answered by one message alone (a call's answer, outbound.SSE.Last) is written here, after
+	// the SDK's handler returned, without a goroutine and its wake-up per request.
+	out.ServeOnDemand(ctx.Done())
 	rw := &refusalWriter{ResponseWriter: out, answers: callID(body), last: out.Last}
 	h.stream.ServeHTTP(rw, r.WithContext(ctx))
 	rule := rw.finish()
-	out.End()
-	<-served
+	out.Finish()
 	if rule != "" {
 		h.log.Info("mcp: request refused", "rule", rule, "client", name, "method", r.Method)
 	}

@@ -200,7 +200,8 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // with its Content-Length rather than chunked, so a client has the answer and the stream's end
 // in the same bytes and is not woken again for a chunked end; ids of every kind (a string with
 // the characters an HTML-escaping encoder would change among them) are answered the same way, and
-// a notification's POST is still 202 with no body.
+// a notification's POST is still 202 with no body. The answer is the JSON-RPC message as
+// application/json, not an event stream (fails before JSONResponse: text/event-stream).
 func TestACallsAnswerEndsItsStream(t *testing.T) {
 	t.Parallel()
 	h := New(Options{Catalogue: fakeCatalogue{}, Clients: fakeClients{"vbm_a": {Name: "a"}}})
@@ -241,13 +242,65 @@ func TestACallsAnswerEndsItsStream(t *testing.T) {
 		if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) != 0 {
 			t.Errorf("id %s: the answer came chunked (%v, Content-Length %d), not as the whole response of %d bytes", id, resp.TransferEncoding, resp.ContentLength, len(body))
 		}
-		if n := strings.Count(body, "data: "); n != 1 {
-			t.Errorf("id %s: %d events, want the answer alone", id, n)
+		// The answer is the JSON-RPC message itself (StreamableHTTPOptions.JSONResponse), not an
+		// event of a stream the client parses line by line.
+		var msg struct {
+			ID json.RawMessage `json:"id"`
+		}
+		want := strings.Replace(id, "1e0", "1", 1) // as the SDK encodes a number id
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" || json.Unmarshal([]byte(body), &msg) != nil || string(msg.ID) != want {
+			t.Errorf("id %s: answered as %q, %.100s; want the one JSON-RPC message of that id as application/json", id, ct, body)
 		}
 	}
-	// An error answer (an unknown tool's) ends its stream the same way.
+	// An error answer (an unknown tool's) ends its stream the same way, its data the refusal.
 	resp, body := post(session, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"nope","arguments":{}}}`)
-	if !strings.Contains(body, `"error":`) || resp.ContentLength != int64(len(body)) {
+	if !strings.Contains(body, `"error":`) || !strings.Contains(body, `"refused":"`) || resp.ContentLength != int64(len(body)) {
 		t.Fatalf("an unknown tool answered %s, Content-Length %d: %.300s", resp.Status, resp.ContentLength, body)
+	}
+}
+
+// TestNoLogNotificationsWhateverTheLevel holds docs/mcp.md to what /mcp does: it advertises no
+// logging capability, and a client that set the lowest level with logging/setLevel gets no
+// notifications/message for a call (the protocol's logging is deprecated; the relay's own log
+// has the line).
+func TestNoLogNotificationsWhateverTheLevel(t *testing.T) {
+	t.Parallel()
+	h := New(Options{Catalogue: fakeCatalogue{}, Clients: fakeClients{"vbm_a": {Name: "a"}}})
+	defer h.Close()
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	var mu sync.Mutex
+	var logged []string
+	c := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, &sdk.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *sdk.LoggingMessageRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			logged = append(logged, string(req.Params.Level))
+		},
+	})
+	ctx := t.Context()
+	s, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: bearer{"vbm_a"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if caps := s.InitializeResult().Capabilities; caps.Logging != nil {
+		t.Fatalf("/mcp advertises logging %+v", caps.Logging)
+	}
+	if err := s.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatalf("logging/setLevel: %v", err)
+	}
+	for range 3 {
+		if res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: map[string]string{"a": "b"}}); err != nil || res.IsError {
+			t.Fatalf("echo: %+v, %v", res, err)
+		}
+	}
+	if err := s.Ping(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) > 0 {
+		t.Fatalf("the client was sent log notifications at levels %v", logged)
 	}
 }

@@ -18,7 +18,7 @@ type bridged func(ctx context.Context, remote *sdk.ClientSession, req sdk.Reques
 var Served = map[string]bridged{
 	"initialize":       nil,
 	"ping":             nil,
-	"logging/setLevel": nil, // the bridge takes every line of the relay and filters locally
+	"logging/setLevel": nil, // answered by the bridge's own server; neither door sends log lines
 	"tools/list":       nil, // mirrored (toolSync), list_changed followed
 	"tools/call":       nil, // each mirrored tool's handler calls the relay
 	"prompts/list":     nil, // none, on both

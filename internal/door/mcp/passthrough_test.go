@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -296,5 +298,59 @@ func TestAnswerOfKeepsTheClientsLineOneLine(t *testing.T) {
 	}
 	if got := p.answerOf(c, []byte(`{"jsonrpc":"2.0","id":"relay-mcp-9","result":{}}`), false); got != nil {
 		t.Errorf("an answer to another id was taken for this call's: %s", got)
+	}
+}
+
+// TestTheBridgeKeepsAConnectionForEachCall: MaxBridgedCalls calls at once, answered, then as
+// many again, reach the relay on the connections of the first (net/http keeps 2 a host: the
+// others were closed and dialled again), and ask for no gzip.
+func TestTheBridgeKeepsAConnectionForEachCall(t *testing.T) {
+	f := &fakeRelay{release: make(chan struct{})}
+	srv := httptest.NewUnstartedServer(f)
+	var dials atomic.Int32
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			dials.Add(1)
+		}
+	}
+	srv.Start()
+	toRelay := relayTransport()
+	ctx, cancel := context.WithCancel(context.Background())
+	lines := make(chan map[string]any, 4*MaxBridgedCalls)
+	p := &passer{endpoint: srv.URL, session: "s1", protocol: "2025-06-18", http: &http.Client{Transport: toRelay},
+		log: slog.New(slog.DiscardHandler), ctx: ctx, calls: map[string]*passedCall{}, idle: make(chan func()), ready: true,
+		write: func(b []byte) error {
+			var m map[string]any
+			json.Unmarshal(b, &m)
+			lines <- m
+			return nil
+		}}
+	t.Cleanup(func() { cancel(); p.wg.Wait(); toRelay.CloseIdleConnections(); srv.Close() })
+	for round := range 2 {
+		for i := range MaxBridgedCalls {
+			if !p.take(message(t, call(fmt.Sprint(round*100+i), `{"wait":1}`))) {
+				t.Fatal("a call was not passed")
+			}
+		}
+		for range MaxBridgedCalls { // each call's progress: all are at the relay at once
+			nextLine(t, lines)
+		}
+		for range MaxBridgedCalls {
+			f.release <- struct{}{}
+		}
+		for range MaxBridgedCalls {
+			nextLine(t, lines)
+		}
+		p.wg.Wait() // each stream read to its end, its connection back in the pool
+	}
+	if n := dials.Load(); n != MaxBridgedCalls {
+		t.Errorf("%d connections were dialled for two rounds of %d calls at once; want %d, each kept", n, MaxBridgedCalls, MaxBridgedCalls)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, h := range f.headers {
+		if h.Get("Accept-Encoding") != "" {
+			t.Fatalf("the bridge asked for %q", h.Get("Accept-Encoding"))
+		}
 	}
 }

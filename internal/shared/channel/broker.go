@@ -73,12 +73,25 @@ const DefaultTimeout = 30 * time.Second
 
 type waitKey struct{}
 
-// WithWait returns ctx marked so that a Broker's Ask with it waits up to d for the answer when d
-// is longer than the Broker's Timeout: for a call that waits for a person before it runs (an
-// approval asked in the page), whose executor holds its own, shorter, deadlines. A context
-// deadline that comes sooner still wins.
+// MaxWait bounds the wait WithWait marks a context with: the longest any door asks, the external
+// apps' tool call (internal/door/externalapps' callWait: a person's approval, 60 s, the app's
+// answer, 10 s, and 5 s for the page to pass it back; a test there holds it under this). A call
+// routed to another relay in a fleet carries its wait there (internal/door/fleet), and the relay
+// holding the page believes no longer one than this from whoever publishes on its subject.
+const MaxWait = 75 * time.Second
+
+// WithWait returns ctx marked so that a Broker's Ask with it waits up to d (at most MaxWait) for
+// the answer when d is longer than the Broker's Timeout: for a call that waits for a person
+// before it runs (an approval asked in the page), whose executor holds its own, shorter,
+// deadlines. A context deadline that comes sooner still wins.
 func WithWait(ctx context.Context, d time.Duration) context.Context {
-	return context.WithValue(ctx, waitKey{}, d)
+	return context.WithValue(ctx, waitKey{}, min(d, MaxWait))
+}
+
+// Wait returns the wait WithWait marked ctx with, if any.
+func Wait(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Value(waitKey{}).(time.Duration)
+	return d, ok
 }
 
 // Options configures a Broker. The zero value is usable.
@@ -167,7 +180,7 @@ func (b *Broker) Ask(ctx context.Context, call wire.Call) wire.Answer {
 	}
 
 	timeout := b.timeout
-	if d, ok := ctx.Value(waitKey{}).(time.Duration); ok && d > timeout {
+	if d, ok := Wait(ctx); ok && d > timeout {
 		timeout = d
 	}
 	timer := time.NewTimer(timeout)
