@@ -6,12 +6,14 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,6 +88,9 @@ func timeRoundTrips(b *testing.B, h *hub.Hub, path string, n int) []float64 {
 // call falls from about 1.6 ms in the first 200 calls to under 0.2 ms after 800, load 11-14).
 const roundTripWarmUp = 1000
 
+// warmUpStep is how many warm-up calls one line of the warm-up's CPU by thread covers.
+const warmUpStep = 500
+
 // profileTop is how many functions a worker profile lists, by self and by total time.
 const profileTop = 60
 
@@ -148,21 +153,50 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 	// worker's first few hundred calls, most of the CPU per call it first costs. Both Go pages
 	// answer roundTripWarmUp calls before any is timed, and what those cost is reported apart
 	// (go-warmup-cpu-us/call, go-before-warmup-cpu-us/call).
+	warmCalls := roundTripWarmUp
+	if n, err := strconv.Atoi(os.Getenv("VOICEBOX_BENCH_ROUNDTRIP_WARMUP")); err == nil && n >= 0 {
+		warmCalls = n
+	}
+	// With VOICEBOX_BENCH_CPU_BY_THREAD set, Chromium's CPU is also told by process and thread.
+	byThread := os.Getenv("VOICEBOX_BENCH_CPU_BY_THREAD") != ""
 	var goWarmCPU, beforeWarmCPU float64
-	warmUp := func(cpu *float64, h *hub.Hub) {
+	var trace *wasmTrace // VOICEBOX_BENCH_WASM_TRACE's, while the Go page warms up
+	warmUp := func(cpu *float64, h *hub.Hub, who string) {
 		c0 := childrenCPU()
-		timeRoundTrips(b, h, path, roundTripWarmUp)
+		if !byThread {
+			timeRoundTrips(b, h, path, warmCalls)
+			*cpu = childrenCPU() - c0
+			return
+		}
+		// By thread, the warm-up is told in steps of warmUpStep calls: how V8's compiling of the
+		// worker's wasm (the renderers' thread pools) falls, or does not, as the calls go on.
+		for done := 0; done < warmCalls; {
+			n := min(warmUpStep, warmCalls-done)
+			t0 := childrenCPUByThread()
+			samples := timeRoundTrips(b, h, path, n)
+			step := processCPU{}
+			step.add(childrenCPUByThread(), t0)
+			fmt.Printf("warm-up of %s, calls %d-%d: %s\n", who, done+1, done+n, step.threadSummary(n, samples))
+			done += n
+			if trace != nil && who == "the Go worker" {
+				trace.mark("warm-up " + strconv.Itoa(done))
+			}
+		}
 		*cpu = childrenCPU() - c0
 	}
-	warmUp(&goWarmCPU, h)
+	if os.Getenv("VOICEBOX_BENCH_WASM_TRACE") != "" {
+		trace = startWasmTrace(b, goPage)
+	}
+	warmUp(&goWarmCPU, h, "the Go worker")
+	if trace != nil {
+		trace.stop(b, os.Getenv("VOICEBOX_BENCH_WASM_TRACE"))
+	}
 	if beforeHub != nil {
-		warmUp(&beforeWarmCPU, beforeHub)
+		warmUp(&beforeWarmCPU, beforeHub, "the Go worker before")
 	}
 	var goSamples, jsSamples, jsWorkerSamples, beforeSamples []float64
 	// Chromium's CPU (every process of it, from /proc) while each peer was timed, in seconds.
 	var goCPU, jsWorkerCPU, beforeCPU float64
-	// With VOICEBOX_BENCH_CPU_BY_THREAD set, the same by Chromium's process and thread.
-	byThread := os.Getenv("VOICEBOX_BENCH_CPU_BY_THREAD") != ""
 	threadCPU := map[*float64]processCPU{&goCPU: {}, &jsWorkerCPU: {}, &beforeCPU: {}}
 	timed := func(cpu *float64, h *hub.Hub) []float64 {
 		var t0 processCPU
@@ -239,11 +273,11 @@ func BenchmarkRoundTripRelayPageRelay(b *testing.B) {
 	}
 	perCall := func(cpu float64, n int) float64 { return cpu / float64(max(n, 1)) * 1e6 }
 	b.ReportMetric(perCall(goCPU, len(goSamples)), "go-worker-cpu-us/call")
-	b.ReportMetric(perCall(goWarmCPU, roundTripWarmUp), "go-warmup-cpu-us/call")
+	b.ReportMetric(perCall(goWarmCPU, warmCalls), "go-warmup-cpu-us/call")
 	b.ReportMetric(perCall(jsWorkerCPU, len(jsWorkerSamples)), "js-worker-cpu-us/call")
 	if beforeHub != nil {
 		b.ReportMetric(perCall(beforeCPU, len(beforeSamples)), "go-before-cpu-us/call")
-		b.ReportMetric(perCall(beforeWarmCPU, roundTripWarmUp), "go-before-warmup-cpu-us/call")
+		b.ReportMetric(perCall(beforeWarmCPU, warmCalls), "go-before-warmup-cpu-us/call")
 	}
 	harness.ReportPercentiles(b, goSamples, "go-worker-us")
 	harness.ReportPercentiles(b, jsSamples, "js-main-us")
@@ -263,4 +297,28 @@ func waitForRoot(b *testing.B, h *hub.Hub, name string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	b.Fatalf("the executor named %q did not take the slot", name)
+}
+
+// threadSummary tells a step's CPU per call (calls of it, their durations samples in us): all of
+// Chromium, the renderers' thread pools (V8's compiling and collecting off the thread), the
+// dedicated workers' threads, and the step's p50.
+func (c processCPU) threadSummary(calls int, samples []float64) string {
+	var all, pool, worker float64
+	for name, t := range c {
+		all += t
+		_, thread, _ := strings.Cut(name, " / ")
+		switch {
+		case strings.HasPrefix(thread, "ThreadPool"):
+			pool += t
+		case strings.HasPrefix(thread, "DedicatedWorker"):
+			worker += t
+		}
+	}
+	per := func(t float64) float64 { return t / float64(max(calls, 1)) * 1e6 }
+	slices.Sort(samples)
+	p50 := 0.0
+	if len(samples) > 0 {
+		p50 = samples[len(samples)/2]
+	}
+	return fmt.Sprintf("CPU per call %.0f us, thread pools %.0f us, worker threads %.0f us, p50 %.0f us", per(all), per(pool), per(worker), p50)
 }
