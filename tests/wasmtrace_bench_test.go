@@ -22,7 +22,7 @@ import (
 // page's performance.mark calls the benchmark makes between its warm-up steps.
 var wasmTraceCategories = []string{
 	"v8.wasm", "disabled-by-default-v8.wasm.detailed", "disabled-by-default-v8.wasm.turbofan",
-	"v8", "disabled-by-default-v8.compile", "blink.user_timing",
+	"v8", "disabled-by-default-v8.compile", "disabled-by-default-v8.gc", "blink.user_timing",
 }
 
 // wasmTrace records Chromium's trace events of wasmTraceCategories from start to stop and writes
