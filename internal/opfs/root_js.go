@@ -553,6 +553,17 @@ func (r *Root) AppendFile(ctx context.Context, name string, data []byte) error {
 // ReadDir lists directory name ("" is the root), sorted by name, without dot entries (temporary
 // files and host metadata).
 func (r *Root) ReadDir(ctx context.Context, name string) ([]fsroot.Entry, error) {
+	return r.readDir(ctx, name, true)
+}
+
+// ReadDirNames is ReadDir without the files' sizes and times (fsroot.NameLister): no getFile, a
+// round trip to the browser, for each file.
+func (r *Root) ReadDirNames(ctx context.Context, name string) ([]fsroot.Entry, error) {
+	return r.readDir(ctx, name, false)
+}
+
+// readDir is ReadDir, with each file's size and time when stat.
+func (r *Root) readDir(ctx context.Context, name string, stat bool) ([]fsroot.Entry, error) {
 	if err := fsroot.CheckDir(name); err != nil {
 		return nil, fsroot.WithOp(err, "readdir")
 	}
@@ -579,6 +590,10 @@ func (r *Root) ReadDir(ctx context.Context, name string) ([]fsroot.Entry, error)
 		}
 		base := stringProp(h, "name")
 		if base == "" || strings.HasPrefix(base, ".") || strings.HasSuffix(base, swapSuffix) {
+			continue
+		}
+		if !stat {
+			entries = append(entries, fsroot.Entry{Name: base, Dir: stringProp(h, "kind") == "directory"})
 			continue
 		}
 		e, err := r.describe(ctx, path.Join(name, base), h)

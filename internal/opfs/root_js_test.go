@@ -4,6 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"io/fs"
+	"path"
+	"slices"
 	"testing"
 	"time"
 
@@ -172,5 +176,50 @@ func TestMetadataIsHiddenFromTheWorkspace(t *testing.T) {
 	}
 	if _, err := r.ReadFile(ctx, fsroot.MetaDir+"/audit.jsonl"); fsroot.Check(fsroot.MetaDir+"/audit.jsonl") == nil || err == nil {
 		t.Fatal("the metadata area is readable through the workspace root")
+	}
+}
+
+// TestReadDirNamesIsReadDirWithoutSizes: the names-only listing (fsroot.NameLister) lists what
+// ReadDir lists, in its order, files and folders told apart, and no dot entry nor a pending
+// write's temporary file; only the sizes and times are left out.
+func TestReadDirNamesIsReadDirWithoutSizes(t *testing.T) {
+	ctx := context.Background()
+	r := opfsRoot(t)
+	// A dot entry (the root refuses to make one; the browser's handle does not).
+	if _, err := jsutil.Call(ctx, r.Handle(), "getFileHandle", ".hidden", jsutil.Object(map[string]any{"create": true})); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"b.jsonl", "a.jsonl", "sub/c.txt"} {
+		if dir := path.Dir(name); dir != "." {
+			if err := r.MkdirAll(ctx, dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.WriteFile(ctx, name, []byte("content of "+name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := r.Create(ctx, "pending.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	full, err := r.ReadDir(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := fsroot.ReadDirNames(ctx, r, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []fsroot.Entry
+	for _, e := range full {
+		want = append(want, fsroot.Entry{Name: e.Name, Dir: e.Dir})
+	}
+	if !slices.Equal(names, want) || len(want) != 3 {
+		t.Fatalf("ReadDirNames lists %+v, want %+v (ReadDir's %+v without sizes and times)", names, want, full)
+	}
+	if _, err := fsroot.ReadDirNames(ctx, r, "missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("ReadDirNames of a missing folder: %v, want fs.ErrNotExist", err)
 	}
 }

@@ -184,9 +184,10 @@ func (a *RootAudit) mend(ctx context.Context) error {
 
 func segmentName(seq int) string { return textf.Sprintf("%s/%08d.jsonl", AuditDir, seq) }
 
-// segments returns the sequence numbers of the segment files, in order.
+// segments returns the sequence numbers of the segment files, in order. It lists names only: a
+// segment start lists up to keep segments, and OPFS's ReadDir would read each one's size and time.
 func (a *RootAudit) segments(ctx context.Context) ([]int, error) {
-	entries, err := a.meta.ReadDir(ctx, AuditDir)
+	entries, err := fsroot.ReadDirNames(ctx, a.meta, AuditDir)
 	if err != nil {
 		return nil, textf.Errorf("executor: list the audit log: %w", err)
 	}

@@ -39,6 +39,23 @@ func ReadPrefix(ctx context.Context, r Root, name string, n int) ([]byte, int64,
 	return data, size, nil
 }
 
+// NameLister is implemented by a root that lists a directory for less than ReadDir when only the
+// entries' names and kinds are wanted (OPFS: ReadDir reads each file's size and time, a
+// round trip to the browser a file). ReadDirNames returns what ReadDir would, in its order, with
+// Size and ModTime zero.
+type NameLister interface {
+	ReadDirNames(ctx context.Context, name string) ([]Entry, error)
+}
+
+// ReadDirNames lists directory name, its entries' names and kinds (Size and ModTime may be zero):
+// through the root's NameLister when it has one, and ReadDir otherwise.
+func ReadDirNames(ctx context.Context, r Root, name string) ([]Entry, error) {
+	if l, ok := r.(NameLister); ok {
+		return l.ReadDirNames(ctx, name)
+	}
+	return r.ReadDir(ctx, name)
+}
+
 // Appender is implemented by a root that can add bytes at the end of a file in place, without
 // writing again what the file already holds. AppendFile appends data to the file name, creating it
 // empty first when it is missing (its parent must exist). Unlike WriteFile it is not atomic: a
