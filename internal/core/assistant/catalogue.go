@@ -312,12 +312,20 @@ func (c *Tools) Publish(kind string, v any) { c.events.publish(kind, v) }
 // page following another relay of the fleet then shows it outcome-unknown once this run is gone).
 const OutcomesWait = 2 * time.Second
 
+// OutcomesWaitLog is what Close logs (at Info, with how many turns and the bound) when it waits
+// for turns' outcomes: a shutdown that takes longer says why, and a test that holds a turn across
+// a relay's stop knows when to let it end.
+const OutcomesWaitLog = "shutdown: waiting for the outcomes of turns still running"
+
 // Close settles the approvals still waiting as timed out, waits (OutcomesWait at most) for the
 // turns answered 202 to publish their outcomes, so in a fleet they go out before this relay says
 // it leaves, and ends every event stream; for shutdown. Calls made afterwards still get their one
 // answer.
 func (c *Tools) Close() {
 	c.approvals.closeAll()
+	if n := c.outcomes.Len(); n > 0 {
+		c.log.Info(OutcomesWaitLog, "turns", n, "bound", OutcomesWait)
+	}
 	if !c.outcomes.Wait(OutcomesWait) {
 		c.log.Warn("shutdown: a turn's outcome was not published in time", "waited", OutcomesWait)
 	}

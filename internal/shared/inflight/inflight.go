@@ -35,6 +35,13 @@ func (c *Count) Done() {
 	}
 }
 
+// Len is how many pieces of work are in progress now.
+func (c *Count) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
 // Wait reports whether no work is in progress, waiting up to bound for that.
 func (c *Count) Wait(bound time.Duration) bool {
 	c.mu.Lock()

@@ -13,6 +13,9 @@ func TestWaitEndsWhenTheWorkDoes(t *testing.T) {
 		t.Fatal("the zero Count is not idle")
 	}
 	c.Add()
+	if n := c.Len(); n != 1 {
+		t.Fatalf("a Count with one piece of work says %d", n)
+	}
 	if c.Wait(time.Millisecond) {
 		t.Fatal("a Count with work in progress waited to idle")
 	}
@@ -26,7 +29,7 @@ func TestWaitEndsWhenTheWorkDoes(t *testing.T) {
 	}
 	c.Add()
 	c.Done()
-	if !c.Wait(0) {
+	if !c.Wait(0) || c.Len() != 0 {
 		t.Fatal("a Count whose work ended again is not idle")
 	}
 }
