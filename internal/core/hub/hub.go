@@ -179,8 +179,11 @@ type Options struct {
 	// HelloBound is how long a connection that is not the page has to send its hello; zero means
 	// DefaultHelloBound.
 	HelloBound time.Duration
-	// CallTimeout bounds each call; zero means channel.DefaultTimeout.
-	CallTimeout time.Duration
+	// callTimeout bounds each call to the page or machine, for this package's tests only (a
+	// page's call timing out without waiting 30 s); zero, as every relay runs, means
+	// channel.DefaultTimeout. It is unexported so that no product path can set it: a relay alone
+	// and a fleet (internal/door/fleet's Router.Ask and its holder's serve) bound a call alike.
+	callTimeout time.Duration
 	// Pairings checks the bearers of hellos. Nil refuses every bearer.
 	Pairings Pairings
 	// Recheck is how often a connected machine's pairing is checked again; zero means
@@ -825,7 +828,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		c.kind, c.pairing = channel.Machine, name
 	}
-	c.broker = channel.New(c.kind, c, channel.Options{Timeout: h.opts.CallTimeout, Log: h.log})
+	c.broker = channel.New(c.kind, c, channel.Options{Timeout: h.opts.callTimeout, Log: h.log})
 	if !h.join(c, false, "") {
 		if c.gone.Load() {
 			return // the session ended first: its hook is writing the refusal that says so

@@ -638,7 +638,7 @@ func TestAbsenceRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := startRelay(t, Options{CallTimeout: 200 * time.Millisecond}, server.Config{})
+			r := startRelay(t, Options{callTimeout: 200 * time.Millisecond}, server.Config{})
 			release := make(chan struct{})
 			defer close(release)
 			var p *peer
