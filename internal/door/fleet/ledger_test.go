@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -32,8 +33,15 @@ func TestALedgerAnOlderRelayMadeTakesTheBound(t *testing.T) {
 	}
 	total := fleet.MaxLedgerLines + 2000
 	for i := range total {
-		if _, err := js.PublishAsync("old49.ledger", fmt.Appendf(nil, `{"action":"deny","id":"line-%d"}`, i)); err != nil {
-			t.Fatal(err)
+		for {
+			_, err := js.PublishAsync("old49.ledger", fmt.Appendf(nil, `{"action":"deny","id":"line-%d"}`, i))
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+				t.Fatal(err)
+			}
+			<-js.PublishAsyncComplete() // acknowledged slower than published: let them settle, send again
 		}
 	}
 	<-js.PublishAsyncComplete()
