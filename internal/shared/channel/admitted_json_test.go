@@ -66,7 +66,7 @@ var admittedFrames = []string{
 	`{"type":"admitted","extensions":{"a":{"bounds":{},"primitives":[],"x":1}}}`, `{"type":"admitted","extensions":[]}`,
 	`{"type":"admitted","extensions":{"a":[]}}`, `{"type":null,"extensions":{}}`, `{"type":"admitted","extensions":{}} x`,
 	`{"type":"replaced","why":"w"}`, `{"v":1,"type":"admitted"}`, `{"v":null,"type":"a"}`, `{"type":"a","type":null}`, `{"type":1,"type":"a"}`,
-	`{"Type":"a"}`, `null`, `[1]`, `{"type":"a"} x`, `{"type":"a\u00e9\ud800"}`, `{"type":"a"`, ``,
+	`{"Type":"a"}`, `null`, `[1]`, `{"type":"a"} x`, `{"v":1,"type":"a"} x`, `{"v":`, `{"type":"a\u00e9\ud800"}`, `{"type":"a"`, ``,
 }
 
 func checkAdmitted(t *testing.T, frame []byte) {
