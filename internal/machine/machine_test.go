@@ -76,7 +76,7 @@ func (r stallRoot) ReadFile(ctx context.Context, name string) ([]byte, error) {
 
 // relaySocket is the relay's end of one environment's /channel, served by a test server: it
 // hands each connection's socket (after its hello) to conns.
-func relaySocket(t *testing.T) (url string, conns <-chan *websocket.Conn) {
+func relaySocket(t testing.TB) (url string, conns <-chan *websocket.Conn) {
 	t.Helper()
 	ch := make(chan *websocket.Conn, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
