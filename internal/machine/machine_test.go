@@ -2,9 +2,11 @@ package machine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,5 +184,34 @@ func TestEveryCallIsAnsweredOnce(t *testing.T) {
 			t.Fatalf("answer %s: %v %v (seen %v)", b, err, a.Err(), seen[a.CallID])
 		}
 		seen[a.CallID] = true
+	}
+}
+
+// TestARefusalNamesItsRule: the relay's refused frame, then its close 1008, end Run with
+// ErrRefused naming the rule and why; a call frame between them is still served.
+func TestARefusalNamesItsRule(t *testing.T) {
+	t.Parallel()
+	root := fsroot.NewMemory()
+	if err := root.WriteFile(context.Background(), "quick.txt", []byte("q")); err != nil {
+		t.Fatal(err)
+	}
+	url, conns := relaySocket(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, Config{Relay: url, Bearer: "vbx_test", Root: root}) }()
+	ws := <-conns
+	for _, f := range [][]byte{[]byte(`{"type":"refused","refused":"bearer-revoked","why":"revoked by its owner"}`), readCall("quick.txt", "c")} {
+		if err := ws.Write(ctx, websocket.MessageText, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, b, err := ws.Read(ctx); err != nil || !strings.Contains(string(b), `"callId":"c"`) {
+		t.Fatalf("the call's answer: %s, %v", b, err)
+	}
+	ws.Close(websocket.StatusPolicyViolation, "refused")
+	err := <-done
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "bearer-revoked: revoked by its owner") {
+		t.Fatalf("Run = %v, want ErrRefused naming bearer-revoked", err)
 	}
 }
