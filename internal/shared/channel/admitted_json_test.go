@@ -118,3 +118,27 @@ func FuzzAdmittedFrames(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) { checkAdmitted(t, frame) })
 }
+
+// TestEnvelopeIsNoControlFrame: a frame Envelope recognises is one ControlType, which decodes
+// it, finds no control frame in, and a frame it does not recognise may be either.
+func TestEnvelopeIsNoControlFrame(t *testing.T) {
+	t.Parallel()
+	for frame, want := range map[string]bool{
+		`{"v":1,"callId":"c","tool":"t","descriptorId":"d","args":{},"boundsEcho":{}}`: true,
+		`{"v":null,"type":"admitted"}`: true,
+		`{"v":`:                        false,
+		`{"v" :1}`:                     false,
+		`{"type":"admitted","v":1}`:    false,
+		`{"type":"replaced"}`:          false,
+		` {"v":1}`:                     false,
+	} {
+		if got := Envelope([]byte(frame)); got != want {
+			t.Errorf("Envelope(%s) = %v, want %v", frame, got, want)
+		}
+		if want {
+			if got := referenceControlType([]byte(frame)); got != "" {
+				t.Errorf("encoding/json reads %s as a control frame %q", frame, got)
+			}
+		}
+	}
+}
