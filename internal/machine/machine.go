@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -167,45 +168,104 @@ func session(ctx context.Context, target string, cfg Config, door *channel.Door,
 	// to answer and must not change the folder after the calls of the next session.
 	ctx, endCalls := context.WithCancel(ctx)
 	defer endCalls()
-	var refused error
+	r := &reader{ctx: ctx, ws: ws, door: door, admitted: admitted, log: log, end: make(chan error, 1)}
+	go r.read()
+	return <-r.end
+}
+
+// HandOff is how long a call runs on the goroutine that read its frame before another goroutine
+// takes over reading the connection. A quick call (a read, a listing: tens of microseconds) is
+// served where its frame was read, with no goroutine started for it, and a slow one (a large
+// write, a disk that stalls, an answer the relay is slow to take) holds the frames behind it for
+// HandOff at most.
+const HandOff = time.Millisecond
+
+// reader reads one connection's frames. One goroutine reads at a time: it serves each call
+// itself, and when a call outlasts HandOff, a new goroutine reads on and the first ends with
+// its call.
+type reader struct {
+	ctx      context.Context
+	ws       *websocket.Conn
+	door     *channel.Door
+	admitted *channel.LiveAdmitted
+	log      *slog.Logger
+	refused  atomic.Pointer[error] // the relay's refusal, read when it closes with 1008
+	end      chan error            // the session's end, sent once by the goroutine reading then
+}
+
+func (r *reader) read() {
 	for {
-		_, frame, err := ws.Read(ctx)
+		_, frame, err := r.ws.Read(r.ctx)
 		if err != nil {
-			switch websocket.CloseStatus(err) {
-			case websocket.StatusPolicyViolation:
-				if refused == nil {
-					refused = ErrRefused
-				}
-				return refused
-			case closeReplaced:
-				return ErrReplaced
-			}
-			return err
+			r.end <- r.closed(err)
+			return
 		}
-		if channel.ControlType(frame) == channel.AdmittedType {
-			set, err := channel.ParseAdmitted(frame)
-			if err != nil {
-				log.Warn("machine: a malformed admitted set; admitting no extension until the next", "err", err)
-			}
-			admitted.Replace(set)
-			log.Info("machine: admitted set", "extensions", admitted.IDs())
+		if r.control(frame) {
 			continue
 		}
-		if ctl, ok := control(frame); ok {
-			log.Info("machine: control frame", "type", ctl.Type, "refused", ctl.Refused, "why", ctl.Why)
-			if ctl.Type == "refused" {
-				refused = fmt.Errorf("%w: %s: %s", ErrRefused, ctl.Refused, ctl.Why)
-			}
-			continue
+		if !r.call(frame) {
+			return // another goroutine reads now
 		}
-		go func() {
-			if answer := door.Serve(ctx, frame); answer != nil {
-				wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				ws.Write(wctx, websocket.MessageText, answer)
-			}
-		}()
 	}
+}
+
+// call serves one call frame and sends its answer, and reports whether this goroutine still
+// reads the connection: when the call took longer than HandOff, another one took over.
+func (r *reader) call(frame []byte) bool {
+	var taken atomic.Bool
+	t := time.AfterFunc(HandOff, func() {
+		if taken.CompareAndSwap(false, true) {
+			r.read()
+		}
+	})
+	if answer := r.door.Serve(r.ctx, frame); answer != nil {
+		wctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+		r.ws.Write(wctx, websocket.MessageText, answer)
+		cancel()
+	}
+	t.Stop()
+	return taken.CompareAndSwap(false, true)
+}
+
+// closed is the session's end for the read error err.
+func (r *reader) closed(err error) error {
+	switch websocket.CloseStatus(err) {
+	case websocket.StatusPolicyViolation:
+		if refused := r.refused.Load(); refused != nil {
+			return *refused
+		}
+		return ErrRefused
+	case closeReplaced:
+		return ErrReplaced
+	}
+	return err
+}
+
+// control handles frame if it is a control frame, and reports whether it was. A call envelope
+// (channel.Envelope) is recognised by its first bytes, not decoded.
+func (r *reader) control(frame []byte) bool {
+	if channel.Envelope(frame) {
+		return false
+	}
+	if channel.ControlType(frame) == channel.AdmittedType {
+		set, err := channel.ParseAdmitted(frame)
+		if err != nil {
+			r.log.Warn("machine: a malformed admitted set; admitting no extension until the next", "err", err)
+		}
+		r.admitted.Replace(set)
+		r.log.Info("machine: admitted set", "extensions", r.admitted.IDs())
+		return true
+	}
+	ctl, ok := control(frame)
+	if !ok {
+		return false
+	}
+	r.log.Info("machine: control frame", "type", ctl.Type, "refused", ctl.Refused, "why", ctl.Why)
+	if ctl.Type == "refused" {
+		refused := fmt.Errorf("%w: %s: %s", ErrRefused, ctl.Refused, ctl.Why)
+		r.refused.Store(&refused)
+	}
+	return true
 }
 
 type controlFrame struct {

@@ -93,11 +93,23 @@ func (n *nullableString) UnmarshalStrict(b []byte) error {
 // ControlType returns the "type" of a control frame (a JSON object with a string "type" and no
 // "v"), or "" for any other frame, such as a call envelope.
 func ControlType(frame []byte) string {
+	if Envelope(frame) {
+		return ""
+	}
 	var probe controlProbe
 	if strictjson.DecodeStructLoose(frame, &probe) != nil || !probe.Type.set || probe.V != nil {
 		return ""
 	}
 	return probe.Type.s
+}
+
+// Envelope reports whether frame begins with a "v" member, as every call and answer the wire
+// writes does (wire.Call.MarshalJSON, wire.Answer.MarshalJSON): it is then no control frame,
+// whatever follows (a control frame has no "v"; a frame that is no JSON object is none either),
+// and saying so reads its first bytes instead of decoding it. A frame it does not recognise is
+// not necessarily a control frame: ControlType decides.
+func Envelope(frame []byte) bool {
+	return len(frame) > len(`{"v":`) && string(frame[:len(`{"v":`)]) == `{"v":`
 }
 
 var errAdmittedFrame = errors.New("channel: an admitted frame is {\"type\":\"admitted\",\"extensions\":{ID:{\"bounds\":{...},\"primitives\":[...]}}} and nothing else")

@@ -66,7 +66,7 @@ var admittedFrames = []string{
 	`{"type":"admitted","extensions":{"a":{"bounds":{},"primitives":[],"x":1}}}`, `{"type":"admitted","extensions":[]}`,
 	`{"type":"admitted","extensions":{"a":[]}}`, `{"type":null,"extensions":{}}`, `{"type":"admitted","extensions":{}} x`,
 	`{"type":"replaced","why":"w"}`, `{"v":1,"type":"admitted"}`, `{"v":null,"type":"a"}`, `{"type":"a","type":null}`, `{"type":1,"type":"a"}`,
-	`{"Type":"a"}`, `null`, `[1]`, `{"type":"a"} x`, `{"type":"a\u00e9\ud800"}`, `{"type":"a"`, ``,
+	`{"Type":"a"}`, `null`, `[1]`, `{"type":"a"} x`, `{"v":1,"type":"a"} x`, `{"v":`, `{"type":"a\u00e9\ud800"}`, `{"type":"a"`, ``,
 }
 
 func checkAdmitted(t *testing.T, frame []byte) {
@@ -117,4 +117,28 @@ func FuzzAdmittedFrames(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) { checkAdmitted(t, frame) })
+}
+
+// TestEnvelopeIsNoControlFrame: a frame Envelope recognises is one ControlType, which decodes
+// it, finds no control frame in, and a frame it does not recognise may be either.
+func TestEnvelopeIsNoControlFrame(t *testing.T) {
+	t.Parallel()
+	for frame, want := range map[string]bool{
+		`{"v":1,"callId":"c","tool":"t","descriptorId":"d","args":{},"boundsEcho":{}}`: true,
+		`{"v":null,"type":"admitted"}`: true,
+		`{"v":`:                        false,
+		`{"v" :1}`:                     false,
+		`{"type":"admitted","v":1}`:    false,
+		`{"type":"replaced"}`:          false,
+		` {"v":1}`:                     false,
+	} {
+		if got := Envelope([]byte(frame)); got != want {
+			t.Errorf("Envelope(%s) = %v, want %v", frame, got, want)
+		}
+		if want {
+			if got := referenceControlType([]byte(frame)); got != "" {
+				t.Errorf("encoding/json reads %s as a control frame %q", frame, got)
+			}
+		}
+	}
 }

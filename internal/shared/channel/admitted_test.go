@@ -47,6 +47,11 @@ func TestAdmittedFrameRoundTrip(t *testing.T) {
 		`{"type":"replaced","why":"w"}`: "replaced",
 		`{"v":1,"type":"admitted"}`:     "",
 		`{"v":1,"callId":"c"}`:          "",
+		`{"v":null,"type":"admitted"}`:  "",
+		`{"v":`:                         "",
+		`{"v" :1,"type":"x"}`:           "",
+		`{"V":1,"type":"x"}`:            "",
+		`{"type":"x","v":1}`:            "",
 		`[1]`:                           "",
 		`{"type":7}`:                    "",
 	} {
