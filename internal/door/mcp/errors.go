@@ -33,6 +33,18 @@ type refusalWriter struct {
 	// answering it is the stream's last, written through last (outbound.SSE.Last) when set.
 	answers string
 	last    func([]byte) bool
+	// json says the response is application/json (a POST's message, or a batch's array), not
+	// an event stream; read once, before anything passes through: after that the stream's writer
+	// goroutine owns the response's header.
+	json, decided bool
+}
+
+// decide reads the response's content type, once, before the first status or bytes pass through.
+func (w *refusalWriter) decide() {
+	if !w.decided {
+		w.decided = true
+		w.json = strings.HasPrefix(w.Header().Get("Content-Type"), "application/json")
+	}
 }
 
 func (w *refusalWriter) WriteHeader(status int) {
@@ -41,6 +53,7 @@ func (w *refusalWriter) WriteHeader(status int) {
 		return
 	}
 	w.passed = true
+	w.decide()
 	w.ResponseWriter.WriteHeader(status)
 }
 
@@ -52,8 +65,9 @@ func (w *refusalWriter) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	w.passed = true
+	w.decide()
 	var event []byte
-	if strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+	if w.json {
 		event = jsonWithErrorData(b) // a JSON response: the message itself, or a batch's
 	} else {
 		event = eventWithErrorData(b)
