@@ -286,8 +286,8 @@ func (s *ExtensionStore) ReadLedger() ([]byte, error) {
 	s.readMu.Lock()
 	defer s.readMu.Unlock()
 	k := s.kept
-	if !k.created.Equal(info.Created) || k.last > state.LastSeq || k.last+1 < state.FirstSeq {
-		k = keptLedger{} // another stream, or every kept line dropped: read it whole
+	if !k.created.Equal(info.Created) || k.last > state.LastSeq {
+		k = keptLedger{} // another stream: read it whole
 	}
 	if state.Msgs == 0 {
 		s.kept = keptLedger{created: info.Created, first: state.FirstSeq, last: state.LastSeq}
@@ -296,7 +296,8 @@ func (s *ExtensionStore) ReadLedger() ([]byte, error) {
 	if k.created.Equal(info.Created) && k.first == state.FirstSeq && k.last == state.LastSeq {
 		return k.lines[:len(k.lines):len(k.lines)], nil
 	}
-	// The kept lines the stream still holds, then what was appended after them.
+	// The kept lines the stream still holds (none when its first sequence is past them all: the
+	// stream is read whole then), then what was appended after them.
 	keep := sort.Search(len(k.seqs), func(i int) bool { return k.seqs[i] >= state.FirstSeq })
 	from, at := max(k.last+1, state.FirstSeq), 0
 	if keep > 0 {
