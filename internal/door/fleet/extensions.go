@@ -304,9 +304,9 @@ func (s *ExtensionStore) ReadLedger() ([]byte, error) {
 		at = k.ends[keep-1]
 	}
 	// One allocation of what the stream holds (its bound), not a doubling slice's garbage.
-	n := k.lines[at:]
+	still := k.lines[at:]
 	next := keptLedger{created: info.Created, first: state.FirstSeq, last: state.LastSeq,
-		lines: append(make([]byte, 0, min(state.Bytes, MaxLedgerBytes)+min(state.Msgs, MaxLedgerLines)), n...),
+		lines: append(make([]byte, 0, min(state.Bytes, MaxLedgerBytes)+min(state.Msgs, MaxLedgerLines)), still...),
 		seqs:  append(make([]uint64, 0, min(state.Msgs, MaxLedgerLines)), k.seqs[keep:]...),
 		ends:  make([]int, 0, min(state.Msgs, MaxLedgerLines))}
 	for _, e := range k.ends[keep:] {
