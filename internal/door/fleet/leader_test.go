@@ -113,7 +113,7 @@ func TestTheExtensionStoreWaitsForALeaderWithinItsDeadline(t *testing.T) {
 
 	fresh := f.Extensions() // its handles are made now: the object store's and the stream's creation wait too
 	// One after another: run all at once during the fault, the object store's put (WriteFile)
-	// and delete (Remove) were seen, in two runs of three, to get no answer at all on their first
+	// and delete (Remove) were seen, in both runs that looked, to get no answer at all on their first
 	// try until the deadline (the client's own wait for its publishes' acknowledgements, with no
 	// refusal for steadily to ask again on); refused fleet-unavailable at OpTimeout all the same,
 	// but not what this test is about. One after another each is refused at once and asks again.
