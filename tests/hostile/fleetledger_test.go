@@ -13,11 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voicebox-go/voicebox/internal/door/fleet"
-	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/tests/harness"
 )
 
@@ -35,19 +33,17 @@ const ledgerFloodRSSSlackKB = 48 << 10
 
 // TestAFloodOfLedgerLinesCostsBoundedMemory: relays A and B of a fleet; the person admits an
 // extension. A NATS client with the fleet's credentials appends 20,000 lines of 4 KB to the
-// ledger stream (80 MB) and tells the relays to reload. Every reload, every listing and every
-// revocation reads the ledger from its start: the stream keeps its newest fleet.MaxLedgerLines
-// lines, fleet.MaxLedgerBytes in all, so the relays' memory stays bounded and their listings
-// answer; the person's own ledger still reads: an extension admitted after the attack is admitted
+// ledger stream (80 MB) and tells the relays to reload. A reload, a listing or a revocation that
+// finds the ledger changed reads what changed, here all of it: the stream keeps its newest
+// fleet.MaxLedgerLines lines, fleet.MaxLedgerBytes in all, so the relays' memory stays bounded
+// and their listings answer; the person's own ledger still reads: an extension admitted after the attack is admitted
 // on both relays, and its revocation holds. The extension admitted before it, whose one line the
 // flood pushed out, is no longer admitted (present-not-admitted, never run), as docs/scaling.md
 // says. Before, the stream held all 80 MB, and each reload read all of it.
 func TestAFloodOfLedgerLinesCostsBoundedMemory(t *testing.T) {
 	t.Parallel()
-	srv := fleettest.Start(t)
-	env := []string{"VOICEBOX_NATS=" + srv.URL(), "VOICEBOX_NATS_PREFIX=ledger49"}
-	a := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-a")...)
-	b := harness.StartRelay(t, append(env, "VOICEBOX_RELAY_ID=relay-b")...)
+	fl := harness.StartFleet(t, harness.FleetOptions{Prefix: "ledger49", Named: true})
+	a, b := fl.Relays[0], fl.Relays[1]
 	admit := func(id string) {
 		t.Helper()
 		raw := json.RawMessage(`{"id":"` + id + `","name":"N","capabilities":["clock"],"tools":[{"name":"` + id + `_now","primitive":"now"}]}`)
@@ -92,11 +88,7 @@ func TestAFloodOfLedgerLinesCostsBoundedMemory(t *testing.T) {
 	admit("before")
 	admits("before")
 
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := fl.Client()
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(256))
 	if err != nil {
 		t.Fatal(err)

@@ -47,6 +47,10 @@ type Admissions struct {
 	clock func() time.Time
 	mu    sync.Mutex
 	audit *auditLog
+
+	// parsedFrom is the ledger last parsed, latest what it holds (latestLocked).
+	parsedFrom []byte
+	latest     map[string]LedgerEntry
 }
 
 // spentCode is a code that no longer admits, and the rule a later attempt with it gets.
@@ -321,19 +325,35 @@ func (s *Admissions) admittedLocked(id string) (bool, error) {
 	if !extensions.ValidID(id) {
 		return false, nil
 	}
-	b, err := s.store.ReadLedger()
+	latest, err := s.latestLocked()
 	if err != nil {
 		return false, err
 	}
-	latest := ""
+	return latest[id].Action == "admit", nil
+}
+
+// latestLocked returns each id's latest ledger line other than a denial, as the store's ledger
+// holds them now. A store that hands back the very bytes it handed last time (the fleet's, while
+// its stream is unchanged) has them not parsed again. The caller holds s.mu and does not change
+// the map.
+func (s *Admissions) latestLocked() (map[string]LedgerEntry, error) {
+	b, err := s.store.ReadLedger()
+	if err != nil {
+		return nil, err
+	}
+	if s.latest != nil && len(b) == len(s.parsedFrom) && (len(b) == 0 || &b[0] == &s.parsedFrom[0]) {
+		return s.latest, nil
+	}
+	latest := map[string]LedgerEntry{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		var e LedgerEntry
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.ID == id && e.Action != "deny" {
-			latest = e.Action
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Action != "deny" {
+			latest[e.ID] = e
 		}
 	}
-	return latest == "admit", nil
+	s.parsedFrom, s.latest = b, latest
+	return latest, nil
 }
 
 // clipID cuts an id a caller sent to what a refusal echoes.
@@ -364,17 +384,9 @@ type Problem struct {
 func (s *Admissions) Load() ([]Loaded, []Problem, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	latest := map[string]LedgerEntry{}
-	b, err := s.store.ReadLedger()
+	latest, err := s.latestLocked()
 	if err != nil {
 		return nil, nil, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		var e LedgerEntry
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Action != "deny" {
-			latest[e.ID] = e
-		}
 	}
 	files, err := s.store.List("")
 	if err != nil {

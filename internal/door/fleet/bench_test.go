@@ -4,12 +4,17 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/voicebox-go/voicebox/internal/core/hoststate"
 	"github.com/voicebox-go/voicebox/internal/core/session"
+
 	"github.com/voicebox-go/voicebox/internal/door/extensionhost"
+	"github.com/voicebox-go/voicebox/internal/door/fleet"
 	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/internal/door/mcp"
 )
@@ -117,4 +122,53 @@ func BenchmarkExtensionStore(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkExtensionListing: what the ledger costs a listing of the extensions (GET
+// /api/extensions, and each reload), the fleet's store on an embedded NATS, 8 extensions
+// admitted, the ledger holding besides them 0, 1,000 or 9,992 more lines (denials; the stream
+// keeps 10,000, fleet.MaxLedgerLines), unchanged between listings.
+func BenchmarkExtensionListing(b *testing.B) {
+	for _, more := range []int{0, 1000, fleet.MaxLedgerLines - 8} {
+		b.Run(fmt.Sprintf("lines=%d", more+8), func(b *testing.B) {
+			srv := fleettest.Start(b)
+			s := extensionhost.NewAdmissionsIn(b.TempDir(), join(b, srv, "list").Extensions(), nil)
+			for i := range 8 {
+				id := fmt.Sprintf("ext-%d", i)
+				if _, err := s.Stage(fmt.Appendf(nil, `{"id":%q,"name":"E","capabilities":["clock"],"tools":[{"name":"t%d","primitive":"now"}]}`, id, i)); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Decide(id, true, "host-token", nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			nc, err := nats.Connect(srv.URL())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(256))
+			for i := range more {
+				if _, err := js.PublishAsync("list.ledger", fmt.Appendf(nil, `{"action":"deny","id":"other-%d","hash":"%064x","by":"host-token","at":"2026-12-06T12:00:00Z"}`, i, i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			<-js.PublishAsyncComplete()
+			cpu := processCPU()
+			for b.Loop() {
+				if l, _, err := s.Load(); err != nil || len(l) != 8 {
+					b.Fatal(len(l), err)
+				}
+			}
+			// This process's CPU (the relay's side; NATS runs in a process of its own).
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// processCPU returns the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -75,6 +76,9 @@ type ExtensionStore struct {
 	objects jetstream.ObjectStore
 	ledger  jetstream.Stream
 	back    <-chan struct{} // the handles above were made before this closed
+
+	readMu sync.Mutex // one ReadLedger at a time takes and keeps kept
+	kept   keptLedger
 }
 
 // Extensions returns the fleet's extension store.
@@ -96,13 +100,17 @@ func (s *ExtensionStore) handles(ctx context.Context) (jetstream.ObjectStore, je
 		}
 	}
 	back := s.f.reconnected()
-	obj, err := s.f.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: s.f.name(extFilesBucket), Storage: jetstream.FileStorage, Replicas: s.f.cfg.Replicas})
+	obj, err := steadily(ctx, func() (jetstream.ObjectStore, error) {
+		return s.f.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: s.f.name(extFilesBucket), Storage: jetstream.FileStorage, Replicas: s.f.cfg.Replicas})
+	})
 	if err != nil {
 		return nil, nil, s.f.unavailable(err)
 	}
-	st, err := s.f.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: s.f.name(extLedgerStream), Subjects: []string{s.f.subject(extLedgerStream)},
-		Storage: jetstream.FileStorage, MaxMsgSize: MaxLedgerLineBytes, MaxMsgs: MaxLedgerLines, MaxBytes: MaxLedgerBytes, Discard: jetstream.DiscardOld,
-		DenyDelete: true, DenyPurge: true, Replicas: s.f.cfg.Replicas})
+	st, err := steadily(ctx, func() (jetstream.Stream, error) {
+		return s.f.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: s.f.name(extLedgerStream), Subjects: []string{s.f.subject(extLedgerStream)},
+			Storage: jetstream.FileStorage, MaxMsgSize: MaxLedgerLineBytes, MaxMsgs: MaxLedgerLines, MaxBytes: MaxLedgerBytes, Discard: jetstream.DiscardOld,
+			DenyDelete: true, DenyPurge: true, Replicas: s.f.cfg.Replicas})
+	})
 	if err != nil {
 		return nil, nil, s.f.unavailable(err)
 	}
@@ -133,7 +141,7 @@ func (s *ExtensionStore) ReadFile(name string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := obj.Get(ctx, name)
+	r, err := steadily(ctx, func() (jetstream.ObjectResult, error) { return obj.Get(ctx, name) })
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, fs.ErrNotExist
 	}
@@ -166,7 +174,7 @@ func (s *ExtensionStore) WriteFile(name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := obj.PutBytes(ctx, name, data); err != nil {
+	if _, err := steadily(ctx, func() (*jetstream.ObjectInfo, error) { return obj.PutBytes(ctx, name, data) }); err != nil {
 		return s.f.unavailable(err)
 	}
 	return nil
@@ -184,8 +192,8 @@ func (s *ExtensionStore) Remove(name string) error {
 		return err
 	}
 	// Delete of an object already deleted succeeds: ask first, so a second removal is told.
-	if _, err = obj.GetInfo(ctx, name); err == nil {
-		err = obj.Delete(ctx, name)
+	if _, err = steadily(ctx, func() (*jetstream.ObjectInfo, error) { return obj.GetInfo(ctx, name) }); err == nil {
+		_, err = steadily(ctx, func() (struct{}, error) { return struct{}{}, obj.Delete(ctx, name) })
 	}
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return fs.ErrNotExist
@@ -207,7 +215,7 @@ func (s *ExtensionStore) List(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	infos, err := obj.List(ctx)
+	infos, err := steadily(ctx, func() ([]*jetstream.ObjectInfo, error) { return obj.List(ctx) })
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, nil
 	}
@@ -237,7 +245,7 @@ func (s *ExtensionStore) AppendLedger(line []byte) error {
 	if _, _, err := s.handles(ctx); err != nil {
 		return err
 	}
-	if _, err := s.f.js.Publish(ctx, s.f.subject(extLedgerStream), line); err != nil {
+	if _, err := steadily(ctx, func() (*jetstream.PubAck, error) { return s.f.js.Publish(ctx, s.f.subject(extLedgerStream), line) }); err != nil {
 		return s.f.unavailable(err)
 	}
 	m := &nats.Msg{Subject: s.f.subject(extChangedSubject), Header: nats.Header{}}
@@ -248,9 +256,15 @@ func (s *ExtensionStore) AppendLedger(line []byte) error {
 	return nil
 }
 
-// ReadLedger is the extension door's Store method: the stream read from its start by an ephemeral
-// consumer, removed when it is done: at most MaxLedgerLines lines, MaxLedgerBytes together (the
-// stream dropped older ones, which is logged, once per 10 s).
+// ReadLedger is the extension door's Store method: the stream's lines, at most MaxLedgerLines,
+// MaxLedgerBytes together (the stream dropped older ones, which is logged, once per 10 s). The
+// store keeps what it read with the stream's first and last sequence then (keptLedger): a read
+// that finds the stream's state unchanged reads nothing more (one request for the state), one
+// after lines were appended reads only those from the kept last sequence on, letting go of the
+// kept lines the stream dropped meanwhile, and one that finds the stream made again (its
+// creation time changed) or its first sequence past the kept last reads the stream whole. The
+// bytes returned are shared by every read until the stream changes: the caller does not change
+// them.
 func (s *ExtensionStore) ReadLedger() ([]byte, error) {
 	ctx, cancel := opContext()
 	defer cancel()
@@ -258,52 +272,107 @@ func (s *ExtensionStore) ReadLedger() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := st.Info(ctx)
+	info, err := steadily(ctx, func() (*jetstream.StreamInfo, error) { return st.Info(ctx) })
 	if err != nil {
 		return nil, s.f.unavailable(err)
 	}
-	last := info.State.LastSeq
-	if info.State.Msgs == 0 {
-		return nil, nil
-	}
+	state := info.State
 	// Nothing deletes a line (the stream denies deletes and purges) but its bound: what came
 	// before its first line was dropped there.
-	if dropped := info.State.FirstSeq - 1; dropped > 0 && s.f.sayOnce("ledger dropped") {
+	if dropped := state.FirstSeq - 1; state.Msgs > 0 && dropped > 0 && s.f.sayOnce("ledger dropped") {
 		s.f.log.Warn("fleet: the extension ledger holds its newest lines only (said once per 10 s): an extension none of whose lines is kept is not admitted until it is admitted again",
-			"dropped", dropped, "kept", info.State.Msgs, "maxLines", MaxLedgerLines, "maxBytes", MaxLedgerBytes)
+			"dropped", dropped, "kept", state.Msgs, "maxLines", MaxLedgerLines, "maxBytes", MaxLedgerBytes)
 	}
-	c, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
-		InactiveThreshold: OpTimeout, MemoryStorage: true})
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
+	k := s.kept
+	if !k.created.Equal(info.Created) || k.last > state.LastSeq {
+		k = keptLedger{} // another stream: read it whole
+	}
+	if state.Msgs == 0 {
+		s.kept = keptLedger{created: info.Created, first: state.FirstSeq, last: state.LastSeq}
+		return nil, nil
+	}
+	if k.created.Equal(info.Created) && k.first == state.FirstSeq && k.last == state.LastSeq {
+		return k.lines[:len(k.lines):len(k.lines)], nil
+	}
+	// The kept lines the stream still holds (none when its first sequence is past them all: the
+	// stream is read whole then), then what was appended after them.
+	keep := sort.Search(len(k.seqs), func(i int) bool { return k.seqs[i] >= state.FirstSeq })
+	from, at := max(k.last+1, state.FirstSeq), 0
+	if keep > 0 {
+		at = k.ends[keep-1]
+	}
+	// One allocation of what the stream holds (its bound), not a doubling slice's garbage.
+	still := k.lines[at:]
+	next := keptLedger{created: info.Created, first: state.FirstSeq, last: state.LastSeq,
+		lines: append(make([]byte, 0, min(state.Bytes, MaxLedgerBytes)+min(state.Msgs, MaxLedgerLines)), still...),
+		seqs:  append(make([]uint64, 0, min(state.Msgs, MaxLedgerLines)), k.seqs[keep:]...),
+		ends:  make([]int, 0, min(state.Msgs, MaxLedgerLines))}
+	for _, e := range k.ends[keep:] {
+		next.ends = append(next.ends, e-at)
+	}
+	if from <= state.LastSeq {
+		if err := s.readLines(ctx, st, from, state.LastSeq, &next); err != nil {
+			return nil, s.f.unavailable(err)
+		}
+	}
+	s.kept = next
+	return next.lines[:len(next.lines):len(next.lines)], nil
+}
+
+// keptLedger is the ledger as a store last read it.
+type keptLedger struct {
+	created     time.Time // the stream's creation: a stream made again numbers its lines anew
+	first, last uint64    // the stream's first and last sequence then
+	lines       []byte    // its lines, each ended by a newline; never changed once kept
+	seqs        []uint64  // each line's sequence in the stream
+	ends        []int     // where each line ends in lines
+}
+
+// readLines appends to k the stream's lines from sequence from to last, read by an ephemeral
+// consumer, removed when it is done.
+func (s *ExtensionStore) readLines(ctx context.Context, st jetstream.Stream, from, last uint64, k *keptLedger) error {
+	c, err := steadily(ctx, func() (jetstream.Consumer, error) {
+		return st.CreateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq: from, InactiveThreshold: OpTimeout, MemoryStorage: true})
+	})
 	if err != nil {
-		return nil, s.f.unavailable(err)
+		return err
 	}
 	defer st.DeleteConsumer(context.Background(), c.CachedInfo().Name)
-	// One allocation of what the stream holds (its bound), not a doubling slice's garbage.
-	out := make([]byte, 0, min(info.State.Bytes, MaxLedgerBytes)+min(info.State.Msgs, MaxLedgerLines))
-	for seen := uint64(0); seen < last; {
-		batch, err := c.Fetch(ledgerFetchBatch, jetstream.FetchMaxWait(OpTimeout))
+	for seen := from - 1; seen < last; {
+		batch, err := steadily(ctx, func() (jetstream.MessageBatch, error) {
+			return c.Fetch(ledgerFetchBatch, jetstream.FetchMaxWait(OpTimeout))
+		})
 		if err != nil {
-			return nil, s.f.unavailable(err)
+			return err
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			out = append(append(out, m.Data()...), '\n')
-			if md, err := m.Metadata(); err == nil {
-				seen = md.Sequence.Stream
+			md, err := m.Metadata()
+			if err != nil {
+				return err
 			}
+			seen = md.Sequence.Stream
+			if seen > last {
+				break // appended after the state was read: the next read takes it
+			}
+			k.lines = append(append(k.lines, m.Data()...), '\n')
+			k.seqs, k.ends = append(k.seqs, seen), append(k.ends, len(k.lines))
 			if seen >= last {
 				break
 			}
 		}
 		if err := batch.Error(); err != nil && seen < last {
-			return nil, s.f.unavailable(err)
+			return err
 		}
 		if n == 0 {
-			return nil, s.f.unavailable(errors.New("the ledger stream sent nothing"))
+			return errors.New("the ledger stream sent nothing")
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Codes is the extension door's Store method.

@@ -65,3 +65,77 @@ func TestALedgerAnOlderRelayMadeTakesTheBound(t *testing.T) {
 		t.Fatalf("the stream's config after a relay used it: %+v, %v", info.Config, err)
 	}
 }
+
+// TestTheKeptLedgerFollowsTheStream: relay A reads the ledger again after each change made
+// through relay B (lines appended, a flood that drops some of what A kept, one that drops all of
+// it), and reads what a store that kept nothing reads (the stream whole), each time; a read that
+// finds the stream unchanged hands back the very bytes it kept.
+func TestTheKeptLedgerFollowsTheStream(t *testing.T) {
+	srv := fleettest.Start(t)
+	a, b := join(t, srv, "kept").Extensions(), join(t, srv, "kept")
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(256))
+	n := 0
+	appendLines := func(k int) {
+		for range k {
+			if _, err := js.PublishAsync("kept.ledger", fmt.Appendf(nil, `{"action":"deny","id":"line-%d"}`, n)); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		<-js.PublishAsyncComplete()
+	}
+	check := func(what string) []byte {
+		t.Helper()
+		got, err := a.ReadLedger()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := b.Extensions().ReadLedger() // a store of its own: it kept nothing
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: the kept ledger read %d bytes unlike the %d the stream holds", what, len(got), len(want))
+		}
+		return got
+	}
+	check("empty")
+	if err := b.Extensions().AppendLedger([]byte(`{"action":"admit","id":"first"}`)); err != nil {
+		t.Fatal(err)
+	}
+	check("one line")
+	appendLines(3)
+	kept := check("three more")
+	if again := check("unchanged"); &again[0] != &kept[0] {
+		t.Fatal("a read of an unchanged stream read it again")
+	}
+	appendLines(fleet.MaxLedgerLines - 2) // the first lines A kept are dropped, the rest kept
+	check("some kept lines dropped")
+	appendLines(fleet.MaxLedgerLines + 5) // every line A kept is dropped
+	check("every kept line dropped")
+	appendLines(1)
+	check("one more")
+	// The stream made again (as by a NATS that came back empty), numbering its lines from 1
+	// again, past the last sequence A kept.
+	ctx := context.Background()
+	st, err := js.Stream(ctx, "kept_ledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	if err := js.DeleteStream(ctx, "kept_ledger"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for from := n; n-from <= int(fleet.KeptLast(a)); {
+		appendLines(fleet.MaxLedgerLines)
+	}
+	check("the stream made again, past what was kept")
+}

@@ -45,14 +45,20 @@ func noLeader(err error) bool {
 }
 
 // steadily runs try until it succeeds, fails otherwise than noLeader, or ctx ends (then with the
-// last refusal, saying so), pausing a little longer each time.
+// last refusal, saying so, also when ctx ended during a try after a refusal: a publish's own
+// wait for a stream, a request left unanswered), pausing a little longer each time.
 func steadily[T any](ctx context.Context, try func() (T, error)) (T, error) {
 	wait := firstRetryWait
+	var refused error
 	for {
 		v, err := try()
+		if err != nil && refused != nil && !noLeader(err) && ctx.Err() != nil {
+			return v, fmt.Errorf("no leader while the operation lasted (%w): %w (its last try: %v)", ctx.Err(), refused, err)
+		}
 		if !noLeader(err) {
 			return v, err
 		}
+		refused = err
 		select {
 		case <-ctx.Done():
 			return v, fmt.Errorf("no leader while the operation lasted (%w): %w", ctx.Err(), err)
