@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -140,21 +139,7 @@ func TestABatchsErrorsCarryRefusals(t *testing.T) {
 	defer ts.Close()
 	post := func(session, body string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer vbm_a")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-			req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
+		return postAs(t, ts.URL, "vbm_a", "2025-03-26", session, body)
 	}
 	resp, _ := post("", strings.Replace(initBody, "2025-06-18", "2025-03-26", 1))
 	session := resp.Header.Get("Mcp-Session-Id")

@@ -210,24 +210,7 @@ func TestACallsAnswerEndsItsStream(t *testing.T) {
 	defer ts.Close()
 	post := func(session, body string) (*http.Response, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer vbm_a")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp, string(b)
+		return postAs(t, ts.URL, "vbm_a", "2025-06-18", session, body)
 	}
 	resp, _ := post("", initBody)
 	session := resp.Header.Get("Mcp-Session-Id")
@@ -303,4 +286,28 @@ func TestNoLogNotificationsWhateverTheLevel(t *testing.T) {
 	if len(logged) > 0 {
 		t.Fatalf("the client was sent log notifications at levels %v", logged)
 	}
+}
+
+// postAs posts body to the /mcp at url with bearer, in session (none when "") at protocol
+// version, and returns the response and its whole body.
+func postAs(t *testing.T, url, bearer, version, session, body string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", version)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
 }
