@@ -61,11 +61,21 @@ export function messageBytes(data) {
 }
 
 /**
- * MessageBudget is one app's budget: its messages and their bytes in the current window.
+ * MessageBudget is one app's budget: its messages and their bytes within the last
+ * MESSAGE_WINDOW_MS, a window that slides with each message (a window that began at a first
+ * message and ended a second later let a burst that crossed its end through twice over: 500 at
+ * its end and 500 more at the next one's start). It keeps when each message in the window
+ * arrived and what it was charged, at most MESSAGE_BUDGET + 1 of them.
  */
 export class MessageBudget {
-  windowStart = 0;
+  /** when each message in the window arrived, oldest first from head, in a ring */
+  at = new Float64Array(MESSAGE_BUDGET + 1);
+  /** what each was charged in bytes, beside at */
+  size = new Float64Array(MESSAGE_BUDGET + 1);
+  head = 0;
+  /** how many messages the window holds */
   count = 0;
+  /** their bytes together */
   bytes = 0;
 
   /**
@@ -84,15 +94,21 @@ export class MessageBudget {
    * @returns {string}
    */
   charge(data, owed = false, at = performance.now()) {
-    const now = at;
-    if (now - this.windowStart >= MESSAGE_WINDOW_MS) {
-      this.windowStart = now;
-      this.count = 0;
-      this.bytes = 0;
-    }
     if (owed) return '';
-    if (++this.count > MESSAGE_BUDGET) return `it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms`;
-    this.bytes += messageBytes(data);
+    const ring = this.at.length;
+    while (this.count > 0 && at - this.at[this.head] >= MESSAGE_WINDOW_MS) {
+      this.bytes -= this.size[this.head];
+      this.head = (this.head + 1) % ring;
+      this.count--;
+    }
+    const over = `it sent more than ${MESSAGE_BUDGET} messages within ${MESSAGE_WINDOW_MS} ms`;
+    if (this.count === ring) return over; // the window holds the one over already
+    const i = (this.head + this.count) % ring;
+    this.at[i] = at;
+    this.size[i] = 0;
+    if (++this.count > MESSAGE_BUDGET) return over;
+    this.size[i] = messageBytes(data);
+    this.bytes += this.size[i];
     if (this.bytes > MESSAGE_BYTE_BUDGET) return `it sent more than ${MESSAGE_BYTE_BUDGET} bytes within ${MESSAGE_WINDOW_MS} ms`;
     return '';
   }

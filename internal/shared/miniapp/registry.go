@@ -49,8 +49,9 @@ const (
 	// the app, refusal.MessageBudgetExceeded. A real app sends a handful per document (its
 	// handshake, one per tool, ready) or per action; a flood sends tens of thousands a second.
 	MessageBudget = 500
-	// MessageBudgetWindow is the window MessageBudget and MessageByteBudget count in; a new one
-	// starts with the first message after the last ended.
+	// MessageBudgetWindow is the window MessageBudget and MessageByteBudget count in: the last
+	// MessageBudgetWindow before each message, whenever it began (a window that began at a first
+	// message let a burst across its end through twice over).
 	MessageBudgetWindow = time.Second
 	// MessageByteBudget bounds the bytes one open app may send within MessageBudgetWindow,
 	// beside MessageBudget's count (an answer to a call the app was sent is free of both: a
