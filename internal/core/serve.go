@@ -30,11 +30,13 @@ const ControlSocketFile = ".relay.sock"
 // challenges) until ctx ends, then shuts down gracefully: /api/ready turns 503 at once, every
 // /channel and /live socket is closed, and requests in flight get ShutdownGrace to finish. It
 // prints the address and the sign-in banner on the Console first. It returns nil after a clean
-// shutdown, and closes the listeners either way.
+// shutdown, and closes the listeners either way: once it returns, a new listener may bind the
+// address at once, even while a process forked from this one still holds a copy of the listener's
+// descriptor (server.ReleaseOnClose).
 func (c *Core) Serve(ctx context.Context) error {
 	defer c.closeGate()
 	defer c.Hub.Close()
-	ln := server.LimitConns(c.cfg.Listener, server.ConnLimits{Exempt: trustedPeer(c.cfg.TrustedProxies), TLS: c.tls != nil, Log: c.Log})
+	ln := server.LimitConns(server.ReleaseOnClose(c.cfg.Listener), server.ConnLimits{Exempt: trustedPeer(c.cfg.TrustedProxies), TLS: c.tls != nil, Log: c.Log})
 	if c.tls != nil {
 		ln = tls.NewListener(ln, c.tls)
 	}
@@ -45,12 +47,13 @@ func (c *Core) Serve(ctx context.Context) error {
 		extra = append(extra, cl)
 	}
 	if c.cfg.Challenges != nil {
+		challenges := server.ReleaseOnClose(c.cfg.Challenges)
 		if c.acme != nil {
 			// Only short GETs come here, so a whole-request bound (ReadTimeout) is safe.
 			go (&http.Server{Handler: c.acme, ReadHeaderTimeout: server.HeaderTimeout, ReadTimeout: server.BodyTimeout, IdleTimeout: server.IdleTimeout,
-				ErrorLog: slog.NewLogLogger(c.Log.Handler(), slog.LevelWarn)}).Serve(server.LimitConns(c.cfg.Challenges, server.ConnLimits{Exempt: trustedPeer(c.cfg.TrustedProxies), Log: c.Log}))
+				ErrorLog: slog.NewLogLogger(c.Log.Handler(), slog.LevelWarn)}).Serve(server.LimitConns(challenges, server.ConnLimits{Exempt: trustedPeer(c.cfg.TrustedProxies), Log: c.Log}))
 		}
-		defer c.cfg.Challenges.Close()
+		defer challenges.Close()
 	}
 	defer func() {
 		ln.Close()

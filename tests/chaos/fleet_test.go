@@ -22,6 +22,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	coreserver "github.com/voicebox-go/voicebox/internal/core/server"
 	"github.com/voicebox-go/voicebox/internal/shared/channel"
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
@@ -81,14 +82,15 @@ func TestFleetChaosNATSProcess(t *testing.T) {
 	select {} // until killed
 }
 
-// freePort returns a loopback port nobody listens on now.
+// freePort returns a loopback port nobody listens on now, its listener closed as a relay's is
+// (coreserver.ReleaseOnClose: a program this process forks meanwhile does not keep it listening).
 func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer coreserver.ReleaseOnClose(l).Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
 

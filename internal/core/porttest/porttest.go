@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+
+	"github.com/voicebox-go/voicebox/internal/core/server"
 )
 
 // Restartable returns a free port of 20000-31999 that this process holds until it exits: an
@@ -23,8 +25,11 @@ func Restartable() (int, error) {
 		if !hold(port) {
 			continue
 		}
+		// The check's listener lets go of the port as a relay's does (server.ReleaseOnClose): a
+		// plain Close would leave it listening in any child this process forks meanwhile, until
+		// that child's exec, and the caller's relay could not bind the port.
 		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
-			ln.Close()
+			server.ReleaseOnClose(ln).Close()
 			return port, nil
 		}
 	}

@@ -1,7 +1,10 @@
 package porttest
 
 import (
+	"net"
 	"os/exec"
+	"strconv"
+	"sync"
 	"testing"
 )
 
@@ -26,5 +29,46 @@ func TestAHeldPortIsNotGivenAgain(t *testing.T) {
 	second, err := Restartable()
 	if err != nil || second == port {
 		t.Fatalf("a second port: %d, %v (the first %d)", second, err, port)
+	}
+}
+
+// TestAPortIsFreeWhileThisProcessForks: the port Restartable returns can be listened on at once
+// while other goroutines of the process start programs. A fork holds a copy of every descriptor
+// of this process until its exec, close-on-exec or not, the check's listener among them; closed
+// only here, that listener would go on listening there.
+func TestAPortIsFreeWhileThisProcessForks(t *testing.T) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					exec.Command("true").Run()
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	const ports = 300
+	refused := 0
+	for range ports {
+		port, err := Restartable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			refused++
+			continue
+		}
+		ln.Close()
+	}
+	if refused > 0 {
+		t.Errorf("%d of %d ports Restartable returned could not be listened on", refused, ports)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/voicebox-go/voicebox/internal/core/server"
 )
 
 // readyBound bounds how long a server may take to accept connections, and to stop.
@@ -75,14 +77,16 @@ func StartCluster(t testing.TB, n int) []*Server {
 	return nodes
 }
 
-// freePort returns a loopback port nobody listens on now.
+// freePort returns a loopback port nobody listens on now. Its listener lets go of the port as a
+// relay's does (server.ReleaseOnClose), so a program this process forks meanwhile does not keep
+// it listening until its exec, in the way of the server given the port.
 func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer server.ReleaseOnClose(l).Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
 
