@@ -1,3 +1,5 @@
+//go:build !js
+
 // Package machine is the paired machine environment (`relay env`): it dials a relay's /channel,
 // says hello with its bearer, and executes the calls it receives on a directory of this machine
 // through the OS root, so no name and no symbolic link reaches outside that directory. Extension
@@ -10,6 +12,12 @@
 //
 // The relay runs one itself for VOICEBOX_WORKSPACE (internal/door/workspace), dialing its own
 // /channel through memory (Config.Dial).
+//
+// # Wasm
+//
+// It does not build for the browser (GOOS=js): it sends its bearer in the dial's HTTP headers,
+// which a browser's WebSocket cannot, and executes on this machine's file system. The page's
+// executor is internal/engine.
 package machine
 
 import (
