@@ -56,6 +56,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/voicebox-go/voicebox/internal/shared/channel"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -103,6 +104,19 @@ type Config struct {
 	Replicas int
 	// Log receives connection events; nil discards.
 	Log *slog.Logger
+
+	// callTimeout replaces channel.DefaultTimeout, the wait of a routed call whose caller asked
+	// none, for this package's tests only (as the hub's Options.callTimeout; WithCallTimeout).
+	callTimeout time.Duration
+}
+
+// defaultWait is how long a routed call whose caller asked no wait of its own may wait: the
+// broker's, channel.DefaultTimeout.
+func (f *Fleet) defaultWait() time.Duration {
+	if f.cfg.callTimeout > 0 {
+		return f.cfg.callTimeout
+	}
+	return channel.DefaultTimeout
 }
 
 // Fleet is one relay's connection to the fleet. It is safe for concurrent use.

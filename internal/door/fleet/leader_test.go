@@ -48,29 +48,47 @@ func loseLeader(t *testing.T, nodes []*fleettest.Server, f *Fleet, started time.
 	})
 }
 
-// TestAnOperationWaitsForALeaderWithinItsDeadline: a relay on a three-node NATS cluster, its
-// buckets kept with three replicas, on the first node. The other two die (SIGKILL), so the
-// first has no JetStream leader and, once it knows, refuses every request at once "temporarily
-// unavailable", as a server does while its cluster elects a leader. A listing of the MCP clients
-// then asks again until its OpTimeout (a leader elected meanwhile would answer it) and only then
-// is refused fleet-unavailable. Before, it was refused in a millisecond, at the first refusal.
-func TestAnOperationWaitsForALeaderWithinItsDeadline(t *testing.T) {
+// TestOperationsWaitForALeaderWithinTheirDeadline: a relay on a three-node NATS cluster, its
+// buckets, object store and ledger stream kept with three replicas, on the first node. The other
+// two die (SIGKILL), so the first has no JetStream leader and, once it knows, refuses every
+// request at once "temporarily unavailable", as a server does while its cluster elects a leader.
+// Each case below then holds on that one cluster (the faults are the same, and losing a leader
+// takes NATS's lost-quorum threshold and an election, some 20 s, so a cluster each would double
+// it); they run one after another, since each times its own operations.
+func TestOperationsWaitForALeaderWithinTheirDeadline(t *testing.T) {
 	t.Parallel()
 	nodes := fleettest.StartCluster(t, 3)
 	started := time.Now()
-	f, err := Connect(Config{URL: nodes[0].URL(), Prefix: "leader", Replicas: 3})
+	var logged syncBuffer
+	f, err := Connect(Config{URL: nodes[0].URL(), Prefix: "leader", Replicas: 3, Log: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	s := f.MCPClients()
-	untilWithin(t, "the cluster taking a mint", electionBound, func() bool { _, err := s.Mint("desk"); return err == nil })
-	if got, err := s.List(); err != nil || len(got) != 1 {
+	clients, ext := f.MCPClients(), f.Extensions()
+	untilWithin(t, "the cluster taking a mint", electionBound, func() bool { _, err := clients.Mint("desk"); return err == nil })
+	if got, err := clients.List(); err != nil || len(got) != 1 {
 		t.Fatalf("the clients before the fault: %v %v", got, err)
+	}
+	untilWithin(t, "the cluster taking a file", electionBound, func() bool { return ext.WriteFile("a.json", []byte("{}")) == nil })
+	if err := ext.AppendLedger([]byte(`{"action":"deny","id":"a"}`)); err != nil {
+		t.Fatal(err)
 	}
 
 	loseLeader(t, nodes, f, started)
 
+	t.Run("AnOperationWaitsForALeaderWithinItsDeadline", func(t *testing.T) {
+		anOperationWaitsForALeader(t, f, clients)
+	})
+	t.Run("TheExtensionStoreWaitsForALeaderWithinItsDeadline", func(t *testing.T) {
+		theExtensionStoreWaitsForALeader(t, f, ext, &logged)
+	})
+}
+
+// anOperationWaitsForALeader: a listing of the MCP clients, without a leader, asks again until
+// its OpTimeout (a leader elected meanwhile would answer it) and only then is refused
+// fleet-unavailable. Before, it was refused in a millisecond, at the first refusal.
+func anOperationWaitsForALeader(t *testing.T, f *Fleet, s *MCPClients) {
 	if _, err := s.List(); !Unavailable(err) {
 		t.Fatalf("a listing without a leader answered %v; want fleet-unavailable", err)
 	}
@@ -86,30 +104,12 @@ func TestAnOperationWaitsForALeaderWithinItsDeadline(t *testing.T) {
 	}
 }
 
-// TestTheExtensionStoreWaitsForALeaderWithinItsDeadline: the extension store (its object store
-// and its ledger stream) on the cluster of TestAnOperationWaitsForALeaderWithinItsDeadline, the
-// other two nodes dead. Each of its operations waits for a leader until its OpTimeout, as a
+// theExtensionStoreWaitsForALeader: the extension store (its object store and its ledger
+// stream), without a leader. Each of its operations waits for a leader until its OpTimeout, as a
 // bucket's does (asking again while refused at once), and only then is refused
 // fleet-unavailable. Before, four of the seven were refused at the first refusal, in a
 // millisecond.
-func TestTheExtensionStoreWaitsForALeaderWithinItsDeadline(t *testing.T) {
-	t.Parallel()
-	nodes := fleettest.StartCluster(t, 3)
-	started := time.Now()
-	var logged syncBuffer
-	f, err := Connect(Config{URL: nodes[0].URL(), Prefix: "extleader", Replicas: 3, Log: slog.New(slog.NewTextHandler(&logged, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s := f.Extensions()
-	untilWithin(t, "the cluster taking a file", electionBound, func() bool { return s.WriteFile("a.json", []byte("{}")) == nil })
-	if err := s.AppendLedger([]byte(`{"action":"deny","id":"a"}`)); err != nil {
-		t.Fatal(err)
-	}
-
-	loseLeader(t, nodes, f, started)
-
+func theExtensionStoreWaitsForALeader(t *testing.T, f *Fleet, s *ExtensionStore, logged *syncBuffer) {
 	fresh := f.Extensions() // its handles are made now: the object store's and the stream's creation wait too
 	// One after another: run all at once during the fault, the object store's put (WriteFile)
 	// and delete (Remove) were seen, in both runs that looked, to get no answer at all on their first
