@@ -75,7 +75,9 @@ func TestOperationsWaitForALeaderWithinTheirDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	t.Logf("the cluster took its first writes after %v", time.Since(started).Round(time.Millisecond))
 	loseLeader(t, nodes, f, started)
+	t.Logf("the first node refuses for want of a leader after %v", time.Since(started).Round(time.Millisecond))
 
 	t.Run("AnOperationWaitsForALeaderWithinItsDeadline", func(t *testing.T) {
 		anOperationWaitsForALeader(t, f, clients)
