@@ -32,15 +32,16 @@ func untilWithin(t testing.TB, what string, bound time.Duration, cond func() boo
 	}
 }
 
-// loseLeader kills the cluster's second and third node, once the cluster started at started has
-// run past NATS's lost-quorum threshold, and returns when f's node refuses at once for want of a
-// leader.
-func loseLeader(t *testing.T, nodes []*fleettest.Server, f *Fleet, started time.Time) {
+// loseLeader kills the cluster's second and third node, and returns when f's node refuses at
+// once for want of a leader. It kills at once: a server refuses so only once its JetStream has
+// run past NATS's lost-quorum threshold (natsLostQuorum), and knows it has no leader only after an
+// election timeout (or, leading, the threshold again), so the wait for the refusal covers the
+// threshold, and a sleep until it before the kill would only add an election to it.
+func loseLeader(t *testing.T, nodes []*fleettest.Server, f *Fleet) {
 	t.Helper()
-	time.Sleep(time.Until(started.Add(natsLostQuorum + time.Second)))
 	nodes[1].Kill()
 	nodes[2].Kill()
-	untilWithin(t, "the first node refusing at once for want of a leader", electionBound, func() bool {
+	untilWithin(t, "the first node refusing at once for want of a leader", natsLostQuorum+electionBound, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), OpTimeout)
 		defer cancel()
 		_, err := f.js.AccountInfo(ctx)
@@ -53,7 +54,7 @@ func loseLeader(t *testing.T, nodes []*fleettest.Server, f *Fleet, started time.
 // two die (SIGKILL), so the first has no JetStream leader and, once it knows, refuses every
 // request at once "temporarily unavailable", as a server does while its cluster elects a leader.
 // Each case below then holds on that one cluster (the faults are the same, and losing a leader
-// takes NATS's lost-quorum threshold and an election, some 20 s, so a cluster each would double
+// takes NATS's lost-quorum threshold and an election, 10 to 20 s, so a cluster each would double
 // it); they run one after another, since each times its own operations.
 func TestOperationsWaitForALeaderWithinTheirDeadline(t *testing.T) {
 	t.Parallel()
@@ -76,7 +77,7 @@ func TestOperationsWaitForALeaderWithinTheirDeadline(t *testing.T) {
 	}
 
 	t.Logf("the cluster took its first writes after %v", time.Since(started).Round(time.Millisecond))
-	loseLeader(t, nodes, f, started)
+	loseLeader(t, nodes, f)
 	t.Logf("the first node refuses for want of a leader after %v", time.Since(started).Round(time.Millisecond))
 
 	t.Run("AnOperationWaitsForALeaderWithinItsDeadline", func(t *testing.T) {
