@@ -32,16 +32,29 @@ func untilWithin(t testing.TB, what string, bound time.Duration, cond func() boo
 	}
 }
 
-// loseLeader kills the cluster's second and third node, and returns when f's node refuses at
-// once for want of a leader. It kills at once: a server refuses so only once its JetStream has
-// run past NATS's lost-quorum threshold (natsLostQuorum), and knows it has no leader only after an
-// election timeout (or, leading, the threshold again), so the wait for the refusal covers the
-// threshold, and a sleep until it before the kill would only add an election to it.
-func loseLeader(t *testing.T, nodes []*fleettest.Server, f *Fleet) {
+// killAt kills the cluster's second and third node at when, in the background, and returns a
+// channel closed once they are dead. The test's cleanup stops it, or waits for it, before the
+// nodes stop.
+func killAt(t *testing.T, nodes []*fleettest.Server, when time.Time) <-chan struct{} {
+	killed := make(chan struct{})
+	timer := time.AfterFunc(time.Until(when), func() {
+		nodes[1].Kill()
+		nodes[2].Kill()
+		close(killed)
+	})
+	t.Cleanup(func() {
+		if !timer.Stop() {
+			<-killed
+		}
+	})
+	return killed
+}
+
+// waitLeaderless returns when f's node, the others of its cluster killed, refuses at once for
+// want of a leader.
+func waitLeaderless(t *testing.T, f *Fleet) {
 	t.Helper()
-	nodes[1].Kill()
-	nodes[2].Kill()
-	untilWithin(t, "the first node refusing at once for want of a leader", natsLostQuorum+electionBound, func() bool {
+	untilWithin(t, "the first node refusing at once for want of a leader", electionBound, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), OpTimeout)
 		defer cancel()
 		_, err := f.js.AccountInfo(ctx)
@@ -50,14 +63,18 @@ func loseLeader(t *testing.T, nodes []*fleettest.Server, f *Fleet) {
 }
 
 // TestOperationsWaitForALeaderWithinTheirDeadline: a relay on a three-node NATS cluster, its
-// buckets, object store and ledger stream kept with three replicas, on the first node. The other
-// two die (SIGKILL), so the first has no JetStream leader and, once it knows, refuses every
+// buckets, object store and ledger stream kept with three replicas, on the first node. Once the
+// cluster has run past NATS's lost-quorum threshold, the other two die (SIGKILL), so the first
+// has no JetStream leader and, once it knows, refuses every
 // request at once "temporarily unavailable", as a server does while its cluster elects a leader.
 // Each case below then holds on that one cluster (the faults are the same, and losing a leader
-// takes NATS's lost-quorum threshold and an election, 10 to 20 s, so a cluster each would double
+// takes NATS's lost-quorum threshold and an election, some 20 s, so a cluster each would double
 // it); they run one after another, since each times its own operations.
+//
+// The cluster is made, and its two nodes' death set for its time, before t.Parallel, while the
+// package's other tests have not begun: the threshold and the election then pass while they
+// run, not after them.
 func TestOperationsWaitForALeaderWithinTheirDeadline(t *testing.T) {
-	t.Parallel()
 	nodes := fleettest.StartCluster(t, 3)
 	started := time.Now()
 	var logged syncBuffer
@@ -77,7 +94,10 @@ func TestOperationsWaitForALeaderWithinTheirDeadline(t *testing.T) {
 	}
 
 	t.Logf("the cluster took its first writes after %v", time.Since(started).Round(time.Millisecond))
-	loseLeader(t, nodes, f)
+	killed := killAt(t, nodes, started.Add(natsLostQuorum+time.Second))
+	t.Parallel()
+	<-killed
+	waitLeaderless(t, f)
 	t.Logf("the first node refuses for want of a leader after %v", time.Since(started).Round(time.Millisecond))
 
 	t.Run("AnOperationWaitsForALeaderWithinItsDeadline", func(t *testing.T) {
