@@ -108,6 +108,17 @@ type Config struct {
 	// callTimeout replaces channel.DefaultTimeout, the wait of a routed call whose caller asked
 	// none, for this package's tests only (as the hub's Options.callTimeout; WithCallTimeout).
 	callTimeout time.Duration
+	// opTimeout replaces OpTimeout for the operations on the buckets and the extension store, for
+	// this package's tests only (the leader case's nine operations each wait it out).
+	opTimeout time.Duration
+}
+
+// opTimeout bounds one operation on a bucket or the extension store: OpTimeout.
+func (f *Fleet) opTimeout() time.Duration {
+	if f.cfg.opTimeout > 0 {
+		return f.cfg.opTimeout
+	}
+	return OpTimeout
 }
 
 // defaultWait is how long a routed call whose caller asked no wait of its own may wait: the
@@ -330,7 +341,7 @@ func (f *Fleet) op(name string) (context.Context, context.CancelFunc, jetstream.
 	if !f.nc.IsConnected() {
 		return nil, nil, nil, f.unavailable(nats.ErrDisconnected)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), OpTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), f.opTimeout())
 	kv, err := f.bucket(ctx, name)
 	if err != nil {
 		cancel()
