@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/voicebox-go/voicebox/internal/shared/channel"
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
+	"github.com/voicebox-go/voicebox/internal/shared/pace"
 	"github.com/voicebox-go/voicebox/internal/shared/rawjson"
 	"github.com/voicebox-go/voicebox/internal/shared/strictjson"
 )
@@ -41,6 +41,10 @@ const (
 	backoffMin = 250 * time.Millisecond
 	backoffMax = 10 * time.Second
 )
+
+// reconnecting paces the reconnections, each pause spread a fifth either way, so that the pages a
+// relay's restart dropped do not all come back at once.
+var reconnecting = pace.Backoff{First: backoffMin, Max: backoffMax, Jitter: 0.2}
 
 // conn is what the peer needs of a socket; the js build dials the browser's WebSocket.
 type conn interface {
@@ -238,11 +242,8 @@ func (p *peer) wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func backoff(attempt int) time.Duration {
-	d := backoffMin << min(attempt, 8)
-	d = min(d, backoffMax)
-	return d*4/5 + time.Duration(rand.Int64N(int64(d*2/5)+1))
-}
+// backoff is the pause before the reconnection that follows attempt failed ones.
+func backoff(attempt int) time.Duration { return reconnecting.Delay(attempt) }
 
 // serve answers calls on c until it closes, and says how it ended.
 func (p *peer) serve(ctx context.Context, c conn) PeerState {

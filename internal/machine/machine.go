@@ -1,3 +1,5 @@
+//go:build !js
+
 // Package machine is the paired machine environment (`relay env`): it dials a relay's /channel,
 // says hello with its bearer, and executes the calls it receives on a directory of this machine
 // through the OS root, so no name and no symbolic link reaches outside that directory. Extension
@@ -10,6 +12,12 @@
 //
 // The relay runs one itself for VOICEBOX_WORKSPACE (internal/door/workspace), dialing its own
 // /channel through memory (Config.Dial).
+//
+// # Wasm
+//
+// It does not build for the browser (GOOS=js): it sends its bearer in the dial's HTTP headers,
+// which a browser's WebSocket cannot, and executes on this machine's file system. The page's
+// executor is internal/engine.
 package machine
 
 import (
@@ -30,6 +38,7 @@ import (
 	"github.com/voicebox-go/voicebox/internal/shared/channel"
 	"github.com/voicebox-go/voicebox/internal/shared/executor"
 	"github.com/voicebox-go/voicebox/internal/shared/fsroot"
+	"github.com/voicebox-go/voicebox/internal/shared/pace"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
 )
 
@@ -38,6 +47,9 @@ const (
 	MinBackoff = 100 * time.Millisecond
 	MaxBackoff = 10 * time.Second
 )
+
+// reconnecting paces the reconnections.
+var reconnecting = pace.Backoff{First: MinBackoff, Max: MaxBackoff}
 
 // closeReplaced is the relay's close code for a displaced executor (internal/core/hub.CloseReplaced).
 const closeReplaced websocket.StatusCode = 4001
@@ -113,7 +125,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	admitted := channel.NewLiveAdmitted(executor.BuiltinAdmitted())
 	door := channel.NewDoor(executor.New(cfg.Root, opts), admitted, channel.DoorOptions{Log: log})
-	backoff := MinBackoff
+	attempt := 0 // failed reconnections since the last fresh outage
 	for {
 		start := time.Now()
 		err := session(ctx, target, cfg, door, admitted, log)
@@ -124,15 +136,14 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		if time.Since(start) > MaxBackoff {
-			backoff = MinBackoff // it was connected for a while: a fresh outage
+			attempt = 0 // it was connected for a while: a fresh outage
 		}
-		log.Info("machine: connection lost; retrying", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
+		wait := reconnecting.Delay(attempt)
+		log.Info("machine: connection lost; retrying", "err", err, "in", wait)
+		if !pace.Sleep(ctx, wait) {
 			return nil
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, MaxBackoff)
+		attempt++
 	}
 }
 

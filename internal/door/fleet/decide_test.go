@@ -46,6 +46,7 @@ const slowHolderAnswer = fleet.DecisionWait + fleet.DecisionWait/2
 // reaches it and is reported decided, not "nobody holds it" (a 404 for the person); a slow
 // answer is not taken for silence. (The fleet tests of internal/relay failed so under load.)
 func TestADecisionReachesASlowRelay(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	f := join(t, srv, "slow")
 	c := &catalogue{delivered: make(chan string, 16)}

@@ -119,8 +119,8 @@ func (s *ExtensionStore) handles(ctx context.Context) (jetstream.ObjectStore, je
 }
 
 // opContext returns a context bounded by OpTimeout.
-func opContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), OpTimeout)
+func (f *Fleet) opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), f.opTimeout())
 }
 
 func storeName(name string) error {
@@ -135,7 +135,7 @@ func (s *ExtensionStore) ReadFile(name string, max int64) ([]byte, error) {
 	if err := storeName(name); err != nil {
 		return nil, err
 	}
-	ctx, cancel := opContext()
+	ctx, cancel := s.f.opContext()
 	defer cancel()
 	obj, _, err := s.handles(ctx)
 	if err != nil {
@@ -168,7 +168,7 @@ func (s *ExtensionStore) WriteFile(name string, data []byte) error {
 	if err := storeName(name); err != nil {
 		return err
 	}
-	ctx, cancel := opContext()
+	ctx, cancel := s.f.opContext()
 	defer cancel()
 	obj, _, err := s.handles(ctx)
 	if err != nil {
@@ -185,7 +185,7 @@ func (s *ExtensionStore) Remove(name string) error {
 	if err := storeName(name); err != nil {
 		return err
 	}
-	ctx, cancel := opContext()
+	ctx, cancel := s.f.opContext()
 	defer cancel()
 	obj, _, err := s.handles(ctx)
 	if err != nil {
@@ -209,7 +209,7 @@ func (s *ExtensionStore) List(dir string) ([]string, error) {
 	if err := fsroot.CheckDir(dir); err != nil {
 		return nil, errors.New("fleet: " + err.Error())
 	}
-	ctx, cancel := opContext()
+	ctx, cancel := s.f.opContext()
 	defer cancel()
 	obj, _, err := s.handles(ctx)
 	if err != nil {
@@ -240,7 +240,7 @@ func (s *ExtensionStore) List(dir string) ([]string, error) {
 // AppendLedger is the extension door's Store method: once the stream holds the line, every other
 // relay is told to reload (WatchExtensions).
 func (s *ExtensionStore) AppendLedger(line []byte) error {
-	ctx, cancel := opContext()
+	ctx, cancel := s.f.opContext()
 	defer cancel()
 	if _, _, err := s.handles(ctx); err != nil {
 		return err
@@ -266,7 +266,7 @@ func (s *ExtensionStore) AppendLedger(line []byte) error {
 // bytes returned are shared by every read until the stream changes: the caller does not change
 // them.
 func (s *ExtensionStore) ReadLedger() ([]byte, error) {
-	ctx, cancel := opContext()
+	ctx, cancel := s.f.opContext()
 	defer cancel()
 	_, st, err := s.handles(ctx)
 	if err != nil {
@@ -335,7 +335,7 @@ type keptLedger struct {
 func (s *ExtensionStore) readLines(ctx context.Context, st jetstream.Stream, from, last uint64, k *keptLedger) error {
 	c, err := steadily(ctx, func() (jetstream.Consumer, error) {
 		return st.CreateConsumer(ctx, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
-			OptStartSeq: from, InactiveThreshold: OpTimeout, MemoryStorage: true})
+			OptStartSeq: from, InactiveThreshold: s.f.opTimeout(), MemoryStorage: true})
 	})
 	if err != nil {
 		return err
@@ -343,7 +343,7 @@ func (s *ExtensionStore) readLines(ctx context.Context, st jetstream.Stream, fro
 	defer st.DeleteConsumer(context.Background(), c.CachedInfo().Name)
 	for seen := from - 1; seen < last; {
 		batch, err := steadily(ctx, func() (jetstream.MessageBatch, error) {
-			return c.Fetch(ledgerFetchBatch, jetstream.FetchMaxWait(OpTimeout))
+			return c.Fetch(ledgerFetchBatch, jetstream.FetchMaxWait(s.f.opTimeout()))
 		})
 		if err != nil {
 			return err

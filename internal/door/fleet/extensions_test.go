@@ -13,6 +13,7 @@ import (
 // TestExtensionStoreConformance holds the fleet's extension store to the suite the state
 // directory passes, two relays (two connections) on one embedded NATS.
 func TestExtensionStoreConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, twoRelays(fleettest.Start(t), "ext", func(f *fleet.Fleet) extensionhost.Store { return f.Extensions() }))
 }
 
@@ -22,6 +23,7 @@ func TestExtensionStoreConformance(t *testing.T) {
 // lost), it is not loaded by A's next listing either. No read of A's is answered from a ledger
 // older than the stream.
 func TestARevocationOnOneRelayIsHonouredOnTheOther(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	fa, fb := join(t, srv, "revoke"), join(t, srv, "revoke")
 	onA := extensionhost.NewAdmissionsIn(t.TempDir(), fa.Extensions(), nil)

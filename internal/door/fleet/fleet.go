@@ -56,6 +56,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/voicebox-go/voicebox/internal/shared/channel"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
@@ -103,6 +104,30 @@ type Config struct {
 	Replicas int
 	// Log receives connection events; nil discards.
 	Log *slog.Logger
+
+	// callTimeout replaces channel.DefaultTimeout, the wait of a routed call whose caller asked
+	// none, for this package's tests only (as the hub's Options.callTimeout; WithCallTimeout).
+	callTimeout time.Duration
+	// opTimeout replaces OpTimeout for the operations on the buckets and the extension store, for
+	// this package's tests only (the leader case's nine operations each wait it out).
+	opTimeout time.Duration
+}
+
+// opTimeout bounds one operation on a bucket or the extension store: OpTimeout.
+func (f *Fleet) opTimeout() time.Duration {
+	if f.cfg.opTimeout > 0 {
+		return f.cfg.opTimeout
+	}
+	return OpTimeout
+}
+
+// defaultWait is how long a routed call whose caller asked no wait of its own may wait: the
+// broker's, channel.DefaultTimeout.
+func (f *Fleet) defaultWait() time.Duration {
+	if f.cfg.callTimeout > 0 {
+		return f.cfg.callTimeout
+	}
+	return channel.DefaultTimeout
 }
 
 // Fleet is one relay's connection to the fleet. It is safe for concurrent use.
@@ -316,7 +341,7 @@ func (f *Fleet) op(name string) (context.Context, context.CancelFunc, jetstream.
 	if !f.nc.IsConnected() {
 		return nil, nil, nil, f.unavailable(nats.ErrDisconnected)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), OpTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), f.opTimeout())
 	kv, err := f.bucket(ctx, name)
 	if err != nil {
 		cancel()

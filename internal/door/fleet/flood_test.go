@@ -36,6 +36,7 @@ const floodDecisions = 2000
 // reads as "it timed out"): it says outcome-unknown, with a sentence to decide again. Once B is
 // free, the decision made again reaches it.
 func TestADecisionLostInAFloodIsSaidUnknown(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	a := join(t, srv, "lost")
 	b := join(t, srv, "lost")

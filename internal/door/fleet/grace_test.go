@@ -114,6 +114,7 @@ func newRecord(token string, now time.Time) session.Record {
 // session A never checked is refused fleet-unavailable; once A is back, a revocation B made
 // meanwhile wins on A.
 func TestASessionCheckedHerePassesWhileNATSIsAway(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	cut := startCutter(t, srv.URL()[len("nats://"):])
 	a, err := fleet.Connect(fleet.Config{URL: cut.URL(), Prefix: "grace"})

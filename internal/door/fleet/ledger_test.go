@@ -19,6 +19,7 @@ import (
 // first relay that uses it now: its oldest lines are dropped, the newest read, each once and in
 // order, and nothing past the bound is read.
 func TestALedgerAnOlderRelayMadeTakesTheBound(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	nc, err := nats.Connect(srv.URL())
 	if err != nil {
@@ -71,6 +72,7 @@ func TestALedgerAnOlderRelayMadeTakesTheBound(t *testing.T) {
 // it), and reads what a store that kept nothing reads (the stream whole), each time; a read that
 // finds the stream unchanged hands back the very bytes it kept.
 func TestTheKeptLedgerFollowsTheStream(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	a, b := join(t, srv, "kept").Extensions(), join(t, srv, "kept")
 	nc, err := nats.Connect(srv.URL())

@@ -11,6 +11,7 @@ import (
 // TestMCPClientsForgetOldRevocations checks the bucket itself: past MaxRevokedMCPClients
 // revocations, the oldest records are gone, and the newest are kept.
 func TestMCPClientsForgetOldRevocations(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	f, err := Connect(Config{URL: srv.URL(), Prefix: "prune"})
 	if err != nil {

@@ -37,21 +37,25 @@ func twoRelays[S any](srv *fleettest.Server, prefix string, store func(*fleet.Fl
 // TestRecordsConformance holds the fleet's session records to the suite the memory records
 // pass, two relays (two connections) on one embedded NATS.
 func TestRecordsConformance(t *testing.T) {
+	t.Parallel()
 	sessiontest.RunRecords(t, twoRelays(fleettest.Start(t), "rec", func(f *fleet.Fleet) session.Records { return f.Records() }))
 }
 
 // TestPairingsConformance holds the fleet's pairings to the suite the pairings file passes.
 func TestPairingsConformance(t *testing.T) {
+	t.Parallel()
 	hoststatetest.RunPairings(t, twoRelays(fleettest.Start(t), "pair", func(f *fleet.Fleet) hoststate.PairingStore { return f.Pairings() }))
 }
 
 // TestFilesConformance holds the fleet's shared files to the suite the state directory passes.
 func TestFilesConformance(t *testing.T) {
+	t.Parallel()
 	hoststatetest.RunFiles(t, twoRelays(fleettest.Start(t), "files", func(f *fleet.Fleet) hoststate.Files { return f.Files() }))
 }
 
 // TestMCPClientsConformance holds the fleet's MCP clients' bearers to the suite the state
 // directory's file passes.
 func TestMCPClientsConformance(t *testing.T) {
+	t.Parallel()
 	hoststatetest.RunMCPClients(t, twoRelays(fleettest.Start(t), "mcp", func(f *fleet.Fleet) hoststate.MCPClientStore { return f.MCPClients() }))
 }

@@ -580,8 +580,8 @@ func (r *Router) serve(m *nats.Msg) {
 		}
 		var a wire.Answer
 		{
-			ctx, cancel := context.WithTimeout(context.Background(), routedWait(m.Header.Get(deadlineHeader)))
-			if d, _ := ctx.Deadline(); time.Until(d) > channel.DefaultTimeout {
+			ctx, cancel := context.WithTimeout(context.Background(), routedWait(m.Header.Get(deadlineHeader), r.f.defaultWait()))
+			if d, _ := ctx.Deadline(); time.Until(d) > r.f.defaultWait() {
 				// Longer than any call's own bound: its caller asked a wait (channel.WithWait),
 				// and this relay's page is asked with it, as on the caller's relay alone.
 				ctx = channel.WithWait(ctx, time.Until(d))
@@ -601,11 +601,12 @@ func (r *Router) serve(m *nats.Msg) {
 
 // routedWait is how long the holder waits for its page's answer to a routed call whose deadline
 // header says header: what it says, at most channel.MaxWait (whoever publishes on the lease's
-// subject can write any number there); channel.DefaultTimeout when it says nothing readable.
-func routedWait(header string) time.Duration {
+// subject can write any number there); def (channel.DefaultTimeout) when it says nothing
+// readable.
+func routedWait(header string, def time.Duration) time.Duration {
 	ms, err := strconv.ParseInt(header, 10, 64)
 	if err != nil || ms <= 0 {
-		return channel.DefaultTimeout
+		return def
 	}
 	return time.Duration(min(ms, channel.MaxWait.Milliseconds())) * time.Millisecond
 }
@@ -661,7 +662,7 @@ func (r *Router) Ask(ctx context.Context, call wire.Call) wire.Answer {
 	}
 	// The call's own bound, or the longer wait its caller asked (an external app's call waits
 	// for the person's approval), as on a relay alone; the deadline header carries it.
-	timeout := channel.DefaultTimeout
+	timeout := r.f.defaultWait()
 	if w, ok := channel.Wait(ctx); ok && w > timeout {
 		timeout = w
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voicebox-go/voicebox/internal/shared/pace"
 )
 
 // While a NATS cluster elects a leader (its JetStream meta group's, or a bucket's after the
@@ -26,6 +28,9 @@ const (
 	firstRetryWait = 20 * time.Millisecond
 	maxRetryWait   = 250 * time.Millisecond
 )
+
+// steadyPace paces those tries.
+var steadyPace = pace.Backoff{First: firstRetryWait, Max: maxRetryWait}
 
 // noLeader reports whether err is JetStream's refusal of a request it did not take for want of a
 // leader or a responder (so asking again may succeed, and changes nothing twice).
@@ -48,9 +53,8 @@ func noLeader(err error) bool {
 // last refusal, saying so, also when ctx ended during a try after a refusal: a publish's own
 // wait for a stream, a request left unanswered), pausing a little longer each time.
 func steadily[T any](ctx context.Context, try func() (T, error)) (T, error) {
-	wait := firstRetryWait
 	var refused error
-	for {
+	for tries := 0; ; tries++ {
 		v, err := try()
 		if err != nil && refused != nil && !noLeader(err) && ctx.Err() != nil {
 			return v, fmt.Errorf("no leader while the operation lasted (%w): %w (its last try: %v)", ctx.Err(), refused, err)
@@ -59,12 +63,9 @@ func steadily[T any](ctx context.Context, try func() (T, error)) (T, error) {
 			return v, err
 		}
 		refused = err
-		select {
-		case <-ctx.Done():
+		if !pace.Sleep(ctx, steadyPace.Delay(tries)) {
 			return v, fmt.Errorf("no leader while the operation lasted (%w): %w", ctx.Err(), err)
-		case <-time.After(wait):
 		}
-		wait = min(2*wait, maxRetryWait)
 	}
 }
 

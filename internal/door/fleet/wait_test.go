@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voicebox-go/voicebox/internal/core/hub"
+	"github.com/voicebox-go/voicebox/internal/door/fleet"
 	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 	"github.com/voicebox-go/voicebox/internal/shared/channel"
 	"github.com/voicebox-go/voicebox/internal/shared/wire"
@@ -46,26 +47,37 @@ func (l brokerLocal) AskLocal(ctx context.Context, call wire.Call) wire.Answer {
 }
 func (brokerLocal) Displace(string) bool { return false }
 
-func newLatePage(late time.Duration) *channel.Broker {
+// Its broker waits timeout for an answer to a call whose caller asked no wait of its own.
+func newLatePage(late, timeout time.Duration) *channel.Broker {
 	p := &latePage{late: late}
-	p.broker = channel.New(channel.Page, p, channel.Options{})
+	p.broker = channel.New(channel.Page, p, channel.Options{Timeout: timeout})
 	return p.broker
 }
 
 // TestARoutedCallKeepsTheWaitItsCallerAsked: a call whose caller asked a wait longer than the
 // broker's timeout (channel.WithWait, as an external app's call waiting for the person's
-// approval does), to a page that answers a second after channel.DefaultTimeout, gets the page's
-// answer on a relay alone and routed from another relay in a fleet alike. Before, both the
-// caller's relay (Router.Ask) and the holder's (serve) cut the routed call at DefaultTimeout:
-// page-timeout at 30 s in a fleet, the answer alone. It takes DefaultTimeout and a second.
+// approval does), to a page that answers a second after that timeout, gets the page's answer on
+// a relay alone and routed from another relay in a fleet alike. Before, both the caller's relay
+// (Router.Ask) and the holder's (serve) cut the routed call at the timeout (DefaultTimeout):
+// page-timeout at 30 s in a fleet, the answer alone. The brokers and the fleet's relays wait
+// callTimeout (2 s) where a relay waits DefaultTimeout, so it takes 3 s, not 31.
 func TestARoutedCallKeepsTheWaitItsCallerAsked(t *testing.T) {
 	t.Parallel()
-	late := channel.DefaultTimeout + time.Second
-	wait := channel.DefaultTimeout + 10*time.Second
+	const callTimeout = 2 * time.Second
+	late := callTimeout + time.Second
+	wait := callTimeout + 10*time.Second
 
 	srv := fleettest.Start(t)
-	a, b := join(t, srv, "wait49"), join(t, srv, "wait49")
-	ra := a.NewRouter(brokerLocal{newLatePage(late)})
+	joinWaiting := func() *fleet.Fleet {
+		f, err := fleet.Connect(fleet.WithCallTimeout(fleet.Config{URL: srv.URL(), Prefix: "wait49"}, callTimeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(f.Close)
+		return f
+	}
+	a, b := joinWaiting(), joinWaiting()
+	ra := a.NewRouter(brokerLocal{newLatePage(late, callTimeout)})
 	rb := b.NewRouter(&stalledLocal{absent: true})
 	t.Cleanup(func() { rb.Close(); ra.Close() })
 	ra.SlotChanged(hub.Slot{Gen: 1, Held: true, Kind: channel.Page, Root: hub.Holding{Kind: "opfs", Name: "Browser storage"}})
@@ -74,7 +86,7 @@ func TestARoutedCallKeepsTheWaitItsCallerAsked(t *testing.T) {
 	var alone, routed wire.Answer
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		alone = newLatePage(late).Ask(channel.WithWait(context.Background(), wait), routedCall("relay-1"))
+		alone = newLatePage(late, callTimeout).Ask(channel.WithWait(context.Background(), wait), routedCall("relay-1"))
 	})
 	start := time.Now()
 	wg.Go(func() {

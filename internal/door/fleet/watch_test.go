@@ -18,6 +18,7 @@ import (
 // with its value), and goes on hearing only the lease once NATS restarts and the watch is made
 // again.
 func TestAWatchHearsOnlyItsKeysAcrossARestart(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	f, err := Connect(Config{URL: srv.URL(), Prefix: "watch48"})
 	if err != nil {
@@ -88,6 +89,7 @@ func TestAWatchHearsOnlyItsKeysAcrossARestart(t *testing.T) {
 // and a record in it, is given its bound by the first relay that uses it now: the record stays,
 // a value past the bound is refused, and one within it is taken.
 func TestABucketMadeBeforeTheValueBoundTakesIt(t *testing.T) {
+	t.Parallel()
 	srv := fleettest.Start(t)
 	nc, err := nats.Connect(srv.URL())
 	if err != nil {

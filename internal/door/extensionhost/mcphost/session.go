@@ -29,6 +29,7 @@ import (
 
 	"github.com/voicebox-go/voicebox/internal/shared/extensions"
 	"github.com/voicebox-go/voicebox/internal/shared/names"
+	"github.com/voicebox-go/voicebox/internal/shared/pace"
 	"github.com/voicebox-go/voicebox/shared/refusal"
 )
 
@@ -242,8 +243,9 @@ func (c *Session) reconnectLater() {
 			c.reconnecting, c.attempt = false, 0
 			c.mu.Unlock()
 		}()
-		wait := c.retryInterval()
+		paced := pace.Backoff{First: c.retryInterval(), Max: MCPReconnectMaxWait}
 		for attempt := 1; attempt <= MCPReconnectAttempts; attempt++ {
+			wait := paced.Delay(attempt - 1)
 			c.mu.Lock()
 			c.attempt, c.next = attempt, time.Now().Add(wait)
 			c.mu.Unlock()
@@ -268,7 +270,6 @@ func (c *Session) reconnectLater() {
 			if up || spent || closed {
 				return
 			}
-			wait = min(2*wait, MCPReconnectMaxWait)
 		}
 	})
 }
