@@ -272,7 +272,7 @@ func (s *ExtensionStore) ReadLedger() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := steadily(ctx, func() (*jetstream.StreamInfo, error) { return st.Info(ctx) })
+	info, err := streamInfo(ctx, st)
 	if err != nil {
 		return nil, s.f.unavailable(err)
 	}

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voicebox-go/voicebox/internal/core/hoststate"
 	"github.com/voicebox-go/voicebox/internal/door/fleet/fleettest"
 )
 
@@ -37,22 +41,28 @@ func untilWithin(t testing.TB, what string, bound time.Duration, cond func() boo
 	}
 }
 
-// killAt kills the cluster's first and second node at when, in the background, and returns a
-// channel closed once they are dead. The test's cleanup stops it, or waits for it, before the
-// nodes stop.
-func killAt(t *testing.T, nodes []*fleettest.Server, when time.Time) <-chan struct{} {
-	killed := make(chan struct{})
+// partitionAt cuts the cluster's third node off from the other two at when, in the background;
+// then, on their side, which still has a majority, it runs majority (the third node does not hear
+// it) and kills the first and second node. The channel it returns gives majority's error once the
+// two are dead. The test's cleanup stops it, or waits for it, before the nodes stop.
+func partitionAt(t *testing.T, nodes []*fleettest.Server, when time.Time, majority func() error) <-chan error {
+	done := make(chan struct{})
+	result := make(chan error, 1)
 	timer := time.AfterFunc(time.Until(when), func() {
+		defer close(done)
+		nodes[2].Cut(nodes[0])
+		nodes[2].Cut(nodes[1])
+		err := majority()
 		nodes[0].Kill()
 		nodes[1].Kill()
-		close(killed)
+		result <- err
 	})
 	t.Cleanup(func() {
 		if !timer.Stop() {
-			<-killed
+			<-done
 		}
 	})
-	return killed
+	return result
 }
 
 // waitLeaderless returns when f's node, the others of its cluster killed, refuses at once for
@@ -93,28 +103,129 @@ func TestOperationsWaitForALeaderWithinTheirDeadline(t *testing.T) {
 	}
 	defer f.Close()
 	clients, ext := f.MCPClients(), f.Extensions()
-	untilWithin(t, "the cluster taking a mint", electionBound, func() bool { _, err := clients.Mint("desk"); return err == nil })
+	var bearer string
+	untilWithin(t, "the cluster taking a mint", electionBound, func() bool { bearer, err = clients.Mint("desk"); return err == nil })
 	if got, err := clients.List(); err != nil || len(got) != 1 {
 		t.Fatalf("the clients before the fault: %v %v", got, err)
 	}
 	untilWithin(t, "the cluster taking a file", electionBound, func() bool { return ext.WriteFile("a.json", []byte("{}")) == nil })
-	if err := ext.AppendLedger([]byte(`{"action":"deny","id":"a"}`)); err != nil {
+	const admitted = `{"action":"admit","id":"a"}`
+	if err := ext.AppendLedger([]byte(admitted)); err != nil {
 		t.Fatal(err)
 	}
+	// The relay keeps the ledger it read, and the bearer is admitted.
+	if got, err := ext.ReadLedger(); err != nil || string(got) != admitted+"\n" {
+		t.Fatalf("the ledger before the fault: %q %v", got, err)
+	}
+	if c, ok, err := clients.Lookup(bearer); err != nil || !ok || !c.Revoked.IsZero() {
+		t.Fatalf("the bearer before the fault: %+v %v %v", c, ok, err)
+	}
+	// A relay on the first node: on the side of the partition that keeps a majority.
+	other, err := Connect(Config{URL: nodes[0].URL(), Prefix: "leader", Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
 
 	t.Logf("the cluster took its first writes after %v", time.Since(started).Round(time.Millisecond))
-	killed := killAt(t, nodes, started.Add(natsLostQuorum+time.Second))
+	partitioned := partitionAt(t, nodes, started.Add(natsLostQuorum+time.Second), func() error {
+		defer other.Close()
+		return revokeOnTheMajority(other)
+	})
 	t.Parallel()
-	<-killed
+	if err := <-partitioned; err != nil {
+		t.Fatal(err)
+	}
 	waitLeaderless(t, f)
 	t.Logf("the third node refuses for want of a leader after %v", time.Since(started).Round(time.Millisecond))
 
+	t.Run("AReadWithoutALeaderIsNotTakenForTheCurrentState", func(t *testing.T) {
+		aReadWithoutALeaderIsNotCurrent(t, f, ext, clients, bearer)
+	})
 	t.Run("AnOperationWaitsForALeaderWithinItsDeadline", func(t *testing.T) {
 		anOperationWaitsForALeader(t, f, clients)
 	})
 	t.Run("TheExtensionStoreWaitsForALeaderWithinItsDeadline", func(t *testing.T) {
 		theExtensionStoreWaitsForALeader(t, f, ext, &logged)
 	})
+}
+
+// revoked is the ledger line the majority side appends: the extension admitted before, revoked.
+const revoked = `{"action":"revoke","id":"a"}`
+
+// revokeOnTheMajority revokes, through f, on the majority side of the partition, the extension
+// admitted before it and the MCP client "desk", asking again while that side elects the leaders
+// the third node held (NATS waits 4 to 9 s for a leader's heartbeat) and the requests to it
+// were lost with it, until electionBound.
+func revokeOnTheMajority(f *Fleet) error {
+	deadline := time.Now().Add(electionBound)
+	ext, clients := f.Extensions(), f.MCPClients()
+	err := ext.AppendLedger([]byte(revoked))
+	for ; err != nil && Unavailable(err) && time.Now().Before(deadline); err = ext.AppendLedger([]byte(revoked)) {
+	}
+	if err != nil {
+		return fmt.Errorf("the majority side appending the revocation: %w", err)
+	}
+	tried := false
+	err = clients.Revoke("desk")
+	for ; err != nil && Unavailable(err) && time.Now().Before(deadline); err = clients.Revoke("desk") {
+		tried = true
+	}
+	if err != nil && !(tried && errors.Is(err, hoststate.ErrNoClient)) { // an earlier try's revocation landed
+		return fmt.Errorf("the majority side revoking the MCP client: %w", err)
+	}
+	return nil
+}
+
+// aReadWithoutALeaderIsNotCurrent: the third node, cut off from the majority that revoked the
+// extension and the MCP client, answers a stream's state (its info) and a key's value (a direct
+// get) from its own copy, the revocations missing, and says no leader in the info. A relay there
+// must not take those for current: its read of the ledger, which kept the lines it read before,
+// and its lookup of the bearer wait for a leader until their deadline and are refused
+// fleet-unavailable. Before, the ledger read answered the old ledger in a few milliseconds after
+// one request for the stream's state (the kept lines, so the revoked extension stayed admitted
+// on this relay), and the lookup admitted the revoked bearer.
+func aReadWithoutALeaderIsNotCurrent(t *testing.T, f *Fleet, ext *ExtensionStore, clients *MCPClients, bearer string) {
+	// What the server answers: the state of its own copy of the stream, no leader named.
+	var info *jetstream.StreamInfo
+	untilWithin(t, "the third node answering the ledger stream's info from its own copy", electionBound, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), OpTimeout)
+		defer cancel()
+		st, err := f.js.Stream(ctx, f.name(extLedgerStream))
+		if err != nil {
+			return false
+		}
+		info = st.CachedInfo()
+		return true
+	})
+	// Its own copy (one line, the revocation missing), naming no leader (a member that knows
+	// its group has none) or itself (a leader that has not yet found it lost its quorum, whose
+	// followers it has not heard from since the cut): not current either way.
+	if _, err := currentInfo(info); info.State.LastSeq != 1 || info.Cluster == nil || !errors.Is(err, errNotCurrent) {
+		t.Fatalf("the third node's stream info: cluster %+v, state %+v (%v); want its own copy (one line), not current", info.Cluster, info.State, err)
+	}
+	t.Logf("the third node answers the ledger's info from its own copy: last sequence %d, leader %q, %d replicas", info.State.LastSeq, info.Cluster.Leader, len(info.Cluster.Replicas))
+	for _, p := range info.Cluster.Replicas {
+		t.Logf("  replica %s: current %v, offline %v, last heard %v ago", p.Name, p.Current, p.Offline, p.Active)
+	}
+
+	began := time.Now()
+	got, err := ext.ReadLedger()
+	took := time.Since(began)
+	if err == nil {
+		t.Errorf("a ledger read without a leader answered %q in %v, the revocation on the other side missing; want fleet-unavailable", got, took)
+	} else if !Unavailable(err) || took < f.opTimeout() {
+		t.Errorf("a ledger read without a leader answered %v after %v; want fleet-unavailable at its deadline (%v)", err, took, f.opTimeout())
+	}
+
+	began = time.Now()
+	c, ok, err := clients.Lookup(bearer)
+	took = time.Since(began)
+	if err == nil {
+		t.Errorf("a bearer lookup without a leader answered %+v (found %v) in %v, its revocation on the other side missing; want fleet-unavailable", c, ok, took)
+	} else if !Unavailable(err) || took < f.opTimeout() {
+		t.Errorf("a bearer lookup without a leader answered %v after %v; want fleet-unavailable at its deadline (%v)", err, took, f.opTimeout())
+	}
 }
 
 // anOperationWaitsForALeader: a listing of the MCP clients, without a leader, asks again until

@@ -46,7 +46,61 @@ func noLeader(err error) bool {
 	if errors.As(err, &js) && js.APIError() != nil && js.APIError().ErrorCode == errCodeNoLeader {
 		return true
 	}
-	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, errNotCurrent)
+}
+
+// A stream's state (its info) is answered by its group's leader, but also by a member of the
+// group that knows it has none (nats-server's stream info handler: "isGroupLeaderless"), from its
+// own copy, naming no leader; and a leader cut off from the others answers as leader until it
+// finds it lost its quorum (lostQuorumInterval, 10 s), while the others may have elected another
+// and taken writes. Either answers a state that may be behind the fleet's: a relay on the
+// minority side of a partition would take a ledger missing a revocation made on the other side
+// for current. So a stream's info counts only when it names a leader that heard from a majority
+// of the group within leaseBound (currentInfo); otherwise it is refused as a leader's absence is,
+// and steadily asks again within the operation's deadline.
+
+// leaseBound is how recently a stream's leader must have heard from each follower it counts
+// towards a majority: NATS's own bound for a follower's "recent contact" with its leader (three
+// heartbeat intervals: a leader sends one after a full idle second), under its least election
+// timeout (4 s), before which no follower that heard the leader then can have helped elect another.
+const leaseBound = 3 * time.Second
+
+// errNotCurrent is a stream's info that currentInfo does not take for current.
+var errNotCurrent = errors.New("the stream's state came from a member without a leader, or from a leader that has not heard from a majority of its group lately: it may be behind")
+
+// currentInfo returns info, or errNotCurrent when it names no leader, or its leader has not heard
+// from enough of the group's other members within leaseBound to make a majority with it. An
+// info without a group (a server of its own, a stream of one replica) names its server as leader.
+func currentInfo(info *jetstream.StreamInfo) (*jetstream.StreamInfo, error) {
+	c := info.Cluster
+	if c == nil {
+		return info, nil
+	}
+	if c.Leader == "" {
+		return nil, fmt.Errorf("%w (no leader named)", errNotCurrent)
+	}
+	heard := 0
+	for _, p := range c.Replicas {
+		// An Active of 0 is a peer never heard from.
+		if p != nil && !p.Offline && p.Active > 0 && p.Active <= leaseBound {
+			heard++
+		}
+	}
+	if size := len(c.Replicas) + 1; heard+1 <= size/2 {
+		return nil, fmt.Errorf("%w (leader %s heard from %d of the %d others within %v)", errNotCurrent, c.Leader, heard, size-1, leaseBound)
+	}
+	return info, nil
+}
+
+// streamInfo is st's state, current (currentInfo), asking again within ctx while it is not.
+func streamInfo(ctx context.Context, st jetstream.Stream) (*jetstream.StreamInfo, error) {
+	return steadily(ctx, func() (*jetstream.StreamInfo, error) {
+		info, err := st.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return currentInfo(info)
+	})
 }
 
 // steadily runs try until it succeeds, fails otherwise than noLeader, or ctx ends (then with the

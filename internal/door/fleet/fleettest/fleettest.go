@@ -7,6 +7,7 @@ package fleettest
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -38,10 +39,15 @@ type Server struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 
-	// A node of a cluster (StartCluster): its name, its cluster port and the others'.
+	// A node of a cluster (StartCluster): its name, its cluster port, the ports of its routes to
+	// the others (their links), the port it tells the others it has (where nothing listens: the
+	// nodes meet by their links alone, never by what they hear of each other), and the links
+	// between it and each other node (Cut).
 	name        string
 	clusterPort int
 	routes      []int
+	advertise   int
+	links       map[*Server][]*link
 }
 
 // Start starts a server on a free loopback port with JetStream in t.TempDir(); it stops when the
@@ -56,17 +62,22 @@ func Start(t testing.TB) *Server {
 
 // StartCluster starts n servers as one NATS cluster with JetStream, each on free loopback ports
 // with its store in t.TempDir() (the JetStream meta group begins once a majority has met); they
-// stop when the test ends.
+// stop when the test ends. Every route between two nodes passes through a link of that pair
+// (a TCP relay in the test's process), so a test can cut two nodes apart (Cut) as a network
+// partition would, each still running and still serving its clients.
 func StartCluster(t testing.TB, n int) []*Server {
 	t.Helper()
 	nodes := make([]*Server, n)
 	for i := range nodes {
-		nodes[i] = &Server{t: t, bin: program(t), dir: t.TempDir(), port: freePort(t), name: "n" + strconv.Itoa(i), clusterPort: freePort(t)}
+		nodes[i] = &Server{t: t, bin: program(t), dir: t.TempDir(), port: freePort(t), name: "n" + strconv.Itoa(i), clusterPort: freePort(t),
+			advertise: freePort(t), links: map[*Server][]*link{}}
 	}
-	for i, s := range nodes {
-		for j, o := range nodes {
-			if i != j {
-				s.routes = append(s.routes, o.clusterPort)
+	for _, s := range nodes {
+		for _, o := range nodes {
+			if s != o {
+				k := startLink(t, o.clusterPort) // s's route to o
+				s.routes = append(s.routes, k.port)
+				s.links[o], o.links[s] = append(s.links[o], k), append(o.links[s], k)
 			}
 		}
 	}
@@ -75,6 +86,81 @@ func StartCluster(t testing.TB, n int) []*Server {
 		t.Cleanup(s.Stop)
 	}
 	return nodes
+}
+
+// Cut parts s and o for good: the links between them close with their routes, and take no
+// more, so neither hears the other again, as across a network partition. Each keeps its
+// clients and its routes to the other nodes.
+func (s *Server) Cut(o *Server) {
+	for _, k := range s.links[o] {
+		k.cut()
+	}
+}
+
+// link is one node's way to another's cluster port: it relays every connection made to its
+// port there, until it is cut.
+type link struct {
+	l     net.Listener
+	port  int
+	mu    sync.Mutex
+	conns []net.Conn // open either side, closed by cut
+	done  bool
+}
+
+// startLink listens on a free loopback port and relays what it takes to the port to; it is cut
+// when the test ends (after the nodes stop: cleanups run last first).
+func startLink(t testing.TB, to int) *link {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &link{l: l, port: l.Addr().(*net.TCPAddr).Port}
+	t.Cleanup(k.cut)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go k.relay(c, to)
+		}
+	}()
+	return k
+}
+
+// relay copies between c and a connection to the port to, both ways, until either ends.
+func (k *link) relay(c net.Conn, to int) {
+	d, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(to))
+	if err != nil {
+		c.Close()
+		return
+	}
+	k.mu.Lock()
+	if k.done {
+		k.mu.Unlock()
+		c.Close()
+		d.Close()
+		return
+	}
+	k.conns = append(k.conns, c, d)
+	k.mu.Unlock()
+	go func() { io.Copy(d, c); d.Close(); c.Close() }()
+	io.Copy(c, d)
+	c.Close()
+	d.Close()
+}
+
+// cut closes the link's port and every connection through it.
+func (k *link) cut() {
+	k.l.Close()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.done = true
+	for _, c := range k.conns {
+		c.Close()
+	}
+	k.conns = nil
 }
 
 // freePort returns a loopback port nobody listens on now. Its listener lets go of the port as a
@@ -141,7 +227,7 @@ func (s *Server) Restart() {
 			routes[i] = "nats-route://127.0.0.1:" + strconv.Itoa(p)
 		}
 		args = append(args, "-n", s.name, "--cluster_name", "fleettest", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(s.clusterPort),
-			"--routes", strings.Join(routes, ","))
+			"--routes", strings.Join(routes, ","), "--cluster_advertise", "127.0.0.1:"+strconv.Itoa(s.advertise))
 	}
 	cmd := exec.Command(s.bin, args...)
 	dieWithTest(cmd)
