@@ -2,9 +2,12 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -124,11 +127,25 @@ func steadily[T any](ctx context.Context, try func() (T, error)) (T, error) {
 }
 
 // steadyKV is a bucket whose operations ask again, within their context, while JetStream has no
-// leader for them (steadily). The fleet hands out its buckets as these.
-type steadyKV struct{ jetstream.KeyValue }
+// leader for them (steadily), and whose reads of a key are the leader's (Get). The fleet hands
+// out its buckets as these.
+type steadyKV struct {
+	jetstream.KeyValue
+	nc    *nats.Conn
+	lease *readLease
+}
 
+// Get reads the key's value from the bucket stream's leader while it holds a lease (current): not
+// by a direct get, which any member of the group answers from its own copy, also one cut off from
+// the others, so that a key changed on the majority side of a partition (a bearer revoked, a
+// session ended) is never read as it was before on the minority side.
 func (kv steadyKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
-	return steadily(ctx, func() (jetstream.KeyValueEntry, error) { return kv.KeyValue.Get(ctx, key) })
+	return steadily(ctx, func() (jetstream.KeyValueEntry, error) {
+		if err := kv.current(ctx); err != nil {
+			return nil, err
+		}
+		return kv.leaderGet(ctx, key)
+	})
 }
 
 func (kv steadyKV) Put(ctx context.Context, key string, value []byte) (uint64, error) {
@@ -168,5 +185,124 @@ func (kv steadyKV) ListKeysFiltered(ctx context.Context, filters ...string) (jet
 }
 
 func (kv steadyKV) Status(ctx context.Context) (jetstream.KeyValueStatus, error) {
-	return steadily(ctx, func() (jetstream.KeyValueStatus, error) { return kv.KeyValue.Status(ctx) })
+	return steadily(ctx, func() (jetstream.KeyValueStatus, error) { return kv.status(ctx) })
 }
+
+// status is the bucket's status, its stream's info current (currentInfo).
+func (kv steadyKV) status(ctx context.Context) (jetstream.KeyValueStatus, error) {
+	st, err := kv.KeyValue.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := st.(interface{ StreamInfo() *jetstream.StreamInfo })
+	if !ok {
+		return nil, errors.New("fleet: a bucket's status without its stream's info")
+	}
+	if _, err := currentInfo(s.StreamInfo()); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// leaseHold is how long after a bucket's stream named a leader that had heard from a majority
+// within leaseBound (asked before the answer came) a read from that leader is taken for current:
+// no other leader can be elected until a follower that heard it waited NATS's least election
+// timeout (4 s), at least 4 s - leaseBound after the info; half that leaves room for the
+// messages' own travel.
+const leaseHold = 500 * time.Millisecond
+
+// readLease is when a bucket's reads from its leader stop being taken for current without asking
+// for its stream's state again.
+type readLease struct {
+	mu    sync.Mutex
+	until time.Time
+}
+
+// current returns nil while the bucket holds a lease, else asks for its stream's state and,
+// current, takes one (leaseHold from when it asked).
+func (kv steadyKV) current(ctx context.Context) error {
+	kv.lease.mu.Lock()
+	held := time.Now().Before(kv.lease.until)
+	kv.lease.mu.Unlock()
+	if held {
+		return nil
+	}
+	asked := time.Now()
+	if _, err := kv.status(ctx); err != nil {
+		return err
+	}
+	kv.lease.mu.Lock()
+	if until := asked.Add(leaseHold); until.After(kv.lease.until) {
+		kv.lease.until = until
+	}
+	kv.lease.mu.Unlock()
+	return nil
+}
+
+// JetStream's error code for a message get that found nothing.
+const errCodeNoMessage = 10037
+
+// msgGetResponse is JetStream's answer to a stream's message get ($JS.API.STREAM.MSG.GET), which
+// only the stream's leader answers.
+type msgGetResponse struct {
+	Error   *jetstream.APIError `json:"error,omitempty"`
+	Message *struct {
+		Sequence uint64    `json:"seq"`
+		Header   []byte    `json:"hdrs,omitempty"`
+		Data     []byte    `json:"data,omitempty"`
+		Time     time.Time `json:"time"`
+	} `json:"message,omitempty"`
+}
+
+// leaderGet is a key's latest value asked of the bucket stream's leader, read as the client's
+// own Get reads it (a delete, a purge or a TTL's marker is a key not found).
+func (kv steadyKV) leaderGet(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	if key == "" || strings.ContainsAny(key, " \t\r\n*>") || strings.HasPrefix(key, ".") || strings.HasSuffix(key, ".") {
+		return nil, jetstream.ErrInvalidKey
+	}
+	bucket := kv.Bucket()
+	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + bucket + "." + key})
+	m, err := kv.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
+	if err != nil {
+		return nil, err
+	}
+	var resp msgGetResponse
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return nil, fmt.Errorf("fleet: a message get's answer: %w", err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == errCodeNoMessage:
+		return nil, jetstream.ErrKeyNotFound
+	case resp.Error != nil:
+		return nil, resp.Error
+	case resp.Message == nil:
+		return nil, errors.New("fleet: a message get answered neither a message nor an error")
+	}
+	e := &leaderEntry{bucket: bucket, key: key, value: resp.Message.Data, revision: resp.Message.Sequence, created: resp.Message.Time}
+	if len(resp.Message.Header) > 0 {
+		h, err := nats.DecodeHeadersMsg(resp.Message.Header)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: a message get's headers: %w", err)
+		}
+		if h.Get("KV-Operation") != "" || h.Get(jetstream.MarkerReasonHeader) != "" {
+			return nil, jetstream.ErrKeyNotFound // deleted, purged or expired
+		}
+	}
+	return e, nil
+}
+
+// leaderEntry is a key's value as leaderGet read it.
+type leaderEntry struct {
+	bucket, key string
+	value       []byte
+	revision    uint64
+	created     time.Time
+}
+
+func (e *leaderEntry) Bucket() string                  { return e.bucket }
+func (e *leaderEntry) Key() string                     { return e.key }
+func (e *leaderEntry) Value() []byte                   { return e.value }
+func (e *leaderEntry) Revision() uint64                { return e.revision }
+func (e *leaderEntry) Created() time.Time              { return e.created }
+func (e *leaderEntry) Delta() uint64                   { return 0 }
+func (e *leaderEntry) Operation() jetstream.KeyValueOp { return jetstream.KeyValuePut }
