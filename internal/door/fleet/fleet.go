@@ -300,7 +300,7 @@ func (f *Fleet) bucket(ctx context.Context, name string) (jetstream.KeyValue, er
 	if err != nil {
 		return nil, f.unavailable(err)
 	}
-	kv = steadyKV{KeyValue: made, nc: f.nc, lease: &readLease{}}
+	kv = steadyKV{KeyValue: made, replicated: f.cfg.Replicas > 1, nc: f.nc, lease: &readLease{}}
 	f.mu.Lock()
 	f.buckets[name] = kv
 	f.mu.Unlock()

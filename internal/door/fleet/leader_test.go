@@ -120,6 +120,7 @@ func TestOperationsWaitForALeaderWithinTheirDeadline(t *testing.T) {
 	if c, ok, err := clients.Lookup(bearer); err != nil || !ok || !c.Revoked.IsZero() {
 		t.Fatalf("the bearer before the fault: %+v %v %v", c, ok, err)
 	}
+	readsFromTheLeader(t, f, clients)
 	// A relay on the first node: on the side of the partition that keeps a majority.
 	other, err := Connect(Config{URL: nodes[0].URL(), Prefix: "leader", Replicas: 3})
 	if err != nil {
@@ -148,6 +149,47 @@ func TestOperationsWaitForALeaderWithinTheirDeadline(t *testing.T) {
 	t.Run("TheExtensionStoreWaitsForALeaderWithinItsDeadline", func(t *testing.T) {
 		theExtensionStoreWaitsForALeader(t, f, ext, &logged)
 	})
+}
+
+// readsFromTheLeader: on the whole cluster, a replicated bucket's Get (its leader's answer, not
+// a direct get) reads a key as the client's own Get does: a value, a key never written, deleted,
+// or purged with a TTL's marker (a revoked bearer's name key) not found.
+func readsFromTheLeader(t *testing.T, f *Fleet, clients *MCPClients) {
+	ctx, cancel, kv, err := f.op(mcpClientsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	if !kv.(steadyKV).replicated {
+		t.Fatal("a bucket of three replicas reads by direct gets")
+	}
+	spare, err := clients.Mint("spare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := kv.Get(ctx, mcpNameKeyOf("spare")); err != nil || string(e.Value()) != hoststate.HashBearer(spare) || e.Key() != mcpNameKeyOf("spare") || e.Revision() == 0 {
+		t.Fatalf("a replicated bucket's Get of a key: %v %v", e, err)
+	}
+	if err := clients.Revoke("spare"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, mcpNameKeyOf("spare")); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("a replicated bucket's Get of a key purged with a marker answered %v; want not found", err)
+	}
+	if c, ok, err := clients.Lookup(spare); err != nil || !ok || c.Revoked.IsZero() {
+		t.Fatalf("a revoked bearer's lookup: %+v %v %v", c, ok, err)
+	}
+	if _, err := kv.Put(ctx, "gone", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"gone", "never"} {
+		if _, err := kv.Get(ctx, key); !errors.Is(err, jetstream.ErrKeyNotFound) {
+			t.Fatalf("a replicated bucket's Get of %q answered %v; want not found", key, err)
+		}
+	}
 }
 
 // revoked is the ledger line the majority side appends: the extension admitted before, revoked.

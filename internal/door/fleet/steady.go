@@ -131,15 +131,20 @@ func steadily[T any](ctx context.Context, try func() (T, error)) (T, error) {
 // out its buckets as these.
 type steadyKV struct {
 	jetstream.KeyValue
-	nc    *nats.Conn
-	lease *readLease
+	replicated bool // kept with more than one replica (Config.Replicas, which made it)
+	nc         *nats.Conn
+	lease      *readLease
 }
 
-// Get reads the key's value from the bucket stream's leader while it holds a lease (current): not
-// by a direct get, which any member of the group answers from its own copy, also one cut off from
-// the others, so that a key changed on the majority side of a partition (a bearer revoked, a
-// session ended) is never read as it was before on the minority side.
+// Get reads the key's value, of a replicated bucket from its stream's leader while it holds a
+// lease (current): not by a direct get, which any member of the group answers from its own copy,
+// also one cut off from the others, so that a key changed on the majority side of a partition (a
+// bearer revoked, a session ended) is never read as it was before on the minority side. A bucket
+// of one replica has one copy, on the server that leads it: a direct get is its leader's answer.
 func (kv steadyKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	if !kv.replicated {
+		return steadily(ctx, func() (jetstream.KeyValueEntry, error) { return kv.KeyValue.Get(ctx, key) })
+	}
 	return steadily(ctx, func() (jetstream.KeyValueEntry, error) {
 		if err := kv.current(ctx); err != nil {
 			return nil, err
