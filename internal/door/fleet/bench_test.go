@@ -49,7 +49,9 @@ func BenchmarkSessionLookup(b *testing.B) {
 
 // BenchmarkMCPBearerLookup: what /mcp's check of a bearer costs at every request, the bearers
 // in the state directory's file (a relay alone) and in the fleet's bucket on an embedded NATS
-// (two key-value reads: the bearer's record and its name's key).
+// (two key-value reads: the bearer's record and its name's key), on one server and on a cluster
+// of three with three replicas (each key read from the bucket stream's leader, which may be
+// another node, while a current state of the stream was seen in the last 500 ms).
 func BenchmarkMCPBearerLookup(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -59,6 +61,22 @@ func BenchmarkMCPBearerLookup(b *testing.B) {
 			return mcp.NewFileClients(filepath.Join(b.TempDir(), mcp.ClientsFile))
 		}},
 		{"nats", func(b *testing.B) hoststate.MCPClientStore { return join(b, fleettest.Start(b), "bench").MCPClients() }},
+		{"nats-3", func(b *testing.B) hoststate.MCPClientStore {
+			nodes := fleettest.StartCluster(b, 3)
+			f, err := fleet.Connect(fleet.Config{URL: nodes[0].URL(), Prefix: "bench", Replicas: 3})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(f.Close)
+			s := f.MCPClients()
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) { // the cluster electing its leaders
+				if _, err := s.Mint("client-0"); err == nil {
+					return s
+				} else if time.Now().After(deadline) {
+					b.Fatal(err)
+				}
+			}
+		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := bc.open(b)
