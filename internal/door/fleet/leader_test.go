@@ -153,7 +153,7 @@ func TestOperationsWaitForALeaderWithinTheirDeadline(t *testing.T) {
 
 // readsFromTheLeader: on the whole cluster, a replicated bucket's Get (its leader's answer, not
 // a direct get) reads a key as the client's own Get does: a value, a key never written, deleted,
-// or purged with a TTL's marker (a revoked bearer's name key) not found.
+// or purged with a TTL's marker (a revoked bearer's name key) not found, a wildcard refused.
 func readsFromTheLeader(t *testing.T, f *Fleet, clients *MCPClients) {
 	ctx, cancel, kv, err := f.op(mcpClientsBucket)
 	if err != nil {
@@ -188,6 +188,11 @@ func readsFromTheLeader(t *testing.T, f *Fleet, clients *MCPClients) {
 	for _, key := range []string{"gone", "never"} {
 		if _, err := kv.Get(ctx, key); !errors.Is(err, jetstream.ErrKeyNotFound) {
 			t.Fatalf("a replicated bucket's Get of %q answered %v; want not found", key, err)
+		}
+	}
+	for _, key := range []string{"a.*", ">", "a b", ".a", ""} {
+		if _, err := kv.Get(ctx, key); !errors.Is(err, jetstream.ErrInvalidKey) {
+			t.Fatalf("a replicated bucket's Get of %q answered %v; want an invalid key", key, err)
 		}
 	}
 }

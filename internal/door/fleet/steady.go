@@ -262,7 +262,7 @@ type msgGetResponse struct {
 // leaderGet is a key's latest value asked of the bucket stream's leader, read as the client's
 // own Get reads it (a delete, a purge or a TTL's marker is a key not found).
 func (kv steadyKV) leaderGet(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
-	if key == "" || strings.ContainsAny(key, " \t\r\n*>") || strings.HasPrefix(key, ".") || strings.HasSuffix(key, ".") {
+	if !validKey(key) {
 		return nil, jetstream.ErrInvalidKey
 	}
 	bucket := kv.Bucket()
@@ -294,6 +294,20 @@ func (kv steadyKV) leaderGet(ctx context.Context, key string) (jetstream.KeyValu
 		}
 	}
 	return e, nil
+}
+
+// validKey is the client's own rule for a key (letters, digits, "-/_=." and no dot at either
+// end), so that a key is one subject's tail and never a wildcard.
+func validKey(key string) bool {
+	if key == "" || key[0] == '.' || key[len(key)-1] == '.' {
+		return false
+	}
+	for _, c := range key {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("-/_=.", c)) {
+			return false
+		}
+	}
+	return true
 }
 
 // leaderEntry is a key's value as leaderGet read it.
