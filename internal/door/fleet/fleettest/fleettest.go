@@ -6,9 +6,11 @@
 package fleettest
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +49,7 @@ type Server struct {
 	clusterPort int
 	routes      []int
 	advertise   int
+	monitor     int // its HTTP monitoring port (MetaLeader)
 	links       map[*Server][]*link
 }
 
@@ -70,7 +73,7 @@ func StartCluster(t testing.TB, n int) []*Server {
 	nodes := make([]*Server, n)
 	for i := range nodes {
 		nodes[i] = &Server{t: t, bin: program(t), dir: t.TempDir(), port: freePort(t), name: "n" + strconv.Itoa(i), clusterPort: freePort(t),
-			advertise: freePort(t), links: map[*Server][]*link{}}
+			advertise: freePort(t), monitor: freePort(t), links: map[*Server][]*link{}}
 	}
 	for _, s := range nodes {
 		for _, o := range nodes {
@@ -86,6 +89,26 @@ func StartCluster(t testing.TB, n int) []*Server {
 		t.Cleanup(s.Stop)
 	}
 	return nodes
+}
+
+// MetaLeader is the name of the node that leads the cluster's JetStream meta group as this node
+// knows it ("" while it knows none, or cannot be asked), from its monitoring endpoint (/jsz).
+func (s *Server) MetaLeader() string {
+	c := http.Client{Timeout: readyBound}
+	resp, err := c.Get("http://127.0.0.1:" + strconv.Itoa(s.monitor) + "/jsz")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var jsz struct {
+		Meta *struct {
+			Leader string `json:"leader"`
+		} `json:"meta_cluster"`
+	}
+	if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&jsz) != nil || jsz.Meta == nil {
+		return ""
+	}
+	return jsz.Meta.Leader
 }
 
 // Cut parts s and o for good: the links between them close with their routes, and take no
@@ -227,7 +250,8 @@ func (s *Server) Restart() {
 			routes[i] = "nats-route://127.0.0.1:" + strconv.Itoa(p)
 		}
 		args = append(args, "-n", s.name, "--cluster_name", "fleettest", "--cluster", "nats://127.0.0.1:"+strconv.Itoa(s.clusterPort),
-			"--routes", strings.Join(routes, ","), "--cluster_advertise", "127.0.0.1:"+strconv.Itoa(s.advertise))
+			"--routes", strings.Join(routes, ","), "--cluster_advertise", "127.0.0.1:"+strconv.Itoa(s.advertise),
+			"-m", strconv.Itoa(s.monitor))
 	}
 	cmd := exec.Command(s.bin, args...)
 	dieWithTest(cmd)
