@@ -4,9 +4,13 @@ package tests
 
 import (
 	"cmp"
+	"embed"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,6 +55,8 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 	relay := harness.StartRelay(b)
 	type side struct {
 		tab *harness.Tab
+		// call is a JavaScript function of a call's args that makes one add_points call.
+		call string
 		us  []float64
 		cpu float64
 		// turnStart and steady are us split by a call's place in its turn; spaced are the calls
@@ -61,6 +67,19 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		// (VOICEBOX_BENCH_CPU_BY_THREAD): the other side's threads idle meanwhile.
 		byThread processCPU
 	}
+	const pageCall = `(args) => voicebox.miniApps.call('app_scoreboard', 'add_points', args)`
+	warm := func(tab *harness.Tab, call string) {
+		// Warmed up first: for some seconds after a page and its app load, Chromium's own UI
+		// renderer and the browser process work (about 2 ms of CPU per call over the first few
+		// hundred calls, none after), and the page's renderer compiles the worker's hot wasm
+		// again in its thread pool (250-700 us of CPU per call over the first 600-900 calls,
+		// 30-80 after 1,200), neither of which is the call's cost.
+		harness.Eval[bool](tab, fmt.Sprintf(`(async () => {
+			const call = %s;
+			for (let i = 0; i < %d; i++) await call({team: 'home', points: 1});
+			return true;
+		})()`, call, miniAppWarmUp))
+	}
 	open := func(url string) *side {
 		tab := harness.NewTab(b)
 		tab.Quiet()
@@ -68,16 +87,8 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		harness.WaitFor[bool](tab, `!!(window.voicebox && voicebox.miniApps) && !document.querySelector('#new-file').disabled`, readyBound)
 		harness.Eval[string](tab, `voicebox.miniApps.launch({name: 'Scoreboard'}).then(a => a.appId)`)
 		harness.WaitFor[bool](tab, `voicebox.miniApps.tools('app_scoreboard').length === 4`, appBound)
-		// Warmed up first: for some seconds after a page and its app load, Chromium's own UI
-		// renderer and the browser process work (about 2 ms of CPU per call over the first few
-		// hundred calls, none after), and the page's renderer compiles the worker's hot wasm
-		// again in its thread pool (250-700 us of CPU per call over the first 600-900 calls,
-		// 30-80 after 1,200), neither of which is the call's cost.
-		harness.Eval[bool](tab, fmt.Sprintf(`(async () => {
-			for (let i = 0; i < %d; i++) await voicebox.miniApps.call('app_scoreboard', 'add_points', {team: 'home', points: 1});
-			return true;
-		})()`, miniAppWarmUp))
-		return &side{tab: tab, byThread: processCPU{}}
+		warm(tab, pageCall)
+		return &side{tab: tab, call: pageCall, byThread: processCPU{}}
 	}
 	page := open(relay.URL)
 	sides := []*side{page}
@@ -85,6 +96,34 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 	if bin := os.Getenv("VOICEBOX_BENCH_MINIAPP_BEFORE"); bin != "" {
 		before = open(harness.StartAlone(b, bin).URL)
 		sides = append(sides, before)
+	}
+	// The floors (VOICEBOX_BENCH_MINIAPP_FLOOR): the same four messages on the same threads with
+	// none of the product's work, the app's webMcp a stand-in ("floor"), or the product's SDK
+	// ("floor-sdk"; with VOICEBOX_BENCH_MINIAPP_FLOOR_SDK_BEFORE naming another SDK's file, that
+	// one too, "floor-sdk-before").
+	type floorSide struct {
+		name string
+		*side
+	}
+	var floors []floorSide
+	if os.Getenv("VOICEBOX_BENCH_MINIAPP_FLOOR") != "" {
+		url := serveMiniAppFloor(b)
+		app := readFile(b, filepath.Join(harness.RepoRoot(), "samples", "scoreboard.html"))
+		sdks := []struct{ name, sdk string }{{"floor", ""}, {"floor-sdk", readFile(b, filepath.Join(harness.RepoRoot(), "public", "mini-app-sdk.js"))}}
+		if f := os.Getenv("VOICEBOX_BENCH_MINIAPP_FLOOR_SDK_BEFORE"); f != "" {
+			sdks = append(sdks, struct{ name, sdk string }{"floor-sdk-before", readFile(b, f)})
+		}
+		for _, f := range sdks {
+			tab := harness.NewTab(b)
+			tab.Quiet()
+			tab.Navigate(url)
+			harness.Eval[bool](tab, fmt.Sprintf(`(floor.start(%s, %s), true)`, strconv.Quote(app), strconv.Quote(f.sdk)))
+			harness.WaitFor[bool](tab, `window.floor.ready`, appBound)
+			s := &side{tab: tab, call: `(args) => floor.call('add_points', args)`, byThread: processCPU{}}
+			warm(tab, s.call)
+			floors = append(floors, floorSide{f.name, s})
+			sides = append(sides, s)
+		}
 	}
 	var prof *harness.WorkerProfiler
 	if os.Getenv("VOICEBOX_PROFILE") != "" {
@@ -112,14 +151,15 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 					prof.Start(b)
 				}
 				turn := harness.Eval[[]float64](s.tab, fmt.Sprintf(`(async () => {
+					const call = %s;
 					const out = [];
 					for (let i = 0; i < %d; i++) {
 						const t0 = performance.now();
-						await voicebox.miniApps.call('app_scoreboard', 'add_points', {team: 'home', points: 1});
+						await call({team: 'home', points: 1});
 						out.push((performance.now() - t0) * 1000);
 					}
 					return out;
-				})()`, miniAppRound))
+				})()`, s.call, miniAppRound))
 				s.us = append(s.us, turn...)
 				s.turnStart = append(s.turnStart, turn[:miniAppTurnStart]...)
 				s.steady = append(s.steady, turn[miniAppTurnStart:]...)
@@ -147,16 +187,17 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 						th0 = childrenCPUByThread()
 					}
 					us := harness.Eval[[]float64](s.tab, fmt.Sprintf(`(async () => {
+						const call = %s;
 						const out = [];
 						for (let i = 0; i < %d; i++) {
 							await new Promise((resolve) => setTimeout(resolve, %d));
 							if (!%t) continue;
 							const t0 = performance.now();
-							await voicebox.miniApps.call('app_scoreboard', 'add_points', {team: 'away', points: 1});
+							await call({team: 'away', points: 1});
 							out.push((performance.now() - t0) * 1000);
 						}
 						return out;
-					})()`, miniAppSpacedTurn, miniAppPause.Milliseconds(), calls))
+					})()`, s.call, miniAppSpacedTurn, miniAppPause.Milliseconds(), calls))
 					if !calls {
 						s.idleCPU += childrenCPU() - c0
 						continue
@@ -222,6 +263,9 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		if before != nil {
 			before.byThread.print(os.Stdout, "page path, by thread, the build before", len(before.us))
 		}
+		for _, f := range floors {
+			f.byThread.print(os.Stdout, "page path, by thread, "+f.name, len(f.us))
+		}
 	}
 	if f := os.Getenv("VOICEBOX_BENCH_MINIAPP_DUMP"); f != "" {
 		var sb strings.Builder
@@ -240,6 +284,33 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		harness.ReportPercentiles(b, before.us, "page-before-us")
 		report(before, "page-before")
 	}
+	for _, f := range floors {
+		b.ReportMetric(f.cpu/float64(len(f.us))*1e6, f.name+"-cpu-us/call")
+		harness.ReportPercentiles(b, f.us, f.name+"-us")
+		report(f.side, f.name)
+	}
+}
+
+//go:embed miniappfloor
+var miniAppFloor embed.FS
+
+// serveMiniAppFloor serves the floor of a mini-app tool call (tests/miniappfloor: the product's
+// four messages between the page, a dedicated worker and a sandboxed app document, with none of
+// its work) and returns its page's address.
+func serveMiniAppFloor(b *testing.B) string {
+	files, _ := fs.Sub(miniAppFloor, "miniappfloor")
+	srv := httptest.NewServer(http.FileServerFS(files))
+	b.Cleanup(srv.Close)
+	return srv.URL + "/miniapp-floor.html"
+}
+
+// readFile is the text of the file at path.
+func readFile(b *testing.B, path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return string(data)
 }
 
 // reportP50P90 reports the p50 and p90 of samples as unit-p50 and unit-p90: for the spaced calls,
