@@ -57,8 +57,8 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		tab *harness.Tab
 		// call is a JavaScript function of a call's args that makes one add_points call.
 		call string
-		us  []float64
-		cpu float64
+		us   []float64
+		cpu  float64
 		// turnStart and steady are us split by a call's place in its turn; spaced are the calls
 		// made after a pause, spacedCPU their CPU in seconds, idleCPU the same pauses' alone.
 		turnStart, steady, spaced []float64
