@@ -51,6 +51,15 @@ import (
 // (relay-spaced-us), the path a spoken call takes. VOICEBOX_BENCH_MINIAPP_DUMP names a file to
 // write every back-to-back page call to, one a line: its side (0 this build, 1 the build before),
 // its turn, its place in the turn and its microseconds.
+//
+// With VOICEBOX_BENCH_MINIAPP_FLOOR set, the call's floor is measured as further sides in the same
+// rounds (floor-us, floor-cpu-us/call, ...; tests/miniappfloor): the same app (the scoreboard
+// sample) in a sandboxed frame of its own process, called from a page through a dedicated worker
+// over a MessagePort, the same four messages, with plain JavaScript in the worker (no Go, no
+// checks) and a stand-in for the SDK ("floor"), or the product's SDK ("floor-sdk"; and
+// "floor-sdk-before", the SDK file VOICEBOX_BENCH_MINIAPP_FLOOR_SDK_BEFORE names). What the
+// product costs over the floor is the worker's Go, the SDK and the bridge's frame; the floor itself
+// is Chromium's messages and the app's drawing.
 func BenchmarkMiniAppToolCall(b *testing.B) {
 	relay := harness.StartRelay(b)
 	type side struct {
