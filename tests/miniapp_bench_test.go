@@ -56,7 +56,8 @@ import (
 // rounds (floor-us, floor-cpu-us/call, ...; tests/miniappfloor): the same app (the scoreboard
 // sample) in a sandboxed frame of its own process, called from a page through a dedicated worker
 // over a MessagePort, the same four messages, with plain JavaScript in the worker (no Go, no
-// checks) and a stand-in for the SDK ("floor"), or the product's SDK ("floor-sdk"; and
+// checks) and a stand-in for the SDK ("floor"), or the product's SDK ("floor-sdk"; in a frame of
+// another site as the bridge nests the app, "floor-sdk-nested"; and
 // "floor-sdk-before", the SDK file VOICEBOX_BENCH_MINIAPP_FLOOR_SDK_BEFORE names). What the
 // product costs over the floor is the worker's Go, the SDK and the bridge's frame; the floor itself
 // is Chromium's messages and the app's drawing.
@@ -90,7 +91,7 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		})()`, call, miniAppWarmUp))
 	}
 	open := func(url string) *side {
-		tab := harness.NewTab(b)
+		tab := harness.NewTabFor(b, miniAppTabBound)
 		tab.Quiet()
 		tab.Navigate(url)
 		harness.WaitFor[bool](tab, `!!(window.voicebox && voicebox.miniApps) && !document.querySelector('#new-file').disabled`, readyBound)
@@ -108,8 +109,10 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 	}
 	// The floors (VOICEBOX_BENCH_MINIAPP_FLOOR): the same four messages on the same threads with
 	// none of the product's work, the app's webMcp a stand-in ("floor"), or the product's SDK
-	// ("floor-sdk"; with VOICEBOX_BENCH_MINIAPP_FLOOR_SDK_BEFORE naming another SDK's file, that
-	// one too, "floor-sdk-before").
+	// ("floor-sdk"), that in a frame of another site as the product's bridge is
+	// ("floor-sdk-nested"); with VOICEBOX_BENCH_MINIAPP_FLOOR_SDK_BEFORE naming another SDK's
+	// file, that one too ("floor-sdk-before"). VOICEBOX_BENCH_MINIAPP_FLOOR_STYLE is the CSS of
+	// the floors' outer frame (480x360 without a border by default).
 	type floorSide struct {
 		name string
 		*side
@@ -118,15 +121,19 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 	if os.Getenv("VOICEBOX_BENCH_MINIAPP_FLOOR") != "" {
 		url := serveMiniAppFloor(b)
 		app := readFile(b, filepath.Join(harness.RepoRoot(), "samples", "scoreboard.html"))
-		sdks := []struct{ name, sdk string }{{"floor", ""}, {"floor-sdk", readFile(b, filepath.Join(harness.RepoRoot(), "public", "mini-app-sdk.js"))}}
+		sdk := readFile(b, filepath.Join(harness.RepoRoot(), "public", "mini-app-sdk.js"))
+		middle := strings.Replace(url, "127.0.0.1", "localhost", 1)
+		middle = middle[:strings.LastIndex(middle, "/")] + "/miniapp-floor-middle.html"
+		sdks := []struct{ name, sdk, middle string }{{"floor", "", ""}, {"floor-sdk", sdk, ""}, {"floor-sdk-nested", sdk, middle}}
 		if f := os.Getenv("VOICEBOX_BENCH_MINIAPP_FLOOR_SDK_BEFORE"); f != "" {
-			sdks = append(sdks, struct{ name, sdk string }{"floor-sdk-before", readFile(b, f)})
+			sdks = append(sdks, struct{ name, sdk, middle string }{"floor-sdk-before", readFile(b, f), ""})
 		}
 		for _, f := range sdks {
-			tab := harness.NewTab(b)
+			tab := harness.NewTabFor(b, miniAppTabBound)
 			tab.Quiet()
 			tab.Navigate(url)
-			harness.Eval[bool](tab, fmt.Sprintf(`(floor.start(%s, %s), true)`, strconv.Quote(app), strconv.Quote(f.sdk)))
+			harness.Eval[bool](tab, fmt.Sprintf(`(floor.start(%s, %s, %s, %s), true)`, strconv.Quote(app), strconv.Quote(f.sdk),
+				strconv.Quote(os.Getenv("VOICEBOX_BENCH_MINIAPP_FLOOR_STYLE")), strconv.Quote(f.middle)))
 			harness.WaitFor[bool](tab, `window.floor.ready`, appBound)
 			s := &side{tab: tab, call: `(args) => floor.call('add_points', args)`, byThread: processCPU{}}
 			warm(tab, s.call)
@@ -330,6 +337,11 @@ func reportP50P90(b *testing.B, samples []float64, unit string) {
 	b.ReportMetric(s[len(s)/2], unit+"-p50")
 	b.ReportMetric(s[len(s)*9/10], unit+"-p90")
 }
+
+// miniAppTabBound bounds the life of each of BenchmarkMiniAppToolCall's tabs: with the floors and
+// more calls a side its run takes longer than harness.TabBound, which would close the tab that
+// holds the workspace under the relay's calls (page-closed).
+const miniAppTabBound = 8 * time.Minute
 
 // miniAppWarmUp is how many calls BenchmarkMiniAppToolCall makes on a side before it measures.
 const miniAppWarmUp = 1200

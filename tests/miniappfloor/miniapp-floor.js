@@ -8,6 +8,8 @@
 // the worker posts the answer's text to the page. The app is the product's scoreboard sample
 // itself, its webMcp a three-line stand-in for the SDK (no checks, no events, no observers), or
 // the product's SDK itself (floor.start's sdk): the SDK's share of a call, without the bridge.
+// With floor.start's middle (the address of miniapp-floor-middle.html on another site) the app's
+// frame is nested in a frame of that site, where the product's bridge is.
 'use strict';
 (() => {
   const worker = new Worker('/miniapp-floor-worker.js');
@@ -19,43 +21,23 @@
     pending.delete(answer.id);
     if (settle) settle(answer);
   };
-  const shim = '<script>window.webMcp = (() => { const tools = new Map(); window.addEventListener("message", (e) => {' +
-    ' const port = e.ports && e.ports[0]; if (!port) return;' +
-    ' port.onmessage = (m) => { const c = m.data; const t = tools.get(c.name);' +
-    ' port.postMessage({ type: "tool_result", callId: c.callId, ok: true, result: JSON.stringify(t.execute(c.args)) }); };' +
-    ' parent.postMessage("floor-app-ready", "*"); });' +
-    ' return { registerTool: (t) => tools.set(t.name, t), ready: () => parent.postMessage("floor-app-loaded", "*") }; })();<\/script>';
   window.floor = {
     ready: false,
-    // start loads html (the app) in the sandboxed frame, with the stand-in above for its webMcp,
-    // or with sdk, the product's SDK (public/mini-app-sdk.js) put first as the bridge puts it, and
-    // handed its two ports as the bridge hands them: one the bridge's (here read by no one), one
-    // the worker's.
-    start(html, sdk) {
+    start(html, sdk, style, middle) {
+      const channel = new MessageChannel();
+      worker.postMessage({ port: channel.port1 }, [channel.port1]);
+      const ready = () => { window.floor.ready = true; };
+      if (!middle) {
+        floorFrame(html, sdk, style, channel.port2, ready);
+        return;
+      }
       const frame = document.createElement('iframe');
-      frame.sandbox = 'allow-scripts';
-      frame.style.cssText = 'width: 480px; height: 360px; border: 0';
-      const script = sdk ? '<script>' + sdk + '\n<\/script>' : shim;
-      frame.srcdoc = html.replace('<head>', '<head>' + script);
-      const handOver = () => {
-        const channel = new MessageChannel();
-        worker.postMessage({ port: channel.port1 }, [channel.port1]);
-        if (!sdk) {
-          frame.contentWindow.postMessage('port', '*', [channel.port2]);
-          return;
-        }
-        const bridge = new MessageChannel();
-        bridge.port1.onmessage = (m) => { if (m.data && m.data.type === 'ready') window.floor.ready = true; };
-        frame.contentWindow.postMessage({ type: 'mini_app_port' }, '*', [bridge.port2, channel.port2]);
-      };
+      frame.style.cssText = style || 'width: 480px; height: 360px; border: 0';
+      frame.src = middle;
       window.addEventListener('message', (e) => {
         if (e.source !== frame.contentWindow) return;
-        if (e.data === 'floor-app-loaded' || (sdk && e.data && e.data.type === 'mini_app_ready' && !window.floor.handed)) {
-          window.floor.handed = true;
-          handOver();
-        } else if (e.data === 'floor-app-ready') {
-          window.floor.ready = true;
-        }
+        if (e.data === 'floor-middle') frame.contentWindow.postMessage({ type: 'floor-load', html, sdk }, '*', [channel.port2]);
+        else if (e.data === 'floor-ready') ready();
       });
       document.body.append(frame);
     },
