@@ -56,7 +56,8 @@ import (
 // rounds (floor-us, floor-cpu-us/call, ...; tests/miniappfloor): the same app (the scoreboard
 // sample) in a sandboxed frame of its own process, called from a page through a dedicated worker
 // over a MessagePort, the same four messages, with plain JavaScript in the worker (no Go, no
-// checks) and a stand-in for the SDK ("floor"), or the product's SDK ("floor-sdk"; in a frame of
+// checks) and a stand-in for the SDK ("floor"; with the SDK's watch of the document for forms,
+// "floor-observed"), or the product's SDK ("floor-sdk"; in a frame of
 // another site as the bridge nests the app, "floor-sdk-nested"; and
 // "floor-sdk-before", the SDK file VOICEBOX_BENCH_MINIAPP_FLOOR_SDK_BEFORE names). What the
 // product costs over the floor is the worker's Go, the SDK and the bridge's frame; the floor itself
@@ -115,8 +116,8 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		sides = append(sides, before)
 	}
 	// The floors (VOICEBOX_BENCH_MINIAPP_FLOOR): the same four messages on the same threads with
-	// none of the product's work, the app's webMcp a stand-in ("floor"), or the product's SDK
-	// ("floor-sdk"), that in a frame of another site as the product's bridge is
+	// none of the product's work, the app's webMcp a stand-in ("floor"; "floor-observed" with a
+	// MutationObserver like the SDK's forms watch), or the product's SDK ("floor-sdk"), that in a frame of another site as the product's bridge is
 	// ("floor-sdk-nested"); with VOICEBOX_BENCH_MINIAPP_FLOOR_SDK_BEFORE naming another SDK's
 	// file, that one too ("floor-sdk-before"). VOICEBOX_BENCH_MINIAPP_FLOOR_STYLE is the CSS of
 	// the floors' outer frame (480x360 without a border by default).
@@ -131,16 +132,20 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		sdk := readFile(b, filepath.Join(harness.RepoRoot(), "public", "mini-app-sdk.js"))
 		middle := strings.Replace(url, "127.0.0.1", "localhost", 1)
 		middle = middle[:strings.LastIndex(middle, "/")] + "/miniapp-floor-middle.html"
-		sdks := []struct{ name, sdk, middle string }{{"floor", "", ""}, {"floor-sdk", sdk, ""}, {"floor-sdk-nested", sdk, middle}}
+		type floorKind struct {
+			name, sdk, middle string
+			observed          bool
+		}
+		sdks := []floorKind{{"floor", "", "", false}, {"floor-observed", "", "", true}, {"floor-sdk", sdk, "", false}, {"floor-sdk-nested", sdk, middle, false}}
 		if f := os.Getenv("VOICEBOX_BENCH_MINIAPP_FLOOR_SDK_BEFORE"); f != "" {
-			sdks = append(sdks, struct{ name, sdk, middle string }{"floor-sdk-before", readFile(b, f), ""})
+			sdks = append(sdks, floorKind{"floor-sdk-before", readFile(b, f), "", false})
 		}
 		for _, f := range sdks {
 			tab := harness.NewTabFor(b, miniAppTabBound)
 			tab.Quiet()
 			tab.Navigate(url)
-			harness.Eval[bool](tab, fmt.Sprintf(`(floor.start(%s, %s, %s, %s), true)`, strconv.Quote(app), strconv.Quote(f.sdk),
-				strconv.Quote(os.Getenv("VOICEBOX_BENCH_MINIAPP_FLOOR_STYLE")), strconv.Quote(f.middle)))
+			harness.Eval[bool](tab, fmt.Sprintf(`(floor.start(%s, %s, %s, %s, %t), true)`, strconv.Quote(app), strconv.Quote(f.sdk),
+				strconv.Quote(os.Getenv("VOICEBOX_BENCH_MINIAPP_FLOOR_STYLE")), strconv.Quote(f.middle), f.observed))
 			harness.WaitFor[bool](tab, `window.floor.ready`, appBound)
 			s := &side{tab: tab, call: floorCall, byThread: processCPU{}}
 			warm(tab, s.call)

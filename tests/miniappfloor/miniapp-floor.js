@@ -23,12 +23,12 @@
   };
   window.floor = {
     ready: false,
-    start(html, sdk, style, middle) {
+    start(html, sdk, style, middle, observed) {
       const channel = new MessageChannel();
       worker.postMessage({ port: channel.port1 }, [channel.port1]);
       const ready = () => { window.floor.ready = true; };
       if (!middle) {
-        floorFrame(html, sdk, style, channel.port2, ready);
+        floorFrame(html, sdk, style, channel.port2, ready, observed);
         return;
       }
       const frame = document.createElement('iframe');
