@@ -30,7 +30,8 @@ Usage: ./build.sh COMMAND
                  and arm64 (each one file with the page inside), and dist/SHA256SUMS
   test [LAYER]   set up what the tests need, build, then run every layer, or one of:
                    lint     gofmt, go vet (native and GOOS=js), tsc --noEmit of public/, and
-                            Node's test runner over the page's pure modules (tools/web/test)
+                            Node's test runner over the page's pure modules (tools/web/test),
+                            and the build tools' own tests (tools/)
                    native   go test -race of every package but tests/
                    browser  GOOS=js tests in headless Chromium (wasmbrowsertest)
                    e2e      end-to-end tests in tests/ (the page in Chromium, the worker harness)
@@ -366,6 +367,9 @@ layer_lint() {
 	go vet ./... || die "lint: go vet (native) found problems"
 	GOOS=js GOARCH=wasm go vet $(js_packages) || die "lint: go vet (GOOS=js) found problems"
 	(cd tools && go vet ./...) || die "lint: go vet (tools/) found problems"
+	# The build's own tools (wasmpack, which packs the page's wasm) have tests of their own: a
+	# module apart, so no layer's go test reaches them; they take a second.
+	(cd tools && go test -count=1 ./...) || die "lint: go test (tools/) found problems"
 	go -C tests vet ./... || die "lint: go vet (tests/) found problems"
 	setup_web
 	local p

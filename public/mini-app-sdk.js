@@ -996,10 +996,24 @@
       }
     }
   }
+  /**
+   * movesForms reports whether a change to the document may have added or removed a form, or
+   * changed a form's toolname: an element came or went (it may be a form or hold one), or one of
+   * the two attributes changed. A tool that writes text (most of them: a score, a status line)
+   * changes neither, and the document is not searched again for it.
+   * @param {MutationRecord} r
+   */
+  const movesForms = (r) => {
+    if (r.type === 'attributes') return true;
+    for (const n of r.addedNodes) if (n.nodeType === Node.ELEMENT_NODE) return true;
+    for (const n of r.removedNodes) if (n.nodeType === Node.ELEMENT_NODE) return true;
+    return false;
+  };
   let formsQueued = false;
-  const formsChanged = () => {
+  /** @param {MutationRecord[]} records */
+  const formsChanged = (records) => {
     // While the document is parsed, a form's controls are still coming: forms register once it is.
-    if (formsQueued || document.readyState === 'loading') return;
+    if (formsQueued || document.readyState === 'loading' || !records.some(movesForms)) return;
     formsQueued = true;
     queueMicrotask(() => { formsQueued = false; syncForms(); });
   };

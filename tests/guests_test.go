@@ -532,3 +532,39 @@ func TestFormsWithToolnameAreTools(t *testing.T) {
 		})
 	}
 }
+
+// TestTextAnAppWritesDoesNotSearchForForms holds the SDK's watch for declarative forms to what can
+// move one: a tool that writes text (a score, a status line: most tools, on every call) does not
+// have the SDK search the app's whole document again, while an element that comes with a form
+// inside it still registers that form's tool. The app counts the SDK's searches in its own
+// document (the SDK runs in the app's world, the test's evaluations in an isolated one).
+func TestTextAnAppWritesDoesNotSearchForForms(t *testing.T) {
+	t.Parallel()
+	relay := harness.StartRelay(t)
+	tab := harness.NewTab(t)
+	openWorkspace(t, tab, relay.URL)
+	counting := `const search = Document.prototype.querySelectorAll;
+Document.prototype.querySelectorAll = function (selector) {
+  if (selector === 'form[toolname]') document.documentElement.dataset.searches = String(Number(document.documentElement.dataset.searches || 0) + 1);
+  return search.call(this, selector);
+};`
+	id := openPage(t, tab, "forms-counted.html", formApp(counting)+`<p id="status">ready</p>`, 2)
+	searches := func() int {
+		return harness.EvalInFrame[int](tab, "about:srcdoc", `new Promise((resolve) => setTimeout(resolve, 50)).then(() => Number(document.documentElement.dataset.searches || 0))`)
+	}
+	before := searches()
+	harness.EvalInFrame[bool](tab, "about:srcdoc", `(document.getElementById('status').textContent = 'written', document.body.append('more text'), true)`)
+	if after := searches(); after != before {
+		t.Errorf("writing text searched the document for forms %d times", after-before)
+	}
+	harness.EvalInFrame[bool](tab, "about:srcdoc", `(() => {
+		const box = document.createElement('div');
+		box.innerHTML = '<form toolname="later" tooldescription="Comes later" toolautosubmit><input name="x"></form>';
+		document.body.append(box);
+		return true;
+	})()`)
+	harness.WaitFor[bool](tab, fmt.Sprintf(`voicebox.miniApps.tools(%q).includes('later')`, id), appBound)
+	if after := searches(); after == before {
+		t.Errorf("a form that came inside an element was registered without a search: the count does not count")
+	}
+}

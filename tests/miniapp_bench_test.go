@@ -4,9 +4,13 @@ package tests
 
 import (
 	"cmp"
+	"embed"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,12 +51,25 @@ import (
 // (relay-spaced-us), the path a spoken call takes. VOICEBOX_BENCH_MINIAPP_DUMP names a file to
 // write every back-to-back page call to, one a line: its side (0 this build, 1 the build before),
 // its turn, its place in the turn and its microseconds.
+//
+// With VOICEBOX_BENCH_MINIAPP_FLOOR set, the call's floor is measured as further sides in the same
+// rounds (floor-us, floor-cpu-us/call, ...; tests/miniappfloor): the same app (the scoreboard
+// sample) in a sandboxed frame of its own process, called from a page through a dedicated worker
+// over a MessagePort, the same four messages, with plain JavaScript in the worker (no Go, no
+// checks) and a stand-in for the SDK ("floor"; with the SDK's watch of the document for forms,
+// "floor-observed"), or the product's SDK ("floor-sdk"; in a frame of
+// another site as the bridge nests the app, "floor-sdk-nested"; and
+// "floor-sdk-before", the SDK file VOICEBOX_BENCH_MINIAPP_FLOOR_SDK_BEFORE names). What the
+// product costs over the floor is the worker's Go, the SDK and the bridge's frame; the floor itself
+// is Chromium's messages and the app's drawing.
 func BenchmarkMiniAppToolCall(b *testing.B) {
 	relay := harness.StartRelay(b)
 	type side struct {
 		tab *harness.Tab
-		us  []float64
-		cpu float64
+		// call is a JavaScript function of a call's args that makes one add_points call.
+		call string
+		us   []float64
+		cpu  float64
 		// turnStart and steady are us split by a call's place in its turn; spaced are the calls
 		// made after a pause, spacedCPU their CPU in seconds, idleCPU the same pauses' alone.
 		turnStart, steady, spaced []float64
@@ -61,23 +78,35 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		// (VOICEBOX_BENCH_CPU_BY_THREAD): the other side's threads idle meanwhile.
 		byThread processCPU
 	}
-	open := func(url string) *side {
-		tab := harness.NewTab(b)
-		tab.Quiet()
-		tab.Navigate(url)
-		harness.WaitFor[bool](tab, `!!(window.voicebox && voicebox.miniApps) && !document.querySelector('#new-file').disabled`, readyBound)
-		harness.Eval[string](tab, `voicebox.miniApps.launch({name: 'Scoreboard'}).then(a => a.appId)`)
-		harness.WaitFor[bool](tab, `voicebox.miniApps.tools('app_scoreboard').length === 4`, appBound)
+	// The page's calls are of add_points (it writes the app's document, which then draws a frame),
+	// or with VOICEBOX_BENCH_MINIAPP_TOOL=get_scores of that (it reads it: no frame), so the
+	// drawing's share of a side's CPU can be told from the rest: a side whose calls are faster
+	// shares one frame among more of them.
+	pageCall, floorCall := `(args) => voicebox.miniApps.call('app_scoreboard', 'add_points', args)`, `(args) => floor.call('add_points', args)`
+	if os.Getenv("VOICEBOX_BENCH_MINIAPP_TOOL") == "get_scores" {
+		pageCall, floorCall = `() => voicebox.miniApps.call('app_scoreboard', 'get_scores', {})`, `() => floor.call('get_scores', {})`
+	}
+	warm := func(tab *harness.Tab, call string) {
 		// Warmed up first: for some seconds after a page and its app load, Chromium's own UI
 		// renderer and the browser process work (about 2 ms of CPU per call over the first few
 		// hundred calls, none after), and the page's renderer compiles the worker's hot wasm
 		// again in its thread pool (250-700 us of CPU per call over the first 600-900 calls,
 		// 30-80 after 1,200), neither of which is the call's cost.
 		harness.Eval[bool](tab, fmt.Sprintf(`(async () => {
-			for (let i = 0; i < %d; i++) await voicebox.miniApps.call('app_scoreboard', 'add_points', {team: 'home', points: 1});
+			const call = %s;
+			for (let i = 0; i < %d; i++) await call({team: 'home', points: 1});
 			return true;
-		})()`, miniAppWarmUp))
-		return &side{tab: tab, byThread: processCPU{}}
+		})()`, call, miniAppWarmUp))
+	}
+	open := func(url string) *side {
+		tab := harness.NewTabFor(b, miniAppTabBound)
+		tab.Quiet()
+		tab.Navigate(url)
+		harness.WaitFor[bool](tab, `!!(window.voicebox && voicebox.miniApps) && !document.querySelector('#new-file').disabled`, readyBound)
+		harness.Eval[string](tab, `voicebox.miniApps.launch({name: 'Scoreboard'}).then(a => a.appId)`)
+		harness.WaitFor[bool](tab, `voicebox.miniApps.tools('app_scoreboard').length === 4`, appBound)
+		warm(tab, pageCall)
+		return &side{tab: tab, call: pageCall, byThread: processCPU{}}
 	}
 	page := open(relay.URL)
 	sides := []*side{page}
@@ -85,6 +114,44 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 	if bin := os.Getenv("VOICEBOX_BENCH_MINIAPP_BEFORE"); bin != "" {
 		before = open(harness.StartAlone(b, bin).URL)
 		sides = append(sides, before)
+	}
+	// The floors (VOICEBOX_BENCH_MINIAPP_FLOOR): the same four messages on the same threads with
+	// none of the product's work, the app's webMcp a stand-in ("floor"; "floor-observed" with a
+	// MutationObserver like the SDK's forms watch), or the product's SDK ("floor-sdk"), that in a frame of another site as the product's bridge is
+	// ("floor-sdk-nested"); with VOICEBOX_BENCH_MINIAPP_FLOOR_SDK_BEFORE naming another SDK's
+	// file, that one too ("floor-sdk-before"). VOICEBOX_BENCH_MINIAPP_FLOOR_STYLE is the CSS of
+	// the floors' outer frame (480x360 without a border by default).
+	type floorSide struct {
+		name string
+		*side
+	}
+	var floors []floorSide
+	if os.Getenv("VOICEBOX_BENCH_MINIAPP_FLOOR") != "" {
+		url := serveMiniAppFloor(b)
+		app := readFile(b, filepath.Join(harness.RepoRoot(), "samples", "scoreboard.html"))
+		sdk := readFile(b, filepath.Join(harness.RepoRoot(), "public", "mini-app-sdk.js"))
+		middle := strings.Replace(url, "127.0.0.1", "localhost", 1)
+		middle = middle[:strings.LastIndex(middle, "/")] + "/miniapp-floor-middle.html"
+		type floorKind struct {
+			name, sdk, middle string
+			observed          bool
+		}
+		sdks := []floorKind{{"floor", "", "", false}, {"floor-observed", "", "", true}, {"floor-sdk", sdk, "", false}, {"floor-sdk-nested", sdk, middle, false}}
+		if f := os.Getenv("VOICEBOX_BENCH_MINIAPP_FLOOR_SDK_BEFORE"); f != "" {
+			sdks = append(sdks, floorKind{"floor-sdk-before", readFile(b, f), "", false})
+		}
+		for _, f := range sdks {
+			tab := harness.NewTabFor(b, miniAppTabBound)
+			tab.Quiet()
+			tab.Navigate(url)
+			harness.Eval[bool](tab, fmt.Sprintf(`(floor.start(%s, %s, %s, %s, %t), true)`, strconv.Quote(app), strconv.Quote(f.sdk),
+				strconv.Quote(os.Getenv("VOICEBOX_BENCH_MINIAPP_FLOOR_STYLE")), strconv.Quote(f.middle), f.observed))
+			harness.WaitFor[bool](tab, `window.floor.ready`, appBound)
+			s := &side{tab: tab, call: floorCall, byThread: processCPU{}}
+			warm(tab, s.call)
+			floors = append(floors, floorSide{f.name, s})
+			sides = append(sides, s)
+		}
 	}
 	var prof *harness.WorkerProfiler
 	if os.Getenv("VOICEBOX_PROFILE") != "" {
@@ -112,14 +179,15 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 					prof.Start(b)
 				}
 				turn := harness.Eval[[]float64](s.tab, fmt.Sprintf(`(async () => {
+					const call = %s;
 					const out = [];
 					for (let i = 0; i < %d; i++) {
 						const t0 = performance.now();
-						await voicebox.miniApps.call('app_scoreboard', 'add_points', {team: 'home', points: 1});
+						await call({team: 'home', points: 1});
 						out.push((performance.now() - t0) * 1000);
 					}
 					return out;
-				})()`, miniAppRound))
+				})()`, s.call, miniAppRound))
 				s.us = append(s.us, turn...)
 				s.turnStart = append(s.turnStart, turn[:miniAppTurnStart]...)
 				s.steady = append(s.steady, turn[miniAppTurnStart:]...)
@@ -147,16 +215,17 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 						th0 = childrenCPUByThread()
 					}
 					us := harness.Eval[[]float64](s.tab, fmt.Sprintf(`(async () => {
+						const call = %s;
 						const out = [];
 						for (let i = 0; i < %d; i++) {
 							await new Promise((resolve) => setTimeout(resolve, %d));
 							if (!%t) continue;
 							const t0 = performance.now();
-							await voicebox.miniApps.call('app_scoreboard', 'add_points', {team: 'away', points: 1});
+							await call({team: 'away', points: 1});
 							out.push((performance.now() - t0) * 1000);
 						}
 						return out;
-					})()`, miniAppSpacedTurn, miniAppPause.Milliseconds(), calls))
+					})()`, s.call, miniAppSpacedTurn, miniAppPause.Milliseconds(), calls))
 					if !calls {
 						s.idleCPU += childrenCPU() - c0
 						continue
@@ -222,6 +291,9 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		if before != nil {
 			before.byThread.print(os.Stdout, "page path, by thread, the build before", len(before.us))
 		}
+		for _, f := range floors {
+			f.byThread.print(os.Stdout, "page path, by thread, "+f.name, len(f.us))
+		}
 	}
 	if f := os.Getenv("VOICEBOX_BENCH_MINIAPP_DUMP"); f != "" {
 		var sb strings.Builder
@@ -240,6 +312,33 @@ func BenchmarkMiniAppToolCall(b *testing.B) {
 		harness.ReportPercentiles(b, before.us, "page-before-us")
 		report(before, "page-before")
 	}
+	for _, f := range floors {
+		b.ReportMetric(f.cpu/float64(len(f.us))*1e6, f.name+"-cpu-us/call")
+		harness.ReportPercentiles(b, f.us, f.name+"-us")
+		report(f.side, f.name)
+	}
+}
+
+//go:embed miniappfloor
+var miniAppFloor embed.FS
+
+// serveMiniAppFloor serves the floor of a mini-app tool call (tests/miniappfloor: the product's
+// four messages between the page, a dedicated worker and a sandboxed app document, with none of
+// its work) and returns its page's address.
+func serveMiniAppFloor(b *testing.B) string {
+	files, _ := fs.Sub(miniAppFloor, "miniappfloor")
+	srv := httptest.NewServer(http.FileServerFS(files))
+	b.Cleanup(srv.Close)
+	return srv.URL + "/miniapp-floor.html"
+}
+
+// readFile is the text of the file at path.
+func readFile(b *testing.B, path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return string(data)
 }
 
 // reportP50P90 reports the p50 and p90 of samples as unit-p50 and unit-p90: for the spaced calls,
@@ -250,6 +349,11 @@ func reportP50P90(b *testing.B, samples []float64, unit string) {
 	b.ReportMetric(s[len(s)/2], unit+"-p50")
 	b.ReportMetric(s[len(s)*9/10], unit+"-p90")
 }
+
+// miniAppTabBound bounds the life of each of BenchmarkMiniAppToolCall's tabs: with the floors and
+// more calls a side its run takes longer than harness.TabBound, which would close the tab that
+// holds the workspace under the relay's calls (page-closed).
+const miniAppTabBound = 8 * time.Minute
 
 // miniAppWarmUp is how many calls BenchmarkMiniAppToolCall makes on a side before it measures.
 const miniAppWarmUp = 1200
