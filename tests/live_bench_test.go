@@ -26,9 +26,14 @@ var liveFloor embed.FS
 const (
 	// liveBenchOnsets is how many onsets each direction is measured over, per page and load.
 	liveBenchOnsets = 30
-	// liveBenchGap is the time between two onsets: longer than a reply, so each reply starts
-	// from silence (the case that pays the playback lead).
+	// liveBenchGap is the time between two onsets, and the silence after a reply before the next:
+	// each reply starts from silence (the tap needs 50 ms of it to count an onset), as an answer
+	// does after the person spoke.
 	liveBenchGap = 250 * time.Millisecond
+	// liveBenchStreamMs is the streamed reply's length: three of the fixture's 100 ms chunks, the
+	// second and third sent when the audio before them has had time to play, its end after the
+	// last, as a vendor sends speech while it makes it.
+	liveBenchStreamMs = 300
 	// liveBenchQuiet is the silence (samples at the 24 kHz input rate) before a sample the
 	// fixture counts as an onset: 50 ms, as the page's tap counts them.
 	liveBenchQuiet = 1200
@@ -216,9 +221,17 @@ func percentile(sorted []float64, p float64) float64 {
 // the worklets' ports handed to it, as the product page does), idle and busy:
 //   - capture-ms: a marked onset leaves the microphone -> the vendor receives the frame holding
 //     it (the relay and the framing, 10 ms frames on every page, included);
-//   - playback-ms: the vendor sends a reply whose first sample is an onset -> the platform says
-//     that sample is heard (getOutputTimestamp, so the platform's output latency, reported as
-//     platform-ms, is included);
+//   - playback-ms: the vendor sends a finished reply whose first sample is an onset (60 ms, one
+//     chunk, its end at once: Conn.Say) -> the platform says that sample is heard
+//     (getOutputTimestamp, so the platform's output latency, reported as platform-ms, is
+//     included). The product page's player starts a reply known to have ended at once, so this
+//     is the path without the player's lead;
+//   - playback-stream-ms: the same onset, the reply streamed as a vendor speaking sends it
+//     (liveBenchStreamMs in 100 ms chunks at real time, its end after the last:
+//     Conn.SayInRealTime). The product page's player waits its lead after the first chunk (20 ms
+//     at the start, more after an underrun), so this is the path a real reply takes; the floor
+//     pages have no lead, so theirs is as playback-ms. stream-underruns is what the product
+//     page's player counted during these replies, stream-lead-ms its lead after them;
 //   - bargein-ms: the vendor says the person started speaking during a 3 s reply -> the reply's
 //     output is heard to go silent (getOutputTimestamp again);
 //   - underruns: what the page's player counted (the product page only).
@@ -226,6 +239,7 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 	var ears onsetEars
 	bench := startLiveBench(b, func(_ *vendorfixture.Conn, pcm []byte) { ears.hear(pcm) })
 	reply := vendorfixture.Tone(24000, 60, 440)
+	stream := vendorfixture.Tone(24000, liveBenchStreamMs, 440)
 	long := vendorfixture.Tone(24000, 3000, 440)
 
 	pages := liveBenchPages
@@ -280,6 +294,31 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 						b.Fatalf("%d replies of %d were not heard", missed, len(sent))
 					}
 
+					// Playback, streamed: each reply's first chunk leaves with the onset, the rest at
+					// the pace of speech. The delay is to the first onset heard after the send (an
+					// underrun's gap inside a reply may be heard as an onset of its own, later);
+					// the next reply is sent once this one has had time to play and fall silent.
+					product := p.name == "page" || p.name == liveBenchBase.name
+					underruns0 := 0.0
+					if product {
+						underruns0 = harness.Eval[float64](tab, `voicebox.live.stats().underruns || 0`)
+					}
+					var streamed []float64
+					for range liveBenchOnsets {
+						before := harness.Eval[int](tab, `__bench.heard.length`)
+						start := time.Now()
+						conn.SayInRealTime("", stream)
+						sent := epochMs(start)
+						harness.WaitFor[bool](tab, fmt.Sprintf(`__bench.heard.slice(%d).some(t => t >= %f)`, before, sent-1), liveBound)
+						d, _ := pairOnsets([]float64{sent}, harness.Eval[[]float64](tab, fmt.Sprintf(`__bench.heard.slice(%d)`, before)))
+						streamed = append(streamed, d[0])
+						time.Sleep(time.Until(start.Add(liveBenchStreamMs*time.Millisecond + 2*liveBenchGap)))
+					}
+					if product {
+						b.ReportMetric(harness.Eval[float64](tab, `voicebox.live.stats().underruns || 0`)-underruns0, "stream-underruns")
+						b.ReportMetric(harness.Eval[float64](tab, `voicebox.live.stats().leadMs`), "stream-lead-ms")
+					}
+
 					// Barge-in: a long reply plays when the vendor hears the person start to
 					// speak; the delay runs to when the reply's output is heard to go silent.
 					var bargeIn []float64
@@ -311,7 +350,7 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 					b.ReportMetric(percentile(bargeIn, 0.99), "bargein-p99-ms")
 					platform := harness.Eval[float64](tab, `__bench.platformMs`)
 					underruns := 0.0
-					if p.name == "page" || p.name == liveBenchBase.name {
+					if product {
 						underruns = harness.Eval[float64](tab, `voicebox.live.stats().underruns || 0`)
 					}
 					if load == "app" {
@@ -330,10 +369,13 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 					b.ReportMetric(percentile(capture, 0.99), "capture-p99-ms")
 					b.ReportMetric(percentile(playback, 0.5), "playback-p50-ms")
 					b.ReportMetric(percentile(playback, 0.99), "playback-p99-ms")
+					slices.Sort(streamed)
+					b.ReportMetric(percentile(streamed, 0.5), "playback-stream-p50-ms")
+					b.ReportMetric(percentile(streamed, 0.99), "playback-stream-p99-ms")
 					b.ReportMetric(platform, "platform-ms")
 					b.ReportMetric(underruns, "underruns")
-					b.Logf("%s %s: capture %.1f..%.1f ms, playback %.1f..%.1f ms, generator latency %.1f ms", p.name, load,
-						capture[0], capture[len(capture)-1], playback[0], playback[len(playback)-1], harness.Eval[float64](tab, `__bench.genLatencyMs`))
+					b.Logf("%s %s: capture %.1f..%.1f ms, playback %.1f..%.1f ms, streamed %.1f..%.1f ms, generator latency %.1f ms", p.name, load,
+						capture[0], capture[len(capture)-1], playback[0], playback[len(playback)-1], streamed[0], streamed[len(streamed)-1], harness.Eval[float64](tab, `__bench.genLatencyMs`))
 					tab.Close()
 				}
 			})
