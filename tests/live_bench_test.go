@@ -231,7 +231,9 @@ func percentile(sorted []float64, p float64) float64 {
 //     Conn.SayInRealTime). The product page's player waits its lead after the first chunk (20 ms
 //     at the start, more after an underrun), so this is the path a real reply takes; the floor
 //     pages have no lead, so theirs is as playback-ms. stream-underruns is what the product
-//     page's player counted during these replies, stream-lead-ms its lead after them;
+//     page's player counted during these replies, stream-lead-ms its lead after them,
+//     stream-vendor-late-ms the latest the fixture sent a chunk against the real-time schedule
+//     (on a loaded machine the sender is woken late too);
 //   - bargein-ms: the vendor says the person started speaking during a 3 s reply -> the reply's
 //     output is heard to go silent (getOutputTimestamp again);
 //   - underruns: what the page's player counted (the product page only).
@@ -304,16 +306,18 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 						underruns0 = harness.Eval[float64](tab, `voicebox.live.stats().underruns || 0`)
 					}
 					var streamed []float64
+					vendorLate := time.Duration(0)
 					for range liveBenchOnsets {
 						before := harness.Eval[int](tab, `__bench.heard.length`)
 						start := time.Now()
-						conn.SayInRealTime("", stream)
+						vendorLate = max(vendorLate, slices.Max(conn.SayInRealTime("", stream)))
 						sent := epochMs(start)
 						harness.WaitFor[bool](tab, fmt.Sprintf(`__bench.heard.slice(%d).some(t => t >= %f)`, before, sent-1), liveBound)
 						d, _ := pairOnsets([]float64{sent}, harness.Eval[[]float64](tab, fmt.Sprintf(`__bench.heard.slice(%d)`, before)))
 						streamed = append(streamed, d[0])
 						time.Sleep(time.Until(start.Add(liveBenchStreamMs*time.Millisecond + 2*liveBenchGap)))
 					}
+					b.ReportMetric(float64(vendorLate.Microseconds())/1000, "stream-vendor-late-ms")
 					if product {
 						b.ReportMetric(harness.Eval[float64](tab, `voicebox.live.stats().underruns || 0`)-underruns0, "stream-underruns")
 						b.ReportMetric(harness.Eval[float64](tab, `voicebox.live.stats().leadMs`), "stream-lead-ms")
