@@ -230,8 +230,9 @@ func percentile(sorted []float64, p float64) float64 {
 //     (liveBenchStreamMs in 100 ms chunks at real time, its end after the last:
 //     Conn.SayInRealTime). The product page's player waits its lead after the first chunk (20 ms
 //     at the start, more after an underrun), so this is the path a real reply takes; the floor
-//     pages have no lead, so theirs is as playback-ms. stream-underruns is what the product
-//     page's player counted during these replies, stream-lead-ms its lead after them,
+//     pages have no lead, so theirs is as playback-ms. stream-underruns is what each page's
+//     player counted during these replies (the floors': a chunk that came after the audio before
+//     it ran out), stream-lead-ms the product page's lead after them,
 //     stream-vendor-late-ms the latest the fixture sent a chunk against the real-time schedule
 //     (on a loaded machine the sender is woken late too);
 //   - bargein-ms: the vendor says the person started speaking during a 3 s reply -> the reply's
@@ -304,6 +305,8 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 					underruns0 := 0.0
 					if product {
 						underruns0 = harness.Eval[float64](tab, `voicebox.live.stats().underruns || 0`)
+					} else {
+						underruns0 = harness.Eval[float64](tab, `window.floor.dry`)
 					}
 					var streamed []float64
 					vendorLate := time.Duration(0)
@@ -318,9 +321,15 @@ func BenchmarkLiveVoiceLatency(b *testing.B) {
 						time.Sleep(time.Until(start.Add(liveBenchStreamMs*time.Millisecond + 2*liveBenchGap)))
 					}
 					b.ReportMetric(float64(vendorLate.Microseconds())/1000, "stream-vendor-late-ms")
-					if product {
+					switch {
+					case product:
 						b.ReportMetric(harness.Eval[float64](tab, `voicebox.live.stats().underruns || 0`)-underruns0, "stream-underruns")
 						b.ReportMetric(harness.Eval[float64](tab, `voicebox.live.stats().leadMs`), "stream-lead-ms")
+					case p.name == "floorworker":
+						// Its player runs dry at each reply's end too.
+						b.ReportMetric(harness.Eval[float64](tab, `window.floor.dry`)-underruns0-liveBenchOnsets, "stream-underruns")
+					default:
+						b.ReportMetric(harness.Eval[float64](tab, `window.floor.dry`)-underruns0, "stream-underruns")
 					}
 
 					// Barge-in: a long reply plays when the vendor hears the person start to
